@@ -1,0 +1,63 @@
+//! Compiles the CPython-internals shim (`src/pep523_backend/shim.c`) against the
+//! internal headers of the interpreter this module is being built for.
+//!
+//! The interpreter is the one PyO3 builds for (`PYO3_PYTHON`, set by maturin, or
+//! `python3`). The script re-runs whenever that choice or the interpreter itself
+//! changes, so a shim compiled for one interpreter is never linked into a module
+//! for another.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+const QUERY: &str = "\
+import sys, sysconfig
+print(sysconfig.get_paths()['include'])
+print(sys.executable)
+";
+
+fn main() {
+    println!("cargo:rerun-if-changed=src/pep523_backend/shim.c");
+    println!("cargo:rerun-if-changed=src/pep523_backend/shim.h");
+    println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
+    println!("cargo:rerun-if-env-changed=PYTHON_SYS_EXECUTABLE");
+
+    let python = env::var("PYO3_PYTHON")
+        .or_else(|_| env::var("PYTHON_SYS_EXECUTABLE"))
+        .unwrap_or_else(|_| "python3".to_owned());
+    let output = Command::new(&python)
+        .args(["-c", QUERY])
+        .output()
+        .unwrap_or_else(|err| panic!("cannot run the target interpreter {python:?}: {err}"));
+    assert!(
+        output.status.success(),
+        "the target interpreter {python:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).expect("interpreter printed non-UTF-8 paths");
+    let mut lines = stdout.lines();
+    let include = PathBuf::from(lines.next().expect("no include directory reported"));
+    let executable = lines.next().expect("no sys.executable reported");
+
+    // Re-run when the interpreter binary or its configuration is replaced in place.
+    println!("cargo:rerun-if-changed={executable}");
+    println!("cargo:rerun-if-changed={}", include.join("pyconfig.h").display());
+    let internal = include.join("internal");
+    assert!(
+        internal.is_dir(),
+        "{} is missing: framehook needs the interpreter's internal headers \
+         (install the -dev package, or use a build that ships include/python3.x/internal)",
+        internal.display()
+    );
+
+    cc::Build::new()
+        .file("src/pep523_backend/shim.c")
+        .include(&include)
+        .include(&internal)
+        .define("Py_BUILD_CORE", None)
+        .std("gnu11")
+        .warnings(true)
+        .flag_if_supported("-Wno-unused-parameter")
+        .flag_if_supported("-Wno-missing-field-initializers")
+        .compile("framehook_shim");
+}

@@ -1,0 +1,22 @@
+import contextlib
+from typing import Any, Callable, Iterator, Literal, Optional
+
+from ._native import Frame as Frame
+from ._native import HookHandle as HookHandle
+from ._native import add_frame_hook as add_frame_hook
+from ._native import build_info as build_info
+from ._native import clear_frame_hooks as clear_frame_hooks
+from ._native import disabled as disabled
+from ._native import frame_hooks as frame_hooks
+from ._native import remove_frame_hook as remove_frame_hook
+
+__all__: list[str]
+__version__: str
+
+def frame_hook(
+    hook: Callable[[Frame], Any],
+    *,
+    name: Optional[str] = None,
+    cache: bool = False,
+    on_error: str = "raise",
+) -> contextlib.AbstractContextManager[HookHandle]: ...

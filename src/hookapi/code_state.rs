@@ -1,0 +1,133 @@
+//! What framehook remembers per original code object (stored in its co_extra):
+//! the answers of `cache=True` hooks, and the checked replacements with their
+//! argument maps. Freed with the code object.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+
+use super::registry::Registry;
+
+/// How many distinct replacements are remembered per original code.
+const MAX_PLANS: usize = 8;
+
+/// A replacement known to be call-compatible with the original.
+pub(crate) struct Plan {
+    pub code: Py<PyAny>,
+    /// For each argument slot of the replacement, the original's slot; None when identical.
+    pub arg_map: Option<Arc<[c_int]>>,
+}
+
+struct Answer {
+    hook_id: u64,
+    /// The code the hook saw; None when it was the original.
+    input: Option<Py<PyAny>>,
+    /// What it answered; None when it declined.
+    output: Option<Py<PyAny>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    generation: u64,
+    answers: Vec<Answer>,
+    plans: Vec<Arc<Plan>>,
+}
+
+#[derive(Default)]
+pub(crate) struct CodeState {
+    inner: Mutex<Inner>,
+}
+
+/// co_extra free function: runs when the code object is deallocated.
+pub(crate) unsafe extern "C" fn free_code_state(state: *mut c_void) {
+    if state.is_null() {
+        return;
+    }
+    // SAFETY: `state` came from `Box::into_raw` in `CodeState::of`, and CPython
+    // calls this once, from a thread attached to the interpreter.
+    let state = unsafe { Box::from_raw(state.cast::<CodeState>()) };
+    Python::attach(|_| drop(state));
+}
+
+impl CodeState {
+    /// The state stored on `code`, created on first use. It lives as long as the code.
+    pub fn of<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeState> {
+        if let Some(existing) = registry.code_extra.get(code) {
+            // SAFETY: only framehook stores at this index, always a boxed CodeState,
+            // and it is freed only with the code object, which the caller keeps alive.
+            return Ok(unsafe { &*existing.as_ptr().cast::<CodeState>() });
+        }
+        let fresh = Box::into_raw(Box::<CodeState>::default());
+        if let Err(err) = registry.code_extra.set(code, fresh.cast()) {
+            // SAFETY: the box was not handed over.
+            drop(unsafe { Box::from_raw(fresh) });
+            return Err(err);
+        }
+        // SAFETY: now owned by the code object, see above.
+        Ok(unsafe { &*fresh })
+    }
+
+    /// The cached answer of hook `hook_id` for `input`: Some(answer) when known.
+    pub fn cached_answer<'py>(
+        &self,
+        py: Python<'py>,
+        generation: u64,
+        hook_id: u64,
+        input: &Bound<'py, PyAny>,
+        original: &Bound<'py, PyAny>,
+    ) -> Option<Option<Bound<'py, PyAny>>> {
+        let inner = self.inner.lock();
+        if inner.generation != generation {
+            return None;
+        }
+        inner
+            .answers
+            .iter()
+            .find(|answer| answer.hook_id == hook_id && same_input(answer, input, original))
+            .map(|answer| answer.output.as_ref().map(|code| code.bind(py).clone()))
+    }
+
+    pub fn store_answer(
+        &self,
+        generation: u64,
+        hook_id: u64,
+        input: &Bound<'_, PyAny>,
+        original: &Bound<'_, PyAny>,
+        output: Option<&Bound<'_, PyAny>>,
+    ) {
+        let mut inner = self.inner.lock();
+        if inner.generation != generation {
+            inner.generation = generation;
+            inner.answers.clear();
+        }
+        inner.answers.retain(|answer| !(answer.hook_id == hook_id && same_input(answer, input, original)));
+        inner.answers.push(Answer {
+            hook_id,
+            input: (!input.is(original)).then(|| input.clone().unbind()),
+            output: output.map(|code| code.clone().unbind()),
+        });
+    }
+
+    /// The plan for running `replacement` instead of the original, if checked before.
+    pub fn plan(&self, replacement: &Bound<'_, PyAny>) -> Option<Arc<Plan>> {
+        let inner = self.inner.lock();
+        inner.plans.iter().find(|plan| plan.code.is(replacement)).cloned()
+    }
+
+    pub fn remember_plan(&self, plan: Arc<Plan>) {
+        let mut inner = self.inner.lock();
+        if inner.plans.len() == MAX_PLANS {
+            inner.plans.remove(0);
+        }
+        inner.plans.push(plan);
+    }
+}
+
+fn same_input(answer: &Answer, input: &Bound<'_, PyAny>, original: &Bound<'_, PyAny>) -> bool {
+    match &answer.input {
+        None => input.is(original),
+        Some(code) => code.is(input),
+    }
+}

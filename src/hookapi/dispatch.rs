@@ -1,0 +1,214 @@
+//! The hot path: what happens to every hookable frame while hooks are installed.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyCode;
+
+use super::code_state::{CodeState, Plan};
+use super::compat;
+use super::frame::Frame;
+use super::registry::{Hook, OnError, Registry};
+use crate::pep523_backend::{FrameView, RawDecision};
+
+thread_local! {
+    /// A hook is running on this thread: frames it starts are not hooked.
+    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
+    /// Depth of `framehook.disabled()` blocks on this thread.
+    static DISABLED_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks this thread as running hooks until dropped.
+struct HookRunning;
+
+impl HookRunning {
+    fn enter() -> Self {
+        IN_HOOK.with(|flag| flag.set(true));
+        HookRunning
+    }
+}
+
+impl Drop for HookRunning {
+    fn drop(&mut self) {
+        IN_HOOK.with(|flag| flag.set(false));
+    }
+}
+
+pub(crate) fn enter_disabled() {
+    DISABLED_DEPTH.with(|depth| depth.set(depth.get() + 1));
+}
+
+pub(crate) fn exit_disabled() {
+    DISABLED_DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+}
+
+const RUN_ORIGINAL: RawDecision = RawDecision {
+    code: ptr::null_mut(),
+    arg_map: ptr::null(),
+    arg_map_owner: ptr::null_mut(),
+    observer: ptr::null_mut(),
+};
+
+/// Runs the hook chain for a frame about to start and says what to run.
+pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDecision> {
+    if IN_HOOK.with(Cell::get) || DISABLED_DEPTH.with(Cell::get) > 0 {
+        return Ok(RUN_ORIGINAL);
+    }
+    let Some(registry) = Registry::current(py) else {
+        return Ok(RUN_ORIGINAL);
+    };
+    let hooks = registry.snapshot();
+    if hooks.is_empty() {
+        return Ok(RUN_ORIGINAL);
+    }
+    let _running = HookRunning::enter();
+    let mut chain = Chain {
+        py,
+        view,
+        registry: &registry,
+        original: view.code(py).to_owned(),
+        generation: registry.generation(),
+        state: None,
+        frame: None,
+    };
+    let outcome = chain.run(&hooks);
+    if let Some(frame) = &chain.frame {
+        frame.get().expire();
+    }
+    let (code, plan) = match outcome? {
+        None => return Ok(RUN_ORIGINAL),
+        Some(replacement) => replacement,
+    };
+    // The plan keeps the argument map alive until the eval function releases it.
+    let (arg_map, arg_map_owner) = match &plan.arg_map {
+        None => (ptr::null(), ptr::null_mut()),
+        Some(map) => (map.as_ptr(), Arc::into_raw(Arc::clone(&plan)).cast_mut().cast()),
+    };
+    Ok(RawDecision {
+        code: code.into_ptr(),
+        arg_map,
+        arg_map_owner,
+        observer: ptr::null_mut(),
+    })
+}
+
+/// Releases what a decision kept alive for the eval function.
+pub(crate) fn release(owner: *mut c_void) {
+    // SAFETY: `owner` came from `Arc::into_raw` of a Plan in `on_frame`.
+    drop(unsafe { Arc::from_raw(owner.cast_const().cast::<Plan>()) });
+}
+
+pub(crate) fn after_frame(_py: Python<'_>, _observer: *mut c_void, _ran: &Bound<'_, PyAny>, _returned: bool) {}
+
+struct Chain<'a, 'py> {
+    py: Python<'py>,
+    view: &'a FrameView<'a>,
+    registry: &'a Registry,
+    original: Bound<'py, PyAny>,
+    generation: u64,
+    state: Option<&'a CodeState>,
+    frame: Option<Bound<'py, Frame>>,
+}
+
+impl<'a, 'py> Chain<'a, 'py> {
+    fn state(&mut self) -> PyResult<&'a CodeState> {
+        if let Some(state) = self.state {
+            return Ok(state);
+        }
+        let state = CodeState::of(self.registry, &self.original)?;
+        self.state = Some(state);
+        Ok(state)
+    }
+
+    fn frame(&mut self) -> PyResult<&Bound<'py, Frame>> {
+        if self.frame.is_none() {
+            self.frame = Some(Bound::new(self.py, Frame::new(self.py, self.view))?);
+        }
+        Ok(self.frame.as_ref().expect("just set"))
+    }
+
+    /// The final code and its plan, or None when the original runs.
+    fn run(&mut self, hooks: &[Arc<Hook>]) -> PyResult<Option<(Bound<'py, PyAny>, Arc<Plan>)>> {
+        let mut current = self.original.clone();
+        let mut current_plan: Option<Arc<Plan>> = None;
+        for hook in hooks.iter().filter(|hook| hook.enabled()) {
+            let Some(answer) = self.ask(hook, &current)? else {
+                continue;
+            };
+            let plan = self.plan_for(hook, &answer)?;
+            current = answer;
+            current_plan = plan;
+        }
+        Ok(current_plan.map(|plan| (current, plan)))
+    }
+
+    /// The hook's answer for `current`: Some(new code) or None (no change).
+    fn ask(&mut self, hook: &Hook, current: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if hook.cache {
+            let state = self.state()?;
+            if let Some(answer) = state.cached_answer(self.py, self.generation, hook.id, current, &self.original) {
+                return Ok(answer);
+            }
+        }
+        let frame = self.frame()?.clone();
+        frame.get().set_code(current);
+        let answer = match hook.callable.bind(self.py).call1((frame,)) {
+            Ok(returned) if returned.is_none() || returned.is(current) => None,
+            Ok(returned) if returned.is_instance_of::<PyCode>() => Some(returned),
+            Ok(returned) => {
+                return Err(PyTypeError::new_err(format!(
+                    "frame hook {:?} must return a code object or None, not {}",
+                    hook.name,
+                    returned.get_type().name()?
+                )))
+            }
+            Err(err) => match hook.on_error {
+                OnError::Raise => return Err(err),
+                OnError::Log => {
+                    log_hook_error(self.py, hook, &self.original, err);
+                    None
+                }
+            },
+        };
+        if hook.cache {
+            self.state()?.store_answer(self.generation, hook.id, current, &self.original, answer.as_ref());
+        }
+        Ok(answer)
+    }
+
+    /// The checked plan for running `replacement`; None if it is the original.
+    fn plan_for(&mut self, hook: &Hook, replacement: &Bound<'py, PyAny>) -> PyResult<Option<Arc<Plan>>> {
+        if replacement.is(&self.original) {
+            return Ok(None);
+        }
+        let state = self.state()?;
+        if let Some(plan) = state.plan(replacement) {
+            return Ok(Some(plan));
+        }
+        let arg_map = compat::check(&hook.name, &self.original, replacement)?;
+        let plan = Arc::new(Plan { code: replacement.clone().unbind(), arg_map });
+        state.remember_plan(Arc::clone(&plan));
+        Ok(Some(plan))
+    }
+}
+
+fn log_hook_error(py: Python<'_>, hook: &Hook, code: &Bound<'_, PyAny>, err: PyErr) {
+    let logged = (|| -> PyResult<()> {
+        let logger = py.import("logging")?.call_method1("getLogger", ("framehook",))?;
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("exc_info", err.value(py))?;
+        logger.call_method(
+            "error",
+            ("frame hook %r raised on %r; running the frame as if it declined", hook.name.as_str(), code),
+            Some(&kwargs),
+        )?;
+        Ok(())
+    })();
+    if let Err(logging_failed) = logged {
+        logging_failed.write_unraisable(py, None);
+    }
+}

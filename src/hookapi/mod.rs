@@ -1,0 +1,13 @@
+//! The stable frame-hook API: the per-interpreter hook registry, the chain that
+//! runs hooks in registration order, per-code caching, the compatibility check of
+//! replacement code, the frame object hooks receive, and the Python bindings.
+//! Nothing here knows CPython internals; those stay in [`crate::pep523_backend`].
+
+pub(crate) mod code_state;
+pub(crate) mod compat;
+pub(crate) mod dispatch;
+pub mod frame;
+pub mod python;
+pub mod registry;
+
+pub use registry::{Hook, OnError, Registry};

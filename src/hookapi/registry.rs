@@ -1,0 +1,191 @@
+//! Per-interpreter hook registries. Readers (the eval function, on every frame)
+//! take a snapshot without locking; writers are serialised per interpreter.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::pep523_backend::{self, CodeExtraSlot, Uninstalled};
+
+/// What to do when a hook raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// The exception reaches the caller of the hooked function.
+    Raise,
+    /// The exception is logged (logger "framehook") and the hook counts as declining.
+    Log,
+}
+
+impl OnError {
+    pub fn parse(value: &str) -> PyResult<Self> {
+        match value {
+            "raise" => Ok(Self::Raise),
+            "log" => Ok(Self::Log),
+            other => Err(PyValueError::new_err(format!(
+                "on_error must be 'raise' or 'log', not {other:?}"
+            ))),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Raise => "raise",
+            Self::Log => "log",
+        }
+    }
+}
+
+/// One registered hook.
+pub struct Hook {
+    pub id: u64,
+    pub name: String,
+    pub callable: Py<PyAny>,
+    pub cache: bool,
+    pub on_error: OnError,
+    enabled: AtomicBool,
+}
+
+impl Hook {
+    pub fn new(name: String, callable: Py<PyAny>, cache: bool, on_error: OnError) -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            name,
+            callable,
+            cache,
+            on_error,
+            enabled: AtomicBool::new(true),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+}
+
+/// The hooks of one interpreter, in call order.
+pub struct Registry {
+    interpreter: usize,
+    hooks: ArcSwap<Vec<Arc<Hook>>>,
+    /// Bumped whenever the set of active hooks changes; cached answers from an
+    /// older generation are discarded.
+    generation: AtomicU64,
+    writer: Mutex<()>,
+    pub(crate) code_extra: CodeExtraSlot,
+}
+
+/// All interpreters' registries; replaced wholesale (rarely), read lock-free.
+static REGISTRIES: LazyLock<ArcSwap<Vec<Arc<Registry>>>> = LazyLock::new(ArcSwap::default);
+static REGISTRIES_WRITER: Mutex<()> = Mutex::new(());
+
+impl Registry {
+    /// The current interpreter's registry, if it ever had a hook.
+    #[inline]
+    pub fn current(py: Python<'_>) -> Option<Arc<Registry>> {
+        let interpreter = pep523_backend::current_interpreter(py);
+        REGISTRIES
+            .load()
+            .iter()
+            .find(|registry| registry.interpreter == interpreter)
+            .cloned()
+    }
+
+    pub fn current_or_create(py: Python<'_>) -> PyResult<Arc<Registry>> {
+        if let Some(registry) = Self::current(py) {
+            return Ok(registry);
+        }
+        let _writer = REGISTRIES_WRITER.lock();
+        if let Some(registry) = Self::current(py) {
+            return Ok(registry);
+        }
+        let registry = Arc::new(Registry {
+            interpreter: pep523_backend::current_interpreter(py),
+            hooks: ArcSwap::from_pointee(Vec::new()),
+            generation: AtomicU64::new(1),
+            writer: Mutex::new(()),
+            code_extra: CodeExtraSlot::request(py, crate::hookapi::code_state::free_code_state)?,
+        });
+        let mut all = Vec::clone(&REGISTRIES.load());
+        all.push(Arc::clone(&registry));
+        REGISTRIES.store(Arc::new(all));
+        Ok(registry)
+    }
+
+    /// The hooks in call order (a snapshot).
+    #[inline]
+    pub fn snapshot(&self) -> arc_swap::Guard<Arc<Vec<Arc<Hook>>>> {
+        self.hooks.load()
+    }
+
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    pub fn add(&self, py: Python<'_>, hook: Arc<Hook>) -> PyResult<()> {
+        let _writer = self.writer.lock();
+        let current = self.hooks.load_full();
+        if current.is_empty() {
+            pep523_backend::install(py)?;
+            tracing::debug!(interpreter = self.interpreter, "eval function installed");
+        }
+        let mut hooks = Vec::clone(&current);
+        hooks.push(hook);
+        self.publish(hooks);
+        Ok(())
+    }
+
+    /// Removes the hook with `id`; false if it is not registered.
+    pub fn remove(&self, py: Python<'_>, id: u64) -> bool {
+        let _writer = self.writer.lock();
+        let current = self.hooks.load_full();
+        if !current.iter().any(|hook| hook.id == id) {
+            return false;
+        }
+        let hooks: Vec<_> = current.iter().filter(|hook| hook.id != id).cloned().collect();
+        let now_empty = hooks.is_empty();
+        self.publish(hooks);
+        if now_empty {
+            self.uninstall(py);
+        }
+        true
+    }
+
+    pub fn clear(&self, py: Python<'_>) {
+        let _writer = self.writer.lock();
+        if self.hooks.load().is_empty() {
+            return;
+        }
+        self.publish(Vec::new());
+        self.uninstall(py);
+    }
+
+    pub fn set_enabled(&self, hook: &Hook, enabled: bool) {
+        let _writer = self.writer.lock();
+        if hook.enabled.swap(enabled, Ordering::AcqRel) != enabled {
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    fn publish(&self, hooks: Vec<Arc<Hook>>) {
+        self.hooks.store(Arc::new(hooks));
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn uninstall(&self, py: Python<'_>) {
+        match pep523_backend::uninstall(py) {
+            Uninstalled::Restored => {
+                tracing::debug!(interpreter = self.interpreter, "eval function removed")
+            }
+            Uninstalled::LeftInChain => tracing::warn!(
+                interpreter = self.interpreter,
+                "another eval function was installed over framehook's; \
+                 framehook's stays in its chain and passes frames through"
+            ),
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The only part of framehook that knows CPython internals.
+//!
+//! The version-specific work is done by `shim.c`, compiled against the target
+//! interpreter's internal headers. This module is the safe Rust face of it:
+//! installing the PEP 523 function, reading a frame that is about to run,
+//! per-code storage, and the identity of the interpreter the shim was built for.
+//! The eval function calls back into [`crate::hookapi`] through
+//! `framehook_dispatch` / `framehook_after_frame`.
+
+use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+mod sys {
+    use std::ffi::{c_int, c_ulong, c_ulonglong, c_void};
+
+    use pyo3::ffi::{PyObject, Py_ssize_t};
+
+    /// Mirrors `fh_frame_view` in shim.h.
+    #[repr(C)]
+    pub struct FrameView {
+        pub tstate: *mut c_void,
+        pub frame: *mut c_void,
+        pub code: *mut PyObject,
+        pub caller: *mut c_void,
+    }
+
+    /// Mirrors `fh_decision` in shim.h.
+    #[repr(C)]
+    pub struct Decision {
+        pub code: *mut PyObject,
+        pub arg_map: *const c_int,
+        pub arg_map_owner: *mut c_void,
+        pub observer: *mut c_void,
+    }
+
+    pub type FreeFunc = unsafe extern "C" fn(*mut c_void);
+
+    extern "C" {
+        pub fn fh_build_version_hex() -> c_ulong;
+        pub fn fh_build_gil_disabled() -> c_int;
+        pub fn fh_build_debug() -> c_int;
+        pub fn fh_install() -> c_int;
+        pub fn fh_uninstall() -> c_int;
+        pub fn fh_is_installed() -> c_int;
+        pub fn fh_current_eval_function() -> *mut c_void;
+        pub fn fh_framehook_eval_function() -> *mut c_void;
+        pub fn fh_request_code_extra_index(free: FreeFunc) -> Py_ssize_t;
+        pub fn fh_code_get_extra(code: *mut PyObject, index: Py_ssize_t) -> *mut c_void;
+        pub fn fh_code_set_extra(code: *mut PyObject, index: Py_ssize_t, extra: *mut c_void) -> c_int;
+        pub fn fh_view_globals(view: *const FrameView) -> *mut PyObject;
+        pub fn fh_view_builtins(view: *const FrameView) -> *mut PyObject;
+        pub fn fh_view_locals(view: *const FrameView) -> *mut PyObject;
+        pub fn fh_view_back(view: *const FrameView) -> *mut PyObject;
+        pub fn fh_test_install_passthrough() -> c_int;
+        pub fn fh_test_uninstall_passthrough() -> c_int;
+        pub fn fh_test_passthrough_calls() -> c_ulonglong;
+        pub fn fh_test_passthrough_function() -> *mut c_void;
+    }
+}
+
+pub use sys::FreeFunc;
+
+/// The interpreter the shim was compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BuildTarget {
+    pub version_hex: u32,
+    pub gil_disabled: bool,
+    pub debug: bool,
+}
+
+pub fn build_target() -> BuildTarget {
+    // SAFETY: the three functions only return compile-time constants.
+    unsafe {
+        BuildTarget {
+            version_hex: sys::fh_build_version_hex() as u32,
+            gil_disabled: sys::fh_build_gil_disabled() != 0,
+            debug: sys::fh_build_debug() != 0,
+        }
+    }
+}
+
+/// Outcome of [`uninstall`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Uninstalled {
+    /// The previous eval function is back in place.
+    Restored,
+    /// Another tool installed its function over ours; ours stays in its chain.
+    LeftInChain,
+}
+
+/// Installs framehook's eval function in the current interpreter, keeping the
+/// one found there as the next in line. Callers serialise installs.
+pub fn install(_py: Python<'_>) -> PyResult<()> {
+    // SAFETY: attached to the interpreter (the `Python` token proves it).
+    match unsafe { sys::fh_install() } {
+        -1 => Err(PyErr::fetch(_py)),
+        _ => Ok(()),
+    }
+}
+
+pub fn uninstall(_py: Python<'_>) -> Uninstalled {
+    // SAFETY: attached to the interpreter.
+    match unsafe { sys::fh_uninstall() } {
+        0 => Uninstalled::LeftInChain,
+        _ => Uninstalled::Restored,
+    }
+}
+
+pub fn is_installed(_py: Python<'_>) -> bool {
+    // SAFETY: attached to the interpreter.
+    unsafe { sys::fh_is_installed() != 0 }
+}
+
+/// Addresses of the current interpreter's eval function and of framehook's.
+pub fn eval_function_addresses(_py: Python<'_>) -> (usize, usize) {
+    // SAFETY: attached to the interpreter; the functions only read pointers.
+    unsafe {
+        (
+            sys::fh_current_eval_function() as usize,
+            sys::fh_framehook_eval_function() as usize,
+        )
+    }
+}
+
+/// An identity for the calling thread's interpreter, used to key per-interpreter state.
+pub fn current_interpreter(_py: Python<'_>) -> usize {
+    // SAFETY: attached, so the thread has an interpreter.
+    unsafe { ffi::PyInterpreterState_Get() as usize }
+}
+
+/// Per-code storage in co_extra. Requested once per interpreter.
+#[derive(Debug, Clone, Copy)]
+pub struct CodeExtraSlot(ffi::Py_ssize_t);
+
+impl CodeExtraSlot {
+    pub fn request(py: Python<'_>, free: FreeFunc) -> PyResult<Self> {
+        // SAFETY: attached; `free` is called by CPython when a code object dies.
+        let index = unsafe { sys::fh_request_code_extra_index(free) };
+        if index < 0 {
+            return Err(PyErr::take(py).unwrap_or_else(|| {
+                pyo3::exceptions::PyRuntimeError::new_err("framehook: no co_extra index left")
+            }));
+        }
+        Ok(Self(index))
+    }
+
+    /// The pointer stored on `code`, if any.
+    pub fn get(self, code: &Bound<'_, PyAny>) -> Option<NonNull<c_void>> {
+        // SAFETY: `code` is a live code object (checked by callers) and the index is ours.
+        NonNull::new(unsafe { sys::fh_code_get_extra(code.as_ptr(), self.0) })
+    }
+
+    /// Stores `extra` on `code`; CPython passes it to the free function when the code dies.
+    pub fn set(self, code: &Bound<'_, PyAny>, extra: *mut c_void) -> PyResult<()> {
+        // SAFETY: as in `get`; ownership of `extra` passes to the code object.
+        if unsafe { sys::fh_code_set_extra(code.as_ptr(), self.0, extra) } < 0 {
+            return Err(PyErr::fetch(code.py()));
+        }
+        Ok(())
+    }
+}
+
+pub use sys::Decision as RawDecision;
+
+/// A frame about to run, as the eval function received it. Only valid during
+/// the dispatch call that received it; [`crate::hookapi`] enforces that.
+pub struct FrameView<'a> {
+    raw: &'a sys::FrameView,
+}
+
+/// A [`FrameView`] detached from its lifetime, for objects that must check
+/// themselves that the frame is still being dispatched before using it.
+#[derive(Clone, Copy)]
+pub struct RawFrameView(*const sys::FrameView);
+
+// SAFETY: a RawFrameView is only dereferenced (through `FrameView::from_raw`) on
+// the thread that dispatched the frame, while the dispatch runs.
+unsafe impl Send for RawFrameView {}
+// SAFETY: as above.
+unsafe impl Sync for RawFrameView {}
+
+impl<'a> FrameView<'a> {
+    pub fn as_raw(&self) -> RawFrameView {
+        RawFrameView(self.raw)
+    }
+
+    /// # Safety
+    /// The frame's dispatch must still be running, on the calling thread.
+    pub unsafe fn from_raw(raw: RawFrameView) -> Self {
+        // SAFETY: guaranteed by the caller.
+        Self { raw: unsafe { &*raw.0 } }
+    }
+
+    /// The original code object of the frame.
+    pub fn code<'py>(&self, py: Python<'py>) -> Borrowed<'a, 'py, PyAny> {
+        // SAFETY: the frame holds a strong reference to its code while the view lives.
+        unsafe { Borrowed::from_ptr(py, self.raw.code) }
+    }
+
+    pub fn globals<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // SAFETY: the frame's globals are alive while the view lives; we take a new reference.
+        unsafe { Bound::from_borrowed_ptr(py, sys::fh_view_globals(self.raw)) }
+    }
+
+    pub fn builtins<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // SAFETY: as for globals.
+        unsafe { Bound::from_borrowed_ptr(py, sys::fh_view_builtins(self.raw)) }
+    }
+
+    /// The values bound so far, cells and free variables unboxed; for module
+    /// and class bodies, the frame's own locals mapping.
+    pub fn locals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: the view is valid; the shim returns a new reference or NULL with an error.
+        unsafe { Bound::from_owned_ptr_or_err(py, sys::fh_view_locals(self.raw)) }
+    }
+
+    /// The caller's frame object, or None.
+    pub fn back<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: the view is valid; new reference or NULL with an error.
+        unsafe { Bound::from_owned_ptr_or_err(py, sys::fh_view_back(self.raw)) }
+    }
+}
+
+/// Called by the eval function for every hookable frame.
+#[no_mangle]
+extern "C" fn framehook_dispatch(view: *mut sys::FrameView, out: *mut sys::Decision) -> c_int {
+    // SAFETY: the eval function runs attached to the interpreter and passes valid
+    // pointers that outlive this call.
+    let py = unsafe { Python::assume_attached() };
+    let (view, out) = unsafe { (&*view, &mut *out) };
+    let frame = FrameView { raw: view };
+    match crate::hookapi::dispatch::on_frame(py, &frame) {
+        Ok(decision) => {
+            *out = decision;
+            0
+        }
+        Err(err) => {
+            err.restore(py);
+            -1
+        }
+    }
+}
+
+/// Called by the eval function once a decision's argument map is no longer used.
+#[no_mangle]
+extern "C" fn framehook_release(owner: *mut c_void) {
+    crate::hookapi::dispatch::release(owner);
+}
+
+/// Called by the eval function when a frame with an observer ends.
+#[no_mangle]
+extern "C" fn framehook_after_frame(
+    observer: *mut c_void,
+    ran_code: *mut ffi::PyObject,
+    result: *mut ffi::PyObject,
+) {
+    // SAFETY: attached; `ran_code` is a live code object, `result` NULL or live.
+    let py = unsafe { Python::assume_attached() };
+    let ran = unsafe { Borrowed::from_ptr(py, ran_code) };
+    crate::hookapi::dispatch::after_frame(py, observer, &ran, !result.is_null());
+}
+
+/// Test support: a pass-through PEP 523 function standing for another tool.
+pub mod foreign_for_tests {
+    use super::*;
+
+    pub fn install(_py: Python<'_>) -> bool {
+        // SAFETY: attached.
+        unsafe { sys::fh_test_install_passthrough() == 0 }
+    }
+    pub fn uninstall(_py: Python<'_>) -> bool {
+        // SAFETY: attached.
+        unsafe { sys::fh_test_uninstall_passthrough() != 0 }
+    }
+    pub fn calls() -> u64 {
+        // SAFETY: reads an atomic counter.
+        unsafe { sys::fh_test_passthrough_calls() }
+    }
+    pub fn address() -> usize {
+        // SAFETY: returns a function address.
+        unsafe { sys::fh_test_passthrough_function() as usize }
+    }
+}

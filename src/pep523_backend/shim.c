@@ -1,0 +1,798 @@
+/* Everything framehook needs from CPython's internals, for 3.9 to 3.14.
+ *
+ * Compiled with Py_BUILD_CORE against the internal headers of exactly one
+ * interpreter (see build.rs). The version branches of the whole project are in
+ * this file; the rest of framehook sees only shim.h.
+ *
+ * How a replacement runs:
+ *  - 3.9/3.10: the frame arrives fully set up (cells made, free variables
+ *    copied). A shadow PyFrameObject is made for the replacement with
+ *    PyFrame_New, arguments/cells/free variables are filled in by the
+ *    replacement's layout, and the original is left to its caller.
+ *  - 3.11+: the frame arrives fresh (only arguments bound, nothing executed,
+ *    at the top of the thread's data stack). It is re-initialised in place for
+ *    the replacement code, so CPython's own clear/pop (the caller's in 3.11,
+ *    the eval loop's in 3.12+) frees it on every path. When the replacement's
+ *    frame does not fit where the original is, the replacement is called as a
+ *    function with the original's bound arguments and the original is
+ *    discarded unrun.
+ */
+#include "shim.h"
+
+#include <frameobject.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#if PY_VERSION_HEX >= 0x030B0000
+#  define FH_INTERP_FRAMES 1
+#  include "internal/pycore_code.h"
+#  include "internal/pycore_frame.h"
+#  if PY_VERSION_HEX >= 0x030D0000
+#    include "internal/pycore_ceval.h"
+#  endif
+#  if PY_VERSION_HEX >= 0x030E0000
+#    include "internal/pycore_interpframe.h"
+#    include "internal/pycore_stackref.h"
+#  endif
+typedef _PyInterpreterFrame fh_frame;
+#else
+#  define FH_INTERP_FRAMES 0
+typedef PyFrameObject fh_frame;
+#endif
+
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *obj) { Py_INCREF(obj); return obj; }
+static inline PyObject *Py_XNewRef(PyObject *obj) { Py_XINCREF(obj); return obj; }
+#endif
+
+#define FH_GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+
+/* ------------------------------------------------------------------ build */
+
+unsigned long fh_build_version_hex(void) { return PY_VERSION_HEX; }
+
+int fh_build_gil_disabled(void)
+{
+#ifdef Py_GIL_DISABLED
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int fh_build_debug(void)
+{
+#ifdef Py_DEBUG
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* ---------------------------------------------- per-interpreter chaining */
+
+/* The eval function each interpreter had before framehook's, looked up on
+ * every frame. Entries are written under the caller's lock and read without
+ * one; an interpreter's entry is never reused for another while installed. */
+#define FH_MAX_INTERPRETERS 64
+typedef struct {
+    _Atomic(PyInterpreterState *) interp;
+    _Atomic(_PyFrameEvalFunction) previous;
+} fh_chain_entry;
+
+static fh_chain_entry fh_chain[FH_MAX_INTERPRETERS];
+
+static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag);
+
+static fh_chain_entry *chain_entry(PyInterpreterState *interp)
+{
+    for (int i = 0; i < FH_MAX_INTERPRETERS; i++) {
+        if (atomic_load_explicit(&fh_chain[i].interp, memory_order_acquire) == interp) {
+            return &fh_chain[i];
+        }
+    }
+    return NULL;
+}
+
+static _PyFrameEvalFunction next_eval(PyInterpreterState *interp)
+{
+    fh_chain_entry *entry = chain_entry(interp);
+    _PyFrameEvalFunction previous =
+        entry ? atomic_load_explicit(&entry->previous, memory_order_acquire) : NULL;
+    return previous ? previous : _PyEval_EvalFrameDefault;
+}
+
+static _PyFrameEvalFunction as_previous(_PyFrameEvalFunction current)
+{
+    return current == _PyEval_EvalFrameDefault ? NULL : current;
+}
+
+int fh_install(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (chain_entry(interp) != NULL) {
+        return 1; /* ours is in the interpreter's chain already */
+    }
+    for (int i = 0; i < FH_MAX_INTERPRETERS; i++) {
+        if (atomic_load(&fh_chain[i].interp) == NULL) {
+            _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+            atomic_store(&fh_chain[i].previous, as_previous(current));
+            atomic_store_explicit(&fh_chain[i].interp, interp, memory_order_release);
+            _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
+            return 0;
+        }
+    }
+    PyErr_SetString(PyExc_RuntimeError, "framehook: too many interpreters with hooks installed");
+    return -1;
+}
+
+int fh_uninstall(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    fh_chain_entry *entry = chain_entry(interp);
+    if (entry == NULL) {
+        return 1;
+    }
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) != (_PyFrameEvalFunction)fh_eval) {
+        /* Another tool installed its function over ours and calls ours as its
+         * previous one: stay in the chain, passing frames through. */
+        return 0;
+    }
+    _PyFrameEvalFunction previous = atomic_load(&entry->previous);
+    _PyInterpreterState_SetEvalFrameFunc(interp, previous ? previous : _PyEval_EvalFrameDefault);
+    atomic_store(&entry->interp, NULL);
+    return 1;
+}
+
+int fh_is_installed(void)
+{
+    return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get())
+           == (_PyFrameEvalFunction)fh_eval;
+}
+
+void *fh_current_eval_function(void)
+{
+    return (void *)_PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get());
+}
+
+void *fh_framehook_eval_function(void) { return (void *)fh_eval; }
+
+/* ---------------------------------------------------------------- co_extra */
+
+#ifdef Py_GIL_DISABLED
+/* co_extra is not thread-safe on free-threaded 3.13/early 3.14 (gh-144981). */
+static PyMutex fh_extra_lock;
+#  define EXTRA_LOCK() PyMutex_Lock(&fh_extra_lock)
+#  define EXTRA_UNLOCK() PyMutex_Unlock(&fh_extra_lock)
+#else
+#  define EXTRA_LOCK() ((void)0)
+#  define EXTRA_UNLOCK() ((void)0)
+#endif
+
+Py_ssize_t fh_request_code_extra_index(freefunc free_extra)
+{
+    EXTRA_LOCK();
+#if PY_VERSION_HEX >= 0x030C0000
+    Py_ssize_t index = PyUnstable_Eval_RequestCodeExtraIndex(free_extra);
+#else
+    Py_ssize_t index = _PyEval_RequestCodeExtraIndex(free_extra);
+#endif
+    EXTRA_UNLOCK();
+    return index;
+}
+
+void *fh_code_get_extra(PyObject *code, Py_ssize_t index)
+{
+    void *extra = NULL;
+    EXTRA_LOCK();
+#if PY_VERSION_HEX >= 0x030C0000
+    int status = PyUnstable_Code_GetExtra(code, index, &extra);
+#else
+    int status = _PyCode_GetExtra(code, index, &extra);
+#endif
+    EXTRA_UNLOCK();
+    return status == 0 ? extra : NULL;
+}
+
+int fh_code_set_extra(PyObject *code, Py_ssize_t index, void *extra)
+{
+    EXTRA_LOCK();
+#if PY_VERSION_HEX >= 0x030C0000
+    int status = PyUnstable_Code_SetExtra(code, index, extra);
+#else
+    int status = _PyCode_SetExtra(code, index, extra);
+#endif
+    EXTRA_UNLOCK();
+    return status;
+}
+
+/* ------------------------------------------------------- frame accessors */
+
+static inline PyCodeObject *frame_code(fh_frame *frame)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyFrame_GetCode(frame);
+#else
+    return frame->f_code;
+#endif
+}
+
+#if FH_INTERP_FRAMES
+static inline PyObject *frame_function(fh_frame *frame)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    return PyStackRef_AsPyObjectBorrow(frame->f_funcobj);
+#elif PY_VERSION_HEX >= 0x030C0000
+    return frame->f_funcobj;
+#else
+    return (PyObject *)frame->f_func;
+#endif
+}
+
+#if PY_VERSION_HEX >= 0x030E0000
+typedef _PyStackRef fh_slot;
+static inline PyObject *slot_object(fh_slot slot)
+{
+    return PyStackRef_IsNull(slot) ? NULL : PyStackRef_AsPyObjectBorrow(slot);
+}
+static inline void slot_release(fh_slot slot) { PyStackRef_XCLOSE(slot); }
+#  define FH_SLOT_NULL PyStackRef_NULL
+#else
+typedef PyObject *fh_slot;
+static inline PyObject *slot_object(fh_slot slot) { return slot; }
+static inline void slot_release(fh_slot slot) { Py_XDECREF(slot); }
+#  define FH_SLOT_NULL NULL
+#endif
+
+static inline _PyInterpreterFrame *thread_current_frame(PyThreadState *tstate)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return tstate->current_frame;
+#else
+    return tstate->cframe->current_frame;
+#endif
+}
+
+static inline int frame_slot_count(PyCodeObject *code)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return code->co_framesize;
+#else
+    return code->co_nlocalsplus + code->co_stacksize + FRAME_SPECIALS_SIZE;
+#endif
+}
+
+static inline int frame_is_fresh(fh_frame *frame)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    return frame->instr_ptr == _PyFrame_GetBytecode(frame);
+#elif PY_VERSION_HEX >= 0x030D0000
+    return frame->instr_ptr == _PyCode_CODE(frame_code(frame));
+#else
+    return _PyInterpreterFrame_LASTI(frame) < 0;
+#endif
+}
+#endif /* FH_INTERP_FRAMES */
+
+/* Frames hooks never see: resumed generators and coroutines, frames of code
+ * that is not a function's (trampolines), and, on 3.9/3.10, every
+ * generator-like frame (its generator exists already and would keep resuming
+ * the original frame). */
+static inline int frame_is_hookable(fh_frame *frame)
+{
+#if FH_INTERP_FRAMES
+    return frame->owner == FRAME_OWNED_BY_THREAD && frame_is_fresh(frame)
+           && PyFunction_Check(frame_function(frame));
+#else
+    return frame->f_lasti == -1 && frame->f_gen == NULL
+           && !(frame->f_code->co_flags & FH_GENERATOR_KINDS);
+#endif
+}
+
+PyObject *fh_view_globals(const fh_frame_view *view)
+{
+    return ((fh_frame *)view->frame)->f_globals;
+}
+
+PyObject *fh_view_builtins(const fh_frame_view *view)
+{
+    return ((fh_frame *)view->frame)->f_builtins;
+}
+
+int fh_view_has_locals_mapping(const fh_frame_view *view)
+{
+    return !(view->code->co_flags & CO_OPTIMIZED) && ((fh_frame *)view->frame)->f_locals != NULL;
+}
+
+static int put_unboxed(PyObject *dict, PyObject *name, PyObject *value, int is_cell)
+{
+    if (value != NULL && is_cell && PyCell_Check(value)) {
+        value = PyCell_GET(value);
+    }
+    return value == NULL ? 0 : PyDict_SetItem(dict, name, value);
+}
+
+PyObject *fh_view_locals(const fh_frame_view *view)
+{
+    fh_frame *frame = (fh_frame *)view->frame;
+    PyCodeObject *code = view->code;
+    if (fh_view_has_locals_mapping(view)) {
+        return Py_NewRef(frame->f_locals);
+    }
+    PyObject *dict = PyDict_New();
+    if (dict == NULL) {
+        return NULL;
+    }
+#if FH_INTERP_FRAMES
+    /* Fresh frame: arguments are in their slots (raw, even when they are
+     * cells); cell-only slots are empty; free variables are still in the
+     * function's closure, COPY_FREE_VARS has not run. */
+    PyObject *closure = PyFunction_GET_CLOSURE(frame_function(frame));
+    int first_free = code->co_nlocalsplus - code->co_nfreevars;
+    for (int i = 0; i < code->co_nlocalsplus; i++) {
+        _PyLocals_Kind kind = _PyLocals_GetKind(code->co_localspluskinds, i);
+#ifdef CO_FAST_HIDDEN
+        if (kind & CO_FAST_HIDDEN) {
+            continue;
+        }
+#endif
+        PyObject *name = PyTuple_GET_ITEM(code->co_localsplusnames, i);
+        PyObject *value = slot_object(frame->localsplus[i]);
+        int is_cell = 0;
+        if ((kind & CO_FAST_FREE) && closure != NULL && value == NULL) {
+            value = PyTuple_GET_ITEM(closure, i - first_free);
+            is_cell = 1;
+        }
+        if (put_unboxed(dict, name, value, is_cell) < 0) {
+            Py_DECREF(dict);
+            return NULL;
+        }
+    }
+#else
+    Py_ssize_t ncells = PyTuple_GET_SIZE(code->co_cellvars);
+    Py_ssize_t nfrees = PyTuple_GET_SIZE(code->co_freevars);
+    for (Py_ssize_t i = 0; i < code->co_nlocals + ncells + nfrees; i++) {
+        PyObject *name;
+        int is_cell = i >= code->co_nlocals;
+        if (i < code->co_nlocals) {
+            name = PyTuple_GET_ITEM(code->co_varnames, i);
+        } else if (i < code->co_nlocals + ncells) {
+            name = PyTuple_GET_ITEM(code->co_cellvars, i - code->co_nlocals);
+        } else {
+            name = PyTuple_GET_ITEM(code->co_freevars, i - code->co_nlocals - ncells);
+        }
+        if (put_unboxed(dict, name, frame->f_localsplus[i], is_cell) < 0) {
+            Py_DECREF(dict);
+            return NULL;
+        }
+    }
+#endif
+    return dict;
+}
+
+PyObject *fh_view_back(const fh_frame_view *view)
+{
+#if FH_INTERP_FRAMES
+    _PyInterpreterFrame *target = (_PyInterpreterFrame *)view->caller;
+    while (target != NULL && _PyFrame_IsIncomplete(target)) {
+        target = target->previous;
+    }
+    if (target == NULL) {
+        Py_RETURN_NONE;
+    }
+    if (target->frame_obj != NULL) {
+        return Py_NewRef((PyObject *)target->frame_obj);
+    }
+    /* Materialise it the public way: walk back from the running frame (the
+     * hook's own, whose caller chain reaches the original's caller). */
+    PyFrameObject *candidate = PyThreadState_GetFrame(view->tstate);
+    while (candidate != NULL) {
+        if (candidate->f_frame == target) {
+            return (PyObject *)candidate;
+        }
+        PyFrameObject *back = PyFrame_GetBack(candidate);
+        Py_DECREF(candidate);
+        candidate = back;
+    }
+    Py_RETURN_NONE;
+#else
+    PyFrameObject *back = ((fh_frame *)view->frame)->f_back;
+    return Py_NewRef(back ? (PyObject *)back : Py_None);
+#endif
+}
+
+/* ------------------------------------------------------ running a replacement */
+
+static int total_arguments(PyCodeObject *code)
+{
+    return code->co_argcount + code->co_kwonlyargcount + !!(code->co_flags & CO_VARARGS)
+           + !!(code->co_flags & CO_VARKEYWORDS);
+}
+
+static inline int mapped_argument(const int *arg_map, int index)
+{
+    return arg_map ? arg_map[index] : index;
+}
+
+#if !FH_INTERP_FRAMES
+
+/* An argument's value in a set-up 3.9/3.10 frame: in its slot, or moved into
+ * its cell when the argument is also a cell variable. Borrowed. */
+static PyObject *legacy_argument(PyFrameObject *frame, int index)
+{
+    PyCodeObject *code = frame->f_code;
+    if (frame->f_localsplus[index] != NULL || code->co_cell2arg == NULL) {
+        return frame->f_localsplus[index];
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(code->co_cellvars); i++) {
+        if (code->co_cell2arg[i] == index) {
+            return PyCell_GET(frame->f_localsplus[code->co_nlocals + i]);
+        }
+    }
+    return NULL;
+}
+
+static PyObject *run_replacement(PyThreadState *tstate, PyFrameObject *frame,
+                                 _PyFrameEvalFunction next, const fh_decision *decision)
+{
+    PyCodeObject *original = frame->f_code;
+    PyCodeObject *code = (PyCodeObject *)decision->code;
+    PyObject *locals = (original->co_flags & CO_OPTIMIZED) ? NULL : frame->f_locals;
+    PyFrameObject *shadow = PyFrame_New(tstate, code, frame->f_globals, locals);
+    if (shadow == NULL) {
+        return NULL;
+    }
+    Py_INCREF(frame->f_builtins);
+    Py_SETREF(shadow->f_builtins, frame->f_builtins);
+
+    Py_ssize_t ncells = PyTuple_GET_SIZE(code->co_cellvars);
+    int nargs = total_arguments(code);
+    for (int i = 0; i < nargs; i++) {
+        shadow->f_localsplus[i] = Py_XNewRef(legacy_argument(frame, mapped_argument(decision->arg_map, i)));
+    }
+    for (Py_ssize_t i = 0; i < ncells; i++) {
+        PyObject *initial = NULL;
+        if (code->co_cell2arg != NULL && code->co_cell2arg[i] != CO_CELL_NOT_AN_ARG) {
+            Py_ssize_t arg = code->co_cell2arg[i];
+            initial = shadow->f_localsplus[arg];
+            shadow->f_localsplus[arg] = NULL;
+        }
+        PyObject *cell = PyCell_New(initial);
+        Py_XDECREF(initial);
+        if (cell == NULL) {
+            Py_DECREF(shadow);
+            return NULL;
+        }
+        shadow->f_localsplus[code->co_nlocals + i] = cell;
+    }
+    Py_ssize_t original_frees = original->co_nlocals + PyTuple_GET_SIZE(original->co_cellvars);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(code->co_freevars); i++) {
+        shadow->f_localsplus[code->co_nlocals + ncells + i] =
+            Py_XNewRef(frame->f_localsplus[original_frees + i]);
+    }
+    PyObject *result = next(tstate, shadow, 0);
+    Py_DECREF(shadow);
+    return result;
+}
+
+static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
+{
+    /* The caller owns and frees 3.9/3.10 frames. */
+}
+
+#else /* FH_INTERP_FRAMES */
+
+/* The code a frame started by run_by_call must pass straight through. */
+static _Thread_local PyCodeObject *fh_called_replacement;
+
+static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    _PyEval_FrameClearAndPop(tstate, frame);
+#elif PY_VERSION_HEX >= 0x030C0000
+    /* 3.12 hides _PyEvalFrameClearAndPop. The frame never ran, so it has no
+     * frame object and holds only its arguments, function and code. */
+    for (int i = 0; i < frame->stacktop; i++) {
+        Py_XDECREF(frame->localsplus[i]);
+    }
+    Py_XDECREF(frame->f_locals);
+    Py_DECREF(frame->f_funcobj);
+    Py_DECREF(frame->f_code);
+    PyObject **base = (PyObject **)frame;
+    _PyStackChunk *chunk = tstate->datastack_chunk;
+    if (base == &chunk->data[0]) {
+        _PyStackChunk *previous = chunk->previous;
+        tstate->datastack_top = &previous->data[previous->top];
+        tstate->datastack_chunk = previous;
+        tstate->datastack_limit = (PyObject **)(((char *)previous) + previous->size);
+        PyObjectArenaAllocator arena;
+        PyObject_GetArenaAllocator(&arena);
+        arena.free(arena.ctx, chunk, chunk->size);
+    } else {
+        tstate->datastack_top = base;
+    }
+#else
+    /* 3.11: the caller (_PyEval_Vector) clears and pops the frame. */
+#endif
+}
+
+/* A function like `function` whose code is `code`: generators size their
+ * frame from it, and COPY_FREE_VARS reads its closure. */
+static PyObject *function_with_code(PyObject *function, PyCodeObject *code)
+{
+    PyFunctionObject *original = (PyFunctionObject *)function;
+    PyFunctionObject *copy = (PyFunctionObject *)PyFunction_NewWithQualName(
+        (PyObject *)code, original->func_globals, original->func_qualname);
+    if (copy == NULL) {
+        return NULL;
+    }
+    Py_INCREF(original->func_name);
+    Py_SETREF(copy->func_name, original->func_name);
+    Py_XINCREF(original->func_closure);
+    Py_XSETREF(copy->func_closure, original->func_closure);
+    Py_XINCREF(original->func_defaults);
+    Py_XSETREF(copy->func_defaults, original->func_defaults);
+    Py_XINCREF(original->func_kwdefaults);
+    Py_XSETREF(copy->func_kwdefaults, original->func_kwdefaults);
+    return (PyObject *)copy;
+}
+
+/* Re-initialises a fresh frame for `code`, keeping its function (or taking
+ * `new_function`, a new reference), its locals mapping and its link. All
+ * slots become NULL. */
+static void reinitialise_frame(PyThreadState *tstate, fh_frame *frame, PyCodeObject *code,
+                               PyObject *new_function)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    _PyStackRef function = frame->f_funcobj;
+    if (new_function != NULL) {
+        PyStackRef_CLOSE(function);
+        function = PyStackRef_FromPyObjectSteal(new_function);
+    }
+    PyStackRef_CLOSE(frame->f_executable);
+    _PyFrame_Initialize(tstate, frame, function, frame->f_locals, code, 0, frame->previous);
+#elif PY_VERSION_HEX >= 0x030C0000
+    PyObject *function = frame->f_funcobj;
+    if (new_function != NULL) {
+        Py_DECREF(function);
+        function = new_function;
+    }
+#  if PY_VERSION_HEX >= 0x030D0000
+    Py_DECREF(frame->f_executable);
+#  else
+    Py_DECREF(frame->f_code);
+#  endif
+    _PyFrame_Initialize(frame, (PyFunctionObject *)function, frame->f_locals, code, 0);
+#else
+    if (new_function != NULL) {
+        Py_SETREF(frame->f_func, (PyFunctionObject *)new_function);
+    }
+    Py_SETREF(frame->f_code, (PyCodeObject *)Py_NewRef(code));
+    frame->prev_instr = _PyCode_CODE(code) - 1;
+    frame->stacktop = code->co_nlocalsplus;
+    for (int i = 0; i < code->co_nlocalsplus; i++) {
+        frame->localsplus[i] = NULL;
+    }
+#endif
+}
+
+/* 0: the frame now runs `decision->code`; 1: it does not fit in place;
+ * -1: error (nothing changed). */
+static int replace_in_place(PyThreadState *tstate, fh_frame *frame, const fh_decision *decision)
+{
+    PyCodeObject *original = frame_code(frame);
+    PyCodeObject *code = (PyCodeObject *)decision->code;
+    PyObject **base = (PyObject **)frame;
+    int new_size = frame_slot_count(code);
+    if (base + frame_slot_count(original) != tstate->datastack_top
+        || new_size >= tstate->datastack_limit - base) {
+        return 1;
+    }
+    PyObject *new_function = NULL;
+    if (code->co_flags & FH_GENERATOR_KINDS) {
+        new_function = function_with_code(frame_function(frame), code);
+        if (new_function == NULL) {
+            return -1;
+        }
+    }
+    int nargs = total_arguments(original);
+    fh_slot inline_store[16];
+    fh_slot *arguments = inline_store;
+    if (nargs > 16 && (arguments = PyMem_Malloc(sizeof(fh_slot) * nargs)) == NULL) {
+        Py_XDECREF(new_function);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(arguments, frame->localsplus, sizeof(fh_slot) * nargs);
+    for (int i = nargs; i < original->co_nlocalsplus; i++) {
+        slot_release(frame->localsplus[i]); /* NULL in a fresh frame */
+    }
+    tstate->datastack_top = base + new_size;
+    reinitialise_frame(tstate, frame, code, new_function);
+    for (int i = 0; i < nargs; i++) {
+        frame->localsplus[i] = arguments[mapped_argument(decision->arg_map, i)];
+    }
+    if (arguments != inline_store) {
+        PyMem_Free(arguments);
+    }
+    return 0;
+}
+
+/* Calls the replacement as a function with the original's bound arguments. */
+static PyObject *call_with_arguments(PyObject *function, fh_frame *frame, PyCodeObject *code,
+                                     const int *arg_map)
+{
+    PyObject *varargs = NULL, *varkw = NULL;
+    int slot = code->co_argcount + code->co_kwonlyargcount;
+    if (code->co_flags & CO_VARARGS) {
+        varargs = slot_object(frame->localsplus[mapped_argument(arg_map, slot++)]);
+    }
+    if (code->co_flags & CO_VARKEYWORDS) {
+        varkw = slot_object(frame->localsplus[mapped_argument(arg_map, slot)]);
+    }
+    Py_ssize_t nextra = varargs ? PyTuple_GET_SIZE(varargs) : 0;
+    Py_ssize_t nkw = code->co_kwonlyargcount + (varkw ? PyDict_GET_SIZE(varkw) : 0);
+    Py_ssize_t npositional = code->co_argcount + nextra;
+    PyObject **args = PyMem_Malloc(sizeof(PyObject *) * (npositional + nkw + 1));
+    PyObject *kwnames = PyTuple_New(nkw);
+    PyObject *result = NULL;
+    if (args == NULL || kwnames == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n = 0, k = 0;
+    for (int i = 0; i < code->co_argcount; i++) {
+        args[n++] = slot_object(frame->localsplus[mapped_argument(arg_map, i)]);
+    }
+    for (Py_ssize_t i = 0; i < nextra; i++) {
+        args[n++] = PyTuple_GET_ITEM(varargs, i);
+    }
+    for (int i = code->co_argcount; i < code->co_argcount + code->co_kwonlyargcount; i++) {
+        args[n++] = slot_object(frame->localsplus[mapped_argument(arg_map, i)]);
+        PyTuple_SET_ITEM(kwnames, k++, Py_NewRef(PyTuple_GET_ITEM(code->co_localsplusnames, i)));
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (varkw != NULL && PyDict_Next(varkw, &pos, &key, &value)) {
+        args[n++] = value;
+        PyTuple_SET_ITEM(kwnames, k++, Py_NewRef(key));
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (args[i] == NULL) {
+            PyErr_SetString(PyExc_SystemError, "framehook: an argument of the frame is unbound");
+            goto done;
+        }
+    }
+    fh_called_replacement = code;
+    result = PyObject_Vectorcall(function, args, npositional, nkw ? kwnames : NULL);
+    fh_called_replacement = NULL;
+done:
+    PyMem_Free(args);
+    Py_XDECREF(kwnames);
+    return result;
+}
+
+static PyObject *run_by_call(PyThreadState *tstate, fh_frame *frame, const fh_decision *decision)
+{
+    PyCodeObject *code = (PyCodeObject *)decision->code;
+    PyObject *function = frame_function(frame);
+    PyObject *result = NULL;
+    if (!(code->co_flags & CO_OPTIMIZED)) {
+        PyObject *locals = frame->f_locals ? frame->f_locals : frame->f_globals;
+        fh_called_replacement = code;
+        result = PyEval_EvalCodeEx((PyObject *)code, frame->f_globals, locals, NULL, 0, NULL, 0,
+                                   NULL, 0, NULL, PyFunction_GET_CLOSURE(function));
+        fh_called_replacement = NULL;
+    } else {
+        PyObject *replacement = function_with_code(function, code);
+        if (replacement != NULL) {
+            result = call_with_arguments(replacement, frame, code, decision->arg_map);
+            Py_DECREF(replacement);
+        }
+    }
+    discard_unrun_frame(tstate, frame);
+    return result;
+}
+
+static PyObject *run_replacement(PyThreadState *tstate, fh_frame *frame,
+                                 _PyFrameEvalFunction next, const fh_decision *decision)
+{
+    switch (replace_in_place(tstate, frame, decision)) {
+    case 0:
+        return next(tstate, frame, 0);
+    case 1:
+        return run_by_call(tstate, frame, decision);
+    default:
+        discard_unrun_frame(tstate, frame);
+        return NULL;
+    }
+}
+#endif /* FH_INTERP_FRAMES */
+
+static void notify_after(void *observer, PyObject *ran_code, PyObject *result)
+{
+    if (result != NULL) {
+        framehook_after_frame(observer, ran_code, result);
+        return;
+    }
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    framehook_after_frame(observer, ran_code, NULL);
+    PyErr_Restore(type, value, traceback);
+}
+
+/* ------------------------------------------------------- the eval function */
+
+static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
+{
+    _PyFrameEvalFunction next = next_eval(tstate->interp);
+    if (throwflag || tstate->tracing || !frame_is_hookable(frame)) {
+        return next(tstate, frame, throwflag);
+    }
+    PyCodeObject *code = frame_code(frame);
+#if FH_INTERP_FRAMES
+    if (fh_called_replacement == code) {
+        fh_called_replacement = NULL;
+        return next(tstate, frame, 0);
+    }
+    fh_frame_view view = {tstate, frame, code, thread_current_frame(tstate)};
+#else
+    fh_frame_view view = {tstate, frame, code, NULL};
+#endif
+    fh_decision decision = {NULL, NULL, NULL, NULL};
+    if (framehook_dispatch(&view, &decision) < 0) {
+        discard_unrun_frame(tstate, frame);
+        return NULL;
+    }
+    PyObject *ran_code = decision.code ? Py_NewRef(decision.code) : Py_NewRef((PyObject *)code);
+    PyObject *result = decision.code == NULL ? next(tstate, frame, 0)
+                                             : run_replacement(tstate, frame, next, &decision);
+    if (decision.observer != NULL) {
+        notify_after(decision.observer, ran_code, result);
+    }
+    Py_DECREF(ran_code);
+    Py_XDECREF(decision.code);
+    if (decision.arg_map_owner != NULL) {
+        framehook_release(decision.arg_map_owner);
+    }
+    return result;
+}
+
+/* ------------------------------------------- test-only foreign eval function */
+
+static _Atomic unsigned long long fh_test_calls;
+static _Atomic(_PyFrameEvalFunction) fh_test_previous;
+
+static PyObject *fh_test_passthrough(PyThreadState *tstate, fh_frame *frame, int throwflag)
+{
+    atomic_fetch_add_explicit(&fh_test_calls, 1, memory_order_relaxed);
+    _PyFrameEvalFunction previous = atomic_load(&fh_test_previous);
+    return (previous ? previous : _PyEval_EvalFrameDefault)(tstate, frame, throwflag);
+}
+
+int fh_test_install_passthrough(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (current == (_PyFrameEvalFunction)fh_test_passthrough) {
+        return 1;
+    }
+    atomic_store(&fh_test_previous, as_previous(current));
+    _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_test_passthrough);
+    return 0;
+}
+
+int fh_test_uninstall_passthrough(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) != (_PyFrameEvalFunction)fh_test_passthrough) {
+        return 0;
+    }
+    _PyFrameEvalFunction previous = atomic_load(&fh_test_previous);
+    _PyInterpreterState_SetEvalFrameFunc(interp, previous ? previous : _PyEval_EvalFrameDefault);
+    return 1;
+}
+
+unsigned long long fh_test_passthrough_calls(void) { return atomic_load(&fh_test_calls); }
+
+void *fh_test_passthrough_function(void) { return (void *)fh_test_passthrough; }

@@ -1,0 +1,73 @@
+/* The small C API between framehook's Rust code and the CPython internals it
+ * needs. Everything that depends on the CPython version lives behind it, in
+ * shim.c, which is compiled with Py_BUILD_CORE against the internal headers of
+ * the one interpreter the module is built for. Mirrored in `ffi.rs`. */
+#ifndef FRAMEHOOK_SHIM_H
+#define FRAMEHOOK_SHIM_H
+
+#include <Python.h>
+
+/* A frame about to run, as handed to the PEP 523 function. Valid only during
+ * the dispatch call that receives it. */
+typedef struct fh_frame_view {
+    PyThreadState *tstate;
+    void *frame;          /* PyFrameObject* (3.9/3.10) or _PyInterpreterFrame* */
+    PyCodeObject *code;   /* the original code, borrowed */
+    void *caller;         /* 3.11+: the thread's current frame when the call arrived */
+} fh_frame_view;
+
+/* What the hook chain decided for a frame. */
+typedef struct fh_decision {
+    PyObject *code;       /* strong reference to the replacement, or NULL: run the original */
+    const int *arg_map;   /* for each argument slot of the replacement, the original's slot; NULL = identity */
+    void *arg_map_owner;  /* non-NULL: pass to framehook_release once arg_map is no longer used */
+    void *observer;       /* non-NULL: call framehook_after_frame with it when the frame ends */
+} fh_decision;
+
+/* Implemented in Rust. Return 0 with `out` filled, or -1 with an exception set
+ * (the frame then does not run and the exception reaches the caller). */
+int framehook_dispatch(fh_frame_view *view, fh_decision *out);
+/* Implemented in Rust: releases a decision's arg_map_owner. */
+void framehook_release(void *owner);
+/* Implemented in Rust: the frame chosen in `framehook_dispatch` ended with
+ * `result` (NULL: an exception is set). Consumes nothing. */
+void framehook_after_frame(void *observer, PyObject *ran_code, PyObject *result);
+
+/* Which interpreter this shim was compiled for. */
+unsigned long fh_build_version_hex(void);
+int fh_build_gil_disabled(void);
+int fh_build_debug(void);
+
+/* Installing the PEP 523 function in the calling thread's interpreter.
+ * fh_install: 0 ok, 1 already installed. fh_uninstall: 1 removed and the
+ * previous function restored, 0 left in place because another function was
+ * installed over ours (ours keeps passing frames through). Callers serialise. */
+int fh_install(void);
+int fh_uninstall(void);
+/* 1 if the interpreter's current eval function is framehook's. */
+int fh_is_installed(void);
+/* The interpreter's current eval function, for tests and diagnostics. */
+void *fh_current_eval_function(void);
+void *fh_framehook_eval_function(void);
+
+/* Per-code storage (co_extra), safe on free-threaded builds. The index is per
+ * interpreter. fh_code_get_extra returns NULL when nothing is stored. */
+Py_ssize_t fh_request_code_extra_index(freefunc free_extra);
+void *fh_code_get_extra(PyObject *code, Py_ssize_t index);
+int fh_code_set_extra(PyObject *code, Py_ssize_t index, void *extra);
+
+/* Frame accessors; all take a view that is still valid. */
+PyObject *fh_view_globals(const fh_frame_view *view);   /* borrowed */
+PyObject *fh_view_builtins(const fh_frame_view *view);  /* borrowed */
+PyObject *fh_view_locals(const fh_frame_view *view);    /* new dict, or NULL with error */
+PyObject *fh_view_back(const fh_frame_view *view);      /* new reference, Py_None if none */
+int fh_view_has_locals_mapping(const fh_frame_view *view);
+
+/* Test-only: a foreign pass-through eval function, as another PEP 523 tool
+ * would install it, counting the frames it sees. */
+int fh_test_install_passthrough(void);
+int fh_test_uninstall_passthrough(void);
+unsigned long long fh_test_passthrough_calls(void);
+void *fh_test_passthrough_function(void);
+
+#endif
