@@ -3,9 +3,11 @@
 //! argument maps. Freed with the code object.
 
 use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::registry::Registry;
@@ -13,9 +15,43 @@ use super::registry::Registry;
 /// How many distinct replacements are remembered per original code.
 const MAX_PLANS: usize = 8;
 
+/// A strong reference released on drop with a plain `Py_DecRef`. Everything in
+/// a CodeState is dropped by threads attached to the interpreter (dispatch, the
+/// eval function, code deallocation) but outside PyO3's knowledge, including at
+/// interpreter shutdown, where PyO3's deferred release cannot run.
+pub(crate) struct StrongRef(NonNull<ffi::PyObject>);
+
+// SAFETY: the reference is only touched (compared, cloned, released) by threads
+// attached to the interpreter; see above.
+unsafe impl Send for StrongRef {}
+// SAFETY: as above.
+unsafe impl Sync for StrongRef {}
+
+impl StrongRef {
+    pub fn new(object: &Bound<'_, PyAny>) -> Self {
+        Self(NonNull::new(object.clone().into_ptr()).expect("a Bound is never NULL"))
+    }
+
+    pub fn is(&self, object: &Bound<'_, PyAny>) -> bool {
+        self.0.as_ptr() == object.as_ptr()
+    }
+
+    pub fn bind<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // SAFETY: we hold a strong reference, so the object is alive.
+        unsafe { Bound::from_borrowed_ptr(py, self.0.as_ptr()) }
+    }
+}
+
+impl Drop for StrongRef {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference, and the dropping thread is attached (see the type's docs).
+        unsafe { ffi::Py_DecRef(self.0.as_ptr()) }
+    }
+}
+
 /// A replacement known to be call-compatible with the original.
 pub(crate) struct Plan {
-    pub code: Py<PyAny>,
+    pub code: StrongRef,
     /// For each argument slot of the replacement, the original's slot; None when identical.
     pub arg_map: Option<Arc<[c_int]>>,
 }
@@ -23,9 +59,9 @@ pub(crate) struct Plan {
 struct Answer {
     hook_id: u64,
     /// The code the hook saw; None when it was the original.
-    input: Option<Py<PyAny>>,
+    input: Option<StrongRef>,
     /// What it answered; None when it declined.
-    output: Option<Py<PyAny>>,
+    output: Option<StrongRef>,
 }
 
 #[derive(Default)]
@@ -47,8 +83,7 @@ pub(crate) unsafe extern "C" fn free_code_state(state: *mut c_void) {
     }
     // SAFETY: `state` came from `Box::into_raw` in `CodeState::of`, and CPython
     // calls this once, from a thread attached to the interpreter.
-    let state = unsafe { Box::from_raw(state.cast::<CodeState>()) };
-    Python::attach(|_| drop(state));
+    drop(unsafe { Box::from_raw(state.cast::<CodeState>()) });
 }
 
 impl CodeState {
@@ -86,7 +121,7 @@ impl CodeState {
             .answers
             .iter()
             .find(|answer| answer.hook_id == hook_id && same_input(answer, input, original))
-            .map(|answer| answer.output.as_ref().map(|code| code.bind(py).clone()))
+            .map(|answer| answer.output.as_ref().map(|code| code.bind(py)))
     }
 
     pub fn store_answer(
@@ -105,8 +140,8 @@ impl CodeState {
         inner.answers.retain(|answer| !(answer.hook_id == hook_id && same_input(answer, input, original)));
         inner.answers.push(Answer {
             hook_id,
-            input: (!input.is(original)).then(|| input.clone().unbind()),
-            output: output.map(|code| code.clone().unbind()),
+            input: (!input.is(original)).then(|| StrongRef::new(input)),
+            output: output.map(StrongRef::new),
         });
     }
 

@@ -9,7 +9,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyCode;
 
-use super::code_state::{CodeState, Plan};
+use super::code_state::{CodeState, Plan, StrongRef};
 use super::compat;
 use super::frame::Frame;
 use super::registry::{Hook, OnError, Registry};
@@ -190,7 +190,7 @@ impl<'a, 'py> Chain<'a, 'py> {
             return Ok(Some(plan));
         }
         let arg_map = compat::check(&hook.name, &self.original, replacement)?;
-        let plan = Arc::new(Plan { code: replacement.clone().unbind(), arg_map });
+        let plan = Arc::new(Plan { code: StrongRef::new(replacement), arg_map });
         state.remember_plan(Arc::clone(&plan));
         Ok(Some(plan))
     }

@@ -1,0 +1,12 @@
+# The README's two commands.
+PYTHON ?= python3
+PY ?=
+
+.PHONY: demo test
+# The main job: the chained-hooks example on the machine's default python3.
+demo:
+	$(PYTHON) tools/demo.py
+
+# Every test on every interpreter (or only PY=3.12, PY=3.13t,3.14d, ...).
+test:
+	$(PYTHON) tools/matrix.py $(if $(PY),--only $(PY))

@@ -1,0 +1,262 @@
+"""Build framehook for every interpreter of the matrix and run the tests on each.
+
+    python3 tools/matrix.py              # all eight interpreters, then cargo test
+    python3 tools/matrix.py --only 3.12  # one (or a comma-separated few)
+
+For each interpreter: provision it (tools/provision.py, cached outside the repo),
+make or reuse its venv (cached too), build the wheel with maturin in the
+interpreter's own target directory, install it, run pytest. 3.14 and 3.14d run
+inside the Debian sid root. Ends with a summary table and one closing line
+``N passed, N failed[, N skipped]``; exits non-zero on any build or test failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import provision  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+REQUIREMENTS = REPO / "tests" / "requirements.txt"
+INTERPRETERS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d"]
+SID_INTERPRETERS = {"3.14": "python3.14", "3.14d": "python3.14d"}
+
+PROBE = (
+    "import json, sys, sysconfig; print(json.dumps({"
+    "'version': sys.version.replace(chr(10), ' '), "
+    "'gil': 'off' if sysconfig.get_config_var('Py_GIL_DISABLED') else 'on', "
+    "'debug': hasattr(sys, 'gettotalrefcount')}))"
+)
+
+
+def log(message: str) -> None:
+    print(f"[matrix] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Result:
+    name: str
+    version: str = "?"
+    gil: str = "?"
+    debug: str = "?"
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    error: Optional[str] = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Target:
+    """Where an interpreter runs: on the host, or inside the sid root."""
+
+    name: str
+    python: str  # the base interpreter, as seen where it runs
+    venv: Path  # as seen where it runs
+    in_sid: bool = False
+    env: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def venv_python(self) -> str:
+        return str(self.venv / "bin" / "python")
+
+    def run(self, argv: Sequence[str], *, cwd: Path = REPO, capture: bool = False,
+            extra_env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+        env = dict(os.environ, **(extra_env or {}))
+        command = list(argv)
+        if self.in_sid:
+            # Inside the root, the environment is the one sid_command sets up.
+            home = Path.home()
+            command = provision.sid_command(
+                command, binds=[REPO, home / ".cargo", home / ".rustup"],
+                env=dict(self.env, **(extra_env or {})), cwd=cwd,
+            )
+        return subprocess.run(
+            command, cwd=cwd, env=env, text=True,
+            stdout=subprocess.PIPE if capture else None,
+            stderr=subprocess.STDOUT if capture else None,
+        )
+
+
+def resolve(name: str) -> Target:
+    if name in SID_INTERPRETERS:
+        provision.ensure_sid_root()
+        return Target(name, f"/usr/bin/{SID_INTERPRETERS[name]}",
+                      Path("/opt/framehook/venvs") / name, in_sid=True)
+    python = provision.ensure_python313t() if name == "3.13t" else provision.pyenv_python(name)
+    return Target(name, str(python), provision.CACHE / "venvs" / name)
+
+
+def ensure_venv(target: Target) -> None:
+    """Creates the venv with the test requirements, unless an up-to-date one exists."""
+    wanted = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    stamp = target.venv / "framehook-requirements.sha256"
+    host_stamp = (provision.ensure_sid_root() / str(stamp).lstrip("/")) if target.in_sid else stamp
+    if host_stamp.exists() and host_stamp.read_text().strip() == wanted:
+        return
+    log(f"{target.name}: creating venv {target.venv}")
+    steps = [
+        [target.python, "-m", "venv", "--clear", str(target.venv)],
+        [target.venv_python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
+        [target.venv_python, "-m", "pip", "install", "--quiet", "-r", str(REQUIREMENTS)],
+    ]
+    for argv in steps:
+        done = target.run(argv, capture=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}")
+    host_stamp.write_text(wanted + "\n")
+
+
+def build_and_install(target: Target) -> None:
+    target_dir = REPO / "target" / "matrix" / target.name
+    wheels = target_dir / "wheels"
+    shutil.rmtree(wheels, ignore_errors=True)
+    log(f"{target.name}: building the wheel (target dir {target_dir.relative_to(REPO)})")
+    env = {"CARGO_TARGET_DIR": str(target_dir)}
+    build = target.run(
+        [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
+         "--out", str(wheels)],
+        capture=True, extra_env=env,
+    )
+    if build.returncode != 0:
+        raise RuntimeError(f"maturin build failed:\n{build.stdout[-6000:]}")
+    built = sorted(wheels.glob("framehook-*.whl"))
+    if len(built) != 1:
+        raise RuntimeError(f"expected one wheel in {wheels}, found {built}")
+    install = target.run(
+        [target.venv_python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps",
+         str(built[0])],
+        capture=True,
+    )
+    if install.returncode != 0:
+        raise RuntimeError(f"installing {built[0].name} failed:\n{install.stdout[-3000:]}")
+
+
+def probe(target: Target, result: Result) -> None:
+    done = target.run([target.venv_python, "-c", PROBE], capture=True)
+    if done.returncode == 0:
+        info = json.loads(done.stdout.strip().splitlines()[-1])
+        result.version, result.gil = info["version"], info["gil"]
+        result.debug = "debug" if info["debug"] else "release"
+
+
+def run_pytest(target: Target, result: Result, pytest_args: Sequence[str]) -> None:
+    report = REPO / "target" / "matrix" / target.name / "junit.xml"
+    report.unlink(missing_ok=True)
+    log(f"{target.name}: pytest")
+    target.run(
+        [target.venv_python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+         f"--junitxml={report}", *pytest_args],
+        extra_env={"FRAMEHOOK_EXPECT_PYTHON": target.name},
+    )
+    if not report.exists():
+        raise RuntimeError("pytest produced no report (it crashed or could not start)")
+    suites = ElementTree.parse(report).getroot()
+    suites = [suites] if suites.tag == "testsuite" else list(suites)
+    for suite in suites:
+        total = int(suite.get("tests", 0))
+        failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skipped = int(suite.get("skipped", 0))
+        result.failed += failed
+        result.skipped += skipped
+        result.passed += total - failed - skipped
+
+
+def run_interpreter(name: str, pytest_args: Sequence[str]) -> Result:
+    result = Result(name)
+    started = time.monotonic()
+    try:
+        target = resolve(name)
+        ensure_venv(target)
+        probe(target, result)
+        build_and_install(target)
+        run_pytest(target, result, pytest_args)
+    except (provision.ProvisionError, RuntimeError, OSError) as error:
+        result.error = str(error)
+        log(f"{name}: ERROR: {error}")
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def run_cargo_test() -> Result:
+    result = Result("cargo test", version="host", gil="-", debug="-")
+    started = time.monotonic()
+    log("cargo test")
+    env = dict(os.environ, CARGO_TARGET_DIR=str(REPO / "target" / "matrix" / "cargo-test"),
+               PYO3_PYTHON=str(provision.pyenv_python("3.12")))
+    done = subprocess.run(["cargo", "test", "--quiet"], cwd=REPO, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    print(done.stdout, flush=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("test result:"):
+            words = line.replace(";", "").split()
+            counts = {words[i + 1]: int(words[i]) for i in range(len(words) - 1) if words[i].isdigit()}
+            result.passed += counts.get("passed", 0)
+            result.failed += counts.get("failed", 0)
+            result.skipped += counts.get("ignored", 0)
+    if done.returncode != 0 and result.failed == 0:
+        result.error = "cargo test failed to build or run"
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def summary(results: List[Result]) -> int:
+    headers = ["interpreter", "GIL", "build", "passed", "failed", "skipped", "time", "sys.version"]
+    rows = []
+    for r in results:
+        status = [str(r.passed), str(r.failed), str(r.skipped)] if r.error is None else ["-", "ERROR", "-"]
+        rows.append([r.name, r.gil, r.debug, *status, f"{r.seconds:.0f}s", r.version])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    print()
+    print(line(headers))
+    print(line(["-" * w for w in widths]))
+    for row in rows:
+        print(line(row))
+    for r in results:
+        if r.error:
+            print(f"\n{r.name}: {r.error.splitlines()[0] if r.error else ''}")
+    passed = sum(r.passed for r in results)
+    failed = sum(r.failed for r in results) + sum(1 for r in results if r.error)
+    skipped = sum(r.skipped for r in results)
+    closing = f"{passed} passed, {failed} failed"
+    if skipped:
+        closing += f", {skipped} skipped"
+    print()
+    print(closing)
+    return 1 if failed else 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
+    parser.add_argument("--no-cargo", action="store_true", help="skip cargo test")
+    parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
+    args = parser.parse_args(argv)
+    names = INTERPRETERS if not args.only else args.only.split(",")
+    unknown = [n for n in names if n not in INTERPRETERS]
+    if unknown:
+        parser.error(f"unknown interpreter(s) {unknown}; choose from {INTERPRETERS}")
+    started = time.monotonic()
+    results = [run_interpreter(name, args.pytest_args) for name in names]
+    if not args.no_cargo and not args.only:
+        results.append(run_cargo_test())
+    status = summary(results)
+    log(f"total wall time {time.monotonic() - started:.0f}s")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
