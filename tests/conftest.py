@@ -1,0 +1,65 @@
+import dis
+import sys
+
+import pytest
+
+import framehook
+
+HOOKS_GENERATORS = sys.version_info >= (3, 11)
+
+
+@pytest.fixture(autouse=True)
+def no_hooks_left():
+    """Every test starts with no hooks; clearing them removes the eval function."""
+    framehook.clear_frame_hooks()
+    yield
+    framehook.clear_frame_hooks()
+    assert framehook.frame_hooks() == []
+    assert not framehook._native._is_installed()
+
+
+def replace_code(target, replacement):
+    """A hook that swaps `target`'s code for `replacement`, counting its calls."""
+
+    def hook(frame):
+        hook.calls += 1
+        if frame.original_code is target:
+            return replacement
+        return None
+
+    hook.calls = 0
+    return hook
+
+
+_DEREF_OPS = {
+    dis.opmap[name]
+    for name in ("LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "MAKE_CELL",
+                 "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF")
+    if name in dis.opmap
+}
+
+
+def with_extra_local(code, name="_framehook_extra"):
+    """An equivalent code object whose frame layout differs: one more local.
+
+    From 3.11 cell and free variables are addressed by their slot after the
+    locals, so their instructions move up by one slot."""
+    raw = bytearray(code.co_code)
+    if sys.version_info >= (3, 11):
+        for offset in range(0, len(raw), 2):
+            if raw[offset] in _DEREF_OPS and raw[offset + 1] >= code.co_nlocals:
+                assert raw[offset + 1] < 255, "test helper does not handle EXTENDED_ARG"
+                raw[offset + 1] += 1
+    return code.replace(
+        co_code=bytes(raw),
+        co_varnames=code.co_varnames + (name,),
+        co_nlocals=code.co_nlocals + 1,
+    )
+
+
+def renamed(code, like):
+    """`code` carrying `like`'s names, so tracebacks and reprs read naturally."""
+    kwargs = {"co_name": like.co_name}
+    if sys.version_info >= (3, 11):
+        kwargs["co_qualname"] = like.co_qualname
+    return code.replace(**kwargs)
