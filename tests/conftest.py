@@ -36,7 +36,7 @@ _DEREF_OPS = {
     for name in ("LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE", "MAKE_CELL",
                  "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF")
     if name in dis.opmap
-}
+} | set(dis.haslocal)  # 3.13 compiles LOAD_CLOSURE to LOAD_FAST
 
 
 def with_extra_local(code, name="_framehook_extra"):
@@ -47,7 +47,11 @@ def with_extra_local(code, name="_framehook_extra"):
     raw = bytearray(code.co_code)
     if sys.version_info >= (3, 11):
         for offset in range(0, len(raw), 2):
-            if raw[offset] in _DEREF_OPS and raw[offset + 1] >= code.co_nlocals:
+            name = dis.opname[raw[offset]]
+            if "_FAST_" in name[len("LOAD"):] or name.startswith("STORE_FAST_"):
+                # Superinstructions pack two slots in four bits each.
+                assert all(part < code.co_nlocals for part in (raw[offset + 1] >> 4, raw[offset + 1] & 15))
+            elif raw[offset] in _DEREF_OPS and raw[offset + 1] >= code.co_nlocals:
                 assert raw[offset + 1] < 255, "test helper does not handle EXTENDED_ARG"
                 raw[offset + 1] += 1
     return code.replace(

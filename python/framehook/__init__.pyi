@@ -10,7 +10,17 @@ from ._native import disabled as disabled
 from ._native import frame_hooks as frame_hooks
 from ._native import remove_frame_hook as remove_frame_hook
 
-__all__: list[str]
+__all__ = [
+    "Frame",
+    "HookHandle",
+    "add_frame_hook",
+    "build_info",
+    "clear_frame_hooks",
+    "disabled",
+    "frame_hook",
+    "frame_hooks",
+    "remove_frame_hook",
+]
 __version__: str
 
 def frame_hook(

@@ -1,6 +1,26 @@
 import types
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple
+from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union, final
 
+from typing_extensions import TypeAlias
+
+__all__ = [
+    "Frame",
+    "HookHandle",
+    "_eval_functions",
+    "_foreign_address",
+    "_foreign_calls",
+    "_foreign_install",
+    "_foreign_uninstall",
+    "_is_installed",
+    "add_frame_hook",
+    "build_info",
+    "clear_frame_hooks",
+    "disabled",
+    "frame_hooks",
+    "remove_frame_hook",
+]
+
+@final
 class Frame:
     """The frame a hook receives; valid only until the hook returns."""
 
@@ -19,13 +39,14 @@ class Frame:
     @property
     def f_lineno(self) -> int: ...
 
-Hook = Callable[[Frame], Optional[types.CodeType]]
+_Hook: TypeAlias = Callable[[Frame], Optional[types.CodeType]]
 
+@final
 class HookHandle:
     @property
     def name(self) -> str: ...
     @property
-    def hook(self) -> Hook: ...
+    def hook(self) -> _Hook: ...
     @property
     def cache(self) -> bool: ...
     @property
@@ -36,22 +57,23 @@ class HookHandle:
     def enabled(self, enabled: bool) -> None: ...
     @property
     def registered(self) -> bool: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class disabled:
     def __init__(self) -> None: ...
     def __enter__(self) -> disabled: ...
     def __exit__(self, *_exc: object) -> bool: ...
 
 def add_frame_hook(
-    hook: Hook,
+    hook: _Hook,
     *,
     name: Optional[str] = None,
     cache: bool = False,
     on_error: Literal["raise", "log"] = "raise",
 ) -> HookHandle: ...
-def remove_frame_hook(hook: HookHandle | Hook) -> None: ...
+def remove_frame_hook(hook: Union[HookHandle, _Hook]) -> None: ...
 def clear_frame_hooks() -> None: ...
 def frame_hooks() -> List[HookHandle]: ...
 def build_info() -> Dict[str, Any]: ...
