@@ -48,7 +48,7 @@ def with_extra_local(code, name="_framehook_extra"):
     if sys.version_info >= (3, 11):
         for offset in range(0, len(raw), 2):
             name = dis.opname[raw[offset]]
-            if "_FAST_" in name[len("LOAD"):] or name.startswith("STORE_FAST_"):
+            if name.count("FAST") == 2:
                 # Superinstructions pack two slots in four bits each.
                 assert all(part < code.co_nlocals for part in (raw[offset + 1] >> 4, raw[offset + 1] & 15))
             elif raw[offset] in _DEREF_OPS and raw[offset + 1] >= code.co_nlocals:

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-mypy = pytest.importorskip("mypy", reason="mypy is not installed in this environment")
+mypy = pytest.importorskip("mypy", reason="mypy is not installable for this interpreter (see tests/requirements-typing.txt)")
 
 
 def test_stubs_match_the_runtime(tmp_path):

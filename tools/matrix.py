@@ -30,6 +30,7 @@ import provision  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 REQUIREMENTS = REPO / "tests" / "requirements.txt"
+OPTIONAL_REQUIREMENTS = REPO / "tests" / "requirements-typing.txt"
 INTERPRETERS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d"]
 SID_INTERPRETERS = {"3.14": "python3.14", "3.14d": "python3.14d"}
 
@@ -101,7 +102,7 @@ def resolve(name: str) -> Target:
 
 def ensure_venv(target: Target) -> None:
     """Creates the venv with the test requirements, unless an up-to-date one exists."""
-    wanted = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    wanted = hashlib.sha256(REQUIREMENTS.read_bytes() + OPTIONAL_REQUIREMENTS.read_bytes()).hexdigest()
     stamp = target.venv / "framehook-requirements.sha256"
     host_stamp = (provision.ensure_sid_root() / str(stamp).lstrip("/")) if target.in_sid else stamp
     if host_stamp.exists() and host_stamp.read_text().strip() == wanted:
@@ -116,6 +117,9 @@ def ensure_venv(target: Target) -> None:
         done = target.run(argv, capture=True)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}")
+    optional = [target.venv_python, "-m", "pip", "install", "--quiet", "-r", str(OPTIONAL_REQUIREMENTS)]
+    if target.run(optional, capture=True).returncode != 0:
+        log(f"{target.name}: {OPTIONAL_REQUIREMENTS.name} not installable here; the tests needing it skip")
     host_stamp.write_text(wanted + "\n")
 
 
