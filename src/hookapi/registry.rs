@@ -189,3 +189,15 @@ impl Registry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::OnError;
+
+    #[test]
+    fn on_error_round_trips_its_names() {
+        for policy in [OnError::Raise, OnError::Log] {
+            assert_eq!(OnError::parse(policy.as_str()).ok(), Some(policy));
+        }
+    }
+}
