@@ -198,8 +198,13 @@ def run_cargo_test() -> Result:
     result = Result("cargo test", version="host", gil="-", debug="-")
     started = time.monotonic()
     log("cargo test")
+    python = str(provision.pyenv_python("3.12"))
+    libdir = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))"],
+                            text=True, capture_output=True, check=True).stdout.strip()
+    # The test binary links libpython, which is not on the loader's default path.
     env = dict(os.environ, CARGO_TARGET_DIR=str(REPO / "target" / "matrix" / "cargo-test"),
-               PYO3_PYTHON=str(provision.pyenv_python("3.12")))
+               PYO3_PYTHON=python,
+               LD_LIBRARY_PATH=os.pathsep.join(filter(None, [libdir, os.environ.get("LD_LIBRARY_PATH")])))
     done = subprocess.run(["cargo", "test", "--quiet"], cwd=REPO, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     print(done.stdout, flush=True)

@@ -156,6 +156,7 @@ def _run(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     check: bool = True,
+    show_tail: bool = True,
 ) -> subprocess.CompletedProcess:
     """Run argv with its output appended to ``log``; on failure show the log's tail."""
     argv = [str(a) for a in argv]
@@ -178,14 +179,15 @@ def _run(
         shown = shlex.join(argv)
         if len(shown) > 400:
             shown = shown[:400] + " ..."
-        with _print_lock:
-            print(
-                f"[provision] FAILED: {what} (exit {proc.returncode})\n"
-                f"[provision] command: {shown}\n"
-                f"[provision] last lines of {log}:\n{tail}",
-                file=sys.stderr,
-                flush=True,
-            )
+        if show_tail:
+            with _print_lock:
+                print(
+                    f"[provision] FAILED: {what} (exit {proc.returncode})\n"
+                    f"[provision] command: {shown}\n"
+                    f"[provision] last lines of {log}:\n{tail}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         raise ProvisionError(
             f"{what} failed (exit {proc.returncode}); command: {shown}; full log: {log}\n"
             + "\n".join(tail.splitlines()[-12:])
@@ -575,6 +577,8 @@ def ensure_python313t() -> Path:
             return exe
         t0 = time.monotonic()
         _log(f"provisioning free-threaded CPython 3.13 into {prefix}")
+        if _is_complete(prefix):  # stamped but its interpreter is gone: rebuild
+            (prefix / STAMP).unlink()
         _discard_incomplete(prefix, ".python3.13t.build-*")
         _ensure_host_packages(PY313T_BUILD_PACKAGES, "building python3.13t")
         tarball = _fetch_python313_source()
@@ -662,23 +666,25 @@ def ensure_python313t() -> Path:
 
 
 def _copy_host_files(root: Path) -> None:
-    """Copy resolv.conf, the CA bundle and pip.conf from the host into the root."""
+    """Copy resolv.conf, hosts, the CA bundle and pip.conf from the host into the root."""
     for name in SID_HOST_FILES:
         src = Path(name)
         if not src.is_file():
             continue
         dst = root / name.lstrip("/")
+        try:
+            if not dst.is_symlink() and dst.is_file() and dst.read_bytes() == src.read_bytes():
+                continue
+        except OSError:
+            pass
         dst.parent.mkdir(parents=True, exist_ok=True)
-        # Never write through a symlink: an absolute link inside the root would point at the host.
-        if dst.is_symlink() or dst.exists():
-            try:
-                if not dst.is_symlink() and dst.read_bytes() == src.read_bytes():
-                    continue
-            except OSError:
-                pass
-            dst.unlink()
-        shutil.copyfile(src, dst)
-        os.chmod(dst, 0o644)
+        # Write a temporary file and rename it over the old one: atomic for concurrent
+        # callers, and never writes through a symlink (an absolute link inside the root
+        # would point at the host's own file).
+        tmp = dst.parent / f".{dst.name}.framehook-{os.getpid()}-{threading.get_ident()}"
+        shutil.copyfile(src, tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dst)
 
 
 def _fetch_newer_keyring() -> Path:
@@ -697,10 +703,16 @@ def _fetch_newer_keyring() -> Path:
     apt = _private_apt(f"{PY313_SUITE}-bin", entries)
     log = _logfile("sid-keyring")
     _log(f"fetching a newer debian-archive-keyring from {PY313_SUITE} (verified with the host keyring)")
-    _run(apt + ["update"], what=f"apt-get update for {suites}", log=log)
+    _run(apt + ["update"], what=f"apt-get update for {suites} (checked with {keyring})", log=log, show_tail=False)
     work = Path(tempfile.mkdtemp(prefix=".keyring-", dir=_cache()))
     try:
-        _run(apt + ["download", "debian-archive-keyring"], what="apt-get download debian-archive-keyring", log=log, cwd=work)
+        _run(
+            apt + ["download", "debian-archive-keyring"],
+            what="apt-get download debian-archive-keyring",
+            log=log,
+            cwd=work,
+            show_tail=False,
+        )
         debs = list(work.glob("debian-archive-keyring_*.deb"))
         if not debs:
             raise ProvisionError(f"apt-get download debian-archive-keyring gave no .deb; see {log}")
