@@ -9,11 +9,8 @@ pub mod hookapi;
 pub mod pep523_backend;
 pub mod sot;
 
-use pyo3::exceptions::PyImportError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-
-use pep523_backend::BuildTarget;
 
 /// The interpreter this module was compiled for, as a dict.
 #[pyfunction]
@@ -29,28 +26,6 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     info.set_item("debug", target.debug)?;
     info.set_item("crate_version", env!("CARGO_PKG_VERSION"))?;
     Ok(info)
-}
-
-/// Refuses to load into an interpreter other than the one the shim was built for.
-fn check_running_interpreter(py: Python<'_>, target: BuildTarget) -> PyResult<()> {
-    let sys = py.import("sys")?;
-    let hexversion: u32 = sys.getattr("hexversion")?.extract()?;
-    let gil_disabled = py
-        .import("sysconfig")?
-        .call_method1("get_config_var", ("Py_GIL_DISABLED",))?
-        .extract::<Option<i64>>()?
-        .unwrap_or(0)
-        != 0;
-    let debug = sys.hasattr("gettotalrefcount")?;
-    let same_minor = hexversion >> 16 == target.version_hex >> 16;
-    if same_minor && gil_disabled == target.gil_disabled && debug == target.debug {
-        return Ok(());
-    }
-    Err(PyImportError::new_err(format!(
-        "framehook._native was built for CPython {:#x} (free-threaded: {}, debug: {}) \
-         but is running on {:#x} (free-threaded: {gil_disabled}, debug: {debug}); rebuild it",
-        target.version_hex, target.gil_disabled, target.debug, hexversion
-    )))
 }
 
 /// Test and diagnostic helpers, not part of the stable API.
@@ -95,7 +70,7 @@ mod testing {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    check_running_interpreter(py, pep523_backend::build_target())?;
+    pep523_backend::check_running_interpreter(py)?;
     // Rust `tracing` events become `log` records, which reach Python logging.
     let _ = pyo3_log::try_init();
     m.add_function(wrap_pyfunction!(build_info, m)?)?;

@@ -95,7 +95,8 @@ impl CodeState {
             return Ok(unsafe { &*existing.as_ptr().cast::<CodeState>() });
         }
         let fresh = Box::into_raw(Box::<CodeState>::default());
-        if let Err(err) = registry.code_extra.set(code, fresh.cast()) {
+        // SAFETY: a boxed CodeState is what `free_code_state` frees.
+        if let Err(err) = unsafe { registry.code_extra.set(code, fresh.cast()) } {
             // SAFETY: the box was not handed over.
             drop(unsafe { Box::from_raw(fresh) });
             return Err(err);

@@ -50,7 +50,6 @@ const RUN_ORIGINAL: RawDecision = RawDecision {
     code: ptr::null_mut(),
     arg_map: ptr::null(),
     arg_map_owner: ptr::null_mut(),
-    observer: ptr::null_mut(),
 };
 
 /// Runs the hook chain for a frame about to start and says what to run.
@@ -92,7 +91,6 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
         code: code.into_ptr(),
         arg_map,
         arg_map_owner,
-        observer: ptr::null_mut(),
     })
 }
 
@@ -101,8 +99,6 @@ pub(crate) fn release(owner: *mut c_void) {
     // SAFETY: `owner` came from `Arc::into_raw` of a Plan in `on_frame`.
     drop(unsafe { Arc::from_raw(owner.cast_const().cast::<Plan>()) });
 }
-
-pub(crate) fn after_frame(_py: Python<'_>, _observer: *mut c_void, _ran: &Bound<'_, PyAny>, _returned: bool) {}
 
 struct Chain<'a, 'py> {
     py: Python<'py>,

@@ -5,7 +5,7 @@
 //! installing the PEP 523 function, reading a frame that is about to run,
 //! per-code storage, and the identity of the interpreter the shim was built for.
 //! The eval function calls back into [`crate::hookapi`] through
-//! `framehook_dispatch` / `framehook_after_frame`.
+//! `framehook_dispatch` / `framehook_release`.
 
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
@@ -33,7 +33,6 @@ mod sys {
         pub code: *mut PyObject,
         pub arg_map: *const c_int,
         pub arg_map_owner: *mut c_void,
-        pub observer: *mut c_void,
     }
 
     pub type FreeFunc = unsafe extern "C" fn(*mut c_void);
@@ -80,6 +79,30 @@ pub fn build_target() -> BuildTarget {
             debug: sys::fh_build_debug() != 0,
         }
     }
+}
+
+/// Refuses to run in an interpreter other than the one the shim was built for:
+/// a shim compiled against another version's internal headers would corrupt frames.
+pub fn check_running_interpreter(py: Python<'_>) -> PyResult<()> {
+    let target = build_target();
+    let sys = py.import("sys")?;
+    let hexversion: u32 = sys.getattr("hexversion")?.extract()?;
+    let gil_disabled = py
+        .import("sysconfig")?
+        .call_method1("get_config_var", ("Py_GIL_DISABLED",))?
+        .extract::<Option<i64>>()?
+        .unwrap_or(0)
+        != 0;
+    let debug = sys.hasattr("gettotalrefcount")?;
+    let same_minor = hexversion >> 16 == target.version_hex >> 16;
+    if same_minor && gil_disabled == target.gil_disabled && debug == target.debug {
+        return Ok(());
+    }
+    Err(pyo3::exceptions::PyImportError::new_err(format!(
+        "framehook._native was built for CPython {:#x} (free-threaded: {}, debug: {}) \
+         but is running on {:#x} (free-threaded: {gil_disabled}, debug: {debug}); rebuild it",
+        target.version_hex, target.gil_disabled, target.debug, hexversion
+    )))
 }
 
 /// Outcome of [`uninstall`].
@@ -154,8 +177,11 @@ impl CodeExtraSlot {
     }
 
     /// Stores `extra` on `code`; CPython passes it to the free function when the code dies.
-    pub fn set(self, code: &Bound<'_, PyAny>, extra: *mut c_void) -> PyResult<()> {
-        // SAFETY: as in `get`; ownership of `extra` passes to the code object.
+    ///
+    /// # Safety
+    /// `extra` must be what this slot's free function expects; on success it is owned by `code`.
+    pub unsafe fn set(self, code: &Bound<'_, PyAny>, extra: *mut c_void) -> PyResult<()> {
+        // SAFETY: `code` is live and the index is ours; the caller vouches for `extra`.
         if unsafe { sys::fh_code_set_extra(code.as_ptr(), self.0, extra) } < 0 {
             return Err(PyErr::fetch(code.py()));
         }
@@ -248,19 +274,6 @@ extern "C" fn framehook_dispatch(view: *mut sys::FrameView, out: *mut sys::Decis
 #[no_mangle]
 extern "C" fn framehook_release(owner: *mut c_void) {
     crate::hookapi::dispatch::release(owner);
-}
-
-/// Called by the eval function when a frame with an observer ends.
-#[no_mangle]
-extern "C" fn framehook_after_frame(
-    observer: *mut c_void,
-    ran_code: *mut ffi::PyObject,
-    result: *mut ffi::PyObject,
-) {
-    // SAFETY: attached; `ran_code` is a live code object, `result` NULL or live.
-    let py = unsafe { Python::assume_attached() };
-    let ran = unsafe { Borrowed::from_ptr(py, ran_code) };
-    crate::hookapi::dispatch::after_frame(py, observer, &ran, !result.is_null());
 }
 
 /// Test support: a pass-through PEP 523 function standing for another tool.

@@ -709,18 +709,6 @@ static PyObject *run_replacement(PyThreadState *tstate, fh_frame *frame,
 }
 #endif /* FH_INTERP_FRAMES */
 
-static void notify_after(void *observer, PyObject *ran_code, PyObject *result)
-{
-    if (result != NULL) {
-        framehook_after_frame(observer, ran_code, result);
-        return;
-    }
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    framehook_after_frame(observer, ran_code, NULL);
-    PyErr_Restore(type, value, traceback);
-}
-
 /* ------------------------------------------------------- the eval function */
 
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
@@ -739,18 +727,13 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 #else
     fh_frame_view view = {tstate, frame, code, NULL};
 #endif
-    fh_decision decision = {NULL, NULL, NULL, NULL};
+    fh_decision decision = {NULL, NULL, NULL};
     if (framehook_dispatch(&view, &decision) < 0) {
         discard_unrun_frame(tstate, frame);
         return NULL;
     }
-    PyObject *ran_code = decision.code ? Py_NewRef(decision.code) : Py_NewRef((PyObject *)code);
     PyObject *result = decision.code == NULL ? next(tstate, frame, 0)
                                              : run_replacement(tstate, frame, next, &decision);
-    if (decision.observer != NULL) {
-        notify_after(decision.observer, ran_code, result);
-    }
-    Py_DECREF(ran_code);
     Py_XDECREF(decision.code);
     if (decision.arg_map_owner != NULL) {
         framehook_release(decision.arg_map_owner);

@@ -21,7 +21,6 @@ typedef struct fh_decision {
     PyObject *code;       /* strong reference to the replacement, or NULL: run the original */
     const int *arg_map;   /* for each argument slot of the replacement, the original's slot; NULL = identity */
     void *arg_map_owner;  /* non-NULL: pass to framehook_release once arg_map is no longer used */
-    void *observer;       /* non-NULL: call framehook_after_frame with it when the frame ends */
 } fh_decision;
 
 /* Implemented in Rust. Return 0 with `out` filled, or -1 with an exception set
@@ -29,9 +28,6 @@ typedef struct fh_decision {
 int framehook_dispatch(fh_frame_view *view, fh_decision *out);
 /* Implemented in Rust: releases a decision's arg_map_owner. */
 void framehook_release(void *owner);
-/* Implemented in Rust: the frame chosen in `framehook_dispatch` ended with
- * `result` (NULL: an exception is set). Consumes nothing. */
-void framehook_after_frame(void *observer, PyObject *ran_code, PyObject *result);
 
 /* Which interpreter this shim was compiled for. */
 unsigned long fh_build_version_hex(void);
