@@ -72,7 +72,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     pep523_backend::check_running_interpreter(py)?;
     // Rust `tracing` events become `log` records, which reach Python logging.
-    let _ = pyo3_log::try_init();
+    // Only loggers are cached: levels set after import must still apply, and
+    // events are rare (install, uninstall, hook errors), so the lookup is cheap.
+    if let Ok(logger) = pyo3_log::Logger::new(py, pyo3_log::Caching::Loggers) {
+        // Fails only if another extension in this process installed a `log` logger first.
+        let _ = logger.install();
+    }
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(hookapi::python::add_frame_hook, m)?)?;
     m.add_function(wrap_pyfunction!(hookapi::python::remove_frame_hook, m)?)?;
