@@ -19,6 +19,8 @@ print(sys.executable)
 fn main() {
     println!("cargo:rerun-if-changed=src/pep523_backend/shim.c");
     println!("cargo:rerun-if-changed=src/pep523_backend/shim.h");
+    println!("cargo:rerun-if-changed=src/hookapi/capi_layout.c");
+    println!("cargo:rerun-if-changed=python/framehook/include/framehook.h");
     println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
     println!("cargo:rerun-if-env-changed=PYTHON_SYS_EXECUTABLE");
 
@@ -52,6 +54,10 @@ fn main() {
 
     cc::Build::new()
         .file("src/pep523_backend/shim.c")
+        // The published C API header: the shim shares its event numbers, and
+        // capi_layout.c lets a test compare the header's structs with Rust's.
+        .file("src/hookapi/capi_layout.c")
+        .include("python/framehook/include")
         .include(&include)
         .include(&internal)
         .define("Py_BUILD_CORE", None)

@@ -78,6 +78,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         // Fails only if another extension in this process installed a `log` logger first.
         let _ = logger.install();
     }
+    hookapi::capi::add_capsule(m)?;
     m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(hookapi::python::add_frame_hook, m)?)?;
     m.add_function(wrap_pyfunction!(hookapi::python::remove_frame_hook, m)?)?;

@@ -123,29 +123,36 @@ def ensure_venv(target: Target) -> None:
     host_stamp.write_text(wanted + "\n")
 
 
+def packages() -> List[Path]:
+    """framehook, then each example that is a package of its own (examples/*/pyproject.toml)."""
+    return [REPO] + sorted(path.parent for path in REPO.glob("examples/*/pyproject.toml"))
+
+
 def build_and_install(target: Target) -> None:
     target_dir = REPO / "target" / "matrix" / target.name
     wheels = target_dir / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
-    log(f"{target.name}: building the wheel (target dir {target_dir.relative_to(REPO)})")
     env = {"CARGO_TARGET_DIR": str(target_dir)}
-    build = target.run(
-        [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
-         "--out", str(wheels)],
-        capture=True, extra_env=env,
-    )
-    if build.returncode != 0:
-        raise RuntimeError(f"maturin build failed:\n{build.stdout[-6000:]}")
-    built = sorted(wheels.glob("framehook-*.whl"))
-    if len(built) != 1:
-        raise RuntimeError(f"expected one wheel in {wheels}, found {built}")
+    for package in packages():
+        log(f"{target.name}: building {package.relative_to(REPO) or 'framehook'} "
+            f"(target dir {target_dir.relative_to(REPO)})")
+        build = target.run(
+            [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
+             "--manifest-path", str(package / "Cargo.toml"), "--out", str(wheels)],
+            capture=True, extra_env=env,
+        )
+        if build.returncode != 0:
+            raise RuntimeError(f"maturin build of {package.name} failed:\n{build.stdout[-6000:]}")
+    built = sorted(wheels.glob("*.whl"))
+    if len(built) != len(packages()):
+        raise RuntimeError(f"expected {len(packages())} wheels in {wheels}, found {built}")
     install = target.run(
         [target.venv_python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps",
-         str(built[0])],
+         *map(str, built)],
         capture=True,
     )
     if install.returncode != 0:
-        raise RuntimeError(f"installing {built[0].name} failed:\n{install.stdout[-3000:]}")
+        raise RuntimeError(f"installing {[wheel.name for wheel in built]} failed:\n{install.stdout[-3000:]}")
 
 
 def probe(target: Target, result: Result) -> None:
@@ -205,7 +212,7 @@ def run_cargo_test() -> Result:
     env = dict(os.environ, CARGO_TARGET_DIR=str(REPO / "target" / "matrix" / "cargo-test"),
                PYO3_PYTHON=python,
                LD_LIBRARY_PATH=os.pathsep.join(filter(None, [libdir, os.environ.get("LD_LIBRARY_PATH")])))
-    done = subprocess.run(["cargo", "test", "--quiet"], cwd=REPO, env=env, text=True,
+    done = subprocess.run(["cargo", "test", "--workspace", "--quiet"], cwd=REPO, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     print(done.stdout, flush=True)
     for line in done.stdout.splitlines():

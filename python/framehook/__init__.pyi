@@ -1,4 +1,5 @@
 import contextlib
+import types
 from typing import Any, Callable, Iterator, Literal, Optional
 
 from ._native import Frame as Frame
@@ -19,14 +20,17 @@ __all__ = [
     "disabled",
     "frame_hook",
     "frame_hooks",
+    "get_include",
     "remove_frame_hook",
 ]
 __version__: str
 
 def frame_hook(
-    hook: Callable[[Frame], Any],
+    hook: Optional[Callable[[Frame], Any]],
     *,
     name: Optional[str] = None,
     cache: bool = False,
     on_error: str = "raise",
+    observer: Optional[Callable[[Literal["call", "return", "exception", "yield", "resume"], types.CodeType, Optional[types.CodeType]], object]] = None,
 ) -> contextlib.AbstractContextManager[HookHandle]: ...
+def get_include() -> str: ...

@@ -5,6 +5,7 @@ from typing_extensions import TypeAlias
 
 __all__ = [
     "Frame",
+    "_C_API",
     "HookHandle",
     "_eval_functions",
     "_foreign_address",
@@ -40,13 +41,24 @@ class Frame:
     def f_lineno(self) -> int: ...
 
 _Hook: TypeAlias = Callable[[Frame], Optional[types.CodeType]]
+_Event: TypeAlias = Literal["call", "return", "exception", "yield", "resume"]
+_Observer: TypeAlias = Callable[[_Event, types.CodeType, Optional[types.CodeType]], object]
+
+# The C API table for native hooks (framehook.h), a PyCapsule.
+_C_API: object
 
 @final
 class HookHandle:
     @property
     def name(self) -> str: ...
     @property
-    def hook(self) -> _Hook: ...
+    def hook(self) -> Optional[_Hook]: ...
+    @property
+    def observer(self) -> Optional[_Observer]: ...
+    @property
+    def native(self) -> bool: ...
+    @property
+    def observes(self) -> bool: ...
     @property
     def cache(self) -> bool: ...
     @property
@@ -67,13 +79,14 @@ class disabled:
     def __exit__(self, *_exc: object) -> bool: ...
 
 def add_frame_hook(
-    hook: _Hook,
+    hook: Optional[_Hook],
     *,
     name: Optional[str] = None,
     cache: bool = False,
     on_error: Literal["raise", "log"] = "raise",
+    observer: Optional[_Observer] = None,
 ) -> HookHandle: ...
-def remove_frame_hook(hook: Union[HookHandle, _Hook]) -> None: ...
+def remove_frame_hook(hook: Union[HookHandle, _Hook, _Observer]) -> None: ...
 def clear_frame_hooks() -> None: ...
 def frame_hooks() -> List[HookHandle]: ...
 def build_info() -> Dict[str, Any]: ...

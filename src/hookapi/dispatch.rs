@@ -1,7 +1,7 @@
 //! The hot path: what happens to every hookable frame while hooks are installed.
 
 use std::cell::Cell;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
 
@@ -12,7 +12,10 @@ use pyo3::types::PyCode;
 use super::code_state::{CodeState, Plan, StrongRef};
 use super::compat;
 use super::frame::Frame;
-use super::registry::{Hook, OnError, Registry};
+use framehook_capi::Event;
+
+use super::capi::NativeFrame;
+use super::registry::{Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use crate::pep523_backend::{FrameView, RawDecision};
 
 thread_local! {
@@ -22,19 +25,20 @@ thread_local! {
     static DISABLED_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Marks this thread as running hooks until dropped.
-struct HookRunning;
+/// Marks this thread as running hooks (or observers) until dropped.
+struct HookRunning {
+    was_running: bool,
+}
 
 impl HookRunning {
     fn enter() -> Self {
-        IN_HOOK.with(|flag| flag.set(true));
-        HookRunning
+        HookRunning { was_running: IN_HOOK.with(|flag| flag.replace(true)) }
     }
 }
 
 impl Drop for HookRunning {
     fn drop(&mut self) {
-        IN_HOOK.with(|flag| flag.set(false));
+        IN_HOOK.with(|flag| flag.set(self.was_running));
     }
 }
 
@@ -50,11 +54,24 @@ const RUN_ORIGINAL: RawDecision = RawDecision {
     code: ptr::null_mut(),
     arg_map: ptr::null(),
     arg_map_owner: ptr::null_mut(),
+    observers: ptr::null_mut(),
 };
+
+/// Whether frames starting now on this thread are out of the hooks' sight.
+#[inline]
+fn unhooked_here() -> bool {
+    IN_HOOK.with(Cell::get) || DISABLED_DEPTH.with(Cell::get) > 0
+}
+
+fn observers_token(registry: &Registry) -> *mut c_void {
+    registry
+        .observers()
+        .map_or(ptr::null_mut(), |set| Arc::into_raw(set).cast_mut().cast())
+}
 
 /// Runs the hook chain for a frame about to start and says what to run.
 pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDecision> {
-    if IN_HOOK.with(Cell::get) || DISABLED_DEPTH.with(Cell::get) > 0 {
+    if unhooked_here() {
         return Ok(RUN_ORIGINAL);
     }
     let Some(registry) = Registry::current(py) else {
@@ -64,7 +81,7 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
     if hooks.is_empty() {
         return Ok(RUN_ORIGINAL);
     }
-    let _running = HookRunning::enter();
+    let running = HookRunning::enter();
     let mut chain = Chain {
         py,
         view,
@@ -78,9 +95,11 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
     if let Some(frame) = &chain.frame {
         frame.get().expire();
     }
-    let (code, plan) = match outcome? {
-        None => return Ok(RUN_ORIGINAL),
-        Some(replacement) => replacement,
+    drop(running);
+    let replacement = outcome?;
+    let observers = observers_token(&registry);
+    let Some((code, plan)) = replacement else {
+        return Ok(RawDecision { observers, ..RUN_ORIGINAL });
     };
     // The plan keeps the argument map alive until the eval function releases it.
     let (arg_map, arg_map_owner) = match &plan.arg_map {
@@ -91,6 +110,7 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
         code: code.into_ptr(),
         arg_map,
         arg_map_owner,
+        observers,
     })
 }
 
@@ -98,6 +118,68 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
 pub(crate) fn release(owner: *mut c_void) {
     // SAFETY: `owner` came from `Arc::into_raw` of a Plan in `on_frame`.
     drop(unsafe { Arc::from_raw(owner.cast_const().cast::<Plan>()) });
+}
+
+/// Who observes a frame that passes through unhooked (a resumed generator, a
+/// thrown-in frame): an observer set token, or NULL.
+pub(crate) fn passthrough_observers(py: Python<'_>) -> *mut c_void {
+    if unhooked_here() {
+        return ptr::null_mut();
+    }
+    Registry::current(py).map_or(ptr::null_mut(), |registry| observers_token(&registry))
+}
+
+/// Reports one event to every hook of an observer set.
+///
+/// # Safety
+/// `observers` must come from [`on_frame`] or [`passthrough_observers`] and not be released yet.
+pub(crate) unsafe fn observe(
+    py: Python<'_>,
+    observers: *mut c_void,
+    event: c_int,
+    code: &Borrowed<'_, '_, PyAny>,
+    original: Option<&Borrowed<'_, '_, PyAny>>,
+) {
+    // SAFETY: guaranteed by the caller: the token is a live Arc<ObserverSet>.
+    let set = unsafe { &*observers.cast_const().cast::<ObserverSet>() };
+    // Observers see a clean state; an exception the frame raised is put back after.
+    let pending = PyErr::take(py);
+    let _running = HookRunning::enter();
+    for hook in &set.hooks {
+        match &hook.observer {
+            Some(Observer::Native(observe)) => {
+                // SAFETY: attached; user data and a live borrowed code, as the C API promises.
+                let original = original.map_or(ptr::null_mut(), |original| original.as_ptr());
+                unsafe { observe(hook.user_data(), event, code.as_ptr(), original) };
+                if let Some(err) = PyErr::take(py) {
+                    err.write_unraisable(py, Some(&hook_description(py, hook)));
+                }
+            }
+            Some(Observer::Python(observer)) => {
+                let name = Event::from_raw(event).map_or("unknown", Event::name);
+                if let Err(err) = observer.bind(py).call1((name, code, original)) {
+                    err.write_unraisable(py, Some(&hook_description(py, hook)));
+                }
+            }
+            None => {}
+        }
+    }
+    if let Some(err) = pending {
+        err.restore(py);
+    }
+}
+
+fn hook_description<'py>(py: Python<'py>, hook: &Hook) -> Bound<'py, PyAny> {
+    pyo3::types::PyString::new(py, &format!("framehook observer of hook {:?}", hook.name)).into_any()
+}
+
+/// Releases an observer set token.
+///
+/// # Safety
+/// `observers` must come from [`on_frame`] or [`passthrough_observers`]; released once.
+pub(crate) unsafe fn release_observers(observers: *mut c_void) {
+    // SAFETY: guaranteed by the caller: the token is an Arc<ObserverSet> from into_raw.
+    drop(unsafe { Arc::from_raw(observers.cast_const().cast::<ObserverSet>()) });
 }
 
 struct Chain<'a, 'py> {
@@ -131,7 +213,7 @@ impl<'a, 'py> Chain<'a, 'py> {
     fn run(&mut self, hooks: &[Arc<Hook>]) -> PyResult<Option<(Bound<'py, PyAny>, Arc<Plan>)>> {
         let mut current = self.original.clone();
         let mut current_plan: Option<Arc<Plan>> = None;
-        for hook in hooks.iter().filter(|hook| hook.enabled()) {
+        for hook in hooks.iter().filter(|hook| hook.transform.is_some() && hook.enabled()) {
             let Some(answer) = self.ask(hook, &current)? else {
                 continue;
             };
@@ -150,9 +232,16 @@ impl<'a, 'py> Chain<'a, 'py> {
                 return Ok(answer);
             }
         }
-        let frame = self.frame()?.clone();
-        frame.get().set_code(current);
-        let answer = match hook.callable.bind(self.py).call1((frame,)) {
+        let returned = match &hook.transform {
+            Some(Transform::Python(callable)) => {
+                let frame = self.frame()?.clone();
+                frame.get().set_code(current);
+                callable.bind(self.py).call1((frame,))
+            }
+            Some(Transform::Native(function)) => self.ask_native(hook, *function, current),
+            None => Ok(self.py.None().into_bound(self.py)),
+        };
+        let answer = match returned {
             Ok(returned) if returned.is_none() || returned.is(current) => None,
             Ok(returned) if returned.is_instance_of::<PyCode>() => Some(returned),
             Ok(returned) => {
@@ -174,6 +263,24 @@ impl<'a, 'py> Chain<'a, 'py> {
             self.state()?.store_answer(self.generation, hook.id, current, &self.original, answer.as_ref());
         }
         Ok(answer)
+    }
+
+    fn ask_native(
+        &self,
+        hook: &Hook,
+        function: framehook_capi::ffi::framehook_hook_func,
+        current: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let frame = NativeFrame::new(self.view, current, &self.original);
+        let mut replacement = ptr::null_mut();
+        // SAFETY: attached; the frame and its objects stay alive during the call, as the C API promises.
+        let status = unsafe { function(hook.user_data(), frame.as_ffi(), &mut replacement) };
+        if status < 0 {
+            return Err(PyErr::fetch(self.py));
+        }
+        // SAFETY: on success the hook returned a new reference or left NULL (declined).
+        Ok(unsafe { Bound::from_owned_ptr_or_opt(self.py, replacement) }
+            .unwrap_or_else(|| self.py.None().into_bound(self.py)))
     }
 
     /// The checked plan for running `replacement`; None if it is the original.

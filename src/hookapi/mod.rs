@@ -3,6 +3,7 @@
 //! replacement code, the frame object hooks receive, and the Python bindings.
 //! Nothing here knows CPython internals; those stay in [`crate::pep523_backend`].
 
+pub mod capi;
 pub(crate) mod code_state;
 pub(crate) mod compat;
 pub(crate) mod dispatch;

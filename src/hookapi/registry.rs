@@ -1,13 +1,16 @@
 //! Per-interpreter hook registries. Readers (the eval function, on every frame)
 //! take a snapshot without locking; writers are serialised per interpreter.
 
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+
+use framehook_capi::ffi as capi_ffi;
 
 use crate::pep523_backend::{self, CodeExtraSlot, Uninstalled};
 
@@ -39,25 +42,87 @@ impl OnError {
     }
 }
 
-/// One registered hook.
+/// How a hook decides what a frame runs.
+pub enum Transform {
+    /// `hook(frame) -> CodeType | None`.
+    Python(Py<PyAny>),
+    /// A C function registered through the capsule API, called with the hook's user data.
+    Native(capi_ffi::framehook_hook_func),
+}
+
+/// How a hook is told about evaluation events.
+pub enum Observer {
+    /// `observer(event: str, code: CodeType) -> None`.
+    Python(Py<PyAny>),
+    Native(capi_ffi::framehook_observe_func),
+}
+
+/// The user data of a native hook, freed by its owner's function once no frame can use it.
+pub struct NativeData {
+    pointer: *mut c_void,
+    free: Option<capi_ffi::framehook_free_func>,
+}
+
+// SAFETY: the C API requires user data usable from any thread of the interpreter.
+unsafe impl Send for NativeData {}
+// SAFETY: as above.
+unsafe impl Sync for NativeData {}
+
+impl NativeData {
+    pub fn new(pointer: *mut c_void, free: Option<capi_ffi::framehook_free_func>) -> Self {
+        Self { pointer, free }
+    }
+
+    pub fn pointer(&self) -> *mut c_void {
+        self.pointer
+    }
+
+    /// Gives the data back to its owner without freeing it (registration failed).
+    pub fn disown(&mut self) {
+        self.free = None;
+    }
+}
+
+impl Drop for NativeData {
+    fn drop(&mut self) {
+        if let Some(free) = self.free {
+            // SAFETY: called once; hooks are dropped by attached threads (registry
+            // writers, dispatch, handle deallocation), as the C API promises.
+            unsafe { free(self.pointer) }
+        }
+    }
+}
+
+/// One registered hook: a transform, an observer, or both.
 pub struct Hook {
     pub id: u64,
     pub name: String,
-    pub callable: Py<PyAny>,
+    pub transform: Option<Transform>,
+    pub observer: Option<Observer>,
     pub cache: bool,
     pub on_error: OnError,
+    pub native_data: Option<NativeData>,
     enabled: AtomicBool,
 }
 
 impl Hook {
-    pub fn new(name: String, callable: Py<PyAny>, cache: bool, on_error: OnError) -> Self {
+    pub fn new(
+        name: String,
+        transform: Option<Transform>,
+        observer: Option<Observer>,
+        cache: bool,
+        on_error: OnError,
+        native_data: Option<NativeData>,
+    ) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name,
-            callable,
+            transform,
+            observer,
             cache,
             on_error,
+            native_data,
             enabled: AtomicBool::new(true),
         }
     }
@@ -65,6 +130,20 @@ impl Hook {
     pub fn enabled(&self) -> bool {
         self.enabled.load(Ordering::Acquire)
     }
+
+    /// The user data passed to native functions (NULL for Python hooks).
+    pub fn user_data(&self) -> *mut c_void {
+        self.native_data.as_ref().map_or(std::ptr::null_mut(), NativeData::pointer)
+    }
+
+    pub fn is_native(&self) -> bool {
+        self.native_data.is_some()
+    }
+}
+
+/// The enabled hooks that observe, in call order: what one observed frame reports to.
+pub struct ObserverSet {
+    pub hooks: Vec<Arc<Hook>>,
 }
 
 /// The hooks of one interpreter, in call order.
@@ -74,6 +153,8 @@ pub struct Registry {
     /// Bumped whenever the set of active hooks changes; cached answers from an
     /// older generation are discarded.
     generation: AtomicU64,
+    /// The enabled observing hooks; None when there are none.
+    observers: ArcSwapOption<ObserverSet>,
     writer: Mutex<()>,
     pub(crate) code_extra: CodeExtraSlot,
 }
@@ -106,6 +187,7 @@ impl Registry {
             interpreter: pep523_backend::current_interpreter(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             generation: AtomicU64::new(1),
+            observers: ArcSwapOption::empty(),
             writer: Mutex::new(()),
             code_extra: CodeExtraSlot::request(py, crate::hookapi::code_state::free_code_state)?,
         });
@@ -119,6 +201,12 @@ impl Registry {
     #[inline]
     pub fn snapshot(&self) -> arc_swap::Guard<Arc<Vec<Arc<Hook>>>> {
         self.hooks.load()
+    }
+
+    /// Who observes frames now (a new reference to the set), if anyone.
+    #[inline]
+    pub fn observers(&self) -> Option<Arc<ObserverSet>> {
+        self.observers.load_full()
     }
 
     #[inline]
@@ -135,7 +223,7 @@ impl Registry {
         }
         let mut hooks = Vec::clone(&current);
         hooks.push(hook);
-        self.publish(hooks);
+        self.publish(py, hooks);
         Ok(())
     }
 
@@ -148,7 +236,7 @@ impl Registry {
         }
         let hooks: Vec<_> = current.iter().filter(|hook| hook.id != id).cloned().collect();
         let now_empty = hooks.is_empty();
-        self.publish(hooks);
+        self.publish(py, hooks);
         if now_empty {
             self.uninstall(py);
         }
@@ -160,20 +248,34 @@ impl Registry {
         if self.hooks.load().is_empty() {
             return;
         }
-        self.publish(Vec::new());
+        self.publish(py, Vec::new());
         self.uninstall(py);
     }
 
-    pub fn set_enabled(&self, hook: &Hook, enabled: bool) {
+    pub fn set_enabled(&self, py: Python<'_>, hook: &Hook, enabled: bool) {
         let _writer = self.writer.lock();
         if hook.enabled.swap(enabled, Ordering::AcqRel) != enabled {
             self.generation.fetch_add(1, Ordering::AcqRel);
+            self.refresh_observers(py, &self.hooks.load());
         }
     }
 
-    fn publish(&self, hooks: Vec<Arc<Hook>>) {
+    fn publish(&self, py: Python<'_>, hooks: Vec<Arc<Hook>>) {
+        self.refresh_observers(py, &hooks);
         self.hooks.store(Arc::new(hooks));
         self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Called under the writer lock whenever hooks or their enabled states change.
+    fn refresh_observers(&self, py: Python<'_>, hooks: &[Arc<Hook>]) {
+        let observing: Vec<_> = hooks
+            .iter()
+            .filter(|hook| hook.observer.is_some() && hook.enabled())
+            .cloned()
+            .collect();
+        let any = !observing.is_empty();
+        self.observers.store(any.then(|| Arc::new(ObserverSet { hooks: observing })));
+        pep523_backend::set_observing(py, any);
     }
 
     fn uninstall(&self, py: Python<'_>) {

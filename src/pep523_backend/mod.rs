@@ -33,6 +33,7 @@ mod sys {
         pub code: *mut PyObject,
         pub arg_map: *const c_int,
         pub arg_map_owner: *mut c_void,
+        pub observers: *mut c_void,
     }
 
     pub type FreeFunc = unsafe extern "C" fn(*mut c_void);
@@ -44,6 +45,7 @@ mod sys {
         pub fn fh_install() -> c_int;
         pub fn fh_uninstall() -> c_int;
         pub fn fh_is_installed() -> c_int;
+        pub fn fh_set_observing(observing: c_int);
         pub fn fh_current_eval_function() -> *mut c_void;
         pub fn fh_framehook_eval_function() -> *mut c_void;
         pub fn fh_request_code_extra_index(free: FreeFunc) -> Py_ssize_t;
@@ -130,6 +132,13 @@ pub fn uninstall(_py: Python<'_>) -> Uninstalled {
         0 => Uninstalled::LeftInChain,
         _ => Uninstalled::Restored,
     }
+}
+
+/// Whether frames that pass through unhooked (resumed generators, thrown-in
+/// frames) are reported to observers in the current interpreter.
+pub fn set_observing(_py: Python<'_>, observing: bool) {
+    // SAFETY: attached; callers serialise (the registry's writer lock).
+    unsafe { sys::fh_set_observing(c_int::from(observing)) }
 }
 
 pub fn is_installed(_py: Python<'_>) -> bool {
@@ -274,6 +283,38 @@ extern "C" fn framehook_dispatch(view: *mut sys::FrameView, out: *mut sys::Decis
 #[no_mangle]
 extern "C" fn framehook_release(owner: *mut c_void) {
     crate::hookapi::dispatch::release(owner);
+}
+
+/// Called by the eval function for a frame that passes through unhooked while
+/// observers exist: an observer set (see [`framehook_observe`]) or NULL.
+#[no_mangle]
+extern "C" fn framehook_passthrough_observers() -> *mut c_void {
+    // SAFETY: the eval function runs attached.
+    let py = unsafe { Python::assume_attached() };
+    crate::hookapi::dispatch::passthrough_observers(py)
+}
+
+/// Called by the eval function for each event of an observed frame.
+#[no_mangle]
+extern "C" fn framehook_observe(
+    observers: *mut c_void,
+    event: c_int,
+    code: *mut ffi::PyObject,
+    original: *mut ffi::PyObject,
+) {
+    // SAFETY: the eval function runs attached and passes live code objects (original
+    // may be NULL) and an observer set it got from dispatch and has not released yet.
+    let py = unsafe { Python::assume_attached() };
+    let code = unsafe { Borrowed::from_ptr(py, code) };
+    let original = unsafe { Borrowed::from_ptr_or_opt(py, original) };
+    unsafe { crate::hookapi::dispatch::observe(py, observers, event, &code, original.as_ref()) }
+}
+
+/// Called by the eval function when an observed frame has ended.
+#[no_mangle]
+extern "C" fn framehook_release_observers(observers: *mut c_void) {
+    // SAFETY: `observers` came from dispatch and is released once.
+    unsafe { crate::hookapi::dispatch::release_observers(observers) }
 }
 
 /// Test support: a pass-through PEP 523 function standing for another tool.

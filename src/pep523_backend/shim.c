@@ -18,6 +18,7 @@
  *    discarded unrun.
  */
 #include "shim.h"
+#include "framehook.h"
 
 #include <frameobject.h>
 #include <stdatomic.h>
@@ -78,6 +79,7 @@ int fh_build_debug(void)
 typedef struct {
     _Atomic(PyInterpreterState *) interp;
     _Atomic(_PyFrameEvalFunction) previous;
+    _Atomic int observing;
 } fh_chain_entry;
 
 static fh_chain_entry fh_chain[FH_MAX_INTERPRETERS];
@@ -94,9 +96,8 @@ static fh_chain_entry *chain_entry(PyInterpreterState *interp)
     return NULL;
 }
 
-static _PyFrameEvalFunction next_eval(PyInterpreterState *interp)
+static _PyFrameEvalFunction next_eval(fh_chain_entry *entry)
 {
-    fh_chain_entry *entry = chain_entry(interp);
     _PyFrameEvalFunction previous =
         entry ? atomic_load_explicit(&entry->previous, memory_order_acquire) : NULL;
     return previous ? previous : _PyEval_EvalFrameDefault;
@@ -117,6 +118,7 @@ int fh_install(void)
         if (atomic_load(&fh_chain[i].interp) == NULL) {
             _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
             atomic_store(&fh_chain[i].previous, as_previous(current));
+            atomic_store(&fh_chain[i].observing, 0);
             atomic_store_explicit(&fh_chain[i].interp, interp, memory_order_release);
             _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
             return 0;
@@ -142,6 +144,14 @@ int fh_uninstall(void)
     _PyInterpreterState_SetEvalFrameFunc(interp, previous ? previous : _PyEval_EvalFrameDefault);
     atomic_store(&entry->interp, NULL);
     return 1;
+}
+
+void fh_set_observing(int observing)
+{
+    fh_chain_entry *entry = chain_entry(PyInterpreterState_Get());
+    if (entry != NULL) {
+        atomic_store_explicit(&entry->observing, observing, memory_order_release);
+    }
 }
 
 int fh_is_installed(void)
@@ -709,13 +719,88 @@ static PyObject *run_replacement(PyThreadState *tstate, fh_frame *frame,
 }
 #endif /* FH_INTERP_FRAMES */
 
+/* ----------------------------------------------------------- observing */
+
+static inline int frame_owned_by_generator(fh_frame *frame)
+{
+#if FH_INTERP_FRAMES
+    return frame->owner == FRAME_OWNED_BY_GENERATOR;
+#else
+    return frame->f_gen != NULL;
+#endif
+}
+
+/* Whether a frame starts from its beginning (else it resumes). */
+static inline int frame_starts(fh_frame *frame, int throwflag)
+{
+#if FH_INTERP_FRAMES
+    return !throwflag && frame_is_fresh(frame);
+#else
+    return !throwflag && frame->f_lasti == -1;
+#endif
+}
+
+/* Whether a generator-owned frame that returned `result` only suspended. */
+static int frame_suspended(fh_frame *frame)
+{
+#if FH_INTERP_FRAMES
+    /* The frame lives inside its generator, which the resuming caller keeps alive. */
+    PyGenObject *gen = (PyGenObject *)((char *)frame - offsetof(PyGenObject, gi_iframe));
+#  if PY_VERSION_HEX >= 0x030D0000
+    return FRAME_STATE_SUSPENDED(gen->gi_frame_state);
+#  else
+    return gen->gi_frame_state == FRAME_SUSPENDED;
+#  endif
+#elif PY_VERSION_HEX >= 0x030A0000
+    return frame->f_state == FRAME_SUSPENDED;
+#else
+    return frame->f_stacktop != NULL;
+#endif
+}
+
+/* Runs a frame (its replacement, when `decision` has one) and reports its
+ * start and end to `observers`, which it releases. */
+static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwflag,
+                              _PyFrameEvalFunction next, const fh_decision *decision,
+                              void *observers)
+{
+    int replaced = decision != NULL && decision->code != NULL;
+    /* The frame, and with it the last reference to its code, may be gone when
+     * the exit is reported. */
+    PyObject *original = decision != NULL ? Py_NewRef((PyObject *)frame_code(frame)) : NULL;
+    PyObject *running = Py_NewRef(replaced ? decision->code : (PyObject *)frame_code(frame));
+    int generator_owned = frame_owned_by_generator(frame);
+    framehook_observe(observers, frame_starts(frame, throwflag) ? FRAMEHOOK_EVENT_CALL
+                                                                : FRAMEHOOK_EVENT_RESUME,
+                      running, original);
+    PyObject *result = replaced ? run_replacement(tstate, frame, next, decision)
+                                : next(tstate, frame, throwflag);
+    int event = result == NULL ? FRAMEHOOK_EVENT_EXCEPTION
+                : generator_owned && frame_suspended(frame) ? FRAMEHOOK_EVENT_YIELD
+                : FRAMEHOOK_EVENT_RETURN;
+    framehook_observe(observers, event, running, original);
+    Py_DECREF(running);
+    Py_XDECREF(original);
+    framehook_release_observers(observers);
+    return result;
+}
+
 /* ------------------------------------------------------- the eval function */
 
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
-    _PyFrameEvalFunction next = next_eval(tstate->interp);
-    if (throwflag || tstate->tracing || !frame_is_hookable(frame)) {
+    fh_chain_entry *entry = chain_entry(tstate->interp);
+    _PyFrameEvalFunction next = next_eval(entry);
+    if (tstate->tracing) {
         return next(tstate, frame, throwflag);
+    }
+    if (throwflag || !frame_is_hookable(frame)) {
+        void *observers;
+        if (entry == NULL || !atomic_load_explicit(&entry->observing, memory_order_acquire)
+            || (observers = framehook_passthrough_observers()) == NULL) {
+            return next(tstate, frame, throwflag);
+        }
+        return run_observed(tstate, frame, throwflag, next, NULL, observers);
     }
     PyCodeObject *code = frame_code(frame);
 #if FH_INTERP_FRAMES
@@ -727,13 +812,19 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 #else
     fh_frame_view view = {tstate, frame, code, NULL};
 #endif
-    fh_decision decision = {NULL, NULL, NULL};
+    fh_decision decision = {NULL, NULL, NULL, NULL};
     if (framehook_dispatch(&view, &decision) < 0) {
         discard_unrun_frame(tstate, frame);
         return NULL;
     }
-    PyObject *result = decision.code == NULL ? next(tstate, frame, 0)
-                                             : run_replacement(tstate, frame, next, &decision);
+    PyObject *result;
+    if (decision.observers != NULL) {
+        result = run_observed(tstate, frame, 0, next, &decision, decision.observers);
+    } else if (decision.code != NULL) {
+        result = run_replacement(tstate, frame, next, &decision);
+    } else {
+        result = next(tstate, frame, 0);
+    }
     Py_XDECREF(decision.code);
     if (decision.arg_map_owner != NULL) {
         framehook_release(decision.arg_map_owner);

@@ -21,6 +21,8 @@ typedef struct fh_decision {
     PyObject *code;       /* strong reference to the replacement, or NULL: run the original */
     const int *arg_map;   /* for each argument slot of the replacement, the original's slot; NULL = identity */
     void *arg_map_owner;  /* non-NULL: pass to framehook_release once arg_map is no longer used */
+    void *observers;      /* non-NULL: report the frame's events to them (framehook_observe),
+                           * then framehook_release_observers */
 } fh_decision;
 
 /* Implemented in Rust. Return 0 with `out` filled, or -1 with an exception set
@@ -28,6 +30,14 @@ typedef struct fh_decision {
 int framehook_dispatch(fh_frame_view *view, fh_decision *out);
 /* Implemented in Rust: releases a decision's arg_map_owner. */
 void framehook_release(void *owner);
+/* Implemented in Rust, for frames that are not hooked (resumed generators,
+ * thrown-in frames) while observers exist: who observes this frame, or NULL. */
+void *framehook_passthrough_observers(void);
+/* Implemented in Rust: one event (FRAMEHOOK_EVENT_* of framehook.h) of a frame
+ * running `code` (`original`: its original code, NULL if not hooked), reported
+ * to `observers`. Leaves the exception state as it was. */
+void framehook_observe(void *observers, int event, PyObject *code, PyObject *original);
+void framehook_release_observers(void *observers);
 
 /* Which interpreter this shim was compiled for. */
 unsigned long fh_build_version_hex(void);
@@ -40,6 +50,9 @@ int fh_build_debug(void);
  * installed over ours (ours keeps passing frames through). Callers serialise. */
 int fh_install(void);
 int fh_uninstall(void);
+/* Whether frames passing through unhooked are shown to observers, for the
+ * calling thread's interpreter (framehook's function must be installed). */
+void fh_set_observing(int observing);
 /* 1 if the interpreter's current eval function is framehook's. */
 int fh_is_installed(void);
 /* The interpreter's current eval function, for tests and diagnostics. */
