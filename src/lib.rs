@@ -65,6 +65,93 @@ mod testing {
     pub fn _foreign_address() -> usize {
         foreign_for_tests::address()
     }
+
+    /// Exercises the C API table directly, as a C caller would, to test how it
+    /// treats bad input.
+    pub mod capi {
+        use std::ffi::{c_int, c_void, CString};
+        use std::ptr;
+        use std::sync::atomic::{AtomicU64, Ordering};
+
+        use framehook_capi::ffi::{framehook_frame, framehook_hook_spec};
+        use pyo3::prelude::*;
+
+        use crate::hookapi::capi::API;
+
+        static FREED: AtomicU64 = AtomicU64::new(0);
+        static HOOK_CALLS: AtomicU64 = AtomicU64::new(0);
+
+        unsafe extern "C" fn declining_hook(
+            _user_data: *mut c_void,
+            _frame: *const framehook_frame,
+            _replacement: *mut *mut pyo3::ffi::PyObject,
+        ) -> c_int {
+            HOOK_CALLS.fetch_add(1, Ordering::Relaxed);
+            0
+        }
+
+        unsafe extern "C" fn count_free(_user_data: *mut c_void) {
+            FREED.fetch_add(1, Ordering::Relaxed);
+        }
+
+        fn status(py: Python<'_>, status: c_int) -> PyResult<()> {
+            if status < 0 {
+                Err(PyErr::fetch(py))
+            } else {
+                Ok(())
+            }
+        }
+
+        /// add_hook with a declining hook function (`hook`), no observer, and the
+        /// given name, spec size adjustment and on_error value.
+        #[pyfunction]
+        #[pyo3(signature = (name, *, hook = true, size_delta = 0, on_error = 0, null_spec = false))]
+        pub fn _capi_add(
+            py: Python<'_>,
+            name: Option<Vec<u8>>,
+            hook: bool,
+            size_delta: isize,
+            on_error: c_int,
+            null_spec: bool,
+        ) -> PyResult<Py<PyAny>> {
+            let name = name.map(|name| CString::new(name).expect("test names have no NUL"));
+            let spec = framehook_hook_spec {
+                size: std::mem::size_of::<framehook_hook_spec>().saturating_add_signed(size_delta),
+                name: name.as_ref().map_or(ptr::null(), |name| name.as_ptr()),
+                hook: hook.then_some(declining_hook as _),
+                observe: None,
+                user_data: ptr::null_mut(),
+                free_user_data: Some(count_free),
+                cache: 0,
+                on_error,
+            };
+            let spec_pointer = if null_spec { ptr::null() } else { ptr::from_ref(&spec) };
+            // SAFETY: attached; the spec (when not NULL) is valid for the call.
+            let handle = unsafe { (API.add_hook)(spec_pointer) };
+            // SAFETY: a new reference or NULL with an exception set.
+            Ok(unsafe { Bound::from_owned_ptr_or_err(py, handle) }?.unbind())
+        }
+
+        #[pyfunction]
+        #[pyo3(signature = (handle = None))]
+        pub fn _capi_remove(py: Python<'_>, handle: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+            let pointer = handle.as_ref().map_or(ptr::null_mut(), Bound::as_ptr);
+            // SAFETY: attached; the object (if any) is alive.
+            status(py, unsafe { (API.remove_hook)(pointer) })
+        }
+
+        #[pyfunction]
+        pub fn _capi_set_enabled(py: Python<'_>, handle: Bound<'_, PyAny>, enabled: bool) -> PyResult<()> {
+            // SAFETY: attached; the object is alive.
+            status(py, unsafe { (API.set_enabled)(handle.as_ptr(), c_int::from(enabled)) })
+        }
+
+        /// (hook function calls, free_user_data calls) so far.
+        #[pyfunction]
+        pub fn _capi_counts() -> (u64, u64) {
+            (HOOK_CALLS.load(Ordering::Relaxed), FREED.load(Ordering::Relaxed))
+        }
+    }
 }
 
 #[pymodule]
@@ -93,5 +180,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(testing::_foreign_uninstall, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_foreign_calls, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_foreign_address, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::capi::_capi_add, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::capi::_capi_remove, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::capi::_capi_set_enabled, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::capi::_capi_counts, m)?)?;
     Ok(())
 }

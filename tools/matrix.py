@@ -134,7 +134,7 @@ def build_and_install(target: Target) -> None:
     shutil.rmtree(wheels, ignore_errors=True)
     env = {"CARGO_TARGET_DIR": str(target_dir)}
     for package in packages():
-        log(f"{target.name}: building {package.relative_to(REPO) or 'framehook'} "
+        log(f"{target.name}: building {'framehook' if package == REPO else package.relative_to(REPO)} "
             f"(target dir {target_dir.relative_to(REPO)})")
         build = target.run(
             [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
