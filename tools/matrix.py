@@ -33,6 +33,8 @@ REQUIREMENTS = REPO / "tests" / "requirements.txt"
 OPTIONAL_REQUIREMENTS = REPO / "tests" / "requirements-typing.txt"
 INTERPRETERS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d"]
 SID_INTERPRETERS = {"3.14": "python3.14", "3.14d": "python3.14d"}
+# Build directories live in the cache, so a fresh clone reuses compiled dependencies.
+TARGETS = provision.CACHE / "target"
 
 PROBE = (
     "import json, sys, sysconfig; print(json.dumps({"
@@ -80,8 +82,9 @@ class Target:
         if self.in_sid:
             # Inside the root, the environment is the one sid_command sets up.
             home = Path.home()
+            TARGETS.mkdir(parents=True, exist_ok=True)
             command = provision.sid_command(
-                command, binds=[REPO, home / ".cargo", home / ".rustup"],
+                command, binds=[REPO, home / ".cargo", home / ".rustup", TARGETS],
                 env=dict(self.env, **(extra_env or {})), cwd=cwd,
             )
         return subprocess.run(
@@ -129,13 +132,13 @@ def packages() -> List[Path]:
 
 
 def build_and_install(target: Target) -> None:
-    target_dir = REPO / "target" / "matrix" / target.name
+    target_dir = TARGETS / target.name
     wheels = target_dir / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
     env = {"CARGO_TARGET_DIR": str(target_dir)}
     for package in packages():
         log(f"{target.name}: building {'framehook' if package == REPO else package.relative_to(REPO)} "
-            f"(target dir {target_dir.relative_to(REPO)})")
+            f"(target dir {target_dir})")
         build = target.run(
             [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
              "--manifest-path", str(package / "Cargo.toml"), "--out", str(wheels)],
@@ -209,7 +212,7 @@ def run_cargo_test() -> Result:
     libdir = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))"],
                             text=True, capture_output=True, check=True).stdout.strip()
     # The test binary links libpython, which is not on the loader's default path.
-    env = dict(os.environ, CARGO_TARGET_DIR=str(REPO / "target" / "matrix" / "cargo-test"),
+    env = dict(os.environ, CARGO_TARGET_DIR=str(TARGETS / "cargo-test"),
                PYO3_PYTHON=python,
                LD_LIBRARY_PATH=os.pathsep.join(filter(None, [libdir, os.environ.get("LD_LIBRARY_PATH")])))
     done = subprocess.run(["cargo", "test", "--workspace", "--quiet"], cwd=REPO, env=env, text=True,
