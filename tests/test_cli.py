@@ -148,7 +148,7 @@ def test_run_propagates_the_scripts_exit_code(program):
 def test_run_reports_an_uncaught_exception_as_python_does(program):
     script = str(program / "cli_script.py")
     done = framehook_cli("run", "-H", "cli_hooks:upper", script, "raise", cwd=program)
-    plain = subprocess.run([sys.executable, script, "raise"], cwd=program, capture_output=True, text=True)
+    plain = subprocess.run([sys.executable, script, "raise"], cwd=program, capture_output=True, text=True, timeout=120)
     assert done.returncode == plain.returncode == 1
     assert "ValueError: the script failed" in done.stderr
     # The same traceback, starting at the script: none of the runner's frames.
