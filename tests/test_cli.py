@@ -173,7 +173,7 @@ def test_run_list_hooks_names_every_hook_when_the_script_ends(program):
     names = [line.split()[1] for line in listing[3:]]
     assert names == ["cli_hooks:upper", "cli_hooks:exclaim", "added-by-script"]
     upper_row = listing[3].split()
-    assert upper_row[:5] == ["1", "cli_hooks:upper", "yes", "yes", "raise"]
+    assert upper_row[:7] == ["1", "cli_hooks:upper", "python", "yes", "yes", "raise", "no"]
     assert "<function upper" in listing[3]
 
 
@@ -233,8 +233,8 @@ def test_list_shows_the_given_hooks_in_a_table(program):
     done = framehook_cli("list", "-H", "cli_hooks:upper", "-H", "cli_hooks:Hooks.upper", cwd=program)
     assert done.returncode == 0, done.stderr
     header, _, first, second = done.stdout.splitlines()
-    assert header.split() == ["#", "name", "enabled", "cache", "on_error", "hook"]
-    assert first.split()[:5] == ["1", "cli_hooks:upper", "yes", "no", "raise"]
+    assert header.split() == ["#", "name", "kind", "enabled", "cache", "on_error", "observes", "callable"]
+    assert first.split()[:7] == ["1", "cli_hooks:upper", "python", "yes", "no", "raise", "no"]
     assert second.split()[:2] == ["2", "cli_hooks:Hooks.upper"]
     assert "<function upper at" in second
 

@@ -238,11 +238,20 @@ def print_hooks(stream: typing.TextIO) -> None:
         print("no frame hooks registered", file=stream)
         return
     rows = [
-        (str(position), handle.name, yes_no(handle.enabled), yes_no(handle.cache), handle.on_error,
-         repr(handle.hook))
+        (str(position), handle.name, "native" if handle.native else "python", yes_no(handle.enabled),
+         yes_no(handle.cache), handle.on_error, yes_no(handle.observes), callable_of(handle))
         for position, handle in enumerate(handles, start=1)
     ]
-    print("\n".join(format_table(("#", "name", "enabled", "cache", "on_error", "hook"), rows)), file=stream)
+    header = ("#", "name", "kind", "enabled", "cache", "on_error", "observes", "callable")
+    print("\n".join(format_table(header, rows)), file=stream)
+
+
+def callable_of(handle: framehook.HookHandle) -> str:
+    """What a Python hook calls; native hooks have nothing to show."""
+    for function in (handle.hook, handle.observer):
+        if function is not None:
+            return repr(function)
+    return "-"
 
 
 def version_command(options: argparse.Namespace) -> int:
