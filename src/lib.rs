@@ -171,6 +171,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hookapi::python::remove_frame_hook, m)?)?;
     m.add_function(wrap_pyfunction!(hookapi::python::clear_frame_hooks, m)?)?;
     m.add_function(wrap_pyfunction!(hookapi::python::frame_hooks, m)?)?;
+    sot::python::register(m)?;
     m.add_class::<hookapi::python::HookHandle>()?;
     m.add_class::<hookapi::python::Disabled>()?;
     m.add_class::<hookapi::frame::Frame>()?;

@@ -1,5 +1,6 @@
-"""The README's main job: install framehook into a venv of this python3 and run
-the chained-hooks example with it.
+"""The README's main job: install framehook and the profiler example (which
+observes the chain) into a venv of this python3 and run the chained-hooks
+example with it.
 
     python3 tools/demo.py
 
@@ -25,8 +26,9 @@ def main() -> int:
     if not python.exists():
         print(f"[demo] creating {home}", file=sys.stderr, flush=True)
         venv.EnvBuilder(with_pip=True, clear=True).create(home)
-    print(f"[demo] pip install {REPO}", file=sys.stderr, flush=True)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(REPO)], check=True)
+    packages = [str(REPO), str(REPO / "examples" / "profiler")]
+    print(f"[demo] pip install {' '.join(packages)}", file=sys.stderr, flush=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", *packages], check=True)
     return subprocess.run([str(python), str(REPO / "examples" / "chained_hooks.py")], cwd=REPO).returncode
 
 

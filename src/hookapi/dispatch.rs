@@ -15,6 +15,7 @@ use super::frame::Frame;
 use framehook_capi::Event;
 
 use super::capi::NativeFrame;
+use super::rust_hook::{AfterFrame, HookContext};
 use super::registry::{Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use crate::pep523_backend::{FrameView, RawDecision};
 
@@ -55,6 +56,7 @@ const RUN_ORIGINAL: RawDecision = RawDecision {
     arg_map: ptr::null(),
     arg_map_owner: ptr::null_mut(),
     observers: ptr::null_mut(),
+    after_frame: ptr::null_mut(),
 };
 
 /// Whether frames starting now on this thread are out of the hooks' sight.
@@ -90,16 +92,26 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
         generation: registry.generation(),
         state: None,
         frame: None,
+        after: Vec::new(),
     };
     let outcome = chain.run(&hooks);
     if let Some(frame) = &chain.frame {
         frame.get().expire();
     }
     drop(running);
-    let replacement = outcome?;
+    let after = std::mem::take(&mut chain.after);
+    let replacement = match outcome {
+        Ok(replacement) => replacement,
+        Err(err) => {
+            // The frame will not run: it has finished as far as the hooks are concerned.
+            run_after_frame(py, after);
+            return Err(err);
+        }
+    };
     let observers = observers_token(&registry);
+    let after_frame = if after.is_empty() { ptr::null_mut() } else { Box::into_raw(Box::new(after)).cast() };
     let Some((code, plan)) = replacement else {
-        return Ok(RawDecision { observers, ..RUN_ORIGINAL });
+        return Ok(RawDecision { observers, after_frame, ..RUN_ORIGINAL });
     };
     // The plan keeps the argument map alive until the eval function releases it.
     let (arg_map, arg_map_owner) = match &plan.arg_map {
@@ -111,7 +123,28 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
         arg_map,
         arg_map_owner,
         observers,
+        after_frame,
     })
+}
+
+fn run_after_frame(py: Python<'_>, after: Vec<AfterFrame>) {
+    let pending = PyErr::take(py);
+    for callback in after {
+        callback(py);
+    }
+    if let Some(err) = pending {
+        err.restore(py);
+    }
+}
+
+/// Runs the callbacks hooks registered to run after a frame.
+///
+/// # Safety
+/// `after_frame` must come from [`on_frame`]; finished once.
+pub(crate) unsafe fn finish(py: Python<'_>, after_frame: *mut c_void) {
+    // SAFETY: guaranteed by the caller: a Box<Vec<AfterFrame>> from into_raw.
+    let after = unsafe { Box::from_raw(after_frame.cast::<Vec<AfterFrame>>()) };
+    run_after_frame(py, *after);
 }
 
 /// Releases what a decision kept alive for the eval function.
@@ -190,6 +223,7 @@ struct Chain<'a, 'py> {
     generation: u64,
     state: Option<&'a CodeState>,
     frame: Option<Bound<'py, Frame>>,
+    after: Vec<AfterFrame>,
 }
 
 impl<'a, 'py> Chain<'a, 'py> {
@@ -239,6 +273,17 @@ impl<'a, 'py> Chain<'a, 'py> {
                 callable.bind(self.py).call1((frame,))
             }
             Some(Transform::Native(function)) => self.ask_native(hook, *function, current),
+            Some(Transform::Rust(rust_hook)) => {
+                let mut context = HookContext {
+                    py: self.py,
+                    view: self.view,
+                    current,
+                    original: &self.original,
+                    frame: &mut self.frame,
+                    after: &mut self.after,
+                };
+                rust_hook.on_frame(&mut context).map(|answer| answer.unwrap_or_else(|| self.py.None().into_bound(self.py)))
+            }
             None => Ok(self.py.None().into_bound(self.py)),
         };
         let answer = match returned {

@@ -10,5 +10,6 @@ pub(crate) mod dispatch;
 pub mod frame;
 pub mod python;
 pub mod registry;
+pub mod rust_hook;
 
 pub use registry::{Hook, OnError, Registry};

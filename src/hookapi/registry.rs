@@ -48,6 +48,8 @@ pub enum Transform {
     Python(Py<PyAny>),
     /// A C function registered through the capsule API, called with the hook's user data.
     Native(capi_ffi::framehook_hook_func),
+    /// A hook built into framehook (SOT).
+    Rust(Arc<dyn super::rust_hook::RustHook>),
 }
 
 /// How a hook is told about evaluation events.
@@ -146,6 +148,15 @@ pub struct ObserverSet {
     pub hooks: Vec<Arc<Hook>>,
 }
 
+/// Runs `f` (which reaches Python logging) without hooking the frames it starts:
+/// hooks should not see framehook's own logging.
+fn unhooked<R>(f: impl FnOnce() -> R) -> R {
+    super::dispatch::enter_disabled();
+    let result = f();
+    super::dispatch::exit_disabled();
+    result
+}
+
 /// The hooks of one interpreter, in call order.
 pub struct Registry {
     interpreter: usize,
@@ -214,42 +225,62 @@ impl Registry {
         self.generation.load(Ordering::Acquire)
     }
 
+    // Writers hold the lock only around work that runs no Python code: Python
+    // code could need the lock itself, or let another thread take the GIL and
+    // wait for the lock. Log records (which reach Python logging) go out after.
+
     pub fn add(&self, py: Python<'_>, hook: Arc<Hook>) -> PyResult<()> {
-        let _writer = self.writer.lock();
-        let current = self.hooks.load_full();
-        if current.is_empty() {
-            pep523_backend::install(py)?;
-            tracing::debug!(interpreter = self.interpreter, "eval function installed");
+        let installed = {
+            let _writer = self.writer.lock();
+            let current = self.hooks.load_full();
+            if current.is_empty() {
+                pep523_backend::install(py)?;
+            }
+            let mut hooks = Vec::clone(&current);
+            hooks.push(hook);
+            self.publish(py, hooks);
+            current.is_empty()
+        };
+        if installed {
+            unhooked(|| tracing::debug!(interpreter = self.interpreter, "eval function installed"));
         }
-        let mut hooks = Vec::clone(&current);
-        hooks.push(hook);
-        self.publish(py, hooks);
         Ok(())
     }
 
     /// Removes the hook with `id`; false if it is not registered.
     pub fn remove(&self, py: Python<'_>, id: u64) -> bool {
-        let _writer = self.writer.lock();
-        let current = self.hooks.load_full();
-        if !current.iter().any(|hook| hook.id == id) {
-            return false;
-        }
-        let hooks: Vec<_> = current.iter().filter(|hook| hook.id != id).cloned().collect();
-        let now_empty = hooks.is_empty();
-        self.publish(py, hooks);
-        if now_empty {
-            self.uninstall(py);
+        let (removed, uninstalled) = {
+            let _writer = self.writer.lock();
+            let current = self.hooks.load_full();
+            if !current.iter().any(|hook| hook.id == id) {
+                return false;
+            }
+            let hooks: Vec<_> = current.iter().filter(|hook| hook.id != id).cloned().collect();
+            let now_empty = hooks.is_empty();
+            self.publish(py, hooks);
+            // The removed hook is dropped after the lock: dropping it may run Python code.
+            let removed = current.iter().find(|hook| hook.id == id).cloned();
+            (removed, now_empty.then(|| pep523_backend::uninstall(py)))
+        };
+        drop(removed);
+        if let Some(outcome) = uninstalled {
+            self.log_uninstall(outcome);
         }
         true
     }
 
     pub fn clear(&self, py: Python<'_>) {
-        let _writer = self.writer.lock();
-        if self.hooks.load().is_empty() {
-            return;
-        }
-        self.publish(py, Vec::new());
-        self.uninstall(py);
+        let (removed, outcome) = {
+            let _writer = self.writer.lock();
+            let removed = self.hooks.load_full();
+            if removed.is_empty() {
+                return;
+            }
+            self.publish(py, Vec::new());
+            (removed, pep523_backend::uninstall(py))
+        };
+        drop(removed);
+        self.log_uninstall(outcome);
     }
 
     pub fn set_enabled(&self, py: Python<'_>, hook: &Hook, enabled: bool) {
@@ -278,8 +309,8 @@ impl Registry {
         pep523_backend::set_observing(py, any);
     }
 
-    fn uninstall(&self, py: Python<'_>) {
-        match pep523_backend::uninstall(py) {
+    fn log_uninstall(&self, outcome: Uninstalled) {
+        unhooked(|| match outcome {
             Uninstalled::Restored => {
                 tracing::debug!(interpreter = self.interpreter, "eval function removed")
             }
@@ -288,7 +319,7 @@ impl Registry {
                 "another eval function was installed over framehook's; \
                  framehook's stays in its chain and passes frames through"
             ),
-        }
+        })
     }
 }
 

@@ -34,6 +34,7 @@ mod sys {
         pub arg_map: *const c_int,
         pub arg_map_owner: *mut c_void,
         pub observers: *mut c_void,
+        pub after_frame: *mut c_void,
     }
 
     pub type FreeFunc = unsafe extern "C" fn(*mut c_void);
@@ -46,6 +47,7 @@ mod sys {
         pub fn fh_uninstall() -> c_int;
         pub fn fh_is_installed() -> c_int;
         pub fn fh_set_observing(observing: c_int);
+        pub fn fh_code_has_exception_table(code: *mut PyObject) -> c_int;
         pub fn fh_current_eval_function() -> *mut c_void;
         pub fn fh_framehook_eval_function() -> *mut c_void;
         pub fn fh_request_code_extra_index(free: FreeFunc) -> Py_ssize_t;
@@ -139,6 +141,12 @@ pub fn uninstall(_py: Python<'_>) -> Uninstalled {
 pub fn set_observing(_py: Python<'_>, observing: bool) {
     // SAFETY: attached; callers serialise (the registry's writer lock).
     unsafe { sys::fh_set_observing(c_int::from(observing)) }
+}
+
+/// Whether a code object has exception-handling entries in an exception table (3.11+).
+pub fn has_exception_table(code: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: `code` is a live object; the shim checks that it is a code object.
+    unsafe { sys::fh_code_has_exception_table(code.as_ptr()) != 0 }
 }
 
 pub fn is_installed(_py: Python<'_>) -> bool {
@@ -308,6 +316,14 @@ extern "C" fn framehook_observe(
     let code = unsafe { Borrowed::from_ptr(py, code) };
     let original = unsafe { Borrowed::from_ptr_or_opt(py, original) };
     unsafe { crate::hookapi::dispatch::observe(py, observers, event, &code, original.as_ref()) }
+}
+
+/// Called by the eval function once a frame whose hooks asked for it has finished.
+#[no_mangle]
+extern "C" fn framehook_finish(after_frame: *mut c_void) {
+    // SAFETY: the eval function runs attached and passes the decision's token once.
+    let py = unsafe { Python::assume_attached() };
+    unsafe { crate::hookapi::dispatch::finish(py, after_frame) }
 }
 
 /// Called by the eval function when an observed frame has ended.

@@ -154,6 +154,15 @@ void fh_set_observing(int observing)
     }
 }
 
+int fh_code_has_exception_table(PyObject *code)
+{
+#if FH_INTERP_FRAMES
+    return PyCode_Check(code) && PyBytes_GET_SIZE(((PyCodeObject *)code)->co_exceptiontable) > 0;
+#else
+    return 0;
+#endif
+}
+
 int fh_is_installed(void)
 {
     return _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get())
@@ -812,7 +821,7 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 #else
     fh_frame_view view = {tstate, frame, code, NULL};
 #endif
-    fh_decision decision = {NULL, NULL, NULL, NULL};
+    fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
     if (framehook_dispatch(&view, &decision) < 0) {
         discard_unrun_frame(tstate, frame);
         return NULL;
@@ -824,6 +833,9 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
         result = run_replacement(tstate, frame, next, &decision);
     } else {
         result = next(tstate, frame, 0);
+    }
+    if (decision.after_frame != NULL) {
+        framehook_finish(decision.after_frame);
     }
     Py_XDECREF(decision.code);
     if (decision.arg_map_owner != NULL) {

@@ -23,6 +23,7 @@ typedef struct fh_decision {
     void *arg_map_owner;  /* non-NULL: pass to framehook_release once arg_map is no longer used */
     void *observers;      /* non-NULL: report the frame's events to them (framehook_observe),
                            * then framehook_release_observers */
+    void *after_frame;    /* non-NULL: pass to framehook_finish once the frame has finished */
 } fh_decision;
 
 /* Implemented in Rust. Return 0 with `out` filled, or -1 with an exception set
@@ -38,6 +39,8 @@ void *framehook_passthrough_observers(void);
  * to `observers`. Leaves the exception state as it was. */
 void framehook_observe(void *observers, int event, PyObject *code, PyObject *original);
 void framehook_release_observers(void *observers);
+/* Implemented in Rust: runs what hooks asked to run after the frame. */
+void framehook_finish(void *after_frame);
 
 /* Which interpreter this shim was compiled for. */
 unsigned long fh_build_version_hex(void);
@@ -53,6 +56,8 @@ int fh_uninstall(void);
 /* Whether frames passing through unhooked are shown to observers, for the
  * calling thread's interpreter (framehook's function must be installed). */
 void fh_set_observing(int observing);
+/* 1 if `code` is a code object with an exception table (3.11+; 0 before). */
+int fh_code_has_exception_table(PyObject *code);
 /* 1 if the interpreter's current eval function is framehook's. */
 int fh_is_installed(void);
 /* The interpreter's current eval function, for tests and diagnostics. */

@@ -1,3 +1,25 @@
-//! SOT, framehook's primary hook: the runtime Paddle's symbolic opcode
-//! translator drives (callback protocol, per-code guarded cache, skip rules),
-//! built only on [`crate::hookapi`]. Arrives with the SOT issue.
+//! SOT, framehook's primary hook: the runtime a symbolic opcode translator
+//! drives, built only on [`crate::hookapi`]. Paddle's SOT talks to it through
+//! the five functions Paddle's own eval-frame module offers (`set_eval_frame`,
+//! `eval_frame_skip_file_prefix`, `eval_frame_no_skip_codes`,
+//! `sot_setup_codes_with_graph`, `sot_set_with_graph`), with the same meaning:
+//!
+//! - a per-thread callback, called as `callback(frame)` for each frame about to
+//!   run, returning an object with `code` (replacement or None) and
+//!   `disable_eval_frame` (True: the frame's whole call subtree runs without
+//!   the callback); the callback is unset while it runs;
+//! - skip rules checked first, before anything costly: file-name prefixes
+//!   (a `<frozen ...>` file is judged by its module's `__file__`) unless the
+//!   code is marked never to skip;
+//! - code status: a code that has not been marked as having a graph after 10
+//!   calls runs its original code from then on;
+//! - on 3.11+, functions with an exception table are passed through while
+//!   `pass_exception_tables` is on (the default: Paddle's code generator drops
+//!   exception tables).
+//!
+//! The SOT hook joins the hook chain while some thread has a callback.
+
+mod code_status;
+pub mod python;
+mod runtime;
+mod skip;

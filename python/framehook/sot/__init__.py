@@ -1,0 +1,43 @@
+"""SOT on framehook: the runtime a symbolic opcode translator drives.
+
+The functions are Paddle's five eval-frame functions with Paddle's meaning
+(see ``framehook.sot.paddle`` to run Paddle's SOT on them), as builtins:
+
+- ``set_eval_frame(callback)``: this thread's callback, returning the old one.
+  ``callback(frame)`` is called for each frame about to run and returns an
+  object with ``code`` (a replacement code object or None) and
+  ``disable_eval_frame`` (True: the frame's whole call subtree runs without
+  the callback). The callback is unset while it runs. The frame has
+  ``f_code``, ``f_locals`` (cells and free variables unboxed), ``f_globals``
+  and ``f_builtins``.
+- ``eval_frame_skip_file_prefix(prefixes)``, ``eval_frame_no_skip_codes(codes)``:
+  frames of files under a prefix are not handed to the callback, unless their
+  code is listed as never skipped. Checked first, before anything costly.
+- ``sot_setup_codes_with_graph(codes)``, ``sot_set_with_graph(code)``: codes
+  marked as having a graph keep being translated; others run their original
+  code after 10 calls.
+
+SOT is one frame hook among others: while a thread has a callback, the hook
+named "sot" is in ``framehook.frame_hooks()``, after the hooks registered
+before it.
+"""
+
+from .._native import (
+    eval_frame_no_skip_codes,
+    eval_frame_skip_file_prefix,
+    set_eval_frame,
+    sot_pass_exception_tables,
+    sot_reset,
+    sot_set_with_graph,
+    sot_setup_codes_with_graph,
+)
+
+__all__ = [
+    "eval_frame_no_skip_codes",
+    "eval_frame_skip_file_prefix",
+    "set_eval_frame",
+    "sot_pass_exception_tables",
+    "sot_reset",
+    "sot_set_with_graph",
+    "sot_setup_codes_with_graph",
+]

@@ -1,0 +1,69 @@
+//! Hooks written in Rust inside framehook (SOT is one): called directly, with
+//! a context that can hand Python a frame object and run code once the frame
+//! has finished.
+
+use pyo3::prelude::*;
+
+use super::frame::Frame;
+use crate::pep523_backend::{self, FrameView};
+
+/// Runs once the frame it was registered for has finished (returned, raised,
+/// or never ran because a later hook failed). Sees no pending exception.
+pub type AfterFrame = Box<dyn FnOnce(Python<'_>) + Send>;
+
+/// A frame hook implemented in Rust.
+pub trait RustHook: Send + Sync + 'static {
+    /// The code to run instead of `context.code()`, or None to decline.
+    fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>>;
+}
+
+/// What a [`RustHook`] sees of the frame being dispatched.
+pub struct HookContext<'a, 'py> {
+    pub(crate) py: Python<'py>,
+    pub(crate) view: &'a FrameView<'a>,
+    pub(crate) current: &'a Bound<'py, PyAny>,
+    pub(crate) original: &'a Bound<'py, PyAny>,
+    pub(crate) frame: &'a mut Option<Bound<'py, Frame>>,
+    pub(crate) after: &'a mut Vec<AfterFrame>,
+}
+
+impl<'py> HookContext<'_, 'py> {
+    pub fn py(&self) -> Python<'py> {
+        self.py
+    }
+
+    /// The code that would run now: the original, or an earlier hook's replacement.
+    pub fn code(&self) -> &Bound<'py, PyAny> {
+        self.current
+    }
+
+    pub fn original_code(&self) -> &Bound<'py, PyAny> {
+        self.original
+    }
+
+    pub fn globals(&self) -> Bound<'py, PyAny> {
+        self.view.globals(self.py)
+    }
+
+    /// The `framehook.Frame` Python hooks receive (one per dispatch, showing `code()`).
+    pub fn python_frame(&mut self) -> PyResult<Bound<'py, Frame>> {
+        let frame = match self.frame {
+            Some(frame) => frame.clone(),
+            None => self.frame.insert(Bound::new(self.py, Frame::new(self.py, self.view))?).clone(),
+        };
+        frame.get().set_code(self.current);
+        Ok(frame)
+    }
+
+    /// Whether `code` has exception-handling entries (try/except/finally/with):
+    /// an exception table on 3.11+; never on 3.9/3.10, whose bytecode sets up
+    /// handlers with instructions instead.
+    pub fn has_exception_table(&self, code: &Bound<'py, PyAny>) -> bool {
+        pep523_backend::has_exception_table(code)
+    }
+
+    /// Runs `after` once this frame has finished.
+    pub fn after_frame(&mut self, after: AfterFrame) {
+        self.after.push(after);
+    }
+}

@@ -1,0 +1,54 @@
+//! Which codes SOT keeps translating: a code that has not been marked as
+//! having a graph after [`CALLS_BEFORE_GIVING_UP`] calls runs its original
+//! code from then on.
+
+/// As in Paddle's eval-frame module.
+pub const CALLS_BEFORE_GIVING_UP: u32 = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeStatus {
+    /// Called this many times, no graph seen yet.
+    Unknown(u32),
+    WithGraph,
+    WithoutGraph,
+}
+
+impl Default for CodeStatus {
+    fn default() -> Self {
+        Self::Unknown(0)
+    }
+}
+
+impl CodeStatus {
+    /// Counts one more call; true once the code is known to have no graph.
+    pub fn count_call_without_graph(&mut self) -> bool {
+        match *self {
+            Self::WithoutGraph => return true,
+            Self::WithGraph => {}
+            Self::Unknown(calls) => {
+                *self = if calls + 1 >= CALLS_BEFORE_GIVING_UP { Self::WithoutGraph } else { Self::Unknown(calls + 1) };
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CodeStatus, CALLS_BEFORE_GIVING_UP};
+
+    #[test]
+    fn gives_up_after_ten_calls_unless_marked() {
+        let mut status = CodeStatus::default();
+        // The call that reaches the limit still runs translated; later ones do not.
+        for _ in 0..CALLS_BEFORE_GIVING_UP {
+            assert!(!status.count_call_without_graph());
+        }
+        assert!(status.count_call_without_graph());
+
+        let mut marked = CodeStatus::WithGraph;
+        for _ in 0..2 * CALLS_BEFORE_GIVING_UP {
+            assert!(!marked.count_call_without_graph());
+        }
+    }
+}
