@@ -31,6 +31,10 @@ import provision  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 REQUIREMENTS = REPO / "tests" / "requirements.txt"
 OPTIONAL_REQUIREMENTS = REPO / "tests" / "requirements-typing.txt"
+# The real paddlepaddle wheel, for SOT's compatibility tests: PyPI has CPU
+# wheels for 3.9-3.13 (about 200 MB each), so two interpreters carry it.
+PADDLE_REQUIREMENTS = REPO / "tests" / "requirements-paddle.txt"
+PADDLE_INTERPRETERS = {"3.10", "3.13"}
 INTERPRETERS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d"]
 SID_INTERPRETERS = {"3.14": "python3.14", "3.14d": "python3.14d"}
 # Build directories live in the cache, so a fresh clone reuses compiled dependencies.
@@ -105,7 +109,10 @@ def resolve(name: str) -> Target:
 
 def ensure_venv(target: Target) -> None:
     """Creates the venv with the test requirements, unless an up-to-date one exists."""
-    wanted = hashlib.sha256(REQUIREMENTS.read_bytes() + OPTIONAL_REQUIREMENTS.read_bytes()).hexdigest()
+    requirements = [REQUIREMENTS, OPTIONAL_REQUIREMENTS]
+    if target.name in PADDLE_INTERPRETERS:
+        requirements.append(PADDLE_REQUIREMENTS)
+    wanted = hashlib.sha256(b"".join(path.read_bytes() for path in requirements)).hexdigest()
     stamp = target.venv / "framehook-requirements.sha256"
     host_stamp = (provision.ensure_sid_root() / str(stamp).lstrip("/")) if target.in_sid else stamp
     if host_stamp.exists() and host_stamp.read_text().strip() == wanted:
@@ -120,9 +127,10 @@ def ensure_venv(target: Target) -> None:
         done = target.run(argv, capture=True)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}")
-    optional = [target.venv_python, "-m", "pip", "install", "--quiet", "-r", str(OPTIONAL_REQUIREMENTS)]
-    if target.run(optional, capture=True).returncode != 0:
-        log(f"{target.name}: {OPTIONAL_REQUIREMENTS.name} not installable here; the tests needing it skip")
+    for optional in requirements[1:]:
+        argv = [target.venv_python, "-m", "pip", "install", "--quiet", "-r", str(optional)]
+        if target.run(argv, capture=True).returncode != 0:
+            log(f"{target.name}: {optional.name} not installable here; the tests needing it skip")
     host_stamp.write_text(wanted + "\n")
 
 

@@ -1,0 +1,305 @@
+"""framehook.sot: Paddle's eval-frame contract, on the hook API, without Paddle."""
+
+import collections
+import sys
+import threading
+
+import pytest
+
+import framehook
+import framehook.sot as sot
+
+CustomCode = collections.namedtuple("CustomCode", "code disable_eval_frame")
+EXCEPTION_TABLES = sys.version_info >= (3, 11)
+
+
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return a * b
+
+
+def outer(x):
+    return inner(x) + 1
+
+
+def inner(x):
+    return x * 10
+
+
+def guarded(x):
+    try:
+        return x + 1
+    except TypeError:
+        return None
+
+
+@pytest.fixture(autouse=True)
+def fresh_sot():
+    sot.sot_reset()
+    yield
+    sot.set_eval_frame(None)
+    sot.sot_reset()
+    sot.sot_pass_exception_tables(True)
+
+
+class Callback:
+    """A SOT callback recording the codes it sees; swaps codes by a table."""
+
+    def __init__(self, swaps=None, disable=False):
+        self.swaps = swaps or {}
+        self.disable = disable
+        self.seen = []
+
+    def __call__(self, frame):
+        self.seen.append(frame.f_code)
+        return CustomCode(self.swaps.get(frame.f_code), self.disable)
+
+
+def with_graph(*functions):
+    sot.sot_setup_codes_with_graph(tuple(function.__code__ for function in functions))
+
+
+def test_set_eval_frame_returns_the_old_callback_and_none_turns_it_off():
+    first, second = Callback(), Callback()
+    assert sot.set_eval_frame(first) is None
+    assert [handle.name for handle in framehook.frame_hooks()] == ["sot"]
+    assert sot.set_eval_frame(second) is first
+    assert sot.set_eval_frame(None) is second
+    assert framehook.frame_hooks() == []
+    assert not framehook._native._is_installed()
+
+
+def test_a_non_callable_is_ignored_like_paddle_does():
+    callback = Callback()
+    sot.set_eval_frame(callback)
+    assert sot.set_eval_frame(42) is None
+    assert sot.set_eval_frame(None) is callback
+
+
+def test_callback_swaps_code_and_none_restores():
+    with_graph(add, mul)
+    callback = Callback({add.__code__: mul.__code__})
+    sot.set_eval_frame(callback)
+    assert add(3, 4) == 12
+    sot.set_eval_frame(None)
+    assert add(3, 4) == 7
+    assert add.__code__ in callback.seen
+
+
+def test_frame_shows_code_locals_globals_builtins():
+    seen = {}
+
+    def callback(frame):
+        if frame.f_code is add.__code__:
+            seen.update(code=frame.f_code, locals=dict(frame.f_locals),
+                        globals=frame.f_globals, builtins=frame.f_builtins)
+        return CustomCode(None, False)
+
+    sot.set_eval_frame(callback)
+    add(1, 2)
+    sot.set_eval_frame(None)
+    assert seen["code"] is add.__code__
+    assert seen["locals"] == {"a": 1, "b": 2}
+    assert seen["globals"] is globals()
+    assert seen["builtins"]["len"] is len
+
+
+def test_the_callback_is_unset_while_it_runs():
+    inside = []
+
+    def callback(frame):
+        inside.append(sot.set_eval_frame(None))  # what a translator's own helpers see
+        return CustomCode(None, False)
+
+    sot.set_eval_frame(callback)
+    add(1, 1)
+    assert sot.set_eval_frame(None) is callback  # restored after the callback
+    assert inside and all(value is None for value in inside)
+
+
+def test_disable_eval_frame_true_unhooks_the_subtree_only():
+    with_graph(outer, inner)
+    seen = []
+
+    def deciding(frame):
+        seen.append(frame.f_code)
+        return CustomCode(None, frame.f_code is outer.__code__)
+
+    sot.set_eval_frame(deciding)
+    assert outer(2) == 21
+    assert inner.__code__ not in seen  # called inside outer's subtree
+    assert inner(2) == 20  # after outer returned, the callback is back
+    assert inner.__code__ in seen
+    assert sot.set_eval_frame(None) is deciding
+
+
+def test_disable_eval_frame_restores_even_when_the_frame_raises():
+    def boom():
+        raise KeyError("x")
+
+    sot.set_eval_frame(lambda frame: CustomCode(None, frame.f_code is boom.__code__))
+    with pytest.raises(KeyError):
+        boom()
+    assert sot.set_eval_frame(None) is not None
+
+
+def test_code_without_graph_runs_original_after_ten_calls():
+    callback = Callback({add.__code__: mul.__code__})
+    sot.set_eval_frame(callback)
+    results = [add(3, 4) for _ in range(12)]
+    sot.set_eval_frame(None)
+    # Calls 1-10 run the replacement; from the 11th the code counts as having no graph.
+    assert results == [12] * 10 + [7] * 2
+    assert callback.seen.count(add.__code__) == 12  # the callback is still asked
+
+
+def test_set_with_graph_keeps_a_met_code_translated():
+    callback = Callback({add.__code__: mul.__code__})
+    sot.set_eval_frame(callback)
+    add(1, 1)  # met once: now known to SOT
+    sot.sot_set_with_graph(mul.__code__)  # the replacement is what counts
+    results = [add(3, 4) for _ in range(12)]
+    sot.set_eval_frame(None)
+    assert results == [12] * 12
+
+
+def test_skip_prefix_keeps_frames_from_the_callback():
+    callback = Callback()
+    sot.eval_frame_skip_file_prefix((add.__code__.co_filename,))
+    sot.set_eval_frame(callback)
+    add(1, 2)
+    assert add.__code__ not in callback.seen
+    sot.eval_frame_no_skip_codes((add.__code__,))
+    add(1, 2)
+    sot.set_eval_frame(None)
+    assert callback.seen.count(add.__code__) == 1
+
+
+def test_frozen_module_is_judged_by_its_file():
+    namespace = {"__file__": "/virtual/site/thing.py", "__name__": "thing"}
+    exec(compile("def frozen():\n    return 5\n", "<frozen thing>", "exec"), namespace)
+    callback = Callback()
+    sot.eval_frame_skip_file_prefix(("/virtual/site/",))
+    sot.set_eval_frame(callback)
+    assert namespace["frozen"]() == 5
+    sot.set_eval_frame(None)
+    assert namespace["frozen"].__code__ not in callback.seen
+
+
+@pytest.mark.skipif(not EXCEPTION_TABLES, reason="exception tables exist on 3.11+ only")
+def test_exception_table_functions_pass_through_unless_turned_off():
+    callback = Callback()
+    sot.set_eval_frame(callback)
+    assert guarded(1) == 2
+    assert guarded.__code__ not in callback.seen
+    assert sot.sot_pass_exception_tables(False) is True
+    guarded(1)
+    sot.set_eval_frame(None)
+    assert guarded.__code__ in callback.seen
+
+
+@pytest.mark.skipif(EXCEPTION_TABLES, reason="3.9/3.10 set up handlers with instructions")
+def test_try_except_functions_reach_the_callback_before_311():
+    callback = Callback()
+    sot.set_eval_frame(callback)
+    guarded(1)
+    sot.set_eval_frame(None)
+    assert guarded.__code__ in callback.seen
+
+
+def test_callback_errors_reach_the_caller_and_the_callback_survives():
+    def failing(frame):
+        if frame.f_code is add.__code__:
+            raise ValueError("translator failed")
+        return CustomCode(None, False)
+
+    sot.set_eval_frame(failing)
+    with pytest.raises(ValueError, match="translator failed"):
+        add(1, 2)
+    assert sot.set_eval_frame(None) is failing
+
+
+@pytest.mark.parametrize(
+    "result, message",
+    [
+        (CustomCode("not code", False), "code must be a code object or None"),
+        (CustomCode(None, 1), "disable_eval_frame must be True or False"),
+        (object(), "has no attribute 'code'"),
+    ],
+)
+def test_bad_callback_results_raise(result, message):
+    sot.set_eval_frame(lambda frame: result if frame.f_code is add.__code__ else CustomCode(None, False))
+    with pytest.raises((TypeError, AttributeError), match=message):
+        add(1, 2)
+
+
+def test_incompatible_replacement_raises_type_error_naming_sot():
+    def one(a):
+        return a
+
+    with_graph(add, one)
+    sot.set_eval_frame(Callback({add.__code__: one.__code__}))
+    with pytest.raises(TypeError, match="sot"):
+        add(1, 2)
+
+
+@pytest.mark.parametrize(
+    "function, argument",
+    [
+        (sot.eval_frame_skip_file_prefix, ("ok", 3)),
+        (sot.eval_frame_skip_file_prefix, ["not", "a tuple"]),
+        (sot.eval_frame_no_skip_codes, (add,)),
+        (sot.sot_setup_codes_with_graph, "code"),
+        (sot.sot_set_with_graph, add),
+    ],
+)
+def test_bad_arguments_raise_type_error(function, argument):
+    with pytest.raises(TypeError):
+        function(argument)
+
+
+def test_composes_with_a_hook_before_it_and_an_observer():
+    order = []
+
+    def before(frame):
+        if frame.original_code is add.__code__:
+            order.append("hook")
+        return None
+
+    def observer(event, code, original):
+        if original is add.__code__ and event == "call":
+            order.append(("ran", code.co_name))
+
+    def callback(frame):
+        if frame.f_code is add.__code__:
+            order.append("sot")
+            return CustomCode(mul.__code__, False)
+        return CustomCode(None, False)
+
+    with_graph(add, mul)
+    framehook.add_frame_hook(before)
+    framehook.add_frame_hook(None, observer=observer)
+    sot.set_eval_frame(callback)
+    assert [handle.name for handle in framehook.frame_hooks()][-1] == "sot"
+    assert add(3, 4) == 12
+    sot.set_eval_frame(None)
+    assert order == ["hook", "sot", ("ran", "mul")]
+
+
+def test_callbacks_are_per_thread():
+    main_callback = Callback()
+    sot.set_eval_frame(main_callback)
+    other = {}
+
+    def worker():
+        other["callback"] = sot.set_eval_frame(None)
+        other["result"] = add(2, 2)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert other == {"callback": None, "result": 4}
+    assert sot.set_eval_frame(None) is main_callback
