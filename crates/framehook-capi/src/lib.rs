@@ -209,7 +209,10 @@ impl Options {
 }
 
 /// A native frame hook. Both methods run with the thread attached, possibly on
-/// several threads at once (free-threaded builds), hence `Send + Sync`.
+/// several threads at once (free-threaded builds), hence `Send + Sync`. They
+/// are called on the hot path without PyO3's attach bookkeeping: a `Py` dropped
+/// inside them is released only at the extension's next PyO3 call, so keep
+/// temporaries as `Bound`. The hook itself is dropped attached.
 pub trait FrameHook: Send + Sync + 'static {
     /// The code to run for `frame` instead of `frame.code()`, or None to decline.
     fn on_frame<'py>(&self, frame: &HookFrame<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -424,5 +427,8 @@ unsafe extern "C" fn observe_trampoline<H: FrameHook>(
 
 unsafe extern "C" fn free_trampoline<H: FrameHook>(user_data: *mut c_void) {
     // SAFETY: called once, when framehook no longer uses the Box we gave it.
-    drop(unsafe { Box::from_raw(user_data.cast::<Adapter<H>>()) });
+    let adapter = unsafe { Box::from_raw(user_data.cast::<Adapter<H>>()) };
+    // Attached through this crate's PyO3, so that `Py` references the hook holds
+    // are released now rather than queued until the extension next calls PyO3.
+    Python::attach(|_py| drop(adapter));
 }

@@ -77,8 +77,10 @@ typedef struct framehook_hook_spec {
     framehook_hook_func hook;           /* NULL: observe only */
     framehook_observe_func observe;     /* NULL: no events */
     void *user_data;                    /* passed to hook and observe */
-    /* Called once, attached, when no frame can use the hook any more (after
-     * remove_hook). On a failed add_hook, user_data stays the caller's. */
+    /* Called once, attached, when nothing can use the hook any more: after
+     * remove_hook, once no running frame and no framehook.HookHandle (such as
+     * the one add_hook returned) refers to it. On a failed add_hook,
+     * user_data stays the caller's. */
     void (*free_user_data)(void *user_data);
     int cache;                          /* nonzero: the answer depends only on the code object */
     int on_error;                       /* FRAMEHOOK_ON_ERROR_* */
