@@ -43,7 +43,10 @@ fn main() {
 
     // Re-run when the interpreter binary or its configuration is replaced in place.
     println!("cargo:rerun-if-changed={executable}");
-    println!("cargo:rerun-if-changed={}", include.join("pyconfig.h").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        include.join("pyconfig.h").display()
+    );
     let internal = include.join("internal");
     assert!(
         internal.is_dir(),

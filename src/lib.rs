@@ -20,7 +20,11 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     info.set_item("version_hex", target.version_hex)?;
     info.set_item(
         "version",
-        (target.version_hex >> 24, (target.version_hex >> 16) & 0xff, (target.version_hex >> 8) & 0xff),
+        (
+            target.version_hex >> 24,
+            (target.version_hex >> 16) & 0xff,
+            (target.version_hex >> 8) & 0xff,
+        ),
     )?;
     info.set_item("gil_disabled", target.gil_disabled)?;
     info.set_item("debug", target.debug)?;
@@ -125,7 +129,11 @@ mod testing {
                 cache: 0,
                 on_error,
             };
-            let spec_pointer = if null_spec { ptr::null() } else { ptr::from_ref(&spec) };
+            let spec_pointer = if null_spec {
+                ptr::null()
+            } else {
+                ptr::from_ref(&spec)
+            };
             // SAFETY: attached; the spec (when not NULL) is valid for the call.
             let handle = unsafe { (API.add_hook)(spec_pointer) };
             // SAFETY: a new reference or NULL with an exception set.
@@ -141,15 +149,24 @@ mod testing {
         }
 
         #[pyfunction]
-        pub fn _capi_set_enabled(py: Python<'_>, handle: Bound<'_, PyAny>, enabled: bool) -> PyResult<()> {
+        pub fn _capi_set_enabled(
+            py: Python<'_>,
+            handle: Bound<'_, PyAny>,
+            enabled: bool,
+        ) -> PyResult<()> {
             // SAFETY: attached; the object is alive.
-            status(py, unsafe { (API.set_enabled)(handle.as_ptr(), c_int::from(enabled)) })
+            status(py, unsafe {
+                (API.set_enabled)(handle.as_ptr(), c_int::from(enabled))
+            })
         }
 
         /// (hook function calls, free_user_data calls) so far.
         #[pyfunction]
         pub fn _capi_counts() -> (u64, u64) {
-            (HOOK_CALLS.load(Ordering::Relaxed), FREED.load(Ordering::Relaxed))
+            (
+                HOOK_CALLS.load(Ordering::Relaxed),
+                FREED.load(Ordering::Relaxed),
+            )
         }
     }
 }

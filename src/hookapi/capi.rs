@@ -21,8 +21,16 @@ pub(crate) struct NativeFrame {
 }
 
 impl NativeFrame {
-    pub fn new(view: &FrameView<'_>, current: &Bound<'_, PyAny>, original: &Bound<'_, PyAny>) -> Self {
-        Self { view: view.as_raw(), current: current.as_ptr(), original: original.as_ptr() }
+    pub fn new(
+        view: &FrameView<'_>,
+        current: &Bound<'_, PyAny>,
+        original: &Bound<'_, PyAny>,
+    ) -> Self {
+        Self {
+            view: view.as_raw(),
+            current: current.as_ptr(),
+            original: original.as_ptr(),
+        }
     }
 
     pub fn as_ffi(&self) -> *const framehook_frame {
@@ -78,7 +86,10 @@ unsafe extern "C" fn add_hook(spec: *const framehook_hook_spec) -> *mut pyo3::ff
 
 /// # Safety
 /// `spec` must point to a readable framehook_hook_spec of at least `spec.size` bytes.
-unsafe fn add_hook_from_spec<'py>(py: Python<'py>, spec: *const framehook_hook_spec) -> PyResult<Bound<'py, PyAny>> {
+unsafe fn add_hook_from_spec<'py>(
+    py: Python<'py>,
+    spec: *const framehook_hook_spec,
+) -> PyResult<Bound<'py, PyAny>> {
     // SAFETY: `size` is the first member, readable in any version of the struct.
     let size = unsafe { (*spec).size };
     if size < std::mem::size_of::<framehook_hook_spec>() {
@@ -123,7 +134,9 @@ unsafe fn add_hook_from_spec<'py>(py: Python<'py>, spec: *const framehook_hook_s
     ));
     if let Err(err) = registry.add(py, std::sync::Arc::clone(&hook)) {
         // The registry holds no reference after a failed add: the user data is the caller's again.
-        if let Some(data) = std::sync::Arc::get_mut(&mut hook).and_then(|hook| hook.native_data.as_mut()) {
+        if let Some(data) =
+            std::sync::Arc::get_mut(&mut hook).and_then(|hook| hook.native_data.as_mut())
+        {
             data.disown();
         }
         return Err(err);
@@ -137,7 +150,10 @@ fn with_handle(
     action: impl FnOnce(&HookHandle) -> PyResult<()>,
 ) -> c_int {
     if handle.is_null() {
-        return to_status(py, Err(PyTypeError::new_err("framehook: the hook handle is NULL")));
+        return to_status(
+            py,
+            Err(PyTypeError::new_err("framehook: the hook handle is NULL")),
+        );
     }
     // SAFETY: a non-NULL handle is a live object the caller owns a reference to.
     let handle = unsafe { Borrowed::from_ptr(py, handle) };
@@ -145,7 +161,11 @@ fn with_handle(
         Ok(handle) => action(handle.get()),
         Err(_) => Err(PyTypeError::new_err(format!(
             "framehook: expected a framehook.HookHandle, not {}",
-            handle.get_type().name().map(|name| name.to_string()).unwrap_or_default()
+            handle
+                .get_type()
+                .name()
+                .map(|name| name.to_string())
+                .unwrap_or_default()
         ))),
     };
     to_status(py, result)
@@ -171,7 +191,9 @@ unsafe extern "C" fn frame_code(frame: *const framehook_frame) -> *mut pyo3::ffi
     unsafe { NativeFrame::from_ffi(frame) }.current
 }
 
-unsafe extern "C" fn frame_original_code(frame: *const framehook_frame) -> *mut pyo3::ffi::PyObject {
+unsafe extern "C" fn frame_original_code(
+    frame: *const framehook_frame,
+) -> *mut pyo3::ffi::PyObject {
     // SAFETY: as for frame_code.
     unsafe { NativeFrame::from_ffi(frame) }.original
 }

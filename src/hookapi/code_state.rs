@@ -138,7 +138,9 @@ impl CodeState {
             inner.generation = generation;
             inner.answers.clear();
         }
-        inner.answers.retain(|answer| !(answer.hook_id == hook_id && same_input(answer, input, original)));
+        inner
+            .answers
+            .retain(|answer| !(answer.hook_id == hook_id && same_input(answer, input, original)));
         inner.answers.push(Answer {
             hook_id,
             input: (!input.is(original)).then(|| StrongRef::new(input)),
@@ -149,7 +151,11 @@ impl CodeState {
     /// The plan for running `replacement` instead of the original, if checked before.
     pub fn plan(&self, replacement: &Bound<'_, PyAny>) -> Option<Arc<Plan>> {
         let inner = self.inner.lock();
-        inner.plans.iter().find(|plan| plan.code.is(replacement)).cloned()
+        inner
+            .plans
+            .iter()
+            .find(|plan| plan.code.is(replacement))
+            .cloned()
     }
 
     pub fn remember_plan(&self, plan: Arc<Plan>) {

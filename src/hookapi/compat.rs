@@ -46,7 +46,9 @@ impl<'py> Signature<'py> {
     }
 
     fn kind(&self) -> &'static str {
-        match self.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE) {
+        match self.flags
+            & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+        {
             0 if self.flags & CO_OPTIMIZED == 0 => "a module or class body",
             0 => "a plain function",
             CO_GENERATOR => "a generator function",
@@ -85,11 +87,17 @@ pub(crate) fn check(
     let new = Signature::of(replacement)?;
     for (field, old_value, new_value) in [
         ("co_argcount", old.argcount, new.argcount),
-        ("co_posonlyargcount", old.posonlyargcount, new.posonlyargcount),
+        (
+            "co_posonlyargcount",
+            old.posonlyargcount,
+            new.posonlyargcount,
+        ),
         ("co_kwonlyargcount", old.kwonlyargcount, new.kwonlyargcount),
     ] {
         if old_value != new_value {
-            return Err(fail(format!("{field} is {new_value}, the original's is {old_value}")));
+            return Err(fail(format!(
+                "{field} is {new_value}, the original's is {old_value}"
+            )));
         }
     }
     for (flag, label) in [(CO_VARARGS, "*args"), (CO_VARKEYWORDS, "**kwargs")] {
@@ -103,7 +111,11 @@ pub(crate) fn check(
         }
     }
     if old.kind() != new.kind() || (old.flags & CO_NEWLOCALS) != (new.flags & CO_NEWLOCALS) {
-        return Err(fail(format!("it is {}, the original is {}", new.kind(), old.kind())));
+        return Err(fail(format!(
+            "it is {}, the original is {}",
+            new.kind(),
+            old.kind()
+        )));
     }
     if !old.freevars.eq(&new.freevars)? {
         return Err(fail(format!(
@@ -120,13 +132,18 @@ pub(crate) fn check(
 fn argument_map(old: &Signature<'_>, new: &Signature<'_>) -> PyResult<Option<Arc<[c_int]>>> {
     let slots = old.argument_slots();
     let names = |signature: &Signature<'_>| -> PyResult<Vec<String>> {
-        (0..slots).map(|i| signature.varnames.get_item(i)?.extract()).collect()
+        (0..slots)
+            .map(|i| signature.varnames.get_item(i)?.extract())
+            .collect()
     };
     let (old_names, new_names) = (names(old)?, names(new)?);
     if old_names == new_names {
         return Ok(None);
     }
-    let mut groups = vec![0..old.argcount, old.argcount..old.argcount + old.kwonlyargcount];
+    let mut groups = vec![
+        0..old.argcount,
+        old.argcount..old.argcount + old.kwonlyargcount,
+    ];
     groups.extend((old.argcount + old.kwonlyargcount..slots).map(|i| i..i + 1));
     let mut map = vec![0 as c_int; slots];
     for group in groups {

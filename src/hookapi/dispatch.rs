@@ -15,8 +15,8 @@ use super::frame::Frame;
 use framehook_capi::Event;
 
 use super::capi::NativeFrame;
-use super::rust_hook::{AfterFrame, HookContext};
 use super::registry::{Hook, Observer, ObserverSet, OnError, Registry, Transform};
+use super::rust_hook::{AfterFrame, HookContext};
 use crate::pep523_backend::{FrameView, RawDecision};
 
 thread_local! {
@@ -33,7 +33,9 @@ struct HookRunning {
 
 impl HookRunning {
     fn enter() -> Self {
-        HookRunning { was_running: IN_HOOK.with(|flag| flag.replace(true)) }
+        HookRunning {
+            was_running: IN_HOOK.with(|flag| flag.replace(true)),
+        }
     }
 }
 
@@ -109,14 +111,25 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
         }
     };
     let observers = observers_token(&registry);
-    let after_frame = if after.is_empty() { ptr::null_mut() } else { Box::into_raw(Box::new(after)).cast() };
+    let after_frame = if after.is_empty() {
+        ptr::null_mut()
+    } else {
+        Box::into_raw(Box::new(after)).cast()
+    };
     let Some((code, plan)) = replacement else {
-        return Ok(RawDecision { observers, after_frame, ..RUN_ORIGINAL });
+        return Ok(RawDecision {
+            observers,
+            after_frame,
+            ..RUN_ORIGINAL
+        });
     };
     // The plan keeps the argument map alive until the eval function releases it.
     let (arg_map, arg_map_owner) = match &plan.arg_map {
         None => (ptr::null(), ptr::null_mut()),
-        Some(map) => (map.as_ptr(), Arc::into_raw(Arc::clone(&plan)).cast_mut().cast()),
+        Some(map) => (
+            map.as_ptr(),
+            Arc::into_raw(Arc::clone(&plan)).cast_mut().cast(),
+        ),
     };
     Ok(RawDecision {
         code: code.into_ptr(),
@@ -203,7 +216,8 @@ pub(crate) unsafe fn observe(
 }
 
 fn hook_description<'py>(py: Python<'py>, hook: &Hook) -> Bound<'py, PyAny> {
-    pyo3::types::PyString::new(py, &format!("framehook observer of hook {:?}", hook.name)).into_any()
+    pyo3::types::PyString::new(py, &format!("framehook observer of hook {:?}", hook.name))
+        .into_any()
 }
 
 /// Releases an observer set token.
@@ -247,7 +261,10 @@ impl<'a, 'py> Chain<'a, 'py> {
     fn run(&mut self, hooks: &[Arc<Hook>]) -> PyResult<Option<(Bound<'py, PyAny>, Arc<Plan>)>> {
         let mut current = self.original.clone();
         let mut current_plan: Option<Arc<Plan>> = None;
-        for hook in hooks.iter().filter(|hook| hook.transform.is_some() && hook.enabled()) {
+        for hook in hooks
+            .iter()
+            .filter(|hook| hook.transform.is_some() && hook.enabled())
+        {
             let Some(answer) = self.ask(hook, &current)? else {
                 continue;
             };
@@ -259,10 +276,16 @@ impl<'a, 'py> Chain<'a, 'py> {
     }
 
     /// The hook's answer for `current`: Some(new code) or None (no change).
-    fn ask(&mut self, hook: &Hook, current: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn ask(
+        &mut self,
+        hook: &Hook,
+        current: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         if hook.cache {
             let state = self.state()?;
-            if let Some(answer) = state.cached_answer(self.py, self.generation, hook.id, current, &self.original) {
+            if let Some(answer) =
+                state.cached_answer(self.py, self.generation, hook.id, current, &self.original)
+            {
                 return Ok(answer);
             }
         }
@@ -282,7 +305,9 @@ impl<'a, 'py> Chain<'a, 'py> {
                     frame: &mut self.frame,
                     after: &mut self.after,
                 };
-                rust_hook.on_frame(&mut context).map(|answer| answer.unwrap_or_else(|| self.py.None().into_bound(self.py)))
+                rust_hook
+                    .on_frame(&mut context)
+                    .map(|answer| answer.unwrap_or_else(|| self.py.None().into_bound(self.py)))
             }
             None => Ok(self.py.None().into_bound(self.py)),
         };
@@ -305,7 +330,13 @@ impl<'a, 'py> Chain<'a, 'py> {
             },
         };
         if hook.cache {
-            self.state()?.store_answer(self.generation, hook.id, current, &self.original, answer.as_ref());
+            self.state()?.store_answer(
+                self.generation,
+                hook.id,
+                current,
+                &self.original,
+                answer.as_ref(),
+            );
         }
         Ok(answer)
     }
@@ -324,12 +355,18 @@ impl<'a, 'py> Chain<'a, 'py> {
             return Err(PyErr::fetch(self.py));
         }
         // SAFETY: on success the hook returned a new reference or left NULL (declined).
-        Ok(unsafe { Bound::from_owned_ptr_or_opt(self.py, replacement) }
-            .unwrap_or_else(|| self.py.None().into_bound(self.py)))
+        Ok(
+            unsafe { Bound::from_owned_ptr_or_opt(self.py, replacement) }
+                .unwrap_or_else(|| self.py.None().into_bound(self.py)),
+        )
     }
 
     /// The checked plan for running `replacement`; None if it is the original.
-    fn plan_for(&mut self, hook: &Hook, replacement: &Bound<'py, PyAny>) -> PyResult<Option<Arc<Plan>>> {
+    fn plan_for(
+        &mut self,
+        hook: &Hook,
+        replacement: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Arc<Plan>>> {
         if replacement.is(&self.original) {
             return Ok(None);
         }
@@ -338,7 +375,10 @@ impl<'a, 'py> Chain<'a, 'py> {
             return Ok(Some(plan));
         }
         let arg_map = compat::check(&hook.name, &self.original, replacement)?;
-        let plan = Arc::new(Plan { code: StrongRef::new(replacement), arg_map });
+        let plan = Arc::new(Plan {
+            code: StrongRef::new(replacement),
+            arg_map,
+        });
         state.remember_plan(Arc::clone(&plan));
         Ok(Some(plan))
     }
@@ -346,12 +386,18 @@ impl<'a, 'py> Chain<'a, 'py> {
 
 fn log_hook_error(py: Python<'_>, hook: &Hook, code: &Bound<'_, PyAny>, err: PyErr) {
     let logged = (|| -> PyResult<()> {
-        let logger = py.import("logging")?.call_method1("getLogger", ("framehook",))?;
+        let logger = py
+            .import("logging")?
+            .call_method1("getLogger", ("framehook",))?;
         let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("exc_info", err.value(py))?;
         logger.call_method(
             "error",
-            ("frame hook %r raised on %r; running the frame as if it declined", hook.name.as_str(), code),
+            (
+                "frame hook %r raised on %r; running the frame as if it declined",
+                hook.name.as_str(),
+                code,
+            ),
             Some(&kwargs),
         )?;
         Ok(())

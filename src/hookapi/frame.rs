@@ -115,7 +115,11 @@ impl Frame {
             .or_else(|_| self.original.bind(py).getattr("co_name"))
             .map(|name| name.to_string())
             .unwrap_or_default();
-        let state = if self.dispatching.load(Ordering::Acquire) { "" } else { ", expired" };
+        let state = if self.dispatching.load(Ordering::Acquire) {
+            ""
+        } else {
+            ", expired"
+        };
         format!("<framehook.Frame of {name}{state}>")
     }
 }

@@ -25,7 +25,10 @@ impl HookHandle {
         if self.registry.remove(py, self.hook.id) {
             Ok(())
         } else {
-            Err(PyValueError::new_err(format!("frame hook {:?} is not registered", self.hook.name)))
+            Err(PyValueError::new_err(format!(
+                "frame hook {:?} is not registered",
+                self.hook.name
+            )))
         }
     }
 
@@ -94,11 +97,16 @@ impl HookHandle {
     /// True while the hook is registered.
     #[getter]
     fn registered(&self) -> bool {
-        self.registry.snapshot().iter().any(|hook| hook.id == self.hook.id)
+        self.registry
+            .snapshot()
+            .iter()
+            .any(|hook| hook.id == self.hook.id)
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<HookHandle>().is_ok_and(|other| other.get().hook.id == self.hook.id)
+        other
+            .cast::<HookHandle>()
+            .is_ok_and(|other| other.get().hook.id == self.hook.id)
     }
 
     fn __hash__(&self) -> u64 {
@@ -167,7 +175,9 @@ pub fn add_frame_hook(
         (None, Some(hook), _) => default_name(hook)?,
         (None, None, Some(observer)) => default_name(observer)?,
         (None, None, None) => {
-            return Err(PyTypeError::new_err("add_frame_hook needs a hook, an observer, or both"))
+            return Err(PyTypeError::new_err(
+                "add_frame_hook needs a hook, an observer, or both",
+            ))
         }
     };
     let registry = Registry::current_or_create(py)?;
@@ -236,7 +246,10 @@ pub fn frame_hooks(py: Python<'_>) -> Vec<HookHandle> {
     let hooks = registry.snapshot();
     hooks
         .iter()
-        .map(|hook| HookHandle { hook: Arc::clone(hook), registry: Arc::clone(&registry) })
+        .map(|hook| HookHandle {
+            hook: Arc::clone(hook),
+            registry: Arc::clone(&registry),
+        })
         .collect()
 }
 

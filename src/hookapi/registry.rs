@@ -135,7 +135,9 @@ impl Hook {
 
     /// The user data passed to native functions (NULL for Python hooks).
     pub fn user_data(&self) -> *mut c_void {
-        self.native_data.as_ref().map_or(std::ptr::null_mut(), NativeData::pointer)
+        self.native_data
+            .as_ref()
+            .map_or(std::ptr::null_mut(), NativeData::pointer)
     }
 
     pub fn is_native(&self) -> bool {
@@ -255,7 +257,11 @@ impl Registry {
             if !current.iter().any(|hook| hook.id == id) {
                 return false;
             }
-            let hooks: Vec<_> = current.iter().filter(|hook| hook.id != id).cloned().collect();
+            let hooks: Vec<_> = current
+                .iter()
+                .filter(|hook| hook.id != id)
+                .cloned()
+                .collect();
             let now_empty = hooks.is_empty();
             self.publish(py, hooks);
             // The removed hook is dropped after the lock: dropping it may run Python code.
@@ -305,7 +311,8 @@ impl Registry {
             .cloned()
             .collect();
         let any = !observing.is_empty();
-        self.observers.store(any.then(|| Arc::new(ObserverSet { hooks: observing })));
+        self.observers
+            .store(any.then(|| Arc::new(ObserverSet { hooks: observing })));
         pep523_backend::set_observing(py, any);
     }
 

@@ -14,7 +14,10 @@ pub type AfterFrame = Box<dyn FnOnce(Python<'_>) + Send>;
 /// A frame hook implemented in Rust.
 pub trait RustHook: Send + Sync + 'static {
     /// The code to run instead of `context.code()`, or None to decline.
-    fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>>;
+    fn on_frame<'py>(
+        &self,
+        context: &mut HookContext<'_, 'py>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>>;
 }
 
 /// What a [`RustHook`] sees of the frame being dispatched.
@@ -49,7 +52,10 @@ impl<'py> HookContext<'_, 'py> {
     pub fn python_frame(&mut self) -> PyResult<Bound<'py, Frame>> {
         let frame = match self.frame {
             Some(frame) => frame.clone(),
-            None => self.frame.insert(Bound::new(self.py, Frame::new(self.py, self.view))?).clone(),
+            None => self
+                .frame
+                .insert(Bound::new(self.py, Frame::new(self.py, self.view))?)
+                .clone(),
         };
         frame.get().set_code(self.current);
         Ok(frame)

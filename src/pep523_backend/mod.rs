@@ -52,7 +52,11 @@ mod sys {
         pub fn fh_framehook_eval_function() -> *mut c_void;
         pub fn fh_request_code_extra_index(free: FreeFunc) -> Py_ssize_t;
         pub fn fh_code_get_extra(code: *mut PyObject, index: Py_ssize_t) -> *mut c_void;
-        pub fn fh_code_set_extra(code: *mut PyObject, index: Py_ssize_t, extra: *mut c_void) -> c_int;
+        pub fn fh_code_set_extra(
+            code: *mut PyObject,
+            index: Py_ssize_t,
+            extra: *mut c_void,
+        ) -> c_int;
         pub fn fh_view_globals(view: *const FrameView) -> *mut PyObject;
         pub fn fh_view_builtins(view: *const FrameView) -> *mut PyObject;
         pub fn fh_view_locals(view: *const FrameView) -> *mut PyObject;
@@ -234,7 +238,9 @@ impl<'a> FrameView<'a> {
     /// The frame's dispatch must still be running, on the calling thread.
     pub unsafe fn from_raw(raw: RawFrameView) -> Self {
         // SAFETY: guaranteed by the caller.
-        Self { raw: unsafe { &*raw.0 } }
+        Self {
+            raw: unsafe { &*raw.0 },
+        }
     }
 
     /// The original code object of the frame.

@@ -26,7 +26,11 @@ impl CodeStatus {
             Self::WithoutGraph => return true,
             Self::WithGraph => {}
             Self::Unknown(calls) => {
-                *self = if calls + 1 >= CALLS_BEFORE_GIVING_UP { Self::WithoutGraph } else { Self::Unknown(calls + 1) };
+                *self = if calls + 1 >= CALLS_BEFORE_GIVING_UP {
+                    Self::WithoutGraph
+                } else {
+                    Self::Unknown(calls + 1)
+                };
             }
         }
         false

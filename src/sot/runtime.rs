@@ -31,7 +31,12 @@ fn put_callback(callback: Option<Py<PyAny>>) -> Option<Py<PyAny>> {
 }
 
 fn current_callback(py: Python<'_>) -> Option<Py<PyAny>> {
-    CALLBACK.with(|callback| callback.borrow().as_ref().map(|callback| callback.clone_ref(py)))
+    CALLBACK.with(|callback| {
+        callback
+            .borrow()
+            .as_ref()
+            .map(|callback| callback.clone_ref(py))
+    })
 }
 
 /// What SOT knows about one code object.
@@ -54,11 +59,13 @@ struct Rules {
 
 impl Rules {
     fn entry(&mut self, code: &Bound<'_, PyAny>) -> &mut CodeEntry {
-        self.codes.entry(code.as_ptr() as usize).or_insert_with(|| CodeEntry {
-            _code: code.clone().unbind(),
-            status: CodeStatus::default(),
-            skipped: None,
-        })
+        self.codes
+            .entry(code.as_ptr() as usize)
+            .or_insert_with(|| CodeEntry {
+                _code: code.clone().unbind(),
+                status: CodeStatus::default(),
+                skipped: None,
+            })
     }
 
     fn forget_skip_verdicts(&mut self) {
@@ -88,7 +95,10 @@ impl SotRuntime {
     pub fn current(py: Python<'_>) -> Arc<SotRuntime> {
         let interpreter = crate::pep523_backend::current_interpreter(py);
         let mut runtimes = RUNTIMES.lock();
-        if let Some(runtime) = runtimes.iter().find(|runtime| runtime.interpreter == interpreter) {
+        if let Some(runtime) = runtimes
+            .iter()
+            .find(|runtime| runtime.interpreter == interpreter)
+        {
             return Arc::clone(runtime);
         }
         let runtime = Arc::new(SotRuntime {
@@ -102,7 +112,11 @@ impl SotRuntime {
     }
 
     /// `set_eval_frame`: installs this thread's callback, returning the old one.
-    pub fn set_callback(self: &Arc<Self>, py: Python<'_>, callback: Option<Py<PyAny>>) -> PyResult<Option<Py<PyAny>>> {
+    pub fn set_callback(
+        self: &Arc<Self>,
+        py: Python<'_>,
+        callback: Option<Py<PyAny>>,
+    ) -> PyResult<Option<Py<PyAny>>> {
         let old = put_callback(callback);
         self.reconcile(py)?;
         Ok(old)
@@ -134,7 +148,9 @@ impl SotRuntime {
         } else {
             registration.threads_with_callback -= 1;
             if registration.threads_with_callback == 0 {
-                if let (Some(hook), Some(registry)) = (registration.hook.take(), Registry::current(py)) {
+                if let (Some(hook), Some(registry)) =
+                    (registration.hook.take(), Registry::current(py))
+                {
                     registry.remove(py, hook.id);
                 }
             }
@@ -177,7 +193,8 @@ impl SotRuntime {
     }
 
     pub fn set_pass_exception_tables(&self, pass: bool) -> bool {
-        self.pass_exception_tables.swap(pass, std::sync::atomic::Ordering::AcqRel)
+        self.pass_exception_tables
+            .swap(pass, std::sync::atomic::Ordering::AcqRel)
     }
 
     /// Forgets the skip rules and code statuses (tests, and tools that restart SOT).
@@ -197,18 +214,28 @@ impl SotRuntime {
         }
         // A frozen module is judged by the file it stands for.
         let module_file = if filename.starts_with("<frozen") {
-            context.globals().get_item("__file__").ok().and_then(|file| file.extract::<String>().ok())
+            context
+                .globals()
+                .get_item("__file__")
+                .ok()
+                .and_then(|file| file.extract::<String>().ok())
         } else {
             None
         };
-        let skipped = rules.prefixes.matches(module_file.as_deref().unwrap_or(&filename));
+        let skipped = rules
+            .prefixes
+            .matches(module_file.as_deref().unwrap_or(&filename));
         rules.entry(code).skipped = Some(skipped);
         Ok(skipped)
     }
 
     /// Counts a call of `code`; true when it should run untranslated from now on.
     fn without_graph(&self, code: &Bound<'_, PyAny>) -> bool {
-        self.rules.lock().entry(code).status.count_call_without_graph()
+        self.rules
+            .lock()
+            .entry(code)
+            .status
+            .count_call_without_graph()
     }
 
     /// Calls `callback(frame)` with this thread's callback unset, as Paddle does.
@@ -237,20 +264,29 @@ impl SotRuntime {
             )));
         };
         let disable = disable.cast::<pyo3::types::PyBool>().map_err(|_| {
-            PyTypeError::new_err("the SOT callback's result.disable_eval_frame must be True or False")
+            PyTypeError::new_err(
+                "the SOT callback's result.disable_eval_frame must be True or False",
+            )
         })?;
         Ok((code, disable.is_true()))
     }
 }
 
 impl RustHook for SotRuntime {
-    fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn on_frame<'py>(
+        &self,
+        context: &mut HookContext<'_, 'py>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = context.py();
         let Some(callback) = current_callback(py) else {
             return Ok(None);
         };
         let code = context.code().clone();
-        if self.pass_exception_tables.load(std::sync::atomic::Ordering::Acquire) && context.has_exception_table(&code) {
+        if self
+            .pass_exception_tables
+            .load(std::sync::atomic::Ordering::Acquire)
+            && context.has_exception_table(&code)
+        {
             return Ok(None);
         }
         let (replacement, disable) = if self.is_skipped(context, &code)? {

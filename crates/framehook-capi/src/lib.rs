@@ -63,10 +63,15 @@ pub mod ffi {
         frame: *const framehook_frame,
         replacement: *mut *mut PyObject,
     ) -> c_int;
-    pub type framehook_observe_func =
-        unsafe extern "C" fn(user_data: *mut c_void, event: c_int, code: *mut PyObject, original_code: *mut PyObject);
+    pub type framehook_observe_func = unsafe extern "C" fn(
+        user_data: *mut c_void,
+        event: c_int,
+        code: *mut PyObject,
+        original_code: *mut PyObject,
+    );
     pub type framehook_free_func = unsafe extern "C" fn(user_data: *mut c_void);
-    pub type framehook_frame_func = unsafe extern "C" fn(frame: *const framehook_frame) -> *mut PyObject;
+    pub type framehook_frame_func =
+        unsafe extern "C" fn(frame: *const framehook_frame) -> *mut PyObject;
 
     #[repr(C)]
     pub struct framehook_hook_spec {
@@ -204,7 +209,13 @@ pub struct Options {
 impl Options {
     /// A transforming hook that does not observe, uncached, raising on errors.
     pub fn named(name: impl Into<String>) -> Self {
-        Self { name: name.into(), transform: true, observe: false, cache: false, on_error: OnError::Raise }
+        Self {
+            name: name.into(),
+            transform: true,
+            observe: false,
+            cache: false,
+            on_error: OnError::Raise,
+        }
     }
 }
 
@@ -224,7 +235,13 @@ pub trait FrameHook: Send + Sync + 'static {
     /// original code (the same object unless a hook replaced it) for frames handed
     /// to the hooks, None for frames that pass through unhooked (resumes, yields).
     /// Must not fail.
-    fn observe(&self, py: Python<'_>, event: Event, code: &Bound<'_, PyAny>, original: Option<&Bound<'_, PyAny>>) {
+    fn observe(
+        &self,
+        py: Python<'_>,
+        event: Event,
+        code: &Bound<'_, PyAny>,
+        original: Option<&Bound<'_, PyAny>>,
+    ) {
         let _ = (py, event, code, original);
     }
 }
@@ -321,15 +338,29 @@ impl Api {
     }
 
     /// Registers `hook` after the hooks already registered in this interpreter.
-    pub fn register<H: FrameHook>(&self, py: Python<'_>, hook: H, options: Options) -> PyResult<Registration> {
-        let name = CString::new(options.name)
-            .map_err(|_| pyo3::exceptions::PyValueError::new_err("a hook name cannot contain NUL"))?;
-        let user_data = Box::into_raw(Box::new(Adapter { api: self.raw, hook })).cast::<c_void>();
+    pub fn register<H: FrameHook>(
+        &self,
+        py: Python<'_>,
+        hook: H,
+        options: Options,
+    ) -> PyResult<Registration> {
+        let name = CString::new(options.name).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err("a hook name cannot contain NUL")
+        })?;
+        let user_data = Box::into_raw(Box::new(Adapter {
+            api: self.raw,
+            hook,
+        }))
+        .cast::<c_void>();
         let spec = ffi::framehook_hook_spec {
             size: std::mem::size_of::<ffi::framehook_hook_spec>(),
             name: name.as_ptr(),
-            hook: options.transform.then_some(on_frame_trampoline::<H> as ffi::framehook_hook_func),
-            observe: options.observe.then_some(observe_trampoline::<H> as ffi::framehook_observe_func),
+            hook: options
+                .transform
+                .then_some(on_frame_trampoline::<H> as ffi::framehook_hook_func),
+            observe: options
+                .observe
+                .then_some(observe_trampoline::<H> as ffi::framehook_observe_func),
             user_data,
             free_user_data: Some(free_trampoline::<H>),
             cache: c_int::from(options.cache),
@@ -344,7 +375,10 @@ impl Api {
         }
         // SAFETY: add_hook returned a new reference.
         let handle = unsafe { Bound::from_owned_ptr(py, handle) }.unbind();
-        Ok(Registration { api: self.raw, handle })
+        Ok(Registration {
+            api: self.raw,
+            handle,
+        })
     }
 }
 
@@ -367,7 +401,9 @@ impl Registration {
 
     pub fn set_enabled(&self, py: Python<'_>, enabled: bool) -> PyResult<()> {
         // SAFETY: attached; the handle is alive.
-        check(py, unsafe { (self.api.set_enabled)(self.handle.as_ptr(), c_int::from(enabled)) })
+        check(py, unsafe {
+            (self.api.set_enabled)(self.handle.as_ptr(), c_int::from(enabled))
+        })
     }
 }
 
@@ -393,7 +429,12 @@ unsafe extern "C" fn on_frame_trampoline<H: FrameHook>(
     // and a frame valid for this call.
     let py = unsafe { Python::assume_attached() };
     let adapter = unsafe { &*user_data.cast::<Adapter<H>>() };
-    let frame = HookFrame { api: adapter.api, raw: frame, py, _frame: PhantomData };
+    let frame = HookFrame {
+        api: adapter.api,
+        raw: frame,
+        py,
+        _frame: PhantomData,
+    };
     match adapter.hook.on_frame(&frame) {
         Ok(None) => 0,
         Ok(Some(code)) => {
