@@ -1,5 +1,6 @@
 """examples/profiler: hookprof, a profiler using framehook only through its C API capsule."""
 
+import asyncio
 import io
 import os
 import re
@@ -177,6 +178,24 @@ def test_generator_resumed_after_it_started_unprofiled():
     assert stat.ncalls == 0  # its call happened before profiling
     assert stat.cumtime + EPS >= stat.tottime >= 0
     assert row(profiler, leaf).ncalls == 2
+
+
+async def pause_and_double(x):
+    await asyncio.sleep(0)
+    return leaf(x)
+
+
+async def gather_doubles():
+    return [await pause_and_double(x) for x in range(3)]
+
+
+def test_coroutines_count_one_call_each():
+    with hookprof.Profiler() as profiler:
+        assert asyncio.run(gather_doubles()) == [0, 2, 4]
+    coroutine = row(profiler, pause_and_double)
+    assert coroutine.ncalls == 3
+    assert row(profiler, gather_doubles).ncalls == 1
+    assert row(profiler, gather_doubles).cumtime + EPS >= coroutine.cumtime >= coroutine.tottime
 
 
 def test_exceptions_end_frames():
