@@ -86,8 +86,8 @@ impl ThreadRecord {
         self.push(code, now);
     }
 
-    /// A frame of `code` returned, raised or yielded. Frames that began before
-    /// profiling did have no entry: their exits do not match the top and are ignored.
+    /// A frame of `code` returned, raised or yielded. An exit that does not match
+    /// the top of the stack (a frame that began before profiling) is ignored.
     pub fn exit(&mut self, code: &Bound<'_, PyAny>, now: Instant) {
         let matches = self.stack.last().is_some_and(|top| self.codes[self.nodes[top.node].code].code.is(code));
         if matches {
