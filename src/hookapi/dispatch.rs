@@ -303,7 +303,6 @@ impl<'a, 'py> Chain<'a, 'py> {
                     view: self.view,
                     current,
                     original: &self.original,
-                    frame: &mut self.frame,
                     after: &mut self.after,
                 };
                 rust_hook
