@@ -172,24 +172,61 @@ def test_disable_eval_frame_restores_even_when_the_frame_raises():
     assert sot.set_eval_frame(None) is not None
 
 
-def test_code_without_graph_runs_original_after_ten_calls():
-    callback = Callback({add.__code__: mul.__code__})
+def inner_seen_per_outer_call(calls):
+    """Calls outer() `calls` times; for each, whether the callback saw inner's frame."""
+    seen = []
+
+    def callback(frame):
+        seen.append(frame.f_code)
+        return CustomCode(None, False)
+
     sot.set_eval_frame(callback)
-    results = [add(3, 4) for _ in range(12)]
+    results = []
+    for _ in range(calls):
+        del seen[:]
+        assert outer(1) == 11
+        results.append(inner.__code__ in seen)
     sot.set_eval_frame(None)
-    # Calls 1-10 run the replacement; from the 11th the code counts as having no graph.
-    assert results == [12] * 10 + [7] * 2
-    assert callback.seen.count(add.__code__) == 12  # the callback is still asked
+    return results
 
 
-def test_set_with_graph_keeps_a_met_code_translated():
+def test_a_code_left_unchanged_ten_times_then_runs_with_its_subtree_unhooked():
+    # Paddle 3.3.1's rule: after 10 unchanged calls without a graph the code is given up.
+    assert inner_seen_per_outer_call(12) == [True] * 10 + [False] * 2
+
+
+def test_a_code_marked_with_graph_is_never_given_up():
+    sot.set_eval_frame(Callback())
+    outer(1)  # met once: now known to SOT
+    sot.set_eval_frame(None)
+    sot.sot_set_with_graph(outer.__code__)
+    assert inner_seen_per_outer_call(12) == [True] * 12
+
+
+def test_replacement_codes_are_never_given_up():
     callback = Callback({add.__code__: mul.__code__})
     sot.set_eval_frame(callback)
-    add(1, 1)  # met once: now known to SOT
-    sot.sot_set_with_graph(mul.__code__)  # the replacement is what counts
     results = [add(3, 4) for _ in range(12)]
     sot.set_eval_frame(None)
     assert results == [12] * 12
+
+
+def test_set_eval_frame_while_the_callback_is_set_aside_keeps_sot_hooked():
+    # Paddle's no_eval_frame helpers: save, set None, restore, inside the callback.
+    seen = []
+
+    def callback(frame):
+        seen.append(frame.f_code)
+        sot.set_eval_frame(sot.set_eval_frame(None))
+        return CustomCode(None, False)
+
+    with_graph(add)
+    sot.set_eval_frame(callback)
+    add(1, 1)
+    add(2, 2)
+    assert [handle.name for handle in framehook.frame_hooks()] == ["sot"]
+    sot.set_eval_frame(None)
+    assert seen.count(add.__code__) == 2
 
 
 def test_skip_prefix_keeps_frames_from_the_callback():

@@ -20,6 +20,22 @@ thread_local! {
     static CALLBACK: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
     /// Whether this thread counts among the runtime's threads with a callback.
     static COUNTED: Cell<bool> = const { Cell::new(false) };
+    /// How many times this thread's callback is set aside (while it runs, or
+    /// while a frame's subtree runs without it); it comes back afterwards, so
+    /// the thread keeps its place in the chain meanwhile.
+    static SUSPENDED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Sets this thread's callback aside until [`resume`].
+fn suspend() -> Option<Py<PyAny>> {
+    SUSPENDED.with(|depth| depth.set(depth.get() + 1));
+    take_callback()
+}
+
+/// Puts back what [`suspend`] set aside, whatever was set meanwhile (as Paddle does).
+fn resume(saved: Option<Py<PyAny>>) {
+    put_callback(saved);
+    SUSPENDED.with(|depth| depth.set(depth.get() - 1));
 }
 
 fn take_callback() -> Option<Py<PyAny>> {
@@ -118,7 +134,11 @@ impl SotRuntime {
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
         let old = put_callback(callback);
-        self.reconcile(py)?;
+        // While the callback is set aside it is still this thread's: the
+        // registration follows it when it comes back, not what is set meanwhile.
+        if SUSPENDED.with(Cell::get) == 0 {
+            self.reconcile(py)?;
+        }
         Ok(old)
     }
 
@@ -247,10 +267,10 @@ impl SotRuntime {
         let py = context.py();
         // Paddle's native guards read the frame's memory: give them the layout they expect.
         let frame = context.layout_frame()?;
-        let saved = take_callback();
+        let saved = suspend();
         let answer = callback.bind(py).call1((frame,));
         // Whatever the callback did to this thread's callback, the saved one is back.
-        put_callback(saved);
+        resume(saved);
         let answer = answer?;
         let code = answer.getattr(pyo3::intern!(py, "code"))?;
         let disable = answer.getattr(pyo3::intern!(py, "disable_eval_frame"))?;
@@ -295,14 +315,15 @@ impl RustHook for SotRuntime {
         } else {
             self.ask_callback(context, &callback)?
         };
-        if !disable && self.without_graph(replacement.as_ref().unwrap_or(&code)) {
-            return Ok(None);
-        }
-        if disable {
+        // Code status, as Paddle 3.3.1 counts it: only frames left as they are
+        // (no replacement) are counted, whether their subtree is disabled or not;
+        // a code given up on runs unchanged with its whole subtree unhooked.
+        let given_up = replacement.is_none() && self.without_graph(&code);
+        if disable || given_up {
             // The frame's whole call subtree runs without this thread's callback.
-            let saved = take_callback();
+            let saved = suspend();
             context.after_frame(Box::new(move |_py| {
-                put_callback(saved);
+                resume(saved);
             }));
         }
         Ok(replacement)
