@@ -691,28 +691,19 @@ def test_raw_code_status_with_graph():
 # disable_eval_frame is set or not; from the 11th such call on, a code never
 # marked as having a graph runs with its whole call subtree unhooked (the
 # callback is still asked about the frame itself). Replacement codes are never
-# given up. framehook's runtime gives up on replacement codes too, and keeps
-# hooking the callees of a code it gave up on.
+# given up.
 
 
-GIVEN_UP_SUBTREE = "framehook bug: a code given up on (no graph after 10 calls) still hands its callees to the callback"
-
-
-@pytest.mark.xfail(strict=True, reason=GIVEN_UP_SUBTREE)
 def test_raw_code_without_graph_runs_its_subtree_unhooked():
     probe = CodeStatusProbe()
     assert probe.run(lambda k: CustomCode(None, False)) == "AL" * 10 + "A-" * 15
 
 
-@pytest.mark.xfail(
-    strict=True, reason="framehook bug: replacement codes are given up on after 10 calls; Paddle never gives them up"
-)
 def test_raw_replacement_code_is_never_given_up():
     probe = CodeStatusProbe()
     assert probe.run(lambda k: CustomCode(probe.replacement, False)) == "ML" * 25
 
 
-@pytest.mark.xfail(strict=True, reason="framehook bug: calls answered with disable_eval_frame=True are not counted")
 def test_raw_code_status_counts_disabled_calls():
     probe = CodeStatusProbe()
     answer = lambda k: CustomCode(None, k <= 12)  # noqa: E731
@@ -728,7 +719,6 @@ def falls_back_then_calls(x, late):
     return total
 
 
-@pytest.mark.xfail(strict=True, reason=GIVEN_UP_SUBTREE)
 def test_sot_function_given_up_runs_its_callees_untranslated(sot_cache):
     """Through SOT: a function that fell back to dygraph is given up on after
     10 calls, and Paddle runs what it calls untranslated from then on."""
@@ -787,13 +777,10 @@ def test_raw_callback_is_per_thread():
     assert "add" in seen
 
 
-# Paddle's eval frame (eval_frame.c) keeps the callback in force after a
-# disabled subtree or a callback that touched it; framehook's runtime does not.
+# Paddle's eval frame keeps the callback in force after a disabled subtree or a
+# callback that touched it.
 
 
-@pytest.mark.xfail(
-    strict=True, reason="framehook bug: set_eval_frame in the callback or a disabled subtree unregisters the sot hook"
-)
 def test_raw_set_eval_frame_inside_disabled_subtree():
     """Paddle's no_eval_frame and psdb pattern (old = set_eval_frame(None) ...
     set_eval_frame(old)) inside a disabled subtree, and set_eval_frame inside
