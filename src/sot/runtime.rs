@@ -38,6 +38,16 @@ fn resume(saved: Option<Py<PyAny>>) {
     SUSPENDED.with(|depth| depth.set(depth.get() - 1));
 }
 
+/// After [`resume`]: the registration follows the callback that came back.
+fn follow_resumed_callback(py: Python<'_>) {
+    let changed = CALLBACK.with(|callback| callback.borrow().is_some()) != COUNTED.with(Cell::get);
+    if changed && SUSPENDED.with(Cell::get) == 0 {
+        if let Err(err) = SotRuntime::current(py).reconcile(py) {
+            err.write_unraisable(py, None);
+        }
+    }
+}
+
 fn take_callback() -> Option<Py<PyAny>> {
     CALLBACK.with(|callback| callback.borrow_mut().take())
 }
@@ -146,36 +156,38 @@ impl SotRuntime {
     /// in the chain while at least one thread has a callback.
     fn reconcile(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
         let has_callback = CALLBACK.with(|callback| callback.borrow().is_some());
-        if has_callback == COUNTED.with(Cell::get) {
-            return Ok(());
-        }
         // No Python code runs under this lock (see Registry's writer lock).
         let mut registration = self.registration.lock();
-        if has_callback {
-            if registration.threads_with_callback == 0 {
-                let hook = Arc::new(Hook::new(
-                    "sot".to_owned(),
-                    Some(Transform::Rust(Arc::clone(self) as Arc<dyn RustHook>)),
-                    None,
-                    false,
-                    OnError::Raise,
-                    None,
-                ));
-                Registry::current_or_create(py)?.add(py, Arc::clone(&hook))?;
-                registration.hook = Some(hook);
+        if has_callback != COUNTED.with(Cell::get) {
+            if has_callback {
+                registration.threads_with_callback += 1;
+            } else {
+                registration.threads_with_callback -= 1;
             }
-            registration.threads_with_callback += 1;
-        } else {
-            registration.threads_with_callback -= 1;
-            if registration.threads_with_callback == 0 {
-                if let (Some(hook), Some(registry)) =
-                    (registration.hook.take(), Registry::current(py))
-                {
-                    registry.remove(py, hook.id);
-                }
+            COUNTED.with(|counted| counted.set(has_callback));
+        }
+        let registry = Registry::current_or_create(py)?;
+        // The hook may also have been removed by someone else (clear_frame_hooks()).
+        let registered = registration
+            .hook
+            .as_ref()
+            .is_some_and(|hook| registry.snapshot().iter().any(|registered| registered.id == hook.id));
+        if registration.threads_with_callback > 0 && !registered {
+            let hook = Arc::new(Hook::new(
+                "sot".to_owned(),
+                Some(Transform::Rust(Arc::clone(self) as Arc<dyn RustHook>)),
+                None,
+                false,
+                OnError::Raise,
+                None,
+            ));
+            registry.add(py, Arc::clone(&hook))?;
+            registration.hook = Some(hook);
+        } else if registration.threads_with_callback == 0 {
+            if let Some(hook) = registration.hook.take() {
+                registry.remove(py, hook.id);
             }
         }
-        COUNTED.with(|counted| counted.set(has_callback));
         Ok(())
     }
 
@@ -271,6 +283,7 @@ impl SotRuntime {
         let answer = callback.bind(py).call1((frame,));
         // Whatever the callback did to this thread's callback, the saved one is back.
         resume(saved);
+        follow_resumed_callback(py);
         let answer = answer?;
         let code = answer.getattr(pyo3::intern!(py, "code"))?;
         let disable = answer.getattr(pyo3::intern!(py, "disable_eval_frame"))?;
@@ -322,8 +335,9 @@ impl RustHook for SotRuntime {
         if disable || given_up {
             // The frame's whole call subtree runs without this thread's callback.
             let saved = suspend();
-            context.after_frame(Box::new(move |_py| {
+            context.after_frame(Box::new(move |py| {
                 resume(saved);
+                follow_resumed_callback(py);
             }));
         }
         Ok(replacement)
