@@ -229,11 +229,6 @@ impl SotRuntime {
             .swap(pass, std::sync::atomic::Ordering::AcqRel)
     }
 
-    /// Forgets the skip rules and code statuses (tests, and tools that restart SOT).
-    pub fn reset(&self) {
-        *self.rules.lock() = Rules::default();
-    }
-
     fn is_skipped(&self, context: &HookContext<'_, '_>, code: &Bound<'_, PyAny>) -> PyResult<bool> {
         let filename = code.getattr(pyo3::intern!(code.py(), "co_filename"))?;
         let filename = filename.cast::<PyString>()?.to_cow()?;

@@ -29,7 +29,6 @@ from .._native import (
     eval_frame_skip_file_prefix,
     set_eval_frame,
     sot_pass_exception_tables,
-    sot_reset,
     sot_set_with_graph,
     sot_setup_codes_with_graph,
 )
@@ -39,7 +38,6 @@ __all__ = [
     "eval_frame_skip_file_prefix",
     "set_eval_frame",
     "sot_pass_exception_tables",
-    "sot_reset",
     "sot_set_with_graph",
     "sot_setup_codes_with_graph",
 ]
