@@ -185,7 +185,7 @@ def probe(python: str) -> dict:
         "try:\n"
         "    import importlib.metadata as md\n"
         "    info['paddle'] = md.version('paddlepaddle')\n"
-        "except Exception as e:\n"
+        "except Exception:\n"
         "    info['paddle'] = None\n"
         "try:\n"
         "    import importlib.util\n"
@@ -435,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     manifest = load_manifest(tests_dir)
     entries = check_manifest(tests_dir, manifest)
     files = [f for f in test_files if (not args.only or any(s in f for s in args.only)) and not any(s in f for s in args.exclude)]
+    if not files:
+        log(f"paddle_sot_suite: no test file in {tests_dir} matches -k {args.only} / --exclude {args.exclude}")
+        return 2
     # Longest first, so that two workers finish together.
     files_by_cost = sorted(files, key=lambda f: (0 if "resnet" in f else 1, f))
 
