@@ -103,8 +103,9 @@ def test_run_without_hooks_runs_the_script_unchanged(program):
     assert done.stdout.splitlines()[0] == "hello"
 
 
-def test_run_hook_replaces_the_code_the_script_runs(program):
-    done = framehook_cli("run", "-H", "cli_hooks:upper", "cli_script.py", cwd=program)
+@pytest.mark.parametrize("spec", ["cli_hooks:upper", "cli_hooks:Hooks.upper"])  # dotted attribute paths too
+def test_run_hook_replaces_the_code_the_script_runs(program, spec):
+    done = framehook_cli("run", "-H", spec, "cli_script.py", cwd=program)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "HELLO"
 
@@ -116,12 +117,6 @@ def test_run_registers_hooks_in_the_order_given(program):
                                    cwd=program)
     assert in_order.stdout.splitlines()[0] == "HELLO!"
     assert reversed_order.stdout.splitlines()[0] == "HELLO"
-
-
-def test_run_accepts_a_dotted_attribute_path(program):
-    done = framehook_cli("run", "-H", "cli_hooks:Hooks.upper", "cli_script.py", cwd=program)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == "HELLO"
 
 
 def test_run_gives_the_script_its_arguments_name_and_directory(program):

@@ -107,6 +107,32 @@ def test_frame_shows_code_locals_globals_builtins():
     assert seen["builtins"]["len"] is len
 
 
+def test_frame_unboxes_cells_and_stays_usable_after_the_callback():
+    def closure_maker(x):
+        y = x + 1
+
+        def uses():
+            return x + y
+
+        return uses
+
+    kept = []
+
+    def callback(frame):
+        if frame.f_code is closure_maker.__code__:
+            kept.append(frame)
+        return CustomCode(None, False)
+
+    sot.set_eval_frame(callback)
+    closure_maker(1)
+    sot.set_eval_frame(None)
+    (frame,) = kept
+    # Owned copies: readable after the frame ran, argument cells unboxed at entry.
+    assert frame.f_code is closure_maker.__code__
+    assert frame.f_locals == {"x": 1}
+    assert frame.f_globals is globals()
+
+
 def test_the_callback_is_unset_while_it_runs():
     inside = []
 

@@ -188,8 +188,9 @@ pub(crate) unsafe fn observe(
 ) {
     // SAFETY: guaranteed by the caller: the token is a live Arc<ObserverSet>.
     let set = unsafe { &*observers.cast_const().cast::<ObserverSet>() };
-    // Observers see a clean state; an exception the frame raised is put back after.
-    let pending = PyErr::take(py);
+    // Observers see a clean state; an exception pending (the frame raised, or
+    // one is thrown into it) is put back after. Checking is cheaper than taking.
+    let pending = if PyErr::occurred(py) { PyErr::take(py) } else { None };
     let _running = HookRunning::enter();
     for hook in &set.hooks {
         match &hook.observer {
@@ -302,7 +303,6 @@ impl<'a, 'py> Chain<'a, 'py> {
                     view: self.view,
                     current,
                     original: &self.original,
-                    frame: &mut self.frame,
                     after: &mut self.after,
                 };
                 rust_hook

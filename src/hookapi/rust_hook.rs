@@ -4,7 +4,6 @@
 
 use pyo3::prelude::*;
 
-use super::frame::Frame;
 use crate::pep523_backend::{self, FrameView};
 
 /// Runs once the frame it was registered for has finished (returned, raised,
@@ -26,7 +25,6 @@ pub struct HookContext<'a, 'py> {
     pub(crate) view: &'a FrameView<'a>,
     pub(crate) current: &'a Bound<'py, PyAny>,
     pub(crate) original: &'a Bound<'py, PyAny>,
-    pub(crate) frame: &'a mut Option<Bound<'py, Frame>>,
     pub(crate) after: &'a mut Vec<AfterFrame>,
 }
 
@@ -48,17 +46,12 @@ impl<'py> HookContext<'_, 'py> {
         self.view.globals(self.py)
     }
 
-    /// The `framehook.Frame` Python hooks receive (one per dispatch, showing `code()`).
-    pub fn python_frame(&mut self) -> PyResult<Bound<'py, Frame>> {
-        let frame = match self.frame {
-            Some(frame) => frame.clone(),
-            None => self
-                .frame
-                .insert(Bound::new(self.py, Frame::new(self.py, self.view))?)
-                .clone(),
-        };
-        frame.get().set_code(self.current);
-        Ok(frame)
+    /// A frame object with `f_code` (showing `code()`), `f_globals`,
+    /// `f_builtins` and `f_locals`, laid out in memory like the interpreter's
+    /// frames for native code that reads frame fields (Paddle's guard tree).
+    /// It owns its contents, so it stays valid after the dispatch.
+    pub fn layout_frame(&self) -> PyResult<Bound<'py, PyAny>> {
+        self.view.layout_frame(self.current)
     }
 
     /// Whether `code` has exception-handling entries (try/except/finally/with):

@@ -61,6 +61,7 @@ mod sys {
         pub fn fh_view_builtins(view: *const FrameView) -> *mut PyObject;
         pub fn fh_view_locals(view: *const FrameView) -> *mut PyObject;
         pub fn fh_view_back(view: *const FrameView) -> *mut PyObject;
+        pub fn fh_view_layout_frame(view: *const FrameView, code: *mut PyObject) -> *mut PyObject;
         pub fn fh_test_install_passthrough() -> c_int;
         pub fn fh_test_uninstall_passthrough() -> c_int;
         pub fn fh_test_passthrough_calls() -> c_ulonglong;
@@ -264,6 +265,14 @@ impl<'a> FrameView<'a> {
     pub fn locals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: the view is valid; the shim returns a new reference or NULL with an error.
         unsafe { Bound::from_owned_ptr_or_err(py, sys::fh_view_locals(self.raw)) }
+    }
+
+    /// A frame object showing `code`, laid out in memory like CPython's frames
+    /// (a PyFrameObject on 3.9/3.10; Paddle's interpreter-frame proxy on 3.11+)
+    /// for native code that reads frame fields directly. It owns its contents.
+    pub fn layout_frame<'py>(&self, code: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: the view is valid and `code` alive; new reference or NULL with an error.
+        unsafe { Bound::from_owned_ptr_or_err(code.py(), sys::fh_view_layout_frame(self.raw, code.as_ptr())) }
     }
 
     /// The caller's frame object, or None.

@@ -76,6 +76,10 @@ PyObject *fh_view_builtins(const fh_frame_view *view);  /* borrowed */
 PyObject *fh_view_locals(const fh_frame_view *view);    /* new dict, or NULL with error */
 PyObject *fh_view_back(const fh_frame_view *view);      /* new reference, Py_None if none */
 int fh_view_has_locals_mapping(const fh_frame_view *view);
+/* A new object with f_code (`code`), f_globals, f_builtins and f_locals (a
+ * dict, cells unboxed), laid out in memory as CPython's frames for native code
+ * that reads frame fields directly; it never refers to the live frame. */
+PyObject *fh_view_layout_frame(const fh_frame_view *view, PyObject *code);
 
 /* Test-only: a foreign pass-through eval function, as another PEP 523 tool
  * would install it, counting the frames it sees. */

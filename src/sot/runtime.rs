@@ -245,7 +245,8 @@ impl SotRuntime {
         callback: &Py<PyAny>,
     ) -> PyResult<(Option<Bound<'py, PyAny>>, bool)> {
         let py = context.py();
-        let frame = context.python_frame()?;
+        // Paddle's native guards read the frame's memory: give them the layout they expect.
+        let frame = context.layout_frame()?;
         let saved = take_callback();
         let answer = callback.bind(py).call1((frame,));
         // Whatever the callback did to this thread's callback, the saved one is back.

@@ -61,8 +61,12 @@ typedef struct framehook_frame framehook_frame;
 typedef int (*framehook_hook_func)(void *user_data, const framehook_frame *frame,
                                    PyObject **replacement);
 
-/* Observe one event of a frame running `code`. `original_code` is the frame's
- * original code for the events of a frame handed to the hooks (call, return,
+/* Observe one event of a frame running `code`. A frame reports its events to
+ * the observers registered when it started: an observer removed meanwhile
+ * still gets the exits of frames that started before (its user data stays
+ * alive until then), and one added meanwhile does not get them.
+ * `original_code` is the frame's original code for the events of a frame
+ * handed to the hooks (call, return,
  * exception: the same object as `code` unless a hook replaced it), and NULL
  * for frames that pass through unhooked (a generator resuming and yielding
  * runs the code its call event reported). Both borrowed. An observer must not

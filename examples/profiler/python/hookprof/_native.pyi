@@ -1,0 +1,29 @@
+from types import CodeType, TracebackType
+from typing import List, Optional, Tuple, Type, TypeVar
+
+from typing_extensions import disjoint_base
+
+__all__ = ["Collector", "flamegraph"]
+
+_C = TypeVar("_C", bound="Collector")
+
+@disjoint_base
+class Collector:
+    """Records calls on every thread while started (native part of hookprof.Profiler)."""
+
+    def __init__(self) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def running(self) -> bool: ...
+    def __enter__(self: _C) -> _C: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> bool: ...
+    def totals(self) -> List[Tuple[CodeType, Optional[CodeType], int, int, float, float]]: ...
+    def call_tree(self) -> List[Tuple[Optional[int], CodeType, Optional[CodeType], int]]: ...
+
+def flamegraph(lines: List[str], title: str) -> bytes: ...
