@@ -1,0 +1,543 @@
+#!/usr/bin/env python3
+"""Run PaddlePaddle's own ``test/sot`` suite on Paddle's eval frame and on framehook's, and compare.
+
+Each test file runs in its own process, as Paddle's CI runs them (``test/sot/CMakeLists.txt``):
+the environment gets ``SOT_LOG_LEVEL=0 COST_MODEL=False MIN_GRAPH_SIZE=0 STRICT_MODE=1
+FLAGS_cudnn_deterministic=True`` and the working directory is the test directory, so that
+``import test_case_base`` finds Paddle's harness. Two modes:
+
+* ``native``: Paddle's own C eval frame (``python -m unittest -v test_x`` in effect);
+* ``framehook``: the same, after ``framehook.sot.paddle.install()`` has swapped framehook's
+  eval-frame functions into ``paddle.base.core`` (before ``paddle.jit.sot`` is imported).
+
+The child runs ``unittest`` with verbosity 2 and a result class that also appends one JSON
+line per test event to a file, so outcomes are known per test case even when Paddle's C++
+logging interleaves with unittest's output, and even when the process crashes or times out
+(the test then running is reported as ``crash`` or ``timeout``). A file that exceeds
+``--timeout`` seconds is killed with its process group.
+
+The report (JSON, ``--report``) has, per interpreter, mode and file: the exit status, the
+duration, every test's outcome with the first line of its error, and the tail of the log
+(full logs go to ``--logs``); and per interpreter and file the tests whose outcome differs
+between the modes. A test passes when its outcome is ``pass`` or ``xfail``; the command
+exits 1 when, for some interpreter, the sets of passing tests differ between the modes,
+2 when a requested mode cannot run at all (e.g. framehook is not installed in that
+interpreter), and 0 otherwise.
+
+The test files are Paddle's, not ours, and are never committed: they live in
+``$FRAMEHOOK_CACHE/paddle-test-sot`` (``~/.cache/framehook/paddle-test-sot``) next to a
+``MANIFEST.json`` naming, per file, the Paddle repository path and commit it was taken from
+(``tools/paddle_sot_manifest.json`` is a copy of it, see README "Paddle's test/sot suite").
+When the directory holds no test files the command says so and exits 0 (``--require-tests``
+makes that exit 2), so it can sit in CI where the files cannot be fetched.
+
+Usage::
+
+    python3 tools/paddle_sot_suite.py --python /tmp/pd-venv-3.10/bin/python
+    python3 tools/paddle_sot_suite.py --python PY310 --python PY313 --mode native -k test_0
+
+Standard library only, Python 3.9+.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+CACHE = Path(os.environ.get("FRAMEHOOK_CACHE", Path.home() / ".cache" / "framehook"))
+DEFAULT_TESTS = CACHE / "paddle-test-sot"
+DEFAULT_REPORT = CACHE / "paddle-sot-report.json"
+DEFAULT_LOGS = CACHE / "paddle-sot-logs"
+MODES = ("native", "framehook")
+
+# test/sot/CMakeLists.txt: py_test_modules(... ENVS SOT_LOG_LEVEL=0 COST_MODEL=False
+# MIN_GRAPH_SIZE=0 STRICT_MODE=True FLAGS_cudnn_deterministic=True); run_all.sh uses STRICT_MODE=1.
+CI_ENV = {
+    "SOT_LOG_LEVEL": "0",
+    "COST_MODEL": "False",
+    "MIN_GRAPH_SIZE": "0",
+    "STRICT_MODE": "1",
+    "FLAGS_cudnn_deterministic": "True",
+}
+
+# Outcomes a test can have; the first group counts as passing.
+PASSING = ("pass", "xfail")
+SEVERITY = ["pass", "xfail", "skip", "upass", "fail", "error", "crash", "timeout", "missing"]
+
+# Runs in the child: argv = [mode, module, events_file].
+CHILD = r"""
+import json, sys, traceback, unittest
+mode, module, events_path = sys.argv[1:4]
+sink = open(events_path, "a", buffering=1)
+def emit(**fields):
+    sink.write(json.dumps(fields) + "\n")
+    sink.flush()
+installed = None
+if mode == "framehook":
+    import framehook.sot.paddle
+    framehook.sot.paddle.install()
+    installed = framehook.sot.paddle.installed()
+emit(event="begin", mode=mode, python=sys.version, installed=installed)
+def first_line(err):
+    text = "".join(traceback.format_exception_only(err[0], err[1])).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:400]
+    return err[0].__name__
+class Recording(unittest.TextTestResult):
+    def startTest(self, test):
+        emit(event="start", test=test.id())
+        super().startTest(test)
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        emit(event="pass", test=test.id())
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        emit(event="fail", test=test.id(), message=first_line(err))
+    def addError(self, test, err):
+        super().addError(test, err)
+        emit(event="error", test=test.id(), message=first_line(err))
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        emit(event="skip", test=test.id(), message=str(reason)[:400])
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        emit(event="xfail", test=test.id())
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        emit(event="upass", test=test.id())
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            failed = issubclass(err[0], test.failureException)
+            emit(event="fail" if failed else "error", test=test.id(), message=f"{subtest.id()}: {first_line(err)}")
+runner = unittest.TextTestRunner(resultclass=Recording, verbosity=2)
+program = unittest.main(module=None, argv=["python -m unittest", "-v", module], testRunner=runner, exit=False)
+if mode == "framehook":
+    installed = framehook.sot.paddle.installed()
+ok = program.result.wasSuccessful()
+emit(event="end", ok=ok, installed=installed)
+sys.exit(0 if ok else 1)
+"""
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def pass_class(outcome: str) -> str:
+    if outcome in PASSING:
+        return "pass"
+    if outcome == "skip":
+        return "skip"
+    return "fail"
+
+
+def worst(a: str | None, b: str) -> str:
+    if a is None:
+        return b
+    return a if SEVERITY.index(a) >= SEVERITY.index(b) else b
+
+
+def load_manifest(tests_dir: Path) -> dict | None:
+    path = tests_dir / "MANIFEST.json"
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        log(f"paddle_sot_suite: warning: cannot read {path}: {e}")
+        return None
+
+
+def check_manifest(tests_dir: Path, manifest: dict | None) -> dict[str, dict]:
+    """File name -> manifest entry; warns about files that differ from what the manifest recorded."""
+    if manifest is None:
+        return {}
+    entries = {entry["file"]: entry for entry in manifest.get("files", [])}
+    for name, entry in entries.items():
+        path = tests_dir / name
+        if not path.is_file():
+            log(f"paddle_sot_suite: warning: {name} is in MANIFEST.json but not in {tests_dir}")
+        elif entry.get("sha256") and hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            log(f"paddle_sot_suite: warning: {name} differs from the version MANIFEST.json records ({entry.get('commit')})")
+    return entries
+
+
+def probe(python: str) -> dict:
+    """The interpreter's version label and what it can import."""
+    code = (
+        "import json, sys, sysconfig\n"
+        "info = {'version': '%d.%d' % sys.version_info[:2], 'full': sys.version.split()[0],\n"
+        "        'ft': bool(sysconfig.get_config_var('Py_GIL_DISABLED')), 'debug': hasattr(sys, 'gettotalrefcount')}\n"
+        "try:\n"
+        "    import importlib.metadata as md\n"
+        "    info['paddle'] = md.version('paddlepaddle')\n"
+        "except Exception:\n"
+        "    info['paddle'] = None\n"
+        "try:\n"
+        "    import importlib.util\n"
+        "    info['framehook'] = importlib.util.find_spec('framehook') is not None and \\\n"
+        "        importlib.util.find_spec('framehook.sot.paddle') is not None\n"
+        "except Exception:\n"
+        "    info['framehook'] = False\n"
+        "print(json.dumps(info))\n"
+    )
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": str(e)}
+    if out.returncode != 0:
+        return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:] or ["failed"]}
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    info["label"] = info["version"] + ("t" if info["ft"] else "") + ("d" if info["debug"] else "")
+    return info
+
+
+def run_file(python: str, mode: str, tests_dir: Path, test_file: str, timeout: float, log_path: Path, extra_env: dict) -> dict:
+    module = test_file[:-3]
+    env = dict(os.environ)
+    env.update(CI_ENV)
+    env.update(extra_env)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, events_name = tempfile.mkstemp(prefix=f"{module}.{mode}.", suffix=".jsonl")
+    os.close(fd)
+    events_path = Path(events_name)
+    start = time.monotonic()
+    timed_out = False
+    with open(log_path, "wb") as out:
+        proc = subprocess.Popen(
+            [python, "-c", CHILD, mode, module, str(events_path)],
+            cwd=tests_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+    duration = time.monotonic() - start
+    events = []
+    for line in events_path.read_text(errors="replace").splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            pass
+    events_path.unlink()
+
+    tests: dict[str, dict] = {}
+    pending: set[str] = set()
+    begin = end = None
+    for event in events:
+        kind = event.get("event")
+        if kind == "begin":
+            begin = event
+        elif kind == "end":
+            end = event
+        elif kind == "start":
+            pending.add(event["test"])
+            tests.setdefault(event["test"], {"outcome": None})
+        else:
+            test = event["test"]
+            pending.discard(test)
+            entry = tests.setdefault(test, {"outcome": None})
+            outcome = worst(entry["outcome"], kind)
+            if outcome != entry["outcome"]:
+                entry["outcome"] = outcome
+                if event.get("message"):
+                    entry["message"] = event["message"]
+    log_lines = log_path.read_text(errors="replace").splitlines()
+    unfinished = "timeout" if timed_out else "crash"
+    why = f"{unfinished} while this test ran (exit status {rc})"
+    native_stack = _native_stack(log_lines)
+    if native_stack and not timed_out:
+        why += "; native stack: " + " <- ".join(native_stack)
+    for test in pending:
+        tests[test]["outcome"] = unfinished
+        tests[test]["message"] = why
+
+    if timed_out:
+        status = "timeout"
+    elif begin is None:
+        status = "no-result"
+    elif end is None:
+        status = "crash"
+    elif rc == 0:
+        status = "passed"
+    else:
+        status = "failed"
+    result = {
+        "status": status,
+        "returncode": rc,
+        "duration": round(duration, 2),
+        "tests": dict(sorted(tests.items())),
+        "log": str(log_path),
+        "log_tail": [line for line in log_lines if not _is_glog(line)][-30:],
+    }
+    if mode == "framehook" and begin is not None:
+        result["framehook_installed"] = bool(begin.get("installed")) and (end is None or bool(end.get("installed")))
+    return result
+
+
+def _native_stack(lines: list[str]) -> list[str]:
+    """The innermost frames of the C++ traceback Paddle prints on a fatal signal, if any."""
+    for i, line in enumerate(lines):
+        if line.strip() == "C++ Traceback (most recent call last):":
+            frames = []
+            for entry in lines[i + 2 :]:
+                parts = entry.split(None, 1)
+                if len(parts) != 2 or not parts[0].isdigit():
+                    break
+                frames.append(parts[1].strip())
+            return frames[::-1][:4]
+    return []
+
+
+def _is_glog(line: str) -> bool:
+    # Paddle's C++ logging: "I1121 06:28:08.862432  1887 file.cc:123] ..."
+    return len(line) > 5 and line[0] in "IWEF" and line[1:5].isdigit() and line[5] == " "
+
+
+def count(result: dict) -> tuple[int, int]:
+    tests = result["tests"]
+    passed = sum(1 for t in tests.values() if t["outcome"] in PASSING)
+    return passed, len(tests)
+
+
+def compare(native: dict, framehook: dict) -> list[dict]:
+    differing = []
+    for test in sorted(set(native["tests"]) | set(framehook["tests"])):
+        n = native["tests"].get(test, {"outcome": "missing"})
+        f = framehook["tests"].get(test, {"outcome": "missing"})
+        if pass_class(n["outcome"]) != pass_class(f["outcome"]):
+            differing.append(
+                {
+                    "test": test,
+                    "native": n["outcome"],
+                    "framehook": f["outcome"],
+                    "native_message": n.get("message"),
+                    "framehook_message": f.get("message"),
+                }
+            )
+    return differing
+
+
+def cell(result: dict | None) -> str:
+    if result is None:
+        return "-"
+    passed, total = count(result)
+    skipped = sum(1 for t in result["tests"].values() if t["outcome"] == "skip")
+    text = f"{passed}/{total - skipped}"
+    if skipped:
+        text += f" +{skipped} skip"
+    if result["status"] in ("timeout", "crash", "no-result"):
+        text += f" {result['status']}"
+    return text
+
+
+def print_table(label: str, files: list[str], runs: dict, comparison: dict, show_failures: bool) -> None:
+    modes = [m for m in MODES if m in runs]
+    width = max([len("file")] + [len(f[:-3]) for f in files])
+    header = f"{'file':<{width}}  " + "  ".join(f"{m:<18}" for m in modes)
+    if len(modes) == 2:
+        header += "  differing"
+    log(f"\n== CPython {label}: tests passed / tests run (skipped tests apart), per file ==")
+    log(header)
+    log("-" * len(header))
+    totals = {m: [0, 0, 0] for m in modes}
+    for f in files:
+        row = f"{f[:-3]:<{width}}  "
+        for m in modes:
+            r = runs[m].get(f)
+            row += f"{cell(r):<18}  "
+            if r is not None:
+                p, t = count(r)
+                totals[m][0] += p
+                totals[m][1] += t
+                totals[m][2] += sum(1 for x in r["tests"].values() if x["outcome"] == "skip")
+        if len(modes) == 2:
+            diff = comparison.get(f, [])
+            row += ", ".join(d["test"].split(".", 1)[-1] for d in diff)
+        log(row.rstrip())
+    log("-" * len(header))
+    log((f"{'total':<{width}}  " + "  ".join(f"{f'{p}/{t - k} +{k} skip':<18}" for p, t, k in totals.values())).rstrip())
+    if len(modes) == 2:
+        diffs = [d for f in files for d in comparison.get(f, [])]
+        if diffs:
+            log(f"\n{len(diffs)} test(s) differ between native and framehook on {label}:")
+            for d in diffs:
+                log(f"  {d['test']}: native {d['native']}, framehook {d['framehook']}")
+                for side in ("native", "framehook"):
+                    if d[side] not in PASSING and d.get(f"{side}_message"):
+                        log(f"      {side}: {d[f'{side}_message']}")
+        else:
+            log(f"\nnative and framehook pass the same tests on {label}.")
+    if show_failures:
+        for m in modes:
+            failing = [
+                (test, t)
+                for f in files
+                if runs[m].get(f)
+                for test, t in runs[m][f]["tests"].items()
+                if pass_class(t["outcome"]) == "fail"
+            ]
+            log(f"\n{len(failing)} test(s) not passing in {m} mode on {label}:")
+            for test, t in failing:
+                log(f"  {test}: {t['outcome']}: {t.get('message', '')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tests", type=Path, default=DEFAULT_TESTS, help=f"directory of Paddle's test/sot files (default {DEFAULT_TESTS})")
+    parser.add_argument("--python", action="append", default=[], metavar="PY", help="interpreter with paddlepaddle (and framehook) installed; repeatable")
+    parser.add_argument("--mode", action="append", choices=MODES, help="native, framehook, or both (default both)")
+    parser.add_argument("-k", "--only", action="append", default=[], metavar="SUBSTRING", help="run only files whose name contains this; repeatable")
+    parser.add_argument("--exclude", action="append", default=[], metavar="SUBSTRING", help="skip files whose name contains this; repeatable")
+    parser.add_argument("--jobs", type=int, default=2, help="processes at once (default 2)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per file before it is killed (default 300)")
+    parser.add_argument("--report", type=Path, default=DEFAULT_REPORT, help=f"JSON report path (default {DEFAULT_REPORT})")
+    parser.add_argument("--logs", type=Path, default=DEFAULT_LOGS, help=f"directory for per-file logs (default {DEFAULT_LOGS})")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for the test processes")
+    parser.add_argument("--show-failures", action="store_true", help="also list every test that does not pass, per mode")
+    parser.add_argument("--require-tests", action="store_true", help="exit 2 instead of 0 when the test directory is missing or empty")
+    args = parser.parse_args(argv)
+    modes = [m for m in MODES if m in (args.mode or MODES)]
+    extra_env = dict(item.split("=", 1) for item in args.env)
+
+    tests_dir = args.tests.expanduser()
+    test_files = sorted(p.name for p in tests_dir.glob("test_*.py") if p.name != "test_case_base.py") if tests_dir.is_dir() else []
+    if not test_files or not (tests_dir / "test_case_base.py").is_file():
+        log(
+            f"paddle_sot_suite: SKIPPED: no Paddle test/sot files in {tests_dir} "
+            "(they are not part of this repository; README, \"Paddle's test/sot suite\", says how they were obtained)"
+        )
+        return 2 if args.require_tests else 0
+    if not args.python:
+        parser.error("give at least one --python (an interpreter with paddlepaddle installed)")
+    manifest = load_manifest(tests_dir)
+    entries = check_manifest(tests_dir, manifest)
+    files = [f for f in test_files if (not args.only or any(s in f for s in args.only)) and not any(s in f for s in args.exclude)]
+    if not files:
+        log(f"paddle_sot_suite: no test file in {tests_dir} matches -k {args.only} / --exclude {args.exclude}")
+        return 2
+    # Longest first, so that two workers finish together.
+    files_by_cost = sorted(files, key=lambda f: (0 if "resnet" in f else 1, f))
+
+    interpreters = []
+    unavailable = []
+    labels: set[str] = set()
+    for python in args.python:
+        info = probe(python)
+        if "error" in info:
+            log(f"paddle_sot_suite: {python}: cannot run: {info['error']}")
+            unavailable.append({"python": python, "mode": "all", "reason": str(info["error"])})
+            continue
+        label = info["label"]
+        while label in labels:
+            label += "'"
+        labels.add(label)
+        if not info.get("paddle"):
+            log(f"paddle_sot_suite: {python} ({label}): paddlepaddle is not installed; skipped")
+            unavailable.append({"python": python, "mode": "all", "reason": "paddlepaddle not installed"})
+            continue
+        usable = [m for m in modes if m != "framehook" or info.get("framehook")]
+        if "framehook" in modes and "framehook" not in usable:
+            log(f"paddle_sot_suite: {python} ({label}): framehook.sot.paddle is not importable; framehook mode skipped")
+            unavailable.append({"python": python, "mode": "framehook", "reason": "framehook.sot.paddle not importable"})
+        interpreters.append((python, label, info, usable))
+
+    jobs = [(python, label, mode, f) for f in files_by_cost for python, label, _, usable in interpreters for mode in usable]
+    log(
+        f"paddle_sot_suite: {len(files)} file(s) from {tests_dir}, modes {', '.join(modes)}, "
+        f"{len(interpreters)} interpreter(s), {len(jobs)} run(s), {args.jobs} at a time, timeout {args.timeout:g}s"
+    )
+    results: dict[str, dict[str, dict[str, dict]]] = {label: {m: {} for m in usable} for _, label, _, usable in interpreters}
+    lock = threading.Lock()
+    done = [0]
+
+    def work(job):
+        python, label, mode, f = job
+        log_path = args.logs / label / mode / (f[:-3] + ".log")
+        result = run_file(python, mode, tests_dir, f, args.timeout, log_path, extra_env)
+        with lock:
+            results[label][mode][f] = result
+            done[0] += 1
+            log(f"[{done[0]}/{len(jobs)}] {label} {mode:<9} {f[:-3]}: {cell(result)} passed ({result['duration']:.1f}s)")
+
+    started = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for future in concurrent.futures.as_completed([pool.submit(work, job) for job in jobs]):
+            future.result()
+
+    exit_code = 0
+    comparisons: dict[str, dict[str, list]] = {}
+    summary: dict[str, dict] = {}
+    for python, label, info, usable in interpreters:
+        runs = results[label]
+        comparison: dict[str, list] = {}
+        if len(usable) == 2:
+            for f in files:
+                diff = compare(runs["native"][f], runs["framehook"][f])
+                if diff:
+                    comparison[f] = diff
+            if comparison:
+                exit_code = max(exit_code, 1)
+            not_installed = [f for f, r in runs["framehook"].items() if r.get("framehook_installed") is False]
+            if not_installed:
+                log(f"paddle_sot_suite: warning: framehook was not installed at the end of {', '.join(not_installed)} on {label}")
+        comparisons[label] = comparison
+        summary[label] = {
+            m: {
+                "passed": sum(count(r)[0] for r in runs[m].values()),
+                "skipped": sum(1 for r in runs[m].values() for t in r["tests"].values() if t["outcome"] == "skip"),
+                "tests": sum(count(r)[1] for r in runs[m].values()),
+            }
+            for m in usable
+        }
+        summary[label]["differing"] = sum(len(d) for d in comparison.values())
+        print_table(label, files, runs, comparison, args.show_failures)
+    if unavailable:
+        exit_code = 2 if exit_code == 0 else exit_code
+
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "duration": round(time.time() - started, 1),
+        "tests_dir": str(tests_dir),
+        "environment": {**CI_ENV, **extra_env},
+        "timeout": args.timeout,
+        "modes": modes,
+        "manifest": {f: {"path": e.get("path"), "commit": e.get("commit")} for f, e in entries.items() if f in files or f == "test_case_base.py"},
+        "interpreters": {label: {"python": python, **info, "modes": usable} for python, label, info, usable in interpreters},
+        "unavailable": unavailable,
+        "summary": summary,
+        "differing": comparisons,
+        "runs": results,
+    }
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.report.with_suffix(args.report.suffix + ".tmp")
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    os.replace(tmp, args.report)
+    log(f"\nreport: {args.report}   logs: {args.logs}")
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
