@@ -156,8 +156,9 @@ impl SotRuntime {
     /// in the chain while at least one thread has a callback.
     fn reconcile(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
         let has_callback = CALLBACK.with(|callback| callback.borrow().is_some());
-        // No Python code runs under this lock (see Registry's writer lock).
-        let mut registration = self.registration.lock();
+        // Registering logs through Python logging, which may let another thread
+        // run: wait for the lock with the GIL released so that thread can finish.
+        let mut registration = py.detach(|| self.registration.lock());
         if has_callback != COUNTED.with(Cell::get) {
             if has_callback {
                 registration.threads_with_callback += 1;
