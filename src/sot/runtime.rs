@@ -169,10 +169,12 @@ impl SotRuntime {
         }
         let registry = Registry::current_or_create(py)?;
         // The hook may also have been removed by someone else (clear_frame_hooks()).
-        let registered = registration
-            .hook
-            .as_ref()
-            .is_some_and(|hook| registry.snapshot().iter().any(|registered| registered.id == hook.id));
+        let registered = registration.hook.as_ref().is_some_and(|hook| {
+            registry
+                .snapshot()
+                .iter()
+                .any(|registered| registered.id == hook.id)
+        });
         if registration.threads_with_callback > 0 && !registered {
             let hook = Arc::new(Hook::new(
                 "sot".to_owned(),
