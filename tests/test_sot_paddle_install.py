@@ -59,3 +59,29 @@ def test_install_refuses_while_paddles_own_eval_frame_is_active():
     """)
     assert done.returncode == 0, done.stderr
     assert "Paddle's own eval frame is active" in done.stdout
+
+
+def test_framehook_recovers_after_paddles_eval_frame_displaced_it():
+    # Paddle's own set_eval_frame installs its function over framehook's, then
+    # puts back CPython's default: framehook must be able to hook again.
+    done = run("""
+        import collections
+        import framehook
+        import paddle.base.core as core
+        CustomCode = collections.namedtuple("CustomCode", "code disable_eval_frame")
+
+        def f():
+            return 1
+
+        seen = []
+        handle = framehook.add_frame_hook(lambda frame: seen.append(frame.f_code) or None)
+        core.set_eval_frame(lambda frame: CustomCode(None, False))
+        core.set_eval_frame(None)
+        framehook.remove_frame_hook(handle)
+        assert not framehook._native._is_installed()
+        with framehook.frame_hook(lambda frame: seen.append(frame.f_code) or None):
+            f()
+        assert f.__code__ in seen
+        print("ok")
+    """)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

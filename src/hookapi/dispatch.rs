@@ -5,16 +5,15 @@ use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
 
+use framehook_capi::Event;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyCode;
 
+use super::capi::NativeFrame;
 use super::code_state::{CodeState, Plan, StrongRef};
 use super::compat;
 use super::frame::Frame;
-use framehook_capi::Event;
-
-use super::capi::NativeFrame;
 use super::registry::{Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
 use crate::pep523_backend::{FrameView, RawDecision};
@@ -190,7 +189,11 @@ pub(crate) unsafe fn observe(
     let set = unsafe { &*observers.cast_const().cast::<ObserverSet>() };
     // Observers see a clean state; an exception pending (the frame raised, or
     // one is thrown into it) is put back after. Checking is cheaper than taking.
-    let pending = if PyErr::occurred(py) { PyErr::take(py) } else { None };
+    let pending = if PyErr::occurred(py) {
+        PyErr::take(py)
+    } else {
+        None
+    };
     let _running = HookRunning::enter();
     for hook in &set.hooks {
         match &hook.observer {

@@ -272,7 +272,12 @@ impl<'a> FrameView<'a> {
     /// for native code that reads frame fields directly. It owns its contents.
     pub fn layout_frame<'py>(&self, code: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: the view is valid and `code` alive; new reference or NULL with an error.
-        unsafe { Bound::from_owned_ptr_or_err(code.py(), sys::fh_view_layout_frame(self.raw, code.as_ptr())) }
+        unsafe {
+            Bound::from_owned_ptr_or_err(
+                code.py(),
+                sys::fh_view_layout_frame(self.raw, code.as_ptr()),
+            )
+        }
     }
 
     /// The caller's frame object, or None.

@@ -108,10 +108,26 @@ static _PyFrameEvalFunction as_previous(_PyFrameEvalFunction current)
     return current == _PyEval_EvalFrameDefault ? NULL : current;
 }
 
+/* Whether `current`, installed instead of ours, cannot be calling ours: it is
+ * what ours replaced, or CPython's default evaluator, which calls no one. */
+static int displaced_for_good(fh_chain_entry *entry, _PyFrameEvalFunction current)
+{
+    return current == next_eval(entry) || current == _PyEval_EvalFrameDefault;
+}
+
 int fh_install(void)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
-    if (chain_entry(interp) != NULL) {
+    fh_chain_entry *entry = chain_entry(interp);
+    if (entry != NULL) {
+        _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+        if (current != (_PyFrameEvalFunction)fh_eval && displaced_for_good(entry, current)) {
+            /* The tool that installed its function over ours has put back
+             * what ours replaced (or the default): nothing calls ours any more. */
+            atomic_store(&entry->previous, as_previous(current));
+            _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
+            return 0;
+        }
         return 1; /* ours is in the interpreter's chain already */
     }
     for (int i = 0; i < FH_MAX_INTERPRETERS; i++) {
@@ -135,7 +151,14 @@ int fh_uninstall(void)
     if (entry == NULL) {
         return 1;
     }
-    if (_PyInterpreterState_GetEvalFrameFunc(interp) != (_PyFrameEvalFunction)fh_eval) {
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (current != (_PyFrameEvalFunction)fh_eval && displaced_for_good(entry, current)) {
+        /* Another tool installed its function over ours and has since put
+         * back what ours replaced (or the default): ours is out of the chain. */
+        atomic_store(&entry->interp, NULL);
+        return 1;
+    }
+    if (current != (_PyFrameEvalFunction)fh_eval) {
         /* Another tool installed its function over ours and calls ours as its
          * previous one: stay in the chain, passing frames through. */
         return 0;

@@ -1,6 +1,6 @@
-//! Which codes SOT keeps translating: a code that has not been marked as
-//! having a graph after [`CALLS_BEFORE_GIVING_UP`] calls runs its original
-//! code from then on.
+//! Which codes SOT keeps hooking: a code the callback has left unchanged
+//! [`CALLS_BEFORE_GIVING_UP`] times without it being marked as having a graph
+//! runs unchanged from then on, with its call subtree unhooked.
 
 /// As in Paddle's eval-frame module.
 pub const CALLS_BEFORE_GIVING_UP: u32 = 10;

@@ -11,8 +11,9 @@
 //! - skip rules checked first, before anything costly: file-name prefixes
 //!   (a `<frozen ...>` file is judged by its module's `__file__`) unless the
 //!   code is marked never to skip;
-//! - code status: a code that has not been marked as having a graph after 10
-//!   calls runs its original code from then on;
+//! - code status: a code the callback has left unchanged 10 times without it
+//!   being marked as having a graph runs unchanged from then on, with its
+//!   whole call subtree unhooked (replacement codes are never given up);
 //! - on 3.11+, functions with an exception table are passed through while
 //!   `pass_exception_tables` is on (the default: Paddle's code generator drops
 //!   exception tables).

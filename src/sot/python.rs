@@ -96,12 +96,6 @@ pub fn sot_pass_exception_tables(py: Python<'_>, enabled: bool) -> bool {
     SotRuntime::current(py).set_pass_exception_tables(enabled)
 }
 
-/// Forgets skip rules and code statuses.
-#[pyfunction]
-pub fn sot_reset(py: Python<'_>) {
-    SotRuntime::current(py).reset();
-}
-
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(set_eval_frame, module)?)?;
     module.add_function(wrap_pyfunction!(eval_frame_skip_file_prefix, module)?)?;
@@ -109,6 +103,5 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(sot_setup_codes_with_graph, module)?)?;
     module.add_function(wrap_pyfunction!(sot_set_with_graph, module)?)?;
     module.add_function(wrap_pyfunction!(sot_pass_exception_tables, module)?)?;
-    module.add_function(wrap_pyfunction!(sot_reset, module)?)?;
     Ok(())
 }

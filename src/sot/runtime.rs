@@ -20,6 +20,32 @@ thread_local! {
     static CALLBACK: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
     /// Whether this thread counts among the runtime's threads with a callback.
     static COUNTED: Cell<bool> = const { Cell::new(false) };
+    /// How many times this thread's callback is set aside (while it runs, or
+    /// while a frame's subtree runs without it); it comes back afterwards, so
+    /// the thread keeps its place in the chain meanwhile.
+    static SUSPENDED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Sets this thread's callback aside until [`resume`].
+fn suspend() -> Option<Py<PyAny>> {
+    SUSPENDED.with(|depth| depth.set(depth.get() + 1));
+    take_callback()
+}
+
+/// Puts back what [`suspend`] set aside, whatever was set meanwhile (as Paddle does).
+fn resume(saved: Option<Py<PyAny>>) {
+    put_callback(saved);
+    SUSPENDED.with(|depth| depth.set(depth.get() - 1));
+}
+
+/// After [`resume`]: the registration follows the callback that came back.
+fn follow_resumed_callback(py: Python<'_>) {
+    let changed = CALLBACK.with(|callback| callback.borrow().is_some()) != COUNTED.with(Cell::get);
+    if changed && SUSPENDED.with(Cell::get) == 0 {
+        if let Err(err) = SotRuntime::current(py).reconcile(py) {
+            err.write_unraisable(py, None);
+        }
+    }
 }
 
 fn take_callback() -> Option<Py<PyAny>> {
@@ -118,7 +144,11 @@ impl SotRuntime {
         callback: Option<Py<PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
         let old = put_callback(callback);
-        self.reconcile(py)?;
+        // While the callback is set aside it is still this thread's: the
+        // registration follows it when it comes back, not what is set meanwhile.
+        if SUSPENDED.with(Cell::get) == 0 {
+            self.reconcile(py)?;
+        }
         Ok(old)
     }
 
@@ -126,36 +156,41 @@ impl SotRuntime {
     /// in the chain while at least one thread has a callback.
     fn reconcile(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
         let has_callback = CALLBACK.with(|callback| callback.borrow().is_some());
-        if has_callback == COUNTED.with(Cell::get) {
-            return Ok(());
-        }
-        // No Python code runs under this lock (see Registry's writer lock).
-        let mut registration = self.registration.lock();
-        if has_callback {
-            if registration.threads_with_callback == 0 {
-                let hook = Arc::new(Hook::new(
-                    "sot".to_owned(),
-                    Some(Transform::Rust(Arc::clone(self) as Arc<dyn RustHook>)),
-                    None,
-                    false,
-                    OnError::Raise,
-                    None,
-                ));
-                Registry::current_or_create(py)?.add(py, Arc::clone(&hook))?;
-                registration.hook = Some(hook);
+        // Registering logs through Python logging, which may let another thread
+        // run: wait for the lock with the GIL released so that thread can finish.
+        let mut registration = py.detach(|| self.registration.lock());
+        if has_callback != COUNTED.with(Cell::get) {
+            if has_callback {
+                registration.threads_with_callback += 1;
+            } else {
+                registration.threads_with_callback -= 1;
             }
-            registration.threads_with_callback += 1;
-        } else {
-            registration.threads_with_callback -= 1;
-            if registration.threads_with_callback == 0 {
-                if let (Some(hook), Some(registry)) =
-                    (registration.hook.take(), Registry::current(py))
-                {
-                    registry.remove(py, hook.id);
-                }
+            COUNTED.with(|counted| counted.set(has_callback));
+        }
+        let registry = Registry::current_or_create(py)?;
+        // The hook may also have been removed by someone else (clear_frame_hooks()).
+        let registered = registration.hook.as_ref().is_some_and(|hook| {
+            registry
+                .snapshot()
+                .iter()
+                .any(|registered| registered.id == hook.id)
+        });
+        if registration.threads_with_callback > 0 && !registered {
+            let hook = Arc::new(Hook::new(
+                "sot".to_owned(),
+                Some(Transform::Rust(Arc::clone(self) as Arc<dyn RustHook>)),
+                None,
+                false,
+                OnError::Raise,
+                None,
+            ));
+            registry.add(py, Arc::clone(&hook))?;
+            registration.hook = Some(hook);
+        } else if registration.threads_with_callback == 0 {
+            if let Some(hook) = registration.hook.take() {
+                registry.remove(py, hook.id);
             }
         }
-        COUNTED.with(|counted| counted.set(has_callback));
         Ok(())
     }
 
@@ -195,11 +230,6 @@ impl SotRuntime {
     pub fn set_pass_exception_tables(&self, pass: bool) -> bool {
         self.pass_exception_tables
             .swap(pass, std::sync::atomic::Ordering::AcqRel)
-    }
-
-    /// Forgets the skip rules and code statuses (tests, and tools that restart SOT).
-    pub fn reset(&self) {
-        *self.rules.lock() = Rules::default();
     }
 
     fn is_skipped(&self, context: &HookContext<'_, '_>, code: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -247,10 +277,11 @@ impl SotRuntime {
         let py = context.py();
         // Paddle's native guards read the frame's memory: give them the layout they expect.
         let frame = context.layout_frame()?;
-        let saved = take_callback();
+        let saved = suspend();
         let answer = callback.bind(py).call1((frame,));
         // Whatever the callback did to this thread's callback, the saved one is back.
-        put_callback(saved);
+        resume(saved);
+        follow_resumed_callback(py);
         let answer = answer?;
         let code = answer.getattr(pyo3::intern!(py, "code"))?;
         let disable = answer.getattr(pyo3::intern!(py, "disable_eval_frame"))?;
@@ -295,14 +326,16 @@ impl RustHook for SotRuntime {
         } else {
             self.ask_callback(context, &callback)?
         };
-        if !disable && self.without_graph(replacement.as_ref().unwrap_or(&code)) {
-            return Ok(None);
-        }
-        if disable {
+        // Code status, as Paddle 3.3.1 counts it: only frames left as they are
+        // (no replacement) are counted, whether their subtree is disabled or not;
+        // a code given up on runs unchanged with its whole subtree unhooked.
+        let given_up = replacement.is_none() && self.without_graph(&code);
+        if disable || given_up {
             // The frame's whole call subtree runs without this thread's callback.
-            let saved = take_callback();
-            context.after_frame(Box::new(move |_py| {
-                put_callback(saved);
+            let saved = suspend();
+            context.after_frame(Box::new(move |py| {
+                resume(saved);
+                follow_resumed_callback(py);
             }));
         }
         Ok(replacement)

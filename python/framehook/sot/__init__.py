@@ -14,8 +14,10 @@ The functions are Paddle's five eval-frame functions with Paddle's meaning
   frames of files under a prefix are not handed to the callback, unless their
   code is listed as never skipped. Checked first, before anything costly.
 - ``sot_setup_codes_with_graph(codes)``, ``sot_set_with_graph(code)``: codes
-  marked as having a graph keep being translated; others run their original
-  code after 10 calls.
+  marked as having a graph keep being translated; a code the callback has left
+  unchanged 10 times (skipped frames included) without being marked runs
+  unchanged from then on, with its whole call subtree unhooked. Replacement
+  codes are never given up.
 
 SOT is one frame hook among others: while a thread has a callback, the hook
 named "sot" is in ``framehook.frame_hooks()``, after the hooks registered
@@ -27,7 +29,6 @@ from .._native import (
     eval_frame_skip_file_prefix,
     set_eval_frame,
     sot_pass_exception_tables,
-    sot_reset,
     sot_set_with_graph,
     sot_setup_codes_with_graph,
 )
@@ -37,7 +38,6 @@ __all__ = [
     "eval_frame_skip_file_prefix",
     "set_eval_frame",
     "sot_pass_exception_tables",
-    "sot_reset",
     "sot_set_with_graph",
     "sot_setup_codes_with_graph",
 ]
