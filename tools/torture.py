@@ -16,7 +16,10 @@ own process, through CPython's regression-test driver (``test.libregrtest``, as
 The hooks and the child are ``framehook._torture`` (the transform, its limits and a
 self-check are described there): the child installs the hooks before the test driver is
 imported and records every test's outcome to a JSON-lines file, so a crash or a timeout
-still leaves the outcomes so far and names the test that was running.
+still leaves the outcomes so far and names the test that was running. After a crash or a
+timeout (``--test-timeout`` per test, regrtest's own, and ``--timeout`` per process) the
+module continues in a new process without that test (``--restarts``), so one hang does not
+hide the rest of the module.
 
 Per module and hooked mode, the outcome class of every test (passed: pass or expected
 failure; failed: failure, error, unexpected success, crash, timeout; skipped; absent) is
@@ -49,6 +52,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -132,15 +136,51 @@ def probe(python: str, modules: list[str]) -> dict:
     return info
 
 
+TIMEOUT_LINE = re.compile(r"Timeout \(\d+:\d\d:\d\d\)!")
 RESULT_LINE = re.compile(r"^(?:== )?(?:Tests )?[Rr]esult: ([A-Z][A-Z ,_]*[A-Z])")
 
 
-def run_module(python: str, module: str, mode: str, timeout: float, test_timeout: float, log_path: Path) -> dict:
+def run_module(python: str, module: str, mode: str, args, log_path: Path) -> dict:
+    """Run ``module`` in ``mode``; after a crash or a timeout, continue without the test that was running."""
+    ignored: list[str] = []
+    segments = []
+    tests: dict[str, dict] = {}
+    hooks = None
+    for attempt in range(args.restarts + 1):
+        path = log_path if attempt == 0 else log_path.with_name(f"{log_path.stem}.cont{attempt}.log")
+        seg = run_segment(python, module, mode, args.timeout, args.test_timeout, path, ignored)
+        segments.append({k: seg[k] for k in ("status", "returncode", "duration", "log", "log_tail", "running")})
+        for test, entry in seg["tests"].items():
+            tests.setdefault(test, entry)
+        hooks = hooks or seg["hooks"]
+        running = seg["running"]
+        if running is None or running in ignored:
+            break
+        ignored.append(running)
+    return {
+        "mode": mode,
+        "status": segments[-1]["status"] if len(segments) == 1 else
+        f"{segments[-1]['status']} after {', '.join(s['status'] for s in segments[:-1])}",
+        "result": segments[-1]["status"],
+        "interrupted": [s["running"] for s in segments if s["running"]],
+        "duration": round(sum(s["duration"] for s in segments), 2),
+        "tests": dict(sorted(tests.items())),
+        "hooks": hooks,
+        "segments": segments,
+    }
+
+
+def run_segment(python: str, module: str, mode: str, timeout: float, test_timeout: float, log_path: Path,
+                ignored: list[str]) -> dict:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"torture-{module}-{mode}-"))
     events_path, stats_path = work / "events.jsonl", work / "stats.json"
     argv = [python, "-X", "faulthandler", "-m", "framehook._torture", "child", mode, str(events_path),
-            str(stats_path), "--", "-v", f"--timeout={int(test_timeout)}", module]
+            str(stats_path), "--", "-v", f"--timeout={int(test_timeout)}"]
+    if ignored:
+        (work / "ignore.txt").write_text("".join(t + "\n" for t in ignored))
+        argv.append(f"--ignorefile={work / 'ignore.txt'}")
+    argv.append(module)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     start = time.monotonic()
@@ -186,10 +226,10 @@ def run_module(python: str, module: str, mode: str, timeout: float, test_timeout
                 # A test reported twice (an error in tearDown after a failure...): keep the worst.
                 if previous is None or outcome_class(previous["outcome"]) != "failed":
                     tests[test] = entry
-    log_text = log_path.read_text(errors="replace")
-    log_lines = log_text.splitlines()
+    log_lines = log_path.read_text(errors="replace").splitlines()
+    per_test_timeout = any(TIMEOUT_LINE.search(line) for line in log_lines)
     if running is not None:
-        why = "timeout" if timed_out else "crash"
+        why = "timeout" if timed_out or per_test_timeout else "crash"
         tests[running] = {"outcome": why, "message": f"{why} while this test ran (exit status {rc})",
                           "traceback": "\n".join(_fatal_lines(log_lines))}
     result_line = None
@@ -197,7 +237,7 @@ def run_module(python: str, module: str, mode: str, timeout: float, test_timeout
         m = RESULT_LINE.match(line.strip())
         if m:
             result_line = m.group(1)
-    if timed_out:
+    if timed_out or (per_test_timeout and result_line is None):
         status = "TIMEOUT"
     elif not began:
         status = f"NO RESULT (exit {rc})"
@@ -209,19 +249,13 @@ def run_module(python: str, module: str, mode: str, timeout: float, test_timeout
     if stats_path.exists():
         with contextlib.suppress(ValueError):
             stats = json.loads(stats_path.read_text())
-    for p in (events_path, stats_path):
-        with contextlib.suppress(OSError):
-            p.unlink()
-    with contextlib.suppress(OSError):
-        import shutil
-
-        shutil.rmtree(work)
+    shutil.rmtree(work, ignore_errors=True)
     return {
-        "mode": mode,
         "status": status,
         "returncode": rc,
         "duration": round(duration, 2),
-        "tests": dict(sorted(tests.items())),
+        "tests": tests,
+        "running": running,
         "hooks": stats.get("hooks") if stats else None,
         "log": str(log_path),
         "log_tail": log_lines[-15:] if status.startswith(("CRASH", "NO RESULT", "TIMEOUT")) else [],
@@ -230,14 +264,15 @@ def run_module(python: str, module: str, mode: str, timeout: float, test_timeout
 
 def _fatal_lines(lines: list[str]) -> list[str]:
     for i, line in enumerate(lines):
-        if line.startswith("Fatal Python error") or "Timeout (" in line:
-            return lines[i:i + 25]
+        m = TIMEOUT_LINE.search(line)
+        if line.startswith("Fatal Python error") or m:
+            return [line[m.start():] if m else line] + lines[i + 1:i + 25]
     return lines[-10:]
 
 
 def differences(base: dict, hooked: dict) -> list[dict]:
     out = []
-    if base["status"] != hooked["status"]:
+    if base["result"] != hooked["result"]:
         out.append({"test": "<module result>", "none": base["status"], "hooked": hooked["status"]})
     for test in sorted(set(base["tests"]) | set(hooked["tests"])):
         b = base["tests"].get(test, {})
@@ -286,8 +321,7 @@ def judge(module_entry: dict, python: str, module: str, args, log_dir: Path) -> 
             log(f"    {mode}: {len(confirmed)} difference(s); confirming (run {attempt + 1})")
             for m in ("none", mode):
                 if len(runs[m]) <= attempt:
-                    runs[m].append(run_module(python, module, m, args.timeout, args.test_timeout,
-                                              log_dir / f"{module}.{m}.{attempt + 1}.log"))
+                    runs[m].append(run_module(python, module, m, args, log_dir / f"{module}.{m}.{attempt + 1}.log"))
             again = {d["test"] for d in differences(runs["none"][attempt], runs[mode][attempt])}
             confirmed &= again
         flaky = [d for d in diffs if d["test"] not in confirmed]
@@ -348,11 +382,12 @@ def print_details(report: dict, modules: list[str], lines: int) -> None:
                         tag = "DIVERGENT" if kind == "tests" else "flaky"
                         log(f"\n[{label}] {module} {mode} {tag}: {d['test']}: none={d['none']} {mode}={d['hooked']}")
                         for side in ("hooked", "none"):
-                            text = d.get(f"{side}_traceback") or d.get(f"{side}_message")
-                            if text:
-                                body = text.strip().splitlines()
+                            body = (d.get(f"{side}_message") or "").strip().splitlines()[:lines]
+                            if d.get(side) in ("crash", "timeout") or not body:
+                                body += (d.get(f"{side}_traceback") or "").strip().splitlines()[:lines]
+                            if body:
                                 log(f"  {side if side == 'none' else mode}:")
-                                for line in body[-lines:]:
+                                for line in body:
                                     log("    " + line)
         log(f"\n[{label}] hooks over all modules (first runs): {totals['calls']} hook calls, "
             f"{totals['transformed']} code objects transformed, {totals['declined']} declined, "
@@ -381,8 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default=",".join(HOOKED), help="hooked modes to compare with 'none' "
                     "(default: identity,chain)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per module and mode (default 1800)")
-    ap.add_argument("--test-timeout", type=float, default=600,
-                    help="seconds per test, regrtest's --timeout (default 600)")
+    ap.add_argument("--test-timeout", type=float, default=300,
+                    help="seconds per test, regrtest's --timeout (default 300)")
+    ap.add_argument("--restarts", type=int, default=5, help="after a crash or a timeout, continue the "
+                    "module without the test that was running, up to this many times (default 5)")
     ap.add_argument("--confirm", type=int, default=1, help="re-runs of a module that differs (default 1)")
     ap.add_argument("--report", type=Path, default=CACHE / "torture-report.json")
     ap.add_argument("--logs", type=Path, default=CACHE / "torture-logs")
@@ -436,8 +473,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             entry = {"available": True, "runs": {}}
             for mode in args.modes:
-                run = run_module(python, module, mode, args.timeout, args.test_timeout,
-                                 log_dir / f"{module}.{mode}.log")
+                run = run_module(python, module, mode, args, log_dir / f"{module}.{mode}.log")
                 entry["runs"][mode] = [run]
                 c = counts(run)
                 extra = ""
