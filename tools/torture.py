@@ -408,7 +408,7 @@ def save(report: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--python", action="append", required=True,
+    ap.add_argument("--python", action="append", default=[],
                     help="an interpreter with framehook installed (repeatable)")
     ap.add_argument("--modules", help="comma-separated test modules (default: the built-in list of "
                     f"{len(DEFAULT_MODULES)})")
@@ -434,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(modules))
         return 0
+    if not args.python:
+        ap.error("--python is required")
     args.modes = ["none"] + [m for m in args.modes.split(",") if m and m != "none"]
     for m in args.modes:
         if m not in MODES:
