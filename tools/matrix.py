@@ -37,8 +37,13 @@ PADDLE_REQUIREMENTS = REPO / "tests" / "requirements-paddle.txt"
 PADDLE_INTERPRETERS = {"3.10", "3.13"}
 INTERPRETERS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d"]
 SID_INTERPRETERS = {"3.14": "python3.14", "3.14d": "python3.14d"}
-# Build directories live in the cache, so a fresh clone reuses compiled dependencies.
-TARGETS = provision.CACHE / "target"
+# Venvs and build directories live in the cache, so a fresh clone reuses compiled
+# dependencies. FRAMEHOOK_BUILD_DIR moves them (not the interpreters) elsewhere, so that
+# two checkouts can run the matrix side by side without rebuilding each other's builds.
+BUILD_DIR = Path(os.environ.get("FRAMEHOOK_BUILD_DIR") or provision.CACHE)
+TARGETS = BUILD_DIR / "target"
+# Inside the sid root: the root's own /opt, or the build dir (bound at the same path).
+SID_VENVS = BUILD_DIR / "sid-venvs" if "FRAMEHOOK_BUILD_DIR" in os.environ else Path("/opt/framehook/venvs")
 
 PROBE = (
     "import json, sys, sysconfig; print(json.dumps({"
@@ -88,7 +93,7 @@ class Target:
             home = Path.home()
             TARGETS.mkdir(parents=True, exist_ok=True)
             command = provision.sid_command(
-                command, binds=[REPO, home / ".cargo", home / ".rustup", TARGETS],
+                command, binds=[REPO, home / ".cargo", home / ".rustup", BUILD_DIR],
                 env=dict(self.env, **(extra_env or {})), cwd=cwd,
             )
         return subprocess.run(
@@ -102,9 +107,9 @@ def resolve(name: str) -> Target:
     if name in SID_INTERPRETERS:
         provision.ensure_sid_root()
         return Target(name, f"/usr/bin/{SID_INTERPRETERS[name]}",
-                      Path("/opt/framehook/venvs") / name, in_sid=True)
+                      SID_VENVS / name, in_sid=True)
     python = provision.ensure_python313t() if name == "3.13t" else provision.pyenv_python(name)
-    return Target(name, str(python), provision.CACHE / "venvs" / name)
+    return Target(name, str(python), BUILD_DIR / "venvs" / name)
 
 
 def ensure_venv(target: Target) -> None:
@@ -114,7 +119,8 @@ def ensure_venv(target: Target) -> None:
         requirements.append(PADDLE_REQUIREMENTS)
     wanted = hashlib.sha256(b"".join(path.read_bytes() for path in requirements)).hexdigest()
     stamp = target.venv / "framehook-requirements.sha256"
-    host_stamp = (provision.ensure_sid_root() / str(stamp).lstrip("/")) if target.in_sid else stamp
+    in_root_only = target.in_sid and not target.venv.is_relative_to(BUILD_DIR)
+    host_stamp = (provision.ensure_sid_root() / str(stamp).lstrip("/")) if in_root_only else stamp
     if host_stamp.exists() and host_stamp.read_text().strip() == wanted:
         return
     log(f"{target.name}: creating venv {target.venv}")

@@ -16,7 +16,7 @@ use super::compat;
 use super::frame::Frame;
 use super::registry::{Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
-use crate::pep523_backend::{FrameView, RawDecision};
+use crate::pep523_backend::{FrameView, HookContext, RawDecision};
 
 thread_local! {
     /// A hook is running on this thread: frames it starts are not hooked.
@@ -25,15 +25,18 @@ thread_local! {
     static DISABLED_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Marks this thread as running hooks (or observers) until dropped.
+/// Marks this thread as running hooks (or observers) until dropped; they run
+/// unseen by tracers and profilers, as trace functions do.
 struct HookRunning {
     was_running: bool,
+    _context: HookContext,
 }
 
 impl HookRunning {
-    fn enter() -> Self {
+    fn enter(py: Python<'_>) -> Self {
         HookRunning {
             was_running: IN_HOOK.with(|flag| flag.replace(true)),
+            _context: HookContext::enter(py),
         }
     }
 }
@@ -84,7 +87,7 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
     if hooks.is_empty() {
         return Ok(RUN_ORIGINAL);
     }
-    let running = HookRunning::enter();
+    let running = HookRunning::enter(py);
     let mut chain = Chain {
         py,
         view,
@@ -194,7 +197,7 @@ pub(crate) unsafe fn observe(
     } else {
         None
     };
-    let _running = HookRunning::enter();
+    let _running = HookRunning::enter(py);
     for hook in &set.hooks {
         match &hook.observer {
             Some(Observer::Native(observe)) => {

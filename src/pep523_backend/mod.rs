@@ -8,6 +8,7 @@
 //! `framehook_dispatch` / `framehook_release`.
 
 use std::ffi::{c_int, c_void};
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use pyo3::ffi;
@@ -47,6 +48,8 @@ mod sys {
         pub fn fh_uninstall() -> c_int;
         pub fn fh_is_installed() -> c_int;
         pub fn fh_set_observing(observing: c_int);
+        pub fn fh_enter_hook_context();
+        pub fn fh_leave_hook_context();
         pub fn fh_code_has_exception_table(code: *mut PyObject) -> c_int;
         pub fn fh_current_eval_function() -> *mut c_void;
         pub fn fh_framehook_eval_function() -> *mut c_void;
@@ -146,6 +149,27 @@ pub fn uninstall(_py: Python<'_>) -> Uninstalled {
 pub fn set_observing(_py: Python<'_>, observing: bool) {
     // SAFETY: attached; callers serialise (the registry's writer lock).
     unsafe { sys::fh_set_observing(c_int::from(observing)) }
+}
+
+/// While alive, the calling thread runs as CPython runs a trace function:
+/// sys.settrace, sys.setprofile and sys.monitoring do not see its frames, and
+/// the frames it starts are not hooked. Tied to the thread that made it.
+pub struct HookContext(PhantomData<*const ()>);
+
+impl HookContext {
+    pub fn enter(_py: Python<'_>) -> Self {
+        // SAFETY: attached (the `Python` token); left in `drop` on the same thread.
+        unsafe { sys::fh_enter_hook_context() };
+        HookContext(PhantomData)
+    }
+}
+
+impl Drop for HookContext {
+    fn drop(&mut self) {
+        // SAFETY: made by `enter` on this thread (the type is not Send), which is
+        // still attached: hook contexts live inside a dispatch.
+        unsafe { sys::fh_leave_hook_context() };
+    }
 }
 
 /// Whether a code object has exception-handling entries in an exception table (3.11+).

@@ -177,6 +177,41 @@ void fh_set_observing(int observing)
     }
 }
 
+/* Hooks and observers run the way CPython runs a trace function: sys.settrace,
+ * sys.setprofile and sys.monitoring do not see their frames, and frames they
+ * start are not hooked (fh_eval passes frames through while tracing). */
+void fh_enter_hook_context(void)
+{
+    PyThreadState *tstate = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_EnterTracing(tstate);
+#else
+    tstate->tracing++;
+#  if PY_VERSION_HEX >= 0x030A0000
+    tstate->cframe->use_tracing = 0;
+#  else
+    tstate->use_tracing = 0;
+#  endif
+#endif
+}
+
+void fh_leave_hook_context(void)
+{
+    PyThreadState *tstate = PyThreadState_Get();
+#if PY_VERSION_HEX >= 0x030B0000
+    PyThreadState_LeaveTracing(tstate);
+#else
+    tstate->tracing--;
+    /* As CPython's call_trace leaves it: a hook may have set or cleared a tracer. */
+    int use_tracing = tstate->tracing == 0 && (tstate->c_tracefunc != NULL || tstate->c_profilefunc != NULL);
+#  if PY_VERSION_HEX >= 0x030A0000
+    tstate->cframe->use_tracing = use_tracing;
+#  else
+    tstate->use_tracing = use_tracing;
+#  endif
+#endif
+}
+
 int fh_code_has_exception_table(PyObject *code)
 {
 #if FH_INTERP_FRAMES
