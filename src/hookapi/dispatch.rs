@@ -16,7 +16,7 @@ use super::compat;
 use super::frame::Frame;
 use super::registry::{Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
-use crate::pep523_backend::{FrameView, HookContext, RawDecision};
+use crate::pep523_backend::{FrameView, RawDecision, TracingSuspended};
 
 thread_local! {
     /// A hook is running on this thread: frames it starts are not hooked.
@@ -29,14 +29,14 @@ thread_local! {
 /// unseen by tracers and profilers, as trace functions do.
 struct HookRunning {
     was_running: bool,
-    _context: HookContext,
+    _tracing: TracingSuspended,
 }
 
 impl HookRunning {
     fn enter(py: Python<'_>) -> Self {
         HookRunning {
             was_running: IN_HOOK.with(|flag| flag.replace(true)),
-            _context: HookContext::enter(py),
+            _tracing: TracingSuspended::enter(py),
         }
     }
 }

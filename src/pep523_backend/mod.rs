@@ -154,20 +154,20 @@ pub fn set_observing(_py: Python<'_>, observing: bool) {
 /// While alive, the calling thread runs as CPython runs a trace function:
 /// sys.settrace, sys.setprofile and sys.monitoring do not see its frames, and
 /// the frames it starts are not hooked. Tied to the thread that made it.
-pub struct HookContext(PhantomData<*const ()>);
+pub struct TracingSuspended(PhantomData<*const ()>);
 
-impl HookContext {
+impl TracingSuspended {
     pub fn enter(_py: Python<'_>) -> Self {
         // SAFETY: attached (the `Python` token); left in `drop` on the same thread.
         unsafe { sys::fh_enter_hook_context() };
-        HookContext(PhantomData)
+        TracingSuspended(PhantomData)
     }
 }
 
-impl Drop for HookContext {
+impl Drop for TracingSuspended {
     fn drop(&mut self) {
         // SAFETY: made by `enter` on this thread (the type is not Send), which is
-        // still attached: hook contexts live inside a dispatch.
+        // still attached: suspensions live inside a dispatch.
         unsafe { sys::fh_leave_hook_context() };
     }
 }
