@@ -318,6 +318,93 @@ def traced_helper():
     return None
 
 
+def hook_helper():
+    return None
+
+
+def record_profile_and_trace(run):
+    """(profile events, trace 'call' events) as (event, function name) while `run` runs."""
+    profiled, traced = [], []
+
+    def profiler(frame, event, arg):
+        if event in ("call", "return"):
+            profiled.append((event, frame.f_code.co_name))
+
+    def tracer(frame, event, arg):
+        if event == "call":
+            traced.append(frame.f_code.co_name)
+        return None
+
+    sys.setprofile(profiler)
+    sys.settrace(tracer)
+    try:
+        run()
+    finally:
+        sys.settrace(None)
+        sys.setprofile(None)
+    return profiled, traced
+
+
+def test_hooks_and_observers_are_not_seen_by_tracers_and_profilers():
+    """Hooks run like trace functions: a profiler or debugger sees the program, not them."""
+
+    copy = target.__code__.replace()  # equivalent, so the replacement path runs
+
+    def hook(frame):
+        hook_helper()
+        return copy if frame.original_code is target.__code__ else None
+
+    def observer(event, code, original):
+        hook_helper()
+
+    framehook.add_frame_hook(hook, observer=observer)
+    profiled, traced = record_profile_and_trace(lambda: target(1))
+    assert profiled == [("call", "<lambda>"), ("call", "target"), ("return", "target"), ("return", "<lambda>")]
+    assert traced == ["<lambda>", "target"]
+
+
+def test_tracer_set_by_a_hook_applies_after_the_hook():
+    calls = []
+
+    def tracer(frame, event, arg):
+        calls.append((event, frame.f_code.co_name))
+        return None
+
+    def hook(frame):
+        if frame.original_code is target.__code__ and not calls:
+            sys.settrace(tracer)
+        hook_helper()
+
+    framehook.add_frame_hook(hook)
+    try:
+        target(1)
+    finally:
+        sys.settrace(None)
+    assert calls == [("call", "target")]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring exists from 3.12")
+def test_hooks_are_not_seen_by_sys_monitoring():
+    mon = sys.monitoring
+    tool = mon.PROFILER_ID
+    started = []
+    mon.use_tool_id(tool, "framehook-test")
+    try:
+        mon.register_callback(tool, mon.events.PY_START, lambda code, offset: started.append(code.co_name))
+
+        def hook(frame):
+            hook_helper()
+
+        framehook.add_frame_hook(hook)
+        mon.set_events(tool, mon.events.PY_START)
+        target(1)
+        mon.set_events(tool, 0)
+    finally:
+        mon.register_callback(tool, mon.events.PY_START, None)
+        mon.free_tool_id(tool)
+    assert started == ["target"]
+
+
 def test_installed_only_while_hooks_exist():
     current, ours = _native._eval_functions()
     assert current != ours
