@@ -23,7 +23,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import IO, Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import provision  # noqa: E402
@@ -85,7 +85,10 @@ class Target:
         return str(self.venv / "bin" / "python")
 
     def run(self, argv: Sequence[str], *, cwd: Path = REPO, capture: bool = False,
-            extra_env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+            extra_env: Optional[Dict[str, str]] = None, output: Optional[IO[str]] = None,
+            ) -> subprocess.CompletedProcess:
+        """Runs ``argv`` where the interpreter lives; ``capture`` collects stdout and stderr
+        in the result, ``output`` sends them to a file instead."""
         env = dict(os.environ, **(extra_env or {}))
         command = list(argv)
         if self.in_sid:
@@ -98,8 +101,8 @@ class Target:
             )
         return subprocess.run(
             command, cwd=cwd, env=env, text=True,
-            stdout=subprocess.PIPE if capture else None,
-            stderr=subprocess.STDOUT if capture else None,
+            stdout=subprocess.PIPE if capture else output,
+            stderr=subprocess.STDOUT if capture or output else None,
         )
 
 

@@ -47,6 +47,7 @@ Standard library only, Python 3.9+. Runs one test process at a time.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import datetime
 import json
@@ -63,6 +64,13 @@ from pathlib import Path
 CACHE = Path(os.environ.get("FRAMEHOOK_CACHE", Path.home() / ".cache" / "framehook"))
 MODES = ("none", "identity", "chain")
 HOOKED = ("identity", "chain")
+# Run for a module that diverges, to tell where each divergence comes from (see explain()).
+EXPLAINING = ("floor", "copy")
+CAUSES = {
+    "pep523": "also without hooks under a bare pass-through PEP 523 function (inherent to PEP 523)",
+    "replacement": "also under an equal copy of the code (a code object other than the function's own runs)",
+    "unexplained": "only under the transform (extra local): a framehook bug, or a test that compares code objects",
+}
 
 # The issue's list, then modules that drive frames, tracing, profiling and code objects
 # hard. Modules an interpreter lacks (test_exception_group before 3.11, test_monitoring
@@ -328,6 +336,30 @@ def judge(module_entry: dict, python: str, module: str, args, log_dir: Path) -> 
         real = [d for d in diffs if d["test"] in confirmed]
         verdicts[mode] = {"verdict": "divergent" if real else "flaky", "tests": real, "flaky": flaky}
     module_entry["verdicts"] = verdicts
+    if any(v["tests"] for v in verdicts.values()):
+        explain(module_entry, python, module, args, log_dir)
+
+
+def explain(module_entry: dict, python: str, module: str, args, log_dir: Path) -> None:
+    """Tags each divergent test with its cause (CAUSES): the same test diverging without
+    hooks under a bare PEP 523 function (``floor``), or under an equal copy of every code
+    object (``copy``). A module whose divergences are all explained is ``inherent``."""
+    runs = module_entry["runs"]
+    for mode in EXPLAINING:
+        if mode not in runs:
+            runs[mode] = [run_module(python, module, mode, args, log_dir / f"{module}.{mode}.log")]
+    # A test counts as diverging in an explaining mode if it differs from any unhooked run.
+    also = {mode: set.union(*({d["test"] for d in differences(base, runs[mode][0])} for base in runs["none"]))
+            for mode in EXPLAINING}
+    for verdict in module_entry["verdicts"].values():
+        for d in verdict["tests"]:
+            d["cause"] = ("pep523" if d["test"] in also["floor"] else
+                          "replacement" if d["test"] in also["copy"] else "unexplained")
+        if verdict["tests"] and all(d["cause"] != "unexplained" for d in verdict["tests"]):
+            verdict["verdict"] = "inherent"
+    log(f"  {module}: explained: " + ", ".join(
+        f"{mode} {sorted(collections.Counter(d['cause'] for d in v['tests']).items())}"
+        for mode, v in module_entry["verdicts"].items() if v["tests"]))
 
 
 def cell(entry: dict | None) -> str:
@@ -344,8 +376,11 @@ def cell(entry: dict | None) -> str:
     parts = []
     for mode, v in verdicts.items():
         if v["verdict"] != "same":
-            n = len(v["tests"]) if v["verdict"] == "divergent" else len(v.get("flaky", []))
-            parts.append(f"{mode}:{v['verdict']}({n})")
+            if v["verdict"] == "flaky":
+                parts.append(f"{mode}:flaky({len(v.get('flaky', []))})")
+            else:
+                causes = collections.Counter(d.get("cause", "unexplained") for d in v["tests"])
+                parts.append(f"{mode}:{v['verdict']}(" + ",".join(f"{c}={n}" for c, n in sorted(causes.items())) + ")")
     return " ".join(parts)
 
 
@@ -379,7 +414,7 @@ def print_details(report: dict, modules: list[str], lines: int) -> None:
             for mode, v in entry.get("verdicts", {}).items():
                 for kind in ("tests", "flaky"):
                     for d in v.get(kind, []):
-                        tag = "DIVERGENT" if kind == "tests" else "flaky"
+                        tag = f"DIVERGENT ({d.get('cause', 'unexplained')})" if kind == "tests" else "flaky"
                         log(f"\n[{label}] {module} {mode} {tag}: {d['test']}: none={d['none']} {mode}={d['hooked']}")
                         for side in ("hooked", "none"):
                             body = (d.get(f"{side}_message") or "").strip().splitlines()[:lines]
@@ -410,6 +445,10 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--python", action="append", default=[],
                     help="an interpreter with framehook installed (repeatable)")
+    ap.add_argument("--interpreters", help="matrix interpreters whose venvs `make test` built, "
+                    "comma-separated or 'all' (e.g. 3.9,3.14d); 3.14 and 3.14d run in the sid root")
+    ap.add_argument("--jobs", type=int, default=1, help="with --interpreters: interpreters tortured at "
+                    "once, each in its own process (default 1)")
     ap.add_argument("--modules", help="comma-separated test modules (default: the built-in list of "
                     f"{len(DEFAULT_MODULES)})")
     ap.add_argument("--exclude", default="", help="comma-separated modules to leave out")
@@ -434,12 +473,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(modules))
         return 0
-    if not args.python:
-        ap.error("--python is required")
+    if bool(args.python) == bool(args.interpreters):
+        ap.error("give either --python or --interpreters")
     args.modes = ["none"] + [m for m in args.modes.split(",") if m and m != "none"]
     for m in args.modes:
         if m not in MODES:
             ap.error(f"unknown mode {m!r}")
+
+    if args.interpreters:
+        return torture_matrix(args, modules, argv if argv is not None else sys.argv[1:])
 
     report = {"pythons": {}}
     if args.resume and args.report.exists():
@@ -492,10 +534,14 @@ def main(argv: list[str] | None = None) -> int:
             save(report, args.report)
     report["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
     save(report, args.report)
+    return conclude(report, modules, args, unusable)
 
+
+def conclude(report: dict, modules: list[str], args, unusable: bool) -> int:
     log("")
     print_table(report, modules)
     print_details(report, modules, args.lines)
+    log("\ncauses: " + "; ".join(f"{cause}: {text}" for cause, text in CAUSES.items()))
     log(f"\nreport: {args.report}\nlogs: {args.logs}")
     divergent = any(v["verdict"] == "divergent"
                     for py in report["pythons"].values() for e in py["modules"].values()
@@ -503,6 +549,69 @@ def main(argv: list[str] | None = None) -> int:
     if unusable:
         return 2
     return 1 if divergent else 0
+
+
+def torture_matrix(args, modules: list[str], argv: list[str]) -> int:
+    """Each interpreter's torture in its own child (inside the sid root for 3.14/3.14d),
+    ``--jobs`` at a time, each writing a partial report; then one merged report and table."""
+    import concurrent.futures
+
+    import matrix
+
+    names = matrix.INTERPRETERS if args.interpreters == "all" else args.interpreters.split(",")
+    unknown = [n for n in names if n not in matrix.INTERPRETERS]
+    if unknown:
+        raise SystemExit(f"unknown interpreter(s) {', '.join(unknown)}; known: {', '.join(matrix.INTERPRETERS)}")
+    # Partial reports and logs under the build dir, which is bound into the sid root.
+    parts = matrix.BUILD_DIR / "torture-parts"
+    passed_on = strip_options(argv, {"--interpreters", "--jobs", "--report", "--logs", "--python"})
+    previous = json.loads(args.report.read_text()) if args.resume and args.report.exists() else {"pythons": {}}
+
+    def torture_one(name: str) -> tuple[str, int, Path]:
+        target = matrix.resolve(name)
+        part = parts / f"{name}.json"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        if args.resume and not part.exists() and name in previous.get("parts", {}):
+            part.write_text(json.dumps({"pythons": previous["parts"][name]}))
+        command = [target.python if target.in_sid else sys.executable, str(Path(__file__).resolve()),
+                   "--python", target.venv_python, "--report", str(part), "--logs", str(parts / f"{name}-logs"),
+                   *passed_on]
+        out = parts / f"{name}.out"
+        log(f"torture: {name}: started (output: {out})")
+        with open(out, "w") as sink:
+            done = target.run(command, output=sink)
+        log(f"torture: {name}: finished, exit {done.returncode}")
+        return name, done.returncode, part
+
+    args.logs = parts
+    report = {"pythons": {}, "parts": {}, "started": datetime.datetime.now().isoformat(timespec="seconds"),
+              "argv": argv, "modules": modules, "modes": args.modes}
+    unusable = False
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(torture_one, names))
+    for name, returncode, part in results:
+        if returncode == 2 or not part.exists():
+            unusable = True
+            continue
+        pythons = json.loads(part.read_text())["pythons"]
+        report["parts"][name] = pythons
+        report["pythons"].update(pythons)
+    report["finished"] = datetime.datetime.now().isoformat(timespec="seconds")
+    save(report, args.report)
+    return conclude(report, modules, args, unusable)
+
+
+def strip_options(argv: list[str], options: set[str]) -> list[str]:
+    """``argv`` without the given options and their values (``--opt value`` or ``--opt=value``)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in options:
+            skip = True
+        elif arg.split("=", 1)[0] not in options:
+            kept.append(arg)
+    return kept
 
 
 if __name__ == "__main__":

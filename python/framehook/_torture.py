@@ -249,7 +249,22 @@ class DecliningHook:
         return None
 
 
-MODES = ("none", "identity", "chain")
+class CopyHook:
+    """Replaces every code object with an equal copy (``code.replace()``): a distinct code
+    object with the same layout. What diverges under it and not without hooks comes from
+    running a code object other than the function's own (``f_code``/``gi_code`` identity)."""
+
+    def __init__(self, name: str) -> None:
+        self.stats = COUNTERS.hook(name)
+
+    def __call__(self, frame: typing.Any) -> types.CodeType:
+        self.stats["calls"] += 1
+        with COUNTERS.lock:
+            self.stats["transformed"] += 1
+        return typing.cast(types.CodeType, frame.f_code.replace())
+
+
+MODES = ("none", "identity", "chain", "floor", "copy")
 
 
 def install(mode: str) -> typing.List[typing.Any]:
@@ -257,10 +272,22 @@ def install(mode: str) -> typing.List[typing.Any]:
 
     ``identity``: one identity hook, ``cache=True``. ``chain``: an identity hook
     (``cache=True``), a declining hook, and a second identity hook (``cache=False``) that
-    transforms what the first returned, so such frames carry two extra locals."""
+    transforms what the first returned, so such frames carry two extra locals.
+
+    Two modes explain divergences: ``floor``, no hooks but a bare pass-through PEP 523
+    function of another tool (what diverges there is inherent to PEP 523 itself), and
+    ``copy``, an equal copy of every code object (``cache=True``)."""
     if mode == "none":
         return []
     import framehook
+
+    if mode == "floor":
+        from framehook import _native
+
+        _native._foreign_install()
+        return []
+    if mode == "copy":
+        return [framehook.add_frame_hook(CopyHook("copy"), name="torture-copy", cache=True)]
 
     if mode == "identity":
         return [framehook.add_frame_hook(IdentityHook("identity"), name="torture-identity", cache=True)]
