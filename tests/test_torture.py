@@ -81,19 +81,24 @@ def test_selfcheck():
     assert "selfcheck: ok" in done.stdout
 
 
-@pytest.mark.skipif(importlib.util.find_spec("test.test_scope") is None,
+@pytest.mark.skipif(importlib.util.find_spec("test.test_sys_setprofile") is None,
                     reason="this interpreter has no Lib/test (CPython's test suite)")
-def test_runner_on_one_module(tmp_path):
+def test_runner_on_two_modules(tmp_path):
+    """test_scope exercises cells and free variables; test_sys_setprofile fails if a
+    profiler sees the hooks' own frames."""
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "torture.py"), "--python", sys.executable, "--modules", "test_scope",
-         "--report", str(report), "--logs", str(tmp_path / "logs")],
+        [sys.executable, str(ROOT / "tools" / "torture.py"), "--python", sys.executable,
+         "--modules", "test_scope,test_sys_setprofile", "--report", str(report), "--logs", str(tmp_path / "logs")],
         capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(report.read_text())
-    (entry,) = [py["modules"]["test_scope"] for py in data["pythons"].values()]
-    assert {mode: v["verdict"] for mode, v in entry["verdicts"].items()} == {"identity": "same", "chain": "same"}
+    (modules,) = [py["modules"] for py in data["pythons"].values()]
+    for module in ("test_scope", "test_sys_setprofile"):
+        verdicts = {mode: v["verdict"] for mode, v in modules[module]["verdicts"].items()}
+        assert verdicts == {"identity": "same", "chain": "same"}, module
+    entry = modules["test_scope"]
     runs = entry["runs"]
     assert runs["none"][0]["tests"] and runs["none"][0]["hooks"] == {}
     assert runs["identity"][0]["hooks"]["identity"]["transformed"] > 0
