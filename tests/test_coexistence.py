@@ -1,0 +1,210 @@
+"""coverage.py and pdb on functions that a frame hook replaced.
+
+The sample module (coexistence_sample.py) runs without hooks and under an identity hook
+that replaces every function of the module by a fresh equivalent code object with one
+more local (framehook._torture's transform), so each of its frames takes framehook's
+replacement path. A coverage report or a debugging session must read the same.
+
+Run as a script, this file is the child process that measures the sample under coverage
+(``COVERAGE_CORE=CORE python test_coexistence.py lines|branches plain|hooked``), so that each
+measurement has a fresh interpreter and imports the sample while measured."""
+
+import importlib
+import importlib.util
+import inspect
+import io
+import json
+import os
+import pdb
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import coverage
+import pytest
+
+import framehook
+from conftest import HOOKS_GENERATORS
+from framehook import _torture
+
+SAMPLE = Path(__file__).resolve().with_name("coexistence_sample.py")
+# coverage's core names (COVERAGE_CORE) and the tracer class each one runs.
+CORE_TRACERS = {"sysmon": "SysMonitor", "ctrace": "CTracer"}
+
+
+class SampleIdentityHook:
+    """Replaces each code object of the sample module by its identity transform, recording what it replaced."""
+
+    def __init__(self):
+        self.identity = _torture.IdentityHook("coexistence")
+        self.replaced = set()
+
+    def __call__(self, frame):
+        code = frame.f_code
+        if os.path.basename(code.co_filename) != SAMPLE.name:
+            return None
+        replacement = self.identity.transform(code)
+        if replacement is not None:
+            self.replaced.add((code.co_name, code.co_firstlineno))
+        return replacement
+
+    def install(self):
+        return framehook.add_frame_hook(self, name="coexistence-identity", cache=True)
+
+
+def code_objects(code):
+    yield code
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            yield from code_objects(const)
+
+
+def expected_replacements():
+    """Every code object of the sample that runs, as (name, first line); generator frames are hooked from 3.11."""
+    module = compile(SAMPLE.read_text(), str(SAMPLE), "exec")
+    return {(code.co_name, code.co_firstlineno) for code in code_objects(module)
+            if code.co_name != "unused"
+            and (HOOKS_GENERATORS or not code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE))}
+
+
+def never_run_lines():
+    return {number for number, line in enumerate(SAMPLE.read_text().splitlines(), 1) if line.endswith("# never runs")}
+
+
+# ------------------------------------------------------------------------- coverage.py
+
+
+def measure_in_child(core, branch, hooked):
+    """Runs the sample under coverage in a fresh interpreter; returns what coverage measured."""
+    done = subprocess.run(
+        [sys.executable, __file__, "branches" if branch else "lines", "hooked" if hooked else "plain"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COVERAGE_CORE": core},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    report["stderr"] = done.stderr
+    return report
+
+
+def child_measure(branch, hooked):
+    cov = coverage.Coverage(data_file=None, branch=branch, include=[str(SAMPLE)], config_file=False)
+    hook = SampleIdentityHook()
+    handle = hook.install() if hooked else None
+    cov.start()
+    sample = importlib.import_module(SAMPLE.stem)
+    result = sample.run()
+    cov.stop()
+    if handle is not None:
+        framehook.remove_frame_hook(handle)
+    data = cov.get_data()
+    filename = sample.__file__
+    return {
+        "core": dict(cov.sys_info())["core"],
+        "result": repr(result),
+        "lines": sorted(data.lines(filename) or ()),
+        "missing": sorted(cov.analysis2(filename)[3]),
+        "arcs": sorted(data.arcs(filename) or ()) if branch else None,
+        "replaced": sorted(hook.replaced),
+        "declined": dict(hook.identity.stats["declined"]),
+    }
+
+
+def skip_without_core(core):
+    if core == "sysmon" and not hasattr(sys, "monitoring"):
+        pytest.skip("coverage's sysmon core needs sys.monitoring (3.12+)")
+    if core == "ctrace" and importlib.util.find_spec("coverage.tracer") is None:
+        pytest.skip(f"coverage {coverage.__version__} has no C tracer for this interpreter (no binary wheel)")
+
+
+@pytest.mark.parametrize("branch", [False, True], ids=["lines", "branches"])
+@pytest.mark.parametrize("core", sorted(CORE_TRACERS))
+def test_coverage_reports_the_same_under_identity_hooks(core, branch):
+    skip_without_core(core)
+    plain = measure_in_child(core, branch, hooked=False)
+    refused = re.search(r"Can't use core=sysmon: [^;\n]*", plain["stderr"])
+    if refused:
+        pytest.skip(f"coverage {coverage.__version__}: {refused.group()}")
+    hooked = measure_in_child(core, branch, hooked=True)
+    assert (plain["core"], hooked["core"]) == (CORE_TRACERS[core],) * 2, plain["stderr"] + hooked["stderr"]
+
+    assert sorted(map(tuple, hooked["replaced"])) == sorted(expected_replacements()) and hooked["declined"] == {}
+    assert plain["replaced"] == []
+    assert hooked["result"] == plain["result"]
+    assert plain["missing"] == sorted(never_run_lines())
+    assert hooked["lines"] == plain["lines"]
+    assert hooked["missing"] == plain["missing"]
+    assert hooked["arcs"] == plain["arcs"]
+    if branch:
+        assert plain["arcs"]
+
+
+# ------------------------------------------------------------------------------- pdb
+
+PROMPT = "(pdb-prompt)\n"
+# Commands, each with text its answer must contain. Lines: 85 `result = accumulate(doubled)`
+# in scale; accumulate is lines 17-26.
+PDB_SESSION = [
+    (f"break {SAMPLE}:85", "at {sample}:85"),
+    ("continue", "(85)scale()\n-> result = accumulate(doubled)"),
+    ("p doubled", "[7, 21]"),
+    ("step", "--Call--\n> {sample}(17)accumulate()\n-> def accumulate(values):"),
+    ("step", "> {sample}(18)accumulate()\n-> total = 0"),
+    ("args", "values = [7, 21]"),
+    ("where", "  {sample}(85)scale()\n-> result = accumulate(doubled)\n> {sample}(18)accumulate()\n-> total = 0"),
+    ("until 24", "> {sample}(24)accumulate()\n-> while total > 100:"),
+    ("p value, total", "(21, 28)"),
+    ("!total = 1000", ""),
+    ("p sorted(locals().items())", "[('total', 1000), ('value', 21), ('values', [7, 21])]"),
+    ("return", "--Return--\n> {sample}(26)accumulate()->62\n-> return total"),
+    ("step", "> {sample}(86)scale()\n-> label = classify(result)"),
+    ("p result", "62"),
+    ("p sorted(locals())", "['doubled', 'factor', 'result', 'values']"),
+    ("continue", ""),
+]
+
+
+def pdb_backends():
+    """The ways pdb can trace: settrace everywhere, sys.monitoring where pdb offers it (3.14+)."""
+    if "backend" in inspect.signature(pdb.Pdb).parameters:
+        return ["settrace", "monitoring"]
+    return ["settrace"]
+
+
+def debug_scale(backend, hooked):
+    """Runs sample.scale([1, 3], 7) under pdb driven by PDB_SESSION; returns (result, answers, hook)."""
+    sample = importlib.import_module(SAMPLE.stem)
+    commands = io.StringIO("".join(command + "\n" for command, _ in PDB_SESSION))
+    out = io.StringIO()
+    options = {} if backend == "settrace" else {"backend": backend}
+    debugger = pdb.Pdb(stdin=commands, stdout=out, nosigint=True, readrc=False, **options)
+    debugger.prompt = PROMPT
+    hook = SampleIdentityHook()
+    handle = hook.install() if hooked else None
+    try:
+        result = debugger.runcall(sample.scale, [1, 3], 7)
+    finally:
+        if handle is not None:
+            framehook.remove_frame_hook(handle)
+        debugger.clear_all_breaks()
+    # Breakpoint numbers count up across sessions. The first part is where runcall stopped.
+    answers = re.sub(r"Breakpoint \d+", "Breakpoint N", out.getvalue()).split(PROMPT)[1:]
+    return result, answers, hook
+
+
+@pytest.mark.parametrize("backend", pdb_backends())
+def test_pdb_steps_through_replaced_functions(backend):
+    plain_result, plain, _ = debug_scale(backend, hooked=False)
+    hooked_result, hooked, hook = debug_scale(backend, hooked=True)
+    assert hook.replaced == {("scale", 83), ("accumulate", 17), ("classify", 9)}
+    assert len(hooked) == len(PDB_SESSION)
+    for (command, expected), answer in zip(PDB_SESSION, hooked):
+        assert expected.format(sample=SAMPLE) in answer, f"pdb's answer to {command!r}"
+    assert hooked == plain
+    # `!total = 1000` reached the replaced frame: 1000 halves down to 62.
+    assert hooked_result == plain_result == ("positive", 62)
+
+
+if __name__ == "__main__":
+    measured, mode = sys.argv[1:]
+    print(json.dumps(child_measure(measured == "branches", mode == "hooked")))
