@@ -2,8 +2,10 @@
 
 Every kind of function a hook may replace: branches, loops, closures, a generator,
 try/except, a class with methods, comprehensions. Some branches are never taken, so
-coverage has missing lines and arcs to report: the lines marked "never runs". Line
-numbers matter to the pdb test: change the module and the expected lines there."""
+coverage has missing lines and arcs to report: the lines marked "never runs". The pdb
+test finds the lines it expects by their text."""
+
+import threading
 
 
 def classify(n):
@@ -87,6 +89,14 @@ def scale(values, factor):
     return label, result
 
 
+def in_thread(values):
+    results = []
+    worker = threading.Thread(target=lambda: results.append(accumulate(values)))
+    worker.start()
+    worker.join()
+    return results
+
+
 def run():
     bump = make_counter(10)
     shapes = [Shape("circle", 0), Shape("square", 4)]
@@ -99,4 +109,5 @@ def run():
         [shape.describe() for shape in shapes],
         squares(5),
         scale([1, 3], 7),
+        in_thread([5, 6]),
     )
