@@ -3,7 +3,8 @@
 The sample module (coexistence_sample.py) runs without hooks and under an identity hook
 that replaces every function of the module by a fresh equivalent code object with one
 more local (framehook._torture's transform), so each of its frames takes framehook's
-replacement path. A coverage report or a debugging session must read the same.
+replacement path. A coverage report or a debugging session must read the same; the one
+difference by nature, frame.f_code being the replacement, is pinned down by its own test.
 
 Run as a script, this file is the child process that measures the sample under coverage
 (``COVERAGE_CORE=CORE python test_coexistence.py lines|branches plain|hooked``), so that each
@@ -53,17 +54,10 @@ class SampleIdentityHook:
         return framehook.add_frame_hook(self, name="coexistence-identity", cache=True)
 
 
-def code_objects(code):
-    yield code
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            yield from code_objects(const)
-
-
 def expected_replacements():
     """Every code object of the sample that runs, as (name, first line); generator frames are hooked from 3.11."""
     module = compile(SAMPLE.read_text(), str(SAMPLE), "exec")
-    return {(code.co_name, code.co_firstlineno) for code in code_objects(module)
+    return {(code.co_name, code.co_firstlineno) for code in _torture._walk(module)
             if code.co_name != "unused"
             and (HOOKS_GENERATORS or not code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE))}
 
