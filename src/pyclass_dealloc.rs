@@ -52,14 +52,20 @@ fn instances_keep_their_type(py: Python<'_>) -> PyResult<bool> {
 
 /// Gives each of `classes` a `tp_dealloc` that also releases the type, if PyO3's does not.
 /// Call once the classes exist and before any other thread can use them (module init).
-pub(crate) fn release_types_on_dealloc(py: Python<'_>, classes: &[Bound<'_, PyType>]) -> PyResult<()> {
+pub(crate) fn release_types_on_dealloc(
+    py: Python<'_>,
+    classes: &[Bound<'_, PyType>],
+) -> PyResult<()> {
     if ORIGINAL_DEALLOCS.get().is_some() || !instances_keep_their_type(py)? {
         return Ok(()); // already patched (module initialised again), or nothing to fix
     }
     let originals = classes
         .iter()
-        // SAFETY: a live type object; reading a slot.
-        .filter_map(|class| unsafe { (*class.as_type_ptr()).tp_dealloc }.map(|dealloc| (class.as_type_ptr() as usize, dealloc)))
+        .filter_map(|class| {
+            // SAFETY: a live type object; reading a slot.
+            unsafe { (*class.as_type_ptr()).tp_dealloc }
+                .map(|dealloc| (class.as_type_ptr() as usize, dealloc))
+        })
         .collect::<Vec<_>>();
     let patched = originals.iter().map(|(ty, _)| *ty).collect::<Vec<_>>();
     if ORIGINAL_DEALLOCS.set(originals).is_err() {

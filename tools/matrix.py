@@ -85,7 +85,8 @@ class Target:
         return str(self.venv / "bin" / "python")
 
     def run(self, argv: Sequence[str], *, cwd: Path = REPO, capture: bool = False,
-            extra_env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+            extra_env: Optional[Dict[str, str]] = None,
+            timeout: Optional[float] = None) -> subprocess.CompletedProcess:
         env = dict(os.environ, **(extra_env or {}))
         command = list(argv)
         if self.in_sid:
@@ -99,7 +100,7 @@ class Target:
         return subprocess.run(
             command, cwd=cwd, env=env, text=True,
             stdout=subprocess.PIPE if capture else None,
-            stderr=subprocess.STDOUT if capture else None,
+            stderr=subprocess.STDOUT if capture else None, timeout=timeout,
         )
 
 
