@@ -80,3 +80,32 @@ def test_freed_framehook_objects_release_their_type():
         with framehook.disabled():
             pass
     assert [sys.getrefcount(t) for t in types] == before
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="generator frames are passed through unhooked before 3.11")
+def test_function_a_replaced_generator_runs_from_is_freed_with_it():
+    """framehook gives a replaced generator a copy of its function; free-threaded 3.13
+    made such copies immortal once a thread had run (gh-117696), leaking one per call."""
+    import gc
+    import threading
+    import types
+    import weakref
+
+    import framehook
+
+    thread = threading.Thread(target=lambda: None)
+    thread.start()
+    thread.join()
+    hook = stress.Replacer()
+    replacement = hook.replacements[stress.counting.__code__]
+    gc.disable()  # freed by its reference count, not by a collection
+    try:
+        with framehook.frame_hook(hook):
+            steps = stress.counting(3)
+            assert next(steps) is replacement
+        copies = [weakref.ref(f) for f in gc.get_referrers(replacement) if isinstance(f, types.FunctionType)]
+        assert copies
+        del steps
+        assert [copy() for copy in copies] == [None] * len(copies)
+    finally:
+        gc.enable()
