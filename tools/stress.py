@@ -194,6 +194,11 @@ def snapshot(watched: Sequence[Any]) -> Dict[str, Optional[int]]:
 def measured(step: Callable[[int], int], total: int, watched: Sequence[Any]) -> Dict[str, Any]:
     """Runs `step(n)` (which returns its wrong results) for `total` units: a twentieth
     as warm-up, the rest between two snapshots; returns the growth of each figure."""
+    # As in any threaded program: free-threaded 3.13 frees functions of top-level code
+    # only in the GC until a second thread has run, and never after (gh-117696).
+    thread = threading.Thread(target=lambda: None)
+    thread.start()
+    thread.join()
     warmup = max(1, total // 20)
     wrong = step(warmup)
     before = snapshot(watched)
