@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import random
 import sys
 import threading
@@ -178,7 +177,7 @@ def _malloc_in_use() -> Optional[Callable[[], int]]:
 MALLOC_IN_USE = _malloc_in_use()
 
 
-def snapshot(watched: Sequence[Any]) -> Dict[str, Optional[int]]:
+def snapshot(watched: Sequence[Any]) -> Dict[str, Any]:  # int, or None where unavailable
     for _ in range(3):
         gc.collect()
     objects = len(gc.get_objects())
@@ -214,7 +213,7 @@ def measured(step: Callable[[int], int], total: int, watched: Sequence[Any]) -> 
         "held_refs": growth["held_refs"],
         "gc_objects": growth["gc_objects"],
         "malloc_bytes": growth["malloc_bytes"],
-        "rss_mb": round(growth["rss_kb"] / 1024, 2),
+        "rss_mb": round((after["rss_kb"] - before["rss_kb"]) / 1024, 2),
     }
 
 
@@ -231,7 +230,7 @@ def check_calls(calls: int) -> Dict[str, Any]:
 
     hook = Replacer()
     replaced = [w for w in WORKLOADS if w.replaced]
-    rounds = (len(replaced) * 2)
+    rounds = len(replaced) * 2  # workloads x cache modes
 
     def step(n: int) -> int:
         wrong = 0
@@ -247,8 +246,7 @@ def check_calls(calls: int) -> Dict[str, Any]:
                 framehook.remove_frame_hook(handle)
         return wrong
 
-    result = measured(lambda n: step(max(1, n // rounds)), calls, _watched(hook))
-    return result
+    return measured(lambda n: step(max(1, n // rounds)), calls, _watched(hook))
 
 
 def check_cycles(cycles: int) -> Dict[str, Any]:
@@ -459,7 +457,7 @@ def table(entries: List[Dict[str, Any]]) -> str:
                 continue
             r = entry[check]
             cell = lambda key: "-" if r.get(key) is None else str(r[key])  # noqa: E731
-            malloc = "-" if r.get("malloc_bytes") is None else f"{r['malloc_bytes'] / 1024:.0f}"
+            malloc = "-" if r.get("malloc_bytes") is None else str(round(r["malloc_bytes"] / 1024))
             missed = misses(check, r)
             rows.append([entry["interpreter"], check, str(r["operations"]), cell("refcount_drift"),
                          cell("held_refs"), cell("gc_objects"), malloc, cell("rss_mb"), str(r["wrong"]),
