@@ -7,6 +7,7 @@
 
 pub mod hookapi;
 pub mod pep523_backend;
+mod pyclass_dealloc;
 pub mod sot;
 
 use pyo3::prelude::*;
@@ -192,6 +193,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hookapi::python::HookHandle>()?;
     m.add_class::<hookapi::python::Disabled>()?;
     m.add_class::<hookapi::frame::Frame>()?;
+    pyclass_dealloc::release_types_on_dealloc(
+        py,
+        &[
+            py.get_type::<hookapi::python::HookHandle>(),
+            py.get_type::<hookapi::python::Disabled>(),
+            py.get_type::<hookapi::frame::Frame>(),
+        ],
+    )?;
     m.add_function(wrap_pyfunction!(testing::_eval_functions, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_is_installed, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_foreign_install, m)?)?;

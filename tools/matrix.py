@@ -86,7 +86,7 @@ class Target:
 
     def run(self, argv: Sequence[str], *, cwd: Path = REPO, capture: bool = False,
             extra_env: Optional[Dict[str, str]] = None, output: Optional[IO[str]] = None,
-            ) -> subprocess.CompletedProcess:
+            timeout: Optional[float] = None) -> subprocess.CompletedProcess:
         """Runs ``argv`` where the interpreter lives; ``capture`` collects stdout and stderr
         in the result, ``output`` sends them to a file instead."""
         env = dict(os.environ, **(extra_env or {}))
@@ -102,7 +102,7 @@ class Target:
         return subprocess.run(
             command, cwd=cwd, env=env, text=True,
             stdout=subprocess.PIPE if capture else output,
-            stderr=subprocess.STDOUT if capture or output else None,
+            stderr=subprocess.STDOUT if capture or output else None, timeout=timeout,
         )
 
 

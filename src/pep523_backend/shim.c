@@ -593,16 +593,57 @@ static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
 #endif
 }
 
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX < 0x030E0000
+/* Free-threaded 3.13 gives a function of top-level code (no CO_NESTED) deferred
+ * reference counting, or makes it immortal once a second thread has run (gh-117696),
+ * so a copy made per call would be freed only by the GC, or never. A function made
+ * from code flagged CO_NESTED is counted normally: copies are made from this empty
+ * code object, then given theirs. */
+static PyObject *fh_nested_code;
+
+static PyCodeObject *code_to_create_with(PyCodeObject *code)
+{
+    if (code->co_flags & CO_NESTED) {
+        return code;
+    }
+    PyObject *nested = _Py_atomic_load_ptr(&fh_nested_code);
+    if (nested == NULL) {
+        PyCodeObject *fresh = PyCode_NewEmpty("<framehook>", "<framehook>", 0);
+        if (fresh == NULL) {
+            return NULL;
+        }
+        fresh->co_flags |= CO_NESTED; /* never runs: only PyFunction_New reads it */
+        if (_Py_atomic_compare_exchange_ptr(&fh_nested_code, &nested, fresh)) {
+            nested = (PyObject *)fresh;
+        } else {
+            Py_DECREF(fresh); /* another thread's is in place: `nested` holds it */
+        }
+    }
+    return (PyCodeObject *)nested;
+}
+#else
+static PyCodeObject *code_to_create_with(PyCodeObject *code) { return code; }
+#endif
+
 /* A function like `function` whose code is `code`: generators size their
  * frame from it, and COPY_FREE_VARS reads its closure. */
 static PyObject *function_with_code(PyObject *function, PyCodeObject *code)
 {
     PyFunctionObject *original = (PyFunctionObject *)function;
+    PyCodeObject *creation = code_to_create_with(code);
+    if (creation == NULL) {
+        return NULL;
+    }
     PyFunctionObject *copy = (PyFunctionObject *)PyFunction_NewWithQualName(
-        (PyObject *)code, original->func_globals, original->func_qualname);
+        (PyObject *)creation, original->func_globals, original->func_qualname);
     if (copy == NULL) {
         return NULL;
     }
+    if (creation != code) {
+        Py_SETREF(copy->func_code, Py_NewRef((PyObject *)code));
+    }
+    Py_INCREF(original->func_doc);
+    Py_SETREF(copy->func_doc, original->func_doc);
     Py_INCREF(original->func_name);
     Py_SETREF(copy->func_name, original->func_name);
     Py_XINCREF(original->func_closure);
