@@ -965,12 +965,84 @@ static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwf
     return result;
 }
 
+/* ------------------------------------------------------- C stack guard */
+
+/* With any PEP 523 function installed, every Python-to-Python call recurses in
+ * C. 3.9-3.11 and 3.13 bound that depth only by the recursion limit, so a high
+ * limit (or a debug build's larger C frames) overflows the C stack where the
+ * same program without an eval function ends in RecursionError. Frames refuse
+ * to start once the thread's stack is nearly used up, as 3.12 and 3.14 do. */
+#if defined(__linux__)
+#include <pthread.h>
+
+static _Thread_local char *fh_stack_floor;
+static _Thread_local int fh_stack_floor_known;
+
+static void find_stack_floor(void)
+{
+    fh_stack_floor_known = 1;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+        return;
+    }
+    void *base;
+    size_t size;
+    if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+        /* Room to raise, unwind and run what a refused frame's caller does
+         * next; debug builds' frames are several times larger. */
+        size_t margin = size / 8;
+        if (margin > 1024 * 1024) {
+            margin = 1024 * 1024;
+        }
+        fh_stack_floor = (char *)base + margin;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static int c_stack_exhausted(void)
+{
+    if (!fh_stack_floor_known) {
+        find_stack_floor();
+    }
+    return (char *)__builtin_frame_address(0) < fh_stack_floor;
+}
+#else
+static int c_stack_exhausted(void) { return 0; }
+#endif
+
+/* Ends a frame that must not start for want of C stack, with RecursionError:
+ * a fresh function frame is discarded unrun; a generator or coroutine frame
+ * has the error thrown in, as generator.throw() would. Others (non-function
+ * frames, which do not recurse by themselves) run. */
+static PyObject *refuse_frame(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next)
+{
+    int generator_owned = frame_owned_by_generator(frame);
+    if (!generator_owned && !frame_is_hookable(frame)) {
+        return next(tstate, frame, 0);
+    }
+    PyErr_SetString(PyExc_RecursionError,
+                    "maximum recursion depth exceeded (C stack nearly exhausted)");
+    if (generator_owned) {
+        return next(tstate, frame, 1);
+    }
+#if FH_INTERP_FRAMES
+    if (fh_called_replacement == frame_code(frame)) {
+        fh_called_replacement = NULL;
+    }
+#endif
+    discard_unrun_frame(tstate, frame);
+    return NULL;
+}
+
 /* ------------------------------------------------------- the eval function */
 
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
     fh_chain_entry *entry = chain_entry(tstate->interp);
     _PyFrameEvalFunction next = next_eval(entry);
+    if (!throwflag && c_stack_exhausted()) {
+        return refuse_frame(tstate, frame, next);
+    }
     if (tstate->tracing) {
         return next(tstate, frame, throwflag);
     }
