@@ -369,9 +369,10 @@ def scoped_tools():
     used: List[int] = []
 
     def use_monitoring(callback):
-        tool = next(t for t in range(6) if sys.monitoring.get_tool(t) is None)
-        sys.monitoring.use_tool_id(tool, "hostile")
-        used.append(tool)
+        if not used:  # one tool per example: there are only six
+            used.append(next(t for t in range(6) if sys.monitoring.get_tool(t) is None))
+            sys.monitoring.use_tool_id(used[0], "hostile")
+        tool = used[0]
         sys.monitoring.register_callback(tool, sys.monitoring.events.PY_START, callback)
         sys.monitoring.set_events(tool, sys.monitoring.events.PY_START)
 
