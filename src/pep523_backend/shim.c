@@ -975,6 +975,8 @@ static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwf
 #if defined(__linux__)
 #include <pthread.h>
 
+/* The thread's stack is [fh_stack_base, ...); frames start above fh_stack_floor. */
+static _Thread_local char *fh_stack_base;
 static _Thread_local char *fh_stack_floor;
 static _Thread_local int fh_stack_floor_known;
 
@@ -994,6 +996,7 @@ static void find_stack_floor(void)
         if (margin > 1024 * 1024) {
             margin = 1024 * 1024;
         }
+        fh_stack_base = base;
         fh_stack_floor = (char *)base + margin;
     }
     pthread_attr_destroy(&attr);
@@ -1004,7 +1007,9 @@ static int c_stack_exhausted(void)
     if (!fh_stack_floor_known) {
         find_stack_floor();
     }
-    return (char *)__builtin_frame_address(0) < fh_stack_floor;
+    /* Code running on a stack of its own (a fiber library's) is not checked. */
+    char *here = __builtin_frame_address(0);
+    return here >= fh_stack_base && here < fh_stack_floor;
 }
 #else
 static int c_stack_exhausted(void) { return 0; }
