@@ -968,10 +968,10 @@ static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwf
 /* ------------------------------------------------------- C stack guard */
 
 /* With any PEP 523 function installed, every Python-to-Python call recurses in
- * C. 3.9-3.11 and 3.13 bound that depth only by the recursion limit, so a high
- * limit (or a debug build's larger C frames) overflows the C stack where the
- * same program without an eval function ends in RecursionError. Frames refuse
- * to start once the thread's stack is nearly used up, as 3.12 and 3.14 do. */
+ * C. 3.9-3.11 bound that depth only by the recursion limit, so a high limit
+ * overflowed the C stack (3.9 and 3.11 at limit 20000, where the same program
+ * without an eval function ends in RecursionError). Frames refuse to start once
+ * the thread's stack is nearly used up, whatever the version's own checks. */
 #if defined(__linux__)
 #include <pthread.h>
 
