@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PY ?=
 
-.PHONY: demo test
+.PHONY: demo test hostile
 # The main job: the chained-hooks example on the machine's default python3.
 demo:
 	$(PYTHON) tools/demo.py
@@ -10,3 +10,8 @@ demo:
 # Every test on every interpreter (or only PY=3.12, PY=3.13t,3.14d, ...).
 test:
 	$(PYTHON) tools/matrix.py $(if $(PY),--only $(PY))
+
+# The hostile-hook property tests with thousands of examples per interpreter (PY= as for test).
+hostile:
+	FRAMEHOOK_HYPOTHESIS_PROFILE=full $(PYTHON) tools/matrix.py --no-cargo $(if $(PY),--only $(PY)) -- \
+		tests/test_hostile.py --hypothesis-show-statistics

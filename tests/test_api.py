@@ -190,6 +190,39 @@ def test_on_error_log_logs_and_runs_the_original(caplog):
     assert records[0].exc_info and records[0].exc_info[0] is RuntimeError
 
 
+@pytest.mark.parametrize("answer", [42, "two_args"], ids=["non-code", "incompatible"])
+def test_on_error_log_covers_bad_returns(caplog, answer):
+    def two_args(x, y):
+        return x
+
+    def bad(frame):
+        if frame.original_code is target.__code__:
+            return two_args.__code__ if answer == "two_args" else answer
+
+    framehook.add_frame_hook(bad, name="bad", on_error="log")
+    with caplog.at_level(logging.ERROR, logger="framehook"):
+        assert target(1) == 2
+    records = [r for r in caplog.records if r.name == "framehook"]
+    assert len(records) == 1 and records[0].exc_info[0] is TypeError
+
+
+@pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit, GeneratorExit])
+def test_on_error_log_lets_base_exceptions_through(caplog, kind):
+    ran = []
+
+    def body(x):
+        ran.append(x)
+
+    def interrupted(frame):
+        if frame.original_code is body.__code__:
+            raise kind()
+
+    framehook.add_frame_hook(interrupted, on_error="log")
+    with caplog.at_level(logging.ERROR, logger="framehook"), pytest.raises(kind):
+        body(1)
+    assert ran == [] and not [r for r in caplog.records if r.name == "framehook"]
+
+
 def make_closure():
     captured = 1
 

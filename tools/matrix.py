@@ -190,7 +190,9 @@ def run_pytest(target: Target, result: Result, pytest_args: Sequence[str]) -> No
     target.run(
         [target.venv_python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
          f"--junitxml={report}", *pytest_args],
-        extra_env={"FRAMEHOOK_EXPECT_PYTHON": target.name},
+        # The sid root starts from a clean environment: carry the tests' own settings in.
+        extra_env={"FRAMEHOOK_EXPECT_PYTHON": target.name,
+                   **{k: v for k, v in os.environ.items() if k.startswith("FRAMEHOOK_HYPOTHESIS_")}},
     )
     if not report.exists():
         raise RuntimeError("pytest produced no report (it crashed or could not start)")

@@ -6,7 +6,7 @@ use std::ptr;
 use std::sync::Arc;
 
 use framehook_capi::Event;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyCode;
 
@@ -272,28 +272,35 @@ impl<'a, 'py> Chain<'a, 'py> {
             .iter()
             .filter(|hook| hook.transform.is_some() && hook.enabled())
         {
-            let Some(answer) = self.ask(hook, &current)? else {
+            let Some((answer, plan)) = self.ask(hook, &current)? else {
                 continue;
             };
-            let plan = self.plan_for(hook, &answer)?;
             current = answer;
             current_plan = plan;
         }
         Ok(current_plan.map(|plan| (current, plan)))
     }
 
-    /// The hook's answer for `current`: Some(new code) or None (no change).
+    /// The hook's answer for `current`, checked: Some((new code, its plan)) or None (no
+    /// change). A failure (the hook raised, returned something other than a code object,
+    /// or an incompatible code object) follows `on_error`; "log" never swallows a
+    /// BaseException that is not an Exception (KeyboardInterrupt, SystemExit, ...).
+    #[allow(clippy::type_complexity)]
     fn ask(
         &mut self,
         hook: &Hook,
         current: &Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    ) -> PyResult<Option<(Bound<'py, PyAny>, Option<Arc<Plan>>)>> {
         if hook.cache {
             let state = self.state()?;
             if let Some(answer) =
                 state.cached_answer(self.py, self.generation, hook.id, current, &self.original)
             {
-                return Ok(answer);
+                // Only checked answers are cached: this finds the remembered plan.
+                return match answer {
+                    Some(code) => Ok(Some((code.clone(), self.plan_for(hook, &code)?))),
+                    None => Ok(None),
+                };
             }
         }
         let returned = match &hook.transform {
@@ -317,23 +324,27 @@ impl<'a, 'py> Chain<'a, 'py> {
             }
             None => Ok(self.py.None().into_bound(self.py)),
         };
-        let answer = match returned {
-            Ok(returned) if returned.is_none() || returned.is(current) => None,
-            Ok(returned) if returned.is_instance_of::<PyCode>() => Some(returned),
-            Ok(returned) => {
-                return Err(PyTypeError::new_err(format!(
-                    "frame hook {:?} must return a code object or None, not {}",
-                    hook.name,
-                    returned.get_type().name()?
-                )))
+        let checked = match returned {
+            Ok(returned) if returned.is_none() || returned.is(current) => Ok(None),
+            Ok(returned) if returned.is_instance_of::<PyCode>() => self
+                .plan_for(hook, &returned)
+                .map(|plan| Some((returned, plan))),
+            Ok(returned) => Err(PyTypeError::new_err(format!(
+                "frame hook {:?} must return a code object or None, not {}",
+                hook.name,
+                returned.get_type().name()?
+            ))),
+            Err(err) => Err(err),
+        };
+        let answer = match checked {
+            Ok(answer) => answer,
+            Err(err)
+                if hook.on_error == OnError::Log && err.is_instance_of::<PyException>(self.py) =>
+            {
+                log_hook_error(self.py, hook, &self.original, err);
+                None
             }
-            Err(err) => match hook.on_error {
-                OnError::Raise => return Err(err),
-                OnError::Log => {
-                    log_hook_error(self.py, hook, &self.original, err);
-                    None
-                }
-            },
+            Err(err) => return Err(err),
         };
         if hook.cache {
             self.state()?.store_answer(
@@ -341,7 +352,7 @@ impl<'a, 'py> Chain<'a, 'py> {
                 hook.id,
                 current,
                 &self.original,
-                answer.as_ref(),
+                answer.as_ref().map(|(code, _)| code),
             );
         }
         Ok(answer)
@@ -400,7 +411,7 @@ fn log_hook_error(py: Python<'_>, hook: &Hook, code: &Bound<'_, PyAny>, err: PyE
         logger.call_method(
             "error",
             (
-                "frame hook %r raised on %r; running the frame as if it declined",
+                "frame hook %r failed on %r; running the frame as if it declined",
                 hook.name.as_str(),
                 code,
             ),

@@ -19,7 +19,8 @@ use crate::pep523_backend::{self, CodeExtraSlot, Uninstalled};
 pub enum OnError {
     /// The exception reaches the caller of the hooked function.
     Raise,
-    /// The exception is logged (logger "framehook") and the hook counts as declining.
+    /// An `Exception` is logged (logger "framehook") and the hook counts as declining;
+    /// other `BaseException`s (KeyboardInterrupt, SystemExit, ...) still raise.
     Log,
 }
 

@@ -1006,12 +1006,89 @@ static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwf
     return result;
 }
 
+/* ------------------------------------------------------- C stack guard */
+
+/* With any PEP 523 function installed, every Python-to-Python call recurses in
+ * C. 3.9-3.11 bound that depth only by the recursion limit, so a high limit
+ * overflowed the C stack (3.9 and 3.11 at limit 20000, where the same program
+ * without an eval function ends in RecursionError). Frames refuse to start once
+ * the thread's stack is nearly used up, whatever the version's own checks. */
+#if defined(__linux__)
+#include <pthread.h>
+
+/* The thread's stack is [fh_stack_base, ...); frames start above fh_stack_floor. */
+static _Thread_local char *fh_stack_base;
+static _Thread_local char *fh_stack_floor;
+static _Thread_local int fh_stack_floor_known;
+
+static void find_stack_floor(void)
+{
+    fh_stack_floor_known = 1;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) {
+        return;
+    }
+    void *base;
+    size_t size;
+    if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+        /* Room to raise, unwind and run what a refused frame's caller does
+         * next; debug builds' frames are several times larger. */
+        size_t margin = size / 8;
+        if (margin > 1024 * 1024) {
+            margin = 1024 * 1024;
+        }
+        fh_stack_base = base;
+        fh_stack_floor = (char *)base + margin;
+    }
+    pthread_attr_destroy(&attr);
+}
+
+static int c_stack_exhausted(void)
+{
+    if (!fh_stack_floor_known) {
+        find_stack_floor();
+    }
+    /* Code running on a stack of its own (a fiber library's) is not checked. */
+    char *here = __builtin_frame_address(0);
+    return here >= fh_stack_base && here < fh_stack_floor;
+}
+#else
+static int c_stack_exhausted(void) { return 0; }
+#endif
+
+/* Ends a frame that must not start for want of C stack, with RecursionError:
+ * a fresh function frame is discarded unrun; a generator or coroutine frame
+ * has the error thrown in, as generator.throw() would. Others (non-function
+ * frames, which do not recurse by themselves) run. */
+static PyObject *refuse_frame(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next)
+{
+    int generator_owned = frame_owned_by_generator(frame);
+    if (!generator_owned && !frame_is_hookable(frame)) {
+        return next(tstate, frame, 0);
+    }
+    PyErr_SetString(PyExc_RecursionError,
+                    "maximum recursion depth exceeded (C stack nearly exhausted)");
+    if (generator_owned) {
+        return next(tstate, frame, 1);
+    }
+#if FH_INTERP_FRAMES
+    if (fh_called_replacement == frame_code(frame)) {
+        fh_called_replacement = NULL;
+    }
+#endif
+    discard_unrun_frame(tstate, frame);
+    return NULL;
+}
+
 /* ------------------------------------------------------- the eval function */
 
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
     fh_chain_entry *entry = chain_entry(tstate->interp);
     _PyFrameEvalFunction next = next_eval(entry);
+    if (!throwflag && c_stack_exhausted()) {
+        return refuse_frame(tstate, frame, next);
+    }
     if (tstate->tracing) {
         return next(tstate, frame, throwflag);
     }

@@ -180,7 +180,8 @@ pub enum OnError {
     /// The exception reaches the caller of the hooked function.
     #[default]
     Raise,
-    /// Logged to the "framehook" logger; the hook counts as declining.
+    /// An `Exception` (raised, or a return that is not a compatible code object) is logged to
+    /// the "framehook" logger and the hook counts as declining; other `BaseException`s raise.
     Log,
 }
 

@@ -47,17 +47,19 @@ extern "C" {
 #define FRAMEHOOK_EVENT_RESUME 4    /* a suspended generator or coroutine frame resumed */
 
 /* What happens when a hook function fails. */
+/* A hook fails when it raises or returns something other than a compatible code object. */
 #define FRAMEHOOK_ON_ERROR_RAISE 0  /* the exception reaches the caller of the hooked function */
-#define FRAMEHOOK_ON_ERROR_LOG 1    /* logged to logger "framehook"; the hook counts as declining */
+#define FRAMEHOOK_ON_ERROR_LOG 1    /* an Exception is logged to logger "framehook" and the hook
+                                     * counts as declining; other BaseExceptions still raise */
 
 /* The frame a hook function receives. Valid only until the hook function returns. */
 typedef struct framehook_frame framehook_frame;
 
 /* Decide what a frame runs. Return 0 and leave *replacement NULL to decline;
  * return 0 and set *replacement to a new reference to a code object to
- * replace the current code (framehook checks it is call-compatible and raises
- * TypeError naming the hook otherwise); return -1 with an exception set on
- * error (then `on_error` applies). */
+ * replace the current code (framehook checks it is call-compatible, else it is
+ * a TypeError naming the hook); return -1 with an exception set on error.
+ * Both failures follow `on_error`. */
 typedef int (*framehook_hook_func)(void *user_data, const framehook_frame *frame,
                                    PyObject **replacement);
 
