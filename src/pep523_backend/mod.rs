@@ -69,6 +69,8 @@ mod sys {
         pub fn fh_test_uninstall_passthrough() -> c_int;
         pub fn fh_test_passthrough_calls() -> c_ulonglong;
         pub fn fh_test_passthrough_function() -> *mut c_void;
+        pub fn fh_bench_install_floor() -> c_int;
+        pub fn fh_bench_uninstall_floor() -> c_int;
     }
 }
 
@@ -396,5 +398,25 @@ pub mod foreign_for_tests {
     pub fn address() -> usize {
         // SAFETY: returns a function address.
         unsafe { sys::fh_test_passthrough_function() as usize }
+    }
+}
+
+/// Bench support: the bare pass-through PEP 523 function framehook's overhead
+/// is measured against (nothing but a call of CPython's default evaluator).
+pub mod floor_for_bench {
+    use super::*;
+
+    /// True if installed now, false if it was already.
+    pub fn install(py: Python<'_>) -> PyResult<bool> {
+        // SAFETY: attached.
+        match unsafe { sys::fh_bench_install_floor() } {
+            -1 => Err(PyErr::fetch(py)),
+            status => Ok(status == 0),
+        }
+    }
+    /// True if it was installed and CPython's default evaluator is back.
+    pub fn uninstall(_py: Python<'_>) -> bool {
+        // SAFETY: attached.
+        unsafe { sys::fh_bench_uninstall_floor() != 0 }
     }
 }

@@ -1053,3 +1053,39 @@ int fh_test_uninstall_passthrough(void)
 unsigned long long fh_test_passthrough_calls(void) { return atomic_load(&fh_test_calls); }
 
 void *fh_test_passthrough_function(void) { return (void *)fh_test_passthrough; }
+
+/* -------------------------------------- bench-only floor eval function */
+
+/* The cheapest PEP 523 function there is: it hands every frame to CPython's
+ * default evaluator and does nothing else. Benchmarks measure framehook's
+ * overhead against it (the cost of any PEP 523 function at all). */
+static PyObject *fh_bench_floor(PyThreadState *tstate, fh_frame *frame, int throwflag)
+{
+    return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+}
+
+int fh_bench_install_floor(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (current == (_PyFrameEvalFunction)fh_bench_floor) {
+        return 1;
+    }
+    if (current != _PyEval_EvalFrameDefault) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "framehook: the floor eval function goes only over CPython's default one");
+        return -1;
+    }
+    _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_bench_floor);
+    return 0;
+}
+
+int fh_bench_uninstall_floor(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) != (_PyFrameEvalFunction)fh_bench_floor) {
+        return 0;
+    }
+    _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
+    return 1;
+}

@@ -92,4 +92,11 @@ int fh_test_uninstall_passthrough(void);
 unsigned long long fh_test_passthrough_calls(void);
 void *fh_test_passthrough_function(void);
 
+/* Bench-only: a bare pass-through eval function (no counting, nothing else),
+ * the floor framehook's overhead is compared with. Install: 0 ok, 1 already
+ * installed, -1 with an exception if another function than CPython's default
+ * is installed. Uninstall: 1 removed, 0 it was not installed. */
+int fh_bench_install_floor(void);
+int fh_bench_uninstall_floor(void);
+
 #endif
