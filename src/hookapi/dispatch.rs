@@ -3,6 +3,7 @@
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use framehook_capi::Event;
@@ -11,48 +12,41 @@ use pyo3::prelude::*;
 use pyo3::types::PyCode;
 
 use super::capi::NativeFrame;
-use super::code_state::{CodeState, Plan, StrongRef};
+use super::code_state::{CodeState, FinalDecision, Plan, StrongRef};
 use super::compat;
 use super::frame::Frame;
-use super::registry::{Hook, Observer, ObserverSet, OnError, Registry, Transform};
+use super::registry::{Generation, Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
 use crate::pep523_backend::{FrameView, RawDecision, TracingSuspended};
 
+// Hooks and observers run inside a `TracingSuspended`, as trace functions do:
+// the eval function passes the frames they start through unhooked.
+
 thread_local! {
-    /// A hook is running on this thread: frames it starts are not hooked.
-    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
     /// Depth of `framehook.disabled()` blocks on this thread.
     static DISABLED_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Marks this thread as running hooks (or observers) until dropped; they run
-/// unseen by tracers and profilers, as trace functions do.
-struct HookRunning {
-    was_running: bool,
-    _tracing: TracingSuspended,
-}
-
-impl HookRunning {
-    fn enter(py: Python<'_>) -> Self {
-        HookRunning {
-            was_running: IN_HOOK.with(|flag| flag.replace(true)),
-            _tracing: TracingSuspended::enter(py),
-        }
-    }
-}
-
-impl Drop for HookRunning {
-    fn drop(&mut self) {
-        IN_HOOK.with(|flag| flag.set(self.was_running));
-    }
-}
+/// How many threads are inside `framehook.disabled()`: thread locals cost a
+/// call in a shared library, so frames read theirs only when some thread is.
+static THREADS_DISABLED: AtomicUsize = AtomicUsize::new(0);
 
 pub(crate) fn enter_disabled() {
-    DISABLED_DEPTH.with(|depth| depth.set(depth.get() + 1));
+    DISABLED_DEPTH.with(|depth| {
+        if depth.get() == 0 {
+            THREADS_DISABLED.fetch_add(1, Ordering::AcqRel);
+        }
+        depth.set(depth.get() + 1);
+    });
 }
 
 pub(crate) fn exit_disabled() {
-    DISABLED_DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    DISABLED_DEPTH.with(|depth| {
+        if depth.get() == 1 {
+            THREADS_DISABLED.fetch_sub(1, Ordering::AcqRel);
+        }
+        depth.set(depth.get().saturating_sub(1));
+    });
 }
 
 const RUN_ORIGINAL: RawDecision = RawDecision {
@@ -65,44 +59,94 @@ const RUN_ORIGINAL: RawDecision = RawDecision {
 
 /// Whether frames starting now on this thread are out of the hooks' sight.
 #[inline]
-fn unhooked_here() -> bool {
-    IN_HOOK.with(Cell::get) || DISABLED_DEPTH.with(Cell::get) > 0
+fn disabled_here() -> bool {
+    THREADS_DISABLED.load(Ordering::Acquire) > 0 && DISABLED_DEPTH.with(Cell::get) > 0
 }
 
-fn observers_token(registry: &Registry) -> *mut c_void {
+fn observers_token(registry: &Registry, generation: Generation) -> *mut c_void {
+    if !generation.observing() {
+        return ptr::null_mut();
+    }
     registry
         .observers()
         .map_or(ptr::null_mut(), |set| Arc::into_raw(set).cast_mut().cast())
 }
 
+/// The decision to run `plan`'s code (None: the original), with its observers and callbacks.
+fn decision(
+    py: Python<'_>,
+    plan: Option<&Arc<Plan>>,
+    observers: *mut c_void,
+    after_frame: *mut c_void,
+) -> RawDecision {
+    let Some(plan) = plan else {
+        return RawDecision {
+            observers,
+            after_frame,
+            ..RUN_ORIGINAL
+        };
+    };
+    // The plan keeps the argument map alive until the eval function releases it.
+    let (arg_map, arg_map_owner) = match &plan.arg_map {
+        None => (ptr::null(), ptr::null_mut()),
+        Some(map) => (
+            map.as_ptr(),
+            Arc::into_raw(Arc::clone(plan)).cast_mut().cast(),
+        ),
+    };
+    RawDecision {
+        code: plan.code.bind(py).into_ptr(),
+        arg_map,
+        arg_map_owner,
+        observers,
+        after_frame,
+    }
+}
+
 /// Runs the hook chain for a frame about to start and says what to run.
 pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDecision> {
-    if unhooked_here() {
+    if disabled_here() {
         return Ok(RUN_ORIGINAL);
     }
-    let Some(registry) = Registry::current(py) else {
-        return Ok(RUN_ORIGINAL);
-    };
+    // SAFETY: the view comes from the eval function, installed with this registry.
+    let registry = unsafe { Registry::from_context(view.context()) };
+    // Loaded before the hooks: a generation is never newer than the hooks seen.
+    let generation = registry.generation();
+    let original = view.code(py);
+    if generation.all_cached() {
+        // The fast path: the chain decided for this code in this generation already.
+        let remembered = CodeState::existing(registry, &original)
+            .and_then(|state| state.final_decision(generation.number()));
+        match remembered {
+            Some(FinalDecision::RunOriginal) => {
+                return Ok(decision(py, None, observers_token(registry, generation), ptr::null_mut()))
+            }
+            Some(FinalDecision::Run(plan)) => {
+                return Ok(decision(py, Some(&plan), observers_token(registry, generation), ptr::null_mut()))
+            }
+            None => {}
+        }
+    }
     let hooks = registry.snapshot();
     if hooks.is_empty() {
         return Ok(RUN_ORIGINAL);
     }
-    let running = HookRunning::enter(py);
     let mut chain = Chain {
         py,
         view,
-        registry: &registry,
-        original: view.code(py).to_owned(),
-        generation: registry.generation(),
+        registry,
+        original: original.to_owned(),
+        generation: generation.number(),
         state: None,
         frame: None,
         after: Vec::new(),
+        tracing: None,
     };
     let outcome = chain.run(&hooks);
     if let Some(frame) = &chain.frame {
         frame.get().expire();
     }
-    drop(running);
+    drop(chain.tracing.take());
     let after = std::mem::take(&mut chain.after);
     let replacement = match outcome {
         Ok(replacement) => replacement,
@@ -112,34 +156,16 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
             return Err(err);
         }
     };
-    let observers = observers_token(&registry);
+    let plan = replacement.map(|(_, plan)| plan);
+    if generation.all_cached() && after.is_empty() {
+        chain.state()?.store_final_decision(generation.number(), plan.as_ref());
+    }
     let after_frame = if after.is_empty() {
         ptr::null_mut()
     } else {
         Box::into_raw(Box::new(after)).cast()
     };
-    let Some((code, plan)) = replacement else {
-        return Ok(RawDecision {
-            observers,
-            after_frame,
-            ..RUN_ORIGINAL
-        });
-    };
-    // The plan keeps the argument map alive until the eval function releases it.
-    let (arg_map, arg_map_owner) = match &plan.arg_map {
-        None => (ptr::null(), ptr::null_mut()),
-        Some(map) => (
-            map.as_ptr(),
-            Arc::into_raw(Arc::clone(&plan)).cast_mut().cast(),
-        ),
-    };
-    Ok(RawDecision {
-        code: code.into_ptr(),
-        arg_map,
-        arg_map_owner,
-        observers,
-        after_frame,
-    })
+    Ok(decision(py, plan.as_ref(), observers_token(registry, generation), after_frame))
 }
 
 fn run_after_frame(py: Python<'_>, after: Vec<AfterFrame>) {
@@ -170,11 +196,13 @@ pub(crate) fn release(owner: *mut c_void) {
 
 /// Who observes a frame that passes through unhooked (a resumed generator, a
 /// thrown-in frame): an observer set token, or NULL.
-pub(crate) fn passthrough_observers(py: Python<'_>) -> *mut c_void {
-    if unhooked_here() {
+pub(crate) fn passthrough_observers(_py: Python<'_>, context: *const c_void) -> *mut c_void {
+    if disabled_here() {
         return ptr::null_mut();
     }
-    Registry::current(py).map_or(ptr::null_mut(), |registry| observers_token(&registry))
+    // SAFETY: the context comes from the eval function, installed with this registry.
+    let registry = unsafe { Registry::from_context(context) };
+    observers_token(registry, registry.generation())
 }
 
 /// Reports one event to every hook of an observer set.
@@ -197,7 +225,7 @@ pub(crate) unsafe fn observe(
     } else {
         None
     };
-    let _running = HookRunning::enter(py);
+    let _tracing = TracingSuspended::enter(py);
     for hook in &set.hooks {
         match &hook.observer {
             Some(Observer::Native(observe)) => {
@@ -245,6 +273,8 @@ struct Chain<'a, 'py> {
     state: Option<&'a CodeState>,
     frame: Option<Bound<'py, Frame>>,
     after: Vec<AfterFrame>,
+    /// Entered before the first hook is asked; answers from the cache need none.
+    tracing: Option<TracingSuspended>,
 }
 
 impl<'a, 'py> Chain<'a, 'py> {
@@ -295,6 +325,9 @@ impl<'a, 'py> Chain<'a, 'py> {
             {
                 return Ok(answer);
             }
+        }
+        if self.tracing.is_none() {
+            self.tracing = Some(TracingSuspended::enter(self.py));
         }
         let returned = match &hook.transform {
             Some(Transform::Python(callable)) => {

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 use framehook_capi::ffi as capi_ffi;
 
-use crate::pep523_backend::{self, CodeExtraSlot, Uninstalled};
+use crate::pep523_backend::{self, CodeExtraSlot, ContextHead, Uninstalled};
 
 /// What to do when a hook raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,13 +159,52 @@ fn unhooked<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// The hooks of one interpreter, in call order.
+/// A registry's version, bumped whenever its hooks or their enabled states
+/// change (cached answers from an older generation are discarded). Its low bits
+/// say what the enabled hooks are, so the eval function learns it in one load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generation(u64);
+
+impl Generation {
+    /// Every enabled hook that transforms is cached: a code's final decision
+    /// (what runs, after the whole chain) can be remembered per generation.
+    const ALL_CACHED: u64 = ContextHead::ALL_CACHED;
+    const OBSERVING: u64 = ContextHead::OBSERVING;
+    const STEP: u64 = 4;
+
+    /// A number no other generation of the registry has.
+    pub fn number(self) -> u64 {
+        self.0
+    }
+
+    pub fn all_cached(self) -> bool {
+        self.0 & Self::ALL_CACHED != 0
+    }
+
+    pub fn observing(self) -> bool {
+        self.0 & Self::OBSERVING != 0
+    }
+
+    fn next(self, hooks: &[Arc<Hook>]) -> Self {
+        let enabled = || hooks.iter().filter(|hook| hook.enabled());
+        let all_cached = enabled().all(|hook| hook.transform.is_none() || hook.cache);
+        let observing = enabled().any(|hook| hook.observer.is_some());
+        let number = (self.0 | (Self::STEP - 1)) + 1;
+        let all_cached = if all_cached { Self::ALL_CACHED } else { 0 };
+        let observing = if observing { Self::OBSERVING } else { 0 };
+        Self(number | all_cached | observing)
+    }
+}
+
+/// The hooks of one interpreter, in call order. Never freed: the eval function
+/// holds a plain pointer to its interpreter's registry, and reads its head.
+#[repr(C)]
 pub struct Registry {
+    /// The generation (a [`Generation`]; readers load it before the hooks,
+    /// writers store it after) and where code states are.
+    head: ContextHead,
     interpreter: usize,
     hooks: ArcSwap<Vec<Arc<Hook>>>,
-    /// Bumped whenever the set of active hooks changes; cached answers from an
-    /// older generation are discarded.
-    generation: AtomicU64,
     /// The enabled observing hooks; None when there are none.
     observers: ArcSwapOption<ObserverSet>,
     writer: Mutex<()>,
@@ -196,13 +235,18 @@ impl Registry {
         if let Some(registry) = Self::current(py) {
             return Ok(registry);
         }
+        let code_extra =
+            CodeExtraSlot::request(py, crate::hookapi::code_state::free_code_state)?;
         let registry = Arc::new(Registry {
+            head: ContextHead {
+                generation: AtomicU64::new(Generation::STEP),
+                code_extra_index: code_extra.index(),
+            },
             interpreter: pep523_backend::current_interpreter(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
-            generation: AtomicU64::new(1),
             observers: ArcSwapOption::empty(),
             writer: Mutex::new(()),
-            code_extra: CodeExtraSlot::request(py, crate::hookapi::code_state::free_code_state)?,
+            code_extra,
         });
         let mut all = Vec::clone(&REGISTRIES.load());
         all.push(Arc::clone(&registry));
@@ -210,7 +254,18 @@ impl Registry {
         Ok(registry)
     }
 
-    /// The hooks in call order (a snapshot).
+    /// The registry the eval function was installed with.
+    ///
+    /// # Safety
+    /// `context` must come from a [`FrameView`](crate::pep523_backend::FrameView)
+    /// of an interpreter whose registry installed the eval function.
+    #[inline]
+    pub unsafe fn from_context<'a>(context: *const c_void) -> &'a Registry {
+        // SAFETY: `add` installs the eval function with its registry, which is never freed.
+        unsafe { &*context.cast::<Registry>() }
+    }
+
+    /// The hooks in call order (a snapshot). Load the generation first.
     #[inline]
     pub fn snapshot(&self) -> arc_swap::Guard<Arc<Vec<Arc<Hook>>>> {
         self.hooks.load()
@@ -223,8 +278,14 @@ impl Registry {
     }
 
     #[inline]
-    pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+    pub fn generation(&self) -> Generation {
+        Generation(self.head.generation.load(Ordering::Acquire))
+    }
+
+    /// Called under the writer lock once the hooks or their enabled states changed.
+    fn bump_generation(&self, hooks: &[Arc<Hook>]) {
+        let next = self.generation().next(hooks);
+        self.head.generation.store(next.0, Ordering::Release);
     }
 
     // Writers hold the lock only around work that runs no Python code: Python
@@ -236,7 +297,8 @@ impl Registry {
             let _writer = self.writer.lock();
             let current = self.hooks.load_full();
             if current.is_empty() {
-                pep523_backend::install(py)?;
+                // SAFETY: a registry starts with a ContextHead and is never freed.
+                unsafe { pep523_backend::install(py, std::ptr::from_ref(self).cast()) }?;
             }
             let mut hooks = Vec::clone(&current);
             hooks.push(hook);
@@ -292,15 +354,17 @@ impl Registry {
     pub fn set_enabled(&self, py: Python<'_>, hook: &Hook, enabled: bool) {
         let _writer = self.writer.lock();
         if hook.enabled.swap(enabled, Ordering::AcqRel) != enabled {
-            self.generation.fetch_add(1, Ordering::AcqRel);
-            self.refresh_observers(py, &self.hooks.load());
+            let hooks = self.hooks.load();
+            self.refresh_observers(py, &hooks);
+            self.bump_generation(&hooks);
         }
     }
 
     fn publish(&self, py: Python<'_>, hooks: Vec<Arc<Hook>>) {
         self.refresh_observers(py, &hooks);
-        self.hooks.store(Arc::new(hooks));
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        let hooks = Arc::new(hooks);
+        self.hooks.store(Arc::clone(&hooks));
+        self.bump_generation(&hooks);
     }
 
     /// Called under the writer lock whenever hooks or their enabled states change.

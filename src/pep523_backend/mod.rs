@@ -26,6 +26,7 @@ mod sys {
         pub frame: *mut c_void,
         pub code: *mut PyObject,
         pub caller: *mut c_void,
+        pub context: *mut c_void,
     }
 
     /// Mirrors `fh_decision` in shim.h.
@@ -44,7 +45,7 @@ mod sys {
         pub fn fh_build_version_hex() -> c_ulong;
         pub fn fh_build_gil_disabled() -> c_int;
         pub fn fh_build_debug() -> c_int;
-        pub fn fh_install() -> c_int;
+        pub fn fh_install(context: *const c_void) -> c_int;
         pub fn fh_uninstall() -> c_int;
         pub fn fh_is_installed() -> c_int;
         pub fn fh_set_observing(observing: c_int);
@@ -75,6 +76,29 @@ mod sys {
 }
 
 pub use sys::FreeFunc;
+
+/// The head of the context given to [`install`] (`fh_context_head` in shim.h):
+/// the eval function reads it to run frames the hooks declined before.
+#[repr(C)]
+pub struct ContextHead {
+    /// Bumped on every change of the hooks; bits [`ContextHead::ALL_CACHED`] and
+    /// [`ContextHead::OBSERVING`] describe the hooks of that generation.
+    pub generation: std::sync::atomic::AtomicU64,
+    pub code_extra_index: ffi::Py_ssize_t,
+}
+
+impl ContextHead {
+    pub const ALL_CACHED: u64 = 1;
+    pub const OBSERVING: u64 = 2;
+}
+
+/// The head of what framehook stores in co_extra (`fh_code_state_head`).
+#[repr(C)]
+#[derive(Default)]
+pub struct CodeStateHead {
+    /// The generation in which the hooks decided to run the code unchanged (0: none).
+    pub declined_in: std::sync::atomic::AtomicU64,
+}
 
 /// The interpreter the shim was compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,10 +153,16 @@ pub enum Uninstalled {
 }
 
 /// Installs framehook's eval function in the current interpreter, keeping the
-/// one found there as the next in line. Callers serialise installs.
-pub fn install(_py: Python<'_>) -> PyResult<()> {
-    // SAFETY: attached to the interpreter (the `Python` token proves it).
-    match unsafe { sys::fh_install() } {
+/// one found there as the next in line; every [`FrameView`] of the interpreter
+/// carries `context` (see [`FrameView::context`]), which must outlive it.
+/// Callers serialise installs.
+///
+/// # Safety
+/// `context` must start with a [`ContextHead`] and stay valid as long as the interpreter.
+pub unsafe fn install(_py: Python<'_>, context: *const c_void) -> PyResult<()> {
+    // SAFETY: attached to the interpreter (the `Python` token proves it); the
+    // caller vouches for `context`.
+    match unsafe { sys::fh_install(context) } {
         -1 => Err(PyErr::fetch(_py)),
         _ => Ok(()),
     }
@@ -207,6 +237,10 @@ pub fn current_interpreter(_py: Python<'_>) -> usize {
 pub struct CodeExtraSlot(ffi::Py_ssize_t);
 
 impl CodeExtraSlot {
+    pub fn index(self) -> ffi::Py_ssize_t {
+        self.0
+    }
+
     pub fn request(py: Python<'_>, free: FreeFunc) -> PyResult<Self> {
         // SAFETY: attached; `free` is called by CPython when a code object dies.
         let index = unsafe { sys::fh_request_code_extra_index(free) };
@@ -268,6 +302,11 @@ impl<'a> FrameView<'a> {
         Self {
             raw: unsafe { &*raw.0 },
         }
+    }
+
+    /// What [`install`] was given for the frame's interpreter.
+    pub fn context(&self) -> *const c_void {
+        self.raw.context
     }
 
     /// The original code object of the frame.
@@ -342,10 +381,10 @@ extern "C" fn framehook_release(owner: *mut c_void) {
 /// Called by the eval function for a frame that passes through unhooked while
 /// observers exist: an observer set (see [`framehook_observe`]) or NULL.
 #[no_mangle]
-extern "C" fn framehook_passthrough_observers() -> *mut c_void {
+extern "C" fn framehook_passthrough_observers(context: *mut c_void) -> *mut c_void {
     // SAFETY: the eval function runs attached.
     let py = unsafe { Python::assume_attached() };
-    crate::hookapi::dispatch::passthrough_observers(py)
+    crate::hookapi::dispatch::passthrough_observers(py, context)
 }
 
 /// Called by the eval function for each event of an observed frame.

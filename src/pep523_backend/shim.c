@@ -80,6 +80,7 @@ typedef struct {
     _Atomic(PyInterpreterState *) interp;
     _Atomic(_PyFrameEvalFunction) previous;
     _Atomic int observing;
+    _Atomic(void *) context; /* what framehook_dispatch gets as view->context */
 } fh_chain_entry;
 
 static fh_chain_entry fh_chain[FH_MAX_INTERPRETERS];
@@ -115,7 +116,7 @@ static int displaced_for_good(fh_chain_entry *entry, _PyFrameEvalFunction curren
     return current == next_eval(entry) || current == _PyEval_EvalFrameDefault;
 }
 
-int fh_install(void)
+int fh_install(void *context)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
     fh_chain_entry *entry = chain_entry(interp);
@@ -125,6 +126,7 @@ int fh_install(void)
             /* The tool that installed its function over ours has put back
              * what ours replaced (or the default): nothing calls ours any more. */
             atomic_store(&entry->previous, as_previous(current));
+            atomic_store(&entry->context, context);
             _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
             return 0;
         }
@@ -135,6 +137,7 @@ int fh_install(void)
             _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
             atomic_store(&fh_chain[i].previous, as_previous(current));
             atomic_store(&fh_chain[i].observing, 0);
+            atomic_store(&fh_chain[i].context, context);
             atomic_store_explicit(&fh_chain[i].interp, interp, memory_order_release);
             _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
             return 0;
@@ -258,8 +261,31 @@ Py_ssize_t fh_request_code_extra_index(freefunc free_extra)
     return index;
 }
 
+#ifndef Py_GIL_DISABLED
+/* How CPython stores co_extra (Objects/codeobject.c, the same in 3.9-3.14):
+ * read directly, it costs no call, no thread-state lookup. */
+typedef struct {
+    Py_ssize_t ce_size;
+    void *ce_extras[1];
+} fh_code_extra;
+#endif
+
+/* The code state framehook stored on `code` (a code object), or NULL. */
+static inline void *code_extra(PyObject *code, Py_ssize_t index)
+{
+#ifndef Py_GIL_DISABLED
+    fh_code_extra *extra = (fh_code_extra *)((PyCodeObject *)code)->co_extra;
+    return extra != NULL && index < extra->ce_size ? extra->ce_extras[index] : NULL;
+#else
+    return fh_code_get_extra(code, index);
+#endif
+}
+
 void *fh_code_get_extra(PyObject *code, Py_ssize_t index)
 {
+#ifndef Py_GIL_DISABLED
+    return code_extra(code, index);
+#else
     void *extra = NULL;
     EXTRA_LOCK();
 #if PY_VERSION_HEX >= 0x030C0000
@@ -269,6 +295,7 @@ void *fh_code_get_extra(PyObject *code, Py_ssize_t index)
 #endif
     EXTRA_UNLOCK();
     return status == 0 ? extra : NULL;
+#endif
 }
 
 int fh_code_set_extra(PyObject *code, Py_ssize_t index, void *extra)
@@ -559,8 +586,23 @@ static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
 
 #else /* FH_INTERP_FRAMES */
 
-/* The code a frame started by run_by_call must pass straight through. */
+/* The code a frame started by run_by_call must pass straight through. Thread
+ * locals cost a call in a shared library: fh_eval reads it only while some
+ * thread is in such a call. */
 static _Thread_local PyCodeObject *fh_called_replacement;
+static _Atomic int fh_replacement_calls;
+
+static void replacement_call_begin(PyCodeObject *code)
+{
+    fh_called_replacement = code;
+    atomic_fetch_add(&fh_replacement_calls, 1);
+}
+
+static void replacement_call_end(void)
+{
+    fh_called_replacement = NULL;
+    atomic_fetch_sub(&fh_replacement_calls, 1);
+}
 
 static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
 {
@@ -740,9 +782,9 @@ static PyObject *call_with_arguments(PyObject *function, fh_frame *frame, PyCode
             goto done;
         }
     }
-    fh_called_replacement = code;
+    replacement_call_begin(code);
     result = PyObject_Vectorcall(function, args, npositional, nkw ? kwnames : NULL);
-    fh_called_replacement = NULL;
+    replacement_call_end();
 done:
     PyMem_Free(args);
     Py_XDECREF(kwnames);
@@ -756,10 +798,10 @@ static PyObject *run_by_call(PyThreadState *tstate, fh_frame *frame, const fh_de
     PyObject *result = NULL;
     if (!(code->co_flags & CO_OPTIMIZED)) {
         PyObject *locals = frame->f_locals ? frame->f_locals : frame->f_globals;
-        fh_called_replacement = code;
+        replacement_call_begin(code);
         result = PyEval_EvalCodeEx((PyObject *)code, frame->f_globals, locals, NULL, 0, NULL, 0,
                                    NULL, 0, NULL, PyFunction_GET_CLOSURE(function));
-        fh_called_replacement = NULL;
+        replacement_call_end();
     } else {
         PyObject *replacement = function_with_code(function, code);
         if (replacement != NULL) {
@@ -967,30 +1009,51 @@ static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwf
 
 /* ------------------------------------------------------- the eval function */
 
+/* Whether the hooks, all cached and none observing, decided in this
+ * generation to run `code` unchanged: then nothing needs asking. */
+static inline int declined_before(fh_context_head *context, PyObject *code)
+{
+    unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
+    if ((generation & (FH_GENERATION_ALL_CACHED | FH_GENERATION_OBSERVING)) != FH_GENERATION_ALL_CACHED) {
+        return 0;
+    }
+    fh_code_state_head *state = code_extra(code, context->code_extra_index);
+    return state != NULL
+           && atomic_load_explicit(&state->declined_in, memory_order_relaxed) == generation;
+}
+
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
     fh_chain_entry *entry = chain_entry(tstate->interp);
     _PyFrameEvalFunction next = next_eval(entry);
-    if (tstate->tracing) {
+    /* No entry: ours was taken out of the interpreter's chain. */
+    if (tstate->tracing || entry == NULL) {
         return next(tstate, frame, throwflag);
     }
+    void *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
     if (throwflag || !frame_is_hookable(frame)) {
         void *observers;
-        if (entry == NULL || !atomic_load_explicit(&entry->observing, memory_order_acquire)
-            || (observers = framehook_passthrough_observers()) == NULL) {
+        if (!atomic_load_explicit(&entry->observing, memory_order_acquire)
+            || (observers = framehook_passthrough_observers(context)) == NULL) {
             return next(tstate, frame, throwflag);
         }
         return run_observed(tstate, frame, throwflag, next, NULL, observers);
     }
     PyCodeObject *code = frame_code(frame);
 #if FH_INTERP_FRAMES
-    if (fh_called_replacement == code) {
+    if (atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
+        && fh_called_replacement == code) {
         fh_called_replacement = NULL;
         return next(tstate, frame, 0);
     }
-    fh_frame_view view = {tstate, frame, code, thread_current_frame(tstate)};
+#endif
+    if (declined_before((fh_context_head *)context, (PyObject *)code)) {
+        return next(tstate, frame, 0);
+    }
+#if FH_INTERP_FRAMES
+    fh_frame_view view = {tstate, frame, code, thread_current_frame(tstate), context};
 #else
-    fh_frame_view view = {tstate, frame, code, NULL};
+    fh_frame_view view = {tstate, frame, code, NULL, context};
 #endif
     fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
     if (framehook_dispatch(&view, &decision) < 0) {

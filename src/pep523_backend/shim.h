@@ -14,7 +14,25 @@ typedef struct fh_frame_view {
     void *frame;          /* PyFrameObject* (3.9/3.10) or _PyInterpreterFrame* */
     PyCodeObject *code;   /* the original code, borrowed */
     void *caller;         /* 3.11+: the thread's current frame when the call arrived */
+    void *context;        /* what fh_install was given for this interpreter */
 } fh_frame_view;
+
+/* The head of framehook's per-interpreter state (the context given to
+ * fh_install) and of its per-code state (in co_extra): enough for the eval
+ * function to run a frame as the hooks decided before, without calling Rust.
+ * Mirrored in mod.rs (ContextHead, CodeStateHead). */
+typedef struct fh_context_head {
+    _Atomic unsigned long long generation; /* bumped on every change of the hooks */
+    Py_ssize_t code_extra_index;          /* where the code states are */
+} fh_context_head;
+/* Generation bits: every enabled transforming hook is cached; some hook observes. */
+#define FH_GENERATION_ALL_CACHED 1ULL
+#define FH_GENERATION_OBSERVING 2ULL
+
+typedef struct fh_code_state_head {
+    /* The generation in which the whole chain decided to run this code unchanged. */
+    _Atomic unsigned long long declined_in;
+} fh_code_state_head;
 
 /* What the hook chain decided for a frame. */
 typedef struct fh_decision {
@@ -33,7 +51,7 @@ int framehook_dispatch(fh_frame_view *view, fh_decision *out);
 void framehook_release(void *owner);
 /* Implemented in Rust, for frames that are not hooked (resumed generators,
  * thrown-in frames) while observers exist: who observes this frame, or NULL. */
-void *framehook_passthrough_observers(void);
+void *framehook_passthrough_observers(void *context);
 /* Implemented in Rust: one event (FRAMEHOOK_EVENT_* of framehook.h) of a frame
  * running `code` (`original`: its original code, NULL if not hooked), reported
  * to `observers`. Leaves the exception state as it was. */
@@ -48,10 +66,11 @@ int fh_build_gil_disabled(void);
 int fh_build_debug(void);
 
 /* Installing the PEP 523 function in the calling thread's interpreter.
- * fh_install: 0 ok, 1 already installed. fh_uninstall: 1 removed and the
+ * fh_install: 0 ok, 1 already installed; `context` (framehook's per-interpreter
+ * state, which must outlive the interpreter) is handed to every dispatch. fh_uninstall: 1 removed and the
  * previous function restored, 0 left in place because another function was
  * installed over ours (ours keeps passing frames through). Callers serialise. */
-int fh_install(void);
+int fh_install(void *context);
 int fh_uninstall(void);
 /* Whether frames passing through unhooked are shown to observers, for the
  * calling thread's interpreter (framehook's function must be installed). */
