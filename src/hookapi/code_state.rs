@@ -106,28 +106,15 @@ impl CodeState {
     /// The state stored on `code`, if any. It lives as long as the code.
     #[inline]
     pub fn existing<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> Option<&'c CodeState> {
-        // SAFETY: only framehook stores at this index, always a boxed CodeState,
-        // and it is freed only with the code object, which the caller keeps alive.
-        registry
-            .code_extra
-            .get(code)
-            .map(|existing| unsafe { &*existing.as_ptr().cast::<CodeState>() })
+        // SAFETY: the registry's slot holds boxed CodeStates only (see `free_code_state`),
+        // and the caller keeps the code alive.
+        unsafe { registry.code_extra.boxed(code) }
     }
 
     /// The state stored on `code`, created on first use. It lives as long as the code.
     pub fn of<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeState> {
-        if let Some(existing) = Self::existing(registry, code) {
-            return Ok(existing);
-        }
-        let fresh = Box::into_raw(Box::<CodeState>::default());
-        // SAFETY: a boxed CodeState is what `free_code_state` frees.
-        if let Err(err) = unsafe { registry.code_extra.set(code, fresh.cast()) } {
-            // SAFETY: the box was not handed over.
-            drop(unsafe { Box::from_raw(fresh) });
-            return Err(err);
-        }
-        // SAFETY: now owned by the code object, see above.
-        Ok(unsafe { &*fresh })
+        // SAFETY: as in `existing`.
+        unsafe { registry.code_extra.boxed_or_default(code) }
     }
 
     /// The chain's decision remembered for `generation`, if any.

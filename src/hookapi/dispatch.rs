@@ -327,13 +327,16 @@ impl<'a, 'py> Chain<'a, 'py> {
             }
         }
         if self.tracing.is_none() {
-            self.tracing = Some(TracingSuspended::enter(self.py));
+            self.tracing = Some(TracingSuspended::enter_for(self.view));
         }
         let returned = match &hook.transform {
             Some(Transform::Python(callable)) => {
                 let frame = self.frame()?.clone();
                 frame.get().set_code(current);
-                callable.bind(self.py).call1((frame,))
+                callable
+                    .bind(self.py)
+                    .call1((frame,))
+                    .map(|returned| (!returned.is_none()).then_some(returned))
             }
             Some(Transform::Native(function)) => self.ask_native(hook, *function, current),
             Some(Transform::Rust(rust_hook)) => {
@@ -344,16 +347,15 @@ impl<'a, 'py> Chain<'a, 'py> {
                     original: &self.original,
                     after: &mut self.after,
                 };
-                rust_hook
-                    .on_frame(&mut context)
-                    .map(|answer| answer.unwrap_or_else(|| self.py.None().into_bound(self.py)))
+                rust_hook.on_frame(&mut context)
             }
-            None => Ok(self.py.None().into_bound(self.py)),
+            None => Ok(None),
         };
         let answer = match returned {
-            Ok(returned) if returned.is_none() || returned.is(current) => None,
-            Ok(returned) if returned.is_instance_of::<PyCode>() => Some(returned),
-            Ok(returned) => {
+            Ok(None) => None,
+            Ok(Some(returned)) if returned.is(current) => None,
+            Ok(Some(returned)) if returned.is_instance_of::<PyCode>() => Some(returned),
+            Ok(Some(returned)) => {
                 return Err(PyTypeError::new_err(format!(
                     "frame hook {:?} must return a code object or None, not {}",
                     hook.name,
@@ -385,7 +387,7 @@ impl<'a, 'py> Chain<'a, 'py> {
         hook: &Hook,
         function: framehook_capi::ffi::framehook_hook_func,
         current: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let frame = NativeFrame::new(self.view, current, &self.original);
         let mut replacement = ptr::null_mut();
         // SAFETY: attached; the frame and its objects stay alive during the call, as the C API promises.
@@ -394,10 +396,7 @@ impl<'a, 'py> Chain<'a, 'py> {
             return Err(PyErr::fetch(self.py));
         }
         // SAFETY: on success the hook returned a new reference or left NULL (declined).
-        Ok(
-            unsafe { Bound::from_owned_ptr_or_opt(self.py, replacement) }
-                .unwrap_or_else(|| self.py.None().into_bound(self.py)),
-        )
+        Ok(unsafe { Bound::from_owned_ptr_or_opt(self.py, replacement) })
     }
 
     /// The checked plan for running `replacement`; None if it is the original.

@@ -49,8 +49,8 @@ mod sys {
         pub fn fh_uninstall() -> c_int;
         pub fn fh_is_installed() -> c_int;
         pub fn fh_set_observing(observing: c_int);
-        pub fn fh_enter_hook_context();
-        pub fn fh_leave_hook_context();
+        pub fn fh_enter_hook_context(tstate: *mut c_void);
+        pub fn fh_leave_hook_context(tstate: *mut c_void);
         pub fn fh_code_has_exception_table(code: *mut PyObject) -> c_int;
         pub fn fh_current_eval_function() -> *mut c_void;
         pub fn fh_framehook_eval_function() -> *mut c_void;
@@ -186,13 +186,29 @@ pub fn set_observing(_py: Python<'_>, observing: bool) {
 /// While alive, the calling thread runs as CPython runs a trace function:
 /// sys.settrace, sys.setprofile and sys.monitoring do not see its frames, and
 /// the frames it starts are not hooked. Tied to the thread that made it.
-pub struct TracingSuspended(PhantomData<*const ()>);
+pub struct TracingSuspended {
+    tstate: *mut c_void,
+    _not_send: PhantomData<*const ()>,
+}
 
 impl TracingSuspended {
     pub fn enter(_py: Python<'_>) -> Self {
         // SAFETY: attached (the `Python` token); left in `drop` on the same thread.
-        unsafe { sys::fh_enter_hook_context() };
-        TracingSuspended(PhantomData)
+        Self::with_thread_state(unsafe { ffi::PyThreadState_Get() }.cast())
+    }
+
+    /// For the thread dispatching `view`'s frame (no thread-state lookup).
+    pub fn enter_for(view: &FrameView<'_>) -> Self {
+        Self::with_thread_state(view.raw.tstate)
+    }
+
+    fn with_thread_state(tstate: *mut c_void) -> Self {
+        // SAFETY: the calling thread's state, attached; left in `drop` on the same thread.
+        unsafe { sys::fh_enter_hook_context(tstate) };
+        TracingSuspended {
+            tstate,
+            _not_send: PhantomData,
+        }
     }
 }
 
@@ -200,7 +216,7 @@ impl Drop for TracingSuspended {
     fn drop(&mut self) {
         // SAFETY: made by `enter` on this thread (the type is not Send), which is
         // still attached: suspensions live inside a dispatch.
-        unsafe { sys::fh_leave_hook_context() };
+        unsafe { sys::fh_leave_hook_context(self.tstate) };
     }
 }
 
@@ -250,6 +266,38 @@ impl CodeExtraSlot {
             }));
         }
         Ok(Self(index))
+    }
+
+    /// The boxed `T` stored on `code`, if any. It lives as long as the code.
+    ///
+    /// # Safety
+    /// Only boxed `T`s are stored in this slot (its free function frees a `Box<T>`),
+    /// and the caller keeps `code` alive while using the reference.
+    #[inline]
+    pub unsafe fn boxed<'c, T>(self, code: &Bound<'_, PyAny>) -> Option<&'c T> {
+        // SAFETY: guaranteed by the caller; freed only with the code object.
+        self.get(code)
+            .map(|existing| unsafe { &*existing.as_ptr().cast::<T>() })
+    }
+
+    /// The boxed `T` stored on `code`, made with `T::default()` on first use.
+    ///
+    /// # Safety
+    /// As for [`CodeExtraSlot::boxed`].
+    pub unsafe fn boxed_or_default<'c, T: Default>(self, code: &Bound<'_, PyAny>) -> PyResult<&'c T> {
+        // SAFETY: guaranteed by the caller.
+        if let Some(existing) = unsafe { self.boxed(code) } {
+            return Ok(existing);
+        }
+        let fresh = Box::into_raw(Box::<T>::default());
+        // SAFETY: a boxed T is what this slot's free function frees.
+        if let Err(err) = unsafe { self.set(code, fresh.cast()) } {
+            // SAFETY: the box was not handed over.
+            drop(unsafe { Box::from_raw(fresh) });
+            return Err(err);
+        }
+        // SAFETY: now owned by the code object, see above.
+        Ok(unsafe { &*fresh })
     }
 
     /// The pointer stored on `code`, if any.

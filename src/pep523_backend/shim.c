@@ -183,9 +183,8 @@ void fh_set_observing(int observing)
 /* Hooks and observers run the way CPython runs a trace function: sys.settrace,
  * sys.setprofile and sys.monitoring do not see their frames, and frames they
  * start are not hooked (fh_eval passes frames through while tracing). */
-void fh_enter_hook_context(void)
+void fh_enter_hook_context(PyThreadState *tstate)
 {
-    PyThreadState *tstate = PyThreadState_Get();
 #if PY_VERSION_HEX >= 0x030B0000
     PyThreadState_EnterTracing(tstate);
 #else
@@ -198,9 +197,8 @@ void fh_enter_hook_context(void)
 #endif
 }
 
-void fh_leave_hook_context(void)
+void fh_leave_hook_context(PyThreadState *tstate)
 {
-    PyThreadState *tstate = PyThreadState_Get();
 #if PY_VERSION_HEX >= 0x030B0000
     PyThreadState_LeaveTracing(tstate);
 #else

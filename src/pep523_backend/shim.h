@@ -76,9 +76,10 @@ int fh_uninstall(void);
  * calling thread's interpreter (framehook's function must be installed). */
 void fh_set_observing(int observing);
 /* Around running hooks and observers: tracing, profiling and monitoring
- * are suspended, as for a trace function. Calls nest; each enter is left. */
-void fh_enter_hook_context(void);
-void fh_leave_hook_context(void);
+ * are suspended, as for a trace function. Calls nest; each enter is left,
+ * with the calling thread's state. */
+void fh_enter_hook_context(PyThreadState *tstate);
+void fh_leave_hook_context(PyThreadState *tstate);
 /* 1 if `code` is a code object with an exception table (3.11+; 0 before). */
 int fh_code_has_exception_table(PyObject *code);
 /* 1 if the interpreter's current eval function is framehook's. */
