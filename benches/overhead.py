@@ -60,13 +60,14 @@ def sot_callback(frame):
     return DECLINE
 
 
-def set_up_sot(config):
+def set_up_sot(config, *, import_paddle=True):
     """Paddle's eval-frame functions, Paddle's own or framehook.sot's, driven alike.
 
     The workload's codes are marked as having a graph, so neither side gives up
-    on them after ten calls: every frame takes the path being measured."""
-    import paddle.base.core as core
-
+    on them after ten calls: every frame takes the path being measured. Every
+    configuration imports paddle (unless told not to), so all share its process state."""
+    if import_paddle:
+        import paddle.base.core as core
     if config == "paddle":
         return
     if config.startswith("sot-"):

@@ -123,6 +123,9 @@ impl CodeState {
         if self.head.declined_in.load(Ordering::Acquire) == generation {
             return Some(FinalDecision::RunOriginal);
         }
+        if self.head.replaced_in.load(Ordering::Acquire) != generation {
+            return None;
+        }
         let inner = self.inner.lock();
         match &inner.final_plan {
             Some((decided_in, plan)) if *decided_in == generation => {
@@ -132,11 +135,15 @@ impl CodeState {
         }
     }
 
-    /// Remembers the chain's decision (`plan`, or None: the original runs) for `generation`.
+    /// Remembers the chain's decision for every frame of the code in `generation`
+    /// (`plan`, or None: the original runs).
     pub fn store_final_decision(&self, generation: u64, plan: Option<&Arc<Plan>>) {
         match plan {
             None => self.head.declined_in.store(generation, Ordering::Release),
-            Some(plan) => self.inner.lock().final_plan = Some((generation, Arc::clone(plan))),
+            Some(plan) => {
+                self.inner.lock().final_plan = Some((generation, Arc::clone(plan)));
+                self.head.replaced_in.store(generation, Ordering::Release);
+            }
         }
     }
 

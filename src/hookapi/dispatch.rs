@@ -113,7 +113,7 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
     // Loaded before the hooks: a generation is never newer than the hooks seen.
     let generation = registry.generation();
     let original = view.code(py);
-    if generation.all_cached() {
+    {
         // The fast path: the chain decided for this code in this generation already.
         let remembered = CodeState::existing(registry, &original)
             .and_then(|state| state.final_decision(generation.number()));
@@ -141,6 +141,7 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
         frame: None,
         after: Vec::new(),
         tracing: None,
+        holds_for_the_code: true,
     };
     let outcome = chain.run(&hooks);
     if let Some(frame) = &chain.frame {
@@ -157,7 +158,7 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
         }
     };
     let plan = replacement.map(|(_, plan)| plan);
-    if generation.all_cached() && after.is_empty() {
+    if chain.holds_for_the_code && after.is_empty() {
         chain.state()?.store_final_decision(generation.number(), plan.as_ref());
     }
     let after_frame = if after.is_empty() {
@@ -275,6 +276,9 @@ struct Chain<'a, 'py> {
     after: Vec<AfterFrame>,
     /// Entered before the first hook is asked; answers from the cache need none.
     tracing: Option<TracingSuspended>,
+    /// Every answer so far holds for every frame of the code (cached hooks,
+    /// Rust hooks that said so): the final decision can be remembered.
+    holds_for_the_code: bool,
 }
 
 impl<'a, 'py> Chain<'a, 'py> {
@@ -326,7 +330,8 @@ impl<'a, 'py> Chain<'a, 'py> {
                 return Ok(answer);
             }
         }
-        if self.tracing.is_none() {
+        // Rust hooks suspend tracing themselves, around what runs Python code.
+        if self.tracing.is_none() && !matches!(hook.transform, Some(Transform::Rust(_))) {
             self.tracing = Some(TracingSuspended::enter_for(self.view));
         }
         let returned = match &hook.transform {
@@ -346,11 +351,15 @@ impl<'a, 'py> Chain<'a, 'py> {
                     current,
                     original: &self.original,
                     after: &mut self.after,
+                    holds_for_the_code: false,
                 };
-                rust_hook.on_frame(&mut context)
+                let answer = rust_hook.on_frame(&mut context);
+                self.holds_for_the_code &= context.holds_for_the_code;
+                answer
             }
             None => Ok(None),
         };
+        self.holds_for_the_code &= hook.cache || matches!(hook.transform, Some(Transform::Rust(_)));
         let answer = match returned {
             Ok(None) => None,
             Ok(Some(returned)) if returned.is(current) => None,

@@ -160,25 +160,19 @@ fn unhooked<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// A registry's version, bumped whenever its hooks or their enabled states
-/// change (cached answers from an older generation are discarded). Its low bits
-/// say what the enabled hooks are, so the eval function learns it in one load.
+/// change, or a hook's answers may have (cached answers and decisions from an
+/// older generation are discarded). Its low bit says whether some hook observes,
+/// so the eval function learns it in the same load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Generation(u64);
 
 impl Generation {
-    /// Every enabled hook that transforms is cached: a code's final decision
-    /// (what runs, after the whole chain) can be remembered per generation.
-    const ALL_CACHED: u64 = ContextHead::ALL_CACHED;
     const OBSERVING: u64 = ContextHead::OBSERVING;
-    const STEP: u64 = 4;
+    const STEP: u64 = 2;
 
     /// A number no other generation of the registry has.
     pub fn number(self) -> u64 {
         self.0
-    }
-
-    pub fn all_cached(self) -> bool {
-        self.0 & Self::ALL_CACHED != 0
     }
 
     pub fn observing(self) -> bool {
@@ -186,13 +180,11 @@ impl Generation {
     }
 
     fn next(self, hooks: &[Arc<Hook>]) -> Self {
-        let enabled = || hooks.iter().filter(|hook| hook.enabled());
-        let all_cached = enabled().all(|hook| hook.transform.is_none() || hook.cache);
-        let observing = enabled().any(|hook| hook.observer.is_some());
+        let observing = hooks
+            .iter()
+            .any(|hook| hook.enabled() && hook.observer.is_some());
         let number = (self.0 | (Self::STEP - 1)) + 1;
-        let all_cached = if all_cached { Self::ALL_CACHED } else { 0 };
-        let observing = if observing { Self::OBSERVING } else { 0 };
-        Self(number | all_cached | observing)
+        Self(number | if observing { Self::OBSERVING } else { 0 })
     }
 }
 
@@ -358,6 +350,13 @@ impl Registry {
             self.refresh_observers(py, &hooks);
             self.bump_generation(&hooks);
         }
+    }
+
+    /// Discards every cached answer and remembered decision: a hook's answers may
+    /// have changed (SOT's skip rules did, say).
+    pub fn invalidate_decisions(&self) {
+        let _writer = self.writer.lock();
+        self.bump_generation(&self.hooks.load());
     }
 
     fn publish(&self, py: Python<'_>, hooks: Vec<Arc<Hook>>) {

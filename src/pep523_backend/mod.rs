@@ -81,23 +81,24 @@ pub use sys::FreeFunc;
 /// the eval function reads it to run frames the hooks declined before.
 #[repr(C)]
 pub struct ContextHead {
-    /// Bumped on every change of the hooks; bits [`ContextHead::ALL_CACHED`] and
-    /// [`ContextHead::OBSERVING`] describe the hooks of that generation.
+    /// Bumped on every change of the hooks; bit [`ContextHead::OBSERVING`]
+    /// says whether some hook of that generation observes.
     pub generation: std::sync::atomic::AtomicU64,
     pub code_extra_index: ffi::Py_ssize_t,
 }
 
 impl ContextHead {
-    pub const ALL_CACHED: u64 = 1;
-    pub const OBSERVING: u64 = 2;
+    pub const OBSERVING: u64 = 1;
 }
 
 /// The head of what framehook stores in co_extra (`fh_code_state_head`).
 #[repr(C)]
 #[derive(Default)]
 pub struct CodeStateHead {
-    /// The generation in which the hooks decided to run the code unchanged (0: none).
+    /// The generation in which the hooks decided to run every frame of the code unchanged (0: none).
     pub declined_in: std::sync::atomic::AtomicU64,
+    /// ... or to run a replacement (which one is framehook's to remember).
+    pub replaced_in: std::sync::atomic::AtomicU64,
 }
 
 /// The interpreter the shim was compiled for.
@@ -350,6 +351,11 @@ impl<'a> FrameView<'a> {
         Self {
             raw: unsafe { &*raw.0 },
         }
+    }
+
+    /// The state of the thread dispatching the frame.
+    pub fn thread_state(&self) -> *mut c_void {
+        self.raw.tstate
     }
 
     /// What [`install`] was given for the frame's interpreter.

@@ -1007,12 +1007,12 @@ static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwf
 
 /* ------------------------------------------------------- the eval function */
 
-/* Whether the hooks, all cached and none observing, decided in this
- * generation to run `code` unchanged: then nothing needs asking. */
+/* Whether the hooks, none observing, decided in this generation to run every
+ * frame of `code` unchanged: then nothing needs asking. */
 static inline int declined_before(fh_context_head *context, PyObject *code)
 {
     unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
-    if ((generation & (FH_GENERATION_ALL_CACHED | FH_GENERATION_OBSERVING)) != FH_GENERATION_ALL_CACHED) {
+    if (generation & FH_GENERATION_OBSERVING) {
         return 0;
     }
     fh_code_state_head *state = code_extra(code, context->code_extra_index);

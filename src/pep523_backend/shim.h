@@ -25,13 +25,15 @@ typedef struct fh_context_head {
     _Atomic unsigned long long generation; /* bumped on every change of the hooks */
     Py_ssize_t code_extra_index;          /* where the code states are */
 } fh_context_head;
-/* Generation bits: every enabled transforming hook is cached; some hook observes. */
-#define FH_GENERATION_ALL_CACHED 1ULL
-#define FH_GENERATION_OBSERVING 2ULL
+/* Generation bit: some hook observes (frames need reporting). */
+#define FH_GENERATION_OBSERVING 1ULL
 
 typedef struct fh_code_state_head {
-    /* The generation in which the whole chain decided to run this code unchanged. */
+    /* The generation in which the whole chain decided, for every frame of
+     * this code, to run it unchanged. */
     _Atomic unsigned long long declined_in;
+    /* ... or to run a replacement (framehook's Rust code holds which). */
+    _Atomic unsigned long long replaced_in;
 } fh_code_state_head;
 
 /* What the hook chain decided for a frame. */

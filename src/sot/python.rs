@@ -57,14 +57,14 @@ pub fn eval_frame_skip_file_prefix(py: Python<'_>, prefixes: Bound<'_, PyAny>) -
             })
         })
         .collect::<PyResult<_>>()?;
-    SotRuntime::current(py)?.add_skip_prefixes(&prefixes);
+    SotRuntime::current(py)?.add_skip_prefixes(py, &prefixes);
     Ok(())
 }
 
 /// These codes are handed to the callback even when their file is skipped.
 #[pyfunction]
 pub fn eval_frame_no_skip_codes(py: Python<'_>, codes: Bound<'_, PyAny>) -> PyResult<()> {
-    SotRuntime::current(py)?.add_never_skipped(&codes_of("eval_frame_no_skip_codes", &codes)?)
+    SotRuntime::current(py)?.add_never_skipped(py, &codes_of("eval_frame_no_skip_codes", &codes)?)
 }
 
 /// Marks codes as having a graph: they keep being translated.
@@ -91,7 +91,7 @@ pub fn sot_set_with_graph(py: Python<'_>, code: Bound<'_, PyAny>) -> PyResult<()
 /// exception tables.
 #[pyfunction]
 pub fn sot_pass_exception_tables(py: Python<'_>, enabled: bool) -> PyResult<bool> {
-    Ok(SotRuntime::current(py)?.set_pass_exception_tables(enabled))
+    Ok(SotRuntime::current(py)?.set_pass_exception_tables(py, enabled))
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -58,12 +58,14 @@ fn put_callback(callback: Option<Py<PyAny>>) -> Option<Py<PyAny>> {
     CALLBACK.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), callback))
 }
 
-fn current_callback(py: Python<'_>) -> Option<Py<PyAny>> {
+/// A Bound, not a Py: the eval function runs attached without PyO3 knowing,
+/// and a dropped Py would wait in PyO3's pool of deferred decrefs.
+fn current_callback(py: Python<'_>) -> Option<Bound<'_, PyAny>> {
     CALLBACK.with(|callback| {
         callback
             .borrow()
             .as_ref()
-            .map(|callback| callback.clone_ref(py))
+            .map(|callback| callback.bind(py).clone())
     })
 }
 
@@ -82,6 +84,13 @@ struct SotCode {
 impl SotCode {
     fn set_status(&self, status: CodeStatus) {
         self.status.store(status.to_bits(), Ordering::Relaxed);
+    }
+}
+
+/// SOT's answers changed (its rules did): frames must ask it again.
+fn forget_decisions(py: Python<'_>) {
+    if let Some(registry) = Registry::current(py) {
+        registry.invalidate_decisions();
     }
 }
 
@@ -198,20 +207,23 @@ impl SotRuntime {
         Ok(())
     }
 
-    pub fn add_skip_prefixes(&self, prefixes: &[String]) {
+    pub fn add_skip_prefixes(&self, py: Python<'_>, prefixes: &[String]) {
         let mut trie = self.skip_prefixes.lock();
         for prefix in prefixes {
             trie.insert(prefix);
         }
         self.rules_version.fetch_add(1, Ordering::AcqRel);
+        drop(trie);
+        forget_decisions(py);
     }
 
-    pub fn add_never_skipped(&self, codes: &[Bound<'_, PyAny>]) -> PyResult<()> {
+    pub fn add_never_skipped(&self, py: Python<'_>, codes: &[Bound<'_, PyAny>]) -> PyResult<()> {
         for code in codes {
             self.code_state(code)?
                 .never_skipped
                 .store(true, Ordering::Relaxed);
         }
+        forget_decisions(py);
         Ok(())
     }
 
@@ -231,8 +243,10 @@ impl SotRuntime {
         }
     }
 
-    pub fn set_pass_exception_tables(&self, pass: bool) -> bool {
-        self.pass_exception_tables.swap(pass, Ordering::AcqRel)
+    pub fn set_pass_exception_tables(&self, py: Python<'_>, pass: bool) -> bool {
+        let previous = self.pass_exception_tables.swap(pass, Ordering::AcqRel);
+        forget_decisions(py);
+        previous
     }
 
     fn is_skipped(
@@ -250,6 +264,7 @@ impl SotRuntime {
         if verdict >> 1 == version {
             return Ok(verdict & 1 == 1);
         }
+        let _tracing = context.suspend_tracing();
         let filename = code.getattr(pyo3::intern!(code.py(), "co_filename"))?;
         let filename = filename.cast::<PyString>()?.to_cow()?;
         // A frozen module is judged by the file it stands for.
@@ -284,13 +299,14 @@ impl SotRuntime {
     fn ask_callback<'py>(
         &self,
         context: &mut HookContext<'_, 'py>,
-        callback: &Py<PyAny>,
+        callback: &Bound<'py, PyAny>,
     ) -> PyResult<(Option<Bound<'py, PyAny>>, bool)> {
         let py = context.py();
+        let _tracing = context.suspend_tracing();
         // Paddle's native guards read the frame's memory: give them the layout they expect.
         let frame = context.layout_frame()?;
         let saved = suspend();
-        let answer = callback.bind(py).call1((frame,));
+        let answer = callback.call1((frame,));
         // Whatever the callback did to this thread's callback, the saved one is back.
         resume(saved);
         follow_resumed_callback(py);
@@ -328,10 +344,20 @@ impl RustHook for SotRuntime {
         let code = context.code().clone();
         if self.pass_exception_tables.load(Ordering::Acquire) && context.has_exception_table(&code)
         {
+            // Every thread's answer for this code, with a callback or not.
+            context.answer_holds_for_the_code();
             return Ok(None);
         }
         let state = self.code_state(&code)?;
-        let (replacement, disable) = if self.is_skipped(context, &code, state)? {
+        let skipped = self.is_skipped(context, &code, state)?;
+        let status = CodeStatus::from_bits(state.status.load(Ordering::Relaxed));
+        if skipped && status == CodeStatus::WithGraph {
+            // Nothing to count, nothing to disable: declined on every thread
+            // until the rules change (they invalidate the decisions).
+            context.answer_holds_for_the_code();
+            return Ok(None);
+        }
+        let (replacement, disable) = if skipped {
             (None, false)
         } else {
             self.ask_callback(context, &callback)?
