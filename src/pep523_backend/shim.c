@@ -46,6 +46,8 @@ static inline PyObject *Py_NewRef(PyObject *obj) { Py_INCREF(obj); return obj; }
 static inline PyObject *Py_XNewRef(PyObject *obj) { Py_XINCREF(obj); return obj; }
 #endif
 
+#define FH_NOINLINE __attribute__((noinline))
+
 #define FH_GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
 
 /* ------------------------------------------------------------------ build */
@@ -87,7 +89,7 @@ static fh_chain_entry fh_chain[FH_MAX_INTERPRETERS];
 
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag);
 
-static fh_chain_entry *chain_entry(PyInterpreterState *interp)
+static inline fh_chain_entry *chain_entry(PyInterpreterState *interp)
 {
     for (int i = 0; i < FH_MAX_INTERPRETERS; i++) {
         if (atomic_load_explicit(&fh_chain[i].interp, memory_order_acquire) == interp) {
@@ -1020,34 +1022,13 @@ static inline int declined_before(fh_context_head *context, PyObject *code)
            && atomic_load_explicit(&state->declined_in, memory_order_relaxed) == generation;
 }
 
-static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
+/* A frame the hooks are asked about: everything after fh_eval's fast checks,
+ * kept out of line so that fh_eval's fast paths are tail calls with no frame
+ * set up. */
+static FH_NOINLINE PyObject *dispatch_frame(PyThreadState *tstate, fh_frame *frame,
+                                             _PyFrameEvalFunction next, void *context)
 {
-    fh_chain_entry *entry = chain_entry(tstate->interp);
-    _PyFrameEvalFunction next = next_eval(entry);
-    /* No entry: ours was taken out of the interpreter's chain. */
-    if (tstate->tracing || entry == NULL) {
-        return next(tstate, frame, throwflag);
-    }
-    void *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
-    if (throwflag || !frame_is_hookable(frame)) {
-        void *observers;
-        if (!atomic_load_explicit(&entry->observing, memory_order_acquire)
-            || (observers = framehook_passthrough_observers(context)) == NULL) {
-            return next(tstate, frame, throwflag);
-        }
-        return run_observed(tstate, frame, throwflag, next, NULL, observers);
-    }
     PyCodeObject *code = frame_code(frame);
-#if FH_INTERP_FRAMES
-    if (atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
-        && fh_called_replacement == code) {
-        fh_called_replacement = NULL;
-        return next(tstate, frame, 0);
-    }
-#endif
-    if (declined_before((fh_context_head *)context, (PyObject *)code)) {
-        return next(tstate, frame, 0);
-    }
 #if FH_INTERP_FRAMES
     fh_frame_view view = {tstate, frame, code, thread_current_frame(tstate), context};
 #else
@@ -1074,6 +1055,48 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
         framehook_release(decision.arg_map_owner);
     }
     return result;
+}
+
+/* A frame that is not hooked (resumed, thrown into, not a function's), while
+ * some hook observes. */
+static FH_NOINLINE PyObject *observe_passing_frame(PyThreadState *tstate, fh_frame *frame,
+                                                    int throwflag, _PyFrameEvalFunction next,
+                                                    void *context)
+{
+    void *observers = framehook_passthrough_observers(context);
+    if (observers == NULL) {
+        return next(tstate, frame, throwflag);
+    }
+    return run_observed(tstate, frame, throwflag, next, NULL, observers);
+}
+
+static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
+{
+    fh_chain_entry *entry = chain_entry(tstate->interp);
+    _PyFrameEvalFunction next = next_eval(entry);
+    /* No entry: ours was taken out of the interpreter's chain. */
+    if (tstate->tracing || entry == NULL) {
+        return next(tstate, frame, throwflag);
+    }
+    void *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
+    if (throwflag || !frame_is_hookable(frame)) {
+        if (!atomic_load_explicit(&entry->observing, memory_order_acquire)) {
+            return next(tstate, frame, throwflag);
+        }
+        return observe_passing_frame(tstate, frame, throwflag, next, context);
+    }
+    PyCodeObject *code = frame_code(frame);
+#if FH_INTERP_FRAMES
+    if (atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
+        && fh_called_replacement == code) {
+        fh_called_replacement = NULL;
+        return next(tstate, frame, 0);
+    }
+#endif
+    if (declined_before((fh_context_head *)context, (PyObject *)code)) {
+        return next(tstate, frame, 0);
+    }
+    return dispatch_frame(tstate, frame, next, context);
 }
 
 /* ------------------------------------------- test-only foreign eval function */
