@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PY ?=
 
-.PHONY: demo test
+.PHONY: demo test bench
 # The main job: the chained-hooks example on the machine's default python3.
 demo:
 	$(PYTHON) tools/demo.py
@@ -10,3 +10,8 @@ demo:
 # Every test on every interpreter (or only PY=3.12, PY=3.13t,3.14d, ...).
 test:
 	$(PYTHON) tools/matrix.py $(if $(PY),--only $(PY))
+
+# framehook's overhead per frame, measured with pyperf on every interpreter (or PY=...);
+# results in benches/results/ and the README's table.
+bench:
+	$(PYTHON) tools/bench.py $(if $(PY),--only $(PY))
