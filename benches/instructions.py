@@ -9,6 +9,7 @@ extra frames is the instructions per call, start-up excluded.
 """
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import overhead  # noqa: E402
 import workloads  # noqa: E402
 
-FEW, MORE = 2, 12
+FEW, MORE = 2, 8
 
 
 def worker(config, workload, iterations):
@@ -63,6 +64,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", default="fib", choices=list(workloads.WORKLOADS))
     parser.add_argument("--configs", default="a,b,c,d,e,f,g,h,i")
+    parser.add_argument("--json", help="also write {config: instructions per call} to this file")
     args = parser.parse_args()
     frames = frames_per_iteration(args.workload) * (MORE - FEW)
     per_call = {}
@@ -73,6 +75,9 @@ def main():
         extra = f"  {per_call[config] - floor:+8.1f} over (b)" if floor is not None else ""
         print(f"{config:16} {per_call[config]:9.1f} instructions per call  {per_call[config] - base:+8.1f} over (a){extra}",
               flush=True)
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"workload": args.workload, "instructions_per_call": per_call}, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -259,7 +259,7 @@ def markdown_table(summaries: Dict[str, dict]) -> str:
 def write_report(summaries: Dict[str, dict], charts: bool) -> None:
     checks = targets_of(summaries)
     (RESULTS / "summary.json").write_text(json.dumps({"interpreters": summaries, "targets": checks}, indent=1) + "\n")
-    table = markdown_table(summaries)
+    table = markdown_table(summaries) + instructions_table()
     text = README.read_text()
     if TABLE_START in text:
         head, rest = text.split(TABLE_START, 1)
@@ -275,6 +275,39 @@ def write_report(summaries: Dict[str, dict], charts: bool) -> None:
                        check=True)
 
 
+def count_instructions(name: str) -> None:
+    """Instructions per call under callgrind (exact, unlike the timings), fib workload."""
+    target = matrix.resolve(name)
+    if target.run(["valgrind", "--version"], capture=True).returncode != 0:
+        log(f"{name}: no valgrind where it runs; instruction counts skipped")
+        return
+    configs = CORE_CONFIGS + ["sot-callback", "sot-skip"]
+    out = RESULTS / f"instructions-{name}.json"
+    log(f"{name}: callgrind over {','.join(configs)}")
+    done = target.run([target.venv_python, str(BENCHES / "instructions.py"), "--configs", ",".join(configs),
+                       "--json", str(out)])
+    if done.returncode != 0:
+        raise RuntimeError(f"counting instructions failed (exit {done.returncode})")
+
+
+def instructions_table() -> str:
+    counts = {name: json.loads((RESULTS / f"instructions-{name}.json").read_text())["instructions_per_call"]
+              for name in matrix.INTERPRETERS if (RESULTS / f"instructions-{name}.json").exists()}
+    if not counts:
+        return ""
+    names = list(counts)
+    lines = ["", "Instructions per call (callgrind, fib workload; exact and repeatable): added over (a), and in "
+             "parentheses the ratio to the floor (b):", "",
+             "| config | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    for config in CORE_CONFIGS + ["sot-callback", "sot-skip"]:
+        cells = [f"{counts[n][config] - counts[n]['a']:+.0f} ({counts[n][config] / counts[n]['b']:.3f})"
+                 if config in counts[n] else "-" for n in names]
+        label = LABELS.get(config, "framehook.sot, " + ("callback declining" if config == "sot-callback"
+                                                          else "files skipped"))
+        lines.append(f"| ({config}) {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
@@ -284,6 +317,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--no-paddle", action="store_true", help="leave out the comparison with Paddle")
     parser.add_argument("--no-charts", action="store_true", help="no PNG charts (no matplotlib venv)")
     parser.add_argument("--report-only", action="store_true", help="report from benches/results, measure nothing")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per call with callgrind instead of timing (needs valgrind)")
     args = parser.parse_args(argv)
     names = matrix.INTERPRETERS if not args.only else args.only.split(",")
     unknown = [n for n in names if n not in matrix.INTERPRETERS]
@@ -294,7 +329,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.report_only:
         for name in names:
             try:
-                measure(name, args)
+                count_instructions(name) if args.instructions else measure(name, args)
             except (provision.ProvisionError, RuntimeError, OSError) as error:
                 failed.append(name)
                 log(f"{name}: ERROR: {error}")
