@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import overhead  # noqa: E402
 import workloads  # noqa: E402
 
-FEW, MORE = 2, 8
+FEW, MORE = 1, 3
 
 
 def worker(config, workload, iterations):

@@ -281,7 +281,8 @@ def count_instructions(name: str) -> None:
     if target.run(["valgrind", "--version"], capture=True).returncode != 0:
         log(f"{name}: no valgrind where it runs; instruction counts skipped")
         return
-    configs = CORE_CONFIGS + ["sot-callback", "sot-skip"]
+    # The configurations the targets name, and SOT's two.
+    configs = ["a", "b", "c", "d", "e", "g", "h", "sot-callback", "sot-skip"]
     out = RESULTS / f"instructions-{name}.json"
     log(f"{name}: callgrind over {','.join(configs)}")
     done = target.run([target.venv_python, str(BENCHES / "instructions.py"), "--configs", ",".join(configs),
