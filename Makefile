@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PY ?=
 
-.PHONY: demo test hostile
+.PHONY: demo test hostile bench
 # The main job: the chained-hooks example on the machine's default python3.
 demo:
 	$(PYTHON) tools/demo.py
@@ -15,3 +15,8 @@ test:
 hostile:
 	FRAMEHOOK_HYPOTHESIS_PROFILE=full $(PYTHON) tools/matrix.py --no-cargo $(if $(PY),--only $(PY)) -- \
 		tests/test_hostile.py --hypothesis-show-statistics
+
+# framehook's overhead per frame, measured with pyperf on every interpreter (or PY=...);
+# results in benches/results/ and the README's table.
+bench:
+	$(PYTHON) tools/bench.py $(if $(PY),--only $(PY))

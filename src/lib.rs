@@ -71,6 +71,18 @@ mod testing {
         foreign_for_tests::address()
     }
 
+    /// Bench-only: installs the bare pass-through eval function (the floor
+    /// benchmarks compare framehook with); false if it was installed already.
+    #[pyfunction]
+    pub fn _bench_floor_install(py: Python<'_>) -> PyResult<bool> {
+        pep523_backend::floor_for_bench::install(py)
+    }
+
+    #[pyfunction]
+    pub fn _bench_floor_uninstall(py: Python<'_>) -> bool {
+        pep523_backend::floor_for_bench::uninstall(py)
+    }
+
     /// Exercises the C API table directly, as a C caller would, to test how it
     /// treats bad input.
     pub mod capi {
@@ -207,6 +219,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(testing::_foreign_uninstall, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_foreign_calls, m)?)?;
     m.add_function(wrap_pyfunction!(testing::_foreign_address, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_bench_floor_install, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::_bench_floor_uninstall, m)?)?;
     m.add_function(wrap_pyfunction!(testing::capi::_capi_add, m)?)?;
     m.add_function(wrap_pyfunction!(testing::capi::_capi_remove, m)?)?;
     m.add_function(wrap_pyfunction!(testing::capi::_capi_set_enabled, m)?)?;

@@ -462,6 +462,26 @@ def test_foreign_eval_function_installed_first_keeps_being_called():
         assert _native._foreign_uninstall()
 
 
+def test_bench_floor_goes_only_over_the_default_eval_function():
+    # The benchmarks' floor (benches/overhead.py, configuration b) is a bare pass-through.
+    default = _native._eval_functions()[0]
+    assert _native._bench_floor_install()
+    try:
+        assert not _native._bench_floor_install()
+        assert _native._eval_functions()[0] != default
+        assert target(1) == 2
+    finally:
+        assert _native._bench_floor_uninstall()
+    assert not _native._bench_floor_uninstall()
+    assert _native._eval_functions()[0] == default
+    handle = framehook.add_frame_hook(lambda frame: None)
+    try:
+        with pytest.raises(RuntimeError, match="only over CPython's default"):
+            _native._bench_floor_install()
+    finally:
+        framehook.remove_frame_hook(handle)
+
+
 def test_foreign_eval_function_installed_after_is_never_clobbered():
     handle = framehook.add_frame_hook(replace_code(None, None))
     assert _native._foreign_install()

@@ -253,6 +253,21 @@ def test_skip_prefix_keeps_frames_from_the_callback(fns):
     assert callback.seen.count(fns.add.__code__) == 1
 
 
+def test_a_skipped_code_with_a_graph_comes_back_when_the_rules_change(fns):
+    # Such a code is declined without asking SOT, until a rule changes.
+    callback = Callback()
+    with_graph(fns.add)
+    sot.eval_frame_skip_file_prefix((fns.add.__code__.co_filename,))
+    sot.set_eval_frame(callback)
+    for _ in range(3):
+        fns.add(1, 2)
+    assert fns.add.__code__ not in callback.seen
+    sot.eval_frame_no_skip_codes((fns.add.__code__,))
+    fns.add(1, 2)
+    sot.set_eval_frame(None)
+    assert callback.seen.count(fns.add.__code__) == 1
+
+
 def test_frozen_module_is_judged_by_its_file():
     namespace = {"__file__": "/virtual/site/thing.py", "__name__": "thing"}
     exec(compile("def frozen():\n    return 5\n", "<frozen thing>", "exec"), namespace)

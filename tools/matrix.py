@@ -115,15 +115,19 @@ def resolve(name: str) -> Target:
     return Target(name, str(python), BUILD_DIR / "venvs" / name)
 
 
+def host_path(target: Target, path: Path) -> Path:
+    """Where the host sees `path` as `target` sees it (sid venvs may live only inside the root)."""
+    in_root_only = target.in_sid and not path.is_relative_to(BUILD_DIR) and not path.is_relative_to(REPO)
+    return provision.ensure_sid_root() / str(path).lstrip("/") if in_root_only else path
+
+
 def ensure_venv(target: Target) -> None:
     """Creates the venv with the test requirements, unless an up-to-date one exists."""
     requirements = [REQUIREMENTS, OPTIONAL_REQUIREMENTS]
     if target.name in PADDLE_INTERPRETERS:
         requirements.append(PADDLE_REQUIREMENTS)
     wanted = hashlib.sha256(b"".join(path.read_bytes() for path in requirements)).hexdigest()
-    stamp = target.venv / "framehook-requirements.sha256"
-    in_root_only = target.in_sid and not target.venv.is_relative_to(BUILD_DIR)
-    host_stamp = (provision.ensure_sid_root() / str(stamp).lstrip("/")) if in_root_only else stamp
+    host_stamp = host_path(target, target.venv / "framehook-requirements.sha256")
     if host_stamp.exists() and host_stamp.read_text().strip() == wanted:
         return
     log(f"{target.name}: creating venv {target.venv}")
@@ -148,7 +152,8 @@ def packages() -> List[Path]:
     return [REPO] + sorted(path.parent for path in REPO.glob("examples/*/pyproject.toml"))
 
 
-def build_and_install(target: Target) -> None:
+def build_and_install(target: Target, *, release: bool = False) -> None:
+    """Builds every package's wheel (release: optimised, for benchmarks) and installs them."""
     target_dir = TARGETS / target.name
     wheels = target_dir / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
@@ -158,7 +163,8 @@ def build_and_install(target: Target) -> None:
             f"(target dir {target_dir})")
         build = target.run(
             [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
-             "--manifest-path", str(package / "Cargo.toml"), "--out", str(wheels)],
+             "--manifest-path", str(package / "Cargo.toml"), "--out", str(wheels),
+             *(["--release"] if release else [])],
             capture=True, extra_env=env,
         )
         if build.returncode != 0:

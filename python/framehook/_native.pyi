@@ -11,6 +11,8 @@ __all__ = [
     "_capi_remove",
     "_capi_set_enabled",
     "HookHandle",
+    "_bench_floor_install",
+    "_bench_floor_uninstall",
     "_eval_functions",
     "_foreign_address",
     "_foreign_calls",
@@ -106,6 +108,10 @@ def _foreign_install() -> bool: ...
 def _foreign_uninstall() -> bool: ...
 def _foreign_calls() -> int: ...
 def _foreign_address() -> int: ...
+
+# Bench-only: a bare pass-through PEP 523 function, the floor of framehook's overhead.
+def _bench_floor_install() -> bool: ...
+def _bench_floor_uninstall() -> bool: ...
 def _capi_add(
     name: Optional[bytes],
     *,

@@ -4,6 +4,7 @@
 
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -11,6 +12,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::registry::Registry;
+use crate::pep523_backend::CodeStateHead;
 
 /// How many distinct replacements are remembered per original code.
 const MAX_PLANS: usize = 8;
@@ -69,10 +71,24 @@ struct Inner {
     generation: u64,
     answers: Vec<Answer>,
     plans: Vec<Arc<Plan>>,
+    /// The whole chain's decision to run a replacement, and its generation.
+    final_plan: Option<(u64, Arc<Plan>)>,
 }
 
+/// What the whole chain of cached hooks decided for a code, in one generation:
+/// the eval function's fast path, which asks no hook and builds no chain.
+pub(crate) enum FinalDecision {
+    RunOriginal,
+    Run(Arc<Plan>),
+}
+
+/// Laid out with the head the eval function reads first.
 #[derive(Default)]
+#[repr(C)]
 pub(crate) struct CodeState {
+    /// The generation in which the whole chain decided to run the original
+    /// (0: none), read without the lock, by the eval function too.
+    head: CodeStateHead,
     inner: Mutex<Inner>,
 }
 
@@ -87,22 +103,48 @@ pub(crate) unsafe extern "C" fn free_code_state(state: *mut c_void) {
 }
 
 impl CodeState {
+    /// The state stored on `code`, if any. It lives as long as the code.
+    #[inline]
+    pub fn existing<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> Option<&'c CodeState> {
+        // SAFETY: the registry's slot holds boxed CodeStates only (see `free_code_state`),
+        // and the caller keeps the code alive.
+        unsafe { registry.code_extra.boxed(code) }
+    }
+
     /// The state stored on `code`, created on first use. It lives as long as the code.
     pub fn of<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeState> {
-        if let Some(existing) = registry.code_extra.get(code) {
-            // SAFETY: only framehook stores at this index, always a boxed CodeState,
-            // and it is freed only with the code object, which the caller keeps alive.
-            return Ok(unsafe { &*existing.as_ptr().cast::<CodeState>() });
+        // SAFETY: as in `existing`.
+        unsafe { registry.code_extra.boxed_or_default(code) }
+    }
+
+    /// The chain's decision remembered for `generation`, if any.
+    #[inline]
+    pub fn final_decision(&self, generation: u64) -> Option<FinalDecision> {
+        if self.head.declined_in.load(Ordering::Acquire) == generation {
+            return Some(FinalDecision::RunOriginal);
         }
-        let fresh = Box::into_raw(Box::<CodeState>::default());
-        // SAFETY: a boxed CodeState is what `free_code_state` frees.
-        if let Err(err) = unsafe { registry.code_extra.set(code, fresh.cast()) } {
-            // SAFETY: the box was not handed over.
-            drop(unsafe { Box::from_raw(fresh) });
-            return Err(err);
+        if self.head.replaced_in.load(Ordering::Acquire) != generation {
+            return None;
         }
-        // SAFETY: now owned by the code object, see above.
-        Ok(unsafe { &*fresh })
+        let inner = self.inner.lock();
+        match &inner.final_plan {
+            Some((decided_in, plan)) if *decided_in == generation => {
+                Some(FinalDecision::Run(Arc::clone(plan)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Remembers the chain's decision for every frame of the code in `generation`
+    /// (`plan`, or None: the original runs).
+    pub fn store_final_decision(&self, generation: u64, plan: Option<&Arc<Plan>>) {
+        match plan {
+            None => self.head.declined_in.store(generation, Ordering::Release),
+            Some(plan) => {
+                self.inner.lock().final_plan = Some((generation, Arc::clone(plan)));
+                self.head.replaced_in.store(generation, Ordering::Release);
+            }
+        }
     }
 
     /// The cached answer of hook `hook_id` for `input`: Some(answer) when known.

@@ -3,6 +3,7 @@
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use framehook_capi::Event;
@@ -11,48 +12,41 @@ use pyo3::prelude::*;
 use pyo3::types::PyCode;
 
 use super::capi::NativeFrame;
-use super::code_state::{CodeState, Plan, StrongRef};
+use super::code_state::{CodeState, FinalDecision, Plan, StrongRef};
 use super::compat;
 use super::frame::Frame;
-use super::registry::{Hook, Observer, ObserverSet, OnError, Registry, Transform};
+use super::registry::{Generation, Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
 use crate::pep523_backend::{FrameView, RawDecision, TracingSuspended};
 
+// Hooks and observers run inside a `TracingSuspended`, as trace functions do:
+// the eval function passes the frames they start through unhooked.
+
 thread_local! {
-    /// A hook is running on this thread: frames it starts are not hooked.
-    static IN_HOOK: Cell<bool> = const { Cell::new(false) };
     /// Depth of `framehook.disabled()` blocks on this thread.
     static DISABLED_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Marks this thread as running hooks (or observers) until dropped; they run
-/// unseen by tracers and profilers, as trace functions do.
-struct HookRunning {
-    was_running: bool,
-    _tracing: TracingSuspended,
-}
-
-impl HookRunning {
-    fn enter(py: Python<'_>) -> Self {
-        HookRunning {
-            was_running: IN_HOOK.with(|flag| flag.replace(true)),
-            _tracing: TracingSuspended::enter(py),
-        }
-    }
-}
-
-impl Drop for HookRunning {
-    fn drop(&mut self) {
-        IN_HOOK.with(|flag| flag.set(self.was_running));
-    }
-}
+/// How many threads are inside `framehook.disabled()`: thread locals cost a
+/// call in a shared library, so frames read theirs only when some thread is.
+static THREADS_DISABLED: AtomicUsize = AtomicUsize::new(0);
 
 pub(crate) fn enter_disabled() {
-    DISABLED_DEPTH.with(|depth| depth.set(depth.get() + 1));
+    DISABLED_DEPTH.with(|depth| {
+        if depth.get() == 0 {
+            THREADS_DISABLED.fetch_add(1, Ordering::AcqRel);
+        }
+        depth.set(depth.get() + 1);
+    });
 }
 
 pub(crate) fn exit_disabled() {
-    DISABLED_DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    DISABLED_DEPTH.with(|depth| {
+        if depth.get() == 1 {
+            THREADS_DISABLED.fetch_sub(1, Ordering::AcqRel);
+        }
+        depth.set(depth.get().saturating_sub(1));
+    });
 }
 
 const RUN_ORIGINAL: RawDecision = RawDecision {
@@ -65,44 +59,95 @@ const RUN_ORIGINAL: RawDecision = RawDecision {
 
 /// Whether frames starting now on this thread are out of the hooks' sight.
 #[inline]
-fn unhooked_here() -> bool {
-    IN_HOOK.with(Cell::get) || DISABLED_DEPTH.with(Cell::get) > 0
+fn disabled_here() -> bool {
+    THREADS_DISABLED.load(Ordering::Acquire) > 0 && DISABLED_DEPTH.with(Cell::get) > 0
 }
 
-fn observers_token(registry: &Registry) -> *mut c_void {
+fn observers_token(registry: &Registry, generation: Generation) -> *mut c_void {
+    if !generation.observing() {
+        return ptr::null_mut();
+    }
     registry
         .observers()
         .map_or(ptr::null_mut(), |set| Arc::into_raw(set).cast_mut().cast())
 }
 
+/// The decision to run `plan`'s code (None: the original), with its observers and callbacks.
+fn decision(
+    py: Python<'_>,
+    plan: Option<&Arc<Plan>>,
+    observers: *mut c_void,
+    after_frame: *mut c_void,
+) -> RawDecision {
+    let Some(plan) = plan else {
+        return RawDecision {
+            observers,
+            after_frame,
+            ..RUN_ORIGINAL
+        };
+    };
+    // The plan keeps the argument map alive until the eval function releases it.
+    let (arg_map, arg_map_owner) = match &plan.arg_map {
+        None => (ptr::null(), ptr::null_mut()),
+        Some(map) => (
+            map.as_ptr(),
+            Arc::into_raw(Arc::clone(plan)).cast_mut().cast(),
+        ),
+    };
+    RawDecision {
+        code: plan.code.bind(py).into_ptr(),
+        arg_map,
+        arg_map_owner,
+        observers,
+        after_frame,
+    }
+}
+
 /// Runs the hook chain for a frame about to start and says what to run.
 pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDecision> {
-    if unhooked_here() {
+    if disabled_here() {
         return Ok(RUN_ORIGINAL);
     }
-    let Some(registry) = Registry::current(py) else {
-        return Ok(RUN_ORIGINAL);
-    };
+    // SAFETY: the view comes from the eval function, installed with this registry.
+    let registry = unsafe { Registry::from_context(view.context()) };
+    // Loaded before the hooks: a generation is never newer than the hooks seen.
+    let generation = registry.generation();
+    let original = view.code(py);
+    {
+        // The fast path: the chain decided for this code in this generation already.
+        let remembered = CodeState::existing(registry, &original)
+            .and_then(|state| state.final_decision(generation.number()));
+        match remembered {
+            Some(FinalDecision::RunOriginal) => {
+                return Ok(decision(py, None, observers_token(registry, generation), ptr::null_mut()))
+            }
+            Some(FinalDecision::Run(plan)) => {
+                return Ok(decision(py, Some(&plan), observers_token(registry, generation), ptr::null_mut()))
+            }
+            None => {}
+        }
+    }
     let hooks = registry.snapshot();
     if hooks.is_empty() {
         return Ok(RUN_ORIGINAL);
     }
-    let running = HookRunning::enter(py);
     let mut chain = Chain {
         py,
         view,
-        registry: &registry,
-        original: view.code(py).to_owned(),
-        generation: registry.generation(),
+        registry,
+        original: original.to_owned(),
+        generation: generation.number(),
         state: None,
         frame: None,
         after: Vec::new(),
+        tracing: None,
+        holds_for_the_code: true,
     };
     let outcome = chain.run(&hooks);
     if let Some(frame) = &chain.frame {
         frame.get().expire();
     }
-    drop(running);
+    drop(chain.tracing.take());
     let after = std::mem::take(&mut chain.after);
     let replacement = match outcome {
         Ok(replacement) => replacement,
@@ -112,34 +157,16 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
             return Err(err);
         }
     };
-    let observers = observers_token(&registry);
+    let plan = replacement.map(|(_, plan)| plan);
+    if chain.holds_for_the_code && after.is_empty() {
+        chain.state()?.store_final_decision(generation.number(), plan.as_ref());
+    }
     let after_frame = if after.is_empty() {
         ptr::null_mut()
     } else {
         Box::into_raw(Box::new(after)).cast()
     };
-    let Some((code, plan)) = replacement else {
-        return Ok(RawDecision {
-            observers,
-            after_frame,
-            ..RUN_ORIGINAL
-        });
-    };
-    // The plan keeps the argument map alive until the eval function releases it.
-    let (arg_map, arg_map_owner) = match &plan.arg_map {
-        None => (ptr::null(), ptr::null_mut()),
-        Some(map) => (
-            map.as_ptr(),
-            Arc::into_raw(Arc::clone(&plan)).cast_mut().cast(),
-        ),
-    };
-    Ok(RawDecision {
-        code: code.into_ptr(),
-        arg_map,
-        arg_map_owner,
-        observers,
-        after_frame,
-    })
+    Ok(decision(py, plan.as_ref(), observers_token(registry, generation), after_frame))
 }
 
 fn run_after_frame(py: Python<'_>, after: Vec<AfterFrame>) {
@@ -170,11 +197,13 @@ pub(crate) fn release(owner: *mut c_void) {
 
 /// Who observes a frame that passes through unhooked (a resumed generator, a
 /// thrown-in frame): an observer set token, or NULL.
-pub(crate) fn passthrough_observers(py: Python<'_>) -> *mut c_void {
-    if unhooked_here() {
+pub(crate) fn passthrough_observers(_py: Python<'_>, context: *const c_void) -> *mut c_void {
+    if disabled_here() {
         return ptr::null_mut();
     }
-    Registry::current(py).map_or(ptr::null_mut(), |registry| observers_token(&registry))
+    // SAFETY: the context comes from the eval function, installed with this registry.
+    let registry = unsafe { Registry::from_context(context) };
+    observers_token(registry, registry.generation())
 }
 
 /// Reports one event to every hook of an observer set.
@@ -197,7 +226,7 @@ pub(crate) unsafe fn observe(
     } else {
         None
     };
-    let _running = HookRunning::enter(py);
+    let _tracing = TracingSuspended::enter(py);
     for hook in &set.hooks {
         match &hook.observer {
             Some(Observer::Native(observe)) => {
@@ -245,6 +274,11 @@ struct Chain<'a, 'py> {
     state: Option<&'a CodeState>,
     frame: Option<Bound<'py, Frame>>,
     after: Vec<AfterFrame>,
+    /// Entered before the first hook is asked; answers from the cache need none.
+    tracing: Option<TracingSuspended>,
+    /// Every answer so far holds for every frame of the code (cached hooks,
+    /// Rust hooks that said so): the final decision can be remembered.
+    holds_for_the_code: bool,
 }
 
 impl<'a, 'py> Chain<'a, 'py> {
@@ -303,11 +337,18 @@ impl<'a, 'py> Chain<'a, 'py> {
                 };
             }
         }
+        // Rust hooks suspend tracing themselves, around what runs Python code.
+        if self.tracing.is_none() && !matches!(hook.transform, Some(Transform::Rust(_))) {
+            self.tracing = Some(TracingSuspended::enter_for(self.view));
+        }
         let returned = match &hook.transform {
             Some(Transform::Python(callable)) => {
                 let frame = self.frame()?.clone();
                 frame.get().set_code(current);
-                callable.bind(self.py).call1((frame,))
+                callable
+                    .bind(self.py)
+                    .call1((frame,))
+                    .map(|returned| (!returned.is_none()).then_some(returned))
             }
             Some(Transform::Native(function)) => self.ask_native(hook, *function, current),
             Some(Transform::Rust(rust_hook)) => {
@@ -317,19 +358,22 @@ impl<'a, 'py> Chain<'a, 'py> {
                     current,
                     original: &self.original,
                     after: &mut self.after,
+                    holds_for_the_code: false,
                 };
-                rust_hook
-                    .on_frame(&mut context)
-                    .map(|answer| answer.unwrap_or_else(|| self.py.None().into_bound(self.py)))
+                let answer = rust_hook.on_frame(&mut context);
+                self.holds_for_the_code &= context.holds_for_the_code;
+                answer
             }
-            None => Ok(self.py.None().into_bound(self.py)),
+            None => Ok(None),
         };
+        self.holds_for_the_code &= hook.cache || matches!(hook.transform, Some(Transform::Rust(_)));
         let checked = match returned {
-            Ok(returned) if returned.is_none() || returned.is(current) => Ok(None),
-            Ok(returned) if returned.is_instance_of::<PyCode>() => self
+            Ok(None) => Ok(None),
+            Ok(Some(returned)) if returned.is(current) => Ok(None),
+            Ok(Some(returned)) if returned.is_instance_of::<PyCode>() => self
                 .plan_for(hook, &returned)
                 .map(|plan| Some((returned, plan))),
-            Ok(returned) => Err(PyTypeError::new_err(format!(
+            Ok(Some(returned)) => Err(PyTypeError::new_err(format!(
                 "frame hook {:?} must return a code object or None, not {}",
                 hook.name,
                 returned.get_type().name()?
@@ -363,7 +407,7 @@ impl<'a, 'py> Chain<'a, 'py> {
         hook: &Hook,
         function: framehook_capi::ffi::framehook_hook_func,
         current: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let frame = NativeFrame::new(self.view, current, &self.original);
         let mut replacement = ptr::null_mut();
         // SAFETY: attached; the frame and its objects stay alive during the call, as the C API promises.
@@ -372,10 +416,7 @@ impl<'a, 'py> Chain<'a, 'py> {
             return Err(PyErr::fetch(self.py));
         }
         // SAFETY: on success the hook returned a new reference or left NULL (declined).
-        Ok(
-            unsafe { Bound::from_owned_ptr_or_opt(self.py, replacement) }
-                .unwrap_or_else(|| self.py.None().into_bound(self.py)),
-        )
+        Ok(unsafe { Bound::from_owned_ptr_or_opt(self.py, replacement) })
     }
 
     /// The checked plan for running `replacement`; None if it is the original.

@@ -2,7 +2,6 @@
 //! dispatched on demand and refuses every use once the hook has returned.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, ThreadId};
 
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
@@ -14,7 +13,8 @@ use crate::pep523_backend::{FrameView, RawFrameView};
 pub struct Frame {
     view: RawFrameView,
     dispatching: AtomicBool,
-    thread: ThreadId,
+    /// The dispatching thread's state (cheaper to learn than a ThreadId).
+    thread_state: usize,
     original: Py<PyAny>,
     code: Mutex<Py<PyAny>>,
     locals: Mutex<Option<Py<PyAny>>>,
@@ -26,7 +26,7 @@ impl Frame {
         Self {
             view: view.as_raw(),
             dispatching: AtomicBool::new(true),
-            thread: thread::current().id(),
+            thread_state: view.thread_state() as usize,
             code: Mutex::new(original.clone_ref(py)),
             original,
             locals: Mutex::new(None),
@@ -34,7 +34,10 @@ impl Frame {
     }
 
     pub(crate) fn set_code(&self, code: &Bound<'_, PyAny>) {
-        *self.code.lock() = code.clone().unbind();
+        let previous = std::mem::replace(&mut *self.code.lock(), code.clone().unbind());
+        // Released now: PyO3 does not know the eval function's thread is attached,
+        // and a plain drop would defer the decref.
+        previous.drop_ref(code.py());
     }
 
     /// Called when the dispatch of this frame ends: every later use raises.
@@ -43,7 +46,9 @@ impl Frame {
     }
 
     fn view(&self) -> PyResult<FrameView<'_>> {
-        if !self.dispatching.load(Ordering::Acquire) || thread::current().id() != self.thread {
+        // SAFETY: the caller (a method with a Python token) is attached.
+        let thread_state = unsafe { pyo3::ffi::PyThreadState_Get() } as usize;
+        if !self.dispatching.load(Ordering::Acquire) || thread_state != self.thread_state {
             return Err(PyRuntimeError::new_err(
                 "framehook: a Frame can only be used by the hook it was passed to, \
                  on its thread, before the hook returns",

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 use framehook_capi::ffi as capi_ffi;
 
-use crate::pep523_backend::{self, CodeExtraSlot, Uninstalled};
+use crate::pep523_backend::{self, CodeExtraSlot, ContextHead, Uninstalled};
 
 /// What to do when a hook raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,13 +160,44 @@ fn unhooked<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// The hooks of one interpreter, in call order.
+/// A registry's version, bumped whenever its hooks or their enabled states
+/// change, or a hook's answers may have (cached answers and decisions from an
+/// older generation are discarded). Its low bit says whether some hook observes,
+/// so the eval function learns it in the same load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generation(u64);
+
+impl Generation {
+    const OBSERVING: u64 = ContextHead::OBSERVING;
+    const STEP: u64 = 2;
+
+    /// A number no other generation of the registry has.
+    pub fn number(self) -> u64 {
+        self.0
+    }
+
+    pub fn observing(self) -> bool {
+        self.0 & Self::OBSERVING != 0
+    }
+
+    fn next(self, hooks: &[Arc<Hook>]) -> Self {
+        let observing = hooks
+            .iter()
+            .any(|hook| hook.enabled() && hook.observer.is_some());
+        let number = (self.0 | (Self::STEP - 1)) + 1;
+        Self(number | if observing { Self::OBSERVING } else { 0 })
+    }
+}
+
+/// The hooks of one interpreter, in call order. Never freed: the eval function
+/// holds a plain pointer to its interpreter's registry, and reads its head.
+#[repr(C)]
 pub struct Registry {
+    /// The generation (a [`Generation`]; readers load it before the hooks,
+    /// writers store it after) and where code states are.
+    head: ContextHead,
     interpreter: usize,
     hooks: ArcSwap<Vec<Arc<Hook>>>,
-    /// Bumped whenever the set of active hooks changes; cached answers from an
-    /// older generation are discarded.
-    generation: AtomicU64,
     /// The enabled observing hooks; None when there are none.
     observers: ArcSwapOption<ObserverSet>,
     writer: Mutex<()>,
@@ -197,13 +228,18 @@ impl Registry {
         if let Some(registry) = Self::current(py) {
             return Ok(registry);
         }
+        let code_extra =
+            CodeExtraSlot::request(py, crate::hookapi::code_state::free_code_state)?;
         let registry = Arc::new(Registry {
+            head: ContextHead {
+                generation: AtomicU64::new(Generation::STEP),
+                code_extra_index: code_extra.index(),
+            },
             interpreter: pep523_backend::current_interpreter(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
-            generation: AtomicU64::new(1),
             observers: ArcSwapOption::empty(),
             writer: Mutex::new(()),
-            code_extra: CodeExtraSlot::request(py, crate::hookapi::code_state::free_code_state)?,
+            code_extra,
         });
         let mut all = Vec::clone(&REGISTRIES.load());
         all.push(Arc::clone(&registry));
@@ -211,7 +247,18 @@ impl Registry {
         Ok(registry)
     }
 
-    /// The hooks in call order (a snapshot).
+    /// The registry the eval function was installed with.
+    ///
+    /// # Safety
+    /// `context` must come from a [`FrameView`](crate::pep523_backend::FrameView)
+    /// of an interpreter whose registry installed the eval function.
+    #[inline]
+    pub unsafe fn from_context<'a>(context: *const c_void) -> &'a Registry {
+        // SAFETY: `add` installs the eval function with its registry, which is never freed.
+        unsafe { &*context.cast::<Registry>() }
+    }
+
+    /// The hooks in call order (a snapshot). Load the generation first.
     #[inline]
     pub fn snapshot(&self) -> arc_swap::Guard<Arc<Vec<Arc<Hook>>>> {
         self.hooks.load()
@@ -224,8 +271,14 @@ impl Registry {
     }
 
     #[inline]
-    pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+    pub fn generation(&self) -> Generation {
+        Generation(self.head.generation.load(Ordering::Acquire))
+    }
+
+    /// Called under the writer lock once the hooks or their enabled states changed.
+    fn bump_generation(&self, hooks: &[Arc<Hook>]) {
+        let next = self.generation().next(hooks);
+        self.head.generation.store(next.0, Ordering::Release);
     }
 
     // Writers hold the lock only around work that runs no Python code: Python
@@ -237,7 +290,8 @@ impl Registry {
             let _writer = self.writer.lock();
             let current = self.hooks.load_full();
             if current.is_empty() {
-                pep523_backend::install(py)?;
+                // SAFETY: a registry starts with a ContextHead and is never freed.
+                unsafe { pep523_backend::install(py, std::ptr::from_ref(self).cast()) }?;
             }
             let mut hooks = Vec::clone(&current);
             hooks.push(hook);
@@ -293,15 +347,24 @@ impl Registry {
     pub fn set_enabled(&self, py: Python<'_>, hook: &Hook, enabled: bool) {
         let _writer = self.writer.lock();
         if hook.enabled.swap(enabled, Ordering::AcqRel) != enabled {
-            self.generation.fetch_add(1, Ordering::AcqRel);
-            self.refresh_observers(py, &self.hooks.load());
+            let hooks = self.hooks.load();
+            self.refresh_observers(py, &hooks);
+            self.bump_generation(&hooks);
         }
+    }
+
+    /// Discards every cached answer and remembered decision: a hook's answers may
+    /// have changed (SOT's skip rules did, say).
+    pub fn invalidate_decisions(&self) {
+        let _writer = self.writer.lock();
+        self.bump_generation(&self.hooks.load());
     }
 
     fn publish(&self, py: Python<'_>, hooks: Vec<Arc<Hook>>) {
         self.refresh_observers(py, &hooks);
-        self.hooks.store(Arc::new(hooks));
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        let hooks = Arc::new(hooks);
+        self.hooks.store(Arc::clone(&hooks));
+        self.bump_generation(&hooks);
     }
 
     /// Called under the writer lock whenever hooks or their enabled states change.

@@ -4,13 +4,15 @@
 
 use pyo3::prelude::*;
 
-use crate::pep523_backend::{self, FrameView};
+use crate::pep523_backend::{self, FrameView, TracingSuspended};
 
 /// Runs once the frame it was registered for has finished (returned, raised,
 /// or never ran because a later hook failed). Sees no pending exception.
 pub type AfterFrame = Box<dyn FnOnce(Python<'_>) + Send>;
 
-/// A frame hook implemented in Rust.
+/// A frame hook implemented in Rust. Unlike Python and native hooks, it runs
+/// with tracing on: it suspends tracing itself (see [`HookContext::suspend_tracing`])
+/// around whatever may run Python code, which then runs as a hook's would.
 pub trait RustHook: Send + Sync + 'static {
     /// The code to run instead of `context.code()`, or None to decline.
     fn on_frame<'py>(
@@ -26,6 +28,7 @@ pub struct HookContext<'a, 'py> {
     pub(crate) current: &'a Bound<'py, PyAny>,
     pub(crate) original: &'a Bound<'py, PyAny>,
     pub(crate) after: &'a mut Vec<AfterFrame>,
+    pub(crate) holds_for_the_code: bool,
 }
 
 impl<'py> HookContext<'_, 'py> {
@@ -59,6 +62,20 @@ impl<'py> HookContext<'_, 'py> {
     /// handlers with instructions instead.
     pub fn has_exception_table(&self, code: &Bound<'py, PyAny>) -> bool {
         pep523_backend::has_exception_table(code)
+    }
+
+    /// Until dropped, this thread runs as a hook does: unseen by tracers and
+    /// profilers, and the frames it starts are not hooked.
+    pub fn suspend_tracing(&self) -> TracingSuspended {
+        TracingSuspended::enter_for(self.view)
+    }
+
+    /// Promises that this answer is the hook's answer for every frame of this
+    /// code, on any thread, until the registry's generation changes (see
+    /// [`Registry::invalidate_decisions`](crate::hookapi::registry::Registry::invalidate_decisions)):
+    /// framehook may then run the code's frames without asking, as for a cached hook.
+    pub fn answer_holds_for_the_code(&mut self) {
+        self.holds_for_the_code = true;
     }
 
     /// Runs `after` once this frame has finished.

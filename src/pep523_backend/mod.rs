@@ -26,6 +26,7 @@ mod sys {
         pub frame: *mut c_void,
         pub code: *mut PyObject,
         pub caller: *mut c_void,
+        pub context: *mut c_void,
     }
 
     /// Mirrors `fh_decision` in shim.h.
@@ -44,12 +45,12 @@ mod sys {
         pub fn fh_build_version_hex() -> c_ulong;
         pub fn fh_build_gil_disabled() -> c_int;
         pub fn fh_build_debug() -> c_int;
-        pub fn fh_install() -> c_int;
+        pub fn fh_install(context: *const c_void) -> c_int;
         pub fn fh_uninstall() -> c_int;
         pub fn fh_is_installed() -> c_int;
         pub fn fh_set_observing(observing: c_int);
-        pub fn fh_enter_hook_context();
-        pub fn fh_leave_hook_context();
+        pub fn fh_enter_hook_context(tstate: *mut c_void);
+        pub fn fh_leave_hook_context(tstate: *mut c_void);
         pub fn fh_code_has_exception_table(code: *mut PyObject) -> c_int;
         pub fn fh_current_eval_function() -> *mut c_void;
         pub fn fh_framehook_eval_function() -> *mut c_void;
@@ -69,10 +70,36 @@ mod sys {
         pub fn fh_test_uninstall_passthrough() -> c_int;
         pub fn fh_test_passthrough_calls() -> c_ulonglong;
         pub fn fh_test_passthrough_function() -> *mut c_void;
+        pub fn fh_bench_install_floor() -> c_int;
+        pub fn fh_bench_uninstall_floor() -> c_int;
     }
 }
 
 pub use sys::FreeFunc;
+
+/// The head of the context given to [`install`] (`fh_context_head` in shim.h):
+/// the eval function reads it to run frames the hooks declined before.
+#[repr(C)]
+pub struct ContextHead {
+    /// Bumped on every change of the hooks; bit [`ContextHead::OBSERVING`]
+    /// says whether some hook of that generation observes.
+    pub generation: std::sync::atomic::AtomicU64,
+    pub code_extra_index: ffi::Py_ssize_t,
+}
+
+impl ContextHead {
+    pub const OBSERVING: u64 = 1;
+}
+
+/// The head of what framehook stores in co_extra (`fh_code_state_head`).
+#[repr(C)]
+#[derive(Default)]
+pub struct CodeStateHead {
+    /// The generation in which the hooks decided to run every frame of the code unchanged (0: none).
+    pub declined_in: std::sync::atomic::AtomicU64,
+    /// ... or to run a replacement (which one is framehook's to remember).
+    pub replaced_in: std::sync::atomic::AtomicU64,
+}
 
 /// The interpreter the shim was compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,10 +154,16 @@ pub enum Uninstalled {
 }
 
 /// Installs framehook's eval function in the current interpreter, keeping the
-/// one found there as the next in line. Callers serialise installs.
-pub fn install(_py: Python<'_>) -> PyResult<()> {
-    // SAFETY: attached to the interpreter (the `Python` token proves it).
-    match unsafe { sys::fh_install() } {
+/// one found there as the next in line; every [`FrameView`] of the interpreter
+/// carries `context` (see [`FrameView::context`]), which must outlive it.
+/// Callers serialise installs.
+///
+/// # Safety
+/// `context` must start with a [`ContextHead`] and stay valid as long as the interpreter.
+pub unsafe fn install(_py: Python<'_>, context: *const c_void) -> PyResult<()> {
+    // SAFETY: attached to the interpreter (the `Python` token proves it); the
+    // caller vouches for `context`.
+    match unsafe { sys::fh_install(context) } {
         -1 => Err(PyErr::fetch(_py)),
         _ => Ok(()),
     }
@@ -154,13 +187,29 @@ pub fn set_observing(_py: Python<'_>, observing: bool) {
 /// While alive, the calling thread runs as CPython runs a trace function:
 /// sys.settrace, sys.setprofile and sys.monitoring do not see its frames, and
 /// the frames it starts are not hooked. Tied to the thread that made it.
-pub struct TracingSuspended(PhantomData<*const ()>);
+pub struct TracingSuspended {
+    tstate: *mut c_void,
+    _not_send: PhantomData<*const ()>,
+}
 
 impl TracingSuspended {
     pub fn enter(_py: Python<'_>) -> Self {
         // SAFETY: attached (the `Python` token); left in `drop` on the same thread.
-        unsafe { sys::fh_enter_hook_context() };
-        TracingSuspended(PhantomData)
+        Self::with_thread_state(unsafe { ffi::PyThreadState_Get() }.cast())
+    }
+
+    /// For the thread dispatching `view`'s frame (no thread-state lookup).
+    pub fn enter_for(view: &FrameView<'_>) -> Self {
+        Self::with_thread_state(view.raw.tstate)
+    }
+
+    fn with_thread_state(tstate: *mut c_void) -> Self {
+        // SAFETY: the calling thread's state, attached; left in `drop` on the same thread.
+        unsafe { sys::fh_enter_hook_context(tstate) };
+        TracingSuspended {
+            tstate,
+            _not_send: PhantomData,
+        }
     }
 }
 
@@ -168,7 +217,7 @@ impl Drop for TracingSuspended {
     fn drop(&mut self) {
         // SAFETY: made by `enter` on this thread (the type is not Send), which is
         // still attached: suspensions live inside a dispatch.
-        unsafe { sys::fh_leave_hook_context() };
+        unsafe { sys::fh_leave_hook_context(self.tstate) };
     }
 }
 
@@ -205,6 +254,10 @@ pub fn current_interpreter(_py: Python<'_>) -> usize {
 pub struct CodeExtraSlot(ffi::Py_ssize_t);
 
 impl CodeExtraSlot {
+    pub fn index(self) -> ffi::Py_ssize_t {
+        self.0
+    }
+
     pub fn request(py: Python<'_>, free: FreeFunc) -> PyResult<Self> {
         // SAFETY: attached; `free` is called by CPython when a code object dies.
         let index = unsafe { sys::fh_request_code_extra_index(free) };
@@ -214,6 +267,38 @@ impl CodeExtraSlot {
             }));
         }
         Ok(Self(index))
+    }
+
+    /// The boxed `T` stored on `code`, if any. It lives as long as the code.
+    ///
+    /// # Safety
+    /// Only boxed `T`s are stored in this slot (its free function frees a `Box<T>`),
+    /// and the caller keeps `code` alive while using the reference.
+    #[inline]
+    pub unsafe fn boxed<'c, T>(self, code: &Bound<'_, PyAny>) -> Option<&'c T> {
+        // SAFETY: guaranteed by the caller; freed only with the code object.
+        self.get(code)
+            .map(|existing| unsafe { &*existing.as_ptr().cast::<T>() })
+    }
+
+    /// The boxed `T` stored on `code`, made with `T::default()` on first use.
+    ///
+    /// # Safety
+    /// As for [`CodeExtraSlot::boxed`].
+    pub unsafe fn boxed_or_default<'c, T: Default>(self, code: &Bound<'_, PyAny>) -> PyResult<&'c T> {
+        // SAFETY: guaranteed by the caller.
+        if let Some(existing) = unsafe { self.boxed(code) } {
+            return Ok(existing);
+        }
+        let fresh = Box::into_raw(Box::<T>::default());
+        // SAFETY: a boxed T is what this slot's free function frees.
+        if let Err(err) = unsafe { self.set(code, fresh.cast()) } {
+            // SAFETY: the box was not handed over.
+            drop(unsafe { Box::from_raw(fresh) });
+            return Err(err);
+        }
+        // SAFETY: now owned by the code object, see above.
+        Ok(unsafe { &*fresh })
     }
 
     /// The pointer stored on `code`, if any.
@@ -266,6 +351,16 @@ impl<'a> FrameView<'a> {
         Self {
             raw: unsafe { &*raw.0 },
         }
+    }
+
+    /// The state of the thread dispatching the frame.
+    pub fn thread_state(&self) -> *mut c_void {
+        self.raw.tstate
+    }
+
+    /// What [`install`] was given for the frame's interpreter.
+    pub fn context(&self) -> *const c_void {
+        self.raw.context
     }
 
     /// The original code object of the frame.
@@ -340,10 +435,10 @@ extern "C" fn framehook_release(owner: *mut c_void) {
 /// Called by the eval function for a frame that passes through unhooked while
 /// observers exist: an observer set (see [`framehook_observe`]) or NULL.
 #[no_mangle]
-extern "C" fn framehook_passthrough_observers() -> *mut c_void {
+extern "C" fn framehook_passthrough_observers(context: *mut c_void) -> *mut c_void {
     // SAFETY: the eval function runs attached.
     let py = unsafe { Python::assume_attached() };
-    crate::hookapi::dispatch::passthrough_observers(py)
+    crate::hookapi::dispatch::passthrough_observers(py, context)
 }
 
 /// Called by the eval function for each event of an observed frame.
@@ -396,5 +491,25 @@ pub mod foreign_for_tests {
     pub fn address() -> usize {
         // SAFETY: returns a function address.
         unsafe { sys::fh_test_passthrough_function() as usize }
+    }
+}
+
+/// Bench support: the bare pass-through PEP 523 function framehook's overhead
+/// is measured against (nothing but a call of CPython's default evaluator).
+pub mod floor_for_bench {
+    use super::*;
+
+    /// True if installed now, false if it was already.
+    pub fn install(py: Python<'_>) -> PyResult<bool> {
+        // SAFETY: attached.
+        match unsafe { sys::fh_bench_install_floor() } {
+            -1 => Err(PyErr::fetch(py)),
+            status => Ok(status == 0),
+        }
+    }
+    /// True if it was installed and CPython's default evaluator is back.
+    pub fn uninstall(_py: Python<'_>) -> bool {
+        // SAFETY: attached.
+        unsafe { sys::fh_bench_uninstall_floor() != 0 }
     }
 }

@@ -46,6 +46,8 @@ static inline PyObject *Py_NewRef(PyObject *obj) { Py_INCREF(obj); return obj; }
 static inline PyObject *Py_XNewRef(PyObject *obj) { Py_XINCREF(obj); return obj; }
 #endif
 
+#define FH_NOINLINE __attribute__((noinline))
+
 #define FH_GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
 
 /* ------------------------------------------------------------------ build */
@@ -80,13 +82,14 @@ typedef struct {
     _Atomic(PyInterpreterState *) interp;
     _Atomic(_PyFrameEvalFunction) previous;
     _Atomic int observing;
+    _Atomic(void *) context; /* what framehook_dispatch gets as view->context */
 } fh_chain_entry;
 
 static fh_chain_entry fh_chain[FH_MAX_INTERPRETERS];
 
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag);
 
-static fh_chain_entry *chain_entry(PyInterpreterState *interp)
+static inline fh_chain_entry *chain_entry(PyInterpreterState *interp)
 {
     for (int i = 0; i < FH_MAX_INTERPRETERS; i++) {
         if (atomic_load_explicit(&fh_chain[i].interp, memory_order_acquire) == interp) {
@@ -115,7 +118,7 @@ static int displaced_for_good(fh_chain_entry *entry, _PyFrameEvalFunction curren
     return current == next_eval(entry) || current == _PyEval_EvalFrameDefault;
 }
 
-int fh_install(void)
+int fh_install(void *context)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
     fh_chain_entry *entry = chain_entry(interp);
@@ -125,6 +128,7 @@ int fh_install(void)
             /* The tool that installed its function over ours has put back
              * what ours replaced (or the default): nothing calls ours any more. */
             atomic_store(&entry->previous, as_previous(current));
+            atomic_store(&entry->context, context);
             _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
             return 0;
         }
@@ -135,6 +139,7 @@ int fh_install(void)
             _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
             atomic_store(&fh_chain[i].previous, as_previous(current));
             atomic_store(&fh_chain[i].observing, 0);
+            atomic_store(&fh_chain[i].context, context);
             atomic_store_explicit(&fh_chain[i].interp, interp, memory_order_release);
             _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
             return 0;
@@ -180,9 +185,8 @@ void fh_set_observing(int observing)
 /* Hooks and observers run the way CPython runs a trace function: sys.settrace,
  * sys.setprofile and sys.monitoring do not see their frames, and frames they
  * start are not hooked (fh_eval passes frames through while tracing). */
-void fh_enter_hook_context(void)
+void fh_enter_hook_context(PyThreadState *tstate)
 {
-    PyThreadState *tstate = PyThreadState_Get();
 #if PY_VERSION_HEX >= 0x030B0000
     PyThreadState_EnterTracing(tstate);
 #else
@@ -195,9 +199,8 @@ void fh_enter_hook_context(void)
 #endif
 }
 
-void fh_leave_hook_context(void)
+void fh_leave_hook_context(PyThreadState *tstate)
 {
-    PyThreadState *tstate = PyThreadState_Get();
 #if PY_VERSION_HEX >= 0x030B0000
     PyThreadState_LeaveTracing(tstate);
 #else
@@ -258,8 +261,31 @@ Py_ssize_t fh_request_code_extra_index(freefunc free_extra)
     return index;
 }
 
+#ifndef Py_GIL_DISABLED
+/* How CPython stores co_extra (Objects/codeobject.c, the same in 3.9-3.14):
+ * read directly, it costs no call, no thread-state lookup. */
+typedef struct {
+    Py_ssize_t ce_size;
+    void *ce_extras[1];
+} fh_code_extra;
+#endif
+
+/* The code state framehook stored on `code` (a code object), or NULL. */
+static inline void *code_extra(PyObject *code, Py_ssize_t index)
+{
+#ifndef Py_GIL_DISABLED
+    fh_code_extra *extra = (fh_code_extra *)((PyCodeObject *)code)->co_extra;
+    return extra != NULL && index < extra->ce_size ? extra->ce_extras[index] : NULL;
+#else
+    return fh_code_get_extra(code, index);
+#endif
+}
+
 void *fh_code_get_extra(PyObject *code, Py_ssize_t index)
 {
+#ifndef Py_GIL_DISABLED
+    return code_extra(code, index);
+#else
     void *extra = NULL;
     EXTRA_LOCK();
 #if PY_VERSION_HEX >= 0x030C0000
@@ -269,6 +295,7 @@ void *fh_code_get_extra(PyObject *code, Py_ssize_t index)
 #endif
     EXTRA_UNLOCK();
     return status == 0 ? extra : NULL;
+#endif
 }
 
 int fh_code_set_extra(PyObject *code, Py_ssize_t index, void *extra)
@@ -559,8 +586,23 @@ static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
 
 #else /* FH_INTERP_FRAMES */
 
-/* The code a frame started by run_by_call must pass straight through. */
+/* The code a frame started by run_by_call must pass straight through. Thread
+ * locals cost a call in a shared library: fh_eval reads it only while some
+ * thread is in such a call. */
 static _Thread_local PyCodeObject *fh_called_replacement;
+static _Atomic int fh_replacement_calls;
+
+static void replacement_call_begin(PyCodeObject *code)
+{
+    fh_called_replacement = code;
+    atomic_fetch_add(&fh_replacement_calls, 1);
+}
+
+static void replacement_call_end(void)
+{
+    fh_called_replacement = NULL;
+    atomic_fetch_sub(&fh_replacement_calls, 1);
+}
 
 static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
 {
@@ -781,9 +823,9 @@ static PyObject *call_with_arguments(PyObject *function, fh_frame *frame, PyCode
             goto done;
         }
     }
-    fh_called_replacement = code;
+    replacement_call_begin(code);
     result = PyObject_Vectorcall(function, args, npositional, nkw ? kwnames : NULL);
-    fh_called_replacement = NULL;
+    replacement_call_end();
 done:
     PyMem_Free(args);
     Py_XDECREF(kwnames);
@@ -797,10 +839,10 @@ static PyObject *run_by_call(PyThreadState *tstate, fh_frame *frame, const fh_de
     PyObject *result = NULL;
     if (!(code->co_flags & CO_OPTIMIZED)) {
         PyObject *locals = frame->f_locals ? frame->f_locals : frame->f_globals;
-        fh_called_replacement = code;
+        replacement_call_begin(code);
         result = PyEval_EvalCodeEx((PyObject *)code, frame->f_globals, locals, NULL, 0, NULL, 0,
                                    NULL, 0, NULL, PyFunction_GET_CLOSURE(function));
-        fh_called_replacement = NULL;
+        replacement_call_end();
     } else {
         PyObject *replacement = function_with_code(function, code);
         if (replacement != NULL) {
@@ -1060,7 +1102,8 @@ static int c_stack_exhausted(void) { return 0; }
  * a fresh function frame is discarded unrun; a generator or coroutine frame
  * has the error thrown in, as generator.throw() would. Others (non-function
  * frames, which do not recurse by themselves) run. */
-static PyObject *refuse_frame(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next)
+static FH_NOINLINE PyObject *refuse_frame(PyThreadState *tstate, fh_frame *frame,
+                                           _PyFrameEvalFunction next)
 {
     int generator_owned = frame_owned_by_generator(frame);
     if (!generator_owned && !frame_is_hookable(frame)) {
@@ -1082,33 +1125,30 @@ static PyObject *refuse_frame(PyThreadState *tstate, fh_frame *frame, _PyFrameEv
 
 /* ------------------------------------------------------- the eval function */
 
-static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
+/* Whether the hooks, none observing, decided in this generation to run every
+ * frame of `code` unchanged: then nothing needs asking. */
+static inline int declined_before(fh_context_head *context, PyObject *code)
 {
-    fh_chain_entry *entry = chain_entry(tstate->interp);
-    _PyFrameEvalFunction next = next_eval(entry);
-    if (!throwflag && c_stack_exhausted()) {
-        return refuse_frame(tstate, frame, next);
+    unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
+    if (generation & FH_GENERATION_OBSERVING) {
+        return 0;
     }
-    if (tstate->tracing) {
-        return next(tstate, frame, throwflag);
-    }
-    if (throwflag || !frame_is_hookable(frame)) {
-        void *observers;
-        if (entry == NULL || !atomic_load_explicit(&entry->observing, memory_order_acquire)
-            || (observers = framehook_passthrough_observers()) == NULL) {
-            return next(tstate, frame, throwflag);
-        }
-        return run_observed(tstate, frame, throwflag, next, NULL, observers);
-    }
+    fh_code_state_head *state = code_extra(code, context->code_extra_index);
+    return state != NULL
+           && atomic_load_explicit(&state->declined_in, memory_order_relaxed) == generation;
+}
+
+/* A frame the hooks are asked about: everything after fh_eval's fast checks,
+ * kept out of line so that fh_eval's fast paths are tail calls with no frame
+ * set up. */
+static FH_NOINLINE PyObject *dispatch_frame(PyThreadState *tstate, fh_frame *frame,
+                                             _PyFrameEvalFunction next, void *context)
+{
     PyCodeObject *code = frame_code(frame);
 #if FH_INTERP_FRAMES
-    if (fh_called_replacement == code) {
-        fh_called_replacement = NULL;
-        return next(tstate, frame, 0);
-    }
-    fh_frame_view view = {tstate, frame, code, thread_current_frame(tstate)};
+    fh_frame_view view = {tstate, frame, code, thread_current_frame(tstate), context};
 #else
-    fh_frame_view view = {tstate, frame, code, NULL};
+    fh_frame_view view = {tstate, frame, code, NULL, context};
 #endif
     fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
     if (framehook_dispatch(&view, &decision) < 0) {
@@ -1131,6 +1171,51 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
         framehook_release(decision.arg_map_owner);
     }
     return result;
+}
+
+/* A frame that is not hooked (resumed, thrown into, not a function's), while
+ * some hook observes. */
+static FH_NOINLINE PyObject *observe_passing_frame(PyThreadState *tstate, fh_frame *frame,
+                                                    int throwflag, _PyFrameEvalFunction next,
+                                                    void *context)
+{
+    void *observers = framehook_passthrough_observers(context);
+    if (observers == NULL) {
+        return next(tstate, frame, throwflag);
+    }
+    return run_observed(tstate, frame, throwflag, next, NULL, observers);
+}
+
+static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
+{
+    fh_chain_entry *entry = chain_entry(tstate->interp);
+    _PyFrameEvalFunction next = next_eval(entry);
+    if (!throwflag && c_stack_exhausted()) {
+        return refuse_frame(tstate, frame, next);
+    }
+    /* No entry: ours was taken out of the interpreter's chain. */
+    if (tstate->tracing || entry == NULL) {
+        return next(tstate, frame, throwflag);
+    }
+    void *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
+    if (throwflag || !frame_is_hookable(frame)) {
+        if (!atomic_load_explicit(&entry->observing, memory_order_acquire)) {
+            return next(tstate, frame, throwflag);
+        }
+        return observe_passing_frame(tstate, frame, throwflag, next, context);
+    }
+    PyCodeObject *code = frame_code(frame);
+#if FH_INTERP_FRAMES
+    if (atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
+        && fh_called_replacement == code) {
+        fh_called_replacement = NULL;
+        return next(tstate, frame, 0);
+    }
+#endif
+    if (declined_before((fh_context_head *)context, (PyObject *)code)) {
+        return next(tstate, frame, 0);
+    }
+    return dispatch_frame(tstate, frame, next, context);
 }
 
 /* ------------------------------------------- test-only foreign eval function */
@@ -1171,3 +1256,39 @@ int fh_test_uninstall_passthrough(void)
 unsigned long long fh_test_passthrough_calls(void) { return atomic_load(&fh_test_calls); }
 
 void *fh_test_passthrough_function(void) { return (void *)fh_test_passthrough; }
+
+/* -------------------------------------- bench-only floor eval function */
+
+/* The cheapest PEP 523 function there is: it hands every frame to CPython's
+ * default evaluator and does nothing else. Benchmarks measure framehook's
+ * overhead against it (the cost of any PEP 523 function at all). */
+static PyObject *fh_bench_floor(PyThreadState *tstate, fh_frame *frame, int throwflag)
+{
+    return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+}
+
+int fh_bench_install_floor(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (current == (_PyFrameEvalFunction)fh_bench_floor) {
+        return 1;
+    }
+    if (current != _PyEval_EvalFrameDefault) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "framehook: the floor eval function goes only over CPython's default one");
+        return -1;
+    }
+    _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_bench_floor);
+    return 0;
+}
+
+int fh_bench_uninstall_floor(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) != (_PyFrameEvalFunction)fh_bench_floor) {
+        return 0;
+    }
+    _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
+    return 1;
+}

@@ -14,7 +14,27 @@ typedef struct fh_frame_view {
     void *frame;          /* PyFrameObject* (3.9/3.10) or _PyInterpreterFrame* */
     PyCodeObject *code;   /* the original code, borrowed */
     void *caller;         /* 3.11+: the thread's current frame when the call arrived */
+    void *context;        /* what fh_install was given for this interpreter */
 } fh_frame_view;
+
+/* The head of framehook's per-interpreter state (the context given to
+ * fh_install) and of its per-code state (in co_extra): enough for the eval
+ * function to run a frame as the hooks decided before, without calling Rust.
+ * Mirrored in mod.rs (ContextHead, CodeStateHead). */
+typedef struct fh_context_head {
+    _Atomic unsigned long long generation; /* bumped on every change of the hooks */
+    Py_ssize_t code_extra_index;          /* where the code states are */
+} fh_context_head;
+/* Generation bit: some hook observes (frames need reporting). */
+#define FH_GENERATION_OBSERVING 1ULL
+
+typedef struct fh_code_state_head {
+    /* The generation in which the whole chain decided, for every frame of
+     * this code, to run it unchanged. */
+    _Atomic unsigned long long declined_in;
+    /* ... or to run a replacement (framehook's Rust code holds which). */
+    _Atomic unsigned long long replaced_in;
+} fh_code_state_head;
 
 /* What the hook chain decided for a frame. */
 typedef struct fh_decision {
@@ -33,7 +53,7 @@ int framehook_dispatch(fh_frame_view *view, fh_decision *out);
 void framehook_release(void *owner);
 /* Implemented in Rust, for frames that are not hooked (resumed generators,
  * thrown-in frames) while observers exist: who observes this frame, or NULL. */
-void *framehook_passthrough_observers(void);
+void *framehook_passthrough_observers(void *context);
 /* Implemented in Rust: one event (FRAMEHOOK_EVENT_* of framehook.h) of a frame
  * running `code` (`original`: its original code, NULL if not hooked), reported
  * to `observers`. Leaves the exception state as it was. */
@@ -48,18 +68,20 @@ int fh_build_gil_disabled(void);
 int fh_build_debug(void);
 
 /* Installing the PEP 523 function in the calling thread's interpreter.
- * fh_install: 0 ok, 1 already installed. fh_uninstall: 1 removed and the
+ * fh_install: 0 ok, 1 already installed; `context` (framehook's per-interpreter
+ * state, which must outlive the interpreter) is handed to every dispatch. fh_uninstall: 1 removed and the
  * previous function restored, 0 left in place because another function was
  * installed over ours (ours keeps passing frames through). Callers serialise. */
-int fh_install(void);
+int fh_install(void *context);
 int fh_uninstall(void);
 /* Whether frames passing through unhooked are shown to observers, for the
  * calling thread's interpreter (framehook's function must be installed). */
 void fh_set_observing(int observing);
 /* Around running hooks and observers: tracing, profiling and monitoring
- * are suspended, as for a trace function. Calls nest; each enter is left. */
-void fh_enter_hook_context(void);
-void fh_leave_hook_context(void);
+ * are suspended, as for a trace function. Calls nest; each enter is left,
+ * with the calling thread's state. */
+void fh_enter_hook_context(PyThreadState *tstate);
+void fh_leave_hook_context(PyThreadState *tstate);
 /* 1 if `code` is a code object with an exception table (3.11+; 0 before). */
 int fh_code_has_exception_table(PyObject *code);
 /* 1 if the interpreter's current eval function is framehook's. */
@@ -91,5 +113,12 @@ int fh_test_install_passthrough(void);
 int fh_test_uninstall_passthrough(void);
 unsigned long long fh_test_passthrough_calls(void);
 void *fh_test_passthrough_function(void);
+
+/* Bench-only: a bare pass-through eval function (no counting, nothing else),
+ * the floor framehook's overhead is compared with. Install: 0 ok, 1 already
+ * installed, -1 with an exception if another function than CPython's default
+ * is installed. Uninstall: 1 removed, 0 it was not installed. */
+int fh_bench_install_floor(void);
+int fh_bench_uninstall_floor(void);
 
 #endif

@@ -20,6 +20,26 @@ impl Default for CodeStatus {
 }
 
 impl CodeStatus {
+    const WITH_GRAPH: u32 = u32::MAX - 1;
+    const WITHOUT_GRAPH: u32 = u32::MAX;
+
+    /// As one number, for an atomic.
+    pub fn to_bits(self) -> u32 {
+        match self {
+            Self::Unknown(calls) => calls,
+            Self::WithGraph => Self::WITH_GRAPH,
+            Self::WithoutGraph => Self::WITHOUT_GRAPH,
+        }
+    }
+
+    pub fn from_bits(bits: u32) -> Self {
+        match bits {
+            Self::WITH_GRAPH => Self::WithGraph,
+            Self::WITHOUT_GRAPH => Self::WithoutGraph,
+            calls => Self::Unknown(calls),
+        }
+    }
+
     /// Counts one more call; true once the code is known to have no graph.
     pub fn count_call_without_graph(&mut self) -> bool {
         match *self {
@@ -53,6 +73,10 @@ mod tests {
         let mut marked = CodeStatus::WithGraph;
         for _ in 0..2 * CALLS_BEFORE_GIVING_UP {
             assert!(!marked.count_call_without_graph());
+        }
+
+        for status in [CodeStatus::Unknown(3), CodeStatus::WithGraph, CodeStatus::WithoutGraph] {
+            assert_eq!(CodeStatus::from_bits(status.to_bits()), status);
         }
     }
 }

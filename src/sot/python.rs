@@ -39,7 +39,7 @@ pub fn set_eval_frame(py: Python<'_>, callback: Bound<'_, PyAny>) -> PyResult<Py
     } else {
         return Ok(py.None());
     };
-    let old = SotRuntime::current(py).set_callback(py, callback)?;
+    let old = SotRuntime::current(py)?.set_callback(py, callback)?;
     Ok(old.unwrap_or_else(|| py.None()))
 }
 
@@ -57,22 +57,20 @@ pub fn eval_frame_skip_file_prefix(py: Python<'_>, prefixes: Bound<'_, PyAny>) -
             })
         })
         .collect::<PyResult<_>>()?;
-    SotRuntime::current(py).add_skip_prefixes(&prefixes);
+    SotRuntime::current(py)?.add_skip_prefixes(py, &prefixes);
     Ok(())
 }
 
 /// These codes are handed to the callback even when their file is skipped.
 #[pyfunction]
 pub fn eval_frame_no_skip_codes(py: Python<'_>, codes: Bound<'_, PyAny>) -> PyResult<()> {
-    SotRuntime::current(py).add_never_skipped(&codes_of("eval_frame_no_skip_codes", &codes)?);
-    Ok(())
+    SotRuntime::current(py)?.add_never_skipped(py, &codes_of("eval_frame_no_skip_codes", &codes)?)
 }
 
 /// Marks codes as having a graph: they keep being translated.
 #[pyfunction]
 pub fn sot_setup_codes_with_graph(py: Python<'_>, codes: Bound<'_, PyAny>) -> PyResult<()> {
-    SotRuntime::current(py).setup_with_graph(&codes_of("sot_setup_codes_with_graph", &codes)?);
-    Ok(())
+    SotRuntime::current(py)?.setup_with_graph(&codes_of("sot_setup_codes_with_graph", &codes)?)
 }
 
 /// Marks one code SOT has already met as having a graph.
@@ -84,7 +82,7 @@ pub fn sot_set_with_graph(py: Python<'_>, code: Bound<'_, PyAny>) -> PyResult<()
             code.get_type().name()?
         )));
     }
-    SotRuntime::current(py).set_with_graph(&code);
+    SotRuntime::current(py)?.set_with_graph(&code);
     Ok(())
 }
 
@@ -92,8 +90,8 @@ pub fn sot_set_with_graph(py: Python<'_>, code: Bound<'_, PyAny>) -> PyResult<()
 /// returns the previous setting. On by default: Paddle's code generator drops
 /// exception tables.
 #[pyfunction]
-pub fn sot_pass_exception_tables(py: Python<'_>, enabled: bool) -> bool {
-    SotRuntime::current(py).set_pass_exception_tables(enabled)
+pub fn sot_pass_exception_tables(py: Python<'_>, enabled: bool) -> PyResult<bool> {
+    Ok(SotRuntime::current(py)?.set_pass_exception_tables(py, enabled))
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -2,7 +2,8 @@
 //! the hook chain while some thread of the interpreter has a callback.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
@@ -14,6 +15,7 @@ use super::code_status::CodeStatus;
 use super::skip::PrefixTrie;
 use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
 use crate::hookapi::rust_hook::{HookContext, RustHook};
+use crate::pep523_backend::CodeExtraSlot;
 
 thread_local! {
     /// This thread's callback (Paddle keeps it in thread-specific storage too).
@@ -42,7 +44,7 @@ fn resume(saved: Option<Py<PyAny>>) {
 fn follow_resumed_callback(py: Python<'_>) {
     let changed = CALLBACK.with(|callback| callback.borrow().is_some()) != COUNTED.with(Cell::get);
     if changed && SUSPENDED.with(Cell::get) == 0 {
-        if let Err(err) = SotRuntime::current(py).reconcile(py) {
+        if let Err(err) = SotRuntime::current(py).and_then(|runtime| runtime.reconcile(py)) {
             err.write_unraisable(py, None);
         }
     }
@@ -56,48 +58,47 @@ fn put_callback(callback: Option<Py<PyAny>>) -> Option<Py<PyAny>> {
     CALLBACK.with(|slot| std::mem::replace(&mut *slot.borrow_mut(), callback))
 }
 
-fn current_callback(py: Python<'_>) -> Option<Py<PyAny>> {
+/// A Bound, not a Py: the eval function runs attached without PyO3 knowing,
+/// and a dropped Py would wait in PyO3's pool of deferred decrefs.
+fn current_callback(py: Python<'_>) -> Option<Bound<'_, PyAny>> {
     CALLBACK.with(|callback| {
         callback
             .borrow()
             .as_ref()
-            .map(|callback| callback.clone_ref(py))
+            .map(|callback| callback.bind(py).clone())
     })
 }
 
-/// What SOT knows about one code object.
-struct CodeEntry {
-    /// Keeps the code alive so that its address is not reused by another.
-    _code: Py<PyAny>,
-    status: CodeStatus,
-    /// The skip rules' verdict, until the rules change.
-    skipped: Option<bool>,
-}
-
+/// What SOT knows about one code object, stored in its co_extra and freed with it.
 #[derive(Default)]
-struct Rules {
-    prefixes: PrefixTrie,
-    never_skipped: HashSet<usize>,
-    /// Keeps never-skipped codes alive (see CodeEntry).
-    never_skipped_codes: Vec<Py<PyAny>>,
-    codes: HashMap<usize, CodeEntry>,
+struct SotCode {
+    /// A [`CodeStatus`] (its bits). Counted with a load and a store: threads
+    /// racing on one code may lose a count, delaying giving up by a call.
+    status: AtomicU32,
+    /// The skip rules' verdict: (rules version << 1) | skipped; 0 until judged.
+    skip_verdict: AtomicU64,
+    /// Registered by `eval_frame_no_skip_codes`.
+    never_skipped: AtomicBool,
 }
 
-impl Rules {
-    fn entry(&mut self, code: &Bound<'_, PyAny>) -> &mut CodeEntry {
-        self.codes
-            .entry(code.as_ptr() as usize)
-            .or_insert_with(|| CodeEntry {
-                _code: code.clone().unbind(),
-                status: CodeStatus::default(),
-                skipped: None,
-            })
+impl SotCode {
+    fn set_status(&self, status: CodeStatus) {
+        self.status.store(status.to_bits(), Ordering::Relaxed);
     }
+}
 
-    fn forget_skip_verdicts(&mut self) {
-        for entry in self.codes.values_mut() {
-            entry.skipped = None;
-        }
+/// SOT's answers changed (its rules did): frames must ask it again.
+fn forget_decisions(py: Python<'_>) {
+    if let Some(registry) = Registry::current(py) {
+        registry.invalidate_decisions();
+    }
+}
+
+/// co_extra free function of the SOT slot.
+unsafe extern "C" fn free_sot_code(state: *mut c_void) {
+    if !state.is_null() {
+        // SAFETY: a Box<SotCode> from `boxed_or_default`, freed once by CPython.
+        drop(unsafe { Box::from_raw(state.cast::<SotCode>()) });
     }
 }
 
@@ -110,31 +111,43 @@ struct Registration {
 /// The SOT runtime of one interpreter.
 pub struct SotRuntime {
     interpreter: usize,
-    rules: Mutex<Rules>,
+    /// Where each code's [`SotCode`] is.
+    code_extra: CodeExtraSlot,
+    skip_prefixes: Mutex<PrefixTrie>,
+    /// Bumped when the skip rules change, so that every verdict is judged anew.
+    rules_version: AtomicU64,
     registration: Mutex<Registration>,
-    pass_exception_tables: std::sync::atomic::AtomicBool,
+    pass_exception_tables: AtomicBool,
 }
 
 static RUNTIMES: LazyLock<Mutex<Vec<Arc<SotRuntime>>>> = LazyLock::new(Mutex::default);
 
 impl SotRuntime {
-    pub fn current(py: Python<'_>) -> Arc<SotRuntime> {
+    pub fn current(py: Python<'_>) -> PyResult<Arc<SotRuntime>> {
         let interpreter = crate::pep523_backend::current_interpreter(py);
         let mut runtimes = RUNTIMES.lock();
         if let Some(runtime) = runtimes
             .iter()
             .find(|runtime| runtime.interpreter == interpreter)
         {
-            return Arc::clone(runtime);
+            return Ok(Arc::clone(runtime));
         }
         let runtime = Arc::new(SotRuntime {
             interpreter,
-            rules: Mutex::default(),
+            code_extra: CodeExtraSlot::request(py, free_sot_code)?,
+            skip_prefixes: Mutex::default(),
+            rules_version: AtomicU64::new(1),
             registration: Mutex::default(),
-            pass_exception_tables: std::sync::atomic::AtomicBool::new(true),
+            pass_exception_tables: AtomicBool::new(true),
         });
         runtimes.push(Arc::clone(&runtime));
-        runtime
+        Ok(runtime)
+    }
+
+    /// SOT's state of `code` (a code object), made on first use.
+    fn code_state<'c>(&self, code: &Bound<'_, PyAny>) -> PyResult<&'c SotCode> {
+        // SAFETY: this slot holds boxed SotCodes only (see `free_sot_code`); callers keep the code alive.
+        unsafe { self.code_extra.boxed_or_default(code) }
     }
 
     /// `set_eval_frame`: installs this thread's callback, returning the old one.
@@ -194,54 +207,66 @@ impl SotRuntime {
         Ok(())
     }
 
-    pub fn add_skip_prefixes(&self, prefixes: &[String]) {
-        let mut rules = self.rules.lock();
+    pub fn add_skip_prefixes(&self, py: Python<'_>, prefixes: &[String]) {
+        let mut trie = self.skip_prefixes.lock();
         for prefix in prefixes {
-            rules.prefixes.insert(prefix);
+            trie.insert(prefix);
         }
-        rules.forget_skip_verdicts();
+        self.rules_version.fetch_add(1, Ordering::AcqRel);
+        drop(trie);
+        forget_decisions(py);
     }
 
-    pub fn add_never_skipped(&self, codes: &[Bound<'_, PyAny>]) {
-        let mut rules = self.rules.lock();
+    pub fn add_never_skipped(&self, py: Python<'_>, codes: &[Bound<'_, PyAny>]) -> PyResult<()> {
         for code in codes {
-            if rules.never_skipped.insert(code.as_ptr() as usize) {
-                rules.never_skipped_codes.push(code.clone().unbind());
-            }
+            self.code_state(code)?
+                .never_skipped
+                .store(true, Ordering::Relaxed);
         }
-        rules.forget_skip_verdicts();
+        forget_decisions(py);
+        Ok(())
     }
 
     /// `sot_setup_codes_with_graph`: marks codes as having a graph, known or not.
-    pub fn setup_with_graph(&self, codes: &[Bound<'_, PyAny>]) {
-        let mut rules = self.rules.lock();
+    pub fn setup_with_graph(&self, codes: &[Bound<'_, PyAny>]) -> PyResult<()> {
         for code in codes {
-            rules.entry(code).status = CodeStatus::WithGraph;
+            self.code_state(code)?.set_status(CodeStatus::WithGraph);
         }
+        Ok(())
     }
 
     /// `sot_set_with_graph`: marks a code as having a graph if SOT has met it.
     pub fn set_with_graph(&self, code: &Bound<'_, PyAny>) {
-        if let Some(entry) = self.rules.lock().codes.get_mut(&(code.as_ptr() as usize)) {
-            entry.status = CodeStatus::WithGraph;
+        // SAFETY: as in `code_state`; `code` is alive during the call.
+        if let Some(state) = unsafe { self.code_extra.boxed::<SotCode>(code) } {
+            state.set_status(CodeStatus::WithGraph);
         }
     }
 
-    pub fn set_pass_exception_tables(&self, pass: bool) -> bool {
-        self.pass_exception_tables
-            .swap(pass, std::sync::atomic::Ordering::AcqRel)
+    pub fn set_pass_exception_tables(&self, py: Python<'_>, pass: bool) -> bool {
+        let previous = self.pass_exception_tables.swap(pass, Ordering::AcqRel);
+        forget_decisions(py);
+        previous
     }
 
-    fn is_skipped(&self, context: &HookContext<'_, '_>, code: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let filename = code.getattr(pyo3::intern!(code.py(), "co_filename"))?;
-        let filename = filename.cast::<PyString>()?.to_cow()?;
-        let mut rules = self.rules.lock();
-        if rules.never_skipped.contains(&(code.as_ptr() as usize)) {
+    fn is_skipped(
+        &self,
+        context: &HookContext<'_, '_>,
+        code: &Bound<'_, PyAny>,
+        state: &SotCode,
+    ) -> PyResult<bool> {
+        if state.never_skipped.load(Ordering::Relaxed) {
             return Ok(false);
         }
-        if let Some(skipped) = rules.entry(code).skipped {
-            return Ok(skipped);
+        // Loaded before the rules are read: a verdict is never newer than its version.
+        let version = self.rules_version.load(Ordering::Acquire);
+        let verdict = state.skip_verdict.load(Ordering::Relaxed);
+        if verdict >> 1 == version {
+            return Ok(verdict & 1 == 1);
         }
+        let _tracing = context.suspend_tracing();
+        let filename = code.getattr(pyo3::intern!(code.py(), "co_filename"))?;
+        let filename = filename.cast::<PyString>()?.to_cow()?;
         // A frozen module is judged by the file it stands for.
         let module_file = if filename.starts_with("<frozen") {
             context
@@ -252,33 +277,36 @@ impl SotRuntime {
         } else {
             None
         };
-        let skipped = rules
-            .prefixes
+        let skipped = self
+            .skip_prefixes
+            .lock()
             .matches(module_file.as_deref().unwrap_or(&filename));
-        rules.entry(code).skipped = Some(skipped);
+        state
+            .skip_verdict
+            .store(version << 1 | u64::from(skipped), Ordering::Relaxed);
         Ok(skipped)
     }
 
     /// Counts a call of `code`; true when it should run untranslated from now on.
-    fn without_graph(&self, code: &Bound<'_, PyAny>) -> bool {
-        self.rules
-            .lock()
-            .entry(code)
-            .status
-            .count_call_without_graph()
+    fn without_graph(&self, state: &SotCode) -> bool {
+        let mut status = CodeStatus::from_bits(state.status.load(Ordering::Relaxed));
+        let given_up = status.count_call_without_graph();
+        state.set_status(status);
+        given_up
     }
 
     /// Calls `callback(frame)` with this thread's callback unset, as Paddle does.
     fn ask_callback<'py>(
         &self,
         context: &mut HookContext<'_, 'py>,
-        callback: &Py<PyAny>,
+        callback: &Bound<'py, PyAny>,
     ) -> PyResult<(Option<Bound<'py, PyAny>>, bool)> {
         let py = context.py();
+        let _tracing = context.suspend_tracing();
         // Paddle's native guards read the frame's memory: give them the layout they expect.
         let frame = context.layout_frame()?;
         let saved = suspend();
-        let answer = callback.bind(py).call1((frame,));
+        let answer = callback.call1((frame,));
         // Whatever the callback did to this thread's callback, the saved one is back.
         resume(saved);
         follow_resumed_callback(py);
@@ -314,14 +342,22 @@ impl RustHook for SotRuntime {
             return Ok(None);
         };
         let code = context.code().clone();
-        if self
-            .pass_exception_tables
-            .load(std::sync::atomic::Ordering::Acquire)
-            && context.has_exception_table(&code)
+        if self.pass_exception_tables.load(Ordering::Acquire) && context.has_exception_table(&code)
         {
+            // Every thread's answer for this code, with a callback or not.
+            context.answer_holds_for_the_code();
             return Ok(None);
         }
-        let (replacement, disable) = if self.is_skipped(context, &code)? {
+        let state = self.code_state(&code)?;
+        let skipped = self.is_skipped(context, &code, state)?;
+        let status = CodeStatus::from_bits(state.status.load(Ordering::Relaxed));
+        if skipped && status == CodeStatus::WithGraph {
+            // Nothing to count, nothing to disable: declined on every thread
+            // until the rules change (they invalidate the decisions).
+            context.answer_holds_for_the_code();
+            return Ok(None);
+        }
+        let (replacement, disable) = if skipped {
             (None, false)
         } else {
             self.ask_callback(context, &callback)?
@@ -329,7 +365,7 @@ impl RustHook for SotRuntime {
         // Code status, as Paddle 3.3.1 counts it: only frames left as they are
         // (no replacement) are counted, whether their subtree is disabled or not;
         // a code given up on runs unchanged with its whole subtree unhooked.
-        let given_up = replacement.is_none() && self.without_graph(&code);
+        let given_up = replacement.is_none() && self.without_graph(state);
         if disable || given_up {
             // The frame's whole call subtree runs without this thread's callback.
             let saved = suspend();

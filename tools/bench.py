@@ -1,0 +1,345 @@
+"""Measure framehook's overhead per frame on every interpreter of the matrix.
+
+    python3 tools/bench.py                       # all eight interpreters (and Paddle on 3.10, 3.13)
+    python3 tools/bench.py --only 3.12 --fast    # a quick check on one or a few
+    python3 tools/bench.py --report-only         # summary, charts and README table from saved results
+
+For each interpreter: the venv of tools/matrix.py and a release build in its
+target directory (FRAMEHOOK_BUILD_DIR honoured), pyperf from benches/requirements.txt, the frames each workload runs
+per iteration (counted by a pass-through eval function), then one pyperf run of
+benches/overhead.py over every workload and configuration. Writes
+benches/results/pyperf-<name>.json (raw), <name>.json (summary), <name>.png
+(chart, matplotlib from benches/requirements-plot.txt in a venv of its own),
+summary.json (all interpreters and the targets) and the README's table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import matrix  # noqa: E402
+import provision  # noqa: E402
+
+REPO = matrix.REPO
+BENCHES = REPO / "benches"
+RESULTS = BENCHES / "results"
+README = REPO / "README.md"
+CORE_CONFIGS = list("abcdefghi")
+PADDLE_CONFIGS = ["paddle", "paddle-callback", "paddle-skip", "sot-callback", "sot-skip"]
+LABELS = {
+    "a": "not imported",
+    "b": "floor",
+    "c": "imported",
+    "d": "native decliner",
+    "e": "Python decliner, cached",
+    "f": "Python decliner, uncached",
+    "g": "3 decliners, cached",
+    "h": "identity replacement",
+    "i": "hookprof",
+}
+# pyperf settings: processes, values and warmups per process, minimum seconds per value.
+# The whole suite on all eight interpreters takes about 45 minutes, builds included.
+FULL = ["--processes", "5", "--values", "3", "--warmups", "1", "--min-time", "0.03"]
+DEBUG = ["--processes", "3", "--values", "3", "--warmups", "1", "--min-time", "0.03"]
+FAST = ["--processes", "2", "--values", "2", "--warmups", "1", "--min-time", "0.02"]
+TABLE_START = "<!-- bench-table-start -->"
+TABLE_END = "<!-- bench-table-end -->"
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def ensure_pyperf(target: matrix.Target) -> None:
+    requirements = BENCHES / "requirements.txt"
+    wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    stamp = matrix.host_path(target, target.venv / "framehook-bench-requirements.sha256")
+    if stamp.exists() and stamp.read_text().strip() == wanted:
+        return
+    log(f"{target.name}: pip install -r {requirements.relative_to(REPO)}")
+    done = target.run([target.venv_python, "-m", "pip", "install", "--quiet", "-r", str(requirements)], capture=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"installing the bench requirements failed:\n{done.stdout[-3000:]}")
+    stamp.write_text(wanted + "\n")
+
+
+def plot_python() -> Path:
+    """A venv with matplotlib, made once (cached like the matrix venvs)."""
+    requirements = BENCHES / "requirements-plot.txt"
+    venv = matrix.BUILD_DIR / "venvs" / "bench-plot"
+    python = venv / "bin" / "python"
+    wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    stamp = venv / "framehook-bench-requirements.sha256"
+    if stamp.exists() and stamp.read_text().strip() == wanted:
+        return python
+    log(f"creating {venv} for the charts")
+    base = provision.pyenv_python("3.12")
+    subprocess.run([str(base), "-m", "venv", "--clear", str(venv)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r", str(requirements)], check=True)
+    stamp.write_text(wanted + "\n")
+    return python
+
+
+def frames_per_iteration(target: matrix.Target) -> Dict[str, float]:
+    done = target.run([target.venv_python, str(BENCHES / "overhead.py"), "--count-frames"], capture=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"counting frames failed:\n{done.stdout[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def has_paddle(target: matrix.Target) -> bool:
+    probe = "import importlib.util as u; print(u.find_spec('paddle') is not None)"
+    done = target.run([target.venv_python, "-c", probe], capture=True)
+    return done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "True"
+
+
+def run_pyperf(target: matrix.Target, configs: List[str], workloads: Optional[str], options: List[str]) -> Path:
+    raw = RESULTS / f"pyperf-{target.name}.json"
+    raw.unlink(missing_ok=True)
+    argv = [target.venv_python, str(BENCHES / "overhead.py"), *options, "--configs", ",".join(configs),
+            "-o", str(raw)]
+    if workloads:
+        argv += ["--workloads", workloads]
+    log(f"{target.name}: pyperf over {','.join(configs)}")
+    done = target.run(argv, extra_env={"PYTHONHASHSEED": "0"})
+    if done.returncode != 0 or not raw.exists():
+        raise RuntimeError(f"the pyperf run failed (exit {done.returncode})")
+    return raw
+
+
+def read_pyperf(path: Path) -> Dict[str, List[float]]:
+    """Benchmark name -> its values (seconds per iteration), warmups and calibration left out."""
+    suite = json.loads(path.read_text())
+    values: Dict[str, List[float]] = {}
+    for benchmark in suite["benchmarks"]:
+        name = benchmark.get("metadata", {}).get("name") or benchmark["runs"][0]["metadata"]["name"]
+        values[name] = [value for run in benchmark["runs"] for value in run.get("values", [])]
+    return values
+
+
+def summarise(name: str, version: str, frames: Dict[str, float], values: Dict[str, List[float]]) -> dict:
+    """Per workload and configuration: median, std dev, ns per frame added over (a), ratio to (b)."""
+    workloads: Dict[str, dict] = {}
+    for workload, count in frames.items():
+        medians = {config: statistics.median(values[f"{workload}/{config}"])
+                   for config in CORE_CONFIGS + PADDLE_CONFIGS if f"{workload}/{config}" in values}
+        rows = {}
+        for config, median in medians.items():
+            samples = values[f"{workload}/{config}"]
+            row = {"median_s": median, "stdev_pct": 100 * statistics.stdev(samples) / median if len(samples) > 1 else 0.0}
+            if config in CORE_CONFIGS:
+                row["added_ns_per_call"] = (median - medians["a"]) / count * 1e9
+                row["ratio_to_floor"] = median / medians["b"]
+            else:
+                row["added_ns_per_call"] = (median - medians["paddle"]) / count * 1e9
+            rows[config] = row
+        workloads[workload] = {"frames_per_iteration": count, "configs": rows}
+    configs = {}
+    for config in CORE_CONFIGS:
+        rows = [w["configs"][config] for w in workloads.values() if config in w["configs"]]
+        if rows:
+            configs[config] = {
+                "label": LABELS[config],
+                "added_ns_per_call": statistics.mean(row["added_ns_per_call"] for row in rows),
+                "ratio_to_floor": math.exp(statistics.mean(math.log(row["ratio_to_floor"]) for row in rows)),
+                "stdev_pct": statistics.mean(row["stdev_pct"] for row in rows),
+            }
+    paddle = {}
+    for kind in ("callback", "skip"):
+        ours = [w["configs"][f"sot-{kind}"]["added_ns_per_call"] for w in workloads.values()
+                if f"sot-{kind}" in w["configs"]]
+        theirs = [w["configs"][f"paddle-{kind}"]["added_ns_per_call"] for w in workloads.values()
+                  if f"paddle-{kind}" in w["configs"]]
+        if ours and theirs:
+            paddle[kind] = {"framehook_sot_ns": statistics.mean(ours), "paddle_ns": statistics.mean(theirs),
+                            "ratio": statistics.mean(ours) / statistics.mean(theirs)}
+    return {"interpreter": name, "version": version, "workloads": workloads, "configs": configs, "paddle": paddle}
+
+
+def probe_version(target: matrix.Target) -> str:
+    result = matrix.Result(target.name)
+    matrix.probe(target, result)
+    return result.version.split()[0]
+
+
+def measure(name: str, args: argparse.Namespace) -> dict:
+    target = matrix.resolve(name)
+    matrix.ensure_venv(target)
+    if not args.no_build:
+        matrix.build_and_install(target, release=True)
+    ensure_pyperf(target)
+    frames = frames_per_iteration(target)
+    if args.workloads:
+        frames = {workload: frames[workload] for workload in args.workloads.split(",")}
+    configs = CORE_CONFIGS + (PADDLE_CONFIGS if not args.no_paddle and has_paddle(target) else [])
+    options = FAST if args.fast else DEBUG if name.endswith("d") else FULL
+    started = time.monotonic()
+    raw = run_pyperf(target, configs, args.workloads, options)
+    summary = summarise(name, probe_version(target), frames, read_pyperf(raw))
+    summary.update(pyperf_options=options, seconds=round(time.monotonic() - started), loadavg=os.getloadavg())
+    (RESULTS / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+# --------------------------------------------------------------------- report
+
+
+def targets_of(summaries: Dict[str, dict]) -> List[dict]:
+    """Each target of issue 7, per interpreter: the measured value, the bar, met or not."""
+    checks = []
+
+    def check(name, what, value, bar, met):
+        checks.append({"interpreter": name, "target": what, "value": round(value, 4), "bar": round(bar, 4), "met": met})
+
+    for name, summary in summaries.items():
+        configs = summary["configs"]
+        if not all(config in configs for config in CORE_CONFIGS):
+            continue
+        floor = {w: d["configs"]["b"]["median_s"] for w, d in summary["workloads"].items()}
+        ratio_c_a = math.exp(statistics.mean(math.log(d["configs"]["c"]["median_s"] / d["configs"]["a"]["median_s"])
+                                             for d in summary["workloads"].values()))
+        check(name, "(c) / (a) <= 1.01", ratio_c_a, 1.01, ratio_c_a <= 1.01)
+        for config, bar in (("d", 1.05), ("e", 1.05), ("g", 1.10)):
+            ratio = configs[config]["ratio_to_floor"]
+            check(name, f"({config}) / (b) <= {bar}", ratio, bar, ratio <= bar)
+        over_floor = statistics.mean((d["configs"]["h"]["median_s"] - floor[w]) / d["frames_per_iteration"] * 1e9
+                                     for w, d in summary["workloads"].items())
+        bar = 60 if name in ("3.9", "3.10") else 40
+        check(name, f"(h) - (b) <= {bar} ns per call", over_floor, bar, over_floor <= bar)
+        for kind, bar in (("callback", 0.8), ("skip", 0.2)):
+            if kind in summary["paddle"]:
+                ratio = summary["paddle"][kind]["ratio"]
+                check(name, f"sot {kind}: added cost / Paddle's <= {bar}", ratio, bar, ratio <= bar)
+    if "3.13" in summaries and "3.14" in summaries:
+        for config in "cdefghi":
+            old, new = (summaries[n]["configs"].get(config, {}).get("ratio_to_floor") for n in ("3.13", "3.14"))
+            if old and new:
+                check("3.14", f"({config}) ratio to (b) <= 1.03 x 3.13's", new / old, 1.03, new / old <= 1.03)
+    return checks
+
+
+def markdown_table(summaries: Dict[str, dict]) -> str:
+    names = [name for name in matrix.INTERPRETERS if name in summaries]
+    lines = ["ns added per call over (a), and in parentheses the time as a ratio to the floor (b); "
+             "mean over the five workloads (ratios: geometric mean).", "",
+             "| config | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    for config in CORE_CONFIGS:
+        cells = []
+        for name in names:
+            row = summaries[name]["configs"].get(config)
+            cells.append("-" if row is None else f"{row['added_ns_per_call']:.1f} ({row['ratio_to_floor']:.3f})")
+        lines.append(f"| ({config}) {LABELS[config]} | " + " | ".join(cells) + " |")
+    noise = [f"{name} {statistics.mean(r['stdev_pct'] for r in summaries[name]['configs'].values()):.1f}%"
+             for name in names]
+    lines += ["", "Std dev of the values, mean over configurations: " + ", ".join(noise) + "."]
+    paddle = [(name, summaries[name]["paddle"]) for name in names if summaries[name]["paddle"]]
+    if paddle:
+        lines += ["", "Beside Paddle 3.3.1's own eval frame (ns added per call over paddle imported; "
+                  "workload codes marked as having a graph):", "",
+                  "| interpreter | callback declines: Paddle | framehook.sot | ratio | "
+                  "files skipped: Paddle | framehook.sot | ratio |", "| --- |" + " --- |" * 6]
+        for name, rows in paddle:
+            cells = [f"{rows[k][field]:.1f}" if field != "ratio" else f"{rows[k][field]:.2f}"
+                     for k in ("callback", "skip") for field in ("paddle_ns", "framehook_sot_ns", "ratio")]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_report(summaries: Dict[str, dict], charts: bool) -> None:
+    checks = targets_of(summaries)
+    (RESULTS / "summary.json").write_text(json.dumps({"interpreters": summaries, "targets": checks}, indent=1) + "\n")
+    table = markdown_table(summaries) + instructions_table()
+    text = README.read_text()
+    if TABLE_START in text:
+        head, rest = text.split(TABLE_START, 1)
+        text = head + TABLE_START + "\n" + table + "\n" + TABLE_END + rest.split(TABLE_END, 1)[1]
+        README.write_text(text)
+    print(table)
+    print()
+    for check in checks:
+        print(f"{'met ' if check['met'] else 'MISS'}  {check['interpreter']:6} {check['target']:45} {check['value']}")
+    if charts:
+        python = plot_python()
+        subprocess.run([str(python), str(BENCHES / "plot.py"), *(str(RESULTS / f"{n}.json") for n in summaries)],
+                       check=True)
+
+
+def count_instructions(name: str) -> None:
+    """Instructions per call under callgrind (exact, unlike the timings), fib workload."""
+    target = matrix.resolve(name)
+    if target.run(["valgrind", "--version"], capture=True).returncode != 0:
+        log(f"{name}: no valgrind where it runs; instruction counts skipped")
+        return
+    # The configurations the targets name, and SOT's two.
+    configs = ["a", "b", "c", "d", "e", "g", "h", "sot-callback", "sot-skip"]
+    out = RESULTS / f"instructions-{name}.json"
+    log(f"{name}: callgrind over {','.join(configs)}")
+    done = target.run([target.venv_python, str(BENCHES / "instructions.py"), "--configs", ",".join(configs),
+                       "--json", str(out)])
+    if done.returncode != 0:
+        raise RuntimeError(f"counting instructions failed (exit {done.returncode})")
+
+
+def instructions_table() -> str:
+    counts = {name: json.loads((RESULTS / f"instructions-{name}.json").read_text())["instructions_per_call"]
+              for name in matrix.INTERPRETERS if (RESULTS / f"instructions-{name}.json").exists()}
+    if not counts:
+        return ""
+    names = list(counts)
+    lines = ["", "Instructions per call (callgrind, fib workload; exact and repeatable): added over (a), and in "
+             "parentheses the ratio to the floor (b):", "",
+             "| config | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    for config in CORE_CONFIGS + ["sot-callback", "sot-skip"]:
+        cells = [f"{counts[n][config] - counts[n]['a']:+.0f} ({counts[n][config] / counts[n]['b']:.3f})"
+                 if config in counts[n] else "-" for n in names]
+        label = LABELS.get(config, "framehook.sot, " + ("callback declining" if config == "sot-callback"
+                                                          else "files skipped"))
+        lines.append(f"| ({config}) {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
+    parser.add_argument("--fast", action="store_true", help="a quick, rough run (fewer processes and values)")
+    parser.add_argument("--workloads", help="comma-separated workloads (default: all)")
+    parser.add_argument("--no-build", action="store_true", help="use the framehook already installed in the venvs")
+    parser.add_argument("--no-paddle", action="store_true", help="leave out the comparison with Paddle")
+    parser.add_argument("--no-charts", action="store_true", help="no PNG charts (no matplotlib venv)")
+    parser.add_argument("--report-only", action="store_true", help="report from benches/results, measure nothing")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per call with callgrind instead of timing (needs valgrind)")
+    args = parser.parse_args(argv)
+    names = matrix.INTERPRETERS if not args.only else args.only.split(",")
+    unknown = [n for n in names if n not in matrix.INTERPRETERS]
+    if unknown:
+        parser.error(f"unknown interpreter(s) {unknown}; choose from {matrix.INTERPRETERS}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    failed = []
+    if not args.report_only:
+        for name in names:
+            try:
+                count_instructions(name) if args.instructions else measure(name, args)
+            except (provision.ProvisionError, RuntimeError, OSError) as error:
+                failed.append(name)
+                log(f"{name}: ERROR: {error}")
+    # The report covers every interpreter with results, measured now or before.
+    summaries = {name: json.loads((RESULTS / f"{name}.json").read_text())
+                 for name in matrix.INTERPRETERS if (RESULTS / f"{name}.json").exists()}
+    write_report(summaries, charts=not args.no_charts)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
