@@ -241,22 +241,12 @@ def test_set_eval_frame_while_the_callback_is_set_aside_keeps_sot_hooked(fns):
     assert seen.count(fns.add.__code__) == 2
 
 
-def test_skip_prefix_keeps_frames_from_the_callback(fns):
+@pytest.mark.parametrize("has_graph", [False, True])
+def test_skip_prefix_keeps_frames_from_the_callback_until_the_rules_change(fns, has_graph):
+    # A skipped code with a graph is declined without asking SOT, until a rule changes.
     callback = Callback()
-    sot.eval_frame_skip_file_prefix((fns.add.__code__.co_filename,))
-    sot.set_eval_frame(callback)
-    fns.add(1, 2)
-    assert fns.add.__code__ not in callback.seen
-    sot.eval_frame_no_skip_codes((fns.add.__code__,))
-    fns.add(1, 2)
-    sot.set_eval_frame(None)
-    assert callback.seen.count(fns.add.__code__) == 1
-
-
-def test_a_skipped_code_with_a_graph_comes_back_when_the_rules_change(fns):
-    # Such a code is declined without asking SOT, until a rule changes.
-    callback = Callback()
-    with_graph(fns.add)
+    if has_graph:
+        with_graph(fns.add)
     sot.eval_frame_skip_file_prefix((fns.add.__code__.co_filename,))
     sot.set_eval_frame(callback)
     for _ in range(3):

@@ -1242,15 +1242,21 @@ int fh_test_install_passthrough(void)
     return 0;
 }
 
-int fh_test_uninstall_passthrough(void)
+/* Puts `previous` (NULL: the default) back if `ours` is the current eval
+ * function: 1 if it was, 0 if another function is in place (left alone). */
+static int restore_if_current(_PyFrameEvalFunction ours, _PyFrameEvalFunction previous)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
-    if (_PyInterpreterState_GetEvalFrameFunc(interp) != (_PyFrameEvalFunction)fh_test_passthrough) {
+    if (_PyInterpreterState_GetEvalFrameFunc(interp) != ours) {
         return 0;
     }
-    _PyFrameEvalFunction previous = atomic_load(&fh_test_previous);
     _PyInterpreterState_SetEvalFrameFunc(interp, previous ? previous : _PyEval_EvalFrameDefault);
     return 1;
+}
+
+int fh_test_uninstall_passthrough(void)
+{
+    return restore_if_current((_PyFrameEvalFunction)fh_test_passthrough, atomic_load(&fh_test_previous));
 }
 
 unsigned long long fh_test_passthrough_calls(void) { return atomic_load(&fh_test_calls); }
@@ -1285,10 +1291,5 @@ int fh_bench_install_floor(void)
 
 int fh_bench_uninstall_floor(void)
 {
-    PyInterpreterState *interp = PyInterpreterState_Get();
-    if (_PyInterpreterState_GetEvalFrameFunc(interp) != (_PyFrameEvalFunction)fh_bench_floor) {
-        return 0;
-    }
-    _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
-    return 1;
+    return restore_if_current((_PyFrameEvalFunction)fh_bench_floor, NULL);
 }
