@@ -173,12 +173,18 @@ def probe_version(target: matrix.Target) -> str:
     return result.version.split()[0]
 
 
-def measure(name: str, args: argparse.Namespace) -> dict:
+def prepared(name: str, args: argparse.Namespace) -> matrix.Target:
+    """The interpreter's venv with a release build of framehook (unless --no-build) and pyperf."""
     target = matrix.resolve(name)
     matrix.ensure_venv(target)
     if not args.no_build:
         matrix.build_and_install(target, release=True)
     ensure_pyperf(target)
+    return target
+
+
+def measure(name: str, args: argparse.Namespace) -> dict:
+    target = prepared(name, args)
     frames = frames_per_iteration(target)
     if args.workloads:
         frames = {workload: frames[workload] for workload in args.workloads.split(",")}
@@ -275,12 +281,12 @@ def write_report(summaries: Dict[str, dict], charts: bool) -> None:
                        check=True)
 
 
-def count_instructions(name: str) -> None:
+def count_instructions(name: str, args: argparse.Namespace) -> None:
     """Instructions per call under callgrind (exact, unlike the timings), fib workload."""
-    target = matrix.resolve(name)
-    if target.run(["valgrind", "--version"], capture=True).returncode != 0:
+    if matrix.resolve(name).run(["valgrind", "--version"], capture=True).returncode != 0:
         log(f"{name}: no valgrind where it runs; instruction counts skipped")
         return
+    target = prepared(name, args)
     # The configurations the targets name, and SOT's two.
     configs = ["a", "b", "c", "d", "e", "g", "h", "sot-callback", "sot-skip"]
     out = RESULTS / f"instructions-{name}.json"
@@ -332,7 +338,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not args.report_only:
         for name in names:
             try:
-                count_instructions(name) if args.instructions else measure(name, args)
+                count_instructions(name, args) if args.instructions else measure(name, args)
             except (provision.ProvisionError, RuntimeError, OSError) as error:
                 failed.append(name)
                 log(f"{name}: ERROR: {error}")

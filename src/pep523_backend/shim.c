@@ -1098,6 +1098,21 @@ static int c_stack_exhausted(void)
 static int c_stack_exhausted(void) { return 0; }
 #endif
 
+/* A few dozen frames deep the C stack cannot be near its end, so the stack
+ * check (thread locals: calls in a shared library) runs only past this depth. */
+#define FH_STACK_CHECK_DEPTH 64
+
+static inline int python_depth(PyThreadState *tstate)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return tstate->py_recursion_limit - tstate->py_recursion_remaining;
+#elif PY_VERSION_HEX >= 0x030B0000
+    return tstate->recursion_limit - tstate->recursion_remaining;
+#else
+    return tstate->recursion_depth;
+#endif
+}
+
 /* Ends a frame that must not start for want of C stack, with RecursionError:
  * a fresh function frame is discarded unrun; a generator or coroutine frame
  * has the error thrown in, as generator.throw() would. Others (non-function
@@ -1190,7 +1205,7 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
     fh_chain_entry *entry = chain_entry(tstate->interp);
     _PyFrameEvalFunction next = next_eval(entry);
-    if (!throwflag && c_stack_exhausted()) {
+    if (!throwflag && python_depth(tstate) > FH_STACK_CHECK_DEPTH && c_stack_exhausted()) {
         return refuse_frame(tstate, frame, next);
     }
     /* No entry: ours was taken out of the interpreter's chain. */
