@@ -43,18 +43,18 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import contextlib
 import datetime
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from process_group import run_in_own_group
 
 CACHE = Path(os.environ.get("FRAMEHOOK_CACHE", Path.home() / ".cache" / "framehook"))
 DEFAULT_TESTS = CACHE / "paddle-test-sot"
@@ -215,26 +215,8 @@ def run_file(python: str, mode: str, tests_dir: Path, test_file: str, timeout: f
     fd, events_name = tempfile.mkstemp(prefix=f"{module}.{mode}.", suffix=".jsonl")
     os.close(fd)
     events_path = Path(events_name)
-    start = time.monotonic()
-    timed_out = False
-    with open(log_path, "wb") as out:
-        proc = subprocess.Popen(
-            [python, "-c", CHILD, mode, module, str(events_path)],
-            cwd=tests_dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
-    duration = time.monotonic() - start
+    rc, timed_out, duration, _ = run_in_own_group([python, "-c", CHILD, mode, module, str(events_path)],
+                                                  cwd=tests_dir, env=env, log_path=log_path, timeout=timeout)
     events = []
     for line in events_path.read_text(errors="replace").splitlines():
         try:

@@ -54,12 +54,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from process_group import kill_group, run_in_own_group
 
 CACHE = Path(os.environ.get("FRAMEHOOK_CACHE", Path.home() / ".cache" / "framehook"))
 MODES = ("none", "identity", "chain")
@@ -191,22 +191,8 @@ def run_segment(python: str, module: str, mode: str, timeout: float, test_timeou
     argv.append(module)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
-    start = time.monotonic()
-    timed_out = False
-    with open(log_path, "wb") as out:
-        proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            rc = proc.wait()
-    duration = time.monotonic() - start
-    # Whatever the tests left behind in the process group.
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    rc, timed_out, duration, pgid = run_in_own_group(argv, cwd=work, env=env, log_path=log_path, timeout=timeout)
+    kill_group(pgid)  # whatever the tests left behind in the process group
 
     tests: dict[str, dict] = {}
     running = None
