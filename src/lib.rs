@@ -107,6 +107,29 @@ mod testing {
             0
         }
 
+        /// Fails for frames of the code object in `user_data`, declines others.
+        unsafe extern "C" fn failing_hook(
+            user_data: *mut c_void,
+            frame: *const framehook_frame,
+            _replacement: *mut *mut pyo3::ffi::PyObject,
+        ) -> c_int {
+            HOOK_CALLS.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: the frame is the one this call is about, as the C API promises.
+            if unsafe { (API.frame_original_code)(frame) } != user_data.cast() {
+                return 0;
+            }
+            // SAFETY: hook functions are called attached.
+            let py = unsafe { Python::assume_attached() };
+            pyo3::exceptions::PyRuntimeError::new_err("native test hook failed").restore(py);
+            -1
+        }
+
+        unsafe extern "C" fn release_code(user_data: *mut c_void) {
+            // SAFETY: the reference `_capi_add` gave the hook; freed attached, once.
+            unsafe { pyo3::ffi::Py_DecRef(user_data.cast()) };
+            FREED.fetch_add(1, Ordering::Relaxed);
+        }
+
         unsafe extern "C" fn count_free(_user_data: *mut c_void) {
             FREED.fetch_add(1, Ordering::Relaxed);
         }
@@ -119,10 +142,12 @@ mod testing {
             }
         }
 
-        /// add_hook with a declining hook function (`hook`), no observer, and the
+        /// add_hook with a declining hook function (`hook`; with `fail_for`, one
+        /// that fails for frames of that code object), no observer, and the
         /// given name, spec size adjustment and on_error value.
         #[pyfunction]
-        #[pyo3(signature = (name, *, hook = true, size_delta = 0, on_error = 0, null_spec = false))]
+        #[pyo3(signature = (name, *, hook = true, size_delta = 0, on_error = 0, null_spec = false, fail_for = None))]
+        #[allow(clippy::too_many_arguments)]
         pub fn _capi_add(
             py: Python<'_>,
             name: Option<Vec<u8>>,
@@ -130,15 +155,16 @@ mod testing {
             size_delta: isize,
             on_error: c_int,
             null_spec: bool,
+            fail_for: Option<Bound<'_, PyAny>>,
         ) -> PyResult<Py<PyAny>> {
             let name = name.map(|name| CString::new(name).expect("test names have no NUL"));
             let spec = framehook_hook_spec {
                 size: std::mem::size_of::<framehook_hook_spec>().saturating_add_signed(size_delta),
                 name: name.as_ref().map_or(ptr::null(), |name| name.as_ptr()),
-                hook: hook.then_some(declining_hook as _),
+                hook: hook.then_some(if fail_for.is_some() { failing_hook as _ } else { declining_hook as _ }),
                 observe: None,
-                user_data: ptr::null_mut(),
-                free_user_data: Some(count_free),
+                user_data: fail_for.as_ref().map_or(ptr::null_mut(), |code| code.clone().into_ptr().cast()),
+                free_user_data: Some(if fail_for.is_some() { release_code } else { count_free }),
                 cache: 0,
                 on_error,
             };

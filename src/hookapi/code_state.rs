@@ -38,6 +38,10 @@ impl StrongRef {
         self.0.as_ptr() == object.as_ptr()
     }
 
+    pub fn as_ptr(&self) -> *mut ffi::PyObject {
+        self.0.as_ptr()
+    }
+
     pub fn bind<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         // SAFETY: we hold a strong reference, so the object is alive.
         unsafe { Bound::from_borrowed_ptr(py, self.0.as_ptr()) }
@@ -141,7 +145,15 @@ impl CodeState {
         match plan {
             None => self.head.declined_in.store(generation, Ordering::Release),
             Some(plan) => {
-                self.inner.lock().final_plan = Some((generation, Arc::clone(plan)));
+                let mut inner = self.inner.lock();
+                // The eval function runs a replacement that needs no argument map itself.
+                let replacement = match plan.arg_map {
+                    None => plan.code.as_ptr(),
+                    Some(_) => std::ptr::null_mut(),
+                };
+                self.head.replacement.store(replacement, Ordering::Release);
+                // Dropped (with the previous replacement) after the head no longer shows it.
+                let _previous = inner.final_plan.replace((generation, Arc::clone(plan)));
                 self.head.replaced_in.store(generation, Ordering::Release);
             }
         }

@@ -3,7 +3,6 @@
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use framehook_capi::Event;
@@ -17,7 +16,7 @@ use super::compat;
 use super::frame::Frame;
 use super::registry::{Generation, Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
-use crate::pep523_backend::{FrameView, RawDecision, TracingSuspended};
+use crate::pep523_backend::{self, FrameView, RawDecision, TracingSuspended};
 
 // Hooks and observers run inside a `TracingSuspended`, as trace functions do:
 // the eval function passes the frames they start through unhooked.
@@ -27,14 +26,10 @@ thread_local! {
     static DISABLED_DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// How many threads are inside `framehook.disabled()`: thread locals cost a
-/// call in a shared library, so frames read theirs only when some thread is.
-static THREADS_DISABLED: AtomicUsize = AtomicUsize::new(0);
-
 pub(crate) fn enter_disabled() {
     DISABLED_DEPTH.with(|depth| {
         if depth.get() == 0 {
-            THREADS_DISABLED.fetch_add(1, Ordering::AcqRel);
+            pep523_backend::disabled_threads_add(1);
         }
         depth.set(depth.get() + 1);
     });
@@ -43,7 +38,7 @@ pub(crate) fn enter_disabled() {
 pub(crate) fn exit_disabled() {
     DISABLED_DEPTH.with(|depth| {
         if depth.get() == 1 {
-            THREADS_DISABLED.fetch_sub(1, Ordering::AcqRel);
+            pep523_backend::disabled_threads_add(-1);
         }
         depth.set(depth.get().saturating_sub(1));
     });
@@ -60,7 +55,8 @@ const RUN_ORIGINAL: RawDecision = RawDecision {
 /// Whether frames starting now on this thread are out of the hooks' sight.
 #[inline]
 fn disabled_here() -> bool {
-    THREADS_DISABLED.load(Ordering::Acquire) > 0 && DISABLED_DEPTH.with(Cell::get) > 0
+    // Thread locals cost a call in a shared library: read only when some thread is disabled.
+    pep523_backend::disabled_threads() && DISABLED_DEPTH.with(Cell::get) > 0
 }
 
 fn observers_token(registry: &Registry, generation: Generation) -> *mut c_void {
@@ -131,42 +127,41 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
     if hooks.is_empty() {
         return Ok(RUN_ORIGINAL);
     }
-    let mut chain = Chain {
-        py,
-        view,
-        registry,
-        original: original.to_owned(),
-        generation: generation.number(),
-        state: None,
-        frame: None,
-        after: Vec::new(),
-        tracing: None,
-        holds_for_the_code: true,
-    };
-    let outcome = chain.run(&hooks);
-    if let Some(frame) = &chain.frame {
-        frame.get().expire();
-    }
-    drop(chain.tracing.take());
-    let after = std::mem::take(&mut chain.after);
-    let replacement = match outcome {
-        Ok(replacement) => replacement,
-        Err(err) => {
-            // The frame will not run: it has finished as far as the hooks are concerned.
-            run_after_frame(py, after);
-            return Err(err);
-        }
-    };
-    let plan = replacement.map(|(_, plan)| plan);
-    if chain.holds_for_the_code && after.is_empty() {
-        chain.state()?.store_final_decision(generation.number(), plan.as_ref());
-    }
-    let after_frame = if after.is_empty() {
-        ptr::null_mut()
-    } else {
-        Box::into_raw(Box::new(after)).cast()
-    };
-    Ok(decision(py, plan.as_ref(), observers_token(registry, generation), after_frame))
+    let mut chain = Chain::new(py, view, registry, original.to_owned(), generation.number());
+    let original = chain.original.clone();
+    let outcome = chain.run(hooks.iter().map(Arc::as_ref), original, None);
+    chain.decide(outcome, observers_token(registry, generation))
+}
+
+/// The rest of a frame's dispatch after the eval function called the native
+/// hooks `owners` itself (see `Registry`'s native chains): `owners[index]`
+/// answered `returned` for the original code; the hooks after it are asked here.
+pub(crate) fn on_native_rest(
+    py: Python<'_>,
+    view: &FrameView<'_>,
+    owners: &[*const c_void],
+    index: usize,
+    returned: PyResult<Option<Bound<'_, PyAny>>>,
+) -> PyResult<RawDecision> {
+    // SAFETY: the eval function retains the chain, whose links own these hooks, for the call.
+    let hooks: Vec<&Hook> = owners.iter().map(|owner| unsafe { &*owner.cast::<Hook>() }).collect();
+    // SAFETY: as in on_frame.
+    let registry = unsafe { Registry::from_context(view.context()) };
+    let original = view.code(py).to_owned();
+    // A native chain is published for a generation nobody observes.
+    let mut chain = Chain::new(py, view, registry, original.clone(), registry.generation().number());
+    chain.tracing = Some(TracingSuspended::enter_for(view));
+    let outcome = chain.settle(hooks[index], &original, returned).and_then(|answer| {
+        let (current, plan) = answer.unwrap_or((original, None));
+        chain.run(hooks[index + 1..].iter().copied(), current, plan)
+    });
+    chain.decide(outcome, ptr::null_mut())
+}
+
+/// Releases a hook a native chain's link owned.
+pub(crate) fn release_native_owner(owner: *const c_void) {
+    // SAFETY: `owner` came from `Arc::into_raw` of a Hook when the chain was made.
+    drop(unsafe { Arc::from_raw(owner.cast::<Hook>()) });
 }
 
 fn run_after_frame(py: Python<'_>, after: Vec<AfterFrame>) {
@@ -282,6 +277,58 @@ struct Chain<'a, 'py> {
 }
 
 impl<'a, 'py> Chain<'a, 'py> {
+    fn new(
+        py: Python<'py>,
+        view: &'a FrameView<'a>,
+        registry: &'a Registry,
+        original: Bound<'py, PyAny>,
+        generation: u64,
+    ) -> Self {
+        Chain {
+            py,
+            view,
+            registry,
+            original,
+            generation,
+            state: None,
+            frame: None,
+            after: Vec::new(),
+            tracing: None,
+            holds_for_the_code: true,
+        }
+    }
+
+    /// Ends the chain: what runs, remembered for the code when every answer holds for it.
+    fn decide(
+        mut self,
+        outcome: PyResult<Option<(Bound<'py, PyAny>, Arc<Plan>)>>,
+        observers: *mut c_void,
+    ) -> PyResult<RawDecision> {
+        if let Some(frame) = &self.frame {
+            frame.get().expire();
+        }
+        drop(self.tracing.take());
+        let after = std::mem::take(&mut self.after);
+        let replacement = match outcome {
+            Ok(replacement) => replacement,
+            Err(err) => {
+                // The frame will not run: it has finished as far as the hooks are concerned.
+                run_after_frame(self.py, after);
+                return Err(err);
+            }
+        };
+        let plan = replacement.map(|(_, plan)| plan);
+        if self.holds_for_the_code && after.is_empty() {
+            self.state()?.store_final_decision(self.generation, plan.as_ref());
+        }
+        let after_frame = if after.is_empty() {
+            ptr::null_mut()
+        } else {
+            Box::into_raw(Box::new(after)).cast()
+        };
+        Ok(decision(self.py, plan.as_ref(), observers, after_frame))
+    }
+
     fn state(&mut self) -> PyResult<&'a CodeState> {
         if let Some(state) = self.state {
             return Ok(state);
@@ -298,14 +345,16 @@ impl<'a, 'py> Chain<'a, 'py> {
         Ok(self.frame.as_ref().expect("just set"))
     }
 
-    /// The final code and its plan, or None when the original runs.
-    fn run(&mut self, hooks: &[Arc<Hook>]) -> PyResult<Option<(Bound<'py, PyAny>, Arc<Plan>)>> {
-        let mut current = self.original.clone();
-        let mut current_plan: Option<Arc<Plan>> = None;
-        for hook in hooks
-            .iter()
-            .filter(|hook| hook.transform.is_some() && hook.enabled())
-        {
+    /// Asks `hooks` in turn, from `current` (with its plan), for the final code
+    /// and its plan; None when the original runs.
+    #[allow(clippy::type_complexity)]
+    fn run<'h>(
+        &mut self,
+        hooks: impl Iterator<Item = &'h Hook>,
+        mut current: Bound<'py, PyAny>,
+        mut current_plan: Option<Arc<Plan>>,
+    ) -> PyResult<Option<(Bound<'py, PyAny>, Arc<Plan>)>> {
+        for hook in hooks.filter(|hook| hook.transform.is_some() && hook.enabled()) {
             let Some((answer, plan)) = self.ask(hook, &current)? else {
                 continue;
             };
@@ -315,10 +364,7 @@ impl<'a, 'py> Chain<'a, 'py> {
         Ok(current_plan.map(|plan| (current, plan)))
     }
 
-    /// The hook's answer for `current`, checked: Some((new code, its plan)) or None (no
-    /// change). A failure (the hook raised, returned something other than a code object,
-    /// or an incompatible code object) follows `on_error`; "log" never swallows a
-    /// BaseException that is not an Exception (KeyboardInterrupt, SystemExit, ...).
+    /// The hook's answer for `current`, checked (see [`Chain::settle`]).
     #[allow(clippy::type_complexity)]
     fn ask(
         &mut self,
@@ -366,6 +412,20 @@ impl<'a, 'py> Chain<'a, 'py> {
             }
             None => Ok(None),
         };
+        self.settle(hook, current, returned)
+    }
+
+    /// What the hook `returned` for `current`, checked: Some((new code, its plan)) or None
+    /// (no change). A failure (the hook raised, returned something other than a code object,
+    /// or an incompatible code object) follows `on_error`; "log" never swallows a
+    /// BaseException that is not an Exception (KeyboardInterrupt, SystemExit, ...).
+    #[allow(clippy::type_complexity)]
+    fn settle(
+        &mut self,
+        hook: &Hook,
+        current: &Bound<'py, PyAny>,
+        returned: PyResult<Option<Bound<'py, PyAny>>>,
+    ) -> PyResult<Option<(Bound<'py, PyAny>, Option<Arc<Plan>>)>> {
         self.holds_for_the_code &= hook.cache || matches!(hook.transform, Some(Transform::Rust(_)));
         let checked = match returned {
             Ok(None) => Ok(None),

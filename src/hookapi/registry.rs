@@ -164,6 +164,31 @@ fn unhooked<R>(f: impl FnOnce() -> R) -> R {
 /// change, or a hook's answers may have (cached answers and decisions from an
 /// older generation are discarded). Its low bit says whether some hook observes,
 /// so the eval function learns it in the same load.
+/// The hooks of a generation as a chain the eval function calls itself: when
+/// every enabled hook is a native hook that transforms, uncached, and none
+/// observes (cached answers and observers need framehook's Rust code).
+fn native_chain(hooks: &[Arc<Hook>], generation: Generation) -> Option<Vec<pep523_backend::NativeLink>> {
+    if generation.observing() {
+        return None;
+    }
+    let enabled: Vec<&Arc<Hook>> = hooks.iter().filter(|hook| hook.enabled()).collect();
+    let all_native = enabled
+        .iter()
+        .all(|hook| !hook.cache && matches!(hook.transform, Some(Transform::Native(_))));
+    if enabled.is_empty() || !all_native {
+        return None;
+    }
+    let link = |hook: &Arc<Hook>| match hook.transform {
+        Some(Transform::Native(function)) => Some(pep523_backend::NativeLink {
+            hook: function as *const c_void,
+            user_data: hook.user_data(),
+            owner: Arc::into_raw(Arc::clone(hook)).cast(),
+        }),
+        _ => None,
+    };
+    Some(enabled.into_iter().filter_map(link).collect())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Generation(u64);
 
@@ -231,10 +256,7 @@ impl Registry {
         let code_extra =
             CodeExtraSlot::request(py, crate::hookapi::code_state::free_code_state)?;
         let registry = Arc::new(Registry {
-            head: ContextHead {
-                generation: AtomicU64::new(Generation::STEP),
-                code_extra_index: code_extra.index(),
-            },
+            head: ContextHead::new(Generation::STEP, code_extra.index()),
             interpreter: pep523_backend::current_interpreter(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             observers: ArcSwapOption::empty(),
@@ -276,8 +298,9 @@ impl Registry {
     }
 
     /// Called under the writer lock once the hooks or their enabled states changed.
-    fn bump_generation(&self, hooks: &[Arc<Hook>]) {
+    fn bump_generation(&self, py: Python<'_>, hooks: &[Arc<Hook>]) {
         let next = self.generation().next(hooks);
+        pep523_backend::publish_native_chain(py, &self.head, next.0, native_chain(hooks, next));
         self.head.generation.store(next.0, Ordering::Release);
     }
 
@@ -349,22 +372,22 @@ impl Registry {
         if hook.enabled.swap(enabled, Ordering::AcqRel) != enabled {
             let hooks = self.hooks.load();
             self.refresh_observers(py, &hooks);
-            self.bump_generation(&hooks);
+            self.bump_generation(py, &hooks);
         }
     }
 
     /// Discards every cached answer and remembered decision: a hook's answers may
     /// have changed (SOT's skip rules did, say).
-    pub fn invalidate_decisions(&self) {
+    pub fn invalidate_decisions(&self, py: Python<'_>) {
         let _writer = self.writer.lock();
-        self.bump_generation(&self.hooks.load());
+        self.bump_generation(py, &self.hooks.load());
     }
 
     fn publish(&self, py: Python<'_>, hooks: Vec<Arc<Hook>>) {
         self.refresh_observers(py, &hooks);
         let hooks = Arc::new(hooks);
         self.hooks.store(Arc::clone(&hooks));
-        self.bump_generation(&hooks);
+        self.bump_generation(py, &hooks);
     }
 
     /// Called under the writer lock whenever hooks or their enabled states change.

@@ -41,6 +41,23 @@ mod sys {
 
     pub type FreeFunc = unsafe extern "C" fn(*mut c_void);
 
+    /// Mirrors `fh_native_link` in shim.h.
+    #[repr(C)]
+    pub struct NativeLink {
+        pub hook: *const c_void,
+        pub user_data: *mut c_void,
+        pub owner: *const c_void,
+    }
+
+    /// Mirrors `fh_native_chain` in shim.h; `count` links follow it.
+    #[repr(C)]
+    pub struct NativeChain {
+        pub refs: Py_ssize_t,
+        pub generation: c_ulonglong,
+        pub count: Py_ssize_t,
+        pub links: [NativeLink; 0],
+    }
+
     extern "C" {
         pub fn fh_build_version_hex() -> c_ulong;
         pub fn fh_build_gil_disabled() -> c_int;
@@ -70,6 +87,10 @@ mod sys {
         pub fn fh_test_uninstall_passthrough() -> c_int;
         pub fn fh_test_passthrough_calls() -> c_ulonglong;
         pub fn fh_test_passthrough_function() -> *mut c_void;
+        pub fn fh_native_chain_new(count: Py_ssize_t, generation: c_ulonglong) -> *mut NativeChain;
+        pub fn fh_publish_native_chain(context: *const c_void, chain: *mut NativeChain);
+        pub fn fh_disabled_threads_add(delta: c_int);
+        pub fn fh_disabled_threads() -> c_int;
         pub fn fh_bench_install_floor() -> c_int;
         pub fn fh_bench_uninstall_floor() -> c_int;
     }
@@ -85,10 +106,77 @@ pub struct ContextHead {
     /// says whether some hook of that generation observes.
     pub generation: std::sync::atomic::AtomicU64,
     pub code_extra_index: ffi::Py_ssize_t,
+    /// Written by [`publish_native_chain`] only.
+    native_chain: std::sync::atomic::AtomicPtr<sys::NativeChain>,
+    native_chain_readers: std::sync::atomic::AtomicIsize,
 }
 
 impl ContextHead {
     pub const OBSERVING: u64 = 1;
+
+    pub fn new(generation: u64, code_extra_index: ffi::Py_ssize_t) -> Self {
+        Self {
+            generation: std::sync::atomic::AtomicU64::new(generation),
+            code_extra_index,
+            native_chain: std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()),
+            native_chain_readers: std::sync::atomic::AtomicIsize::new(0),
+        }
+    }
+}
+
+/// A native hook function the eval function may call itself, and what keeps it
+/// alive (released through `framehook::hookapi::dispatch::release_native_owner`).
+pub struct NativeLink {
+    pub hook: *const c_void,
+    pub user_data: *mut c_void,
+    pub owner: *const c_void,
+}
+
+/// Makes `links` the native hooks the eval function calls itself for frames of
+/// `generation` (None: it calls none, every frame goes through
+/// `framehook_dispatch`). Writers serialise; publish before the generation is.
+pub fn publish_native_chain(_py: Python<'_>, head: &ContextHead, generation: u64, links: Option<Vec<NativeLink>>) {
+    let chain = match links {
+        None => std::ptr::null_mut(),
+        Some(links) => {
+            // SAFETY: allocates a zeroed chain with room for `links.len()` links.
+            let chain = unsafe { sys::fh_native_chain_new(links.len() as ffi::Py_ssize_t, generation) };
+            if chain.is_null() {
+                // Out of memory: frames take the general path, which asks the same hooks.
+                for link in links {
+                    crate::hookapi::dispatch::release_native_owner(link.owner);
+                }
+                std::ptr::null_mut()
+            } else {
+                for (i, link) in links.into_iter().enumerate() {
+                    // SAFETY: the chain has `count` link slots, written before it is published.
+                    unsafe {
+                        (*chain).links.as_mut_ptr().add(i).write(sys::NativeLink {
+                            hook: link.hook,
+                            user_data: link.user_data,
+                            owner: link.owner,
+                        });
+                    }
+                }
+                chain
+            }
+        }
+    };
+    // SAFETY: attached (the token); `head` is the context installed for this interpreter,
+    // and the chain's reference passes to it.
+    unsafe { sys::fh_publish_native_chain(std::ptr::from_ref(head).cast(), chain) };
+}
+
+/// Threads inside `framehook.disabled()` blocks join and leave this count, which
+/// the eval function reads before taking a path that asks no Rust code.
+pub fn disabled_threads_add(delta: c_int) {
+    // SAFETY: an atomic counter.
+    unsafe { sys::fh_disabled_threads_add(delta) }
+}
+
+pub fn disabled_threads() -> bool {
+    // SAFETY: an atomic counter.
+    unsafe { sys::fh_disabled_threads() > 0 }
 }
 
 /// The head of what framehook stores in co_extra (`fh_code_state_head`).
@@ -99,6 +187,8 @@ pub struct CodeStateHead {
     pub declined_in: std::sync::atomic::AtomicU64,
     /// ... or to run a replacement (which one is framehook's to remember).
     pub replaced_in: std::sync::atomic::AtomicU64,
+    /// That replacement if it takes the original's arguments slot for slot (borrowed).
+    pub replacement: std::sync::atomic::AtomicPtr<ffi::PyObject>,
 }
 
 /// The interpreter the shim was compiled for.
@@ -423,6 +513,56 @@ extern "C" fn framehook_dispatch(view: *mut sys::FrameView, out: *mut sys::Decis
             err.restore(py);
             -1
         }
+    }
+}
+
+/// Called by the eval function when link `index` of a native chain it called
+/// itself did not decline: the dispatch goes on here from that answer.
+#[no_mangle]
+extern "C" fn framehook_dispatch_native_rest(
+    view: *mut sys::FrameView,
+    out: *mut sys::Decision,
+    chain: *const sys::NativeChain,
+    index: ffi::Py_ssize_t,
+    status: c_int,
+    replacement: *mut ffi::PyObject,
+) -> c_int {
+    // SAFETY: as in framehook_dispatch; the chain is retained by the eval function
+    // for the call, with `count` links; on success `replacement` is a new reference.
+    let py = unsafe { Python::assume_attached() };
+    // SAFETY: as above.
+    let (view, out, chain) = unsafe { (&*view, &mut *out, &*chain) };
+    // SAFETY: as above.
+    let links = unsafe { std::slice::from_raw_parts(chain.links.as_ptr(), chain.count as usize) };
+    let owners: Vec<*const c_void> = links.iter().map(|link| link.owner).collect();
+    let answer = if status < 0 {
+        Err(PyErr::fetch(py))
+    } else {
+        // SAFETY: as above.
+        Ok(unsafe { Bound::from_owned_ptr_or_opt(py, replacement) })
+    };
+    let frame = FrameView { raw: view };
+    match crate::hookapi::dispatch::on_native_rest(py, &frame, &owners, index as usize, answer) {
+        Ok(decision) => {
+            *out = decision;
+            0
+        }
+        Err(err) => {
+            err.restore(py);
+            -1
+        }
+    }
+}
+
+/// Called when a native chain's last reference goes.
+#[no_mangle]
+extern "C" fn framehook_native_chain_release_owners(chain: *mut sys::NativeChain) {
+    // SAFETY: the chain has `count` links, each owner released here once.
+    let chain = unsafe { &*chain };
+    // SAFETY: as above.
+    let links = unsafe { std::slice::from_raw_parts(chain.links.as_ptr(), chain.count as usize) };
+    for link in links {
+        crate::hookapi::dispatch::release_native_owner(link.owner);
     }
 }
 

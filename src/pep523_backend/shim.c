@@ -23,6 +23,9 @@
 #include <frameobject.h>
 #include <stdatomic.h>
 #include <string.h>
+#ifdef Py_GIL_DISABLED
+#  include <sched.h>
+#endif
 
 #if PY_VERSION_HEX >= 0x030B0000
 #  define FH_INTERP_FRAMES 1
@@ -1053,9 +1056,11 @@ static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwf
 /* With any PEP 523 function installed, every Python-to-Python call recurses in
  * C. 3.9-3.11 bound that depth only by the recursion limit, so a high limit
  * overflowed the C stack (3.9 and 3.11 at limit 20000, where the same program
- * without an eval function ends in RecursionError). Frames refuse to start once
- * the thread's stack is nearly used up, whatever the version's own checks. */
-#if defined(__linux__)
+ * without an eval function ends in RecursionError). There, frames refuse to
+ * start once the thread's stack is nearly used up. From 3.12 on, CPython's
+ * evaluator checks the C stack on every entry itself. */
+#if PY_VERSION_HEX < 0x030C0000 && defined(__linux__)
+#  define FH_C_STACK_GUARD 1
 #include <pthread.h>
 
 /* The thread's stack is [fh_stack_base, ...); frames start above fh_stack_floor. */
@@ -1095,18 +1100,18 @@ static int c_stack_exhausted(void)
     return here >= fh_stack_base && here < fh_stack_floor;
 }
 #else
+#  define FH_C_STACK_GUARD 0
 static int c_stack_exhausted(void) { return 0; }
 #endif
 
+#if FH_C_STACK_GUARD
 /* A few dozen frames deep the C stack cannot be near its end, so the stack
  * check (thread locals: calls in a shared library) runs only past this depth. */
 #define FH_STACK_CHECK_DEPTH 64
 
 static inline int python_depth(PyThreadState *tstate)
 {
-#if PY_VERSION_HEX >= 0x030C0000
-    return tstate->py_recursion_limit - tstate->py_recursion_remaining;
-#elif PY_VERSION_HEX >= 0x030B0000
+#if PY_VERSION_HEX >= 0x030B0000
     return tstate->recursion_limit - tstate->recursion_remaining;
 #else
     return tstate->recursion_depth;
@@ -1137,55 +1142,194 @@ static FH_NOINLINE PyObject *refuse_frame(PyThreadState *tstate, fh_frame *frame
     discard_unrun_frame(tstate, frame);
     return NULL;
 }
+#endif /* FH_C_STACK_GUARD */
 
 /* ------------------------------------------------------- the eval function */
 
-/* Whether the hooks, none observing, decided in this generation to run every
+/* Threads inside framehook.disabled(): hooks are asked nothing for them, which
+ * only framehook's Rust code can tell per thread. */
+static _Atomic int fh_disabled_thread_count;
+
+void fh_disabled_threads_add(int delta) { atomic_fetch_add(&fh_disabled_thread_count, delta); }
+
+int fh_disabled_threads(void) { return atomic_load(&fh_disabled_thread_count); }
+
+/* Whether the hooks, none observing, decided in `generation` to run every
  * frame of `code` unchanged: then nothing needs asking. */
-static inline int declined_before(fh_context_head *context, PyObject *code)
+static inline int declined_before(fh_code_state_head *state, unsigned long long generation)
 {
-    unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
-    if (generation & FH_GENERATION_OBSERVING) {
-        return 0;
-    }
-    fh_code_state_head *state = code_extra(code, context->code_extra_index);
-    return state != NULL
+    return !(generation & FH_GENERATION_OBSERVING) && state != NULL
            && atomic_load_explicit(&state->declined_in, memory_order_relaxed) == generation;
 }
 
-/* A frame the hooks are asked about: everything after fh_eval's fast checks,
- * kept out of line so that fh_eval's fast paths are tail calls with no frame
- * set up. */
+/* The replacement the hooks, none observing, decided in `generation` to run
+ * for every frame of the code, when it takes the original's arguments as they
+ * are: a new reference, or NULL. */
+static inline PyObject *remembered_replacement(fh_code_state_head *state, unsigned long long generation)
+{
+    if ((generation & FH_GENERATION_OBSERVING) || state == NULL
+        || atomic_load_explicit(&state->replaced_in, memory_order_acquire) != generation) {
+        return NULL;
+    }
+#ifdef Py_GIL_DISABLED
+    /* Another thread may drop it as it stores a newer decision. */
+    PyObject *code = _Py_atomic_load_ptr(&state->replacement);
+    return code != NULL && _Py_TryIncrefCompare(&state->replacement, code) ? code : NULL;
+#else
+    /* Stored and dropped under the GIL, which this thread holds. */
+    return Py_XNewRef(state->replacement);
+#endif
+}
+
+/* Runs a frame as decided (by the hooks or remembered) and releases the decision. */
+static PyObject *run_decided(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next,
+                             fh_decision *decision)
+{
+    PyObject *result;
+    if (decision->observers != NULL) {
+        result = run_observed(tstate, frame, 0, next, decision, decision->observers);
+    } else if (decision->code != NULL) {
+        result = run_replacement(tstate, frame, next, decision);
+    } else {
+        result = next(tstate, frame, 0);
+    }
+    if (decision->after_frame != NULL) {
+        framehook_finish(decision->after_frame);
+    }
+    Py_XDECREF(decision->code);
+    if (decision->arg_map_owner != NULL) {
+        framehook_release(decision->arg_map_owner);
+    }
+    return result;
+}
+
+static inline void view_of(fh_frame_view *view, PyThreadState *tstate, fh_frame *frame, void *context)
+{
+    view->tstate = tstate;
+    view->frame = frame;
+    view->code = frame_code(frame);
+#if FH_INTERP_FRAMES
+    view->caller = thread_current_frame(tstate);
+#else
+    view->caller = NULL;
+#endif
+    view->context = context;
+}
+
+/* A frame the hooks are asked about through framehook's Rust code. */
 static FH_NOINLINE PyObject *dispatch_frame(PyThreadState *tstate, fh_frame *frame,
                                              _PyFrameEvalFunction next, void *context)
 {
-    PyCodeObject *code = frame_code(frame);
-#if FH_INTERP_FRAMES
-    fh_frame_view view = {tstate, frame, code, thread_current_frame(tstate), context};
-#else
-    fh_frame_view view = {tstate, frame, code, NULL, context};
-#endif
+    fh_frame_view view;
+    view_of(&view, tstate, frame, context);
     fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
     if (framehook_dispatch(&view, &decision) < 0) {
         discard_unrun_frame(tstate, frame);
         return NULL;
     }
-    PyObject *result;
-    if (decision.observers != NULL) {
-        result = run_observed(tstate, frame, 0, next, &decision, decision.observers);
-    } else if (decision.code != NULL) {
-        result = run_replacement(tstate, frame, next, &decision);
+    return run_decided(tstate, frame, next, &decision);
+}
+
+/* A frame whose remembered replacement runs: no hook is asked. */
+static FH_NOINLINE PyObject *run_remembered(PyThreadState *tstate, fh_frame *frame,
+                                             _PyFrameEvalFunction next, PyObject *replacement)
+{
+    fh_decision decision = {replacement, NULL, NULL, NULL, NULL};
+    return run_decided(tstate, frame, next, &decision);
+}
+
+/* ------------------------------------------------ native chains */
+
+#ifdef Py_GIL_DISABLED
+#  define CHAIN_REFS_ADD(chain, delta) atomic_fetch_add((_Atomic Py_ssize_t *)&(chain)->refs, (delta))
+#else
+/* Retained and released under the GIL. */
+#  define CHAIN_REFS_ADD(chain, delta) (((chain)->refs += (delta)) - (delta))
+#endif
+
+fh_native_chain *fh_native_chain_new(Py_ssize_t count, unsigned long long generation)
+{
+    fh_native_chain *chain = PyMem_RawCalloc(1, sizeof(fh_native_chain) + (size_t)count * sizeof(fh_native_link));
+    if (chain == NULL) {
+        return NULL;
+    }
+    chain->refs = 1;
+    chain->generation = generation;
+    chain->count = count;
+    return chain;
+}
+
+static void native_chain_release(fh_native_chain *chain)
+{
+    if (CHAIN_REFS_ADD(chain, -1) == 1) {
+        framehook_native_chain_release_owners(chain);
+        PyMem_RawFree(chain);
+    }
+}
+
+void fh_publish_native_chain(fh_context_head *context, fh_native_chain *chain)
+{
+    fh_native_chain *previous = atomic_exchange(&context->native_chain, chain);
+    if (previous == NULL) {
+        return;
+    }
+#ifdef Py_GIL_DISABLED
+    /* A reader that loaded `previous` retains it before it stops counting. */
+    while (atomic_load(&context->native_chain_readers) != 0) {
+        sched_yield();
+    }
+#endif
+    native_chain_release(previous);
+}
+
+/* The context's native chain for `generation`, retained, or NULL. */
+static inline fh_native_chain *native_chain_for(fh_context_head *context, unsigned long long generation)
+{
+#ifdef Py_GIL_DISABLED
+    atomic_fetch_add(&context->native_chain_readers, 1);
+#endif
+    fh_native_chain *chain = atomic_load_explicit(&context->native_chain, memory_order_acquire);
+    if (chain != NULL && chain->generation == generation) {
+        (void)CHAIN_REFS_ADD(chain, 1);
     } else {
-        result = next(tstate, frame, 0);
+        chain = NULL;
     }
-    if (decision.after_frame != NULL) {
-        framehook_finish(decision.after_frame);
+#ifdef Py_GIL_DISABLED
+    atomic_fetch_sub(&context->native_chain_readers, 1);
+#endif
+    return chain;
+}
+
+/* A frame whose hooks are all native: they are called from here, as
+ * framehook's Rust code would call them, until one does not decline. */
+static FH_NOINLINE PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
+                                               _PyFrameEvalFunction next, void *context,
+                                               fh_native_chain *chain)
+{
+    fh_frame_view view;
+    view_of(&view, tstate, frame, context);
+    fh_native_frame native = {&view, (PyObject *)view.code, (PyObject *)view.code};
+    fh_enter_hook_context(tstate);
+    for (Py_ssize_t i = 0; i < chain->count; i++) {
+        PyObject *replacement = NULL;
+        int status = chain->links[i].hook(chain->links[i].user_data, &native, &replacement);
+        if (status >= 0 && (replacement == NULL || replacement == native.current)) {
+            Py_XDECREF(replacement);
+            continue;
+        }
+        fh_leave_hook_context(tstate);
+        fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
+        int dispatched = framehook_dispatch_native_rest(&view, &decision, chain, i, status, replacement);
+        native_chain_release(chain);
+        if (dispatched < 0) {
+            discard_unrun_frame(tstate, frame);
+            return NULL;
+        }
+        return run_decided(tstate, frame, next, &decision);
     }
-    Py_XDECREF(decision.code);
-    if (decision.arg_map_owner != NULL) {
-        framehook_release(decision.arg_map_owner);
-    }
-    return result;
+    fh_leave_hook_context(tstate);
+    native_chain_release(chain);
+    return next(tstate, frame, 0);
 }
 
 /* A frame that is not hooked (resumed, thrown into, not a function's), while
@@ -1204,22 +1348,40 @@ static FH_NOINLINE PyObject *observe_passing_frame(PyThreadState *tstate, fh_fra
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
     fh_chain_entry *entry = chain_entry(tstate->interp);
+    /* No entry: ours was taken out of the interpreter's chain. */
+    if (entry == NULL) {
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    }
     _PyFrameEvalFunction next = next_eval(entry);
+#if FH_C_STACK_GUARD
     if (!throwflag && python_depth(tstate) > FH_STACK_CHECK_DEPTH && c_stack_exhausted()) {
         return refuse_frame(tstate, frame, next);
     }
-    /* No entry: ours was taken out of the interpreter's chain. */
-    if (tstate->tracing || entry == NULL) {
+#endif
+    fh_context_head *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
+    unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
+    PyCodeObject *code = frame_code(frame);
+    fh_code_state_head *state = code_extra((PyObject *)code, context->code_extra_index);
+    /* Most frames: their code was declined before, so whatever the frame
+     * (resumed, thrown into, started by a hook or a tracer) it passes through. */
+    if (declined_before(state, generation)) {
+#if FH_INTERP_FRAMES
+        if (atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
+            && fh_called_replacement == code) {
+            fh_called_replacement = NULL;
+        }
+#endif
         return next(tstate, frame, throwflag);
     }
-    void *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
+    if (tstate->tracing) {
+        return next(tstate, frame, throwflag);
+    }
     if (throwflag || !frame_is_hookable(frame)) {
         if (!atomic_load_explicit(&entry->observing, memory_order_acquire)) {
             return next(tstate, frame, throwflag);
         }
         return observe_passing_frame(tstate, frame, throwflag, next, context);
     }
-    PyCodeObject *code = frame_code(frame);
 #if FH_INTERP_FRAMES
     if (atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
         && fh_called_replacement == code) {
@@ -1227,8 +1389,15 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
         return next(tstate, frame, 0);
     }
 #endif
-    if (declined_before((fh_context_head *)context, (PyObject *)code)) {
-        return next(tstate, frame, 0);
+    if (atomic_load_explicit(&fh_disabled_thread_count, memory_order_relaxed) == 0) {
+        PyObject *replacement = remembered_replacement(state, generation);
+        if (replacement != NULL) {
+            return run_remembered(tstate, frame, next, replacement);
+        }
+        fh_native_chain *chain = native_chain_for(context, generation);
+        if (chain != NULL) {
+            return ask_native_chain(tstate, frame, next, context, chain);
+        }
     }
     return dispatch_frame(tstate, frame, next, context);
 }

@@ -21,9 +21,13 @@ typedef struct fh_frame_view {
  * fh_install) and of its per-code state (in co_extra): enough for the eval
  * function to run a frame as the hooks decided before, without calling Rust.
  * Mirrored in mod.rs (ContextHead, CodeStateHead). */
+struct fh_native_chain;
 typedef struct fh_context_head {
     _Atomic unsigned long long generation; /* bumped on every change of the hooks */
     Py_ssize_t code_extra_index;          /* where the code states are */
+    /* The native hooks the eval function calls itself, or NULL (fh_publish_native_chain). */
+    struct fh_native_chain *_Atomic native_chain;
+    _Atomic Py_ssize_t native_chain_readers; /* free-threaded builds: between load and retain */
 } fh_context_head;
 /* Generation bit: some hook observes (frames need reporting). */
 #define FH_GENERATION_OBSERVING 1ULL
@@ -34,7 +38,35 @@ typedef struct fh_code_state_head {
     _Atomic unsigned long long declined_in;
     /* ... or to run a replacement (framehook's Rust code holds which). */
     _Atomic unsigned long long replaced_in;
+    /* That replacement when it takes the original's arguments slot for slot,
+     * else NULL; borrowed (the Rust state holds it), read atomically. */
+    PyObject *replacement;
 } fh_code_state_head;
+
+/* What a native hook function gets as its framehook_frame (NativeFrame in capi.rs). */
+typedef struct fh_native_frame {
+    const struct fh_frame_view *view;
+    PyObject *current;  /* the code that would run now, borrowed */
+    PyObject *original; /* borrowed */
+} fh_native_frame;
+
+/* One native hook of a chain the eval function runs itself. */
+typedef struct fh_native_link {
+    int (*hook)(void *user_data, const void *frame, PyObject **replacement); /* framehook_hook_func */
+    void *user_data;
+    const void *owner; /* framehook's hook (Rust), for framehook_dispatch_native_rest */
+} fh_native_link;
+
+/* The hooks of a generation in which every enabled hook is an uncached native
+ * hook and none observes: the eval function calls them with no Rust in between.
+ * Reference counted: the context holds one while it is published, each frame
+ * asking the chain one. */
+typedef struct fh_native_chain {
+    Py_ssize_t refs; /* atomic on free-threaded builds, GIL-protected otherwise */
+    unsigned long long generation;
+    Py_ssize_t count;
+    fh_native_link links[];
+} fh_native_chain;
 
 /* What the hook chain decided for a frame. */
 typedef struct fh_decision {
@@ -61,6 +93,26 @@ void framehook_observe(void *observers, int event, PyObject *code, PyObject *ori
 void framehook_release_observers(void *observers);
 /* Implemented in Rust: runs what hooks asked to run after the frame. */
 void framehook_finish(void *after_frame);
+/* Implemented in Rust: the rest of a native chain's dispatch once link `index`
+ * did not decline (`status` < 0: it failed, the exception set; else
+ * `replacement`, a new reference, is its answer). As framehook_dispatch. */
+int framehook_dispatch_native_rest(fh_frame_view *view, fh_decision *out,
+                                   const fh_native_chain *chain, Py_ssize_t index,
+                                   int status, PyObject *replacement);
+/* Implemented in Rust: releases the hooks a chain's links own (`owner`). */
+void framehook_native_chain_release_owners(fh_native_chain *chain);
+
+/* A native chain of `count` links (to be filled in) for `generation`, holding
+ * one reference; NULL when out of memory (no exception set). */
+fh_native_chain *fh_native_chain_new(Py_ssize_t count, unsigned long long generation);
+/* Makes `chain` (NULL: none) the context's, dropping the context's reference
+ * to the previous one; the caller's reference passes to the context. Writers
+ * serialise; attached. */
+void fh_publish_native_chain(fh_context_head *context, fh_native_chain *chain);
+/* framehook.disabled() blocks: threads inside one (the eval function asks
+ * hooks nothing for them). */
+void fh_disabled_threads_add(int delta);
+int fh_disabled_threads(void);
 
 /* Which interpreter this shim was compiled for. */
 unsigned long fh_build_version_hex(void);

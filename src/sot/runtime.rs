@@ -90,7 +90,7 @@ impl SotCode {
 /// SOT's answers changed (its rules did): frames must ask it again.
 fn forget_decisions(py: Python<'_>) {
     if let Some(registry) = Registry::current(py) {
-        registry.invalidate_decisions();
+        registry.invalidate_decisions(py);
     }
 }
 

@@ -61,22 +61,24 @@ impl FrameHook for Redirect {
 }
 
 /// Makes every call of `source` run `target`'s code (with `source`'s globals
-/// and arguments). Returns the `framehook.HookHandle`; remove it with
+/// and arguments). With `cache=False` the hook is asked about every frame.
+/// Returns the `framehook.HookHandle`; remove it with
 /// `framehook.remove_frame_hook(handle)`.
 #[pyfunction]
-#[pyo3(signature = (source, target, *, name = "redirect"))]
+#[pyo3(signature = (source, target, *, name = "redirect", cache = true))]
 fn redirect(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
     target: &Bound<'_, PyAny>,
     name: &str,
+    cache: bool,
 ) -> PyResult<Py<PyAny>> {
     let hook = Redirect::new(
         source.getattr("__code__")?.unbind(),
         target.getattr("__code__")?.unbind(),
     );
     let options = Options {
-        cache: true,
+        cache,
         ..Options::named(name)
     };
     // The registration itself may be dropped: the hook stays until removed.
