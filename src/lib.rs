@@ -107,6 +107,15 @@ mod testing {
             0
         }
 
+        /// Declines and does nothing else: what framehook costs with a hook this cheap.
+        unsafe extern "C" fn silent_declining_hook(
+            _user_data: *mut c_void,
+            _frame: *const framehook_frame,
+            _replacement: *mut *mut pyo3::ffi::PyObject,
+        ) -> c_int {
+            0
+        }
+
         /// Fails for frames of the code object in `user_data`, declines others.
         unsafe extern "C" fn failing_hook(
             user_data: *mut c_void,
@@ -142,11 +151,12 @@ mod testing {
             }
         }
 
-        /// add_hook with a declining hook function (`hook`; with `fail_for`, one
-        /// that fails for frames of that code object), no observer, and the
-        /// given name, spec size adjustment and on_error value.
+        /// add_hook with a declining hook function (`hook`; counting its calls
+        /// unless `counting` is false; with `fail_for`, one that fails for frames
+        /// of that code object), no observer, and the given name, spec size
+        /// adjustment and on_error value.
         #[pyfunction]
-        #[pyo3(signature = (name, *, hook = true, size_delta = 0, on_error = 0, null_spec = false, fail_for = None))]
+        #[pyo3(signature = (name, *, hook = true, size_delta = 0, on_error = 0, null_spec = false, fail_for = None, counting = true))]
         #[allow(clippy::too_many_arguments)]
         pub fn _capi_add(
             py: Python<'_>,
@@ -156,12 +166,17 @@ mod testing {
             on_error: c_int,
             null_spec: bool,
             fail_for: Option<Bound<'_, PyAny>>,
+            counting: bool,
         ) -> PyResult<Py<PyAny>> {
             let name = name.map(|name| CString::new(name).expect("test names have no NUL"));
             let spec = framehook_hook_spec {
                 size: std::mem::size_of::<framehook_hook_spec>().saturating_add_signed(size_delta),
                 name: name.as_ref().map_or(ptr::null(), |name| name.as_ptr()),
-                hook: hook.then_some(if fail_for.is_some() { failing_hook as _ } else { declining_hook as _ }),
+                hook: hook.then_some(match (&fail_for, counting) {
+                    (Some(_), _) => failing_hook as _,
+                    (None, true) => declining_hook as _,
+                    (None, false) => silent_declining_hook as _,
+                }),
                 observe: None,
                 user_data: fail_for.as_ref().map_or(ptr::null_mut(), |code| code.clone().into_ptr().cast()),
                 free_user_data: Some(if fail_for.is_some() { release_code } else { count_free }),

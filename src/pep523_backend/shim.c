@@ -188,9 +188,11 @@ void fh_set_observing(int observing)
 /* Hooks and observers run the way CPython runs a trace function: sys.settrace,
  * sys.setprofile and sys.monitoring do not see their frames, and frames they
  * start are not hooked (fh_eval passes frames through while tracing). */
-void fh_enter_hook_context(PyThreadState *tstate)
+static inline void enter_hook_context(PyThreadState *tstate)
 {
-#if PY_VERSION_HEX >= 0x030B0000
+#if PY_VERSION_HEX >= 0x030C0000
+    tstate->tracing++; /* all PyThreadState_EnterTracing does since 3.12 */
+#elif PY_VERSION_HEX >= 0x030B0000
     PyThreadState_EnterTracing(tstate);
 #else
     tstate->tracing++;
@@ -202,9 +204,11 @@ void fh_enter_hook_context(PyThreadState *tstate)
 #endif
 }
 
-void fh_leave_hook_context(PyThreadState *tstate)
+static inline void leave_hook_context(PyThreadState *tstate)
 {
-#if PY_VERSION_HEX >= 0x030B0000
+#if PY_VERSION_HEX >= 0x030C0000
+    tstate->tracing--;
+#elif PY_VERSION_HEX >= 0x030B0000
     PyThreadState_LeaveTracing(tstate);
 #else
     tstate->tracing--;
@@ -217,6 +221,10 @@ void fh_leave_hook_context(PyThreadState *tstate)
 #  endif
 #endif
 }
+
+void fh_enter_hook_context(PyThreadState *tstate) { enter_hook_context(tstate); }
+
+void fh_leave_hook_context(PyThreadState *tstate) { leave_hook_context(tstate); }
 
 int fh_code_has_exception_table(PyObject *code)
 {
@@ -605,6 +613,11 @@ static void replacement_call_end(void)
 {
     fh_called_replacement = NULL;
     atomic_fetch_sub(&fh_replacement_calls, 1);
+}
+
+static inline int replacement_called(PyCodeObject *code)
+{
+    return atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed) && fh_called_replacement == code;
 }
 
 static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
@@ -1135,7 +1148,7 @@ static FH_NOINLINE PyObject *refuse_frame(PyThreadState *tstate, fh_frame *frame
         return next(tstate, frame, 1);
     }
 #if FH_INTERP_FRAMES
-    if (fh_called_replacement == frame_code(frame)) {
+    if (replacement_called(frame_code(frame))) {
         fh_called_replacement = NULL;
     }
 #endif
@@ -1309,7 +1322,7 @@ static FH_NOINLINE PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *f
     fh_frame_view view;
     view_of(&view, tstate, frame, context);
     fh_native_frame native = {&view, (PyObject *)view.code, (PyObject *)view.code};
-    fh_enter_hook_context(tstate);
+    enter_hook_context(tstate);
     for (Py_ssize_t i = 0; i < chain->count; i++) {
         PyObject *replacement = NULL;
         int status = chain->links[i].hook(chain->links[i].user_data, &native, &replacement);
@@ -1317,7 +1330,7 @@ static FH_NOINLINE PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *f
             Py_XDECREF(replacement);
             continue;
         }
-        fh_leave_hook_context(tstate);
+        leave_hook_context(tstate);
         fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
         int dispatched = framehook_dispatch_native_rest(&view, &decision, chain, i, status, replacement);
         native_chain_release(chain);
@@ -1327,7 +1340,7 @@ static FH_NOINLINE PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *f
         }
         return run_decided(tstate, frame, next, &decision);
     }
-    fh_leave_hook_context(tstate);
+    leave_hook_context(tstate);
     native_chain_release(chain);
     return next(tstate, frame, 0);
 }
@@ -1345,9 +1358,10 @@ static FH_NOINLINE PyObject *observe_passing_frame(PyThreadState *tstate, fh_fra
     return run_observed(tstate, frame, throwflag, next, NULL, observers);
 }
 
-static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
+/* Every frame fh_eval does not pass straight through. */
+static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, int throwflag,
+                                        fh_chain_entry *entry)
 {
-    fh_chain_entry *entry = chain_entry(tstate->interp);
     /* No entry: ours was taken out of the interpreter's chain. */
     if (entry == NULL) {
         return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
@@ -1362,12 +1376,11 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
     unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
     PyCodeObject *code = frame_code(frame);
     fh_code_state_head *state = code_extra((PyObject *)code, context->code_extra_index);
-    /* Most frames: their code was declined before, so whatever the frame
-     * (resumed, thrown into, started by a hook or a tracer) it passes through. */
+    /* Declined before: whatever the frame (resumed, thrown into, started by a
+     * hook or a tracer), it passes through. */
     if (declined_before(state, generation)) {
 #if FH_INTERP_FRAMES
-        if (atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
-            && fh_called_replacement == code) {
+        if (replacement_called(code)) {
             fh_called_replacement = NULL;
         }
 #endif
@@ -1383,8 +1396,8 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
         return observe_passing_frame(tstate, frame, throwflag, next, context);
     }
 #if FH_INTERP_FRAMES
-    if (atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
-        && fh_called_replacement == code) {
+    if (replacement_called(code)) {
+        /* The replacement's own frame (run_by_call): it runs as it is. */
         fh_called_replacement = NULL;
         return next(tstate, frame, 0);
     }
@@ -1400,6 +1413,30 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
         }
     }
     return dispatch_frame(tstate, frame, next, context);
+}
+
+/* The eval function. Its own work is the fast path of most frames: code the
+ * hooks declined before. It needs no stack frame of its own; anything else
+ * is eval_frame's. */
+static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
+{
+    fh_chain_entry *entry = chain_entry(tstate->interp);
+    if (entry != NULL
+#if FH_C_STACK_GUARD
+        && python_depth(tstate) <= FH_STACK_CHECK_DEPTH
+#endif
+#if FH_INTERP_FRAMES
+        && !atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
+#endif
+    ) {
+        fh_context_head *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
+        unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
+        fh_code_state_head *state = code_extra((PyObject *)frame_code(frame), context->code_extra_index);
+        if (declined_before(state, generation)) {
+            return next_eval(entry)(tstate, frame, throwflag);
+        }
+    }
+    return eval_frame(tstate, frame, throwflag, entry);
 }
 
 /* ------------------------------------------- test-only foreign eval function */
