@@ -68,5 +68,7 @@ fn main() {
         .warnings(true)
         .flag_if_supported("-Wno-unused-parameter")
         .flag_if_supported("-Wno-missing-field-initializers")
+        // A missing internal header must fail the build, not leave an undefined symbol.
+        .flag_if_supported("-Werror=implicit-function-declaration")
         .compile("framehook_shim");
 }

@@ -12,7 +12,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::registry::Registry;
-use crate::pep523_backend::CodeStateHead;
+use crate::pep523_backend::{self, CodeStateHead};
 
 /// How many distinct replacements are remembered per original code.
 const MAX_PLANS: usize = 8;
@@ -36,10 +36,6 @@ impl StrongRef {
 
     pub fn is(&self, object: &Bound<'_, PyAny>) -> bool {
         self.0.as_ptr() == object.as_ptr()
-    }
-
-    pub fn as_ptr(&self) -> *mut ffi::PyObject {
-        self.0.as_ptr()
     }
 
     pub fn bind<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
@@ -141,17 +137,17 @@ impl CodeState {
 
     /// Remembers the chain's decision for every frame of the code in `generation`
     /// (`plan`, or None: the original runs).
-    pub fn store_final_decision(&self, generation: u64, plan: Option<&Arc<Plan>>) {
+    pub fn store_final_decision(&self, py: Python<'_>, generation: u64, plan: Option<&Arc<Plan>>) {
         match plan {
             None => self.head.declined_in.store(generation, Ordering::Release),
             Some(plan) => {
                 let mut inner = self.inner.lock();
                 // The eval function runs a replacement that needs no argument map itself.
-                let replacement = match plan.arg_map {
-                    None => plan.code.as_ptr(),
-                    Some(_) => std::ptr::null_mut(),
-                };
-                self.head.replacement.store(replacement, Ordering::Release);
+                let code = plan.code.bind(py);
+                pep523_backend::set_remembered_replacement(
+                    &self.head,
+                    plan.arg_map.is_none().then_some(&code),
+                );
                 // Dropped (with the previous replacement) after the head no longer shows it.
                 let _previous = inner.final_plan.replace((generation, Arc::clone(plan)));
                 self.head.replaced_in.store(generation, Ordering::Release);

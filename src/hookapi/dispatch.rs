@@ -319,7 +319,7 @@ impl<'a, 'py> Chain<'a, 'py> {
         };
         let plan = replacement.map(|(_, plan)| plan);
         if self.holds_for_the_code && after.is_empty() {
-            self.state()?.store_final_decision(self.generation, plan.as_ref());
+            self.state()?.store_final_decision(self.py, self.generation, plan.as_ref());
         }
         let after_frame = if after.is_empty() {
             ptr::null_mut()

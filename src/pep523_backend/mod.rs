@@ -89,6 +89,7 @@ mod sys {
         pub fn fh_test_passthrough_function() -> *mut c_void;
         pub fn fh_native_chain_new(count: Py_ssize_t, generation: c_ulonglong) -> *mut NativeChain;
         pub fn fh_publish_native_chain(context: *const c_void, chain: *mut NativeChain);
+        pub fn fh_prepare_lock_free_read(object: *mut PyObject);
         pub fn fh_disabled_threads_add(delta: c_int);
         pub fn fh_disabled_threads() -> c_int;
         pub fn fh_bench_install_floor() -> c_int;
@@ -167,6 +168,17 @@ pub fn publish_native_chain(_py: Python<'_>, head: &ContextHead, generation: u64
     unsafe { sys::fh_publish_native_chain(std::ptr::from_ref(head).cast(), chain) };
 }
 
+/// Stores `replacement` (None: no such replacement) as the one the eval function
+/// runs itself for frames of a code whose state `head` is; the caller keeps it alive.
+pub fn set_remembered_replacement(head: &CodeStateHead, replacement: Option<&Bound<'_, PyAny>>) {
+    let pointer = replacement.map_or(std::ptr::null_mut(), |code| {
+        // SAFETY: a live object, attached (the Bound proves both).
+        unsafe { sys::fh_prepare_lock_free_read(code.as_ptr()) };
+        code.as_ptr()
+    });
+    head.replacement.store(pointer, std::sync::atomic::Ordering::Release);
+}
+
 /// Threads inside `framehook.disabled()` blocks join and leave this count, which
 /// the eval function reads before taking a path that asks no Rust code.
 pub fn disabled_threads_add(delta: c_int) {
@@ -187,7 +199,8 @@ pub struct CodeStateHead {
     pub declined_in: std::sync::atomic::AtomicU64,
     /// ... or to run a replacement (which one is framehook's to remember).
     pub replaced_in: std::sync::atomic::AtomicU64,
-    /// That replacement if it takes the original's arguments slot for slot (borrowed).
+    /// That replacement if it takes the original's arguments slot for slot
+    /// (borrowed; see [`set_remembered_replacement`]).
     pub replacement: std::sync::atomic::AtomicPtr<ffi::PyObject>,
 }
 

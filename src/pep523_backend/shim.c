@@ -25,6 +25,7 @@
 #include <string.h>
 #ifdef Py_GIL_DISABLED
 #  include <sched.h>
+#  include "internal/pycore_object.h"
 #endif
 
 #if PY_VERSION_HEX >= 0x030B0000
@@ -1194,6 +1195,16 @@ static inline PyObject *remembered_replacement(fh_code_state_head *state, unsign
 #endif
 }
 
+void fh_prepare_lock_free_read(PyObject *object)
+{
+#ifdef Py_GIL_DISABLED
+    /* What _Py_TryIncrefCompare needs of objects another thread may free. */
+    _PyObject_SetMaybeWeakref(object);
+#else
+    (void)object;
+#endif
+}
+
 /* Runs a frame as decided (by the hooks or remembered) and releases the decision. */
 static PyObject *run_decided(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next,
                              fh_decision *decision)
@@ -1360,12 +1371,9 @@ static FH_NOINLINE PyObject *observe_passing_frame(PyThreadState *tstate, fh_fra
 
 /* Every frame fh_eval does not pass straight through. */
 static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, int throwflag,
-                                        fh_chain_entry *entry)
+                                        fh_chain_entry *entry, fh_code_state_head *state,
+                                        unsigned long long generation)
 {
-    /* No entry: ours was taken out of the interpreter's chain. */
-    if (entry == NULL) {
-        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
-    }
     _PyFrameEvalFunction next = next_eval(entry);
 #if FH_C_STACK_GUARD
     if (!throwflag && python_depth(tstate) > FH_STACK_CHECK_DEPTH && c_stack_exhausted()) {
@@ -1373,9 +1381,7 @@ static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, 
     }
 #endif
     fh_context_head *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
-    unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
     PyCodeObject *code = frame_code(frame);
-    fh_code_state_head *state = code_extra((PyObject *)code, context->code_extra_index);
     /* Declined before: whatever the frame (resumed, thrown into, started by a
      * hook or a tracer), it passes through. */
     if (declined_before(state, generation)) {
@@ -1421,7 +1427,14 @@ static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, 
 static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
     fh_chain_entry *entry = chain_entry(tstate->interp);
-    if (entry != NULL
+    /* No entry: ours was taken out of the interpreter's chain. */
+    if (entry == NULL) {
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    }
+    fh_context_head *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
+    unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
+    fh_code_state_head *state = code_extra((PyObject *)frame_code(frame), context->code_extra_index);
+    if (declined_before(state, generation)
 #if FH_C_STACK_GUARD
         && python_depth(tstate) <= FH_STACK_CHECK_DEPTH
 #endif
@@ -1429,14 +1442,9 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
         && !atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
 #endif
     ) {
-        fh_context_head *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
-        unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
-        fh_code_state_head *state = code_extra((PyObject *)frame_code(frame), context->code_extra_index);
-        if (declined_before(state, generation)) {
-            return next_eval(entry)(tstate, frame, throwflag);
-        }
+        return next_eval(entry)(tstate, frame, throwflag);
     }
-    return eval_frame(tstate, frame, throwflag, entry);
+    return eval_frame(tstate, frame, throwflag, entry, state, generation);
 }
 
 /* ------------------------------------------- test-only foreign eval function */

@@ -109,6 +109,9 @@ fh_native_chain *fh_native_chain_new(Py_ssize_t count, unsigned long long genera
  * to the previous one; the caller's reference passes to the context. Writers
  * serialise; attached. */
 void fh_publish_native_chain(fh_context_head *context, fh_native_chain *chain);
+/* Before `object` is stored where the eval function reads it without a lock
+ * (fh_code_state_head.replacement): free-threaded builds must be told. */
+void fh_prepare_lock_free_read(PyObject *object);
 /* framehook.disabled() blocks: threads inside one (the eval function asks
  * hooks nothing for them). */
 void fh_disabled_threads_add(int delta);
