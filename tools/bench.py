@@ -283,9 +283,7 @@ def write_report(summaries: Dict[str, dict], charts: bool) -> None:
 
 def count_instructions(name: str, args: argparse.Namespace) -> None:
     """Instructions per call under callgrind (exact, unlike the timings), fib workload."""
-    if matrix.resolve(name).run(["valgrind", "--version"], capture=True).returncode != 0:
-        log(f"{name}: no valgrind where it runs; instruction counts skipped")
-        return
+    provision.ensure_valgrind(matrix.resolve(name).in_sid)
     target = prepared(name, args)
     # The configurations the targets name, and SOT's two.
     configs = ["a", "b", "c", "d", "e", "g", "h", "sot-callback", "sot-skip"]

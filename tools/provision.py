@@ -907,6 +907,40 @@ def ensure_sid_root() -> Path:
                 _safe_rmtree(tmp)
 
 
+def ensure_valgrind(in_sid: bool) -> None:
+    """valgrind on the host, or inside the sid root (``bench.py --instructions`` runs
+    callgrind where the interpreter runs). Installed on first need, kept after."""
+    if not in_sid:
+        _ensure_host_packages(["valgrind"], "counting instructions with callgrind")
+        return
+    root = ensure_sid_root()
+    present = ["dpkg-query", "-W", "-f", "${db:Status-Abbrev}", "valgrind"]
+
+    def installed() -> bool:
+        out = subprocess.run(_chroot_argv(root, present, binds=[], env={}, cwd=Path("/")),
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return out.returncode == 0 and out.stdout.startswith("ii")
+
+    if installed():
+        return
+    _require_root("installing valgrind in the sid root")
+    log = _logfile("sid-apt")
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    with _lock("sid-root"):
+        if installed():
+            return
+        _log("installing valgrind inside the sid root")
+        for argv, what in (
+            (["apt-get", "update", "-q", *_APT_SNAPSHOT_OPTS], "apt-get update in the sid root"),
+            (["apt-get", "install", "-y", "-q", "--no-install-recommends", *_APT_SNAPSHOT_OPTS, "valgrind"],
+             "apt-get install valgrind in the sid root"),
+            (["apt-get", "clean"], "apt-get clean in the sid root"),
+        ):
+            _run(_chroot_argv(root, argv, binds=[], env=env, cwd=Path("/")), what=what, log=log)
+    if not installed():
+        raise ProvisionError(f"valgrind still missing in the sid root after apt-get install; see {log}")
+
+
 def _default_env(root: Path) -> dict[str, str]:
     home = Path.home()
     cargo_home = os.environ.get("CARGO_HOME") or str(home / ".cargo")
