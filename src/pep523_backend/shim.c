@@ -1326,7 +1326,7 @@ static inline fh_native_chain *native_chain_for(fh_context_head *context, unsign
 
 /* A frame whose hooks are all native: they are called from here, as
  * framehook's Rust code would call them, until one does not decline. */
-static FH_NOINLINE PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
+static inline PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
                                                _PyFrameEvalFunction next, void *context,
                                                fh_native_chain *chain)
 {
