@@ -13,7 +13,10 @@ use super::python::HookHandle;
 use super::registry::{Hook, NativeData, Observer, OnError, Registry, Transform};
 use crate::pep523_backend::{FrameView, RawFrameView};
 
-/// What a native hook function receives as its `framehook_frame`.
+/// What a native hook function receives as its `framehook_frame`; laid out as
+/// `fh_native_frame` (shim.h), which the eval function builds itself for chains
+/// of native hooks it calls directly.
+#[repr(C)]
 pub(crate) struct NativeFrame {
     view: RawFrameView,
     current: *mut pyo3::ffi::PyObject,

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 use framehook_capi::ffi as capi_ffi;
 
-use crate::pep523_backend::{self, CodeExtraSlot, ContextHead, Uninstalled};
+use crate::pep523_backend::{self, CodeExtraSlot, ContextHead, NativeLink, Uninstalled};
 
 /// What to do when a hook raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,14 +160,10 @@ fn unhooked<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// A registry's version, bumped whenever its hooks or their enabled states
-/// change, or a hook's answers may have (cached answers and decisions from an
-/// older generation are discarded). Its low bit says whether some hook observes,
-/// so the eval function learns it in the same load.
 /// The hooks of a generation as a chain the eval function calls itself: when
 /// every enabled hook is a native hook that transforms, uncached, and none
 /// observes (cached answers and observers need framehook's Rust code).
-fn native_chain(hooks: &[Arc<Hook>], generation: Generation) -> Option<Vec<pep523_backend::NativeLink>> {
+fn native_chain(hooks: &[Arc<Hook>], generation: Generation) -> Option<Vec<NativeLink>> {
     if generation.observing() {
         return None;
     }
@@ -179,7 +175,7 @@ fn native_chain(hooks: &[Arc<Hook>], generation: Generation) -> Option<Vec<pep52
         return None;
     }
     let link = |hook: &Arc<Hook>| match hook.transform {
-        Some(Transform::Native(function)) => Some(pep523_backend::NativeLink {
+        Some(Transform::Native(function)) => Some(NativeLink {
             hook: function as *const c_void,
             user_data: hook.user_data(),
             owner: Arc::into_raw(Arc::clone(hook)).cast(),
@@ -189,6 +185,10 @@ fn native_chain(hooks: &[Arc<Hook>], generation: Generation) -> Option<Vec<pep52
     Some(enabled.into_iter().filter_map(link).collect())
 }
 
+/// A registry's version, bumped whenever its hooks or their enabled states
+/// change, or a hook's answers may have (cached answers and decisions from an
+/// older generation are discarded). Its low bit says whether some hook observes,
+/// so the eval function learns it in the same load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Generation(u64);
 

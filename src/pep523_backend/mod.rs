@@ -41,7 +41,9 @@ mod sys {
 
     pub type FreeFunc = unsafe extern "C" fn(*mut c_void);
 
-    /// Mirrors `fh_native_link` in shim.h.
+    /// Mirrors `fh_native_link` in shim.h: a native hook function the eval
+    /// function may call itself, and what keeps it alive (released through
+    /// `framehook::hookapi::dispatch::release_native_owner`).
     #[repr(C)]
     pub struct NativeLink {
         pub hook: *const c_void,
@@ -97,7 +99,7 @@ mod sys {
     }
 }
 
-pub use sys::FreeFunc;
+pub use sys::{FreeFunc, NativeLink};
 
 /// The head of the context given to [`install`] (`fh_context_head` in shim.h):
 /// the eval function reads it to run frames the hooks declined before.
@@ -125,14 +127,6 @@ impl ContextHead {
     }
 }
 
-/// A native hook function the eval function may call itself, and what keeps it
-/// alive (released through `framehook::hookapi::dispatch::release_native_owner`).
-pub struct NativeLink {
-    pub hook: *const c_void,
-    pub user_data: *mut c_void,
-    pub owner: *const c_void,
-}
-
 /// Makes `links` the native hooks the eval function calls itself for frames of
 /// `generation` (None: it calls none, every frame goes through
 /// `framehook_dispatch`). Writers serialise; publish before the generation is.
@@ -151,13 +145,7 @@ pub fn publish_native_chain(_py: Python<'_>, head: &ContextHead, generation: u64
             } else {
                 for (i, link) in links.into_iter().enumerate() {
                     // SAFETY: the chain has `count` link slots, written before it is published.
-                    unsafe {
-                        (*chain).links.as_mut_ptr().add(i).write(sys::NativeLink {
-                            hook: link.hook,
-                            user_data: link.user_data,
-                            owner: link.owner,
-                        });
-                    }
+                    unsafe { (*chain).links.as_mut_ptr().add(i).write(link) };
                 }
                 chain
             }
@@ -434,6 +422,7 @@ pub struct FrameView<'a> {
 /// A [`FrameView`] detached from its lifetime, for objects that must check
 /// themselves that the frame is still being dispatched before using it.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 pub struct RawFrameView(*const sys::FrameView);
 
 // SAFETY: a RawFrameView is only dereferenced (through `FrameView::from_raw`) on
