@@ -17,6 +17,12 @@
  *    function with the original's bound arguments and the original is
  *    discarded unrun.
  */
+/* CPython's internal headers assert what its own release builds do not check:
+ * the shim's asserts follow the interpreter's build, not the C compiler's default. */
+#include <pyconfig.h>
+#if !defined(Py_DEBUG) && !defined(NDEBUG)
+#  define NDEBUG
+#endif
 #include "shim.h"
 #include "framehook.h"
 
@@ -51,6 +57,9 @@ static inline PyObject *Py_XNewRef(PyObject *obj) { Py_XINCREF(obj); return obj;
 #endif
 
 #define FH_NOINLINE __attribute__((noinline))
+/* Thread locals read on the eval function's paths: a few bytes of the static TLS
+ * block instead of a __tls_get_addr call per read. */
+#define FH_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
 
 #define FH_GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
 
@@ -599,10 +608,9 @@ static void discard_unrun_frame(PyThreadState *tstate, fh_frame *frame)
 
 #else /* FH_INTERP_FRAMES */
 
-/* The code a frame started by run_by_call must pass straight through. Thread
- * locals cost a call in a shared library: fh_eval reads it only while some
- * thread is in such a call. */
-static _Thread_local PyCodeObject *fh_called_replacement;
+/* The code a frame started by run_by_call must pass straight through; read
+ * only while some thread is in such a call. */
+static FH_THREAD_LOCAL PyCodeObject *fh_called_replacement;
 static _Atomic int fh_replacement_calls;
 
 static void replacement_call_begin(PyCodeObject *code)
@@ -1079,9 +1087,9 @@ static PyObject *run_observed(PyThreadState *tstate, fh_frame *frame, int throwf
 #include <pthread.h>
 
 /* The thread's stack is [fh_stack_base, ...); frames start above fh_stack_floor. */
-static _Thread_local char *fh_stack_base;
-static _Thread_local char *fh_stack_floor;
-static _Thread_local int fh_stack_floor_known;
+static FH_THREAD_LOCAL char *fh_stack_base;
+static FH_THREAD_LOCAL char *fh_stack_floor;
+static FH_THREAD_LOCAL int fh_stack_floor_known;
 
 static void find_stack_floor(void)
 {
@@ -1120,8 +1128,8 @@ static int c_stack_exhausted(void) { return 0; }
 #endif
 
 #if FH_C_STACK_GUARD
-/* A few dozen frames deep the C stack cannot be near its end, so the stack
- * check (thread locals: calls in a shared library) runs only past this depth. */
+/* A few dozen frames deep the C stack cannot be near its end: the stack is
+ * checked only past this depth. */
 #define FH_STACK_CHECK_DEPTH 64
 
 static inline int python_depth(PyThreadState *tstate)
