@@ -285,8 +285,8 @@ def count_instructions(name: str, args: argparse.Namespace) -> None:
     """Instructions per call under callgrind (exact, unlike the timings), fib workload."""
     provision.ensure_valgrind(matrix.resolve(name).in_sid)
     target = prepared(name, args)
-    # The configurations the targets name, and SOT's two.
-    configs = ["a", "b", "c", "d", "e", "g", "h", "sot-callback", "sot-skip"]
+    # Every configuration of the timing run, and SOT's two.
+    configs = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "sot-callback", "sot-skip"]
     out = RESULTS / f"instructions-{name}.json"
     log(f"{name}: callgrind over {','.join(configs)}")
     done = target.run([target.venv_python, str(BENCHES / "instructions.py"), "--configs", ",".join(configs),
