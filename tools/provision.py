@@ -819,6 +819,12 @@ print(json.dumps(facts))
 """
 
 
+def _apt_in_root(root: Path, argv: list[str], what: str, log: Path, *, check: bool = True) -> subprocess.CompletedProcess:
+    """Runs an apt command (non-interactive) inside a Debian root, logging to ``log``."""
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    return _run(_chroot_argv(root, argv, binds=[], env=env, cwd=Path("/")), what=what, log=log, check=check)
+
+
 def ensure_sid_root() -> Path:
     """A Debian sid root at ``CACHE/sid-root`` with Python 3.14 (+ dev, dbg, venv, testsuite) and gcc.
 
@@ -852,22 +858,16 @@ def ensure_sid_root() -> Path:
                 'APT::Install-Recommends "false";\n'
             )
             log = _logfile("sid-apt")
-            env = {"DEBIAN_FRONTEND": "noninteractive"}
 
             def inside(argv: list[str], what: str) -> None:
-                _run(_chroot_argv(tmp, argv, binds=[], env=env, cwd=Path("/")), what=what, log=log)
+                _apt_in_root(tmp, argv, what, log)
 
             _log("apt-get update inside the sid root")
             inside(["apt-get", "update", "-q", *_APT_SNAPSHOT_OPTS], "apt-get update in the sid root")
             _log(f"installing inside the sid root: {' '.join(SID_PACKAGES)}")
-            proc = _run(
-                _chroot_argv(
-                    tmp, ["apt-get", "install", "-y", "-q", "--no-install-recommends", *_APT_SNAPSHOT_OPTS, *SID_PACKAGES],
-                    binds=[], env=env, cwd=Path("/"),
-                ),
-                what="apt-get install in the sid root",
-                log=log,
-                check=False,
+            proc = _apt_in_root(
+                tmp, ["apt-get", "install", "-y", "-q", "--no-install-recommends", *_APT_SNAPSHOT_OPTS, *SID_PACKAGES],
+                "apt-get install in the sid root", log, check=False,
             )
             if proc.returncode != 0:
                 raise ProvisionError(
@@ -925,7 +925,6 @@ def ensure_valgrind(in_sid: bool) -> None:
         return
     _require_root("installing valgrind in the sid root")
     log = _logfile("sid-apt")
-    env = {"DEBIAN_FRONTEND": "noninteractive"}
     with _lock("sid-root"):
         if installed():
             return
@@ -936,7 +935,7 @@ def ensure_valgrind(in_sid: bool) -> None:
              "apt-get install valgrind in the sid root"),
             (["apt-get", "clean"], "apt-get clean in the sid root"),
         ):
-            _run(_chroot_argv(root, argv, binds=[], env=env, cwd=Path("/")), what=what, log=log)
+            _apt_in_root(root, argv, what, log)
     if not installed():
         raise ProvisionError(f"valgrind still missing in the sid root after apt-get install; see {log}")
 

@@ -167,22 +167,23 @@ fn native_chain(hooks: &[Arc<Hook>], generation: Generation) -> Option<Vec<Nativ
     if generation.observing() {
         return None;
     }
-    let enabled: Vec<&Arc<Hook>> = hooks.iter().filter(|hook| hook.enabled()).collect();
-    let all_native = enabled
+    let functions = hooks
         .iter()
-        .all(|hook| !hook.cache && matches!(hook.transform, Some(Transform::Native(_))));
-    if enabled.is_empty() || !all_native {
+        .filter(|hook| hook.enabled())
+        .map(|hook| match hook.transform {
+            Some(Transform::Native(function)) if !hook.cache => Some((function, hook)),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    if functions.is_empty() {
         return None;
     }
-    let link = |hook: &Arc<Hook>| match hook.transform {
-        Some(Transform::Native(function)) => Some(NativeLink {
-            hook: function as *const c_void,
-            user_data: hook.user_data(),
-            owner: Arc::into_raw(Arc::clone(hook)).cast(),
-        }),
-        _ => None,
-    };
-    Some(enabled.into_iter().filter_map(link).collect())
+    let links = functions.into_iter().map(|(function, hook)| NativeLink {
+        hook: function as *const c_void,
+        user_data: hook.user_data(),
+        owner: Arc::into_raw(Arc::clone(hook)).cast(),
+    });
+    Some(links.collect())
 }
 
 /// A registry's version, bumped whenever its hooks or their enabled states

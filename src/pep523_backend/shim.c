@@ -121,11 +121,6 @@ static inline _PyFrameEvalFunction next_eval(fh_chain_entry *entry)
     return atomic_load_explicit(&entry->previous, memory_order_acquire);
 }
 
-static _PyFrameEvalFunction as_previous(_PyFrameEvalFunction current)
-{
-    return current == _PyEval_EvalFrameDefault ? NULL : current;
-}
-
 /* Whether `current`, installed instead of ours, cannot be calling ours: it is
  * what ours replaced, or CPython's default evaluator, which calls no one. */
 static int displaced_for_good(fh_chain_entry *entry, _PyFrameEvalFunction current)
@@ -1459,13 +1454,12 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
 /* ------------------------------------------- test-only foreign eval function */
 
 static _Atomic unsigned long long fh_test_calls;
-static _Atomic(_PyFrameEvalFunction) fh_test_previous;
+static _Atomic(_PyFrameEvalFunction) fh_test_previous; /* CPython's default included */
 
 static PyObject *fh_test_passthrough(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
     atomic_fetch_add_explicit(&fh_test_calls, 1, memory_order_relaxed);
-    _PyFrameEvalFunction previous = atomic_load(&fh_test_previous);
-    return (previous ? previous : _PyEval_EvalFrameDefault)(tstate, frame, throwflag);
+    return atomic_load(&fh_test_previous)(tstate, frame, throwflag);
 }
 
 int fh_test_install_passthrough(void)
@@ -1475,12 +1469,12 @@ int fh_test_install_passthrough(void)
     if (current == (_PyFrameEvalFunction)fh_test_passthrough) {
         return 1;
     }
-    atomic_store(&fh_test_previous, as_previous(current));
+    atomic_store(&fh_test_previous, current);
     _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_test_passthrough);
     return 0;
 }
 
-/* Puts `previous` (NULL: the default) back if `ours` is the current eval
+/* Puts `previous` back if `ours` is the current eval
  * function: 1 if it was, 0 if another function is in place (left alone). */
 static int restore_if_current(_PyFrameEvalFunction ours, _PyFrameEvalFunction previous)
 {
@@ -1488,7 +1482,7 @@ static int restore_if_current(_PyFrameEvalFunction ours, _PyFrameEvalFunction pr
     if (_PyInterpreterState_GetEvalFrameFunc(interp) != ours) {
         return 0;
     }
-    _PyInterpreterState_SetEvalFrameFunc(interp, previous ? previous : _PyEval_EvalFrameDefault);
+    _PyInterpreterState_SetEvalFrameFunc(interp, previous);
     return 1;
 }
 
@@ -1529,5 +1523,5 @@ int fh_bench_install_floor(void)
 
 int fh_bench_uninstall_floor(void)
 {
-    return restore_if_current((_PyFrameEvalFunction)fh_bench_floor, NULL);
+    return restore_if_current((_PyFrameEvalFunction)fh_bench_floor, _PyEval_EvalFrameDefault);
 }
