@@ -160,18 +160,15 @@ fn unhooked<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// The hooks of a generation as a chain the eval function calls itself: when
-/// every enabled hook is a native hook that transforms, uncached, and none
-/// observes (cached answers and observers need framehook's Rust code).
-fn native_chain(hooks: &[Arc<Hook>], generation: Generation) -> Option<Vec<NativeLink>> {
-    if generation.observing() {
-        return None;
-    }
+/// The hooks as a chain the eval function calls itself: when every enabled
+/// hook is a native hook that transforms, uncached, and does not observe
+/// (cached answers and observers need framehook's Rust code).
+fn native_chain(hooks: &[Arc<Hook>]) -> Option<Vec<NativeLink>> {
     let functions = hooks
         .iter()
         .filter(|hook| hook.enabled())
         .map(|hook| match hook.transform {
-            Some(Transform::Native(function)) if !hook.cache => Some((function, hook)),
+            Some(Transform::Native(function)) if !hook.cache && hook.observer.is_none() => Some((function, hook)),
             _ => None,
         })
         .collect::<Option<Vec<_>>>()?;
@@ -188,14 +185,16 @@ fn native_chain(hooks: &[Arc<Hook>], generation: Generation) -> Option<Vec<Nativ
 
 /// A registry's version, bumped whenever its hooks or their enabled states
 /// change, or a hook's answers may have (cached answers and decisions from an
-/// older generation are discarded). Its low bit says whether some hook observes,
-/// so the eval function learns it in the same load.
+/// older generation are discarded). Its low bits say whether some hook observes
+/// and whether the hooks are a native chain, so the eval function learns both
+/// in the same load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Generation(u64);
 
 impl Generation {
     const OBSERVING: u64 = ContextHead::OBSERVING;
-    const STEP: u64 = 2;
+    const NATIVE_CHAIN: u64 = ContextHead::NATIVE_CHAIN;
+    const STEP: u64 = 4;
 
     /// A number no other generation of the registry has.
     pub fn number(self) -> u64 {
@@ -206,12 +205,16 @@ impl Generation {
         self.0 & Self::OBSERVING != 0
     }
 
-    fn next(self, hooks: &[Arc<Hook>]) -> Self {
+    fn next(self, hooks: &[Arc<Hook>], native_chain: bool) -> Self {
         let observing = hooks
             .iter()
             .any(|hook| hook.enabled() && hook.observer.is_some());
         let number = (self.0 | (Self::STEP - 1)) + 1;
-        Self(number | if observing { Self::OBSERVING } else { 0 })
+        Self(
+            number
+                | if observing { Self::OBSERVING } else { 0 }
+                | if native_chain { Self::NATIVE_CHAIN } else { 0 },
+        )
     }
 }
 
@@ -300,8 +303,9 @@ impl Registry {
 
     /// Called under the writer lock once the hooks or their enabled states changed.
     fn bump_generation(&self, py: Python<'_>, hooks: &[Arc<Hook>]) {
-        let next = self.generation().next(hooks);
-        pep523_backend::publish_native_chain(py, &self.head, next.0, native_chain(hooks, next));
+        let links = native_chain(hooks);
+        let next = self.generation().next(hooks, links.is_some());
+        pep523_backend::publish_native_chain(py, &self.head, next.0, links);
         self.head.generation.store(next.0, Ordering::Release);
     }
 
@@ -372,7 +376,7 @@ impl Registry {
         let _writer = self.writer.lock();
         if hook.enabled.swap(enabled, Ordering::AcqRel) != enabled {
             let hooks = self.hooks.load();
-            self.refresh_observers(py, &hooks);
+            self.refresh_observers(&hooks);
             self.bump_generation(py, &hooks);
         }
     }
@@ -385,23 +389,21 @@ impl Registry {
     }
 
     fn publish(&self, py: Python<'_>, hooks: Vec<Arc<Hook>>) {
-        self.refresh_observers(py, &hooks);
+        self.refresh_observers(&hooks);
         let hooks = Arc::new(hooks);
         self.hooks.store(Arc::clone(&hooks));
         self.bump_generation(py, &hooks);
     }
 
     /// Called under the writer lock whenever hooks or their enabled states change.
-    fn refresh_observers(&self, py: Python<'_>, hooks: &[Arc<Hook>]) {
+    fn refresh_observers(&self, hooks: &[Arc<Hook>]) {
         let observing: Vec<_> = hooks
             .iter()
             .filter(|hook| hook.observer.is_some() && hook.enabled())
             .cloned()
             .collect();
-        let any = !observing.is_empty();
         self.observers
-            .store(any.then(|| Arc::new(ObserverSet { hooks: observing })));
-        pep523_backend::set_observing(py, any);
+            .store((!observing.is_empty()).then(|| Arc::new(ObserverSet { hooks: observing })));
     }
 
     fn log_uninstall(&self, outcome: Uninstalled) {

@@ -67,7 +67,6 @@ mod sys {
         pub fn fh_install(context: *const c_void) -> c_int;
         pub fn fh_uninstall() -> c_int;
         pub fn fh_is_installed() -> c_int;
-        pub fn fh_set_observing(observing: c_int);
         pub fn fh_enter_hook_context(tstate: *mut c_void);
         pub fn fh_leave_hook_context(tstate: *mut c_void);
         pub fn fh_code_has_exception_table(code: *mut PyObject) -> c_int;
@@ -106,7 +105,8 @@ pub use sys::{FreeFunc, NativeLink};
 #[repr(C)]
 pub struct ContextHead {
     /// Bumped on every change of the hooks; bit [`ContextHead::OBSERVING`]
-    /// says whether some hook of that generation observes.
+    /// says whether some hook of that generation observes, bit
+    /// [`ContextHead::NATIVE_CHAIN`] whether its hooks are a native chain.
     pub generation: std::sync::atomic::AtomicU64,
     pub code_extra_index: ffi::Py_ssize_t,
     /// Written by [`publish_native_chain`] only.
@@ -116,6 +116,7 @@ pub struct ContextHead {
 
 impl ContextHead {
     pub const OBSERVING: u64 = 1;
+    pub const NATIVE_CHAIN: u64 = 2;
 
     pub fn new(generation: u64, code_extra_index: ffi::Py_ssize_t) -> Self {
         Self {
@@ -266,13 +267,6 @@ pub fn uninstall(_py: Python<'_>) -> Uninstalled {
         0 => Uninstalled::LeftInChain,
         _ => Uninstalled::Restored,
     }
-}
-
-/// Whether frames that pass through unhooked (resumed generators, thrown-in
-/// frames) are reported to observers in the current interpreter.
-pub fn set_observing(_py: Python<'_>, observing: bool) {
-    // SAFETY: attached; callers serialise (the registry's writer lock).
-    unsafe { sys::fh_set_observing(c_int::from(observing)) }
 }
 
 /// While alive, the calling thread runs as CPython runs a trace function:

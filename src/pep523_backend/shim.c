@@ -94,7 +94,6 @@ int fh_build_debug(void)
 typedef struct {
     _Atomic(PyInterpreterState *) interp;
     _Atomic(_PyFrameEvalFunction) previous; /* never NULL: CPython's default included */
-    _Atomic int observing;
     _Atomic(void *) context; /* what framehook_dispatch gets as view->context */
 } fh_chain_entry;
 
@@ -148,7 +147,6 @@ int fh_install(void *context)
         if (atomic_load(&fh_chain[i].interp) == NULL) {
             _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
             atomic_store(&fh_chain[i].previous, current);
-            atomic_store(&fh_chain[i].observing, 0);
             atomic_store(&fh_chain[i].context, context);
             atomic_store_explicit(&fh_chain[i].interp, interp, memory_order_release);
             _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
@@ -181,14 +179,6 @@ int fh_uninstall(void)
     _PyInterpreterState_SetEvalFrameFunc(interp, atomic_load(&entry->previous));
     atomic_store(&entry->interp, NULL);
     return 1;
-}
-
-void fh_set_observing(int observing)
-{
-    fh_chain_entry *entry = chain_entry(PyInterpreterState_Get());
-    if (entry != NULL) {
-        atomic_store_explicit(&entry->observing, observing, memory_order_release);
-    }
 }
 
 /* Hooks and observers run the way CPython runs a trace function: sys.settrace,
@@ -1172,21 +1162,24 @@ void fh_disabled_threads_add(int delta) { atomic_fetch_add(&fh_disabled_thread_c
 
 int fh_disabled_threads(void) { return atomic_load(&fh_disabled_thread_count); }
 
-/* Whether the hooks, none observing, decided in `generation` to run every
- * frame of `code` unchanged: then nothing needs asking. */
+/* Code states are read only in generations without these bits: no answer is
+ * remembered while a hook observes (frames need reporting) or when the hooks
+ * are a native chain (uncached). */
+#define FH_GENERATION_UNREMEMBERED (FH_GENERATION_OBSERVING | FH_GENERATION_NATIVE_CHAIN)
+
+/* Whether the hooks decided in `generation` to run every frame of the code
+ * whose state is `state` unchanged: then nothing needs asking. */
 static inline int declined_before(fh_code_state_head *state, unsigned long long generation)
 {
-    return !(generation & FH_GENERATION_OBSERVING) && state != NULL
-           && atomic_load_explicit(&state->declined_in, memory_order_relaxed) == generation;
+    return state != NULL && atomic_load_explicit(&state->declined_in, memory_order_relaxed) == generation;
 }
 
-/* The replacement the hooks, none observing, decided in `generation` to run
- * for every frame of the code, when it takes the original's arguments as they
- * are: a new reference, or NULL. */
+/* The replacement the hooks decided in `generation` to run for every frame of
+ * the code whose state is `state`, when it takes the original's arguments as
+ * they are: a new reference, or NULL. */
 static inline PyObject *remembered_replacement(fh_code_state_head *state, unsigned long long generation)
 {
-    if ((generation & FH_GENERATION_OBSERVING) || state == NULL
-        || atomic_load_explicit(&state->replaced_in, memory_order_acquire) != generation) {
+    if (state == NULL || atomic_load_explicit(&state->replaced_in, memory_order_acquire) != generation) {
         return NULL;
     }
 #ifdef Py_GIL_DISABLED
@@ -1328,11 +1321,29 @@ static inline fh_native_chain *native_chain_for(fh_context_head *context, unsign
     return chain;
 }
 
+/* Link `index` of a native chain did not decline (`status` < 0: it failed,
+ * its exception set; else `replacement`, a new reference, is its answer):
+ * framehook's Rust code settles it and asks the rest, then the frame runs as
+ * decided. Releases the chain. */
+static FH_NOINLINE PyObject *native_chain_answered(fh_frame_view *view, _PyFrameEvalFunction next,
+                                                   fh_native_chain *chain, Py_ssize_t index,
+                                                   int status, PyObject *replacement)
+{
+    fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
+    int dispatched = framehook_dispatch_native_rest(view, &decision, chain, index, status, replacement);
+    native_chain_release(chain);
+    if (dispatched < 0) {
+        discard_unrun_frame(view->tstate, view->frame);
+        return NULL;
+    }
+    return run_decided(view->tstate, view->frame, next, &decision);
+}
+
 /* A frame whose hooks are all native: they are called from here, as
  * framehook's Rust code would call them, until one does not decline. */
-static inline PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
-                                               _PyFrameEvalFunction next, void *context,
-                                               fh_native_chain *chain)
+static FH_NOINLINE PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
+                                              _PyFrameEvalFunction next, void *context,
+                                              fh_native_chain *chain)
 {
     fh_frame_view view;
     view_of(&view, tstate, frame, context);
@@ -1341,19 +1352,11 @@ static inline PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
     for (Py_ssize_t i = 0; i < chain->count; i++) {
         PyObject *replacement = NULL;
         int status = chain->links[i].hook(chain->links[i].user_data, &native, &replacement);
-        if (status >= 0 && (replacement == NULL || replacement == native.current)) {
-            Py_XDECREF(replacement);
-            continue;
+        if (status < 0 || (replacement != NULL && replacement != native.current)) {
+            leave_hook_context(tstate);
+            return native_chain_answered(&view, next, chain, i, status, replacement);
         }
-        leave_hook_context(tstate);
-        fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
-        int dispatched = framehook_dispatch_native_rest(&view, &decision, chain, i, status, replacement);
-        native_chain_release(chain);
-        if (dispatched < 0) {
-            discard_unrun_frame(tstate, frame);
-            return NULL;
-        }
-        return run_decided(tstate, frame, next, &decision);
+        Py_XDECREF(replacement);
     }
     leave_hook_context(tstate);
     native_chain_release(chain);
@@ -1373,7 +1376,9 @@ static FH_NOINLINE PyObject *observe_passing_frame(PyThreadState *tstate, fh_fra
     return run_observed(tstate, frame, throwflag, next, NULL, observers);
 }
 
-/* Every frame fh_eval does not pass straight through. */
+/* Every frame fh_eval does not pass straight through. `state` is the code's
+ * state, read only in generations without FH_GENERATION_UNREMEMBERED bits
+ * (else NULL). Whatever needs a stack frame of its own is tail-called. */
 static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, int throwflag,
                                         fh_chain_entry *entry, fh_code_state_head *state,
                                         unsigned long long generation)
@@ -1400,7 +1405,7 @@ static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, 
         return next(tstate, frame, throwflag);
     }
     if (throwflag || !frame_is_hookable(frame)) {
-        if (!atomic_load_explicit(&entry->observing, memory_order_acquire)) {
+        if (!(generation & FH_GENERATION_OBSERVING)) {
             return next(tstate, frame, throwflag);
         }
         return observe_passing_frame(tstate, frame, throwflag, next, context);
@@ -1413,13 +1418,16 @@ static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, 
     }
 #endif
     if (atomic_load_explicit(&fh_disabled_thread_count, memory_order_relaxed) == 0) {
-        PyObject *replacement = remembered_replacement(state, generation);
-        if (replacement != NULL) {
-            return run_remembered(tstate, frame, next, replacement);
-        }
-        fh_native_chain *chain = native_chain_for(context, generation);
-        if (chain != NULL) {
-            return ask_native_chain(tstate, frame, next, context, chain);
+        if (generation & FH_GENERATION_NATIVE_CHAIN) {
+            fh_native_chain *chain = native_chain_for(context, generation);
+            if (chain != NULL) {
+                return ask_native_chain(tstate, frame, next, context, chain);
+            }
+        } else {
+            PyObject *replacement = remembered_replacement(state, generation);
+            if (replacement != NULL) {
+                return run_remembered(tstate, frame, next, replacement);
+            }
         }
     }
     return dispatch_frame(tstate, frame, next, context);
@@ -1437,16 +1445,19 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
     }
     fh_context_head *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
     unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
-    fh_code_state_head *state = code_extra((PyObject *)frame_code(frame), context->code_extra_index);
-    if (declined_before(state, generation)
+    fh_code_state_head *state = NULL;
+    if (!(generation & FH_GENERATION_UNREMEMBERED)) {
+        state = code_extra((PyObject *)frame_code(frame), context->code_extra_index);
+        if (declined_before(state, generation)
 #if FH_C_STACK_GUARD
-        && python_depth(tstate) <= FH_STACK_CHECK_DEPTH
+            && python_depth(tstate) <= FH_STACK_CHECK_DEPTH
 #endif
 #if FH_INTERP_FRAMES
-        && !atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
+            && !atomic_load_explicit(&fh_replacement_calls, memory_order_relaxed)
 #endif
-    ) {
-        return next_eval(entry)(tstate, frame, throwflag);
+        ) {
+            return next_eval(entry)(tstate, frame, throwflag);
+        }
     }
     return eval_frame(tstate, frame, throwflag, entry, state, generation);
 }

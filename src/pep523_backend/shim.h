@@ -29,8 +29,10 @@ typedef struct fh_context_head {
     struct fh_native_chain *_Atomic native_chain;
     _Atomic Py_ssize_t native_chain_readers; /* free-threaded builds: between load and retain */
 } fh_context_head;
-/* Generation bit: some hook observes (frames need reporting). */
+/* Generation bits: some hook observes (frames need reporting); the hooks are
+ * the context's native chain (fh_publish_native_chain). */
 #define FH_GENERATION_OBSERVING 1ULL
+#define FH_GENERATION_NATIVE_CHAIN 2ULL
 
 typedef struct fh_code_state_head {
     /* The generation in which the whole chain decided, for every frame of
@@ -129,9 +131,6 @@ int fh_build_debug(void);
  * installed over ours (ours keeps passing frames through). Callers serialise. */
 int fh_install(void *context);
 int fh_uninstall(void);
-/* Whether frames passing through unhooked are shown to observers, for the
- * calling thread's interpreter (framehook's function must be installed). */
-void fh_set_observing(int observing);
 /* Around running hooks and observers: tracing, profiling and monitoring
  * are suspended, as for a trace function. Calls nest; each enter is left,
  * with the calling thread's state. */
