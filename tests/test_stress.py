@@ -2,6 +2,7 @@
 command): short leak and thread runs of the same checks."""
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -109,3 +110,47 @@ def test_function_a_replaced_generator_runs_from_is_freed_with_it():
         assert [copy() for copy in copies] == [None] * len(copies)
     finally:
         gc.enable()
+
+
+FIRST_CALLS_IN_THREADS = """
+import threading, time
+import framehook
+
+framehook.add_frame_hook(lambda frame: None, name="decline", cache=True)
+functions, wrong, stop = [], [], threading.Event()
+
+def define():
+    index = 0
+    while not stop.is_set():
+        namespace = {}
+        exec(f"def f(x):\\n    return x + {index}\\n", namespace)
+        functions.append((namespace["f"], index))
+        index += 1
+        if len(functions) > 200:
+            del functions[:100]
+
+def call():
+    while not stop.is_set():
+        for function, index in functions[-50:]:
+            if function(1) != 1 + index:
+                wrong.append(index)
+
+threads = [threading.Thread(target=define)] + [threading.Thread(target=call) for _ in range(6)]
+for thread in threads:
+    thread.start()
+time.sleep(3)
+stop.set()
+for thread in threads:
+    thread.join()
+print(len(wrong))
+"""
+
+
+def test_threads_first_calling_the_same_new_functions():
+    """Threads racing to hook a code object's first frames: each code gets one
+    state (on free-threaded builds a state stored over another freed the first
+    while a thread still used it: the heap broke)."""
+    done = subprocess.run([sys.executable, "-c", FIRST_CALLS_IN_THREADS], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0"]

@@ -74,11 +74,11 @@ mod sys {
         pub fn fh_framehook_eval_function() -> *mut c_void;
         pub fn fh_request_code_extra_index(free: FreeFunc) -> Py_ssize_t;
         pub fn fh_code_get_extra(code: *mut PyObject, index: Py_ssize_t) -> *mut c_void;
-        pub fn fh_code_set_extra(
+        pub fn fh_code_extra_or_store(
             code: *mut PyObject,
             index: Py_ssize_t,
             extra: *mut c_void,
-        ) -> c_int;
+        ) -> *mut c_void;
         pub fn fh_view_globals(view: *const FrameView) -> *mut PyObject;
         pub fn fh_view_builtins(view: *const FrameView) -> *mut PyObject;
         pub fn fh_view_locals(view: *const FrameView) -> *mut PyObject;
@@ -376,32 +376,24 @@ impl CodeExtraSlot {
             return Ok(existing);
         }
         let fresh = Box::into_raw(Box::<T>::default());
-        // SAFETY: a boxed T is what this slot's free function frees.
-        if let Err(err) = unsafe { self.set(code, fresh.cast()) } {
-            // SAFETY: the box was not handed over.
+        // SAFETY: `code` is live and the index is ours; a boxed T is what this
+        // slot's free function frees.
+        let stored = unsafe { sys::fh_code_extra_or_store(code.as_ptr(), self.0, fresh.cast()) };
+        if stored != fresh.cast() {
+            // SAFETY: the box was not handed over (another thread stored first, or an error).
             drop(unsafe { Box::from_raw(fresh) });
-            return Err(err);
         }
-        // SAFETY: now owned by the code object, see above.
-        Ok(unsafe { &*fresh })
+        if stored.is_null() {
+            return Err(PyErr::fetch(code.py()));
+        }
+        // SAFETY: owned by the code object, see above.
+        Ok(unsafe { &*stored.cast::<T>() })
     }
 
     /// The pointer stored on `code`, if any.
     pub fn get(self, code: &Bound<'_, PyAny>) -> Option<NonNull<c_void>> {
         // SAFETY: `code` is a live code object (checked by callers) and the index is ours.
         NonNull::new(unsafe { sys::fh_code_get_extra(code.as_ptr(), self.0) })
-    }
-
-    /// Stores `extra` on `code`; CPython passes it to the free function when the code dies.
-    ///
-    /// # Safety
-    /// `extra` must be what this slot's free function expects; on success it is owned by `code`.
-    pub unsafe fn set(self, code: &Bound<'_, PyAny>, extra: *mut c_void) -> PyResult<()> {
-        // SAFETY: `code` is live and the index is ours; the caller vouches for `extra`.
-        if unsafe { sys::fh_code_set_extra(code.as_ptr(), self.0, extra) } < 0 {
-            return Err(PyErr::fetch(code.py()));
-        }
-        Ok(())
     }
 }
 

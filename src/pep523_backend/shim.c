@@ -247,8 +247,13 @@ void *fh_framehook_eval_function(void) { return (void *)fh_eval; }
 /* ---------------------------------------------------------------- co_extra */
 
 #ifdef Py_GIL_DISABLED
-/* co_extra is not thread-safe on free-threaded 3.13/early 3.14 (gh-144981). */
+/* co_extra is not thread-safe on free-threaded 3.13/early 3.14 (gh-144981):
+ * storing reallocates the array under readers' feet. framehook's own stores
+ * take this lock and count in fh_extra_stores (odd while one is under way), so
+ * the eval function can read without the lock, as with a seqlock: what it
+ * read counts only if no store of framehook's began or ended meanwhile. */
 static PyMutex fh_extra_lock;
+static _Atomic unsigned long fh_extra_stores;
 #  define EXTRA_LOCK() PyMutex_Lock(&fh_extra_lock)
 #  define EXTRA_UNLOCK() PyMutex_Unlock(&fh_extra_lock)
 #else
@@ -268,53 +273,84 @@ Py_ssize_t fh_request_code_extra_index(freefunc free_extra)
     return index;
 }
 
-#ifndef Py_GIL_DISABLED
 /* How CPython stores co_extra (Objects/codeobject.c, the same in 3.9-3.14):
- * read directly, it costs no call, no thread-state lookup. */
+ * read directly, it costs no call, no thread-state lookup, no lock. */
 typedef struct {
     Py_ssize_t ce_size;
     void *ce_extras[1];
 } fh_code_extra;
+
+static inline void *read_code_extra(PyObject *code, Py_ssize_t index)
+{
+#ifdef Py_GIL_DISABLED
+    /* Atomic loads: a store may be under way (the caller discards the result then). */
+    fh_code_extra *extra = __atomic_load_n((fh_code_extra **)&((PyCodeObject *)code)->co_extra, __ATOMIC_RELAXED);
+    return extra != NULL && index < __atomic_load_n(&extra->ce_size, __ATOMIC_RELAXED)
+               ? __atomic_load_n(&extra->ce_extras[index], __ATOMIC_RELAXED)
+               : NULL;
+#else
+    fh_code_extra *extra = (fh_code_extra *)((PyCodeObject *)code)->co_extra;
+    return extra != NULL && index < extra->ce_size ? extra->ce_extras[index] : NULL;
+#endif
+}
+
+#ifdef Py_GIL_DISABLED
+static inline void spin_pause(void)
+{
+#  if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#  elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#  endif
+}
 #endif
 
 /* The code state framehook stored on `code` (a code object), or NULL. */
 static inline void *code_extra(PyObject *code, Py_ssize_t index)
 {
-#ifndef Py_GIL_DISABLED
-    fh_code_extra *extra = (fh_code_extra *)((PyCodeObject *)code)->co_extra;
-    return extra != NULL && index < extra->ce_size ? extra->ce_extras[index] : NULL;
+#ifdef Py_GIL_DISABLED
+    for (;;) {
+        unsigned long stores = atomic_load_explicit(&fh_extra_stores, memory_order_acquire);
+        if (!(stores & 1)) {
+            void *extra = read_code_extra(code, index);
+            atomic_thread_fence(memory_order_acquire);
+            if (atomic_load_explicit(&fh_extra_stores, memory_order_relaxed) == stores) {
+                return extra;
+            }
+        }
+        spin_pause(); /* a store of framehook's is under way: it is short */
+    }
 #else
-    return fh_code_get_extra(code, index);
+    return read_code_extra(code, index);
 #endif
 }
 
-void *fh_code_get_extra(PyObject *code, Py_ssize_t index)
-{
-#ifndef Py_GIL_DISABLED
-    return code_extra(code, index);
-#else
-    void *extra = NULL;
-    EXTRA_LOCK();
-#if PY_VERSION_HEX >= 0x030C0000
-    int status = PyUnstable_Code_GetExtra(code, index, &extra);
-#else
-    int status = _PyCode_GetExtra(code, index, &extra);
-#endif
-    EXTRA_UNLOCK();
-    return status == 0 ? extra : NULL;
-#endif
-}
+void *fh_code_get_extra(PyObject *code, Py_ssize_t index) { return code_extra(code, index); }
 
-int fh_code_set_extra(PyObject *code, Py_ssize_t index, void *extra)
+void *fh_code_extra_or_store(PyObject *code, Py_ssize_t index, void *extra)
 {
+    /* Looked up and stored as one step: CPython frees a value stored over, which
+     * another thread may be using already. */
     EXTRA_LOCK();
+    void *existing = read_code_extra(code, index);
+    if (existing != NULL) {
+        EXTRA_UNLOCK();
+        return existing;
+    }
+#ifdef Py_GIL_DISABLED
+    atomic_fetch_add_explicit(&fh_extra_stores, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release); /* the count is odd before the array changes */
+#endif
 #if PY_VERSION_HEX >= 0x030C0000
     int status = PyUnstable_Code_SetExtra(code, index, extra);
 #else
     int status = _PyCode_SetExtra(code, index, extra);
 #endif
+#ifdef Py_GIL_DISABLED
+    atomic_fetch_add_explicit(&fh_extra_stores, 1, memory_order_release);
+#endif
     EXTRA_UNLOCK();
-    return status;
+    return status == 0 ? extra : NULL;
 }
 
 /* ------------------------------------------------------- frame accessors */

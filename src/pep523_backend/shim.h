@@ -145,10 +145,13 @@ void *fh_current_eval_function(void);
 void *fh_framehook_eval_function(void);
 
 /* Per-code storage (co_extra), safe on free-threaded builds. The index is per
- * interpreter. fh_code_get_extra returns NULL when nothing is stored. */
+ * interpreter. fh_code_get_extra returns NULL when nothing is stored.
+ * fh_code_extra_or_store stores `extra` unless a value is stored already, and
+ * returns the value stored now (`extra` or the earlier one), or NULL with an
+ * exception set. */
 Py_ssize_t fh_request_code_extra_index(freefunc free_extra);
 void *fh_code_get_extra(PyObject *code, Py_ssize_t index);
-int fh_code_set_extra(PyObject *code, Py_ssize_t index, void *extra);
+void *fh_code_extra_or_store(PyObject *code, Py_ssize_t index, void *extra);
 
 /* Frame accessors; all take a view that is still valid. */
 PyObject *fh_view_globals(const fh_frame_view *view);   /* borrowed */
