@@ -748,7 +748,7 @@ static PyObject *function_with_code(PyObject *function, PyCodeObject *code)
  * `new_function`, a new reference), its locals mapping and its link. All
  * slots become NULL. */
 static void reinitialise_frame(PyThreadState *tstate, fh_frame *frame, PyCodeObject *code,
-                               PyObject *new_function)
+                               PyObject *new_function, int null_locals_from)
 {
 #if PY_VERSION_HEX >= 0x030E0000
     _PyStackRef function = frame->f_funcobj;
@@ -757,7 +757,7 @@ static void reinitialise_frame(PyThreadState *tstate, fh_frame *frame, PyCodeObj
         function = PyStackRef_FromPyObjectSteal(new_function);
     }
     PyStackRef_CLOSE(frame->f_executable);
-    _PyFrame_Initialize(tstate, frame, function, frame->f_locals, code, 0, frame->previous);
+    _PyFrame_Initialize(tstate, frame, function, frame->f_locals, code, null_locals_from, frame->previous);
 #elif PY_VERSION_HEX >= 0x030C0000
     PyObject *function = frame->f_funcobj;
     if (new_function != NULL) {
@@ -769,7 +769,7 @@ static void reinitialise_frame(PyThreadState *tstate, fh_frame *frame, PyCodeObj
 #  else
     Py_DECREF(frame->f_code);
 #  endif
-    _PyFrame_Initialize(frame, (PyFunctionObject *)function, frame->f_locals, code, 0);
+    _PyFrame_Initialize(frame, (PyFunctionObject *)function, frame->f_locals, code, null_locals_from);
 #else
     if (new_function != NULL) {
         Py_SETREF(frame->f_func, (PyFunctionObject *)new_function);
@@ -777,7 +777,7 @@ static void reinitialise_frame(PyThreadState *tstate, fh_frame *frame, PyCodeObj
     Py_SETREF(frame->f_code, (PyCodeObject *)Py_NewRef(code));
     frame->prev_instr = _PyCode_CODE(code) - 1;
     frame->stacktop = code->co_nlocalsplus;
-    for (int i = 0; i < code->co_nlocalsplus; i++) {
+    for (int i = null_locals_from; i < code->co_nlocalsplus; i++) {
         frame->localsplus[i] = NULL;
     }
 #endif
@@ -803,24 +803,30 @@ static int replace_in_place(PyThreadState *tstate, fh_frame *frame, const fh_dec
         }
     }
     int nargs = total_arguments(original);
+    /* Arguments the replacement takes slot for slot stay where they are. */
     fh_slot inline_store[16];
-    fh_slot *arguments = inline_store;
-    if (nargs > 16 && (arguments = PyMem_Malloc(sizeof(fh_slot) * nargs)) == NULL) {
-        Py_XDECREF(new_function);
-        PyErr_NoMemory();
-        return -1;
+    fh_slot *arguments = NULL;
+    if (decision->arg_map != NULL) {
+        arguments = nargs <= 16 ? inline_store : PyMem_Malloc(sizeof(fh_slot) * nargs);
+        if (arguments == NULL) {
+            Py_XDECREF(new_function);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(arguments, frame->localsplus, sizeof(fh_slot) * nargs);
     }
-    memcpy(arguments, frame->localsplus, sizeof(fh_slot) * nargs);
     for (int i = nargs; i < original->co_nlocalsplus; i++) {
         slot_release(frame->localsplus[i]); /* NULL in a fresh frame */
     }
     tstate->datastack_top = base + new_size;
-    reinitialise_frame(tstate, frame, code, new_function);
-    for (int i = 0; i < nargs; i++) {
-        frame->localsplus[i] = arguments[mapped_argument(decision->arg_map, i)];
-    }
-    if (arguments != inline_store) {
-        PyMem_Free(arguments);
+    reinitialise_frame(tstate, frame, code, new_function, arguments == NULL ? nargs : 0);
+    if (arguments != NULL) {
+        for (int i = 0; i < nargs; i++) {
+            frame->localsplus[i] = arguments[mapped_argument(decision->arg_map, i)];
+        }
+        if (arguments != inline_store) {
+            PyMem_Free(arguments);
+        }
     }
     return 0;
 }
