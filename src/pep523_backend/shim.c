@@ -783,12 +783,11 @@ static void reinitialise_frame(PyThreadState *tstate, fh_frame *frame, PyCodeObj
 #endif
 }
 
-/* 0: the frame now runs `decision->code`; 1: it does not fit in place;
+/* 0: the frame now runs `code` (holding its own reference); 1: it does not fit in place;
  * -1: error (nothing changed). */
-static int replace_in_place(PyThreadState *tstate, fh_frame *frame, const fh_decision *decision)
+static int replace_in_place(PyThreadState *tstate, fh_frame *frame, PyCodeObject *code, const int *arg_map)
 {
     PyCodeObject *original = frame_code(frame);
-    PyCodeObject *code = (PyCodeObject *)decision->code;
     PyObject **base = (PyObject **)frame;
     int new_size = frame_slot_count(code);
     if (base + frame_slot_count(original) != tstate->datastack_top
@@ -806,7 +805,7 @@ static int replace_in_place(PyThreadState *tstate, fh_frame *frame, const fh_dec
     /* Arguments the replacement takes slot for slot stay where they are. */
     fh_slot inline_store[16];
     fh_slot *arguments = NULL;
-    if (decision->arg_map != NULL) {
+    if (arg_map != NULL) {
         arguments = nargs <= 16 ? inline_store : PyMem_Malloc(sizeof(fh_slot) * nargs);
         if (arguments == NULL) {
             Py_XDECREF(new_function);
@@ -822,7 +821,7 @@ static int replace_in_place(PyThreadState *tstate, fh_frame *frame, const fh_dec
     reinitialise_frame(tstate, frame, code, new_function, arguments == NULL ? nargs : 0);
     if (arguments != NULL) {
         for (int i = 0; i < nargs; i++) {
-            frame->localsplus[i] = arguments[mapped_argument(decision->arg_map, i)];
+            frame->localsplus[i] = arguments[mapped_argument(arg_map, i)];
         }
         if (arguments != inline_store) {
             PyMem_Free(arguments);
@@ -910,7 +909,7 @@ static PyObject *run_by_call(PyThreadState *tstate, fh_frame *frame, const fh_de
 static PyObject *run_replacement(PyThreadState *tstate, fh_frame *frame,
                                  _PyFrameEvalFunction next, const fh_decision *decision)
 {
-    switch (replace_in_place(tstate, frame, decision)) {
+    switch (replace_in_place(tstate, frame, (PyCodeObject *)decision->code, decision->arg_map)) {
     case 0:
         return next(tstate, frame, 0);
     case 1:
@@ -1297,6 +1296,18 @@ static FH_NOINLINE PyObject *dispatch_frame(PyThreadState *tstate, fh_frame *fra
 static FH_NOINLINE PyObject *run_remembered(PyThreadState *tstate, fh_frame *frame,
                                              _PyFrameEvalFunction next, PyObject *replacement)
 {
+#if FH_INTERP_FRAMES
+    /* The usual case, with nothing to do after the frame: it runs from here. */
+    int in_place = replace_in_place(tstate, frame, (PyCodeObject *)replacement, NULL);
+    if (in_place <= 0) {
+        Py_DECREF(replacement); /* the frame holds it, if it runs */
+        if (in_place < 0) {
+            discard_unrun_frame(tstate, frame);
+            return NULL;
+        }
+        return next(tstate, frame, 0);
+    }
+#endif
     fh_decision decision = {replacement, NULL, NULL, NULL, NULL};
     return run_decided(tstate, frame, next, &decision);
 }
