@@ -1394,7 +1394,7 @@ static FH_NOINLINE PyObject *native_chain_answered(fh_frame_view *view, _PyFrame
 
 /* A frame whose hooks are all native: they are called from here, as
  * framehook's Rust code would call them, until one does not decline. */
-static FH_NOINLINE PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
+static inline PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
                                               _PyFrameEvalFunction next, void *context,
                                               fh_native_chain *chain)
 {
@@ -1471,19 +1471,34 @@ static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, 
     }
 #endif
     if (atomic_load_explicit(&fh_disabled_thread_count, memory_order_relaxed) == 0) {
-        if (generation & FH_GENERATION_NATIVE_CHAIN) {
-            fh_native_chain *chain = native_chain_for(context, generation);
-            if (chain != NULL) {
-                return ask_native_chain(tstate, frame, next, context, chain);
-            }
-        } else {
-            PyObject *replacement = remembered_replacement(state, generation);
-            if (replacement != NULL) {
-                return run_remembered(tstate, frame, next, replacement);
-            }
+        PyObject *replacement = remembered_replacement(state, generation);
+        if (replacement != NULL) {
+            return run_remembered(tstate, frame, next, replacement);
         }
     }
     return dispatch_frame(tstate, frame, next, context);
+}
+
+/* A frame of a generation whose hooks are a native chain, when they are asked
+ * about it from here; every other case (not hooked, or asked through
+ * framehook's Rust code) is eval_frame's. */
+static FH_NOINLINE PyObject *native_chain_frame(PyThreadState *tstate, fh_frame *frame, int throwflag,
+                                                fh_chain_entry *entry, unsigned long long generation)
+{
+    fh_context_head *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
+    fh_native_chain *chain;
+    if (tstate->tracing || throwflag || !frame_is_hookable(frame)
+#if FH_C_STACK_GUARD
+        || (python_depth(tstate) > FH_STACK_CHECK_DEPTH && c_stack_exhausted())
+#endif
+#if FH_INTERP_FRAMES
+        || replacement_called(frame_code(frame))
+#endif
+        || atomic_load_explicit(&fh_disabled_thread_count, memory_order_relaxed) != 0
+        || (chain = native_chain_for(context, generation)) == NULL) {
+        return eval_frame(tstate, frame, throwflag, entry, NULL, generation);
+    }
+    return ask_native_chain(tstate, frame, next_eval(entry), context, chain);
 }
 
 /* The eval function. Its own work is the fast path of most frames: code the
@@ -1511,6 +1526,8 @@ static PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
         ) {
             return next_eval(entry)(tstate, frame, throwflag);
         }
+    } else if (generation & FH_GENERATION_NATIVE_CHAIN) {
+        return native_chain_frame(tstate, frame, throwflag, entry, generation);
     }
     return eval_frame(tstate, frame, throwflag, entry, state, generation);
 }
