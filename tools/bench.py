@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import matrix  # noqa: E402
@@ -201,13 +201,30 @@ def measure(name: str, args: argparse.Namespace) -> dict:
 # --------------------------------------------------------------------- report
 
 
-def targets_of(summaries: Dict[str, dict]) -> List[dict]:
-    """Each target of issue 7, per interpreter: the measured value, the bar, met or not."""
+def target(interpreter: str, what: str, value: float, bar: float) -> dict:
+    """One target of issue 7 on one interpreter: the measured value, the bar, met or not."""
+    return {"interpreter": interpreter, "target": what, "value": round(value, 4), "bar": round(bar, 4),
+            "met": value <= bar}
+
+
+def bar_for_h(name: str) -> int:
+    return 60 if name in ("3.9", "3.10") else 40
+
+
+def against_313(ratio_of: Callable[[str, str], Optional[float]]) -> List[dict]:
+    """3.14's ratios within 3% of 3.13's; (c) runs no framehook code, so its ratio is to (a)."""
     checks = []
+    for config in "cdefghi":
+        old, new = ratio_of("3.13", config), ratio_of("3.14", config)
+        if old and new:
+            base = "a" if config == "c" else "b"
+            checks.append(target("3.14", f"({config}) ratio to ({base}) <= 1.03 x 3.13's", new / old, 1.03))
+    return checks
 
-    def check(name, what, value, bar, met):
-        checks.append({"interpreter": name, "target": what, "value": round(value, 4), "bar": round(bar, 4), "met": met})
 
+def targets_of(summaries: Dict[str, dict]) -> List[dict]:
+    """Each target of issue 7 per interpreter, timed."""
+    checks = []
     for name, summary in summaries.items():
         configs = summary["configs"]
         if not all(config in configs for config in CORE_CONFIGS):
@@ -215,31 +232,25 @@ def targets_of(summaries: Dict[str, dict]) -> List[dict]:
         floor = {w: d["configs"]["b"]["median_s"] for w, d in summary["workloads"].items()}
         ratio_c_a = math.exp(statistics.mean(math.log(d["configs"]["c"]["median_s"] / d["configs"]["a"]["median_s"])
                                              for d in summary["workloads"].values()))
-        check(name, "(c) / (a) <= 1.01", ratio_c_a, 1.01, ratio_c_a <= 1.01)
+        checks.append(target(name, "(c) / (a) <= 1.01", ratio_c_a, 1.01))
         for config, bar in (("d", 1.05), ("e", 1.05), ("g", 1.10)):
-            ratio = configs[config]["ratio_to_floor"]
-            check(name, f"({config}) / (b) <= {bar}", ratio, bar, ratio <= bar)
+            checks.append(target(name, f"({config}) / (b) <= {bar}", configs[config]["ratio_to_floor"], bar))
         over_floor = statistics.mean((d["configs"]["h"]["median_s"] - floor[w]) / d["frames_per_iteration"] * 1e9
                                      for w, d in summary["workloads"].items())
-        bar = 60 if name in ("3.9", "3.10") else 40
-        check(name, f"(h) - (b) <= {bar} ns per call", over_floor, bar, over_floor <= bar)
+        checks.append(target(name, f"(h) - (b) <= {bar_for_h(name)} ns per call", over_floor, bar_for_h(name)))
         for kind, bar in (("callback", 0.8), ("skip", 0.2)):
             if kind in summary["paddle"]:
-                ratio = summary["paddle"][kind]["ratio"]
-                check(name, f"sot {kind}: added cost / Paddle's <= {bar}", ratio, bar, ratio <= bar)
-    if "3.13" in summaries and "3.14" in summaries:
-        def ratio(name, config):
-            # (c) runs no framehook code: its ratio is to (a), the others' to the floor.
-            configs = summaries[name]["configs"]
-            if config not in configs:
-                return None
-            return configs[config]["ratio_to_floor"] / (configs["a"]["ratio_to_floor"] if config == "c" else 1.0)
+                checks.append(target(name, f"sot {kind}: added cost / Paddle's <= {bar}",
+                                     summary["paddle"][kind]["ratio"], bar))
 
-        for config in "cdefghi":
-            old, new = ratio("3.13", config), ratio("3.14", config)
-            if old and new:
-                base = "a" if config == "c" else "b"
-                check("3.14", f"({config}) ratio to ({base}) <= 1.03 x 3.13's", new / old, 1.03, new / old <= 1.03)
+    def timed_ratio(name, config):
+        configs = summaries[name]["configs"]
+        if config not in configs:
+            return None
+        return configs[config]["ratio_to_floor"] / (configs["a"]["ratio_to_floor"] if config == "c" else 1.0)
+
+    if "3.13" in summaries and "3.14" in summaries:
+        checks += against_313(timed_ratio)
     return checks
 
 
@@ -257,32 +268,27 @@ def instruction_targets_of(counts: Dict[str, Dict[str, float]], summaries: Dict[
     for name, count in counts.items():
         for config, base, bar in (("c", "a", 1.01), ("d", "b", 1.05), ("e", "b", 1.05), ("g", "b", 1.10)):
             if config in count and base in count:
-                ratio = count[config] / count[base]
-                checks.append({"interpreter": name, "target": f"({config}) / ({base}) <= {bar}",
-                               "value": round(ratio, 4), "bar": bar, "met": ratio <= bar})
+                checks.append(target(name, f"({config}) / ({base}) <= {bar}", count[config] / count[base], bar))
         fib = summaries.get(name, {}).get("workloads", {}).get("fib")
         if fib and "h" in count and "b" in count:
             floor_ns = fib["configs"]["b"]["median_s"] / fib["frames_per_iteration"] * 1e9
             added_ns = (count["h"] - count["b"]) * floor_ns / count["b"]
-            bar = 60 if name in ("3.9", "3.10") else 40
-            checks.append({"interpreter": name, "target": f"(h) - (b) <= {bar} ns per call (instructions x ns each)",
-                           "value": round(added_ns, 2), "bar": bar, "met": added_ns <= bar})
+            checks.append(target(name, f"(h) - (b) <= {bar_for_h(name)} ns per call (instructions x ns each)",
+                                 added_ns, bar_for_h(name)))
             # Paddle's own cost stays timed: under callgrind its background threads count too.
             for kind, bar in (("callback", 0.8), ("skip", 0.2)):
                 paddle = summaries[name].get("paddle", {}).get(kind)
                 if paddle and f"sot-{kind}" in count:
                     ours_ns = (count[f"sot-{kind}"] - count["a"]) * floor_ns / count["b"]
-                    ratio = ours_ns / paddle["paddle_ns"]
-                    checks.append({"interpreter": name,
-                                   "target": f"sot {kind}: added cost (instructions x ns each) / Paddle's <= {bar}",
-                                   "value": round(ratio, 4), "bar": bar, "met": ratio <= bar})
+                    checks.append(target(name, f"sot {kind}: added cost (instructions x ns each) / Paddle's <= {bar}",
+                                         ours_ns / paddle["paddle_ns"], bar))
+
+    def counted_ratio(name, config):
+        base = "a" if config == "c" else "b"
+        return counts[name][config] / counts[name][base] if config in counts[name] else None
+
     if "3.13" in counts and "3.14" in counts:
-        for config in "cdefghi":
-            base = "a" if config == "c" else "b"  # (c) runs no framehook code
-            old, new = (counts[n][config] / counts[n][base] if config in counts[n] else None for n in ("3.13", "3.14"))
-            if old and new:
-                checks.append({"interpreter": "3.14", "target": f"({config}) ratio to ({base}) <= 1.03 x 3.13's",
-                               "value": round(new / old, 4), "bar": 1.03, "met": new / old <= 1.03})
+        checks += against_313(counted_ratio)
     return checks
 
 
