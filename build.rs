@@ -1,5 +1,7 @@
-//! Compiles the CPython-internals shim (`src/pep523_backend/shim.c`) against the
-//! internal headers of the interpreter this module is being built for.
+//! Compiles the CPython-internals shim (the C files of `src/pep523_backend/`)
+//! against the internal headers of the interpreter this module is being built
+//! for. `testing.c` (test and bench eval functions) only with the `testing`
+//! feature.
 //!
 //! The interpreter is the one PyO3 builds for (`PYO3_PYTHON`, set by maturin, or
 //! `python3`). The script re-runs whenever that choice or the interpreter itself
@@ -16,9 +18,22 @@ print(sysconfig.get_paths()['include'])
 print(sys.executable)
 ";
 
+const SHIM_DIR: &str = "src/pep523_backend";
+/// The shim's C files, by concern (see `contract.h` and `shim_internal.h`).
+const SHIM_FILES: &[&str] = &[
+    "eval.c",
+    "native_chain.c",
+    "replace.c",
+    "observe.c",
+    "frame_view.c",
+    "code_extra.c",
+    "stack_guard.c",
+    "layout_frame.c",
+    "contract_layout.c",
+];
+
 fn main() {
-    println!("cargo:rerun-if-changed=src/pep523_backend/shim.c");
-    println!("cargo:rerun-if-changed=src/pep523_backend/shim.h");
+    println!("cargo:rerun-if-changed={SHIM_DIR}");
     println!("cargo:rerun-if-changed=src/hookapi/capi_layout.c");
     println!("cargo:rerun-if-changed=python/framehook/include/framehook.h");
     println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
@@ -43,10 +58,7 @@ fn main() {
 
     // Re-run when the interpreter binary or its configuration is replaced in place.
     println!("cargo:rerun-if-changed={executable}");
-    println!(
-        "cargo:rerun-if-changed={}",
-        include.join("pyconfig.h").display()
-    );
+    println!("cargo:rerun-if-changed={}", include.join("pyconfig.h").display());
     let internal = include.join("internal");
     assert!(
         internal.is_dir(),
@@ -55,8 +67,15 @@ fn main() {
         internal.display()
     );
 
-    cc::Build::new()
-        .file("src/pep523_backend/shim.c")
+    let testing = env::var_os("CARGO_FEATURE_TESTING").is_some();
+    let mut build = cc::Build::new();
+    build.files(SHIM_FILES.iter().map(|file| PathBuf::from(SHIM_DIR).join(file)));
+    if testing {
+        build
+            .file(PathBuf::from(SHIM_DIR).join("testing.c"))
+            .define("FH_TESTING", None);
+    }
+    build
         // The published C API header: the shim shares its event numbers, and
         // capi_layout.c lets a test compare the header's structs with Rust's.
         .file("src/hookapi/capi_layout.c")

@@ -33,54 +33,72 @@ fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(info)
 }
 
-/// Test and diagnostic helpers, not part of the stable API.
+/// Test and bench helpers, built with the `testing` feature only (the test and
+/// bench builds turn it on; a user's `pip install .` does not ship them).
+#[cfg(feature = "testing")]
 mod testing {
     use pyo3::prelude::*;
 
-    use crate::pep523_backend::{self, foreign_for_tests};
+    use crate::pep523_backend::testing as backend;
 
     /// (current eval function address, framehook's eval function address).
     #[pyfunction]
     pub fn _eval_functions(py: Python<'_>) -> (usize, usize) {
-        pep523_backend::eval_function_addresses(py)
+        backend::eval_function_addresses(py)
     }
 
     #[pyfunction]
     pub fn _is_installed(py: Python<'_>) -> bool {
-        pep523_backend::is_installed(py)
+        backend::is_installed(py)
     }
 
     /// Installs a pass-through eval function standing for another PEP 523 tool.
     #[pyfunction]
     pub fn _foreign_install(py: Python<'_>) -> bool {
-        foreign_for_tests::install(py)
+        backend::foreign_install(py)
     }
 
     #[pyfunction]
     pub fn _foreign_uninstall(py: Python<'_>) -> bool {
-        foreign_for_tests::uninstall(py)
+        backend::foreign_uninstall(py)
     }
 
     #[pyfunction]
     pub fn _foreign_calls() -> u64 {
-        foreign_for_tests::calls()
+        backend::foreign_calls()
     }
 
     #[pyfunction]
     pub fn _foreign_address() -> usize {
-        foreign_for_tests::address()
+        backend::foreign_address()
     }
 
-    /// Bench-only: installs the bare pass-through eval function (the floor
-    /// benchmarks compare framehook with); false if it was installed already.
+    /// Installs the bare pass-through eval function (the floor benchmarks
+    /// compare framehook with); false if it was installed already.
     #[pyfunction]
     pub fn _bench_floor_install(py: Python<'_>) -> PyResult<bool> {
-        pep523_backend::floor_for_bench::install(py)
+        backend::floor_install(py)
     }
 
     #[pyfunction]
     pub fn _bench_floor_uninstall(py: Python<'_>) -> bool {
-        pep523_backend::floor_for_bench::uninstall(py)
+        backend::floor_uninstall(py)
+    }
+
+    pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add_function(wrap_pyfunction!(_eval_functions, m)?)?;
+        m.add_function(wrap_pyfunction!(_is_installed, m)?)?;
+        m.add_function(wrap_pyfunction!(_foreign_install, m)?)?;
+        m.add_function(wrap_pyfunction!(_foreign_uninstall, m)?)?;
+        m.add_function(wrap_pyfunction!(_foreign_calls, m)?)?;
+        m.add_function(wrap_pyfunction!(_foreign_address, m)?)?;
+        m.add_function(wrap_pyfunction!(_bench_floor_install, m)?)?;
+        m.add_function(wrap_pyfunction!(_bench_floor_uninstall, m)?)?;
+        m.add_function(wrap_pyfunction!(capi::_capi_add, m)?)?;
+        m.add_function(wrap_pyfunction!(capi::_capi_remove, m)?)?;
+        m.add_function(wrap_pyfunction!(capi::_capi_set_enabled, m)?)?;
+        m.add_function(wrap_pyfunction!(capi::_capi_counts, m)?)?;
+        Ok(())
     }
 
     /// Exercises the C API table directly, as a C caller would, to test how it
@@ -178,8 +196,14 @@ mod testing {
                     (None, false) => silent_declining_hook as _,
                 }),
                 observe: None,
-                user_data: fail_for.as_ref().map_or(ptr::null_mut(), |code| code.clone().into_ptr().cast()),
-                free_user_data: Some(if fail_for.is_some() { release_code } else { count_free }),
+                user_data: fail_for
+                    .as_ref()
+                    .map_or(ptr::null_mut(), |code| code.clone().into_ptr().cast()),
+                free_user_data: Some(if fail_for.is_some() {
+                    release_code
+                } else {
+                    count_free
+                }),
                 cache: 0,
                 on_error,
             };
@@ -203,11 +227,7 @@ mod testing {
         }
 
         #[pyfunction]
-        pub fn _capi_set_enabled(
-            py: Python<'_>,
-            handle: Bound<'_, PyAny>,
-            enabled: bool,
-        ) -> PyResult<()> {
+        pub fn _capi_set_enabled(py: Python<'_>, handle: Bound<'_, PyAny>, enabled: bool) -> PyResult<()> {
             // SAFETY: attached; the object is alive.
             status(py, unsafe {
                 (API.set_enabled)(handle.as_ptr(), c_int::from(enabled))
@@ -217,10 +237,7 @@ mod testing {
         /// (hook function calls, free_user_data calls) so far.
         #[pyfunction]
         pub fn _capi_counts() -> (u64, u64) {
-            (
-                HOOK_CALLS.load(Ordering::Relaxed),
-                FREED.load(Ordering::Relaxed),
-            )
+            (HOOK_CALLS.load(Ordering::Relaxed), FREED.load(Ordering::Relaxed))
         }
     }
 }
@@ -254,17 +271,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
             py.get_type::<hookapi::frame::Frame>(),
         ],
     )?;
-    m.add_function(wrap_pyfunction!(testing::_eval_functions, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_is_installed, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_foreign_install, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_foreign_uninstall, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_foreign_calls, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_foreign_address, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_bench_floor_install, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::_bench_floor_uninstall, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::capi::_capi_add, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::capi::_capi_remove, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::capi::_capi_set_enabled, m)?)?;
-    m.add_function(wrap_pyfunction!(testing::capi::_capi_counts, m)?)?;
+    #[cfg(feature = "testing")]
+    testing::register(m)?;
     Ok(())
 }

@@ -52,10 +52,7 @@ fn instances_keep_their_type(py: Python<'_>) -> PyResult<bool> {
 
 /// Gives each of `classes` a `tp_dealloc` that also releases the type, if PyO3's does not.
 /// Call once the classes exist and before any other thread can use them (module init).
-pub(crate) fn release_types_on_dealloc(
-    py: Python<'_>,
-    classes: &[Bound<'_, PyType>],
-) -> PyResult<()> {
+pub(crate) fn release_types_on_dealloc(py: Python<'_>, classes: &[Bound<'_, PyType>]) -> PyResult<()> {
     if ORIGINAL_DEALLOCS.get().is_some() || !instances_keep_their_type(py)? {
         return Ok(()); // already patched (module initialised again), or nothing to fix
     }

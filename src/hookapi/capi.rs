@@ -11,29 +11,17 @@ use pyo3::prelude::*;
 
 use super::python::HookHandle;
 use super::registry::{Hook, NativeData, Observer, OnError, Registry, Transform};
-use crate::pep523_backend::{FrameView, RawFrameView};
+use crate::pep523_backend::{FrameView, NativeFrameRaw};
 
-/// What a native hook function receives as its `framehook_frame`; laid out as
-/// `fh_native_frame` (shim.h), which the eval function builds itself for chains
-/// of native hooks it calls directly.
-#[repr(C)]
-pub(crate) struct NativeFrame {
-    view: RawFrameView,
-    current: *mut pyo3::ffi::PyObject,
-    original: *mut pyo3::ffi::PyObject,
-}
+/// What a native hook function receives as its `framehook_frame`: the
+/// contract's `fh_native_frame`, which the eval function also builds itself
+/// for chains of native hooks it calls directly.
+#[repr(transparent)]
+pub(crate) struct NativeFrame(NativeFrameRaw);
 
 impl NativeFrame {
-    pub fn new(
-        view: &FrameView<'_>,
-        current: &Bound<'_, PyAny>,
-        original: &Bound<'_, PyAny>,
-    ) -> Self {
-        Self {
-            view: view.as_raw(),
-            current: current.as_ptr(),
-            original: original.as_ptr(),
-        }
+    pub fn new(view: &FrameView<'_>, current: &Bound<'_, PyAny>, original: &Bound<'_, PyAny>) -> Self {
+        Self(view.native_frame(current, original))
     }
 
     pub fn as_ffi(&self) -> *const framehook_frame {
@@ -41,7 +29,8 @@ impl NativeFrame {
     }
 
     /// # Safety
-    /// `frame` must be what [`NativeFrame::as_ffi`] gave a hook function that is still running.
+    /// `frame` must be what a hook function that is still running was given
+    /// (by [`NativeFrame::as_ffi`] or by the eval function).
     unsafe fn from_ffi<'a>(frame: *const framehook_frame) -> &'a Self {
         // SAFETY: guaranteed by the caller.
         unsafe { &*frame.cast::<Self>() }
@@ -50,7 +39,15 @@ impl NativeFrame {
     fn view(&self) -> FrameView<'_> {
         // SAFETY: a NativeFrame only exists while its frame is being dispatched,
         // on the thread that made it (the hook function's call).
-        unsafe { FrameView::from_raw(self.view) }
+        unsafe { FrameView::from_upcall(self.0.view) }
+    }
+
+    fn current(&self) -> *mut pyo3::ffi::PyObject {
+        self.0.current
+    }
+
+    fn original(&self) -> *mut pyo3::ffi::PyObject {
+        self.0.original
     }
 }
 
@@ -137,9 +134,7 @@ unsafe fn add_hook_from_spec<'py>(
     ));
     if let Err(err) = registry.add(py, std::sync::Arc::clone(&hook)) {
         // The registry holds no reference after a failed add: the user data is the caller's again.
-        if let Some(data) =
-            std::sync::Arc::get_mut(&mut hook).and_then(|hook| hook.native_data.as_mut())
-        {
+        if let Some(data) = std::sync::Arc::get_mut(&mut hook).and_then(|hook| hook.native_data.as_mut()) {
             data.disown();
         }
         return Err(err);
@@ -191,14 +186,12 @@ unsafe extern "C" fn set_enabled(handle: *mut pyo3::ffi::PyObject, enabled: c_in
 
 unsafe extern "C" fn frame_code(frame: *const framehook_frame) -> *mut pyo3::ffi::PyObject {
     // SAFETY: hook functions pass the frame they received, during their call.
-    unsafe { NativeFrame::from_ffi(frame) }.current
+    unsafe { NativeFrame::from_ffi(frame) }.current()
 }
 
-unsafe extern "C" fn frame_original_code(
-    frame: *const framehook_frame,
-) -> *mut pyo3::ffi::PyObject {
+unsafe extern "C" fn frame_original_code(frame: *const framehook_frame) -> *mut pyo3::ffi::PyObject {
     // SAFETY: as for frame_code.
-    unsafe { NativeFrame::from_ffi(frame) }.original
+    unsafe { NativeFrame::from_ffi(frame) }.original()
 }
 
 unsafe extern "C" fn frame_globals(frame: *const framehook_frame) -> *mut pyo3::ffi::PyObject {

@@ -2,7 +2,7 @@
 //! the answers of `cache=True` hooks, and the checked replacements with their
 //! argument maps. Freed with the code object.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -82,39 +82,32 @@ pub(crate) enum FinalDecision {
     Run(Arc<Plan>),
 }
 
-/// Laid out with the head the eval function reads first.
+/// What co_extra points to: the eval function reads it as its contract's
+/// `fh_code_state_head`, so the head comes first (checked below).
 #[derive(Default)]
 #[repr(C)]
 pub(crate) struct CodeState {
-    /// The generation in which the whole chain decided to run the original
-    /// (0: none), read without the lock, by the eval function too.
+    /// The chain's decisions remembered for the whole code, read without the
+    /// lock, by the eval function too.
     head: CodeStateHead,
     inner: Mutex<Inner>,
 }
 
-/// co_extra free function: runs when the code object is deallocated.
-pub(crate) unsafe extern "C" fn free_code_state(state: *mut c_void) {
-    if state.is_null() {
-        return;
-    }
-    // SAFETY: `state` came from `Box::into_raw` in `CodeState::of`, and CPython
-    // calls this once, from a thread attached to the interpreter.
-    drop(unsafe { Box::from_raw(state.cast::<CodeState>()) });
-}
+const _: () = assert!(std::mem::offset_of!(CodeState, head) == 0);
 
 impl CodeState {
     /// The state stored on `code`, if any. It lives as long as the code.
     #[inline]
     pub fn existing<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> Option<&'c CodeState> {
-        // SAFETY: the registry's slot holds boxed CodeStates only (see `free_code_state`),
-        // and the caller keeps the code alive.
-        unsafe { registry.code_extra.boxed(code) }
+        // SAFETY: callers keep the code alive while they use its state (the frame
+        // being dispatched holds it).
+        unsafe { registry.code_states.get(code) }
     }
 
     /// The state stored on `code`, created on first use. It lives as long as the code.
     pub fn of<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeState> {
         // SAFETY: as in `existing`.
-        unsafe { registry.code_extra.boxed_or_default(code) }
+        unsafe { registry.code_states.get_or_default(code) }
     }
 
     /// The chain's decision remembered for `generation`, if any.
@@ -201,11 +194,7 @@ impl CodeState {
     /// The plan for running `replacement` instead of the original, if checked before.
     pub fn plan(&self, replacement: &Bound<'_, PyAny>) -> Option<Arc<Plan>> {
         let inner = self.inner.lock();
-        inner
-            .plans
-            .iter()
-            .find(|plan| plan.code.is(replacement))
-            .cloned()
+        inner.plans.iter().find(|plan| plan.code.is(replacement)).cloned()
     }
 
     pub fn remember_plan(&self, plan: Arc<Plan>) {

@@ -1,5 +1,5 @@
 //! Checking that a replacement code object can run with the original's frame
-//! (DESIGN §3), and mapping its argument slots by name.
+//! (see the README's API rules), and mapping its argument slots by name.
 
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -46,9 +46,7 @@ impl<'py> Signature<'py> {
     }
 
     fn kind(&self) -> &'static str {
-        match self.flags
-            & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
-        {
+        match self.flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE) {
             0 if self.flags & CO_OPTIMIZED == 0 => "a module or class body",
             0 => "a plain function",
             CO_GENERATOR => "a generator function",
@@ -87,11 +85,7 @@ pub(crate) fn check(
     let new = Signature::of(replacement)?;
     for (field, old_value, new_value) in [
         ("co_argcount", old.argcount, new.argcount),
-        (
-            "co_posonlyargcount",
-            old.posonlyargcount,
-            new.posonlyargcount,
-        ),
+        ("co_posonlyargcount", old.posonlyargcount, new.posonlyargcount),
         ("co_kwonlyargcount", old.kwonlyargcount, new.kwonlyargcount),
     ] {
         if old_value != new_value {
@@ -140,10 +134,7 @@ fn argument_map(old: &Signature<'_>, new: &Signature<'_>) -> PyResult<Option<Arc
     if old_names == new_names {
         return Ok(None);
     }
-    let mut groups = vec![
-        0..old.argcount,
-        old.argcount..old.argcount + old.kwonlyargcount,
-    ];
+    let mut groups = vec![0..old.argcount, old.argcount..old.argcount + old.kwonlyargcount];
     groups.extend((old.argcount + old.kwonlyargcount..slots).map(|i| i..i + 1));
     let mut map = vec![0 as c_int; slots];
     for group in groups {

@@ -16,7 +16,7 @@ use super::compat;
 use super::frame::Frame;
 use super::registry::{Generation, Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
-use crate::pep523_backend::{self, FrameView, RawDecision, TracingSuspended};
+use crate::pep523_backend::{self, Context, Decision as RawDecision, FrameView, TracingSuspended};
 
 // Hooks and observers run inside a `TracingSuspended`, as trace functions do:
 // the eval function passes the frames they start through unhooked.
@@ -85,10 +85,7 @@ fn decision(
     // The plan keeps the argument map alive until the eval function releases it.
     let (arg_map, arg_map_owner) = match &plan.arg_map {
         None => (ptr::null(), ptr::null_mut()),
-        Some(map) => (
-            map.as_ptr(),
-            Arc::into_raw(Arc::clone(plan)).cast_mut().cast(),
-        ),
+        Some(map) => (map.as_ptr(), Arc::into_raw(Arc::clone(plan)).cast_mut().cast()),
     };
     RawDecision {
         code: plan.code.bind(py).into_ptr(),
@@ -115,10 +112,20 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
             .and_then(|state| state.final_decision(generation.number()));
         match remembered {
             Some(FinalDecision::RunOriginal) => {
-                return Ok(decision(py, None, observers_token(registry, generation), ptr::null_mut()))
+                return Ok(decision(
+                    py,
+                    None,
+                    observers_token(registry, generation),
+                    ptr::null_mut(),
+                ))
             }
             Some(FinalDecision::Run(plan)) => {
-                return Ok(decision(py, Some(&plan), observers_token(registry, generation), ptr::null_mut()))
+                return Ok(decision(
+                    py,
+                    Some(&plan),
+                    observers_token(registry, generation),
+                    ptr::null_mut(),
+                ))
             }
             None => {}
         }
@@ -144,23 +151,56 @@ pub(crate) fn on_native_rest(
     returned: PyResult<Option<Bound<'_, PyAny>>>,
 ) -> PyResult<RawDecision> {
     // SAFETY: the eval function retains the chain, whose links own these hooks, for the call.
-    let hooks: Vec<&Hook> = owners.iter().map(|owner| unsafe { &*owner.cast::<Hook>() }).collect();
+    let hooks: Vec<&Hook> = owners
+        .iter()
+        .map(|owner| unsafe { &*owner.cast::<Hook>() })
+        .collect();
     // SAFETY: as in on_frame.
     let registry = unsafe { Registry::from_context(view.context()) };
     let original = view.code(py).to_owned();
     // A native chain is published for a generation nobody observes.
-    let mut chain = Chain::new(py, view, registry, original.clone(), registry.generation().number());
+    let mut chain = Chain::new(
+        py,
+        view,
+        registry,
+        original.clone(),
+        registry.generation().number(),
+    );
     chain.tracing = Some(TracingSuspended::enter_for(view));
-    let outcome = chain.settle(hooks[index], &original, returned).and_then(|answer| {
-        let (current, plan) = answer.unwrap_or((original, None));
-        chain.run(hooks[index + 1..].iter().copied(), current, plan)
-    });
+    let outcome = chain
+        .settle(hooks[index], &original, returned)
+        .and_then(|answer| {
+            let (current, plan) = answer.unwrap_or((original, None));
+            chain.run(hooks[index + 1..].iter().copied(), current, plan)
+        });
     chain.decide(outcome, ptr::null_mut())
 }
 
+/// What a native hook function's call returned: its replacement (None: it
+/// declined), or its failure. The one reading of the C API's calling
+/// convention, whether the hook was called here or by the eval function.
+///
+/// # Safety
+/// `status` and `replacement` are what a hook function just returned and set:
+/// on success a new reference or NULL; on failure (< 0) an exception is set.
+pub(crate) unsafe fn native_answer<'py>(
+    py: Python<'py>,
+    status: c_int,
+    replacement: *mut pyo3::ffi::PyObject,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if status < 0 {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: guaranteed by the caller.
+    Ok(unsafe { Bound::from_owned_ptr_or_opt(py, replacement) })
+}
+
 /// Releases a hook a native chain's link owned.
-pub(crate) fn release_native_owner(owner: *const c_void) {
-    // SAFETY: `owner` came from `Arc::into_raw` of a Hook when the chain was made.
+///
+/// # Safety
+/// `owner` comes from a link made by `Registry`'s native chains; released once.
+pub(crate) unsafe fn release_native_owner(owner: *const c_void) {
+    // SAFETY: guaranteed by the caller: `Arc::into_raw` of a Hook when the chain was made.
     drop(unsafe { Arc::from_raw(owner.cast::<Hook>()) });
 }
 
@@ -185,18 +225,21 @@ pub(crate) unsafe fn finish(py: Python<'_>, after_frame: *mut c_void) {
 }
 
 /// Releases what a decision kept alive for the eval function.
-pub(crate) fn release(owner: *mut c_void) {
-    // SAFETY: `owner` came from `Arc::into_raw` of a Plan in `on_frame`.
+///
+/// # Safety
+/// `owner` is a decision's `arg_map_owner`; released once.
+pub(crate) unsafe fn release(owner: *mut c_void) {
+    // SAFETY: guaranteed by the caller: `Arc::into_raw` of a Plan in `decision`.
     drop(unsafe { Arc::from_raw(owner.cast_const().cast::<Plan>()) });
 }
 
 /// Who observes a frame that passes through unhooked (a resumed generator, a
 /// thrown-in frame): an observer set token, or NULL.
-pub(crate) fn passthrough_observers(_py: Python<'_>, context: *const c_void) -> *mut c_void {
+pub(crate) fn passthrough_observers(_py: Python<'_>, context: &Context) -> *mut c_void {
     if disabled_here() {
         return ptr::null_mut();
     }
-    // SAFETY: the context comes from the eval function, installed with this registry.
+    // SAFETY: the context comes from the eval function, installed by a registry.
     let registry = unsafe { Registry::from_context(context) };
     observers_token(registry, registry.generation())
 }
@@ -225,8 +268,8 @@ pub(crate) unsafe fn observe(
     for hook in &set.hooks {
         match &hook.observer {
             Some(Observer::Native(observe)) => {
-                // SAFETY: attached; user data and a live borrowed code, as the C API promises.
                 let original = original.map_or(ptr::null_mut(), |original| original.as_ptr());
+                // SAFETY: attached; user data and a live borrowed code, as the C API promises.
                 unsafe { observe(hook.user_data(), event, code.as_ptr(), original) };
                 if let Some(err) = PyErr::take(py) {
                     err.write_unraisable(py, Some(&hook_description(py, hook)));
@@ -247,8 +290,7 @@ pub(crate) unsafe fn observe(
 }
 
 fn hook_description<'py>(py: Python<'py>, hook: &Hook) -> Bound<'py, PyAny> {
-    pyo3::types::PyString::new(py, &format!("framehook observer of hook {:?}", hook.name))
-        .into_any()
+    pyo3::types::PyString::new(py, &format!("framehook observer of hook {:?}", hook.name)).into_any()
 }
 
 /// Releases an observer set token.
@@ -319,7 +361,8 @@ impl<'a, 'py> Chain<'a, 'py> {
         };
         let plan = replacement.map(|(_, plan)| plan);
         if self.holds_for_the_code && after.is_empty() {
-            self.state()?.store_final_decision(self.py, self.generation, plan.as_ref());
+            self.state()?
+                .store_final_decision(self.py, self.generation, plan.as_ref());
         }
         let after_frame = if after.is_empty() {
             ptr::null_mut()
@@ -430,9 +473,9 @@ impl<'a, 'py> Chain<'a, 'py> {
         let checked = match returned {
             Ok(None) => Ok(None),
             Ok(Some(returned)) if returned.is(current) => Ok(None),
-            Ok(Some(returned)) if returned.is_instance_of::<PyCode>() => self
-                .plan_for(hook, &returned)
-                .map(|plan| Some((returned, plan))),
+            Ok(Some(returned)) if returned.is_instance_of::<PyCode>() => {
+                self.plan_for(hook, &returned).map(|plan| Some((returned, plan)))
+            }
             Ok(Some(returned)) => Err(PyTypeError::new_err(format!(
                 "frame hook {:?} must return a code object or None, not {}",
                 hook.name,
@@ -442,9 +485,7 @@ impl<'a, 'py> Chain<'a, 'py> {
         };
         let answer = match checked {
             Ok(answer) => answer,
-            Err(err)
-                if hook.on_error == OnError::Log && err.is_instance_of::<PyException>(self.py) =>
-            {
+            Err(err) if hook.on_error == OnError::Log && err.is_instance_of::<PyException>(self.py) => {
                 log_hook_error(self.py, hook, &self.original, err);
                 None
             }
@@ -470,21 +511,16 @@ impl<'a, 'py> Chain<'a, 'py> {
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let frame = NativeFrame::new(self.view, current, &self.original);
         let mut replacement = ptr::null_mut();
-        // SAFETY: attached; the frame and its objects stay alive during the call, as the C API promises.
-        let status = unsafe { function(hook.user_data(), frame.as_ffi(), &mut replacement) };
-        if status < 0 {
-            return Err(PyErr::fetch(self.py));
+        // SAFETY: attached; the frame and its objects stay alive during the call, as the
+        // C API promises; what the call returned is read as the C API says.
+        unsafe {
+            let status = function(hook.user_data(), frame.as_ffi(), &mut replacement);
+            native_answer(self.py, status, replacement)
         }
-        // SAFETY: on success the hook returned a new reference or left NULL (declined).
-        Ok(unsafe { Bound::from_owned_ptr_or_opt(self.py, replacement) })
     }
 
     /// The checked plan for running `replacement`; None if it is the original.
-    fn plan_for(
-        &mut self,
-        hook: &Hook,
-        replacement: &Bound<'py, PyAny>,
-    ) -> PyResult<Option<Arc<Plan>>> {
+    fn plan_for(&mut self, hook: &Hook, replacement: &Bound<'py, PyAny>) -> PyResult<Option<Arc<Plan>>> {
         if replacement.is(&self.original) {
             return Ok(None);
         }
@@ -504,9 +540,7 @@ impl<'a, 'py> Chain<'a, 'py> {
 
 fn log_hook_error(py: Python<'_>, hook: &Hook, code: &Bound<'_, PyAny>, err: PyErr) {
     let logged = (|| -> PyResult<()> {
-        let logger = py
-            .import("logging")?
-            .call_method1("getLogger", ("framehook",))?;
+        let logger = py.import("logging")?.call_method1("getLogger", ("framehook",))?;
         let kwargs = pyo3::types::PyDict::new(py);
         kwargs.set_item("exc_info", err.value(py))?;
         logger.call_method(

@@ -1,4 +1,4 @@
-//! The Python face of the API (DESIGN §3): `add_frame_hook`, `remove_frame_hook`,
+//! The Python face of the API (the README's "The Python API"): `add_frame_hook`, `remove_frame_hook`,
 //! `clear_frame_hooks`, `frame_hooks`, `HookHandle`, `disabled`.
 
 use std::sync::Arc;
@@ -195,8 +195,10 @@ pub fn add_frame_hook(
 
 /// Whether `candidate` is the callable `hook` was registered with (as hook or observer).
 fn registered_with(py: Python<'_>, hook: &Hook, candidate: &Bound<'_, PyAny>) -> bool {
-    let is_hook = matches!(&hook.transform, Some(Transform::Python(callable)) if callable.bind(py).is(candidate));
-    let is_observer = matches!(&hook.observer, Some(Observer::Python(callable)) if callable.bind(py).is(candidate));
+    let is_hook =
+        matches!(&hook.transform, Some(Transform::Python(callable)) if callable.bind(py).is(candidate));
+    let is_observer =
+        matches!(&hook.observer, Some(Observer::Python(callable)) if callable.bind(py).is(candidate));
     is_hook || is_observer
 }
 

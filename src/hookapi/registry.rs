@@ -12,7 +12,9 @@ use pyo3::prelude::*;
 
 use framehook_capi::ffi as capi_ffi;
 
-use crate::pep523_backend::{self, CodeExtraSlot, ContextHead, NativeLink, Uninstalled};
+use super::code_state::CodeState;
+use super::per_code::PerCode;
+use crate::pep523_backend::{self, Context, NativeLink, Uninstalled};
 
 /// What to do when a hook raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,7 +170,9 @@ fn native_chain(hooks: &[Arc<Hook>]) -> Option<Vec<NativeLink>> {
         .iter()
         .filter(|hook| hook.enabled())
         .map(|hook| match hook.transform {
-            Some(Transform::Native(function)) if !hook.cache && hook.observer.is_none() => Some((function, hook)),
+            Some(Transform::Native(function)) if !hook.cache && hook.observer.is_none() => {
+                Some((function, hook))
+            }
             _ => None,
         })
         .collect::<Option<Vec<_>>>()?;
@@ -192,9 +196,9 @@ fn native_chain(hooks: &[Arc<Hook>]) -> Option<Vec<NativeLink>> {
 pub struct Generation(u64);
 
 impl Generation {
-    const OBSERVING: u64 = ContextHead::OBSERVING;
-    const NATIVE_CHAIN: u64 = ContextHead::NATIVE_CHAIN;
-    const STEP: u64 = 4;
+    const OBSERVING: u64 = pep523_backend::GENERATION_OBSERVING;
+    const NATIVE_CHAIN: u64 = pep523_backend::GENERATION_NATIVE_CHAIN;
+    const STEP: u64 = pep523_backend::GENERATION_STEP;
 
     /// A number no other generation of the registry has.
     pub fn number(self) -> u64 {
@@ -206,9 +210,7 @@ impl Generation {
     }
 
     fn next(self, hooks: &[Arc<Hook>], native_chain: bool) -> Self {
-        let observing = hooks
-            .iter()
-            .any(|hook| hook.enabled() && hook.observer.is_some());
+        let observing = hooks.iter().any(|hook| hook.enabled() && hook.observer.is_some());
         let number = (self.0 | (Self::STEP - 1)) + 1;
         Self(
             number
@@ -219,18 +221,18 @@ impl Generation {
 }
 
 /// The hooks of one interpreter, in call order. Never freed: the eval function
-/// holds a plain pointer to its interpreter's registry, and reads its head.
-#[repr(C)]
+/// holds a plain pointer to its interpreter's registry's context.
 pub struct Registry {
-    /// The generation (a [`Generation`]; readers load it before the hooks,
-    /// writers store it after) and where code states are.
-    head: ContextHead,
+    /// What the eval function reads: the generation (a [`Generation`]; readers
+    /// load it before the hooks, writers store it after), where code states
+    /// are, the native chain, and the upcalls into this layer.
+    head: Context,
     interpreter: usize,
     hooks: ArcSwap<Vec<Arc<Hook>>>,
     /// The enabled observing hooks; None when there are none.
     observers: ArcSwapOption<ObserverSet>,
     writer: Mutex<()>,
-    pub(crate) code_extra: CodeExtraSlot,
+    pub(crate) code_states: PerCode<CodeState>,
 }
 
 /// All interpreters' registries; replaced wholesale (rarely), read lock-free.
@@ -257,15 +259,14 @@ impl Registry {
         if let Some(registry) = Self::current(py) {
             return Ok(registry);
         }
-        let code_extra =
-            CodeExtraSlot::request(py, crate::hookapi::code_state::free_code_state)?;
+        let code_states = PerCode::<CodeState>::request(py)?;
         let registry = Arc::new(Registry {
-            head: ContextHead::new(Generation::STEP, code_extra.index()),
+            head: Context::new(Generation::STEP, code_states.index(), &super::upcalls::UPCALLS),
             interpreter: pep523_backend::current_interpreter(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             observers: ArcSwapOption::empty(),
             writer: Mutex::new(()),
-            code_extra,
+            code_states,
         });
         let mut all = Vec::clone(&REGISTRIES.load());
         all.push(Arc::clone(&registry));
@@ -273,15 +274,16 @@ impl Registry {
         Ok(registry)
     }
 
-    /// The registry the eval function was installed with.
+    /// The registry whose context the eval function was installed with.
     ///
     /// # Safety
-    /// `context` must come from a [`FrameView`](crate::pep523_backend::FrameView)
-    /// of an interpreter whose registry installed the eval function.
+    /// `context` must be one the eval function passed (a registry's `head`).
     #[inline]
-    pub unsafe fn from_context<'a>(context: *const c_void) -> &'a Registry {
-        // SAFETY: `add` installs the eval function with its registry, which is never freed.
-        unsafe { &*context.cast::<Registry>() }
+    pub unsafe fn from_context(context: &Context) -> &Registry {
+        let head = std::mem::offset_of!(Registry, head);
+        // SAFETY: `add` installs the eval function with its registry's `head`, and
+        // registries are never freed: the registry is `head`'s offset before it.
+        unsafe { &*std::ptr::from_ref(context).byte_sub(head).cast::<Registry>() }
     }
 
     /// The hooks in call order (a snapshot). Load the generation first.
@@ -318,8 +320,8 @@ impl Registry {
             let _writer = self.writer.lock();
             let current = self.hooks.load_full();
             if current.is_empty() {
-                // SAFETY: a registry starts with a ContextHead and is never freed.
-                unsafe { pep523_backend::install(py, std::ptr::from_ref(self).cast()) }?;
+                // SAFETY: registries are never freed, nor moved out of their Arc.
+                unsafe { pep523_backend::install(py, &self.head) }?;
             }
             let mut hooks = Vec::clone(&current);
             hooks.push(hook);
@@ -340,11 +342,7 @@ impl Registry {
             if !current.iter().any(|hook| hook.id == id) {
                 return false;
             }
-            let hooks: Vec<_> = current
-                .iter()
-                .filter(|hook| hook.id != id)
-                .cloned()
-                .collect();
+            let hooks: Vec<_> = current.iter().filter(|hook| hook.id != id).cloned().collect();
             let now_empty = hooks.is_empty();
             self.publish(py, hooks);
             // The removed hook is dropped after the lock: dropping it may run Python code.

@@ -15,10 +15,7 @@ pub type AfterFrame = Box<dyn FnOnce(Python<'_>) + Send>;
 /// around whatever may run Python code, which then runs as a hook's would.
 pub trait RustHook: Send + Sync + 'static {
     /// The code to run instead of `context.code()`, or None to decline.
-    fn on_frame<'py>(
-        &self,
-        context: &mut HookContext<'_, 'py>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>>;
+    fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>>;
 }
 
 /// What a [`RustHook`] sees of the frame being dispatched.

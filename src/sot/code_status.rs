@@ -75,7 +75,11 @@ mod tests {
             assert!(!marked.count_call_without_graph());
         }
 
-        for status in [CodeStatus::Unknown(3), CodeStatus::WithGraph, CodeStatus::WithoutGraph] {
+        for status in [
+            CodeStatus::Unknown(3),
+            CodeStatus::WithGraph,
+            CodeStatus::WithoutGraph,
+        ] {
             assert_eq!(CodeStatus::from_bits(status.to_bits()), status);
         }
     }

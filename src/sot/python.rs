@@ -52,9 +52,9 @@ pub fn eval_frame_skip_file_prefix(py: Python<'_>, prefixes: Bound<'_, PyAny>) -
         .map_err(|_| PyTypeError::new_err("eval_frame_skip_file_prefix takes a tuple of str"))?
         .iter()
         .map(|prefix| {
-            prefix.extract().map_err(|_| {
-                PyTypeError::new_err("eval_frame_skip_file_prefix takes a tuple of str")
-            })
+            prefix
+                .extract()
+                .map_err(|_| PyTypeError::new_err("eval_frame_skip_file_prefix takes a tuple of str"))
         })
         .collect::<PyResult<_>>()?;
     SotRuntime::current(py)?.add_skip_prefixes(py, &prefixes);

@@ -2,7 +2,6 @@
 //! the hook chain while some thread of the interpreter has a callback.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
@@ -13,9 +12,9 @@ use pyo3::types::{PyCode, PyString};
 
 use super::code_status::CodeStatus;
 use super::skip::PrefixTrie;
+use crate::hookapi::per_code::{self, PerCode};
 use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
 use crate::hookapi::rust_hook::{HookContext, RustHook};
-use crate::pep523_backend::CodeExtraSlot;
 
 thread_local! {
     /// This thread's callback (Paddle keeps it in thread-specific storage too).
@@ -94,14 +93,6 @@ fn forget_decisions(py: Python<'_>) {
     }
 }
 
-/// co_extra free function of the SOT slot.
-unsafe extern "C" fn free_sot_code(state: *mut c_void) {
-    if !state.is_null() {
-        // SAFETY: a Box<SotCode> from `boxed_or_default`, freed once by CPython.
-        drop(unsafe { Box::from_raw(state.cast::<SotCode>()) });
-    }
-}
-
 #[derive(Default)]
 struct Registration {
     threads_with_callback: usize,
@@ -112,7 +103,7 @@ struct Registration {
 pub struct SotRuntime {
     interpreter: usize,
     /// Where each code's [`SotCode`] is.
-    code_extra: CodeExtraSlot,
+    code_states: PerCode<SotCode>,
     skip_prefixes: Mutex<PrefixTrie>,
     /// Bumped when the skip rules change, so that every verdict is judged anew.
     rules_version: AtomicU64,
@@ -124,17 +115,14 @@ static RUNTIMES: LazyLock<Mutex<Vec<Arc<SotRuntime>>>> = LazyLock::new(Mutex::de
 
 impl SotRuntime {
     pub fn current(py: Python<'_>) -> PyResult<Arc<SotRuntime>> {
-        let interpreter = crate::pep523_backend::current_interpreter(py);
+        let interpreter = per_code::current_interpreter(py);
         let mut runtimes = RUNTIMES.lock();
-        if let Some(runtime) = runtimes
-            .iter()
-            .find(|runtime| runtime.interpreter == interpreter)
-        {
+        if let Some(runtime) = runtimes.iter().find(|runtime| runtime.interpreter == interpreter) {
             return Ok(Arc::clone(runtime));
         }
         let runtime = Arc::new(SotRuntime {
             interpreter,
-            code_extra: CodeExtraSlot::request(py, free_sot_code)?,
+            code_states: PerCode::request(py)?,
             skip_prefixes: Mutex::default(),
             rules_version: AtomicU64::new(1),
             registration: Mutex::default(),
@@ -146,8 +134,8 @@ impl SotRuntime {
 
     /// SOT's state of `code` (a code object), made on first use.
     fn code_state<'c>(&self, code: &Bound<'_, PyAny>) -> PyResult<&'c SotCode> {
-        // SAFETY: this slot holds boxed SotCodes only (see `free_sot_code`); callers keep the code alive.
-        unsafe { self.code_extra.boxed_or_default(code) }
+        // SAFETY: callers keep the code alive.
+        unsafe { self.code_states.get_or_default(code) }
     }
 
     /// `set_eval_frame`: installs this thread's callback, returning the old one.
@@ -238,7 +226,7 @@ impl SotRuntime {
     /// `sot_set_with_graph`: marks a code as having a graph if SOT has met it.
     pub fn set_with_graph(&self, code: &Bound<'_, PyAny>) {
         // SAFETY: as in `code_state`; `code` is alive during the call.
-        if let Some(state) = unsafe { self.code_extra.boxed::<SotCode>(code) } {
+        if let Some(state) = unsafe { self.code_states.get(code) } {
             state.set_status(CodeStatus::WithGraph);
         }
     }
@@ -324,26 +312,20 @@ impl SotRuntime {
             )));
         };
         let disable = disable.cast::<pyo3::types::PyBool>().map_err(|_| {
-            PyTypeError::new_err(
-                "the SOT callback's result.disable_eval_frame must be True or False",
-            )
+            PyTypeError::new_err("the SOT callback's result.disable_eval_frame must be True or False")
         })?;
         Ok((code, disable.is_true()))
     }
 }
 
 impl RustHook for SotRuntime {
-    fn on_frame<'py>(
-        &self,
-        context: &mut HookContext<'_, 'py>,
-    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = context.py();
         let Some(callback) = current_callback(py) else {
             return Ok(None);
         };
         let code = context.code().clone();
-        if self.pass_exception_tables.load(Ordering::Acquire) && context.has_exception_table(&code)
-        {
+        if self.pass_exception_tables.load(Ordering::Acquire) && context.has_exception_table(&code) {
             // Every thread's answer for this code, with a callback or not.
             context.answer_holds_for_the_code();
             return Ok(None);

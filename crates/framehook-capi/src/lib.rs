@@ -70,8 +70,7 @@ pub mod ffi {
         original_code: *mut PyObject,
     );
     pub type framehook_free_func = unsafe extern "C" fn(user_data: *mut c_void);
-    pub type framehook_frame_func =
-        unsafe extern "C" fn(frame: *const framehook_frame) -> *mut PyObject;
+    pub type framehook_frame_func = unsafe extern "C" fn(frame: *const framehook_frame) -> *mut PyObject;
 
     #[repr(C)]
     pub struct framehook_hook_spec {
@@ -345,14 +344,9 @@ impl Api {
         hook: H,
         options: Options,
     ) -> PyResult<Registration> {
-        let name = CString::new(options.name).map_err(|_| {
-            pyo3::exceptions::PyValueError::new_err("a hook name cannot contain NUL")
-        })?;
-        let user_data = Box::into_raw(Box::new(Adapter {
-            api: self.raw,
-            hook,
-        }))
-        .cast::<c_void>();
+        let name = CString::new(options.name)
+            .map_err(|_| pyo3::exceptions::PyValueError::new_err("a hook name cannot contain NUL"))?;
+        let user_data = Box::into_raw(Box::new(Adapter { api: self.raw, hook })).cast::<c_void>();
         let spec = ffi::framehook_hook_spec {
             size: std::mem::size_of::<ffi::framehook_hook_spec>(),
             name: name.as_ptr(),
@@ -429,6 +423,7 @@ unsafe extern "C" fn on_frame_trampoline<H: FrameHook>(
     // SAFETY: framehook calls hooks attached, with the user_data we registered
     // and a frame valid for this call.
     let py = unsafe { Python::assume_attached() };
+    // SAFETY: `user_data` is the Box<Adapter<H>> given at registration, alive while registered.
     let adapter = unsafe { &*user_data.cast::<Adapter<H>>() };
     let frame = HookFrame {
         api: adapter.api,
@@ -461,8 +456,11 @@ unsafe extern "C" fn observe_trampoline<H: FrameHook>(
     };
     // SAFETY: as in on_frame_trampoline; `code` is a live borrowed reference.
     let py = unsafe { Python::assume_attached() };
+    // SAFETY: `user_data` is the Box<Adapter<H>> given at registration, alive while registered.
     let adapter = unsafe { &*user_data.cast::<Adapter<H>>() };
+    // SAFETY: `code` is a live borrowed reference for the call.
     let code = unsafe { Bound::from_borrowed_ptr(py, code) };
+    // SAFETY: `original` is a live borrowed reference or NULL.
     let original = unsafe { Bound::from_borrowed_ptr_or_opt(py, original) };
     adapter.hook.observe(py, event, &code, original.as_ref());
 }

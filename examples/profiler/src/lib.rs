@@ -45,7 +45,13 @@ struct Observer {
 }
 
 impl FrameHook for Observer {
-    fn observe(&self, _py: Python<'_>, event: Event, code: &Bound<'_, PyAny>, original: Option<&Bound<'_, PyAny>>) {
+    fn observe(
+        &self,
+        _py: Python<'_>,
+        event: Event,
+        code: &Bound<'_, PyAny>,
+        original: Option<&Bound<'_, PyAny>>,
+    ) {
         let now = Instant::now();
         let mut record = self.shared.threads.get_or_default().lock();
         // Checked under the record's lock: stop() ends each record's frames under it,
@@ -87,22 +93,35 @@ impl Collector {
     #[new]
     fn new() -> Self {
         Self {
-            shared: Arc::new(Shared { session: AtomicU64::new(0), threads: ThreadLocal::new() }),
+            shared: Arc::new(Shared {
+                session: AtomicU64::new(0),
+                threads: ThreadLocal::new(),
+            }),
             registration: Mutex::new(None),
         }
     }
 
     /// Starts recording (again: totals add up across sessions, like cProfile).
     fn start(&self, py: Python<'_>) -> PyResult<()> {
-        let mut registration = self.registration.lock_py_attached(py).unwrap_or_else(PoisonError::into_inner);
+        let mut registration = self
+            .registration
+            .lock_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner);
         if registration.is_some() {
             return Ok(());
         }
         let session = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
         // Before registering: the first event must count.
         self.shared.session.store(session, Ordering::Release);
-        let observer = Observer { shared: Arc::clone(&self.shared), session };
-        let options = Options { transform: false, observe: true, ..Options::named("hookprof") };
+        let observer = Observer {
+            shared: Arc::clone(&self.shared),
+            session,
+        };
+        let options = Options {
+            transform: false,
+            observe: true,
+            ..Options::named("hookprof")
+        };
         match Api::import(py).and_then(|api| api.register(py, observer, options)) {
             Ok(registered) => *registration = Some(registered),
             Err(err) => {
@@ -115,7 +134,10 @@ impl Collector {
 
     /// Stops recording; frames still running count as returned now.
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
-        let mut registration = self.registration.lock_py_attached(py).unwrap_or_else(PoisonError::into_inner);
+        let mut registration = self
+            .registration
+            .lock_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner);
         let Some(registered) = registration.take() else {
             return Ok(());
         };
@@ -133,7 +155,10 @@ impl Collector {
 
     #[getter]
     fn running(&self, py: Python<'_>) -> bool {
-        self.registration.lock_py_attached(py).unwrap_or_else(PoisonError::into_inner).is_some()
+        self.registration
+            .lock_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     }
 
     fn __enter__(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
@@ -160,7 +185,14 @@ impl Collector {
             .into_iter()
             .map(|totals| {
                 let (tottime, cumtime) = (seconds(totals.tottime_ns), seconds(totals.cumtime_ns));
-                (totals.code, totals.original, totals.calls, totals.primitive_calls, tottime, cumtime)
+                (
+                    totals.code,
+                    totals.original,
+                    totals.calls,
+                    totals.primitive_calls,
+                    tottime,
+                    cumtime,
+                )
             })
             .collect()
     }
@@ -182,7 +214,11 @@ impl Collector {
 
 impl Drop for Collector {
     fn drop(&mut self) {
-        let registration = self.registration.get_mut().unwrap_or_else(PoisonError::into_inner).take();
+        let registration = self
+            .registration
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         if let Some(registration) = registration {
             self.shared.session.store(0, Ordering::Release);
             Python::attach(|py| {

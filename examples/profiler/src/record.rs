@@ -35,7 +35,15 @@ pub struct CodeTotals {
 
 impl CodeTotals {
     fn new(code: Py<PyAny>) -> Self {
-        Self { code, original: None, calls: 0, primitive_calls: 0, tottime_ns: 0, cumtime_ns: 0, depth: 0 }
+        Self {
+            code,
+            original: None,
+            calls: 0,
+            primitive_calls: 0,
+            tottime_ns: 0,
+            cumtime_ns: 0,
+            depth: 0,
+        }
     }
 }
 
@@ -89,7 +97,10 @@ impl ThreadRecord {
     /// A frame of `code` returned, raised or yielded. An exit that does not match
     /// the top of the stack (a frame that began before profiling) is ignored.
     pub fn exit(&mut self, code: &Bound<'_, PyAny>, now: Instant) {
-        let matches = self.stack.last().is_some_and(|top| self.codes[self.nodes[top.node].code].code.is(code));
+        let matches = self
+            .stack
+            .last()
+            .is_some_and(|top| self.codes[self.nodes[top.node].code].code.is(code));
         if matches {
             self.pop(now);
         }
@@ -143,7 +154,11 @@ impl ThreadRecord {
         };
         let index = self.nodes[node].code;
         self.codes[index].depth += 1;
-        self.stack.push(Running { node, start: now, children_ns: 0 });
+        self.stack.push(Running {
+            node,
+            start: now,
+            children_ns: 0,
+        });
         index
     }
 
@@ -176,7 +191,11 @@ impl ThreadRecord {
     fn node(&mut self, parent: Option<usize>, code_key: CodeKey, code: usize) -> usize {
         let next = self.nodes.len();
         *self.children.entry((parent, code_key)).or_insert_with(|| {
-            self.nodes.push(Node { parent, code, self_ns: 0 });
+            self.nodes.push(Node {
+                parent,
+                code,
+                self_ns: 0,
+            });
             next
         })
     }

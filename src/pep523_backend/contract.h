@@ -1,0 +1,210 @@
+/* The contract between framehook's C shim and its Rust code: every struct,
+ * flag and function shared by the two, declared once, here.
+ *
+ * The Rust mirror is `src/pep523_backend/contract.rs`; `contract_layout.c`
+ * gives the sizes, offsets and flag values a C compiler makes of this header,
+ * and a cargo test compares them with the mirror, so a drift fails the tests
+ * instead of corrupting memory.
+ *
+ * The shim knows nothing of the layers above it: what it calls in them
+ * (`fh_upcalls`) it is given as function pointers, in the context installed
+ * for each interpreter. */
+#ifndef FRAMEHOOK_CONTRACT_H
+#define FRAMEHOOK_CONTRACT_H
+
+#include <Python.h>
+
+/* A frame about to run, as handed to the PEP 523 function. Valid only during
+ * the upcall that receives it. */
+typedef struct fh_frame_view {
+    PyThreadState *tstate;
+    void *frame;                  /* PyFrameObject* (3.9/3.10) or _PyInterpreterFrame* */
+    PyCodeObject *code;           /* the original code, borrowed */
+    void *caller;                 /* 3.11+: the thread's current frame when the call arrived */
+    struct fh_context *context;   /* the context installed for the frame's interpreter */
+} fh_frame_view;
+
+/* What a native hook function gets as its framehook_frame (framehook.h). */
+typedef struct fh_native_frame {
+    const fh_frame_view *view;
+    PyObject *current;  /* the code that would run now, borrowed */
+    PyObject *original; /* borrowed */
+} fh_native_frame;
+
+/* One native hook of a chain the eval function calls itself. */
+typedef struct fh_native_link {
+    int (*hook)(void *user_data, const void *frame, PyObject **replacement); /* framehook_hook_func */
+    void *user_data;
+    const void *owner; /* what keeps the hook alive: released through fh_upcalls.release_native_owner */
+} fh_native_link;
+
+/* The enabled hooks of a generation in which every one is an uncached native
+ * hook and none observes, in call order, as the Rust side decided them: the
+ * eval function calls them with no Rust in between, and hands any answer other
+ * than a plain decline (0, no replacement) to fh_upcalls.dispatch_native_rest.
+ * Reference counted: the context holds one while it is published, each frame
+ * asking the chain one. */
+typedef struct fh_native_chain {
+    Py_ssize_t refs; /* atomic on free-threaded builds, GIL-protected otherwise */
+    unsigned long long generation;
+    Py_ssize_t count;
+    fh_native_link links[];
+} fh_native_chain;
+
+/* What the hook chain decided for a frame. */
+typedef struct fh_decision {
+    PyObject *code;       /* strong reference to the replacement, or NULL: run the original */
+    const int *arg_map;   /* for each argument slot of the replacement, the original's slot; NULL = identity */
+    void *arg_map_owner;  /* non-NULL: pass to fh_upcalls.release once arg_map is no longer used */
+    void *observers;      /* non-NULL: report the frame's events to them (fh_upcalls.observe),
+                           * then fh_upcalls.release_observers */
+    void *after_frame;    /* non-NULL: pass to fh_upcalls.finish once the frame has finished */
+} fh_decision;
+
+/* The functions of the layer above (src/hookapi/upcalls.rs) the eval function
+ * calls. Each is called attached to the frame's interpreter. */
+typedef struct fh_upcalls {
+    /* Asks the hooks about a frame. 0 with `out` filled, or -1 with an
+     * exception set (the frame then does not run; the exception reaches the caller). */
+    int (*dispatch)(fh_frame_view *view, fh_decision *out);
+    /* The rest of a native chain's dispatch once link `index` did not give a
+     * plain decline (`status` != 0: its status, an exception set when < 0;
+     * `replacement`: a new reference or NULL). As dispatch. */
+    int (*dispatch_native_rest)(fh_frame_view *view, fh_decision *out, const fh_native_chain *chain,
+                                Py_ssize_t index, int status, PyObject *replacement);
+    /* Releases a decision's arg_map_owner. */
+    void (*release)(void *arg_map_owner);
+    /* For frames that are not hooked (resumed generators, thrown-in frames)
+     * while some hook observes: who observes this frame, or NULL. */
+    void *(*passthrough_observers)(struct fh_context *context);
+    /* One event (FRAMEHOOK_EVENT_* of framehook.h) of a frame running `code`
+     * (`original`: its original code, NULL if not hooked). Leaves the
+     * exception state as it was. */
+    void (*observe)(void *observers, int event, PyObject *code, PyObject *original);
+    void (*release_observers)(void *observers);
+    /* Runs what hooks asked to run after the frame. */
+    void (*finish)(void *after_frame);
+    /* Releases a native chain link's owner, when its chain goes. */
+    void (*release_native_owner)(const void *owner);
+} fh_upcalls;
+
+/* framehook's per-interpreter state as the shim sees it: the context given to
+ * fh_install, which must outlive the interpreter. Enough for the eval function
+ * to run a frame as the hooks decided before, without calling Rust. */
+typedef struct fh_context {
+    /* Bumped by FH_GENERATION_STEP on every change of the hooks; its low bits
+     * are the FH_GENERATION_* flags of that generation. */
+    _Atomic unsigned long long generation;
+    Py_ssize_t code_extra_index;  /* where the code states are (fh_code_state_head) */
+    const fh_upcalls *upcalls;
+    /* The native hooks the eval function calls itself, or NULL (fh_publish_native_chain). */
+    fh_native_chain *_Atomic native_chain;
+    _Atomic Py_ssize_t native_chain_readers; /* free-threaded builds: between load and retain */
+} fh_context;
+
+/* Generation flags: some hook observes (frames need reporting); the hooks are
+ * the context's native chain. Code states are read only in generations with
+ * neither: no decision is remembered for the code then. */
+#define FH_GENERATION_OBSERVING 1ULL
+#define FH_GENERATION_NATIVE_CHAIN 2ULL
+#define FH_GENERATION_STEP 4ULL
+
+/* What co_extra holds at the context's index: a pointer to this head of
+ * framehook's per-code state. */
+typedef struct fh_code_state_head {
+    /* The generation in which the whole chain decided, for every frame of
+     * this code, to run it unchanged. */
+    _Atomic unsigned long long declined_in;
+    /* ... or to run a replacement (the Rust side holds which). */
+    _Atomic unsigned long long replaced_in;
+    /* That replacement when it takes the original's arguments slot for slot,
+     * else NULL; borrowed (the Rust state holds it), read atomically. */
+    PyObject *replacement;
+} fh_code_state_head;
+
+/* ------------------------------------------------------ what the shim exports */
+
+/* Which interpreter the shim was compiled for. */
+unsigned long fh_build_version_hex(void);
+int fh_build_gil_disabled(void);
+int fh_build_debug(void);
+
+/* Installing the PEP 523 function in the calling thread's interpreter.
+ * fh_install: 0 ok, 1 already installed, -1 with an exception set; `context`
+ * is handed to every upcall. fh_uninstall: 1 removed and the previous function
+ * restored, 0 left in place because another function was installed over ours
+ * (ours keeps passing frames through). Callers serialise. */
+int fh_install(fh_context *context);
+int fh_uninstall(void);
+
+/* Makes `chain` (NULL: none) the context's, dropping the context's reference
+ * to the previous one; the caller's reference passes to the context. Writers
+ * serialise; attached. */
+void fh_publish_native_chain(fh_context *context, fh_native_chain *chain);
+/* A native chain of `count` links (to be filled in) for `generation`, holding
+ * one reference; NULL when out of memory (no exception set). */
+fh_native_chain *fh_native_chain_new(Py_ssize_t count, unsigned long long generation);
+
+/* Before `object` is stored where the eval function reads it without a lock
+ * (fh_code_state_head.replacement): free-threaded builds must be told. */
+void fh_prepare_lock_free_read(PyObject *object);
+
+/* framehook.disabled() blocks: threads inside one (the eval function asks
+ * hooks nothing for them). */
+void fh_disabled_threads_add(int delta);
+int fh_disabled_threads(void);
+
+/* Around running hooks and observers: tracing, profiling and monitoring are
+ * suspended, as for a trace function. Calls nest; each enter is left, with the
+ * calling thread's state. */
+void fh_enter_hook_context(PyThreadState *tstate);
+void fh_leave_hook_context(PyThreadState *tstate);
+
+/* 1 if `code` is a code object with an exception table (3.11+; 0 before). */
+int fh_code_has_exception_table(PyObject *code);
+
+/* Per-code storage (co_extra), safe on free-threaded builds. The index is per
+ * interpreter. fh_code_get_extra returns NULL when nothing is stored.
+ * fh_code_extra_or_store stores `extra` unless a value is stored already, and
+ * returns the value stored now (`extra` or the earlier one), or NULL with an
+ * exception set. */
+Py_ssize_t fh_request_code_extra_index(freefunc free_extra);
+void *fh_code_get_extra(PyObject *code, Py_ssize_t index);
+void *fh_code_extra_or_store(PyObject *code, Py_ssize_t index, void *extra);
+
+/* Frame accessors; all take a view that is still valid. */
+PyObject *fh_view_globals(const fh_frame_view *view);   /* borrowed */
+PyObject *fh_view_builtins(const fh_frame_view *view);  /* borrowed */
+PyObject *fh_view_locals(const fh_frame_view *view);    /* new dict, or NULL with error */
+PyObject *fh_view_back(const fh_frame_view *view);      /* new reference, Py_None if none */
+/* A new object with f_code (`code`), f_globals, f_builtins and f_locals (a
+ * dict, cells unboxed), laid out in memory as CPython's frames for native code
+ * that reads frame fields directly (Paddle's guard tree, for SOT); it never
+ * refers to the live frame. */
+PyObject *fh_view_layout_frame(const fh_frame_view *view, PyObject *code);
+
+#ifdef FH_TESTING
+/* Built with the `testing` cargo feature only (testing.c). */
+
+/* 1 if the interpreter's current eval function is framehook's. */
+int fh_is_installed(void);
+/* The interpreter's current eval function and framehook's. */
+void *fh_current_eval_function(void);
+void *fh_framehook_eval_function(void);
+
+/* A foreign pass-through eval function, as another PEP 523 tool would install
+ * it, counting the frames it sees. */
+int fh_test_install_passthrough(void);
+int fh_test_uninstall_passthrough(void);
+unsigned long long fh_test_passthrough_calls(void);
+void *fh_test_passthrough_function(void);
+
+/* A bare pass-through eval function (no counting, nothing else), the floor
+ * framehook's overhead is compared with. Install: 0 ok, 1 already installed,
+ * -1 with an exception if another function than CPython's default is
+ * installed. Uninstall: 1 removed, 0 it was not installed. */
+int fh_bench_install_floor(void);
+int fh_bench_uninstall_floor(void);
+#endif
+
+#endif /* FRAMEHOOK_CONTRACT_H */
