@@ -10,6 +10,10 @@
  * asked about at all. */
 #include "shim_internal.h"
 
+#ifdef Py_GIL_DISABLED
+#  include "internal/pycore_object.h" /* _Py_TryIncrefCompare, _PyObject_SetMaybeWeakref */
+#endif
+
 /* ------------------------------------------------------------------ build */
 
 unsigned long fh_build_version_hex(void) { return PY_VERSION_HEX; }
