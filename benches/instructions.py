@@ -16,9 +16,9 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import overhead  # noqa: E402
-import workloads  # noqa: E402
+# Run as a script: its directory is sys.path[0], so its neighbours import.
+import overhead
+import workloads
 
 FEW, MORE = 1, 3
 
@@ -37,8 +37,8 @@ def worker(config, workload, iterations):
 def instructions(config, workload, iterations):
     with tempfile.TemporaryDirectory() as directory:
         out = os.path.join(directory, "callgrind.out")
-        subprocess.run(["env", "PYTHONHASHSEED=0", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable,
-                        os.path.abspath(__file__), "--worker", config, workload, str(iterations)],
+        subprocess.run(["env", "PYTHONHASHSEED=0", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        sys.executable, os.path.abspath(__file__), "--worker", config, workload, str(iterations)],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(out) as profile:
             return int(re.search(r"^summary: (\d+)", profile.read(), re.M).group(1))
@@ -69,12 +69,13 @@ def main():
     frames = frames_per_iteration(args.workload) * (MORE - FEW)
     per_call = {}
     for config in args.configs.split(","):
-        per_call[config] = (instructions(config, args.workload, MORE) - instructions(config, args.workload, FEW)) / frames
+        more, few = instructions(config, args.workload, MORE), instructions(config, args.workload, FEW)
+        per_call[config] = (more - few) / frames
         base = per_call.get("a", 0.0)
         floor = per_call.get("b")
         extra = f"  {per_call[config] - floor:+8.1f} over (b)" if floor is not None else ""
-        print(f"{config:16} {per_call[config]:9.1f} instructions per call  {per_call[config] - base:+8.1f} over (a){extra}",
-              flush=True)
+        print(f"{config:16} {per_call[config]:9.1f} instructions per call  "
+              f"{per_call[config] - base:+8.1f} over (a){extra}", flush=True)
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"workload": args.workload, "instructions_per_call": per_call}, out, indent=1)

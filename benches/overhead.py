@@ -1,4 +1,4 @@
-"""framehook's overhead per frame, one pyperf run per interpreter (driven by tools/bench.py).
+"""framehook's overhead per frame, one pyperf run per interpreter (driven by framehook_dev.bench).
 
     python benches/overhead.py [--configs a,b,...] [--workloads fib,...] [pyperf options] -o out.json
     python benches/overhead.py --count-frames      # eval-function calls per iteration, as JSON
@@ -15,10 +15,10 @@ import sys
 
 import pyperf
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import workloads  # noqa: E402
+# Run as a script (pyperf's workers too): its directory is sys.path[0].
+import workloads
 
-# What each configuration runs under (letters as in the README's table).
+# What each configuration runs under (letters as in the results tables).
 CONFIGS = {
     "a": "framehook not imported",
     "b": "floor: a bare pass-through PEP 523 function",

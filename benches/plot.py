@@ -1,4 +1,4 @@
-"""One PNG chart per interpreter from tools/bench.py's summaries (run with matplotlib).
+"""One PNG chart per interpreter from framehook_dev.bench's summaries (run with matplotlib).
 
     python benches/plot.py benches/results/3.12.json [...]   # writes benches/results/3.12.png
 """
@@ -24,8 +24,9 @@ def chart(path: Path) -> Path:
     for index, workload in enumerate(workloads):
         rows = summary["workloads"][workload]["configs"]
         values = [rows[c]["added_ns_per_call"] for c in CONFIGS if c in summary["configs"]]
-        errors = [rows[c]["stdev_pct"] / 100 * rows[c]["median_s"] / summary["workloads"][workload]["frames_per_iteration"]
-                  * 1e9 for c in CONFIGS if c in summary["configs"]]
+        frames = summary["workloads"][workload]["frames_per_iteration"]
+        errors = [rows[c]["stdev_pct"] / 100 * rows[c]["median_s"] / frames * 1e9
+                  for c in CONFIGS if c in summary["configs"]]
         positions = [i + (index - (len(workloads) - 1) / 2) * width for i in range(len(labels))]
         axes.bar(positions, values, width, yerr=errors, capsize=2, label=workload)
     floor = summary["configs"]["b"]["added_ns_per_call"]

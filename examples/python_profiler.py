@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import types
-from typing import Dict, List, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import framehook
 
@@ -28,18 +28,18 @@ class Row(NamedTuple):
 
 
 class _ThreadState(threading.local):
-    def __init__(self, all_stats: List[dict]) -> None:  # runs once in each thread
-        self.stack: List[list] = []  # [code, start time, time spent in callees]
+    def __init__(self, all_stats: list[dict]) -> None:  # runs once in each thread
+        self.stack: list[list] = []  # [code, start time, time spent in callees]
         self.active: collections.Counter = collections.Counter()  # code -> frames on the stack
-        self.stats: Dict[types.CodeType, list] = {}  # original code -> Row fields
+        self.stats: dict[types.CodeType, list] = {}  # original code -> Row fields
         all_stats.append(self.stats)
 
 
 class Profiler:
     def __init__(self) -> None:
-        self._all_stats: List[dict] = []
+        self._all_stats: list[dict] = []
         self._thread = _ThreadState(self._all_stats)
-        self._originals: Dict[types.CodeType, types.CodeType] = {}  # replacement -> original
+        self._originals: dict[types.CodeType, types.CodeType] = {}  # replacement -> original
 
     def run(self, function, *args, **kwargs):
         """Returns function(*args, **kwargs), profiling every frame it starts."""
@@ -80,9 +80,9 @@ class Profiler:
             row[3] = code
         return row
 
-    def stats(self) -> Dict[types.CodeType, Row]:
+    def stats(self) -> dict[types.CodeType, Row]:
         """Every thread's rows, summed, keyed by the functions' original code."""
-        merged: Dict[types.CodeType, Row] = {}
+        merged: dict[types.CodeType, Row] = {}
         for stats in list(self._all_stats):
             for code, (calls, inclusive, exclusive, replaced_by) in list(stats.items()):
                 old = merged.get(code, Row(0, 0.0, 0.0, None))
@@ -147,7 +147,7 @@ def run_script(profiler: Profiler, path: str) -> None:
     profiler.run(exec, code, {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__})
 
 
-def main(argv: List[str]) -> None:
+def main(argv: list[str]) -> None:
     profiler = Profiler()
     try:
         if argv:

@@ -1,4 +1,4 @@
-"""The hook API's semantics (DESIGN §3): chaining, enabling, caching, errors,
+"""The hook API's semantics: chaining, enabling, caching, errors,
 pass-through rules, installation and chaining to a foreign eval function."""
 
 import gc
@@ -9,8 +9,8 @@ import threading
 import pytest
 
 import framehook
-from framehook import _native
 from conftest import HOOKS_GENERATORS, renamed, replace_code
+from framehook import _native
 
 
 def target(x):
@@ -297,7 +297,7 @@ def test_frame_attributes_and_expiry():
     assert globals_seen["back"] is outer.__code__
     assert globals_seen["lineno"] == inner_function.__code__.co_firstlineno
     with pytest.raises(RuntimeError, match="only be used"):
-        kept[0].f_locals
+        _ = kept[0].f_locals
     assert "expired" in repr(kept[0])
 
 

@@ -25,8 +25,8 @@ def test_the_matrix_ran_the_interpreter_it_meant():
     if expected is None:
         import pytest
 
-        pytest.skip("not run by tools/matrix.py (FRAMEHOOK_EXPECT_PYTHON unset)")
-    name = "%d.%d" % sys.version_info[:2]
+        pytest.skip("not run by framehook_dev.matrix (FRAMEHOOK_EXPECT_PYTHON unset)")
+    name = "{}.{}".format(*sys.version_info[:2])
     if sysconfig.get_config_var("Py_GIL_DISABLED"):
         name += "t"
     if hasattr(sys, "gettotalrefcount"):

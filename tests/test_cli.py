@@ -86,7 +86,7 @@ def printed(done, label):
 
 
 def running_interpreter():
-    name = "%d.%d" % sys.version_info[:2]
+    name = "{}.{}".format(*sys.version_info[:2])
     if sysconfig.get_config_var("Py_GIL_DISABLED"):
         name += "t"
     if hasattr(sys, "gettotalrefcount"):
@@ -205,7 +205,7 @@ def test_a_bad_hook_spec_is_a_one_line_usage_error(program, command, spec, compl
     done = framehook_cli(*arguments, cwd=program)
     assert done.returncode == 2
     assert done.stdout == ""  # the script did not run
-    assert done.stderr == "python -m framehook %s: error: hook %r: %s\n" % (command[0], spec, complaint)
+    assert done.stderr == f"python -m framehook {command[0]}: error: hook {spec!r}: {complaint}\n"
 
 
 def test_run_a_missing_script_is_a_usage_error(program):
@@ -245,8 +245,8 @@ def test_version_names_the_build_and_the_running_interpreter(tmp_path):
     lines = done.stdout.splitlines()
     info = framehook.build_info()
     assert lines[0].split() == ["framehook", framehook.__version__]
-    assert lines[1].startswith("built for  CPython %d.%d.%d (%s)" % (*info["version"], running_interpreter()))
-    assert "gil_disabled=%s, debug=%s" % (info["gil_disabled"], info["debug"]) in lines[1]
+    assert lines[1].startswith("built for  CPython {}.{}.{} ({})".format(*info["version"], running_interpreter()))
+    assert "gil_disabled={}, debug={}".format(info["gil_disabled"], info["debug"]) in lines[1]
     assert lines[2] == "running    " + sys.version.replace("\n", " ")
 
 
@@ -263,7 +263,7 @@ def test_matrix_lists_every_interpreter_and_marks_the_running_one(tmp_path):
     if running in rows:
         assert marked == [running]
     else:
-        assert marked == [] and "running %s: not an interpreter framehook is tested on" % running in done.stdout
+        assert marked == [] and f"running {running}: not an interpreter framehook is tested on" in done.stdout
 
 
 def test_no_arguments_prints_usage(tmp_path):
@@ -280,4 +280,4 @@ def test_help_and_version_options(tmp_path):
     run_help = framehook_cli("run", "--help", cwd=tmp_path)
     assert run_help.returncode == 0 and "(script.py | -m module)" in run_help.stdout
     version = framehook_cli("--version", cwd=tmp_path)
-    assert (version.returncode, version.stdout) == (0, "framehook %s\n" % framehook.__version__)
+    assert (version.returncode, version.stdout) == (0, f"framehook {framehook.__version__}\n")

@@ -2,7 +2,7 @@
 
 The sample module (coexistence_sample.py) runs without hooks and under an identity hook
 that replaces every function of the module by a fresh equivalent code object with one
-more local (framehook._torture's transform), so each of its frames takes framehook's
+more local (framehook_dev.torture_hooks's transform), so each of its frames takes framehook's
 replacement path. A coverage report or a debugging session must read the same; the one
 difference by nature, frame.f_code being the replacement, is pinned down by its own test.
 
@@ -27,7 +27,7 @@ import pytest
 
 import framehook
 from conftest import HOOKS_GENERATORS
-from framehook import _torture
+from framehook_dev import torture_hooks
 
 SAMPLE = Path(__file__).resolve().with_name("coexistence_sample.py")
 # coverage's core names (COVERAGE_CORE) and the tracer class each one runs.
@@ -38,7 +38,7 @@ class SampleIdentityHook:
     """Replaces each code object of the sample module by its identity transform, recording what it replaced."""
 
     def __init__(self):
-        self.identity = _torture.IdentityHook("coexistence")
+        self.identity = torture_hooks.IdentityHook("coexistence")
         self.replaced = set()
 
     def __call__(self, frame):
@@ -57,7 +57,7 @@ class SampleIdentityHook:
 def expected_replacements():
     """Every code object of the sample that runs, as (name, first line); generator frames are hooked from 3.11."""
     module = compile(SAMPLE.read_text(), str(SAMPLE), "exec")
-    return {(code.co_name, code.co_firstlineno) for code in _torture._walk(module)
+    return {(code.co_name, code.co_firstlineno) for code in torture_hooks._walk(module)
             if code.co_name != "unused"
             and (HOOKS_GENERATORS or not code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE))}
 
@@ -247,7 +247,7 @@ def test_tracers_see_the_replacement_at_the_original_lines():
     assert {event[2] for event in plain} == {original}
     (replacement,) = {event[2] for event in hooked}
     assert replacement is not original
-    assert replacement.co_varnames == original.co_varnames + (_torture.EXTRA_LOCAL,)
+    assert replacement.co_varnames == original.co_varnames + (torture_hooks.EXTRA_LOCAL,)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import types
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Optional
 
 from hypothesis import HealthCheck, Phase, example, given, note, settings
 from hypothesis import strategies as st
@@ -49,16 +49,16 @@ class Shape:
     """What compat.rs compares, plus what only changes the frame layout."""
 
     kind: str
-    posonly: Tuple[str, ...] = ()
-    positional: Tuple[str, ...] = ()
-    kwonly: Tuple[str, ...] = ()
+    posonly: tuple[str, ...] = ()
+    positional: tuple[str, ...] = ()
+    kwonly: tuple[str, ...] = ()
     varargs: Optional[str] = None
     varkw: Optional[str] = None
-    freevars: Tuple[str, ...] = ()
+    freevars: tuple[str, ...] = ()
     captured: bool = False  # the first argument is also a cell variable
     extra_local: bool = False
 
-    def slots(self) -> Tuple[str, ...]:
+    def slots(self) -> tuple[str, ...]:
         """Argument names in frame-slot order: positional, keyword-only, *args, **kwargs."""
         return (self.posonly + self.positional + self.kwonly
                 + tuple(name for name in (self.varargs, self.varkw) if name))
@@ -75,7 +75,7 @@ class Candidate:
     function: Optional[Callable[..., Any]] = None  # None for module and class bodies
 
 
-def _body_source(shape: Shape, tag: str) -> List[str]:
+def _body_source(shape: Shape, tag: str) -> list[str]:
     values = ", ".join(shape.slots()) + ("," if shape.slots() else "")
     free = ", ".join(shape.freevars) + ("," if shape.freevars else "")
     lines = []
@@ -251,7 +251,7 @@ def incompatibility(original: Shape, replacement: Shape, original_code, replacem
 
 def mapped_values(original: Shape, replacement: Shape, values: tuple) -> tuple:
     """The replacement's argument values: by name within each kind of argument, the
-    unmatched ones in order (DESIGN: "Locals are mapped by name")."""
+    unmatched ones in order (how framehook carries a frame's locals into its replacement)."""
     old, new = original.slots(), replacement.slots()
     argcount = len(original.posonly + original.positional)
     bounds = [0, argcount, argcount + len(original.kwonly)]
@@ -277,7 +277,7 @@ def call_arguments(shape: Shape):
     return args, kwargs
 
 
-def run(candidate: Candidate) -> Tuple[str, Any]:
+def run(candidate: Candidate) -> tuple[str, Any]:
     """Calls (or executes) the original and drives it to its first result:
     ("result", value) or ("raised", exception)."""
     try:
@@ -308,7 +308,7 @@ def run(candidate: Candidate) -> Tuple[str, Any]:
 class Records(logging.Handler):
     def __init__(self):
         super().__init__(logging.ERROR)
-        self.records: List[logging.LogRecord] = []
+        self.records: list[logging.LogRecord] = []
 
     def emit(self, record):
         self.records.append(record)
@@ -366,7 +366,7 @@ def hostile_example():
 @contextlib.contextmanager
 def scoped_tools():
     """Tracers, profilers and monitoring tools an example (or its hooks) sets; removed at the end."""
-    used: List[int] = []
+    used: list[int] = []
 
     def use_monitoring(callback):
         if not used:  # one tool per example: there are only six
@@ -506,11 +506,11 @@ class World:
 
     def __init__(self, use_monitoring):
         self.use_monitoring = use_monitoring
-        self.handles: List[framehook.HookHandle] = []
-        self.dispatch: List[str] = []  # hooks called for the current target frame
+        self.handles: list[framehook.HookHandle] = []
+        self.dispatch: list[str] = []  # hooks called for the current target frame
         self.touched: set = set()  # hooks removed or disabled during the current dispatch
         self.inner_calls_hooked = False
-        self.traced: List[types.CodeType] = []
+        self.traced: list[types.CodeType] = []
         self.tracing_since: Optional[int] = None  # call number from which target must be traced
         self.call = 0
 

@@ -6,10 +6,10 @@ import logging
 import sys
 import types
 
+import native_hook_example as example
 import pytest
 
 import framehook
-import native_hook_example as example
 from framehook import _native
 
 RAISE, LOG = 0, 1

@@ -3,10 +3,10 @@
 import gc
 import sys
 
+import native_hook_example as example
 import pytest
 
 import framehook
-import native_hook_example as example
 
 
 def source(x):

@@ -6,7 +6,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import xml.etree.ElementTree as ElementTree
@@ -350,12 +349,3 @@ def test_cli_runs_a_module_and_reports_failures(tmp_path):
 
     done = run_cli("missing.py", cwd=tmp_path)
     assert done.returncode == 2 and "can't open file" in done.stderr
-
-
-def test_stubs_match_the_native_module(tmp_path):
-    pytest.importorskip("mypy", reason="mypy is not installable for this interpreter (see tests/requirements-typing.txt)")
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "hookprof._native", "--mypy-config-file", str(tmp_path / "none.ini")],
-        cwd=tmp_path, capture_output=True, text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,7 +1,6 @@
 """examples/python_profiler.py: a profiler on framehook's observers, run as a
 command and used through its API. Only call counts are checked, never timings."""
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -12,12 +11,10 @@ from pathlib import Path
 import pytest
 
 import framehook
+import python_profiler  # examples/python_profiler.py: examples/ is on pytest's pythonpath (pyproject.toml)
 from conftest import HOOKS_GENERATORS, replace_code
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "python_profiler.py"
-_spec = importlib.util.spec_from_file_location("python_profiler", EXAMPLE)
-python_profiler = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(python_profiler)
 
 SCRIPT = """\
 import sys

@@ -349,7 +349,7 @@ def test_layer_to_static_forward_and_gradients(sot_cache):
     eager, static = MLP(), MLP()
     static.set_state_dict(eager.state_dict())
     static = paddle.jit.to_static(static)
-    for step in range(2):
+    for _step in range(2):
         x = paddle.rand([6, 4])
         eager_out, static_out = eager(x), static(x)
         assert_nest_match(static_out, eager_out)

@@ -1,17 +1,12 @@
-"""The fast part of the stress command (tools/stress.py, whose full run has its own
-command): short leak and thread runs of the same checks."""
+"""The fast part of the stress command (``python -m framehook_dev.stress``, whose full
+run has its own command): short leak and thread runs of the same checks."""
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-SPEC = importlib.util.spec_from_file_location(
-    "framehook_stress", Path(__file__).resolve().parent.parent / "tools" / "stress.py")
-stress = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(stress)
+from framehook_dev import stress
 
 # At least ten times the drift limit, so that one leaked reference or object per
 # operation would exceed it about tenfold.

@@ -1,6 +1,7 @@
 """The torture runner's identity transform, and the runner on one small CPython test module.
 
-The full torture (tools/torture.py over ~70 modules) has its own command; this is its fast part."""
+The full torture (``python -m framehook_dev.torture`` over ~70 modules) has its own command;
+this is its fast part."""
 
 import dis
 import importlib.util
@@ -8,14 +9,11 @@ import json
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
 import framehook
-from framehook import _torture
-
-ROOT = Path(__file__).resolve().parent.parent
+from framehook_dev import torture_hooks
 
 
 def outer(a, *args, **kw):
@@ -35,10 +33,10 @@ def slot_names(code):
 
 
 def test_extra_local_keeps_every_instruction_on_its_variable():
-    for code in _torture._walk(outer.__code__):
-        new = _torture.with_extra_local(code)
+    for code in torture_hooks._walk(outer.__code__):
+        new = torture_hooks.with_extra_local(code)
         assert new is not code
-        assert new.co_varnames == code.co_varnames + (_torture.EXTRA_LOCAL,)
+        assert new.co_varnames == code.co_varnames + (torture_hooks.EXTRA_LOCAL,)
         assert new.co_cellvars == code.co_cellvars and new.co_freevars == code.co_freevars
         assert len(new.co_code) == len(code.co_code)
         assert slot_names(new) == slot_names(code)
@@ -47,36 +45,38 @@ def test_extra_local_keeps_every_instruction_on_its_variable():
 
 
 def test_extra_local_code_runs_the_same():
-    new = types.FunctionType(_torture.with_extra_local(outer.__code__), outer.__globals__, "outer")
+    new = types.FunctionType(torture_hooks.with_extra_local(outer.__code__), outer.__globals__, "outer")
     assert new(1, 2, x=3) == outer(1, 2, x=3)
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="cells are addressed by slot from 3.11")
 def test_declines_when_an_argument_would_need_another_extended_arg():
-    source = _torture._many_locals_source(254)  # the cell sits in slot 255
+    source = torture_hooks._many_locals_source(254)  # the cell sits in slot 255
     namespace = {}
     exec(source, namespace)
-    with pytest.raises(_torture.Declined) as why:
-        _torture.with_extra_local(namespace["many_254"].__code__)
+    with pytest.raises(torture_hooks.Declined) as why:
+        torture_hooks.with_extra_local(namespace["many_254"].__code__)
     assert why.value.reason == "extended-arg"
-    exec(_torture._many_locals_source(300), namespace)  # slots past 255 already carry a prefix
-    assert _torture.with_extra_local(namespace["many_300"].__code__) is not None
+    exec(torture_hooks._many_locals_source(300), namespace)  # slots past 255 already carry a prefix
+    assert torture_hooks.with_extra_local(namespace["many_300"].__code__) is not None
 
 
 def test_identity_hooks_run_programs_unchanged():
     for mode in ("identity", "chain"):
-        handles = _torture.install(mode)
+        handles = torture_hooks.install(mode)
         try:
             assert outer(1, 2, x=3) == [(1, 2, 0, (2,), ["x"]), (1, 2, 1, (2,), ["x"])]
         finally:
             for handle in handles:
                 framehook.remove_frame_hook(handle)
-    assert _torture.COUNTERS.hooks["identity"]["transformed"] > 0
+    assert torture_hooks.COUNTERS.hooks["identity"]["transformed"] > 0
 
 
 def test_selfcheck():
-    done = subprocess.run([sys.executable, "-m", "framehook._torture", "selfcheck", "--corpus", "15", "--hooks"],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "framehook_dev.torture_hooks", "selfcheck", "--corpus", "15", "--hooks"],
+        capture_output=True, text=True, timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "selfcheck: ok" in done.stdout
 
@@ -88,7 +88,7 @@ def test_runner_on_two_modules(tmp_path):
     profiler sees the hooks' own frames."""
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "torture.py"), "--python", sys.executable,
+        [sys.executable, "-m", "framehook_dev.torture", "--python", sys.executable,
          "--modules", "test_scope,test_sys_setprofile", "--report", str(report), "--logs", str(tmp_path / "logs")],
         capture_output=True, text=True, timeout=900,
     )

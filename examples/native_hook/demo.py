@@ -4,8 +4,9 @@ Run (with framehook and this example installed):
 ``python examples/native_hook/demo.py``
 """
 
-import framehook
 import native_hook_example
+
+import framehook
 
 
 def greet(name):

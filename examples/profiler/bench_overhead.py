@@ -31,7 +31,7 @@ def fib_20():
 
 def tiny_calls():
     total = 0
-    for i in range(20_000):  # 20000 calls of a one-line function from one frame
+    for _i in range(20_000):  # 20000 calls of a one-line function from one frame
         total = tiny(total)
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 import types
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any, Callable, Optional
 
 from ._native import (
     Frame,

@@ -1,6 +1,6 @@
 import contextlib
 import types
-from typing import Any, Callable, Iterator, Literal, Optional
+from typing import Any, Callable, Literal
 
 from ._native import Frame as Frame
 from ._native import HookHandle as HookHandle
@@ -26,11 +26,14 @@ __all__ = [
 __version__: str
 
 def frame_hook(
-    hook: Optional[Callable[[Frame], Any]],
+    hook: Callable[[Frame], Any] | None,
     *,
-    name: Optional[str] = None,
+    name: str | None = None,
     cache: bool = False,
     on_error: str = "raise",
-    observer: Optional[Callable[[Literal["call", "return", "exception", "yield", "resume"], types.CodeType, Optional[types.CodeType]], object]] = None,
+    observer: Callable[
+        [Literal["call", "return", "exception", "yield", "resume"], types.CodeType, types.CodeType | None], object
+    ]
+    | None = None,
 ) -> contextlib.AbstractContextManager[HookHandle]: ...
 def get_include() -> str: ...

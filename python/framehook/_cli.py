@@ -16,16 +16,15 @@ import os
 import runpy
 import sys
 import sysconfig
-# typing is used through the module: mypy.stubtest (tests/test_stubs.py) checks
-# this module's attributes, and 3.9's typing objects fail its checks.
-import typing
+from collections.abc import Sequence
+from typing import Any, Callable, TextIO
 
 import framehook
 
 PROG = "python -m framehook"
 
-# What differs between the supported interpreters; the details live in
-# src/pep523_backend/shim.c, the list of interpreters in DESIGN §5.
+# What differs between the supported interpreters (the details live in src/pep523_backend/,
+# every version check in its compat header).
 _SHADOW_FRAME = "shadow PyFrameObject"
 _IN_PLACE = "fresh frame re-initialised in place, else a call"
 MATRIX_HEADERS = ("python", "build", "replacement frame", "generator/coroutine functions")
@@ -48,7 +47,7 @@ class HookSpecError(Exception):
     """A -H value that does not name a callable."""
 
 
-def main(argv: typing.Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not arguments:
@@ -59,7 +58,7 @@ def main(argv: typing.Sequence[str] | None = None) -> int:
         run_options, command = split_run_arguments(arguments[1:])
         arguments = ["run", *run_options]
     options = parser.parse_args(arguments, argparse.Namespace(command=command))
-    handler: typing.Callable[[argparse.Namespace], int] = options.handler
+    handler: Callable[[argparse.Namespace], int] = options.handler
     return handler(options)
 
 
@@ -112,7 +111,7 @@ def add_hook_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def split_run_arguments(arguments: typing.Sequence[str]) -> tuple[list[str], list[str]]:
+def split_run_arguments(arguments: Sequence[str]) -> tuple[list[str], list[str]]:
     """run's own options, and the program after them (`-m module ...` or `script ...`).
 
     The program starts at `-m` or at the first argument that is not an option,
@@ -128,13 +127,13 @@ def split_run_arguments(arguments: typing.Sequence[str]) -> tuple[list[str], lis
     return list(arguments), []
 
 
-def load_hook(spec: str) -> typing.Callable[..., typing.Any]:
+def load_hook(spec: str) -> Callable[..., Any]:
     """The callable that `module:attribute.path` names."""
     module_name, colon, attribute_path = spec.partition(":")
     if not (colon and is_dotted_name(module_name) and is_dotted_name(attribute_path)):
         raise HookSpecError(f"hook {spec!r}: expected module:callable, e.g. mypkg.hooks:trace")
     try:
-        target: typing.Any = importlib.import_module(module_name)
+        target: Any = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
         # Only the named module (or its package) missing is the spec's fault;
         # a failing import inside the hook module keeps its traceback.
@@ -157,7 +156,7 @@ def is_dotted_name(name: str) -> bool:
     return all(part.isidentifier() for part in name.split("."))
 
 
-def load_hooks(options: argparse.Namespace) -> list[tuple[str, typing.Callable[..., typing.Any]]]:
+def load_hooks(options: argparse.Namespace) -> list[tuple[str, Callable[..., Any]]]:
     """Every -H hook, or exit 2 naming the first bad one."""
     parser: argparse.ArgumentParser = options.parser
     try:
@@ -232,7 +231,7 @@ def list_command(options: argparse.Namespace) -> int:
     return 0
 
 
-def print_hooks(stream: typing.TextIO) -> None:
+def print_hooks(stream: TextIO) -> None:
     handles = framehook.frame_hooks()
     if not handles:
         print("no frame hooks registered", file=stream)
@@ -278,7 +277,7 @@ def matrix_command(options: argparse.Namespace) -> int:
     return 0
 
 
-def interpreter_name(version: typing.Sequence[int], gil_disabled: bool, debug: bool) -> str:
+def interpreter_name(version: Sequence[int], gil_disabled: bool, debug: bool) -> str:
     """The matrix's name for an interpreter: 3.13, 3.13t (free-threaded), 3.14d (debug)."""
     return f"{version[0]}.{version[1]}" + ("t" if gil_disabled else "") + ("d" if debug else "")
 
@@ -287,7 +286,7 @@ def yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def format_table(headers: typing.Sequence[str], rows: typing.Sequence[typing.Sequence[str]]) -> list[str]:
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """The header, a dashed line and the rows, in left-aligned columns."""
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows)]
     return [

@@ -59,6 +59,7 @@ fn disabled_here() -> bool {
     pep523_backend::disabled_threads() && DISABLED_DEPTH.with(Cell::get) > 0
 }
 
+#[inline]
 fn observers_token(registry: &Registry, generation: Generation) -> *mut c_void {
     if !generation.observing() {
         return ptr::null_mut();
@@ -69,6 +70,7 @@ fn observers_token(registry: &Registry, generation: Generation) -> *mut c_void {
 }
 
 /// The decision to run `plan`'s code (None: the original), with its observers and callbacks.
+#[inline]
 fn decision(
     py: Python<'_>,
     plan: Option<&Arc<Plan>>,
@@ -97,6 +99,7 @@ fn decision(
 }
 
 /// Runs the hook chain for a frame about to start and says what to run.
+#[inline]
 pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDecision> {
     if disabled_here() {
         return Ok(RUN_ORIGINAL);
@@ -143,6 +146,7 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
 /// The rest of a frame's dispatch after the eval function called the native
 /// hooks `owners` itself (see `Registry`'s native chains): `owners[index]`
 /// answered `returned` for the original code; the hooks after it are asked here.
+#[inline]
 pub(crate) fn on_native_rest(
     py: Python<'_>,
     view: &FrameView<'_>,
@@ -183,6 +187,7 @@ pub(crate) fn on_native_rest(
 /// # Safety
 /// `status` and `replacement` are what a hook function just returned and set:
 /// on success a new reference or NULL; on failure (< 0) an exception is set.
+#[inline]
 pub(crate) unsafe fn native_answer<'py>(
     py: Python<'py>,
     status: c_int,
@@ -199,6 +204,7 @@ pub(crate) unsafe fn native_answer<'py>(
 ///
 /// # Safety
 /// `owner` comes from a link made by `Registry`'s native chains; released once.
+#[inline]
 pub(crate) unsafe fn release_native_owner(owner: *const c_void) {
     // SAFETY: guaranteed by the caller: `Arc::into_raw` of a Hook when the chain was made.
     drop(unsafe { Arc::from_raw(owner.cast::<Hook>()) });
@@ -218,6 +224,7 @@ fn run_after_frame(py: Python<'_>, after: Vec<AfterFrame>) {
 ///
 /// # Safety
 /// `after_frame` must come from [`on_frame`]; finished once.
+#[inline]
 pub(crate) unsafe fn finish(py: Python<'_>, after_frame: *mut c_void) {
     // SAFETY: guaranteed by the caller: a Box<Vec<AfterFrame>> from into_raw.
     let after = unsafe { Box::from_raw(after_frame.cast::<Vec<AfterFrame>>()) };
@@ -228,6 +235,7 @@ pub(crate) unsafe fn finish(py: Python<'_>, after_frame: *mut c_void) {
 ///
 /// # Safety
 /// `owner` is a decision's `arg_map_owner`; released once.
+#[inline]
 pub(crate) unsafe fn release(owner: *mut c_void) {
     // SAFETY: guaranteed by the caller: `Arc::into_raw` of a Plan in `decision`.
     drop(unsafe { Arc::from_raw(owner.cast_const().cast::<Plan>()) });
@@ -235,6 +243,7 @@ pub(crate) unsafe fn release(owner: *mut c_void) {
 
 /// Who observes a frame that passes through unhooked (a resumed generator, a
 /// thrown-in frame): an observer set token, or NULL.
+#[inline]
 pub(crate) fn passthrough_observers(_py: Python<'_>, context: &Context) -> *mut c_void {
     if disabled_here() {
         return ptr::null_mut();
@@ -248,6 +257,7 @@ pub(crate) fn passthrough_observers(_py: Python<'_>, context: &Context) -> *mut 
 ///
 /// # Safety
 /// `observers` must come from [`on_frame`] or [`passthrough_observers`] and not be released yet.
+#[inline]
 pub(crate) unsafe fn observe(
     py: Python<'_>,
     observers: *mut c_void,
@@ -297,6 +307,7 @@ fn hook_description<'py>(py: Python<'py>, hook: &Hook) -> Bound<'py, PyAny> {
 ///
 /// # Safety
 /// `observers` must come from [`on_frame`] or [`passthrough_observers`]; released once.
+#[inline]
 pub(crate) unsafe fn release_observers(observers: *mut c_void) {
     // SAFETY: guaranteed by the caller: the token is an Arc<ObserverSet> from into_raw.
     drop(unsafe { Arc::from_raw(observers.cast_const().cast::<ObserverSet>()) });

@@ -261,7 +261,7 @@ impl Registry {
         }
         let code_states = PerCode::<CodeState>::request(py)?;
         let registry = Arc::new(Registry {
-            head: Context::new(Generation::STEP, code_states.index(), &super::upcalls::UPCALLS),
+            head: Context::new(Generation::STEP, code_states.index(), super::upcalls::UPCALLS),
             interpreter: pep523_backend::current_interpreter(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             observers: ArcSwapOption::empty(),

@@ -96,7 +96,7 @@ typedef struct fh_context {
      * are the FH_GENERATION_* flags of that generation. */
     _Atomic unsigned long long generation;
     Py_ssize_t code_extra_index;  /* where the code states are (fh_code_state_head) */
-    const fh_upcalls *upcalls;
+    fh_upcalls upcalls;           /* by value: an upcall costs no load of the table */
     /* The native hooks the eval function calls itself, or NULL (fh_publish_native_chain). */
     fh_native_chain *_Atomic native_chain;
     _Atomic Py_ssize_t native_chain_readers; /* free-threaded builds: between load and retain */

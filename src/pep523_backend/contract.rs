@@ -54,6 +54,7 @@ pub struct Decision {
 
 /// `fh_upcalls`: the functions of the layer above the eval function calls.
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct Upcalls {
     pub dispatch: unsafe extern "C" fn(*mut FrameViewRaw, *mut Decision) -> c_int,
     pub dispatch_native_rest: unsafe extern "C" fn(
@@ -77,7 +78,7 @@ pub struct Upcalls {
 pub struct Context {
     pub generation: AtomicU64,
     pub code_extra_index: Py_ssize_t,
-    pub upcalls: &'static Upcalls,
+    pub upcalls: Upcalls,
     pub native_chain: AtomicPtr<NativeChain>,
     pub native_chain_readers: AtomicIsize,
 }

@@ -222,18 +222,18 @@ static PyObject *run_decided(PyThreadState *tstate, fh_frame *frame, _PyFrameEva
 {
     PyObject *result;
     if (decision->observers != NULL) {
-        result = fh_run_observed(tstate, frame, 0, next, context, decision, decision->observers);
+        result = fh_run_observed(tstate, frame, next, context, decision);
     } else if (decision->code != NULL) {
         result = fh_run_replacement(tstate, frame, next, decision);
     } else {
         result = next(tstate, frame, 0);
     }
     if (decision->after_frame != NULL) {
-        context->upcalls->finish(decision->after_frame);
+        context->upcalls.finish(decision->after_frame);
     }
     Py_XDECREF(decision->code);
     if (decision->arg_map_owner != NULL) {
-        context->upcalls->release(decision->arg_map_owner);
+        context->upcalls.release(decision->arg_map_owner);
     }
     return result;
 }
@@ -258,7 +258,7 @@ static FH_NOINLINE PyObject *dispatch_frame(PyThreadState *tstate, fh_frame *fra
     fh_frame_view view;
     view_of(&view, tstate, frame, context);
     fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
-    if (context->upcalls->dispatch(&view, &decision) < 0) {
+    if (context->upcalls.dispatch(&view, &decision) < 0) {
         fh_discard_unrun_frame(tstate, frame);
         return NULL;
     }
@@ -298,7 +298,7 @@ static FH_NOINLINE PyObject *native_chain_answered(fh_frame_view *view, _PyFrame
 {
     fh_context *context = view->context;
     fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
-    int dispatched = context->upcalls->dispatch_native_rest(view, &decision, chain, index, status, replacement);
+    int dispatched = context->upcalls.dispatch_native_rest(view, &decision, chain, index, status, replacement);
     fh_native_chain_release(context, chain);
     if (dispatched < 0) {
         fh_discard_unrun_frame(view->tstate, view->frame);
@@ -336,11 +336,11 @@ static inline PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
 static FH_NOINLINE PyObject *observe_passing_frame(PyThreadState *tstate, fh_frame *frame, int throwflag,
                                                     _PyFrameEvalFunction next, fh_context *context)
 {
-    void *observers = context->upcalls->passthrough_observers(context);
+    void *observers = context->upcalls.passthrough_observers(context);
     if (observers == NULL) {
         return next(tstate, frame, throwflag);
     }
-    return fh_run_observed(tstate, frame, throwflag, next, context, NULL, observers);
+    return fh_run_observed_unhooked(tstate, frame, throwflag, next, context, observers);
 }
 
 #if FH_C_STACK_GUARD

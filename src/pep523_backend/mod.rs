@@ -23,7 +23,7 @@ pub use contract::{
 };
 
 impl Context {
-    pub fn new(generation: u64, code_extra_index: ffi::Py_ssize_t, upcalls: &'static Upcalls) -> Self {
+    pub fn new(generation: u64, code_extra_index: ffi::Py_ssize_t, upcalls: Upcalls) -> Self {
         Self {
             generation: std::sync::atomic::AtomicU64::new(generation),
             code_extra_index,
@@ -266,7 +266,7 @@ impl CodeExtraSlot {
 }
 
 /// A frame about to run, as the eval function received it. Only valid during
-/// the upcall that received it; [`crate::hookapi`] enforces that.
+/// the upcall that received it: whoever keeps one longer checks that it may (see [`RawFrameView`]).
 pub struct FrameView<'a> {
     raw: &'a FrameViewRaw,
 }

@@ -20,10 +20,10 @@ fh_native_chain *fh_native_chain_new(Py_ssize_t count, unsigned long long genera
     return chain;
 }
 
-void fh_native_chain_free(fh_context *context, fh_native_chain *chain)
+FH_COLD void fh_native_chain_free(fh_context *context, fh_native_chain *chain)
 {
     for (Py_ssize_t i = 0; i < chain->count; i++) {
-        context->upcalls->release_native_owner(chain->links[i].owner);
+        context->upcalls.release_native_owner(chain->links[i].owner);
     }
     PyMem_RawFree(chain);
 }

@@ -1,10 +1,14 @@
 /* Observed frames: their start and end reported to the hooks that observe. */
 #include "shim_internal.h"
 
-PyObject *fh_run_observed(PyThreadState *tstate, fh_frame *frame, int throwflag, _PyFrameEvalFunction next,
-                          fh_context *context, const fh_decision *decision, void *observers)
+/* Runs the frame (`decision`'s replacement, when it has one; no decision: the
+ * frame is not hooked) and reports its start and end to `observers`, which it
+ * releases. Inlined into the two entries below, whose calls need fewer
+ * arguments than this. */
+static inline __attribute__((always_inline)) PyObject *
+run_observed(PyThreadState *tstate, fh_frame *frame, int throwflag, _PyFrameEvalFunction next,
+             const fh_upcalls *upcalls, const fh_decision *decision, void *observers)
 {
-    const fh_upcalls *upcalls = context->upcalls;
     int replaced = decision != NULL && decision->code != NULL;
     /* The frame, and with it the last reference to its code, may be gone when
      * the exit is reported. */
@@ -22,4 +26,16 @@ PyObject *fh_run_observed(PyThreadState *tstate, fh_frame *frame, int throwflag,
     Py_XDECREF(original);
     upcalls->release_observers(observers);
     return result;
+}
+
+PyObject *fh_run_observed(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next, fh_context *context,
+                          const fh_decision *decision)
+{
+    return run_observed(tstate, frame, 0, next, &context->upcalls, decision, decision->observers);
+}
+
+PyObject *fh_run_observed_unhooked(PyThreadState *tstate, fh_frame *frame, int throwflag,
+                                   _PyFrameEvalFunction next, fh_context *context, void *observers)
+{
+    return run_observed(tstate, frame, throwflag, next, &context->upcalls, NULL, observers);
 }

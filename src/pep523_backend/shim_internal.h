@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 
 #define FH_NOINLINE __attribute__((noinline))
+/* Off the eval function's paths: never inlined into them, nor laid out among them. */
+#define FH_COLD __attribute__((cold, noinline))
 /* Thread locals read on the eval function's paths: a few bytes of the static TLS
  * block instead of a __tls_get_addr call per read. */
 #define FH_THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
@@ -89,11 +91,11 @@ static inline void *fh_code_extra(PyObject *code, Py_ssize_t index)
 #endif
 
 /* Frees a chain whose last reference went, releasing its links' owners. */
-void fh_native_chain_free(fh_context *context, fh_native_chain *chain);
+FH_COLD void fh_native_chain_free(fh_context *context, fh_native_chain *chain);
 
 static inline void fh_native_chain_release(fh_context *context, fh_native_chain *chain)
 {
-    if (FH_CHAIN_REFS_ADD(chain, -1) == 1) {
+    if (__builtin_expect(FH_CHAIN_REFS_ADD(chain, -1) == 1, 0)) {
         fh_native_chain_free(context, chain);
     }
 }
@@ -154,10 +156,14 @@ static inline void fh_forget_called_replacement(PyCodeObject *code) { (void)code
 
 /* -------------------------------------------------------------- observe.c */
 
-/* Runs a frame (its replacement, when `decision` has one) and reports its
- * start and end to `observers`, which it releases. */
-PyObject *fh_run_observed(PyThreadState *tstate, fh_frame *frame, int throwflag, _PyFrameEvalFunction next,
-                          fh_context *context, const fh_decision *decision, void *observers);
+/* Runs a hooked frame as `decision` says (its replacement, when it has one)
+ * and reports its start and end to the decision's observers, which it releases. */
+PyObject *fh_run_observed(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next, fh_context *context,
+                          const fh_decision *decision);
+/* Runs a frame that is not hooked (resumed, thrown into, not a function's)
+ * and reports its start and end to `observers`, which it releases. */
+PyObject *fh_run_observed_unhooked(PyThreadState *tstate, fh_frame *frame, int throwflag,
+                                   _PyFrameEvalFunction next, fh_context *context, void *observers);
 
 /* ---------------------------------------------------------- stack_guard.c */
 

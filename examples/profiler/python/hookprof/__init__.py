@@ -17,7 +17,7 @@ import os
 import sys
 from collections import Counter
 from types import CodeType
-from typing import IO, Callable, Dict, List, NamedTuple, Optional, Union
+from typing import IO, Callable, NamedTuple, Optional, Union
 
 from hookprof._native import Collector, flamegraph
 
@@ -57,7 +57,7 @@ def _row(code: CodeType, original: Optional[CodeType], calls: int, primitive_cal
                    primitive_calls)
 
 
-SORT_KEYS: Dict[str, Callable[[StatRow], object]] = {
+SORT_KEYS: dict[str, Callable[[StatRow], object]] = {
     "cumulative": lambda row: -row.cumtime,
     "cumtime": lambda row: -row.cumtime,
     "tottime": lambda row: -row.tottime,
@@ -70,7 +70,7 @@ SORT_KEYS: Dict[str, Callable[[StatRow], object]] = {
 }
 
 
-def _sorted(rows: List[StatRow], sort: str) -> List[StatRow]:
+def _sorted(rows: list[StatRow], sort: str) -> list[StatRow]:
     try:
         key = SORT_KEYS[sort]
     except KeyError:
@@ -89,7 +89,7 @@ class Profiler(Collector):
     count as having returned then; frames that began before start() are not
     recorded."""
 
-    def stats(self) -> List[StatRow]:
+    def stats(self) -> list[StatRow]:
         """One row per code object that ran, unsorted."""
         return [_row(*totals) for totals in self.totals()]
 
@@ -114,11 +114,11 @@ class Profiler(Collector):
                   f"{row.filename}:{row.lineno}({row.label})", file=out)
         print(file=out)
 
-    def collapsed(self) -> List[str]:
+    def collapsed(self) -> list[str]:
         """Collapsed stacks for flame graphs: "outer;inner;leaf N", N the exclusive
         microseconds spent on that path, sorted; paths under half a microsecond are left out."""
-        labels: Dict[int, str] = {}
-        paths: List[str] = []
+        labels: dict[int, str] = {}
+        paths: list[str] = []
         micros: Counter[str] = Counter()
         for parent, code, original, nanos in self.call_tree():
             label = labels.get(id(code))

@@ -14,12 +14,12 @@ import os
 import runpy
 import sys
 import types
-from typing import List, Optional
+from typing import Optional
 
 from hookprof import SORT_KEYS, Profiler
 
 
-def parse(argv: List[str]) -> argparse.Namespace:
+def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m hookprof",
         description="Profile a Python script or module with framehook observers.",
@@ -77,7 +77,7 @@ def report(options: argparse.Namespace, profiler: Profiler) -> None:
             print(f"hookprof: flame graph written to {options.flamegraph}")
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: Optional[list[str]] = None) -> None:
     options = parse(sys.argv[1:] if argv is None else argv)
     profiler = Profiler()
     try:

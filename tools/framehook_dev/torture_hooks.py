@@ -1,4 +1,4 @@
-"""Identity hooks for the torture runner (``tools/torture.py``), and its child process.
+"""Identity hooks for the torture runner (``framehook_dev.torture``), and its child process.
 
 An *identity* transform returns, for a code object, a fresh code object that computes
 the same thing but whose frame is laid out differently: it has one more local variable.
@@ -24,10 +24,10 @@ friends, two 4-bit slots) whose shifted slot would not fit in 4 bits (reason
 ``"superinstruction"``). A declining hook returns None for that code, which runs
 unchanged; the runner reports how many codes were declined.
 
-Command line (in the interpreter under test, framehook installed)::
+Command line (in the interpreter under test, framehook and this package installed)::
 
-    python -m framehook._torture selfcheck [--corpus N] [--hooks]
-    python -m framehook._torture child MODE EVENTS STATS -- REGRTEST-ARGS...
+    python -m framehook_dev.torture_hooks selfcheck [--corpus N] [--hooks]
+    python -m framehook_dev.torture_hooks child MODE EVENTS STATS -- REGRTEST-ARGS...
 
 ``selfcheck`` checks the transform: tricky functions (closures, class bodies,
 comprehensions, generators, coroutines, async generators, try/except/finally, with,
@@ -57,8 +57,8 @@ import threading
 import traceback
 import types
 import weakref
-# `typing.X` spelled out: stubtest on 3.9 checks imported names of a module without a stub.
-import typing
+from collections.abc import Iterator
+from typing import Any, Callable, Optional, cast
 
 __all__ = [
     "Declined",
@@ -103,7 +103,7 @@ class Declined(Exception):
 def _shift_cell_slots(code: types.CodeType) -> bytes:
     raw = bytearray(code.co_code)
     nlocals = code.co_nlocals
-    prefix_start: typing.Optional[int] = None
+    prefix_start: Optional[int] = None
     ext = 0
     i = 0
     n = len(raw)
@@ -163,15 +163,15 @@ class _Counters:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.hooks: typing.Dict[str, typing.Dict[str, typing.Any]] = {}
+        self.hooks: dict[str, dict[str, Any]] = {}
 
-    def hook(self, name: str) -> typing.Dict[str, typing.Any]:
+    def hook(self, name: str) -> dict[str, Any]:
         return self.hooks.setdefault(name, {
             "calls": 0, "transformed": 0, "declined": collections.Counter(),
             "errors": collections.Counter(), "examples": [],
         })
 
-    def as_json(self) -> typing.Dict[str, typing.Any]:
+    def as_json(self) -> dict[str, Any]:
         return {name: {k: (dict(v) if isinstance(v, collections.Counter) else v) for k, v in h.items()}
                 for name, h in self.hooks.items()}
 
@@ -193,24 +193,24 @@ class IdentityHook:
     def __init__(self, name: str) -> None:
         self.name = name
         self.stats = COUNTERS.hook(name)
-        self._cache: typing.Dict[int, typing.Tuple[typing.Any, typing.Optional[types.CodeType]]] = {}
+        self._cache: dict[int, tuple[Any, Optional[types.CodeType]]] = {}
 
-    def _forget(self, key: int) -> typing.Callable[[typing.Any], None]:
+    def _forget(self, key: int) -> Callable[[Any], None]:
         cache = self._cache
 
-        def forget(ref: typing.Any) -> None:
+        def forget(ref: Any) -> None:
             entry = cache.get(key)
             if entry is not None and entry[0] is ref:
                 del cache[key]
 
         return forget
 
-    def transform(self, code: types.CodeType) -> typing.Optional[types.CodeType]:
+    def transform(self, code: types.CodeType) -> Optional[types.CodeType]:
         entry = self._cache.get(id(code))
         if entry is not None and entry[0]() is code:
             return entry[1]
         stats = self.stats
-        result: typing.Optional[types.CodeType]
+        result: Optional[types.CodeType]
         try:
             result = with_extra_local(code)
         except Declined as why:
@@ -232,7 +232,7 @@ class IdentityHook:
         self._cache[key] = (weakref.ref(code, self._forget(key)), result)
         return result
 
-    def __call__(self, frame: typing.Any) -> typing.Optional[types.CodeType]:
+    def __call__(self, frame: Any) -> Optional[types.CodeType]:
         self.stats["calls"] += 1
         return self.transform(frame.f_code)
 
@@ -243,9 +243,9 @@ class DecliningHook:
     def __init__(self, name: str) -> None:
         self.stats = COUNTERS.hook(name)
 
-    def __call__(self, frame: typing.Any) -> None:
+    def __call__(self, frame: Any) -> None:
         self.stats["calls"] += 1
-        frame.f_code  # touch the frame as a real hook would
+        _ = frame.f_code  # touch the frame as a real hook would
         return None
 
 
@@ -257,17 +257,17 @@ class CopyHook:
     def __init__(self, name: str) -> None:
         self.stats = COUNTERS.hook(name)
 
-    def __call__(self, frame: typing.Any) -> types.CodeType:
+    def __call__(self, frame: Any) -> types.CodeType:
         self.stats["calls"] += 1
         with COUNTERS.lock:
             self.stats["transformed"] += 1
-        return typing.cast(types.CodeType, frame.f_code.replace())
+        return cast(types.CodeType, frame.f_code.replace())
 
 
 MODES = ("none", "identity", "chain", "floor", "copy")
 
 
-def install(mode: str) -> typing.List[typing.Any]:
+def install(mode: str) -> list[Any]:
     """Register the hooks of ``mode``; returns their handles.
 
     ``identity``: one identity hook, ``cache=True``. ``chain``: an identity hook
@@ -303,7 +303,7 @@ def install(mode: str) -> typing.List[typing.Any]:
 # ------------------------------------------------------------------- child process
 
 
-def _error_text(err: typing.Any) -> typing.Tuple[str, str]:
+def _error_text(err: Any) -> tuple[str, str]:
     """(the exception's own lines, the traceback's last lines) of an exc_info triple."""
     try:
         only = "".join(traceback.format_exception_only(err[0], err[1])).strip()
@@ -319,9 +319,9 @@ class _Recorder:
     def __init__(self, path: str) -> None:
         self.sink = open(path, "a", buffering=1, encoding="utf-8")
         self.lock = threading.Lock()
-        self.current: typing.Dict[int, typing.Dict[str, typing.Any]] = {}
+        self.current: dict[int, dict[str, Any]] = {}
 
-    def emit(self, **fields: typing.Any) -> None:
+    def emit(self, **fields: Any) -> None:
         line = json.dumps(fields)
         with self.lock:
             self.sink.write(line + "\n")
@@ -333,19 +333,19 @@ class _Recorder:
         base = unittest.result.TestResult
         recorder = self
 
-        def ours(result: typing.Any) -> bool:
+        def ours(result: Any) -> bool:
             return type(result).__name__ == result_class_name
 
-        def test_id(test: typing.Any) -> str:
+        def test_id(test: Any) -> str:
             try:
                 return str(test.id())
             except Exception:
                 return str(test)
 
-        def wrap(name: str, outcome: typing.Optional[str], has_err: bool) -> None:
+        def wrap(name: str, outcome: Optional[str], has_err: bool) -> None:
             original = getattr(base, name)
 
-            def method(self: typing.Any, test: typing.Any, *args: typing.Any) -> typing.Any:
+            def method(self: Any, test: Any, *args: Any) -> Any:
                 if ours(self):
                     try:
                         recorder.outcome(self, test_id(test), outcome, args[0] if has_err else None,
@@ -366,14 +366,14 @@ class _Recorder:
 
         start, stop, sub = base.startTest, base.stopTest, base.addSubTest
 
-        def startTest(self: typing.Any, test: typing.Any) -> typing.Any:
+        def startTest(self: Any, test: Any) -> Any:
             if ours(self):
                 tid = test_id(test)
                 recorder.current[id(self)] = {"test": tid, "outcome": None}
                 recorder.emit(event="start", test=tid)
             return start(self, test)
 
-        def stopTest(self: typing.Any, test: typing.Any) -> typing.Any:
+        def stopTest(self: Any, test: Any) -> Any:
             if ours(self):
                 state = recorder.current.pop(id(self), None)
                 if state is not None and state["outcome"] is None:
@@ -383,7 +383,7 @@ class _Recorder:
                                   message=state.get("first_subtest_message", ""))
             return stop(self, test)
 
-        def addSubTest(self: typing.Any, test: typing.Any, subtest: typing.Any, err: typing.Any) -> typing.Any:
+        def addSubTest(self: Any, test: Any, subtest: Any, err: Any) -> Any:
             if ours(self) and err is not None:
                 failed = issubclass(err[0], test.failureException)
                 message, tb = _error_text(err)
@@ -399,11 +399,11 @@ class _Recorder:
         for name, method in (("startTest", startTest), ("stopTest", stopTest), ("addSubTest", addSubTest)):
             setattr(base, name, method)
 
-    def outcome(self, result: typing.Any, tid: str, outcome: typing.Optional[str], err: typing.Any, reason: typing.Any) -> None:
+    def outcome(self, result: Any, tid: str, outcome: Optional[str], err: Any, reason: Any) -> None:
         state = self.current.get(id(result))
         if state is not None and state["test"] == tid:
             state["outcome"] = outcome
-        fields: typing.Dict[str, typing.Any] = {"event": "end", "test": tid, "outcome": outcome}
+        fields: dict[str, Any] = {"event": "end", "test": tid, "outcome": outcome}
         if err is not None and outcome != "xfail":
             fields["message"], fields["traceback"] = _error_text(err)
         if reason is not None:
@@ -411,16 +411,17 @@ class _Recorder:
         self.emit(**fields)
 
 
-def _run_regrtest(args: typing.List[str]) -> typing.Any:
+def _run_regrtest(args: list[str]) -> Any:
     sys.argv = [sys.argv[0]] + args
     from test.libregrtest.main import main  # type: ignore  # CPython's own, typed nowhere
 
     return main()
 
 
-def child(argv: typing.List[str]) -> int:
+def child(argv: list[str]) -> int:
     if len(argv) < 3 or (len(argv) > 3 and argv[3] != "--"):
-        print("usage: python -m framehook._torture child MODE EVENTS STATS -- REGRTEST-ARGS...", file=sys.stderr)
+        print("usage: python -m framehook_dev.torture_hooks child MODE EVENTS STATS -- REGRTEST-ARGS...",
+              file=sys.stderr)
         return 2
     mode, events, stats_path = argv[:3]
     regrtest_args = argv[4:]
@@ -660,7 +661,7 @@ def _many_locals_source(n: int) -> str:
             f"    c += 1\n    return inner() + a0 + a{n - 1}\n")
 
 
-def _deep_transform(code: types.CodeType, declined: typing.List[str]) -> types.CodeType:
+def _deep_transform(code: types.CodeType, declined: list[str]) -> types.CodeType:
     consts = tuple(_deep_transform(c, declined) if isinstance(c, types.CodeType) else c
                    for c in code.co_consts)
     code = code.replace(co_consts=consts)
@@ -671,27 +672,27 @@ def _deep_transform(code: types.CodeType, declined: typing.List[str]) -> types.C
         return code
 
 
-def _run_source(source: str, entry: str, transform: bool, declined: typing.List[str]) -> typing.Any:
+def _run_source(source: str, entry: str, transform: bool, declined: list[str]) -> Any:
     code = compile(source, "<framehook-torture-selfcheck>", "exec")
     if transform:
         code = _deep_transform(code, declined)
-    namespace: typing.Dict[str, typing.Any] = {"__name__": "framehook_torture_selfcheck"}
+    namespace: dict[str, Any] = {"__name__": "framehook_torture_selfcheck"}
     exec(code, namespace)
     return namespace[entry]()
 
 
-def _argvals(code: types.CodeType) -> typing.List[typing.Tuple[str, typing.Any]]:
+def _argvals(code: types.CodeType) -> list[tuple[str, Any]]:
     return [(i.opname, i.argval if i.opcode in _SLOT_OPS else None) for i in dis.get_instructions(code)]
 
 
-def _walk(code: types.CodeType) -> typing.Iterator[types.CodeType]:
+def _walk(code: types.CodeType) -> Iterator[types.CodeType]:
     yield code
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             yield from _walk(c)
 
 
-def _corpus(limit: int) -> typing.Iterator[typing.Tuple[str, types.CodeType]]:
+def _corpus(limit: int) -> Iterator[tuple[str, types.CodeType]]:
     import sysconfig
 
     stdlib = sysconfig.get_paths()["stdlib"]
@@ -707,15 +708,15 @@ def _corpus(limit: int) -> typing.Iterator[typing.Tuple[str, types.CodeType]]:
             yield path, code
 
 
-def selfcheck(argv: typing.List[str]) -> int:
+def selfcheck(argv: list[str]) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m framehook._torture selfcheck")
+    ap = argparse.ArgumentParser(prog="python -m framehook_dev.torture_hooks selfcheck")
     ap.add_argument("--corpus", type=int, default=10_000, metavar="N",
                     help="check every code object of the first N stdlib top-level modules (default: all)")
     ap.add_argument("--hooks", action="store_true", help="also run the tricky functions under framehook's hooks")
     ns = ap.parse_args(argv)
-    failures: typing.List[str] = []
+    failures: list[str] = []
 
     sources = [(_TRICKY, "results")]
     if sys.version_info >= (3, 11):
@@ -726,7 +727,7 @@ def selfcheck(argv: typing.List[str]) -> int:
         sources.append((_many_locals_source(n), f"many_{n}"))
         expected_decline[f"many_{n}"] = SHIFTS_CELLS and n == 254
     for source, entry in sources:
-        declined: typing.List[str] = []
+        declined: list[str] = []
         want = _run_source(source, entry, False, [])
         got = _run_source(source, entry, True, declined)
         if got != want:
@@ -762,12 +763,12 @@ def selfcheck(argv: typing.List[str]) -> int:
         for mode in ("identity", "chain"):
             for source, entry in sources:
                 code = compile(source, "<framehook-torture-selfcheck>", "exec")
-                want_ns: typing.Dict[str, typing.Any] = {"__name__": "framehook_torture_selfcheck"}
+                want_ns: dict[str, Any] = {"__name__": "framehook_torture_selfcheck"}
                 exec(code, want_ns)
                 want = want_ns[entry]()
                 handles = install(mode)
                 try:
-                    got_ns: typing.Dict[str, typing.Any] = {"__name__": "framehook_torture_selfcheck"}
+                    got_ns: dict[str, Any] = {"__name__": "framehook_torture_selfcheck"}
                     exec(code, got_ns)
                     got = got_ns[entry]()
                 finally:
@@ -786,7 +787,7 @@ def selfcheck(argv: typing.List[str]) -> int:
     return 1 if failures else 0
 
 
-def main(argv: typing.Optional[typing.List[str]] = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "child":
         return child(argv[1:])

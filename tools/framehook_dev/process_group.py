@@ -1,6 +1,6 @@
 """Running a test process in a process group of its own, with a time limit.
 
-Shared by the suite runners (torture.py, paddle_sot_suite.py). Standard library only.
+Shared by the suite runners (``torture``, ``paddle_sot_suite``). Standard library only.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple, Optional
 
 
 class Finished(NamedTuple):

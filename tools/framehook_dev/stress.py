@@ -1,15 +1,14 @@
-#!/usr/bin/env python3
 """Leak and thread stress of framehook on every interpreter of the matrix.
 
-    python3 tools/stress.py                          # all eight interpreters
-    python3 tools/stress.py --only 3.12,3.14d --seconds 5
+    python -m framehook_dev.stress                          # all eight interpreters
+    python -m framehook_dev.stress --only 3.12,3.14d --seconds 5
 
 Runs in the venvs ``make test`` builds (``FRAMEHOOK_BUILD_DIR`` honoured; 3.14 and
-3.14d inside the sid root), one child process per interpreter (this script with
+3.14d inside the sid root), one child process per interpreter (this module with
 ``--child``), three checks each:
 
 * ``calls``: 1,000,000 calls (``--calls``) of functions whose code a hook replaces
-  (a fresh equivalent copy with one more local, ``framehook._torture.with_extra_local``):
+  (a fresh equivalent copy with one more local, ``framehook_dev.torture_hooks.with_extra_local``):
   a plain function, one with a cell, a closure and a generator function, under a
   ``cache=True`` hook and a ``cache=False`` one. Every call must run the replacement and
   return the right value.
@@ -45,10 +44,10 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, NamedTuple, Optional
 
-REPO = Path(__file__).resolve().parent.parent
 CHECKS = ("calls", "cycles", "threads")
 DRIFT_LIMIT = 1000
 RSS_LIMIT_MB = 5.0
@@ -97,7 +96,7 @@ def declined(x):
 
 class Workload(NamedTuple):
     function: Callable[..., Any]  # whose code is hooked
-    call: Callable[[int], Tuple[int, Any]]  # -> (value, the code that ran)
+    call: Callable[[int], tuple[int, Any]]  # -> (value, the code that ran)
     expected: Callable[[int], int]
     replaced: bool
 
@@ -117,7 +116,7 @@ class Replacer:
     """A hook replacing each workload's code by one fresh equivalent copy."""
 
     def __init__(self) -> None:
-        from framehook._torture import with_extra_local
+        from .torture_hooks import with_extra_local
 
         self.replacements = {w.function.__code__: with_extra_local(w.function.__code__)
                              for w in WORKLOADS if w.replaced}
@@ -134,7 +133,7 @@ class Replacer:
 
 
 def decline(frame: Any) -> None:
-    frame.f_code  # reads the frame, returns None: the code runs unchanged
+    _ = frame.f_code  # reads the frame, returns None: the code runs unchanged
 
 
 def observe(event: str, code: Any, original_code: Any) -> None:
@@ -177,7 +176,7 @@ def _malloc_in_use() -> Optional[Callable[[], int]]:
 MALLOC_IN_USE = _malloc_in_use()
 
 
-def snapshot(watched: Sequence[Any]) -> Dict[str, Any]:  # int, or None where unavailable
+def snapshot(watched: Sequence[Any]) -> dict[str, Any]:  # int, or None where unavailable
     for _ in range(3):
         gc.collect()
     objects = len(gc.get_objects())
@@ -190,7 +189,7 @@ def snapshot(watched: Sequence[Any]) -> Dict[str, Any]:  # int, or None where un
     }
 
 
-def measured(step: Callable[[int], int], total: int, watched: Sequence[Any]) -> Dict[str, Any]:
+def measured(step: Callable[[int], int], total: int, watched: Sequence[Any]) -> dict[str, Any]:
     """Runs `step(n)` (which returns its wrong results) for `total` units: a twentieth
     as warm-up, the rest between two snapshots; returns the growth of each figure."""
     # As in any threaded program: free-threaded 3.13 frees functions of top-level code
@@ -217,14 +216,14 @@ def measured(step: Callable[[int], int], total: int, watched: Sequence[Any]) -> 
     }
 
 
-def _watched(hook: Replacer) -> List[Any]:
+def _watched(hook: Replacer) -> list[Any]:
     import framehook
 
     codes = [code for pair in hook.replacements.items() for code in pair]
     return [hook, observe, framehook.Frame, framehook.HookHandle, plain.__globals__, *codes]
 
 
-def check_calls(calls: int) -> Dict[str, Any]:
+def check_calls(calls: int) -> dict[str, Any]:
     """`calls` calls of replaced functions, under a cache=True and a cache=False hook."""
     import framehook
 
@@ -249,7 +248,7 @@ def check_calls(calls: int) -> Dict[str, Any]:
     return measured(lambda n: step(max(1, n // rounds)), calls, _watched(hook))
 
 
-def check_cycles(cycles: int) -> Dict[str, Any]:
+def check_cycles(cycles: int) -> dict[str, Any]:
     """`cycles` add/remove cycles, with and without observer, a hooked call in each."""
     import framehook
 
@@ -270,7 +269,7 @@ def check_cycles(cycles: int) -> Dict[str, Any]:
 
 
 def check_threads(seconds: float, callers: int = 8, mutators: int = 2,
-                  hang_after: float = 120.0) -> Dict[str, Any]:
+                  hang_after: float = 120.0) -> dict[str, Any]:
     """Callers check every result while mutators add, remove, enable and disable hooks.
 
     Runs for `seconds`, and until every caller has called each workload and every
@@ -281,7 +280,7 @@ def check_threads(seconds: float, callers: int = 8, mutators: int = 2,
     valid = {id(w): {w.function.__code__, hook.expected_code(w)} for w in WORKLOADS}
     stop = threading.Event()
     lock = threading.Lock()
-    totals: Dict[str, Any] = {"calls": 0, "wrong": 0, "ops": 0, "errors": [], "samples": []}
+    totals: dict[str, Any] = {"calls": 0, "wrong": 0, "ops": 0, "errors": [], "samples": []}
     started = [threading.Event() for _ in range(callers + mutators)]
 
     def record_error() -> None:
@@ -317,7 +316,7 @@ def check_threads(seconds: float, callers: int = 8, mutators: int = 2,
 
     def mutator(index: int) -> None:
         rng = random.Random(1000 + index)
-        handles: List[Any] = []
+        handles: list[Any] = []
         ops = 0
         try:
             while not (stop.is_set() and ops >= 10):
@@ -376,7 +375,7 @@ def check_threads(seconds: float, callers: int = 8, mutators: int = 2,
 def child(args: argparse.Namespace) -> int:
     import framehook
 
-    results: Dict[str, Any] = {"python": sys.version.split()[0], "debug": hasattr(sys, "gettotalrefcount")}
+    results: dict[str, Any] = {"python": sys.version.split()[0], "debug": hasattr(sys, "gettotalrefcount")}
     for name in args.checks.split(","):
         if name == "calls":
             results[name] = check_calls(args.calls)
@@ -392,7 +391,7 @@ def child(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------- the parent
 
 
-def misses(check: str, result: Dict[str, Any]) -> List[str]:
+def misses(check: str, result: dict[str, Any]) -> list[str]:
     """The goals `result` misses."""
     missed = []
     if result["wrong"]:
@@ -413,14 +412,15 @@ def misses(check: str, result: Dict[str, Any]) -> List[str]:
     return missed
 
 
-def run_interpreter(name: str, args: argparse.Namespace) -> Dict[str, Any]:
-    import matrix
+def run_interpreter(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    from . import matrix
 
     started = time.monotonic()
-    entry: Dict[str, Any] = {"interpreter": name}
+    entry: dict[str, Any] = {"interpreter": name}
     try:
         target = matrix.resolve(name)
-        argv = [target.venv_python, str(Path(__file__).resolve()), "--child",
+        matrix.install_dev_package(target)
+        argv = [target.venv_python, "-m", "framehook_dev.stress", "--child",
                 "--checks", args.checks, "--calls", str(args.calls), "--cycles", str(args.cycles),
                 "--seconds", str(args.seconds)]
         print(f"[stress] {name}: {args.checks} in {target.venv}", file=sys.stderr, flush=True)
@@ -444,7 +444,7 @@ def run_interpreter(name: str, args: argparse.Namespace) -> Dict[str, Any]:
     return entry
 
 
-def table(entries: List[Dict[str, Any]]) -> str:
+def table(entries: list[dict[str, Any]]) -> str:
     headers = ["python", "check", "ops", "refcount drift", "held refs", "gc objects", "malloc KB",
                "RSS MB", "wrong", "errors", "mutator ops", "verdict"]
     rows = []
@@ -456,7 +456,7 @@ def table(entries: List[Dict[str, Any]]) -> str:
             if check not in entry:
                 continue
             r = entry[check]
-            cell = lambda key: "-" if r.get(key) is None else str(r[key])  # noqa: E731
+            cell = lambda key, r=r: "-" if r.get(key) is None else str(r[key])  # noqa: E731
             malloc = "-" if r.get("malloc_bytes") is None else str(round(r["malloc_bytes"] / 1024))
             missed = misses(check, r)
             rows.append([entry["interpreter"], check, str(r["operations"]), cell("refcount_drift"),
@@ -484,8 +484,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(f"unknown check(s) {unknown}; choose from {CHECKS}")
     if args.child:
         return child(args)
-    sys.path.insert(0, str(REPO / "tools"))
-    import matrix
+    from . import matrix
 
     names = matrix.INTERPRETERS if not args.only else args.only.split(",")
     unknown = [n for n in names if n not in matrix.INTERPRETERS]
@@ -495,7 +494,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(table(entries))
     for entry in entries:
         for check in CHECKS:
-            for detail in entry.get(check, {}).get("errors", [])[:3] + entry.get(check, {}).get("wrong_samples", [])[:3]:
+            found = entry.get(check, {})
+            for detail in found.get("errors", [])[:3] + found.get("wrong_samples", [])[:3]:
                 print(f"\n{entry['interpreter']} {check}:\n{detail}")
         if "error" in entry:
             print(f"\n{entry['interpreter']}: {entry['error']}")

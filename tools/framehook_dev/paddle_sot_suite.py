@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run PaddlePaddle's own ``test/sot`` suite on Paddle's eval frame and on framehook's, and compare.
 
 Each test file runs in its own process, as Paddle's CI runs them (``test/sot/CMakeLists.txt``):
@@ -27,14 +26,14 @@ interpreter), and 0 otherwise.
 The test files are Paddle's, not ours, and are never committed: they live in
 ``$FRAMEHOOK_CACHE/paddle-test-sot`` (``~/.cache/framehook/paddle-test-sot``) next to a
 ``MANIFEST.json`` naming, per file, the Paddle repository path and commit it was taken from
-(``tools/paddle_sot_manifest.json`` is a copy of it, see README "Paddle's test/sot suite").
+(``paddle_sot_manifest.json`` in this package is a copy of it).
 When the directory holds no test files the command says so and exits 0 (``--require-tests``
 makes that exit 2), so it can sit in CI where the files cannot be fetched.
 
 Usage::
 
-    python3 tools/paddle_sot_suite.py --python /tmp/pd-venv-3.10/bin/python
-    python3 tools/paddle_sot_suite.py --python PY310 --python PY313 --mode native -k test_0
+    python -m framehook_dev.paddle_sot_suite --python /tmp/pd-venv-3.10/bin/python
+    python -m framehook_dev.paddle_sot_suite --python PY310 --python PY313 --mode native -k test_0
 
 Standard library only, Python 3.9+.
 """
@@ -54,9 +53,9 @@ import threading
 import time
 from pathlib import Path
 
-from process_group import run_in_own_group
+from .process_group import run_in_own_group
+from .provision import CACHE
 
-CACHE = Path(os.environ.get("FRAMEHOOK_CACHE", Path.home() / ".cache" / "framehook"))
 DEFAULT_TESTS = CACHE / "paddle-test-sot"
 DEFAULT_REPORT = CACHE / "paddle-sot-report.json"
 DEFAULT_LOGS = CACHE / "paddle-sot-logs"
@@ -172,7 +171,10 @@ def check_manifest(tests_dir: Path, manifest: dict | None) -> dict[str, dict]:
         if not path.is_file():
             log(f"paddle_sot_suite: warning: {name} is in MANIFEST.json but not in {tests_dir}")
         elif entry.get("sha256") and hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
-            log(f"paddle_sot_suite: warning: {name} differs from the version MANIFEST.json records ({entry.get('commit')})")
+            log(
+                f"paddle_sot_suite: warning: {name} differs from the version MANIFEST.json records "
+                f"({entry.get('commit')})"
+            )
     return entries
 
 
@@ -206,7 +208,9 @@ def probe(python: str) -> dict:
     return info
 
 
-def run_file(python: str, mode: str, tests_dir: Path, test_file: str, timeout: float, log_path: Path, extra_env: dict) -> dict:
+def run_file(
+    python: str, mode: str, tests_dir: Path, test_file: str, timeout: float, log_path: Path, extra_env: dict
+) -> dict:
     module = test_file[:-3]
     env = dict(os.environ)
     env.update(CI_ENV)
@@ -215,8 +219,13 @@ def run_file(python: str, mode: str, tests_dir: Path, test_file: str, timeout: f
     fd, events_name = tempfile.mkstemp(prefix=f"{module}.{mode}.", suffix=".jsonl")
     os.close(fd)
     events_path = Path(events_name)
-    rc, timed_out, duration, _ = run_in_own_group([python, "-c", CHILD, mode, module, str(events_path)],
-                                                  cwd=tests_dir, env=env, log_path=log_path, timeout=timeout)
+    rc, timed_out, duration, _ = run_in_own_group(
+        [python, "-c", CHILD, mode, module, str(events_path)],
+        cwd=tests_dir,
+        env=env,
+        log_path=log_path,
+        timeout=timeout,
+    )
     events = []
     for line in events_path.read_text(errors="replace").splitlines():
         try:
@@ -360,7 +369,9 @@ def print_table(label: str, files: list[str], runs: dict, comparison: dict, show
             row += ", ".join(d["test"].split(".", 1)[-1] for d in diff)
         log(row.rstrip())
     log("-" * len(header))
-    log((f"{'total':<{width}}  " + "  ".join(f"{f'{p}/{t - k} +{k} skip':<18}" for p, t, k in totals.values())).rstrip())
+    log(
+        (f"{'total':<{width}}  " + "  ".join(f"{f'{p}/{t - k} +{k} skip':<18}" for p, t, k in totals.values())).rstrip()
+    )
     if len(modes) == 2:
         diffs = [d for f in files for d in comparison.get(f, [])]
         if diffs:
@@ -387,36 +398,81 @@ def print_table(label: str, files: list[str], runs: dict, comparison: dict, show
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tests", type=Path, default=DEFAULT_TESTS, help=f"directory of Paddle's test/sot files (default {DEFAULT_TESTS})")
-    parser.add_argument("--python", action="append", default=[], metavar="PY", help="interpreter with paddlepaddle (and framehook) installed; repeatable")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--tests",
+        type=Path,
+        default=DEFAULT_TESTS,
+        help=f"directory of Paddle's test/sot files (default {DEFAULT_TESTS})",
+    )
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="PY",
+        help="interpreter with paddlepaddle (and framehook) installed; repeatable",
+    )
     parser.add_argument("--mode", action="append", choices=MODES, help="native, framehook, or both (default both)")
-    parser.add_argument("-k", "--only", action="append", default=[], metavar="SUBSTRING", help="run only files whose name contains this; repeatable")
-    parser.add_argument("--exclude", action="append", default=[], metavar="SUBSTRING", help="skip files whose name contains this; repeatable")
+    parser.add_argument(
+        "-k",
+        "--only",
+        action="append",
+        default=[],
+        metavar="SUBSTRING",
+        help="run only files whose name contains this; repeatable",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="SUBSTRING",
+        help="skip files whose name contains this; repeatable",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="processes at once (default 2)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per file before it is killed (default 300)")
-    parser.add_argument("--report", type=Path, default=DEFAULT_REPORT, help=f"JSON report path (default {DEFAULT_REPORT})")
-    parser.add_argument("--logs", type=Path, default=DEFAULT_LOGS, help=f"directory for per-file logs (default {DEFAULT_LOGS})")
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for the test processes")
-    parser.add_argument("--show-failures", action="store_true", help="also list every test that does not pass, per mode")
-    parser.add_argument("--require-tests", action="store_true", help="exit 2 instead of 0 when the test directory is missing or empty")
+    parser.add_argument(
+        "--report", type=Path, default=DEFAULT_REPORT, help=f"JSON report path (default {DEFAULT_REPORT})"
+    )
+    parser.add_argument(
+        "--logs", type=Path, default=DEFAULT_LOGS, help=f"directory for per-file logs (default {DEFAULT_LOGS})"
+    )
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for the test processes"
+    )
+    parser.add_argument(
+        "--show-failures", action="store_true", help="also list every test that does not pass, per mode"
+    )
+    parser.add_argument(
+        "--require-tests", action="store_true", help="exit 2 instead of 0 when the test directory is missing or empty"
+    )
     args = parser.parse_args(argv)
     modes = [m for m in MODES if m in (args.mode or MODES)]
     extra_env = dict(item.split("=", 1) for item in args.env)
 
     tests_dir = args.tests.expanduser()
-    test_files = sorted(p.name for p in tests_dir.glob("test_*.py") if p.name != "test_case_base.py") if tests_dir.is_dir() else []
+    test_files = (
+        sorted(p.name for p in tests_dir.glob("test_*.py") if p.name != "test_case_base.py")
+        if tests_dir.is_dir()
+        else []
+    )
     if not test_files or not (tests_dir / "test_case_base.py").is_file():
         log(
             f"paddle_sot_suite: SKIPPED: no Paddle test/sot files in {tests_dir} "
-            "(they are not part of this repository; README, \"Paddle's test/sot suite\", says how they were obtained)"
+            "(they are not part of this repository; docs/reliability.md, section \"Paddle's test/sot suite\", "
+            "says how they were obtained)"
         )
         return 2 if args.require_tests else 0
     if not args.python:
         parser.error("give at least one --python (an interpreter with paddlepaddle installed)")
     manifest = load_manifest(tests_dir)
     entries = check_manifest(tests_dir, manifest)
-    files = [f for f in test_files if (not args.only or any(s in f for s in args.only)) and not any(s in f for s in args.exclude)]
+    files = [
+        f
+        for f in test_files
+        if (not args.only or any(s in f for s in args.only)) and not any(s in f for s in args.exclude)
+    ]
     if not files:
         log(f"paddle_sot_suite: no test file in {tests_dir} matches -k {args.only} / --exclude {args.exclude}")
         return 2
@@ -446,12 +502,16 @@ def main(argv: list[str] | None = None) -> int:
             unavailable.append({"python": python, "mode": "framehook", "reason": "framehook.sot.paddle not importable"})
         interpreters.append((python, label, info, usable))
 
-    jobs = [(python, label, mode, f) for f in files_by_cost for python, label, _, usable in interpreters for mode in usable]
+    jobs = [
+        (python, label, mode, f) for f in files_by_cost for python, label, _, usable in interpreters for mode in usable
+    ]
     log(
         f"paddle_sot_suite: {len(files)} file(s) from {tests_dir}, modes {', '.join(modes)}, "
         f"{len(interpreters)} interpreter(s), {len(jobs)} run(s), {args.jobs} at a time, timeout {args.timeout:g}s"
     )
-    results: dict[str, dict[str, dict[str, dict]]] = {label: {m: {} for m in usable} for _, label, _, usable in interpreters}
+    results: dict[str, dict[str, dict[str, dict]]] = {
+        label: {m: {} for m in usable} for _, label, _, usable in interpreters
+    }
     lock = threading.Lock()
     done = [0]
 
@@ -462,7 +522,9 @@ def main(argv: list[str] | None = None) -> int:
         with lock:
             results[label][mode][f] = result
             done[0] += 1
-            log(f"[{done[0]}/{len(jobs)}] {label} {mode:<9} {f[:-3]}: {cell(result)} passed ({result['duration']:.1f}s)")
+            log(
+                f"[{done[0]}/{len(jobs)}] {label} {mode:<9} {f[:-3]}: {cell(result)} passed ({result['duration']:.1f}s)"
+            )
 
     started = time.time()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -472,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     exit_code = 0
     comparisons: dict[str, dict[str, list]] = {}
     summary: dict[str, dict] = {}
-    for python, label, info, usable in interpreters:
+    for _python, label, _info, usable in interpreters:
         runs = results[label]
         comparison: dict[str, list] = {}
         if len(usable) == 2:
@@ -484,7 +546,10 @@ def main(argv: list[str] | None = None) -> int:
                 exit_code = max(exit_code, 1)
             not_installed = [f for f, r in runs["framehook"].items() if r.get("framehook_installed") is False]
             if not_installed:
-                log(f"paddle_sot_suite: warning: framehook was not installed at the end of {', '.join(not_installed)} on {label}")
+                log(
+                    "paddle_sot_suite: warning: framehook was not installed at the end of "
+                    f"{', '.join(not_installed)} on {label}"
+                )
         comparisons[label] = comparison
         summary[label] = {
             m: {
@@ -506,8 +571,14 @@ def main(argv: list[str] | None = None) -> int:
         "environment": {**CI_ENV, **extra_env},
         "timeout": args.timeout,
         "modes": modes,
-        "manifest": {f: {"path": e.get("path"), "commit": e.get("commit")} for f, e in entries.items() if f in files or f == "test_case_base.py"},
-        "interpreters": {label: {"python": python, **info, "modes": usable} for python, label, info, usable in interpreters},
+        "manifest": {
+            f: {"path": e.get("path"), "commit": e.get("commit")}
+            for f, e in entries.items()
+            if f in files or f == "test_case_base.py"
+        },
+        "interpreters": {
+            label: {"python": python, **info, "modes": usable} for python, label, info, usable in interpreters
+        },
         "unavailable": unavailable,
         "summary": summary,
         "differing": comparisons,

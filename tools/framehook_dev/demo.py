@@ -1,27 +1,30 @@
-"""The README's main job: install framehook and the profiler example (which
-observes the chain) into a venv of this python3 and run the chained-hooks
-example with it.
+"""The README's main job: the chained-hooks example, in a venv of this python.
 
-    python3 tools/demo.py
+Installs framehook and the profiler example (which observes the chain) into a venv of
+the running interpreter and runs examples/chained_hooks.py with it.
+
+    python -m framehook_dev.demo      (make demo)
 
 The venv is cached outside the repo (``$FRAMEHOOK_CACHE/venvs/demo-<version>``).
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import venv
-from pathlib import Path
+from collections.abc import Sequence
+from typing import Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import provision  # noqa: E402
+from . import checkout, provision
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = checkout.find()
 
 
-def main() -> int:
-    home = provision.CACHE / "venvs" / ("demo-%d.%d" % sys.version_info[:2])
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
+    home = provision.CACHE / "venvs" / ("demo-{}.{}".format(*sys.version_info[:2]))
     python = home / "bin" / "python"
     if not python.exists():
         print(f"[demo] creating {home}", file=sys.stderr, flush=True)

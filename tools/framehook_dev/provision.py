@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Provision the CPython interpreters framehook is tested on that the machine lacks.
 
-Where each interpreter comes from (see DESIGN.md section 5):
+Where each interpreter comes from:
 
 * 3.9 .. 3.13: pyenv builds already on the machine image (``pyenv_python``).
 * 3.13t (free-threaded): built from the ``python3.13`` source package of Debian's
@@ -24,7 +23,7 @@ configuration, and the extra suites (trixie sources, sid) are written to a priva
 state under ``CACHE/apt`` instead of the system's apt configuration.
 
 Standard library only, Python 3.9+. Needs root (apt-get, debootstrap, mount).
-Run as a script: ``python3 tools/provision.py [all|313t|sid]``.
+Run as ``python -m framehook_dev.provision [all|313t|sid]``.
 """
 
 from __future__ import annotations
@@ -42,8 +41,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 __all__ = [
     "CACHE",
@@ -252,7 +251,9 @@ def _safe_rmtree(path: Path) -> None:
     if mounts:
         # Only a run that did not use a private mount namespace could leave these.
         for mnt in sorted(mounts, key=len, reverse=True):
-            subprocess.run(["umount", "--recursive", "--lazy", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                ["umount", "--recursive", "--lazy", mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
         mounts = _mounts_under(path)
         if mounts:
             raise ProvisionError(f"refusing to delete {path}: still mounted inside it: {', '.join(mounts)}")
@@ -626,9 +627,11 @@ def ensure_python313t() -> Path:
             os.rename(staged, prefix)  # same filesystem: atomic; the stamp comes after the checks
             _log("checking the build (ssl, zlib, ctypes, venv/ensurepip, GIL disabled)")
             proc = subprocess.run(
-                [str(exe), "-c", _CHECK_313T, json.dumps([list(PY313T_REQUIRED_MODULES), list(PY313T_OPTIONAL_MODULES)])],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                [
+                    str(exe), "-c", _CHECK_313T,
+                    json.dumps([list(PY313T_REQUIRED_MODULES), list(PY313T_OPTIONAL_MODULES)]),
+                ],
+                capture_output=True,
                 text=True,
                 env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
             )
@@ -794,7 +797,7 @@ def _debootstrap(target: Path, mirror: str) -> str:
     proc = attempt(["--no-check-gpg"])
     if proc.returncode != 0:
         _fail("debootstrap sid (tried: host keyring, newer keyring, --no-check-gpg)", log)
-    return "NOT verified (--no-check-gpg; see provision.py)"
+    return "NOT verified (--no-check-gpg; see framehook_dev.provision)"
 
 
 _CHECK_SID = r"""
@@ -819,7 +822,9 @@ print(json.dumps(facts))
 """
 
 
-def _apt_in_root(root: Path, argv: list[str], what: str, log: Path, *, check: bool = True) -> subprocess.CompletedProcess:
+def _apt_in_root(
+    root: Path, argv: list[str], what: str, log: Path, *, check: bool = True
+) -> subprocess.CompletedProcess:
     """Runs an apt command (non-interactive) inside a Debian root, logging to ``log``."""
     env = {"DEBIAN_FRONTEND": "noninteractive"}
     return _run(_chroot_argv(root, argv, binds=[], env=env, cwd=Path("/")), what=what, log=log, check=check)
@@ -880,8 +885,7 @@ def ensure_sid_root() -> Path:
             _log("checking the sid root (python3.14, python3.14d, headers, testsuite)")
             out = subprocess.run(
                 _chroot_argv(tmp, ["python3.14", "-c", _CHECK_SID], binds=[], env={}, cwd=Path("/")),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                capture_output=True,
                 text=True,
             )
             if out.returncode != 0:

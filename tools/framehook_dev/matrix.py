@@ -1,36 +1,46 @@
 """Build framehook for every interpreter of the matrix and run the tests on each.
 
-    python3 tools/matrix.py              # all eight interpreters, then cargo test
-    python3 tools/matrix.py --only 3.12  # one (or a comma-separated few)
+    python -m framehook_dev.matrix              # lint, all eight interpreters, cargo test (make test)
+    python -m framehook_dev.matrix --only 3.12  # one interpreter (or a comma-separated few)
 
-For each interpreter: provision it (tools/provision.py, cached outside the repo),
-make or reuse its venv (cached too), build the wheel with maturin in the
-interpreter's own target directory, install it, run pytest. 3.14 and 3.14d run
-inside the Debian sid root. Ends with a summary table and one closing line
-``N passed, N failed[, N skipped]``; exits non-zero on any build or test failure.
+A run of the whole matrix starts with the lint steps (``framehook_dev.lint``; ``--lint``
+adds them to an ``--only`` run, ``--no-lint`` leaves them out) and ends with ``cargo test``.
+For each interpreter: provision it (``framehook_dev.provision``, cached outside the repo),
+make or reuse its venv (cached too), build the wheels with maturin in the interpreter's
+own target directory (framehook with the cargo feature ``testing``, which adds the test and
+bench helpers to ``framehook._native``), install them and this dev package, run pytest.
+3.14 and 3.14d run inside the Debian sid root. Ends with a summary table (each lint step
+counts as one test) and one closing line ``N passed, N failed[, N skipped]``; exits
+non-zero on any lint, build or test failure.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Dict, List, Optional, Sequence
+from typing import IO, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import provision  # noqa: E402
+from . import checkout, provision
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = checkout.find()
 REQUIREMENTS = REPO / "tests" / "requirements.txt"
-OPTIONAL_REQUIREMENTS = REPO / "tests" / "requirements-typing.txt"
+# This package, installed into every venv (the tests and the torture's child import it).
+DEV_PACKAGE = REPO / "tools"
+# framehook's test build: the cargo feature that adds the test and bench helpers
+# (framehook._native._is_installed, _capi_add, _bench_floor_install, ...).
+TEST_FEATURES = ["testing"]
 # The real paddlepaddle wheel, for SOT's compatibility tests: PyPI has CPU
 # wheels for 3.9-3.13 (about 200 MB each), so two interpreters carry it.
 PADDLE_REQUIREMENTS = REPO / "tests" / "requirements-paddle.txt"
@@ -78,14 +88,14 @@ class Target:
     python: str  # the base interpreter, as seen where it runs
     venv: Path  # as seen where it runs
     in_sid: bool = False
-    env: Dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def venv_python(self) -> str:
         return str(self.venv / "bin" / "python")
 
     def run(self, argv: Sequence[str], *, cwd: Path = REPO, capture: bool = False,
-            extra_env: Optional[Dict[str, str]] = None, output: Optional[IO[str]] = None,
+            extra_env: Optional[dict[str, str]] = None, output: Optional[IO[str]] = None,
             timeout: Optional[float] = None) -> subprocess.CompletedProcess:
         """Runs ``argv`` where the interpreter lives; ``capture`` collects stdout and stderr
         in the result, ``output`` sends them to a file instead."""
@@ -123,7 +133,7 @@ def host_path(target: Target, path: Path) -> Path:
 
 def ensure_venv(target: Target) -> None:
     """Creates the venv with the test requirements, unless an up-to-date one exists."""
-    requirements = [REQUIREMENTS, OPTIONAL_REQUIREMENTS]
+    requirements = [REQUIREMENTS]
     if target.name in PADDLE_INTERPRETERS:
         requirements.append(PADDLE_REQUIREMENTS)
     wanted = hashlib.sha256(b"".join(path.read_bytes() for path in requirements)).hexdigest()
@@ -147,24 +157,44 @@ def ensure_venv(target: Target) -> None:
     host_stamp.write_text(wanted + "\n")
 
 
-def packages() -> List[Path]:
+def packages() -> list[Path]:
     """framehook, then each example that is a package of its own (examples/*/pyproject.toml)."""
     return [REPO] + sorted(path.parent for path in REPO.glob("examples/*/pyproject.toml"))
 
 
-def build_and_install(target: Target, *, release: bool = False) -> None:
-    """Builds every package's wheel (release: optimised, for benchmarks) and installs them."""
+def pyproject_features(package: Path) -> list[str]:
+    """The cargo features in ``[tool.maturin]`` of ``package``'s pyproject.toml (read
+    without tomllib, which 3.9 and 3.10 lack)."""
+    text = (package / "pyproject.toml").read_text()
+    section = re.search(r"^\[tool\.maturin\][ \t]*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    listed = section and re.search(r"^features\s*=\s*\[([^\]]*)\]", section.group(1), re.M)
+    return re.findall(r"[\"']([^\"']+)[\"']", listed.group(1)) if listed else []
+
+
+# What build_and_install last installed in each venv, by this process.
+_INSTALLED: dict[str, tuple] = {}
+
+
+def build_and_install(target: Target, *, release: bool = False, testing: bool = True) -> None:
+    """Builds every package's wheel and installs them, with this dev package (unless this
+    process installed that build already). ``release``: optimised, for benchmarks.
+    ``testing``: framehook with the test and bench helpers (``TEST_FEATURES``); without, the
+    build users get (the lint's stubtest checks the stubs against it)."""
+    if _INSTALLED.get(target.name) == (release, testing):
+        return
     target_dir = TARGETS / target.name
     wheels = target_dir / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
     env = {"CARGO_TARGET_DIR": str(target_dir)}
     for package in packages():
+        # maturin's --features replaces pyproject.toml's list, so the test build repeats it.
+        features = pyproject_features(package) + TEST_FEATURES if package == REPO and testing else []
         log(f"{target.name}: building {'framehook' if package == REPO else package.relative_to(REPO)} "
-            f"(target dir {target_dir})")
+            f"(target dir {target_dir}{', features ' + ','.join(features) if features else ''})")
         build = target.run(
             [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
              "--manifest-path", str(package / "Cargo.toml"), "--out", str(wheels),
-             *(["--release"] if release else [])],
+             *(["--release"] if release else []), *(["--features", ",".join(features)] if features else [])],
             capture=True, extra_env=env,
         )
         if build.returncode != 0:
@@ -179,6 +209,61 @@ def build_and_install(target: Target, *, release: bool = False) -> None:
     )
     if install.returncode != 0:
         raise RuntimeError(f"installing {[wheel.name for wheel in built]} failed:\n{install.stdout[-3000:]}")
+    install_dev_package(target)
+    _INSTALLED[target.name] = (release, testing)
+
+
+def _dev_package_digest() -> str:
+    digest = hashlib.sha256()
+    files = [DEV_PACKAGE / "pyproject.toml", *sorted((DEV_PACKAGE / "framehook_dev").rglob("*"))]
+    for path in files:
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(DEV_PACKAGE)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@functools.cache
+def dev_wheel() -> Path:
+    """A wheel of this package as the checkout has it, built once per content (in the build
+    dir, which the sid root sees): venvs get a copy of this checkout's tools, never a link
+    to a checkout that another clone sharing the cache may change or remove."""
+    digest = _dev_package_digest()
+    out = BUILD_DIR / "dev-wheels" / digest[:16]
+    found = sorted(out.glob("framehook_dev-*.whl"))
+    if found:
+        return found[0]
+    log(f"building the dev package's wheel ({DEV_PACKAGE.relative_to(REPO)})")
+    shutil.rmtree(out, ignore_errors=True)  # an earlier run's, left without its wheel
+    temporary = out.with_name(out.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(temporary, ignore_errors=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir",
+                           str(temporary), str(DEV_PACKAGE)], text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise RuntimeError(f"building the dev package's wheel failed:\n{done.stdout[-3000:]}")
+    try:
+        os.replace(temporary, out)
+    except OSError:  # another run (a clone sharing the cache) put the same wheel there first
+        shutil.rmtree(temporary, ignore_errors=True)
+    found = sorted(out.glob("framehook_dev-*.whl"))
+    if not found:
+        raise RuntimeError(f"building the dev package's wheel left no wheel in {out}")
+    return found[0]
+
+
+def install_dev_package(target: Target) -> None:
+    """This package into the target's venv (unless that copy is current), so that the tests
+    and the torture's and stress's children import it."""
+    wheel = dev_wheel()
+    stamp = host_path(target, target.venv / "framehook-dev.sha256")
+    if stamp.exists() and stamp.read_text().strip() == wheel.parent.name:
+        return
+    done = target.run([target.venv_python, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall",
+                       str(wheel)], capture=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"installing {wheel.name} failed:\n{done.stdout[-3000:]}")
+    stamp.write_text(wheel.parent.name + "\n")
 
 
 def probe(target: Target, result: Result) -> None:
@@ -256,7 +341,7 @@ def run_cargo_test() -> Result:
     return result
 
 
-def summary(results: List[Result]) -> int:
+def summary(results: list[Result]) -> int:
     headers = ["interpreter", "GIL", "build", "passed", "failed", "skipped", "time", "sys.version"]
     rows = []
     for r in results:
@@ -283,10 +368,27 @@ def summary(results: List[Result]) -> int:
     return 1 if failed else 0
 
 
+def run_lint() -> list[Result]:
+    """The lint steps (framehook_dev.lint), each one row of the summary and one test."""
+    from . import lint  # lint uses this module
+
+    results = []
+    for outcome in lint.run():
+        result = Result(f"lint: {outcome.name}", version="host", gil="-", debug="-",
+                        passed=int(outcome.ok), failed=int(not outcome.ok))
+        result.seconds = outcome.seconds
+        results.append(result)
+    return results
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
     parser.add_argument("--no-cargo", action="store_true", help="skip cargo test")
+    lint = parser.add_mutually_exclusive_group()
+    lint.add_argument("--lint", action="store_true", default=None,
+                      help="run the lint steps first (the default without --only)")
+    lint.add_argument("--no-lint", dest="lint", action="store_false", help="skip the lint steps")
     parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
     args = parser.parse_args(argv)
     names = INTERPRETERS if not args.only else args.only.split(",")
@@ -294,7 +396,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if unknown:
         parser.error(f"unknown interpreter(s) {unknown}; choose from {INTERPRETERS}")
     started = time.monotonic()
-    results = [run_interpreter(name, args.pytest_args) for name in names]
+    results = run_lint() if (not args.only if args.lint is None else args.lint) else []
+    results += [run_interpreter(name, args.pytest_args) for name in names]
     if not args.no_cargo and not args.only:
         results.append(run_cargo_test())
     status = summary(results)
@@ -303,4 +406,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the package's copy of this module, the one framehook_dev.lint imports.
+    from framehook_dev.matrix import main as package_main
+
+    sys.exit(package_main())

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Identity-hook torture: CPython's own regression tests with and without frame hooks.
 
-For each interpreter (``--python``, a python with framehook installed) and each test
+For each interpreter (``--python``, a python with framehook and this package installed) and each test
 module of that interpreter's own ``Lib/test``, the module runs three times, each in its
 own process, through CPython's regression-test driver (``test.libregrtest``, as
 ``python -m test -v MODULE``):
@@ -13,7 +12,7 @@ own process, through CPython's regression-test driver (``test.libregrtest``, as
 * ``chain``: three hooks: identity (``cache=True``), one that declines every frame, and
   identity again (``cache=False``) on top of the first's result.
 
-The hooks and the child are ``framehook._torture`` (the transform, its limits and a
+The hooks and the child are ``framehook_dev.torture_hooks`` (the transform, its limits and a
 self-check are described there): the child installs the hooks before the test driver is
 imported and records every test's outcome to a JSON-lines file, so a crash or a timeout
 still leaves the outcomes so far and names the test that was running. After a crash or a
@@ -38,8 +37,9 @@ diverges, 2 when an interpreter cannot run the hooked modes, 0 otherwise.
 
 Usage::
 
-    python3 tools/torture.py --python /tmp/venv-3.12/bin/python
-    python3 tools/torture.py --python PY39 --python PY311 --modules test_scope,test_with --timeout 600
+    python -m framehook_dev.torture --python /tmp/venv-3.12/bin/python
+    python -m framehook_dev.torture --python PY39 --python PY311 --modules test_scope,test_with --timeout 600
+    python -m framehook_dev.torture --interpreters all --jobs 2   # the matrix's venvs (make test builds them)
 
 Standard library only, Python 3.9+. Runs one test process at a time.
 """
@@ -59,9 +59,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from process_group import kill_group, run_in_own_group
+from .process_group import kill_group, run_in_own_group
+from .provision import CACHE
 
-CACHE = Path(os.environ.get("FRAMEHOOK_CACHE", Path.home() / ".cache" / "framehook"))
 MODES = ("none", "identity", "chain")
 HOOKED = ("identity", "chain")
 # Run for a module that diverges, to tell where each divergence comes from (see explain()).
@@ -72,9 +72,9 @@ CAUSES = {
     "unexplained": "only under the transform (extra local): a framehook bug, or a test that compares code objects",
 }
 
-# The issue's list, then modules that drive frames, tracing, profiling and code objects
-# hard. Modules an interpreter lacks (test_exception_group before 3.11, test_monitoring
-# before 3.12, ...) are reported as n/a.
+# The first list (generators, coroutines, exceptions, frames, tracing, ...), then more modules
+# that drive frames, tracing, profiling and code objects hard. Modules an interpreter lacks
+# (test_exception_group before 3.11, test_monitoring before 3.12, ...) are reported as n/a.
 DEFAULT_MODULES = [
     "test_generators", "test_coroutines", "test_asyncgen", "test_exceptions", "test_exception_group",
     "test_with", "test_contextlib", "test_contextlib_async", "test_scope", "test_funcattrs",
@@ -118,7 +118,8 @@ info = {'version': '%d.%d' % sys.version_info[:2], 'full': sys.version.split()[0
         'ft': bool(sysconfig.get_config_var('Py_GIL_DISABLED')), 'debug': hasattr(sys, 'gettotalrefcount'),
         'executable': sys.executable}
 try:
-    info['torture'] = importlib.util.find_spec('framehook._torture') is not None
+    info['torture'] = (importlib.util.find_spec('framehook') is not None
+                       and importlib.util.find_spec('framehook_dev.torture_hooks') is not None)
 except Exception as e:
     info['torture'] = False
 avail = {}
@@ -183,7 +184,7 @@ def run_segment(python: str, module: str, mode: str, timeout: float, test_timeou
     log_path.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"torture-{module}-{mode}-"))
     events_path, stats_path = work / "events.jsonl", work / "stats.json"
-    argv = [python, "-X", "faulthandler", "-m", "framehook._torture", "child", mode, str(events_path),
+    argv = [python, "-X", "faulthandler", "-m", "framehook_dev.torture_hooks", "child", mode, str(events_path),
             str(stats_path), "--", "-v", f"--timeout={int(test_timeout)}"]
     if ignored:
         (work / "ignore.txt").write_text("".join(t + "\n" for t in ignored))
@@ -482,7 +483,8 @@ def main(argv: list[str] | None = None) -> int:
             unusable = True
             continue
         if not info["torture"]:
-            log(f"torture: {python} ({info['label']}): framehook._torture is not importable (pip install .)")
+            log(f"torture: {python} ({info['label']}): framehook or framehook_dev.torture_hooks is not importable "
+                f"(pip install . tools)")
             unusable = True
             continue
         label = info["label"]
@@ -542,7 +544,7 @@ def torture_matrix(args, modules: list[str], argv: list[str]) -> int:
     ``--jobs`` at a time, each writing a partial report; then one merged report and table."""
     import concurrent.futures
 
-    import matrix
+    from . import matrix
 
     names = matrix.INTERPRETERS if args.interpreters == "all" else args.interpreters.split(",")
     unknown = [n for n in names if n not in matrix.INTERPRETERS]
@@ -559,7 +561,12 @@ def torture_matrix(args, modules: list[str], argv: list[str]) -> int:
         part.parent.mkdir(parents=True, exist_ok=True)
         if args.resume and not part.exists() and name in previous.get("parts", {}):
             part.write_text(json.dumps({"pythons": previous["parts"][name]}))
-        command = [target.python if target.in_sid else sys.executable, str(Path(__file__).resolve()),
+        try:
+            matrix.install_dev_package(target)
+        except (RuntimeError, OSError) as error:
+            log(f"torture: {name}: {error}")
+            return name, 2, part
+        command = [target.venv_python, "-m", "framehook_dev.torture",
                    "--python", target.venv_python, "--report", str(part), "--logs", str(parts / f"{name}-logs"),
                    *passed_on]
         out = parts / f"{name}.out"
@@ -573,6 +580,7 @@ def torture_matrix(args, modules: list[str], argv: list[str]) -> int:
     report = {"pythons": {}, "parts": {}, "started": datetime.datetime.now().isoformat(timespec="seconds"),
               "argv": argv, "modules": modules, "modes": args.modes}
     unusable = False
+    matrix.dev_wheel()  # built once, before the threads install it
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         results = list(pool.map(torture_one, names))
     for name, returncode, part in results:

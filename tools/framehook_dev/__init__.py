@@ -1,0 +1,14 @@
+"""framehook's development tools, run as ``python -m framehook_dev.<tool>``.
+
+* ``matrix``: build framehook for every supported interpreter and run the tests on each
+  (``make test``), after ``lint`` when the whole matrix runs;
+* ``lint``: rustfmt, clippy, ruff and stubtest (``make lint``);
+* ``provision``: the interpreters the machine lacks (3.13t, 3.14, 3.14d), cached;
+* ``bench``: framehook's overhead per frame (``make bench``);
+* ``torture``: CPython's own test suite under identity hooks (``torture_hooks``);
+* ``stress``: leak and thread stress;
+* ``paddle_sot_suite``: PaddlePaddle's ``test/sot`` suite on Paddle's eval frame and on framehook's;
+* ``demo``: the chained-hooks example in a venv of this python (``make demo``).
+
+Standard library only, Python 3.9+; never shipped in the framehook wheel.
+"""
