@@ -42,12 +42,10 @@ fn offending_lines(files: &[(PathBuf, String)], forbidden: &[&str]) -> Vec<Strin
     files
         .iter()
         .flat_map(|(path, text)| {
-            text.lines().enumerate().filter_map(move |(number, line)| {
-                forbidden
-                    .iter()
-                    .any(|word| line.contains(word))
-                    .then(|| format!("{}:{}: {}", path.display(), number + 1, line.trim()))
-            })
+            text.lines()
+                .enumerate()
+                .filter(|(_, line)| forbidden.iter().any(|word| line.contains(word)))
+                .map(move |(number, line)| format!("{}:{}: {}", path.display(), number + 1, line.trim()))
         })
         .collect()
 }
