@@ -47,6 +47,9 @@ typedef struct fh_native_link {
 typedef struct fh_native_chain {
     Py_ssize_t refs; /* atomic on free-threaded builds, GIL-protected otherwise */
     unsigned long long generation;
+    /* Releases each link's owner when the last reference goes: the context's
+     * release_native_owner upcall, kept here so that releasing needs no context. */
+    void (*release_owner)(const void *owner);
     Py_ssize_t count;
     fh_native_link links[];
 } fh_native_chain;
@@ -141,9 +144,10 @@ int fh_uninstall(void);
  * to the previous one; the caller's reference passes to the context. Writers
  * serialise; attached. */
 void fh_publish_native_chain(fh_context *context, fh_native_chain *chain);
-/* A native chain of `count` links (to be filled in) for `generation`, holding
- * one reference; NULL when out of memory (no exception set). */
-fh_native_chain *fh_native_chain_new(Py_ssize_t count, unsigned long long generation);
+/* A native chain of `count` links (to be filled in) for `generation`, to be
+ * published to `context`, holding one reference; NULL when out of memory (no
+ * exception set). */
+fh_native_chain *fh_native_chain_new(const fh_context *context, Py_ssize_t count, unsigned long long generation);
 
 /* Before `object` is stored where the eval function reads it without a lock
  * (fh_code_state_head.replacement): free-threaded builds must be told. */

@@ -38,6 +38,7 @@ pub struct NativeLink {
 pub struct NativeChain {
     pub refs: Py_ssize_t,
     pub generation: c_ulonglong,
+    pub release_owner: unsafe extern "C" fn(*const c_void),
     pub count: Py_ssize_t,
     pub links: [NativeLink; 0],
 }
@@ -103,7 +104,11 @@ extern "C" {
     pub fn fh_install(context: *const Context) -> c_int;
     pub fn fh_uninstall() -> c_int;
     pub fn fh_publish_native_chain(context: *const Context, chain: *mut NativeChain);
-    pub fn fh_native_chain_new(count: Py_ssize_t, generation: c_ulonglong) -> *mut NativeChain;
+    pub fn fh_native_chain_new(
+        context: *const Context,
+        count: Py_ssize_t,
+        generation: c_ulonglong,
+    ) -> *mut NativeChain;
     pub fn fh_prepare_lock_free_read(object: *mut PyObject);
     pub fn fh_disabled_threads_add(delta: c_int);
     pub fn fh_disabled_threads() -> c_int;
@@ -184,6 +189,7 @@ mod tests {
             size!("fh_native_chain", NativeChain),
             member!("fh_native_chain", NativeChain, refs),
             member!("fh_native_chain", NativeChain, generation),
+            member!("fh_native_chain", NativeChain, release_owner),
             member!("fh_native_chain", NativeChain, count),
             member!("fh_native_chain", NativeChain, links),
             size!("fh_decision", Decision),

@@ -31,6 +31,7 @@ const fh_layout_entry framehook_contract_layout[] = {
     SIZE(fh_native_chain),
     MEMBER(fh_native_chain, refs),
     MEMBER(fh_native_chain, generation),
+    MEMBER(fh_native_chain, release_owner),
     MEMBER(fh_native_chain, count),
     MEMBER(fh_native_chain, links),
     SIZE(fh_decision),

@@ -6,8 +6,8 @@
  * replacement), or calling the native chain the Rust side published. Every
  * decision is taken on the Rust side (src/hookapi/dispatch.rs), reached
  * through the upcalls of the interpreter's context; this file only replays
- * decisions and decides, in one place (frame_kind), which frames hooks may be
- * asked about at all. */
+ * decisions and decides, in one place (frame_askable), which frames hooks may
+ * be asked about at all. */
 #include "shim_internal.h"
 
 #ifdef Py_GIL_DISABLED
@@ -189,29 +189,25 @@ void fh_prepare_lock_free_read(PyObject *object)
 
 /* ----------------------------------------------------- which frames are asked */
 
-typedef enum {
-    /* Hooks may be asked about the frame. */
-    FH_FRAME_ASKABLE,
-    /* It runs as it is, unseen: a frame started by a hook, an observer or a
-     * tracer, or the frame of a replacement called as a function. */
-    FH_FRAME_PASSES,
-    /* It runs as it is, but observers see it: a resumed generator or
-     * coroutine, a frame entered with an exception, a frame that is not a
-     * function's. */
-    FH_FRAME_UNHOOKED,
-} fh_frame_kind;
-
-/* The one rule for which frames may be handed to hooks. (Whether the thread
- * is inside framehook.disabled() only the Rust side can tell.) */
-static inline fh_frame_kind frame_kind(PyThreadState *tstate, fh_frame *frame, int throwflag)
+/* The one rule for which frames may be handed to hooks: not a frame started
+ * by a hook, an observer or a tracer (the thread is tracing); not entered with
+ * an exception; hookable (compat.h: not a resumed generator or coroutine, a
+ * function's frame); not the frame of a replacement called as a function.
+ * (Whether the thread is inside framehook.disabled() only the Rust side can
+ * tell.) */
+static inline int frame_askable(PyThreadState *tstate, fh_frame *frame, int throwflag)
 {
-    if (tstate->tracing) {
-        return FH_FRAME_PASSES;
-    }
-    if (throwflag || !fh_frame_is_hookable(frame)) {
-        return FH_FRAME_UNHOOKED;
-    }
-    return fh_replacement_called(fh_frame_code(frame)) ? FH_FRAME_PASSES : FH_FRAME_ASKABLE;
+    return !tstate->tracing && !throwflag && fh_frame_is_hookable(frame)
+           && !fh_replacement_called(fh_frame_code(frame));
+}
+
+/* Of the frames that may not be asked, those observers still see: resumed
+ * generators and coroutines, frames entered with an exception, frames that
+ * are not a function's. The others (started by a hook, an observer or a
+ * tracer; a replacement's own frame) run unseen. */
+static inline int frame_unhooked_but_seen(PyThreadState *tstate, fh_frame *frame, int throwflag)
+{
+    return !tstate->tracing && (throwflag || !fh_frame_is_hookable(frame));
 }
 
 /* ------------------------------------------------------- running as decided */
@@ -299,7 +295,7 @@ static FH_NOINLINE PyObject *native_chain_answered(fh_frame_view *view, _PyFrame
     fh_context *context = view->context;
     fh_decision decision = {NULL, NULL, NULL, NULL, NULL};
     int dispatched = context->upcalls.dispatch_native_rest(view, &decision, chain, index, status, replacement);
-    fh_native_chain_release(context, chain);
+    fh_native_chain_release(chain);
     if (dispatched < 0) {
         fh_discard_unrun_frame(view->tstate, view->frame);
         return NULL;
@@ -325,7 +321,7 @@ static inline PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
         }
     }
     fh_leave_tracing(tstate);
-    fh_native_chain_release(context, chain);
+    fh_native_chain_release(chain);
     return next(tstate, frame, 0);
 }
 
@@ -390,17 +386,15 @@ static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, 
         fh_forget_called_replacement(code);
         return next(tstate, frame, throwflag);
     }
-    switch (frame_kind(tstate, frame, throwflag)) {
-    case FH_FRAME_PASSES:
-        fh_forget_called_replacement(code);
-        return next(tstate, frame, throwflag);
-    case FH_FRAME_UNHOOKED:
+    if (!frame_askable(tstate, frame, throwflag)) {
+        if (!frame_unhooked_but_seen(tstate, frame, throwflag)) {
+            fh_forget_called_replacement(code);
+            return next(tstate, frame, throwflag);
+        }
         if (!(generation & FH_GENERATION_OBSERVING)) {
             return next(tstate, frame, throwflag);
         }
         return observe_passing_frame(tstate, frame, throwflag, next, context);
-    case FH_FRAME_ASKABLE:
-        break;
     }
     if (atomic_load_explicit(&fh_disabled_thread_count, memory_order_relaxed) == 0) {
         PyObject *replacement = remembered_replacement(state, generation);
@@ -419,7 +413,7 @@ static FH_NOINLINE PyObject *native_chain_frame(PyThreadState *tstate, fh_frame 
 {
     fh_context *context = atomic_load_explicit(&entry->context, memory_order_relaxed);
     fh_native_chain *chain;
-    if (frame_kind(tstate, frame, throwflag) != FH_FRAME_ASKABLE
+    if (!frame_askable(tstate, frame, throwflag)
 #if FH_C_STACK_GUARD
         || stack_nearly_exhausted(tstate)
 #endif

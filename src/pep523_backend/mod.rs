@@ -49,7 +49,8 @@ pub fn publish_native_chain(
         None => std::ptr::null_mut(),
         Some(links) => {
             // SAFETY: allocates a zeroed chain with room for `links.len()` links.
-            let chain = unsafe { contract::fh_native_chain_new(links.len() as ffi::Py_ssize_t, generation) };
+            let chain =
+                unsafe { contract::fh_native_chain_new(context, links.len() as ffi::Py_ssize_t, generation) };
             if chain.is_null() {
                 // Out of memory: frames take the general path, which asks the same hooks.
                 for link in links {

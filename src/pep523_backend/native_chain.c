@@ -8,7 +8,7 @@
 #  include <sched.h>
 #endif
 
-fh_native_chain *fh_native_chain_new(Py_ssize_t count, unsigned long long generation)
+fh_native_chain *fh_native_chain_new(const fh_context *context, Py_ssize_t count, unsigned long long generation)
 {
     fh_native_chain *chain = PyMem_RawCalloc(1, sizeof(fh_native_chain) + (size_t)count * sizeof(fh_native_link));
     if (chain == NULL) {
@@ -16,14 +16,15 @@ fh_native_chain *fh_native_chain_new(Py_ssize_t count, unsigned long long genera
     }
     chain->refs = 1;
     chain->generation = generation;
+    chain->release_owner = context->upcalls.release_native_owner;
     chain->count = count;
     return chain;
 }
 
-FH_COLD void fh_native_chain_free(fh_context *context, fh_native_chain *chain)
+FH_COLD void fh_native_chain_free(fh_native_chain *chain)
 {
     for (Py_ssize_t i = 0; i < chain->count; i++) {
-        context->upcalls.release_native_owner(chain->links[i].owner);
+        chain->release_owner(chain->links[i].owner);
     }
     PyMem_RawFree(chain);
 }
@@ -40,5 +41,5 @@ void fh_publish_native_chain(fh_context *context, fh_native_chain *chain)
         sched_yield();
     }
 #endif
-    fh_native_chain_release(context, previous);
+    fh_native_chain_release(previous);
 }

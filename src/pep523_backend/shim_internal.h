@@ -91,12 +91,12 @@ static inline void *fh_code_extra(PyObject *code, Py_ssize_t index)
 #endif
 
 /* Frees a chain whose last reference went, releasing its links' owners. */
-FH_COLD void fh_native_chain_free(fh_context *context, fh_native_chain *chain);
+FH_COLD void fh_native_chain_free(fh_native_chain *chain);
 
-static inline void fh_native_chain_release(fh_context *context, fh_native_chain *chain)
+static inline void fh_native_chain_release(fh_native_chain *chain)
 {
-    if (__builtin_expect(FH_CHAIN_REFS_ADD(chain, -1) == 1, 0)) {
-        fh_native_chain_free(context, chain);
+    if (FH_CHAIN_REFS_ADD(chain, -1) == 1) {
+        fh_native_chain_free(chain);
     }
 }
 
