@@ -99,7 +99,6 @@ fn decision(
 }
 
 /// Runs the hook chain for a frame about to start and says what to run.
-#[inline]
 pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDecision> {
     if disabled_here() {
         return Ok(RUN_ORIGINAL);

@@ -320,8 +320,10 @@ static inline PyObject *ask_native_chain(PyThreadState *tstate, fh_frame *frame,
             return native_chain_answered(&view, next, chain, i, status, replacement);
         }
     }
-    fh_leave_tracing(tstate);
+    /* Released while still running as a hook: the last reference releases
+     * hooks, whose user data's free functions run unhooked, as hook code does. */
     fh_native_chain_release(chain);
+    fh_leave_tracing(tstate);
     return next(tstate, frame, 0);
 }
 
@@ -337,6 +339,22 @@ static FH_NOINLINE PyObject *observe_passing_frame(PyThreadState *tstate, fh_fra
         return next(tstate, frame, throwflag);
     }
     return fh_run_observed_unhooked(tstate, frame, throwflag, next, context, observers);
+}
+
+/* A frame hooks may not be asked about runs as it is, seen by observers if
+ * it is one they see. */
+static FH_NOINLINE PyObject *run_unasked(PyThreadState *tstate, fh_frame *frame, int throwflag,
+                                         _PyFrameEvalFunction next, fh_context *context,
+                                         unsigned long long generation)
+{
+    if (!frame_unhooked_but_seen(tstate, frame, throwflag)) {
+        fh_forget_called_replacement(fh_frame_code(frame));
+        return next(tstate, frame, throwflag);
+    }
+    if (!(generation & FH_GENERATION_OBSERVING)) {
+        return next(tstate, frame, throwflag);
+    }
+    return observe_passing_frame(tstate, frame, throwflag, next, context);
 }
 
 #if FH_C_STACK_GUARD
@@ -387,14 +405,7 @@ static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, 
         return next(tstate, frame, throwflag);
     }
     if (!frame_askable(tstate, frame, throwflag)) {
-        if (!frame_unhooked_but_seen(tstate, frame, throwflag)) {
-            fh_forget_called_replacement(code);
-            return next(tstate, frame, throwflag);
-        }
-        if (!(generation & FH_GENERATION_OBSERVING)) {
-            return next(tstate, frame, throwflag);
-        }
-        return observe_passing_frame(tstate, frame, throwflag, next, context);
+        return run_unasked(tstate, frame, throwflag, next, context, generation);
     }
     if (atomic_load_explicit(&fh_disabled_thread_count, memory_order_relaxed) == 0) {
         PyObject *replacement = remembered_replacement(state, generation);
