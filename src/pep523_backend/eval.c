@@ -261,27 +261,6 @@ static FH_NOINLINE PyObject *dispatch_frame(PyThreadState *tstate, fh_frame *fra
     return run_decided(tstate, frame, next, context, &decision);
 }
 
-/* A frame whose remembered replacement runs: no hook is asked. */
-static FH_NOINLINE PyObject *run_remembered(PyThreadState *tstate, fh_frame *frame,
-                                             _PyFrameEvalFunction next, fh_context *context,
-                                             PyObject *replacement)
-{
-#if FH_INTERP_FRAMES
-    /* The usual case, with nothing to do after the frame: it runs from here. */
-    int in_place = fh_replace_in_place(tstate, frame, (PyCodeObject *)replacement, NULL);
-    if (in_place <= 0) {
-        Py_DECREF(replacement); /* the frame holds it, if it runs */
-        if (in_place < 0) {
-            fh_discard_unrun_frame(tstate, frame);
-            return NULL;
-        }
-        return next(tstate, frame, 0);
-    }
-#endif
-    fh_decision decision = {replacement, NULL, NULL, NULL, NULL};
-    return run_decided(tstate, frame, next, context, &decision);
-}
-
 /* ------------------------------------------------------------ native chains */
 
 /* Link `index` of a native chain did not give a plain decline (`status` < 0:
@@ -410,7 +389,7 @@ static FH_NOINLINE PyObject *eval_frame(PyThreadState *tstate, fh_frame *frame, 
     if (atomic_load_explicit(&fh_disabled_thread_count, memory_order_relaxed) == 0) {
         PyObject *replacement = remembered_replacement(state, generation);
         if (replacement != NULL) {
-            return run_remembered(tstate, frame, next, context, replacement);
+            return fh_run_remembered(tstate, frame, next, replacement);
         }
     }
     return dispatch_frame(tstate, frame, next, context);

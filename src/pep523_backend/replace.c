@@ -165,7 +165,9 @@ static PyObject *function_with_code(PyObject *function, PyCodeObject *code)
     return (PyObject *)copy;
 }
 
-int fh_replace_in_place(PyThreadState *tstate, fh_frame *frame, PyCodeObject *code, const int *arg_map)
+/* 0: the frame now runs `code` (holding its own reference); 1: it does not fit
+ * in place; -1: error (nothing changed). */
+static int replace_in_place(PyThreadState *tstate, fh_frame *frame, PyCodeObject *code, const int *arg_map)
 {
     PyCodeObject *original = fh_frame_code(frame);
     PyObject **base = (PyObject **)frame;
@@ -289,7 +291,7 @@ static PyObject *run_by_call(PyThreadState *tstate, fh_frame *frame, const fh_de
 PyObject *fh_run_replacement(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next,
                              const fh_decision *decision)
 {
-    switch (fh_replace_in_place(tstate, frame, (PyCodeObject *)decision->code, decision->arg_map)) {
+    switch (replace_in_place(tstate, frame, (PyCodeObject *)decision->code, decision->arg_map)) {
     case 0:
         return next(tstate, frame, 0);
     case 1:
@@ -300,3 +302,24 @@ PyObject *fh_run_replacement(PyThreadState *tstate, fh_frame *frame, _PyFrameEva
     }
 }
 #endif /* FH_INTERP_FRAMES */
+
+PyObject *fh_run_remembered(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next,
+                            PyObject *replacement)
+{
+#if FH_INTERP_FRAMES
+    /* The usual case: it runs in place, the next evaluator tail-called. */
+    int in_place = replace_in_place(tstate, frame, (PyCodeObject *)replacement, NULL);
+    if (in_place <= 0) {
+        Py_DECREF(replacement); /* the frame holds it, if it runs */
+        if (in_place < 0) {
+            fh_discard_unrun_frame(tstate, frame);
+            return NULL;
+        }
+        return next(tstate, frame, 0);
+    }
+#endif
+    const fh_decision decision = {replacement, NULL, NULL, NULL, NULL};
+    PyObject *result = fh_run_replacement(tstate, frame, next, &decision);
+    Py_DECREF(replacement);
+    return result;
+}

@@ -125,11 +125,13 @@ static inline fh_native_chain *fh_native_chain_for(fh_context *context, unsigned
 PyObject *fh_run_replacement(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next,
                              const fh_decision *decision);
 
-#if FH_INTERP_FRAMES
-/* 0: the frame now runs `code` (holding its own reference); 1: it does not fit
- * in place; -1: error (nothing changed). */
-int fh_replace_in_place(PyThreadState *tstate, fh_frame *frame, PyCodeObject *code, const int *arg_map);
+/* Runs the frame with a remembered replacement (a new reference, taken), one
+ * that takes the original's arguments slot for slot: no hook is asked, and
+ * nothing is to be done after the frame. */
+PyObject *fh_run_remembered(PyThreadState *tstate, fh_frame *frame, _PyFrameEvalFunction next,
+                            PyObject *replacement);
 
+#if FH_INTERP_FRAMES
 /* A replacement that does not fit in place is called as a function: the frame
  * that call starts must pass straight through. It is the thread's
  * fh_called_replacement, read only while some thread is in such a call. */
