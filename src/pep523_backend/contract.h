@@ -71,8 +71,8 @@ typedef struct fh_upcalls {
      * exception set (the frame then does not run; the exception reaches the caller). */
     int (*dispatch)(fh_frame_view *view, fh_decision *out);
     /* The rest of a native chain's dispatch once link `index` did not give a
-     * plain decline (`status` != 0: its status, an exception set when < 0;
-     * `replacement`: a new reference or NULL). As dispatch. */
+     * plain decline: `status` < 0, it failed with an exception set; else
+     * `replacement`, a new reference, is its answer. As dispatch. */
     int (*dispatch_native_rest)(fh_frame_view *view, fh_decision *out, const fh_native_chain *chain,
                                 Py_ssize_t index, int status, PyObject *replacement);
     /* Releases a decision's arg_map_owner. */
