@@ -326,14 +326,15 @@ static FH_NOINLINE PyObject *run_unasked(PyThreadState *tstate, fh_frame *frame,
                                          _PyFrameEvalFunction next, fh_context *context,
                                          unsigned long long generation)
 {
-    if (!frame_unhooked_but_seen(tstate, frame, throwflag)) {
+    if (frame_unhooked_but_seen(tstate, frame, throwflag)) {
+        if (generation & FH_GENERATION_OBSERVING) {
+            return observe_passing_frame(tstate, frame, throwflag, next, context);
+        }
+    } else if (!tstate->tracing) {
+        /* Neither unhooked nor started by a hook: a replacement's own frame, now arrived. */
         fh_forget_called_replacement(fh_frame_code(frame));
-        return next(tstate, frame, throwflag);
     }
-    if (!(generation & FH_GENERATION_OBSERVING)) {
-        return next(tstate, frame, throwflag);
-    }
-    return observe_passing_frame(tstate, frame, throwflag, next, context);
+    return next(tstate, frame, throwflag);
 }
 
 #if FH_C_STACK_GUARD
