@@ -16,7 +16,9 @@ use super::compat;
 use super::frame::Frame;
 use super::registry::{Generation, Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
-use crate::pep523_backend::{self, Context, Decision as RawDecision, FrameView, TracingSuspended};
+use crate::pep523_backend::{
+    self, Context, Decision as RawDecision, FrameView, NativeLink, TracingSuspended,
+};
 
 // Hooks and observers run inside a `TracingSuspended`, as trace functions do:
 // the eval function passes the frames they start through unhooked.
@@ -143,20 +145,20 @@ pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDeci
 }
 
 /// The rest of a frame's dispatch after the eval function called the native
-/// hooks `owners` itself (see `Registry`'s native chains): `owners[index]`
+/// hooks of `links` itself (see `Registry`'s native chains): `links[index]`
 /// answered `returned` for the original code; the hooks after it are asked here.
 #[inline]
 pub(crate) fn on_native_rest(
     py: Python<'_>,
     view: &FrameView<'_>,
-    owners: &[*const c_void],
+    links: &[NativeLink],
     index: usize,
     returned: PyResult<Option<Bound<'_, PyAny>>>,
 ) -> PyResult<RawDecision> {
     // SAFETY: the eval function retains the chain, whose links own these hooks, for the call.
-    let hooks: Vec<&Hook> = owners
+    let hooks: Vec<&Hook> = links
         .iter()
-        .map(|owner| unsafe { &*owner.cast::<Hook>() })
+        .map(|link| unsafe { &*link.owner.cast::<Hook>() })
         .collect();
     // SAFETY: as in on_frame.
     let registry = unsafe { Registry::from_context(view.context()) };

@@ -65,12 +65,11 @@ unsafe extern "C" fn on_native_rest(
     };
     // SAFETY: as above.
     let links = unsafe { std::slice::from_raw_parts(chain.links.as_ptr(), chain.count as usize) };
-    let owners: Vec<*const c_void> = links.iter().map(|link| link.owner).collect();
     // SAFETY: as above.
     let answer = unsafe { dispatch::native_answer(py, status, replacement) };
     to_status(
         py,
-        dispatch::on_native_rest(py, &frame, &owners, index as usize, answer),
+        dispatch::on_native_rest(py, &frame, links, index as usize, answer),
         out,
     )
 }
