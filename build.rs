@@ -39,6 +39,7 @@ const SHIM_FILES: &[&str] = &[
 ];
 
 fn main() {
+    pyo3_build_config::use_pyo3_cfgs();
     println!("cargo:rerun-if-changed={SHIM_DIR}");
     println!("cargo:rerun-if-changed=src/hookapi/capi_layout.c");
     println!("cargo:rerun-if-changed=python/framehook/include/framehook.h");

@@ -7,36 +7,13 @@
 
 pub mod hookapi;
 pub mod pep523_backend;
-mod pyclass_dealloc;
+mod module;
 pub mod sot;
-
-use pyo3::prelude::*;
-use pyo3::types::PyDict;
-
-/// The interpreter this module was compiled for, as a dict.
-#[pyfunction]
-fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let target = pep523_backend::build_target();
-    let info = PyDict::new(py);
-    info.set_item("version_hex", target.version_hex)?;
-    info.set_item(
-        "version",
-        (
-            target.version_hex >> 24,
-            (target.version_hex >> 16) & 0xff,
-            (target.version_hex >> 8) & 0xff,
-        ),
-    )?;
-    info.set_item("gil_disabled", target.gil_disabled)?;
-    info.set_item("debug", target.debug)?;
-    info.set_item("crate_version", env!("CARGO_PKG_VERSION"))?;
-    Ok(info)
-}
 
 /// Test and bench helpers, built with the `testing` feature only (the test and
 /// bench builds turn it on; a user's `pip install .` does not ship them).
 #[cfg(feature = "testing")]
-mod testing {
+pub(crate) mod testing {
     use pyo3::prelude::*;
 
     use crate::pep523_backend::testing as backend;
@@ -240,38 +217,4 @@ mod testing {
             (HOOK_CALLS.load(Ordering::Relaxed), FREED.load(Ordering::Relaxed))
         }
     }
-}
-
-#[pymodule]
-fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    pep523_backend::check_running_interpreter(py)?;
-    // Rust `tracing` events become `log` records, which reach Python logging.
-    // Only loggers are cached: levels set after import must still apply, and
-    // events are rare (install, uninstall, hook errors), so the lookup is cheap.
-    if let Ok(logger) = pyo3_log::Logger::new(py, pyo3_log::Caching::Loggers) {
-        // Fails only if another extension in this process installed a `log` logger first.
-        let _ = logger.install();
-    }
-    hookapi::capi::add_capsule(m)?;
-    m.add_function(wrap_pyfunction!(build_info, m)?)?;
-    m.add_function(wrap_pyfunction!(hookapi::python::add_frame_hook, m)?)?;
-    m.add_function(wrap_pyfunction!(hookapi::python::remove_frame_hook, m)?)?;
-    m.add_function(wrap_pyfunction!(hookapi::python::clear_frame_hooks, m)?)?;
-    m.add_function(wrap_pyfunction!(hookapi::python::frame_hooks, m)?)?;
-    sot::python::register(m)?;
-    m.add_class::<hookapi::python::HookHandle>()?;
-    m.add_class::<hookapi::python::Disabled>()?;
-    m.add_class::<hookapi::frame::Frame>()?;
-    pyclass_dealloc::release_types_on_dealloc(
-        py,
-        &[
-            py.get_type::<hookapi::python::HookHandle>(),
-            py.get_type::<hookapi::python::Disabled>(),
-            py.get_type::<hookapi::frame::Frame>(),
-        ],
-    )?;
-    #[cfg(feature = "testing")]
-    testing::register(m)?;
-    Ok(())
 }

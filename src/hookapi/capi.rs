@@ -123,7 +123,7 @@ unsafe fn add_hook_from_spec<'py>(
             )))
         }
     };
-    let registry = Registry::current_or_create(py)?;
+    let registry = Registry::current(py)?;
     let mut hook = std::sync::Arc::new(Hook::new(
         name,
         spec.hook.map(Transform::Native),
@@ -139,7 +139,8 @@ unsafe fn add_hook_from_spec<'py>(
         }
         return Err(err);
     }
-    Ok(Bound::new(py, HookHandle::new(hook, registry))?.into_any())
+    let handle = registry.types.new_handle(py, hook, std::sync::Arc::clone(&registry));
+    handle
 }
 
 fn with_handle(
@@ -155,9 +156,13 @@ fn with_handle(
     }
     // SAFETY: a non-NULL handle is a live object the caller owns a reference to.
     let handle = unsafe { Borrowed::from_ptr(py, handle) };
-    let result = match handle.cast::<HookHandle>() {
-        Ok(handle) => action(handle.get()),
-        Err(_) => Err(PyTypeError::new_err(format!(
+    let registry = match Registry::current(py) {
+        Ok(registry) => registry,
+        Err(err) => return to_status(py, Err(err)),
+    };
+    let result = match registry.types.handle.value(&handle) {
+        Some(handle) => action(handle),
+        None => Err(PyTypeError::new_err(format!(
             "framehook: expected a framehook.HookHandle, not {}",
             handle
                 .get_type()
@@ -234,8 +239,8 @@ pub static API: framehook_api = framehook_api {
     frame_back,
 };
 
-/// Publishes [`API`] as `framehook._native._C_API`.
-pub fn add_capsule(module: &Bound<'_, PyModule>) -> PyResult<()> {
+/// Publishes [`API`] as `framehook._native._C_API` (in each interpreter's module).
+pub fn add_capsule(module: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = module.py();
     // SAFETY: attached; the pointer and the name are static, so the capsule needs no destructor.
     let capsule = unsafe {
@@ -248,7 +253,7 @@ pub fn add_capsule(module: &Bound<'_, PyModule>) -> PyResult<()> {
             ),
         )?
     };
-    module.add("_C_API", capsule)
+    module.setattr("_C_API", capsule)
 }
 
 #[cfg(test)]

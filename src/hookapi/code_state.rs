@@ -3,53 +3,18 @@
 //! argument maps. Freed with the code object.
 
 use std::ffi::c_int;
-use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use pyo3::ffi;
 use pyo3::prelude::*;
 
+use super::pyobject::StrongRef;
 use super::registry::Registry;
 use crate::pep523_backend::{self, CodeStateHead};
 
 /// How many distinct replacements are remembered per original code.
 const MAX_PLANS: usize = 8;
-
-/// A strong reference released on drop with a plain `Py_DecRef`. Everything in
-/// a CodeState is dropped by threads attached to the interpreter (dispatch, the
-/// eval function, code deallocation) but outside PyO3's knowledge, including at
-/// interpreter shutdown, where PyO3's deferred release cannot run.
-pub(crate) struct StrongRef(NonNull<ffi::PyObject>);
-
-// SAFETY: the reference is only touched (compared, cloned, released) by threads
-// attached to the interpreter; see above.
-unsafe impl Send for StrongRef {}
-// SAFETY: as above.
-unsafe impl Sync for StrongRef {}
-
-impl StrongRef {
-    pub fn new(object: &Bound<'_, PyAny>) -> Self {
-        Self(NonNull::new(object.clone().into_ptr()).expect("a Bound is never NULL"))
-    }
-
-    pub fn is(&self, object: &Bound<'_, PyAny>) -> bool {
-        self.0.as_ptr() == object.as_ptr()
-    }
-
-    pub fn bind<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        // SAFETY: we hold a strong reference, so the object is alive.
-        unsafe { Bound::from_borrowed_ptr(py, self.0.as_ptr()) }
-    }
-}
-
-impl Drop for StrongRef {
-    fn drop(&mut self) {
-        // SAFETY: we own one reference, and the dropping thread is attached (see the type's docs).
-        unsafe { ffi::Py_DecRef(self.0.as_ptr()) }
-    }
-}
 
 /// A replacement known to be call-compatible with the original.
 pub(crate) struct Plan {

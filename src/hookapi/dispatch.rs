@@ -11,9 +11,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyCode;
 
 use super::capi::NativeFrame;
-use super::code_state::{CodeState, FinalDecision, Plan, StrongRef};
+use super::code_state::{CodeState, FinalDecision, Plan};
 use super::compat;
 use super::frame::Frame;
+use super::pyobject::{discard, instance_value, StrongRef};
 use super::registry::{Generation, Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
 use crate::pep523_backend::{
@@ -321,7 +322,8 @@ struct Chain<'a, 'py> {
     original: Bound<'py, PyAny>,
     generation: u64,
     state: Option<&'a CodeState>,
-    frame: Option<Bound<'py, Frame>>,
+    /// The `framehook.Frame` Python hooks get, made for the first.
+    frame: Option<Bound<'py, PyAny>>,
     after: Vec<AfterFrame>,
     /// Entered before the first hook is asked; answers from the cache need none.
     tracing: Option<TracingSuspended>,
@@ -359,7 +361,8 @@ impl<'a, 'py> Chain<'a, 'py> {
         observers: *mut c_void,
     ) -> PyResult<RawDecision> {
         if let Some(frame) = &self.frame {
-            frame.get().expire();
+            // SAFETY: made by `Chain::frame`, an instance of the Frame type.
+            unsafe { instance_value::<Frame>(frame.as_ptr()) }.expire();
         }
         drop(self.tracing.take());
         let after = std::mem::take(&mut self.after);
@@ -393,11 +396,16 @@ impl<'a, 'py> Chain<'a, 'py> {
         Ok(state)
     }
 
-    fn frame(&mut self) -> PyResult<&Bound<'py, Frame>> {
+    /// The Frame object for Python hooks, with `current` as its code.
+    fn frame(&mut self, current: &Bound<'py, PyAny>) -> PyResult<&Bound<'py, PyAny>> {
         if self.frame.is_none() {
-            self.frame = Some(Bound::new(self.py, Frame::new(self.py, self.view))?);
+            let frame = Frame::new(self.py, self.view);
+            self.frame = Some(self.registry.types.frame.instantiate(self.py, frame)?);
         }
-        Ok(self.frame.as_ref().expect("just set"))
+        let frame = self.frame.as_ref().expect("just set");
+        // SAFETY: made above, an instance of the Frame type.
+        unsafe { instance_value::<Frame>(frame.as_ptr()) }.set_code(current);
+        Ok(frame)
     }
 
     /// Asks `hooks` in turn, from `current` (with its plan), for the final code
@@ -444,8 +452,7 @@ impl<'a, 'py> Chain<'a, 'py> {
         }
         let returned = match &hook.transform {
             Some(Transform::Python(callable)) => {
-                let frame = self.frame()?.clone();
-                frame.get().set_code(current);
+                let frame = self.frame(current)?.clone();
                 callable
                     .bind(self.py)
                     .call1((frame,))
@@ -551,22 +558,17 @@ impl<'a, 'py> Chain<'a, 'py> {
 }
 
 fn log_hook_error(py: Python<'_>, hook: &Hook, code: &Bound<'_, PyAny>, err: PyErr) {
-    let logged = (|| -> PyResult<()> {
-        let logger = py.import("logging")?.call_method1("getLogger", ("framehook",))?;
-        let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item("exc_info", err.value(py))?;
-        logger.call_method(
-            "error",
-            (
-                "frame hook %r failed on %r; running the frame as if it declined",
-                hook.name.as_str(),
-                code,
-            ),
-            Some(&kwargs),
-        )?;
-        Ok(())
-    })();
-    if let Err(logging_failed) = logged {
-        logging_failed.write_unraisable(py, None);
+    let args = (hook.name.as_str(), code).into_pyobject(py);
+    match args {
+        Ok(args) => super::log::error_with(
+            py,
+            "frame hook %r failed on %r; running the frame as if it declined",
+            args,
+            err,
+        ),
+        Err(failed) => {
+            discard(py, err);
+            failed.write_unraisable(py, None);
+        }
     }
 }

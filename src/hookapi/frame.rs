@@ -1,43 +1,44 @@
-//! The frame object a Python hook receives. It reads the frame being
-//! dispatched on demand and refuses every use once the hook has returned.
+//! The frame object a Python hook receives (`framehook.Frame`). It reads the
+//! frame being dispatched on demand and refuses every use once the hook has
+//! returned. One type per interpreter (see [`super::pyobject`]).
 
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 
+use super::pyobject::{ffi_body, instance_value, CTable, NativeType, StrongRef, TypeSpec};
 use crate::pep523_backend::{FrameView, RawFrameView};
 
-#[pyclass(frozen, module = "framehook", name = "Frame")]
 pub struct Frame {
     view: RawFrameView,
     dispatching: AtomicBool,
     /// The dispatching thread's state (cheaper to learn than a ThreadId).
     thread_state: usize,
-    original: Py<PyAny>,
-    code: Mutex<Py<PyAny>>,
-    locals: Mutex<Option<Py<PyAny>>>,
+    original: StrongRef,
+    code: Mutex<StrongRef>,
+    locals: Mutex<Option<StrongRef>>,
 }
 
 impl Frame {
     pub(crate) fn new(py: Python<'_>, view: &FrameView<'_>) -> Self {
-        let original = view.code(py).to_owned().unbind();
+        let original = view.code(py);
         Self {
             view: view.as_raw(),
             dispatching: AtomicBool::new(true),
             thread_state: view.thread_state() as usize,
-            code: Mutex::new(original.clone_ref(py)),
-            original,
+            code: Mutex::new(StrongRef::new(&original)),
+            original: StrongRef::new(&original),
             locals: Mutex::new(None),
         }
     }
 
     pub(crate) fn set_code(&self, code: &Bound<'_, PyAny>) {
-        let previous = std::mem::replace(&mut *self.code.lock(), code.clone().unbind());
-        // Released now: PyO3 does not know the eval function's thread is attached,
-        // and a plain drop would defer the decref.
-        previous.drop_ref(code.py());
+        let previous = std::mem::replace(&mut *self.code.lock(), StrongRef::new(code));
+        drop(previous);
     }
 
     /// Called when the dispatch of this frame ends: every later use raises.
@@ -46,8 +47,8 @@ impl Frame {
     }
 
     fn view(&self) -> PyResult<FrameView<'_>> {
-        // SAFETY: the caller (a method with a Python token) is attached.
-        let thread_state = unsafe { pyo3::ffi::PyThreadState_Get() } as usize;
+        // SAFETY: the caller (a getter CPython called) is attached.
+        let thread_state = unsafe { ffi::PyThreadState_Get() } as usize;
         if !self.dispatching.load(Ordering::Acquire) || thread_state != self.thread_state {
             return Err(PyRuntimeError::new_err(
                 "framehook: a Frame can only be used by the hook it was passed to, \
@@ -57,69 +58,29 @@ impl Frame {
         // SAFETY: the dispatch that made this frame is still running on this thread.
         Ok(unsafe { FrameView::from_raw(self.view) })
     }
-}
-
-#[pymethods]
-impl Frame {
-    /// The code that would run now: the original, or an earlier hook's replacement.
-    #[getter]
-    fn f_code(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.view()?;
-        Ok(self.code.lock().clone_ref(py))
-    }
-
-    /// The frame's original code object.
-    #[getter]
-    fn original_code(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.view()?;
-        Ok(self.original.clone_ref(py))
-    }
-
-    #[getter]
-    fn f_globals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(self.view()?.globals(py))
-    }
-
-    #[getter]
-    fn f_builtins<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(self.view()?.builtins(py))
-    }
 
     /// The values bound so far (the arguments, at entry), cells and free
     /// variables unboxed. Built on first access.
-    #[getter]
-    fn f_locals(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn locals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let view = self.view()?;
         let mut cached = self.locals.lock();
         if let Some(locals) = cached.as_ref() {
-            return Ok(locals.clone_ref(py));
+            return Ok(locals.bind(py));
         }
-        let locals = view.locals(py)?.unbind();
-        *cached = Some(locals.clone_ref(py));
+        let locals = view.locals(py)?;
+        *cached = Some(StrongRef::new(&locals));
         Ok(locals)
     }
 
-    /// The caller's frame object, or None.
-    #[getter]
-    fn f_back<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.view()?.back(py)
-    }
-
-    /// The line the frame starts at.
-    #[getter]
-    fn f_lineno(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.view()?;
-        Ok(self.original.bind(py).getattr("co_firstlineno")?.unbind())
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let name = self
-            .original
-            .bind(py)
-            .getattr("co_qualname")
-            .or_else(|_| self.original.bind(py).getattr("co_name"))
-            .map(|name| name.to_string())
-            .unwrap_or_default();
+    fn repr(&self, py: Python<'_>) -> String {
+        let original = self.original.bind(py);
+        let name = match original.getattr("co_qualname").or_else(|_| original.getattr("co_name")) {
+            Ok(name) => name.to_string(),
+            Err(err) => {
+                super::pyobject::discard(py, err);
+                String::new()
+            }
+        };
         let state = if self.dispatching.load(Ordering::Acquire) {
             ""
         } else {
@@ -127,4 +88,108 @@ impl Frame {
         };
         format!("<framehook.Frame of {name}{state}>")
     }
+}
+
+/// A getter of `Frame`: `$body` gets the token and the frame.
+macro_rules! frame_getter {
+    ($name:ident, |$py:ident, $frame:ident| $body:expr) => {
+        unsafe extern "C" fn $name(object: *mut ffi::PyObject, _closure: *mut c_void) -> *mut ffi::PyObject {
+            // SAFETY: CPython calls getters attached, with a live instance of the Frame type.
+            unsafe {
+                ffi_body(|$py| {
+                    let $frame = instance_value::<Frame>(object);
+                    $body
+                })
+            }
+        }
+    };
+}
+
+// The code that would run now: the original, or an earlier hook's replacement.
+frame_getter!(f_code, |py, frame| {
+    frame.view()?;
+    Ok(frame.code.lock().bind(py))
+});
+frame_getter!(original_code, |py, frame| {
+    frame.view()?;
+    Ok(frame.original.bind(py))
+});
+frame_getter!(f_globals, |py, frame| Ok(frame.view()?.globals(py)));
+frame_getter!(f_builtins, |py, frame| Ok(frame.view()?.builtins(py)));
+frame_getter!(f_locals, |py, frame| frame.locals(py));
+frame_getter!(f_back, |py, frame| frame.view()?.back(py));
+// The line the frame starts at.
+frame_getter!(f_lineno, |py, frame| {
+    frame.view()?;
+    frame.original.bind(py).getattr("co_firstlineno")
+});
+
+unsafe extern "C" fn frame_repr(object: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_repr attached, with a live instance of the Frame type.
+    unsafe {
+        ffi_body(|py| {
+            let frame = instance_value::<Frame>(object);
+            Ok(pyo3::types::PyString::new(py, &frame.repr(py)).into_any())
+        })
+    }
+}
+
+const fn getter(
+    name: &'static std::ffi::CStr,
+    get: ffi::getter,
+    doc: &'static std::ffi::CStr,
+) -> ffi::PyGetSetDef {
+    ffi::PyGetSetDef {
+        name: name.as_ptr(),
+        get: Some(get),
+        set: None,
+        doc: doc.as_ptr(),
+        closure: std::ptr::null_mut(),
+    }
+}
+
+static GETTERS: CTable<[ffi::PyGetSetDef; 8]> = CTable([
+    getter(
+        c"f_code",
+        f_code,
+        c"The code that would run now: the original, or an earlier hook's replacement.",
+    ),
+    getter(c"original_code", original_code, c"The frame's original code object."),
+    getter(c"f_globals", f_globals, c"The frame's globals."),
+    getter(c"f_builtins", f_builtins, c"The frame's builtins."),
+    getter(
+        c"f_locals",
+        f_locals,
+        c"The values bound so far (the arguments, at entry), cells and free variables unboxed.",
+    ),
+    getter(c"f_back", f_back, c"The caller's frame object, or None."),
+    getter(c"f_lineno", f_lineno, c"The line the frame starts at."),
+    ffi::PyGetSetDef {
+        name: std::ptr::null(),
+        get: None,
+        set: None,
+        doc: std::ptr::null(),
+        closure: std::ptr::null_mut(),
+    },
+]);
+
+/// The interpreter's `framehook.Frame` type.
+pub(crate) fn new_type(py: Python<'_>) -> PyResult<NativeType<Frame>> {
+    NativeType::new(
+        py,
+        TypeSpec {
+            name: c"framehook.Frame",
+            doc: c"The frame a hook receives; valid only until the hook returns.",
+            slots: vec![
+                ffi::PyType_Slot {
+                    slot: ffi::Py_tp_getset,
+                    pfunc: GETTERS.as_mut_ptr(),
+                },
+                ffi::PyType_Slot {
+                    slot: ffi::Py_tp_repr,
+                    pfunc: frame_repr as *mut c_void,
+                },
+            ],
+        },
+    )
 }

@@ -1,16 +1,22 @@
-//! The Python face of the API (the README's "The Python API"): `add_frame_hook`, `remove_frame_hook`,
-//! `clear_frame_hooks`, `frame_hooks`, `HookHandle`, `disabled`.
+//! The Python face of the API (the README's "The Python API"): `add_frame_hook`,
+//! `remove_frame_hook`, `clear_frame_hooks`, `frame_hooks`, `HookHandle`,
+//! `disabled`. Written against CPython's C API with framehook's own heap types
+//! (see [`super::pyobject`]), so that it works in every interpreter.
 
+use std::ffi::{c_int, c_void, CStr};
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::dispatch;
+use super::frame::{self, Frame};
+use super::pyobject::{discard, ffi_body, ffi_status, instance_value, CTable, NativeType, StrongRef, TypeSpec};
 use super::registry::{Hook, Observer, OnError, Registry, Transform};
 
-/// A registered hook. Compare with `is`; disable with `handle.enabled = False`.
-#[pyclass(frozen, module = "framehook", name = "HookHandle")]
+/// A registered hook. Compare with `is` or `==`; disable with `handle.enabled = False`.
 pub struct HookHandle {
     hook: Arc<Hook>,
     registry: Arc<Registry>,
@@ -35,85 +41,8 @@ impl HookHandle {
     pub(crate) fn set_enabled_in(&self, py: Python<'_>, enabled: bool) {
         self.registry.set_enabled(py, &self.hook, enabled);
     }
-}
 
-#[pymethods]
-impl HookHandle {
-    #[getter]
-    fn name(&self) -> &str {
-        &self.hook.name
-    }
-
-    /// The Python hook callable; None for observe-only and native hooks.
-    #[getter]
-    fn hook(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        match &self.hook.transform {
-            Some(Transform::Python(callable)) => Some(callable.clone_ref(py)),
-            _ => None,
-        }
-    }
-
-    /// The Python observer callable; None when the hook does not observe or is native.
-    #[getter]
-    fn observer(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        match &self.hook.observer {
-            Some(Observer::Python(callable)) => Some(callable.clone_ref(py)),
-            _ => None,
-        }
-    }
-
-    /// Whether the hook was registered through the C API.
-    #[getter]
-    fn native(&self) -> bool {
-        self.hook.is_native()
-    }
-
-    /// Whether the hook observes evaluation events.
-    #[getter]
-    fn observes(&self) -> bool {
-        self.hook.observer.is_some()
-    }
-
-    #[getter]
-    fn cache(&self) -> bool {
-        self.hook.cache
-    }
-
-    #[getter]
-    fn on_error(&self) -> &'static str {
-        self.hook.on_error.as_str()
-    }
-
-    #[getter]
-    fn enabled(&self) -> bool {
-        self.hook.enabled()
-    }
-
-    #[setter]
-    fn set_enabled(&self, py: Python<'_>, enabled: bool) {
-        self.set_enabled_in(py, enabled);
-    }
-
-    /// True while the hook is registered.
-    #[getter]
-    fn registered(&self) -> bool {
-        self.registry
-            .snapshot()
-            .iter()
-            .any(|hook| hook.id == self.hook.id)
-    }
-
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .cast::<HookHandle>()
-            .is_ok_and(|other| other.get().hook.id == self.hook.id)
-    }
-
-    fn __hash__(&self) -> u64 {
-        self.hook.id
-    }
-
-    fn __repr__(&self) -> String {
+    fn repr(&self) -> String {
         format!(
             "<framehook.HookHandle {:?}{}{} cache={} on_error={:?}{}>",
             self.hook.name,
@@ -130,15 +59,384 @@ impl HookHandle {
     }
 }
 
-fn default_name(hook: &Bound<'_, PyAny>) -> PyResult<String> {
-    for attribute in ["__qualname__", "__name__"] {
-        if let Ok(name) = hook.getattr(attribute) {
-            if let Ok(name) = name.extract::<String>() {
-                return Ok(name);
+/// `with framehook.disabled():` frames started on this thread inside are not hooked.
+pub struct Disabled;
+
+/// The types of one interpreter's Python surface.
+pub struct PythonTypes {
+    pub handle: NativeType<HookHandle>,
+    pub frame: NativeType<Frame>,
+    pub disabled: NativeType<Disabled>,
+}
+
+impl PythonTypes {
+    pub fn new(py: Python<'_>) -> PyResult<Self> {
+        Ok(Self {
+            handle: handle_type(py)?,
+            frame: frame::new_type(py)?,
+            disabled: disabled_type(py)?,
+        })
+    }
+
+    /// A new handle object for `hook` of `registry`.
+    pub(crate) fn new_handle<'py>(
+        &self,
+        py: Python<'py>,
+        hook: Arc<Hook>,
+        registry: Arc<Registry>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.handle.instantiate(py, HookHandle::new(hook, registry))
+    }
+}
+
+// ------------------------------------------------------------------ HookHandle
+
+/// A getter of `HookHandle`: `$body` gets the token and the handle.
+macro_rules! handle_getter {
+    ($name:ident, |$py:ident, $handle:ident| $body:expr) => {
+        unsafe extern "C" fn $name(object: *mut ffi::PyObject, _closure: *mut c_void) -> *mut ffi::PyObject {
+            // SAFETY: CPython calls getters attached, with a live instance of the HookHandle type.
+            unsafe {
+                ffi_body(|$py| {
+                    let $handle = instance_value::<HookHandle>(object);
+                    $body
+                })
             }
         }
+    };
+}
+
+fn bool_object(py: Python<'_>, value: bool) -> PyResult<Bound<'_, PyAny>> {
+    Ok(PyBool::new(py, value).to_owned().into_any())
+}
+
+handle_getter!(handle_name, |py, handle| Ok(PyString::new(py, &handle.hook.name).into_any()));
+// The Python hook callable; None for observe-only and native hooks.
+handle_getter!(handle_hook, |py, handle| Ok(match &handle.hook.transform {
+    Some(Transform::Python(callable)) => callable.bind(py),
+    _ => py.None().into_bound(py),
+}));
+// The Python observer callable; None when the hook does not observe or is native.
+handle_getter!(handle_observer, |py, handle| Ok(match &handle.hook.observer {
+    Some(Observer::Python(callable)) => callable.bind(py),
+    _ => py.None().into_bound(py),
+}));
+handle_getter!(handle_native, |py, handle| bool_object(py, handle.hook.is_native()));
+handle_getter!(handle_observes, |py, handle| bool_object(
+    py,
+    handle.hook.observer.is_some()
+));
+handle_getter!(handle_cache, |py, handle| bool_object(py, handle.hook.cache));
+handle_getter!(handle_on_error, |py, handle| Ok(
+    PyString::new(py, handle.hook.on_error.as_str()).into_any()
+));
+handle_getter!(handle_enabled, |py, handle| bool_object(py, handle.hook.enabled()));
+// True while the hook is registered.
+handle_getter!(handle_registered, |py, handle| bool_object(
+    py,
+    handle
+        .registry
+        .snapshot()
+        .iter()
+        .any(|hook| hook.id == handle.hook.id)
+));
+
+unsafe extern "C" fn handle_set_enabled(
+    object: *mut ffi::PyObject,
+    value: *mut ffi::PyObject,
+    _closure: *mut c_void,
+) -> c_int {
+    // SAFETY: CPython calls setters attached, with a live instance of the HookHandle type
+    // and a borrowed value (NULL when deleting).
+    unsafe {
+        ffi_status(|py| {
+            let handle = instance_value::<HookHandle>(object);
+            let value = Bound::from_borrowed_ptr_or_opt(py, value)
+                .ok_or_else(|| PyAttributeError::new_err("cannot delete HookHandle.enabled"))?;
+            let enabled = value.cast::<PyBool>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "HookHandle.enabled must be a bool, not {}",
+                    type_name(&value)
+                ))
+            })?;
+            handle.set_enabled_in(py, enabled.is_true());
+            Ok(())
+        })
     }
-    Ok(hook.repr()?.to_string())
+}
+
+unsafe extern "C" fn handle_repr(object: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_repr attached, with a live instance of the HookHandle type.
+    unsafe {
+        ffi_body(|py| {
+            let handle = instance_value::<HookHandle>(object);
+            Ok(PyString::new(py, &handle.repr()).into_any())
+        })
+    }
+}
+
+unsafe extern "C" fn handle_hash(object: *mut ffi::PyObject) -> ffi::Py_hash_t {
+    // SAFETY: CPython calls tp_hash attached, with a live instance of the HookHandle type.
+    let id = unsafe { instance_value::<HookHandle>(object) }.hook.id;
+    // Ids start at 1 and stay far below Py_hash_t's maximum: never -1 (the error value).
+    ffi::Py_hash_t::try_from(id).unwrap_or(ffi::Py_hash_t::MAX)
+}
+
+unsafe extern "C" fn handle_richcompare(
+    object: *mut ffi::PyObject,
+    other: *mut ffi::PyObject,
+    op: c_int,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_richcompare attached, with a live instance of the
+    // HookHandle type and a live object; an object of the same type is a handle.
+    unsafe {
+        ffi_body(|py| {
+            let same_type = ffi::Py_TYPE(object) == ffi::Py_TYPE(other);
+            if !same_type || (op != ffi::Py_EQ && op != ffi::Py_NE) {
+                return Ok(py.NotImplemented().into_bound(py));
+            }
+            let equal = instance_value::<HookHandle>(object).hook.id
+                == instance_value::<HookHandle>(other).hook.id;
+            bool_object(py, equal == (op == ffi::Py_EQ))
+        })
+    }
+}
+
+const fn getset(
+    name: &'static CStr,
+    get: ffi::getter,
+    set: Option<ffi::setter>,
+    doc: &'static CStr,
+) -> ffi::PyGetSetDef {
+    ffi::PyGetSetDef {
+        name: name.as_ptr(),
+        get: Some(get),
+        set,
+        doc: doc.as_ptr(),
+        closure: std::ptr::null_mut(),
+    }
+}
+
+const GETSET_END: ffi::PyGetSetDef = ffi::PyGetSetDef {
+    name: std::ptr::null(),
+    get: None,
+    set: None,
+    doc: std::ptr::null(),
+    closure: std::ptr::null_mut(),
+};
+
+static HANDLE_GETSET: CTable<[ffi::PyGetSetDef; 10]> = CTable([
+    getset(c"name", handle_name, None, c"The hook's name."),
+    getset(
+        c"hook",
+        handle_hook,
+        None,
+        c"The Python hook callable; None for observe-only and native hooks.",
+    ),
+    getset(
+        c"observer",
+        handle_observer,
+        None,
+        c"The Python observer callable; None when the hook does not observe or is native.",
+    ),
+    getset(
+        c"native",
+        handle_native,
+        None,
+        c"Whether the hook was registered through the C API.",
+    ),
+    getset(
+        c"observes",
+        handle_observes,
+        None,
+        c"Whether the hook observes evaluation events.",
+    ),
+    getset(c"cache", handle_cache, None, c"Whether the hook's answers are cached per code."),
+    getset(c"on_error", handle_on_error, None, c"'raise' or 'log'."),
+    getset(
+        c"enabled",
+        handle_enabled,
+        Some(handle_set_enabled),
+        c"Whether the hook is asked (and told); set it to switch the hook off and on.",
+    ),
+    getset(c"registered", handle_registered, None, c"True while the hook is registered."),
+    GETSET_END,
+]);
+
+fn slot(slot: c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
+    ffi::PyType_Slot { slot, pfunc }
+}
+
+fn handle_type(py: Python<'_>) -> PyResult<NativeType<HookHandle>> {
+    NativeType::new(
+        py,
+        TypeSpec {
+            name: c"framehook.HookHandle",
+            doc: c"A registered hook. Compare with `is` or `==`; disable with `handle.enabled = False`.",
+            slots: vec![
+                slot(ffi::Py_tp_getset, HANDLE_GETSET.as_mut_ptr()),
+                slot(ffi::Py_tp_repr, handle_repr as *mut c_void),
+                slot(ffi::Py_tp_hash, handle_hash as *mut c_void),
+                slot(ffi::Py_tp_richcompare, handle_richcompare as *mut c_void),
+            ],
+        },
+    )
+}
+
+// -------------------------------------------------------------------- disabled
+
+unsafe extern "C" fn disabled_new(
+    subtype: *mut ffi::PyTypeObject,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_new attached, with the interpreter's disabled type
+    // (it is final, and its instances carry nothing), a tuple and a dict or NULL.
+    unsafe {
+        ffi_body(|py| {
+            parse_arguments(py, "disabled", args, kwargs, &[], &[])?;
+            Bound::from_owned_ptr_or_err(py, ffi::PyType_GenericAlloc(subtype, 0))
+        })
+    }
+}
+
+unsafe extern "C" fn disabled_enter(object: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls methods attached, with a live instance.
+    unsafe {
+        ffi_body(|py| {
+            dispatch::enter_disabled();
+            Ok(Bound::from_borrowed_ptr(py, object))
+        })
+    }
+}
+
+unsafe extern "C" fn disabled_exit(_object: *mut ffi::PyObject, _args: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls methods attached.
+    unsafe {
+        ffi_body(|py| {
+            dispatch::exit_disabled();
+            bool_object(py, false)
+        })
+    }
+}
+
+static DISABLED_METHODS: CTable<[ffi::PyMethodDef; 3]> = CTable([
+    ffi::PyMethodDef {
+        ml_name: c"__enter__".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunction: disabled_enter,
+        },
+        ml_flags: ffi::METH_NOARGS,
+        ml_doc: c"Frames started on this thread from now on are not hooked.".as_ptr(),
+    },
+    ffi::PyMethodDef {
+        ml_name: c"__exit__".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunction: disabled_exit,
+        },
+        ml_flags: ffi::METH_VARARGS,
+        ml_doc: c"Ends the block.".as_ptr(),
+    },
+    ffi::PyMethodDef::zeroed(),
+]);
+
+fn disabled_type(py: Python<'_>) -> PyResult<NativeType<Disabled>> {
+    NativeType::new(
+        py,
+        TypeSpec {
+            name: c"framehook.disabled",
+            doc: c"`with framehook.disabled():` frames started on this thread inside are not hooked.",
+            slots: vec![
+                slot(ffi::Py_tp_new, disabled_new as *mut c_void),
+                slot(ffi::Py_tp_methods, DISABLED_METHODS.as_mut_ptr()),
+            ],
+        },
+    )
+}
+
+// ------------------------------------------------------------------- functions
+
+fn type_name(object: &Bound<'_, PyAny>) -> String {
+    match object.get_type().name() {
+        Ok(name) => name.to_string(),
+        Err(err) => {
+            discard(object.py(), err);
+            "?".to_owned()
+        }
+    }
+}
+
+/// The arguments of a function taking `positional` then keyword-only
+/// `keywords`, all optional here (callers check what they require), in that
+/// order; errors worded as CPython words them.
+///
+/// # Safety
+/// `args` is a tuple and `kwargs` a dict or NULL, both borrowed and alive.
+unsafe fn parse_arguments<'py>(
+    py: Python<'py>,
+    function: &str,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+    positional: &[&str],
+    keywords: &[&str],
+) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
+    // SAFETY: guaranteed by the caller.
+    let args = unsafe { Bound::from_borrowed_ptr(py, args) }.cast_into::<PyTuple>()?;
+    // SAFETY: as above.
+    let kwargs = unsafe { Bound::from_borrowed_ptr_or_opt(py, kwargs) };
+    if args.len() > positional.len() {
+        return Err(PyTypeError::new_err(format!(
+            "{function}() takes {} positional argument{} but {} were given",
+            positional.len(),
+            if positional.len() == 1 { "" } else { "s" },
+            args.len()
+        )));
+    }
+    let mut values: Vec<Option<Bound<'py, PyAny>>> = args.iter().map(Some).collect();
+    values.resize(positional.len() + keywords.len(), None);
+    if let Some(kwargs) = kwargs {
+        for (key, value) in kwargs.cast_into::<PyDict>()?.iter() {
+            let key = key.cast_into::<PyString>()?;
+            let key = key.to_str()?;
+            let Some(index) = positional.iter().chain(keywords).position(|name| *name == key) else {
+                return Err(PyTypeError::new_err(format!(
+                    "{function}() got an unexpected keyword argument '{key}'"
+                )));
+            };
+            if values[index].is_some() {
+                return Err(PyTypeError::new_err(format!(
+                    "{function}() got multiple values for argument '{key}'"
+                )));
+            }
+            values[index] = Some(value);
+        }
+    }
+    Ok(values)
+}
+
+fn required<'py>(function: &str, name: &str, value: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    value.ok_or_else(|| {
+        PyTypeError::new_err(format!("{function}() missing required argument '{name}'"))
+    })
+}
+
+/// None (and absence) as None.
+fn not_none(value: Option<Bound<'_, PyAny>>) -> Option<Bound<'_, PyAny>> {
+    value.filter(|value| !value.is_none())
+}
+
+fn default_name(hook: &Bound<'_, PyAny>) -> PyResult<String> {
+    for attribute in ["__qualname__", "__name__"] {
+        match hook.getattr(attribute) {
+            Ok(name) => {
+                if let Ok(name) = name.cast::<PyString>() {
+                    return Ok(name.to_str()?.to_owned());
+                }
+            }
+            Err(err) => discard(hook.py(), err),
+        }
+    }
+    Ok(hook.repr()?.to_str()?.to_owned())
 }
 
 fn check_callable(role: &str, object: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -147,133 +445,292 @@ fn check_callable(role: &str, object: &Bound<'_, PyAny>) -> PyResult<()> {
     }
     Err(PyTypeError::new_err(format!(
         "a frame {role} must be callable, not {}",
-        object.get_type().name()?
+        type_name(object)
     )))
 }
 
-/// Registers `hook(frame) -> CodeType | None`, called after the hooks already
-/// registered, and/or `observer(event, code)`, told of each evaluation event.
-#[pyfunction]
-#[pyo3(signature = (hook, *, name = None, cache = false, on_error = "raise", observer = None))]
-pub fn add_frame_hook(
-    py: Python<'_>,
-    hook: Option<Bound<'_, PyAny>>,
-    name: Option<String>,
-    cache: bool,
-    on_error: &str,
-    observer: Option<Bound<'_, PyAny>>,
-) -> PyResult<HookHandle> {
-    if let Some(hook) = &hook {
-        check_callable("hook", hook)?;
+// ---------------------------------------------------------------- module state
+
+/// What each `framehook._native` module object holds: its interpreter's
+/// registry (None until the module's exec slot ran).
+type ModuleState = Option<Arc<Registry>>;
+
+/// The size of the module state (`PyModuleDef.m_size`); CPython zeroes it: None.
+pub const MODULE_STATE_SIZE: usize = std::mem::size_of::<ModuleState>();
+
+/// The registry of the module's interpreter.
+///
+/// # Safety
+/// `module` is a live module object made from framehook's module definition.
+unsafe fn module_registry(module: *mut ffi::PyObject) -> PyResult<Arc<Registry>> {
+    // SAFETY: guaranteed by the caller: its state is a ModuleState.
+    let state = unsafe { &*ffi::PyModule_GetState(module).cast::<ModuleState>() };
+    state
+        .clone()
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("framehook._native is not initialised"))
+}
+
+/// Sets up the hook API in a new module object (its exec slot): the
+/// interpreter's registry, its types, the functions, the C API capsule, and
+/// the release of the registry when the interpreter exits.
+///
+/// # Safety
+/// `module` is a new module object made from framehook's module definition.
+pub unsafe fn exec_module(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<()> {
+    let registry = Registry::for_import(py)?;
+    // SAFETY: guaranteed by the caller: its state is a zeroed ModuleState, written once here.
+    unsafe { *ffi::PyModule_GetState(module.as_ptr()).cast::<ModuleState>() = Some(Arc::clone(&registry)) };
+    module.setattr("HookHandle", registry.types.handle.type_object(py))?;
+    module.setattr("Frame", registry.types.frame.type_object(py))?;
+    module.setattr("disabled", registry.types.disabled.type_object(py))?;
+    // SAFETY: attached; the table is static and ends with a zeroed entry.
+    if unsafe { ffi::PyModule_AddFunctions(module.as_ptr(), FUNCTIONS.as_mut_ptr()) } < 0 {
+        return Err(PyErr::fetch(py));
     }
-    if let Some(observer) = &observer {
-        check_callable("observer", observer)?;
-    }
-    let on_error = OnError::parse(on_error)?;
-    let name = match (name, &hook, &observer) {
-        (Some(name), _, _) => name,
-        (None, Some(hook), _) => default_name(hook)?,
-        (None, None, Some(observer)) => default_name(observer)?,
-        (None, None, None) => {
-            return Err(PyTypeError::new_err(
-                "add_frame_hook needs a hook, an observer, or both",
-            ))
+    super::capi::add_capsule(module)?;
+    // The interpreter's exit functions run before it is torn down, in every
+    // kind of interpreter; the callback keeps the module alive until then.
+    // SAFETY: attached; a static definition bound to the module.
+    let release = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyCFunction_NewEx(RELEASE.as_mut_ptr(), module.as_ptr(), std::ptr::null_mut()),
+        )
+    }?;
+    py.import("atexit")?.call_method1("register", (release,))?;
+    Ok(())
+}
+
+/// The module object's `m_free`: it gives up its reference to the registry.
+///
+/// # Safety
+/// CPython calls it once, attached, when the module object is freed.
+pub unsafe extern "C" fn free_module(module: *mut c_void) {
+    // SAFETY: guaranteed by the caller; the state is a ModuleState (possibly None
+    // if the exec slot failed early, or NULL state if none was allocated).
+    unsafe {
+        let state = ffi::PyModule_GetState(module.cast());
+        if !state.is_null() {
+            drop((*state.cast::<ModuleState>()).take());
         }
-    };
-    let registry = Registry::current_or_create(py)?;
-    let hook = Arc::new(Hook::new(
-        name,
-        hook.map(|hook| Transform::Python(hook.unbind())),
-        observer.map(|observer| Observer::Python(observer.unbind())),
-        cache,
-        on_error,
-        None,
-    ));
-    registry.add(py, Arc::clone(&hook))?;
-    Ok(HookHandle { hook, registry })
+    }
+}
+
+/// Called by `atexit` when the interpreter exits.
+unsafe extern "C" fn release_interpreter(module: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls it attached, with the module it was bound to.
+    unsafe {
+        ffi_body(|py| {
+            module_registry(module)?.release(py);
+            Ok(py.None().into_bound(py))
+        })
+    }
+}
+
+static RELEASE: CTable<ffi::PyMethodDef> = CTable(ffi::PyMethodDef {
+    ml_name: c"_release_interpreter".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer {
+        PyCFunction: release_interpreter,
+    },
+    ml_flags: ffi::METH_NOARGS,
+    ml_doc: c"Releases what framehook holds for this interpreter (atexit).".as_ptr(),
+});
+
+/// `add_frame_hook(hook, *, name=None, cache=False, on_error="raise", observer=None)`:
+/// registers `hook(frame) -> CodeType | None`, called after the hooks already
+/// registered, and/or `observer(event, code, original_code)`.
+unsafe extern "C" fn add_frame_hook(
+    module: *mut ffi::PyObject,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    const FUNCTION: &str = "add_frame_hook";
+    // SAFETY: CPython calls module functions attached, with their module and
+    // METH_VARARGS | METH_KEYWORDS arguments.
+    unsafe {
+        ffi_body(|py| {
+            let mut values = parse_arguments(
+                py,
+                FUNCTION,
+                args,
+                kwargs,
+                &["hook"],
+                &["name", "cache", "on_error", "observer"],
+            )?
+            .into_iter();
+            let mut next = || values.next().flatten();
+            let hook = not_none(Some(required(FUNCTION, "hook", next())?));
+            let name = not_none(next());
+            let cache = next();
+            let on_error = next();
+            let observer = not_none(next());
+            if let Some(hook) = &hook {
+                check_callable("hook", hook)?;
+            }
+            if let Some(observer) = &observer {
+                check_callable("observer", observer)?;
+            }
+            let name = match (name, &hook, &observer) {
+                (Some(name), _, _) => name
+                    .cast_into::<PyString>()
+                    .map_err(|err| PyTypeError::new_err(format!("name must be a str, not {}", type_name(err.into_inner().as_any()))))?
+                    .to_str()?
+                    .to_owned(),
+                (None, Some(hook), _) => default_name(hook)?,
+                (None, None, Some(observer)) => default_name(observer)?,
+                (None, None, None) => {
+                    return Err(PyTypeError::new_err(
+                        "add_frame_hook needs a hook, an observer, or both",
+                    ))
+                }
+            };
+            let cache = match cache {
+                None => false,
+                Some(cache) => cache
+                    .cast::<PyBool>()
+                    .map_err(|_| PyTypeError::new_err(format!("cache must be a bool, not {}", type_name(&cache))))?
+                    .is_true(),
+            };
+            let on_error = match on_error {
+                None => OnError::Raise,
+                Some(on_error) => OnError::parse(
+                    on_error
+                        .cast::<PyString>()
+                        .map_err(|_| {
+                            PyTypeError::new_err(format!(
+                                "on_error must be 'raise' or 'log', not {}",
+                                type_name(&on_error)
+                            ))
+                        })?
+                        .to_str()?,
+                )?,
+            };
+            let registry = module_registry(module)?;
+            let hook = Arc::new(Hook::new(
+                name,
+                hook.map(|hook| Transform::Python(StrongRef::from_owned(hook))),
+                observer.map(|observer| Observer::Python(StrongRef::from_owned(observer))),
+                cache,
+                on_error,
+                None,
+            ));
+            registry.add(py, Arc::clone(&hook))?;
+            registry.types.new_handle(py, hook, Arc::clone(&registry))
+        })
+    }
 }
 
 /// Whether `candidate` is the callable `hook` was registered with (as hook or observer).
-fn registered_with(py: Python<'_>, hook: &Hook, candidate: &Bound<'_, PyAny>) -> bool {
-    let is_hook =
-        matches!(&hook.transform, Some(Transform::Python(callable)) if callable.bind(py).is(candidate));
-    let is_observer =
-        matches!(&hook.observer, Some(Observer::Python(callable)) if callable.bind(py).is(candidate));
+fn registered_with(hook: &Hook, candidate: &Bound<'_, PyAny>) -> bool {
+    let is_hook = matches!(&hook.transform, Some(Transform::Python(callable)) if callable.is(candidate));
+    let is_observer = matches!(&hook.observer, Some(Observer::Python(callable)) if callable.is(candidate));
     is_hook || is_observer
 }
 
-/// Removes a hook, given its handle or the callable it was registered with.
-#[pyfunction]
-pub fn remove_frame_hook(py: Python<'_>, hook: Bound<'_, PyAny>) -> PyResult<()> {
-    let registry = Registry::current(py);
-    let id = if let Ok(handle) = hook.cast::<HookHandle>() {
-        Some(handle.get().hook.id)
-    } else {
-        registry.as_ref().and_then(|registry| {
-            registry
-                .snapshot()
-                .iter()
-                .find(|registered| registered_with(py, registered, &hook))
-                .map(|registered| registered.id)
+/// `remove_frame_hook(hook)`: removes a hook, given its handle or the callable
+/// it was registered with.
+unsafe extern "C" fn remove_frame_hook(module: *mut ffi::PyObject, hook: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls module functions attached, with their module and (METH_O)
+    // one borrowed argument.
+    unsafe {
+        ffi_body(|py| {
+            let hook = Bound::from_borrowed_ptr(py, hook);
+            let registry = module_registry(module)?;
+            let id = match registry.types.handle.value(&hook) {
+                Some(handle) => Some(handle.hook.id),
+                None => registry
+                    .snapshot()
+                    .iter()
+                    .find(|registered| registered_with(registered, &hook))
+                    .map(|registered| registered.id),
+            };
+            if id.is_some_and(|id| registry.remove(py, id)) {
+                Ok(py.None().into_bound(py))
+            } else {
+                Err(PyValueError::new_err(format!(
+                    "{} is not a registered frame hook",
+                    hook.repr()?
+                )))
+            }
         })
-    };
-    let removed = match (registry, id) {
-        (Some(registry), Some(id)) => registry.remove(py, id),
-        _ => false,
-    };
-    if removed {
-        Ok(())
-    } else {
-        Err(PyValueError::new_err(format!(
-            "{} is not a registered frame hook",
-            hook.repr()?
-        )))
     }
 }
 
-/// Removes every hook of this interpreter.
-#[pyfunction]
-pub fn clear_frame_hooks(py: Python<'_>) {
-    if let Some(registry) = Registry::current(py) {
-        registry.clear(py);
-    }
-}
-
-/// The registered hooks, in call order.
-#[pyfunction]
-pub fn frame_hooks(py: Python<'_>) -> Vec<HookHandle> {
-    let Some(registry) = Registry::current(py) else {
-        return Vec::new();
-    };
-    let hooks = registry.snapshot();
-    hooks
-        .iter()
-        .map(|hook| HookHandle {
-            hook: Arc::clone(hook),
-            registry: Arc::clone(&registry),
+/// `clear_frame_hooks()`: removes every hook of this interpreter.
+unsafe extern "C" fn clear_frame_hooks(module: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls module functions attached, with their module.
+    unsafe {
+        ffi_body(|py| {
+            module_registry(module)?.clear(py);
+            Ok(py.None().into_bound(py))
         })
-        .collect()
-}
-
-/// `with framehook.disabled():` frames started on this thread inside are not hooked.
-#[pyclass(module = "framehook", name = "disabled")]
-pub struct Disabled;
-
-#[pymethods]
-impl Disabled {
-    #[new]
-    fn new() -> Self {
-        Disabled
-    }
-
-    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        dispatch::enter_disabled();
-        slf
-    }
-
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        dispatch::exit_disabled();
-        false
     }
 }
+
+/// `frame_hooks()`: the registered hooks, in call order.
+unsafe extern "C" fn frame_hooks(module: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls module functions attached, with their module.
+    unsafe {
+        ffi_body(|py| {
+            let registry = module_registry(module)?;
+            let handles = PyList::empty(py);
+            for hook in registry.snapshot().iter() {
+                handles.append(registry.types.new_handle(py, Arc::clone(hook), Arc::clone(&registry))?)?;
+            }
+            Ok(handles.into_any())
+        })
+    }
+}
+
+const fn method(
+    name: &'static CStr,
+    meth: ffi::PyMethodDefPointer,
+    flags: c_int,
+    doc: &'static CStr,
+) -> ffi::PyMethodDef {
+    ffi::PyMethodDef {
+        ml_name: name.as_ptr(),
+        ml_meth: meth,
+        ml_flags: flags,
+        ml_doc: doc.as_ptr(),
+    }
+}
+
+/// The module functions of the hook API.
+static FUNCTIONS: CTable<[ffi::PyMethodDef; 5]> = CTable([
+    method(
+        c"add_frame_hook",
+        ffi::PyMethodDefPointer {
+            PyCFunctionWithKeywords: add_frame_hook,
+        },
+        ffi::METH_VARARGS | ffi::METH_KEYWORDS,
+        c"add_frame_hook(hook, *, name=None, cache=False, on_error='raise', observer=None)\n--\n\n\
+Registers hook(frame) -> CodeType | None, called after the hooks already registered, \
+and/or observer(event, code, original_code), told of each evaluation event.",
+    ),
+    method(
+        c"remove_frame_hook",
+        ffi::PyMethodDefPointer {
+            PyCFunction: remove_frame_hook,
+        },
+        ffi::METH_O,
+        c"remove_frame_hook(hook, /)\n--\n\nRemoves a hook, given its handle or the callable it was registered with.",
+    ),
+    method(
+        c"clear_frame_hooks",
+        ffi::PyMethodDefPointer {
+            PyCFunction: clear_frame_hooks,
+        },
+        ffi::METH_NOARGS,
+        c"clear_frame_hooks()\n--\n\nRemoves every hook of this interpreter.",
+    ),
+    method(
+        c"frame_hooks",
+        ffi::PyMethodDefPointer {
+            PyCFunction: frame_hooks,
+        },
+        ffi::METH_NOARGS,
+        c"frame_hooks()\n--\n\nThe registered hooks, in call order.",
+    ),
+    ffi::PyMethodDef::zeroed(),
+]);

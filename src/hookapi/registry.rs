@@ -7,13 +7,16 @@ use std::sync::{Arc, LazyLock};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use framehook_capi::ffi as capi_ffi;
 
 use super::code_state::CodeState;
+use super::log;
 use super::per_code::PerCode;
+use super::pyobject::StrongRef;
+use super::python::PythonTypes;
 use crate::pep523_backend::{self, Context, NativeLink, Uninstalled};
 
 /// What to do when a hook raises.
@@ -48,7 +51,7 @@ impl OnError {
 /// How a hook decides what a frame runs.
 pub enum Transform {
     /// `hook(frame) -> CodeType | None`.
-    Python(Py<PyAny>),
+    Python(StrongRef),
     /// A C function registered through the capsule API, called with the hook's user data.
     Native(capi_ffi::framehook_hook_func),
     /// A hook built into framehook (SOT).
@@ -57,8 +60,8 @@ pub enum Transform {
 
 /// How a hook is told about evaluation events.
 pub enum Observer {
-    /// `observer(event: str, code: CodeType) -> None`.
-    Python(Py<PyAny>),
+    /// `observer(event: str, code: CodeType, original_code: CodeType | None) -> None`.
+    Python(StrongRef),
     Native(capi_ffi::framehook_observe_func),
 }
 
@@ -153,15 +156,6 @@ pub struct ObserverSet {
     pub hooks: Vec<Arc<Hook>>,
 }
 
-/// Runs `f` (which reaches Python logging) without hooking the frames it starts:
-/// hooks should not see framehook's own logging.
-fn unhooked<R>(f: impl FnOnce() -> R) -> R {
-    super::dispatch::enter_disabled();
-    let result = f();
-    super::dispatch::exit_disabled();
-    result
-}
-
 /// The hooks as a chain the eval function calls itself: when every enabled
 /// hook is a native hook that transforms, uncached, and does not observe
 /// (cached answers and observers need framehook's Rust code).
@@ -220,58 +214,137 @@ impl Generation {
     }
 }
 
-/// The hooks of one interpreter, in call order. Never freed: the eval function
-/// holds a plain pointer to its interpreter's registry's context.
+/// Which interpreter: its address (what the eval function keys by) and its id
+/// (never reused in a process, unlike the address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InterpreterKey {
+    address: usize,
+    id: i64,
+}
+
+impl InterpreterKey {
+    fn current(py: Python<'_>) -> Self {
+        Self {
+            address: pep523_backend::current_interpreter(py),
+            id: pep523_backend::current_interpreter_id(py),
+        }
+    }
+}
+
+/// The hooks of one interpreter, in call order, with the interpreter's Python
+/// types. Made when framehook is first imported in the interpreter, released
+/// when the interpreter exits (see [`Registry::release`]); the eval function
+/// holds a plain pointer to its context meanwhile.
 pub struct Registry {
     /// What the eval function reads: the generation (a [`Generation`]; readers
     /// load it before the hooks, writers store it after), where code states
     /// are, the native chain, and the upcalls into this layer.
     head: Context,
-    interpreter: usize,
+    interpreter: InterpreterKey,
     hooks: ArcSwap<Vec<Arc<Hook>>>,
     /// The enabled observing hooks; None when there are none.
     observers: ArcSwapOption<ObserverSet>,
     writer: Mutex<()>,
+    /// Set once the interpreter exits: hooks can no longer be added.
+    released: AtomicBool,
+    /// What else holds state for the interpreter and releases it when it exits.
+    at_exit: Mutex<Vec<Box<dyn FnOnce(Python<'_>) + Send>>>,
     pub(crate) code_states: PerCode<CodeState>,
+    pub(crate) types: PythonTypes,
 }
 
-/// All interpreters' registries; replaced wholesale (rarely), read lock-free.
+/// The registries of the interpreters where framehook is imported; replaced
+/// wholesale (rarely), read lock-free.
 static REGISTRIES: LazyLock<ArcSwap<Vec<Arc<Registry>>>> = LazyLock::new(ArcSwap::default);
 static REGISTRIES_WRITER: Mutex<()> = Mutex::new(());
+/// Registries released while their interpreter could still run frames that
+/// use them (the main interpreter's exit functions run before its threads
+/// stop): kept, never freed.
+static RETIRED: Mutex<Vec<Arc<Registry>>> = Mutex::new(Vec::new());
 
 impl Registry {
-    /// The current interpreter's registry, if it ever had a hook.
-    #[inline]
-    pub fn current(py: Python<'_>) -> Option<Arc<Registry>> {
-        let interpreter = pep523_backend::current_interpreter(py);
+    /// The current interpreter's registry.
+    pub fn current(py: Python<'_>) -> PyResult<Arc<Registry>> {
+        let interpreter = InterpreterKey::current(py);
         REGISTRIES
             .load()
             .iter()
             .find(|registry| registry.interpreter == interpreter)
             .cloned()
+            .ok_or_else(|| {
+                PyRuntimeError::new_err(
+                    "framehook is not imported in this interpreter (import framehook there first), \
+                     or the interpreter is exiting",
+                )
+            })
     }
 
-    pub fn current_or_create(py: Python<'_>) -> PyResult<Arc<Registry>> {
-        if let Some(registry) = Self::current(py) {
+    /// The current interpreter's registry, made on the first import of
+    /// framehook there; None once the interpreter is exiting.
+    pub(crate) fn for_import(py: Python<'_>) -> PyResult<Arc<Registry>> {
+        if let Ok(registry) = Self::current(py) {
             return Ok(registry);
+        }
+        if pep523_backend::interpreter_finalizing(py) {
+            return Err(PyRuntimeError::new_err(
+                "framehook cannot be imported while the interpreter is exiting",
+            ));
         }
         let _writer = REGISTRIES_WRITER.lock();
-        if let Some(registry) = Self::current(py) {
-            return Ok(registry);
-        }
         let code_states = PerCode::<CodeState>::request(py)?;
         let registry = Arc::new(Registry {
             head: Context::new(Generation::STEP, code_states.index(), super::upcalls::UPCALLS),
-            interpreter: pep523_backend::current_interpreter(py),
+            interpreter: InterpreterKey::current(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             observers: ArcSwapOption::empty(),
             writer: Mutex::new(()),
+            released: AtomicBool::new(false),
+            at_exit: Mutex::new(Vec::new()),
             code_states,
+            types: PythonTypes::new(py)?,
         });
         let mut all = Vec::clone(&REGISTRIES.load());
         all.push(Arc::clone(&registry));
         REGISTRIES.store(Arc::new(all));
         Ok(registry)
+    }
+
+    /// Runs `release` when the interpreter exits (after its hooks are gone), for
+    /// per-interpreter state kept elsewhere (SOT's).
+    pub fn at_exit(&self, release: impl FnOnce(Python<'_>) + Send + 'static) {
+        self.at_exit.lock().push(Box::new(release));
+    }
+
+    /// The interpreter is exiting (its exit functions run): every hook goes,
+    /// framehook's eval function leaves the interpreter, and the registry is no
+    /// longer found, so that an interpreter made later at the same address
+    /// starts clean. Hooks cannot be added after.
+    pub(crate) fn release(self: &Arc<Self>, py: Python<'_>) {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (removed, finalizing) = {
+            let _writer = self.writer.lock();
+            let removed = self.hooks.load_full();
+            self.publish(py, Vec::new());
+            (removed, pep523_backend::forget_interpreter(py))
+        };
+        drop(removed);
+        for release in std::mem::take(&mut *self.at_exit.lock()) {
+            release(py);
+        }
+        {
+            let _writer = REGISTRIES_WRITER.lock();
+            let mut all = Vec::clone(&REGISTRIES.load());
+            all.retain(|registry| !Arc::ptr_eq(registry, self));
+            REGISTRIES.store(Arc::new(all));
+        }
+        if !finalizing {
+            // Threads of the interpreter may still be running frames the eval
+            // function dispatched with this registry's context.
+            RETIRED.lock().push(Arc::clone(self));
+        }
+        log::debug(py, &format!("interpreter {} released", self.interpreter.id));
     }
 
     /// The registry whose context the eval function was installed with.
@@ -281,8 +354,9 @@ impl Registry {
     #[inline]
     pub unsafe fn from_context(context: &Context) -> &Registry {
         let head = std::mem::offset_of!(Registry, head);
-        // SAFETY: `add` installs the eval function with its registry's `head`, and
-        // registries are never freed: the registry is `head`'s offset before it.
+        // SAFETY: `add` installs the eval function with its registry's `head`, and a
+        // registry outlives the frames its eval function dispatches (it is kept
+        // when released while they may run): the registry is `head`'s offset before it.
         unsafe { &*std::ptr::from_ref(context).byte_sub(head).cast::<Registry>() }
     }
 
@@ -318,9 +392,15 @@ impl Registry {
     pub fn add(&self, py: Python<'_>, hook: Arc<Hook>) -> PyResult<()> {
         let installed = {
             let _writer = self.writer.lock();
+            if self.released.load(Ordering::Acquire) {
+                return Err(PyRuntimeError::new_err(
+                    "framehook: no hooks can be added while the interpreter is exiting",
+                ));
+            }
             let current = self.hooks.load_full();
             if current.is_empty() {
-                // SAFETY: registries are never freed, nor moved out of their Arc.
+                // SAFETY: the registry is not moved out of its Arc, and outlives the
+                // frames its eval function dispatches (see `from_context`).
                 unsafe { pep523_backend::install(py, &self.head) }?;
             }
             let mut hooks = Vec::clone(&current);
@@ -329,7 +409,10 @@ impl Registry {
             current.is_empty()
         };
         if installed {
-            unhooked(|| tracing::debug!(interpreter = self.interpreter, "eval function installed"));
+            log::debug(
+                py,
+                &format!("eval function installed in interpreter {}", self.interpreter.id),
+            );
         }
         Ok(())
     }
@@ -351,7 +434,7 @@ impl Registry {
         };
         drop(removed);
         if let Some(outcome) = uninstalled {
-            self.log_uninstall(outcome);
+            self.log_uninstall(py, outcome);
         }
         true
     }
@@ -367,7 +450,7 @@ impl Registry {
             (removed, pep523_backend::uninstall(py))
         };
         drop(removed);
-        self.log_uninstall(outcome);
+        self.log_uninstall(py, outcome);
     }
 
     pub fn set_enabled(&self, py: Python<'_>, hook: &Hook, enabled: bool) {
@@ -404,17 +487,18 @@ impl Registry {
             .store((!observing.is_empty()).then(|| Arc::new(ObserverSet { hooks: observing })));
     }
 
-    fn log_uninstall(&self, outcome: Uninstalled) {
-        unhooked(|| match outcome {
-            Uninstalled::Restored => {
-                tracing::debug!(interpreter = self.interpreter, "eval function removed")
-            }
-            Uninstalled::LeftInChain => tracing::warn!(
-                interpreter = self.interpreter,
-                "another eval function was installed over framehook's; \
-                 framehook's stays in its chain and passes frames through"
+    fn log_uninstall(&self, py: Python<'_>, outcome: Uninstalled) {
+        match outcome {
+            Uninstalled::Restored => log::debug(
+                py,
+                &format!("eval function removed from interpreter {}", self.interpreter.id),
             ),
-        })
+            Uninstalled::LeftInChain => log::warning(
+                py,
+                "another eval function was installed over framehook's; \
+                 framehook's stays in its chain and passes frames through",
+            ),
+        }
     }
 }
 

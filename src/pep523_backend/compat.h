@@ -16,6 +16,7 @@
 #endif
 #include <Python.h>
 #include <frameobject.h>
+#include "internal/pycore_interp.h" /* PyInterpreterState's fields */
 
 #if PY_VERSION_HEX < 0x03090000
 #  error "framehook supports CPython 3.9 and newer"
@@ -101,6 +102,18 @@ static inline void fh_leave_tracing(PyThreadState *tstate)
 #  else
     tstate->use_tracing = use_tracing;
 #  endif
+#endif
+}
+
+/* Whether CPython is finalising `interp`: a sub-interpreter says so before
+ * its exit functions run; the main one only once they have run, when the
+ * runtime finalises. */
+static inline int fh_interp_finalizing(PyInterpreterState *interp)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return interp->finalizing || Py_IsFinalizing();
+#else
+    return interp->finalizing || _Py_IsFinalizing();
 #endif
 }
 

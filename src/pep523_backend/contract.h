@@ -139,6 +139,16 @@ int fh_build_debug(void);
  * (ours keeps passing frames through). Callers serialise. */
 int fh_install(fh_context *context);
 int fh_uninstall(void);
+/* The calling thread's interpreter is going away: framehook's function leaves
+ * its chain (restoring what it replaced if it is the current one) and its
+ * entry is given back, whatever else is installed. Returns whether CPython
+ * is finalising the interpreter (a sub-interpreter ending; for the main one,
+ * its exit functions run before it says so). Attached; callers serialise. */
+int fh_forget_interpreter(void);
+/* Whether CPython is finalising the calling thread's interpreter (see above). */
+int fh_interpreter_finalizing(void);
+/* The calling thread's interpreter's id: unlike its address, never reused. */
+long long fh_interpreter_id(void);
 
 /* Makes `chain` (NULL: none) the context's, dropping the context's reference
  * to the previous one; the caller's reference passes to the context. Writers

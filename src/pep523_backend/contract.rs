@@ -103,6 +103,9 @@ extern "C" {
     pub fn fh_build_debug() -> c_int;
     pub fn fh_install(context: *const Context) -> c_int;
     pub fn fh_uninstall() -> c_int;
+    pub fn fh_forget_interpreter() -> c_int;
+    pub fn fh_interpreter_finalizing() -> c_int;
+    pub fn fh_interpreter_id() -> std::ffi::c_longlong;
     pub fn fh_publish_native_chain(context: *const Context, chain: *mut NativeChain);
     pub fn fh_native_chain_new(
         context: *const Context,

@@ -39,10 +39,13 @@ int fh_build_debug(void)
 /* ---------------------------------------------- per-interpreter chaining */
 
 /* The eval function each interpreter had before framehook's, looked up on
- * every frame. Entries are written under the caller's lock and read without
- * one; an interpreter's entry is never reused for another while installed. */
+ * every frame. Interpreters with their own GIL install at the same time: an
+ * entry is claimed with a compare-and-swap, filled, then published by storing
+ * its interpreter; it is read without a lock, and given back when framehook's
+ * function leaves the interpreter's chain or the interpreter is finalised. */
 #define FH_MAX_INTERPRETERS 64
 typedef struct {
+    _Atomic int claimed;
     _Atomic(PyInterpreterState *) interp;
     _Atomic(_PyFrameEvalFunction) previous; /* never NULL: CPython's default included */
     _Atomic(fh_context *) context;          /* what every upcall gets as view->context */
@@ -93,7 +96,8 @@ int fh_install(fh_context *context)
         return 1; /* ours is in the interpreter's chain already */
     }
     for (int i = 0; i < FH_MAX_INTERPRETERS; i++) {
-        if (atomic_load(&fh_chain[i].interp) == NULL) {
+        int unclaimed = 0;
+        if (atomic_compare_exchange_strong(&fh_chain[i].claimed, &unclaimed, 1)) {
             _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
             atomic_store(&fh_chain[i].previous, current);
             atomic_store(&fh_chain[i].context, context);
@@ -104,6 +108,12 @@ int fh_install(fh_context *context)
     }
     PyErr_SetString(PyExc_RuntimeError, "framehook: too many interpreters with hooks installed");
     return -1;
+}
+
+static void release_entry(fh_chain_entry *entry)
+{
+    atomic_store_explicit(&entry->interp, NULL, memory_order_release);
+    atomic_store_explicit(&entry->claimed, 0, memory_order_release);
 }
 
 int fh_uninstall(void)
@@ -117,7 +127,7 @@ int fh_uninstall(void)
     if (current != (_PyFrameEvalFunction)fh_eval && displaced_for_good(entry, current)) {
         /* Another tool installed its function over ours and has since put
          * back what ours replaced (or the default): ours is out of the chain. */
-        atomic_store(&entry->interp, NULL);
+        release_entry(entry);
         return 1;
     }
     if (current != (_PyFrameEvalFunction)fh_eval) {
@@ -126,9 +136,28 @@ int fh_uninstall(void)
         return 0;
     }
     _PyInterpreterState_SetEvalFrameFunc(interp, atomic_load(&entry->previous));
-    atomic_store(&entry->interp, NULL);
+    release_entry(entry);
     return 1;
 }
+
+int fh_forget_interpreter(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    fh_chain_entry *entry = chain_entry(interp);
+    if (entry != NULL) {
+        if (_PyInterpreterState_GetEvalFrameFunc(interp) == (_PyFrameEvalFunction)fh_eval) {
+            _PyInterpreterState_SetEvalFrameFunc(interp, atomic_load(&entry->previous));
+        }
+        /* A function installed over ours that still calls ours now reaches
+         * CPython's default evaluator through it (see fh_eval). */
+        release_entry(entry);
+    }
+    return fh_interp_finalizing(interp);
+}
+
+int fh_interpreter_finalizing(void) { return fh_interp_finalizing(PyInterpreterState_Get()); }
+
+long long fh_interpreter_id(void) { return (long long)PyInterpreterState_GetID(PyInterpreterState_Get()); }
 
 void fh_enter_hook_context(PyThreadState *tstate) { fh_enter_tracing(tstate); }
 

@@ -127,7 +127,18 @@ pub fn check_running_interpreter(py: Python<'_>) -> PyResult<()> {
         .extract::<Option<i64>>()?
         .unwrap_or(0)
         != 0;
-    let debug = sys.hasattr("gettotalrefcount")?;
+    // Only debug builds have sys.gettotalrefcount.
+    let debug = match sys.getattr("gettotalrefcount") {
+        Ok(_) => true,
+        Err(absent) => {
+            // Dropped through CPython, not PyO3's deferred release (this runs in
+            // every interpreter, outside PyO3's knowledge).
+            absent.restore(py);
+            // SAFETY: attached; clears the error just restored.
+            unsafe { ffi::PyErr_Clear() };
+            false
+        }
+    };
     let same_minor = hexversion >> 16 == target.version_hex >> 16;
     if same_minor && gil_disabled == target.gil_disabled && debug == target.debug {
         return Ok(());
@@ -169,6 +180,16 @@ pub fn uninstall(_py: Python<'_>) -> Uninstalled {
         0 => Uninstalled::LeftInChain,
         _ => Uninstalled::Restored,
     }
+}
+
+/// The current interpreter is going away: framehook's eval function leaves it
+/// and its install entry is given back, whatever was installed over it.
+/// Returns whether CPython is finalising the interpreter (true for a
+/// sub-interpreter ending; the main interpreter's exit functions run before
+/// CPython says so).
+pub fn forget_interpreter(_py: Python<'_>) -> bool {
+    // SAFETY: attached to the interpreter; callers serialise (registry writers).
+    unsafe { contract::fh_forget_interpreter() != 0 }
 }
 
 /// While alive, the calling thread runs as CPython runs a trace function:
@@ -218,6 +239,24 @@ pub fn has_exception_table(code: &Bound<'_, PyAny>) -> bool {
 pub fn current_interpreter(_py: Python<'_>) -> usize {
     // SAFETY: attached, so the thread has an interpreter.
     unsafe { ffi::PyInterpreterState_Get() as usize }
+}
+
+/// The current interpreter's id: unlike its address, never reused in a process.
+pub fn current_interpreter_id(_py: Python<'_>) -> i64 {
+    // SAFETY: attached, so the thread has an interpreter.
+    unsafe { contract::fh_interpreter_id() }
+}
+
+/// Whether CPython is finalising the current interpreter (see [`forget_interpreter`]).
+pub fn interpreter_finalizing(_py: Python<'_>) -> bool {
+    // SAFETY: attached, so the thread has an interpreter.
+    unsafe { contract::fh_interpreter_finalizing() != 0 }
+}
+
+/// Whether the current interpreter is the main one.
+pub fn is_main_interpreter(_py: Python<'_>) -> bool {
+    // SAFETY: attached, so the thread has an interpreter; the main one exists.
+    unsafe { ffi::PyInterpreterState_Get() == ffi::PyInterpreterState_Main() }
 }
 
 /// Per-code storage in co_extra: one index, requested once per interpreter,

@@ -88,7 +88,7 @@ impl SotCode {
 
 /// SOT's answers changed (its rules did): frames must ask it again.
 fn forget_decisions(py: Python<'_>) {
-    if let Some(registry) = Registry::current(py) {
+    if let Ok(registry) = Registry::current(py) {
         registry.invalidate_decisions(py);
     }
 }
@@ -120,6 +120,7 @@ impl SotRuntime {
         if let Some(runtime) = runtimes.iter().find(|runtime| runtime.interpreter == interpreter) {
             return Ok(Arc::clone(runtime));
         }
+        let registry = Registry::current(py)?;
         let runtime = Arc::new(SotRuntime {
             interpreter,
             code_states: PerCode::request(py)?,
@@ -129,6 +130,13 @@ impl SotRuntime {
             pass_exception_tables: AtomicBool::new(true),
         });
         runtimes.push(Arc::clone(&runtime));
+        // The interpreter's runtime goes with it: one made later at the same address starts clean.
+        let released = Arc::downgrade(&runtime);
+        registry.at_exit(move |_py| {
+            RUNTIMES
+                .lock()
+                .retain(|runtime| !std::ptr::eq(Arc::as_ptr(runtime), released.as_ptr()));
+        });
         Ok(runtime)
     }
 
@@ -168,7 +176,7 @@ impl SotRuntime {
             }
             COUNTED.with(|counted| counted.set(has_callback));
         }
-        let registry = Registry::current_or_create(py)?;
+        let registry = Registry::current(py)?;
         // The hook may also have been removed by someone else (clear_frame_hooks()).
         let registered = registration.hook.as_ref().is_some_and(|hook| {
             registry

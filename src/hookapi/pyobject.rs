@@ -1,0 +1,289 @@
+//! Python objects framehook owns and makes, in whichever interpreter it runs.
+//!
+//! framehook's Python surface loads in every interpreter, isolated ones with
+//! their own GIL included, so it uses none of PyO3's process-wide state there:
+//! no `#[pyclass]` (its type objects are process-wide statics), no interned
+//! strings, no deferred reference counting (PyO3's pool would release an
+//! object of one interpreter from a thread of another). Types are heap types
+//! made per interpreter ([`NativeType`]); references held in Rust are
+//! [`StrongRef`]s, released at once; functions CPython calls run through
+//! [`ffi_body`]. PyO3's `Bound` values, which release at once, are fine.
+
+use std::any::Any;
+use std::ffi::{c_int, c_void, CStr, CString};
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+/// A strong reference released on drop with a plain `Py_DecRef`. Everything
+/// framehook keeps is dropped by threads attached to the object's interpreter
+/// (registry writers, dispatch, the eval function, code and handle
+/// deallocation), often outside PyO3's knowledge, where PyO3's `Py` would
+/// defer the release to whichever interpreter next runs PyO3 code.
+pub struct StrongRef(NonNull<ffi::PyObject>);
+
+// SAFETY: the reference is only touched (compared, cloned, released) by threads
+// attached to the object's interpreter; see above.
+unsafe impl Send for StrongRef {}
+// SAFETY: as above.
+unsafe impl Sync for StrongRef {}
+
+impl StrongRef {
+    pub fn new(object: &Bound<'_, PyAny>) -> Self {
+        Self::from_owned(object.clone())
+    }
+
+    pub fn from_owned(object: Bound<'_, PyAny>) -> Self {
+        Self(NonNull::new(object.into_ptr()).expect("a Bound is never NULL"))
+    }
+
+    pub fn is(&self, object: &Bound<'_, PyAny>) -> bool {
+        self.0.as_ptr() == object.as_ptr()
+    }
+
+    pub fn as_ptr(&self) -> *mut ffi::PyObject {
+        self.0.as_ptr()
+    }
+
+    pub fn bind<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // SAFETY: we hold a strong reference, so the object is alive.
+        unsafe { Bound::from_borrowed_ptr(py, self.0.as_ptr()) }
+    }
+
+    pub fn clone_ref(&self, py: Python<'_>) -> Self {
+        Self::new(&self.bind(py))
+    }
+}
+
+impl Drop for StrongRef {
+    fn drop(&mut self) {
+        // SAFETY: we own one reference, and the dropping thread is attached (see the type's docs).
+        unsafe { ffi::Py_DecRef(self.0.as_ptr()) }
+    }
+}
+
+/// Drops an error that will not be raised without PyO3's deferred release:
+/// it goes back to CPython, which clears it.
+pub fn discard(py: Python<'_>, err: PyErr) {
+    err.restore(py);
+    // SAFETY: attached (the token); the error just set is cleared.
+    unsafe { ffi::PyErr_Clear() };
+}
+
+/// Raises a panic that reached a function CPython called as a SystemError
+/// (never unwinds into C).
+fn raise_panic(payload: Box<dyn Any + Send>) {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|message| (*message).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    let message = CString::new(format!("framehook: internal error: {message}").replace('\0', " "))
+        .unwrap_or_default();
+    // SAFETY: attached (CPython called us); the message is a valid C string.
+    unsafe { ffi::PyErr_SetString(ffi::PyExc_SystemError, message.as_ptr()) };
+    // The payload may run Rust code when dropped; do it after the error is set.
+    drop(payload);
+}
+
+/// The body of a function CPython calls (a module function or a type slot
+/// returning an object): a new reference, or NULL with an exception set;
+/// a panic becomes a SystemError.
+///
+/// # Safety
+/// The calling thread is attached (CPython calls such functions attached).
+pub unsafe fn ffi_body<F>(body: F) -> *mut ffi::PyObject
+where
+    F: for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>>,
+{
+    // SAFETY: guaranteed by the caller.
+    let py = unsafe { Python::assume_attached() };
+    match catch_unwind(AssertUnwindSafe(|| body(py))) {
+        Ok(Ok(object)) => object.into_ptr(),
+        Ok(Err(err)) => {
+            err.restore(py);
+            ptr::null_mut()
+        }
+        Err(payload) => {
+            raise_panic(payload);
+            ptr::null_mut()
+        }
+    }
+}
+
+/// As [`ffi_body`], for functions returning 0, or -1 with an exception set.
+///
+/// # Safety
+/// As for [`ffi_body`].
+pub unsafe fn ffi_status<F>(body: F) -> c_int
+where
+    F: for<'py> FnOnce(Python<'py>) -> PyResult<()>,
+{
+    // SAFETY: guaranteed by the caller.
+    let py = unsafe { Python::assume_attached() };
+    match catch_unwind(AssertUnwindSafe(|| body(py))) {
+        Ok(Ok(())) => 0,
+        Ok(Err(err)) => {
+            err.restore(py);
+            -1
+        }
+        Err(payload) => {
+            raise_panic(payload);
+            -1
+        }
+    }
+}
+
+/// `Sync` for tables of C definitions (method and getter tables, module
+/// definitions): CPython only reads them, though they hold raw pointers.
+#[repr(transparent)]
+pub struct CTable<T>(pub T);
+
+// SAFETY: the tables are constant data that CPython reads and never writes,
+// except `PyModuleDef`'s base, which CPython initialises under the import lock.
+unsafe impl<T> Sync for CTable<T> {}
+
+impl<T> CTable<T> {
+    /// The table as CPython takes it.
+    pub fn as_mut_ptr<E>(&'static self) -> *mut E {
+        ptr::from_ref(&self.0).cast_mut().cast()
+    }
+}
+
+/// An instance of a [`NativeType`]: the object header, then the Rust value.
+#[repr(C)]
+struct Instance<T> {
+    head: ffi::PyObject,
+    value: T,
+}
+
+/// A final heap type whose instances carry a `T`, made in one interpreter
+/// and used only there.
+pub struct NativeType<T> {
+    object: StrongRef,
+    _values: PhantomData<fn() -> T>,
+}
+
+/// What a type defines besides deallocation and refusing `Type()`.
+pub struct TypeSpec {
+    /// "framehook.Name": the module, for pickling and reprs, then the name.
+    pub name: &'static CStr,
+    pub doc: &'static CStr,
+    /// Extra slots (getters, methods, repr, hash, comparison, a `tp_new`...).
+    pub slots: Vec<ffi::PyType_Slot>,
+}
+
+unsafe extern "C" fn dealloc<T>(object: *mut ffi::PyObject) {
+    // SAFETY: CPython calls tp_dealloc attached, once, with an instance of a
+    // NativeType<T> whose refcount reached zero; the type outlives its instances
+    // (each holds a reference to it, released last).
+    unsafe {
+        let type_object = ffi::Py_TYPE(object);
+        ptr::drop_in_place(ptr::addr_of_mut!((*object.cast::<Instance<T>>()).value));
+        let free = ffi::PyType_GetSlot(type_object, ffi::Py_tp_free);
+        let free: ffi::freefunc = std::mem::transmute(free);
+        free(object.cast());
+        ffi::Py_DecRef(type_object.cast());
+    }
+}
+
+unsafe extern "C" fn refuse_new(
+    subtype: *mut ffi::PyTypeObject,
+    _args: *mut ffi::PyObject,
+    _kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_new attached.
+    unsafe {
+        ffi_body(|py| {
+            let name = Bound::from_borrowed_ptr(py, subtype.cast()).getattr("__qualname__")?;
+            Err(PyTypeError::new_err(format!(
+                "cannot create 'framehook.{name}' instances: framehook makes them"
+            )))
+        })
+    }
+}
+
+impl<T: Send + Sync + 'static> NativeType<T> {
+    /// Makes the type in the current interpreter. Instances cannot be made from
+    /// Python unless `spec` has its own `Py_tp_new`.
+    pub fn new(py: Python<'_>, spec: TypeSpec) -> PyResult<Self> {
+        let mut slots = vec![
+            ffi::PyType_Slot {
+                slot: ffi::Py_tp_dealloc,
+                pfunc: dealloc::<T> as *mut c_void,
+            },
+            ffi::PyType_Slot {
+                slot: ffi::Py_tp_doc,
+                pfunc: spec.doc.as_ptr().cast_mut().cast(),
+            },
+        ];
+        if !spec.slots.iter().any(|slot| slot.slot == ffi::Py_tp_new) {
+            slots.push(ffi::PyType_Slot {
+                slot: ffi::Py_tp_new,
+                pfunc: refuse_new as *mut c_void,
+            });
+        }
+        slots.extend(spec.slots);
+        slots.push(ffi::PyType_Slot {
+            slot: 0,
+            pfunc: ptr::null_mut(),
+        });
+        let mut type_spec = ffi::PyType_Spec {
+            name: spec.name.as_ptr(),
+            basicsize: c_int::try_from(std::mem::size_of::<Instance<T>>()).expect("small instances"),
+            itemsize: 0,
+            flags: ffi::Py_TPFLAGS_DEFAULT as _,
+            slots: slots.as_mut_ptr(),
+        };
+        // SAFETY: attached; the spec and slots are valid for the call (CPython copies
+        // what it keeps, except the name, the doc and the tables, which are static).
+        let object = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_FromSpec(&mut type_spec)) }?;
+        Ok(Self {
+            object: StrongRef::from_owned(object),
+            _values: PhantomData,
+        })
+    }
+
+    pub fn type_object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.object.bind(py)
+    }
+
+    fn type_ptr(&self) -> *mut ffi::PyTypeObject {
+        self.object.as_ptr().cast()
+    }
+
+    /// A new instance holding `value`.
+    pub fn instantiate<'py>(&self, py: Python<'py>, value: T) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: attached; the type is a live heap type of this interpreter whose
+        // instances are `Instance<T>`s (its basicsize).
+        unsafe {
+            let object = ffi::PyType_GenericAlloc(self.type_ptr(), 0);
+            let object = Bound::from_owned_ptr_or_err(py, object)?;
+            ptr::write(
+                ptr::addr_of_mut!((*object.as_ptr().cast::<Instance<T>>()).value),
+                value,
+            );
+            Ok(object)
+        }
+    }
+
+    /// The value of `object` if it is an instance of this type.
+    pub fn value<'a>(&self, object: &'a Bound<'_, PyAny>) -> Option<&'a T> {
+        // SAFETY: an object of exactly this (final) type is an `Instance<T>`.
+        (unsafe { ffi::Py_TYPE(object.as_ptr()) } == self.type_ptr())
+            .then(|| unsafe { instance_value(object.as_ptr()) })
+    }
+}
+
+/// The value of an instance of a `NativeType<T>`, in that type's slots.
+///
+/// # Safety
+/// `object` is a live instance of a `NativeType<T>`, alive for `'a`.
+pub unsafe fn instance_value<'a, T>(object: *mut ffi::PyObject) -> &'a T {
+    // SAFETY: guaranteed by the caller.
+    unsafe { &(*object.cast::<Instance<T>>()).value }
+}

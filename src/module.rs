@@ -1,0 +1,128 @@
+//! The extension module `framehook._native`: one multi-phase definition for
+//! every interpreter (PEP 489), declaring support for sub-interpreters with
+//! their own GIL (3.12+) and for running without the GIL (3.13+). Each module
+//! object's state is its interpreter's registry (see `hookapi::python`).
+//!
+//! The hook API and its C API capsule are in every interpreter's module; they
+//! use none of PyO3's process-wide state. SOT's functions and the test helpers
+//! are PyO3 functions, which keep process-wide state: they are added in the
+//! main interpreter only.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_int;
+use std::ptr;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyModule};
+
+use crate::hookapi::pyobject::{ffi_body, ffi_status, CTable};
+use crate::{hookapi, pep523_backend};
+
+/// `build_info()`: the interpreter this module was compiled for, as a dict.
+unsafe extern "C" fn build_info(_module: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls module functions attached.
+    unsafe {
+        ffi_body(|py| {
+            let target = pep523_backend::build_target();
+            let info = PyDict::new(py);
+            info.set_item("version_hex", target.version_hex)?;
+            info.set_item(
+                "version",
+                (
+                    target.version_hex >> 24,
+                    (target.version_hex >> 16) & 0xff,
+                    (target.version_hex >> 8) & 0xff,
+                ),
+            )?;
+            info.set_item("gil_disabled", target.gil_disabled)?;
+            info.set_item("debug", target.debug)?;
+            info.set_item("crate_version", env!("CARGO_PKG_VERSION"))?;
+            Ok(info.into_any())
+        })
+    }
+}
+
+static FUNCTIONS: CTable<[ffi::PyMethodDef; 2]> = CTable([
+    ffi::PyMethodDef {
+        ml_name: c"build_info".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunction: build_info,
+        },
+        ml_flags: ffi::METH_NOARGS,
+        ml_doc: c"build_info()\n--\n\nThe interpreter this module was compiled for, as a dict.".as_ptr(),
+    },
+    ffi::PyMethodDef::zeroed(),
+]);
+
+unsafe extern "C" fn exec_module(module: *mut ffi::PyObject) -> c_int {
+    // SAFETY: CPython calls the exec slot attached, once per new module object.
+    unsafe {
+        ffi_status(|py| {
+            pep523_backend::check_running_interpreter(py)?;
+            let module = Bound::from_borrowed_ptr(py, module);
+            hookapi::python::exec_module(py, &module)?;
+            if pep523_backend::is_main_interpreter(py) {
+                let module = module.cast::<PyModule>()?;
+                crate::sot::python::register(module)?;
+                #[cfg(feature = "testing")]
+                crate::testing::register(module)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+const SLOT_COUNT: usize = 2 + cfg!(Py_3_12) as usize + cfg!(Py_3_13) as usize;
+
+static SLOTS: CTable<[ffi::PyModuleDef_Slot; SLOT_COUNT]> = CTable([
+    ffi::PyModuleDef_Slot {
+        slot: ffi::Py_mod_exec,
+        value: exec_module as *mut std::ffi::c_void,
+    },
+    #[cfg(Py_3_12)]
+    ffi::PyModuleDef_Slot {
+        slot: ffi::Py_mod_multiple_interpreters,
+        value: ffi::Py_MOD_PER_INTERPRETER_GIL_SUPPORTED,
+    },
+    #[cfg(Py_3_13)]
+    ffi::PyModuleDef_Slot {
+        slot: ffi::Py_mod_gil,
+        value: ffi::Py_MOD_GIL_NOT_USED,
+    },
+    ffi::PyModuleDef_Slot {
+        slot: 0,
+        value: ptr::null_mut(),
+    },
+]);
+
+/// The module definition; CPython initialises its base in `PyModuleDef_Init`.
+struct ModuleDef(UnsafeCell<ffi::PyModuleDef>);
+
+// SAFETY: CPython writes the definition's base once, under the import lock,
+// in PyModuleDef_Init; everything else only reads it.
+unsafe impl Sync for ModuleDef {}
+
+static MODULE_DEF: ModuleDef = ModuleDef(UnsafeCell::new(ffi::PyModuleDef {
+    m_base: ffi::PyModuleDef_HEAD_INIT,
+    m_name: c"framehook._native".as_ptr(),
+    m_doc: c"framehook's native core: the frame-hook API, its C API capsule (_C_API) and SOT's functions."
+        .as_ptr(),
+    m_size: hookapi::python::MODULE_STATE_SIZE as ffi::Py_ssize_t,
+    m_methods: FUNCTIONS.0.as_ptr().cast_mut(),
+    m_slots: SLOTS.0.as_ptr().cast_mut(),
+    m_traverse: None,
+    m_clear: None,
+    m_free: Some(hookapi::python::free_module),
+}));
+
+/// The module's initialisation function, which CPython looks up by name.
+///
+/// # Safety
+/// Called by CPython's import machinery, attached.
+#[no_mangle]
+#[allow(non_snake_case)]
+pub unsafe extern "C" fn PyInit__native() -> *mut ffi::PyObject {
+    // SAFETY: a static definition, initialised by CPython (multi-phase init).
+    unsafe { ffi::PyModuleDef_Init(MODULE_DEF.0.get()) }
+}
