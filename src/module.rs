@@ -9,12 +9,14 @@
 //! main interpreter only.
 
 use std::cell::UnsafeCell;
+use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::ptr;
 
+use parking_lot::Mutex;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyModule};
+use pyo3::types::{PyDict, PyModule, PyString};
 
 use crate::hookapi::pyobject::{ffi_body, ffi_status, CTable};
 use crate::{hookapi, pep523_backend};
@@ -43,7 +45,38 @@ unsafe extern "C" fn build_info(_module: *mut ffi::PyObject, _unused: *mut ffi::
     }
 }
 
-static FUNCTIONS: CTable<[ffi::PyMethodDef; 2]> = CTable([
+/// Texts posted by one interpreter for another to take (see `framehook.interpreters`):
+/// plain Rust strings, so no interpreter's object is ever seen by another.
+static MAILBOX: Mutex<BTreeMap<u64, String>> = Mutex::new(BTreeMap::new());
+
+/// `_post(key, text)`: leaves `text` under `key` (replacing what was there).
+unsafe extern "C" fn post(_module: *mut ffi::PyObject, args: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls module functions attached, with a tuple (METH_VARARGS).
+    unsafe {
+        ffi_body(|py| {
+            let args = Bound::from_borrowed_ptr(py, args);
+            let (key, text): (u64, String) = args.extract()?;
+            MAILBOX.lock().insert(key, text);
+            Ok(py.None().into_bound(py))
+        })
+    }
+}
+
+/// `_take(key)`: the text left under `key`, removed; None if there is none.
+unsafe extern "C" fn take(_module: *mut ffi::PyObject, key: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls module functions attached, with one argument (METH_O).
+    unsafe {
+        ffi_body(|py| {
+            let key: u64 = Bound::from_borrowed_ptr(py, key).extract()?;
+            Ok(match MAILBOX.lock().remove(&key) {
+                Some(text) => PyString::new(py, &text).into_any(),
+                None => py.None().into_bound(py),
+            })
+        })
+    }
+}
+
+static FUNCTIONS: CTable<[ffi::PyMethodDef; 4]> = CTable([
     ffi::PyMethodDef {
         ml_name: c"build_info".as_ptr(),
         ml_meth: ffi::PyMethodDefPointer {
@@ -51,6 +84,18 @@ static FUNCTIONS: CTable<[ffi::PyMethodDef; 2]> = CTable([
         },
         ml_flags: ffi::METH_NOARGS,
         ml_doc: c"build_info()\n--\n\nThe interpreter this module was compiled for, as a dict.".as_ptr(),
+    },
+    ffi::PyMethodDef {
+        ml_name: c"_post".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer { PyCFunction: post },
+        ml_flags: ffi::METH_VARARGS,
+        ml_doc: c"_post(key, text, /)\n--\n\nLeaves text under key for another interpreter to take.".as_ptr(),
+    },
+    ffi::PyMethodDef {
+        ml_name: c"_take".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer { PyCFunction: take },
+        ml_flags: ffi::METH_O,
+        ml_doc: c"_take(key, /)\n--\n\nThe text left under key, removed; None if there is none.".as_ptr(),
     },
     ffi::PyMethodDef::zeroed(),
 ]);
