@@ -6,8 +6,8 @@
 //! - [`sot`]: the SOT runtime, the primary hook, built on [`hookapi`].
 
 pub mod hookapi;
-pub mod pep523_backend;
 mod module;
+pub mod pep523_backend;
 pub mod sot;
 
 /// Test and bench helpers, built with the `testing` feature only (the test and

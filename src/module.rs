@@ -22,7 +22,10 @@ use crate::hookapi::pyobject::{ffi_body, ffi_status, CTable};
 use crate::{hookapi, pep523_backend};
 
 /// `build_info()`: the interpreter this module was compiled for, as a dict.
-unsafe extern "C" fn build_info(_module: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn build_info(
+    _module: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: CPython calls module functions attached.
     unsafe {
         ffi_body(|py| {
@@ -107,6 +110,9 @@ unsafe extern "C" fn exec_module(module: *mut ffi::PyObject) -> c_int {
             pep523_backend::check_running_interpreter(py)?;
             let module = Bound::from_borrowed_ptr(py, module);
             hookapi::python::exec_module(py, &module)?;
+            module
+                .getattr("__all__")?
+                .call_method1("append", ("build_info",))?;
             if pep523_backend::is_main_interpreter(py) {
                 let module = module.cast::<PyModule>()?;
                 crate::sot::python::register(module)?;

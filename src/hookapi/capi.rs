@@ -139,7 +139,9 @@ unsafe fn add_hook_from_spec<'py>(
         }
         return Err(err);
     }
-    let handle = registry.types.new_handle(py, hook, std::sync::Arc::clone(&registry));
+    let handle = registry
+        .types
+        .new_handle(py, hook, std::sync::Arc::clone(&registry));
     handle
 }
 

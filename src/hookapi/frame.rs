@@ -74,7 +74,10 @@ impl Frame {
 
     fn repr(&self, py: Python<'_>) -> String {
         let original = self.original.bind(py);
-        let name = match original.getattr("co_qualname").or_else(|_| original.getattr("co_name")) {
+        let name = match original
+            .getattr("co_qualname")
+            .or_else(|_| original.getattr("co_name"))
+        {
             Ok(name) => name.to_string(),
             Err(err) => {
                 super::pyobject::discard(py, err);
@@ -154,7 +157,11 @@ static GETTERS: CTable<[ffi::PyGetSetDef; 8]> = CTable([
         f_code,
         c"The code that would run now: the original, or an earlier hook's replacement.",
     ),
-    getter(c"original_code", original_code, c"The frame's original code object."),
+    getter(
+        c"original_code",
+        original_code,
+        c"The frame's original code object.",
+    ),
     getter(c"f_globals", f_globals, c"The frame's globals."),
     getter(c"f_builtins", f_builtins, c"The frame's builtins."),
     getter(

@@ -43,7 +43,10 @@ fn emit(py: Python<'_>, level: u8, message: &str, details: Option<(Bound<'_, pyo
             Some((args, err)) => {
                 let kwargs = PyDict::new(py);
                 kwargs.set_item("exc_info", err.value(py))?;
-                let mut call_args = vec![level.into_pyobject(py)?.into_any(), message.into_pyobject(py)?.into_any()];
+                let mut call_args = vec![
+                    level.into_pyobject(py)?.into_any(),
+                    message.into_pyobject(py)?.into_any(),
+                ];
                 call_args.extend(args.iter());
                 logger.call_method("log", pyo3::types::PyTuple::new(py, call_args)?, Some(&kwargs))?
             }

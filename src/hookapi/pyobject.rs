@@ -82,8 +82,8 @@ fn raise_panic(payload: Box<dyn Any + Send>) {
         .map(|message| (*message).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_default();
-    let message = CString::new(format!("framehook: internal error: {message}").replace('\0', " "))
-        .unwrap_or_default();
+    let message =
+        CString::new(format!("framehook: internal error: {message}").replace('\0', " ")).unwrap_or_default();
     // SAFETY: attached (CPython called us); the message is a valid C string.
     unsafe { ffi::PyErr_SetString(ffi::PyExc_SystemError, message.as_ptr()) };
     // The payload may run Rust code when dropped; do it after the error is set.

@@ -13,7 +13,9 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::dispatch;
 use super::frame::{self, Frame};
-use super::pyobject::{discard, ffi_body, ffi_status, instance_value, CTable, NativeType, StrongRef, TypeSpec};
+use super::pyobject::{
+    discard, ffi_body, ffi_status, instance_value, CTable, NativeType, StrongRef, TypeSpec,
+};
 use super::registry::{Hook, Observer, OnError, Registry, Transform};
 
 /// A registered hook. Compare with `is` or `==`; disable with `handle.enabled = False`.
@@ -110,7 +112,9 @@ fn bool_object(py: Python<'_>, value: bool) -> PyResult<Bound<'_, PyAny>> {
     Ok(PyBool::new(py, value).to_owned().into_any())
 }
 
-handle_getter!(handle_name, |py, handle| Ok(PyString::new(py, &handle.hook.name).into_any()));
+handle_getter!(handle_name, |py, handle| Ok(
+    PyString::new(py, &handle.hook.name).into_any()
+));
 // The Python hook callable; None for observe-only and native hooks.
 handle_getter!(handle_hook, |py, handle| Ok(match &handle.hook.transform {
     Some(Transform::Python(callable)) => callable.bind(py),
@@ -121,16 +125,24 @@ handle_getter!(handle_observer, |py, handle| Ok(match &handle.hook.observer {
     Some(Observer::Python(callable)) => callable.bind(py),
     _ => py.None().into_bound(py),
 }));
-handle_getter!(handle_native, |py, handle| bool_object(py, handle.hook.is_native()));
+handle_getter!(handle_native, |py, handle| bool_object(
+    py,
+    handle.hook.is_native()
+));
 handle_getter!(handle_observes, |py, handle| bool_object(
     py,
     handle.hook.observer.is_some()
 ));
 handle_getter!(handle_cache, |py, handle| bool_object(py, handle.hook.cache));
-handle_getter!(handle_on_error, |py, handle| Ok(
-    PyString::new(py, handle.hook.on_error.as_str()).into_any()
+handle_getter!(handle_on_error, |py, handle| Ok(PyString::new(
+    py,
+    handle.hook.on_error.as_str()
+)
+.into_any()));
+handle_getter!(handle_enabled, |py, handle| bool_object(
+    py,
+    handle.hook.enabled()
 ));
-handle_getter!(handle_enabled, |py, handle| bool_object(py, handle.hook.enabled()));
 // True while the hook is registered.
 handle_getter!(handle_registered, |py, handle| bool_object(
     py,
@@ -195,8 +207,8 @@ unsafe extern "C" fn handle_richcompare(
             if !same_type || (op != ffi::Py_EQ && op != ffi::Py_NE) {
                 return Ok(py.NotImplemented().into_bound(py));
             }
-            let equal = instance_value::<HookHandle>(object).hook.id
-                == instance_value::<HookHandle>(other).hook.id;
+            let equal =
+                instance_value::<HookHandle>(object).hook.id == instance_value::<HookHandle>(other).hook.id;
             bool_object(py, equal == (op == ffi::Py_EQ))
         })
     }
@@ -251,7 +263,12 @@ static HANDLE_GETSET: CTable<[ffi::PyGetSetDef; 10]> = CTable([
         None,
         c"Whether the hook observes evaluation events.",
     ),
-    getset(c"cache", handle_cache, None, c"Whether the hook's answers are cached per code."),
+    getset(
+        c"cache",
+        handle_cache,
+        None,
+        c"Whether the hook's answers are cached per code.",
+    ),
     getset(c"on_error", handle_on_error, None, c"'raise' or 'log'."),
     getset(
         c"enabled",
@@ -259,7 +276,12 @@ static HANDLE_GETSET: CTable<[ffi::PyGetSetDef; 10]> = CTable([
         Some(handle_set_enabled),
         c"Whether the hook is asked (and told); set it to switch the hook off and on.",
     ),
-    getset(c"registered", handle_registered, None, c"True while the hook is registered."),
+    getset(
+        c"registered",
+        handle_registered,
+        None,
+        c"True while the hook is registered.",
+    ),
     GETSET_END,
 ]);
 
@@ -300,7 +322,10 @@ unsafe extern "C" fn disabled_new(
     }
 }
 
-unsafe extern "C" fn disabled_enter(object: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn disabled_enter(
+    object: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: CPython calls methods attached, with a live instance.
     unsafe {
         ffi_body(|py| {
@@ -310,7 +335,10 @@ unsafe extern "C" fn disabled_enter(object: *mut ffi::PyObject, _unused: *mut ff
     }
 }
 
-unsafe extern "C" fn disabled_exit(_object: *mut ffi::PyObject, _args: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn disabled_exit(
+    _object: *mut ffi::PyObject,
+    _args: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: CPython calls methods attached.
     unsafe {
         ffi_body(|py| {
@@ -414,10 +442,12 @@ unsafe fn parse_arguments<'py>(
     Ok(values)
 }
 
-fn required<'py>(function: &str, name: &str, value: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
-    value.ok_or_else(|| {
-        PyTypeError::new_err(format!("{function}() missing required argument '{name}'"))
-    })
+fn required<'py>(
+    function: &str,
+    name: &str,
+    value: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    value.ok_or_else(|| PyTypeError::new_err(format!("{function}() missing required argument '{name}'")))
 }
 
 /// None (and absence) as None.
@@ -488,6 +518,17 @@ pub unsafe fn exec_module(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult
         return Err(PyErr::fetch(py));
     }
     super::capi::add_capsule(module)?;
+    let exported = [
+        "Frame",
+        "HookHandle",
+        "_C_API",
+        "add_frame_hook",
+        "clear_frame_hooks",
+        "disabled",
+        "frame_hooks",
+        "remove_frame_hook",
+    ];
+    module.setattr("__all__", PyList::new(py, exported)?)?;
     // The interpreter's exit functions run before it is torn down, in every
     // kind of interpreter; the callback keeps the module alive until then.
     // SAFETY: attached; a static definition bound to the module.
@@ -517,7 +558,10 @@ pub unsafe extern "C" fn free_module(module: *mut c_void) {
 }
 
 /// Called by `atexit` when the interpreter exits.
-unsafe extern "C" fn release_interpreter(module: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn release_interpreter(
+    module: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: CPython calls it attached, with the module it was bound to.
     unsafe {
         ffi_body(|py| {
@@ -573,7 +617,12 @@ unsafe extern "C" fn add_frame_hook(
             let name = match (name, &hook, &observer) {
                 (Some(name), _, _) => name
                     .cast_into::<PyString>()
-                    .map_err(|err| PyTypeError::new_err(format!("name must be a str, not {}", type_name(err.into_inner().as_any()))))?
+                    .map_err(|err| {
+                        PyTypeError::new_err(format!(
+                            "name must be a str, not {}",
+                            type_name(err.into_inner().as_any())
+                        ))
+                    })?
                     .to_str()?
                     .to_owned(),
                 (None, Some(hook), _) => default_name(hook)?,
@@ -588,7 +637,9 @@ unsafe extern "C" fn add_frame_hook(
                 None => false,
                 Some(cache) => cache
                     .cast::<PyBool>()
-                    .map_err(|_| PyTypeError::new_err(format!("cache must be a bool, not {}", type_name(&cache))))?
+                    .map_err(|_| {
+                        PyTypeError::new_err(format!("cache must be a bool, not {}", type_name(&cache)))
+                    })?
                     .is_true(),
             };
             let on_error = match on_error {
@@ -629,7 +680,10 @@ fn registered_with(hook: &Hook, candidate: &Bound<'_, PyAny>) -> bool {
 
 /// `remove_frame_hook(hook)`: removes a hook, given its handle or the callable
 /// it was registered with.
-unsafe extern "C" fn remove_frame_hook(module: *mut ffi::PyObject, hook: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn remove_frame_hook(
+    module: *mut ffi::PyObject,
+    hook: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: CPython calls module functions attached, with their module and (METH_O)
     // one borrowed argument.
     unsafe {
@@ -657,7 +711,10 @@ unsafe extern "C" fn remove_frame_hook(module: *mut ffi::PyObject, hook: *mut ff
 }
 
 /// `clear_frame_hooks()`: removes every hook of this interpreter.
-unsafe extern "C" fn clear_frame_hooks(module: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn clear_frame_hooks(
+    module: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: CPython calls module functions attached, with their module.
     unsafe {
         ffi_body(|py| {
@@ -668,14 +725,21 @@ unsafe extern "C" fn clear_frame_hooks(module: *mut ffi::PyObject, _unused: *mut
 }
 
 /// `frame_hooks()`: the registered hooks, in call order.
-unsafe extern "C" fn frame_hooks(module: *mut ffi::PyObject, _unused: *mut ffi::PyObject) -> *mut ffi::PyObject {
+unsafe extern "C" fn frame_hooks(
+    module: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
     // SAFETY: CPython calls module functions attached, with their module.
     unsafe {
         ffi_body(|py| {
             let registry = module_registry(module)?;
             let handles = PyList::empty(py);
             for hook in registry.snapshot().iter() {
-                handles.append(registry.types.new_handle(py, Arc::clone(hook), Arc::clone(&registry))?)?;
+                handles.append(
+                    registry
+                        .types
+                        .new_handle(py, Arc::clone(hook), Arc::clone(&registry))?,
+                )?;
             }
             Ok(handles.into_any())
         })

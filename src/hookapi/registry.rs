@@ -214,6 +214,9 @@ impl Generation {
     }
 }
 
+/// What [`Registry::at_exit`] runs.
+type ExitRelease = Box<dyn FnOnce(Python<'_>) + Send>;
+
 /// Which interpreter: its address (what the eval function keys by) and its id
 /// (never reused in a process, unlike the address).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,7 +251,7 @@ pub struct Registry {
     /// Set once the interpreter exits: hooks can no longer be added.
     released: AtomicBool,
     /// What else holds state for the interpreter and releases it when it exits.
-    at_exit: Mutex<Vec<Box<dyn FnOnce(Python<'_>) + Send>>>,
+    at_exit: Mutex<Vec<ExitRelease>>,
     pub(crate) code_states: PerCode<CodeState>,
     pub(crate) types: PythonTypes,
 }
