@@ -1,7 +1,7 @@
 """Build framehook for every interpreter of the matrix and run the tests on each.
 
-    python -m framehook_dev.matrix              # lint, all eight interpreters, cargo test (make test)
-    python -m framehook_dev.matrix --only 3.12  # one interpreter (or a comma-separated few)
+    python -m framehook_dev.matrix              # lint, all eight interpreters, the 3.14t build check, cargo test
+    python -m framehook_dev.matrix --only 3.12  # one interpreter (or a comma-separated few; 3.14t: the build check)
 
 A run of the whole matrix starts with the lint steps (``framehook_dev.lint``; ``--lint``
 adds them to an ``--only`` run, ``--no-lint`` leaves them out) and ends with ``cargo test``.
@@ -9,9 +9,11 @@ For each interpreter: provision it (``framehook_dev.provision``, cached outside 
 make or reuse its venv (cached too), build the wheels with maturin in the interpreter's
 own target directory (framehook with the cargo feature ``testing``, which adds the test and
 bench helpers to ``framehook._native``), install them and this dev package, run pytest.
-3.14 and 3.14d run inside the Debian sid root. Ends with a summary table (each lint step
-counts as one test) and one closing line ``N passed, N failed[, N skipped]``; exits
-non-zero on any lint, build or test failure.
+3.14 and 3.14d run inside the Debian sid root. 3.14t, which no machine of ours can run, is
+a build check (``framehook_dev.build_check``): everything compiled against 3.14's headers
+configured free-threaded, nothing run. Ends with a summary table (each lint step and the
+build check count as one test) and one closing line ``N passed, N failed[, N skipped]``;
+exits non-zero on any lint, build or test failure.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ TEST_FEATURES = ["testing"]
 PADDLE_REQUIREMENTS = REPO / "tests" / "requirements-paddle.txt"
 PADDLE_INTERPRETERS = {"3.10", "3.13"}
 INTERPRETERS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d"]
+# Interpreters built for but never run (no machine of ours has them): framehook_dev.build_check.
+BUILD_CHECKS = ["3.14t"]
 SID_INTERPRETERS = {"3.14": "python3.14", "3.14d": "python3.14d"}
 # Venvs and build directories live in the cache, so a fresh clone reuses compiled
 # dependencies. FRAMEHOOK_BUILD_DIR moves them (not the interpreters) elsewhere, so that
@@ -78,6 +82,7 @@ class Result:
     skipped: int = 0
     error: Optional[str] = None
     seconds: float = 0.0
+    build_check: bool = False  # built, not run: one test (framehook_dev.build_check)
 
 
 @dataclass
@@ -94,21 +99,27 @@ class Target:
     def venv_python(self) -> str:
         return str(self.venv / "bin" / "python")
 
+    def command(self, argv: Sequence[str], *, cwd: Path = REPO,
+                extra_env: Optional[dict[str, str]] = None) -> list[str]:
+        """The host argv that runs ``argv`` where the interpreter lives (with ``extra_env``
+        there, when that is the sid root; on the host, the caller passes the environment)."""
+        if not self.in_sid:
+            return list(argv)
+        # Inside the root, the environment is the one sid_command sets up.
+        home = Path.home()
+        TARGETS.mkdir(parents=True, exist_ok=True)
+        return provision.sid_command(
+            list(argv), binds=[REPO, home / ".cargo", home / ".rustup", BUILD_DIR],
+            env=dict(self.env, **(extra_env or {})), cwd=cwd,
+        )
+
     def run(self, argv: Sequence[str], *, cwd: Path = REPO, capture: bool = False,
             extra_env: Optional[dict[str, str]] = None, output: Optional[IO[str]] = None,
             timeout: Optional[float] = None) -> subprocess.CompletedProcess:
         """Runs ``argv`` where the interpreter lives; ``capture`` collects stdout and stderr
         in the result, ``output`` sends them to a file instead."""
         env = dict(os.environ, **(extra_env or {}))
-        command = list(argv)
-        if self.in_sid:
-            # Inside the root, the environment is the one sid_command sets up.
-            home = Path.home()
-            TARGETS.mkdir(parents=True, exist_ok=True)
-            command = provision.sid_command(
-                command, binds=[REPO, home / ".cargo", home / ".rustup", BUILD_DIR],
-                env=dict(self.env, **(extra_env or {})), cwd=cwd,
-            )
+        command = self.command(argv, cwd=cwd, extra_env=extra_env)
         return subprocess.run(
             command, cwd=cwd, env=env, text=True,
             stdout=subprocess.PIPE if capture else output,
@@ -354,6 +365,11 @@ def summary(results: list[Result]) -> int:
     print(line(["-" * w for w in widths]))
     for row in rows:
         print(line(row))
+    checks = [r for r in results if r.build_check]
+    if checks:
+        print()
+    for r in checks:
+        print(f"{r.name}: build check only (no interpreter): {'passed' if r.failed == 0 and not r.error else 'failed'}")
     for r in results:
         if r.error:
             print(f"\n{r.name}: {r.error.splitlines()[0] if r.error else ''}")
@@ -383,7 +399,8 @@ def run_lint() -> list[Result]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
+    parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d "
+                                       f"({', '.join(BUILD_CHECKS)}: build check only)")
     parser.add_argument("--no-cargo", action="store_true", help="skip cargo test")
     lint = parser.add_mutually_exclusive_group()
     lint.add_argument("--lint", action="store_true", default=None,
@@ -391,13 +408,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     lint.add_argument("--no-lint", dest="lint", action="store_false", help="skip the lint steps")
     parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
     args = parser.parse_args(argv)
-    names = INTERPRETERS if not args.only else args.only.split(",")
-    unknown = [n for n in names if n not in INTERPRETERS]
+    names = INTERPRETERS + BUILD_CHECKS if not args.only else args.only.split(",")
+    unknown = [n for n in names if n not in INTERPRETERS + BUILD_CHECKS]
     if unknown:
-        parser.error(f"unknown interpreter(s) {unknown}; choose from {INTERPRETERS}")
+        parser.error(f"unknown interpreter(s) {unknown}; choose from {INTERPRETERS + BUILD_CHECKS}")
+    from . import build_check  # build_check uses this module
+
     started = time.monotonic()
     results = run_lint() if (not args.only if args.lint is None else args.lint) else []
-    results += [run_interpreter(name, args.pytest_args) for name in names]
+    results += [build_check.run(name) if name in BUILD_CHECKS else run_interpreter(name, args.pytest_args)
+                for name in names]
     if not args.no_cargo and not args.only:
         results.append(run_cargo_test())
     status = summary(results)
