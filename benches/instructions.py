@@ -3,6 +3,9 @@ repeatable, unlike timings on a shared machine).
 
     python benches/instructions.py [--workload fib] [--configs a,b,c,...]
 
+A configuration "sub-X" (3.12+) is configuration X with the workload run in an
+isolated sub-interpreter with its own GIL, created by the worker.
+
 Runs valgrind --tool=callgrind on this interpreter twice per configuration, with
 a few and with more iterations of the workload; the difference divided by the
 extra frames is the instructions per call, start-up excluded.
@@ -23,7 +26,47 @@ import workloads
 FEW, MORE = 1, 3
 
 
+def run_in_isolated_interpreter(source):
+    """Runs `source` in a new isolated sub-interpreter (own GIL), then destroys it."""
+    try:
+        from concurrent import interpreters  # 3.14+
+    except ImportError:
+        pass
+    else:
+        interpreter = interpreters.create()
+        try:
+            interpreter.exec(source)
+        finally:
+            interpreter.close()
+        return
+    try:
+        import _interpreters  # 3.13
+    except ImportError:
+        import _xxsubinterpreters as legacy  # 3.12
+
+        interpreter = legacy.create(isolated=True)
+        try:
+            legacy.run_string(interpreter, source)
+        finally:
+            legacy.destroy(interpreter)
+        return
+    interpreter = _interpreters.create("isolated")
+    try:
+        failure = _interpreters.exec(interpreter, source)
+        if failure is not None:
+            raise RuntimeError(failure.errdisplay)
+    finally:
+        _interpreters.destroy(interpreter)
+
+
 def worker(config, workload, iterations):
+    if config.startswith("sub-"):
+        here = os.path.dirname(os.path.abspath(__file__))
+        run_in_isolated_interpreter(
+            f"import sys; sys.path.insert(0, {here!r}); import instructions; "
+            f"instructions.worker({config[4:]!r}, {workload!r}, {iterations})"
+        )
+        return
     run = workloads.WORKLOADS[workload]
     run()  # first-call work (caches, answers) happens in both counts alike
     if config.startswith("sot-"):

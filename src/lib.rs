@@ -24,11 +24,6 @@ pub(crate) mod testing {
         backend::eval_function_addresses(py)
     }
 
-    #[pyfunction]
-    pub fn _is_installed(py: Python<'_>) -> bool {
-        backend::is_installed(py)
-    }
-
     /// Installs a pass-through eval function standing for another PEP 523 tool.
     #[pyfunction]
     pub fn _foreign_install(py: Python<'_>) -> bool {
@@ -50,27 +45,72 @@ pub(crate) mod testing {
         backend::foreign_address()
     }
 
-    /// Installs the bare pass-through eval function (the floor benchmarks
-    /// compare framehook with); false if it was installed already.
-    #[pyfunction]
-    pub fn _bench_floor_install(py: Python<'_>) -> PyResult<bool> {
-        backend::floor_install(py)
-    }
+    /// The helpers every interpreter's module has (the others are PyO3
+    /// functions, for the main interpreter only): whether framehook's eval
+    /// function is installed, and the bare pass-through eval function (the
+    /// floor benchmarks compare framehook with; installing says false if it
+    /// was installed already).
+    pub mod every_interpreter {
+        use pyo3::ffi;
+        use pyo3::prelude::*;
+        use pyo3::types::PyBool;
 
-    #[pyfunction]
-    pub fn _bench_floor_uninstall(py: Python<'_>) -> bool {
-        backend::floor_uninstall(py)
+        use crate::hookapi::pyobject::{ffi_body, CTable};
+        use crate::pep523_backend::testing as backend;
+
+        fn bool_object(py: Python<'_>, value: bool) -> Bound<'_, PyAny> {
+            PyBool::new(py, value).to_owned().into_any()
+        }
+
+        unsafe extern "C" fn is_installed(
+            _module: *mut ffi::PyObject,
+            _unused: *mut ffi::PyObject,
+        ) -> *mut ffi::PyObject {
+            // SAFETY: CPython calls module functions attached.
+            unsafe { ffi_body(|py| Ok(bool_object(py, backend::is_installed(py)))) }
+        }
+
+        unsafe extern "C" fn floor_install(
+            _module: *mut ffi::PyObject,
+            _unused: *mut ffi::PyObject,
+        ) -> *mut ffi::PyObject {
+            // SAFETY: CPython calls module functions attached.
+            unsafe { ffi_body(|py| Ok(bool_object(py, backend::floor_install(py)?))) }
+        }
+
+        unsafe extern "C" fn floor_uninstall(
+            _module: *mut ffi::PyObject,
+            _unused: *mut ffi::PyObject,
+        ) -> *mut ffi::PyObject {
+            // SAFETY: CPython calls module functions attached.
+            unsafe { ffi_body(|py| Ok(bool_object(py, backend::floor_uninstall(py)))) }
+        }
+
+        const fn no_arguments(name: &'static std::ffi::CStr, function: ffi::PyCFunction) -> ffi::PyMethodDef {
+            ffi::PyMethodDef {
+                ml_name: name.as_ptr(),
+                ml_meth: ffi::PyMethodDefPointer {
+                    PyCFunction: function,
+                },
+                ml_flags: ffi::METH_NOARGS,
+                ml_doc: std::ptr::null(),
+            }
+        }
+
+        pub static FUNCTIONS: CTable<[ffi::PyMethodDef; 4]> = CTable([
+            no_arguments(c"_is_installed", is_installed),
+            no_arguments(c"_bench_floor_install", floor_install),
+            no_arguments(c"_bench_floor_uninstall", floor_uninstall),
+            ffi::PyMethodDef::zeroed(),
+        ]);
     }
 
     pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(_eval_functions, m)?)?;
-        m.add_function(wrap_pyfunction!(_is_installed, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_install, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_uninstall, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_calls, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_address, m)?)?;
-        m.add_function(wrap_pyfunction!(_bench_floor_install, m)?)?;
-        m.add_function(wrap_pyfunction!(_bench_floor_uninstall, m)?)?;
         m.add_function(wrap_pyfunction!(capi::_capi_add, m)?)?;
         m.add_function(wrap_pyfunction!(capi::_capi_remove, m)?)?;
         m.add_function(wrap_pyfunction!(capi::_capi_set_enabled, m)?)?;

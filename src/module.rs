@@ -113,6 +113,14 @@ unsafe extern "C" fn exec_module(module: *mut ffi::PyObject) -> c_int {
             module
                 .getattr("__all__")?
                 .call_method1("append", ("build_info",))?;
+            #[cfg(feature = "testing")]
+            if ffi::PyModule_AddFunctions(
+                module.as_ptr(),
+                crate::testing::every_interpreter::FUNCTIONS.as_mut_ptr(),
+            ) < 0
+            {
+                return Err(PyErr::fetch(py));
+            }
             if pep523_backend::is_main_interpreter(py) {
                 let module = module.cast::<PyModule>()?;
                 crate::sot::python::register(module)?;

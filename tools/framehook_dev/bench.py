@@ -22,6 +22,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -50,6 +51,9 @@ LABELS = {
     "h": "identity replacement",
     "i": "hookprof",
 }
+# Counted in an isolated sub-interpreter (own GIL; 3.12+), each over the floor there (sub-b).
+SUB_CONFIGS = {"sub-b": "floor, in an isolated sub-interpreter",
+               "sub-e": "Python decliner, cached, in an isolated sub-interpreter"}
 # pyperf settings: processes, values and warmups per process, minimum seconds per value.
 # The whole suite on all eight interpreters takes about 45 minutes, builds included.
 FULL = ["--processes", "5", "--values", "3", "--warmups", "1", "--min-time", "0.03"]
@@ -365,8 +369,12 @@ def count_instructions(name: str, args: argparse.Namespace) -> None:
     """Instructions per call under callgrind (exact, unlike the timings), fib workload."""
     provision.ensure_valgrind(matrix.resolve(name).in_sid)
     target = prepared(name, args)
-    # Every configuration of the timing run, and SOT's two.
+    # Every configuration of the timing run, SOT's two, and where there are
+    # sub-interpreters with their own GIL, the floor and a cached decliner in one.
     configs = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "sot-callback", "sot-skip"]
+    major, minor = (int(part) for part in re.match(r"(\d+)\.(\d+)", name).groups())
+    if (major, minor) >= (3, 12):
+        configs += list(SUB_CONFIGS)
     out = RESULTS / f"instructions-{name}.json"
     log(f"{name}: callgrind over {','.join(configs)}")
     done = target.run([target.venv_python, str(BENCHES / "instructions.py"), "--configs", ",".join(configs),
@@ -391,6 +399,12 @@ def instructions_table() -> str:
         label = LABELS.get(config, "framehook.sot, " + ("callback declining" if config == "sot-callback"
                                                           else "files skipped"))
         lines.append(f"| ({config}) {label} | " + " | ".join(cells) + " |")
+    for config, label in SUB_CONFIGS.items():
+        if not any(config in counts[n] for n in names):
+            continue
+        cells = [f"{counts[n][config] - counts[n]['sub-b']:+.0f} ({counts[n][config] / counts[n]['sub-b']:.3f})"
+                 if config in counts[n] else "-" for n in names]
+        lines.append(f"| ({config}) {label}, over (sub-b) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
