@@ -203,9 +203,23 @@ impl Generation {
         self.0 & Self::OBSERVING != 0
     }
 
+    /// A registry's first generation.
+    fn first() -> Self {
+        Self(Self::fresh_number())
+    }
+
+    /// A number no registry of the process had: code objects can be shared by
+    /// interpreters (3.11 and 3.12 share their frozen standard library's with
+    /// legacy sub-interpreters), and a code state written under one registry's
+    /// generation must never pass for another's.
+    fn fresh_number() -> u64 {
+        static NEXT: AtomicU64 = AtomicU64::new(Generation::STEP);
+        NEXT.fetch_add(Self::STEP, Ordering::Relaxed)
+    }
+
     fn next(self, hooks: &[Arc<Hook>], native_chain: bool) -> Self {
         let observing = hooks.iter().any(|hook| hook.enabled() && hook.observer.is_some());
-        let number = (self.0 | (Self::STEP - 1)) + 1;
+        let number = Self::fresh_number();
         Self(
             number
                 | if observing { Self::OBSERVING } else { 0 }
@@ -296,7 +310,7 @@ impl Registry {
         let _writer = REGISTRIES_WRITER.lock();
         let code_states = PerCode::<CodeState>::request(py)?;
         let registry = Arc::new(Registry {
-            head: Context::new(Generation::STEP, code_states.index(), super::upcalls::UPCALLS),
+            head: Context::new(Generation::first().0, code_states.index(), super::upcalls::UPCALLS),
             interpreter: InterpreterKey::current(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             observers: ArcSwapOption::empty(),
