@@ -24,6 +24,13 @@ named "sot" is in ``framehook.frame_hooks()``, after the hooks registered
 before it.
 """
 
+from .. import _native
+
+if not hasattr(_native, "set_eval_frame"):
+    # SOT's runtime keeps process-wide state (it is built on PyO3): framehook
+    # adds it to the main interpreter's module only.
+    raise ImportError("framehook.sot is available in the main interpreter only, not in sub-interpreters")
+
 from .._native import (
     eval_frame_no_skip_codes,
     eval_frame_skip_file_prefix,
