@@ -3,6 +3,12 @@
 //! are rare (installs, removals, hook errors), so the logger is looked up each
 //! time and its level always applies. A failing handler never makes the
 //! framehook call that logged fail: its exception goes to `sys.unraisablehook`.
+//!
+//! Records below WARNING go out only where `logging` is imported already:
+//! otherwise no handler or level can have been set, and logging's defaults
+//! drop them. Importing `logging` (and `threading` with it) for nothing costs
+//! time, and on 3.12 a sub-interpreter that first imported `threading` on a
+//! thread other than the one that ends it hangs when it ends.
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -34,6 +40,9 @@ fn emit(py: Python<'_>, level: u8, message: &str, details: Option<(Bound<'_, pyo
     dispatch::enter_disabled();
     let pending = PyErr::take(py);
     let logged = (|| -> PyResult<()> {
+        if level < WARNING && !py.import("sys")?.getattr("modules")?.contains("logging")? {
+            return Ok(());
+        }
         let logger = py.import("logging")?.call_method1("getLogger", ("framehook",))?;
         if !logger.call_method1("isEnabledFor", (level,))?.is_truthy()? {
             return Ok(());

@@ -121,12 +121,10 @@ pub fn check_running_interpreter(py: Python<'_>) -> PyResult<()> {
     let target = build_target();
     let sys = py.import("sys")?;
     let hexversion: u32 = sys.getattr("hexversion")?.extract()?;
-    let gil_disabled = py
-        .import("sysconfig")?
-        .call_method1("get_config_var", ("Py_GIL_DISABLED",))?
-        .extract::<Option<i64>>()?
-        .unwrap_or(0)
-        != 0;
+    // Free-threaded builds say "t" in their ABI flags. (Not `sysconfig`: it imports
+    // `threading`, which makes a 3.12 sub-interpreter hang when it ends if the
+    // import happened on another thread than the one that ends it.)
+    let gil_disabled = sys.getattr("abiflags")?.extract::<String>()?.contains('t');
     // Only debug builds have sys.gettotalrefcount.
     let debug = match sys.getattr("gettotalrefcount") {
         Ok(_) => true,
