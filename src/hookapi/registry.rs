@@ -310,7 +310,11 @@ impl Registry {
         let _writer = REGISTRIES_WRITER.lock();
         let code_states = PerCode::<CodeState>::request(py)?;
         let registry = Arc::new(Registry {
-            head: Context::new(Generation::first().0, code_states.index(), super::upcalls::UPCALLS),
+            head: Context::new(
+                Generation::first().0,
+                code_states.index(),
+                super::upcalls::UPCALLS,
+            ),
             interpreter: InterpreterKey::current(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             observers: ArcSwapOption::empty(),
