@@ -14,11 +14,13 @@ use std::ffi::c_int;
 use std::ptr;
 
 use parking_lot::Mutex;
+use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyModule, PyString};
+use pyo3::types::{PyDict, PyInt, PyModule, PyString, PyTuple};
 
 use crate::hookapi::pyobject::{ffi_body, ffi_status, CTable};
+use crate::pep523_backend::new_error;
 use crate::{hookapi, pep523_backend};
 
 /// `build_info()`: the interpreter this module was compiled for, as a dict.
@@ -52,14 +54,35 @@ unsafe extern "C" fn build_info(
 /// plain Rust strings, so no interpreter's object is ever seen by another.
 static MAILBOX: Mutex<BTreeMap<u64, String>> = Mutex::new(BTreeMap::new());
 
+/// A mailbox key: an int from 0 to 2**64 - 1.
+fn mailbox_key(key: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let py = key.py();
+    if key.cast::<PyInt>().is_err() {
+        return Err(new_error::<PyTypeError>(py, "a mailbox key must be an int"));
+    }
+    // SAFETY: attached; `key` is an int.
+    let value = unsafe { ffi::PyLong_AsUnsignedLongLong(key.as_ptr()) };
+    if value == u64::MAX && PyErr::occurred(py) {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(value)
+}
+
 /// `_post(key, text)`: leaves `text` under `key` (replacing what was there).
 unsafe extern "C" fn post(_module: *mut ffi::PyObject, args: *mut ffi::PyObject) -> *mut ffi::PyObject {
     // SAFETY: CPython calls module functions attached, with a tuple (METH_VARARGS).
     unsafe {
         ffi_body(|py| {
-            let args = Bound::from_borrowed_ptr(py, args);
-            let (key, text): (u64, String) = args.extract()?;
-            MAILBOX.lock().insert(key, text);
+            // A tuple (METH_VARARGS).
+            let args = Bound::from_borrowed_ptr(py, args).cast_into_unchecked::<PyTuple>();
+            let (key, text) = match (args.len(), args.get_item(0), args.get_item(1)) {
+                (2, Ok(key), Ok(text)) => (mailbox_key(&key)?, text),
+                _ => return Err(new_error::<PyTypeError>(py, "_post() takes a key and a text")),
+            };
+            let text = text
+                .cast_into::<PyString>()
+                .map_err(|_| new_error::<PyTypeError>(py, "_post(): the text must be a str"))?;
+            MAILBOX.lock().insert(key, text.to_str()?.to_owned());
             Ok(py.None().into_bound(py))
         })
     }
@@ -70,7 +93,7 @@ unsafe extern "C" fn take(_module: *mut ffi::PyObject, key: *mut ffi::PyObject) 
     // SAFETY: CPython calls module functions attached, with one argument (METH_O).
     unsafe {
         ffi_body(|py| {
-            let key: u64 = Bound::from_borrowed_ptr(py, key).extract()?;
+            let key = mailbox_key(&Bound::from_borrowed_ptr(py, key))?;
             Ok(match MAILBOX.lock().remove(&key) {
                 Some(text) => PyString::new(py, &text).into_any(),
                 None => py.None().into_bound(py),
@@ -122,7 +145,8 @@ unsafe extern "C" fn exec_module(module: *mut ffi::PyObject) -> c_int {
                 return Err(PyErr::fetch(py));
             }
             if pep523_backend::is_main_interpreter(py) {
-                let module = module.cast::<PyModule>()?;
+                // SAFETY: the exec slot's module object is a module.
+                let module = module.cast_unchecked::<PyModule>();
                 crate::sot::python::register(module)?;
                 #[cfg(feature = "testing")]
                 crate::testing::register(module)?;

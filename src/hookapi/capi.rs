@@ -2,6 +2,7 @@
 //! `framehook._native._C_API`. Native hooks join the same registry and chain
 //! as Python hooks; only the way they are called differs.
 
+use crate::pep523_backend::new_error;
 use std::ffi::{c_int, c_uint, CStr};
 use std::ptr;
 
@@ -75,7 +76,7 @@ unsafe extern "C" fn add_hook(spec: *const framehook_hook_spec) -> *mut pyo3::ff
     // SAFETY: the C API is called attached.
     let py = unsafe { Python::assume_attached() };
     if spec.is_null() {
-        PyValueError::new_err("framehook add_hook: spec is NULL").restore(py);
+        new_error::<PyValueError>(py, "framehook add_hook: spec is NULL").restore(py);
         return ptr::null_mut();
     }
     // SAFETY: a non-NULL spec points to a framehook_hook_spec whose `size` says how
@@ -93,7 +94,7 @@ unsafe fn add_hook_from_spec<'py>(
     // SAFETY: `size` is the first member, readable in any version of the struct.
     let size = unsafe { (*spec).size };
     if size < std::mem::size_of::<framehook_hook_spec>() {
-        return Err(PyValueError::new_err(format!(
+        return Err(new_error::<PyValueError>(py, format!(
             "framehook add_hook: spec.size is {size}, expected at least {} (set it to sizeof(framehook_hook_spec))",
             std::mem::size_of::<framehook_hook_spec>()
         )));
@@ -106,19 +107,20 @@ unsafe fn add_hook_from_spec<'py>(
         // SAFETY: the header requires a NUL-terminated string.
         unsafe { CStr::from_ptr(spec.name) }
             .to_str()
-            .map_err(|_| PyValueError::new_err("framehook add_hook: the hook name is not UTF-8"))?
+            .map_err(|_| new_error::<PyValueError>(py, "framehook add_hook: the hook name is not UTF-8"))?
             .to_owned()
     };
     if spec.hook.is_none() && spec.observe.is_none() {
-        return Err(PyValueError::new_err(format!(
-            "native hook {name:?} has neither a hook nor an observe function"
-        )));
+        return Err(new_error::<PyValueError>(
+            py,
+            format!("native hook {name:?} has neither a hook nor an observe function"),
+        ));
     }
     let on_error = match spec.on_error {
         ffi::FRAMEHOOK_ON_ERROR_RAISE => OnError::Raise,
         ffi::FRAMEHOOK_ON_ERROR_LOG => OnError::Log,
         other => {
-            return Err(PyValueError::new_err(format!(
+            return Err(new_error::<PyValueError>(py, format!(
                 "native hook {name:?}: on_error must be FRAMEHOOK_ON_ERROR_RAISE or FRAMEHOOK_ON_ERROR_LOG, not {other}"
             )))
         }
@@ -153,7 +155,7 @@ fn with_handle(
     if handle.is_null() {
         return to_status(
             py,
-            Err(PyTypeError::new_err("framehook: the hook handle is NULL")),
+            Err(new_error::<PyTypeError>(py, "framehook: the hook handle is NULL")),
         );
     }
     // SAFETY: a non-NULL handle is a live object the caller owns a reference to.
@@ -164,14 +166,17 @@ fn with_handle(
     };
     let result = match registry.types.handle.value(&handle) {
         Some(handle) => action(handle),
-        None => Err(PyTypeError::new_err(format!(
-            "framehook: expected a framehook.HookHandle, not {}",
-            handle
-                .get_type()
-                .name()
-                .map(|name| name.to_string())
-                .unwrap_or_default()
-        ))),
+        None => Err(new_error::<PyTypeError>(
+            py,
+            format!(
+                "framehook: expected a framehook.HookHandle, not {}",
+                handle
+                    .get_type()
+                    .name()
+                    .map(|name| name.to_string())
+                    .unwrap_or_default()
+            ),
+        )),
     };
     to_status(py, result)
 }

@@ -1,6 +1,7 @@
 //! Checking that a replacement code object can run with the original's frame
 //! (see the README's API rules), and mapping its argument slots by name.
 
+use crate::pep523_backend::new_error;
 use std::ffi::c_int;
 use std::sync::Arc;
 
@@ -65,15 +66,23 @@ pub(crate) fn check(
     original: &Bound<'_, PyAny>,
     replacement: &Bound<'_, PyAny>,
 ) -> PyResult<Option<Arc<[c_int]>>> {
-    let fail = |what: String| {
-        let qualname = original
-            .getattr("co_qualname")
-            .or_else(|_| original.getattr("co_name"))
-            .map(|name| name.to_string())
-            .unwrap_or_default();
-        PyTypeError::new_err(format!(
-            "frame hook {hook_name:?} returned a code object incompatible with {qualname}: {what}"
-        ))
+    let py = original.py();
+    let fail = |what: String| -> PyErr {
+        let name = match original.getattr("co_qualname") {
+            Ok(name) => Ok(name),
+            Err(absent) => {
+                // 3.9 and 3.10 have no co_qualname.
+                super::pyobject::discard(py, absent);
+                original.getattr("co_name")
+            }
+        };
+        match name {
+            Ok(name) => new_error::<PyTypeError>(
+                py,
+                format!("frame hook {hook_name:?} returned a code object incompatible with {name}: {what}"),
+            ),
+            Err(err) => err,
+        }
     };
     if !replacement.is_instance_of::<PyCode>() {
         return Err(fail(format!(

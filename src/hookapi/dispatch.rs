@@ -1,5 +1,6 @@
 //! The hot path: what happens to every hookable frame while hooks are installed.
 
+use crate::pep523_backend::new_error;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ptr;
@@ -495,11 +496,14 @@ impl<'a, 'py> Chain<'a, 'py> {
             Ok(Some(returned)) if returned.is_instance_of::<PyCode>() => {
                 self.plan_for(hook, &returned).map(|plan| Some((returned, plan)))
             }
-            Ok(Some(returned)) => Err(PyTypeError::new_err(format!(
-                "frame hook {:?} must return a code object or None, not {}",
-                hook.name,
-                returned.get_type().name()?
-            ))),
+            Ok(Some(returned)) => Err(new_error::<PyTypeError>(
+                self.py,
+                format!(
+                    "frame hook {:?} must return a code object or None, not {}",
+                    hook.name,
+                    returned.get_type().name()?
+                ),
+            )),
             Err(err) => Err(err),
         };
         let answer = match checked {

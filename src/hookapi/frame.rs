@@ -2,6 +2,7 @@
 //! frame being dispatched on demand and refuses every use once the hook has
 //! returned. One type per interpreter (see [`super::pyobject`]).
 
+use crate::pep523_backend::new_error;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -46,11 +47,12 @@ impl Frame {
         self.dispatching.store(false, Ordering::Release);
     }
 
-    fn view(&self) -> PyResult<FrameView<'_>> {
+    fn view(&self, py: Python<'_>) -> PyResult<FrameView<'_>> {
         // SAFETY: the caller (a getter CPython called) is attached.
         let thread_state = unsafe { ffi::PyThreadState_Get() } as usize;
         if !self.dispatching.load(Ordering::Acquire) || thread_state != self.thread_state {
-            return Err(PyRuntimeError::new_err(
+            return Err(new_error::<PyRuntimeError>(
+                py,
                 "framehook: a Frame can only be used by the hook it was passed to, \
                  on its thread, before the hook returns",
             ));
@@ -62,7 +64,7 @@ impl Frame {
     /// The values bound so far (the arguments, at entry), cells and free
     /// variables unboxed. Built on first access.
     fn locals<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let view = self.view()?;
+        let view = self.view(py)?;
         let mut cached = self.locals.lock();
         if let Some(locals) = cached.as_ref() {
             return Ok(locals.bind(py));
@@ -110,20 +112,20 @@ macro_rules! frame_getter {
 
 // The code that would run now: the original, or an earlier hook's replacement.
 frame_getter!(f_code, |py, frame| {
-    frame.view()?;
+    frame.view(py)?;
     Ok(frame.code.lock().bind(py))
 });
 frame_getter!(original_code, |py, frame| {
-    frame.view()?;
+    frame.view(py)?;
     Ok(frame.original.bind(py))
 });
-frame_getter!(f_globals, |py, frame| Ok(frame.view()?.globals(py)));
-frame_getter!(f_builtins, |py, frame| Ok(frame.view()?.builtins(py)));
+frame_getter!(f_globals, |py, frame| Ok(frame.view(py)?.globals(py)));
+frame_getter!(f_builtins, |py, frame| Ok(frame.view(py)?.builtins(py)));
 frame_getter!(f_locals, |py, frame| frame.locals(py));
-frame_getter!(f_back, |py, frame| frame.view()?.back(py));
+frame_getter!(f_back, |py, frame| frame.view(py)?.back(py));
 // The line the frame starts at.
 frame_getter!(f_lineno, |py, frame| {
-    frame.view()?;
+    frame.view(py)?;
     frame.original.bind(py).getattr("co_firstlineno")
 });
 

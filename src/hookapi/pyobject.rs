@@ -9,6 +9,7 @@
 //! [`StrongRef`]s, released at once; functions CPython calls run through
 //! [`ffi_body`]. PyO3's `Bound` values, which release at once, are fine.
 
+use crate::pep523_backend::new_error;
 use std::any::Any;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::marker::PhantomData;
@@ -200,9 +201,10 @@ unsafe extern "C" fn refuse_new(
     unsafe {
         ffi_body(|py| {
             let name = Bound::from_borrowed_ptr(py, subtype.cast()).getattr("__qualname__")?;
-            Err(PyTypeError::new_err(format!(
-                "cannot create 'framehook.{name}' instances: framehook makes them"
-            )))
+            Err(new_error::<PyTypeError>(
+                py,
+                format!("cannot create 'framehook.{name}' instances: framehook makes them"),
+            ))
         })
     }
 }

@@ -3,6 +3,7 @@
 //! `disabled`. Written against CPython's C API with framehook's own heap types
 //! (see [`super::pyobject`]), so that it works in every interpreter.
 
+use crate::pep523_backend::new_error;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Arc;
 
@@ -33,10 +34,10 @@ impl HookHandle {
         if self.registry.remove(py, self.hook.id) {
             Ok(())
         } else {
-            Err(PyValueError::new_err(format!(
-                "frame hook {:?} is not registered",
-                self.hook.name
-            )))
+            Err(new_error::<PyValueError>(
+                py,
+                format!("frame hook {:?} is not registered", self.hook.name),
+            ))
         }
     }
 
@@ -164,12 +165,12 @@ unsafe extern "C" fn handle_set_enabled(
         ffi_status(|py| {
             let handle = instance_value::<HookHandle>(object);
             let value = Bound::from_borrowed_ptr_or_opt(py, value)
-                .ok_or_else(|| PyAttributeError::new_err("cannot delete HookHandle.enabled"))?;
+                .ok_or_else(|| new_error::<PyAttributeError>(py, "cannot delete HookHandle.enabled"))?;
             let enabled = value.cast::<PyBool>().map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "HookHandle.enabled must be a bool, not {}",
-                    type_name(&value)
-                ))
+                new_error::<PyTypeError>(
+                    py,
+                    format!("HookHandle.enabled must be a bool, not {}", type_name(&value)),
+                )
             })?;
             handle.set_enabled_in(py, enabled.is_true());
             Ok(())
@@ -384,6 +385,16 @@ fn disabled_type(py: Python<'_>) -> PyResult<NativeType<Disabled>> {
 
 // ------------------------------------------------------------------- functions
 
+fn repr_text(object: &Bound<'_, PyAny>) -> String {
+    match object.repr() {
+        Ok(text) => text.to_string(),
+        Err(err) => {
+            discard(object.py(), err);
+            format!("a {} object", type_name(object))
+        }
+    }
+}
+
 fn type_name(object: &Bound<'_, PyAny>) -> String {
     match object.get_type().name() {
         Ok(name) => name.to_string(),
@@ -409,32 +420,40 @@ unsafe fn parse_arguments<'py>(
     keywords: &[&str],
 ) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
     // SAFETY: guaranteed by the caller.
-    let args = unsafe { Bound::from_borrowed_ptr(py, args) }.cast_into::<PyTuple>()?;
+    // CPython passes a tuple, a dict or NULL, and str keys (checked casts would make lazy errors).
+    let args = unsafe { Bound::from_borrowed_ptr(py, args).cast_into_unchecked::<PyTuple>() };
     // SAFETY: as above.
     let kwargs = unsafe { Bound::from_borrowed_ptr_or_opt(py, kwargs) };
     if args.len() > positional.len() {
-        return Err(PyTypeError::new_err(format!(
-            "{function}() takes {} positional argument{} but {} were given",
-            positional.len(),
-            if positional.len() == 1 { "" } else { "s" },
-            args.len()
-        )));
+        return Err(new_error::<PyTypeError>(
+            py,
+            format!(
+                "{function}() takes {} positional argument{} but {} were given",
+                positional.len(),
+                if positional.len() == 1 { "" } else { "s" },
+                args.len()
+            ),
+        ));
     }
     let mut values: Vec<Option<Bound<'py, PyAny>>> = args.iter().map(Some).collect();
     values.resize(positional.len() + keywords.len(), None);
     if let Some(kwargs) = kwargs {
-        for (key, value) in kwargs.cast_into::<PyDict>()?.iter() {
-            let key = key.cast_into::<PyString>()?;
+        // SAFETY: as above.
+        for (key, value) in unsafe { kwargs.cast_into_unchecked::<PyDict>() }.iter() {
+            // SAFETY: as above.
+            let key = unsafe { key.cast_into_unchecked::<PyString>() };
             let key = key.to_str()?;
             let Some(index) = positional.iter().chain(keywords).position(|name| *name == key) else {
-                return Err(PyTypeError::new_err(format!(
-                    "{function}() got an unexpected keyword argument '{key}'"
-                )));
+                return Err(new_error::<PyTypeError>(
+                    py,
+                    format!("{function}() got an unexpected keyword argument '{key}'"),
+                ));
             };
             if values[index].is_some() {
-                return Err(PyTypeError::new_err(format!(
-                    "{function}() got multiple values for argument '{key}'"
-                )));
+                return Err(new_error::<PyTypeError>(
+                    py,
+                    format!("{function}() got multiple values for argument '{key}'"),
+                ));
             }
             values[index] = Some(value);
         }
@@ -443,11 +462,14 @@ unsafe fn parse_arguments<'py>(
 }
 
 fn required<'py>(
+    py: Python<'py>,
     function: &str,
     name: &str,
     value: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    value.ok_or_else(|| PyTypeError::new_err(format!("{function}() missing required argument '{name}'")))
+    value.ok_or_else(|| {
+        new_error::<PyTypeError>(py, format!("{function}() missing required argument '{name}'"))
+    })
 }
 
 /// None (and absence) as None.
@@ -473,10 +495,10 @@ fn check_callable(role: &str, object: &Bound<'_, PyAny>) -> PyResult<()> {
     if object.is_callable() {
         return Ok(());
     }
-    Err(PyTypeError::new_err(format!(
-        "a frame {role} must be callable, not {}",
-        type_name(object)
-    )))
+    Err(new_error::<PyTypeError>(
+        object.py(),
+        format!("a frame {role} must be callable, not {}", type_name(object)),
+    ))
 }
 
 // ---------------------------------------------------------------- module state
@@ -492,12 +514,12 @@ pub const MODULE_STATE_SIZE: usize = std::mem::size_of::<ModuleState>();
 ///
 /// # Safety
 /// `module` is a live module object made from framehook's module definition.
-unsafe fn module_registry(module: *mut ffi::PyObject) -> PyResult<Arc<Registry>> {
+unsafe fn module_registry(py: Python<'_>, module: *mut ffi::PyObject) -> PyResult<Arc<Registry>> {
     // SAFETY: guaranteed by the caller: its state is a ModuleState.
     let state = unsafe { &*ffi::PyModule_GetState(module).cast::<ModuleState>() };
-    state
-        .clone()
-        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("framehook._native is not initialised"))
+    state.clone().ok_or_else(|| {
+        new_error::<pyo3::exceptions::PyRuntimeError>(py, "framehook._native is not initialised")
+    })
 }
 
 /// Sets up the hook API in a new module object (its exec slot): the
@@ -565,7 +587,7 @@ unsafe extern "C" fn release_interpreter(
     // SAFETY: CPython calls it attached, with the module it was bound to.
     unsafe {
         ffi_body(|py| {
-            module_registry(module)?.release(py);
+            module_registry(py, module)?.release(py);
             Ok(py.None().into_bound(py))
         })
     }
@@ -603,7 +625,7 @@ unsafe extern "C" fn add_frame_hook(
             )?
             .into_iter();
             let mut next = || values.next().flatten();
-            let hook = not_none(Some(required(FUNCTION, "hook", next())?));
+            let hook = not_none(Some(required(py, FUNCTION, "hook", next())?));
             let name = not_none(next());
             let cache = next();
             let on_error = next();
@@ -618,17 +640,18 @@ unsafe extern "C" fn add_frame_hook(
                 (Some(name), _, _) => name
                     .cast_into::<PyString>()
                     .map_err(|err| {
-                        PyTypeError::new_err(format!(
-                            "name must be a str, not {}",
-                            type_name(err.into_inner().as_any())
-                        ))
+                        new_error::<PyTypeError>(
+                            py,
+                            format!("name must be a str, not {}", type_name(err.into_inner().as_any())),
+                        )
                     })?
                     .to_str()?
                     .to_owned(),
                 (None, Some(hook), _) => default_name(hook)?,
                 (None, None, Some(observer)) => default_name(observer)?,
                 (None, None, None) => {
-                    return Err(PyTypeError::new_err(
+                    return Err(new_error::<PyTypeError>(
+                        py,
                         "add_frame_hook needs a hook, an observer, or both",
                     ))
                 }
@@ -638,25 +661,29 @@ unsafe extern "C" fn add_frame_hook(
                 Some(cache) => cache
                     .cast::<PyBool>()
                     .map_err(|_| {
-                        PyTypeError::new_err(format!("cache must be a bool, not {}", type_name(&cache)))
+                        new_error::<PyTypeError>(
+                            py,
+                            format!("cache must be a bool, not {}", type_name(&cache)),
+                        )
                     })?
                     .is_true(),
             };
             let on_error = match on_error {
                 None => OnError::Raise,
-                Some(on_error) => OnError::parse(
-                    on_error
-                        .cast::<PyString>()
-                        .map_err(|_| {
-                            PyTypeError::new_err(format!(
-                                "on_error must be 'raise' or 'log', not {}",
-                                type_name(&on_error)
-                            ))
-                        })?
-                        .to_str()?,
-                )?,
+                Some(on_error) => {
+                    let parsed = match on_error.cast::<PyString>() {
+                        Ok(text) => OnError::parse(text.to_str()?),
+                        Err(_) => None,
+                    };
+                    parsed.ok_or_else(|| {
+                        new_error::<PyValueError>(
+                            py,
+                            format!("on_error must be 'raise' or 'log', not {}", repr_text(&on_error)),
+                        )
+                    })?
+                }
             };
-            let registry = module_registry(module)?;
+            let registry = module_registry(py, module)?;
             let hook = Arc::new(Hook::new(
                 name,
                 hook.map(|hook| Transform::Python(StrongRef::from_owned(hook))),
@@ -689,7 +716,7 @@ unsafe extern "C" fn remove_frame_hook(
     unsafe {
         ffi_body(|py| {
             let hook = Bound::from_borrowed_ptr(py, hook);
-            let registry = module_registry(module)?;
+            let registry = module_registry(py, module)?;
             let id = match registry.types.handle.value(&hook) {
                 Some(handle) => Some(handle.hook.id),
                 None => registry
@@ -701,10 +728,10 @@ unsafe extern "C" fn remove_frame_hook(
             if id.is_some_and(|id| registry.remove(py, id)) {
                 Ok(py.None().into_bound(py))
             } else {
-                Err(PyValueError::new_err(format!(
-                    "{} is not a registered frame hook",
-                    hook.repr()?
-                )))
+                Err(new_error::<PyValueError>(
+                    py,
+                    format!("{} is not a registered frame hook", hook.repr()?),
+                ))
             }
         })
     }
@@ -718,7 +745,7 @@ unsafe extern "C" fn clear_frame_hooks(
     // SAFETY: CPython calls module functions attached, with their module.
     unsafe {
         ffi_body(|py| {
-            module_registry(module)?.clear(py);
+            module_registry(py, module)?.clear(py);
             Ok(py.None().into_bound(py))
         })
     }
@@ -732,7 +759,7 @@ unsafe extern "C" fn frame_hooks(
     // SAFETY: CPython calls module functions attached, with their module.
     unsafe {
         ffi_body(|py| {
-            let registry = module_registry(module)?;
+            let registry = module_registry(py, module)?;
             let handles = PyList::empty(py);
             for hook in registry.snapshot().iter() {
                 handles.append(

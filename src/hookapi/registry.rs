@@ -1,13 +1,14 @@
 //! Per-interpreter hook registries. Readers (the eval function, on every frame)
 //! take a snapshot without locking; writers are serialised per interpreter.
 
+use crate::pep523_backend::new_error;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use framehook_capi::ffi as capi_ffi;
@@ -30,13 +31,12 @@ pub enum OnError {
 }
 
 impl OnError {
-    pub fn parse(value: &str) -> PyResult<Self> {
+    /// The policy named `value` ("raise" or "log").
+    pub fn parse(value: &str) -> Option<Self> {
         match value {
-            "raise" => Ok(Self::Raise),
-            "log" => Ok(Self::Log),
-            other => Err(PyValueError::new_err(format!(
-                "on_error must be 'raise' or 'log', not {other:?}"
-            ))),
+            "raise" => Some(Self::Raise),
+            "log" => Some(Self::Log),
+            _ => None,
         }
     }
 
@@ -289,7 +289,8 @@ impl Registry {
             .find(|registry| registry.interpreter == interpreter)
             .cloned()
             .ok_or_else(|| {
-                PyRuntimeError::new_err(
+                new_error::<PyRuntimeError>(
+                    py,
                     "framehook is not imported in this interpreter (import framehook there first), \
                      or the interpreter is exiting",
                 )
@@ -303,7 +304,8 @@ impl Registry {
             return Ok(registry);
         }
         if pep523_backend::interpreter_finalizing(py) {
-            return Err(PyRuntimeError::new_err(
+            return Err(new_error::<PyRuntimeError>(
+                py,
                 "framehook cannot be imported while the interpreter is exiting",
             ));
         }
@@ -414,7 +416,8 @@ impl Registry {
         let installed = {
             let _writer = self.writer.lock();
             if self.released.load(Ordering::Acquire) {
-                return Err(PyRuntimeError::new_err(
+                return Err(new_error::<PyRuntimeError>(
+                    py,
                     "framehook: no hooks can be added while the interpreter is exiting",
                 ));
             }
@@ -530,7 +533,7 @@ mod tests {
     #[test]
     fn on_error_round_trips_its_names() {
         for policy in [OnError::Raise, OnError::Log] {
-            assert_eq!(OnError::parse(policy.as_str()).ok(), Some(policy));
+            assert_eq!(OnError::parse(policy.as_str()), Some(policy));
         }
     }
 }

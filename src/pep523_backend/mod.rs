@@ -141,11 +141,26 @@ pub fn check_running_interpreter(py: Python<'_>) -> PyResult<()> {
     if same_minor && gil_disabled == target.gil_disabled && debug == target.debug {
         return Ok(());
     }
-    Err(pyo3::exceptions::PyImportError::new_err(format!(
-        "framehook._native was built for CPython {:#x} (free-threaded: {}, debug: {}) \
+    Err(new_error::<pyo3::exceptions::PyImportError>(
+        py,
+        format!(
+            "framehook._native was built for CPython {:#x} (free-threaded: {}, debug: {}) \
          but is running on {:#x} (free-threaded: {gil_disabled}, debug: {debug}); rebuild it",
-        target.version_hex, target.gil_disabled, target.debug, hexversion
-    )))
+            target.version_hex, target.gil_disabled, target.debug, hexversion
+        ),
+    ))
+}
+
+/// An exception of type `T` with `message`, made at once. PyO3's own errors are
+/// made lazily and drop references when raised, which PyO3 defers to whichever
+/// interpreter next runs PyO3 code when it does not know the thread is
+/// attached: framehook's code, called by CPython in every interpreter, makes
+/// its errors with this.
+pub fn new_error<T: pyo3::PyTypeInfo>(py: Python<'_>, message: impl AsRef<str>) -> PyErr {
+    let message = std::ffi::CString::new(message.as_ref().replace('\0', " ")).unwrap_or_default();
+    // SAFETY: attached (the token); the type is an exception class, the message a C string.
+    unsafe { ffi::PyErr_SetString(T::type_object_raw(py).cast(), message.as_ptr()) };
+    PyErr::fetch(py)
 }
 
 /// Outcome of [`uninstall`].
@@ -273,7 +288,7 @@ impl CodeExtraSlot {
         let index = unsafe { contract::fh_request_code_extra_index(free) };
         if index < 0 {
             return Err(PyErr::take(py).unwrap_or_else(|| {
-                pyo3::exceptions::PyRuntimeError::new_err("framehook: no co_extra index left")
+                new_error::<pyo3::exceptions::PyRuntimeError>(py, "framehook: no co_extra index left")
             }));
         }
         Ok(Self(index))
