@@ -12,6 +12,7 @@ use std::cell::UnsafeCell;
 use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::ptr;
+use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 use pyo3::exceptions::PyTypeError;
@@ -156,48 +157,57 @@ unsafe extern "C" fn exec_module(module: *mut ffi::PyObject) -> c_int {
     }
 }
 
-const SLOT_COUNT: usize = 2 + cfg!(Py_3_12) as usize + cfg!(Py_3_13) as usize;
-
-static SLOTS: CTable<[ffi::PyModuleDef_Slot; SLOT_COUNT]> = CTable([
-    ffi::PyModuleDef_Slot {
-        slot: ffi::Py_mod_exec,
-        value: exec_module as *mut std::ffi::c_void,
-    },
-    #[cfg(Py_3_12)]
-    ffi::PyModuleDef_Slot {
-        slot: ffi::Py_mod_multiple_interpreters,
-        value: ffi::Py_MOD_PER_INTERPRETER_GIL_SUPPORTED,
-    },
-    #[cfg(Py_3_13)]
-    ffi::PyModuleDef_Slot {
-        slot: ffi::Py_mod_gil,
-        value: ffi::Py_MOD_GIL_NOT_USED,
-    },
-    ffi::PyModuleDef_Slot {
-        slot: 0,
-        value: ptr::null_mut(),
-    },
-]);
-
-/// The module definition; CPython initialises its base in `PyModuleDef_Init`.
+/// The module definition, made on the first import: CPython initialises its
+/// base in `PyModuleDef_Init` and keeps its address.
 struct ModuleDef(UnsafeCell<ffi::PyModuleDef>);
 
-// SAFETY: CPython writes the definition's base once, under the import lock,
-// in PyModuleDef_Init; everything else only reads it.
-unsafe impl Sync for ModuleDef {}
+/// The module's slots: exec, then the build's slots about interpreters, then the end.
+struct Slots([ffi::PyModuleDef_Slot; 4]);
 
-static MODULE_DEF: ModuleDef = ModuleDef(UnsafeCell::new(ffi::PyModuleDef {
-    m_base: ffi::PyModuleDef_HEAD_INIT,
-    m_name: c"framehook._native".as_ptr(),
-    m_doc: c"framehook's native core: the frame-hook API, its C API capsule (_C_API) and SOT's functions."
-        .as_ptr(),
-    m_size: hookapi::python::MODULE_STATE_SIZE as ffi::Py_ssize_t,
-    m_methods: FUNCTIONS.0.as_ptr().cast_mut(),
-    m_slots: SLOTS.0.as_ptr().cast_mut(),
-    m_traverse: None,
-    m_clear: None,
-    m_free: Some(hookapi::python::free_module),
-}));
+// SAFETY: CPython writes the definition's base once, under the import lock, in
+// PyModuleDef_Init; everything else only reads the definition and the slots.
+unsafe impl Sync for ModuleDef {}
+// SAFETY: as above; made once, never moved out of its static.
+unsafe impl Send for ModuleDef {}
+// SAFETY: constant once made.
+unsafe impl Sync for Slots {}
+// SAFETY: as above.
+unsafe impl Send for Slots {}
+
+static SLOTS: OnceLock<Slots> = OnceLock::new();
+static MODULE_DEF: OnceLock<ModuleDef> = OnceLock::new();
+
+fn module_def() -> &'static ModuleDef {
+    let slots = SLOTS.get_or_init(|| {
+        let [first, second] = pep523_backend::interpreter_module_slots();
+        Slots([
+            ffi::PyModuleDef_Slot {
+                slot: ffi::Py_mod_exec,
+                value: exec_module as *mut std::ffi::c_void,
+            },
+            first,
+            second,
+            ffi::PyModuleDef_Slot {
+                slot: 0,
+                value: ptr::null_mut(),
+            },
+        ])
+    });
+    MODULE_DEF.get_or_init(|| {
+        ModuleDef(UnsafeCell::new(ffi::PyModuleDef {
+            m_base: ffi::PyModuleDef_HEAD_INIT,
+            m_name: c"framehook._native".as_ptr(),
+            m_doc: c"framehook's native core: the frame-hook API, its C API capsule (_C_API) and SOT's functions."
+                .as_ptr(),
+            m_size: hookapi::python::MODULE_STATE_SIZE as ffi::Py_ssize_t,
+            m_methods: FUNCTIONS.0.as_ptr().cast_mut(),
+            m_slots: slots.0.as_ptr().cast_mut(),
+            m_traverse: None,
+            m_clear: None,
+            m_free: Some(hookapi::python::free_module),
+        }))
+    })
+}
 
 /// The module's initialisation function, which CPython looks up by name.
 ///
@@ -207,5 +217,5 @@ static MODULE_DEF: ModuleDef = ModuleDef(UnsafeCell::new(ffi::PyModuleDef {
 #[allow(non_snake_case)]
 pub unsafe extern "C" fn PyInit__native() -> *mut ffi::PyObject {
     // SAFETY: a static definition, initialised by CPython (multi-phase init).
-    unsafe { ffi::PyModuleDef_Init(MODULE_DEF.0.get()) }
+    unsafe { ffi::PyModuleDef_Init(module_def().0.get()) }
 }

@@ -46,6 +46,19 @@ typedef _PyInterpreterFrame fh_frame;
 typedef PyFrameObject fh_frame;
 #endif
 
+/* What framehook's module declares about interpreters (two module slots,
+ * {0, NULL} where there is nothing to declare): 3.12+ loads in sub-interpreters
+ * with their own GIL (PEP 684); 3.13+ runs without the GIL. */
+#if PY_VERSION_HEX >= 0x030D0000
+#  define FH_INTERPRETER_MODULE_SLOTS \
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED}, {Py_mod_gil, Py_MOD_GIL_NOT_USED}
+#elif PY_VERSION_HEX >= 0x030C0000
+#  define FH_INTERPRETER_MODULE_SLOTS \
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED}, {0, NULL}
+#else
+#  define FH_INTERPRETER_MODULE_SLOTS {0, NULL}, {0, NULL}
+#endif
+
 /* 3.12+: the evaluator checks the C stack on every entry itself; before, a
  * PEP 523 function recursing in C is bounded only by the recursion limit. */
 #define FH_EVAL_CHECKS_C_STACK (PY_VERSION_HEX >= 0x030C0000)

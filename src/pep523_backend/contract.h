@@ -145,6 +145,9 @@ int fh_uninstall(void);
  * is finalising the interpreter (a sub-interpreter ending; for the main one,
  * its exit functions run before it says so). Attached; callers serialise. */
 int fh_forget_interpreter(void);
+/* The module slots saying which interpreters framehook's module loads in
+ * (after its exec slot; {0, NULL} ends the slots early where there is less to say). */
+extern const PyModuleDef_Slot fh_interpreter_module_slots[2];
 /* Whether CPython is finalising the calling thread's interpreter (see above). */
 int fh_interpreter_finalizing(void);
 /* The calling thread's interpreter's id: unlike its address, never reused. */

@@ -104,6 +104,7 @@ extern "C" {
     pub fn fh_install(context: *const Context) -> c_int;
     pub fn fh_uninstall() -> c_int;
     pub fn fh_forget_interpreter() -> c_int;
+    pub static fh_interpreter_module_slots: [pyo3::ffi::PyModuleDef_Slot; 2];
     pub fn fh_interpreter_finalizing() -> c_int;
     pub fn fh_interpreter_id() -> std::ffi::c_longlong;
     pub fn fh_publish_native_chain(context: *const Context, chain: *mut NativeChain);

@@ -159,6 +159,8 @@ int fh_interpreter_finalizing(void) { return fh_interp_finalizing(PyInterpreterS
 
 long long fh_interpreter_id(void) { return (long long)PyInterpreterState_GetID(PyInterpreterState_Get()); }
 
+const PyModuleDef_Slot fh_interpreter_module_slots[2] = {FH_INTERPRETER_MODULE_SLOTS};
+
 void fh_enter_hook_context(PyThreadState *tstate) { fh_enter_tracing(tstate); }
 
 void fh_leave_hook_context(PyThreadState *tstate) { fh_leave_tracing(tstate); }

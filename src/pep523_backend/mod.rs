@@ -266,6 +266,14 @@ pub fn interpreter_finalizing(_py: Python<'_>) -> bool {
     unsafe { contract::fh_interpreter_finalizing() != 0 }
 }
 
+/// The module slots that say which interpreters a module of this build loads
+/// in: sub-interpreters with their own GIL (3.12+), free-threading (3.13+).
+/// Either may be `{0, NULL}`, which ends a slot table early.
+pub fn interpreter_module_slots() -> [ffi::PyModuleDef_Slot; 2] {
+    // SAFETY: a constant table of the shim.
+    unsafe { contract::fh_interpreter_module_slots }
+}
+
 /// Whether the current interpreter is the main one.
 pub fn is_main_interpreter(_py: Python<'_>) -> bool {
     // SAFETY: attached, so the thread has an interpreter; the main one exists.
