@@ -873,6 +873,62 @@ def test_pyo3_extensions_refuse_isolated_subinterpreters_and_keep_working_in_mai
     smoke()
 
 
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="ctypes loads in isolated sub-interpreters from 3.13 on")
+def test_the_c_api_registers_native_hooks_in_the_calling_interpreter():
+    # The C API as a C extension uses it, through ctypes (PYFUNCTYPE: called attached).
+    # The hook function is CPython's Py_IsFinalizing: an int function returning 0 while
+    # the interpreter runs, which C's calling convention lets stand for a declining hook.
+    code = """
+        import ctypes
+        import framehook
+
+        class Spec(ctypes.Structure):
+            _fields_ = [("size", ctypes.c_size_t), ("name", ctypes.c_char_p), ("hook", ctypes.c_void_p),
+                        ("observe", ctypes.c_void_p), ("user_data", ctypes.c_void_p),
+                        ("free_user_data", ctypes.c_void_p), ("cache", ctypes.c_int), ("on_error", ctypes.c_int)]
+
+        class Api(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint), ("size", ctypes.c_size_t), ("add_hook", ctypes.c_void_p),
+                        ("remove_hook", ctypes.c_void_p)]
+
+        capsule_import = ctypes.pythonapi.PyCapsule_Import
+        capsule_import.restype, capsule_import.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+        api = Api.from_address(capsule_import(b"framehook._native._C_API", 0))
+        add_hook = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.POINTER(Spec))(api.add_hook)
+        remove_hook = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)(api.remove_hook)
+        declining = ctypes.cast(ctypes.pythonapi.Py_IsFinalizing, ctypes.c_void_p).value
+
+        def work():
+            return 7
+
+        spec = Spec(ctypes.sizeof(Spec), b"native-decliner", declining, None, None, None, 0, 0)
+        handle = add_hook(ctypes.byref(spec))
+        result = {"handle": [type(handle) is framehook.HookHandle, handle.native, handle.name],
+                  "hooks": [hook.name for hook in framehook.frame_hooks()],
+                  "installed": framehook._native._is_installed(), "work": work()}
+        result["removed"] = remove_hook(handle)
+        result["after"] = [[hook.name for hook in framehook.frame_hooks()], framehook._native._is_installed()]
+        try:
+            add_hook(ctypes.byref(Spec(ctypes.sizeof(Spec), b"empty", None, None, None, None, 0, 0)))
+        except ValueError as error:
+            result["empty spec"] = str(error)
+        report(result)
+    """
+    with framehook.frame_hook(lambda frame: None, name="main-hook"):
+        with Interp(isolated=True) as interp:
+            result = interp.run(code)
+        assert [hook.name for hook in framehook.frame_hooks()] == ["main-hook"]
+    assert result == {
+        "handle": [True, True, "native-decliner"],
+        "hooks": ["native-decliner"],
+        "installed": True,
+        "work": 7,
+        "removed": 0,
+        "after": [[], False],
+        "empty spec": 'native hook "empty" has neither a hook nor an observe function',
+    }
+
+
 # --------------------------------------------------------------------------- reference leaks
 
 
