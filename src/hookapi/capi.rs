@@ -2,7 +2,6 @@
 //! `framehook._native._C_API`. Native hooks join the same registry and chain
 //! as Python hooks; only the way they are called differs.
 
-use crate::pep523_backend::new_error;
 use std::ffi::{c_int, c_uint, CStr};
 use std::ptr;
 
@@ -10,9 +9,10 @@ use framehook_capi::ffi::{self, framehook_api, framehook_frame, framehook_hook_s
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+use super::pyobject::type_name;
 use super::python::HookHandle;
 use super::registry::{Hook, NativeData, Observer, OnError, Registry, Transform};
-use crate::pep523_backend::{FrameView, NativeFrameRaw};
+use crate::pep523_backend::{new_error, FrameView, NativeFrameRaw};
 
 /// What a native hook function receives as its `framehook_frame`: the
 /// contract's `fh_native_frame`, which the eval function also builds itself
@@ -141,10 +141,9 @@ unsafe fn add_hook_from_spec<'py>(
         }
         return Err(err);
     }
-    let handle = registry
+    registry
         .types
-        .new_handle(py, hook, std::sync::Arc::clone(&registry));
-    handle
+        .new_handle(py, hook, std::sync::Arc::clone(&registry))
 }
 
 fn with_handle(
@@ -170,11 +169,7 @@ fn with_handle(
             py,
             format!(
                 "framehook: expected a framehook.HookHandle, not {}",
-                handle
-                    .get_type()
-                    .name()
-                    .map(|name| name.to_string())
-                    .unwrap_or_default()
+                type_name(&handle)
             ),
         )),
     };

@@ -1,10 +1,10 @@
 //! Checking that a replacement code object can run with the original's frame
 //! (see the README's API rules), and mapping its argument slots by name.
 
-use crate::pep523_backend::new_error;
 use std::ffi::c_int;
 use std::sync::Arc;
 
+use crate::pep523_backend::new_error;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCode, PyTuple};

@@ -1,6 +1,5 @@
 //! The hot path: what happens to every hookable frame while hooks are installed.
 
-use crate::pep523_backend::new_error;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ptr;
@@ -19,7 +18,7 @@ use super::pyobject::{discard, instance_value, StrongRef};
 use super::registry::{Generation, Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
 use crate::pep523_backend::{
-    self, Context, Decision as RawDecision, FrameView, NativeLink, TracingSuspended,
+    self, new_error, Context, Decision as RawDecision, FrameView, NativeLink, TracingSuspended,
 };
 
 // Hooks and observers run inside a `TracingSuspended`, as trace functions do:

@@ -2,7 +2,6 @@
 //! frame being dispatched on demand and refuses every use once the hook has
 //! returned. One type per interpreter (see [`super::pyobject`]).
 
-use crate::pep523_backend::new_error;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -12,7 +11,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::pyobject::{ffi_body, instance_value, CTable, NativeType, StrongRef, TypeSpec};
-use crate::pep523_backend::{FrameView, RawFrameView};
+use crate::pep523_backend::{new_error, FrameView, RawFrameView};
 
 pub struct Frame {
     view: RawFrameView,

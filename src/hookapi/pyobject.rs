@@ -9,13 +9,13 @@
 //! [`StrongRef`]s, released at once; functions CPython calls run through
 //! [`ffi_body`]. PyO3's `Bound` values, which release at once, are fine.
 
-use crate::pep523_backend::new_error;
 use std::any::Any;
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
+use crate::pep523_backend::new_error;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -73,6 +73,17 @@ pub fn discard(py: Python<'_>, err: PyErr) {
     err.restore(py);
     // SAFETY: attached (the token); the error just set is cleared.
     unsafe { ffi::PyErr_Clear() };
+}
+
+/// The name of `object`'s type, for messages.
+pub fn type_name(object: &Bound<'_, PyAny>) -> String {
+    match object.get_type().name() {
+        Ok(name) => name.to_string(),
+        Err(err) => {
+            discard(object.py(), err);
+            "?".to_owned()
+        }
+    }
 }
 
 /// Raises a panic that reached a function CPython called as a SystemError

@@ -3,7 +3,6 @@
 //! `disabled`. Written against CPython's C API with framehook's own heap types
 //! (see [`super::pyobject`]), so that it works in every interpreter.
 
-use crate::pep523_backend::new_error;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Arc;
 
@@ -15,9 +14,10 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use super::dispatch;
 use super::frame::{self, Frame};
 use super::pyobject::{
-    discard, ffi_body, ffi_status, instance_value, CTable, NativeType, StrongRef, TypeSpec,
+    discard, ffi_body, ffi_status, instance_value, type_name, CTable, NativeType, StrongRef, TypeSpec,
 };
 use super::registry::{Hook, Observer, OnError, Registry, Transform};
+use crate::pep523_backend::new_error;
 
 /// A registered hook. Compare with `is` or `==`; disable with `handle.enabled = False`.
 pub struct HookHandle {
@@ -391,16 +391,6 @@ fn repr_text(object: &Bound<'_, PyAny>) -> String {
         Err(err) => {
             discard(object.py(), err);
             format!("a {} object", type_name(object))
-        }
-    }
-}
-
-fn type_name(object: &Bound<'_, PyAny>) -> String {
-    match object.get_type().name() {
-        Ok(name) => name.to_string(),
-        Err(err) => {
-            discard(object.py(), err);
-            "?".to_owned()
         }
     }
 }

@@ -1,7 +1,6 @@
 //! Per-interpreter hook registries. Readers (the eval function, on every frame)
 //! take a snapshot without locking; writers are serialised per interpreter.
 
-use crate::pep523_backend::new_error;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -18,7 +17,7 @@ use super::log;
 use super::per_code::PerCode;
 use super::pyobject::StrongRef;
 use super::python::PythonTypes;
-use crate::pep523_backend::{self, Context, NativeLink, Uninstalled};
+use crate::pep523_backend::{self, new_error, Context, NativeLink, Uninstalled};
 
 /// What to do when a hook raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,27 +279,31 @@ static REGISTRIES_WRITER: Mutex<()> = Mutex::new(());
 static RETIRED: Mutex<Vec<Arc<Registry>>> = Mutex::new(Vec::new());
 
 impl Registry {
-    /// The current interpreter's registry.
-    pub fn current(py: Python<'_>) -> PyResult<Arc<Registry>> {
+    /// The current interpreter's registry, if framehook is imported there.
+    pub fn find(py: Python<'_>) -> Option<Arc<Registry>> {
         let interpreter = InterpreterKey::current(py);
         REGISTRIES
             .load()
             .iter()
             .find(|registry| registry.interpreter == interpreter)
             .cloned()
-            .ok_or_else(|| {
-                new_error::<PyRuntimeError>(
-                    py,
-                    "framehook is not imported in this interpreter (import framehook there first), \
-                     or the interpreter is exiting",
-                )
-            })
+    }
+
+    /// The current interpreter's registry.
+    pub fn current(py: Python<'_>) -> PyResult<Arc<Registry>> {
+        Self::find(py).ok_or_else(|| {
+            new_error::<PyRuntimeError>(
+                py,
+                "framehook is not imported in this interpreter (import framehook there first), \
+                 or the interpreter is exiting",
+            )
+        })
     }
 
     /// The current interpreter's registry, made on the first import of
     /// framehook there; None once the interpreter is exiting.
     pub(crate) fn for_import(py: Python<'_>) -> PyResult<Arc<Registry>> {
-        if let Ok(registry) = Self::current(py) {
+        if let Some(registry) = Self::find(py) {
             return Ok(registry);
         }
         if pep523_backend::interpreter_finalizing(py) {

@@ -88,7 +88,7 @@ impl SotCode {
 
 /// SOT's answers changed (its rules did): frames must ask it again.
 fn forget_decisions(py: Python<'_>) {
-    if let Ok(registry) = Registry::current(py) {
+    if let Some(registry) = Registry::find(py) {
         registry.invalidate_decisions(py);
     }
 }
