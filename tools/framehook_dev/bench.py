@@ -280,7 +280,8 @@ def instruction_targets_of(counts: dict[str, dict[str, float]], summaries: dict[
     floor, at the floor's measured time per instruction on fib (when timed)."""
     checks = []
     for name, count in counts.items():
-        for config, base, bar in (("c", "a", 1.01), ("d", "b", 1.05), ("e", "b", 1.05), ("g", "b", 1.10)):
+        for config, base, bar in (("c", "a", 1.01), ("d", "b", 1.05), ("e", "b", 1.05), ("g", "b", 1.10),
+                                  ("sub-e", "sub-b", 1.10)):
             if config in count and base in count:
                 checks.append(target(name, f"({config}) / ({base}) <= {bar}", count[config] / count[base], bar))
         fib = summaries.get(name, {}).get("workloads", {}).get("fib")
