@@ -52,22 +52,16 @@ pub(crate) mod testing {
     /// was installed already).
     pub mod every_interpreter {
         use pyo3::ffi;
-        use pyo3::prelude::*;
-        use pyo3::types::PyBool;
 
-        use crate::hookapi::pyobject::{ffi_body, CTable};
+        use crate::hookapi::pyobject::{bool_object, ffi_body, CTable};
         use crate::pep523_backend::testing as backend;
-
-        fn bool_object(py: Python<'_>, value: bool) -> Bound<'_, PyAny> {
-            PyBool::new(py, value).to_owned().into_any()
-        }
 
         unsafe extern "C" fn is_installed(
             _module: *mut ffi::PyObject,
             _unused: *mut ffi::PyObject,
         ) -> *mut ffi::PyObject {
             // SAFETY: CPython calls module functions attached.
-            unsafe { ffi_body(|py| Ok(bool_object(py, backend::is_installed(py)))) }
+            unsafe { ffi_body(|py| bool_object(py, backend::is_installed(py))) }
         }
 
         unsafe extern "C" fn floor_install(
@@ -75,7 +69,7 @@ pub(crate) mod testing {
             _unused: *mut ffi::PyObject,
         ) -> *mut ffi::PyObject {
             // SAFETY: CPython calls module functions attached.
-            unsafe { ffi_body(|py| Ok(bool_object(py, backend::floor_install(py)?))) }
+            unsafe { ffi_body(|py| bool_object(py, backend::floor_install(py)?)) }
         }
 
         unsafe extern "C" fn floor_uninstall(
@@ -83,7 +77,7 @@ pub(crate) mod testing {
             _unused: *mut ffi::PyObject,
         ) -> *mut ffi::PyObject {
             // SAFETY: CPython calls module functions attached.
-            unsafe { ffi_body(|py| Ok(bool_object(py, backend::floor_uninstall(py)))) }
+            unsafe { ffi_body(|py| bool_object(py, backend::floor_uninstall(py))) }
         }
 
         const fn no_arguments(name: &'static std::ffi::CStr, function: ffi::PyCFunction) -> ffi::PyMethodDef {

@@ -75,6 +75,11 @@ pub fn discard(py: Python<'_>, err: PyErr) {
     unsafe { ffi::PyErr_Clear() };
 }
 
+/// `True` or `False`.
+pub fn bool_object(py: Python<'_>, value: bool) -> PyResult<Bound<'_, PyAny>> {
+    Ok(pyo3::types::PyBool::new(py, value).to_owned().into_any())
+}
+
 /// The name of `object`'s type, for messages.
 pub fn type_name(object: &Bound<'_, PyAny>) -> String {
     match object.get_type().name() {

@@ -14,7 +14,8 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use super::dispatch;
 use super::frame::{self, Frame};
 use super::pyobject::{
-    discard, ffi_body, ffi_status, instance_value, type_name, CTable, NativeType, StrongRef, TypeSpec,
+    bool_object, discard, ffi_body, ffi_status, instance_value, type_name, CTable, NativeType, StrongRef,
+    TypeSpec,
 };
 use super::registry::{Hook, Observer, OnError, Registry, Transform};
 use crate::pep523_backend::new_error;
@@ -107,10 +108,6 @@ macro_rules! handle_getter {
             }
         }
     };
-}
-
-fn bool_object(py: Python<'_>, value: bool) -> PyResult<Bound<'_, PyAny>> {
-    Ok(PyBool::new(py, value).to_owned().into_any())
 }
 
 handle_getter!(handle_name, |py, handle| Ok(
