@@ -53,7 +53,7 @@ pub(crate) mod testing {
     pub mod every_interpreter {
         use pyo3::ffi;
 
-        use crate::hookapi::pyobject::{bool_object, ffi_body, CTable};
+        use crate::hookapi::pyobject::{bool_object, ffi_body, method, CTable};
         use crate::pep523_backend::testing as backend;
 
         unsafe extern "C" fn is_installed(
@@ -80,21 +80,31 @@ pub(crate) mod testing {
             unsafe { ffi_body(|py| bool_object(py, backend::floor_uninstall(py))) }
         }
 
-        const fn no_arguments(name: &'static std::ffi::CStr, function: ffi::PyCFunction) -> ffi::PyMethodDef {
-            ffi::PyMethodDef {
-                ml_name: name.as_ptr(),
-                ml_meth: ffi::PyMethodDefPointer {
-                    PyCFunction: function,
-                },
-                ml_flags: ffi::METH_NOARGS,
-                ml_doc: std::ptr::null(),
-            }
-        }
-
         pub static FUNCTIONS: CTable<[ffi::PyMethodDef; 4]> = CTable([
-            no_arguments(c"_is_installed", is_installed),
-            no_arguments(c"_bench_floor_install", floor_install),
-            no_arguments(c"_bench_floor_uninstall", floor_uninstall),
+            method(
+                c"_is_installed",
+                ffi::PyMethodDefPointer {
+                    PyCFunction: is_installed,
+                },
+                ffi::METH_NOARGS,
+                c"Whether framehook's eval function is installed in this interpreter.",
+            ),
+            method(
+                c"_bench_floor_install",
+                ffi::PyMethodDefPointer {
+                    PyCFunction: floor_install,
+                },
+                ffi::METH_NOARGS,
+                c"Installs the floor eval function; false if it was installed already.",
+            ),
+            method(
+                c"_bench_floor_uninstall",
+                ffi::PyMethodDefPointer {
+                    PyCFunction: floor_uninstall,
+                },
+                ffi::METH_NOARGS,
+                c"Removes the floor eval function; false if it was not installed.",
+            ),
             ffi::PyMethodDef::zeroed(),
         ]);
     }

@@ -20,7 +20,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyModule, PyString, PyTuple};
 
-use crate::hookapi::pyobject::{ffi_body, ffi_status, CTable};
+use crate::hookapi::pyobject::{ffi_body, ffi_status, method, CTable};
 use crate::pep523_backend::new_error;
 use crate::{hookapi, pep523_backend};
 
@@ -104,26 +104,26 @@ unsafe extern "C" fn take(_module: *mut ffi::PyObject, key: *mut ffi::PyObject) 
 }
 
 static FUNCTIONS: CTable<[ffi::PyMethodDef; 4]> = CTable([
-    ffi::PyMethodDef {
-        ml_name: c"build_info".as_ptr(),
-        ml_meth: ffi::PyMethodDefPointer {
+    method(
+        c"build_info",
+        ffi::PyMethodDefPointer {
             PyCFunction: build_info,
         },
-        ml_flags: ffi::METH_NOARGS,
-        ml_doc: c"build_info()\n--\n\nThe interpreter this module was compiled for, as a dict.".as_ptr(),
-    },
-    ffi::PyMethodDef {
-        ml_name: c"_post".as_ptr(),
-        ml_meth: ffi::PyMethodDefPointer { PyCFunction: post },
-        ml_flags: ffi::METH_VARARGS,
-        ml_doc: c"_post(key, text, /)\n--\n\nLeaves text under key for another interpreter to take.".as_ptr(),
-    },
-    ffi::PyMethodDef {
-        ml_name: c"_take".as_ptr(),
-        ml_meth: ffi::PyMethodDefPointer { PyCFunction: take },
-        ml_flags: ffi::METH_O,
-        ml_doc: c"_take(key, /)\n--\n\nThe text left under key, removed; None if there is none.".as_ptr(),
-    },
+        ffi::METH_NOARGS,
+        c"build_info()\n--\n\nThe interpreter this module was compiled for, as a dict.",
+    ),
+    method(
+        c"_post",
+        ffi::PyMethodDefPointer { PyCFunction: post },
+        ffi::METH_VARARGS,
+        c"_post(key, text, /)\n--\n\nLeaves text under key for another interpreter to take.",
+    ),
+    method(
+        c"_take",
+        ffi::PyMethodDefPointer { PyCFunction: take },
+        ffi::METH_O,
+        c"_take(key, /)\n--\n\nThe text left under key, removed; None if there is none.",
+    ),
     ffi::PyMethodDef::zeroed(),
 ]);
 

@@ -10,7 +10,9 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use super::pyobject::{ffi_body, instance_value, CTable, NativeType, StrongRef, TypeSpec};
+use super::pyobject::{
+    ffi_body, getset, instance_value, native_getter, CTable, NativeType, StrongRef, TypeSpec, GETSET_END,
+};
 use crate::pep523_backend::{new_error, FrameView, RawFrameView};
 
 pub struct Frame {
@@ -94,36 +96,21 @@ impl Frame {
     }
 }
 
-/// A getter of `Frame`: `$body` gets the token and the frame.
-macro_rules! frame_getter {
-    ($name:ident, |$py:ident, $frame:ident| $body:expr) => {
-        unsafe extern "C" fn $name(object: *mut ffi::PyObject, _closure: *mut c_void) -> *mut ffi::PyObject {
-            // SAFETY: CPython calls getters attached, with a live instance of the Frame type.
-            unsafe {
-                ffi_body(|$py| {
-                    let $frame = instance_value::<Frame>(object);
-                    $body
-                })
-            }
-        }
-    };
-}
-
 // The code that would run now: the original, or an earlier hook's replacement.
-frame_getter!(f_code, |py, frame| {
+native_getter!(f_code, Frame, |py, frame| {
     frame.view(py)?;
     Ok(frame.code.lock().bind(py))
 });
-frame_getter!(original_code, |py, frame| {
+native_getter!(original_code, Frame, |py, frame| {
     frame.view(py)?;
     Ok(frame.original.bind(py))
 });
-frame_getter!(f_globals, |py, frame| Ok(frame.view(py)?.globals(py)));
-frame_getter!(f_builtins, |py, frame| Ok(frame.view(py)?.builtins(py)));
-frame_getter!(f_locals, |py, frame| frame.locals(py));
-frame_getter!(f_back, |py, frame| frame.view(py)?.back(py));
+native_getter!(f_globals, Frame, |py, frame| Ok(frame.view(py)?.globals(py)));
+native_getter!(f_builtins, Frame, |py, frame| Ok(frame.view(py)?.builtins(py)));
+native_getter!(f_locals, Frame, |py, frame| frame.locals(py));
+native_getter!(f_back, Frame, |py, frame| frame.view(py)?.back(py));
 // The line the frame starts at.
-frame_getter!(f_lineno, |py, frame| {
+native_getter!(f_lineno, Frame, |py, frame| {
     frame.view(py)?;
     frame.original.bind(py).getattr("co_firstlineno")
 });
@@ -138,47 +125,30 @@ unsafe extern "C" fn frame_repr(object: *mut ffi::PyObject) -> *mut ffi::PyObjec
     }
 }
 
-const fn getter(
-    name: &'static std::ffi::CStr,
-    get: ffi::getter,
-    doc: &'static std::ffi::CStr,
-) -> ffi::PyGetSetDef {
-    ffi::PyGetSetDef {
-        name: name.as_ptr(),
-        get: Some(get),
-        set: None,
-        doc: doc.as_ptr(),
-        closure: std::ptr::null_mut(),
-    }
-}
-
 static GETTERS: CTable<[ffi::PyGetSetDef; 8]> = CTable([
-    getter(
+    getset(
         c"f_code",
         f_code,
+        None,
         c"The code that would run now: the original, or an earlier hook's replacement.",
     ),
-    getter(
+    getset(
         c"original_code",
         original_code,
+        None,
         c"The frame's original code object.",
     ),
-    getter(c"f_globals", f_globals, c"The frame's globals."),
-    getter(c"f_builtins", f_builtins, c"The frame's builtins."),
-    getter(
+    getset(c"f_globals", f_globals, None, c"The frame's globals."),
+    getset(c"f_builtins", f_builtins, None, c"The frame's builtins."),
+    getset(
         c"f_locals",
         f_locals,
+        None,
         c"The values bound so far (the arguments, at entry), cells and free variables unboxed.",
     ),
-    getter(c"f_back", f_back, c"The caller's frame object, or None."),
-    getter(c"f_lineno", f_lineno, c"The line the frame starts at."),
-    ffi::PyGetSetDef {
-        name: std::ptr::null(),
-        get: None,
-        set: None,
-        doc: std::ptr::null(),
-        closure: std::ptr::null_mut(),
-    },
+    getset(c"f_back", f_back, None, c"The caller's frame object, or None."),
+    getset(c"f_lineno", f_lineno, None, c"The line the frame starts at."),
+    GETSET_END,
 ]);
 
 /// The interpreter's `framehook.Frame` type.

@@ -171,6 +171,67 @@ impl<T> CTable<T> {
     }
 }
 
+/// A getter of a [`NativeType`]'s instances, as CPython calls it: `$body` gets
+/// the token and the instance's value (of type `$type`).
+macro_rules! native_getter {
+    ($name:ident, $type:ty, |$py:ident, $value:ident| $body:expr) => {
+        unsafe extern "C" fn $name(
+            object: *mut pyo3::ffi::PyObject,
+            _closure: *mut std::ffi::c_void,
+        ) -> *mut pyo3::ffi::PyObject {
+            // SAFETY: CPython calls getters attached, with a live instance of the type
+            // whose getter table holds this function.
+            unsafe {
+                $crate::hookapi::pyobject::ffi_body(|$py| {
+                    let $value = $crate::hookapi::pyobject::instance_value::<$type>(object);
+                    $body
+                })
+            }
+        }
+    };
+}
+pub(crate) use native_getter;
+
+/// A getter table's entry (`set`: None for read-only attributes).
+pub const fn getset(
+    name: &'static CStr,
+    get: ffi::getter,
+    set: Option<ffi::setter>,
+    doc: &'static CStr,
+) -> ffi::PyGetSetDef {
+    ffi::PyGetSetDef {
+        name: name.as_ptr(),
+        get: Some(get),
+        set,
+        doc: doc.as_ptr(),
+        closure: ptr::null_mut(),
+    }
+}
+
+/// The entry that ends a getter table.
+pub const GETSET_END: ffi::PyGetSetDef = ffi::PyGetSetDef {
+    name: ptr::null(),
+    get: None,
+    set: None,
+    doc: ptr::null(),
+    closure: ptr::null_mut(),
+};
+
+/// A method table's entry (module functions and type methods alike).
+pub const fn method(
+    name: &'static CStr,
+    meth: ffi::PyMethodDefPointer,
+    flags: c_int,
+    doc: &'static CStr,
+) -> ffi::PyMethodDef {
+    ffi::PyMethodDef {
+        ml_name: name.as_ptr(),
+        ml_meth: meth,
+        ml_flags: flags,
+        ml_doc: doc.as_ptr(),
+    }
+}
+
 /// An instance of a [`NativeType`]: the object header, then the Rust value.
 #[repr(C)]
 struct Instance<T> {

@@ -3,7 +3,7 @@
 //! `disabled`. Written against CPython's C API with framehook's own heap types
 //! (see [`super::pyobject`]), so that it works in every interpreter.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
@@ -14,8 +14,8 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use super::dispatch;
 use super::frame::{self, Frame};
 use super::pyobject::{
-    bool_object, discard, ffi_body, ffi_status, instance_value, type_name, CTable, NativeType, StrongRef,
-    TypeSpec,
+    bool_object, discard, ffi_body, ffi_status, getset, instance_value, method, native_getter, type_name,
+    CTable, NativeType, StrongRef, TypeSpec, GETSET_END,
 };
 use super::registry::{Hook, Observer, OnError, Registry, Transform};
 use crate::pep523_backend::new_error;
@@ -95,54 +95,48 @@ impl PythonTypes {
 
 // ------------------------------------------------------------------ HookHandle
 
-/// A getter of `HookHandle`: `$body` gets the token and the handle.
-macro_rules! handle_getter {
-    ($name:ident, |$py:ident, $handle:ident| $body:expr) => {
-        unsafe extern "C" fn $name(object: *mut ffi::PyObject, _closure: *mut c_void) -> *mut ffi::PyObject {
-            // SAFETY: CPython calls getters attached, with a live instance of the HookHandle type.
-            unsafe {
-                ffi_body(|$py| {
-                    let $handle = instance_value::<HookHandle>(object);
-                    $body
-                })
-            }
-        }
-    };
-}
-
-handle_getter!(handle_name, |py, handle| Ok(
-    PyString::new(py, &handle.hook.name).into_any()
-));
+native_getter!(handle_name, HookHandle, |py, handle| Ok(PyString::new(
+    py,
+    &handle.hook.name
+)
+.into_any()));
 // The Python hook callable; None for observe-only and native hooks.
-handle_getter!(handle_hook, |py, handle| Ok(match &handle.hook.transform {
-    Some(Transform::Python(callable)) => callable.bind(py),
-    _ => py.None().into_bound(py),
-}));
+native_getter!(handle_hook, HookHandle, |py, handle| Ok(
+    match &handle.hook.transform {
+        Some(Transform::Python(callable)) => callable.bind(py),
+        _ => py.None().into_bound(py),
+    }
+));
 // The Python observer callable; None when the hook does not observe or is native.
-handle_getter!(handle_observer, |py, handle| Ok(match &handle.hook.observer {
-    Some(Observer::Python(callable)) => callable.bind(py),
-    _ => py.None().into_bound(py),
-}));
-handle_getter!(handle_native, |py, handle| bool_object(
+native_getter!(handle_observer, HookHandle, |py, handle| Ok(
+    match &handle.hook.observer {
+        Some(Observer::Python(callable)) => callable.bind(py),
+        _ => py.None().into_bound(py),
+    }
+));
+native_getter!(handle_native, HookHandle, |py, handle| bool_object(
     py,
     handle.hook.is_native()
 ));
-handle_getter!(handle_observes, |py, handle| bool_object(
+native_getter!(handle_observes, HookHandle, |py, handle| bool_object(
     py,
     handle.hook.observer.is_some()
 ));
-handle_getter!(handle_cache, |py, handle| bool_object(py, handle.hook.cache));
-handle_getter!(handle_on_error, |py, handle| Ok(PyString::new(
+native_getter!(handle_cache, HookHandle, |py, handle| bool_object(
+    py,
+    handle.hook.cache
+));
+native_getter!(handle_on_error, HookHandle, |py, handle| Ok(PyString::new(
     py,
     handle.hook.on_error.as_str()
 )
 .into_any()));
-handle_getter!(handle_enabled, |py, handle| bool_object(
+native_getter!(handle_enabled, HookHandle, |py, handle| bool_object(
     py,
     handle.hook.enabled()
 ));
 // True while the hook is registered.
-handle_getter!(handle_registered, |py, handle| bool_object(
+native_getter!(handle_registered, HookHandle, |py, handle| bool_object(
     py,
     handle
         .registry
@@ -211,29 +205,6 @@ unsafe extern "C" fn handle_richcompare(
         })
     }
 }
-
-const fn getset(
-    name: &'static CStr,
-    get: ffi::getter,
-    set: Option<ffi::setter>,
-    doc: &'static CStr,
-) -> ffi::PyGetSetDef {
-    ffi::PyGetSetDef {
-        name: name.as_ptr(),
-        get: Some(get),
-        set,
-        doc: doc.as_ptr(),
-        closure: std::ptr::null_mut(),
-    }
-}
-
-const GETSET_END: ffi::PyGetSetDef = ffi::PyGetSetDef {
-    name: std::ptr::null(),
-    get: None,
-    set: None,
-    doc: std::ptr::null(),
-    closure: std::ptr::null_mut(),
-};
 
 static HANDLE_GETSET: CTable<[ffi::PyGetSetDef; 10]> = CTable([
     getset(c"name", handle_name, None, c"The hook's name."),
@@ -347,22 +318,22 @@ unsafe extern "C" fn disabled_exit(
 }
 
 static DISABLED_METHODS: CTable<[ffi::PyMethodDef; 3]> = CTable([
-    ffi::PyMethodDef {
-        ml_name: c"__enter__".as_ptr(),
-        ml_meth: ffi::PyMethodDefPointer {
+    method(
+        c"__enter__",
+        ffi::PyMethodDefPointer {
             PyCFunction: disabled_enter,
         },
-        ml_flags: ffi::METH_NOARGS,
-        ml_doc: c"Frames started on this thread from now on are not hooked.".as_ptr(),
-    },
-    ffi::PyMethodDef {
-        ml_name: c"__exit__".as_ptr(),
-        ml_meth: ffi::PyMethodDefPointer {
+        ffi::METH_NOARGS,
+        c"Frames started on this thread from now on are not hooked.",
+    ),
+    method(
+        c"__exit__",
+        ffi::PyMethodDefPointer {
             PyCFunction: disabled_exit,
         },
-        ml_flags: ffi::METH_VARARGS,
-        ml_doc: c"Ends the block.".as_ptr(),
-    },
+        ffi::METH_VARARGS,
+        c"Ends the block.",
+    ),
     ffi::PyMethodDef::zeroed(),
 ]);
 
@@ -580,14 +551,14 @@ unsafe extern "C" fn release_interpreter(
     }
 }
 
-static RELEASE: CTable<ffi::PyMethodDef> = CTable(ffi::PyMethodDef {
-    ml_name: c"_release_interpreter".as_ptr(),
-    ml_meth: ffi::PyMethodDefPointer {
+static RELEASE: CTable<ffi::PyMethodDef> = CTable(method(
+    c"_release_interpreter",
+    ffi::PyMethodDefPointer {
         PyCFunction: release_interpreter,
     },
-    ml_flags: ffi::METH_NOARGS,
-    ml_doc: c"Releases what framehook holds for this interpreter (atexit).".as_ptr(),
-});
+    ffi::METH_NOARGS,
+    c"Releases what framehook holds for this interpreter (atexit).",
+));
 
 /// `add_frame_hook(hook, *, name=None, cache=False, on_error="raise", observer=None)`:
 /// registers `hook(frame) -> CodeType | None`, called after the hooks already
@@ -757,20 +728,6 @@ unsafe extern "C" fn frame_hooks(
             }
             Ok(handles.into_any())
         })
-    }
-}
-
-const fn method(
-    name: &'static CStr,
-    meth: ffi::PyMethodDefPointer,
-    flags: c_int,
-    doc: &'static CStr,
-) -> ffi::PyMethodDef {
-    ffi::PyMethodDef {
-        ml_name: name.as_ptr(),
-        ml_meth: meth,
-        ml_flags: flags,
-        ml_doc: doc.as_ptr(),
     }
 }
 
