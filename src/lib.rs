@@ -5,6 +5,7 @@
 //! - [`hookapi`]: the stable API (registry, chain, caching, frames, bindings).
 //! - [`sot`]: the SOT runtime, the primary hook, built on [`hookapi`].
 
+mod bytecode;
 pub mod hookapi;
 mod module;
 pub mod pep523_backend;

@@ -1,0 +1,837 @@
+//! One instruction set for every version. The translator reads and writes only these;
+//! [`raise`] turns the running version's instructions into them and [`lower`] turns them
+//! back. The rules below are keyed by which opcodes the version's table has, never by its
+//! number: a new version brings a table and rules for the opcodes that changed.
+//!
+//! What is normalised: arguments (variables by one index space, jumps by instruction,
+//! enumerations by name, constants including 3.14's small ints); fused and split forms
+//! (3.13+ `LOAD_FAST_LOAD_FAST` & co. and 3.14 `LOAD_FAST_BORROW*` are plain loads and
+//! stores; 3.11 `PRECALL`+`CALL`, 3.11/3.12 `KW_NAMES`, 3.13+ `CALL_KW` and ≤ 3.10
+//! `CALL_FUNCTION[_KW]` are `CALL` with the keyword names on the stack; `LOAD_GLOBAL`'s
+//! NULL bit is an explicit `PUSH_NULL`; 3.12+ `LOAD_ATTR`'s method bit is `LOAD_METHOD`;
+//! `RETURN_CONST` is `LOAD_CONST`+`RETURN_VALUE`); operators (≤ 3.10's `BINARY_*`/`INPLACE_*`
+//! and `BINARY_SUBSCR`, 3.11+ `BINARY_OP` including 3.14's `NB_SUBSCR`, are `BINARY_OP`;
+//! `DUP_TOP`/`ROT_*` are `COPY`/`SWAP`/`ROT_N`); jumps (`JUMP` and the conditional jumps
+//! without direction); 3.14's `NOT_TAKEN` is dropped and put back, and
+//! `LOAD_ASSERTION_ERROR` is `LOAD_COMMON_CONSTANT AssertionError`. Everything else keeps
+//! its name and meaning wherever the version has it (the VM reads its stack effect from the
+//! table).
+
+use std::collections::HashSet;
+
+use crate::error::{Error, Result};
+use crate::linetable::Location;
+use crate::raw::{self, Instr};
+use crate::table::{ArgKind, CallLayout, Table};
+
+macro_rules! canonical_ops {
+    ($($variant:ident = $name:literal,)*) => {
+        /// A canonical opcode.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Op { $($variant,)* }
+
+        /// Every canonical opcode.
+        pub const ALL_OPS: &[Op] = &[$(Op::$variant,)*];
+
+        impl Op {
+            pub fn name(self) -> &'static str {
+                match self { $(Op::$variant => $name,)* }
+            }
+
+            /// The canonical opcode a version's opcode of the same name stands for.
+            pub fn from_name(name: &str) -> Option<Op> {
+                match name { $($name => Some(Op::$variant),)* _ => None }
+            }
+        }
+    };
+}
+
+canonical_ops! {
+    Nop = "NOP",
+    PopTop = "POP_TOP",
+    PushNull = "PUSH_NULL",
+    Copy = "COPY",
+    Swap = "SWAP",
+    RotN = "ROT_N",
+    LoadConst = "LOAD_CONST",
+    LoadFast = "LOAD_FAST",
+    LoadFastCheck = "LOAD_FAST_CHECK",
+    LoadFastAndClear = "LOAD_FAST_AND_CLEAR",
+    StoreFast = "STORE_FAST",
+    DeleteFast = "DELETE_FAST",
+    LoadDeref = "LOAD_DEREF",
+    StoreDeref = "STORE_DEREF",
+    DeleteDeref = "DELETE_DEREF",
+    LoadClosure = "LOAD_CLOSURE",
+    LoadClassderef = "LOAD_CLASSDEREF",
+    LoadFromDictOrDeref = "LOAD_FROM_DICT_OR_DEREF",
+    LoadFromDictOrGlobals = "LOAD_FROM_DICT_OR_GLOBALS",
+    MakeCell = "MAKE_CELL",
+    CopyFreeVars = "COPY_FREE_VARS",
+    LoadGlobal = "LOAD_GLOBAL",
+    StoreGlobal = "STORE_GLOBAL",
+    DeleteGlobal = "DELETE_GLOBAL",
+    LoadName = "LOAD_NAME",
+    StoreName = "STORE_NAME",
+    DeleteName = "DELETE_NAME",
+    LoadLocals = "LOAD_LOCALS",
+    LoadAttr = "LOAD_ATTR",
+    LoadMethod = "LOAD_METHOD",
+    StoreAttr = "STORE_ATTR",
+    DeleteAttr = "DELETE_ATTR",
+    LoadSuperAttr = "LOAD_SUPER_ATTR",
+    LoadSpecial = "LOAD_SPECIAL",
+    LoadCommonConstant = "LOAD_COMMON_CONSTANT",
+    LoadBuildClass = "LOAD_BUILD_CLASS",
+    UnaryNegative = "UNARY_NEGATIVE",
+    UnaryPositive = "UNARY_POSITIVE",
+    UnaryNot = "UNARY_NOT",
+    UnaryInvert = "UNARY_INVERT",
+    ToBool = "TO_BOOL",
+    BinaryOp = "BINARY_OP",
+    CompareOp = "COMPARE_OP",
+    IsOp = "IS_OP",
+    ContainsOp = "CONTAINS_OP",
+    BinarySlice = "BINARY_SLICE",
+    StoreSlice = "STORE_SLICE",
+    StoreSubscr = "STORE_SUBSCR",
+    DeleteSubscr = "DELETE_SUBSCR",
+    BuildSlice = "BUILD_SLICE",
+    BuildTuple = "BUILD_TUPLE",
+    BuildList = "BUILD_LIST",
+    BuildSet = "BUILD_SET",
+    BuildMap = "BUILD_MAP",
+    BuildConstKeyMap = "BUILD_CONST_KEY_MAP",
+    BuildString = "BUILD_STRING",
+    ListAppend = "LIST_APPEND",
+    SetAdd = "SET_ADD",
+    MapAdd = "MAP_ADD",
+    ListExtend = "LIST_EXTEND",
+    SetUpdate = "SET_UPDATE",
+    DictUpdate = "DICT_UPDATE",
+    DictMerge = "DICT_MERGE",
+    ListToTuple = "LIST_TO_TUPLE",
+    UnpackSequence = "UNPACK_SEQUENCE",
+    UnpackEx = "UNPACK_EX",
+    FormatValue = "FORMAT_VALUE",
+    ConvertValue = "CONVERT_VALUE",
+    FormatSimple = "FORMAT_SIMPLE",
+    FormatWithSpec = "FORMAT_WITH_SPEC",
+    BuildTemplate = "BUILD_TEMPLATE",
+    BuildInterpolation = "BUILD_INTERPOLATION",
+    Call = "CALL",
+    CallMethod = "CALL_METHOD",
+    CallFunctionEx = "CALL_FUNCTION_EX",
+    CallIntrinsic1 = "CALL_INTRINSIC_1",
+    CallIntrinsic2 = "CALL_INTRINSIC_2",
+    MakeFunction = "MAKE_FUNCTION",
+    SetFunctionAttribute = "SET_FUNCTION_ATTRIBUTE",
+    ReturnValue = "RETURN_VALUE",
+    ReturnGenerator = "RETURN_GENERATOR",
+    GenStart = "GEN_START",
+    Resume = "RESUME",
+    YieldValue = "YIELD_VALUE",
+    YieldFrom = "YIELD_FROM",
+    GetIter = "GET_ITER",
+    GetYieldFromIter = "GET_YIELD_FROM_ITER",
+    GetAiter = "GET_AITER",
+    GetAnext = "GET_ANEXT",
+    GetAwaitable = "GET_AWAITABLE",
+    GetLen = "GET_LEN",
+    ForIter = "FOR_ITER",
+    EndFor = "END_FOR",
+    PopIter = "POP_ITER",
+    Send = "SEND",
+    EndSend = "END_SEND",
+    EndAsyncFor = "END_ASYNC_FOR",
+    CleanupThrow = "CLEANUP_THROW",
+    Jump = "JUMP",
+    JumpNoInterrupt = "JUMP_NO_INTERRUPT",
+    PopJumpIfTrue = "POP_JUMP_IF_TRUE",
+    PopJumpIfFalse = "POP_JUMP_IF_FALSE",
+    PopJumpIfNone = "POP_JUMP_IF_NONE",
+    PopJumpIfNotNone = "POP_JUMP_IF_NOT_NONE",
+    JumpIfTrueOrPop = "JUMP_IF_TRUE_OR_POP",
+    JumpIfFalseOrPop = "JUMP_IF_FALSE_OR_POP",
+    JumpIfNotExcMatch = "JUMP_IF_NOT_EXC_MATCH",
+    SetupFinally = "SETUP_FINALLY",
+    SetupWith = "SETUP_WITH",
+    SetupAsyncWith = "SETUP_ASYNC_WITH",
+    PopBlock = "POP_BLOCK",
+    RaiseVarargs = "RAISE_VARARGS",
+    Reraise = "RERAISE",
+    PushExcInfo = "PUSH_EXC_INFO",
+    PopExcept = "POP_EXCEPT",
+    CheckExcMatch = "CHECK_EXC_MATCH",
+    CheckEgMatch = "CHECK_EG_MATCH",
+    PrepReraiseStar = "PREP_RERAISE_STAR",
+    WithExceptStart = "WITH_EXCEPT_START",
+    BeforeWith = "BEFORE_WITH",
+    BeforeAsyncWith = "BEFORE_ASYNC_WITH",
+    SetupAnnotations = "SETUP_ANNOTATIONS",
+    ImportName = "IMPORT_NAME",
+    ImportFrom = "IMPORT_FROM",
+    ImportStar = "IMPORT_STAR",
+    PrintExpr = "PRINT_EXPR",
+    MatchClass = "MATCH_CLASS",
+    MatchKeys = "MATCH_KEYS",
+    MatchMapping = "MATCH_MAPPING",
+    MatchSequence = "MATCH_SEQUENCE",
+    CopyDictWithoutKeys = "COPY_DICT_WITHOUT_KEYS",
+    ExitInitCheck = "EXIT_INIT_CHECK",
+    AsyncGenWrap = "ASYNC_GEN_WRAP",
+}
+
+/// ≤ 3.10's `BINARY_*`/`INPLACE_*` names and 3.11+'s `NB_*` names, in one enumeration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    And,
+    FloorDivide,
+    Lshift,
+    MatrixMultiply,
+    Multiply,
+    Remainder,
+    Or,
+    Power,
+    Rshift,
+    Subtract,
+    TrueDivide,
+    Xor,
+    Subscr,
+}
+
+const BIN_OPS: [(BinOp, &str, &str); 13] = [
+    (BinOp::Add, "ADD", "ADD"),
+    (BinOp::And, "AND", "AND"),
+    (BinOp::FloorDivide, "FLOOR_DIVIDE", "FLOOR_DIVIDE"),
+    (BinOp::Lshift, "LSHIFT", "LSHIFT"),
+    (BinOp::MatrixMultiply, "MATRIX_MULTIPLY", "MATRIX_MULTIPLY"),
+    (BinOp::Multiply, "MULTIPLY", "MULTIPLY"),
+    (BinOp::Remainder, "REMAINDER", "MODULO"),
+    (BinOp::Or, "OR", "OR"),
+    (BinOp::Power, "POWER", "POWER"),
+    (BinOp::Rshift, "RSHIFT", "RSHIFT"),
+    (BinOp::Subtract, "SUBTRACT", "SUBTRACT"),
+    (BinOp::TrueDivide, "TRUE_DIVIDE", "TRUE_DIVIDE"),
+    (BinOp::Xor, "XOR", "XOR"),
+];
+
+impl BinOp {
+    /// The 3.11+ `NB_*` name.
+    pub fn nb_name(self, inplace: bool) -> String {
+        if self == BinOp::Subscr {
+            return "NB_SUBSCR".into();
+        }
+        let stem = BIN_OPS.iter().find(|(op, _, _)| *op == self).map_or("", |(_, nb, _)| nb);
+        format!("NB_{}{stem}", if inplace { "INPLACE_" } else { "" })
+    }
+
+    /// The ≤ 3.10 opcode name.
+    pub fn opcode_name(self, inplace: bool) -> String {
+        if self == BinOp::Subscr {
+            return "BINARY_SUBSCR".into();
+        }
+        let stem = BIN_OPS.iter().find(|(op, _, _)| *op == self).map_or("", |(_, _, old)| old);
+        format!("{}_{stem}", if inplace { "INPLACE" } else { "BINARY" })
+    }
+
+    fn from_nb_name(name: &str) -> Option<(BinOp, bool)> {
+        if name == "NB_SUBSCR" {
+            return Some((BinOp::Subscr, false));
+        }
+        let rest = name.strip_prefix("NB_")?;
+        let (inplace, stem) = rest.strip_prefix("INPLACE_").map_or((false, rest), |s| (true, s));
+        BIN_OPS.iter().find(|(_, nb, _)| *nb == stem).map(|(op, _, _)| (*op, inplace))
+    }
+
+    fn from_opcode_name(name: &str) -> Option<(BinOp, bool)> {
+        if name == "BINARY_SUBSCR" {
+            return Some((BinOp::Subscr, false));
+        }
+        let (inplace, stem) = match name.strip_prefix("INPLACE_") {
+            Some(stem) => (true, stem),
+            None => (false, name.strip_prefix("BINARY_")?),
+        };
+        BIN_OPS.iter().find(|(_, _, old)| *old == stem).map(|(op, _, _)| (*op, inplace))
+    }
+}
+
+/// A constant operand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Const {
+    /// Index into `co_consts`.
+    Index(u32),
+    /// A small integer that has no entry (3.14 `LOAD_SMALL_INT`).
+    SmallInt(u32),
+}
+
+/// A canonical instruction's argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arg {
+    None,
+    Int(u32),
+    Const(Const),
+    /// Index into `co_names`.
+    Name(u32),
+    /// `LOAD_SUPER_ATTR`: a name and its two flag bits.
+    NameFlags(u32, u8),
+    /// A variable: index into `co_varnames + (co_cellvars not in co_varnames) + co_freevars`.
+    Var(u32),
+    /// A jump target: index of a canonical instruction.
+    Target(usize),
+    BinaryOp { op: BinOp, inplace: bool },
+    /// `op` indexes `<, <=, ==, !=, >, >=`; `to_bool`: the result is made a `bool` (3.13+).
+    Compare { op: u8, to_bool: bool },
+    /// `CALL`: argument count, keyword names (a tuple) on top of the arguments or not.
+    Call { argc: u32, kw_names: bool },
+    /// A value of one of the table's enumerations, by name.
+    Enum(&'static str),
+}
+
+/// Where an exception raised by an instruction goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handler {
+    pub target: usize,
+    pub depth: u32,
+    pub lasti: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instruction {
+    pub op: Op,
+    pub arg: Arg,
+    pub location: Location,
+    pub handler: Option<Handler>,
+}
+
+/// The variable names of a code object, which give variable arguments one index space.
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    pub varnames: Vec<String>,
+    pub cellvars: Vec<String>,
+    pub freevars: Vec<String>,
+}
+
+impl Vars {
+    /// The variables in canonical order (3.11+'s locals-plus order).
+    pub fn all(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.varnames.iter().map(String::as_str).collect();
+        names.extend(self.cellvars.iter().filter(|c| !self.varnames.contains(c)).map(String::as_str));
+        names.extend(self.freevars.iter().map(String::as_str));
+        names
+    }
+
+    /// The canonical index of ≤ 3.10's cell/free index `index`.
+    fn from_cell_free(&self, index: u32) -> Option<u32> {
+        let index = index as usize;
+        let all = self.all();
+        if index < self.cellvars.len() {
+            let name = &self.cellvars[index];
+            return all.iter().position(|n| n == name).map(|p| p as u32);
+        }
+        let free = index - self.cellvars.len();
+        (free < self.freevars.len()).then(|| (all.len() - self.freevars.len() + free) as u32)
+    }
+
+    /// ≤ 3.10's cell/free index of canonical variable `var`.
+    fn to_cell_free(&self, var: u32) -> Option<u32> {
+        let all = self.all();
+        let free_start = all.len() - self.freevars.len();
+        let var = var as usize;
+        if var >= all.len() {
+            return None;
+        }
+        if var >= free_start {
+            return Some((self.cellvars.len() + var - free_start) as u32);
+        }
+        let name = all[var];
+        self.cellvars.iter().position(|c| c == name).map(|p| p as u32)
+    }
+}
+
+/// Constants lowering needs that the code has no entry for (a small int below 3.14).
+pub trait ConstPool {
+    fn small_int(&mut self, value: u32) -> Result<u32>;
+}
+
+/// A pool that has nothing to add: lowering code raised on the same version never asks.
+pub struct NoNewConsts;
+
+impl ConstPool for NoNewConsts {
+    fn small_int(&mut self, value: u32) -> Result<u32> {
+        Err(Error::CannotLower(format!("the small int {value} needs a constant")))
+    }
+}
+
+const CONDITIONAL_JUMPS: [(Op, &str); 4] = [
+    (Op::PopJumpIfTrue, "TRUE"),
+    (Op::PopJumpIfFalse, "FALSE"),
+    (Op::PopJumpIfNone, "NONE"),
+    (Op::PopJumpIfNotNone, "NOT_NONE"),
+];
+
+fn conditional_jump_of(name: &str) -> Option<Op> {
+    let condition = name
+        .strip_prefix("POP_JUMP_IF_")
+        .or_else(|| name.strip_prefix("POP_JUMP_FORWARD_IF_"))
+        .or_else(|| name.strip_prefix("POP_JUMP_BACKWARD_IF_"))?;
+    CONDITIONAL_JUMPS.iter().find(|(_, c)| *c == condition).map(|(op, _)| *op)
+}
+
+fn inverse_jump(op: Op) -> Op {
+    match op {
+        Op::PopJumpIfTrue => Op::PopJumpIfFalse,
+        Op::PopJumpIfFalse => Op::PopJumpIfTrue,
+        Op::PopJumpIfNone => Op::PopJumpIfNotNone,
+        _ => Op::PopJumpIfNone,
+    }
+}
+
+fn is_conditional_jump(op: Op) -> bool {
+    CONDITIONAL_JUMPS.iter().any(|(o, _)| *o == op)
+}
+
+/// The running version's instructions as canonical instructions.
+pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec<Instruction>> {
+    let mut out: Vec<Instruction> = Vec::with_capacity(instrs.len());
+    // Per raw instruction: the index of its first canonical instruction.
+    let mut first = Vec::with_capacity(instrs.len() + 1);
+    let var_count = vars.all().len() as u32;
+    let mut kw_names_pending = false;
+    for (index, instr) in instrs.iter().enumerate() {
+        first.push(out.len());
+        let info = table.op(instr.opcode).expect("decoded instructions have known opcodes");
+        let name = info.name.as_str();
+        let bad = |why: &str| Error::BadArgument { offset: index, name: "instruction", arg: instr.arg, why: format!("({}) {why}", info.name) };
+        let var = |index: u32| if index < var_count { Ok(Arg::Var(index)) } else { Err(bad("names no variable")) };
+        let mut emit = |op: Op, arg: Arg| out.push(Instruction { op, arg, location: instr.location, handler: None });
+        let target = || Arg::Target(instr.target.unwrap_or(usize::MAX));
+        match name {
+            "NOT_TAKEN" | "PRECALL" => {}
+            "KW_NAMES" => {
+                emit(Op::LoadConst, Arg::Const(Const::Index(instr.arg)));
+                kw_names_pending = true;
+            }
+            "CALL" | "CALL_KW" | "CALL_FUNCTION" | "CALL_FUNCTION_KW" => {
+                let kw_names = kw_names_pending || name.ends_with("_KW");
+                kw_names_pending = false;
+                emit(Op::Call, Arg::Call { argc: instr.arg, kw_names });
+            }
+            "LOAD_SMALL_INT" => emit(Op::LoadConst, Arg::Const(Const::SmallInt(instr.arg))),
+            "RETURN_CONST" => {
+                emit(Op::LoadConst, Arg::Const(Const::Index(instr.arg)));
+                emit(Op::ReturnValue, Arg::None);
+            }
+            "LOAD_ASSERTION_ERROR" => emit(Op::LoadCommonConstant, Arg::Enum("AssertionError")),
+            "LOAD_FAST_BORROW" => emit(Op::LoadFast, var(instr.arg)?),
+            "LOAD_FAST_LOAD_FAST" | "LOAD_FAST_BORROW_LOAD_FAST_BORROW" | "STORE_FAST_LOAD_FAST" | "STORE_FAST_STORE_FAST" => {
+                let (first_op, second_op) = match name {
+                    "STORE_FAST_LOAD_FAST" => (Op::StoreFast, Op::LoadFast),
+                    "STORE_FAST_STORE_FAST" => (Op::StoreFast, Op::StoreFast),
+                    _ => (Op::LoadFast, Op::LoadFast),
+                };
+                emit(first_op, var(instr.arg >> 4)?);
+                emit(second_op, var(instr.arg & 15)?);
+            }
+            "LOAD_GLOBAL" if info.null_bit => {
+                let load = Arg::Name(instr.arg >> 1);
+                let with_null = instr.arg & 1 != 0;
+                if with_null && table.call_layout == CallLayout::NullFirst {
+                    emit(Op::PushNull, Arg::None);
+                }
+                emit(Op::LoadGlobal, load);
+                if with_null && table.call_layout == CallLayout::CallableFirst {
+                    emit(Op::PushNull, Arg::None);
+                }
+            }
+            "LOAD_ATTR" if info.null_bit => {
+                let op = if instr.arg & 1 != 0 { Op::LoadMethod } else { Op::LoadAttr };
+                emit(op, Arg::Name(instr.arg >> 1));
+            }
+            "LOAD_SUPER_ATTR" => emit(Op::LoadSuperAttr, Arg::NameFlags(instr.arg >> 2, (instr.arg & 3) as u8)),
+            "COMPARE_OP" => {
+                let to_bool = table.compare_bool_bit.is_some_and(|bit| instr.arg & bit != 0);
+                let op = instr.arg >> table.compare_shift;
+                if op >= 6 {
+                    return Err(bad("is no comparison"));
+                }
+                emit(Op::CompareOp, Arg::Compare { op: op as u8, to_bool });
+            }
+            "BINARY_OP" => {
+                let nb = table.enum_name("binary_op", instr.arg).ok_or_else(|| bad("is no binary operator"))?;
+                let (op, inplace) = BinOp::from_nb_name(nb).ok_or_else(|| bad("is no binary operator"))?;
+                emit(Op::BinaryOp, Arg::BinaryOp { op, inplace });
+            }
+            "DUP_TOP" => emit(Op::Copy, Arg::Int(1)),
+            "DUP_TOP_TWO" => {
+                emit(Op::Copy, Arg::Int(2));
+                emit(Op::Copy, Arg::Int(2));
+            }
+            "ROT_TWO" => emit(Op::Swap, Arg::Int(2)),
+            "ROT_THREE" => emit(Op::RotN, Arg::Int(3)),
+            "ROT_FOUR" => emit(Op::RotN, Arg::Int(4)),
+            "JUMP_FORWARD" | "JUMP_BACKWARD" | "JUMP_ABSOLUTE" => emit(Op::Jump, target()),
+            "JUMP_BACKWARD_NO_INTERRUPT" => emit(Op::JumpNoInterrupt, target()),
+            _ => {
+                if let Some((op, inplace)) = BinOp::from_opcode_name(name) {
+                    emit(Op::BinaryOp, Arg::BinaryOp { op, inplace });
+                } else if let Some(op) = conditional_jump_of(name) {
+                    emit(op, target());
+                } else {
+                    let op = Op::from_name(name).ok_or_else(|| bad("has no canonical form"))?;
+                    let arg = match &info.arg {
+                        ArgKind::None => Arg::None,
+                        ArgKind::Const => Arg::Const(Const::Index(instr.arg)),
+                        ArgKind::Name { .. } => Arg::Name(instr.arg),
+                        ArgKind::Local => var(instr.arg)?,
+                        ArgKind::Deref => match table.deref_index {
+                            crate::table::DerefIndex::LocalsPlus => var(instr.arg)?,
+                            crate::table::DerefIndex::CellFree => {
+                                Arg::Var(vars.from_cell_free(instr.arg).ok_or_else(|| bad("names no cell"))?)
+                            }
+                        },
+                        ArgKind::JumpForward | ArgKind::JumpBackward | ArgKind::JumpAbsolute => target(),
+                        ArgKind::Enum(kind) => match table.enum_name(kind, instr.arg) {
+                            Some(name) => Arg::Enum(name),
+                            None => return Err(bad("is not in its enumeration")),
+                        },
+                        ArgKind::SmallInt => Arg::Const(Const::SmallInt(instr.arg)),
+                        ArgKind::Int | ArgKind::LocalPair => Arg::Int(instr.arg),
+                    };
+                    emit(op, arg);
+                }
+            }
+        }
+    }
+    first.push(out.len());
+    // Jump and handler targets: raw indices become canonical ones.
+    for instruction in &mut out {
+        if let Arg::Target(target) = &mut instruction.arg {
+            *target = first[*target];
+        }
+    }
+    // Every canonical instruction takes the handler of the raw instruction it came from.
+    for (index, instr) in instrs.iter().enumerate() {
+        if let Some(h) = instr.handler {
+            let handler = Handler { target: first[h.target], depth: h.depth, lasti: h.lasti };
+            for instruction in &mut out[first[index]..first[index + 1]] {
+                instruction.handler = Some(handler);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Canonical instructions as the running version's instructions, ready for [`raw::encode`].
+pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn ConstPool) -> Result<Vec<Instr>> {
+    let targets: HashSet<usize> = code
+        .iter()
+        .flat_map(|i| {
+            let jump = if let Arg::Target(t) = i.arg { Some(t) } else { None };
+            jump.into_iter().chain(i.handler.map(|h| h.target))
+        })
+        .collect();
+    let mut out: Vec<Instr> = Vec::with_capacity(code.len() + code.len() / 4);
+    // Per canonical instruction: its first raw instruction.
+    let mut first: Vec<usize> = Vec::with_capacity(code.len() + 1);
+    // Forward-only conditional jumps that skip the backward jump after them.
+    let mut skips: Vec<usize> = Vec::new();
+    let mut index = 0;
+    while index < code.len() {
+        let instruction = &code[index];
+        first.push(out.len());
+        let mut lowered = Lowering { table, out: &mut out, location: instruction.location, handler: instruction.handler };
+        let next = code.get(index + 1).filter(|_| !targets.contains(&(index + 1)));
+        let fuses_with_next = next.is_some_and(|n| n.handler == instruction.handler);
+        match (instruction.op, instruction.arg) {
+            // PUSH_NULL; LOAD_GLOBAL (3.11, 3.12) is LOAD_GLOBAL with the NULL bit.
+            (Op::PushNull, _)
+                if fuses_with_next
+                    && table.call_layout == CallLayout::NullFirst
+                    && next.is_some_and(|n| n.op == Op::LoadGlobal) =>
+            {
+                let Arg::Name(name) = code[index + 1].arg else { return Err(bad_arg(&code[index + 1])) };
+                lowered.location = code[index + 1].location;
+                lowered.emit("LOAD_GLOBAL", name << 1 | 1, None)?;
+                first.push(first[index]);
+                index += 2;
+                continue;
+            }
+            (Op::LoadGlobal, Arg::Name(name)) if table.op(table.require("LOAD_GLOBAL")?).is_some_and(|i| i.null_bit) => {
+                let with_null = fuses_with_next
+                    && table.call_layout == CallLayout::CallableFirst
+                    && next.is_some_and(|n| n.op == Op::PushNull);
+                lowered.emit("LOAD_GLOBAL", name << 1 | u32::from(with_null), None)?;
+                if with_null {
+                    first.push(first[index]);
+                    index += 1;
+                }
+            }
+            (Op::LoadConst, Arg::Const(Const::Index(constant)))
+                if fuses_with_next && table.has("RETURN_CONST") && next.is_some_and(|n| n.op == Op::ReturnValue) =>
+            {
+                lowered.emit("RETURN_CONST", constant, None)?;
+                first.push(first[index]);
+                index += 2;
+                continue;
+            }
+            (Op::LoadConst, Arg::Const(Const::Index(constant)))
+                if table.has("KW_NAMES")
+                    && fuses_with_next
+                    && next.is_some_and(|n| matches!(n.arg, Arg::Call { kw_names: true, .. })) =>
+            {
+                lowered.emit("KW_NAMES", constant, None)?;
+            }
+            (Op::LoadConst, Arg::Const(Const::Index(constant))) => lowered.emit("LOAD_CONST", constant, None)?,
+            (Op::LoadConst, Arg::Const(Const::SmallInt(value))) => {
+                if table.has("LOAD_SMALL_INT") && value < 256 {
+                    lowered.emit("LOAD_SMALL_INT", value, None)?;
+                } else {
+                    let constant = pool.small_int(value)?;
+                    lowered.emit("LOAD_CONST", constant, None)?;
+                }
+            }
+            (Op::Call, Arg::Call { argc, kw_names }) => {
+                if table.call_layout == CallLayout::Plain {
+                    lowered.emit(if kw_names { "CALL_FUNCTION_KW" } else { "CALL_FUNCTION" }, argc, None)?;
+                } else if kw_names && table.has("CALL_KW") {
+                    lowered.emit("CALL_KW", argc, None)?;
+                } else {
+                    if kw_names && !lowered.out.last().is_some_and(|i| Some(i.opcode) == table.number("KW_NAMES")) {
+                        return Err(Error::CannotLower(
+                            "a call with keyword names needs them as the constant loaded just before it".into(),
+                        ));
+                    }
+                    if table.has("PRECALL") {
+                        lowered.emit("PRECALL", argc, None)?;
+                    }
+                    lowered.emit("CALL", argc, None)?;
+                }
+            }
+            (Op::LoadMethod, Arg::Name(name)) => {
+                if table.has("LOAD_METHOD") {
+                    lowered.emit("LOAD_METHOD", name, None)?;
+                } else {
+                    lowered.emit("LOAD_ATTR", name << 1 | 1, None)?;
+                }
+            }
+            (Op::LoadAttr, Arg::Name(name)) => {
+                let shift = u32::from(table.op(table.require("LOAD_ATTR")?).is_some_and(|i| i.null_bit));
+                lowered.emit("LOAD_ATTR", name << shift, None)?;
+            }
+            (Op::LoadSuperAttr, Arg::NameFlags(name, flags)) => {
+                lowered.emit("LOAD_SUPER_ATTR", name << 2 | u32::from(flags), None)?
+            }
+            (Op::LoadCommonConstant, Arg::Enum(name)) if !table.has("LOAD_COMMON_CONSTANT") && name == "AssertionError" => {
+                lowered.emit("LOAD_ASSERTION_ERROR", 0, None)?
+            }
+            (Op::CompareOp, Arg::Compare { op, to_bool }) => {
+                let symbol = table.enum_name("compare", u32::from(op)).ok_or_else(|| bad_arg(instruction))?;
+                let mut arg = table.enum_value("compare_oparg", symbol).unwrap_or(u32::from(op) << table.compare_shift);
+                if to_bool {
+                    arg |= table.compare_bool_bit.ok_or_else(|| {
+                        Error::CannotLower("this version's COMPARE_OP cannot convert to bool".into())
+                    })?;
+                }
+                lowered.emit("COMPARE_OP", arg, None)?;
+            }
+            (Op::BinaryOp, Arg::BinaryOp { op, inplace }) => {
+                if op == BinOp::Subscr && table.has("BINARY_SUBSCR") || !table.has("BINARY_OP") {
+                    lowered.emit(&op.opcode_name(inplace), 0, None)?;
+                } else {
+                    let nb = op.nb_name(inplace);
+                    let value = table
+                        .enum_value("binary_op", &nb)
+                        .ok_or_else(|| Error::CannotLower(format!("this version has no {nb}")))?;
+                    lowered.emit("BINARY_OP", value, None)?;
+                }
+            }
+            (Op::Copy, Arg::Int(n)) if !table.has("COPY") => match n {
+                1 => lowered.emit("DUP_TOP", 0, None)?,
+                2 if next.is_some_and(|n| n.op == Op::Copy && n.arg == Arg::Int(2)) && fuses_with_next => {
+                    lowered.emit("DUP_TOP_TWO", 0, None)?;
+                    first.push(first[index]);
+                    index += 2;
+                    continue;
+                }
+                _ => return Err(Error::CannotLower(format!("COPY {n} has no form in this version"))),
+            },
+            (Op::Swap, Arg::Int(n)) if !table.has("SWAP") => match n {
+                2 => lowered.emit("ROT_TWO", 0, None)?,
+                _ => return Err(Error::CannotLower(format!("SWAP {n} has no form in this version"))),
+            },
+            (Op::RotN, Arg::Int(n)) => {
+                let named = match n {
+                    2 => "ROT_TWO",
+                    3 => "ROT_THREE",
+                    _ => "ROT_FOUR",
+                };
+                if n <= 4 && table.has(named) {
+                    lowered.emit(named, 0, None)?;
+                } else if table.has("ROT_N") {
+                    lowered.emit("ROT_N", n, None)?;
+                } else {
+                    // ROT_N n moves the top below the next n-1: SWAP n, SWAP n-1, ..., SWAP 2.
+                    for depth in (2..=n).rev() {
+                        lowered.emit("SWAP", depth, None)?;
+                    }
+                }
+            }
+            (Op::Jump | Op::JumpNoInterrupt, Arg::Target(target)) => {
+                let backward = target <= index;
+                let name = match (backward, instruction.op) {
+                    (false, _) => "JUMP_FORWARD",
+                    (true, Op::JumpNoInterrupt) if table.has("JUMP_BACKWARD_NO_INTERRUPT") => "JUMP_BACKWARD_NO_INTERRUPT",
+                    (true, _) if table.has("JUMP_BACKWARD") => "JUMP_BACKWARD",
+                    (true, _) => "JUMP_ABSOLUTE",
+                };
+                lowered.emit(name, 0, Some(target))?;
+            }
+            (op, Arg::Target(target)) if is_conditional_jump(op) => {
+                let condition = CONDITIONAL_JUMPS.iter().find(|(o, _)| *o == op).map_or("", |(_, c)| c);
+                let needs_bool = |name: &str| table.number(name).and_then(|n| table.op(n)).is_some_and(|i| i.bool_operand);
+                let plain = format!("POP_JUMP_IF_{condition}");
+                if needs_bool(&plain) && !produces_bool(code, index, &targets) {
+                    lowered.emit("TO_BOOL", 0, None)?;
+                }
+                let backward = target <= index;
+                let directional = format!("POP_JUMP_{}_IF_{condition}", if backward { "BACKWARD" } else { "FORWARD" });
+                if table.has(&directional) {
+                    lowered.emit(&directional, 0, Some(target))?;
+                } else if backward && table.op(table.require(&plain)?).is_some_and(|i| i.arg == ArgKind::JumpForward) {
+                    // Forward-only conditional jumps: skip over a backward jump when not taken.
+                    let inverse = CONDITIONAL_JUMPS.iter().find(|(o, _)| *o == inverse_jump(op)).map_or("", |(_, c)| c);
+                    skips.push(lowered.out.len());
+                    lowered.emit(&format!("POP_JUMP_IF_{inverse}"), 0, Some(0))?;
+                    lowered.emit("JUMP_BACKWARD", 0, Some(target))?;
+                } else {
+                    lowered.emit(&plain, 0, Some(target))?;
+                }
+                if table.has("NOT_TAKEN") {
+                    lowered.emit("NOT_TAKEN", 0, None)?;
+                }
+            }
+            (op, arg) => {
+                let name = op.name();
+                match arg {
+                    Arg::None => lowered.emit(name, 0, None)?,
+                    Arg::Int(value) | Arg::Name(value) | Arg::Const(Const::Index(value)) => {
+                        lowered.emit(name, value, None)?
+                    }
+                    Arg::Var(var) => {
+                        let info = table.op(table.require(name)?).expect("required");
+                        let index = if info.arg == ArgKind::Deref && table.deref_index == crate::table::DerefIndex::CellFree {
+                            vars.to_cell_free(var).ok_or_else(|| bad_arg(instruction))?
+                        } else {
+                            var
+                        };
+                        lowered.emit(name, index, None)?;
+                    }
+                    Arg::Target(target) => lowered.emit(name, 0, Some(target))?,
+                    Arg::Enum(value) => {
+                        let info = table.op(table.require(name)?).expect("required");
+                        let ArgKind::Enum(kind) = &info.arg else { return Err(bad_arg(instruction)) };
+                        let value = table
+                            .enum_value(kind, value)
+                            .ok_or_else(|| Error::CannotLower(format!("{name} has no value {value} in this version")))?;
+                        lowered.emit(name, value, None)?;
+                    }
+                    _ => return Err(bad_arg(instruction)),
+                }
+            }
+        }
+        index += 1;
+    }
+    first.push(out.len());
+    // Targets: canonical indices become raw ones; the skip of a forward-only conditional
+    // jump lands after the backward jump it skips.
+    for instr in &mut out {
+        if let Some(target) = &mut instr.target {
+            *target = *first.get(*target).ok_or_else(|| bad_target(*target))?;
+        }
+        if let Some(handler) = &mut instr.handler {
+            handler.target = *first.get(handler.target).ok_or_else(|| bad_target(handler.target))?;
+        }
+    }
+    for skip in skips {
+        out[skip].target = Some(skip + 2);
+    }
+    Ok(out)
+}
+
+fn bad_arg(instruction: &Instruction) -> Error {
+    Error::CannotLower(format!("{} cannot take {:?}", instruction.op.name(), instruction.arg))
+}
+
+fn bad_target(target: usize) -> Error {
+    Error::CannotLower(format!("jump to instruction {target}, past the end"))
+}
+
+/// Whether the value a conditional jump at `index` tests is certainly an exact `bool`: made
+/// by the instruction just before, which is not a jump target.
+fn produces_bool(code: &[Instruction], index: usize, targets: &HashSet<usize>) -> bool {
+    if index == 0 || targets.contains(&index) {
+        return false;
+    }
+    match code[index - 1] {
+        Instruction { op: Op::ToBool | Op::IsOp | Op::ContainsOp | Op::UnaryNot, .. } => true,
+        Instruction { arg: Arg::Compare { to_bool, .. }, .. } => to_bool,
+        _ => false,
+    }
+}
+
+struct Lowering<'a> {
+    table: &'a Table,
+    out: &'a mut Vec<Instr>,
+    location: Location,
+    handler: Option<Handler>,
+}
+
+impl Lowering<'_> {
+    /// Appends `name arg`; `target` is still a canonical index.
+    fn emit(&mut self, name: &str, arg: u32, target: Option<usize>) -> Result<()> {
+        let opcode = self.table.require(name)?;
+        let handler = self.handler.map(|h| raw::Handler { target: h.target, depth: h.depth, lasti: h.lasti });
+        self.out.push(Instr::new(opcode, arg, target, handler, self.location));
+        Ok(())
+    }
+}
+
+/// Decodes a code object's bytes straight to canonical instructions.
+pub fn decode(table: &'static Table, vars: &Vars, bytes: raw::CodeBytes<'_>) -> Result<Vec<Instruction>> {
+    raise(table, vars, &raw::decode(table, bytes)?.instrs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every opcode that can appear in `co_code`, in every table, raises to canonical
+    /// instructions, and every canonical opcode exists in some version.
+    #[test]
+    fn every_opcode_of_every_version_has_a_canonical_form() {
+        let vars = Vars { varnames: vec!["a".into(); 16], cellvars: vec!["c".into()], freevars: vec!["f".into()] };
+        let mut used: HashSet<Op> = HashSet::new();
+        for (major, minor) in Table::versions() {
+            let table = Table::for_version(major, minor).unwrap();
+            for number in 0..=255u8 {
+                let Some(info) = table.op(number) else { continue };
+                if info.effect.is_none() || info.internal || number == table.extended_arg || Some(number) == table.cache {
+                    continue;
+                }
+                let arg = match &info.arg {
+                    ArgKind::Enum(kind) => table.enum_entries(kind).first().map_or(0, |(v, _)| *v),
+                    _ => 0,
+                };
+                let target = info.arg.is_jump().then_some(0);
+                let instr = Instr::new(number, arg, target, None, Location::NONE);
+                let raised = raise(table, &vars, std::slice::from_ref(&instr))
+                    .unwrap_or_else(|e| panic!("3.{minor} {}: {e}", info.name));
+                used.extend(raised.iter().map(|i| i.op));
+            }
+        }
+        let unused: Vec<&str> = ALL_OPS.iter().filter(|op| !used.contains(op)).map(|op| op.name()).collect();
+        assert!(unused.is_empty(), "canonical opcodes no version has: {unused:?}");
+    }
+}

@@ -1,0 +1,24 @@
+//! framehook's bytecode layer: CPython 3.9–3.14 bytecode as data.
+//!
+//! * [`table`]: one opcode table per CPython minor version, generated from the interpreter
+//!   (`tables/`), the only place where versions differ apart from the rules in [`canonical`].
+//! * [`raw`]: a code object's bytes become the version's own instructions (arguments whole,
+//!   jumps and handlers resolved, locations attached) and back, byte for byte.
+//! * [`canonical`]: one instruction set for every version, raised from and lowered to the
+//!   running version's instructions.
+//!
+//! No Python here: code objects come in as their byte strings and name lists.
+
+mod error;
+pub mod exceptions;
+mod expr;
+pub mod canonical;
+pub mod linetable;
+pub mod raw;
+mod stack;
+pub mod table;
+
+pub use error::{Error, Result};
+pub use expr::Expr;
+pub use linetable::Location;
+pub use table::Table;

@@ -1,0 +1,338 @@
+//! The running version's own instructions: `co_code` with `EXTENDED_ARG` folded into the
+//! argument, caches dropped, jumps resolved to instruction indices, every instruction with
+//! its exception handler and location; and back to bytes.
+
+use crate::error::{Error, Result};
+use crate::exceptions;
+use crate::linetable::{self, Location};
+use crate::stack;
+use crate::table::{ArgKind, ExceptionModel, JumpUnit, OpInfo, Table};
+
+/// Where an exception raised by an instruction goes (3.11+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handler {
+    /// Index of the handler's first instruction.
+    pub target: usize,
+    /// Stack depth to unwind to, before `lasti` and the exception are pushed.
+    pub depth: u32,
+    /// Whether the offset of the raising instruction is pushed first.
+    pub lasti: bool,
+}
+
+/// One instruction of the running version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instr {
+    pub opcode: u8,
+    /// The whole argument (`EXTENDED_ARG` prefixes folded in); for jumps, recomputed from
+    /// `target` when encoding.
+    pub arg: u32,
+    /// For jumps: index of the target instruction.
+    pub target: Option<usize>,
+    pub handler: Option<Handler>,
+    pub location: Location,
+    /// `EXTENDED_ARG` prefixes the instruction had, which encoding keeps even where fewer
+    /// would do (CPython 3.9's peephole optimiser leaves such prefixes when jumps shrink).
+    pub prefixes: u8,
+    /// 3.9: lines the line table steps through at this instruction's offset before its own
+    /// (the peephole optimiser leaves them when it removes instructions).
+    pub passed_lines: Vec<i32>,
+    /// Where the `EXTENDED_ARG` prefixes come from, where that differs from `location` (3.9's
+    /// peephole optimiser can leave a line change between a prefix and its instruction).
+    pub prefix_location: Option<Location>,
+}
+
+impl Instr {
+    pub fn new(opcode: u8, arg: u32, target: Option<usize>, handler: Option<Handler>, location: Location) -> Instr {
+        Instr { opcode, arg, target, handler, location, prefixes: 0, passed_lines: Vec::new(), prefix_location: None }
+    }
+}
+
+/// A code object's instructions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Code {
+    pub instrs: Vec<Instr>,
+    /// 3.9: lines the line table steps through after the last instruction.
+    pub end_lines: Vec<i32>,
+}
+
+/// The parts of a code object the bytecode lives in.
+#[derive(Debug, Clone, Copy)]
+pub struct CodeBytes<'a> {
+    pub code: &'a [u8],
+    /// `co_exceptiontable` (empty before 3.11).
+    pub exception_table: &'a [u8],
+    /// `co_lnotab` (3.9) or `co_linetable`.
+    pub line_table: &'a [u8],
+    pub first_line: i32,
+}
+
+/// What `encode` produces: the replacement's `co_code`, `co_exceptiontable`, line table and
+/// `co_stacksize`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assembled {
+    pub code: Vec<u8>,
+    pub exception_table: Vec<u8>,
+    pub line_table: Vec<u8>,
+    pub stack_size: u32,
+}
+
+/// Size in code units of an argument's `EXTENDED_ARG` prefixes.
+pub fn prefix_units(arg: u32) -> usize {
+    match arg {
+        0..=0xff => 0,
+        0x100..=0xffff => 1,
+        0x1_0000..=0xff_ffff => 2,
+        _ => 3,
+    }
+}
+
+/// The prefixes an instruction is encoded with: as many as its argument needs, and at least
+/// as many as it had.
+fn prefixes(instr: &Instr, arg: u32) -> usize {
+    prefix_units(arg).max(usize::from(instr.prefixes))
+}
+
+fn op_info<'t>(table: &'t Table, opcode: u8, offset: usize) -> Result<&'t OpInfo> {
+    match table.op(opcode) {
+        Some(info) if info.effect.is_some() && !info.internal => Ok(info),
+        _ => Err(Error::UnknownOpcode { offset, opcode }),
+    }
+}
+
+/// The jump target in code units of a jump that starts at `start` and ends (caches
+/// included) at `next`, or `None` when it would be before the code.
+fn jump_target(table: &Table, kind: &ArgKind, arg: u32, next: usize) -> Option<i64> {
+    let units = match table.jump_unit {
+        JumpUnit::Bytes if arg % 2 != 0 => return None,
+        JumpUnit::Bytes => i64::from(arg / 2),
+        JumpUnit::CodeUnits => i64::from(arg),
+    };
+    Some(match kind {
+        ArgKind::JumpForward => next as i64 + units,
+        ArgKind::JumpBackward => next as i64 - units,
+        _ => units,
+    })
+}
+
+/// Decodes `co_code` and its tables.
+pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
+    let code = bytes.code;
+    if code.len() % 2 != 0 {
+        return Err(Error::Truncated { offset: code.len() - 1, what: "odd length" });
+    }
+    let units = code.len() / 2;
+    // Per code unit: the instruction that starts there (prefixes included).
+    let mut starts: Vec<Option<usize>> = vec![None; units + 1];
+    let mut instrs = Vec::new();
+    let mut unit_of_instr = Vec::new();
+    // Per instruction: (opcode unit, unit after its caches), for jump targets.
+    let mut spans = Vec::new();
+    let mut unit = 0;
+    while unit < units {
+        let start = unit;
+        let mut arg: u32 = 0;
+        loop {
+            let (opcode, byte) = (code[2 * unit], code[2 * unit + 1]);
+            arg = arg << 8 | u32::from(byte);
+            if opcode != table.extended_arg {
+                break;
+            }
+            unit += 1;
+            if unit >= units {
+                return Err(Error::Truncated { offset: 2 * start, what: "EXTENDED_ARG without an instruction" });
+            }
+            if unit - start > 3 {
+                return Err(Error::BadArgument {
+                    offset: 2 * start,
+                    name: "EXTENDED_ARG",
+                    arg,
+                    why: "is one of more than three prefixes".into(),
+                });
+            }
+        }
+        let opcode = code[2 * unit];
+        let info = op_info(table, opcode, 2 * unit)?;
+        let next = unit + 1 + usize::from(info.caches);
+        if next > units {
+            return Err(Error::Truncated { offset: 2 * unit, what: "inline caches cut off" });
+        }
+        starts[start] = Some(instrs.len());
+        unit_of_instr.push(start);
+        spans.push((unit, next));
+        let mut instr = Instr::new(opcode, arg, None, None, Location::NONE);
+        instr.prefixes = (unit - start) as u8;
+        instrs.push(instr);
+        unit = next;
+    }
+    starts[units] = None;
+    for (index, instr) in instrs.iter_mut().enumerate() {
+        let info = op_info(table, instr.opcode, 0)?;
+        if !info.arg.is_jump() {
+            continue;
+        }
+        let offset = 2 * spans[index].0;
+        let bad = |target: i64| Error::BadJump { offset, target };
+        let target = jump_target(table, &info.arg, instr.arg, spans[index].1).ok_or(bad(-1))?;
+        let target_index = usize::try_from(target).ok().and_then(|t| starts.get(t).copied().flatten());
+        instr.target = Some(target_index.ok_or(bad(2 * target))?);
+    }
+    if table.exceptions == ExceptionModel::Table {
+        for entry in exceptions::decode(bytes.exception_table)? {
+            let at = |unit: u32| starts.get(unit as usize).copied().flatten();
+            let bad = |what: &str, unit: u32| {
+                Error::BadExceptionTable(format!("{what} at code unit {unit} is not the start of an instruction"))
+            };
+            let first = at(entry.start).ok_or_else(|| bad("entry start", entry.start))?;
+            if entry.end as usize != units && at(entry.end).is_none() {
+                return Err(bad("entry end", entry.end));
+            }
+            let target = at(entry.target).ok_or_else(|| bad("handler", entry.target))?;
+            let handler = Handler { target, depth: entry.depth, lasti: entry.lasti };
+            for (instr, &start) in instrs[first..].iter_mut().zip(&unit_of_instr[first..]) {
+                if start >= entry.end as usize {
+                    break;
+                }
+                instr.handler = Some(handler);
+            }
+        }
+    } else if !bytes.exception_table.is_empty() {
+        return Err(Error::BadExceptionTable("this version has no exception table".into()));
+    }
+    let locations = linetable::decode(table.line_table, bytes.line_table, bytes.first_line, units)?;
+    let changes = linetable::lnotab_line_changes(table.line_table, bytes.line_table, bytes.first_line);
+    let mut changes = changes.iter().peekable();
+    for (instr, &start) in instrs.iter_mut().zip(&unit_of_instr) {
+        let opcode_unit = start + usize::from(instr.prefixes);
+        instr.location = locations[opcode_unit];
+        if locations[start] != instr.location {
+            instr.prefix_location = Some(locations[start]);
+        }
+        while let Some(&(unit, line)) = changes.next_if(|(unit, _)| *unit <= start) {
+            // All but the last change at the instruction's start are passed through.
+            if unit == start && changes.peek().is_some_and(|(next, _)| *next == start) {
+                instr.passed_lines.push(line);
+            }
+        }
+    }
+    let end_lines = changes.filter(|(unit, _)| *unit == units).map(|(_, line)| *line).collect();
+    Ok(Code { instrs, end_lines })
+}
+
+/// Encodes instructions: arguments of jumps from their targets, `EXTENDED_ARG` prefixes to
+/// a fixed point, caches, exception table, line table and stack size.
+pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> {
+    let instrs = &code.instrs[..];
+    let infos: Vec<&OpInfo> = instrs.iter().map(|i| op_info(table, i.opcode, 0)).collect::<Result<_>>()?;
+    for (index, instr) in instrs.iter().enumerate() {
+        let is_jump = infos[index].arg.is_jump();
+        if is_jump != instr.target.is_some() || instr.target.is_some_and(|t| t >= instrs.len()) {
+            return Err(Error::BadJump { offset: index, target: instr.target.map_or(-1, |t| t as i64) });
+        }
+        if instr.handler.is_some_and(|h| h.target >= instrs.len()) {
+            return Err(Error::BadExceptionTable(format!("handler of instruction {index} is out of range")));
+        }
+    }
+    let mut args: Vec<u32> = instrs.iter().map(|i| if i.target.is_some() { 0 } else { i.arg }).collect();
+    // Start offsets (in code units, prefixes included), recomputed until no prefix grows.
+    let mut starts = vec![0usize; instrs.len() + 1];
+    loop {
+        for index in 0..instrs.len() {
+            starts[index + 1] = starts[index] + prefixes(&instrs[index], args[index]) + 1 + usize::from(infos[index].caches);
+        }
+        let mut changed = false;
+        for (index, instr) in instrs.iter().enumerate() {
+            let Some(target) = instr.target else { continue };
+            let (next, to) = (starts[index + 1] as i64, starts[target] as i64);
+            let units = match infos[index].arg {
+                ArgKind::JumpForward => to - next,
+                ArgKind::JumpBackward => next - to,
+                _ => to,
+            };
+            if units < 0 {
+                let direction = if infos[index].arg == ArgKind::JumpForward { "forward" } else { "backward" };
+                return Err(Error::CannotLower(format!(
+                    "{} at instruction {index} jumps {direction} only, but its target is instruction {target}",
+                    infos[index].name
+                )));
+            }
+            let arg = match table.jump_unit {
+                JumpUnit::Bytes => units * 2,
+                JumpUnit::CodeUnits => units,
+            };
+            let arg = u32::try_from(arg).map_err(|_| Error::CannotLower("jump too long".into()))?;
+            if arg != args[index] {
+                changed |= prefixes(instr, arg) != prefixes(instr, args[index]);
+                args[index] = arg;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let total = starts[instrs.len()];
+    let mut co_code = Vec::with_capacity(total * 2);
+    for (index, &arg) in args.iter().enumerate() {
+        for shift in (1..=prefixes(&instrs[index], arg)).rev() {
+            co_code.extend([table.extended_arg, (arg >> (8 * shift)) as u8]);
+        }
+        co_code.extend([instrs[index].opcode, arg as u8]);
+        for _ in 0..infos[index].caches {
+            co_code.extend([table.cache.unwrap_or(0), 0]);
+        }
+    }
+    let exception_table = match table.exceptions {
+        ExceptionModel::Table => exceptions::encode(&exception_entries(instrs, &starts)),
+        ExceptionModel::BlockStack => Vec::new(),
+    };
+    let mut runs: Vec<linetable::Run<'_>> = Vec::with_capacity(instrs.len());
+    for (index, instr) in instrs.iter().enumerate() {
+        let units = starts[index + 1] - starts[index];
+        let passed_lines = &instr.passed_lines[..];
+        match instr.prefix_location {
+            Some(prefix_location) => {
+                let prefix_units = prefixes(instr, args[index]);
+                runs.push(linetable::Run { location: prefix_location, units: prefix_units, passed_lines });
+                runs.push(linetable::Run { location: instr.location, units: units - prefix_units, passed_lines: &[] });
+            }
+            None => runs.push(linetable::Run { location: instr.location, units, passed_lines }),
+        }
+    }
+    let line_table =
+        linetable::encode(table.line_table, first_line, &runs, &code.end_lines, table.merged_location_runs);
+    let stack_size = stack::max_depth(table, instrs, &infos, &args, &starts)?;
+    Ok(Assembled { code: co_code, exception_table, line_table, stack_size })
+}
+
+/// Consecutive instructions with the same handler make one entry.
+fn exception_entries(instrs: &[Instr], starts: &[usize]) -> Vec<exceptions::Entry> {
+    let mut entries: Vec<exceptions::Entry> = Vec::new();
+    let mut open: Option<(Handler, usize)> = None;
+    for (index, instr) in instrs.iter().enumerate().chain([(instrs.len(), &END)]) {
+        if open.map(|(h, _)| h) == instr.handler && index < instrs.len() {
+            continue;
+        }
+        if let Some((handler, first)) = open.take() {
+            entries.push(exceptions::Entry {
+                start: starts[first] as u32,
+                end: starts[index] as u32,
+                target: starts[handler.target] as u32,
+                depth: handler.depth,
+                lasti: handler.lasti,
+            });
+        }
+        open = instr.handler.map(|h| (h, index));
+    }
+    entries
+}
+
+/// The sentinel that closes the last entry.
+const END: Instr = Instr {
+    opcode: 0,
+    arg: 0,
+    target: None,
+    handler: None,
+    location: Location::NONE,
+    prefixes: 0,
+    passed_lines: Vec::new(),
+    prefix_location: None,
+};

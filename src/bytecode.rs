@@ -1,0 +1,269 @@
+//! `framehook._native`'s face of the bytecode layer (crate `framehook-bytecode`): code
+//! objects in, instructions or code objects out. `framehook.bytecode` is the public module.
+
+use std::sync::OnceLock;
+
+use framehook_bytecode::canonical::{self, Arg, Const, ConstPool, Instruction, Vars};
+use framehook_bytecode::raw::{self, Code, CodeBytes, Instr};
+use framehook_bytecode::table::{ArgKind, ExceptionModel, LineTableFormat};
+use framehook_bytecode::{Location, Table};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyCode, PyDict, PyTuple};
+
+/// The running interpreter's table.
+pub fn running_table(py: Python<'_>) -> PyResult<&'static Table> {
+    static TABLE: OnceLock<&'static Table> = OnceLock::new();
+    if let Some(table) = TABLE.get() {
+        return Ok(table);
+    }
+    let version = py.version_info();
+    let table = Table::for_version(version.major, version.minor).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(TABLE.get_or_init(|| table))
+}
+
+/// The fields of a code object the bytecode layer reads.
+pub struct CodeFields<'py> {
+    pub code: Bound<'py, PyAny>,
+    co_code: Vec<u8>,
+    exception_table: Vec<u8>,
+    line_table: Vec<u8>,
+    first_line: i32,
+}
+
+impl<'py> CodeFields<'py> {
+    pub fn read(table: &Table, code: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if !code.is_instance_of::<PyCode>() {
+            return Err(PyTypeError::new_err(format!(
+                "expected a code object, not {}",
+                code.get_type().name()?
+            )));
+        }
+        let bytes = |name: &str| -> PyResult<Vec<u8>> { Ok(code.getattr(name)?.cast::<PyBytes>()?.as_bytes().to_vec()) };
+        Ok(CodeFields {
+            code: code.clone(),
+            co_code: bytes("co_code")?,
+            exception_table: match table.exceptions {
+                ExceptionModel::Table => bytes("co_exceptiontable")?,
+                ExceptionModel::BlockStack => Vec::new(),
+            },
+            line_table: bytes(line_table_field(table))?,
+            first_line: code.getattr("co_firstlineno")?.extract()?,
+        })
+    }
+
+    pub fn bytes(&self) -> CodeBytes<'_> {
+        CodeBytes {
+            code: &self.co_code,
+            exception_table: &self.exception_table,
+            line_table: &self.line_table,
+            first_line: self.first_line,
+        }
+    }
+
+    /// The decoded instructions, or a ValueError naming the code object and the problem.
+    pub fn decode(&self, table: &Table) -> PyResult<Code> {
+        raw::decode(table, self.bytes()).map_err(|e| self.error("decode", e))
+    }
+
+    pub fn error(&self, verb: &str, error: framehook_bytecode::Error) -> PyErr {
+        let name = self
+            .code
+            .getattr("co_qualname")
+            .or_else(|_| self.code.getattr("co_name"))
+            .map_or_else(|_| "?".to_owned(), |n| n.to_string());
+        PyValueError::new_err(format!("cannot {verb} the code of {name}: {error}"))
+    }
+}
+
+fn line_table_field(table: &Table) -> &'static str {
+    match table.line_table {
+        LineTableFormat::Lnotab => "co_lnotab",
+        LineTableFormat::Pep626 | LineTableFormat::Pep657 => "co_linetable",
+    }
+}
+
+/// A new code object: `code` with its bytecode replaced by `instrs`.
+pub fn assemble<'py>(table: &Table, fields: &CodeFields<'py>, code: &Code) -> PyResult<Bound<'py, PyAny>> {
+    let py = fields.code.py();
+    let assembled = raw::encode(table, code, fields.first_line).map_err(|e| fields.error("assemble", e))?;
+    let changes = PyDict::new(py);
+    changes.set_item("co_code", PyBytes::new(py, &assembled.code))?;
+    changes.set_item(line_table_field(table), PyBytes::new(py, &assembled.line_table))?;
+    if table.exceptions == ExceptionModel::Table {
+        changes.set_item("co_exceptiontable", PyBytes::new(py, &assembled.exception_table))?;
+    }
+    changes.set_item("co_stacksize", assembled.stack_size)?;
+    fields.code.call_method("replace", (), Some(&changes))
+}
+
+fn positions(py: Python<'_>, location: Location) -> PyResult<Bound<'_, PyTuple>> {
+    let value = |v: i32| if v < 0 { py.None() } else { v.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()) };
+    PyTuple::new(py, [value(location.line), value(location.end_line), value(location.col), value(location.end_col)])
+}
+
+/// What a raw instruction's argument stands for, and how `dis` would show it.
+fn resolve_raw<'py>(table: &Table, code: &Bound<'py, PyAny>, instr: &Instr) -> PyResult<(Py<PyAny>, String)> {
+    let py = code.py();
+    let info = table.op(instr.opcode).expect("decoded instructions have known opcodes");
+    let item = |field: &str, index: u32| -> PyResult<Bound<'py, PyAny>> { code.getattr(field)?.get_item(index) };
+    let shown = |value: Bound<'py, PyAny>, repr: String| Ok((value.unbind(), repr));
+    match &info.arg {
+        ArgKind::None => Ok((py.None(), String::new())),
+        ArgKind::Const => {
+            let value = item("co_consts", instr.arg)?;
+            let repr = value.repr()?.to_string();
+            shown(value, repr)
+        }
+        ArgKind::Name { shift } => {
+            let value = item("co_names", instr.arg >> shift)?;
+            let repr = value.to_string();
+            shown(value, repr)
+        }
+        ArgKind::JumpForward | ArgKind::JumpBackward | ArgKind::JumpAbsolute => {
+            let target = instr.target.unwrap_or_default();
+            shown(target.into_pyobject(py)?.into_any(), format!("to {target}"))
+        }
+        ArgKind::Enum(kind) => match table.enum_name(kind, instr.arg) {
+            Some(name) => shown(name.into_pyobject(py)?.into_any(), name.to_owned()),
+            None => shown(instr.arg.into_pyobject(py)?.into_any(), String::new()),
+        },
+        _ => shown(instr.arg.into_pyobject(py)?.into_any(), String::new()),
+    }
+}
+
+/// `_bytecode_decode(code)`: the running version's instructions as tuples
+/// `(name, arg, argval, argrepr, target, positions, handler)`, handler `(target, depth, lasti)`.
+#[pyfunction]
+fn _bytecode_decode<'py>(py: Python<'py>, code: Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    let table = running_table(py)?;
+    let fields = CodeFields::read(table, &code)?;
+    let instrs = fields.decode(table)?.instrs;
+    instrs
+        .iter()
+        .map(|instr| {
+            let name = &table.op(instr.opcode).expect("known").name;
+            let (argval, argrepr) = resolve_raw(table, &code, instr).unwrap_or_else(|_| (py.None(), String::new()));
+            let handler = instr.handler.map(|h| (h.target, h.depth, h.lasti));
+            (name, instr.arg, argval, argrepr, instr.target, positions(py, instr.location)?, handler).into_pyobject(py)
+        })
+        .collect()
+}
+
+/// A code object's variable names.
+pub fn vars_of(code: &Bound<'_, PyAny>) -> PyResult<Vars> {
+    Ok(Vars {
+        varnames: code.getattr("co_varnames")?.extract()?,
+        cellvars: code.getattr("co_cellvars")?.extract()?,
+        freevars: code.getattr("co_freevars")?.extract()?,
+    })
+}
+
+/// What a canonical instruction's argument stands for, and how to show it.
+fn resolve_canonical<'py>(code: &Bound<'py, PyAny>, vars: &Vars, instruction: &Instruction) -> PyResult<(Option<u32>, Py<PyAny>, String)> {
+    let py = code.py();
+    let int = |value: u32| -> PyResult<Py<PyAny>> { Ok(value.into_pyobject(py)?.into_any().unbind()) };
+    let text = |value: &str| -> Py<PyAny> { pyo3::types::PyString::new(py, value).into_any().unbind() };
+    Ok(match instruction.arg {
+        Arg::None => (None, py.None(), String::new()),
+        Arg::Int(value) => (Some(value), int(value)?, String::new()),
+        Arg::Const(Const::Index(index)) => {
+            let value = code.getattr("co_consts")?.get_item(index)?;
+            let repr = value.repr()?.to_string();
+            (Some(index), value.unbind(), repr)
+        }
+        Arg::Const(Const::SmallInt(value)) => (Some(value), int(value)?, value.to_string()),
+        Arg::Name(index) | Arg::NameFlags(index, _) => {
+            let value = code.getattr("co_names")?.get_item(index)?;
+            let repr = value.to_string();
+            (Some(index), value.unbind(), repr)
+        }
+        Arg::Var(index) => {
+            let name = vars.all().get(index as usize).map_or_else(|| "?".to_owned(), |n| (*n).to_owned());
+            (Some(index), text(&name), name)
+        }
+        Arg::Target(target) => (Some(target as u32), int(target as u32)?, format!("to {target}")),
+        Arg::BinaryOp { op, inplace } => {
+            let name = op.nb_name(inplace);
+            (None, text(&name), name)
+        }
+        Arg::Compare { op, to_bool } => {
+            let symbol = ["<", "<=", "==", "!=", ">", ">="].get(usize::from(op)).copied().unwrap_or("?");
+            let repr = if to_bool { format!("bool({symbol})") } else { symbol.to_owned() };
+            (Some(u32::from(op)), text(symbol), repr)
+        }
+        Arg::Call { argc, kw_names } => {
+            (Some(argc), int(argc)?, if kw_names { "with keyword names".to_owned() } else { String::new() })
+        }
+        Arg::Enum(name) => (None, text(name), name.to_owned()),
+    })
+}
+
+/// `_bytecode_decode_canonical(code)`: the canonical instructions as tuples
+/// `(name, arg, argval, argrepr, target, positions, handler)`.
+#[pyfunction]
+fn _bytecode_decode_canonical<'py>(py: Python<'py>, code: Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    let table = running_table(py)?;
+    let fields = CodeFields::read(table, &code)?;
+    let vars = vars_of(&code)?;
+    let instructions = canonical::raise(table, &vars, &fields.decode(table)?.instrs).map_err(|e| fields.error("decode", e))?;
+    instructions
+        .iter()
+        .map(|instruction| {
+            let (arg, argval, argrepr) = resolve_canonical(&code, &vars, instruction)?;
+            let target = if let Arg::Target(t) = instruction.arg { Some(t) } else { None };
+            let handler = instruction.handler.map(|h| (h.target, h.depth, h.lasti));
+            (instruction.op.name(), arg, argval, argrepr, target, positions(py, instruction.location)?, handler).into_pyobject(py)
+        })
+        .collect()
+}
+
+/// New constants lowering asks for, appended to the code's own.
+struct AppendedConsts<'py> {
+    consts: Vec<Bound<'py, PyAny>>,
+    original: usize,
+}
+
+impl ConstPool for AppendedConsts<'_> {
+    fn small_int(&mut self, value: u32) -> framehook_bytecode::Result<u32> {
+        let py = self.consts[0].py();
+        let found = self.consts.iter().position(|c| {
+            c.get_type().is(py.get_type::<pyo3::types::PyInt>()) && c.extract::<u32>().ok() == Some(value)
+        });
+        let index = found.unwrap_or_else(|| {
+            self.consts.push(value.into_pyobject(py).expect("ints convert").into_any());
+            self.consts.len() - 1
+        });
+        Ok(index as u32)
+    }
+}
+
+/// `_bytecode_reassemble(code, via_ir)`: a new code object with the same behaviour.
+#[pyfunction]
+fn _bytecode_reassemble<'py>(py: Python<'py>, code: Bound<'py, PyAny>, via_ir: bool) -> PyResult<Bound<'py, PyAny>> {
+    let table = running_table(py)?;
+    let fields = CodeFields::read(table, &code)?;
+    let decoded = fields.decode(table)?;
+    if !via_ir {
+        return assemble(table, &fields, &decoded);
+    }
+    let vars = vars_of(&code)?;
+    let instructions = canonical::raise(table, &vars, &decoded.instrs).map_err(|e| fields.error("decode", e))?;
+    let consts: Vec<Bound<'py, PyAny>> = code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?;
+    let mut pool = AppendedConsts { original: consts.len(), consts };
+    let lowered = canonical::lower(table, &vars, &instructions, &mut pool).map_err(|e| fields.error("assemble", e))?;
+    let new_code = assemble(table, &fields, &Code { instrs: lowered, end_lines: Vec::new() })?;
+    if pool.consts.len() == pool.original {
+        return Ok(new_code);
+    }
+    let changes = PyDict::new(py);
+    changes.set_item("co_consts", PyTuple::new(py, pool.consts)?)?;
+    new_code.call_method("replace", (), Some(&changes))
+}
+
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(_bytecode_decode, module)?)?;
+    module.add_function(wrap_pyfunction!(_bytecode_decode_canonical, module)?)?;
+    module.add_function(wrap_pyfunction!(_bytecode_reassemble, module)?)?;
+    Ok(())
+}
