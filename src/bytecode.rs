@@ -18,7 +18,8 @@ pub fn running_table(py: Python<'_>) -> PyResult<&'static Table> {
         return Ok(table);
     }
     let version = py.version_info();
-    let table = Table::for_version(version.major, version.minor).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let table =
+        Table::for_version(version.major, version.minor).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(TABLE.get_or_init(|| table))
 }
 
@@ -39,7 +40,9 @@ impl<'py> CodeFields<'py> {
                 code.get_type().name()?
             )));
         }
-        let bytes = |name: &str| -> PyResult<Vec<u8>> { Ok(code.getattr(name)?.cast::<PyBytes>()?.as_bytes().to_vec()) };
+        let bytes = |name: &str| -> PyResult<Vec<u8>> {
+            Ok(code.getattr(name)?.cast::<PyBytes>()?.as_bytes().to_vec())
+        };
         Ok(CodeFields {
             code: code.clone(),
             co_code: bytes("co_code")?,
@@ -98,15 +101,34 @@ pub fn assemble<'py>(table: &Table, fields: &CodeFields<'py>, code: &Code) -> Py
 }
 
 fn positions(py: Python<'_>, location: Location) -> PyResult<Bound<'_, PyTuple>> {
-    let value = |v: i32| if v < 0 { py.None() } else { v.into_pyobject(py).map(|v| v.into_any().unbind()).unwrap_or_else(|_| py.None()) };
-    PyTuple::new(py, [value(location.line), value(location.end_line), value(location.col), value(location.end_col)])
+    let value = |v: i32| {
+        if v < 0 {
+            py.None()
+        } else {
+            v.into_pyobject(py)
+                .map(|v| v.into_any().unbind())
+                .unwrap_or_else(|_| py.None())
+        }
+    };
+    PyTuple::new(
+        py,
+        [
+            value(location.line),
+            value(location.end_line),
+            value(location.col),
+            value(location.end_col),
+        ],
+    )
 }
 
 /// What a raw instruction's argument stands for, and how `dis` would show it.
 fn resolve_raw<'py>(table: &Table, code: &Bound<'py, PyAny>, instr: &Instr) -> PyResult<(Py<PyAny>, String)> {
     let py = code.py();
-    let info = table.op(instr.opcode).expect("decoded instructions have known opcodes");
-    let item = |field: &str, index: u32| -> PyResult<Bound<'py, PyAny>> { code.getattr(field)?.get_item(index) };
+    let info = table
+        .op(instr.opcode)
+        .expect("decoded instructions have known opcodes");
+    let item =
+        |field: &str, index: u32| -> PyResult<Bound<'py, PyAny>> { code.getattr(field)?.get_item(index) };
     let shown = |value: Bound<'py, PyAny>, repr: String| Ok((value.unbind(), repr));
     match &info.arg {
         ArgKind::None => Ok((py.None(), String::new())),
@@ -143,9 +165,19 @@ fn _bytecode_decode<'py>(py: Python<'py>, code: Bound<'py, PyAny>) -> PyResult<V
         .iter()
         .map(|instr| {
             let name = &table.op(instr.opcode).expect("known").name;
-            let (argval, argrepr) = resolve_raw(table, &code, instr).unwrap_or_else(|_| (py.None(), String::new()));
+            let (argval, argrepr) =
+                resolve_raw(table, &code, instr).unwrap_or_else(|_| (py.None(), String::new()));
             let handler = instr.handler.map(|h| (h.target, h.depth, h.lasti));
-            (name, instr.arg, argval, argrepr, instr.target, positions(py, instr.location)?, handler).into_pyobject(py)
+            (
+                name,
+                instr.arg,
+                argval,
+                argrepr,
+                instr.target,
+                positions(py, instr.location)?,
+                handler,
+            )
+                .into_pyobject(py)
         })
         .collect()
 }
@@ -160,7 +192,11 @@ pub fn vars_of(code: &Bound<'_, PyAny>) -> PyResult<Vars> {
 }
 
 /// What a canonical instruction's argument stands for, and how to show it.
-fn resolve_canonical<'py>(code: &Bound<'py, PyAny>, vars: &Vars, instruction: &Instruction) -> PyResult<(Option<u32>, Py<PyAny>, String)> {
+fn resolve_canonical<'py>(
+    code: &Bound<'py, PyAny>,
+    vars: &Vars,
+    instruction: &Instruction,
+) -> PyResult<(Option<u32>, Py<PyAny>, String)> {
     let py = code.py();
     let int = |value: u32| -> PyResult<Py<PyAny>> { Ok(value.into_pyobject(py)?.into_any().unbind()) };
     let text = |value: &str| -> Py<PyAny> { pyo3::types::PyString::new(py, value).into_any().unbind() };
@@ -179,7 +215,10 @@ fn resolve_canonical<'py>(code: &Bound<'py, PyAny>, vars: &Vars, instruction: &I
             (Some(index), value.unbind(), repr)
         }
         Arg::Var(index) => {
-            let name = vars.all().get(index as usize).map_or_else(|| "?".to_owned(), |n| (*n).to_owned());
+            let name = vars
+                .all()
+                .get(index as usize)
+                .map_or_else(|| "?".to_owned(), |n| (*n).to_owned());
             (Some(index), text(&name), name)
         }
         Arg::Target(target) => (Some(target as u32), int(target as u32)?, format!("to {target}")),
@@ -188,13 +227,26 @@ fn resolve_canonical<'py>(code: &Bound<'py, PyAny>, vars: &Vars, instruction: &I
             (None, text(&name), name)
         }
         Arg::Compare { op, to_bool } => {
-            let symbol = ["<", "<=", "==", "!=", ">", ">="].get(usize::from(op)).copied().unwrap_or("?");
-            let repr = if to_bool { format!("bool({symbol})") } else { symbol.to_owned() };
+            let symbol = ["<", "<=", "==", "!=", ">", ">="]
+                .get(usize::from(op))
+                .copied()
+                .unwrap_or("?");
+            let repr = if to_bool {
+                format!("bool({symbol})")
+            } else {
+                symbol.to_owned()
+            };
             (Some(u32::from(op)), text(symbol), repr)
         }
-        Arg::Call { argc, kw_names } => {
-            (Some(argc), int(argc)?, if kw_names { "with keyword names".to_owned() } else { String::new() })
-        }
+        Arg::Call { argc, kw_names } => (
+            Some(argc),
+            int(argc)?,
+            if kw_names {
+                "with keyword names".to_owned()
+            } else {
+                String::new()
+            },
+        ),
         Arg::Enum(name) => (None, text(name), name.to_owned()),
     })
 }
@@ -202,18 +254,35 @@ fn resolve_canonical<'py>(code: &Bound<'py, PyAny>, vars: &Vars, instruction: &I
 /// `_bytecode_decode_canonical(code)`: the canonical instructions as tuples
 /// `(name, arg, argval, argrepr, target, positions, handler)`.
 #[pyfunction]
-fn _bytecode_decode_canonical<'py>(py: Python<'py>, code: Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+fn _bytecode_decode_canonical<'py>(
+    py: Python<'py>,
+    code: Bound<'py, PyAny>,
+) -> PyResult<Vec<Bound<'py, PyTuple>>> {
     let table = running_table(py)?;
     let fields = CodeFields::read(table, &code)?;
     let vars = vars_of(&code)?;
-    let instructions = canonical::raise(table, &vars, &fields.decode(table)?.instrs).map_err(|e| fields.error("decode", e))?;
+    let instructions = canonical::raise(table, &vars, &fields.decode(table)?.instrs)
+        .map_err(|e| fields.error("decode", e))?;
     instructions
         .iter()
         .map(|instruction| {
             let (arg, argval, argrepr) = resolve_canonical(&code, &vars, instruction)?;
-            let target = if let Arg::Target(t) = instruction.arg { Some(t) } else { None };
+            let target = if let Arg::Target(t) = instruction.arg {
+                Some(t)
+            } else {
+                None
+            };
             let handler = instruction.handler.map(|h| (h.target, h.depth, h.lasti));
-            (instruction.op.name(), arg, argval, argrepr, target, positions(py, instruction.location)?, handler).into_pyobject(py)
+            (
+                instruction.op.name(),
+                arg,
+                argval,
+                argrepr,
+                target,
+                positions(py, instruction.location)?,
+                handler,
+            )
+                .into_pyobject(py)
         })
         .collect()
 }
@@ -231,7 +300,8 @@ impl ConstPool for AppendedConsts<'_> {
             c.get_type().is(py.get_type::<pyo3::types::PyInt>()) && c.extract::<u32>().ok() == Some(value)
         });
         let index = found.unwrap_or_else(|| {
-            self.consts.push(value.into_pyobject(py).expect("ints convert").into_any());
+            self.consts
+                .push(value.into_pyobject(py).expect("ints convert").into_any());
             self.consts.len() - 1
         });
         Ok(index as u32)
@@ -240,7 +310,11 @@ impl ConstPool for AppendedConsts<'_> {
 
 /// `_bytecode_reassemble(code, via_ir)`: a new code object with the same behaviour.
 #[pyfunction]
-fn _bytecode_reassemble<'py>(py: Python<'py>, code: Bound<'py, PyAny>, via_ir: bool) -> PyResult<Bound<'py, PyAny>> {
+fn _bytecode_reassemble<'py>(
+    py: Python<'py>,
+    code: Bound<'py, PyAny>,
+    via_ir: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let table = running_table(py)?;
     let fields = CodeFields::read(table, &code)?;
     let decoded = fields.decode(table)?;
@@ -248,11 +322,23 @@ fn _bytecode_reassemble<'py>(py: Python<'py>, code: Bound<'py, PyAny>, via_ir: b
         return assemble(table, &fields, &decoded);
     }
     let vars = vars_of(&code)?;
-    let instructions = canonical::raise(table, &vars, &decoded.instrs).map_err(|e| fields.error("decode", e))?;
+    let instructions =
+        canonical::raise(table, &vars, &decoded.instrs).map_err(|e| fields.error("decode", e))?;
     let consts: Vec<Bound<'py, PyAny>> = code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?;
-    let mut pool = AppendedConsts { original: consts.len(), consts };
-    let lowered = canonical::lower(table, &vars, &instructions, &mut pool).map_err(|e| fields.error("assemble", e))?;
-    let new_code = assemble(table, &fields, &Code { instrs: lowered, end_lines: Vec::new() })?;
+    let mut pool = AppendedConsts {
+        original: consts.len(),
+        consts,
+    };
+    let lowered =
+        canonical::lower(table, &vars, &instructions, &mut pool).map_err(|e| fields.error("assemble", e))?;
+    let new_code = assemble(
+        table,
+        &fields,
+        &Code {
+            instrs: lowered,
+            end_lines: Vec::new(),
+        },
+    )?;
     if pool.consts.len() == pool.original {
         return Ok(new_code);
     }
@@ -265,5 +351,47 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_bytecode_decode, module)?)?;
     module.add_function(wrap_pyfunction!(_bytecode_decode_canonical, module)?)?;
     module.add_function(wrap_pyfunction!(_bytecode_reassemble, module)?)?;
+    #[cfg(feature = "testing")]
+    module.add_function(wrap_pyfunction!(_bench_bytecode, module)?)?;
     Ok(())
+}
+
+/// Bench helpers (the `testing` feature; never in users' wheels): one phase of the bytecode
+/// layer run `loops` times on `code`, timed in Rust, without building Python objects for
+/// the instructions. Phases: `decode` (code object to canonical instructions), `assemble`
+/// (canonical instructions to a new code object: lowering, encoding, `code.replace`) and
+/// `reassemble` (both). Returns the seconds taken by all loops.
+#[cfg(feature = "testing")]
+#[pyfunction]
+fn _bench_bytecode(py: Python<'_>, code: Bound<'_, PyAny>, phase: &str, loops: u32) -> PyResult<f64> {
+    let table = running_table(py)?;
+    let vars = vars_of(&code)?;
+    let decode = || -> PyResult<Vec<Instruction>> {
+        let fields = CodeFields::read(table, &code)?;
+        canonical::raise(table, &vars, &fields.decode(table)?.instrs).map_err(|e| fields.error("decode", e))
+    };
+    let assemble = |instructions: &[Instruction]| -> PyResult<Bound<'_, PyAny>> {
+        let fields = CodeFields::read(table, &code)?;
+        let lowered = canonical::lower(table, &vars, instructions, &mut canonical::NoNewConsts)
+            .map_err(|e| fields.error("assemble", e))?;
+        assemble(
+            table,
+            &fields,
+            &Code {
+                instrs: lowered,
+                end_lines: Vec::new(),
+            },
+        )
+    };
+    let instructions = decode()?;
+    let start = std::time::Instant::now();
+    for _ in 0..loops {
+        match phase {
+            "decode" => drop(decode()?),
+            "assemble" => drop(assemble(&instructions)?),
+            "reassemble" => drop(assemble(&decode()?)?),
+            other => return Err(PyValueError::new_err(format!("unknown phase {other:?}"))),
+        }
+    }
+    Ok(start.elapsed().as_secs_f64())
 }

@@ -134,3 +134,29 @@ fn the_shim_defines_every_function_of_the_contract() {
         "declared in contract.h but not defined by the shim: {undefined:?}"
     );
 }
+
+/// The bytecode layer's core knows no Python (no PyO3; code objects come in as bytes and
+/// names) and no CPython version number outside its tables: its rules are keyed by which
+/// opcodes and properties a version's table has.
+#[test]
+fn the_bytecode_layer_is_a_core_with_versions_as_data() {
+    let manifest =
+        fs::read_to_string(root().join("crates/framehook-bytecode/Cargo.toml")).expect("Cargo.toml");
+    let dependencies = manifest.split("[dependencies]").nth(1).unwrap_or("");
+    assert!(
+        dependencies
+            .lines()
+            .all(|line| line.trim().is_empty() || line.starts_with('#') || line.starts_with('[')),
+        "framehook-bytecode has dependencies:\n{dependencies}"
+    );
+    let files: Vec<(PathBuf, String)> = sources("crates/framehook-bytecode/src", &["rs"])
+        .into_iter()
+        .filter(|(path, _)| !path.ends_with("table.rs"))
+        .collect();
+    let found = offending_lines(&files, &["pyo3", ".minor", ".major", "(3, "]);
+    assert!(
+        found.is_empty(),
+        "the bytecode core uses Python or branches on a version number:\n{}",
+        found.join("\n")
+    );
+}

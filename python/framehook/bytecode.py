@@ -87,9 +87,8 @@ class Bytecode(Sequence[Instruction]):
                 target, depth, lasti = instruction.handler
                 handler = f"  [-> {target} depth {depth}{' lasti' if lasti else ''}]"
             detail = f"({instruction.argrepr})" if instruction.argrepr else ""
-            lines.append(
-                f"{shown_line} {marker}{instruction.index:>5} {instruction.name:<28} {arg:>5} {detail}{handler}".rstrip()
-            )
+            text = f"{shown_line} {marker}{instruction.index:>5} {instruction.name:<28} {arg:>5} {detail}{handler}"
+            lines.append(text.rstrip())
         return "\n".join(lines)
 
 

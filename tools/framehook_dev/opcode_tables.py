@@ -48,7 +48,11 @@ ENUM_ARGS = (
     ("CALL_INTRINSIC_1", "intrinsic1", lambda: list(getattr(dis, "_intrinsic_1_descs", ()))),
     ("CALL_INTRINSIC_2", "intrinsic2", lambda: list(getattr(dis, "_intrinsic_2_descs", ()))),
     ("LOAD_SPECIAL", "special", lambda: list(getattr(dis, "_special_method_names", ()))),
-    ("LOAD_COMMON_CONSTANT", "common_constant", lambda: [_constant_name(c) for c in getattr(dis, "_common_constants", ())]),
+    (
+        "LOAD_COMMON_CONSTANT",
+        "common_constant",
+        lambda: [_constant_name(c) for c in getattr(dis, "_common_constants", ())],
+    ),
 )
 SAMPLE_OPARGS = [*range(1100), 4095, 65535, 65536, 1 << 20]
 
@@ -59,7 +63,11 @@ def _constant_name(constant: object) -> str:
 
 def _opcodes() -> list[tuple[str, int]]:
     return sorted(
-        ((name, number) for name, number in opcode.opmap.items() if number < 256 and not name.startswith("INSTRUMENTED_")),
+        (
+            (name, number)
+            for name, number in opcode.opmap.items()
+            if number < 256 and not name.startswith("INSTRUMENTED_")
+        ),
         key=lambda item: item[1],
     )
 
@@ -82,7 +90,8 @@ def _synthetic(number: int, arg: int, *, before: int = 0, names: int = 10) -> li
     """dis's reading of one instruction (``before`` NOPs ahead of it) in a synthetic code object."""
     nop = opcode.opmap["NOP"]
     cache = opcode.opmap.get("CACHE", 0)
-    units = [(nop, 0)] * before + [(number, arg)] + [(cache, 0)] * _caches(opcode.opname[number], number) + [(nop, 0)] * 600
+    caches = [(cache, 0)] * _caches(opcode.opname[number], number)
+    units = [(nop, 0)] * before + [(number, arg)] + caches + [(nop, 0)] * 600
     code = compile("pass", "<probe>", "exec").replace(
         co_code=bytes(b for unit in units for b in unit),
         co_names=tuple(f"n{i}" for i in range(names)),
@@ -231,7 +240,8 @@ def _call_layout() -> str:
 def _compare_args(condition: bool) -> dict[str, int]:
     args = {}
     for symbol in dis.cmp_op:
-        source = f"def f(a, b):\n    if a {symbol} b:\n        return 1\n" if condition else f"def f(a, b):\n    return a {symbol} b\n"
+        body = f"    if a {symbol} b:\n        return 1\n" if condition else f"    return a {symbol} b\n"
+        source = "def f(a, b):\n" + body
         args[symbol] = next(i.arg for i in _instructions(source) if i.opname == "COMPARE_OP")
     return args
 
@@ -277,7 +287,7 @@ def _location_entries() -> str:
     if merged == per_instruction:
         raise SystemExit("the location probe cannot tell merged runs from entries per instruction")
     if entries not in (merged, per_instruction):
-        raise SystemExit(f"co_linetable has {entries} entries: neither {merged} runs nor {per_instruction} instructions")
+        raise SystemExit(f"co_linetable has {entries} entries: not {merged} runs, not {per_instruction} instructions")
     return "merged" if entries == merged else "per_instruction"
 
 
@@ -365,7 +375,8 @@ def _content(text: str) -> list[str]:
 
 def compare(expected: str, actual: str) -> list[str]:
     """A unified diff of two tables' content (comment lines ignored); empty when equal."""
-    return list(difflib.unified_diff(_content(expected), _content(actual), "checked in", "this interpreter", lineterm=""))
+    diff = difflib.unified_diff(_content(expected), _content(actual), "checked in", "this interpreter", lineterm="")
+    return list(diff)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -10,7 +10,10 @@ own process, through CPython's regression-test driver (``test.libregrtest``, as
   equivalent copy of its code with one extra local variable (so that the frame layout
   differs and framehook's replacement path runs for every frame);
 * ``chain``: three hooks: identity (``cache=True``), one that declines every frame, and
-  identity again (``cache=False``) on top of the first's result.
+  identity again (``cache=False``) on top of the first's result;
+* ``reassemble`` (``--modes reassemble``, not run by default): every hookable frame's code
+  replaced by ``framehook.bytecode.reassemble(code)``, decoded to the canonical
+  instruction set and assembled again (the bytecode layer's canonical round trip).
 
 The hooks and the child are ``framehook_dev.torture_hooks`` (the transform, its limits and a
 self-check are described there): the child installs the hooks before the test driver is
@@ -62,7 +65,7 @@ from pathlib import Path
 from .process_group import kill_group, run_in_own_group
 from .provision import CACHE
 
-MODES = ("none", "identity", "chain")
+MODES = ("none", "identity", "chain", "reassemble")
 HOOKED = ("identity", "chain")
 # Run for a module that diverges, to tell where each divergence comes from (see explain()).
 EXPLAINING = ("floor", "copy")
@@ -391,7 +394,7 @@ def print_details(report: dict, modules: list[str], lines: int) -> None:
             entry = py["modules"].get(module)
             if not entry or not entry.get("available", True) or "runs" not in entry:
                 continue
-            for mode in HOOKED:
+            for mode in MODES[1:]:
                 for run in entry["runs"].get(mode, [])[:1]:
                     for k, v in hook_totals(run).items():
                         totals[k] += v

@@ -184,14 +184,25 @@ def _where(code: types.CodeType) -> str:
     return f"{name} ({code.co_filename}:{code.co_firstlineno})"
 
 
+def reassembled(code: types.CodeType) -> types.CodeType:
+    """``code`` through framehook's bytecode layer: decoded, raised to the canonical
+    instruction set, lowered and assembled again (a fresh code object, with the stack size,
+    exception table and line table computed anew)."""
+    from framehook import bytecode
+
+    return bytecode.reassemble(code, via_ir=True)
+
+
 class IdentityHook:
-    """``hook(frame)`` returning ``with_extra_local(frame.f_code)``, one copy per code object.
+    """``hook(frame)`` returning ``transform(frame.f_code)`` (``with_extra_local`` unless
+    told otherwise), one copy per code object.
 
     The per-code cache is keyed by identity and holds the original only weakly, so that
     the hook keeps no code object alive that the program would have freed."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, transform: Callable[[types.CodeType], types.CodeType] = with_extra_local) -> None:
         self.name = name
+        self._transform = transform
         self.stats = COUNTERS.hook(name)
         self._cache: dict[int, tuple[Any, Optional[types.CodeType]]] = {}
 
@@ -212,7 +223,7 @@ class IdentityHook:
         stats = self.stats
         result: Optional[types.CodeType]
         try:
-            result = with_extra_local(code)
+            result = self._transform(code)
         except Declined as why:
             result = None
             with COUNTERS.lock:
@@ -264,7 +275,7 @@ class CopyHook:
         return cast(types.CodeType, frame.f_code.replace())
 
 
-MODES = ("none", "identity", "chain", "floor", "copy")
+MODES = ("none", "identity", "chain", "reassemble", "floor", "copy")
 
 
 def install(mode: str) -> list[Any]:
@@ -273,6 +284,8 @@ def install(mode: str) -> list[Any]:
     ``identity``: one identity hook, ``cache=True``. ``chain``: an identity hook
     (``cache=True``), a declining hook, and a second identity hook (``cache=False``) that
     transforms what the first returned, so such frames carry two extra locals.
+    ``reassemble``: every code object replaced by ``reassembled(code)``, through the
+    bytecode layer's canonical instructions (``cache=True``).
 
     Two modes explain divergences: ``floor``, no hooks but a bare pass-through PEP 523
     function of another tool (what diverges there is inherent to PEP 523 itself), and
@@ -291,6 +304,9 @@ def install(mode: str) -> list[Any]:
 
     if mode == "identity":
         return [framehook.add_frame_hook(IdentityHook("identity"), name="torture-identity", cache=True)]
+    if mode == "reassemble":
+        hook = IdentityHook("reassemble", reassembled)
+        return [framehook.add_frame_hook(hook, name="torture-reassemble", cache=True)]
     if mode == "chain":
         return [
             framehook.add_frame_hook(IdentityHook("identity-1"), name="torture-identity-1", cache=True),
@@ -760,7 +776,7 @@ def selfcheck(argv: list[str]) -> int:
     if ns.hooks:
         import framehook
 
-        for mode in ("identity", "chain"):
+        for mode in ("identity", "chain", "reassemble"):
             for source, entry in sources:
                 code = compile(source, "<framehook-torture-selfcheck>", "exec")
                 want_ns: dict[str, Any] = {"__name__": "framehook_torture_selfcheck"}

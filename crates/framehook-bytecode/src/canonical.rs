@@ -223,7 +223,10 @@ impl BinOp {
         if self == BinOp::Subscr {
             return "NB_SUBSCR".into();
         }
-        let stem = BIN_OPS.iter().find(|(op, _, _)| *op == self).map_or("", |(_, nb, _)| nb);
+        let stem = BIN_OPS
+            .iter()
+            .find(|(op, _, _)| *op == self)
+            .map_or("", |(_, nb, _)| nb);
         format!("NB_{}{stem}", if inplace { "INPLACE_" } else { "" })
     }
 
@@ -232,7 +235,10 @@ impl BinOp {
         if self == BinOp::Subscr {
             return "BINARY_SUBSCR".into();
         }
-        let stem = BIN_OPS.iter().find(|(op, _, _)| *op == self).map_or("", |(_, _, old)| old);
+        let stem = BIN_OPS
+            .iter()
+            .find(|(op, _, _)| *op == self)
+            .map_or("", |(_, _, old)| old);
         format!("{}_{stem}", if inplace { "INPLACE" } else { "BINARY" })
     }
 
@@ -242,7 +248,10 @@ impl BinOp {
         }
         let rest = name.strip_prefix("NB_")?;
         let (inplace, stem) = rest.strip_prefix("INPLACE_").map_or((false, rest), |s| (true, s));
-        BIN_OPS.iter().find(|(_, nb, _)| *nb == stem).map(|(op, _, _)| (*op, inplace))
+        BIN_OPS
+            .iter()
+            .find(|(_, nb, _)| *nb == stem)
+            .map(|(op, _, _)| (*op, inplace))
     }
 
     fn from_opcode_name(name: &str) -> Option<(BinOp, bool)> {
@@ -253,7 +262,10 @@ impl BinOp {
             Some(stem) => (true, stem),
             None => (false, name.strip_prefix("BINARY_")?),
         };
-        BIN_OPS.iter().find(|(_, _, old)| *old == stem).map(|(op, _, _)| (*op, inplace))
+        BIN_OPS
+            .iter()
+            .find(|(_, _, old)| *old == stem)
+            .map(|(op, _, _)| (*op, inplace))
     }
 }
 
@@ -280,11 +292,20 @@ pub enum Arg {
     Var(u32),
     /// A jump target: index of a canonical instruction.
     Target(usize),
-    BinaryOp { op: BinOp, inplace: bool },
+    BinaryOp {
+        op: BinOp,
+        inplace: bool,
+    },
     /// `op` indexes `<, <=, ==, !=, >, >=`; `to_bool`: the result is made a `bool` (3.13+).
-    Compare { op: u8, to_bool: bool },
+    Compare {
+        op: u8,
+        to_bool: bool,
+    },
     /// `CALL`: argument count, keyword names (a tuple) on top of the arguments or not.
-    Call { argc: u32, kw_names: bool },
+    Call {
+        argc: u32,
+        kw_names: bool,
+    },
     /// A value of one of the table's enumerations, by name.
     Enum(&'static str),
 }
@@ -317,13 +338,18 @@ impl Vars {
     /// The variables in canonical order (3.11+'s locals-plus order).
     pub fn all(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.varnames.iter().map(String::as_str).collect();
-        names.extend(self.cellvars.iter().filter(|c| !self.varnames.contains(c)).map(String::as_str));
+        names.extend(
+            self.cellvars
+                .iter()
+                .filter(|c| !self.varnames.contains(c))
+                .map(String::as_str),
+        );
         names.extend(self.freevars.iter().map(String::as_str));
         names
     }
 
     /// The canonical index of ≤ 3.10's cell/free index `index`.
-    fn from_cell_free(&self, index: u32) -> Option<u32> {
+    fn var_of_cell_free(&self, index: u32) -> Option<u32> {
         let index = index as usize;
         let all = self.all();
         if index < self.cellvars.len() {
@@ -335,7 +361,7 @@ impl Vars {
     }
 
     /// ≤ 3.10's cell/free index of canonical variable `var`.
-    fn to_cell_free(&self, var: u32) -> Option<u32> {
+    fn cell_free_of_var(&self, var: u32) -> Option<u32> {
         let all = self.all();
         let free_start = all.len() - self.freevars.len();
         let var = var as usize;
@@ -360,7 +386,9 @@ pub struct NoNewConsts;
 
 impl ConstPool for NoNewConsts {
     fn small_int(&mut self, value: u32) -> Result<u32> {
-        Err(Error::CannotLower(format!("the small int {value} needs a constant")))
+        Err(Error::CannotLower(format!(
+            "the small int {value} needs a constant"
+        )))
     }
 }
 
@@ -376,7 +404,10 @@ fn conditional_jump_of(name: &str) -> Option<Op> {
         .strip_prefix("POP_JUMP_IF_")
         .or_else(|| name.strip_prefix("POP_JUMP_FORWARD_IF_"))
         .or_else(|| name.strip_prefix("POP_JUMP_BACKWARD_IF_"))?;
-    CONDITIONAL_JUMPS.iter().find(|(_, c)| *c == condition).map(|(op, _)| *op)
+    CONDITIONAL_JUMPS
+        .iter()
+        .find(|(_, c)| *c == condition)
+        .map(|(op, _)| *op)
 }
 
 fn inverse_jump(op: Op) -> Op {
@@ -399,13 +430,37 @@ pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec
     let mut first = Vec::with_capacity(instrs.len() + 1);
     let var_count = vars.all().len() as u32;
     let mut kw_names_pending = false;
+    let raw_targets: HashSet<usize> = instrs
+        .iter()
+        .flat_map(|i| i.target.into_iter().chain(i.handler.map(|h| h.target)))
+        .collect();
     for (index, instr) in instrs.iter().enumerate() {
         first.push(out.len());
-        let info = table.op(instr.opcode).expect("decoded instructions have known opcodes");
+        let info = table
+            .op(instr.opcode)
+            .expect("decoded instructions have known opcodes");
         let name = info.name.as_str();
-        let bad = |why: &str| Error::BadArgument { offset: index, name: "instruction", arg: instr.arg, why: format!("({}) {why}", info.name) };
-        let var = |index: u32| if index < var_count { Ok(Arg::Var(index)) } else { Err(bad("names no variable")) };
-        let mut emit = |op: Op, arg: Arg| out.push(Instruction { op, arg, location: instr.location, handler: None });
+        let bad = |why: &str| Error::BadArgument {
+            offset: index,
+            name: "instruction",
+            arg: instr.arg,
+            why: format!("({}) {why}", info.name),
+        };
+        let var = |index: u32| {
+            if index < var_count {
+                Ok(Arg::Var(index))
+            } else {
+                Err(bad("names no variable"))
+            }
+        };
+        let mut emit = |op: Op, arg: Arg| {
+            out.push(Instruction {
+                op,
+                arg,
+                location: instr.location,
+                handler: None,
+            })
+        };
         let target = || Arg::Target(instr.target.unwrap_or(usize::MAX));
         match name {
             "NOT_TAKEN" | "PRECALL" => {}
@@ -416,7 +471,13 @@ pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec
             "CALL" | "CALL_KW" | "CALL_FUNCTION" | "CALL_FUNCTION_KW" => {
                 let kw_names = kw_names_pending || name.ends_with("_KW");
                 kw_names_pending = false;
-                emit(Op::Call, Arg::Call { argc: instr.arg, kw_names });
+                emit(
+                    Op::Call,
+                    Arg::Call {
+                        argc: instr.arg,
+                        kw_names,
+                    },
+                );
             }
             "LOAD_SMALL_INT" => emit(Op::LoadConst, Arg::Const(Const::SmallInt(instr.arg))),
             "RETURN_CONST" => {
@@ -425,7 +486,10 @@ pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec
             }
             "LOAD_ASSERTION_ERROR" => emit(Op::LoadCommonConstant, Arg::Enum("AssertionError")),
             "LOAD_FAST_BORROW" => emit(Op::LoadFast, var(instr.arg)?),
-            "LOAD_FAST_LOAD_FAST" | "LOAD_FAST_BORROW_LOAD_FAST_BORROW" | "STORE_FAST_LOAD_FAST" | "STORE_FAST_STORE_FAST" => {
+            "LOAD_FAST_LOAD_FAST"
+            | "LOAD_FAST_BORROW_LOAD_FAST_BORROW"
+            | "STORE_FAST_LOAD_FAST"
+            | "STORE_FAST_STORE_FAST" => {
                 let (first_op, second_op) = match name {
                     "STORE_FAST_LOAD_FAST" => (Op::StoreFast, Op::LoadFast),
                     "STORE_FAST_STORE_FAST" => (Op::StoreFast, Op::StoreFast),
@@ -446,20 +510,43 @@ pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec
                 }
             }
             "LOAD_ATTR" if info.null_bit => {
-                let op = if instr.arg & 1 != 0 { Op::LoadMethod } else { Op::LoadAttr };
+                let op = if instr.arg & 1 != 0 {
+                    Op::LoadMethod
+                } else {
+                    Op::LoadAttr
+                };
                 emit(op, Arg::Name(instr.arg >> 1));
             }
-            "LOAD_SUPER_ATTR" => emit(Op::LoadSuperAttr, Arg::NameFlags(instr.arg >> 2, (instr.arg & 3) as u8)),
+            "LOAD_SUPER_ATTR" => emit(
+                Op::LoadSuperAttr,
+                Arg::NameFlags(instr.arg >> 2, (instr.arg & 3) as u8),
+            ),
             "COMPARE_OP" => {
-                let to_bool = table.compare_bool_bit.is_some_and(|bit| instr.arg & bit != 0);
+                // A comparison that feeds a jump requiring a bool is one that makes a bool,
+                // whether or not its argument says so (CPython's generated `__annotate__`
+                // functions compare ints straight into the jump).
+                let feeds_bool_jump = instrs.get(index + 1).is_some_and(|next| {
+                    !raw_targets.contains(&(index + 1))
+                        && table.op(next.opcode).is_some_and(|i| i.bool_operand)
+                });
+                let to_bool =
+                    feeds_bool_jump || table.compare_bool_bit.is_some_and(|bit| instr.arg & bit != 0);
                 let op = instr.arg >> table.compare_shift;
                 if op >= 6 {
                     return Err(bad("is no comparison"));
                 }
-                emit(Op::CompareOp, Arg::Compare { op: op as u8, to_bool });
+                emit(
+                    Op::CompareOp,
+                    Arg::Compare {
+                        op: op as u8,
+                        to_bool,
+                    },
+                );
             }
             "BINARY_OP" => {
-                let nb = table.enum_name("binary_op", instr.arg).ok_or_else(|| bad("is no binary operator"))?;
+                let nb = table
+                    .enum_name("binary_op", instr.arg)
+                    .ok_or_else(|| bad("is no binary operator"))?;
                 let (op, inplace) = BinOp::from_nb_name(nb).ok_or_else(|| bad("is no binary operator"))?;
                 emit(Op::BinaryOp, Arg::BinaryOp { op, inplace });
             }
@@ -487,9 +574,10 @@ pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec
                         ArgKind::Local => var(instr.arg)?,
                         ArgKind::Deref => match table.deref_index {
                             crate::table::DerefIndex::LocalsPlus => var(instr.arg)?,
-                            crate::table::DerefIndex::CellFree => {
-                                Arg::Var(vars.from_cell_free(instr.arg).ok_or_else(|| bad("names no cell"))?)
-                            }
+                            crate::table::DerefIndex::CellFree => Arg::Var(
+                                vars.var_of_cell_free(instr.arg)
+                                    .ok_or_else(|| bad("names no cell"))?,
+                            ),
                         },
                         ArgKind::JumpForward | ArgKind::JumpBackward | ArgKind::JumpAbsolute => target(),
                         ArgKind::Enum(kind) => match table.enum_name(kind, instr.arg) {
@@ -514,7 +602,11 @@ pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec
     // Every canonical instruction takes the handler of the raw instruction it came from.
     for (index, instr) in instrs.iter().enumerate() {
         if let Some(h) = instr.handler {
-            let handler = Handler { target: first[h.target], depth: h.depth, lasti: h.lasti };
+            let handler = Handler {
+                target: first[h.target],
+                depth: h.depth,
+                lasti: h.lasti,
+            };
             for instruction in &mut out[first[index]..first[index + 1]] {
                 instruction.handler = Some(handler);
             }
@@ -524,7 +616,12 @@ pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec
 }
 
 /// Canonical instructions as the running version's instructions, ready for [`raw::encode`].
-pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn ConstPool) -> Result<Vec<Instr>> {
+pub fn lower(
+    table: &Table,
+    vars: &Vars,
+    code: &[Instruction],
+    pool: &mut dyn ConstPool,
+) -> Result<Vec<Instr>> {
     let targets: HashSet<usize> = code
         .iter()
         .flat_map(|i| {
@@ -541,9 +638,17 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
     while index < code.len() {
         let instruction = &code[index];
         first.push(out.len());
-        let mut lowered = Lowering { table, out: &mut out, location: instruction.location, handler: instruction.handler };
+        let mut lowered = Lowering {
+            table,
+            out: &mut out,
+            location: instruction.location,
+            handler: instruction.handler,
+        };
         let next = code.get(index + 1).filter(|_| !targets.contains(&(index + 1)));
-        let fuses_with_next = next.is_some_and(|n| n.handler == instruction.handler);
+        // Two canonical instructions become one raw instruction only where nothing tells them
+        // apart: the second is no jump target and has the same handler and location.
+        let fuses_with_next =
+            next.is_some_and(|n| n.handler == instruction.handler && n.location == instruction.location);
         match (instruction.op, instruction.arg) {
             // PUSH_NULL; LOAD_GLOBAL (3.11, 3.12) is LOAD_GLOBAL with the NULL bit.
             (Op::PushNull, _)
@@ -551,14 +656,20 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
                     && table.call_layout == CallLayout::NullFirst
                     && next.is_some_and(|n| n.op == Op::LoadGlobal) =>
             {
-                let Arg::Name(name) = code[index + 1].arg else { return Err(bad_arg(&code[index + 1])) };
+                let Arg::Name(name) = code[index + 1].arg else {
+                    return Err(bad_arg(&code[index + 1]));
+                };
                 lowered.location = code[index + 1].location;
                 lowered.emit("LOAD_GLOBAL", name << 1 | 1, None)?;
                 first.push(first[index]);
                 index += 2;
                 continue;
             }
-            (Op::LoadGlobal, Arg::Name(name)) if table.op(table.require("LOAD_GLOBAL")?).is_some_and(|i| i.null_bit) => {
+            (Op::LoadGlobal, Arg::Name(name))
+                if table
+                    .op(table.require("LOAD_GLOBAL")?)
+                    .is_some_and(|i| i.null_bit) =>
+            {
                 let with_null = fuses_with_next
                     && table.call_layout == CallLayout::CallableFirst
                     && next.is_some_and(|n| n.op == Op::PushNull);
@@ -569,21 +680,27 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
                 }
             }
             (Op::LoadConst, Arg::Const(Const::Index(constant)))
-                if fuses_with_next && table.has("RETURN_CONST") && next.is_some_and(|n| n.op == Op::ReturnValue) =>
+                if fuses_with_next
+                    && table.has("RETURN_CONST")
+                    && next.is_some_and(|n| n.op == Op::ReturnValue) =>
             {
                 lowered.emit("RETURN_CONST", constant, None)?;
                 first.push(first[index]);
                 index += 2;
                 continue;
             }
+            // The keyword names of a call (3.11, 3.12), wherever the call's location is.
             (Op::LoadConst, Arg::Const(Const::Index(constant)))
                 if table.has("KW_NAMES")
-                    && fuses_with_next
-                    && next.is_some_and(|n| matches!(n.arg, Arg::Call { kw_names: true, .. })) =>
+                    && next.is_some_and(|n| {
+                        n.handler == instruction.handler && matches!(n.arg, Arg::Call { kw_names: true, .. })
+                    }) =>
             {
                 lowered.emit("KW_NAMES", constant, None)?;
             }
-            (Op::LoadConst, Arg::Const(Const::Index(constant))) => lowered.emit("LOAD_CONST", constant, None)?,
+            (Op::LoadConst, Arg::Const(Const::Index(constant))) => {
+                lowered.emit("LOAD_CONST", constant, None)?
+            }
             (Op::LoadConst, Arg::Const(Const::SmallInt(value))) => {
                 if table.has("LOAD_SMALL_INT") && value < 256 {
                     lowered.emit("LOAD_SMALL_INT", value, None)?;
@@ -594,13 +711,27 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
             }
             (Op::Call, Arg::Call { argc, kw_names }) => {
                 if table.call_layout == CallLayout::Plain {
-                    lowered.emit(if kw_names { "CALL_FUNCTION_KW" } else { "CALL_FUNCTION" }, argc, None)?;
+                    lowered.emit(
+                        if kw_names {
+                            "CALL_FUNCTION_KW"
+                        } else {
+                            "CALL_FUNCTION"
+                        },
+                        argc,
+                        None,
+                    )?;
                 } else if kw_names && table.has("CALL_KW") {
                     lowered.emit("CALL_KW", argc, None)?;
                 } else {
-                    if kw_names && !lowered.out.last().is_some_and(|i| Some(i.opcode) == table.number("KW_NAMES")) {
+                    if kw_names
+                        && !lowered
+                            .out
+                            .last()
+                            .is_some_and(|i| Some(i.opcode) == table.number("KW_NAMES"))
+                    {
                         return Err(Error::CannotLower(
-                            "a call with keyword names needs them as the constant loaded just before it".into(),
+                            "a call with keyword names needs them as the constant loaded just before it"
+                                .into(),
                         ));
                     }
                     if table.has("PRECALL") {
@@ -623,12 +754,18 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
             (Op::LoadSuperAttr, Arg::NameFlags(name, flags)) => {
                 lowered.emit("LOAD_SUPER_ATTR", name << 2 | u32::from(flags), None)?
             }
-            (Op::LoadCommonConstant, Arg::Enum(name)) if !table.has("LOAD_COMMON_CONSTANT") && name == "AssertionError" => {
+            (Op::LoadCommonConstant, Arg::Enum(name))
+                if !table.has("LOAD_COMMON_CONSTANT") && name == "AssertionError" =>
+            {
                 lowered.emit("LOAD_ASSERTION_ERROR", 0, None)?
             }
             (Op::CompareOp, Arg::Compare { op, to_bool }) => {
-                let symbol = table.enum_name("compare", u32::from(op)).ok_or_else(|| bad_arg(instruction))?;
-                let mut arg = table.enum_value("compare_oparg", symbol).unwrap_or(u32::from(op) << table.compare_shift);
+                let symbol = table
+                    .enum_name("compare", u32::from(op))
+                    .ok_or_else(|| bad_arg(instruction))?;
+                let mut arg = table
+                    .enum_value("compare_oparg", symbol)
+                    .unwrap_or(u32::from(op) << table.compare_shift);
                 if to_bool {
                     arg |= table.compare_bool_bit.ok_or_else(|| {
                         Error::CannotLower("this version's COMPARE_OP cannot convert to bool".into())
@@ -655,11 +792,19 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
                     index += 2;
                     continue;
                 }
-                _ => return Err(Error::CannotLower(format!("COPY {n} has no form in this version"))),
+                _ => {
+                    return Err(Error::CannotLower(format!(
+                        "COPY {n} has no form in this version"
+                    )))
+                }
             },
             (Op::Swap, Arg::Int(n)) if !table.has("SWAP") => match n {
                 2 => lowered.emit("ROT_TWO", 0, None)?,
-                _ => return Err(Error::CannotLower(format!("SWAP {n} has no form in this version"))),
+                _ => {
+                    return Err(Error::CannotLower(format!(
+                        "SWAP {n} has no form in this version"
+                    )))
+                }
             },
             (Op::RotN, Arg::Int(n)) => {
                 let named = match n {
@@ -682,26 +827,46 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
                 let backward = target <= index;
                 let name = match (backward, instruction.op) {
                     (false, _) => "JUMP_FORWARD",
-                    (true, Op::JumpNoInterrupt) if table.has("JUMP_BACKWARD_NO_INTERRUPT") => "JUMP_BACKWARD_NO_INTERRUPT",
+                    (true, Op::JumpNoInterrupt) if table.has("JUMP_BACKWARD_NO_INTERRUPT") => {
+                        "JUMP_BACKWARD_NO_INTERRUPT"
+                    }
                     (true, _) if table.has("JUMP_BACKWARD") => "JUMP_BACKWARD",
                     (true, _) => "JUMP_ABSOLUTE",
                 };
                 lowered.emit(name, 0, Some(target))?;
             }
             (op, Arg::Target(target)) if is_conditional_jump(op) => {
-                let condition = CONDITIONAL_JUMPS.iter().find(|(o, _)| *o == op).map_or("", |(_, c)| c);
-                let needs_bool = |name: &str| table.number(name).and_then(|n| table.op(n)).is_some_and(|i| i.bool_operand);
+                let condition = CONDITIONAL_JUMPS
+                    .iter()
+                    .find(|(o, _)| *o == op)
+                    .map_or("", |(_, c)| c);
+                let needs_bool = |name: &str| {
+                    table
+                        .number(name)
+                        .and_then(|n| table.op(n))
+                        .is_some_and(|i| i.bool_operand)
+                };
                 let plain = format!("POP_JUMP_IF_{condition}");
                 if needs_bool(&plain) && !produces_bool(code, index, &targets) {
                     lowered.emit("TO_BOOL", 0, None)?;
                 }
                 let backward = target <= index;
-                let directional = format!("POP_JUMP_{}_IF_{condition}", if backward { "BACKWARD" } else { "FORWARD" });
+                let directional = format!(
+                    "POP_JUMP_{}_IF_{condition}",
+                    if backward { "BACKWARD" } else { "FORWARD" }
+                );
                 if table.has(&directional) {
                     lowered.emit(&directional, 0, Some(target))?;
-                } else if backward && table.op(table.require(&plain)?).is_some_and(|i| i.arg == ArgKind::JumpForward) {
+                } else if backward
+                    && table
+                        .op(table.require(&plain)?)
+                        .is_some_and(|i| i.arg == ArgKind::JumpForward)
+                {
                     // Forward-only conditional jumps: skip over a backward jump when not taken.
-                    let inverse = CONDITIONAL_JUMPS.iter().find(|(o, _)| *o == inverse_jump(op)).map_or("", |(_, c)| c);
+                    let inverse = CONDITIONAL_JUMPS
+                        .iter()
+                        .find(|(o, _)| *o == inverse_jump(op))
+                        .map_or("", |(_, c)| c);
                     skips.push(lowered.out.len());
                     lowered.emit(&format!("POP_JUMP_IF_{inverse}"), 0, Some(0))?;
                     lowered.emit("JUMP_BACKWARD", 0, Some(target))?;
@@ -721,8 +886,10 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
                     }
                     Arg::Var(var) => {
                         let info = table.op(table.require(name)?).expect("required");
-                        let index = if info.arg == ArgKind::Deref && table.deref_index == crate::table::DerefIndex::CellFree {
-                            vars.to_cell_free(var).ok_or_else(|| bad_arg(instruction))?
+                        let index = if info.arg == ArgKind::Deref
+                            && table.deref_index == crate::table::DerefIndex::CellFree
+                        {
+                            vars.cell_free_of_var(var).ok_or_else(|| bad_arg(instruction))?
                         } else {
                             var
                         };
@@ -731,10 +898,12 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
                     Arg::Target(target) => lowered.emit(name, 0, Some(target))?,
                     Arg::Enum(value) => {
                         let info = table.op(table.require(name)?).expect("required");
-                        let ArgKind::Enum(kind) = &info.arg else { return Err(bad_arg(instruction)) };
-                        let value = table
-                            .enum_value(kind, value)
-                            .ok_or_else(|| Error::CannotLower(format!("{name} has no value {value} in this version")))?;
+                        let ArgKind::Enum(kind) = &info.arg else {
+                            return Err(bad_arg(instruction));
+                        };
+                        let value = table.enum_value(kind, value).ok_or_else(|| {
+                            Error::CannotLower(format!("{name} has no value {value} in this version"))
+                        })?;
                         lowered.emit(name, value, None)?;
                     }
                     _ => return Err(bad_arg(instruction)),
@@ -751,7 +920,9 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
             *target = *first.get(*target).ok_or_else(|| bad_target(*target))?;
         }
         if let Some(handler) = &mut instr.handler {
-            handler.target = *first.get(handler.target).ok_or_else(|| bad_target(handler.target))?;
+            handler.target = *first
+                .get(handler.target)
+                .ok_or_else(|| bad_target(handler.target))?;
         }
     }
     for skip in skips {
@@ -761,7 +932,11 @@ pub fn lower(table: &Table, vars: &Vars, code: &[Instruction], pool: &mut dyn Co
 }
 
 fn bad_arg(instruction: &Instruction) -> Error {
-    Error::CannotLower(format!("{} cannot take {:?}", instruction.op.name(), instruction.arg))
+    Error::CannotLower(format!(
+        "{} cannot take {:?}",
+        instruction.op.name(),
+        instruction.arg
+    ))
 }
 
 fn bad_target(target: usize) -> Error {
@@ -775,8 +950,21 @@ fn produces_bool(code: &[Instruction], index: usize, targets: &HashSet<usize>) -
         return false;
     }
     match code[index - 1] {
-        Instruction { op: Op::ToBool | Op::IsOp | Op::ContainsOp | Op::UnaryNot, .. } => true,
-        Instruction { arg: Arg::Compare { to_bool, .. }, .. } => to_bool,
+        Instruction {
+            op:
+                Op::ToBool
+                | Op::IsOp
+                | Op::ContainsOp
+                | Op::UnaryNot
+                | Op::CheckExcMatch
+                | Op::MatchMapping
+                | Op::MatchSequence,
+            ..
+        } => true,
+        Instruction {
+            arg: Arg::Compare { to_bool, .. },
+            ..
+        } => to_bool,
         _ => false,
     }
 }
@@ -792,8 +980,13 @@ impl Lowering<'_> {
     /// Appends `name arg`; `target` is still a canonical index.
     fn emit(&mut self, name: &str, arg: u32, target: Option<usize>) -> Result<()> {
         let opcode = self.table.require(name)?;
-        let handler = self.handler.map(|h| raw::Handler { target: h.target, depth: h.depth, lasti: h.lasti });
-        self.out.push(Instr::new(opcode, arg, target, handler, self.location));
+        let handler = self.handler.map(|h| raw::Handler {
+            target: h.target,
+            depth: h.depth,
+            lasti: h.lasti,
+        });
+        self.out
+            .push(Instr::new(opcode, arg, target, handler, self.location));
         Ok(())
     }
 }
@@ -811,13 +1004,21 @@ mod tests {
     /// instructions, and every canonical opcode exists in some version.
     #[test]
     fn every_opcode_of_every_version_has_a_canonical_form() {
-        let vars = Vars { varnames: vec!["a".into(); 16], cellvars: vec!["c".into()], freevars: vec!["f".into()] };
+        let vars = Vars {
+            varnames: vec!["a".into(); 16],
+            cellvars: vec!["c".into()],
+            freevars: vec!["f".into()],
+        };
         let mut used: HashSet<Op> = HashSet::new();
         for (major, minor) in Table::versions() {
             let table = Table::for_version(major, minor).unwrap();
             for number in 0..=255u8 {
                 let Some(info) = table.op(number) else { continue };
-                if info.effect.is_none() || info.internal || number == table.extended_arg || Some(number) == table.cache {
+                if info.effect.is_none()
+                    || info.internal
+                    || number == table.extended_arg
+                    || Some(number) == table.cache
+                {
                     continue;
                 }
                 let arg = match &info.arg {
@@ -831,7 +1032,11 @@ mod tests {
                 used.extend(raised.iter().map(|i| i.op));
             }
         }
-        let unused: Vec<&str> = ALL_OPS.iter().filter(|op| !used.contains(op)).map(|op| op.name()).collect();
+        let unused: Vec<&str> = ALL_OPS
+            .iter()
+            .filter(|op| !used.contains(op))
+            .map(|op| op.name())
+            .collect();
         assert!(unused.is_empty(), "canonical opcodes no version has: {unused:?}");
     }
 }

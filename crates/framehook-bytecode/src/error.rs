@@ -14,7 +14,12 @@ pub enum Error {
     /// A jump whose target is outside the code or not the start of an instruction.
     BadJump { offset: usize, target: i64 },
     /// An argument that indexes past its table (constants, names, locals, cells) or has no meaning.
-    BadArgument { offset: usize, name: &'static str, arg: u32, why: String },
+    BadArgument {
+        offset: usize,
+        name: &'static str,
+        arg: u32,
+        why: String,
+    },
     /// A malformed `co_exceptiontable`.
     BadExceptionTable(String),
     /// A malformed line table (`co_lnotab` / `co_linetable`).
@@ -31,7 +36,10 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::UnsupportedVersion { major, minor } => {
-                write!(f, "no bytecode table for CPython {major}.{minor} (framehook supports 3.9 to 3.14)")
+                write!(
+                    f,
+                    "no bytecode table for CPython {major}.{minor} (framehook supports 3.9 to 3.14)"
+                )
             }
             Error::Truncated { offset, what } => write!(f, "bytecode truncated at byte {offset}: {what}"),
             Error::UnknownOpcode { offset, opcode } => {
@@ -41,7 +49,12 @@ impl fmt::Display for Error {
                 f,
                 "jump at byte {offset} targets byte {target}, which is not the start of an instruction"
             ),
-            Error::BadArgument { offset, name, arg, why } => {
+            Error::BadArgument {
+                offset,
+                name,
+                arg,
+                why,
+            } => {
                 write!(f, "{name} at byte {offset}: argument {arg} {why}")
             }
             Error::BadExceptionTable(why) => write!(f, "malformed exception table: {why}"),

@@ -21,7 +21,9 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Entry>> {
         let mut value: u32 = 0;
         let mut starts_entry = first;
         loop {
-            let byte = *bytes.get(*pos).ok_or_else(|| Error::BadExceptionTable("truncated entry".into()))?;
+            let byte = *bytes
+                .get(*pos)
+                .ok_or_else(|| Error::BadExceptionTable("truncated entry".into()))?;
             if (byte & 0x80 != 0) != starts_entry {
                 return Err(Error::BadExceptionTable(format!("byte {} is out of place", *pos)));
             }
@@ -45,10 +47,18 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Entry>> {
         let end = start.checked_add(length).filter(|_| length > 0);
         let end = end.ok_or_else(|| Error::BadExceptionTable(format!("entry at unit {start} is empty")))?;
         if start < previous_end {
-            return Err(Error::BadExceptionTable(format!("entries overlap or are out of order at unit {start}")));
+            return Err(Error::BadExceptionTable(format!(
+                "entries overlap or are out of order at unit {start}"
+            )));
         }
         previous_end = end;
-        entries.push(Entry { start, end, target, depth: depth_lasti >> 1, lasti: depth_lasti & 1 != 0 });
+        entries.push(Entry {
+            start,
+            end,
+            target,
+            depth: depth_lasti >> 1,
+            lasti: depth_lasti & 1 != 0,
+        });
     }
     Ok(entries)
 }
@@ -81,8 +91,20 @@ mod tests {
     #[test]
     fn round_trips_large_values() {
         let entries = [
-            Entry { start: 0, end: 4, target: 70, depth: 1, lasti: true },
-            Entry { start: 4, end: 5000, target: 300_000, depth: 40, lasti: false },
+            Entry {
+                start: 0,
+                end: 4,
+                target: 70,
+                depth: 1,
+                lasti: true,
+            },
+            Entry {
+                start: 4,
+                end: 5000,
+                target: 300_000,
+                depth: 40,
+                lasti: false,
+            },
         ];
         let bytes = encode(&entries);
         assert_eq!(decode(&bytes).unwrap(), entries);

@@ -34,7 +34,10 @@ pub struct Expr {
 
 impl Expr {
     pub fn eval(&self, oparg: u32) -> i64 {
-        self.terms.iter().map(|(factor, atom)| factor * atom.eval(oparg)).sum()
+        self.terms
+            .iter()
+            .map(|(factor, atom)| factor * atom.eval(oparg))
+            .sum()
     }
 
     /// Whether the value depends on the argument.
@@ -100,7 +103,10 @@ fn parse_atom(text: &str) -> Option<Atom> {
     if text == "oparg" {
         return Some(Atom::Oparg);
     }
-    if let Some(mask) = text.strip_prefix("popcount(oparg&").and_then(|t| t.strip_suffix(')')) {
+    if let Some(mask) = text
+        .strip_prefix("popcount(oparg&")
+        .and_then(|t| t.strip_suffix(')'))
+    {
         return Some(Atom::Popcount(number(mask)?));
     }
     if let Some(inner) = text.strip_prefix("((oparg>>").and_then(|t| t.strip_suffix(')')) {
@@ -135,7 +141,11 @@ mod tests {
             ("-2-oparg", 1, -3),
         ];
         for (text, oparg, expected) in cases {
-            assert_eq!(Expr::parse(text).unwrap().eval(oparg), expected, "{text} at {oparg}");
+            assert_eq!(
+                Expr::parse(text).unwrap().eval(oparg),
+                expected,
+                "{text} at {oparg}"
+            );
         }
     }
 

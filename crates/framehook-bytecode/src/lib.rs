@@ -9,10 +9,10 @@
 //!
 //! No Python here: code objects come in as their byte strings and name lists.
 
+pub mod canonical;
 mod error;
 pub mod exceptions;
 mod expr;
-pub mod canonical;
 pub mod linetable;
 pub mod raw;
 mod stack;

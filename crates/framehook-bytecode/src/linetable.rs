@@ -15,10 +15,18 @@ pub struct Location {
 }
 
 impl Location {
-    pub const NONE: Location = Location { line: -1, end_line: -1, col: -1, end_col: -1 };
+    pub const NONE: Location = Location {
+        line: -1,
+        end_line: -1,
+        col: -1,
+        end_col: -1,
+    };
 
     pub fn line(line: i32) -> Location {
-        Location { line, ..Location::NONE }
+        Location {
+            line,
+            ..Location::NONE
+        }
     }
 }
 
@@ -27,7 +35,7 @@ pub fn decode(format: LineTableFormat, table: &[u8], first_line: i32, units: usi
     let mut locations = Vec::with_capacity(units);
     match format {
         LineTableFormat::Lnotab => decode_lnotab(table, first_line, units, &mut locations),
-        LineTableFormat::Pep626 => decode_pep626(table, first_line, units, &mut locations),
+        LineTableFormat::Pep626 => decode_pep626(table, first_line, &mut locations),
         LineTableFormat::Pep657 => decode_pep657(table, first_line, units, &mut locations)?,
     }
     // Units past the table's end have no location.
@@ -52,7 +60,7 @@ fn decode_lnotab(table: &[u8], first_line: i32, units: usize, locations: &mut Ve
     fill(locations, units, Location::line(line));
 }
 
-fn decode_pep626(table: &[u8], first_line: i32, units: usize, locations: &mut Vec<Location>) {
+fn decode_pep626(table: &[u8], first_line: i32, locations: &mut Vec<Location>) {
     let mut line = first_line;
     let mut address = 0usize;
     for pair in table.chunks_exact(2) {
@@ -66,7 +74,6 @@ fn decode_pep626(table: &[u8], first_line: i32, units: usize, locations: &mut Ve
         address += usize::from(pair[0]);
         fill(locations, address / 2, location);
     }
-    let _ = units;
 }
 
 struct Reader<'a> {
@@ -76,7 +83,10 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn byte(&mut self) -> Result<u8> {
-        let byte = *self.bytes.get(self.pos).ok_or_else(|| Error::BadLineTable("truncated entry".into()))?;
+        let byte = *self
+            .bytes
+            .get(self.pos)
+            .ok_or_else(|| Error::BadLineTable("truncated entry".into()))?;
         self.pos += 1;
         Ok(byte)
     }
@@ -109,7 +119,10 @@ fn decode_pep657(table: &[u8], first_line: i32, units: usize, locations: &mut Ve
     while reader.pos < table.len() {
         let first = reader.byte()?;
         if first & 0x80 == 0 {
-            return Err(Error::BadLineTable(format!("byte {} does not start an entry", reader.pos - 1)));
+            return Err(Error::BadLineTable(format!(
+                "byte {} does not start an entry",
+                reader.pos - 1
+            )));
         }
         let code = (first >> 3) & 15;
         let length = usize::from(first & 7) + 1;
@@ -117,32 +130,49 @@ fn decode_pep657(table: &[u8], first_line: i32, units: usize, locations: &mut Ve
             0..=9 => {
                 let second = reader.byte()?;
                 let col = i32::from(code) * 8 + i32::from(second >> 4);
-                Location { line, end_line: line, col, end_col: col + i32::from(second & 15) }
+                Location {
+                    line,
+                    end_line: line,
+                    col,
+                    end_col: col + i32::from(second & 15),
+                }
             }
             10..=12 => {
                 line += i32::from(code) - 10;
                 let col = i32::from(reader.byte()?);
                 let end_col = i32::from(reader.byte()?);
-                Location { line, end_line: line, col, end_col }
+                Location {
+                    line,
+                    end_line: line,
+                    col,
+                    end_col,
+                }
             }
             13 => {
                 line += reader.signed_varint()?;
-                Location { line, end_line: line, col: -1, end_col: -1 }
+                Location {
+                    line,
+                    end_line: line,
+                    col: -1,
+                    end_col: -1,
+                }
             }
             14 => {
                 line += reader.signed_varint()?;
                 let end_line = line + reader.varint()? as i32;
                 let col = reader.varint()? as i32 - 1;
                 let end_col = reader.varint()? as i32 - 1;
-                Location { line, end_line, col, end_col }
+                Location {
+                    line,
+                    end_line,
+                    col,
+                    end_col,
+                }
             }
             _ => Location::NONE,
         };
-        let until = locations.len() + length;
-        if until > units {
-            return Err(Error::BadLineTable(format!("covers {until} code units of {units}")));
-        }
-        fill(locations, until, location);
+        // Entries past the code are ignored, as CPython ignores them.
+        fill(locations, (locations.len() + length).min(units), location);
     }
     Ok(())
 }
@@ -185,7 +215,13 @@ pub struct Run<'a> {
 }
 
 /// The table for instructions described by `runs`.
-pub fn encode(format: LineTableFormat, first_line: i32, runs: &[Run<'_>], end_lines: &[i32], merge_runs: bool) -> Vec<u8> {
+pub fn encode(
+    format: LineTableFormat,
+    first_line: i32,
+    runs: &[Run<'_>],
+    end_lines: &[i32],
+    merge_runs: bool,
+) -> Vec<u8> {
     match format {
         LineTableFormat::Lnotab => encode_lnotab(first_line, runs, end_lines),
         LineTableFormat::Pep626 => encode_pep626(first_line, runs),
@@ -197,7 +233,11 @@ pub fn encode(format: LineTableFormat, first_line: i32, runs: &[Run<'_>], end_li
 fn encode_lnotab(first_line: i32, runs: &[Run<'_>], end_lines: &[i32]) -> Vec<u8> {
     let mut out = Vec::new();
     let (mut last_line, mut last_offset, mut offset) = (first_line, 0usize, 0usize);
-    let end = Run { location: Location::NONE, units: 0, passed_lines: end_lines };
+    let end = Run {
+        location: Location::NONE,
+        units: 0,
+        passed_lines: end_lines,
+    };
     for run in runs.iter().chain([&end]) {
         for &line in run.passed_lines.iter().chain([&run.location.line]) {
             if line <= 0 || line == last_line {
@@ -279,7 +319,14 @@ fn write_varint(out: &mut Vec<u8>, mut value: u32) {
 }
 
 fn write_signed_varint(out: &mut Vec<u8>, value: i32) {
-    write_varint(out, if value < 0 { (value.unsigned_abs() << 1) | 1 } else { (value as u32) << 1 });
+    write_varint(
+        out,
+        if value < 0 {
+            (value.unsigned_abs() << 1) | 1
+        } else {
+            (value as u32) << 1
+        },
+    );
 }
 
 /// 3.11+ `write_location_info_entry`: the shortest form that holds the location.
@@ -290,7 +337,12 @@ fn write_pep657_entry(out: &mut Vec<u8>, current_line: &mut i32, location: Locat
         return;
     }
     let delta = location.line - *current_line;
-    let Location { line, end_line, col, end_col } = location;
+    let Location {
+        line,
+        end_line,
+        col,
+        end_col,
+    } = location;
     if col < 0 || end_col < 0 {
         if end_line == line || end_line < 0 {
             out.push(start(13));
@@ -300,7 +352,10 @@ fn write_pep657_entry(out: &mut Vec<u8>, current_line: &mut i32, location: Locat
         }
     } else if end_line == line {
         if delta == 0 && col < 80 && end_col - col < 16 && end_col >= col {
-            out.extend([start((col >> 3) as u8), (((col & 7) << 4) | (end_col - col)) as u8]);
+            out.extend([
+                start((col >> 3) as u8),
+                (((col & 7) << 4) | (end_col - col)) as u8,
+            ]);
             return;
         }
         if (0..3).contains(&delta) && col < 128 && end_col < 128 {
@@ -330,7 +385,12 @@ fn encode_pep657(first_line: i32, runs: &[Run<'_>], merge_runs: bool) -> Vec<u8>
         }
     };
     let mut pending: Option<(Location, usize)> = None;
-    for &Run { location, units: size, .. } in runs {
+    for &Run {
+        location,
+        units: size,
+        ..
+    } in runs
+    {
         match &mut pending {
             Some((open, units)) if merge_runs && *open == location => *units += size,
             _ => {

@@ -42,8 +42,23 @@ pub struct Instr {
 }
 
 impl Instr {
-    pub fn new(opcode: u8, arg: u32, target: Option<usize>, handler: Option<Handler>, location: Location) -> Instr {
-        Instr { opcode, arg, target, handler, location, prefixes: 0, passed_lines: Vec::new(), prefix_location: None }
+    pub fn new(
+        opcode: u8,
+        arg: u32,
+        target: Option<usize>,
+        handler: Option<Handler>,
+        location: Location,
+    ) -> Instr {
+        Instr {
+            opcode,
+            arg,
+            target,
+            handler,
+            location,
+            prefixes: 0,
+            passed_lines: Vec::new(),
+            prefix_location: None,
+        }
     }
 }
 
@@ -92,7 +107,7 @@ fn prefixes(instr: &Instr, arg: u32) -> usize {
     prefix_units(arg).max(usize::from(instr.prefixes))
 }
 
-fn op_info<'t>(table: &'t Table, opcode: u8, offset: usize) -> Result<&'t OpInfo> {
+fn op_info(table: &Table, opcode: u8, offset: usize) -> Result<&OpInfo> {
     match table.op(opcode) {
         Some(info) if info.effect.is_some() && !info.internal => Ok(info),
         _ => Err(Error::UnknownOpcode { offset, opcode }),
@@ -118,7 +133,10 @@ fn jump_target(table: &Table, kind: &ArgKind, arg: u32, next: usize) -> Option<i
 pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
     let code = bytes.code;
     if code.len() % 2 != 0 {
-        return Err(Error::Truncated { offset: code.len() - 1, what: "odd length" });
+        return Err(Error::Truncated {
+            offset: code.len() - 1,
+            what: "odd length",
+        });
     }
     let units = code.len() / 2;
     // Per code unit: the instruction that starts there (prefixes included).
@@ -139,7 +157,10 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
             }
             unit += 1;
             if unit >= units {
-                return Err(Error::Truncated { offset: 2 * start, what: "EXTENDED_ARG without an instruction" });
+                return Err(Error::Truncated {
+                    offset: 2 * start,
+                    what: "EXTENDED_ARG without an instruction",
+                });
             }
             if unit - start > 3 {
                 return Err(Error::BadArgument {
@@ -154,7 +175,10 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
         let info = op_info(table, opcode, 2 * unit)?;
         let next = unit + 1 + usize::from(info.caches);
         if next > units {
-            return Err(Error::Truncated { offset: 2 * unit, what: "inline caches cut off" });
+            return Err(Error::Truncated {
+                offset: 2 * unit,
+                what: "inline caches cut off",
+            });
         }
         starts[start] = Some(instrs.len());
         unit_of_instr.push(start);
@@ -173,21 +197,29 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
         let offset = 2 * spans[index].0;
         let bad = |target: i64| Error::BadJump { offset, target };
         let target = jump_target(table, &info.arg, instr.arg, spans[index].1).ok_or(bad(-1))?;
-        let target_index = usize::try_from(target).ok().and_then(|t| starts.get(t).copied().flatten());
+        let target_index = usize::try_from(target)
+            .ok()
+            .and_then(|t| starts.get(t).copied().flatten());
         instr.target = Some(target_index.ok_or(bad(2 * target))?);
     }
     if table.exceptions == ExceptionModel::Table {
         for entry in exceptions::decode(bytes.exception_table)? {
             let at = |unit: u32| starts.get(unit as usize).copied().flatten();
             let bad = |what: &str, unit: u32| {
-                Error::BadExceptionTable(format!("{what} at code unit {unit} is not the start of an instruction"))
+                Error::BadExceptionTable(format!(
+                    "{what} at code unit {unit} is not the start of an instruction"
+                ))
             };
             let first = at(entry.start).ok_or_else(|| bad("entry start", entry.start))?;
             if entry.end as usize != units && at(entry.end).is_none() {
                 return Err(bad("entry end", entry.end));
             }
             let target = at(entry.target).ok_or_else(|| bad("handler", entry.target))?;
-            let handler = Handler { target, depth: entry.depth, lasti: entry.lasti };
+            let handler = Handler {
+                target,
+                depth: entry.depth,
+                lasti: entry.lasti,
+            };
             for (instr, &start) in instrs[first..].iter_mut().zip(&unit_of_instr[first..]) {
                 if start >= entry.end as usize {
                     break;
@@ -196,7 +228,9 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
             }
         }
     } else if !bytes.exception_table.is_empty() {
-        return Err(Error::BadExceptionTable("this version has no exception table".into()));
+        return Err(Error::BadExceptionTable(
+            "this version has no exception table".into(),
+        ));
     }
     let locations = linetable::decode(table.line_table, bytes.line_table, bytes.first_line, units)?;
     let changes = linetable::lnotab_line_changes(table.line_table, bytes.line_table, bytes.first_line);
@@ -214,7 +248,10 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
             }
         }
     }
-    let end_lines = changes.filter(|(unit, _)| *unit == units).map(|(_, line)| *line).collect();
+    let end_lines = changes
+        .filter(|(unit, _)| *unit == units)
+        .map(|(_, line)| *line)
+        .collect();
     Ok(Code { instrs, end_lines })
 }
 
@@ -222,22 +259,34 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
 /// a fixed point, caches, exception table, line table and stack size.
 pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> {
     let instrs = &code.instrs[..];
-    let infos: Vec<&OpInfo> = instrs.iter().map(|i| op_info(table, i.opcode, 0)).collect::<Result<_>>()?;
+    let infos: Vec<&OpInfo> = instrs
+        .iter()
+        .map(|i| op_info(table, i.opcode, 0))
+        .collect::<Result<_>>()?;
     for (index, instr) in instrs.iter().enumerate() {
         let is_jump = infos[index].arg.is_jump();
         if is_jump != instr.target.is_some() || instr.target.is_some_and(|t| t >= instrs.len()) {
-            return Err(Error::BadJump { offset: index, target: instr.target.map_or(-1, |t| t as i64) });
+            return Err(Error::BadJump {
+                offset: index,
+                target: instr.target.map_or(-1, |t| t as i64),
+            });
         }
         if instr.handler.is_some_and(|h| h.target >= instrs.len()) {
-            return Err(Error::BadExceptionTable(format!("handler of instruction {index} is out of range")));
+            return Err(Error::BadExceptionTable(format!(
+                "handler of instruction {index} is out of range"
+            )));
         }
     }
-    let mut args: Vec<u32> = instrs.iter().map(|i| if i.target.is_some() { 0 } else { i.arg }).collect();
+    let mut args: Vec<u32> = instrs
+        .iter()
+        .map(|i| if i.target.is_some() { 0 } else { i.arg })
+        .collect();
     // Start offsets (in code units, prefixes included), recomputed until no prefix grows.
     let mut starts = vec![0usize; instrs.len() + 1];
     loop {
         for index in 0..instrs.len() {
-            starts[index + 1] = starts[index] + prefixes(&instrs[index], args[index]) + 1 + usize::from(infos[index].caches);
+            starts[index + 1] =
+                starts[index] + prefixes(&instrs[index], args[index]) + 1 + usize::from(infos[index].caches);
         }
         let mut changed = false;
         for (index, instr) in instrs.iter().enumerate() {
@@ -249,7 +298,11 @@ pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> 
                 _ => to,
             };
             if units < 0 {
-                let direction = if infos[index].arg == ArgKind::JumpForward { "forward" } else { "backward" };
+                let direction = if infos[index].arg == ArgKind::JumpForward {
+                    "forward"
+                } else {
+                    "backward"
+                };
                 return Err(Error::CannotLower(format!(
                     "{} at instruction {index} jumps {direction} only, but its target is instruction {target}",
                     infos[index].name
@@ -291,16 +344,38 @@ pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> 
         match instr.prefix_location {
             Some(prefix_location) => {
                 let prefix_units = prefixes(instr, args[index]);
-                runs.push(linetable::Run { location: prefix_location, units: prefix_units, passed_lines });
-                runs.push(linetable::Run { location: instr.location, units: units - prefix_units, passed_lines: &[] });
+                runs.push(linetable::Run {
+                    location: prefix_location,
+                    units: prefix_units,
+                    passed_lines,
+                });
+                runs.push(linetable::Run {
+                    location: instr.location,
+                    units: units - prefix_units,
+                    passed_lines: &[],
+                });
             }
-            None => runs.push(linetable::Run { location: instr.location, units, passed_lines }),
+            None => runs.push(linetable::Run {
+                location: instr.location,
+                units,
+                passed_lines,
+            }),
         }
     }
-    let line_table =
-        linetable::encode(table.line_table, first_line, &runs, &code.end_lines, table.merged_location_runs);
+    let line_table = linetable::encode(
+        table.line_table,
+        first_line,
+        &runs,
+        &code.end_lines,
+        table.merged_location_runs,
+    );
     let stack_size = stack::max_depth(table, instrs, &infos, &args, &starts)?;
-    Ok(Assembled { code: co_code, exception_table, line_table, stack_size })
+    Ok(Assembled {
+        code: co_code,
+        exception_table,
+        line_table,
+        stack_size,
+    })
 }
 
 /// Consecutive instructions with the same handler make one entry.

@@ -8,13 +8,22 @@ use crate::table::{OpInfo, Table};
 /// Depth never reached by real code; a path that grows past it loops with a growing stack.
 const DEPTH_LIMIT: i64 = 1 << 20;
 
-pub fn max_depth(table: &Table, instrs: &[Instr], infos: &[&OpInfo], args: &[u32], starts: &[usize]) -> Result<u32> {
+pub fn max_depth(
+    table: &Table,
+    instrs: &[Instr],
+    infos: &[&OpInfo],
+    args: &[u32],
+    starts: &[usize],
+) -> Result<u32> {
     let mut entry_depth: Vec<i64> = vec![-1; instrs.len()];
     let mut work: Vec<usize> = Vec::new();
     let mut max = 0i64;
     let reach = |work: &mut Vec<usize>, entry_depth: &mut [i64], index: usize, depth: i64, from: usize| {
         if depth > DEPTH_LIMIT {
-            return Err(Error::BadStack { offset: 2 * starts[from], why: "grows without bound".into() });
+            return Err(Error::BadStack {
+                offset: 2 * starts[from],
+                why: "grows without bound".into(),
+            });
         }
         if entry_depth[index] < depth {
             entry_depth[index] = depth;
@@ -31,7 +40,10 @@ pub fn max_depth(table: &Table, instrs: &[Instr], infos: &[&OpInfo], args: &[u32
         loop {
             let (instr, info) = (&instrs[index], infos[index]);
             let underflow = |depth: i64| {
-                (depth < 0).then(|| Error::BadStack { offset: 2 * starts[index], why: "underflows".into() })
+                (depth < 0).then(|| Error::BadStack {
+                    offset: 2 * starts[index],
+                    why: "underflows".into(),
+                })
             };
             if let Some(handler) = instr.handler {
                 let handler_depth = i64::from(handler.depth) + i64::from(handler.lasti) + 1;
@@ -57,7 +69,10 @@ pub fn max_depth(table: &Table, instrs: &[Instr], infos: &[&OpInfo], args: &[u32
                 break;
             }
             if index >= instrs.len() {
-                return Err(Error::BadStack { offset: 2 * starts[index], why: "runs past the last instruction".into() });
+                return Err(Error::BadStack {
+                    offset: 2 * starts[index],
+                    why: "runs past the last instruction".into(),
+                });
             }
             // Continue along the fall-through only while it brings something new.
             if entry_depth[index] >= depth {
@@ -66,7 +81,10 @@ pub fn max_depth(table: &Table, instrs: &[Instr], infos: &[&OpInfo], args: &[u32
             entry_depth[index] = depth;
         }
     }
-    u32::try_from(max).map_err(|_| Error::BadStack { offset: 0, why: "too deep".into() })
+    u32::try_from(max).map_err(|_| Error::BadStack {
+        offset: 0,
+        why: "too deep".into(),
+    })
 }
 
 /// The table's effect, except for `RETURN_GENERATOR`: the generator resumes after it with

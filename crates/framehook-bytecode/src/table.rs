@@ -62,7 +62,9 @@ pub enum ArgKind {
     /// Index into `co_consts`.
     Const,
     /// Index into `co_names`, shifted left by `shift` (the low bits are flags).
-    Name { shift: u8 },
+    Name {
+        shift: u8,
+    },
     /// A local variable (`co_varnames` ≤ 3.10, locals-plus 3.11+).
     Local,
     /// Two locals, `first << 4 | second`.
@@ -82,7 +84,10 @@ pub enum ArgKind {
 
 impl ArgKind {
     pub fn is_jump(&self) -> bool {
-        matches!(self, ArgKind::JumpForward | ArgKind::JumpBackward | ArgKind::JumpAbsolute)
+        matches!(
+            self,
+            ArgKind::JumpForward | ArgKind::JumpBackward | ArgKind::JumpAbsolute
+        )
     }
 }
 
@@ -189,9 +194,8 @@ impl Table {
 
     /// The opcode named `name`, which the caller's rule requires this version to have.
     pub fn require(&self, name: &str) -> Result<u8> {
-        self.number(name).ok_or_else(|| {
-            Error::CannotLower(format!("CPython {}.{} has no {name}", self.major, self.minor))
-        })
+        self.number(name)
+            .ok_or_else(|| Error::CannotLower(format!("CPython {}.{} has no {name}", self.major, self.minor)))
     }
 
     /// The name of `value` in enumeration `kind`.
@@ -228,8 +232,13 @@ impl Table {
                     let [_, kind, value, name] = fields[..] else {
                         return Err(bad("an enum line has 4 fields".into()));
                     };
-                    let value = value.parse().map_err(|_| bad(format!("bad enum value {value:?}")))?;
-                    enums.entry(kind.to_owned()).or_default().push((value, name.to_owned()));
+                    let value = value
+                        .parse()
+                        .map_err(|_| bad(format!("bad enum value {value:?}")))?;
+                    enums
+                        .entry(kind.to_owned())
+                        .or_default()
+                        .push((value, name.to_owned()));
                 }
                 "op" => {
                     let info = parse_op(&fields).map_err(bad)?;
@@ -248,9 +257,15 @@ impl Table {
             }
         }
         let prop = |key: &str| -> Result<&str> {
-            props.get(key).copied().ok_or(Error::BadTable { line: 0, why: format!("no {key} line") })
+            props.get(key).copied().ok_or(Error::BadTable {
+                line: 0,
+                why: format!("no {key} line"),
+            })
         };
-        let bad_prop = |key: &str, value: &str| Error::BadTable { line: 0, why: format!("{key} {value}?") };
+        let bad_prop = |key: &str, value: &str| Error::BadTable {
+            line: 0,
+            why: format!("{key} {value}?"),
+        };
         let number = |key: &str| -> Result<u32> {
             let value = prop(key)?;
             value.parse().map_err(|_| bad_prop(key, value))
@@ -263,7 +278,10 @@ impl Table {
         };
         let choice = |key: &str, choices: &[&str]| -> Result<usize> {
             let value = prop(key)?;
-            choices.iter().position(|c| *c == value).ok_or_else(|| bad_prop(key, value))
+            choices
+                .iter()
+                .position(|c| *c == value)
+                .ok_or_else(|| bad_prop(key, value))
         };
         let version = prop("version")?;
         let (major, minor) = version
@@ -278,15 +296,21 @@ impl Table {
             extended_arg: byte(number("extended_arg")?, "extended_arg")?,
             cache: optional("cache")?.map(|c| byte(c, "cache")).transpose()?,
             jump_unit: [JumpUnit::Bytes, JumpUnit::CodeUnits][choice("jump_unit", &["bytes", "units"])?],
-            line_table: [LineTableFormat::Lnotab, LineTableFormat::Pep626, LineTableFormat::Pep657]
-                [choice("line_table", &["lnotab", "pep626", "pep657"])?],
+            line_table: [
+                LineTableFormat::Lnotab,
+                LineTableFormat::Pep626,
+                LineTableFormat::Pep657,
+            ][choice("line_table", &["lnotab", "pep626", "pep657"])?],
             merged_location_runs: choice("location_entries", &["-", "per_instruction", "merged"])? == 2,
             exceptions: [ExceptionModel::BlockStack, ExceptionModel::Table]
                 [choice("exceptions", &["block_stack", "table"])?],
             deref_index: [DerefIndex::CellFree, DerefIndex::LocalsPlus]
                 [choice("deref_index", &["cell_free", "localsplus"])?],
-            call_layout: [CallLayout::Plain, CallLayout::NullFirst, CallLayout::CallableFirst]
-                [choice("call_layout", &["plain", "null_first", "callable_first"])?],
+            call_layout: [
+                CallLayout::Plain,
+                CallLayout::NullFirst,
+                CallLayout::CallableFirst,
+            ][choice("call_layout", &["plain", "null_first", "callable_first"])?],
             compare_shift: number("compare_shift")?,
             compare_bool_bit: optional("compare_bool_bit")?,
             enums,
@@ -300,8 +324,12 @@ fn parse_op(fields: &[&str]) -> std::result::Result<OpInfo, String> {
     let [_, name, number, caches, arg, effect, jump_effect, flags] = fields[..] else {
         return Err(format!("an op line has 8 fields, not {}", fields.len()));
     };
-    let number = number.parse().map_err(|_| format!("{name}: bad number {number:?}"))?;
-    let caches = caches.parse().map_err(|_| format!("{name}: bad cache count {caches:?}"))?;
+    let number = number
+        .parse()
+        .map_err(|_| format!("{name}: bad number {number:?}"))?;
+    let caches = caches
+        .parse()
+        .map_err(|_| format!("{name}: bad cache count {caches:?}"))?;
     let arg = match arg {
         "-" => ArgKind::None,
         "const" => ArgKind::Const,
