@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use framehook_bytecode::canonical::{self, Arg, Const, ConstPool, Instruction, Vars};
-use framehook_bytecode::raw::{self, Code, CodeBytes, Instr};
+use framehook_bytecode::raw::{self, Code, CodeBytes, Instr, TableSizes};
 use framehook_bytecode::table::{ArgKind, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -30,6 +30,7 @@ pub struct CodeFields<'py> {
     exception_table: Vec<u8>,
     line_table: Vec<u8>,
     first_line: i32,
+    sizes: TableSizes,
 }
 
 impl<'py> CodeFields<'py> {
@@ -43,6 +44,15 @@ impl<'py> CodeFields<'py> {
         let bytes = |name: &str| -> PyResult<Vec<u8>> {
             Ok(code.getattr(name)?.cast::<PyBytes>()?.as_bytes().to_vec())
         };
+        let length = |name: &str| -> PyResult<u32> { Ok(code.getattr(name)?.len()? as u32) };
+        let vars = vars_of(code)?;
+        let sizes = TableSizes {
+            consts: length("co_consts")?,
+            names: length("co_names")?,
+            varnames: vars.varnames.len() as u32,
+            cells_and_frees: (vars.cellvars.len() + vars.freevars.len()) as u32,
+            locals_plus: vars.all().len() as u32,
+        };
         Ok(CodeFields {
             code: code.clone(),
             co_code: bytes("co_code")?,
@@ -52,6 +62,7 @@ impl<'py> CodeFields<'py> {
             },
             line_table: bytes(line_table_field(table))?,
             first_line: code.getattr("co_firstlineno")?.extract()?,
+            sizes,
         })
     }
 
@@ -61,6 +72,7 @@ impl<'py> CodeFields<'py> {
             exception_table: &self.exception_table,
             line_table: &self.line_table,
             first_line: self.first_line,
+            sizes: self.sizes,
         }
     }
 
@@ -353,7 +365,40 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_bytecode_reassemble, module)?)?;
     #[cfg(feature = "testing")]
     module.add_function(wrap_pyfunction!(_bench_bytecode, module)?)?;
+    #[cfg(feature = "testing")]
+    module.add_function(wrap_pyfunction!(_bytecode_prologue, module)?)?;
     Ok(())
+}
+
+/// Test helper (the `testing` feature): the canonical prologue the bytecode layer would write
+/// for a code object with `code`'s variables and kind (from `co_flags`), as the names and
+/// arguments `_bytecode_decode_canonical` gives.
+#[cfg(feature = "testing")]
+#[pyfunction]
+fn _bytecode_prologue(py: Python<'_>, code: Bound<'_, PyAny>) -> PyResult<Vec<(&'static str, Option<u32>)>> {
+    use canonical::CodeKind;
+    // inspect's CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR: the same on every version.
+    let flags: u32 = code.getattr("co_flags")?.extract()?;
+    let kind = if flags & 0x200 != 0 {
+        CodeKind::AsyncGenerator
+    } else if flags & 0x80 != 0 {
+        CodeKind::Coroutine
+    } else if flags & 0x20 != 0 {
+        CodeKind::Generator
+    } else {
+        CodeKind::Function
+    };
+    let table = running_table(py)?;
+    let vars = vars_of(&code)?;
+    canonical::prologue(table, &vars, kind)
+        .iter()
+        .map(|instruction| {
+            Ok((
+                instruction.op.name(),
+                resolve_canonical(&code, &vars, instruction)?.0,
+            ))
+        })
+        .collect()
 }
 
 /// Bench helpers (the `testing` feature; never in users' wheels): one phase of the bytecode

@@ -13,6 +13,7 @@ input raises a clear exception, never crashes.
 
 import importlib.util
 import json
+import opcode
 import os
 import subprocess
 import sys
@@ -21,8 +22,11 @@ import types
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from framehook import bytecode
+import bytecode_corpus
+from framehook import _native, bytecode
 
 FULL = os.environ.get("FRAMEHOOK_FULL") == "1"
 # In make test: every SAMPLE_STEP-th file of the library, sorted by path.
@@ -220,6 +224,97 @@ def test_not_a_code_object_raises_type_error():
             bytecode.decode(bad)
         with pytest.raises(TypeError, match="code object"):
             bytecode.reassemble(bad)
+
+
+def reassembled_deeply(code):
+    """``code`` and every code object in its constants, reassembled through the canonical
+    instructions."""
+    consts = tuple(reassembled_deeply(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return bytecode.reassemble(code.replace(co_consts=consts))
+
+
+@pytest.mark.parametrize("label, source", bytecode_corpus.sources(), ids=[s[0] for s in bytecode_corpus.sources()])
+def test_reassembled_programs_run_the_same(label, source):
+    module = compile(source, f"<corpus {label}>", "exec")
+    expected_namespace, namespace = {"__name__": "corpus"}, {"__name__": "corpus"}
+    exec(module, expected_namespace)
+    again = reassembled_deeply(module)
+    exec(again, namespace)
+    assert namespace["main"]() == expected_namespace["main"]()
+    # Every function really runs reassembled code (not the original): the code differs in identity.
+    assert namespace["main"].__code__ is not expected_namespace["main"].__code__
+
+
+def test_prologue_is_what_the_compiler_writes():
+    """The prologue the layer writes for generated code (free variables, cells, generator
+    start, RESUME) is the one CPython's compiler writes, on every version."""
+    source = """
+def outer(a):
+    b = 1
+    def plain():
+        return a + b
+    def generator():
+        c = yield a
+        yield lambda: c + b
+    async def coroutine():
+        return b
+    async def async_generator():
+        yield a
+    return plain, generator, coroutine, async_generator
+"""
+    namespace = {}
+    exec(source, namespace)
+    codes = [namespace["outer"].__code__] + [f.__code__ for f in namespace["outer"](1)]
+    for code in codes:
+        prologue = _native._bytecode_prologue(code)
+        start = [(i.name, i.arg) for i in bytecode.decode(code)][: len(prologue)]
+        assert start == prologue, code.co_name
+    assert any(name == "MAKE_CELL" for name, _ in _native._bytecode_prologue(codes[0])) == (sys.version_info >= (3, 11))
+
+
+@pytest.mark.skipif(sys.version_info < (3, 14), reason="LOAD_FAST_BORROW is new in 3.14")
+def test_borrowed_loads_are_never_emitted():
+    import dis
+
+    def f(a, b):
+        c = a + b
+        return [c * a for _ in range(b)], a, b
+
+    names = {i.opname for i in dis.get_instructions(f.__code__)}
+    assert names & {"LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"}
+    again = bytecode.reassemble(f.__code__)
+    borrowing = {"LOAD_FAST_BORROW", "LOAD_FAST_BORROW_LOAD_FAST_BORROW"}
+    assert not {i.opname for i in dis.get_instructions(again)} & borrowing
+    assert types.FunctionType(again, {"range": range})(2, 3) == f(2, 3)
+
+
+# Opcodes for garbage bytecode: this version's own, not the interpreter's internal ones.
+# (Reading ``co_code`` of a code object whose last instruction's inline caches run past its
+# end overflows CPython's buffer on 3.11+, where the getter rewrites caches; so garbage ends
+# with NOPs enough to hold any caches.)
+GARBAGE_OPCODES = sorted(
+    number for name, number in opcode.opmap.items()
+    if number < 256 and not name.startswith("INSTRUMENTED_") and name != "ENTER_EXECUTOR"
+)
+NOP_PADDING = bytes([opcode.opmap["NOP"], 0]) * 12
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(GARBAGE_OPCODES), st.integers(0, 255)), max_size=32))
+def test_garbage_bytecode_raises_value_error_never_crashes(units):
+    """Arbitrary instructions with arbitrary arguments as ``co_code``: decoding and
+    reassembling either work or raise ValueError naming the problem."""
+    data = bytes(byte for unit in units for byte in unit) + NOP_PADDING
+    try:
+        code = sample_code().replace(co_code=data)
+    except ValueError:
+        return  # this interpreter refuses such a code object itself
+    for action in (lambda: bytecode.decode(code), lambda: bytecode.decode(code, canonical=False),
+                   lambda: bytecode.reassemble(code, via_ir=False), lambda: bytecode.reassemble(code)):
+        try:
+            action()
+        except ValueError as error:
+            assert "cannot" in str(error)
 
 
 RUNNER_MODULES = "test_grammar,test_scope,test_with,test_listcomps,test_exceptions"

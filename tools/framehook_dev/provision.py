@@ -108,8 +108,10 @@ SID_HOST_FILES = [
     "/etc/pip.conf",
 ]
 # Host environment variables passed into the sid root when set (besides those
-# sid_command always sets).
-SID_PASSTHROUGH_ENV = ("TERM", "CI", "NO_COLOR", "RUST_BACKTRACE", "RUST_LOG", "SOURCE_DATE_EPOCH")
+# sid_command always sets); the test profiles (FRAMEHOOK_FULL, FRAMEHOOK_HYPOTHESIS_PROFILE)
+# so that they reach 3.14 and 3.14d as they reach the other interpreters.
+SID_PASSTHROUGH_ENV = ("TERM", "CI", "NO_COLOR", "RUST_BACKTRACE", "RUST_LOG", "SOURCE_DATE_EPOCH",
+                       "FRAMEHOOK_FULL", "FRAMEHOOK_HYPOTHESIS_PROFILE")
 SID_PASSTHROUGH_PREFIXES = ("PIP_", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 
 # Our mirrors may serve a frozen snapshot of the archive whose Release files are past

@@ -991,6 +991,60 @@ impl Lowering<'_> {
     }
 }
 
+/// What kind of code object a prologue starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeKind {
+    Function,
+    Generator,
+    Coroutine,
+    AsyncGenerator,
+}
+
+/// The instructions a code object with `vars` and of `kind` starts with on this version,
+/// before its first own instruction: free variables copied in, cells made, a generator's
+/// frame returned to its creator, and `RESUME` (3.11+); `GEN_START` (3.10); nothing (3.9).
+pub fn prologue(table: &Table, vars: &Vars, kind: CodeKind) -> Vec<Instruction> {
+    let mut out = Vec::new();
+    let mut emit = |op: Op, arg: Arg| {
+        out.push(Instruction {
+            op,
+            arg,
+            location: Location::NONE,
+            handler: None,
+        })
+    };
+    if table.has("COPY_FREE_VARS") && !vars.freevars.is_empty() {
+        emit(Op::CopyFreeVars, Arg::Int(vars.freevars.len() as u32));
+    }
+    if table.has("MAKE_CELL") {
+        let all = vars.all();
+        for cell in &vars.cellvars {
+            let var = all
+                .iter()
+                .position(|name| name == cell)
+                .expect("cells are variables");
+            emit(Op::MakeCell, Arg::Var(var as u32));
+        }
+    }
+    if kind != CodeKind::Function {
+        if table.has("RETURN_GENERATOR") {
+            emit(Op::ReturnGenerator, Arg::None);
+            emit(Op::PopTop, Arg::None);
+        } else if table.has("GEN_START") {
+            let started = match kind {
+                CodeKind::Coroutine => 1,
+                CodeKind::AsyncGenerator => 2,
+                _ => 0,
+            };
+            emit(Op::GenStart, Arg::Int(started));
+        }
+    }
+    if table.has("RESUME") {
+        emit(Op::Resume, Arg::Int(0));
+    }
+    out
+}
+
 /// Decodes a code object's bytes straight to canonical instructions.
 pub fn decode(table: &'static Table, vars: &Vars, bytes: raw::CodeBytes<'_>) -> Result<Vec<Instruction>> {
     raise(table, vars, &raw::decode(table, bytes)?.instrs)

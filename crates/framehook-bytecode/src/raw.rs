@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::exceptions;
 use crate::linetable::{self, Location};
 use crate::stack;
-use crate::table::{ArgKind, ExceptionModel, JumpUnit, OpInfo, Table};
+use crate::table::{ArgKind, DerefIndex, ExceptionModel, JumpUnit, OpInfo, Table};
 
 /// Where an exception raised by an instruction goes (3.11+).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -79,6 +79,19 @@ pub struct CodeBytes<'a> {
     /// `co_lnotab` (3.9) or `co_linetable`.
     pub line_table: &'a [u8],
     pub first_line: i32,
+    /// How many entries the tables instructions index have, to refuse arguments past them.
+    pub sizes: TableSizes,
+}
+
+/// The lengths of a code object's `co_consts`, `co_names`, `co_varnames`, and cell plus
+/// free variables (`co_cellvars + co_freevars`, and the locals-plus array they extend).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TableSizes {
+    pub consts: u32,
+    pub names: u32,
+    pub varnames: u32,
+    pub cells_and_frees: u32,
+    pub locals_plus: u32,
 }
 
 /// What `encode` produces: the replacement's `co_code`, `co_exceptiontable`, line table and
@@ -126,6 +139,34 @@ fn jump_target(table: &Table, kind: &ArgKind, arg: u32, next: usize) -> Option<i
         ArgKind::JumpForward => next as i64 + units,
         ArgKind::JumpBackward => next as i64 - units,
         _ => units,
+    })
+}
+
+/// Refuses an argument that indexes past its table.
+fn check_argument(table: &Table, info: &OpInfo, arg: u32, sizes: TableSizes, offset: usize) -> Result<()> {
+    let locals = match table.deref_index {
+        DerefIndex::CellFree => sizes.varnames,
+        DerefIndex::LocalsPlus => sizes.locals_plus,
+    };
+    let (index, limit, what) = match info.arg {
+        ArgKind::Const => (arg, sizes.consts, "co_consts"),
+        ArgKind::Name { shift } => (arg >> shift, sizes.names, "co_names"),
+        ArgKind::Local => (arg, locals, "the local variables"),
+        ArgKind::LocalPair => ((arg >> 4).max(arg & 15), locals, "the local variables"),
+        ArgKind::Deref => match table.deref_index {
+            DerefIndex::CellFree => (arg, sizes.cells_and_frees, "the cell and free variables"),
+            DerefIndex::LocalsPlus => (arg, sizes.locals_plus, "the variables"),
+        },
+        _ => return Ok(()),
+    };
+    if index < limit {
+        return Ok(());
+    }
+    Err(Error::BadArgument {
+        offset,
+        name: "instruction",
+        arg,
+        why: format!("({}) indexes past {what} ({limit})", info.name),
     })
 }
 
@@ -191,6 +232,7 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
     starts[units] = None;
     for (index, instr) in instrs.iter_mut().enumerate() {
         let info = op_info(table, instr.opcode, 0)?;
+        check_argument(table, info, instr.arg, bytes.sizes, 2 * spans[index].0)?;
         if !info.arg.is_jump() {
             continue;
         }
