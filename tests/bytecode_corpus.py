@@ -281,7 +281,7 @@ type Pair[K] = tuple[K, K]
 
 
 def main():
-    return first([3, 4]), Pair.__value__
+    return first([3, 4]), repr(Pair.__value__)
 '''
 
 TEMPLATE_STRINGS = '''

@@ -146,7 +146,7 @@ def test_decode_lists_instructions_like_dis():
     binary = next(i for i in canonical if i.name == "BINARY_OP")
     assert binary.argval == "NB_INPLACE_ADD" or binary.argval == "NB_MULTIPLY"
     loop = next(i for i in canonical if i.name == "FOR_ITER")
-    assert loop.target is not None and loop.target > loop.index
+    assert loop.target is not None and loop.target > loop.position
     # The try body's instructions go to the handler (3.11+); the listing shows it.
     text = str(canonical)
     assert "FOR_ITER" in text and "(scale)" in text

@@ -6,6 +6,9 @@ from typing_extensions import TypeAlias
 __all__ = [
     "Frame",
     "_C_API",
+    "_bytecode_decode",
+    "_bytecode_decode_canonical",
+    "_bytecode_reassemble",
     "HookHandle",
     "add_frame_hook",
     "build_info",

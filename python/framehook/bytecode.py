@@ -29,9 +29,9 @@ __all__ = ["Bytecode", "Instruction", "decode", "reassemble"]
 
 
 class Instruction(NamedTuple):
-    """One instruction; ``target`` and ``handler[0]`` are indices of instructions."""
+    """One instruction; ``target`` and ``handler[0]`` are positions of instructions."""
 
-    index: int
+    position: int
     name: str
     arg: Optional[int]
     argval: object
@@ -80,14 +80,14 @@ class Bytecode(Sequence[Instruction]):
             line = instruction.lineno
             shown_line = f"{line:>5}" if line is not None and line != last_line else "     "
             last_line = line if line is not None else last_line
-            marker = ">>" if instruction.index in targets else "  "
+            marker = ">>" if instruction.position in targets else "  "
             arg = "" if instruction.arg is None else str(instruction.arg)
             handler = ""
             if instruction.handler:
                 target, depth, lasti = instruction.handler
                 handler = f"  [-> {target} depth {depth}{' lasti' if lasti else ''}]"
             detail = f"({instruction.argrepr})" if instruction.argrepr else ""
-            text = f"{shown_line} {marker}{instruction.index:>5} {instruction.name:<28} {arg:>5} {detail}{handler}"
+            text = f"{shown_line} {marker}{instruction.position:>5} {instruction.name:<28} {arg:>5} {detail}{handler}"
             lines.append(text.rstrip())
         return "\n".join(lines)
 
@@ -95,7 +95,7 @@ class Bytecode(Sequence[Instruction]):
 def decode(code: types.CodeType, *, canonical: bool = True) -> Bytecode:
     """The instructions of ``code``: canonical, or the running version's own."""
     rows = _native._bytecode_decode_canonical(code) if canonical else _native._bytecode_decode(code)
-    instructions = [Instruction(index, *row) for index, row in enumerate(rows)]
+    instructions = [Instruction(position, *row) for position, row in enumerate(rows)]
     return Bytecode(code, instructions, canonical)
 
 
