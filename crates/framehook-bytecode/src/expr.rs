@@ -40,11 +40,6 @@ impl Expr {
             .sum()
     }
 
-    /// Whether the value depends on the argument.
-    pub fn uses_oparg(&self) -> bool {
-        self.terms.iter().any(|(_, atom)| *atom != Atom::One)
-    }
-
     pub fn parse(text: &str) -> Result<Expr, String> {
         let bad = || format!("bad stack-effect expression {text:?}");
         let mut terms = Vec::new();

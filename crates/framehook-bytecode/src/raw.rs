@@ -105,7 +105,7 @@ pub struct Assembled {
 }
 
 /// Size in code units of an argument's `EXTENDED_ARG` prefixes.
-pub fn prefix_units(arg: u32) -> usize {
+fn prefix_units(arg: u32) -> usize {
     match arg {
         0..=0xff => 0,
         0x100..=0xffff => 1,
@@ -453,3 +453,106 @@ const END: Instr = Instr {
     passed_lines: Vec::new(),
     prefix_location: None,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(table: &Table, name: &str, arg: u32, target: Option<usize>) -> Instr {
+        let location = Location {
+            line: 1,
+            end_line: 1,
+            col: 0,
+            end_col: 4,
+        };
+        Instr::new(table.number(name).unwrap(), arg, target, None, location)
+    }
+
+    /// A forward jump over 300 instructions needs an `EXTENDED_ARG` prefix on every version,
+    /// which moves everything after it; decoding the encoding gives the instructions back.
+    #[test]
+    fn long_jumps_get_prefixes_and_round_trip() {
+        for (major, minor) in Table::versions() {
+            let table = Table::for_version(major, minor).unwrap();
+            let conditional = if table.has("POP_JUMP_FORWARD_IF_FALSE") {
+                "POP_JUMP_FORWARD_IF_FALSE"
+            } else {
+                "POP_JUMP_IF_FALSE"
+            };
+            let mut instrs = vec![
+                op(table, "LOAD_CONST", 0, None),
+                op(table, conditional, 0, Some(302)),
+            ];
+            instrs.extend((0..300).map(|_| op(table, "NOP", 0, None)));
+            instrs.push(op(table, "LOAD_CONST", 0, None));
+            instrs.push(op(table, "RETURN_VALUE", 0, None));
+            let code = Code {
+                instrs,
+                end_lines: Vec::new(),
+            };
+            let assembled = encode(table, &code, 1).unwrap();
+            assert_eq!(assembled.code[2], table.extended_arg, "3.{minor}");
+            assert_eq!(assembled.stack_size, 1, "3.{minor}");
+            let bytes = CodeBytes {
+                code: &assembled.code,
+                exception_table: &assembled.exception_table,
+                line_table: &assembled.line_table,
+                first_line: 1,
+                sizes: TableSizes {
+                    consts: 1,
+                    ..TableSizes::default()
+                },
+            };
+            let decoded = decode(table, bytes).unwrap();
+            assert_eq!(decoded.instrs.len(), code.instrs.len(), "3.{minor}");
+            assert_eq!(decoded.instrs[1].target, Some(302), "3.{minor}");
+            assert!(decoded.instrs.iter().all(|i| i.location.line == 1), "3.{minor}");
+        }
+    }
+
+    /// The handler's entry depth counts: depth + lasti + the exception.
+    #[test]
+    fn stack_size_follows_handler_edges() {
+        let table = Table::for_version(3, 12).unwrap();
+        let handler = Handler {
+            target: 4,
+            depth: 2,
+            lasti: true,
+        };
+        let mut instrs = vec![
+            op(table, "LOAD_CONST", 0, None),
+            op(table, "LOAD_CONST", 0, None),
+            op(table, "POP_TOP", 0, None),
+            op(table, "RETURN_VALUE", 0, None),
+            op(table, "RERAISE", 0, None),
+        ];
+        instrs[1].handler = Some(handler);
+        let assembled = encode(
+            table,
+            &Code {
+                instrs,
+                end_lines: Vec::new(),
+            },
+            1,
+        )
+        .unwrap();
+        assert_eq!(assembled.stack_size, 4);
+        assert_eq!(exceptions::decode(&assembled.exception_table).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn stack_underflow_is_an_error() {
+        let table = Table::for_version(3, 12).unwrap();
+        let instrs = vec![op(table, "POP_TOP", 0, None), op(table, "RETURN_VALUE", 0, None)];
+        let error = encode(
+            table,
+            &Code {
+                instrs,
+                end_lines: Vec::new(),
+            },
+            1,
+        )
+        .unwrap_err();
+        assert!(matches!(error, Error::BadStack { .. }), "{error}");
+    }
+}
