@@ -679,6 +679,25 @@ pub fn lower(
                     index += 1;
                 }
             }
+            // Two loads or stores of locals at one location are one instruction where the
+            // version has the fused form (3.13+), as the compiler writes them; never the
+            // borrowing one.
+            (Op::LoadFast | Op::StoreFast, Arg::Var(first_var))
+                if fuses_with_next
+                    && first_var < 16
+                    && next.is_some_and(|n| matches!(n.arg, Arg::Var(v) if v < 16))
+                    && fused_locals(instruction.op, code[index + 1].op)
+                        .is_some_and(|name| table.has(name)) =>
+            {
+                let Arg::Var(second_var) = code[index + 1].arg else {
+                    unreachable!("matched above")
+                };
+                let name = fused_locals(instruction.op, code[index + 1].op).expect("matched above");
+                lowered.emit(name, first_var << 4 | second_var, None)?;
+                first.push(first[index]);
+                index += 2;
+                continue;
+            }
             (Op::LoadConst, Arg::Const(Const::Index(constant)))
                 if fuses_with_next
                     && table.has("RETURN_CONST")
@@ -929,6 +948,16 @@ pub fn lower(
         out[skip].target = Some(skip + 2);
     }
     Ok(out)
+}
+
+/// The fused opcode for two local-variable instructions in a row, if there is one.
+fn fused_locals(first: Op, second: Op) -> Option<&'static str> {
+    match (first, second) {
+        (Op::LoadFast, Op::LoadFast) => Some("LOAD_FAST_LOAD_FAST"),
+        (Op::StoreFast, Op::LoadFast) => Some("STORE_FAST_LOAD_FAST"),
+        (Op::StoreFast, Op::StoreFast) => Some("STORE_FAST_STORE_FAST"),
+        _ => None,
+    }
 }
 
 fn bad_arg(instruction: &Instruction) -> Error {
