@@ -8,8 +8,9 @@ use framehook_bytecode::raw::{self, Code, CodeBytes, Instr, TableSizes};
 use framehook_bytecode::table::{ArgKind, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCode, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyCode, PyDict, PyString, PyTuple};
 
 /// The running interpreter's table.
 pub fn running_table(py: Python<'_>) -> PyResult<&'static Table> {
@@ -31,6 +32,8 @@ pub struct CodeFields<'py> {
     line_table: Vec<u8>,
     first_line: i32,
     sizes: TableSizes,
+    /// The variable names, which give variable arguments their canonical index space.
+    pub vars: Vars,
 }
 
 impl<'py> CodeFields<'py> {
@@ -41,28 +44,30 @@ impl<'py> CodeFields<'py> {
                 code.get_type().name()?
             )));
         }
-        let bytes = |name: &str| -> PyResult<Vec<u8>> {
+        let py = code.py();
+        let bytes = |name: &Bound<'py, PyString>| -> PyResult<Vec<u8>> {
             Ok(code.getattr(name)?.cast::<PyBytes>()?.as_bytes().to_vec())
         };
-        let length = |name: &str| -> PyResult<u32> { Ok(code.getattr(name)?.len()? as u32) };
+        let length = |name: &Bound<'py, PyString>| -> PyResult<u32> { Ok(code.getattr(name)?.len()? as u32) };
         let vars = vars_of(code)?;
         let sizes = TableSizes {
-            consts: length("co_consts")?,
-            names: length("co_names")?,
+            consts: length(intern!(py, "co_consts"))?,
+            names: length(intern!(py, "co_names"))?,
             varnames: vars.varnames.len() as u32,
             cells_and_frees: (vars.cellvars.len() + vars.freevars.len()) as u32,
             locals_plus: vars.all().len() as u32,
         };
         Ok(CodeFields {
             code: code.clone(),
-            co_code: bytes("co_code")?,
+            co_code: bytes(intern!(py, "co_code"))?,
             exception_table: match table.exceptions {
-                ExceptionModel::Table => bytes("co_exceptiontable")?,
+                ExceptionModel::Table => bytes(intern!(py, "co_exceptiontable"))?,
                 ExceptionModel::BlockStack => Vec::new(),
             },
-            line_table: bytes(line_table_field(table))?,
-            first_line: code.getattr("co_firstlineno")?.extract()?,
+            line_table: bytes(&PyString::new(py, line_table_field(table)))?,
+            first_line: code.getattr(intern!(py, "co_firstlineno"))?.extract()?,
             sizes,
+            vars,
         })
     }
 
@@ -197,9 +202,9 @@ fn _bytecode_decode<'py>(py: Python<'py>, code: Bound<'py, PyAny>) -> PyResult<V
 /// A code object's variable names.
 pub fn vars_of(code: &Bound<'_, PyAny>) -> PyResult<Vars> {
     Ok(Vars {
-        varnames: code.getattr("co_varnames")?.extract()?,
-        cellvars: code.getattr("co_cellvars")?.extract()?,
-        freevars: code.getattr("co_freevars")?.extract()?,
+        varnames: code.getattr(intern!(code.py(), "co_varnames"))?.extract()?,
+        cellvars: code.getattr(intern!(code.py(), "co_cellvars"))?.extract()?,
+        freevars: code.getattr(intern!(code.py(), "co_freevars"))?.extract()?,
     })
 }
 
@@ -272,13 +277,13 @@ fn _bytecode_decode_canonical<'py>(
 ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
     let table = running_table(py)?;
     let fields = CodeFields::read(table, &code)?;
-    let vars = vars_of(&code)?;
-    let instructions = canonical::raise(table, &vars, &fields.decode(table)?.instrs)
+    let vars = &fields.vars;
+    let instructions = canonical::raise(table, vars, &fields.decode(table)?.instrs)
         .map_err(|e| fields.error("decode", e))?;
     instructions
         .iter()
         .map(|instruction| {
-            let (arg, argval, argrepr) = resolve_canonical(&code, &vars, instruction)?;
+            let (arg, argval, argrepr) = resolve_canonical(&code, vars, instruction)?;
             let target = if let Arg::Target(t) = instruction.arg {
                 Some(t)
             } else {
@@ -333,16 +338,19 @@ fn _bytecode_reassemble<'py>(
     if !via_ir {
         return assemble(table, &fields, &decoded);
     }
-    let vars = vars_of(&code)?;
+    let vars = &fields.vars;
     let instructions =
-        canonical::raise(table, &vars, &decoded.instrs).map_err(|e| fields.error("decode", e))?;
-    let consts: Vec<Bound<'py, PyAny>> = code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?;
+        canonical::raise(table, vars, &decoded.instrs).map_err(|e| fields.error("decode", e))?;
+    let consts: Vec<Bound<'py, PyAny>> = code
+        .getattr(intern!(py, "co_consts"))?
+        .try_iter()?
+        .collect::<PyResult<_>>()?;
     let mut pool = AppendedConsts {
         original: consts.len(),
         consts,
     };
     let lowered =
-        canonical::lower(table, &vars, &instructions, &mut pool).map_err(|e| fields.error("assemble", e))?;
+        canonical::lower(table, vars, &instructions, &mut pool).map_err(|e| fields.error("assemble", e))?;
     let new_code = assemble(
         table,
         &fields,
@@ -410,14 +418,14 @@ fn _bytecode_prologue(py: Python<'_>, code: Bound<'_, PyAny>) -> PyResult<Vec<(&
 #[pyfunction]
 fn _bench_bytecode(py: Python<'_>, code: Bound<'_, PyAny>, phase: &str, loops: u32) -> PyResult<f64> {
     let table = running_table(py)?;
-    let vars = vars_of(&code)?;
     let decode = || -> PyResult<Vec<Instruction>> {
         let fields = CodeFields::read(table, &code)?;
-        canonical::raise(table, &vars, &fields.decode(table)?.instrs).map_err(|e| fields.error("decode", e))
+        canonical::raise(table, &fields.vars, &fields.decode(table)?.instrs)
+            .map_err(|e| fields.error("decode", e))
     };
     let assemble = |instructions: &[Instruction]| -> PyResult<Bound<'_, PyAny>> {
         let fields = CodeFields::read(table, &code)?;
-        let lowered = canonical::lower(table, &vars, instructions, &mut canonical::NoNewConsts)
+        let lowered = canonical::lower(table, &fields.vars, instructions, &mut canonical::NoNewConsts)
             .map_err(|e| fields.error("assemble", e))?;
         assemble(
             table,

@@ -44,14 +44,21 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Entry>> {
         let length = read(&mut pos, false)?;
         let target = read(&mut pos, false)?;
         let depth_lasti = read(&mut pos, false)?;
-        let end = start.checked_add(length).filter(|_| length > 0);
-        let end = end.ok_or_else(|| Error::BadExceptionTable(format!("entry at unit {start} is empty")))?;
+        let end = start
+            .checked_add(length)
+            .ok_or_else(|| Error::BadExceptionTable(format!("entry at unit {start} is too long")))?;
         if start < previous_end {
             return Err(Error::BadExceptionTable(format!(
                 "entries overlap or are out of order at unit {start}"
             )));
         }
         previous_end = end;
+        // An entry that covers nothing (the bytecode package writes one for an empty try
+        // body; CPython's compiler never does) protects nothing: CPython ignores it, and so
+        // does decoding.
+        if length == 0 {
+            continue;
+        }
         entries.push(Entry {
             start,
             end,
@@ -114,6 +121,8 @@ mod tests {
     fn refuses_garbage() {
         assert!(decode(&[0x01]).is_err());
         assert!(decode(&[0x80, 0x02]).is_err());
-        assert!(decode(&[0x80, 0x00, 0x01, 0x00]).is_err());
+        assert!(decode(&[0x80, 0x02, 0x01, 0x00, 0x80, 0x01, 0x01, 0x01, 0x00]).is_err());
+        // Empty entries protect nothing and are left out.
+        assert_eq!(decode(&[0x80, 0x00, 0x01, 0x00]).unwrap(), []);
     }
 }
