@@ -10,7 +10,11 @@ from ``opcode._inline_cache_entries``, argument kinds from ``dis``'s lists and f
 resolves arguments of synthetic instructions (the ``co_names`` shift of ``LOAD_GLOBAL``, the
 direction and unit of every jump), stack effects from ``dis.stack_effect`` (fitted to an
 expression and checked on every sampled argument), the call layout, comparison encoding and
-exact-bool jumps from compiling small snippets. Only ``terminator`` and ``internal`` are\nlists kept here.
+exact-bool jumps from compiling small snippets. Kept here, as the interpreter does not expose
+them: the ``terminator`` and ``internal`` lists (each name with the versions whose ``opmap``
+must hold it), the opcodes whose argument names an enumeration's value, and three readings of
+names (``LOAD_SMALL_INT``'s argument is its value; a ``*_DEREF`` opcode that 3.14's ``dis``
+lists with the locals is ``deref``; ``*BORROW*`` opcodes push borrowed references).
 A version that changes a rule in a way the expressions cannot say fails loudly, naming the
 opcode: that is where a new version needs a new rule.
 """
@@ -29,19 +33,20 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Optional
 
-# Execution never continues at the next instruction (not exposed by the interpreter).
-TERMINATORS = (
-    "RETURN_VALUE",
-    "RETURN_CONST",
-    "RAISE_VARARGS",
-    "RERAISE",
-    "JUMP_FORWARD",
-    "JUMP_BACKWARD",
-    "JUMP_ABSOLUTE",
-    "JUMP_BACKWARD_NO_INTERRUPT",
-)
+# Execution never continues at the next instruction (not exposed by the interpreter): each
+# name with the first and last minor version (None: still) whose opmap must hold it.
+TERMINATORS = {
+    "RETURN_VALUE": (9, None),
+    "RETURN_CONST": (12, 13),
+    "RAISE_VARARGS": (9, None),
+    "RERAISE": (9, None),
+    "JUMP_FORWARD": (9, None),
+    "JUMP_ABSOLUTE": (9, 10),
+    "JUMP_BACKWARD": (11, None),
+    "JUMP_BACKWARD_NO_INTERRUPT": (11, None),
+}
 # The interpreter's own opcodes, which never appear in co_code (not exposed either).
-INTERNAL = ("INTERPRETER_EXIT", "RESERVED", "ENTER_EXECUTOR")
+INTERNAL = {"INTERPRETER_EXIT": (12, None), "RESERVED": (12, None), "ENTER_EXECUTOR": (13, None)}
 # Arguments that name a value of an enumeration: (opcode, enumeration, dis's list of names).
 ENUM_ARGS = (
     ("BINARY_OP", "binary_op", lambda: [name for name, _ in getattr(dis, "_nb_ops", ())]),
@@ -70,6 +75,17 @@ def _opcodes() -> list[tuple[str, int]]:
         ),
         key=lambda item: item[1],
     )
+
+
+def _curated(names: dict[str, tuple[int, Optional[int]]], what: str) -> set[str]:
+    """The names of a curated list this version has; one its versions must have but lacks fails."""
+    minor = sys.version_info[1]
+    for name, (first, last) in names.items():
+        expected = first <= minor and (last is None or minor <= last)
+        if expected != (name in opcode.opmap):
+            state = "lacks" if expected else "has"
+            raise SystemExit(f"{what}: 3.{minor}'s opmap {state} {name}; update the list's versions for it")
+    return {name for name in names if name in opcode.opmap}
 
 
 def _has_arg(number: int) -> bool:
@@ -145,6 +161,9 @@ def _arg_kind(name: str, number: int, jump_units: set[str]) -> str:
     if number in dis.hasname:
         shift = _name_shift(number)
         return "name" if shift == 0 else f"name>>{shift}"
+    if number in dis.haslocal and name.endswith("_DEREF"):
+        # 3.14's dis lists LOAD_DEREF with the locals (both index the locals-plus array).
+        return "deref"
     if number in dis.haslocal:
         argval = _instruction_at(_synthetic(number, 0x12), 0).argval
         return "local_pair" if isinstance(argval, tuple) else "local"
@@ -304,6 +323,11 @@ def table_text() -> str:
     major, minor = sys.version_info[:2]
     jump_units: set[str] = set()
     bool_operands = _bool_operands()
+    terminators = _curated(TERMINATORS, "terminator")
+    internal = _curated(INTERNAL, "internal")
+    for op, kind, names in ENUM_ARGS:
+        if op in opcode.opmap and not names():
+            raise SystemExit(f"{op}: dis names no values of enum {kind}")
     rows = []
     for name, number in _opcodes():
         arg = _arg_kind(name, number, jump_units)
@@ -315,7 +339,7 @@ def table_text() -> str:
             jump_effect = _fit(name, jumped) if jumped is not None else effect
             jump_effect = "=" if jump_effect == effect else jump_effect
         flags = []
-        if name in TERMINATORS:
+        if name in terminators:
             flags.append("terminator")
         if arg.startswith("name>>") and plain is not None and plain.get(0) != plain.get(1):
             flags.append("null_bit")
@@ -323,7 +347,7 @@ def table_text() -> str:
             flags.append("bool_operand")
         if "BORROW" in name:
             flags.append("borrow")
-        if name in INTERNAL:
+        if name in internal:
             flags.append("internal")
         caches = _caches(name, number)
         rows.append(f"op {name} {number} {caches} {arg} {effect} {jump_effect} {','.join(flags) or '-'}")
