@@ -306,13 +306,14 @@ fn _bytecode_decode_canonical<'py>(
 
 /// New constants lowering asks for, appended to the code's own.
 struct AppendedConsts<'py> {
+    py: Python<'py>,
     consts: Vec<Bound<'py, PyAny>>,
     original: usize,
 }
 
 impl ConstPool for AppendedConsts<'_> {
     fn small_int(&mut self, value: u32) -> framehook_bytecode::Result<u32> {
-        let py = self.consts[0].py();
+        let py = self.py;
         let found = self.consts.iter().position(|c| {
             c.get_type().is(py.get_type::<pyo3::types::PyInt>()) && c.extract::<u32>().ok() == Some(value)
         });
@@ -346,6 +347,7 @@ fn _bytecode_reassemble<'py>(
         .try_iter()?
         .collect::<PyResult<_>>()?;
     let mut pool = AppendedConsts {
+        py,
         original: consts.len(),
         consts,
     };
