@@ -149,6 +149,7 @@ unsafe extern "C" fn exec_module(module: *mut ffi::PyObject) -> c_int {
                 // SAFETY: the exec slot's module object is a module.
                 let module = module.cast_unchecked::<PyModule>();
                 crate::sot::python::register(module)?;
+                crate::sot::translator::python::register(module)?;
                 crate::bytecode::register(module)?;
                 #[cfg(feature = "testing")]
                 crate::testing::register(module)?;

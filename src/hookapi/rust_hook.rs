@@ -28,7 +28,7 @@ pub struct HookContext<'a, 'py> {
     pub(crate) holds_for_the_code: bool,
 }
 
-impl<'py> HookContext<'_, 'py> {
+impl<'a, 'py> HookContext<'a, 'py> {
     pub fn py(&self) -> Python<'py> {
         self.py
     }
@@ -44,6 +44,27 @@ impl<'py> HookContext<'_, 'py> {
 
     pub fn globals(&self) -> Bound<'py, PyAny> {
         self.view.globals(self.py)
+    }
+
+    /// Argument `index` (of `co_varnames`) as bound at entry, read straight
+    /// from the frame (cells unboxed); None if unbound.
+    pub fn argument(&self, index: usize) -> Option<Borrowed<'a, 'py, PyAny>> {
+        self.view.argument(self.py, index)
+    }
+
+    /// The contents of free variable `index` (of `co_freevars`), or None.
+    pub fn free_variable(&self, index: usize) -> Option<Borrowed<'a, 'py, PyAny>> {
+        self.view.free_variable(self.py, index)
+    }
+
+    /// The frame's builtins.
+    pub fn builtins(&self) -> Bound<'py, PyAny> {
+        self.view.builtins(self.py)
+    }
+
+    /// The values bound so far, as a new dict (cells unboxed).
+    pub fn locals(&self) -> PyResult<Bound<'py, PyAny>> {
+        self.view.locals(self.py)
     }
 
     /// A frame object with `f_code` (showing `code()`), `f_globals`,

@@ -194,6 +194,11 @@ PyObject *fh_view_globals(const fh_frame_view *view);   /* borrowed */
 PyObject *fh_view_builtins(const fh_frame_view *view);  /* borrowed */
 PyObject *fh_view_locals(const fh_frame_view *view);    /* new dict, or NULL with error */
 PyObject *fh_view_back(const fh_frame_view *view);      /* new reference, Py_None if none */
+/* Argument `index` (of co_varnames) as bound at entry, unboxed; free variable
+ * `index` (of co_freevars), its cell's contents. Borrowed, or NULL (no error)
+ * when unbound or out of range. */
+PyObject *fh_view_argument(const fh_frame_view *view, Py_ssize_t index);
+PyObject *fh_view_free_variable(const fh_frame_view *view, Py_ssize_t index);
 /* A new object with f_code (`code`), f_globals, f_builtins and f_locals (a
  * dict, cells unboxed), laid out in memory as CPython's frames for native code
  * that reads frame fields directly (Paddle's guard tree, for SOT); it never

@@ -83,6 +83,54 @@ PyObject *fh_view_locals(const fh_frame_view *view)
     return dict;
 }
 
+PyObject *fh_view_argument(const fh_frame_view *view, Py_ssize_t index)
+{
+    fh_frame *frame = (fh_frame *)view->frame;
+    PyCodeObject *code = view->code;
+    if (index < 0 || index >= code->co_argcount + code->co_kwonlyargcount
+                                  + !!(code->co_flags & CO_VARARGS) + !!(code->co_flags & CO_VARKEYWORDS)) {
+        return NULL;
+    }
+#if FH_INTERP_FRAMES
+    /* Fresh frame: arguments are in their slots, raw even when they are cells. */
+    return fh_slot_object(frame->localsplus[index]);
+#else
+    PyObject *value = frame->f_localsplus[index];
+    if (value != NULL || code->co_cell2arg == NULL) {
+        return value;
+    }
+    /* An argument that is also a cell was moved into its cell. */
+    Py_ssize_t ncells = PyTuple_GET_SIZE(code->co_cellvars);
+    for (Py_ssize_t i = 0; i < ncells; i++) {
+        if (code->co_cell2arg[i] == index) {
+            PyObject *cell = frame->f_localsplus[code->co_nlocals + i];
+            return cell != NULL && PyCell_Check(cell) ? PyCell_GET(cell) : NULL;
+        }
+    }
+    return NULL;
+#endif
+}
+
+PyObject *fh_view_free_variable(const fh_frame_view *view, Py_ssize_t index)
+{
+    fh_frame *frame = (fh_frame *)view->frame;
+    PyCodeObject *code = view->code;
+#if FH_INTERP_FRAMES
+    if (index < 0 || index >= code->co_nfreevars) {
+        return NULL;
+    }
+    /* COPY_FREE_VARS has not run: the cells are still the function's closure. */
+    PyObject *closure = PyFunction_GET_CLOSURE(fh_frame_function(frame));
+    PyObject *cell = closure != NULL ? PyTuple_GET_ITEM(closure, index) : NULL;
+#else
+    if (index < 0 || index >= PyTuple_GET_SIZE(code->co_freevars)) {
+        return NULL;
+    }
+    PyObject *cell = frame->f_localsplus[code->co_nlocals + PyTuple_GET_SIZE(code->co_cellvars) + index];
+#endif
+    return cell != NULL && PyCell_Check(cell) ? PyCell_GET(cell) : NULL;
+}
+
 PyObject *fh_view_back(const fh_frame_view *view)
 {
 #if FH_INTERP_FRAMES

@@ -419,6 +419,27 @@ impl<'a> FrameView<'a> {
         }
     }
 
+    /// Argument `index` (of `co_varnames`) as bound at entry, unboxed if it is
+    /// a cell; None if unbound or not an argument. Reads the frame, builds nothing.
+    pub fn argument<'py>(&self, py: Python<'py>, index: usize) -> Option<Borrowed<'a, 'py, PyAny>> {
+        // SAFETY: the view is valid; the shim returns a borrowed reference the
+        // frame keeps alive while the view lives, or NULL.
+        unsafe {
+            Borrowed::from_ptr_or_opt(py, contract::fh_view_argument(self.raw, index as ffi::Py_ssize_t))
+        }
+    }
+
+    /// The contents of free variable `index` (of `co_freevars`), or None if empty.
+    pub fn free_variable<'py>(&self, py: Python<'py>, index: usize) -> Option<Borrowed<'a, 'py, PyAny>> {
+        // SAFETY: as for `argument`: the closure's cells outlive the view.
+        unsafe {
+            Borrowed::from_ptr_or_opt(
+                py,
+                contract::fh_view_free_variable(self.raw, index as ffi::Py_ssize_t),
+            )
+        }
+    }
+
     /// The caller's frame object, or None.
     pub fn back<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: the view is valid; new reference or NULL with an error.

@@ -19,8 +19,11 @@
 //!   exception tables).
 //!
 //! The SOT hook joins the hook chain while some thread has a callback.
+//!
+//! [`translator`] is framehook's own translator, a hook of its own.
 
 mod code_status;
 pub mod python;
 mod runtime;
 mod skip;
+pub mod translator;

@@ -19,6 +19,10 @@ The functions are Paddle's five eval-frame functions with Paddle's meaning
   unchanged from then on, with its whole call subtree unhooked. Replacement
   codes are never given up.
 
+framehook's own translator: ``translate(fn, backend="numpy", full_graph=False,
+cache_size=8)``, ``stats``, ``explain``, ``reset``, ``GraphBreakError`` and
+``register_backend`` (``framehook.sot._translate``).
+
 SOT is one frame hook among others: while a thread has a callback, the hook
 named "sot" is in ``framehook.frame_hooks()``, after the hooks registered
 before it.
@@ -40,7 +44,26 @@ from .._native import (
     sot_setup_codes_with_graph,
 )
 
+from ._translate import (
+    GraphBreak,
+    GraphBreakError,
+    SotStats,
+    explain,
+    register_backend,
+    reset,
+    stats,
+    translate,
+)
+
 __all__ = [
+    "GraphBreak",
+    "GraphBreakError",
+    "SotStats",
+    "explain",
+    "register_backend",
+    "reset",
+    "stats",
+    "translate",
     "eval_frame_no_skip_codes",
     "eval_frame_skip_file_prefix",
     "set_eval_frame",

@@ -1,0 +1,136 @@
+"""framehook's own SOT translator, from Python: ``translate``, ``stats``, ``explain``,
+``reset``, ``register_backend`` (the translator itself is Rust: framehook._native)."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple, Optional
+
+from .. import _native
+
+
+class GraphBreakError(RuntimeError):
+    """A graph break or a fallback where ``full_graph=True`` allows none."""
+
+
+class GraphBreak(NamedTuple):
+    reason: str
+    filename: str
+    lineno: int
+
+
+@dataclass
+class SotStats:
+    translations: int = 0
+    cache_hits: int = 0
+    guard_failures: int = 0
+    recompilations: int = 0
+    graphs: int = 0
+    ops_captured: int = 0
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    fallbacks: list[GraphBreak] = field(default_factory=list)
+
+
+_BACKENDS: dict[str, Any] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def register_backend(name: str, backend: Any) -> None:
+    """Makes ``backend`` available as ``translate(..., backend=name)``. A backend has
+    ``tensor_types`` (a tuple of types), ``meta_attributes`` (the tensor attributes its
+    guards compare), ``conversions`` (tensor methods that give Python values),
+    ``skip_prefixes`` (files never translated), and the methods ``is_op(function)``,
+    ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``."""
+    if not isinstance(name, str) or not name:
+        raise TypeError("register_backend() takes a non-empty str name")
+    missing = [a for a in ("tensor_types", "meta_attributes", "conversions", "skip_prefixes", "is_op",
+                           "is_constant_operand", "example", "compile") if not hasattr(backend, a)]
+    if missing:
+        raise TypeError(f"backend {name!r} lacks {', '.join(missing)}")
+    with _BACKENDS_LOCK:
+        _BACKENDS[name] = backend
+
+
+def _backend(name: str) -> Any:
+    with _BACKENDS_LOCK:
+        if name not in _BACKENDS and name == "numpy":
+            from ._numpy_backend import NumpyBackend
+
+            _BACKENDS[name] = NumpyBackend()
+        try:
+            return _BACKENDS[name]
+        except KeyError:
+            known = ", ".join(sorted(set(_BACKENDS) | {"numpy"}))
+            raise ValueError(f"unknown SOT backend {name!r} (known: {known})") from None
+
+
+def translate(fn: Optional[Callable[..., Any]] = None, *, backend: str = "numpy", full_graph: bool = False,
+              cache_size: int = 8) -> Any:
+    """``fn`` translated by SOT: its calls (and the calls it makes) run as generated code
+    around compiled graphs of its tensor operations. Also a decorator, with or without
+    arguments."""
+    if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
+        raise ValueError(f"cache_size must be a positive int, not {cache_size!r}")
+    backend_object = _backend(backend)
+
+    def wrap(function: Callable[..., Any]) -> Any:
+        translated = _native.SotTranslated(function, backend_object, bool(full_graph), cache_size)
+        functools.update_wrapper(translated, function)
+        return translated
+
+    return wrap if fn is None else wrap(fn)
+
+
+def _native_of(fast: Any) -> Any:
+    if isinstance(fast, _native.SotTranslated):
+        return fast
+    inner = getattr(fast, "__func__", None)
+    if isinstance(inner, _native.SotTranslated):
+        return inner
+    raise TypeError(f"sot.stats() takes a function made by sot.translate(), not {type(fast).__name__}")
+
+
+def stats(fast: Any) -> SotStats:
+    """The counters of a translated function (since it was made or since ``reset()``)."""
+    raw = _native_of(fast)._stats()
+    return SotStats(
+        **{k: raw[k] for k in ("translations", "cache_hits", "guard_failures", "recompilations", "graphs",
+                               "ops_captured")},
+        graph_breaks=[GraphBreak(*r) for r in raw["graph_breaks"]],
+        fallbacks=[GraphBreak(*r) for r in raw["fallbacks"]],
+    )
+
+
+def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
+    """Translates and runs ``fn(*args, **kwargs)`` once and says what happened: each
+    translation's graph and its operations, the guards, each graph break and fallback with
+    its reason and source line."""
+    target = getattr(fn, "__wrapped__", fn) if isinstance(fn, _native.SotTranslated) else fn
+    fast = translate(target)
+    try:
+        fast(*args, **kwargs)
+        outcome = "ran"
+    except Exception as exc:  # the text says how the call ended
+        outcome = f"raised {type(exc).__name__}: {exc}"
+    raw = fast._stats()
+    lines = [f"sot.explain({getattr(target, '__qualname__', target)!s}): {outcome}",
+             f"  translations={raw['translations']} graphs={raw['graphs']} ops={raw['ops_captured']} "
+             f"breaks={len(raw['graph_breaks'])} fallbacks={len(raw['fallbacks'])}"]
+    lines += [text.rstrip("\n") for text in raw["explanations"]]
+    for kind, records in (("graph break", raw["graph_breaks"]), ("fallback", raw["fallbacks"])):
+        for reason, filename, lineno in records:
+            lines.append(f"{kind}: {reason}\n    at {filename}:{lineno}: {_source_line(filename, lineno)}")
+    return "\n".join(lines) + "\n"
+
+
+def _source_line(filename: str, lineno: int) -> str:
+    import linecache
+
+    return linecache.getline(filename, lineno).strip() if lineno > 0 else ""
+
+
+def reset() -> None:
+    """Forgets every translation, cache entry and counter."""
+    _native._sot_reset()

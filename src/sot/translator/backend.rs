@@ -1,0 +1,124 @@
+//! A tensor backend as the translator sees it: the Python object registered with
+//! `framehook.sot.register_backend`, with what it answers read once per translation.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use framehook_bytecode::Table;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
+
+use super::guard::Check;
+use super::vm::CodeInfo;
+use crate::hookapi::pyobject::StrongRef;
+
+pub struct Backend<'py> {
+    pub object: Bound<'py, PyAny>,
+    table: &'static Table,
+    tensor_types: Bound<'py, PyTuple>,
+    meta_attributes: Vec<String>,
+    conversions: Vec<String>,
+    skip_prefixes: Vec<String>,
+    is_op: Bound<'py, PyAny>,
+    is_constant_operand: Bound<'py, PyAny>,
+    example: Bound<'py, PyAny>,
+    code_infos: RefCell<HashMap<usize, Rc<CodeInfo>>>,
+}
+
+impl<'py> Backend<'py> {
+    pub fn new(
+        table: &'static Table,
+        object: Bound<'py, PyAny>,
+        skip_prefixes: Vec<String>,
+    ) -> PyResult<Self> {
+        let strings = |name: &str| -> PyResult<Vec<String>> { object.getattr(name)?.extract() };
+        let mut prefixes = strings("skip_prefixes")?;
+        prefixes.extend(skip_prefixes);
+        Ok(Self {
+            table,
+            tensor_types: object.getattr("tensor_types")?.cast_into::<PyTuple>()?,
+            meta_attributes: strings("meta_attributes")?,
+            conversions: strings("conversions")?,
+            skip_prefixes: prefixes,
+            is_op: object.getattr("is_op")?,
+            is_constant_operand: object.getattr("is_constant_operand")?,
+            example: object.getattr("example")?,
+            object,
+            code_infos: RefCell::default(),
+        })
+    }
+
+    pub fn is_tensor(&self, value: &Bound<'py, PyAny>) -> bool {
+        value.is_instance(self.tensor_types.as_any()).unwrap_or(false)
+    }
+
+    pub fn is_op(&self, function: &Bound<'py, PyAny>) -> PyResult<bool> {
+        self.is_op.call1((function,))?.is_truthy()
+    }
+
+    pub fn is_constant_operand(&self, value: &Bound<'py, PyAny>) -> bool {
+        self.is_constant_operand
+            .call1((value,))
+            .and_then(|r| r.is_truthy())
+            .unwrap_or(false)
+    }
+
+    pub fn is_meta_attribute(&self, name: &str) -> bool {
+        self.meta_attributes.iter().any(|m| m == name)
+            || matches!(name, "ndim" | "size" | "itemsize" | "nbytes")
+    }
+
+    /// Methods of a tensor that turn it into a Python value.
+    pub fn is_conversion(&self, name: &str) -> bool {
+        self.conversions.iter().any(|c| c == name)
+    }
+
+    /// What the translation computes with in place of `value` (a copy, so that
+    /// in-place operations do not touch the caller's tensors while translating).
+    pub fn example(&self, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.example.call1((value,))
+    }
+
+    /// The guard of a tensor input: its exact type and meta attributes.
+    pub fn tensor_check(&self, value: &Bound<'py, PyAny>) -> PyResult<Check> {
+        let py = value.py();
+        let attributes = self
+            .meta_attributes
+            .iter()
+            .map(|name| {
+                let key = PyString::intern(py, name).into_any();
+                Ok((
+                    StrongRef::new(&key),
+                    StrongRef::new(&value.getattr(name.as_str())?),
+                ))
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(Check::Tensor {
+            ty: StrongRef::new(&value.get_type().into_any()),
+            attributes,
+        })
+    }
+
+    pub fn is_skipped_file(&self, filename: &str) -> bool {
+        self.skip_prefixes
+            .iter()
+            .any(|p| filename.starts_with(p.as_str()))
+    }
+
+    pub fn is_skipped_code(&self, code: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let filename: String = code.getattr("co_filename")?.extract()?;
+        Ok(self.is_skipped_file(&filename))
+    }
+
+    /// A code object's decoded instructions, once per translation.
+    pub fn code_info(&self, code: &Bound<'py, PyAny>) -> PyResult<Rc<CodeInfo>> {
+        let key = code.as_ptr() as usize;
+        if let Some(info) = self.code_infos.borrow().get(&key) {
+            return Ok(Rc::clone(info));
+        }
+        let info = Rc::new(CodeInfo::read(self.table, code)?);
+        self.code_infos.borrow_mut().insert(key, Rc::clone(&info));
+        Ok(info)
+    }
+}

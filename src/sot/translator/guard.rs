@@ -1,0 +1,329 @@
+//! Where a value came from (its source) and what a translation assumed about it
+//! (its guards). Sources form a tree rooted at the frame's arguments, free
+//! variables, globals and builtins; guards are leaves on them. A code object's
+//! cache entries share one source table, so a lookup fetches each source at
+//! most once, straight from the frame (no locals dict, no Python callable per
+//! guard).
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::rust_hook::HookContext;
+
+pub type SourceId = usize;
+
+/// How to fetch a value from a frame about to run.
+pub enum Source {
+    /// An argument, by its `co_varnames` index.
+    Argument(usize),
+    /// A free variable's contents, by its `co_freevars` index.
+    Free(usize),
+    Global(StrongRef),
+    /// A builtin that no global of the same name shadows.
+    Builtin(StrongRef),
+    Attr(SourceId, StrongRef),
+    Item(SourceId, StrongRef),
+}
+
+impl Source {
+    fn same(&self, other: &Source) -> bool {
+        match (self, other) {
+            (Source::Argument(a), Source::Argument(b)) | (Source::Free(a), Source::Free(b)) => a == b,
+            (Source::Global(a), Source::Global(b)) | (Source::Builtin(a), Source::Builtin(b)) => {
+                same_key(a, b)
+            }
+            (Source::Attr(p, a), Source::Attr(q, b)) | (Source::Item(p, a), Source::Item(q, b)) => {
+                p == q && same_key(a, b)
+            }
+            _ => false,
+        }
+    }
+
+    fn clone_ref(&self, py: Python<'_>) -> Source {
+        match self {
+            Source::Argument(i) => Source::Argument(*i),
+            Source::Free(i) => Source::Free(*i),
+            Source::Global(n) => Source::Global(n.clone_ref(py)),
+            Source::Builtin(n) => Source::Builtin(n.clone_ref(py)),
+            Source::Attr(p, n) => Source::Attr(*p, n.clone_ref(py)),
+            Source::Item(p, k) => Source::Item(*p, k.clone_ref(py)),
+        }
+    }
+}
+
+/// Names and keys are compared by value (interned strings are the common case).
+fn same_key(a: &StrongRef, b: &StrongRef) -> bool {
+    if a.as_ptr() == b.as_ptr() {
+        return true;
+    }
+    // SAFETY: both are live objects; the comparison runs attached (translation time).
+    let equal = unsafe {
+        ffi::Py_TYPE(a.as_ptr()) == ffi::Py_TYPE(b.as_ptr())
+            && ffi::PyObject_RichCompareBool(a.as_ptr(), b.as_ptr(), ffi::Py_EQ) == 1
+    };
+    // SAFETY: attached; a failed comparison counts as different.
+    unsafe { ffi::PyErr_Clear() };
+    equal
+}
+
+/// What a guard checks of its source's value.
+pub enum Check {
+    /// `type(value) is T`.
+    Type(StrongRef),
+    /// `value is O`.
+    Id(StrongRef),
+    /// `type(value) is type(V) and value == V`.
+    Equals(StrongRef),
+    /// `len(value) == n` (the type is guarded apart).
+    Len(usize),
+    /// `tuple(value) == K` for a dict's keys, in order.
+    Keys(StrongRef),
+    /// A tensor: `type(value) is T`, then each of the backend's meta attributes
+    /// equal to what the translation saw.
+    Tensor {
+        ty: StrongRef,
+        attributes: Vec<(StrongRef, StrongRef)>,
+    },
+    /// The source holds nothing (a global that is not defined).
+    Absent,
+}
+
+impl Check {
+    pub fn describe(&self, py: Python<'_>) -> String {
+        let repr = |o: &StrongRef| {
+            o.bind(py)
+                .repr()
+                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+        };
+        let type_name = |o: &StrongRef| {
+            o.bind(py)
+                .getattr("__qualname__")
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        };
+        match self {
+            Check::Type(t) => format!("type is {}", type_name(t)),
+            Check::Id(o) => format!("is {}", truncate(&repr(o))),
+            Check::Equals(v) => format!("== {}", truncate(&repr(v))),
+            Check::Len(n) => format!("len == {n}"),
+            Check::Keys(k) => format!("keys == {}", truncate(&repr(k))),
+            Check::Tensor { ty, attributes } => {
+                let attrs: Vec<String> = attributes
+                    .iter()
+                    .map(|(name, value)| format!("{}={}", name.bind(py), repr(value)))
+                    .collect();
+                format!("tensor {} {}", type_name(ty), attrs.join(" "))
+            }
+            Check::Absent => "is not defined".to_owned(),
+        }
+    }
+
+    fn same(&self, other: &Check) -> bool {
+        match (self, other) {
+            (Check::Type(a), Check::Type(b)) | (Check::Id(a), Check::Id(b)) => a.as_ptr() == b.as_ptr(),
+            (Check::Equals(a), Check::Equals(b)) | (Check::Keys(a), Check::Keys(b)) => same_key(a, b),
+            (Check::Len(a), Check::Len(b)) => a == b,
+            (Check::Absent, Check::Absent) => true,
+            _ => false,
+        }
+    }
+}
+
+fn truncate(text: &str) -> String {
+    if text.chars().count() > 60 {
+        format!("{}...", text.chars().take(57).collect::<String>())
+    } else {
+        text.to_owned()
+    }
+}
+
+/// One guard: a check of a source's value.
+pub struct Guard {
+    pub source: SourceId,
+    pub check: Check,
+}
+
+/// The sources of one code object's cache entries, shared by them.
+#[derive(Default)]
+pub struct SourceTable {
+    pub sources: Vec<Source>,
+}
+
+impl SourceTable {
+    /// The id of `source`, added if new.
+    pub fn intern(&mut self, source: Source) -> SourceId {
+        if let Some(found) = self.sources.iter().position(|s| s.same(&source)) {
+            return found;
+        }
+        self.sources.push(source);
+        self.sources.len() - 1
+    }
+
+    pub fn clone_ref(&self, py: Python<'_>) -> SourceTable {
+        SourceTable {
+            sources: self.sources.iter().map(|s| s.clone_ref(py)).collect(),
+        }
+    }
+
+    /// How the source reads in Python, for `explain` and logs.
+    pub fn describe(&self, py: Python<'_>, id: SourceId, varnames: &[String], freevars: &[String]) -> String {
+        match &self.sources[id] {
+            Source::Argument(i) => varnames.get(*i).cloned().unwrap_or_else(|| format!("<arg {i}>")),
+            Source::Free(i) => freevars.get(*i).cloned().unwrap_or_else(|| format!("<free {i}>")),
+            Source::Global(n) => format!("G[{}]", n.bind(py)),
+            Source::Builtin(n) => format!("builtins.{}", n.bind(py)),
+            Source::Attr(p, n) => format!("{}.{}", self.describe(py, *p, varnames, freevars), n.bind(py)),
+            Source::Item(p, k) => format!(
+                "{}[{}]",
+                self.describe(py, *p, varnames, freevars),
+                k.bind(py)
+                    .repr()
+                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            ),
+        }
+    }
+
+    pub fn dedupe_guard(guards: &[Guard], source: SourceId, check: &Check) -> bool {
+        guards.iter().any(|g| g.source == source && g.check.same(check))
+    }
+}
+
+/// Fetches sources from one frame, each at most once per lookup.
+pub struct Fetcher<'c, 'a, 'py> {
+    context: &'c HookContext<'a, 'py>,
+    table: &'c SourceTable,
+    /// Per source: not fetched yet, fetched (Some(value) or None when absent).
+    fetched: Vec<Option<Option<Bound<'py, PyAny>>>>,
+}
+
+impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
+    pub fn new(context: &'c HookContext<'a, 'py>, table: &'c SourceTable) -> Self {
+        Self {
+            context,
+            table,
+            fetched: vec![None; table.sources.len()],
+        }
+    }
+
+    fn fetch(&mut self, id: SourceId) -> Option<Bound<'py, PyAny>> {
+        if let Some(done) = &self.fetched[id] {
+            return done.clone();
+        }
+        let py = self.context.py();
+        let value = match &self.table.sources[id] {
+            Source::Argument(i) => self.context.argument(*i).map(|b| b.to_owned()),
+            Source::Free(i) => self.context.free_variable(*i).map(|b| b.to_owned()),
+            Source::Global(name) => dict_get(&self.context.globals(), name),
+            Source::Builtin(name) => {
+                let globals = self.context.globals();
+                if dict_get(&globals, name).is_some() {
+                    None
+                } else {
+                    dict_get(&self.context.builtins(), name)
+                }
+            }
+            Source::Attr(parent, name) => self.fetch(*parent).and_then(|p| {
+                // SAFETY: both live; a failed lookup is an absent value (the error is cleared).
+                unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetAttr(p.as_ptr(), name.as_ptr())) }
+                    .or_else(|| clear_error(py))
+            }),
+            Source::Item(parent, key) => self.fetch(*parent).and_then(|p| {
+                // SAFETY: as for attributes.
+                unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetItem(p.as_ptr(), key.as_ptr())) }
+                    .or_else(|| clear_error(py))
+            }),
+        };
+        self.fetched[id] = Some(value.clone());
+        value
+    }
+
+    /// Whether every guard holds for this frame.
+    pub fn check_all(&mut self, guards: &[Guard]) -> bool {
+        guards.iter().all(|guard| self.check(guard))
+    }
+
+    fn check(&mut self, guard: &Guard) -> bool {
+        let py = self.context.py();
+        let value = self.fetch(guard.source);
+        let Some(value) = value else {
+            return matches!(guard.check, Check::Absent);
+        };
+        let holds = match &guard.check {
+            Check::Absent => false,
+            Check::Type(t) => type_ptr(&value) == t.as_ptr(),
+            Check::Id(o) => value.as_ptr() == o.as_ptr(),
+            Check::Equals(v) => {
+                value.as_ptr() == v.as_ptr()
+                    || (type_ptr(&value) == type_ptr(&v.bind(py)) && rich_equal(py, &value, v))
+            }
+            Check::Len(n) => {
+                // SAFETY: a live object; -1 (with an error) fails the guard.
+                let len = unsafe { ffi::PyObject_Size(value.as_ptr()) };
+                if len < 0 {
+                    clear_error::<()>(py);
+                }
+                len == *n as ffi::Py_ssize_t
+            }
+            Check::Keys(keys) => value
+                .cast::<PyDict>()
+                .ok()
+                .is_some_and(|d| PyTuple::new(py, d.keys()).is_ok_and(|t| rich_equal(py, t.as_any(), keys))),
+            Check::Tensor { ty, attributes } => {
+                type_ptr(&value) == ty.as_ptr()
+                    && attributes.iter().all(|(name, expected)| {
+                        // SAFETY: live objects; a failed lookup fails the guard.
+                        let got = unsafe {
+                            Bound::from_owned_ptr_or_opt(
+                                py,
+                                ffi::PyObject_GetAttr(value.as_ptr(), name.as_ptr()),
+                            )
+                        };
+                        match got {
+                            Some(got) => got.as_ptr() == expected.as_ptr() || rich_equal(py, &got, expected),
+                            None => clear_error::<bool>(py).unwrap_or(false),
+                        }
+                    })
+            }
+        };
+        holds
+    }
+}
+
+fn type_ptr(value: &Bound<'_, PyAny>) -> *mut ffi::PyObject {
+    // SAFETY: a live object's type.
+    unsafe { ffi::Py_TYPE(value.as_ptr()).cast() }
+}
+
+fn rich_equal(py: Python<'_>, a: &Bound<'_, PyAny>, b: &StrongRef) -> bool {
+    // SAFETY: live objects; an error counts as unequal and is cleared.
+    let result = unsafe { ffi::PyObject_RichCompareBool(a.as_ptr(), b.as_ptr(), ffi::Py_EQ) };
+    if result < 0 {
+        clear_error::<()>(py);
+    }
+    result == 1
+}
+
+fn dict_get<'py>(dict: &Bound<'py, PyAny>, key: &StrongRef) -> Option<Bound<'py, PyAny>> {
+    // SAFETY: `dict` is a frame's globals or builtins dict (exact dicts on every path
+    // framehook hooks), `key` a str; PyDict_GetItemWithError returns a borrowed reference.
+    unsafe {
+        let found = ffi::PyDict_GetItemWithError(dict.as_ptr(), key.as_ptr());
+        if found.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(Bound::from_borrowed_ptr(dict.py(), found))
+    }
+}
+
+fn clear_error<T>(_py: Python<'_>) -> Option<T> {
+    // SAFETY: attached (the token); a failed fetch is an absent value.
+    unsafe { ffi::PyErr_Clear() };
+    None
+}
+
+/// A name as the key of a source.
+pub fn name_ref(py: Python<'_>, name: &str) -> StrongRef {
+    StrongRef::from_owned(PyString::intern(py, name).into_any())
+}

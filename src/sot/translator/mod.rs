@@ -1,0 +1,678 @@
+//! framehook's own SOT translator: `framehook.sot.translate(fn)`.
+//!
+//! While a translated function runs on a thread, the translator hook (one hook
+//! of the chain) sees every frame the call starts: it looks the frame's code up
+//! in a per-code cache of guarded entries (guards read the frame directly), and
+//! on a miss runs the symbolic VM ([`vm`]) over the code's canonical
+//! instructions, records the tensor operations into a graph the backend compiles,
+//! and generates the code that runs instead ([`codegen`]). Whatever it cannot
+//! translate runs as the original code, recorded as a fallback or a graph break.
+
+mod backend;
+mod codegen;
+mod guard;
+pub mod python;
+mod value;
+mod vm;
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Weak};
+
+use arc_swap::ArcSwapOption;
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use self::backend::Backend;
+use self::guard::{Fetcher, Guard, SourceTable};
+use self::vm::{CodeInfo, Ending, Stop, Vm};
+use crate::hookapi::per_code::PerCode;
+use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
+use crate::hookapi::rust_hook::{HookContext, RustHook};
+
+/// A graph break or fallback, where it happened.
+#[derive(Clone)]
+pub struct Record {
+    pub reason: String,
+    pub filename: String,
+    pub line: i32,
+}
+
+/// What `sot.stats` reports for one translated function.
+#[derive(Default)]
+pub struct Stats {
+    pub translations: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub guard_failures: AtomicU64,
+    pub recompilations: AtomicU64,
+    pub graphs: AtomicU64,
+    pub ops_captured: AtomicU64,
+    pub breaks: Mutex<Vec<Record>>,
+    pub fallbacks: Mutex<Vec<Record>>,
+    /// One text per translation, for `sot.explain`.
+    pub explanations: Mutex<Vec<String>>,
+}
+
+/// One `sot.translate(...)`: its backend and options, and its counters.
+pub struct Config {
+    id: u64,
+    backend: StrongRef,
+    full_graph: bool,
+    cache_size: usize,
+    pub stats: Stats,
+}
+
+static NEXT_CONFIG: AtomicU64 = AtomicU64::new(1);
+/// Bumped by `sot.reset()`: entries of earlier epochs are never used again.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+static CONFIGS: LazyLock<Mutex<Vec<Weak<Config>>>> = LazyLock::new(Mutex::default);
+
+impl Config {
+    pub fn new(backend: StrongRef, full_graph: bool, cache_size: usize) -> Arc<Config> {
+        let config = Arc::new(Config {
+            id: NEXT_CONFIG.fetch_add(1, Ordering::Relaxed),
+            backend,
+            full_graph,
+            cache_size,
+            stats: Stats::default(),
+        });
+        let mut configs = CONFIGS.lock();
+        configs.retain(|c| c.strong_count() > 0);
+        configs.push(Arc::downgrade(&config));
+        config
+    }
+}
+
+thread_local! {
+    /// The translated calls running on this thread, innermost last.
+    static SESSIONS: RefCell<Vec<Option<Arc<Config>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `call` as a call of a function translated with `config` (None: untranslated).
+pub fn with_session<R>(config: Option<Arc<Config>>, call: impl FnOnce() -> R) -> R {
+    SESSIONS.with(|s| s.borrow_mut().push(config));
+    let result = call();
+    SESSIONS.with(|s| s.borrow_mut().pop());
+    result
+}
+
+fn current_session() -> Option<Arc<Config>> {
+    SESSIONS.with(|s| s.borrow().last().cloned().flatten())
+}
+
+/// What a cache entry runs.
+enum Action {
+    /// The generated code; its graph's holder (cleared when the entry goes).
+    Run {
+        code: StrongRef,
+        holder: Option<StrongRef>,
+    },
+    /// The original code (a fallback, or a break inside a loop).
+    Original,
+}
+
+struct Entry {
+    config: u64,
+    epoch: u64,
+    guards: Vec<Guard>,
+    action: Action,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        if let Action::Run {
+            holder: Some(holder), ..
+        } = &self.action
+        {
+            // SAFETY: entries are dropped attached (under the cache's writers, or with their code).
+            let py = unsafe { Python::assume_attached() };
+            let _ = holder.bind(py).call_method0("clear");
+        }
+    }
+}
+
+struct CacheState {
+    sources: SourceTable,
+    entries: Vec<Arc<Entry>>,
+}
+
+/// The translator's state of one code object, in its co_extra.
+#[derive(Default)]
+struct CodeCache {
+    state: ArcSwapOption<CacheState>,
+    writer: Mutex<()>,
+    /// Codes the translator made (graphs) or must never enter.
+    never: AtomicBool,
+    /// 0: not judged; 1: translated; 2: skipped.
+    verdict: AtomicU64,
+}
+
+/// The translator hook of the main interpreter.
+pub struct Translator {
+    caches: PerCode<CodeCache>,
+    hook: Mutex<Option<Arc<Hook>>>,
+    live_functions: Mutex<usize>,
+    skip_prefixes: Vec<String>,
+}
+
+static TRANSLATOR: LazyLock<Mutex<Option<Arc<Translator>>>> = LazyLock::new(Mutex::default);
+
+const CO_OPTIMIZED_NEWLOCALS: u32 = 0x01 | 0x02;
+const CO_GENERATOR_LIKE: u32 = 0x20 | 0x80 | 0x100 | 0x200;
+
+impl Translator {
+    pub fn get(py: Python<'_>) -> PyResult<Arc<Translator>> {
+        let mut slot = TRANSLATOR.lock();
+        if let Some(t) = slot.as_ref() {
+            return Ok(Arc::clone(t));
+        }
+        let sysconfig = py.import("sysconfig")?;
+        let mut skip_prefixes = Vec::new();
+        for key in ["stdlib", "platstdlib"] {
+            if let Ok(path) = sysconfig
+                .call_method1("get_path", (key,))
+                .and_then(|p| p.extract::<String>())
+            {
+                skip_prefixes.push(format!("{path}/"));
+            }
+        }
+        let framehook_dir: String = py
+            .import("framehook")?
+            .getattr("__file__")?
+            .extract::<String>()
+            .map(|f| f.rsplit_once('/').map_or(f.clone(), |(d, _)| format!("{d}/")))?;
+        skip_prefixes.push(framehook_dir);
+        skip_prefixes.push("<frozen".to_owned());
+        let translator = Arc::new(Translator {
+            caches: PerCode::request(py)?,
+            hook: Mutex::default(),
+            live_functions: Mutex::default(),
+            skip_prefixes,
+        });
+        *slot = Some(Arc::clone(&translator));
+        Ok(translator)
+    }
+
+    /// A translated function was made: the hook is in the chain while any lives.
+    pub fn function_made(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
+        let mut live = self.live_functions.lock();
+        *live += 1;
+        let registry = Registry::current(py)?;
+        let mut hook = self.hook.lock();
+        let registered = hook
+            .as_ref()
+            .is_some_and(|h| registry.snapshot().iter().any(|r| r.id == h.id));
+        if !registered {
+            let new_hook = Arc::new(Hook::new(
+                "sot.translate".to_owned(),
+                Some(Transform::Rust(Arc::clone(self) as Arc<dyn RustHook>)),
+                None,
+                false,
+                OnError::Raise,
+                None,
+            ));
+            registry.add(py, Arc::clone(&new_hook))?;
+            *hook = Some(new_hook);
+        }
+        Ok(())
+    }
+
+    pub fn function_dropped(&self, py: Python<'_>) {
+        let mut live = self.live_functions.lock();
+        *live -= 1;
+        if *live == 0 {
+            if let (Some(hook), Ok(registry)) = (self.hook.lock().take(), Registry::current(py)) {
+                registry.remove(py, hook.id);
+            }
+        }
+    }
+
+    fn cache<'c>(&self, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeCache> {
+        // SAFETY: the caller keeps the code alive while using the cache.
+        unsafe { self.caches.get_or_default(code) }
+    }
+
+    /// Marks a code the translator made (a compiled graph) as never translated.
+    fn never_translate(&self, code: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.cache(code)?.never.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Raises `sot.GraphBreakError` under `full_graph=True`.
+fn full_graph_error(py: Python<'_>, kind: &str, record: &Record) -> PyErr {
+    let message = format!(
+        "{kind} under full_graph=True: {} ({}:{})",
+        record.reason, record.filename, record.line
+    );
+    match py
+        .import("framehook.sot")
+        .and_then(|m| m.getattr("GraphBreakError"))
+    {
+        Ok(class) => match class.call1((message,)) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(err) => err,
+        },
+        Err(err) => err,
+    }
+}
+
+impl RustHook for Translator {
+    fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(config) = current_session() else {
+            return Ok(None);
+        };
+        let code = context.code().clone();
+        if !code.is(context.original_code()) {
+            return Ok(None);
+        }
+        let cache = self.cache(&code)?;
+        match cache.verdict.load(Ordering::Relaxed) {
+            1 => {}
+            2 => {
+                context.answer_holds_for_the_code();
+                return Ok(None);
+            }
+            _ => {
+                let skipped = cache.never.load(Ordering::Relaxed) || self.is_skipped(&code)?;
+                cache
+                    .verdict
+                    .store(if skipped { 2 } else { 1 }, Ordering::Relaxed);
+                if skipped {
+                    context.answer_holds_for_the_code();
+                    return Ok(None);
+                }
+            }
+        }
+        let epoch = EPOCH.load(Ordering::Acquire);
+        let mut seen = 0;
+        if let Some(state) = cache.state.load_full() {
+            let mut fetcher = Fetcher::new(context, &state.sources);
+            for (index, entry) in state.entries.iter().enumerate() {
+                if entry.config != config.id || entry.epoch != epoch {
+                    continue;
+                }
+                seen += 1;
+                if fetcher.check_all(&entry.guards) {
+                    config.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    if index > 0 {
+                        move_to_front(cache, index);
+                    }
+                    return Ok(match &entry.action {
+                        Action::Run { code, .. } => Some(code.bind(context.py()).clone()),
+                        Action::Original => None,
+                    });
+                }
+            }
+        }
+        if seen > 0 {
+            config.stats.guard_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        if seen >= config.cache_size {
+            // Past the limit: the original code runs, and its callees are not
+            // translated on its account.
+            SESSIONS.with(|s| s.borrow_mut().push(None));
+            context.after_frame(Box::new(|_py| {
+                SESSIONS.with(|s| s.borrow_mut().pop());
+            }));
+            return Ok(None);
+        }
+        let _tracing = context.suspend_tracing();
+        let outcome =
+            Python::attach(|py| self.translate(py, context, &config, &code, cache, seen > 0, epoch));
+        match outcome {
+            Ok(answer) => Ok(answer.map(|c| c.bind(context.py()).clone())),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+fn move_to_front(cache: &CodeCache, index: usize) {
+    let _writer = cache.writer.lock();
+    if let Some(state) = cache.state.load_full() {
+        if index < state.entries.len() {
+            let mut entries = state.entries.clone();
+            let hit = entries.remove(index);
+            entries.insert(0, hit);
+            // SAFETY: called from the hook, attached.
+            let py = unsafe { Python::assume_attached() };
+            cache.state.store(Some(Arc::new(CacheState {
+                sources: state.sources.clone_ref(py),
+                entries,
+            })));
+        }
+    }
+}
+
+impl Translator {
+    fn is_skipped(&self, code: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let flags: u32 = code.getattr("co_flags")?.extract()?;
+        if flags & CO_OPTIMIZED_NEWLOCALS != CO_OPTIMIZED_NEWLOCALS || flags & CO_GENERATOR_LIKE != 0 {
+            return Ok(true);
+        }
+        let filename: String = code.getattr("co_filename")?.extract()?;
+        Ok(self
+            .skip_prefixes
+            .iter()
+            .any(|p| filename.starts_with(p.as_str())))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn translate(
+        &self,
+        py: Python<'_>,
+        context: &HookContext<'_, '_>,
+        config: &Arc<Config>,
+        code: &Bound<'_, PyAny>,
+        cache: &CodeCache,
+        recompiling: bool,
+        epoch: u64,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let code = code.clone().unbind().into_bound(py);
+        let table = crate::bytecode::running_table(py)?;
+        let backend_object = config.backend.bind(py);
+        let backend = Backend::new(table, backend_object.clone(), self.skip_prefixes.clone())?;
+        if backend.is_skipped_code(&code)? {
+            cache.verdict.store(2, Ordering::Relaxed);
+            return Ok(None);
+        }
+        let info = CodeInfo::read(table, &code)?;
+        let arguments: Vec<Option<Bound<'_, PyAny>>> = (0..info.total_arguments())
+            .map(|i| context.argument(i).map(|b| b.to_owned().unbind().into_bound(py)))
+            .collect();
+        let frees: Vec<Option<Bound<'_, PyAny>>> = (0..info.vars.freevars.len())
+            .map(|i| {
+                context
+                    .free_variable(i)
+                    .map(|b| b.to_owned().unbind().into_bound(py))
+            })
+            .collect();
+        let globals = context.globals().unbind().into_bound(py);
+        let sources = cache
+            .state
+            .load_full()
+            .map(|s| s.sources.clone_ref(py))
+            .unwrap_or_default();
+        let mut vm = Vm::new(py, table, &backend, sources)?;
+        let ending = vm.run_top(&code, &info, globals, arguments, frees);
+        let stats = &config.stats;
+        let qualname: String = code
+            .getattr("co_qualname")
+            .or_else(|_| code.getattr("co_name"))?
+            .extract()?;
+        let (action, explanation) = match ending {
+            Ok(Ending::Return(returned)) => {
+                let holder = if vm.graph.nodes.is_empty() {
+                    None
+                } else {
+                    Some(compile_graph(py, self, &backend, &vm, returned)?)
+                };
+                let generated = codegen::generate(
+                    &codegen::Plan {
+                        table,
+                        code: &code,
+                        vars: &info.vars,
+                        values: &vm.values,
+                        cells: &vm_cells(&vm),
+                        sources: &vm.sources,
+                        graph: &vm.graph,
+                        side_effects: &vm.side_effects,
+                        holder: holder.as_ref().map(|(h, _)| h.clone()),
+                    },
+                    returned,
+                );
+                match generated {
+                    Ok(generated) => {
+                        stats.translations.fetch_add(1, Ordering::Relaxed);
+                        if recompiling {
+                            stats.recompilations.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if holder.is_some() {
+                            stats.graphs.fetch_add(1, Ordering::Relaxed);
+                            stats
+                                .ops_captured
+                                .fetch_add(vm.graph.ops() as u64, Ordering::Relaxed);
+                        }
+                        let explanation = explain(
+                            py,
+                            &qualname,
+                            &info,
+                            &vm,
+                            holder.as_ref().map(|(_, t)| t.as_str()),
+                        );
+                        (
+                            Action::Run {
+                                code: StrongRef::new(&generated),
+                                holder: holder.map(|(h, _)| StrongRef::new(&h)),
+                            },
+                            explanation,
+                        )
+                    }
+                    Err(err) => {
+                        let record = Record {
+                            reason: format!("code generation: {}", err.value(py)),
+                            filename: info.filename.clone(),
+                            line: -1,
+                        };
+                        self.fallback(py, config, record)?;
+                        (Action::Original, String::new())
+                    }
+                }
+            }
+            Ok(Ending::Break(point, stop)) => {
+                let record = record_of(&stop);
+                let reason = if point.in_loop {
+                    format!("graph break in a loop, the frame runs eagerly: {}", record.reason)
+                } else {
+                    record.reason.clone()
+                };
+                let record = Record { reason, ..record };
+                if config.full_graph {
+                    return Err(full_graph_error(py, "graph break", &record));
+                }
+                log_event(
+                    py,
+                    &format!(
+                        "graph break in {qualname}: {} ({}:{})",
+                        record.reason, record.filename, record.line
+                    ),
+                );
+                stats.breaks.lock().push(record.clone());
+                (
+                    Action::Original,
+                    format!(
+                        "{qualname}: graph break at {}:{}: {}\n",
+                        record.filename, record.line, record.reason
+                    ),
+                )
+            }
+            Err(stop) => {
+                let record = record_of(&stop);
+                self.fallback(py, config, record.clone())?;
+                (
+                    Action::Original,
+                    format!(
+                        "{qualname}: fallback at {}:{}: {}\n",
+                        record.filename, record.line, record.reason
+                    ),
+                )
+            }
+        };
+        if !explanation.is_empty() {
+            stats.explanations.lock().push(explanation);
+        }
+        let answer = match &action {
+            Action::Run { code, .. } => Some(code.bind(py).clone().unbind()),
+            Action::Original => None,
+        };
+        let guards = if matches!(action, Action::Original) {
+            Vec::new()
+        } else {
+            std::mem::take(&mut vm.guards)
+        };
+        let entry = Arc::new(Entry {
+            config: config.id,
+            epoch,
+            guards,
+            action,
+        });
+        let _writer = cache.writer.lock();
+        let old = cache.state.load_full();
+        let mut entries: Vec<Arc<Entry>> = old
+            .as_ref()
+            .map(|s| s.entries.iter().filter(|e| e.epoch == epoch).cloned().collect())
+            .unwrap_or_default();
+        entries.insert(0, entry);
+        cache.state.store(Some(Arc::new(CacheState {
+            sources: vm.sources.clone_ref(py),
+            entries,
+        })));
+        Ok(answer)
+    }
+
+    fn fallback(&self, py: Python<'_>, config: &Config, record: Record) -> PyResult<()> {
+        if config.full_graph {
+            return Err(full_graph_error(py, "fallback", &record));
+        }
+        log_event(
+            py,
+            &format!(
+                "fallback: {} ({}:{})",
+                record.reason, record.filename, record.line
+            ),
+        );
+        config.stats.fallbacks.lock().push(record);
+        Ok(())
+    }
+}
+
+fn vm_cells(vm: &Vm<'_, '_>) -> Vec<Option<usize>> {
+    vm.cell_contents()
+}
+
+fn record_of(stop: &Stop) -> Record {
+    match stop {
+        Stop::Break {
+            reason,
+            line,
+            filename,
+        }
+        | Stop::Fallback {
+            reason,
+            line,
+            filename,
+        } => Record {
+            reason: reason.clone(),
+            filename: filename.clone(),
+            line: *line,
+        },
+    }
+}
+
+fn log_event(py: Python<'_>, message: &str) {
+    let logger = py
+        .import("logging")
+        .and_then(|logging| logging.call_method1("getLogger", ("framehook.sot",)));
+    if let Ok(logger) = logger {
+        let _ = logger.call_method1("debug", (message,));
+    }
+}
+
+/// Compiles the graph with the backend: a holder `[compiled]` and the graph's text.
+fn compile_graph<'py>(
+    py: Python<'py>,
+    translator: &Translator,
+    backend: &Backend<'py>,
+    vm: &Vm<'py, '_>,
+    returned: usize,
+) -> PyResult<(Bound<'py, PyAny>, String)> {
+    let mut roots = codegen::side_effect_roots(&vm.side_effects);
+    roots.push(returned);
+    let outputs = codegen::needed_outputs(&vm.values, &vm_cells(vm), &vm.graph, &roots);
+    let description = python::graph_description(py, &vm.graph, &outputs)?;
+    let compiled = backend.object.call_method1("compile", (description.clone(),))?;
+    if let Ok(code) = compiled.getattr("__code__") {
+        translator.never_translate(&code)?;
+    }
+    let text = python::graph_text(py, &vm.graph, &outputs)?;
+    Ok((PyList::new(py, [compiled])?.into_any(), text))
+}
+
+fn explain(py: Python<'_>, qualname: &str, info: &CodeInfo, vm: &Vm<'_, '_>, graph: Option<&str>) -> String {
+    let mut text = format!("{qualname}: translated ({}:{})\n", info.filename, vm.first_line());
+    match graph {
+        Some(graph) => text.push_str(&format!("  graph of {} ops:\n{graph}", vm.graph.ops())),
+        None => text.push_str("  no graph (no tensor operation)\n"),
+    }
+    text.push_str(&format!("  guards ({}):\n", vm.guards.len()));
+    for g in &vm.guards {
+        text.push_str(&format!(
+            "    {} {}\n",
+            vm.sources
+                .describe(py, g.source, &info.vars.varnames, &info.vars.freevars),
+            g.check.describe(py)
+        ));
+    }
+    text
+}
+
+/// Forgets every translation and counter (`sot.reset()`).
+pub fn reset() {
+    EPOCH.fetch_add(1, Ordering::AcqRel);
+    for config in CONFIGS.lock().iter().filter_map(Weak::upgrade) {
+        let stats = &config.stats;
+        for counter in [
+            &stats.translations,
+            &stats.cache_hits,
+            &stats.guard_failures,
+            &stats.recompilations,
+            &stats.graphs,
+            &stats.ops_captured,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        stats.breaks.lock().clear();
+        stats.fallbacks.lock().clear();
+        stats.explanations.lock().clear();
+    }
+}
+
+/// The counters of `config` as a dict (for `sot.stats`).
+pub fn stats_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, PyDict>> {
+    let stats = &config.stats;
+    let dict = PyDict::new(py);
+    for (name, counter) in [
+        ("translations", &stats.translations),
+        ("cache_hits", &stats.cache_hits),
+        ("guard_failures", &stats.guard_failures),
+        ("recompilations", &stats.recompilations),
+        ("graphs", &stats.graphs),
+        ("ops_captured", &stats.ops_captured),
+    ] {
+        dict.set_item(name, counter.load(Ordering::Relaxed))?;
+    }
+    let records = |records: &[Record]| -> PyResult<Bound<'py, PyList>> {
+        PyList::new(
+            py,
+            records
+                .iter()
+                .map(|r| {
+                    PyTuple::new(
+                        py,
+                        [
+                            r.reason.clone().into_pyobject(py)?.into_any(),
+                            r.filename.clone().into_pyobject(py)?.into_any(),
+                            r.line.into_pyobject(py)?.into_any(),
+                        ],
+                    )
+                })
+                .collect::<PyResult<Vec<_>>>()?,
+        )
+    };
+    dict.set_item("graph_breaks", records(&stats.breaks.lock())?)?;
+    dict.set_item("fallbacks", records(&stats.fallbacks.lock())?)?;
+    dict.set_item("explanations", PyList::new(py, stats.explanations.lock().iter())?)?;
+    Ok(dict)
+}

@@ -1,0 +1,170 @@
+//! The symbolic values the VM computes with, and the graph it records.
+
+use pyo3::prelude::*;
+
+use super::guard::SourceId;
+
+/// A value's index in the VM's arena: stack slots, locals and containers hold these,
+/// so a list mutated through one alias is seen through every other.
+pub type Vid = usize;
+
+/// A symbol of the graph: an input (from a source) or an operation's result.
+pub type Sym = usize;
+
+pub enum Val<'py> {
+    /// The NULL slot of a call, or an unbound variable.
+    Null,
+    /// A known Python object. With a source, it came from the frame and is guarded
+    /// when the translation depends on it; without one, it is a constant of the
+    /// translation (immutable, or an object the guards pin).
+    Obj {
+        obj: Bound<'py, PyAny>,
+        source: Option<SourceId>,
+    },
+    /// A tensor of the graph, with the value it had while translating.
+    Tensor {
+        sym: Sym,
+        example: Bound<'py, PyAny>,
+    },
+    Tuple(Vec<Vid>),
+    /// A list made by the translated code (lists from the frame are `Obj`s until mutated).
+    List(Vec<Vid>),
+    Dict(Vec<(Vid, Vid)>),
+    Set(Vec<Vid>),
+    Slice(Vid, Vid, Vid),
+    /// A Python function the VM inlines when called (made by the translated code, or a
+    /// real function object).
+    Function(Box<Function<'py>>),
+    /// `self.method`: a function with its first argument.
+    Method {
+        function: Vid,
+        receiver: Vid,
+    },
+    /// A method of a tensor, `x.sum`: calling it is an operation.
+    TensorMethod {
+        tensor: Vid,
+        name: String,
+    },
+    /// A method of a list, dict or set the translated code made.
+    ContainerMethod {
+        container: Vid,
+        name: String,
+    },
+    /// An iterator over values known while translating.
+    Iter {
+        items: Vec<Vid>,
+        next: usize,
+    },
+    /// A cell of a closure.
+    Cell(usize),
+    /// `super()` bound to a class and an object.
+    Super {
+        class: Bound<'py, PyAny>,
+        receiver: Vid,
+    },
+}
+
+pub struct Function<'py> {
+    pub code: Bound<'py, PyAny>,
+    pub globals: Bound<'py, PyAny>,
+    pub name: String,
+    pub defaults: Vec<Vid>,
+    pub kwdefaults: Vec<(String, Vid)>,
+    /// Cells of the closure, as the VM's cell indices.
+    pub closure: Vec<usize>,
+    /// The function object, when it exists outside the translation.
+    pub object: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Val<'py> {
+    pub fn constant(obj: Bound<'py, PyAny>) -> Self {
+        Val::Obj { obj, source: None }
+    }
+
+    pub fn clone_val(&self) -> Self {
+        match self {
+            Val::Null => Val::Null,
+            Val::Obj { obj, source } => Val::Obj {
+                obj: obj.clone(),
+                source: *source,
+            },
+            Val::Tensor { sym, example } => Val::Tensor {
+                sym: *sym,
+                example: example.clone(),
+            },
+            Val::Tuple(items) => Val::Tuple(items.clone()),
+            Val::List(items) => Val::List(items.clone()),
+            Val::Dict(items) => Val::Dict(items.clone()),
+            Val::Set(items) => Val::Set(items.clone()),
+            Val::Slice(a, b, c) => Val::Slice(*a, *b, *c),
+            Val::Function(f) => Val::Function(Box::new(Function {
+                code: f.code.clone(),
+                globals: f.globals.clone(),
+                name: f.name.clone(),
+                defaults: f.defaults.clone(),
+                kwdefaults: f.kwdefaults.clone(),
+                closure: f.closure.clone(),
+                object: f.object.clone(),
+            })),
+            Val::Method { function, receiver } => Val::Method {
+                function: *function,
+                receiver: *receiver,
+            },
+            Val::TensorMethod { tensor, name } => Val::TensorMethod {
+                tensor: *tensor,
+                name: name.clone(),
+            },
+            Val::ContainerMethod { container, name } => Val::ContainerMethod {
+                container: *container,
+                name: name.clone(),
+            },
+            Val::Iter { items, next } => Val::Iter {
+                items: items.clone(),
+                next: *next,
+            },
+            Val::Cell(c) => Val::Cell(*c),
+            Val::Super { class, receiver } => Val::Super {
+                class: class.clone(),
+                receiver: *receiver,
+            },
+        }
+    }
+}
+
+/// An operand of a graph operation.
+pub enum GraphArg<'py> {
+    Sym(Sym),
+    Const(Bound<'py, PyAny>),
+    Tuple(Vec<GraphArg<'py>>),
+    List(Vec<GraphArg<'py>>),
+    Slice(Box<[GraphArg<'py>; 3]>),
+}
+
+/// One recorded operation: `outputs[sym] = function(*args, **kwargs)`.
+pub struct Node<'py> {
+    pub function: Bound<'py, PyAny>,
+    pub args: Vec<GraphArg<'py>>,
+    pub kwargs: Vec<(String, GraphArg<'py>)>,
+    /// An element taken out of a multi-tensor result: not an operation of its own.
+    pub projection: bool,
+    pub line: i32,
+    pub filename: String,
+}
+
+/// The backend-neutral graph of one translation: inputs, then one symbol per node.
+#[derive(Default)]
+pub struct Graph<'py> {
+    /// Per input symbol, the source it is read from.
+    pub inputs: Vec<SourceId>,
+    pub nodes: Vec<Node<'py>>,
+}
+
+impl Graph<'_> {
+    pub fn symbol_count(&self) -> usize {
+        self.inputs.len() + self.nodes.len()
+    }
+
+    pub fn ops(&self) -> usize {
+        self.nodes.iter().filter(|n| !n.projection).count()
+    }
+}

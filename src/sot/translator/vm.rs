@@ -1,0 +1,3406 @@
+//! The symbolic VM: runs canonical instructions over symbolic values, with the
+//! real values of the frame being translated at hand. Python values it depends
+//! on are guarded where the dependence arises; tensor operations are recorded
+//! into the graph (and run on example values, which stand for their meta);
+//! user functions are inlined; what it cannot translate stops it with a reason.
+
+use std::collections::HashMap;
+
+use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op, Vars};
+use framehook_bytecode::table::CallLayout;
+use framehook_bytecode::Table;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString, PyTuple, PyType};
+
+use super::backend::Backend;
+use super::guard::{name_ref, Check, Guard, Source, SourceId, SourceTable};
+use super::value::{Function, Graph, GraphArg, Node, Sym, Val, Vid};
+use crate::hookapi::pyobject::StrongRef;
+
+/// Why a frame's translation stopped before its end.
+pub enum Stop {
+    /// Something the graph cannot hold: the graph breaks here.
+    Break {
+        reason: String,
+        line: i32,
+        filename: String,
+    },
+    /// Something the translator does not handle: the original code runs.
+    Fallback {
+        reason: String,
+        line: i32,
+        filename: String,
+    },
+}
+
+impl Stop {
+    pub fn reason(&self) -> &str {
+        match self {
+            Stop::Break { reason, .. } | Stop::Fallback { reason, .. } => reason,
+        }
+    }
+}
+
+/// An error before it knows where it happened.
+enum Problem {
+    Break(String),
+    Fallback(String),
+    Python(PyErr),
+}
+
+impl From<PyErr> for Problem {
+    fn from(err: PyErr) -> Self {
+        Problem::Python(err)
+    }
+}
+
+impl From<std::convert::Infallible> for Problem {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl From<pyo3::CastIntoError<'_>> for Problem {
+    fn from(err: pyo3::CastIntoError<'_>) -> Self {
+        Problem::Python(err.into())
+    }
+}
+
+type Res<T> = Result<T, Problem>;
+
+fn unsupported<T>(what: impl Into<String>) -> Res<T> {
+    Err(Problem::Fallback(what.into()))
+}
+
+fn graph_break<T>(reason: impl Into<String>) -> Res<T> {
+    Err(Problem::Break(reason.into()))
+}
+
+const CO_VARARGS: u32 = 0x04;
+const CO_VARKEYWORDS: u32 = 0x08;
+const CO_GENERATOR: u32 = 0x20;
+const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
+
+/// The most frames deep inlining goes before a call runs as a call (graph break).
+const MAX_INLINE_DEPTH: usize = 24;
+
+/// A frame of the VM: the translated function's, or an inlined callee's.
+struct Frame<'py> {
+    code: Bound<'py, PyAny>,
+    instrs: std::rc::Rc<Vec<Instruction>>,
+    consts: Bound<'py, PyTuple>,
+    names: Bound<'py, PyTuple>,
+    vars: Vars,
+    locals: Vec<Vid>,
+    globals: Bound<'py, PyAny>,
+    stack: Vec<Vid>,
+    pc: usize,
+    filename: String,
+    /// Values yielded so far, for an inlined generator.
+    yielded: Option<Vec<Vid>>,
+    /// Per instruction: whether it lies inside a loop.
+    in_loop: Vec<bool>,
+    /// The class of `super()` (the `__class__` cell's contents), if any.
+    class_cell: Option<usize>,
+    /// Where this frame's globals come from, when they are not the top frame's.
+    globals_source: Option<SourceId>,
+}
+
+/// Where the top frame stopped (a break) and with what state, for the code
+/// generator that resumes there.
+pub struct BreakPoint {
+    pub pc: usize,
+    pub stack: Vec<Vid>,
+    pub locals: Vec<Vid>,
+    pub in_loop: bool,
+}
+
+/// What the top frame's translation ended with.
+pub enum Ending {
+    Return(Vid),
+    Break(BreakPoint, Stop),
+}
+
+/// A recorded mutation of something outside the translation, replayed in order.
+pub enum SideEffect {
+    StoreAttr {
+        target: Vid,
+        name: String,
+        value: Vid,
+    },
+    StoreGlobal {
+        name: String,
+        value: Vid,
+    },
+    DeleteGlobal {
+        name: String,
+    },
+    /// A list or dict from the frame, whose new contents are the Vid's.
+    Replace {
+        target: SourceId,
+        contents: Vid,
+    },
+}
+
+pub struct Vm<'py, 'b> {
+    py: Python<'py>,
+    table: &'static Table,
+    backend: &'b Backend<'py>,
+    pub values: Vec<Val<'py>>,
+    cells: Vec<Option<Vid>>,
+    pub sources: SourceTable,
+    pub guards: Vec<Guard>,
+    pub graph: Graph<'py>,
+    pub side_effects: Vec<SideEffect>,
+    /// Values already made for a source (so that a source is one symbol).
+    by_source: HashMap<SourceId, Vid>,
+    /// Attributes stored on objects from the frame, as later loads see them.
+    stored_attrs: Vec<(usize, String, Vid)>,
+    stored_globals: Vec<(String, Option<Vid>)>,
+    /// Lists and dicts from the frame that were mutated: their symbolic copy.
+    mutated: HashMap<SourceId, Vid>,
+    depth: usize,
+    ops: Ops<'py>,
+    /// The argument count of the top frame (its sources are its arguments).
+    top_arguments: usize,
+    top_freevars: usize,
+    top_globals: Option<Bound<'py, PyAny>>,
+    /// The line and file of the instruction being run, for recorded nodes.
+    location: (i32, String),
+    /// Set while a frame's loop runs: a break there makes the frame run eagerly.
+    pub loop_break: bool,
+}
+
+/// Python objects the VM uses, looked up once per translation.
+struct Ops<'py> {
+    operator: Bound<'py, PyAny>,
+    builtins: Bound<'py, PyAny>,
+    function_type: Bound<'py, PyAny>,
+    method_type: Bound<'py, PyAny>,
+    property_type: Bound<'py, PyAny>,
+    staticmethod_type: Bound<'py, PyAny>,
+    classmethod_type: Bound<'py, PyAny>,
+    object_getattribute: Bound<'py, PyAny>,
+    type_getattribute: Bound<'py, PyAny>,
+    module_type: Bound<'py, PyAny>,
+    range_type: Bound<'py, PyAny>,
+    none: Bound<'py, PyAny>,
+}
+
+impl<'py> Ops<'py> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
+        let types = py.import("types")?;
+        let builtins = py.import("builtins")?;
+        let object = builtins.getattr("object")?;
+        let type_ = builtins.getattr("type")?;
+        Ok(Self {
+            operator: py.import("operator")?.into_any(),
+            function_type: types.getattr("FunctionType")?,
+            method_type: types.getattr("MethodType")?,
+            module_type: types.getattr("ModuleType")?,
+            property_type: builtins.getattr("property")?,
+            staticmethod_type: builtins.getattr("staticmethod")?,
+            classmethod_type: builtins.getattr("classmethod")?,
+            range_type: builtins.getattr("range")?,
+            object_getattribute: object.getattr("__getattribute__")?,
+            type_getattribute: type_.getattr("__getattribute__")?,
+            builtins: builtins.into_any(),
+            none: py.None().into_bound(py),
+        })
+    }
+
+    fn op(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.operator.getattr(name)
+    }
+}
+
+fn binop_name(op: BinOp, inplace: bool) -> &'static str {
+    match (op, inplace) {
+        (BinOp::Add, false) => "add",
+        (BinOp::And, false) => "and_",
+        (BinOp::FloorDivide, false) => "floordiv",
+        (BinOp::Lshift, false) => "lshift",
+        (BinOp::MatrixMultiply, false) => "matmul",
+        (BinOp::Multiply, false) => "mul",
+        (BinOp::Remainder, false) => "mod",
+        (BinOp::Or, false) => "or_",
+        (BinOp::Power, false) => "pow",
+        (BinOp::Rshift, false) => "rshift",
+        (BinOp::Subtract, false) => "sub",
+        (BinOp::TrueDivide, false) => "truediv",
+        (BinOp::Xor, false) => "xor",
+        (BinOp::Subscr, _) => "getitem",
+        (BinOp::Add, true) => "iadd",
+        (BinOp::And, true) => "iand",
+        (BinOp::FloorDivide, true) => "ifloordiv",
+        (BinOp::Lshift, true) => "ilshift",
+        (BinOp::MatrixMultiply, true) => "imatmul",
+        (BinOp::Multiply, true) => "imul",
+        (BinOp::Remainder, true) => "imod",
+        (BinOp::Or, true) => "ior",
+        (BinOp::Power, true) => "ipow",
+        (BinOp::Rshift, true) => "irshift",
+        (BinOp::Subtract, true) => "isub",
+        (BinOp::TrueDivide, true) => "itruediv",
+        (BinOp::Xor, true) => "ixor",
+    }
+}
+
+const COMPARE_NAMES: [&str; 6] = ["lt", "le", "eq", "ne", "gt", "ge"];
+
+/// Builtins that are pure on constants: called on known values while translating.
+const PURE_BUILTINS: &[&str] = &[
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "callable",
+    "chr",
+    "complex",
+    "divmod",
+    "float",
+    "format",
+    "frozenset",
+    "hash",
+    "hex",
+    "int",
+    "isinstance",
+    "issubclass",
+    "len",
+    "max",
+    "min",
+    "oct",
+    "ord",
+    "pow",
+    "repr",
+    "round",
+    "sorted",
+    "str",
+    "sum",
+    "type",
+    "bytes",
+    "hasattr",
+    "getattr",
+    "slice",
+];
+
+/// Types whose values are immutable and compared by value: guarded with `==`.
+fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_none()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyString>()
+        || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
+        || obj.is_exact_instance_of::<pyo3::types::PyComplex>()
+        || obj
+            .cast::<PyTuple>()
+            .is_ok_and(|t| t.is_exact_instance_of::<PyTuple>() && t.iter().all(|i| is_value_type(&i)))
+}
+
+/// Immutable values a translation may embed as constants.
+fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
+    is_value_type(obj)
+        || obj.is_instance_of::<PyType>()
+        || obj.is_exact_instance_of::<PyFrozenSet>()
+        || obj.is_exact_instance_of::<pyo3::types::PySlice>()
+        || obj
+            .cast::<PyTuple>()
+            .is_ok_and(|t| t.iter().all(|i| is_immutable(&i)))
+}
+
+impl<'py, 'b> Vm<'py, 'b> {
+    pub fn new(
+        py: Python<'py>,
+        table: &'static Table,
+        backend: &'b Backend<'py>,
+        sources: SourceTable,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            py,
+            table,
+            backend,
+            values: Vec::new(),
+            cells: Vec::new(),
+            sources,
+            guards: Vec::new(),
+            graph: Graph::default(),
+            side_effects: Vec::new(),
+            by_source: HashMap::new(),
+            stored_attrs: Vec::new(),
+            stored_globals: Vec::new(),
+            mutated: HashMap::new(),
+            depth: 0,
+            ops: Ops::new(py)?,
+            top_arguments: 0,
+            top_freevars: 0,
+            top_globals: None,
+            location: (-1, String::new()),
+            loop_break: false,
+        })
+    }
+
+    fn push_val(&mut self, val: Val<'py>) -> Vid {
+        self.values.push(val);
+        self.values.len() - 1
+    }
+
+    fn constant(&mut self, obj: Bound<'py, PyAny>) -> Vid {
+        self.push_val(Val::constant(obj))
+    }
+
+    fn none(&mut self) -> Vid {
+        let none = self.ops.none.clone();
+        self.constant(none)
+    }
+
+    pub fn add_guard(&mut self, source: SourceId, check: Check) {
+        if !SourceTable::dedupe_guard(&self.guards, source, &check) {
+            self.guards.push(Guard { source, check });
+        }
+    }
+
+    /// The value of a source, made once.
+    fn from_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
+        let id = self.sources.intern(source);
+        if let Some(vid) = self.by_source.get(&id) {
+            return *vid;
+        }
+        let vid = self.push_val(Val::Obj {
+            obj,
+            source: Some(id),
+        });
+        self.by_source.insert(id, vid);
+        vid
+    }
+
+    fn val(&self, vid: Vid) -> &Val<'py> {
+        &self.values[vid]
+    }
+
+    // ---- Making values concrete (and guarding what that depends on) ----
+
+    /// A frame value that is a tensor becomes a graph input; anything else stays.
+    fn realize(&mut self, vid: Vid) -> Res<Vid> {
+        if let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(vid)
+        {
+            if self.backend.is_tensor(obj) {
+                let (obj, source) = (obj.clone(), *source);
+                let check = self.backend.tensor_check(&obj)?;
+                self.add_guard(source, check);
+                let sym = self.graph.symbol_count();
+                // Inputs come first: existing node symbols shift by one.
+                if !self.graph.nodes.is_empty() {
+                    return self.realize_late(vid, obj, source);
+                }
+                self.graph.inputs.push(source);
+                let example = self.backend.example(&obj)?;
+                self.values[vid] = Val::Tensor { sym, example };
+            }
+        }
+        Ok(vid)
+    }
+
+    fn realize_deep(&mut self, vid: Vid) -> Res<()> {
+        self.realize(vid)?;
+        let parts: Vec<Vid> = match self.val(vid) {
+            Val::Tuple(items) | Val::List(items) => items.clone(),
+            Val::Slice(a, b, c) => vec![*a, *b, *c],
+            _ => return Ok(()),
+        };
+        parts.into_iter().try_for_each(|p| self.realize_deep(p))
+    }
+
+    /// An input met after operations were recorded: symbols are renumbered.
+    fn realize_late(&mut self, vid: Vid, obj: Bound<'py, PyAny>, source: SourceId) -> Res<Vid> {
+        let shift = |sym: Sym, inputs: usize| if sym >= inputs { sym + 1 } else { sym };
+        let inputs = self.graph.inputs.len();
+        for value in &mut self.values {
+            if let Val::Tensor { sym, .. } = value {
+                *sym = shift(*sym, inputs);
+            }
+        }
+        fn renumber(arg: &mut GraphArg<'_>, inputs: usize) {
+            match arg {
+                GraphArg::Sym(sym) => {
+                    if *sym >= inputs {
+                        *sym += 1;
+                    }
+                }
+                GraphArg::Tuple(items) | GraphArg::List(items) => {
+                    items.iter_mut().for_each(|a| renumber(a, inputs))
+                }
+                GraphArg::Slice(parts) => parts.iter_mut().for_each(|a| renumber(a, inputs)),
+                GraphArg::Const(_) => {}
+            }
+        }
+        for node in &mut self.graph.nodes {
+            node.args.iter_mut().for_each(|a| renumber(a, inputs));
+            node.kwargs.iter_mut().for_each(|(_, a)| renumber(a, inputs));
+        }
+        self.graph.inputs.push(source);
+        let example = self.backend.example(&obj)?;
+        self.values[vid] = Val::Tensor { sym: inputs, example };
+        Ok(vid)
+    }
+
+    /// The Python object a value stands for, guarding its source on the whole value.
+    fn concrete(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
+        let vid = self.realize(vid)?;
+        match self.val(vid).clone_val() {
+            Val::Obj { obj, source } => {
+                if let Some(source) = source {
+                    self.guard_value(source, &obj)?;
+                }
+                Ok(obj)
+            }
+            Val::Tensor { .. } => graph_break("tensor to python value (data-dependent)"),
+            Val::Tuple(items) => {
+                let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
+                Ok(PyTuple::new(self.py, objs)?.into_any())
+            }
+            Val::List(items) => {
+                let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
+                Ok(PyList::new(self.py, objs)?.into_any())
+            }
+            Val::Set(items) => {
+                let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
+                Ok(pyo3::types::PySet::new(self.py, objs)?.into_any())
+            }
+            Val::Dict(items) => {
+                let dict = PyDict::new(self.py);
+                for (k, v) in items {
+                    dict.set_item(self.concrete(k)?, self.concrete(v)?)?;
+                }
+                Ok(dict.into_any())
+            }
+            Val::Slice(a, b, c) => {
+                let (a, b, c) = (self.concrete(a)?, self.concrete(b)?, self.concrete(c)?);
+                Ok(self.ops.builtins.getattr("slice")?.call1((a, b, c))?)
+            }
+            Val::Function(f) => match &f.object {
+                Some(object) if f.closure.is_empty() => Ok(object.clone()),
+                _ => unsupported("a function made by the translated code used as a value"),
+            },
+            Val::Method { function, receiver } => {
+                let (f, r) = (self.concrete(function)?, self.concrete(receiver)?);
+                Ok(self.ops.method_type.call1((f, r))?)
+            }
+            Val::TensorMethod { .. } => graph_break("tensor method used as a value (tensor to python)"),
+            Val::Null => unsupported("NULL used as a value"),
+            Val::ContainerMethod { .. } | Val::Iter { .. } | Val::Cell(_) | Val::Super { .. } => {
+                unsupported("an iterator, cell or bound container method used as a value")
+            }
+        }
+    }
+
+    /// Guards `source` on `obj` as a whole: its value for immutable values, else its identity.
+    fn guard_value(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
+        if is_value_type(obj) {
+            self.add_guard(source, Check::Equals(StrongRef::new(obj)));
+        } else {
+            self.add_guard(source, Check::Id(StrongRef::new(obj)));
+        }
+        Ok(())
+    }
+
+    fn guard_type(&mut self, vid: Vid) {
+        if let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(vid)
+        {
+            let (ty, source) = (obj.get_type().into_any(), *source);
+            self.add_guard(source, Check::Type(StrongRef::new(&ty)));
+        }
+    }
+
+    /// The type of a value, guarding only that.
+    fn type_of(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
+        let vid = self.realize(vid)?;
+        Ok(match self.val(vid) {
+            Val::Obj { obj, .. } => {
+                let ty = obj.get_type().into_any();
+                self.guard_type(vid);
+                ty
+            }
+            Val::Tensor { example, .. } => example.get_type().into_any(),
+            Val::Tuple(_) => self.py.get_type::<PyTuple>().into_any(),
+            Val::List(_) => self.py.get_type::<PyList>().into_any(),
+            Val::Dict(_) => self.py.get_type::<PyDict>().into_any(),
+            Val::Set(_) => self.py.get_type::<pyo3::types::PySet>().into_any(),
+            Val::Slice(..) => self.py.get_type::<pyo3::types::PySlice>().into_any(),
+            Val::Function(_) => self.ops.function_type.clone(),
+            Val::Method { .. } => self.ops.method_type.clone(),
+            _ => return unsupported("the type of an internal value"),
+        })
+    }
+
+    fn truthy(&mut self, vid: Vid) -> Res<bool> {
+        let vid = self.realize(vid)?;
+        match self.val(vid) {
+            Val::Tensor { .. } => graph_break("data-dependent branch on a tensor's value"),
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) => Ok(!items.is_empty()),
+            Val::Dict(items) => Ok(!items.is_empty()),
+            Val::Function(_)
+            | Val::Method { .. }
+            | Val::TensorMethod { .. }
+            | Val::ContainerMethod { .. } => Ok(true),
+            Val::Obj { obj, source } => {
+                let (obj, source) = (obj.clone(), *source);
+                if let Some(source) = source {
+                    if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyDict>() {
+                        self.guard_type(vid);
+                        self.add_guard(source, Check::Len(obj.len()?));
+                        return Ok(obj.len()? > 0);
+                    }
+                    if !is_value_type(&obj) && self.has_custom_truth(&obj)? {
+                        return unsupported("truth value of an object with __bool__ or __len__");
+                    }
+                    self.guard_value(source, &obj)?;
+                }
+                Ok(obj.is_truthy()?)
+            }
+            _ => self.concrete(vid)?.is_truthy().map_err(Problem::from),
+        }
+    }
+
+    fn has_custom_truth(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let ty = obj.get_type();
+        Ok(ty.hasattr("__bool__")? || ty.hasattr("__len__")?)
+    }
+
+    /// The items of an iterable, known while translating (iteration unrolls).
+    fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>> {
+        let vid = self.realize(vid)?;
+        match self.val(vid).clone_val() {
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) => Ok(items),
+            Val::Dict(items) => Ok(items.iter().map(|(k, _)| *k).collect()),
+            Val::Iter { items, next } => {
+                self.values[vid] = Val::Iter {
+                    items: items.clone(),
+                    next: items.len(),
+                };
+                Ok(items[next..].to_vec())
+            }
+            Val::Tensor { example, .. } => {
+                let rows = example
+                    .len()
+                    .map_err(|_| Problem::Break("iteration over a 0-d tensor".into()))?;
+                let getitem = self.ops.op("getitem")?;
+                (0..rows)
+                    .map(|i| {
+                        let index = self.constant(i.into_pyobject(self.py)?.into_any());
+                        self.record(&getitem, vec![vid, index], vec![])
+                    })
+                    .collect()
+            }
+            Val::Obj { obj, source } => {
+                if let Some(source) = source {
+                    if let Some(copy) = self.mutated.get(&source) {
+                        return self.items_of(*copy);
+                    }
+                    if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
+                        self.guard_type(vid);
+                        let len = obj.len()?;
+                        self.add_guard(source, Check::Len(len));
+                        return (0..len)
+                            .map(|i| {
+                                let item = obj.get_item(i)?;
+                                let key = i.into_pyobject(self.py)?.into_any();
+                                Ok(self.from_source(Source::Item(source, StrongRef::new(&key)), item))
+                            })
+                            .collect();
+                    }
+                    if obj.is_exact_instance_of::<PyDict>() {
+                        let keys = PyTuple::new(self.py, obj.cast::<PyDict>().map_err(PyErr::from)?.keys())?;
+                        self.guard_type(vid);
+                        self.add_guard(source, Check::Keys(StrongRef::new(keys.as_any())));
+                        return Ok(keys.iter().map(|k| self.constant(k)).collect());
+                    }
+                }
+                let safe = obj.is_exact_instance_of::<PyString>()
+                    || obj.is_exact_instance_of::<PyTuple>()
+                    || obj.is_exact_instance_of::<PyFrozenSet>()
+                    || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
+                    || obj.get_type().is(&self.ops.range_type);
+                if !safe {
+                    return unsupported(format!("iteration over {}", obj.get_type().name()?));
+                }
+                let obj = self.concrete(vid)?;
+                let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
+                Ok(items.into_iter().map(|i| self.constant(i)).collect())
+            }
+            _ => unsupported("iteration over an internal value"),
+        }
+    }
+
+    // ---- Recording operations ----
+
+    fn graph_arg(&mut self, vid: Vid) -> Res<(GraphArg<'py>, Bound<'py, PyAny>)> {
+        let vid = self.realize(vid)?;
+        Ok(match self.val(vid).clone_val() {
+            Val::Tensor { sym, example } => (GraphArg::Sym(sym), example),
+            Val::Tuple(items) => {
+                let (args, examples): (Vec<_>, Vec<_>) = items
+                    .iter()
+                    .map(|i| self.graph_arg(*i))
+                    .collect::<Res<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
+                (GraphArg::Tuple(args), PyTuple::new(self.py, examples)?.into_any())
+            }
+            Val::List(items) => {
+                let (args, examples): (Vec<_>, Vec<_>) = items
+                    .iter()
+                    .map(|i| self.graph_arg(*i))
+                    .collect::<Res<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
+                (GraphArg::List(args), PyList::new(self.py, examples)?.into_any())
+            }
+            Val::Slice(a, b, c) => {
+                let (a, ea) = self.graph_arg(a)?;
+                let (b, eb) = self.graph_arg(b)?;
+                let (c, ec) = self.graph_arg(c)?;
+                let example = self.ops.builtins.getattr("slice")?.call1((ea, eb, ec))?;
+                (GraphArg::Slice(Box::new([a, b, c])), example)
+            }
+            _ => {
+                let obj = self.concrete(vid)?;
+                if !is_immutable(&obj) && !obj.is_callable() && !self.is_dtype_like(&obj) {
+                    return unsupported(format!(
+                        "a mutable {} passed to a tensor operation",
+                        obj.get_type().name()?
+                    ));
+                }
+                (GraphArg::Const(obj.clone()), obj)
+            }
+        })
+    }
+
+    fn is_dtype_like(&self, obj: &Bound<'py, PyAny>) -> bool {
+        self.backend.is_constant_operand(obj)
+    }
+
+    /// Records `function(*args, **kwargs)` as an operation; its result is a tensor
+    /// (or a container of tensors) computed on the example values.
+    fn record(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        // Inputs first: realizing one renumbers the symbols of the operations' results.
+        for arg in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
+            self.realize_deep(*arg)?;
+        }
+        let mut graph_args = Vec::with_capacity(args.len());
+        let mut examples = Vec::with_capacity(args.len());
+        for arg in args {
+            let (g, e) = self.graph_arg(arg)?;
+            graph_args.push(g);
+            examples.push(e);
+        }
+        let kw = PyDict::new(self.py);
+        let mut graph_kwargs = Vec::with_capacity(kwargs.len());
+        for (name, arg) in kwargs {
+            let (g, e) = self.graph_arg(arg)?;
+            kw.set_item(&name, e)?;
+            graph_kwargs.push((name, g));
+        }
+        let result = function.call(PyTuple::new(self.py, examples)?, Some(&kw))?;
+        let (line, filename) = self.location.clone();
+        self.graph.nodes.push(Node {
+            function: function.clone(),
+            args: graph_args,
+            kwargs: graph_kwargs,
+            projection: false,
+            line,
+            filename,
+        });
+        let sym = self.graph.symbol_count() - 1;
+        self.result_value(sym, result)
+    }
+
+    /// The value of an operation's result `example` held by symbol `sym`.
+    fn result_value(&mut self, sym: Sym, example: Bound<'py, PyAny>) -> Res<Vid> {
+        if self.backend.is_tensor(&example) {
+            return Ok(self.push_val(Val::Tensor { sym, example }));
+        }
+        if example.is_none() {
+            return Ok(self.none());
+        }
+        let is_tuple = example.is_exact_instance_of::<PyTuple>();
+        if is_tuple || example.is_exact_instance_of::<PyList>() {
+            let items: Vec<Bound<'py, PyAny>> = example.try_iter()?.collect::<PyResult<_>>()?;
+            if items.iter().all(|i| self.backend.is_tensor(i)) {
+                let getitem = self.ops.op("getitem")?;
+                let (line, filename) = self.location.clone();
+                let mut vids = Vec::with_capacity(items.len());
+                for (index, item) in items.into_iter().enumerate() {
+                    self.graph.nodes.push(Node {
+                        function: getitem.clone(),
+                        args: vec![
+                            GraphArg::Sym(sym),
+                            GraphArg::Const(index.into_pyobject(self.py)?.into_any()),
+                        ],
+                        kwargs: vec![],
+                        projection: true,
+                        line,
+                        filename: filename.clone(),
+                    });
+                    let item_sym = self.graph.symbol_count() - 1;
+                    vids.push(self.push_val(Val::Tensor {
+                        sym: item_sym,
+                        example: item,
+                    }));
+                }
+                return Ok(self.push_val(if is_tuple {
+                    Val::Tuple(vids)
+                } else {
+                    Val::List(vids)
+                }));
+            }
+        }
+        graph_break(format!(
+            "tensor to python: an operation returned a {} computed from tensor values",
+            example.get_type().name()?
+        ))
+    }
+
+    fn is_tensor_val(&self, vid: Vid) -> bool {
+        match self.val(vid) {
+            Val::Tensor { .. } => true,
+            Val::Obj { obj, source: Some(_) } => self.backend.is_tensor(obj),
+            _ => false,
+        }
+    }
+
+    fn contains_tensor(&self, vid: Vid) -> bool {
+        match self.val(vid) {
+            Val::Tuple(items) | Val::List(items) => items.iter().any(|i| self.contains_tensor(*i)),
+            Val::Slice(a, b, c) => [a, b, c].iter().any(|i| self.contains_tensor(**i)),
+            _ => self.is_tensor_val(vid),
+        }
+    }
+
+    /// `operator.<name>(*args)`: an operation if a tensor takes part, else computed now.
+    fn operator_call(&mut self, name: &str, args: Vec<Vid>) -> Res<Vid> {
+        let function = self.ops.op(name)?;
+        if args.iter().any(|a| self.contains_tensor(*a)) {
+            return self.record(&function, args, vec![]);
+        }
+        self.pure_call(&function, &args)
+    }
+
+    /// A pure function of known values, computed now.
+    fn pure_call(&mut self, function: &Bound<'py, PyAny>, args: &[Vid]) -> Res<Vid> {
+        let objs = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
+        let result = function.call1(PyTuple::new(self.py, objs)?)?;
+        Ok(self.wrap_result(result))
+    }
+
+    /// A computed Python value: mutable containers become symbolic ones.
+    fn wrap_result(&mut self, result: Bound<'py, PyAny>) -> Vid {
+        if result.is_exact_instance_of::<PyList>() {
+            let items: Vec<Vid> = result
+                .try_iter()
+                .map(|it| it.flatten().map(|i| self.wrap_result(i)).collect())
+                .unwrap_or_default();
+            return self.push_val(Val::List(items));
+        }
+        if let Ok(dict) = result.cast::<PyDict>() {
+            if dict.is_exact_instance_of::<PyDict>() {
+                let items: Vec<(Vid, Vid)> = dict
+                    .iter()
+                    .map(|(k, v)| (self.constant(k), self.wrap_result(v)))
+                    .collect();
+                return self.push_val(Val::Dict(items));
+            }
+        }
+        if result.is_exact_instance_of::<pyo3::types::PySet>() {
+            let items: Vec<Vid> = result
+                .try_iter()
+                .map(|it| it.flatten().map(|i| self.constant(i)).collect())
+                .unwrap_or_default();
+            return self.push_val(Val::Set(items));
+        }
+        self.constant(result)
+    }
+}
+
+// The per-instruction location, kept on the VM for recorded nodes and errors.
+impl<'py, 'b> Vm<'py, 'b> {
+    fn located(&self, frame: &Frame<'py>, problem: Problem) -> Stop {
+        let line = frame.instrs.get(frame.pc).map_or(-1, |i| i.location.line);
+        let filename = frame.filename.clone();
+        match problem {
+            Problem::Break(reason) => Stop::Break {
+                reason,
+                line,
+                filename,
+            },
+            Problem::Fallback(reason) => Stop::Fallback {
+                reason,
+                line,
+                filename,
+            },
+            Problem::Python(err) => {
+                let reason = format!(
+                    "{}: {}",
+                    err.get_type(self.py).name().map_or("?".into(), |n| n.to_string()),
+                    err.value(self.py)
+                );
+                Stop::Fallback {
+                    reason: format!("raised while translating: {reason}"),
+                    line,
+                    filename,
+                }
+            }
+        }
+    }
+}
+
+/// Per instruction: whether a backward jump makes it part of a loop.
+fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
+    let mut in_loop = vec![false; instrs.len()];
+    for (index, instr) in instrs.iter().enumerate() {
+        if let Arg::Target(target) = instr.arg {
+            if target <= index {
+                in_loop[target..=index].iter_mut().for_each(|f| *f = true);
+            }
+        }
+    }
+    in_loop
+}
+
+/// What the VM needs to know about a code object, decoded once.
+pub struct CodeInfo {
+    pub instrs: std::rc::Rc<Vec<Instruction>>,
+    pub vars: Vars,
+    pub flags: u32,
+    pub argcount: usize,
+    pub posonly: usize,
+    pub kwonly: usize,
+    pub filename: String,
+}
+
+impl CodeInfo {
+    pub fn read(table: &'static Table, code: &Bound<'_, PyAny>) -> PyResult<CodeInfo> {
+        let fields = crate::bytecode::CodeFields::read(table, code)?;
+        let raw = fields.decode(table)?;
+        let instrs = framehook_bytecode::canonical::raise(table, &fields.vars, &raw.instrs)
+            .map_err(|e| fields.error("decode", e))?;
+        Ok(CodeInfo {
+            instrs: std::rc::Rc::new(instrs),
+            vars: fields.vars.clone(),
+            flags: code.getattr("co_flags")?.extract()?,
+            argcount: code.getattr("co_argcount")?.extract()?,
+            posonly: code.getattr("co_posonlyargcount")?.extract()?,
+            kwonly: code.getattr("co_kwonlyargcount")?.extract()?,
+            filename: code.getattr("co_filename")?.extract()?,
+        })
+    }
+
+    /// Arguments, `*args` and `**kwargs` included.
+    pub fn total_arguments(&self) -> usize {
+        self.argcount
+            + self.kwonly
+            + usize::from(self.flags & CO_VARARGS != 0)
+            + usize::from(self.flags & CO_VARKEYWORDS != 0)
+    }
+}
+
+impl<'py, 'b> Vm<'py, 'b> {
+    fn new_frame(
+        &mut self,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        globals: Bound<'py, PyAny>,
+    ) -> PyResult<Frame<'py>> {
+        let all = info.vars.all().len();
+        let null = self.push_val(Val::Null);
+        Ok(Frame {
+            code: code.clone(),
+            instrs: std::rc::Rc::clone(&info.instrs),
+            consts: code.getattr("co_consts")?.cast_into::<PyTuple>()?,
+            names: code.getattr("co_names")?.cast_into::<PyTuple>()?,
+            vars: info.vars.clone(),
+            locals: vec![null; all],
+            globals,
+            stack: Vec::new(),
+            pc: 0,
+            filename: info.filename.clone(),
+            yielded: None,
+            in_loop: loop_membership(&info.instrs),
+            class_cell: None,
+            globals_source: None,
+        })
+    }
+
+    /// Makes a cell for every cell variable (holding its argument, if it is one)
+    /// and puts the closure's cells in the free variables' slots.
+    fn setup_cells(&mut self, frame: &mut Frame<'py>, closure: &[usize]) {
+        let all: Vec<String> = frame.vars.all().iter().map(|s| s.to_string()).collect();
+        for cell in frame.vars.cellvars.clone() {
+            let slot = all.iter().position(|n| *n == cell).expect("cells are variables");
+            let initial = match self.val(frame.locals[slot]) {
+                Val::Null => None,
+                _ => Some(frame.locals[slot]),
+            };
+            self.cells.push(initial);
+            let index = self.cells.len() - 1;
+            if cell == "__class__" {
+                frame.class_cell = Some(index);
+            }
+            frame.locals[slot] = self.push_val(Val::Cell(index));
+        }
+        let first_free = all.len() - frame.vars.freevars.len();
+        for (i, cell) in closure.iter().enumerate() {
+            if frame.vars.freevars[i] == "__class__" {
+                frame.class_cell = Some(*cell);
+            }
+            frame.locals[first_free + i] = self.push_val(Val::Cell(*cell));
+        }
+    }
+
+    /// Translates the frame about to run, given its arguments and free variables.
+    pub fn run_top(
+        &mut self,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        globals: Bound<'py, PyAny>,
+        arguments: Vec<Option<Bound<'py, PyAny>>>,
+        frees: Vec<Option<Bound<'py, PyAny>>>,
+    ) -> Result<Ending, Stop> {
+        self.top_globals = Some(globals.clone());
+        let mut frame = self
+            .new_frame(code, info, globals)
+            .map_err(|e| self.located_top(e))?;
+        self.top_arguments = info.total_arguments();
+        self.top_freevars = frees.len();
+        for (index, value) in arguments.into_iter().enumerate() {
+            if let Some(value) = value {
+                frame.locals[index] = self.from_source(Source::Argument(index), value);
+            }
+        }
+        let closure: Vec<usize> = frees
+            .into_iter()
+            .enumerate()
+            .map(|(index, value)| {
+                let content = value.map(|v| self.from_source(Source::Free(index), v));
+                self.cells.push(content);
+                self.cells.len() - 1
+            })
+            .collect();
+        self.setup_cells(&mut frame, &closure);
+        loop {
+            let stack_before = frame.stack.clone();
+            let locals_before = frame.locals.clone();
+            let values_before: Vec<Val<'py>> = self.values.iter().map(Val::clone_val).collect();
+            let cells_before = self.cells.clone();
+            let nodes_before = self.graph.nodes.len();
+            let effects_before = self.side_effects.len();
+            match self.step(&mut frame) {
+                Ok(Some(returned)) => return Ok(Ending::Return(returned)),
+                Ok(None) => {}
+                Err(problem) => {
+                    let in_loop = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
+                    let stop = self.located(&frame, problem);
+                    if let Stop::Fallback { .. } = stop {
+                        return Err(stop);
+                    }
+                    // The graph and state as they were before the instruction.
+                    self.values = values_before;
+                    self.cells = cells_before;
+                    self.graph.nodes.truncate(nodes_before);
+                    self.side_effects.truncate(effects_before);
+                    return Ok(Ending::Break(
+                        BreakPoint {
+                            pc: frame.pc,
+                            stack: stack_before,
+                            locals: locals_before,
+                            in_loop,
+                        },
+                        stop,
+                    ));
+                }
+            }
+        }
+    }
+
+    fn located_top(&self, err: PyErr) -> Stop {
+        Stop::Fallback {
+            reason: format!("cannot read the code: {err}"),
+            line: -1,
+            filename: String::new(),
+        }
+    }
+
+    /// Runs an inlined frame to its return.
+    fn run_inlined(&mut self, frame: &mut Frame<'py>) -> Res<Vid> {
+        loop {
+            if let Some(returned) = self.step(frame)? {
+                return Ok(returned);
+            }
+        }
+    }
+
+    fn pop(frame: &mut Frame<'py>) -> Res<Vid> {
+        frame
+            .stack
+            .pop()
+            .map_or_else(|| unsupported("stack underflow"), Ok)
+    }
+
+    fn pop_n(frame: &mut Frame<'py>, n: usize) -> Res<Vec<Vid>> {
+        if frame.stack.len() < n {
+            return unsupported("stack underflow");
+        }
+        Ok(frame.stack.split_off(frame.stack.len() - n))
+    }
+
+    fn jump(frame: &mut Frame<'py>, arg: Arg) -> Res<()> {
+        match arg {
+            Arg::Target(target) => {
+                frame.pc = target;
+                Ok(())
+            }
+            _ => unsupported("a jump without a target"),
+        }
+    }
+
+    fn const_at(&mut self, frame: &Frame<'py>, arg: Arg) -> Res<Vid> {
+        let obj = match arg {
+            Arg::Const(Const::Index(i)) => frame.consts.get_item(i as usize)?,
+            Arg::Const(Const::SmallInt(v)) => v.into_pyobject(self.py)?.into_any(),
+            _ => return unsupported("a constant without an index"),
+        };
+        Ok(self.constant(obj))
+    }
+
+    fn name_at(frame: &Frame<'py>, arg: Arg) -> Res<String> {
+        match arg {
+            Arg::Name(i) | Arg::NameFlags(i, _) => Ok(frame.names.get_item(i as usize)?.extract()?),
+            _ => unsupported("a name without an index"),
+        }
+    }
+
+    fn var_at(arg: Arg) -> Res<usize> {
+        match arg {
+            Arg::Var(v) => Ok(v as usize),
+            _ => unsupported("a variable without an index"),
+        }
+    }
+
+    fn int_arg(arg: Arg) -> Res<usize> {
+        match arg {
+            Arg::Int(n) => Ok(n as usize),
+            _ => unsupported("an instruction without its count"),
+        }
+    }
+
+    /// Pops `n` stack slots of the version's call layout: the callable and the
+    /// positional arguments (a non-NULL self slot is the first argument).
+    fn pop_callable(&self, frame: &mut Frame<'py>, slots: Vec<Vid>) -> Res<(Vid, Vec<Vid>)> {
+        let is_null = |vm: &Self, v: Vid| matches!(vm.val(v), Val::Null);
+        match (self.table.call_layout, slots.as_slice()) {
+            (_, [callable]) => Ok((*callable, vec![])),
+            (CallLayout::CallableFirst, [callable, receiver]) => {
+                let args = if is_null(self, *receiver) {
+                    vec![]
+                } else {
+                    vec![*receiver]
+                };
+                Ok((*callable, args))
+            }
+            (_, [first, second]) => {
+                if is_null(self, *first) {
+                    Ok((*second, vec![]))
+                } else {
+                    Ok((*first, vec![*second]))
+                }
+            }
+            _ => {
+                let _ = frame;
+                unsupported("a call layout")
+            }
+        }
+    }
+
+    /// How many slots a call's callable takes on this version.
+    fn callable_slots(&self, op: Op) -> usize {
+        match (self.table.call_layout, op) {
+            (CallLayout::Plain, Op::CallMethod) => 2,
+            (CallLayout::Plain, _) => 1,
+            _ => 2,
+        }
+    }
+
+    fn global(&mut self, frame: &Frame<'py>, name: &str) -> Res<Vid> {
+        if let Some((_, stored)) = self.stored_globals.iter().rev().find(|(n, _)| n == name) {
+            return match stored {
+                Some(vid) => Ok(*vid),
+                None => Err(Problem::Python(pyo3::exceptions::PyNameError::new_err(format!(
+                    "name '{name}' is not defined"
+                )))),
+            };
+        }
+        let key = PyString::new(self.py, name);
+        let in_globals = frame.globals.get_item(&key).ok();
+        let top_globals = self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g));
+        if let Some(value) = in_globals {
+            if top_globals {
+                return Ok(self.from_source(Source::Global(name_ref(self.py, name)), value));
+            }
+            return self.foreign_global(frame, name, value);
+        }
+        let value = self.ops.builtins.getattr(name).map_err(|_| {
+            Problem::Python(pyo3::exceptions::PyNameError::new_err(format!(
+                "name '{name}' is not defined"
+            )))
+        })?;
+        if top_globals {
+            return Ok(self.from_source(Source::Builtin(name_ref(self.py, name)), value));
+        }
+        // A callee of another module: its globals dict is pinned by identity through the
+        // function, and the builtin must stay unshadowed.
+        let _ = frame;
+        Ok(self.constant(value))
+    }
+
+    /// A global of an inlined function from another module: read through the
+    /// function's `__globals__` where the function has a source, else a constant
+    /// only if it is immutable or callable (module-level functions and classes).
+    fn foreign_global(&mut self, frame: &Frame<'py>, name: &str, value: Bound<'py, PyAny>) -> Res<Vid> {
+        if let Some(globals) = frame.globals_source {
+            let key = PyString::new(self.py, name).into_any();
+            return Ok(self.from_source(Source::Item(globals, StrongRef::new(&key)), value));
+        }
+        if is_immutable(&value) || value.is_callable() {
+            Ok(self.constant(value))
+        } else {
+            unsupported(format!(
+                "global {name} of another module, reached without a source"
+            ))
+        }
+    }
+}
+
+impl<'py, 'b> Vm<'py, 'b> {
+    /// Runs one instruction; `Some(value)` when the frame returns.
+    fn step(&mut self, frame: &mut Frame<'py>) -> Res<Option<Vid>> {
+        let Some(instr) = frame.instrs.get(frame.pc).cloned() else {
+            return unsupported("ran past the end of the code");
+        };
+        if instr.location.line > 0 {
+            self.location = (instr.location.line, frame.filename.clone());
+        }
+        frame.pc += 1;
+        let arg = instr.arg;
+        match instr.op {
+            Op::Nop | Op::Resume | Op::CopyFreeVars | Op::MakeCell | Op::GenStart => {}
+            Op::ReturnGenerator => {
+                let none = self.none();
+                frame.stack.push(none);
+            }
+            Op::PopTop => {
+                Self::pop(frame)?;
+            }
+            Op::PushNull => {
+                let null = self.push_val(Val::Null);
+                frame.stack.push(null);
+            }
+            Op::Copy => {
+                let n = Self::int_arg(arg)?;
+                let Some(v) = frame.stack.len().checked_sub(n).map(|i| frame.stack[i]) else {
+                    return unsupported("stack underflow");
+                };
+                frame.stack.push(v);
+            }
+            Op::Swap => {
+                let n = Self::int_arg(arg)?;
+                let len = frame.stack.len();
+                if n > len || n < 1 {
+                    return unsupported("stack underflow");
+                }
+                frame.stack.swap(len - 1, len - n);
+            }
+            Op::RotN => {
+                let n = Self::int_arg(arg)?;
+                let top = Self::pop(frame)?;
+                let at = frame
+                    .stack
+                    .len()
+                    .checked_sub(n - 1)
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                frame.stack.insert(at, top);
+            }
+            Op::LoadConst => {
+                let v = self.const_at(frame, arg)?;
+                frame.stack.push(v);
+            }
+            Op::LoadCommonConstant => {
+                let Arg::Enum(name) = arg else {
+                    return unsupported("LOAD_COMMON_CONSTANT without a name");
+                };
+                let value = self.ops.builtins.getattr(name)?;
+                let v = self.constant(value);
+                frame.stack.push(v);
+            }
+            Op::LoadFast | Op::LoadFastCheck | Op::LoadClosure => {
+                let v = frame.locals[Self::var_at(arg)?];
+                if matches!(self.val(v), Val::Null) {
+                    let name = frame.vars.all()[Self::var_at(arg)?].to_owned();
+                    return Err(Problem::Python(pyo3::exceptions::PyUnboundLocalError::new_err(
+                        format!(
+                            "cannot access local variable '{name}' where it is not associated with a value"
+                        ),
+                    )));
+                }
+                frame.stack.push(v);
+            }
+            Op::LoadFastAndClear => {
+                let slot = Self::var_at(arg)?;
+                let v = frame.locals[slot];
+                frame.stack.push(v);
+                frame.locals[slot] = self.push_val(Val::Null);
+            }
+            Op::StoreFast => {
+                let v = Self::pop(frame)?;
+                frame.locals[Self::var_at(arg)?] = v;
+            }
+            Op::DeleteFast => {
+                frame.locals[Self::var_at(arg)?] = self.push_val(Val::Null);
+            }
+            Op::LoadDeref | Op::LoadClassderef => {
+                let cell = self.cell_of(frame, arg)?;
+                match self.cells[cell] {
+                    Some(v) => frame.stack.push(v),
+                    None => {
+                        return Err(Problem::Python(pyo3::exceptions::PyNameError::new_err(
+                            "free variable referenced before assignment",
+                        )))
+                    }
+                }
+            }
+            Op::StoreDeref => {
+                let cell = self.cell_of(frame, arg)?;
+                let v = Self::pop(frame)?;
+                self.store_cell(cell, Some(v))?;
+            }
+            Op::DeleteDeref => {
+                let cell = self.cell_of(frame, arg)?;
+                self.store_cell(cell, None)?;
+            }
+            Op::LoadGlobal | Op::LoadName => {
+                let name = Self::name_at(frame, arg)?;
+                let v = self.global(frame, &name)?;
+                frame.stack.push(v);
+            }
+            Op::StoreGlobal => {
+                let name = Self::name_at(frame, arg)?;
+                let v = Self::pop(frame)?;
+                self.store_global(frame, name, Some(v))?;
+            }
+            Op::DeleteGlobal => {
+                let name = Self::name_at(frame, arg)?;
+                self.store_global(frame, name, None)?;
+            }
+            Op::LoadAttr => {
+                let name = Self::name_at(frame, arg)?;
+                let owner = Self::pop(frame)?;
+                let v = self.load_attr(owner, &name)?;
+                frame.stack.push(v);
+            }
+            Op::LoadMethod => {
+                let name = Self::name_at(frame, arg)?;
+                let owner = Self::pop(frame)?;
+                let v = self.load_attr(owner, &name)?;
+                let null = self.push_val(Val::Null);
+                match self.table.call_layout {
+                    CallLayout::CallableFirst => frame.stack.extend([v, null]),
+                    _ => frame.stack.extend([null, v]),
+                }
+            }
+            Op::LoadSpecial => {
+                let Arg::Enum(name) = arg else {
+                    return unsupported("LOAD_SPECIAL without a name");
+                };
+                let owner = Self::pop(frame)?;
+                let method = self.special_method(owner, name)?;
+                let null = self.push_val(Val::Null);
+                frame.stack.extend([method, null]);
+            }
+            Op::StoreAttr => {
+                let name = Self::name_at(frame, arg)?;
+                let owner = Self::pop(frame)?;
+                let value = Self::pop(frame)?;
+                self.store_attr(owner, name, value)?;
+            }
+            Op::LoadSuperAttr => {
+                let Arg::NameFlags(_, flags) = arg else {
+                    return unsupported("LOAD_SUPER_ATTR without flags");
+                };
+                let name = Self::name_at(frame, arg)?;
+                let [_super_fn, class, receiver]: [Vid; 3] =
+                    Self::pop_n(frame, 3)?.try_into().expect("three");
+                let class = self.concrete(class)?;
+                let attribute = self.super_attr(class, receiver, &name)?;
+                if flags & 1 != 0 {
+                    let null = self.push_val(Val::Null);
+                    match self.table.call_layout {
+                        CallLayout::CallableFirst => frame.stack.extend([attribute, null]),
+                        _ => frame.stack.extend([null, attribute]),
+                    }
+                } else {
+                    frame.stack.push(attribute);
+                }
+            }
+            Op::UnaryNegative | Op::UnaryPositive | Op::UnaryInvert => {
+                let v = Self::pop(frame)?;
+                let name = match instr.op {
+                    Op::UnaryNegative => "neg",
+                    Op::UnaryPositive => "pos",
+                    _ => "invert",
+                };
+                let r = self.operator_call(name, vec![v])?;
+                frame.stack.push(r);
+            }
+            Op::UnaryNot => {
+                let v = Self::pop(frame)?;
+                let r = !self.truthy(v)?;
+                let r = self.constant(PyBool::new(self.py, r).to_owned().into_any());
+                frame.stack.push(r);
+            }
+            Op::ToBool => {
+                let v = Self::pop(frame)?;
+                let r = self.truthy(v)?;
+                let r = self.constant(PyBool::new(self.py, r).to_owned().into_any());
+                frame.stack.push(r);
+            }
+            Op::BinaryOp => {
+                let Arg::BinaryOp { op, inplace } = arg else {
+                    return unsupported("BINARY_OP without an operator");
+                };
+                let right = Self::pop(frame)?;
+                let left = Self::pop(frame)?;
+                let r = self.binary(left, right, op, inplace)?;
+                frame.stack.push(r);
+            }
+            Op::CompareOp => {
+                let Arg::Compare { op, to_bool } = arg else {
+                    return unsupported("COMPARE_OP without an operator");
+                };
+                let right = Self::pop(frame)?;
+                let left = Self::pop(frame)?;
+                let mut r = self.operator_call(COMPARE_NAMES[op as usize], vec![left, right])?;
+                if to_bool && !self.is_tensor_val(r) {
+                    let b = self.truthy(r)?;
+                    r = self.constant(PyBool::new(self.py, b).to_owned().into_any());
+                }
+                frame.stack.push(r);
+            }
+            Op::IsOp => {
+                let invert = Self::int_arg(arg)? != 0;
+                let right = Self::pop(frame)?;
+                let left = Self::pop(frame)?;
+                let same = self.identical(left, right)?;
+                let r = self.constant(PyBool::new(self.py, same != invert).to_owned().into_any());
+                frame.stack.push(r);
+            }
+            Op::ContainsOp => {
+                let invert = Self::int_arg(arg)? != 0;
+                let container = Self::pop(frame)?;
+                let item = Self::pop(frame)?;
+                let found = self.contains(container, item)?;
+                let r = self.constant(PyBool::new(self.py, found != invert).to_owned().into_any());
+                frame.stack.push(r);
+            }
+            Op::BinarySlice => {
+                let [container, start, stop]: [Vid; 3] = Self::pop_n(frame, 3)?.try_into().expect("three");
+                let none = self.none();
+                let slice = self.push_val(Val::Slice(start, stop, none));
+                let r = self.subscript(container, slice)?;
+                frame.stack.push(r);
+            }
+            Op::StoreSlice => {
+                let [value, container, start, stop]: [Vid; 4] =
+                    Self::pop_n(frame, 4)?.try_into().expect("four");
+                let none = self.none();
+                let slice = self.push_val(Val::Slice(start, stop, none));
+                self.store_subscript(container, slice, value)?;
+            }
+            Op::StoreSubscr => {
+                let [value, container, key]: [Vid; 3] = Self::pop_n(frame, 3)?.try_into().expect("three");
+                self.store_subscript(container, key, value)?;
+            }
+            Op::DeleteSubscr => {
+                let [container, key]: [Vid; 2] = Self::pop_n(frame, 2)?.try_into().expect("two");
+                self.delete_subscript(container, key)?;
+            }
+            Op::BuildSlice => {
+                let n = Self::int_arg(arg)?;
+                let parts = Self::pop_n(frame, n)?;
+                let none = self.none();
+                let v = match parts.as_slice() {
+                    [a, b] => Val::Slice(*a, *b, none),
+                    [a, b, c] => Val::Slice(*a, *b, *c),
+                    _ => return unsupported("BUILD_SLICE count"),
+                };
+                let v = self.push_val(v);
+                frame.stack.push(v);
+            }
+            Op::BuildTuple | Op::BuildList | Op::BuildSet => {
+                let items = Self::pop_n(frame, Self::int_arg(arg)?)?;
+                let v = self.push_val(match instr.op {
+                    Op::BuildTuple => Val::Tuple(items),
+                    Op::BuildList => Val::List(items),
+                    _ => Val::Set(items),
+                });
+                frame.stack.push(v);
+            }
+            Op::BuildMap => {
+                let flat = Self::pop_n(frame, 2 * Self::int_arg(arg)?)?;
+                let mut items = Vec::new();
+                for pair in flat.chunks(2) {
+                    self.dict_set(&mut items, pair[0], pair[1])?;
+                }
+                let v = self.push_val(Val::Dict(items));
+                frame.stack.push(v);
+            }
+            Op::BuildConstKeyMap => {
+                let keys = Self::pop(frame)?;
+                let values = Self::pop_n(frame, Self::int_arg(arg)?)?;
+                let keys = self.items_of(keys)?;
+                let mut items = Vec::new();
+                for (k, v) in keys.into_iter().zip(values) {
+                    self.dict_set(&mut items, k, v)?;
+                }
+                let v = self.push_val(Val::Dict(items));
+                frame.stack.push(v);
+            }
+            Op::BuildString => {
+                let parts = Self::pop_n(frame, Self::int_arg(arg)?)?;
+                let mut text = String::new();
+                for p in parts {
+                    text.push_str(&self.concrete(p)?.extract::<String>()?);
+                }
+                let v = self.constant(PyString::new(self.py, &text).into_any());
+                frame.stack.push(v);
+            }
+            Op::ListAppend | Op::SetAdd => {
+                let v = Self::pop(frame)?;
+                let depth = Self::int_arg(arg)?;
+                let target = frame.stack[frame.stack.len() - depth];
+                match &mut self.values[target] {
+                    Val::List(items) | Val::Set(items) => items.push(v),
+                    _ => return unsupported("LIST_APPEND to a list from outside"),
+                }
+            }
+            Op::MapAdd => {
+                let value = Self::pop(frame)?;
+                let key = Self::pop(frame)?;
+                let depth = Self::int_arg(arg)?;
+                let target = frame.stack[frame.stack.len() - depth];
+                let Val::Dict(mut items) = self.val(target).clone_val() else {
+                    return unsupported("MAP_ADD to a dict from outside");
+                };
+                self.dict_set(&mut items, key, value)?;
+                self.values[target] = Val::Dict(items);
+            }
+            Op::ListExtend | Op::SetUpdate => {
+                let source = Self::pop(frame)?;
+                let depth = Self::int_arg(arg)?;
+                let target = frame.stack[frame.stack.len() - depth];
+                let new_items = self.items_of(source)?;
+                match &mut self.values[target] {
+                    Val::List(items) | Val::Set(items) => items.extend(new_items),
+                    _ => return unsupported("LIST_EXTEND to a list from outside"),
+                }
+            }
+            Op::DictUpdate | Op::DictMerge => {
+                let source = Self::pop(frame)?;
+                let depth = Self::int_arg(arg)?;
+                let target = frame.stack[frame.stack.len() - depth];
+                let pairs = self.dict_items(source)?;
+                let Val::Dict(mut items) = self.val(target).clone_val() else {
+                    return unsupported("DICT_UPDATE of a dict from outside");
+                };
+                for (k, v) in pairs {
+                    self.dict_set(&mut items, k, v)?;
+                }
+                self.values[target] = Val::Dict(items);
+            }
+            Op::ListToTuple => {
+                let v = Self::pop(frame)?;
+                let items = self.items_of(v)?;
+                let t = self.push_val(Val::Tuple(items));
+                frame.stack.push(t);
+            }
+            Op::CallIntrinsic1 => {
+                let Arg::Enum(name) = arg else {
+                    return unsupported("CALL_INTRINSIC_1 without a name");
+                };
+                let v = Self::pop(frame)?;
+                let r = match name {
+                    "INTRINSIC_LIST_TO_TUPLE" => {
+                        let items = self.items_of(v)?;
+                        self.push_val(Val::Tuple(items))
+                    }
+                    "INTRINSIC_UNARY_POSITIVE" => self.operator_call("pos", vec![v])?,
+                    _ => return unsupported(format!("intrinsic {name}")),
+                };
+                frame.stack.push(r);
+            }
+            Op::UnpackSequence => {
+                let v = Self::pop(frame)?;
+                let items = self.items_of(v)?;
+                if items.len() != Self::int_arg(arg)? {
+                    return unsupported("unpacking raised (wrong number of values)");
+                }
+                frame.stack.extend(items.into_iter().rev());
+            }
+            Op::UnpackEx => {
+                let n = Self::int_arg(arg)?;
+                let (before, after) = (n & 0xff, n >> 8);
+                let v = Self::pop(frame)?;
+                let items = self.items_of(v)?;
+                if items.len() < before + after {
+                    return unsupported("unpacking raised (not enough values)");
+                }
+                let middle = self.push_val(Val::List(items[before..items.len() - after].to_vec()));
+                let mut out: Vec<Vid> = items[..before].to_vec();
+                out.push(middle);
+                out.extend_from_slice(&items[items.len() - after..]);
+                frame.stack.extend(out.into_iter().rev());
+            }
+            Op::FormatValue => {
+                let flags = Self::int_arg(arg)?;
+                let spec = if flags & 4 != 0 {
+                    Some(Self::pop(frame)?)
+                } else {
+                    None
+                };
+                let v = Self::pop(frame)?;
+                let r = self.format(v, flags & 3, spec)?;
+                frame.stack.push(r);
+            }
+            Op::ConvertValue => {
+                let v = Self::pop(frame)?;
+                let r = self.convert(v, Self::int_arg(arg)?)?;
+                frame.stack.push(r);
+            }
+            Op::FormatSimple => {
+                let v = Self::pop(frame)?;
+                let r = self.format(v, 0, None)?;
+                frame.stack.push(r);
+            }
+            Op::FormatWithSpec => {
+                let spec = Self::pop(frame)?;
+                let v = Self::pop(frame)?;
+                let r = self.format(v, 0, Some(spec))?;
+                frame.stack.push(r);
+            }
+            Op::BuildInterpolation => {
+                let flags = Self::int_arg(arg)?;
+                let spec = if flags & 1 != 0 {
+                    Some(Self::pop(frame)?)
+                } else {
+                    None
+                };
+                let expression = Self::pop(frame)?;
+                let value = Self::pop(frame)?;
+                let r = self.interpolation(value, expression, flags >> 2, spec)?;
+                frame.stack.push(r);
+            }
+            Op::BuildTemplate => {
+                let interpolations = Self::pop(frame)?;
+                let strings = Self::pop(frame)?;
+                let r = self.template(strings, interpolations)?;
+                frame.stack.push(r);
+            }
+            Op::GetIter | Op::GetYieldFromIter => {
+                let v = Self::pop(frame)?;
+                let it = self.iterator(v)?;
+                frame.stack.push(it);
+            }
+            Op::ForIter => {
+                let it = *frame
+                    .stack
+                    .last()
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let Val::Iter { items, next } = self.val(it).clone_val() else {
+                    return unsupported("FOR_ITER over a value that is no iterator");
+                };
+                if next < items.len() {
+                    self.values[it] = Val::Iter {
+                        items: items.clone(),
+                        next: next + 1,
+                    };
+                    frame.stack.push(items[next]);
+                } else {
+                    let info = self
+                        .table
+                        .op(self
+                            .table
+                            .require("FOR_ITER")
+                            .map_err(|e| Problem::Fallback(e.to_string()))?)
+                        .expect("known");
+                    let effect = info.stack_effect(0, true).unwrap_or(-1);
+                    if effect < 0 {
+                        Self::pop_n(frame, (-effect) as usize)?;
+                    } else {
+                        for _ in 0..effect {
+                            let null = self.push_val(Val::Null);
+                            frame.stack.push(null);
+                        }
+                    }
+                    Self::jump(frame, arg)?;
+                }
+            }
+            Op::EndFor | Op::PopIter => {
+                let info = self
+                    .table
+                    .op(self
+                        .table
+                        .require(instr.op.name())
+                        .map_err(|e| Problem::Fallback(e.to_string()))?)
+                    .expect("known");
+                let effect = info.stack_effect(0, false).unwrap_or(-1);
+                Self::pop_n(frame, (-effect).max(0) as usize)?;
+            }
+            Op::Jump | Op::JumpNoInterrupt => Self::jump(frame, arg)?,
+            Op::PopJumpIfTrue | Op::PopJumpIfFalse => {
+                let v = Self::pop(frame)?;
+                if self.truthy(v)? == (instr.op == Op::PopJumpIfTrue) {
+                    Self::jump(frame, arg)?;
+                }
+            }
+            Op::PopJumpIfNone | Op::PopJumpIfNotNone => {
+                let v = Self::pop(frame)?;
+                let none = self.none();
+                let is_none = self.identical(v, none)?;
+                if is_none == (instr.op == Op::PopJumpIfNone) {
+                    Self::jump(frame, arg)?;
+                }
+            }
+            Op::JumpIfTrueOrPop | Op::JumpIfFalseOrPop => {
+                let v = *frame
+                    .stack
+                    .last()
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                if self.truthy(v)? == (instr.op == Op::JumpIfTrueOrPop) {
+                    Self::jump(frame, arg)?;
+                } else {
+                    Self::pop(frame)?;
+                }
+            }
+            Op::SetupFinally | Op::PopBlock => {}
+            Op::SetupWith | Op::BeforeWith => {
+                let manager = Self::pop(frame)?;
+                let exit = self.special_method(manager, "__exit__")?;
+                let enter = self.special_method(manager, "__enter__")?;
+                let entered = self.call(enter, vec![], vec![])?;
+                frame.stack.push(exit);
+                frame.stack.push(entered);
+            }
+            Op::Call | Op::CallMethod => {
+                let Arg::Call { argc, kw_names } = arg else {
+                    let argc = Self::int_arg(arg)?;
+                    return self.do_call(frame, instr.op, argc, false).map(|()| None);
+                };
+                self.do_call(frame, instr.op, argc as usize, kw_names)?;
+            }
+            Op::CallFunctionEx => self.call_function_ex(frame, arg)?,
+            Op::MakeFunction => self.make_function(frame, arg)?,
+            Op::SetFunctionAttribute => {
+                let flag = Self::int_arg(arg)?;
+                let function = Self::pop(frame)?;
+                let attribute = Self::pop(frame)?;
+                self.set_function_attribute(function, flag, attribute)?;
+                frame.stack.push(function);
+            }
+            Op::ReturnValue => {
+                let v = Self::pop(frame)?;
+                return Ok(Some(v));
+            }
+            Op::YieldValue => {
+                let v = Self::pop(frame)?;
+                let Some(yielded) = frame.yielded.as_mut() else {
+                    return unsupported("yield outside an inlined generator");
+                };
+                yielded.push(v);
+                let none = self.none();
+                frame.stack.push(none);
+            }
+            Op::RaiseVarargs => return unsupported("raise (exceptions are not simulated)"),
+            Op::LoadBuildClass => return unsupported("class definition"),
+            Op::ImportName | Op::ImportFrom | Op::ImportStar => return unsupported("import"),
+            other => return unsupported(format!("opcode {}", other.name())),
+        }
+        Ok(None)
+    }
+}
+
+// ---- Variables, attributes, items ----
+impl<'py, 'b> Vm<'py, 'b> {
+    fn cell_of(&self, frame: &Frame<'py>, arg: Arg) -> Res<usize> {
+        match self.val(frame.locals[Self::var_at(arg)?]) {
+            Val::Cell(c) => Ok(*c),
+            _ => unsupported("a cell variable without its cell"),
+        }
+    }
+
+    fn store_cell(&mut self, cell: usize, value: Option<Vid>) -> Res<()> {
+        // A cell of the translated function's closure lives on after the call.
+        if cell < self.top_freevars {
+            return unsupported("assignment to a variable of an enclosing function (nonlocal)");
+        }
+        self.cells[cell] = value;
+        Ok(())
+    }
+
+    fn store_global(&mut self, frame: &Frame<'py>, name: String, value: Option<Vid>) -> Res<()> {
+        if !self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g)) {
+            return unsupported("assignment to a global of another module");
+        }
+        self.side_effects.push(match value {
+            Some(value) => SideEffect::StoreGlobal {
+                name: name.clone(),
+                value,
+            },
+            None => SideEffect::DeleteGlobal { name: name.clone() },
+        });
+        self.stored_globals.push((name, value));
+        Ok(())
+    }
+
+    fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
+        let owner = self.realize(owner)?;
+        let Val::Obj { obj, source } = self.val(owner) else {
+            return unsupported("attribute assignment on a value made by the translated code");
+        };
+        let (obj, source) = (obj.clone(), *source);
+        if source.is_none() || self.backend.is_tensor(&obj) {
+            return unsupported("attribute assignment on an object without a source");
+        }
+        if self.has_custom_setattr(&obj)? || !obj.hasattr("__dict__")? {
+            return unsupported("attribute assignment on an object with __setattr__ or slots");
+        }
+        self.guard_type(owner);
+        self.side_effects.push(SideEffect::StoreAttr {
+            target: owner,
+            name: name.clone(),
+            value,
+        });
+        self.stored_attrs.push((obj.as_ptr() as usize, name, value));
+        Ok(())
+    }
+
+    fn has_custom_setattr(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let object_setattr = self.ops.builtins.getattr("object")?.getattr("__setattr__")?;
+        Ok(!obj.get_type().getattr("__setattr__")?.is(&object_setattr))
+    }
+
+    /// Looks `name` up on the type's MRO without running descriptors.
+    fn type_lookup(&self, ty: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        for class in ty.getattr("__mro__")?.try_iter()? {
+            if let Ok(found) = class?.getattr("__dict__")?.get_item(name) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    fn load_attr(&mut self, owner: Vid, name: &str) -> Res<Vid> {
+        let owner = self.realize(owner)?;
+        match self.val(owner).clone_val() {
+            Val::Tensor { example, .. } => self.tensor_attr(owner, example, name),
+            Val::List(_) | Val::Dict(_) | Val::Set(_) => Ok(self.push_val(Val::ContainerMethod {
+                container: owner,
+                name: name.to_owned(),
+            })),
+            Val::Super { class, receiver } => self.super_attr(class, receiver, name),
+            Val::Function(f) => {
+                let value = match name {
+                    "__name__" | "__qualname__" => PyString::new(self.py, &f.name).into_any(),
+                    "__code__" => f.code.clone(),
+                    _ => return unsupported(format!("attribute {name} of a function")),
+                };
+                Ok(self.constant(value))
+            }
+            Val::Obj { obj, source } => {
+                if let Some((_, _, stored)) = self
+                    .stored_attrs
+                    .iter()
+                    .rev()
+                    .find(|(p, n, _)| *p == obj.as_ptr() as usize && n == name)
+                {
+                    return Ok(*stored);
+                }
+                self.object_attr(owner, obj, source, name)
+            }
+            Val::Tuple(_) | Val::Slice(..) => {
+                let obj = self.concrete(owner)?;
+                let value = obj.getattr(name)?;
+                Ok(self.constant(value))
+            }
+            _ => unsupported(format!("attribute {name} of an internal value")),
+        }
+    }
+
+    fn tensor_attr(&mut self, owner: Vid, example: Bound<'py, PyAny>, name: &str) -> Res<Vid> {
+        if self.backend.is_meta_attribute(name) {
+            // Shape, dtype and the like are what the tensor's guard pins.
+            let value = example.getattr(name)?;
+            return Ok(self.constant(value));
+        }
+        let value = example.getattr(name)?;
+        if value.is_callable() {
+            return Ok(self.push_val(Val::TensorMethod {
+                tensor: owner,
+                name: name.to_owned(),
+            }));
+        }
+        if self.backend.is_tensor(&value) {
+            let getter = self.ops.operator.getattr("attrgetter")?.call1((name,))?;
+            return self.record(&getter, vec![owner], vec![]);
+        }
+        graph_break(format!("tensor to python: attribute {name} of a tensor"))
+    }
+
+    fn object_attr(
+        &mut self,
+        owner: Vid,
+        obj: Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        name: &str,
+    ) -> Res<Vid> {
+        let attr_source = |vm: &mut Self, value: Bound<'py, PyAny>| match source {
+            Some(s) => {
+                let key = PyString::intern(vm.py, name).into_any();
+                vm.from_source(Source::Attr(s, StrongRef::new(&key)), value)
+            }
+            None => vm.constant(value),
+        };
+        // Modules and classes: the object is pinned by identity, the attribute guarded on use.
+        if obj.is_instance_of::<PyType>() || obj.is_instance(&self.ops.module_type)? {
+            if let Some(s) = source {
+                self.add_guard(s, Check::Id(StrongRef::new(&obj)));
+            }
+            if obj.is_instance_of::<PyType>() {
+                if let Some(raw) = self.type_lookup(&obj, name)? {
+                    if raw.is_instance(&self.ops.classmethod_type)? {
+                        let function = self.constant(raw.getattr("__func__")?);
+                        return Ok(self.push_val(Val::Method {
+                            function,
+                            receiver: owner,
+                        }));
+                    }
+                }
+            }
+            let value = obj.getattr(name)?;
+            return Ok(attr_source(self, value));
+        }
+        if is_immutable(&obj) {
+            let value = obj.getattr(name)?;
+            return Ok(self.constant(value));
+        }
+        if self.backend.is_tensor(&obj) {
+            return unsupported("a tensor attribute outside the graph");
+        }
+        // An instance: look the attribute up as object.__getattribute__ would, without
+        // running anything but properties (inlined).
+        let ty = obj.get_type().into_any();
+        let getattribute = ty.getattr("__getattribute__")?;
+        if !getattribute.is(&self.ops.object_getattribute) || self.type_lookup(&ty, "__getattr__")?.is_some()
+        {
+            return unsupported(format!(
+                "attribute {name} of {} (custom __getattribute__ or __getattr__)",
+                ty.getattr("__qualname__")?
+            ));
+        }
+        self.guard_type(owner);
+        let class_attr = self.type_lookup(&ty, name)?;
+        if let Some(descriptor) = &class_attr {
+            if descriptor.is_instance(&self.ops.property_type)? {
+                let getter = descriptor.getattr("fget")?;
+                let function = self.constant(getter);
+                return self.call(function, vec![owner], vec![]);
+            }
+            let descriptor_type = descriptor.get_type();
+            if descriptor_type.hasattr("__set__")? && descriptor_type.hasattr("__get__")? {
+                // Slots and other data descriptors written in C: read now, guarded by source.
+                let value = obj.getattr(name)?;
+                return Ok(attr_source(self, value));
+            }
+        }
+        if let Ok(dict) = obj.getattr("__dict__") {
+            if let Ok(value) = dict.get_item(name) {
+                return Ok(attr_source(self, value));
+            }
+        }
+        match class_attr {
+            Some(raw) if raw.is_instance(&self.ops.function_type)? => {
+                let function = self.constant(raw);
+                Ok(self.push_val(Val::Method {
+                    function,
+                    receiver: owner,
+                }))
+            }
+            Some(raw) if raw.is_instance(&self.ops.staticmethod_type)? => {
+                Ok(self.constant(raw.getattr("__func__")?))
+            }
+            Some(raw) if raw.is_instance(&self.ops.classmethod_type)? => {
+                let function = self.constant(raw.getattr("__func__")?);
+                let receiver = self.constant(ty);
+                Ok(self.push_val(Val::Method { function, receiver }))
+            }
+            Some(raw) if raw.get_type().hasattr("__get__")? => {
+                // Builtin methods of builtin bases, and other non-data descriptors.
+                let value = obj.getattr(name)?;
+                Ok(self.constant(value))
+            }
+            Some(_) => {
+                let value = obj.getattr(name)?;
+                Ok(attr_source(self, value))
+            }
+            None => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
+                format!("'{}' object has no attribute '{name}'", ty.getattr("__name__")?),
+            ))),
+        }
+    }
+
+    /// `type(owner).<name>` bound to `owner`, for `with` and the like.
+    fn special_method(&mut self, owner: Vid, name: &str) -> Res<Vid> {
+        let ty = self.type_of(owner)?;
+        let Some(raw) = self.type_lookup(&ty, name)? else {
+            return Err(Problem::Python(PyTypeError::new_err(format!(
+                "'{}' object does not support the context manager protocol",
+                ty.getattr("__name__")?
+            ))));
+        };
+        if raw.is_instance(&self.ops.function_type)? {
+            let function = self.constant(raw);
+            return Ok(self.push_val(Val::Method {
+                function,
+                receiver: owner,
+            }));
+        }
+        graph_break(format!(
+            "unsupported call: {name} of {} written in C",
+            ty.getattr("__qualname__")?
+        ))
+    }
+
+    fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid> {
+        let ty = self.type_of(receiver)?;
+        let mro = ty.getattr("__mro__")?.cast_into::<PyTuple>()?;
+        let start = mro.iter().position(|c| c.is(&class)).map_or(mro.len(), |p| p + 1);
+        for base in mro.iter().skip(start) {
+            if let Ok(raw) = base.getattr("__dict__")?.get_item(name) {
+                if raw.is_instance(&self.ops.function_type)? {
+                    let function = self.constant(raw);
+                    return Ok(self.push_val(Val::Method { function, receiver }));
+                }
+                if raw.is_instance(&self.ops.classmethod_type)? {
+                    let function = self.constant(raw.getattr("__func__")?);
+                    let receiver = self.constant(ty);
+                    return Ok(self.push_val(Val::Method { function, receiver }));
+                }
+                if raw.is_instance(&self.ops.property_type)? {
+                    let function = self.constant(raw.getattr("fget")?);
+                    return self.call(function, vec![receiver], vec![]);
+                }
+                if base.is(&self.ops.builtins.getattr("object")?) {
+                    // object.__init__ and friends on a plain instance: nothing to do.
+                    let noop = self.ops.builtins.getattr("object")?.getattr(name)?;
+                    return Ok(self.constant(noop));
+                }
+                return unsupported(format!("super().{name} of a builtin base"));
+            }
+        }
+        Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
+            format!("'super' object has no attribute '{name}'"),
+        )))
+    }
+
+    fn binary(&mut self, left: Vid, right: Vid, op: BinOp, inplace: bool) -> Res<Vid> {
+        if op == BinOp::Subscr {
+            return self.subscript(left, right);
+        }
+        let left = self.realize(left)?;
+        if inplace {
+            if let Val::List(_) = self.val(left) {
+                if op == BinOp::Add {
+                    let new_items = self.items_of(right)?;
+                    if let Val::List(items) = &mut self.values[left] {
+                        items.extend(new_items);
+                    }
+                    return Ok(left);
+                }
+            }
+        }
+        // Concatenating and repeating containers the translation made.
+        let left_items = matches!(self.val(left), Val::Tuple(_) | Val::List(_));
+        if left_items && matches!(op, BinOp::Add | BinOp::Multiply) {
+            let is_list = matches!(self.val(left), Val::List(_));
+            let mut items = self.items_of(left)?;
+            if op == BinOp::Add {
+                items.extend(self.items_of(right)?);
+            } else {
+                let times: usize = self.concrete(right)?.extract::<isize>()?.max(0) as usize;
+                items = items.repeat(times);
+            }
+            return Ok(self.push_val(if is_list {
+                Val::List(items)
+            } else {
+                Val::Tuple(items)
+            }));
+        }
+        self.operator_call(binop_name(op, inplace), vec![left, right])
+    }
+
+    fn identical(&mut self, left: Vid, right: Vid) -> Res<bool> {
+        if left == right {
+            return Ok(true);
+        }
+        let (left, right) = (self.realize(left)?, self.realize(right)?);
+        let kind = |v: &Val<'py>| match v {
+            Val::Obj { .. } => 0,
+            Val::Tensor { .. } => 1,
+            _ => 2,
+        };
+        match (kind(self.val(left)), kind(self.val(right))) {
+            (0, 0) => {
+                let (a, b) = (self.concrete(left)?, self.concrete(right)?);
+                Ok(a.is(&b))
+            }
+            (1, 1) => {
+                let (Val::Tensor { example: a, .. }, Val::Tensor { example: b, .. }) =
+                    (self.val(left), self.val(right))
+                else {
+                    unreachable!()
+                };
+                Ok(a.is(b))
+            }
+            // A tensor, container or function of the translation is never a frame object.
+            _ => {
+                for v in [left, right] {
+                    if let Val::Obj { obj, .. } = self.val(v) {
+                        let obj = obj.clone();
+                        self.guard_type(v);
+                        if obj.is_none() {
+                            let _ = self.concrete(v)?;
+                        }
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    fn contains(&mut self, container: Vid, item: Vid) -> Res<bool> {
+        let container = self.realize(container)?;
+        if let Val::Dict(items) = self.val(container).clone_val() {
+            let key = self.concrete(item)?;
+            for (k, _) in items {
+                if self.concrete(k)?.eq(&key)? {
+                    return Ok(true);
+                }
+            }
+            return Ok(false);
+        }
+        if self.is_tensor_val(container) || self.is_tensor_val(item) {
+            return graph_break("tensor to python: `in` on tensors (data-dependent)");
+        }
+        let c = self.concrete(container)?;
+        let i = self.concrete(item)?;
+        Ok(c.contains(i)?)
+    }
+
+    fn subscript(&mut self, container: Vid, key: Vid) -> Res<Vid> {
+        let container = self.realize(container)?;
+        match self.val(container).clone_val() {
+            Val::Tensor { .. } => {
+                let getitem = self.ops.op("getitem")?;
+                self.record(&getitem, vec![container, key], vec![])
+            }
+            Val::Tuple(items) | Val::List(items) => {
+                let is_list = matches!(self.val(container), Val::List(_));
+                let key_obj = self.concrete(key)?;
+                if let Ok(index) = key_obj.extract::<isize>() {
+                    let len = items.len() as isize;
+                    let at = if index < 0 { index + len } else { index };
+                    if at < 0 || at >= len {
+                        return Err(Problem::Python(pyo3::exceptions::PyIndexError::new_err(
+                            "index out of range",
+                        )));
+                    }
+                    return Ok(items[at as usize]);
+                }
+                let indices = self
+                    .ops
+                    .builtins
+                    .getattr("range")?
+                    .call1((items.len(),))?
+                    .get_item(&key_obj)?;
+                let picked: Vec<Vid> = indices
+                    .try_iter()?
+                    .map(|i| Ok(items[i?.extract::<usize>()?]))
+                    .collect::<PyResult<_>>()?;
+                Ok(self.push_val(if is_list {
+                    Val::List(picked)
+                } else {
+                    Val::Tuple(picked)
+                }))
+            }
+            Val::Dict(items) => {
+                let key_obj = self.concrete(key)?;
+                for (k, v) in items.iter().rev() {
+                    if self.concrete(*k)?.eq(&key_obj)? {
+                        return Ok(*v);
+                    }
+                }
+                Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                    key_obj.unbind(),
+                )))
+            }
+            Val::Obj { obj, source } => {
+                if let Some(s) = source {
+                    if let Some(copy) = self.mutated.get(&s).copied() {
+                        return self.subscript(copy, key);
+                    }
+                }
+                if self.contains_tensor(key) {
+                    return graph_break("tensor to python: indexing a Python container with a tensor");
+                }
+                let key_obj = self.concrete(key)?;
+                let plain = obj.is_exact_instance_of::<PyList>()
+                    || obj.is_exact_instance_of::<PyTuple>()
+                    || obj.is_exact_instance_of::<PyDict>()
+                    || is_immutable(&obj);
+                if !plain {
+                    let getitem = self.type_lookup(&obj.get_type().into_any(), "__getitem__")?;
+                    if let Some(getitem) =
+                        getitem.filter(|g| g.is_instance(&self.ops.function_type).unwrap_or(false))
+                    {
+                        let function = self.constant(getitem);
+                        return self.call(function, vec![container, key], vec![]);
+                    }
+                    return unsupported(format!("indexing a {}", obj.get_type().name()?));
+                }
+                let value = obj.get_item(&key_obj)?;
+                match source {
+                    Some(s) if !is_immutable(&obj) => {
+                        self.guard_type(container);
+                        if !key_obj.is_instance_of::<pyo3::types::PySlice>() {
+                            if obj.is_exact_instance_of::<PyDict>() {
+                                return Ok(self.from_source(Source::Item(s, StrongRef::new(&key_obj)), value));
+                            }
+                            self.add_guard(s, Check::Len(obj.len()?));
+                            return Ok(self.from_source(Source::Item(s, StrongRef::new(&key_obj)), value));
+                        }
+                        // A slice of a list from the frame: its items, each from its source.
+                        let items = self.items_of(container)?;
+                        let key = self.constant(key_obj);
+                        let tuple = self.push_val(Val::List(items));
+                        self.subscript(tuple, key)
+                    }
+                    _ => {
+                        let _ = self.concrete(container)?;
+                        Ok(self.wrap_result(value))
+                    }
+                }
+            }
+            _ => unsupported("indexing an internal value"),
+        }
+    }
+
+    /// The symbolic copy of a list or dict from the frame, made on its first mutation
+    /// and written back to it after the graph runs.
+    fn mutable_copy(&mut self, container: Vid) -> Res<Option<Vid>> {
+        let Val::Obj { obj, source: Some(s) } = self.val(container) else {
+            return Ok(None);
+        };
+        let (obj, s) = (obj.clone(), *s);
+        if let Some(copy) = self.mutated.get(&s) {
+            return Ok(Some(*copy));
+        }
+        let copy = if obj.is_exact_instance_of::<PyList>() {
+            let items = self.items_of(container)?;
+            self.push_val(Val::List(items))
+        } else if obj.is_exact_instance_of::<PyDict>() {
+            let keys = self.items_of(container)?;
+            let mut items = Vec::with_capacity(keys.len());
+            for k in keys {
+                let v = self.subscript(container, k)?;
+                items.push((k, v));
+            }
+            self.push_val(Val::Dict(items))
+        } else {
+            return Ok(None);
+        };
+        self.mutated.insert(s, copy);
+        self.side_effects.push(SideEffect::Replace {
+            target: s,
+            contents: copy,
+        });
+        Ok(Some(copy))
+    }
+
+    fn store_subscript(&mut self, container: Vid, key: Vid, value: Vid) -> Res<()> {
+        let container = self.realize(container)?;
+        let container = self.mutable_copy(container)?.unwrap_or(container);
+        match self.val(container).clone_val() {
+            Val::Tensor { .. } => {
+                let setitem = self.ops.op("setitem")?;
+                self.record(&setitem, vec![container, key, value], vec![])?;
+                Ok(())
+            }
+            Val::List(mut items) => {
+                let key_obj = self.concrete(key)?;
+                if let Ok(index) = key_obj.extract::<isize>() {
+                    let len = items.len() as isize;
+                    let at = if index < 0 { index + len } else { index };
+                    if at < 0 || at >= len {
+                        return Err(Problem::Python(pyo3::exceptions::PyIndexError::new_err(
+                            "list assignment index out of range",
+                        )));
+                    }
+                    items[at as usize] = value;
+                } else {
+                    // A slice assignment: done on index lists.
+                    let new_items = self.items_of(value)?;
+                    let indices = PyList::new(self.py, 0..items.len())?;
+                    let replacement = PyList::new(self.py, (0..new_items.len()).map(|i| items.len() + i))?;
+                    indices.set_item(0, 0).ok();
+                    indices.as_any().set_item(&key_obj, replacement)?;
+                    let all: Vec<Vid> = items.iter().copied().chain(new_items).collect();
+                    items = indices
+                        .iter()
+                        .map(|i| Ok(all[i.extract::<usize>()?]))
+                        .collect::<PyResult<_>>()?;
+                }
+                self.values[container] = Val::List(items);
+                Ok(())
+            }
+            Val::Dict(mut items) => {
+                self.dict_set(&mut items, key, value)?;
+                self.values[container] = Val::Dict(items);
+                Ok(())
+            }
+            _ => unsupported("item assignment to an object"),
+        }
+    }
+
+    fn delete_subscript(&mut self, container: Vid, key: Vid) -> Res<()> {
+        let container = self.realize(container)?;
+        let container = self.mutable_copy(container)?.unwrap_or(container);
+        let key_obj = self.concrete(key)?;
+        match self.val(container).clone_val() {
+            Val::List(items) => {
+                let indices = PyList::new(self.py, 0..items.len())?;
+                indices.as_any().del_item(&key_obj)?;
+                let kept = indices
+                    .iter()
+                    .map(|i| Ok(items[i.extract::<usize>()?]))
+                    .collect::<PyResult<_>>()?;
+                self.values[container] = Val::List(kept);
+                Ok(())
+            }
+            Val::Dict(items) => {
+                let mut kept = Vec::with_capacity(items.len());
+                let mut found = false;
+                for (k, v) in items {
+                    if !found && self.concrete(k)?.eq(&key_obj)? {
+                        found = true;
+                    } else {
+                        kept.push((k, v));
+                    }
+                }
+                if !found {
+                    return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                        key_obj.unbind(),
+                    )));
+                }
+                self.values[container] = Val::Dict(kept);
+                Ok(())
+            }
+            _ => unsupported("item deletion on an object"),
+        }
+    }
+
+    fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()> {
+        let key_obj = self.concrete(key)?;
+        key_obj.hash()?;
+        for (k, v) in items.iter_mut() {
+            if self.values_equal_key(*k, &key_obj)? {
+                *v = value;
+                return Ok(());
+            }
+        }
+        items.push((key, value));
+        Ok(())
+    }
+
+    fn values_equal_key(&mut self, k: Vid, key: &Bound<'py, PyAny>) -> Res<bool> {
+        Ok(self.concrete(k)?.eq(key)?)
+    }
+
+    fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>> {
+        let vid = self.realize(vid)?;
+        if let Val::Dict(items) = self.val(vid) {
+            return Ok(items.clone());
+        }
+        let keys = self.items_of(vid)?;
+        keys.into_iter()
+            .map(|k| Ok((k, self.subscript(vid, k)?)))
+            .collect()
+    }
+
+    fn format(&mut self, v: Vid, conversion: usize, spec: Option<Vid>) -> Res<Vid> {
+        let converted = if conversion == 0 {
+            v
+        } else {
+            self.convert(v, conversion)?
+        };
+        let value = self.concrete(converted)?;
+        let spec = match spec {
+            Some(s) => self.concrete(s)?,
+            None => PyString::new(self.py, "").into_any(),
+        };
+        let text = self.ops.builtins.getattr("format")?.call1((value, spec))?;
+        Ok(self.constant(text))
+    }
+
+    fn convert(&mut self, v: Vid, conversion: usize) -> Res<Vid> {
+        let name = match conversion {
+            1 => "str",
+            2 => "repr",
+            3 => "ascii",
+            _ => return unsupported("a conversion"),
+        };
+        let value = self.concrete(v)?;
+        let text = self.ops.builtins.getattr(name)?.call1((value,))?;
+        Ok(self.constant(text))
+    }
+
+    fn interpolation(
+        &mut self,
+        value: Vid,
+        expression: Vid,
+        conversion: usize,
+        spec: Option<Vid>,
+    ) -> Res<Vid> {
+        let templatelib = self.py.import("string.templatelib")?;
+        let value = self.concrete(value)?;
+        let expression = self.concrete(expression)?;
+        let conversion = match conversion {
+            1 => Some("s"),
+            2 => Some("r"),
+            3 => Some("a"),
+            _ => None,
+        };
+        let spec = match spec {
+            Some(s) => self.concrete(s)?,
+            None => PyString::new(self.py, "").into_any(),
+        };
+        let made = templatelib
+            .getattr("Interpolation")?
+            .call1((value, expression, conversion, spec))?;
+        Ok(self.constant(made))
+    }
+
+    fn template(&mut self, strings: Vid, interpolations: Vid) -> Res<Vid> {
+        let strings = self.items_of(strings)?;
+        let interpolations = self.items_of(interpolations)?;
+        let mut parts = Vec::new();
+        for (i, s) in strings.iter().enumerate() {
+            parts.push(self.concrete(*s)?);
+            if let Some(interp) = interpolations.get(i) {
+                parts.push(self.concrete(*interp)?);
+            }
+        }
+        let templatelib = self.py.import("string.templatelib")?;
+        let made = templatelib
+            .getattr("Template")?
+            .call1(PyTuple::new(self.py, parts)?)?;
+        Ok(self.constant(made))
+    }
+
+    fn iterator(&mut self, v: Vid) -> Res<Vid> {
+        if let Val::Iter { .. } = self.val(v) {
+            return Ok(v);
+        }
+        let items = self.items_of(v)?;
+        Ok(self.push_val(Val::Iter { items, next: 0 }))
+    }
+}
+
+// ---- Calls ----
+impl<'py, 'b> Vm<'py, 'b> {
+    fn do_call(&mut self, frame: &mut Frame<'py>, op: Op, argc: usize, kw_names: bool) -> Res<()> {
+        let names: Vec<String> = if kw_names {
+            let names = Self::pop(frame)?;
+            let names = self.concrete(names)?;
+            names.extract()?
+        } else {
+            Vec::new()
+        };
+        let mut args = Self::pop_n(frame, argc)?;
+        let slots = Self::pop_n(frame, self.callable_slots(op))?;
+        let (callable, mut positional) = self.pop_callable(frame, slots)?;
+        if argc == 0 && positional.is_empty() {
+            if let Val::Obj { obj, .. } = self.val(callable) {
+                if obj.is(&self.builtin("super")?) {
+                    let Some(cell) = frame.class_cell else {
+                        return unsupported("super() without __class__");
+                    };
+                    let class = match self.cells[cell] {
+                        Some(c) => self.concrete(c)?,
+                        None => return unsupported("super() before __class__ is set"),
+                    };
+                    let receiver = match self.val(frame.locals[0]) {
+                        Val::Cell(c) => {
+                            self.cells[*c].map_or_else(|| unsupported("super() without self"), Ok)?
+                        }
+                        _ => frame.locals[0],
+                    };
+                    let made = self.push_val(Val::Super { class, receiver });
+                    frame.stack.push(made);
+                    return Ok(());
+                }
+            }
+        }
+        if names.len() > args.len() {
+            return unsupported("more keyword names than arguments");
+        }
+        let keyword_values = args.split_off(args.len() - names.len());
+        let kwargs: Vec<(String, Vid)> = names.into_iter().zip(keyword_values).collect();
+        positional.extend(args);
+        let result = self.call(callable, positional, kwargs)?;
+        frame.stack.push(result);
+        Ok(())
+    }
+
+    fn call_function_ex(&mut self, frame: &mut Frame<'py>, arg: Arg) -> Res<()> {
+        let flags = match arg {
+            Arg::Int(n) => n as i64,
+            _ => 0,
+        };
+        let info = self
+            .table
+            .op(self
+                .table
+                .require("CALL_FUNCTION_EX")
+                .map_err(|e| Problem::Fallback(e.to_string()))?)
+            .expect("known");
+        let effect = |oparg: u32| info.stack_effect(oparg, false).unwrap_or(0);
+        let popped = (1 - effect(flags as u32)) as usize;
+        let kwargs_slot = effect(0) == effect(1) || flags & 1 != 0;
+        let mut slots = Self::pop_n(frame, popped)?;
+        let kwargs = if kwargs_slot { slots.pop() } else { None };
+        let args = slots.pop().map_or_else(|| unsupported("stack underflow"), Ok)?;
+        let (callable, mut positional) = self.pop_callable(frame, slots)?;
+        positional.extend(self.items_of(args)?);
+        let mut keywords = Vec::new();
+        if let Some(kwargs) = kwargs.filter(|k| !matches!(self.val(*k), Val::Null)) {
+            for (k, v) in self.dict_items(kwargs)? {
+                keywords.push((self.concrete(k)?.extract::<String>()?, v));
+            }
+        }
+        let result = self.call(callable, positional, keywords)?;
+        frame.stack.push(result);
+        Ok(())
+    }
+
+    fn make_function(&mut self, frame: &mut Frame<'py>, arg: Arg) -> Res<()> {
+        let info = self
+            .table
+            .op(self
+                .table
+                .require("MAKE_FUNCTION")
+                .map_err(|e| Problem::Fallback(e.to_string()))?)
+            .expect("known");
+        let flags = match arg {
+            Arg::Int(n) => n as usize,
+            _ => 0,
+        };
+        // The code (and before 3.11 the qualified name) on top, then the flagged extras.
+        let base = (1 - info.stack_effect(0, false).unwrap_or(0)) as usize;
+        let mut top = Self::pop_n(frame, base)?;
+        let code_vid = top.remove(0);
+        let code = self.concrete(code_vid)?;
+        let name: String = code.getattr("co_name")?.extract()?;
+        let function = Function {
+            code,
+            globals: frame.globals.clone(),
+            name,
+            defaults: Vec::new(),
+            kwdefaults: Vec::new(),
+            closure: Vec::new(),
+            object: None,
+        };
+        let vid = self.push_val(Val::Function(Box::new(function)));
+        for flag in [8, 4, 2, 1] {
+            if flags & flag != 0 {
+                let attribute = Self::pop(frame)?;
+                self.set_function_attribute(vid, flag, attribute)?;
+            }
+        }
+        frame.stack.push(vid);
+        Ok(())
+    }
+
+    fn set_function_attribute(&mut self, function: Vid, flag: usize, attribute: Vid) -> Res<()> {
+        let items = match flag {
+            1 | 8 => self.items_of(attribute)?,
+            _ => Vec::new(),
+        };
+        let kwdefaults = if flag == 2 {
+            self.dict_items(attribute)?
+        } else {
+            Vec::new()
+        };
+        let mut names = Vec::new();
+        for (k, v) in kwdefaults {
+            names.push((self.concrete(k)?.extract::<String>()?, v));
+        }
+        let cells: Vec<usize> = items
+            .iter()
+            .filter_map(|i| {
+                if let Val::Cell(c) = self.val(*i) {
+                    Some(*c)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let Val::Function(f) = &mut self.values[function] else {
+            return unsupported("SET_FUNCTION_ATTRIBUTE on a value that is no function");
+        };
+        match flag {
+            1 => f.defaults = items,
+            2 => f.kwdefaults = names,
+            8 => f.closure = cells,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Calls a value: an operation, an inlined function, a supported builtin, or a break.
+    pub fn call(&mut self, callable: Vid, args: Vec<Vid>, kwargs: Vec<(String, Vid)>) -> Res<Vid> {
+        let callable = self.realize(callable)?;
+        match self.val(callable).clone_val() {
+            Val::Function(f) => self.inline(&f, args, kwargs, None),
+            Val::Method { function, receiver } => {
+                let mut all = vec![receiver];
+                all.extend(args);
+                self.call(function, all, kwargs)
+            }
+            Val::TensorMethod { tensor, name } => {
+                let Val::Tensor { example, .. } = self.val(tensor) else {
+                    return unsupported("a tensor method without its tensor");
+                };
+                if self.backend.is_conversion(&name) {
+                    return graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"));
+                }
+                let unbound = example.get_type().getattr(name.as_str())?;
+                let mut all = vec![tensor];
+                all.extend(args);
+                self.record(&unbound, all, kwargs)
+            }
+            Val::ContainerMethod { container, name } => self.container_method(container, &name, args, kwargs),
+            Val::Obj { obj, source } => self.call_object(callable, obj, source, args, kwargs),
+            _ => unsupported("calling an internal value"),
+        }
+    }
+
+    fn call_object(
+        &mut self,
+        callable: Vid,
+        obj: Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        let pin = |vm: &mut Self| {
+            if let Some(s) = source {
+                vm.add_guard(s, Check::Id(StrongRef::new(&obj)));
+            }
+        };
+        if self.backend.is_op(&obj)? {
+            pin(self);
+            return self.record(&obj, args, kwargs);
+        }
+        if obj.is_instance(&self.ops.function_type)? {
+            pin(self);
+            if self.backend.is_skipped_code(&obj.getattr("__code__")?)? {
+                return graph_break(format!(
+                    "unsupported call: {} (a library function)",
+                    qualname(&obj)
+                ));
+            }
+            let function = self.function_of(&obj, source)?;
+            return self.inline(&function, args, kwargs, source);
+        }
+        if obj.is_instance(&self.ops.method_type)? {
+            pin(self);
+            let function = obj.getattr("__func__")?;
+            let receiver = obj.getattr("__self__")?;
+            let receiver = match source {
+                Some(s) => self.from_source(Source::Attr(s, name_ref(self.py, "__self__")), receiver),
+                None => self.constant(receiver),
+            };
+            let function = self.constant(function);
+            let mut all = vec![receiver];
+            all.extend(args);
+            return self.call(function, all, kwargs);
+        }
+        if let Some(result) = self.call_builtin(&obj, source, &args, &kwargs)? {
+            return Ok(result);
+        }
+        if obj.is_instance_of::<PyType>() {
+            return graph_break(format!("unsupported call: creating a {} object", qualname(&obj)));
+        }
+        // An object with a Python __call__ (layers, modules of a model).
+        let ty = obj.get_type().into_any();
+        if let Some(call) = self.type_lookup(&ty, "__call__")? {
+            if call.is_instance(&self.ops.function_type)? {
+                self.guard_type(callable);
+                let function = self.constant(call);
+                let mut all = vec![callable];
+                all.extend(args);
+                return self.call(function, all, kwargs);
+            }
+        }
+        let _ = callable;
+        graph_break(format!("unsupported call: {}", qualname(&obj)))
+    }
+
+    /// A function object as the VM's function value, its closure's cells read from the
+    /// function (their contents guarded through the function's source).
+    fn function_of(&mut self, obj: &Bound<'py, PyAny>, source: Option<SourceId>) -> Res<Function<'py>> {
+        let code = obj.getattr("__code__")?;
+        let mut defaults = Vec::new();
+        let raw_defaults = obj.getattr("__defaults__")?;
+        if !raw_defaults.is_none() {
+            for d in raw_defaults.try_iter()? {
+                defaults.push(self.wrap_default(d?)?);
+            }
+        }
+        let mut kwdefaults = Vec::new();
+        let raw_kwdefaults = obj.getattr("__kwdefaults__")?;
+        if let Ok(dict) = raw_kwdefaults.cast::<PyDict>() {
+            for (k, v) in dict.iter() {
+                kwdefaults.push((k.extract::<String>()?, self.wrap_default(v)?));
+            }
+        }
+        let mut closure = Vec::new();
+        let raw_closure = obj.getattr("__closure__")?;
+        if !raw_closure.is_none() {
+            for (index, cell) in raw_closure.try_iter()?.enumerate() {
+                let cell = cell?;
+                let content = match cell.getattr("cell_contents") {
+                    Ok(content) => Some(match source {
+                        Some(s) => {
+                            let closure_source = self
+                                .sources
+                                .intern(Source::Attr(s, name_ref(self.py, "__closure__")));
+                            let index_key = index.into_pyobject(self.py)?.into_any();
+                            let cell_source = self
+                                .sources
+                                .intern(Source::Item(closure_source, StrongRef::new(&index_key)));
+                            self.from_source(
+                                Source::Attr(cell_source, name_ref(self.py, "cell_contents")),
+                                content,
+                            )
+                        }
+                        None if is_immutable(&content) || content.is_callable() => self.constant(content),
+                        None => return unsupported("a closure variable of a function without a source"),
+                    }),
+                    Err(_) => None,
+                };
+                self.cells.push(content);
+                closure.push(self.cells.len() - 1);
+            }
+        }
+        Ok(Function {
+            code,
+            globals: obj.getattr("__globals__")?,
+            name: obj.getattr("__name__")?.extract()?,
+            defaults,
+            kwdefaults,
+            closure,
+            object: Some(obj.clone()),
+        })
+    }
+
+    fn wrap_default(&mut self, value: Bound<'py, PyAny>) -> Res<Vid> {
+        if is_immutable(&value) || value.is_callable() {
+            Ok(self.constant(value))
+        } else {
+            unsupported("a mutable default argument")
+        }
+    }
+
+    /// Runs a Python function's code in a new VM frame.
+    fn inline(
+        &mut self,
+        function: &Function<'py>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+        source: Option<SourceId>,
+    ) -> Res<Vid> {
+        if self.depth >= MAX_INLINE_DEPTH {
+            return graph_break("unsupported call: inlining too deep (recursion)");
+        }
+        let info = self.backend.code_info(&function.code)?;
+        if info.flags & CO_COROUTINE_LIKE != 0 {
+            return graph_break(format!("unsupported call: {} is a coroutine", function.name));
+        }
+        let mut frame = self.new_frame(&function.code, &info, function.globals.clone())?;
+        if let (Some(s), Some(top)) = (source, self.top_globals.as_ref()) {
+            if !function.globals.is(top) {
+                frame.globals_source = Some(
+                    self.sources
+                        .intern(Source::Attr(s, name_ref(self.py, "__globals__"))),
+                );
+            }
+        }
+        self.bind_arguments(&mut frame, &info, function, args, kwargs)?;
+        self.setup_cells(&mut frame, &function.closure);
+        let generator = info.flags & CO_GENERATOR != 0;
+        if generator {
+            frame.yielded = Some(Vec::new());
+        }
+        self.depth += 1;
+        let saved_location = self.location.clone();
+        let result = self.run_inlined(&mut frame);
+        self.depth -= 1;
+        self.location = saved_location;
+        let returned = result.map_err(|problem| match problem {
+            // A break in a callee happens at the call: the callee runs as a call.
+            Problem::Break(reason) => Problem::Break(reason),
+            other => other,
+        })?;
+        if generator {
+            let items = frame.yielded.take().unwrap_or_default();
+            return Ok(self.push_val(Val::Iter { items, next: 0 }));
+        }
+        Ok(returned)
+    }
+
+    fn bind_arguments(
+        &mut self,
+        frame: &mut Frame<'py>,
+        info: &CodeInfo,
+        function: &Function<'py>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<()> {
+        let positional = info.argcount;
+        let names: Vec<String> = frame.vars.varnames.clone();
+        let mut bound: Vec<Option<Vid>> = vec![None; info.total_arguments()];
+        let mut extra_positional = Vec::new();
+        for (i, a) in args.into_iter().enumerate() {
+            if i < positional {
+                bound[i] = Some(a);
+            } else {
+                extra_positional.push(a);
+            }
+        }
+        let varargs_slot = positional + info.kwonly;
+        let has_varargs = info.flags & CO_VARARGS != 0;
+        let has_varkw = info.flags & CO_VARKEYWORDS != 0;
+        if !extra_positional.is_empty() && !has_varargs {
+            return Err(Problem::Python(PyTypeError::new_err(format!(
+                "{}() takes {positional} positional arguments but more were given",
+                function.name
+            ))));
+        }
+        let mut extra_keywords = Vec::new();
+        for (name, value) in kwargs {
+            let index = names[..positional + info.kwonly].iter().position(|n| *n == name);
+            match index {
+                Some(i) if i >= info.posonly => {
+                    if bound[i].is_some() {
+                        return Err(Problem::Python(PyTypeError::new_err(format!(
+                            "{}() got multiple values for argument '{name}'",
+                            function.name
+                        ))));
+                    }
+                    bound[i] = Some(value);
+                }
+                _ if has_varkw => {
+                    let key = self.constant(PyString::new(self.py, &name).into_any());
+                    extra_keywords.push((key, value));
+                }
+                _ => {
+                    return Err(Problem::Python(PyTypeError::new_err(format!(
+                        "{}() got an unexpected keyword argument '{name}'",
+                        function.name
+                    ))))
+                }
+            }
+        }
+        let first_default = positional.saturating_sub(function.defaults.len());
+        for (i, slot) in bound.iter_mut().enumerate().take(positional) {
+            if slot.is_none() && i >= first_default {
+                *slot = Some(function.defaults[i - first_default]);
+            }
+        }
+        for (i, slot) in bound
+            .iter_mut()
+            .enumerate()
+            .take(positional + info.kwonly)
+            .skip(positional)
+        {
+            if slot.is_none() {
+                *slot = function
+                    .kwdefaults
+                    .iter()
+                    .find(|(n, _)| *n == names[i])
+                    .map(|(_, v)| *v);
+            }
+        }
+        if has_varargs {
+            bound[varargs_slot] = Some(self.push_val(Val::Tuple(extra_positional)));
+        }
+        if has_varkw {
+            bound[varargs_slot + usize::from(has_varargs)] = Some(self.push_val(Val::Dict(extra_keywords)));
+        }
+        for (i, value) in bound.into_iter().enumerate() {
+            match value {
+                Some(v) => frame.locals[i] = v,
+                None => {
+                    return Err(Problem::Python(PyTypeError::new_err(format!(
+                        "{}() missing required argument: '{}'",
+                        function.name, names[i]
+                    ))))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn container_method(
+        &mut self,
+        container: Vid,
+        name: &str,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        if !kwargs.is_empty() && name != "update" {
+            return unsupported(format!("keyword arguments to {name}"));
+        }
+        let value = self.val(container).clone_val();
+        let none = self.none();
+        match (value, name, args.as_slice()) {
+            (Val::List(mut items), "append", [v]) => {
+                items.push(*v);
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::List(mut items), "extend", [v]) => {
+                items.extend(self.items_of(*v)?);
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::List(mut items), "insert", [at, v]) => {
+                let at = self.concrete(*at)?.extract::<isize>()?;
+                let len = items.len() as isize;
+                let at = if at < 0 { (at + len).max(0) } else { at.min(len) } as usize;
+                items.insert(at, *v);
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::List(mut items), "pop", rest) => {
+                let at = match rest {
+                    [] => -1,
+                    [i] => self.concrete(*i)?.extract::<isize>()?,
+                    _ => return unsupported("list.pop arguments"),
+                };
+                let len = items.len() as isize;
+                let index = if at < 0 { at + len } else { at };
+                if index < 0 || index >= len {
+                    return Err(Problem::Python(pyo3::exceptions::PyIndexError::new_err(
+                        "pop index out of range",
+                    )));
+                }
+                let v = items.remove(index as usize);
+                self.values[container] = Val::List(items);
+                Ok(v)
+            }
+            (Val::List(items), "copy", []) => Ok(self.push_val(Val::List(items))),
+            (Val::List(mut items), "reverse", []) => {
+                items.reverse();
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::List(items), "index" | "count", [v]) => {
+                let target = self.concrete(*v)?;
+                let mut found = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    if self.concrete(*item)?.eq(&target)? {
+                        found.push(i);
+                    }
+                }
+                let result = if name == "count" {
+                    found.len()
+                } else {
+                    *found.first().ok_or_else(|| {
+                        Problem::Python(pyo3::exceptions::PyValueError::new_err("value is not in list"))
+                    })?
+                };
+                Ok(self.constant(result.into_pyobject(self.py)?.into_any()))
+            }
+            (Val::List(mut items), "clear", []) | (Val::Set(mut items), "clear", []) => {
+                items.clear();
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::Set(mut items), "add", [v]) => {
+                let new = self.concrete(*v)?;
+                let mut present = false;
+                for item in &items {
+                    present |= self.concrete(*item)?.eq(&new)?;
+                }
+                if !present {
+                    items.push(*v);
+                }
+                self.values[container] = Val::Set(items);
+                Ok(none)
+            }
+            (Val::Dict(items), "keys", []) => {
+                let keys = items.iter().map(|(k, _)| *k).collect();
+                Ok(self.push_val(Val::List(keys)))
+            }
+            (Val::Dict(items), "values", []) => {
+                let values = items.iter().map(|(_, v)| *v).collect();
+                Ok(self.push_val(Val::List(values)))
+            }
+            (Val::Dict(items), "items", []) => {
+                let pairs = items
+                    .iter()
+                    .map(|(k, v)| self.push_val(Val::Tuple(vec![*k, *v])))
+                    .collect();
+                Ok(self.push_val(Val::List(pairs)))
+            }
+            (Val::Dict(items), "get", [key, rest @ ..]) => {
+                let key_obj = self.concrete(*key)?;
+                for (k, v) in items.iter().rev() {
+                    if self.concrete(*k)?.eq(&key_obj)? {
+                        return Ok(*v);
+                    }
+                }
+                Ok(rest.first().copied().unwrap_or(none))
+            }
+            (Val::Dict(mut items), "update", rest) => {
+                for other in rest {
+                    for (k, v) in self.dict_items(*other)? {
+                        self.dict_set(&mut items, k, v)?;
+                    }
+                }
+                for (name, v) in kwargs {
+                    let k = self.constant(PyString::new(self.py, &name).into_any());
+                    self.dict_set(&mut items, k, v)?;
+                }
+                self.values[container] = Val::Dict(items);
+                Ok(none)
+            }
+            (Val::Dict(mut items), "setdefault", [key, rest @ ..]) => {
+                let key_obj = self.concrete(*key)?;
+                for (k, v) in items.iter() {
+                    if self.concrete(*k)?.eq(&key_obj)? {
+                        return Ok(*v);
+                    }
+                }
+                let v = rest.first().copied().unwrap_or(none);
+                items.push((*key, v));
+                self.values[container] = Val::Dict(items);
+                Ok(v)
+            }
+            (Val::Dict(items), "pop", [key, rest @ ..]) => {
+                let key_obj = self.concrete(*key)?;
+                let mut kept = Vec::new();
+                let mut found = None;
+                for (k, v) in items {
+                    if found.is_none() && self.concrete(k)?.eq(&key_obj)? {
+                        found = Some(v);
+                    } else {
+                        kept.push((k, v));
+                    }
+                }
+                self.values[container] = Val::Dict(kept);
+                match (found, rest.first()) {
+                    (Some(v), _) => Ok(v),
+                    (None, Some(v)) => Ok(*v),
+                    (None, None) => Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                        key_obj.unbind(),
+                    ))),
+                }
+            }
+            (Val::Dict(items), "copy", []) => Ok(self.push_val(Val::Dict(items))),
+            _ => unsupported(format!("method {name} of a list, dict or set")),
+        }
+    }
+}
+
+fn qualname(obj: &Bound<'_, PyAny>) -> String {
+    obj.getattr("__qualname__")
+        .or_else(|_| obj.getattr("__name__"))
+        .map_or_else(
+            |_| obj.get_type().name().map_or("?".into(), |n| n.to_string()),
+            |n| n.to_string(),
+        )
+}
+
+// ---- Builtins ----
+impl<'py, 'b> Vm<'py, 'b> {
+    fn builtin(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.ops.builtins.getattr(name)
+    }
+
+    fn tuple_of(&mut self, items: Vec<Vid>) -> Vid {
+        self.push_val(Val::Tuple(items))
+    }
+
+    fn int_value(&mut self, value: usize) -> Res<Vid> {
+        Ok(self.constant(value.into_pyobject(self.py)?.into_any()))
+    }
+
+    /// `obj(*args, **kwargs)` for the builtins the VM knows; None when `obj` is none of them.
+    fn call_builtin(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let name = match obj.getattr("__name__").and_then(|n| n.extract::<String>()) {
+            Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => name,
+            _ => return self.call_bound_builtin(obj, args, kwargs),
+        };
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(StrongRef::new(obj)));
+        }
+        let any_tensor = args.iter().any(|a| self.contains_tensor(*a));
+        let result = match (name.as_str(), args) {
+            ("print", _) => return graph_break("print() is a side effect the graph cannot hold (print)"),
+            ("len", [x]) => {
+                let x = self.realize(*x)?;
+                match self.val(x).clone_val() {
+                    Val::Tensor { example, .. } => {
+                        let n = example.len()?;
+                        self.int_value(n)?
+                    }
+                    Val::Tuple(i) | Val::List(i) | Val::Set(i) => self.int_value(i.len())?,
+                    Val::Dict(i) => self.int_value(i.len())?,
+                    Val::Obj {
+                        obj: o,
+                        source: Some(s),
+                    } if o.is_exact_instance_of::<PyList>()
+                        || o.is_exact_instance_of::<PyTuple>()
+                        || o.is_exact_instance_of::<PyDict>() =>
+                    {
+                        if let Some(copy) = self.mutated.get(&s).copied() {
+                            return self.call_builtin(obj, None, &[copy], kwargs);
+                        }
+                        self.guard_type(x);
+                        let n = o.len()?;
+                        self.add_guard(s, Check::Len(n));
+                        self.int_value(n)?
+                    }
+                    _ => {
+                        let o = self.concrete(x)?;
+                        self.int_value(o.len()?)?
+                    }
+                }
+            }
+            ("isinstance", [x, classes]) => {
+                let ty = self.type_of(*x)?;
+                let classes = self.concrete(*classes)?;
+                let result = self.builtin("issubclass")?.call1((ty, classes))?;
+                self.constant(result)
+            }
+            ("type", [x]) => {
+                let ty = self.type_of(*x)?;
+                self.constant(ty)
+            }
+            ("range", _) => {
+                let objs = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
+                let range = obj.call1(PyTuple::new(self.py, objs)?)?;
+                self.constant(range)
+            }
+            ("enumerate", [it, rest @ ..]) => {
+                let start = match (rest, kwargs) {
+                    ([s], _) => self.concrete(*s)?.extract::<i64>()?,
+                    ([], [(k, s)]) if k == "start" => self.concrete(*s)?.extract::<i64>()?,
+                    _ => 0,
+                };
+                let items = self.items_of(*it)?;
+                let pairs = items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let index = self.constant((start + i as i64).into_pyobject(self.py)?.into_any());
+                        Ok(self.tuple_of(vec![index, v]))
+                    })
+                    .collect::<Res<Vec<_>>>()?;
+                self.push_val(Val::Iter {
+                    items: pairs,
+                    next: 0,
+                })
+            }
+            ("zip", its) if kwargs.is_empty() => {
+                let lists = its.iter().map(|i| self.items_of(*i)).collect::<Res<Vec<_>>>()?;
+                let n = lists.iter().map(Vec::len).min().unwrap_or(0);
+                let tuples = (0..n)
+                    .map(|k| self.tuple_of(lists.iter().map(|l| l[k]).collect()))
+                    .collect();
+                self.push_val(Val::Iter {
+                    items: tuples,
+                    next: 0,
+                })
+            }
+            ("reversed", [x]) => {
+                let mut items = self.items_of(*x)?;
+                items.reverse();
+                self.push_val(Val::Iter { items, next: 0 })
+            }
+            ("iter", [x]) => self.iterator(*x)?,
+            ("next", [it, rest @ ..]) => {
+                let it = self.realize(*it)?;
+                let Val::Iter { items, next } = self.val(it).clone_val() else {
+                    return unsupported("next() of a value that is no iterator");
+                };
+                if next < items.len() {
+                    self.values[it] = Val::Iter {
+                        items: items.clone(),
+                        next: next + 1,
+                    };
+                    items[next]
+                } else if let Some(default) = rest.first() {
+                    *default
+                } else {
+                    return unsupported("next() raised StopIteration");
+                }
+            }
+            ("list" | "tuple" | "set", []) => self.push_val(match name.as_str() {
+                "list" => Val::List(vec![]),
+                "tuple" => Val::Tuple(vec![]),
+                _ => Val::Set(vec![]),
+            }),
+            ("list" | "tuple", [x]) => {
+                let items = self.items_of(*x)?;
+                self.push_val(if name == "list" {
+                    Val::List(items)
+                } else {
+                    Val::Tuple(items)
+                })
+            }
+            ("set" | "frozenset", [x]) if !any_tensor => {
+                let items = self.items_of(*x)?;
+                let mut unique: Vec<Vid> = Vec::new();
+                for item in items {
+                    let value = self.concrete(item)?;
+                    let mut seen = false;
+                    for u in &unique {
+                        seen |= self.concrete(*u)?.eq(&value)?;
+                    }
+                    if !seen {
+                        unique.push(item);
+                    }
+                }
+                if name == "set" {
+                    self.push_val(Val::Set(unique))
+                } else {
+                    let objs = unique
+                        .iter()
+                        .map(|u| self.concrete(*u))
+                        .collect::<Res<Vec<_>>>()?;
+                    let made = PyFrozenSet::new(self.py, objs)?.into_any();
+                    self.constant(made)
+                }
+            }
+            ("dict", rest) if rest.len() <= 1 => {
+                let mut items = Vec::new();
+                if let Some(x) = rest.first() {
+                    let x = self.realize(*x)?;
+                    let pairs = if matches!(self.val(x), Val::Dict(_))
+                        || matches!(self.val(x), Val::Obj { obj: o, .. } if o.is_exact_instance_of::<PyDict>())
+                    {
+                        self.dict_items(x)?
+                    } else {
+                        let mut pairs = Vec::new();
+                        for pair in self.items_of(x)? {
+                            let kv = self.items_of(pair)?;
+                            if kv.len() != 2 {
+                                return unsupported("dict() of sequences that are not pairs");
+                            }
+                            pairs.push((kv[0], kv[1]));
+                        }
+                        pairs
+                    };
+                    for (k, v) in pairs {
+                        self.dict_set(&mut items, k, v)?;
+                    }
+                }
+                for (k, v) in kwargs {
+                    let key = self.constant(PyString::new(self.py, k).into_any());
+                    self.dict_set(&mut items, key, *v)?;
+                }
+                self.push_val(Val::Dict(items))
+            }
+            ("sum", [it, rest @ ..]) if kwargs.is_empty() => {
+                let items = self.items_of(*it)?;
+                let mut total = match rest.first() {
+                    Some(start) => *start,
+                    None => self.int_value(0)?,
+                };
+                for item in items {
+                    total = self.operator_call("add", vec![total, item])?;
+                }
+                total
+            }
+            ("map", [function, its @ ..]) if !its.is_empty() => {
+                let lists = its.iter().map(|i| self.items_of(*i)).collect::<Res<Vec<_>>>()?;
+                let n = lists.iter().map(Vec::len).min().unwrap_or(0);
+                let mut results = Vec::with_capacity(n);
+                for k in 0..n {
+                    results.push(self.call(*function, lists.iter().map(|l| l[k]).collect(), vec![])?);
+                }
+                self.push_val(Val::Iter {
+                    items: results,
+                    next: 0,
+                })
+            }
+            ("filter", [function, it]) => {
+                let items = self.items_of(*it)?;
+                let none = self.none();
+                let keep_all = self.identical(*function, none)?;
+                let mut kept = Vec::new();
+                for item in items {
+                    let verdict = if keep_all {
+                        item
+                    } else {
+                        self.call(*function, vec![item], vec![])?
+                    };
+                    if self.truthy(verdict)? {
+                        kept.push(item);
+                    }
+                }
+                self.push_val(Val::Iter { items: kept, next: 0 })
+            }
+            ("getattr" | "hasattr", [x, attribute, rest @ ..]) => {
+                let attribute: String = self.concrete(*attribute)?.extract()?;
+                match self.load_attr(*x, &attribute) {
+                    Ok(v) if name == "getattr" => v,
+                    Ok(_) => self.constant(PyBool::new(self.py, true).to_owned().into_any()),
+                    Err(Problem::Python(err))
+                        if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) =>
+                    {
+                        if name == "hasattr" {
+                            self.constant(PyBool::new(self.py, false).to_owned().into_any())
+                        } else if let Some(default) = rest.first() {
+                            *default
+                        } else {
+                            return Err(Problem::Python(err));
+                        }
+                    }
+                    Err(other) => return Err(other),
+                }
+            }
+            ("abs", [x]) if any_tensor => {
+                let abs = self.builtin("abs")?;
+                self.record(&abs, vec![*x], vec![])?
+            }
+            ("pow", [_, _]) if any_tensor => {
+                let pow = self.ops.op("pow")?;
+                self.record(&pow, args.to_vec(), vec![])?
+            }
+            ("min" | "max", [x]) if !self.contains_tensor(*x) && !kwargs.is_empty() => {
+                return unsupported(format!("{name}() with keyword arguments"));
+            }
+            (
+                "float" | "int" | "bool" | "complex" | "str" | "repr" | "format" | "round" | "min" | "max"
+                | "all" | "any" | "sorted" | "hash",
+                _,
+            ) if any_tensor => {
+                return graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"));
+            }
+            ("super", []) => return unsupported("super() without its frame"),
+            (other, _) if PURE_BUILTINS.contains(&other) => {
+                let positional = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
+                let kw = PyDict::new(self.py);
+                for (k, v) in kwargs {
+                    kw.set_item(k, self.concrete(*v)?)?;
+                }
+                let result = obj.call(PyTuple::new(self.py, positional)?, Some(&kw))?;
+                self.wrap_result(result)
+            }
+            _ => return graph_break(format!("unsupported call: builtin {name}()")),
+        };
+        Ok(Some(result))
+    }
+
+    /// Methods of immutable values (`"{}".format`, `str.join`) and pure modules' functions.
+    fn call_bound_builtin(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let Ok(receiver) = obj.getattr("__self__") else {
+            return Ok(None);
+        };
+        let pure_module = receiver
+            .getattr("__name__")
+            .ok()
+            .and_then(|n| n.extract::<String>().ok())
+            .is_some_and(|n| matches!(n.as_str(), "math" | "operator" | "cmath"))
+            && receiver.is_instance(&self.ops.module_type)?;
+        let immutable_receiver = is_immutable(&receiver) && !receiver.is_instance_of::<PyType>();
+        if !(pure_module || immutable_receiver) {
+            return Ok(None);
+        }
+        if args
+            .iter()
+            .chain(kwargs.iter().map(|(_, v)| v))
+            .any(|a| self.contains_tensor(*a))
+        {
+            if pure_module && receiver.getattr("__name__")?.extract::<String>()? == "operator" {
+                return Ok(Some(self.record(obj, args.to_vec(), kwargs.to_vec())?));
+            }
+            return graph_break(format!("tensor to python: {} of a tensor", qualname(obj)));
+        }
+        let positional = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
+        let kw = PyDict::new(self.py);
+        for (k, v) in kwargs {
+            kw.set_item(k, self.concrete(*v)?)?;
+        }
+        let result = obj.call(PyTuple::new(self.py, positional)?, Some(&kw))?;
+        Ok(Some(self.wrap_result(result)))
+    }
+}
+
+impl Vm<'_, '_> {
+    /// Each cell's contents, for the code generator.
+    pub fn cell_contents(&self) -> Vec<Option<Vid>> {
+        self.cells.clone()
+    }
+
+    pub fn first_line(&self) -> i32 {
+        self.graph.nodes.first().map_or(self.location.0, |n| n.line)
+    }
+}
