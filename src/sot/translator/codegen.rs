@@ -177,6 +177,60 @@ impl<'a, 'py> Emitter<'a, 'py> {
         Ok(())
     }
 
+    /// `outputs = holder[0](*inputs)`, when there is a graph.
+    fn emit_graph_call(&mut self, outputs_var: u32) -> PyResult<()> {
+        let Some(holder) = self.plan.holder.clone() else {
+            return Ok(());
+        };
+        let py = self.pools.py;
+        let inputs: Vec<SourceId> = self.plan.graph.inputs.clone();
+        self.call(
+            |e| {
+                e.load_const(holder);
+                e.subscript_const(0i32.into_pyobject(py)?.into_any());
+                Ok(())
+            },
+            |e| {
+                for input in &inputs {
+                    e.source(*input)?;
+                }
+                Ok(inputs.len())
+            },
+        )?;
+        self.emit(Op::StoreFast, Arg::Var(outputs_var));
+        Ok(())
+    }
+
+    /// Removes a NULL call slot from the top of the stack (no instruction pops one):
+    /// it becomes the NULL of a call of `int()`, whose result is popped.
+    fn discard_null(&mut self) -> PyResult<()> {
+        let noop = self.pools.py.import("builtins")?.getattr("int")?;
+        self.load_const(noop);
+        let call = match self.plan.table.call_layout {
+            CallLayout::Plain => (Op::CallMethod, Arg::Int(0)),
+            CallLayout::CallableFirst => {
+                self.emit(Op::Swap, Arg::Int(2));
+                (
+                    Op::Call,
+                    Arg::Call {
+                        argc: 0,
+                        kw_names: false,
+                    },
+                )
+            }
+            CallLayout::NullFirst => (
+                Op::Call,
+                Arg::Call {
+                    argc: 0,
+                    kw_names: false,
+                },
+            ),
+        };
+        self.emit(call.0, call.1);
+        self.emit(Op::PopTop, Arg::None);
+        Ok(())
+    }
+
     fn is_cell_var(&self, index: usize) -> bool {
         let all = self.vars.all();
         let name = all[index];
@@ -388,50 +442,147 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
         outputs,
         outputs_var,
     };
-    let flags: u32 = plan.code.getattr("co_flags")?.extract()?;
-    let _ = flags;
     emitter
         .out
         .extend(canonical::prologue(table, &vars, CodeKind::Function));
-    if let Some(holder) = &plan.holder {
-        let holder = holder.clone();
-        let inputs: Vec<SourceId> = plan.graph.inputs.clone();
-        emitter.call(
-            |e| {
-                e.load_const(holder);
-                e.subscript_const(0i32.into_pyobject(py)?.into_any());
-                Ok(())
-            },
-            |e| {
-                for input in &inputs {
-                    e.source(*input)?;
-                }
-                Ok(inputs.len())
-            },
-        )?;
-        emitter.emit(Op::StoreFast, Arg::Var(outputs_var));
-    }
+    emitter.emit_graph_call(outputs_var)?;
     for effect in plan.side_effects {
         emitter.side_effect(effect)?;
     }
     emitter.value(returned)?;
     emitter.emit(Op::ReturnValue, Arg::None);
-    assemble(plan, &vars, emitter, first_line)
+    let Emitter { out, mut pools, .. } = emitter;
+    let changes = encode_changes(table, &vars, &out, &mut pools, first_line)?;
+    plan.code.call_method("replace", (), Some(&changes))
 }
 
-fn assemble<'py>(
-    plan: &Plan<'_, 'py>,
+/// Where a resume function starts: the original instruction index, and which of the
+/// stack slots it receives are NULL.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ResumeKey {
+    pub pc: usize,
+    pub nulls: Vec<bool>,
+    /// The variables (canonical indices of the original) it receives.
+    pub live: Vec<usize>,
+}
+
+fn stack_name(index: usize) -> String {
+    format!("__sot_stack{index}")
+}
+
+/// A resume function's code: the original code, with a prologue that takes the
+/// stack slots and the live variables as arguments, pushes the slots and jumps to
+/// `key.pc`. Exception table, cells, names and line numbers are the original's.
+pub fn resume_code<'py>(
+    table: &'static Table,
+    code: &Bound<'py, PyAny>,
     vars: &Vars,
-    emitter: Emitter<'_, 'py>,
+    instrs: &[Instruction],
+    key: &ResumeKey,
+) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    let py = code.py();
+    let old_all: Vec<String> = vars.all().iter().map(|s| s.to_string()).collect();
+    let mut varnames: Vec<String> = (0..key.nulls.len())
+        .filter(|i| !key.nulls[*i])
+        .map(stack_name)
+        .collect();
+    varnames.extend(key.live.iter().map(|v| old_all[*v].clone()));
+    let argcount = varnames.len();
+    for name in &vars.varnames {
+        if !varnames.contains(name) {
+            varnames.push(name.clone());
+        }
+    }
+    let new_vars = Vars {
+        varnames,
+        cellvars: vars.cellvars.clone(),
+        freevars: vars.freevars.clone(),
+    };
+    let new_all: Vec<String> = new_vars.all().iter().map(|s| s.to_string()).collect();
+    let remap = |var: u32| -> u32 {
+        let name = &old_all[var as usize];
+        new_all
+            .iter()
+            .position(|n| n == name)
+            .expect("every variable survives") as u32
+    };
+    let location = instrs.get(key.pc).map_or(Location::NONE, |i| i.location);
+    let at = |op: Op, arg: Arg| Instruction {
+        op,
+        arg,
+        location,
+        handler: None,
+    };
+    let mut out = canonical::prologue(table, &new_vars, CodeKind::Function);
+    for instruction in &mut out {
+        instruction.location = location;
+    }
+    let mut stack_index = 0;
+    for null in &key.nulls {
+        if *null {
+            out.push(at(Op::PushNull, Arg::None));
+        } else {
+            let var = new_all
+                .iter()
+                .position(|n| *n == stack_name(stack_index))
+                .expect("a stack argument");
+            out.push(at(Op::LoadFast, Arg::Var(var as u32)));
+        }
+        stack_index += 1;
+    }
+    let base = out.len() + 1;
+    out.push(at(Op::Jump, Arg::Target(base + key.pc)));
+    let mut in_prologue = true;
+    for instruction in instrs {
+        let mut copy = instruction.clone();
+        // The original's own prologue: done by the new one.
+        in_prologue &= matches!(copy.op, Op::CopyFreeVars | Op::MakeCell | Op::Resume | Op::Nop);
+        if in_prologue {
+            copy = Instruction {
+                op: Op::Nop,
+                arg: Arg::None,
+                location: copy.location,
+                handler: copy.handler,
+            };
+        }
+        match &mut copy.arg {
+            Arg::Var(v) => *v = remap(*v),
+            Arg::Target(t) => *t += base,
+            _ => {}
+        }
+        if let Some(handler) = &mut copy.handler {
+            handler.target += base;
+        }
+        out.push(copy);
+    }
+    let first_line: i32 = code.getattr("co_firstlineno")?.extract()?;
+    let mut pools = Pools {
+        py,
+        consts: code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
+        names: code.getattr("co_names")?.extract()?,
+    };
+    let flags: u32 = code.getattr("co_flags")?.extract()?;
+    let changes = encode_changes(table, &new_vars, &out, &mut pools, first_line)?;
+    changes.set_item("co_argcount", argcount)?;
+    changes.set_item("co_posonlyargcount", 0)?;
+    changes.set_item("co_kwonlyargcount", 0)?;
+    changes.set_item("co_flags", flags & !(0x04 | 0x08))?;
+    Ok((code.call_method("replace", (), Some(&changes))?, base + key.pc))
+}
+
+/// Lowers and encodes `out`, as the changes `code.replace` takes.
+fn encode_changes<'py>(
+    table: &'static Table,
+    vars: &Vars,
+    out: &[Instruction],
+    pools: &mut Pools<'py>,
     first_line: i32,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = plan.code.py();
-    let table = plan.table;
-    let Emitter { out, mut pools, .. } = emitter;
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = pools.py;
     let error = |e: framehook_bytecode::Error| {
         pyo3::exceptions::PyValueError::new_err(format!("SOT code generation: {e}"))
     };
-    let lowered = canonical::lower(table, vars, &out, &mut pools).map_err(error)?;
+    let lowered = canonical::lower(table, vars, out, pools).map_err(error)?;
     let assembled = raw::encode(
         table,
         &Code {
@@ -456,5 +607,202 @@ fn assemble<'py>(
     changes.set_item("co_names", PyTuple::new(py, &pools.names)?)?;
     changes.set_item("co_varnames", PyTuple::new(py, &vars.varnames)?)?;
     changes.set_item("co_nlocals", vars.varnames.len())?;
+    Ok(changes)
+}
+
+/// How a break continues in the resume function.
+pub enum Continuation {
+    /// Run the instruction here, then resume after it; it takes `consumed` slots and
+    /// leaves `produced`.
+    RunHere { consumed: usize, produced: usize },
+    /// Resume at the instruction itself, the top of the stack made a Python bool first
+    /// (a branch on a tensor's value).
+    BranchOnTruth,
+    /// Resume at the instruction itself (it must run under its exception handler).
+    ResumeAt,
+}
+
+impl Continuation {
+    /// The stack slots below the break instruction it keeps.
+    fn kept(&self, depth: usize) -> usize {
+        match self {
+            Continuation::RunHere { consumed, .. } => depth - consumed,
+            Continuation::BranchOnTruth => depth - 1,
+            Continuation::ResumeAt => depth,
+        }
+    }
+
+    /// Per stack slot the resume function receives: whether it is NULL.
+    pub fn slots_after(&self, values: &[Val<'_>], stack: &[Vid]) -> Vec<bool> {
+        let after = match self {
+            Continuation::RunHere { consumed, produced } => stack.len() - consumed + produced,
+            _ => stack.len(),
+        };
+        let kept = self.kept(stack.len());
+        (0..after)
+            .map(|i| i < kept && matches!(values[stack[i]], Val::Null))
+            .collect()
+    }
+}
+
+/// The code for a frame that breaks at `instr`: the graph so far, the side effects,
+/// then the break and a call of `resume` with the stack and the live variables.
+#[allow(clippy::too_many_arguments)]
+pub fn generate_break<'py>(
+    plan: &Plan<'_, 'py>,
+    instr: &Instruction,
+    stack: &[Vid],
+    live: &[(usize, Vid)],
+    continuation: &Continuation,
+    resume: &Bound<'py, PyAny>,
+    resume_has_closure: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = plan.code.py();
+    let table = plan.table;
+    let mut vars = plan.vars.clone();
+    vars.varnames.push(OUTPUTS_LOCAL.to_owned());
+    let outputs_var = (vars.varnames.len() - 1) as u32;
+    let mut roots = side_effect_roots(plan.side_effects);
+    roots.extend(stack.iter().copied());
+    roots.extend(live.iter().map(|(_, v)| *v));
+    let needed = needed_outputs(plan.values, plan.cells, plan.graph, &roots);
+    let mut outputs = vec![None; plan.graph.symbol_count()];
+    for (index, sym) in needed.iter().enumerate() {
+        outputs[*sym] = Some(index);
+    }
+    let first_line: i32 = plan.code.getattr("co_firstlineno")?.extract()?;
+    let mut emitter = Emitter {
+        plan,
+        pools: Pools {
+            py,
+            consts: plan
+                .code
+                .getattr("co_consts")?
+                .try_iter()?
+                .collect::<PyResult<_>>()?,
+            names: plan.code.getattr("co_names")?.extract()?,
+        },
+        vars: vars.clone(),
+        out: Vec::new(),
+        location: instr.location,
+        outputs,
+        outputs_var,
+    };
+    emitter
+        .out
+        .extend(canonical::prologue(table, &vars, CodeKind::Function));
+    emitter.emit_graph_call(outputs_var)?;
+    for effect in plan.side_effects {
+        emitter.side_effect(effect)?;
+    }
+    let is_null = |v: Vid| matches!(plan.values[v], Val::Null);
+    // The stack as the break instruction finds it; NULL slots only where the
+    // instruction runs here (a resume function pushes its own).
+    let run_here = matches!(continuation, Continuation::RunHere { .. });
+    let pushed = match continuation {
+        Continuation::BranchOnTruth => &stack[..stack.len() - 1],
+        _ => stack,
+    };
+    for v in pushed {
+        if is_null(*v) {
+            if run_here {
+                emitter.emit(Op::PushNull, Arg::None);
+            }
+        } else {
+            emitter.value(*v)?;
+        }
+    }
+    match continuation {
+        Continuation::BranchOnTruth => {
+            let condition = *stack.last().expect("a branch has its condition");
+            let truth = py.import("builtins")?.getattr("bool")?;
+            emitter.call(
+                |e| {
+                    e.load_const(truth);
+                    Ok(())
+                },
+                |e| {
+                    e.value(condition)?;
+                    Ok(1)
+                },
+            )?;
+        }
+        Continuation::RunHere { .. } => emitter.out.push(Instruction {
+            handler: None,
+            ..instr.clone()
+        }),
+        Continuation::ResumeAt => {}
+    }
+    let nulls = continuation.slots_after(plan.values, stack);
+    let mut temporaries = Vec::new();
+    for i in (0..nulls.len()).rev() {
+        if nulls[i] {
+            if run_here {
+                emitter.discard_null()?;
+            }
+        } else {
+            emitter.vars.varnames.push(format!("__sot_tmp{i}"));
+            let var = (emitter.vars.varnames.len() - 1) as u32;
+            emitter.emit(Op::StoreFast, Arg::Var(var));
+            temporaries.push(var);
+        }
+    }
+    temporaries.reverse();
+    let argc = temporaries.len() + live.len();
+    let free_first = vars.all().len() - vars.freevars.len();
+    let frees = vars.freevars.len();
+    let has_load_closure = table.has("LOAD_CLOSURE");
+    emitter.call(
+        |e| {
+            if !resume_has_closure {
+                e.load_const(resume.clone());
+                return Ok(());
+            }
+            // types.FunctionType(code, globals(), name, None, closure)
+            let function_type = py.import("types")?.getattr("FunctionType")?;
+            let globals = py.import("builtins")?.getattr("globals")?;
+            e.call(
+                |e| {
+                    e.load_const(function_type);
+                    Ok(())
+                },
+                |e| {
+                    e.load_const(resume.clone());
+                    e.call(
+                        |e| {
+                            e.load_const(globals);
+                            Ok(())
+                        },
+                        |_| Ok(0),
+                    )?;
+                    e.load_const(resume.getattr("co_name")?);
+                    e.load_const(py.None().into_bound(py));
+                    for i in 0..frees {
+                        let op = if has_load_closure {
+                            Op::LoadClosure
+                        } else {
+                            Op::LoadFast
+                        };
+                        e.emit(op, Arg::Var((free_first + i) as u32));
+                    }
+                    e.emit(Op::BuildTuple, Arg::Int(frees as u32));
+                    Ok(5)
+                },
+            )
+        },
+        |e| {
+            for var in &temporaries {
+                e.emit(Op::LoadFast, Arg::Var(*var));
+            }
+            for (_, value) in live {
+                e.value(*value)?;
+            }
+            Ok(argc)
+        },
+    )?;
+    emitter.emit(Op::ReturnValue, Arg::None);
+    let vars = emitter.vars.clone();
+    let Emitter { out, mut pools, .. } = emitter;
+    let changes = encode_changes(table, &vars, &out, &mut pools, first_line)?;
     plan.code.call_method("replace", (), Some(&changes))
 }

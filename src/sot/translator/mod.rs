@@ -139,7 +139,6 @@ struct CacheState {
 }
 
 /// The translator's state of one code object, in its co_extra.
-#[derive(Default)]
 struct CodeCache {
     state: ArcSwapOption<CacheState>,
     writer: Mutex<()>,
@@ -147,6 +146,42 @@ struct CodeCache {
     never: AtomicBool,
     /// 0: not judged; 1: translated; 2: skipped.
     verdict: AtomicU64,
+    /// For a resume function's code: the instruction its prologue jumps to (else u64::MAX).
+    resume_entry: AtomicU64,
+    /// Resume functions made from this code, by where they resume.
+    resumes: Mutex<Vec<(codegen::ResumeKey, StrongRef)>>,
+}
+
+impl Default for CodeCache {
+    fn default() -> Self {
+        Self {
+            state: ArcSwapOption::default(),
+            writer: Mutex::default(),
+            never: AtomicBool::default(),
+            verdict: AtomicU64::default(),
+            resume_entry: AtomicU64::new(u64::MAX),
+            resumes: Mutex::default(),
+        }
+    }
+}
+
+/// How the generated code goes on past a graph break, if it can.
+fn continuation_of(
+    table: &'static framehook_bytecode::Table,
+    vm: &Vm<'_, '_>,
+    point: &vm::BreakPoint,
+) -> Option<codegen::Continuation> {
+    use framehook_bytecode::canonical::Op;
+    use framehook_bytecode::table::ExceptionModel;
+    if point.in_handler_scope {
+        // 3.9/3.10 set handlers up with instructions a resume function would skip.
+        return (table.exceptions == ExceptionModel::Table).then_some(codegen::Continuation::ResumeAt);
+    }
+    if matches!(point.instr.op, Op::PopJumpIfTrue | Op::PopJumpIfFalse) {
+        return Some(codegen::Continuation::BranchOnTruth);
+    }
+    let (consumed, produced) = vm.native_effect(&point.instr)?;
+    (consumed <= point.stack.len()).then_some(codegen::Continuation::RunHere { consumed, produced })
 }
 
 /// The translator hook of the main interpreter.
@@ -407,7 +442,7 @@ impl Translator {
                 let holder = if vm.graph.nodes.is_empty() {
                     None
                 } else {
-                    Some(compile_graph(py, self, &backend, &vm, returned)?)
+                    Some(compile_graph(py, self, &backend, &vm, &[returned])?)
                 };
                 let generated = codegen::generate(
                     &codegen::Plan {
@@ -463,30 +498,91 @@ impl Translator {
             }
             Ok(Ending::Break(point, stop)) => {
                 let record = record_of(&stop);
-                let reason = if point.in_loop {
-                    format!("graph break in a loop, the frame runs eagerly: {}", record.reason)
+                let entry = cache.resume_entry.load(Ordering::Relaxed);
+                if point.pc as u64 == entry && vm.graph.nodes.is_empty() && vm.side_effects.is_empty() {
+                    // A resume function whose first instruction must run under its
+                    // handler: it runs as it is (the break was counted where it arose).
+                    (Action::Original, String::new())
                 } else {
-                    record.reason.clone()
-                };
-                let record = Record { reason, ..record };
-                if config.full_graph {
-                    return Err(full_graph_error(py, "graph break", &record));
-                }
-                log_event(
-                    py,
-                    &format!(
-                        "graph break in {qualname}: {} ({}:{})",
-                        record.reason, record.filename, record.line
-                    ),
-                );
-                stats.breaks.lock().push(record.clone());
-                (
-                    Action::Original,
-                    format!(
+                    let continuation = if point.in_loop {
+                        None
+                    } else {
+                        continuation_of(table, &vm, &point)
+                    };
+                    let reason = match &continuation {
+                        _ if point.in_loop => {
+                            format!("graph break in a loop, the frame runs eagerly: {}", record.reason)
+                        }
+                        None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
+                        Some(_) => record.reason.clone(),
+                    };
+                    let record = Record { reason, ..record };
+                    if config.full_graph {
+                        return Err(full_graph_error(py, "graph break", &record));
+                    }
+                    log_event(
+                        py,
+                        &format!(
+                            "graph break in {qualname}: {} ({}:{})",
+                            record.reason, record.filename, record.line
+                        ),
+                    );
+                    stats.breaks.lock().push(record.clone());
+                    let mut explanation = format!(
                         "{qualname}: graph break at {}:{}: {}\n",
                         record.filename, record.line, record.reason
-                    ),
-                )
+                    );
+                    let action = match continuation {
+                        None => Action::Original,
+                        Some(continuation) => {
+                            match self.build_break(
+                                py,
+                                &backend,
+                                table,
+                                &code,
+                                &info,
+                                cache,
+                                &vm,
+                                &point,
+                                &continuation,
+                            ) {
+                                Ok((action, graph_text)) => {
+                                    stats.translations.fetch_add(1, Ordering::Relaxed);
+                                    if recompiling {
+                                        stats.recompilations.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    if graph_text.is_some() {
+                                        stats.graphs.fetch_add(1, Ordering::Relaxed);
+                                        stats
+                                            .ops_captured
+                                            .fetch_add(vm.graph.ops() as u64, Ordering::Relaxed);
+                                    }
+                                    explanation.push_str(&explain(
+                                        py,
+                                        &qualname,
+                                        &info,
+                                        &vm,
+                                        graph_text.as_deref(),
+                                    ));
+                                    action
+                                }
+                                Err(err) => {
+                                    let record = Record {
+                                        reason: format!(
+                                            "code generation at a graph break: {}",
+                                            err.value(py)
+                                        ),
+                                        filename: info.filename.clone(),
+                                        line: point.instr.location.line,
+                                    };
+                                    self.fallback(py, config, record)?;
+                                    Action::Original
+                                }
+                            }
+                        }
+                    };
+                    (action, explanation)
+                }
             }
             Err(stop) => {
                 let record = record_of(&stop);
@@ -532,6 +628,102 @@ impl Translator {
         Ok(answer)
     }
 
+    /// The code for a frame that breaks at `point`: its graph, the break, and the call
+    /// of the resume function (made once per place and stack layout).
+    #[allow(clippy::too_many_arguments)]
+    fn build_break<'py>(
+        &self,
+        py: Python<'py>,
+        backend: &Backend<'py>,
+        table: &'static framehook_bytecode::Table,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        cache: &CodeCache,
+        vm: &Vm<'py, '_>,
+        point: &vm::BreakPoint,
+        continuation: &codegen::Continuation,
+    ) -> PyResult<(Action, Option<String>)> {
+        let cells = vm_cells(vm);
+        let variables = info.vars.all().len();
+        let first_free = variables - info.vars.freevars.len();
+        let live: Vec<(usize, usize)> = point.locals[..first_free]
+            .iter()
+            .enumerate()
+            .filter(|(_, vid)| match &vm.values[**vid] {
+                value::Val::Null => false,
+                value::Val::Cell(c) => cells[*c].is_some(),
+                _ => true,
+            })
+            .map(|(i, vid)| (i, *vid))
+            .collect();
+        let key = codegen::ResumeKey {
+            pc: match continuation {
+                codegen::Continuation::RunHere { .. } => point.pc + 1,
+                _ => point.pc,
+            },
+            nulls: continuation.slots_after(&vm.values, &point.stack),
+            live: live.iter().map(|(i, _)| *i).collect(),
+        };
+        let has_closure = !info.vars.freevars.is_empty();
+        let known = cache
+            .resumes
+            .lock()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| r.bind(py).clone());
+        let resume = match known {
+            Some(resume) => resume,
+            None => {
+                let (resume_code, entry) = codegen::resume_code(table, code, &info.vars, &info.instrs, &key)?;
+                self.cache(&resume_code)?
+                    .resume_entry
+                    .store(entry as u64, Ordering::Relaxed);
+                let resume = if has_closure {
+                    resume_code
+                } else {
+                    py.import("types")?
+                        .getattr("FunctionType")?
+                        .call1((resume_code, vm_globals(vm)?))?
+                };
+                cache.resumes.lock().push((key, StrongRef::new(&resume)));
+                resume
+            }
+        };
+        let mut rebuilt: Vec<usize> = point.stack.clone();
+        rebuilt.extend(live.iter().map(|(_, v)| *v));
+        let holder = if vm.graph.nodes.is_empty() {
+            None
+        } else {
+            Some(compile_graph(py, self, backend, vm, &rebuilt)?)
+        };
+        let generated = codegen::generate_break(
+            &codegen::Plan {
+                table,
+                code,
+                vars: &info.vars,
+                values: &vm.values,
+                cells: &cells,
+                sources: &vm.sources,
+                graph: &vm.graph,
+                side_effects: &vm.side_effects,
+                holder: holder.as_ref().map(|(h, _)| h.clone()),
+            },
+            &point.instr,
+            &point.stack,
+            &live,
+            continuation,
+            &resume,
+            has_closure,
+        )?;
+        Ok((
+            Action::Run {
+                code: StrongRef::new(&generated),
+                holder: holder.as_ref().map(|(h, _)| StrongRef::new(h)),
+            },
+            holder.map(|(_, text)| text),
+        ))
+    }
+
     fn fallback(&self, py: Python<'_>, config: &Config, record: Record) -> PyResult<()> {
         if config.full_graph {
             return Err(full_graph_error(py, "fallback", &record));
@@ -546,6 +738,11 @@ impl Translator {
         config.stats.fallbacks.lock().push(record);
         Ok(())
     }
+}
+
+fn vm_globals<'py>(vm: &Vm<'py, '_>) -> PyResult<Bound<'py, PyAny>> {
+    vm.globals()
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no globals"))
 }
 
 fn vm_cells(vm: &Vm<'_, '_>) -> Vec<Option<usize>> {
@@ -586,10 +783,10 @@ fn compile_graph<'py>(
     translator: &Translator,
     backend: &Backend<'py>,
     vm: &Vm<'py, '_>,
-    returned: usize,
+    rebuilt: &[usize],
 ) -> PyResult<(Bound<'py, PyAny>, String)> {
     let mut roots = codegen::side_effect_roots(&vm.side_effects);
-    roots.push(returned);
+    roots.extend_from_slice(rebuilt);
     let outputs = codegen::needed_outputs(&vm.values, &vm_cells(vm), &vm.graph, &roots);
     let description = python::graph_description(py, &vm.graph, &outputs)?;
     let compiled = backend.object.call_method1("compile", (description.clone(),))?;

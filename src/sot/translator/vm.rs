@@ -105,15 +105,22 @@ struct Frame<'py> {
     class_cell: Option<usize>,
     /// Where this frame's globals come from, when they are not the top frame's.
     globals_source: Option<SourceId>,
+    /// Blocks set up by `SETUP_*` and not yet popped (3.9, 3.10).
+    block_depth: usize,
 }
 
 /// Where the top frame stopped (a break) and with what state, for the code
 /// generator that resumes there.
 pub struct BreakPoint {
+    /// The instruction the graph breaks at, and its index.
     pub pc: usize,
+    pub instr: Instruction,
+    /// The stack and the variables as they were before it.
     pub stack: Vec<Vid>,
     pub locals: Vec<Vid>,
     pub in_loop: bool,
+    /// Inside a `try` or `with`: the instruction must run where its handler is.
+    pub in_handler_scope: bool,
 }
 
 /// What the top frame's translation ended with.
@@ -838,9 +845,10 @@ impl<'py, 'b> Vm<'py, 'b> {
 
 // The per-instruction location, kept on the VM for recorded nodes and errors.
 impl<'py, 'b> Vm<'py, 'b> {
-    fn located(&self, frame: &Frame<'py>, problem: Problem) -> Stop {
-        let line = frame.instrs.get(frame.pc).map_or(-1, |i| i.location.line);
-        let filename = frame.filename.clone();
+    /// Where the problem arose: the innermost instruction running (in an inlined
+    /// callee, the callee's line).
+    fn located(&self, problem: Problem) -> Stop {
+        let (line, filename) = self.location.clone();
         match problem {
             Problem::Break(reason) => Stop::Break {
                 reason,
@@ -942,6 +950,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             in_loop: loop_membership(&info.instrs),
             class_cell: None,
             globals_source: None,
+            block_depth: 0,
         })
     }
 
@@ -1002,18 +1011,21 @@ impl<'py, 'b> Vm<'py, 'b> {
             .collect();
         self.setup_cells(&mut frame, &closure);
         loop {
+            let pc = frame.pc;
             let stack_before = frame.stack.clone();
             let locals_before = frame.locals.clone();
             let values_before: Vec<Val<'py>> = self.values.iter().map(Val::clone_val).collect();
             let cells_before = self.cells.clone();
             let nodes_before = self.graph.nodes.len();
             let effects_before = self.side_effects.len();
+            let globals_before = self.stored_globals.len();
+            let attrs_before = self.stored_attrs.len();
+            let mutated_before = self.mutated.clone();
             match self.step(&mut frame) {
                 Ok(Some(returned)) => return Ok(Ending::Return(returned)),
                 Ok(None) => {}
                 Err(problem) => {
-                    let in_loop = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
-                    let stop = self.located(&frame, problem);
+                    let stop = self.located(problem);
                     if let Stop::Fallback { .. } = stop {
                         return Err(stop);
                     }
@@ -1022,12 +1034,18 @@ impl<'py, 'b> Vm<'py, 'b> {
                     self.cells = cells_before;
                     self.graph.nodes.truncate(nodes_before);
                     self.side_effects.truncate(effects_before);
+                    self.stored_globals.truncate(globals_before);
+                    self.stored_attrs.truncate(attrs_before);
+                    self.mutated = mutated_before;
+                    let instr = frame.instrs[pc].clone();
                     return Ok(Ending::Break(
                         BreakPoint {
-                            pc: frame.pc,
+                            pc,
+                            in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
+                            in_handler_scope: instr.handler.is_some() || frame.block_depth > 0,
+                            instr,
                             stack: stack_before,
                             locals: locals_before,
-                            in_loop,
                         },
                         stop,
                     ));
@@ -1703,8 +1721,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Self::pop(frame)?;
                 }
             }
-            Op::SetupFinally | Op::PopBlock => {}
+            Op::SetupFinally => frame.block_depth += 1,
+            Op::PopBlock => frame.block_depth = frame.block_depth.saturating_sub(1),
             Op::SetupWith | Op::BeforeWith => {
+                if instr.op == Op::SetupWith {
+                    frame.block_depth += 1;
+                }
                 let manager = Self::pop(frame)?;
                 let exit = self.special_method(manager, "__exit__")?;
                 let enter = self.special_method(manager, "__enter__")?;
@@ -2787,12 +2809,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         let saved_location = self.location.clone();
         let result = self.run_inlined(&mut frame);
         self.depth -= 1;
+        // On a problem the location stays the callee's (a break there happens at the
+        // caller's call, which then runs as a call).
+        let returned = result?;
         self.location = saved_location;
-        let returned = result.map_err(|problem| match problem {
-            // A break in a callee happens at the call: the callee runs as a call.
-            Problem::Break(reason) => Problem::Break(reason),
-            other => other,
-        })?;
         if generator {
             let items = frame.yielded.take().unwrap_or_default();
             return Ok(self.push_val(Val::Iter { items, next: 0 }));
@@ -3394,7 +3414,47 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 }
 
-impl Vm<'_, '_> {
+impl<'py> Vm<'py, '_> {
+    /// The stack slots `instr` takes and leaves, for the instructions a graph can
+    /// break at and that the generated code then runs itself.
+    pub fn native_effect(&self, instr: &Instruction) -> Option<(usize, usize)> {
+        Some(match (instr.op, instr.arg) {
+            (Op::Call, Arg::Call { argc, kw_names }) => (
+                argc as usize + usize::from(kw_names) + self.callable_slots(Op::Call),
+                1,
+            ),
+            (Op::CallMethod, Arg::Int(argc)) => (argc as usize + 2, 1),
+            (Op::CallFunctionEx, arg) => {
+                let info = self.table.op(self.table.number("CALL_FUNCTION_EX")?)?;
+                let oparg = if let Arg::Int(n) = arg { n } else { 0 };
+                ((1 - info.stack_effect(oparg, false)?) as usize, 1)
+            }
+            (
+                Op::ToBool
+                | Op::UnaryNot
+                | Op::UnaryNegative
+                | Op::UnaryPositive
+                | Op::UnaryInvert
+                | Op::FormatSimple
+                | Op::ConvertValue
+                | Op::GetIter
+                | Op::LoadAttr,
+                _,
+            ) => (1, 1),
+            (Op::LoadMethod, _) => (1, 2),
+            (Op::FormatValue, Arg::Int(flags)) => (1 + usize::from(flags & 4 != 0), 1),
+            (Op::FormatWithSpec | Op::BinaryOp | Op::CompareOp | Op::ContainsOp | Op::IsOp, _) => (2, 1),
+            (Op::BinarySlice, _) => (3, 1),
+            (Op::UnpackSequence, Arg::Int(n)) => (1, n as usize),
+            _ => return None,
+        })
+    }
+
+    /// The translated frame's globals.
+    pub fn globals(&self) -> Option<Bound<'py, PyAny>> {
+        self.top_globals.clone()
+    }
+
     /// Each cell's contents, for the code generator.
     pub fn cell_contents(&self) -> Vec<Option<Vid>> {
         self.cells.clone()
