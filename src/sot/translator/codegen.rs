@@ -662,6 +662,18 @@ pub fn generate_break<'py>(
     let mut vars = plan.vars.clone();
     vars.varnames.push(OUTPUTS_LOCAL.to_owned());
     let outputs_var = (vars.varnames.len() - 1) as u32;
+    // Every local is named before any instruction is emitted: a new name shifts the
+    // cells' and free variables' indices.
+    let nulls = continuation.slots_after(plan.values, stack);
+    let mut slot_vars: Vec<Option<u32>> = Vec::with_capacity(nulls.len());
+    for (i, null) in nulls.iter().enumerate() {
+        if *null {
+            slot_vars.push(None);
+        } else {
+            vars.varnames.push(format!("__sot_tmp{i}"));
+            slot_vars.push(Some((vars.varnames.len() - 1) as u32));
+        }
+    }
     let mut roots = side_effect_roots(plan.side_effects);
     roots.extend(stack.iter().copied());
     roots.extend(live.iter().map(|(_, v)| *v));
@@ -733,21 +745,14 @@ pub fn generate_break<'py>(
         }),
         Continuation::ResumeAt => {}
     }
-    let nulls = continuation.slots_after(plan.values, stack);
-    let mut temporaries = Vec::new();
-    for i in (0..nulls.len()).rev() {
-        if nulls[i] {
-            if run_here {
-                emitter.discard_null()?;
-            }
-        } else {
-            emitter.vars.varnames.push(format!("__sot_tmp{i}"));
-            let var = (emitter.vars.varnames.len() - 1) as u32;
-            emitter.emit(Op::StoreFast, Arg::Var(var));
-            temporaries.push(var);
+    for slot in slot_vars.iter().rev() {
+        match slot {
+            Some(var) => emitter.emit(Op::StoreFast, Arg::Var(*var)),
+            None if run_here => emitter.discard_null()?,
+            None => {}
         }
     }
-    temporaries.reverse();
+    let temporaries: Vec<u32> = slot_vars.iter().flatten().copied().collect();
     let argc = temporaries.len() + live.len();
     let free_first = vars.all().len() - vars.freevars.len();
     let frees = vars.freevars.len();
@@ -801,7 +806,6 @@ pub fn generate_break<'py>(
         },
     )?;
     emitter.emit(Op::ReturnValue, Arg::None);
-    let vars = emitter.vars.clone();
     let Emitter { out, mut pools, .. } = emitter;
     let changes = encode_changes(table, &vars, &out, &mut pools, first_line)?;
     plan.code.call_method("replace", (), Some(&changes))

@@ -86,8 +86,10 @@ pub enum Check {
         ty: StrongRef,
         attributes: Vec<(StrongRef, StrongRef)>,
     },
-    /// The source holds nothing (a global that is not defined).
+    /// The source holds nothing (a global that is not defined, a missing key).
     Absent,
+    /// The source holds something (a key that is present).
+    Present,
 }
 
 impl Check {
@@ -115,7 +117,8 @@ impl Check {
                     .collect();
                 format!("tensor {} {}", type_name(ty), attrs.join(" "))
             }
-            Check::Absent => "is not defined".to_owned(),
+            Check::Absent => "is absent".to_owned(),
+            Check::Present => "is present".to_owned(),
         }
     }
 
@@ -124,7 +127,7 @@ impl Check {
             (Check::Type(a), Check::Type(b)) | (Check::Id(a), Check::Id(b)) => a.as_ptr() == b.as_ptr(),
             (Check::Equals(a), Check::Equals(b)) | (Check::Keys(a), Check::Keys(b)) => same_key(a, b),
             (Check::Len(a), Check::Len(b)) => a == b,
-            (Check::Absent, Check::Absent) => true,
+            (Check::Absent, Check::Absent) | (Check::Present, Check::Present) => true,
             _ => false,
         }
     }
@@ -251,6 +254,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
         };
         let holds = match &guard.check {
             Check::Absent => false,
+            Check::Present => true,
             Check::Type(t) => type_ptr(&value) == t.as_ptr(),
             Check::Id(o) => value.as_ptr() == o.as_ptr(),
             Check::Equals(v) => {

@@ -232,8 +232,13 @@ impl Translator {
 
     /// A translated function was made: the hook is in the chain while any lives.
     pub fn function_made(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
-        let mut live = self.live_functions.lock();
-        *live += 1;
+        *self.live_functions.lock() += 1;
+        self.ensure_registered(py)
+    }
+
+    /// Before each translated call: puts the hook back if it was removed
+    /// (`framehook.clear_frame_hooks()`); costs a snapshot scan when it is there.
+    pub fn ensure_registered(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
         let registry = Registry::current(py)?;
         let mut hook = self.hook.lock();
         let registered = hook

@@ -52,6 +52,7 @@ impl Translated {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
+        self.translator.ensure_registered(py)?;
         let function = self.function.bind(py);
         super::with_session(Some(Arc::clone(&self.config)), || function.call(args, kwargs)).map(Bound::unbind)
     }

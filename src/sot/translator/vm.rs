@@ -2144,6 +2144,36 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.is_tensor_val(container) || self.is_tensor_val(item) {
             return graph_break("tensor to python: `in` on tensors (data-dependent)");
         }
+        if let Val::Obj { obj, source: Some(s) } = self.val(container) {
+            let (obj, s) = (obj.clone(), *s);
+            if !self.mutated.contains_key(&s) && obj.is_exact_instance_of::<PyDict>() {
+                // Only the key's presence is guarded, not the whole dict.
+                self.guard_type(container);
+                let key = self.concrete(item)?;
+                let found = obj.contains(&key)?;
+                let key_source = self.sources.intern(Source::Item(s, StrongRef::new(&key)));
+                self.add_guard(key_source, if found { Check::Present } else { Check::Absent });
+                return Ok(found);
+            }
+        }
+        if let Val::Tuple(_) | Val::List(_) | Val::Set(_) | Val::Obj { .. } = self.val(container) {
+            let sequence = match self.val(container) {
+                Val::Obj { obj, source: Some(_) } => {
+                    obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>()
+                }
+                Val::Obj { .. } => false,
+                _ => true,
+            };
+            if sequence {
+                let key = self.concrete(item)?;
+                for element in self.items_of(container)? {
+                    if self.concrete(element)?.eq(&key)? {
+                        return Ok(true);
+                    }
+                }
+                return Ok(false);
+            }
+        }
         let c = self.concrete(container)?;
         let i = self.concrete(item)?;
         Ok(c.contains(i)?)

@@ -1,0 +1,123 @@
+"""Branches on array shape/ndim/dtype (guarded constants, no break) and on array values (a break)."""
+
+import numpy as np
+
+from ._case import arr, case, iarr, pos
+
+
+@case(args=lambda: (arr(2, 3),), graphs=1, ops=1)
+def branch_on_ndim(x):
+    if x.ndim == 2:
+        return x.sum(axis=1)
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def branch_on_shape(x):
+    if x.shape[0] == 3:
+        return x * 3
+    return x
+
+
+@case(args=lambda: (iarr(4),), graphs=1, ops=2)
+def branch_on_dtype_kind(x):
+    if x.dtype.kind == "i":
+        return x.astype(np.float64) / 2
+    return x / 2
+
+
+@case(args=lambda: (arr(2, 3),), graphs=1, ops=1)
+def branch_on_size(x):
+    return x.reshape(-1) if x.size > 4 else x
+
+
+@case(args=lambda: (arr(4),), graphs=1, ops=3)
+def branch_on_len(x):
+    if len(x) > 1:
+        return x[1:] - x[:-1]
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
+def loop_bound_from_shape(x):
+    for _ in range(x.shape[0]):
+        x = x * 2
+    return x
+
+
+@case(args=lambda: (pos(3),), graphs=2, ops=3, breaks=["data-dependent"])
+def branch_on_positive_sum(x):
+    if x.sum() > 0:
+        return x * 2
+    return x
+
+
+@case(args=lambda: (pos(3, seed=3),), graphs=2, ops=3, breaks=["data-dependent"])
+def branch_on_numpy_any(x):
+    if np.any(x > 1.5):
+        return x - 1
+    return x + 1
+
+
+@case(args=lambda: (arr(3), arr(3, seed=1)), graphs=1, ops=3, breaks=["data-dependent"])
+def branch_picks_an_argument(x, y):
+    if x.max() > y.max():
+        return x
+    return y
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"])
+def branch_on_stored_flag(x):
+    flag = x.mean() > 0
+    if flag:
+        k = 2.0
+    else:
+        k = 3.0
+    return x * k
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"])
+def branch_on_not(x):
+    if not (x < 0).any():
+        return x
+    return -x
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"])
+def ternary_on_value(x):
+    return x + 1 if x.sum() > 0 else x - 1
+
+
+@case(args=lambda: (arr(2, 3),), graphs=1, ops=1)
+def shape_dependent_reshape(x):
+    n, m = x.shape
+    return x.reshape(m, n) if n != m else x.T
+
+
+@case(args=lambda: (arr(3, dtype=np.float32),), graphs=1, ops=1)
+def branch_on_itemsize(x):
+    if x.dtype.itemsize == 4:
+        return x * 2
+    return x
+
+
+@case(args=lambda: (arr(3), arr(3, 3, seed=1)), graphs=1, ops=1)
+def branch_on_ndim_of_each(a, b):
+    if a.ndim < b.ndim:
+        return b @ a
+    return a @ b
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=4, breaks=["data-dependent"])
+def ops_on_both_sides_of_branch(x):
+    y = x * 2
+    if y.min() < -10:
+        y = y + 10
+    return y - 1
+
+
+@case(args=lambda: (arr(4),), graphs=2, ops=4, breaks=["data-dependent"])
+def branch_on_element(x):
+    if x[0] > x[1]:
+        return x[0]
+    return x[1]

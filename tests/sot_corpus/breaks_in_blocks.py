@@ -1,0 +1,144 @@
+"""Graph breaks inside try, except, finally and with blocks (Paddle never translates these frames)."""
+
+from ._case import arr, case
+
+
+class _Recorder:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.log.append(("exit", None if exc_type is None else exc_type.__name__))
+        return False
+
+
+class _Suppress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return True
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def print_in_try(x):
+    try:
+        y = x + 1
+        print("in try")
+        z = y * 2
+    except ValueError:
+        z = x
+    return z
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=2, breaks=["print"])
+def print_in_with(x, log):
+    with _Recorder(log):
+        y = x * 3
+        print("in with")
+        y = y - 1
+    return y
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def print_in_finally(x):
+    try:
+        y = x + 1
+    finally:
+        print("finally")
+    return y * 2
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def print_in_except(x):
+    try:
+        raise ValueError("v")
+    except ValueError:
+        y = x * 2
+        print("caught")
+    return y + 1
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"])
+def data_dependent_branch_in_try(x):
+    try:
+        if x.sum() > 0:
+            return x * 2
+        return x / 2
+    except TypeError:
+        return None
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=2, breaks=["tensor to python"])
+def conversion_in_with(x, log):
+    with _Recorder(log):
+        s = float(x.max())
+        return x - s
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=2, breaks=["print"])
+def print_in_try_in_with(x, log):
+    with _Recorder(log):
+        try:
+            a = x + 1
+            print("deep")
+            b = a * 2
+        finally:
+            log.append("finally")
+    return b
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def break_then_raise_and_catch(x):
+    try:
+        y = x + 1
+        print("before raise")
+        raise KeyError("k")
+    except KeyError:
+        y = y * 2
+    return y
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["print"])
+def break_then_suppressed_raise(x):
+    with _Suppress():
+        y = x + 1
+        print("p")
+        raise ValueError("x")
+    return y
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["unsupported call"])
+def opaque_call_in_try(x):
+    try:
+        y = x * 2
+        ok = id(y) > 0
+    except Exception:
+        ok = False
+    return y + ok
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=2, breaks=["print"])
+def return_from_with_after_break(x, log):
+    with _Recorder(log):
+        y = x - 1
+        print("returning")
+        return y * 3
+
+
+@case(args=lambda: (arr(3), []), graphs=3, ops=3, breaks=["print", "print"])
+def two_breaks_in_nested_blocks(x, log):
+    with _Recorder(log):
+        a = x + 1
+        print("one")
+        try:
+            b = a * 2
+            print("two")
+        finally:
+            log.append("finally")
+        c = b - 3
+    return c

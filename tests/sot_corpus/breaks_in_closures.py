@@ -1,0 +1,96 @@
+"""Graph breaks in closures: free and cell variables carried across a break, closures breaking at a call."""
+
+from ._case import arr, case
+
+
+def _make_printer(k):
+    def printer(x):
+        y = x * k
+        print("scale", k)
+        return y + k
+
+    return printer
+
+
+def _make_thresholder(t):
+    def thresholder(x):
+        if x.sum() > t:
+            return x - t
+        return x + t
+
+    return thresholder
+
+
+def _make_converter(k):
+    def converter(x):
+        v = float(x[0])
+        return x * v * k
+
+    return converter
+
+
+case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"], name="free_variable_across_print")(
+    _make_printer(2.0))
+case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"], name="free_variable_in_branch")(
+    _make_thresholder(0.25))
+case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["tensor to python"], name="free_variable_after_conversion")(
+    _make_converter(3.0))
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def printing_closure_called(x):
+    tag = "closure"
+
+    def show(v):
+        print(tag)
+        return v
+
+    y = x + 1
+    z = show(y)
+    return z * 2
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def cell_variable_across_break(x):
+    n = 0
+
+    def bump():
+        nonlocal n
+        n += 1
+
+    bump()
+    y = x * 2
+    print("n", n)
+    bump()
+    return y + n
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def printing_lambda_called(x):
+    f = lambda v: print("lambda") or v  # noqa: E731
+    y = x + 1
+    z = f(y)
+    return z - 1
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def cell_rebound_after_break(x):
+    k = 1.0
+
+    def get():
+        return k
+
+    y = x + get()
+    print("mid")
+    k = 3.0
+    return y * get()
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def argument_cell_across_break(x):
+    def peek():
+        return x
+
+    a = peek() + 1
+    print("peeked")
+    return a * peek()

@@ -1,0 +1,190 @@
+"""Calling objects: classes with __call__, dataclasses, properties, staticmethods, classmethods, slots."""
+
+import dataclasses
+
+import numpy as np
+
+from ._case import arr, case
+
+
+class _Affine:
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+    def __call__(self, v):
+        return v * self.w + self.b
+
+
+@dataclasses.dataclass
+class _Point:
+    a: float
+    b: float = 1.0
+
+    def scale(self, v):
+        return v * self.a
+
+
+@dataclasses.dataclass
+class _Pair:
+    left: np.ndarray
+    right: np.ndarray
+
+
+class _Props:
+    def __init__(self, k):
+        self._k = k
+
+    @property
+    def k(self):
+        return self._k
+
+    @k.setter
+    def k(self, value):
+        self._k = value
+
+    @property
+    def double(self):
+        return self._k * 2
+
+
+class _Holder:
+    def __init__(self, v):
+        self.v = v
+
+    @property
+    def doubled(self):
+        return self.v * 2
+
+
+class _Tools:
+    factor = 3.0
+
+    @staticmethod
+    def scale(v, k):
+        return v * k
+
+    @classmethod
+    def make(cls, v):
+        return v * cls.factor
+
+    def inst(self, v):
+        return v - self.factor
+
+
+class _Slotted:
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = v
+
+
+class _Inner:
+    value = 2.5
+
+
+class _Outer:
+    def __init__(self):
+        self.inner = _Inner()
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def call_instance(x):
+    return _Affine(2.0, 1.0)(x)
+
+
+@case(args=lambda: (_Affine(2.0, 1.0), arr(3)), graphs=1, ops=2)
+def call_instance_argument(f, x):
+    return f(x)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def dataclass_built(x):
+    p = _Point(2.0)
+    return x * p.a + p.b
+
+
+@case(args=lambda: (_Pair(arr(2, 3), arr(3, 2, seed=1)),), graphs=1, ops=1)
+def dataclass_argument_with_arrays(p):
+    return p.left @ p.right
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def dataclass_returned(x):
+    return _Point(x * 2, 3.0)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def dataclass_method(x):
+    return _Point(4.0).scale(x)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def property_python_value(x):
+    return x * _Props(1.5).double
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def property_array_value(x):
+    return _Holder(x).doubled
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def property_setter(x):
+    p = _Props(1.0)
+    p.k = 4.0
+    return x * p.k
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def staticmethod_call(x):
+    return _Tools.scale(x, 3.0)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def classmethod_call(x):
+    return _Tools.make(x)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def staticmethod_through_instance(x):
+    return _Tools().scale(x, 0.5)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def method_through_class(x):
+    t = _Tools()
+    return _Tools.inst(t, x)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def bound_dunder_call(x):
+    m = _Affine(1.0, 0.5).__call__
+    return m(x)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def slotted_object(x):
+    s = _Slotted(x)
+    return s.v * 2
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def class_attribute(x):
+    return x * _Tools.factor
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def nested_attributes(x):
+    return x + _Outer().inner.value
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def call_with_keywords(x):
+    return _Affine(w=3.0, b=0.0)(v=x)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def dataclass_equality(x):
+    same = _Point(1.0, 2.0) == _Point(1.0, 2.0)
+    return x * same, _Point(5.0).b

@@ -1,0 +1,59 @@
+"""except* and exception groups (Python 3.11+)."""
+
+from ._case import arr, case
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def except_star_catches_group(x):
+    try:
+        raise ExceptionGroup("g", [ValueError("v")])
+    except* ValueError:
+        y = x * 2
+    return y
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def two_except_star_handlers(x, log):
+    try:
+        raise ExceptionGroup("g", [ValueError("a"), KeyError("b")])
+    except* ValueError as eg:
+        log.append(("value", len(eg.exceptions)))
+    except* KeyError as eg:
+        log.append(("key", len(eg.exceptions)))
+    return x + len(log)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def except_star_without_raise(x):
+    try:
+        y = x - 1
+    except* ValueError:
+        y = x
+    return y
+
+
+@case(args=lambda: (arr(3),), graphs=0, ops=0, raises=ExceptionGroup)
+def unmatched_group_propagates(x):
+    try:
+        raise ExceptionGroup("g", [TypeError("t")])
+    except* ValueError:
+        pass
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def naked_exception_wrapped(x):
+    try:
+        raise ValueError("plain")
+    except* ValueError as eg:
+        n = len(eg.exceptions)
+    return x * n
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def array_ops_around_group(x):
+    try:
+        y = x + 1
+        raise ExceptionGroup("g", [ValueError("v")])
+    except* ValueError:
+        y = y * 3
+    return y

@@ -1,0 +1,167 @@
+"""Side effects on arguments and globals, checked after the call, also around a graph break."""
+
+from ._case import arr, case
+
+
+class _Box:
+    def __init__(self, v):
+        self.v = v
+
+
+class _Node:
+    def __init__(self):
+        self.inner = _Box(None)
+        self.count = 0
+        self.result = None
+
+
+G_LOG = []
+
+
+def _log_call(log, name):
+    log.append(("called", name))
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def list_append_argument(x, out):
+    out.append(x + 1)
+    out.append("tag")
+    return len(out)
+
+
+@case(args=lambda: (arr(3), [1.0]), graphs=1, ops=2)
+def list_extend_argument(x, out):
+    out.extend([x * 2, x * 3])
+    return out[-1]
+
+
+@case(args=lambda: ([arr(3, seed=i) for i in range(3)],), graphs=1, ops=1)
+def list_pop_argument(items):
+    last = items.pop()
+    first = items.pop(0)
+    return last - first
+
+
+@case(args=lambda: (arr(3), {"x": 0}), graphs=1, ops=2)
+def dict_update_argument(x, d):
+    d["y"] = x + 1
+    d.update({"z": 3})
+    return d["y"] * 2
+
+
+@case(args=lambda: (arr(3), {"a": 1.5}), graphs=1, ops=1)
+def dict_pop_setdefault(x, d):
+    a = d.pop("a")
+    d.setdefault("b", []).append(a)
+    return x * a
+
+
+@case(args=lambda: (arr(3), _Node()), graphs=1, ops=2)
+def attribute_stores_on_argument(x, obj):
+    obj.result = x * 2
+    obj.count = obj.count + 1
+    return obj.result + 1
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, globals_checked=("G_LOG",))
+def global_list_append(x):
+    G_LOG.append(("call", 1))
+    return x + 1
+
+
+@case(args=lambda: (arr(3), {"layers": [1, 2]}), graphs=1, ops=1)
+def nested_container_mutation(x, cfg):
+    cfg["layers"].append(3)
+    return x * len(cfg["layers"])
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=2)
+def mutate_then_read_back(x, out):
+    out.append(x)
+    out[0] = out[0] * 2
+    return out[0] + 1, out[0] is x
+
+
+@case(args=lambda: (arr(3), [1, 2, 3]), graphs=1, ops=1)
+def list_clear_argument(x, items):
+    n = len(items)
+    items.clear()
+    return x * n
+
+
+@case(args=lambda: (arr(3), [3.0, 1.0, 2.0]), graphs=1, ops=1)
+def list_sort_argument(x, ks):
+    ks.sort()
+    return x * ks[0]
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def array_argument_written(x):
+    x[0] = 0.0
+    return x * 2
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def attribute_store_on_new_object(x):
+    o = _Box(x)
+    o.v = o.v + 1
+    return o
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def side_effect_in_callee(x, log):
+    _log_call(log, "a")
+    return x * 2
+
+
+@case(args=lambda: (arr(3), ["a", "b"]), graphs=1, ops=1)
+def insert_and_delete(x, items):
+    items.insert(1, x - 1)
+    del items[0]
+    return items
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=2, breaks=["print"])
+def side_effects_around_break(x, log):
+    log.append("before")
+    y = x + 1
+    print("mid")
+    log.append("after")
+    return y * 2
+
+
+@case(args=lambda: (arr(3), {"a": 1, "b": 2}), graphs=0, ops=0)
+def dict_reinsertion_order(x, d):
+    d.pop("a")
+    d["a"] = x
+    return list(d)
+
+
+@case(args=lambda: (arr(3), {1, 2}), graphs=1, ops=1)
+def set_add_discard(x, s):
+    s.add(3)
+    s.discard(1)
+    return x * len(s)
+
+
+@case(args=lambda: (arr(3), _Node()), graphs=1, ops=1)
+def nested_attribute_store(x, obj):
+    obj.inner.v = x + 1
+    return obj.inner.v
+
+
+@case(args=lambda: (arr(3), [], {}), graphs=1, ops=3)
+def interleaved_side_effects(x, out, seen):
+    for i in range(3):
+        out.append(i)
+        seen[i] = x * i
+    out.reverse()
+    return out[0]
+
+
+@case(args=lambda: (arr(3), [1]), graphs=1, ops=1)
+def same_list_twice(x, items):
+    alias = items
+    alias.append(2)
+    items.append(3)
+    return x * len(alias), alias is items

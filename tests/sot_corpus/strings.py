@@ -1,0 +1,88 @@
+"""Strings: methods, comparisons, concatenation, slicing, conversions, beside array ops."""
+
+import numpy as np
+
+from ._case import arr, case
+
+
+@case(args=lambda: (arr(3), "Hello World"), graphs=1, ops=1)
+def string_methods(x, s):
+    return s.lower(), s.upper(), s.split(), x * len(s)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def join(x):
+    parts = ["a", "b"]
+    return "+".join(parts), x * 2
+
+
+@case(args=lambda: (arr(4), "relu"), graphs=1, ops=1)
+def compare_string_argument(x, act):
+    if act == "relu":
+        return np.maximum(x, 0.0)
+    return x
+
+
+@case(args=lambda: (arr(3), "scale_2"), graphs=1, ops=1)
+def startswith(x, name):
+    if name.startswith("scale"):
+        return x * 2
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def concatenate_in_loop(x):
+    s = ""
+    for ch in "abc":
+        s = s + ch
+    return s, x + len(s)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def strip_replace(x):
+    s = "  a-b  ".strip().replace("-", "_")
+    return s, x - 1
+
+
+@case(args=lambda: (arr(3), "hello"), graphs=1, ops=1)
+def substring_in(x, s):
+    return ("lo" in s), x * ("z" in s)
+
+
+@case(args=lambda: (arr(3), "hello"), graphs=1, ops=1)
+def index_and_count(x, s):
+    return s[0] + s[-1], x * s.count("l")
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def encode_to_bytes(x):
+    b = "ab".encode("utf-8")  # noqa: UP012
+    return b, x * len(b)
+
+
+@case(args=lambda: (arr(3), "3"), graphs=1, ops=2)
+def parse_numbers(x, s):
+    n = int(s)
+    f = float("2.5")
+    return x * n + f
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def repeat(x):
+    return "ab" * 3, x * 3
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def dtype_name(x):
+    return x.dtype.name, str(x.dtype), x + 0
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def zfill_center(x):
+    return "7".zfill(3), "a".center(5, "*"), x / 2
+
+
+@case(args=lambda: (arr(3), "a,b,,c"), graphs=1, ops=1)
+def split_filter_join(x, s):
+    parts = [p for p in s.split(",") if p]
+    return "|".join(parts), x * len(parts)

@@ -1,0 +1,71 @@
+"""Template strings (Python 3.14+, string.templatelib): building, inspecting and rendering t-strings."""
+
+from string.templatelib import Interpolation, Template
+
+from ._case import arr, case
+
+
+def _render(template):
+    parts = []
+    for item in template:
+        if isinstance(item, Interpolation):
+            parts.append(str(item.value))
+        else:
+            parts.append(item)
+    return "".join(parts)
+
+
+@case(args=lambda: (arr(3), "world"), graphs=1, ops=1)
+def template_returned(x, name):
+    t = t"hello {name}"
+    return t, x * 2
+
+
+@case(args=lambda: (arr(3), 4), graphs=1, ops=1)
+def strings_and_values(x, n):
+    t = t"{n} items of {n + 1}"
+    return t.strings, t.values, x * n
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def array_interpolated(x):
+    y = x + 1
+    t = t"val {y}"
+    return t.interpolations[0].value * 2
+
+
+@case(args=lambda: (arr(3), 2.5), graphs=1, ops=1)
+def conversion_and_format_spec(x, v):
+    t = t"{v!r:>10}"
+    i = t.interpolations[0]
+    return i.expression, i.conversion, i.format_spec, x - v
+
+
+@case(args=lambda: (arr(3), "n"), graphs=1, ops=1)
+def rendered_by_user_function(x, name):
+    return _render(t"a{name}b{3}c"), x + 1
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def templates_concatenated(x):
+    t = t"a{1}" + t"b{2}"
+    return t.strings, t.values, x * 3
+
+
+@case(args=lambda: (arr(2, 3),), graphs=1, ops=1)
+def shape_interpolated(x):
+    t = t"{x.shape}"
+    return isinstance(t, Template), t.values, x.T
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def template_holding_array(x):
+    return t"{x * 2} and {'text'}"
+
+
+@case(args=lambda: (arr(3), 7), graphs=1, ops=1)
+def template_in_loop(x, n):
+    rendered = []
+    for k in range(2):
+        rendered.append(_render(t"{k}:{n}"))
+    return rendered, x + n

@@ -1,0 +1,174 @@
+"""with statements on user context managers: enter/exit order, `as` values, suppressing or not."""
+
+from ._case import arr, case
+
+
+class _Recorder:
+    def __init__(self, log, name="cm"):
+        self.log = log
+        self.name = name
+
+    def __enter__(self):
+        self.log.append(("enter", self.name))
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.log.append(("exit", self.name, None if exc_type is None else exc_type.__name__))
+        return False
+
+
+class _Suppress:
+    def __init__(self, log=None):
+        self.log = log
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.log is not None:
+            self.log.append(None if exc_type is None else str(exc))
+        return True
+
+
+class _ScaleCM:
+    def __init__(self, k=2.0):
+        self.k = k
+
+    def __enter__(self):
+        return self.k
+
+    def __exit__(self, *exc):
+        return None
+
+
+class _ArrayCM:
+    def __init__(self, v):
+        self.v = v
+
+    def __enter__(self):
+        return self.v * 2
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _Counter:
+    def __init__(self):
+        self.count = 0
+
+    def __enter__(self):
+        self.count += 1
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _raises_value(v):
+    raise ValueError("from callee")
+
+
+def _with_helper(v, log):
+    with _Recorder(log, "helper"):
+        return v * 3
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=2)
+def with_without_raise(x, log):
+    with _Recorder(log):
+        y = x + 1
+    return y * 2
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def with_as_value(x):
+    with _ScaleCM() as k:
+        return x * k
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def suppressing_exit(x, log):
+    y = x
+    with _Suppress(log):
+        y = x + 1
+        raise ValueError("quiet")
+    return y
+
+
+@case(args=lambda: (arr(3), []), graphs=0, ops=0, raises=KeyError)
+def not_suppressing_exit(x, log):
+    with _Recorder(log):
+        raise KeyError("loud")
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def nested_with_items(x, log):
+    with _Recorder(log, "a"), _ScaleCM(3.0) as k:
+        return x * k
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=2)
+def with_in_callee(x, log):
+    return _with_helper(x, log) + 1
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def enter_does_array_op(x):
+    with _ArrayCM(x) as y:
+        return y + 1
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=3)
+def loop_inside_with(x, log):
+    with _Recorder(log):
+        for i in range(3):
+            x = x + i
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def return_inside_suppressing_with(x):
+    with _Suppress():
+        return x * 3
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def same_manager_twice(x):
+    cm = _Counter()
+    with cm:
+        pass
+    with cm:
+        pass
+    return x * cm.count
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def suppress_callee_exception(x, log):
+    with _Suppress(log):
+        _raises_value(x)
+    return x - 1
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=2)
+def nested_with_blocks(x, log):
+    with _Recorder(log, "outer"):
+        with _Recorder(log, "inner"):
+            x = x * 2
+        x = x + 1
+    return x
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def exit_sees_exception_then_outer_suppresses(x, log):
+    with _Suppress(log):
+        with _Recorder(log):
+            raise IndexError("deep")
+    return x * 2
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=2)
+def with_in_loop(x, log):
+    for i in range(2):
+        with _Recorder(log, f"round{i}"):
+            x = x + i
+    return x
