@@ -15,6 +15,9 @@ use super::vm::SideEffect;
 
 /// The name of the generated code's local holding the graph's outputs.
 const OUTPUTS_LOCAL: &str = "__sot_graph_outputs";
+/// The generated code's local holding a mutated container's new contents while the
+/// container is emptied (they may be read from it).
+const CONTENTS_LOCAL: &str = "__sot_new_contents";
 
 /// Constants and names of the generated code: the original's, then what it adds.
 struct Pools<'py> {
@@ -78,6 +81,7 @@ struct Emitter<'a, 'py> {
     /// Per graph symbol: its index among the graph's outputs.
     outputs: Vec<Option<usize>>,
     outputs_var: u32,
+    contents_var: u32,
 }
 
 /// The graph symbols the generated code needs: those of the values it rebuilds.
@@ -378,7 +382,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
             SideEffect::Replace { target, contents } => {
                 let (target, contents) = (*target, *contents);
                 if let Val::Dict(_) = &self.plan.values[contents] {
-                    // target.clear(); target.update(contents)
+                    // new = contents; target.clear(); target.update(new)
+                    self.value(contents)?;
+                    self.emit(Op::StoreFast, Arg::Var(self.contents_var));
                     for (method, with_contents) in [("clear", false), ("update", true)] {
                         let unbound = py.get_type::<PyDict>().getattr(method)?;
                         self.call(
@@ -389,7 +395,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                             |e| {
                                 e.source(target)?;
                                 if with_contents {
-                                    e.value(contents)?;
+                                    e.emit(Op::LoadFast, Arg::Var(e.contents_var));
                                 }
                                 Ok(1 + usize::from(with_contents))
                             },
@@ -417,6 +423,8 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
     let mut vars = plan.vars.clone();
     vars.varnames.push(OUTPUTS_LOCAL.to_owned());
     let outputs_var = (vars.varnames.len() - 1) as u32;
+    vars.varnames.push(CONTENTS_LOCAL.to_owned());
+    let contents_var = (vars.varnames.len() - 1) as u32;
     let mut roots = side_effect_roots(plan.side_effects);
     roots.push(returned);
     let needed = needed_outputs(plan.values, plan.cells, plan.graph, &roots);
@@ -441,6 +449,7 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
         location: Location::line(first_line),
         outputs,
         outputs_var,
+        contents_var,
     };
     emitter
         .out
@@ -662,6 +671,8 @@ pub fn generate_break<'py>(
     let mut vars = plan.vars.clone();
     vars.varnames.push(OUTPUTS_LOCAL.to_owned());
     let outputs_var = (vars.varnames.len() - 1) as u32;
+    vars.varnames.push(CONTENTS_LOCAL.to_owned());
+    let contents_var = (vars.varnames.len() - 1) as u32;
     // Every local is named before any instruction is emitted: a new name shifts the
     // cells' and free variables' indices.
     let nulls = continuation.slots_after(plan.values, stack);
@@ -699,6 +710,7 @@ pub fn generate_break<'py>(
         location: instr.location,
         outputs,
         outputs_var,
+        contents_var,
     };
     emitter
         .out

@@ -1478,11 +1478,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Op::BuildTuple | Op::BuildList | Op::BuildSet => {
                 let items = Self::pop_n(frame, Self::int_arg(arg)?)?;
-                let v = self.push_val(match instr.op {
-                    Op::BuildTuple => Val::Tuple(items),
-                    Op::BuildList => Val::List(items),
-                    _ => Val::Set(items),
-                });
+                let v = match instr.op {
+                    Op::BuildTuple => self.push_val(Val::Tuple(items)),
+                    Op::BuildList => self.push_val(Val::List(items)),
+                    _ => {
+                        let set = self.push_val(Val::Set(Vec::new()));
+                        self.add_items(set, items)?;
+                        set
+                    }
+                };
                 frame.stack.push(v);
             }
             Op::BuildMap => {
@@ -1518,10 +1522,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let v = Self::pop(frame)?;
                 let depth = Self::int_arg(arg)?;
                 let target = frame.stack[frame.stack.len() - depth];
-                match &mut self.values[target] {
-                    Val::List(items) | Val::Set(items) => items.push(v),
-                    _ => return unsupported("LIST_APPEND to a list from outside"),
-                }
+                self.add_items(target, vec![v])?;
             }
             Op::MapAdd => {
                 let value = Self::pop(frame)?;
@@ -1539,10 +1540,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let depth = Self::int_arg(arg)?;
                 let target = frame.stack[frame.stack.len() - depth];
                 let new_items = self.items_of(source)?;
-                match &mut self.values[target] {
-                    Val::List(items) | Val::Set(items) => items.extend(new_items),
-                    _ => return unsupported("LIST_EXTEND to a list from outside"),
-                }
+                self.add_items(target, new_items)?;
             }
             Op::DictUpdate | Op::DictMerge => {
                 let source = Self::pop(frame)?;
@@ -1860,6 +1858,36 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(self.constant(value))
             }
             Val::Obj { obj, source } => {
+                let container = obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyDict>();
+                if container && source.is_some() {
+                    // A method of a list or dict from the frame works on its symbolic copy,
+                    // written back after the graph if the method mutates it.
+                    let mutates = matches!(
+                        name,
+                        "append"
+                            | "extend"
+                            | "insert"
+                            | "pop"
+                            | "remove"
+                            | "clear"
+                            | "reverse"
+                            | "sort"
+                            | "update"
+                            | "setdefault"
+                            | "popitem"
+                    );
+                    let copy = if mutates {
+                        self.mutable_copy(owner)?
+                    } else {
+                        self.readonly_copy(owner)?
+                    };
+                    if let Some(copy) = copy {
+                        return Ok(self.push_val(Val::ContainerMethod {
+                            container: copy,
+                            name: name.to_owned(),
+                        }));
+                    }
+                }
                 if let Some((_, _, stored)) = self
                     .stored_attrs
                     .iter()
@@ -2277,6 +2305,24 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
+    /// A symbolic copy of a list or dict from the frame for reading (the mutated copy
+    /// once there is one).
+    fn readonly_copy(&mut self, container: Vid) -> Res<Option<Vid>> {
+        let Val::Obj { obj, source: Some(s) } = self.val(container) else {
+            return Ok(None);
+        };
+        let (obj, s) = (obj.clone(), *s);
+        if let Some(copy) = self.mutated.get(&s) {
+            return Ok(Some(*copy));
+        }
+        if obj.is_exact_instance_of::<PyList>() {
+            let items = self.items_of(container)?;
+            return Ok(Some(self.push_val(Val::List(items))));
+        }
+        let pairs = self.dict_items(container)?;
+        Ok(Some(self.push_val(Val::Dict(pairs))))
+    }
+
     /// The symbolic copy of a list or dict from the frame, made on its first mutation
     /// and written back to it after the graph runs.
     fn mutable_copy(&mut self, container: Vid) -> Res<Option<Vid>> {
@@ -2389,6 +2435,80 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             _ => unsupported("item deletion on an object"),
         }
+    }
+
+    /// `items` sorted as `sorted(items, key=key, reverse=reverse)` would (stable), by
+    /// their known keys.
+    fn sort_items(&mut self, items: Vec<Vid>, key: Option<Vid>, reverse: bool) -> Res<Vec<Vid>> {
+        let order = self.order_by_keys(&items, key, "sorted", reverse, None)?;
+        let order: Vec<usize> = order.extract()?;
+        Ok(order.into_iter().map(|i| items[i]).collect())
+    }
+
+    /// `builtin(range(len(items)), key=<the items' known keys>, ...)`.
+    fn order_by_keys(
+        &mut self,
+        items: &[Vid],
+        key: Option<Vid>,
+        builtin: &str,
+        reverse: bool,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> Res<Bound<'py, PyAny>> {
+        let none = self.none();
+        let key = match key {
+            Some(k) if !self.identical(k, none)? => Some(k),
+            _ => None,
+        };
+        let mut keys = Vec::with_capacity(items.len());
+        for item in items {
+            let k = match key {
+                Some(f) => self.call(f, vec![*item], vec![])?,
+                None => *item,
+            };
+            if self.contains_tensor(k) {
+                return graph_break(format!(
+                    "tensor to python: {builtin}() comparing tensors (data-dependent)"
+                ));
+            }
+            keys.push(self.concrete(k)?);
+        }
+        let keys = PyList::new(self.py, keys)?;
+        let kwargs = PyDict::new(self.py);
+        kwargs.set_item("key", keys.getattr("__getitem__")?)?;
+        if reverse {
+            kwargs.set_item("reverse", true)?;
+        }
+        if let Some(default) = default {
+            kwargs.set_item("default", default)?;
+        }
+        let indices = self.builtin("range")?.call1((items.len(),))?;
+        Ok(self.builtin(builtin)?.call((indices,), Some(&kwargs))?)
+    }
+
+    /// Appends to a list, or adds to a set (once per equal value), the translation made.
+    fn add_items(&mut self, target: Vid, new_items: Vec<Vid>) -> Res<()> {
+        match self.val(target).clone_val() {
+            Val::List(mut items) => {
+                items.extend(new_items);
+                self.values[target] = Val::List(items);
+            }
+            Val::Set(mut items) => {
+                for new in new_items {
+                    let value = self.concrete(new)?;
+                    value.hash()?;
+                    let mut present = false;
+                    for item in &items {
+                        present |= self.concrete(*item)?.eq(&value)?;
+                    }
+                    if !present {
+                        items.push(new);
+                    }
+                }
+                self.values[target] = Val::Set(items);
+            }
+            _ => return unsupported("adding to a list or set from outside the translation"),
+        }
+        Ok(())
     }
 
     fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()> {
@@ -2950,7 +3070,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: Vec<Vid>,
         kwargs: Vec<(String, Vid)>,
     ) -> Res<Vid> {
-        if !kwargs.is_empty() && name != "update" {
+        if !kwargs.is_empty() && !matches!(name, "update" | "sort") {
             return unsupported(format!("keyword arguments to {name}"));
         }
         let value = self.val(container).clone_val();
@@ -3014,21 +3134,54 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 Ok(self.constant(result.into_pyobject(self.py)?.into_any()))
             }
-            (Val::List(mut items), "clear", []) | (Val::Set(mut items), "clear", []) => {
-                items.clear();
-                self.values[container] = Val::List(items);
+            (Val::List(_), "clear", []) => {
+                self.values[container] = Val::List(Vec::new());
                 Ok(none)
             }
-            (Val::Set(mut items), "add", [v]) => {
-                let new = self.concrete(*v)?;
-                let mut present = false;
-                for item in &items {
-                    present |= self.concrete(*item)?.eq(&new)?;
+            (Val::Set(_), "clear", []) => {
+                self.values[container] = Val::Set(Vec::new());
+                Ok(none)
+            }
+            (Val::Dict(_), "clear", []) => {
+                self.values[container] = Val::Dict(Vec::new());
+                Ok(none)
+            }
+            (Val::List(mut items), "remove", [v]) | (Val::Set(mut items), "remove" | "discard", [v]) => {
+                let target = self.concrete(*v)?;
+                let mut found = None;
+                for (i, item) in items.iter().enumerate() {
+                    if self.concrete(*item)?.eq(&target)? {
+                        found = Some(i);
+                        break;
+                    }
                 }
-                if !present {
-                    items.push(*v);
+                match found {
+                    Some(i) => {
+                        items.remove(i);
+                    }
+                    None if name == "discard" => {}
+                    None => {
+                        return Err(Problem::Python(pyo3::exceptions::PyValueError::new_err(
+                            "list.remove(x): x not in list",
+                        )))
+                    }
                 }
-                self.values[container] = Val::Set(items);
+                let is_set = matches!(self.val(container), Val::Set(_));
+                self.values[container] = if is_set { Val::Set(items) } else { Val::List(items) };
+                Ok(none)
+            }
+            (Val::List(items), "sort", []) => {
+                let key = kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
+                let reverse = match kwargs.iter().find(|(k, _)| k == "reverse") {
+                    Some((_, r)) => self.truthy(*r)?,
+                    None => false,
+                };
+                let sorted = self.sort_items(items, key, reverse)?;
+                self.values[container] = Val::List(sorted);
+                Ok(none)
+            }
+            (Val::Set(_), "add", [v]) => {
+                self.add_items(container, vec![*v])?;
                 Ok(none)
             }
             (Val::Dict(items), "keys", []) => {
@@ -3371,6 +3524,52 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Err(other) => return Err(other),
                 }
             }
+            ("sorted", [x]) => {
+                let items = self.items_of(*x)?;
+                let key = kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
+                let reverse = match kwargs.iter().find(|(k, _)| k == "reverse") {
+                    Some((_, r)) => self.truthy(*r)?,
+                    None => false,
+                };
+                let sorted = self.sort_items(items, key, reverse)?;
+                self.push_val(Val::List(sorted))
+            }
+            ("min" | "max", [first, rest @ ..]) => {
+                let items = if rest.is_empty() {
+                    self.items_of(*first)?
+                } else {
+                    args.to_vec()
+                };
+                let key = kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
+                let default = match kwargs.iter().find(|(k, _)| k == "default") {
+                    Some((_, d)) => Some(*d),
+                    None => None,
+                };
+                if items.is_empty() {
+                    match default {
+                        Some(d) => d,
+                        None => {
+                            return Err(Problem::Python(pyo3::exceptions::PyValueError::new_err(format!(
+                                "{name}() iterable argument is empty"
+                            ))))
+                        }
+                    }
+                } else {
+                    let index: usize = self.order_by_keys(&items, key, &name, false, None)?.extract()?;
+                    items[index]
+                }
+            }
+            ("any" | "all", [x]) => {
+                let want = name == "any";
+                let mut result = !want;
+                for item in self.items_of(*x)? {
+                    if self.truthy(item)? == want {
+                        result = want;
+                        break;
+                    }
+                }
+                self.constant(PyBool::new(self.py, result).to_owned().into_any())
+            }
             ("abs", [x]) if any_tensor => {
                 let abs = self.builtin("abs")?;
                 self.record(&abs, vec![*x], vec![])?
@@ -3378,9 +3577,6 @@ impl<'py, 'b> Vm<'py, 'b> {
             ("pow", [_, _]) if any_tensor => {
                 let pow = self.ops.op("pow")?;
                 self.record(&pow, args.to_vec(), vec![])?
-            }
-            ("min" | "max", [x]) if !self.contains_tensor(*x) && !kwargs.is_empty() => {
-                return unsupported(format!("{name}() with keyword arguments"));
             }
             (
                 "float" | "int" | "bool" | "complex" | "str" | "repr" | "format" | "round" | "min" | "max"
