@@ -82,6 +82,33 @@ struct Emitter<'a, 'py> {
     outputs: Vec<Option<usize>>,
     outputs_var: u32,
     contents_var: u32,
+    /// Objects the translation made, by value, and their locals.
+    objects: Vec<(Vid, u32)>,
+}
+
+/// Every value the generated code rebuilds from `roots`, each once.
+fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Vec<Vid> {
+    let mut seen = vec![false; values.len()];
+    let mut found = Vec::new();
+    let mut stack: Vec<Vid> = roots.to_vec();
+    while let Some(vid) = stack.pop() {
+        if std::mem::replace(&mut seen[vid], true) {
+            continue;
+        }
+        found.push(vid);
+        match &values[vid] {
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) => stack.extend(items),
+            Val::Iter { items, next } => stack.extend(&items[*next..]),
+            Val::Dict(items) => items.iter().for_each(|(k, v)| stack.extend([*k, *v])),
+            Val::Slice(a, b, c) => stack.extend([*a, *b, *c]),
+            Val::Method { function, receiver } => stack.extend([*function, *receiver]),
+            Val::Cell(c) => stack.extend(cells[*c]),
+            Val::Object { attrs, .. } => stack.extend(attrs.iter().map(|(_, v)| *v)),
+            _ => {}
+        }
+    }
+    found.sort_unstable();
+    found
 }
 
 /// The graph symbols the generated code needs: those of the values it rebuilds.
@@ -91,30 +118,34 @@ pub fn needed_outputs(
     graph: &Graph<'_>,
     roots: &[Vid],
 ) -> Vec<Sym> {
-    let mut seen = vec![false; values.len()];
-    let mut syms = Vec::new();
-    let mut stack: Vec<Vid> = roots.to_vec();
-    while let Some(vid) = stack.pop() {
-        if std::mem::replace(&mut seen[vid], true) {
-            continue;
-        }
-        match &values[vid] {
-            Val::Tensor { sym, .. } => {
-                if *sym >= graph.inputs.len() && !syms.contains(sym) {
-                    syms.push(*sym);
-                }
-            }
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) => stack.extend(items),
-            Val::Iter { items, next } => stack.extend(&items[*next..]),
-            Val::Dict(items) => items.iter().for_each(|(k, v)| stack.extend([*k, *v])),
-            Val::Slice(a, b, c) => stack.extend([*a, *b, *c]),
-            Val::Method { function, receiver } => stack.extend([*function, *receiver]),
-            Val::Cell(c) => stack.extend(cells[*c]),
-            _ => {}
-        }
-    }
+    let mut syms: Vec<Sym> = reachable(values, cells, roots)
+        .into_iter()
+        .filter_map(|vid| match &values[vid] {
+            Val::Tensor { sym, .. } if *sym >= graph.inputs.len() => Some(*sym),
+            _ => None,
+        })
+        .collect();
     syms.sort_unstable();
+    syms.dedup();
     syms
+}
+
+/// The objects the translation made that the generated code rebuilds, and the local
+/// each is made in (named before any instruction is emitted).
+fn made_objects(
+    values: &[Val<'_>],
+    cells: &[Option<Vid>],
+    roots: &[Vid],
+    vars: &mut Vars,
+) -> Vec<(Vid, u32)> {
+    reachable(values, cells, roots)
+        .into_iter()
+        .filter(|vid| matches!(values[*vid], Val::Object { .. }))
+        .map(|vid| {
+            vars.varnames.push(format!("__sot_object{vid}"));
+            (vid, (vars.varnames.len() - 1) as u32)
+        })
+        .collect()
 }
 
 /// The roots every generated code rebuilds: side effects' values.
@@ -178,6 +209,43 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 kw_names: false,
             },
         );
+        Ok(())
+    }
+
+    /// Makes the objects the translation made: each with `object.__new__(class)`, then
+    /// their attributes (which may refer to one another).
+    fn make_objects(&mut self) -> PyResult<()> {
+        let py = self.pools.py;
+        let new = py.import("builtins")?.getattr("object")?.getattr("__new__")?;
+        for (vid, var) in self.objects.clone() {
+            let Val::Object { class, .. } = &self.plan.values[vid] else {
+                continue;
+            };
+            let class = class.clone();
+            let new = new.clone();
+            self.call(
+                |e| {
+                    e.load_const(new);
+                    Ok(())
+                },
+                |e| {
+                    e.load_const(class);
+                    Ok(1)
+                },
+            )?;
+            self.emit(Op::StoreFast, Arg::Var(var));
+        }
+        for (vid, var) in self.objects.clone() {
+            let Val::Object { attrs, .. } = &self.plan.values[vid] else {
+                continue;
+            };
+            for (name, value) in attrs.clone() {
+                self.value(value)?;
+                self.emit(Op::LoadFast, Arg::Var(var));
+                let index = self.pools.name(&name);
+                self.emit(Op::StoreAttr, Arg::Name(index));
+            }
+        }
         Ok(())
     }
 
@@ -281,8 +349,30 @@ impl<'a, 'py> Emitter<'a, 'py> {
         match &self.plan.values[vid] {
             Val::Obj { obj, source } => match source {
                 Some(s) => self.source(*s)?,
+                None if obj.is_instance(&py.get_type::<pyo3::exceptions::PyBaseException>())? => {
+                    // A fresh exception per call: type(e)(*e.args).
+                    let (class, args) = (obj.get_type().into_any(), obj.getattr("args")?);
+                    let count = args.len()?;
+                    self.call(
+                        |e| {
+                            e.load_const(class);
+                            Ok(())
+                        },
+                        |e| {
+                            for arg in args.try_iter()? {
+                                e.load_const(arg?);
+                            }
+                            Ok(count)
+                        },
+                    )?;
+                }
                 None => self.load_const(obj.clone()),
             },
+            Val::Object { .. } => {
+                let var = self.objects.iter().find(|(v, _)| *v == vid).map(|(_, var)| *var);
+                let var = var.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("an object made without its local"))?;
+                self.emit(Op::LoadFast, Arg::Var(var));
+            }
             Val::Tensor { sym, .. } => {
                 if *sym < self.plan.graph.inputs.len() {
                     self.source(self.plan.graph.inputs[*sym])?;
@@ -427,6 +517,7 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
     let contents_var = (vars.varnames.len() - 1) as u32;
     let mut roots = side_effect_roots(plan.side_effects);
     roots.push(returned);
+    let objects = made_objects(plan.values, plan.cells, &roots, &mut vars);
     let needed = needed_outputs(plan.values, plan.cells, plan.graph, &roots);
     let mut outputs = vec![None; plan.graph.symbol_count()];
     for (index, sym) in needed.iter().enumerate() {
@@ -450,11 +541,13 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
         outputs,
         outputs_var,
         contents_var,
+        objects,
     };
     emitter
         .out
         .extend(canonical::prologue(table, &vars, CodeKind::Function));
     emitter.emit_graph_call(outputs_var)?;
+    emitter.make_objects()?;
     for effect in plan.side_effects {
         emitter.side_effect(effect)?;
     }
@@ -688,6 +781,7 @@ pub fn generate_break<'py>(
     let mut roots = side_effect_roots(plan.side_effects);
     roots.extend(stack.iter().copied());
     roots.extend(live.iter().map(|(_, v)| *v));
+    let objects = made_objects(plan.values, plan.cells, &roots, &mut vars);
     let needed = needed_outputs(plan.values, plan.cells, plan.graph, &roots);
     let mut outputs = vec![None; plan.graph.symbol_count()];
     for (index, sym) in needed.iter().enumerate() {
@@ -711,11 +805,13 @@ pub fn generate_break<'py>(
         outputs,
         outputs_var,
         contents_var,
+        objects,
     };
     emitter
         .out
         .extend(canonical::prologue(table, &vars, CodeKind::Function));
     emitter.emit_graph_call(outputs_var)?;
+    emitter.make_objects()?;
     for effect in plan.side_effects {
         emitter.side_effect(effect)?;
     }

@@ -57,6 +57,11 @@ pub enum Val<'py> {
     },
     /// A cell of a closure.
     Cell(usize),
+    /// An instance of a Python class the translated code made, with its attributes.
+    Object {
+        class: Bound<'py, PyAny>,
+        attrs: Vec<(String, Vid)>,
+    },
     /// `super()` bound to a class and an object.
     Super {
         class: Bound<'py, PyAny>,
@@ -123,6 +128,10 @@ impl<'py> Val<'py> {
                 next: *next,
             },
             Val::Cell(c) => Val::Cell(*c),
+            Val::Object { class, attrs } => Val::Object {
+                class: class.clone(),
+                attrs: attrs.clone(),
+            },
             Val::Super { class, receiver } => Val::Super {
                 class: class.clone(),
                 receiver: *receiver,

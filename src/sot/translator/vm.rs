@@ -501,6 +501,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Val::TensorMethod { .. } => graph_break("tensor method used as a value (tensor to python)"),
             Val::Null => unsupported("NULL used as a value"),
+            Val::Object { class, .. } => unsupported(format!(
+                "a {} object the translation made, used as a Python value",
+                qualname(&class)
+            )),
             Val::ContainerMethod { .. } | Val::Iter { .. } | Val::Cell(_) | Val::Super { .. } => {
                 unsupported("an iterator, cell or bound container method used as a value")
             }
@@ -545,6 +549,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Slice(..) => self.py.get_type::<pyo3::types::PySlice>().into_any(),
             Val::Function(_) => self.ops.function_type.clone(),
             Val::Method { .. } => self.ops.method_type.clone(),
+            Val::Object { class, .. } => class.clone(),
             _ => return unsupported("the type of an internal value"),
         })
     }
@@ -1357,6 +1362,21 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let null = self.push_val(Val::Null);
                 frame.stack.extend([method, null]);
             }
+            Op::DeleteAttr => {
+                let name = Self::name_at(frame, arg)?;
+                let owner = Self::pop(frame)?;
+                match self.val(owner).clone_val() {
+                    Val::Object { class, mut attrs } => {
+                        let before = attrs.len();
+                        attrs.retain(|(n, _)| *n != name);
+                        if attrs.len() == before {
+                            return Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(name)));
+                        }
+                        self.values[owner] = Val::Object { class, attrs };
+                    }
+                    _ => return unsupported("attribute deletion on an object from outside the translation"),
+                }
+            }
             Op::StoreAttr => {
                 let name = Self::name_at(frame, arg)?;
                 let owner = Self::pop(frame)?;
@@ -1805,6 +1825,18 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
         let owner = self.realize(owner)?;
+        if let Val::Object { class, mut attrs } = self.val(owner).clone_val() {
+            if self
+                .type_lookup(&class, &name)?
+                .is_some_and(|d| d.get_type().hasattr("__set__").unwrap_or(false))
+            {
+                return unsupported(format!("assignment to the data descriptor {name}"));
+            }
+            attrs.retain(|(n, _)| *n != name);
+            attrs.push((name, value));
+            self.values[owner] = Val::Object { class, attrs };
+            return Ok(());
+        }
         let Val::Obj { obj, source } = self.val(owner) else {
             return unsupported("attribute assignment on a value made by the translated code");
         };
@@ -1849,6 +1881,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 name: name.to_owned(),
             })),
             Val::Super { class, receiver } => self.super_attr(class, receiver, name),
+            Val::Object { class, attrs } => self.made_object_attr(owner, class, &attrs, name),
             Val::Function(f) => {
                 let value = match name {
                     "__name__" | "__qualname__" => PyString::new(self.py, &f.name).into_any(),
@@ -2792,6 +2825,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.record(&unbound, all, kwargs)
             }
             Val::ContainerMethod { container, name } => self.container_method(container, &name, args, kwargs),
+            Val::Object { class, .. } => match self.type_lookup(&class, "__call__")? {
+                Some(call) if call.is_instance(&self.ops.function_type)? => {
+                    let function = self.constant(call);
+                    let mut all = vec![callable];
+                    all.extend(args);
+                    self.call(function, all, kwargs)
+                }
+                _ => graph_break(format!("unsupported call: a {} object", qualname(&class))),
+            },
             Val::Obj { obj, source } => self.call_object(callable, obj, source, args, kwargs),
             _ => unsupported("calling an internal value"),
         }
@@ -2838,6 +2880,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             all.extend(args);
             return self.call(function, all, kwargs);
         }
+        if obj.is_instance_of::<PyType>() {
+            if let Some(made) = self.instantiate(&obj, source, &args, &kwargs)? {
+                return Ok(made);
+            }
+        }
         if let Some(result) = self.call_builtin(&obj, source, &args, &kwargs)? {
             return Ok(result);
         }
@@ -2857,6 +2904,142 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let _ = callable;
         graph_break(format!("unsupported call: {}", qualname(&obj)))
+    }
+
+    /// `cls(*args, **kwargs)` for a class whose instances the VM can make: exceptions
+    /// built by C code (made now, from known arguments), and Python classes with the
+    /// default `__new__` and a `__dict__` (a symbolic object, its `__init__` inlined).
+    fn instantiate(
+        &mut self,
+        cls: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let builtins = self.ops.builtins.clone();
+        let base_exception = builtins.getattr("BaseException")?;
+        let type_type = builtins.getattr("type")?;
+        let object = builtins.getattr("object")?;
+        if !cls.get_type().is(&type_type) {
+            return Ok(None);
+        }
+        let pin = |vm: &mut Self| {
+            if let Some(s) = source {
+                vm.add_guard(s, Check::Id(StrongRef::new(cls)));
+            }
+        };
+        let python_init = self
+            .type_lookup(cls, "__init__")?
+            .filter(|init| init.is_instance(&self.ops.function_type).unwrap_or(false));
+        let python_new = self.type_lookup(cls, "__new__")?.filter(|new| {
+            new.is_instance(&self.ops.staticmethod_type).unwrap_or(false)
+                || new.is_instance(&self.ops.function_type).unwrap_or(false)
+        });
+        if cls
+            .cast::<PyType>()
+            .map_err(PyErr::from)?
+            .is_subclass(&base_exception)?
+        {
+            if python_init.is_some() || python_new.is_some() || args.iter().any(|a| self.contains_tensor(*a))
+            {
+                return Ok(None);
+            }
+            pin(self);
+            let positional = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
+            let kw = PyDict::new(self.py);
+            for (k, v) in kwargs {
+                kw.set_item(k, self.concrete(*v)?)?;
+            }
+            let made = cls.call(PyTuple::new(self.py, positional)?, Some(&kw))?;
+            return Ok(Some(self.constant(made)));
+        }
+        let is_python_class = cls
+            .getattr("__module__")
+            .is_ok_and(|m| !m.eq("builtins").unwrap_or(true));
+        let has_dict = cls
+            .getattr("__dictoffset__")
+            .and_then(|d| d.extract::<isize>())
+            .unwrap_or(0)
+            != 0;
+        let default_new = cls.getattr("__new__")?.is(&object.getattr("__new__")?);
+        if !is_python_class || !has_dict || !default_new {
+            return Ok(None);
+        }
+        pin(self);
+        let made = self.push_val(Val::Object {
+            class: cls.clone(),
+            attrs: Vec::new(),
+        });
+        match python_init {
+            Some(init) => {
+                let init = self.constant(init);
+                let mut all = vec![made];
+                all.extend_from_slice(args);
+                let returned = self.call(init, all, kwargs.to_vec())?;
+                let none = self.none();
+                if !self.identical(returned, none)? {
+                    return Err(Problem::Python(PyTypeError::new_err(
+                        "__init__() should return None",
+                    )));
+                }
+            }
+            None if !args.is_empty() || !kwargs.is_empty() => {
+                return Err(Problem::Python(PyTypeError::new_err(format!(
+                    "{}() takes no arguments",
+                    qualname(cls)
+                ))));
+            }
+            None => {}
+        }
+        Ok(Some(made))
+    }
+
+    /// An attribute of an object the translation made.
+    fn made_object_attr(
+        &mut self,
+        owner: Vid,
+        class: Bound<'py, PyAny>,
+        attrs: &[(String, Vid)],
+        name: &str,
+    ) -> Res<Vid> {
+        let class_attr = self.type_lookup(&class, name)?;
+        if let Some(descriptor) = &class_attr {
+            if descriptor.is_instance(&self.ops.property_type)? {
+                let getter = self.constant(descriptor.getattr("fget")?);
+                return self.call(getter, vec![owner], vec![]);
+            }
+        }
+        if let Some((_, v)) = attrs.iter().rev().find(|(n, _)| n == name) {
+            return Ok(*v);
+        }
+        match class_attr {
+            Some(raw) if raw.is_instance(&self.ops.function_type)? => {
+                let function = self.constant(raw);
+                Ok(self.push_val(Val::Method {
+                    function,
+                    receiver: owner,
+                }))
+            }
+            Some(raw) if raw.is_instance(&self.ops.staticmethod_type)? => {
+                Ok(self.constant(raw.getattr("__func__")?))
+            }
+            Some(raw) if raw.is_instance(&self.ops.classmethod_type)? => {
+                let function = self.constant(raw.getattr("__func__")?);
+                let receiver = self.constant(class);
+                Ok(self.push_val(Val::Method { function, receiver }))
+            }
+            Some(raw) if is_immutable(&raw) || raw.is_callable() => Ok(self.constant(raw)),
+            Some(_) => unsupported(format!(
+                "mutable class attribute {name} of an object the translation made"
+            )),
+            None if name == "__class__" => Ok(self.constant(class)),
+            None => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
+                format!(
+                    "'{}' object has no attribute '{name}'",
+                    class.getattr("__name__")?
+                ),
+            ))),
+        }
     }
 
     /// A function object as the VM's function value, its closure's cells read from the
