@@ -540,8 +540,9 @@ impl Translator {
                     let action = match continuation {
                         None => Action::Original,
                         Some(continuation) => {
-                            match self.build_break(
+                            let (action, text) = self.break_code(
                                 py,
+                                config,
                                 &backend,
                                 table,
                                 &code,
@@ -550,43 +551,47 @@ impl Translator {
                                 &vm,
                                 &point,
                                 &continuation,
-                            ) {
-                                Ok((action, graph_text)) => {
-                                    stats.translations.fetch_add(1, Ordering::Relaxed);
-                                    if recompiling {
-                                        stats.recompilations.fetch_add(1, Ordering::Relaxed);
-                                    }
-                                    if graph_text.is_some() {
-                                        stats.graphs.fetch_add(1, Ordering::Relaxed);
-                                        stats
-                                            .ops_captured
-                                            .fetch_add(vm.graph.ops() as u64, Ordering::Relaxed);
-                                    }
-                                    explanation.push_str(&explain(
-                                        py,
-                                        &qualname,
-                                        &info,
-                                        &vm,
-                                        graph_text.as_deref(),
-                                    ));
-                                    action
-                                }
-                                Err(err) => {
-                                    let record = Record {
-                                        reason: format!(
-                                            "code generation at a graph break: {}",
-                                            err.value(py)
-                                        ),
-                                        filename: info.filename.clone(),
-                                        line: point.instr.location.line,
-                                    };
-                                    self.fallback(py, config, record)?;
-                                    Action::Original
-                                }
-                            }
+                                recompiling,
+                                &qualname,
+                            )?;
+                            explanation.push_str(&text);
+                            action
                         }
                     };
                     (action, explanation)
+                }
+            }
+            Ok(Ending::Raise(point)) => {
+                let effect = vm
+                    .native_effect(&point.instr)
+                    .filter(|(consumed, _)| *consumed <= point.stack.len());
+                match effect {
+                    Some((consumed, produced)) => self.break_code(
+                        py,
+                        config,
+                        &backend,
+                        table,
+                        &code,
+                        &info,
+                        cache,
+                        &vm,
+                        &point,
+                        &codegen::Continuation::RunHere { consumed, produced },
+                        recompiling,
+                        &qualname,
+                    )?,
+                    None => {
+                        let record = Record {
+                            reason: format!(
+                                "an exception escapes at {} (cannot raise it from generated code)",
+                                point.instr.op.name()
+                            ),
+                            filename: info.filename.clone(),
+                            line: point.instr.location.line,
+                        };
+                        self.fallback(py, config, record)?;
+                        (Action::Original, String::new())
+                    }
                 }
             }
             Err(stop) => {
@@ -631,6 +636,51 @@ impl Translator {
             entries,
         })));
         Ok(answer)
+    }
+
+    /// The generated code at a break (or an escaping exception), counted; a fallback
+    /// when it cannot be made.
+    #[allow(clippy::too_many_arguments)]
+    fn break_code<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Config,
+        backend: &Backend<'py>,
+        table: &'static framehook_bytecode::Table,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        cache: &CodeCache,
+        vm: &Vm<'py, '_>,
+        point: &vm::BreakPoint,
+        continuation: &codegen::Continuation,
+        recompiling: bool,
+        qualname: &str,
+    ) -> PyResult<(Action, String)> {
+        let stats = &config.stats;
+        match self.build_break(py, backend, table, code, info, cache, vm, point, continuation) {
+            Ok((action, graph_text)) => {
+                stats.translations.fetch_add(1, Ordering::Relaxed);
+                if recompiling {
+                    stats.recompilations.fetch_add(1, Ordering::Relaxed);
+                }
+                if graph_text.is_some() {
+                    stats.graphs.fetch_add(1, Ordering::Relaxed);
+                    stats
+                        .ops_captured
+                        .fetch_add(vm.graph.ops() as u64, Ordering::Relaxed);
+                }
+                Ok((action, explain(py, qualname, info, vm, graph_text.as_deref())))
+            }
+            Err(err) => {
+                let record = Record {
+                    reason: format!("code generation at a graph break: {}", err.value(py)),
+                    filename: info.filename.clone(),
+                    line: point.instr.location.line,
+                };
+                self.fallback(py, config, record)?;
+                Ok((Action::Original, String::new()))
+            }
+        }
     }
 
     /// The code for a frame that breaks at `point`: its graph, the break, and the call

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op, Vars};
-use framehook_bytecode::table::CallLayout;
+use framehook_bytecode::table::{CallLayout, ExceptionModel};
 use framehook_bytecode::Table;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -87,7 +87,6 @@ const MAX_INLINE_DEPTH: usize = 24;
 
 /// A frame of the VM: the translated function's, or an inlined callee's.
 struct Frame<'py> {
-    code: Bound<'py, PyAny>,
     instrs: std::rc::Rc<Vec<Instruction>>,
     consts: Bound<'py, PyTuple>,
     names: Bound<'py, PyTuple>,
@@ -127,6 +126,9 @@ pub struct BreakPoint {
 pub enum Ending {
     Return(Vid),
     Break(BreakPoint, Stop),
+    /// An exception nothing in the frame catches: the generated code runs the
+    /// instruction that raises it (it raises again, as the guards pin its inputs).
+    Raise(BreakPoint),
 }
 
 /// A recorded mutation of something outside the translation, replayed in order.
@@ -175,8 +177,10 @@ pub struct Vm<'py, 'b> {
     top_globals: Option<Bound<'py, PyAny>>,
     /// The line and file of the instruction being run, for recorded nodes.
     location: (i32, String),
-    /// Set while a frame's loop runs: a break there makes the frame run eagerly.
-    pub loop_break: bool,
+    /// The exceptions being handled, innermost last.
+    exc_stack: Vec<Vid>,
+    /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
+    lasti_values: std::collections::HashSet<Vid>,
 }
 
 /// Python objects the VM uses, looked up once per translation.
@@ -189,7 +193,6 @@ struct Ops<'py> {
     staticmethod_type: Bound<'py, PyAny>,
     classmethod_type: Bound<'py, PyAny>,
     object_getattribute: Bound<'py, PyAny>,
-    type_getattribute: Bound<'py, PyAny>,
     module_type: Bound<'py, PyAny>,
     range_type: Bound<'py, PyAny>,
     none: Bound<'py, PyAny>,
@@ -211,7 +214,6 @@ impl<'py> Ops<'py> {
             classmethod_type: builtins.getattr("classmethod")?,
             range_type: builtins.getattr("range")?,
             object_getattribute: object.getattr("__getattribute__")?,
-            type_getattribute: type_.getattr("__getattribute__")?,
             builtins: builtins.into_any(),
             none: py.None().into_bound(py),
         })
@@ -346,7 +348,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             top_freevars: 0,
             top_globals: None,
             location: (-1, String::new()),
-            loop_break: false,
+            exc_stack: Vec::new(),
+            lasti_values: std::collections::HashSet::new(),
         })
     }
 
@@ -941,7 +944,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         let all = info.vars.all().len();
         let null = self.push_val(Val::Null);
         Ok(Frame {
-            code: code.clone(),
             instrs: std::rc::Rc::clone(&info.instrs),
             consts: code.getattr("co_consts")?.cast_into::<PyTuple>()?,
             names: code.getattr("co_names")?.cast_into::<PyTuple>()?,
@@ -1026,13 +1028,48 @@ impl<'py, 'b> Vm<'py, 'b> {
             let globals_before = self.stored_globals.len();
             let attrs_before = self.stored_attrs.len();
             let mutated_before = self.mutated.clone();
-            match self.step(&mut frame) {
+            match self.step_handling(&mut frame) {
                 Ok(Some(returned)) => return Ok(Ending::Return(returned)),
                 Ok(None) => {}
+                Err(Problem::Python(err))
+                    if self.exc_stack.is_empty()
+                        && frame.block_depth == 0
+                        && !stack_before.iter().any(|v| self.lasti_values.contains(v)) =>
+                {
+                    // Nothing catches it: the generated code raises it where it arose.
+                    let _ = err;
+                    self.values = values_before;
+                    self.cells = cells_before;
+                    self.graph.nodes.truncate(nodes_before);
+                    self.side_effects.truncate(effects_before);
+                    self.stored_globals.truncate(globals_before);
+                    self.stored_attrs.truncate(attrs_before);
+                    self.mutated = mutated_before;
+                    let instr = frame.instrs[pc].clone();
+                    return Ok(Ending::Raise(BreakPoint {
+                        pc,
+                        in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
+                        in_handler_scope: false,
+                        instr,
+                        stack: stack_before,
+                        locals: locals_before,
+                    }));
+                }
                 Err(problem) => {
                     let stop = self.located(problem);
                     if let Stop::Fallback { .. } = stop {
                         return Err(stop);
+                    }
+                    if stack_before.iter().any(|v| self.lasti_values.contains(v)) {
+                        // A handler's saved instruction offset cannot be handed to a resume function.
+                        return Err(Stop::Fallback {
+                            reason: format!(
+                                "{} (inside an exception handler that cannot resume)",
+                                stop.reason()
+                            ),
+                            line: self.location.0,
+                            filename: self.location.1.clone(),
+                        });
                     }
                     // The graph and state as they were before the instruction.
                     self.values = values_before;
@@ -1070,9 +1107,40 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Runs an inlined frame to its return.
     fn run_inlined(&mut self, frame: &mut Frame<'py>) -> Res<Vid> {
         loop {
-            if let Some(returned) = self.step(frame)? {
+            if let Some(returned) = self.step_handling(frame)? {
                 return Ok(returned);
             }
+        }
+    }
+
+    /// Runs one instruction; an exception it raises goes to the instruction's handler
+    /// (exception tables, 3.11+), as CPython would unwind.
+    fn step_handling(&mut self, frame: &mut Frame<'py>) -> Res<Option<Vid>> {
+        match self.step(frame) {
+            Err(Problem::Python(err)) if self.table.exceptions == ExceptionModel::Table => {
+                let index = frame.pc.saturating_sub(1);
+                let Some(handler) = frame.instrs.get(index).and_then(|i| i.handler) else {
+                    return Err(Problem::Python(err));
+                };
+                let exception = self.constant(err.value(self.py).clone().into_any());
+                frame.stack.truncate(handler.depth as usize);
+                if handler.lasti {
+                    let lasti = self.constant(index.into_pyobject(self.py)?.into_any());
+                    self.lasti_values.insert(lasti);
+                    frame.stack.push(lasti);
+                }
+                frame.stack.push(exception);
+                frame.pc = handler.target;
+                Ok(None)
+            }
+            other => other,
+        }
+    }
+
+    fn raise(&mut self, exception: Vid) -> Problem {
+        match self.concrete(exception) {
+            Ok(exc) => Problem::Python(PyErr::from_value(exc)),
+            Err(problem) => problem,
         }
     }
 
@@ -1781,7 +1849,85 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let none = self.none();
                 frame.stack.push(none);
             }
-            Op::RaiseVarargs => return unsupported("raise (exceptions are not simulated)"),
+            Op::RaiseVarargs => {
+                let count = Self::int_arg(arg)?;
+                let cause = if count == 2 { Some(Self::pop(frame)?) } else { None };
+                let exception = match count {
+                    0 => *self.exc_stack.last().map_or_else(
+                        || {
+                            Err(Problem::Python(pyo3::exceptions::PyRuntimeError::new_err(
+                                "No active exception to reraise",
+                            )))
+                        },
+                        Ok,
+                    )?,
+                    _ => Self::pop(frame)?,
+                };
+                let exception = if self.concrete(exception)?.is_instance_of::<PyType>() {
+                    self.call(exception, vec![], vec![])?
+                } else {
+                    exception
+                };
+                if let Some(cause) = cause {
+                    let (exc, cause) = (self.concrete(exception)?, self.concrete(cause)?);
+                    let cause = if cause.is_instance_of::<PyType>() {
+                        cause.call0()?
+                    } else {
+                        cause
+                    };
+                    exc.setattr("__cause__", cause)?;
+                }
+                return Err(self.raise(exception));
+            }
+            Op::Reraise => {
+                let exception = Self::pop(frame)?;
+                return Err(self.raise(exception));
+            }
+            Op::PushExcInfo => {
+                let exception = Self::pop(frame)?;
+                let previous = match self.exc_stack.last() {
+                    Some(p) => *p,
+                    None => self.none(),
+                };
+                frame.stack.extend([previous, exception]);
+                self.exc_stack.push(exception);
+            }
+            Op::PopExcept => {
+                Self::pop(frame)?;
+                self.exc_stack.pop();
+            }
+            Op::CheckExcMatch => {
+                let kinds = Self::pop(frame)?;
+                let exception = *frame
+                    .stack
+                    .last()
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let (exc, kinds) = (self.concrete(exception)?, self.concrete(kinds)?);
+                let matched = exc.is_instance(&kinds)?;
+                let r = self.constant(PyBool::new(self.py, matched).to_owned().into_any());
+                frame.stack.push(r);
+            }
+            Op::WithExceptStart => {
+                let depth = frame.stack.len();
+                let exception = frame.stack[depth - 1];
+                // The exit method (and, where LOAD_SPECIAL made it, its self slot) under
+                // the saved instruction offset and the previous exception.
+                let (exit, receiver) = if self.table.has("LOAD_SPECIAL") {
+                    (frame.stack[depth - 5], Some(frame.stack[depth - 4]))
+                } else {
+                    (frame.stack[depth - 4], None)
+                };
+                let exc = self.concrete(exception)?;
+                let kind = self.constant(exc.get_type().into_any());
+                let traceback = self.constant(exc.getattr("__traceback__")?);
+                let mut args = Vec::new();
+                if let Some(r) = receiver.filter(|r| !matches!(self.val(*r), Val::Null)) {
+                    args.push(r);
+                }
+                args.extend([kind, exception, traceback]);
+                let result = self.call(exit, args, vec![])?;
+                frame.stack.push(result);
+            }
             Op::LoadBuildClass => return unsupported("class definition"),
             Op::ImportName | Op::ImportFrom | Op::ImportStar => return unsupported("import"),
             other => return unsupported(format!("opcode {}", other.name())),
@@ -2803,7 +2949,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// Calls a value: an operation, an inlined function, a supported builtin, or a break.
-    pub fn call(&mut self, callable: Vid, args: Vec<Vid>, kwargs: Vec<(String, Vid)>) -> Res<Vid> {
+    fn call(&mut self, callable: Vid, args: Vec<Vid>, kwargs: Vec<(String, Vid)>) -> Res<Vid> {
         let callable = self.realize(callable)?;
         match self.val(callable).clone_val() {
             Val::Function(f) => self.inline(&f, args, kwargs, None),
@@ -3855,6 +4001,7 @@ impl<'py> Vm<'py, '_> {
             (Op::FormatWithSpec | Op::BinaryOp | Op::CompareOp | Op::ContainsOp | Op::IsOp, _) => (2, 1),
             (Op::BinarySlice, _) => (3, 1),
             (Op::UnpackSequence, Arg::Int(n)) => (1, n as usize),
+            (Op::RaiseVarargs, Arg::Int(n)) => (n as usize, 0),
             _ => return None,
         })
     }
