@@ -2,7 +2,9 @@
 //! with its inputs read from the frame, replay the side effects in order, rebuild
 //! the return value from graph outputs, constants and sources.
 
-use framehook_bytecode::canonical::{self, Arg, BinOp, CodeKind, Const, ConstPool, Instruction, Op, Vars};
+use framehook_bytecode::canonical::{
+    self, Arg, BinOp, CodeKind, Const, ConstPool, Handler, Instruction, Op, Vars,
+};
 use framehook_bytecode::raw::{self, Code};
 use framehook_bytecode::table::{CallLayout, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
@@ -747,8 +749,124 @@ impl Continuation {
     }
 }
 
+/// How generated code calls a resume function.
+pub struct ResumeCall<'py> {
+    /// The function (no free variables), or its code (made into a function with the
+    /// frame's closure at each call).
+    pub target: Bound<'py, PyAny>,
+    pub has_closure: bool,
+}
+
+/// Where an exception the break's own instructions raise goes: the original handler's
+/// stack depth, and the resume function that starts at the handler.
+pub struct LandingPad<'a, 'py> {
+    pub depth: usize,
+    pub resume: &'a ResumeCall<'py>,
+}
+
+/// Per stack slot: a local for it, or None for a NULL slot.
+fn slot_locals(vars: &mut Vars, prefix: &str, nulls: &[bool]) -> Vec<Option<u32>> {
+    nulls
+        .iter()
+        .enumerate()
+        .map(|(i, null)| {
+            (!*null).then(|| {
+                vars.varnames.push(format!("{prefix}{i}"));
+                (vars.varnames.len() - 1) as u32
+            })
+        })
+        .collect()
+}
+
+impl<'py> Emitter<'_, 'py> {
+    /// Stores the stack (NULL slots dropped where `drop_nulls`) and returns
+    /// `resume(*slots, *live)`.
+    fn return_resumed(
+        &mut self,
+        slots: &[Option<u32>],
+        drop_nulls: bool,
+        live: &[(usize, Vid)],
+        resume: Option<&ResumeCall<'py>>,
+    ) -> PyResult<()> {
+        let py = self.pools.py;
+        for slot in slots.iter().rev() {
+            match slot {
+                Some(var) => self.emit(Op::StoreFast, Arg::Var(*var)),
+                None if drop_nulls => self.discard_null()?,
+                None => {}
+            }
+        }
+        let Some(resume) = resume else {
+            // Nothing follows (the instruction always raises): a well-formed end.
+            self.load_const(py.None().into_bound(py));
+            self.emit(Op::ReturnValue, Arg::None);
+            return Ok(());
+        };
+        let temporaries: Vec<u32> = slots.iter().flatten().copied().collect();
+        let argc = temporaries.len() + live.len();
+        let all = self.vars.all().len();
+        let frees = self.vars.freevars.len();
+        let free_first = all - frees;
+        let closure_op = if self.plan.table.has("LOAD_CLOSURE") {
+            Op::LoadClosure
+        } else {
+            Op::LoadFast
+        };
+        let target = resume.target.clone();
+        let has_closure = resume.has_closure;
+        self.call(
+            |e| {
+                if !has_closure {
+                    e.load_const(target);
+                    return Ok(());
+                }
+                // types.FunctionType(code, globals(), name, None, closure)
+                let function_type = py.import("types")?.getattr("FunctionType")?;
+                let globals = py.import("builtins")?.getattr("globals")?;
+                e.call(
+                    |e| {
+                        e.load_const(function_type);
+                        Ok(())
+                    },
+                    |e| {
+                        let name = target.getattr("co_name")?;
+                        e.load_const(target);
+                        e.call(
+                            |e| {
+                                e.load_const(globals);
+                                Ok(())
+                            },
+                            |_| Ok(0),
+                        )?;
+                        e.load_const(name);
+                        e.load_const(py.None().into_bound(py));
+                        for i in 0..frees {
+                            e.emit(closure_op, Arg::Var((free_first + i) as u32));
+                        }
+                        e.emit(Op::BuildTuple, Arg::Int(frees as u32));
+                        Ok(5)
+                    },
+                )
+            },
+            |e| {
+                for var in &temporaries {
+                    e.emit(Op::LoadFast, Arg::Var(*var));
+                }
+                for (_, value) in live {
+                    e.value(*value)?;
+                }
+                Ok(argc)
+            },
+        )?;
+        self.emit(Op::ReturnValue, Arg::None);
+        Ok(())
+    }
+}
+
 /// The code for a frame that breaks at `instr`: the graph so far, the side effects,
-/// then the break and a call of `resume` with the stack and the live variables.
+/// then the break and a call of `resume` with the stack and the live variables. Under
+/// a handler (`pad`), what the break runs here is covered by an exception-table entry
+/// whose landing pad resumes at the handler.
 #[allow(clippy::too_many_arguments)]
 pub fn generate_break<'py>(
     plan: &Plan<'_, 'py>,
@@ -756,8 +874,8 @@ pub fn generate_break<'py>(
     stack: &[Vid],
     live: &[(usize, Vid)],
     continuation: &Continuation,
-    resume: &Bound<'py, PyAny>,
-    resume_has_closure: bool,
+    resume: Option<&ResumeCall<'py>>,
+    pad: Option<LandingPad<'_, 'py>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = plan.code.py();
     let table = plan.table;
@@ -768,16 +886,17 @@ pub fn generate_break<'py>(
     let contents_var = (vars.varnames.len() - 1) as u32;
     // Every local is named before any instruction is emitted: a new name shifts the
     // cells' and free variables' indices.
-    let nulls = continuation.slots_after(plan.values, stack);
-    let mut slot_vars: Vec<Option<u32>> = Vec::with_capacity(nulls.len());
-    for (i, null) in nulls.iter().enumerate() {
-        if *null {
-            slot_vars.push(None);
-        } else {
-            vars.varnames.push(format!("__sot_tmp{i}"));
-            slot_vars.push(Some((vars.varnames.len() - 1) as u32));
-        }
-    }
+    let is_null = |v: Vid| matches!(plan.values[v], Val::Null);
+    let slot_vars = slot_locals(
+        &mut vars,
+        "__sot_tmp",
+        &continuation.slots_after(plan.values, stack),
+    );
+    let pad_vars = pad.as_ref().map(|pad| {
+        let mut nulls: Vec<bool> = stack[..pad.depth].iter().map(|v| is_null(*v)).collect();
+        nulls.push(false);
+        slot_locals(&mut vars, "__sot_pad", &nulls)
+    });
     let mut roots = side_effect_roots(plan.side_effects);
     roots.extend(stack.iter().copied());
     roots.extend(live.iter().map(|(_, v)| *v));
@@ -815,7 +934,6 @@ pub fn generate_break<'py>(
     for effect in plan.side_effects {
         emitter.side_effect(effect)?;
     }
-    let is_null = |v: Vid| matches!(plan.values[v], Val::Null);
     // The stack as the break instruction finds it; NULL slots only where the
     // instruction runs here (a resume function pushes its own).
     let run_here = matches!(continuation, Continuation::RunHere { .. });
@@ -832,6 +950,7 @@ pub fn generate_break<'py>(
             emitter.value(*v)?;
         }
     }
+    let covered_from = emitter.out.len();
     match continuation {
         Continuation::BranchOnTruth => {
             let condition = *stack.last().expect("a branch has its condition");
@@ -853,67 +972,20 @@ pub fn generate_break<'py>(
         }),
         Continuation::ResumeAt => {}
     }
-    for slot in slot_vars.iter().rev() {
-        match slot {
-            Some(var) => emitter.emit(Op::StoreFast, Arg::Var(*var)),
-            None if run_here => emitter.discard_null()?,
-            None => {}
+    let covered_to = emitter.out.len();
+    emitter.return_resumed(&slot_vars, run_here, live, resume)?;
+    if let (Some(pad), Some(pad_vars)) = (pad, pad_vars) {
+        let target = emitter.out.len();
+        let handler = Handler {
+            target,
+            depth: pad.depth as u32,
+            lasti: false,
+        };
+        for instruction in &mut emitter.out[covered_from..covered_to] {
+            instruction.handler = Some(handler);
         }
+        emitter.return_resumed(&pad_vars, true, live, Some(pad.resume))?;
     }
-    let temporaries: Vec<u32> = slot_vars.iter().flatten().copied().collect();
-    let argc = temporaries.len() + live.len();
-    let free_first = vars.all().len() - vars.freevars.len();
-    let frees = vars.freevars.len();
-    let has_load_closure = table.has("LOAD_CLOSURE");
-    emitter.call(
-        |e| {
-            if !resume_has_closure {
-                e.load_const(resume.clone());
-                return Ok(());
-            }
-            // types.FunctionType(code, globals(), name, None, closure)
-            let function_type = py.import("types")?.getattr("FunctionType")?;
-            let globals = py.import("builtins")?.getattr("globals")?;
-            e.call(
-                |e| {
-                    e.load_const(function_type);
-                    Ok(())
-                },
-                |e| {
-                    e.load_const(resume.clone());
-                    e.call(
-                        |e| {
-                            e.load_const(globals);
-                            Ok(())
-                        },
-                        |_| Ok(0),
-                    )?;
-                    e.load_const(resume.getattr("co_name")?);
-                    e.load_const(py.None().into_bound(py));
-                    for i in 0..frees {
-                        let op = if has_load_closure {
-                            Op::LoadClosure
-                        } else {
-                            Op::LoadFast
-                        };
-                        e.emit(op, Arg::Var((free_first + i) as u32));
-                    }
-                    e.emit(Op::BuildTuple, Arg::Int(frees as u32));
-                    Ok(5)
-                },
-            )
-        },
-        |e| {
-            for var in &temporaries {
-                e.emit(Op::LoadFast, Arg::Var(*var));
-            }
-            for (_, value) in live {
-                e.value(*value)?;
-            }
-            Ok(argc)
-        },
-    )?;
-    emitter.emit(Op::ReturnValue, Arg::None);
     let Emitter { out, mut pools, .. } = emitter;
     let changes = encode_changes(table, &vars, &out, &mut pools, first_line)?;
     plan.code.call_method("replace", (), Some(&changes))

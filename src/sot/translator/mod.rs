@@ -165,6 +165,18 @@ impl Default for CodeCache {
     }
 }
 
+/// The handler stack depth of a break that a landing pad can resume from.
+fn landing_pad_depth(vm: &Vm<'_, '_>, point: &vm::BreakPoint) -> Option<usize> {
+    let handler = point.instr.handler?;
+    let depth = handler.depth as usize;
+    let no_nulls = point
+        .stack
+        .get(..depth)?
+        .iter()
+        .all(|v| !matches!(vm.values[*v], value::Val::Null));
+    (!handler.lasti && no_nulls).then_some(depth)
+}
+
 /// How the generated code goes on past a graph break, if it can.
 fn continuation_of(
     table: &'static framehook_bytecode::Table,
@@ -175,7 +187,14 @@ fn continuation_of(
     use framehook_bytecode::table::ExceptionModel;
     if point.in_handler_scope {
         // 3.9/3.10 set handlers up with instructions a resume function would skip.
-        return (table.exceptions == ExceptionModel::Table).then_some(codegen::Continuation::ResumeAt);
+        if table.exceptions != ExceptionModel::Table {
+            return None;
+        }
+        // A landing pad can resume at the handler only where CPython pushes no
+        // instruction offset for it (`except` clauses; not `finally` or `with`).
+        if landing_pad_depth(vm, point).is_none() {
+            return Some(codegen::Continuation::ResumeAt);
+        }
     }
     if matches!(point.instr.op, Op::PopJumpIfTrue | Op::PopJumpIfFalse) {
         return Some(codegen::Continuation::BranchOnTruth);
@@ -719,29 +738,26 @@ impl Translator {
             nulls: continuation.slots_after(&vm.values, &point.stack),
             live: live.iter().map(|(i, _)| *i).collect(),
         };
-        let has_closure = !info.vars.freevars.is_empty();
-        let known = cache
-            .resumes
-            .lock()
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, r)| r.bind(py).clone());
-        let resume = match known {
-            Some(resume) => resume,
-            None => {
-                let (resume_code, entry) = codegen::resume_code(table, code, &info.vars, &info.instrs, &key)?;
-                self.cache(&resume_code)?
-                    .resume_entry
-                    .store(entry as u64, Ordering::Relaxed);
-                let resume = if has_closure {
-                    resume_code
-                } else {
-                    py.import("types")?
-                        .getattr("FunctionType")?
-                        .call1((resume_code, vm_globals(vm)?))?
+        let resume = if key.pc < info.instrs.len() {
+            Some(self.resume_call(py, table, code, info, cache, vm, key)?)
+        } else {
+            None
+        };
+        let pad_resume = match (continuation, landing_pad_depth(vm, point)) {
+            (codegen::Continuation::ResumeAt, _) | (_, None) => None,
+            (_, Some(depth)) => {
+                let handler = point.instr.handler.expect("a landing pad has its handler");
+                let mut nulls = vec![false; depth];
+                nulls.push(false);
+                let pad_key = codegen::ResumeKey {
+                    pc: handler.target,
+                    nulls,
+                    live: live.iter().map(|(i, _)| *i).collect(),
                 };
-                cache.resumes.lock().push((key, StrongRef::new(&resume)));
-                resume
+                Some((
+                    depth,
+                    self.resume_call(py, table, code, info, cache, vm, pad_key)?,
+                ))
             }
         };
         let mut rebuilt: Vec<usize> = point.stack.clone();
@@ -767,8 +783,11 @@ impl Translator {
             &point.stack,
             &live,
             continuation,
-            &resume,
-            has_closure,
+            resume.as_ref(),
+            pad_resume.as_ref().map(|(depth, resume)| codegen::LandingPad {
+                depth: *depth,
+                resume,
+            }),
         )?;
         Ok((
             Action::Run {
@@ -777,6 +796,46 @@ impl Translator {
             },
             holder.map(|(_, text)| text),
         ))
+    }
+
+    /// The resume function for `key`, made once per place and stack layout.
+    #[allow(clippy::too_many_arguments)]
+    fn resume_call<'py>(
+        &self,
+        py: Python<'py>,
+        table: &'static framehook_bytecode::Table,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        cache: &CodeCache,
+        vm: &Vm<'py, '_>,
+        key: codegen::ResumeKey,
+    ) -> PyResult<codegen::ResumeCall<'py>> {
+        let has_closure = !info.vars.freevars.is_empty();
+        let known = cache
+            .resumes
+            .lock()
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| r.bind(py).clone());
+        let target = match known {
+            Some(target) => target,
+            None => {
+                let (resume_code, entry) = codegen::resume_code(table, code, &info.vars, &info.instrs, &key)?;
+                self.cache(&resume_code)?
+                    .resume_entry
+                    .store(entry as u64, Ordering::Relaxed);
+                let target = if has_closure {
+                    resume_code
+                } else {
+                    py.import("types")?
+                        .getattr("FunctionType")?
+                        .call1((resume_code, vm_globals(vm)?))?
+                };
+                cache.resumes.lock().push((key, StrongRef::new(&target)));
+                target
+            }
+        };
+        Ok(codegen::ResumeCall { target, has_closure })
     }
 
     fn fallback(&self, py: Python<'_>, config: &Config, record: Record) -> PyResult<()> {

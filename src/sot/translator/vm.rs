@@ -203,7 +203,6 @@ impl<'py> Ops<'py> {
         let types = py.import("types")?;
         let builtins = py.import("builtins")?;
         let object = builtins.getattr("object")?;
-        let type_ = builtins.getattr("type")?;
         Ok(Self {
             operator: py.import("operator")?.into_any(),
             function_type: types.getattr("FunctionType")?,
@@ -1902,8 +1901,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                     .stack
                     .last()
                     .map_or_else(|| unsupported("stack underflow"), Ok)?;
-                let (exc, kinds) = (self.concrete(exception)?, self.concrete(kinds)?);
-                let matched = exc.is_instance(&kinds)?;
+                // Only the exception's type decides (and is guarded), not its identity.
+                let (kind, kinds) = (self.type_of(exception)?, self.concrete(kinds)?);
+                let matched = self.builtin("issubclass")?.call1((kind, kinds))?.is_truthy()?;
                 let r = self.constant(PyBool::new(self.py, matched).to_owned().into_any());
                 frame.stack.push(r);
             }
@@ -2139,7 +2139,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             let value = obj.getattr(name)?;
             return Ok(attr_source(self, value));
         }
-        if is_immutable(&obj) {
+        let exception = obj.is_instance(&self.py.get_type::<pyo3::exceptions::PyBaseException>())?;
+        if is_immutable(&obj) || (exception && source.is_none()) {
+            // Immutable values, and exceptions the translation made or caught.
             let value = obj.getattr(name)?;
             return Ok(self.constant(value));
         }
