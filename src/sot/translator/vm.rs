@@ -167,8 +167,9 @@ pub struct Vm<'py, 'b> {
     /// Attributes stored on objects from the frame, as later loads see them.
     stored_attrs: Vec<(usize, String, Vid)>,
     stored_globals: Vec<(String, Option<Vid>)>,
-    /// Lists and dicts from the frame that were mutated: their symbolic copy.
-    mutated: HashMap<SourceId, Vid>,
+    /// Lists and dicts from the frame that were mutated: their symbolic copy, by the
+    /// object's identity (one object may be reached from several sources).
+    mutated: HashMap<usize, Vid>,
     depth: usize,
     ops: Ops<'py>,
     /// The argument count of the top frame (its sources are its arguments).
@@ -617,7 +618,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Val::Obj { obj, source } => {
                 if let Some(source) = source {
-                    if let Some(copy) = self.mutated.get(&source) {
+                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
                         return self.items_of(*copy);
                     }
                     if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
@@ -2355,7 +2356,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         if let Val::Obj { obj, source: Some(s) } = self.val(container) {
             let (obj, s) = (obj.clone(), *s);
-            if !self.mutated.contains_key(&s) && obj.is_exact_instance_of::<PyDict>() {
+            if !self.mutated.contains_key(&(obj.as_ptr() as usize)) && obj.is_exact_instance_of::<PyDict>() {
                 // Only the key's presence is guarded, not the whole dict.
                 self.guard_type(container);
                 let key = self.concrete(item)?;
@@ -2436,8 +2437,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                 )))
             }
             Val::Obj { obj, source } => {
-                if let Some(s) = source {
-                    if let Some(copy) = self.mutated.get(&s).copied() {
+                if source.is_some() {
+                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
                         return self.subscript(copy, key);
                     }
                 }
@@ -2489,11 +2490,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// A symbolic copy of a list or dict from the frame for reading (the mutated copy
     /// once there is one).
     fn readonly_copy(&mut self, container: Vid) -> Res<Option<Vid>> {
-        let Val::Obj { obj, source: Some(s) } = self.val(container) else {
+        let Val::Obj { obj, source: Some(_) } = self.val(container) else {
             return Ok(None);
         };
-        let (obj, s) = (obj.clone(), *s);
-        if let Some(copy) = self.mutated.get(&s) {
+        let obj = obj.clone();
+        if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
             return Ok(Some(*copy));
         }
         if obj.is_exact_instance_of::<PyList>() {
@@ -2511,7 +2512,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         };
         let (obj, s) = (obj.clone(), *s);
-        if let Some(copy) = self.mutated.get(&s) {
+        if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
             return Ok(Some(*copy));
         }
         let copy = if obj.is_exact_instance_of::<PyList>() {
@@ -2528,7 +2529,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         } else {
             return Ok(None);
         };
-        self.mutated.insert(s, copy);
+        self.mutated.insert(obj.as_ptr() as usize, copy);
         self.side_effects.push(SideEffect::Replace {
             target: s,
             contents: copy,
@@ -3647,7 +3648,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         || o.is_exact_instance_of::<PyTuple>()
                         || o.is_exact_instance_of::<PyDict>() =>
                     {
-                        if let Some(copy) = self.mutated.get(&s).copied() {
+                        if let Some(copy) = self.mutated.get(&(o.as_ptr() as usize)).copied() {
                             return self.call_builtin(obj, None, &[copy], kwargs);
                         }
                         self.guard_type(x);
