@@ -312,7 +312,10 @@ fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
 
 /// Immutable values a translation may embed as constants.
 fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
     is_value_type(obj)
+        || obj.is(&py.Ellipsis())
+        || obj.is(&py.NotImplemented())
         || obj.is_instance_of::<PyType>()
         || obj.is_exact_instance_of::<PyFrozenSet>()
         || obj.is_exact_instance_of::<pyo3::types::PySlice>()
@@ -2234,7 +2237,14 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid> {
-        let ty = self.type_of(receiver)?;
+        // super() in a classmethod is bound to the class itself.
+        let receiver_is_class =
+            matches!(self.val(receiver), Val::Obj { obj, .. } if obj.is_instance_of::<PyType>());
+        let ty = if receiver_is_class {
+            self.concrete(receiver)?
+        } else {
+            self.type_of(receiver)?
+        };
         let mro = ty.getattr("__mro__")?.cast_into::<PyTuple>()?;
         let start = mro.iter().position(|c| c.is(&class)).map_or(mro.len(), |p| p + 1);
         for base in mro.iter().skip(start) {
@@ -2245,8 +2255,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 if raw.is_instance(&self.ops.classmethod_type)? {
                     let function = self.constant(raw.getattr("__func__")?);
-                    let receiver = self.constant(ty);
+                    let receiver = if receiver_is_class {
+                        receiver
+                    } else {
+                        self.constant(ty)
+                    };
                     return Ok(self.push_val(Val::Method { function, receiver }));
+                }
+                if raw.is_instance(&self.ops.staticmethod_type)? {
+                    return Ok(self.constant(raw.getattr("__func__")?));
                 }
                 if raw.is_instance(&self.ops.property_type)? {
                     let function = self.constant(raw.getattr("fget")?);
@@ -2313,6 +2330,27 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         match (kind(self.val(left)), kind(self.val(right))) {
             (0, 0) => {
+                let sourced = |vm: &Self, v: Vid| matches!(vm.val(v), Val::Obj { source: Some(_), .. });
+                let (a, b) = match (self.val(left), self.val(right)) {
+                    (Val::Obj { obj: a, .. }, Val::Obj { obj: b, .. }) => (a.clone(), b.clone()),
+                    _ => unreachable!(),
+                };
+                let same = a.is(&b);
+                // `x is None` and the like: when they differ, x's type (not its identity)
+                // says so whenever the constant's type has one value only.
+                for (value, other, constant) in [(left, &b, right), (right, &a, left)] {
+                    let singleton = other.is_none()
+                        || other.is_exact_instance_of::<PyBool>()
+                        || other.is(&self.py.Ellipsis())
+                        || other.is(&self.py.NotImplemented());
+                    if singleton && sourced(self, value) && !sourced(self, constant) {
+                        let value_type = self.type_of(value)?;
+                        if same || value_type.is(&other.get_type()) {
+                            self.concrete(value)?;
+                        }
+                        return Ok(same);
+                    }
+                }
                 let (a, b) = (self.concrete(left)?, self.concrete(right)?);
                 Ok(a.is(&b))
             }
