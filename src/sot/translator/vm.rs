@@ -1852,6 +1852,93 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let none = self.none();
                 frame.stack.push(none);
             }
+            Op::MatchMapping | Op::MatchSequence => {
+                let subject = *frame
+                    .stack
+                    .last()
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let matched = self.match_kind(subject, instr.op == Op::MatchMapping)?;
+                let r = self.constant(PyBool::new(self.py, matched).to_owned().into_any());
+                frame.stack.push(r);
+            }
+            Op::GetLen => {
+                let subject = *frame
+                    .stack
+                    .last()
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let len = self.builtin("len")?;
+                let r = self
+                    .call_builtin(&len, None, &[subject], &[])?
+                    .expect("len is a builtin");
+                frame.stack.push(r);
+            }
+            Op::MatchKeys => {
+                let depth = frame.stack.len();
+                let (subject, keys) = (frame.stack[depth - 2], frame.stack[depth - 1]);
+                let mut values = Vec::new();
+                let mut matched = true;
+                for key in self.items_of(keys)? {
+                    let found = self.contains(subject, key)?;
+                    if !found {
+                        matched = false;
+                        break;
+                    }
+                    values.push(self.subscript(subject, key)?);
+                }
+                let result = if matched {
+                    self.push_val(Val::Tuple(values))
+                } else {
+                    self.none()
+                };
+                frame.stack.push(result);
+                if self.pushes_match_flag("MATCH_KEYS", 2)? {
+                    let flag = self.constant(PyBool::new(self.py, matched).to_owned().into_any());
+                    frame.stack.push(flag);
+                }
+            }
+            Op::MatchClass => {
+                let count = Self::int_arg(arg)?;
+                let names = Self::pop(frame)?;
+                let class = Self::pop(frame)?;
+                let subject = Self::pop(frame)?;
+                let attributes = self.match_class(subject, class, count, names)?;
+                let with_flag = self.pushes_match_flag("MATCH_CLASS", -1)?;
+                match (attributes, with_flag) {
+                    (Some(tuple), true) => {
+                        let flag = self.constant(PyBool::new(self.py, true).to_owned().into_any());
+                        frame.stack.extend([tuple, flag]);
+                    }
+                    (None, true) => {
+                        let flag = self.constant(PyBool::new(self.py, false).to_owned().into_any());
+                        frame.stack.extend([subject, flag]);
+                    }
+                    (Some(tuple), false) => frame.stack.push(tuple),
+                    (None, false) => {
+                        let none = self.none();
+                        frame.stack.push(none);
+                    }
+                }
+            }
+            Op::CopyDictWithoutKeys => {
+                let keys = Self::pop(frame)?;
+                let subject = *frame
+                    .stack
+                    .last()
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let mut rest = self.dict_items(subject)?;
+                for key in self.items_of(keys)? {
+                    let key = self.concrete(key)?;
+                    let mut kept = Vec::new();
+                    for (k, v) in rest {
+                        if !self.concrete(k)?.eq(&key)? {
+                            kept.push((k, v));
+                        }
+                    }
+                    rest = kept;
+                }
+                let r = self.push_val(Val::Dict(rest));
+                frame.stack.push(r);
+            }
             Op::RaiseVarargs => {
                 let count = Self::int_arg(arg)?;
                 let cause = if count == 2 { Some(Self::pop(frame)?) } else { None };
@@ -3179,6 +3266,97 @@ impl<'py, 'b> Vm<'py, 'b> {
             None => {}
         }
         Ok(Some(made))
+    }
+
+    /// Whether the version's match opcode `name` also pushes a success flag (3.10): its
+    /// stack effect is `flagged`.
+    fn pushes_match_flag(&self, name: &str, flagged: i64) -> Res<bool> {
+        let number = self
+            .table
+            .require(name)
+            .map_err(|e| Problem::Fallback(e.to_string()))?;
+        Ok(self.table.op(number).and_then(|i| i.stack_effect(0, false)) == Some(flagged))
+    }
+
+    /// `MATCH_MAPPING` / `MATCH_SEQUENCE`: the subject's type's flags decide.
+    fn match_kind(&mut self, subject: Vid, mapping: bool) -> Res<bool> {
+        const SEQUENCE: u64 = 1 << 5;
+        const MAPPING: u64 = 1 << 6;
+        let ty = self.type_of(subject)?;
+        let flags: u64 = ty.getattr("__flags__")?.extract()?;
+        Ok(flags & if mapping { MAPPING } else { SEQUENCE } != 0)
+    }
+
+    /// `MATCH_CLASS`: the subject's attributes a class pattern names, or None.
+    fn match_class(&mut self, subject: Vid, class: Vid, count: usize, names: Vid) -> Res<Option<Vid>> {
+        let class = self.concrete(class)?;
+        let ty = self.type_of(subject)?;
+        if !self.builtin("issubclass")?.call1((&ty, &class))?.is_truthy()? {
+            return Ok(None);
+        }
+        let mut values = Vec::new();
+        if count > 0 {
+            // Builtin types match their one positional pattern against the subject itself.
+            let self_matching = [
+                "bool",
+                "bytearray",
+                "bytes",
+                "dict",
+                "float",
+                "frozenset",
+                "int",
+                "list",
+                "set",
+                "str",
+                "tuple",
+            ]
+            .iter()
+            .any(|n| self.builtin(n).is_ok_and(|b| b.is(&class)));
+            if self_matching {
+                if count != 1 {
+                    return Err(Problem::Python(PyTypeError::new_err(
+                        "too many positional sub-patterns",
+                    )));
+                }
+                values.push(subject);
+            } else {
+                let match_args: Vec<String> = match class.getattr("__match_args__") {
+                    Ok(args) => args.extract()?,
+                    Err(_) => Vec::new(),
+                };
+                if count > match_args.len() {
+                    return Err(Problem::Python(PyTypeError::new_err(format!(
+                        "{}() accepts {} positional sub-patterns ({count} given)",
+                        qualname(&class),
+                        match_args.len()
+                    ))));
+                }
+                for name in &match_args[..count] {
+                    match self.load_attr(subject, name) {
+                        Ok(v) => values.push(v),
+                        Err(Problem::Python(err))
+                            if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) =>
+                        {
+                            return Ok(None)
+                        }
+                        Err(other) => return Err(other),
+                    }
+                }
+            }
+        }
+        let names: Vec<String> = self.concrete(names)?.extract()?;
+        for name in names {
+            match self.load_attr(subject, &name) {
+                Ok(v) => values.push(v),
+                Err(Problem::Python(err))
+                    if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) =>
+                {
+                    return Ok(None)
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(Some(self.push_val(Val::Tuple(values))))
     }
 
     /// An attribute of an object the translation made.
