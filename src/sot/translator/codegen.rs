@@ -72,6 +72,9 @@ pub struct Plan<'a, 'py> {
     pub side_effects: &'a [SideEffect],
     /// The compiled graph's holder (`holder[0](*inputs) -> outputs`), if there are operations.
     pub holder: Option<Bound<'py, PyAny>>,
+    /// The frame's cells: (the VM's cell, the variable holding it).
+    pub frame_cells: Vec<(usize, usize)>,
+    pub globals: Bound<'py, PyAny>,
 }
 
 struct Emitter<'a, 'py> {
@@ -106,6 +109,11 @@ fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Vec<Vi
             Val::Method { function, receiver } => stack.extend([*function, *receiver]),
             Val::Cell(c) => stack.extend(cells[*c]),
             Val::Object { attrs, .. } => stack.extend(attrs.iter().map(|(_, v)| *v)),
+            Val::TensorMethod { tensor, .. } => stack.push(*tensor),
+            Val::Function(function) => {
+                stack.extend(&function.defaults);
+                stack.extend(function.closure.iter().filter_map(|c| cells[*c]));
+            }
             _ => {}
         }
     }
@@ -150,6 +158,16 @@ fn made_objects(
         .collect()
 }
 
+/// The contents of the frame's own cells, which the generated code stores back.
+pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars) -> Vec<Vid> {
+    let first_free = vars.all().len() - vars.freevars.len();
+    frame_cells
+        .iter()
+        .filter(|(_, var)| *var < first_free)
+        .filter_map(|(cell, _)| cells[*cell])
+        .collect()
+}
+
 /// The roots every generated code rebuilds: side effects' values.
 pub fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
     side_effects
@@ -158,6 +176,7 @@ pub fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
             SideEffect::StoreAttr { target, value, .. } => vec![*target, *value],
             SideEffect::StoreGlobal { value, .. } => vec![*value],
             SideEffect::DeleteGlobal { .. } => vec![],
+            SideEffect::StoreFree { value, .. } => vec![*value],
             SideEffect::Replace { contents, .. } => vec![*contents],
         })
         .collect()
@@ -211,6 +230,43 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 kw_names: false,
             },
         );
+        Ok(())
+    }
+
+    /// The generated code's index of the original code's variable `var` (the generated
+    /// code's own locals come before the cells).
+    fn var_of(&self, var: usize) -> u32 {
+        let name = self.plan.vars.all()[var];
+        self.vars
+            .all()
+            .iter()
+            .position(|n| *n == name)
+            .expect("the original's variables are kept") as u32
+    }
+
+    /// The instruction that loads a cell object itself.
+    fn closure_op(&self) -> Op {
+        if self.plan.table.has("LOAD_CLOSURE") {
+            Op::LoadClosure
+        } else {
+            Op::LoadFast
+        }
+    }
+
+    /// Stores the frame's cells' contents as the translation left them (what a resume
+    /// function or a rebuilt closure then shares), where they are the frame's own.
+    fn store_cells(&mut self) -> PyResult<()> {
+        let first_free = self.plan.vars.all().len() - self.plan.vars.freevars.len();
+        for (cell, var) in self.plan.frame_cells.clone() {
+            if var >= first_free {
+                continue;
+            }
+            if let Some(content) = self.plan.cells[cell] {
+                self.value(content)?;
+                let var = self.var_of(var);
+                self.emit(Op::StoreDeref, Arg::Var(var));
+            }
+        }
         Ok(())
     }
 
@@ -379,7 +435,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 if *sym < self.plan.graph.inputs.len() {
                     self.source(self.plan.graph.inputs[*sym])?;
                 } else {
-                    let index = self.outputs[*sym].expect("every rebuilt tensor is an output");
+                    let index = self.outputs[*sym].ok_or_else(|| {
+                        pyo3::exceptions::PyValueError::new_err("a tensor the graph does not output")
+                    })?;
                     self.emit(Op::LoadFast, Arg::Var(self.outputs_var));
                     self.subscript_const(index.into_pyobject(py)?.into_any());
                 }
@@ -440,6 +498,77 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     },
                 )?;
             }
+            Val::TensorMethod { tensor, name } => {
+                let (tensor, name) = (*tensor, name.clone());
+                self.value(tensor)?;
+                let index = self.pools.name(&name);
+                self.emit(Op::LoadAttr, Arg::Name(index));
+            }
+            Val::Function(function) => {
+                if !function.kwdefaults.is_empty() {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "a function made while translating, with keyword-only defaults",
+                    ));
+                }
+                let closure_vars = function
+                    .closure
+                    .iter()
+                    .map(|c| {
+                        self.plan
+                            .frame_cells
+                            .iter()
+                            .find(|(cell, _)| cell == c)
+                            .map(|(_, var)| self.var_of(*var) as usize)
+                    })
+                    .collect::<Option<Vec<usize>>>()
+                    .ok_or_else(|| {
+                        pyo3::exceptions::PyValueError::new_err("a closure over cells of an inlined function")
+                    })?;
+                let function_type = py.import("types")?.getattr("FunctionType")?;
+                let (code, name, defaults) = (function.code.clone(), function.name.clone(), function.defaults.clone());
+                let own_globals = function.globals.is(&self.plan.globals);
+                let globals = function.globals.clone();
+                let closure_op = self.closure_op();
+                self.call(
+                    |e| {
+                        e.load_const(function_type);
+                        Ok(())
+                    },
+                    |e| {
+                        e.load_const(code);
+                        if own_globals {
+                            let globals_builtin = py.import("builtins")?.getattr("globals")?;
+                            e.call(
+                                |e| {
+                                    e.load_const(globals_builtin);
+                                    Ok(())
+                                },
+                                |_| Ok(0),
+                            )?;
+                        } else {
+                            e.load_const(globals);
+                        }
+                        e.load_const(name.into_pyobject(py)?.into_any());
+                        if defaults.is_empty() {
+                            e.load_const(py.None().into_bound(py));
+                        } else {
+                            for d in &defaults {
+                                e.value(*d)?;
+                            }
+                            e.emit(Op::BuildTuple, Arg::Int(defaults.len() as u32));
+                        }
+                        if closure_vars.is_empty() {
+                            e.load_const(py.None().into_bound(py));
+                        } else {
+                            for var in &closure_vars {
+                                e.emit(closure_op, Arg::Var(*var as u32));
+                            }
+                            e.emit(Op::BuildTuple, Arg::Int(closure_vars.len() as u32));
+                        }
+                        Ok(5)
+                    },
+                )?;
+            }
             Val::Cell(c) => match self.plan.cells[*c] {
                 Some(content) => self.value(content)?,
                 None => return Err(pyo3::exceptions::PyValueError::new_err("an empty cell")),
@@ -470,6 +599,11 @@ impl<'a, 'py> Emitter<'a, 'py> {
             SideEffect::DeleteGlobal { name } => {
                 let index = self.pools.name(name);
                 self.emit(Op::DeleteGlobal, Arg::Name(index));
+            }
+            SideEffect::StoreFree { index, value } => {
+                self.value(*value)?;
+                let var = self.vars.all().len() - self.vars.freevars.len() + index;
+                self.emit(Op::StoreDeref, Arg::Var(var as u32));
             }
             SideEffect::Replace { target, contents } => {
                 let (target, contents) = (*target, *contents);
@@ -519,6 +653,7 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
     let contents_var = (vars.varnames.len() - 1) as u32;
     let mut roots = side_effect_roots(plan.side_effects);
     roots.push(returned);
+    roots.extend(cell_roots(plan.cells, &plan.frame_cells, plan.vars));
     let objects = made_objects(plan.values, plan.cells, &roots, &mut vars);
     let needed = needed_outputs(plan.values, plan.cells, plan.graph, &roots);
     let mut outputs = vec![None; plan.graph.symbol_count()];
@@ -553,6 +688,7 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
     for effect in plan.side_effects {
         emitter.side_effect(effect)?;
     }
+    emitter.store_cells()?;
     emitter.value(returned)?;
     emitter.emit(Op::ReturnValue, Arg::None);
     let Emitter { out, mut pools, .. } = emitter;
@@ -593,14 +729,21 @@ pub fn resume_code<'py>(
     varnames.extend(key.live.iter().map(|v| old_all[*v].clone()));
     let argcount = varnames.len();
     for name in &vars.varnames {
-        if !varnames.contains(name) {
+        if !varnames.contains(name) && !vars.cellvars.contains(name) {
             varnames.push(name.clone());
         }
     }
+    // The frame's cells come in as free variables: shared with the closures made before
+    // the break, not copies.
     let new_vars = Vars {
         varnames,
-        cellvars: vars.cellvars.clone(),
-        freevars: vars.freevars.clone(),
+        cellvars: Vec::new(),
+        freevars: vars
+            .cellvars
+            .iter()
+            .chain(vars.freevars.iter())
+            .cloned()
+            .collect(),
     };
     let new_all: Vec<String> = new_vars.all().iter().map(|s| s.to_string()).collect();
     let remap = |var: u32| -> u32 {
@@ -804,14 +947,16 @@ impl<'py> Emitter<'_, 'py> {
         };
         let temporaries: Vec<u32> = slots.iter().flatten().copied().collect();
         let argc = temporaries.len() + live.len();
-        let all = self.vars.all().len();
-        let frees = self.vars.freevars.len();
-        let free_first = all - frees;
-        let closure_op = if self.plan.table.has("LOAD_CLOSURE") {
-            Op::LoadClosure
-        } else {
-            Op::LoadFast
-        };
+        // The resume function's free variables: the frame's cells, then its own free variables.
+        let all: Vec<String> = self.vars.all().iter().map(|s| s.to_string()).collect();
+        let closure_vars: Vec<u32> = self
+            .vars
+            .cellvars
+            .iter()
+            .chain(self.vars.freevars.iter())
+            .map(|name| all.iter().position(|n| n == name).expect("cells are variables") as u32)
+            .collect();
+        let closure_op = self.closure_op();
         let target = resume.target.clone();
         let has_closure = resume.has_closure;
         self.call(
@@ -840,10 +985,10 @@ impl<'py> Emitter<'_, 'py> {
                         )?;
                         e.load_const(name);
                         e.load_const(py.None().into_bound(py));
-                        for i in 0..frees {
-                            e.emit(closure_op, Arg::Var((free_first + i) as u32));
+                        for var in &closure_vars {
+                            e.emit(closure_op, Arg::Var(*var));
                         }
-                        e.emit(Op::BuildTuple, Arg::Int(frees as u32));
+                        e.emit(Op::BuildTuple, Arg::Int(closure_vars.len() as u32));
                         Ok(5)
                     },
                 )
@@ -900,6 +1045,7 @@ pub fn generate_break<'py>(
     let mut roots = side_effect_roots(plan.side_effects);
     roots.extend(stack.iter().copied());
     roots.extend(live.iter().map(|(_, v)| *v));
+    roots.extend(cell_roots(plan.cells, &plan.frame_cells, plan.vars));
     let objects = made_objects(plan.values, plan.cells, &roots, &mut vars);
     let needed = needed_outputs(plan.values, plan.cells, plan.graph, &roots);
     let mut outputs = vec![None; plan.graph.symbol_count()];
@@ -934,6 +1080,7 @@ pub fn generate_break<'py>(
     for effect in plan.side_effects {
         emitter.side_effect(effect)?;
     }
+    emitter.store_cells()?;
     // The stack as the break instruction finds it; NULL slots only where the
     // instruction runs here (a resume function pushes its own).
     let run_here = matches!(continuation, Continuation::RunHere { .. });

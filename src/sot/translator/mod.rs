@@ -379,12 +379,28 @@ impl RustHook for Translator {
             return Ok(None);
         }
         let _tracing = context.suspend_tracing();
-        let outcome =
-            Python::attach(|py| self.translate(py, context, &config, &code, cache, seen > 0, epoch));
-        match outcome {
-            Ok(answer) => Ok(answer.map(|c| c.bind(context.py()).clone())),
-            Err(err) => Err(err),
-        }
+        let outcome = Python::attach(|py| {
+            // An internal error never changes what the program does: the original runs.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.translate(py, context, &config, &code, cache, seen > 0, epoch)
+            }))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let record = Record {
+                    reason: format!("internal translator error: {what}"),
+                    filename: code
+                        .getattr("co_filename")
+                        .map_or_else(|_| String::new(), |f| f.to_string()),
+                    line: -1,
+                };
+                self.fallback(py, &config, record).map(|()| None)
+            })
+        });
+        outcome.map(|answer| answer.map(|c| c.bind(context.py()).clone()))
     }
 }
 
@@ -462,11 +478,14 @@ impl Translator {
             .or_else(|_| code.getattr("co_name"))?
             .extract()?;
         let (action, explanation) = match ending {
-            Ok(Ending::Return(returned)) => {
+            Ok(Ending::Return(returned, locals)) => {
+                let frame_cells = frame_cells_of(&vm, &locals);
+                let mut rebuilt = vec![returned];
+                rebuilt.extend(codegen::cell_roots(&vm_cells(&vm), &frame_cells, &info.vars));
                 let holder = if vm.graph.nodes.is_empty() {
                     None
                 } else {
-                    Some(compile_graph(py, self, &backend, &vm, &[returned])?)
+                    Some(compile_graph(py, self, &backend, &vm, &rebuilt)?)
                 };
                 let generated = codegen::generate(
                     &codegen::Plan {
@@ -479,6 +498,8 @@ impl Translator {
                         graph: &vm.graph,
                         side_effects: &vm.side_effects,
                         holder: holder.as_ref().map(|(h, _)| h.clone()),
+                        frame_cells,
+                        globals: vm_globals(&vm)?,
                     },
                     returned,
                 );
@@ -723,11 +744,8 @@ impl Translator {
         let live: Vec<(usize, usize)> = point.locals[..first_free]
             .iter()
             .enumerate()
-            .filter(|(_, vid)| match &vm.values[**vid] {
-                value::Val::Null => false,
-                value::Val::Cell(c) => cells[*c].is_some(),
-                _ => true,
-            })
+            // Cells reach a resume function as its closure, not as arguments.
+            .filter(|(_, vid)| !matches!(&vm.values[**vid], value::Val::Null | value::Val::Cell(_)))
             .map(|(i, vid)| (i, *vid))
             .collect();
         let key = codegen::ResumeKey {
@@ -760,8 +778,10 @@ impl Translator {
                 ))
             }
         };
+        let frame_cells = frame_cells_of(vm, &point.locals);
         let mut rebuilt: Vec<usize> = point.stack.clone();
         rebuilt.extend(live.iter().map(|(_, v)| *v));
+        rebuilt.extend(codegen::cell_roots(&cells, &frame_cells, &info.vars));
         let holder = if vm.graph.nodes.is_empty() {
             None
         } else {
@@ -778,6 +798,8 @@ impl Translator {
                 graph: &vm.graph,
                 side_effects: &vm.side_effects,
                 holder: holder.as_ref().map(|(h, _)| h.clone()),
+                frame_cells,
+                globals: vm_globals(vm)?,
             },
             &point.instr,
             &point.stack,
@@ -810,7 +832,7 @@ impl Translator {
         vm: &Vm<'py, '_>,
         key: codegen::ResumeKey,
     ) -> PyResult<codegen::ResumeCall<'py>> {
-        let has_closure = !info.vars.freevars.is_empty();
+        let has_closure = !info.vars.freevars.is_empty() || !info.vars.cellvars.is_empty();
         let known = cache
             .resumes
             .lock()
@@ -852,6 +874,18 @@ impl Translator {
         config.stats.fallbacks.lock().push(record);
         Ok(())
     }
+}
+
+/// The frame's cells: (the VM's cell, the variable that holds it).
+fn frame_cells_of(vm: &Vm<'_, '_>, locals: &[usize]) -> Vec<(usize, usize)> {
+    locals
+        .iter()
+        .enumerate()
+        .filter_map(|(var, vid)| match &vm.values[*vid] {
+            value::Val::Cell(c) => Some((*c, var)),
+            _ => None,
+        })
+        .collect()
 }
 
 fn vm_globals<'py>(vm: &Vm<'py, '_>) -> PyResult<Bound<'py, PyAny>> {

@@ -124,7 +124,8 @@ pub struct BreakPoint {
 
 /// What the top frame's translation ended with.
 pub enum Ending {
-    Return(Vid),
+    /// The returned value, and the frame's variables then (for its cells).
+    Return(Vid, Vec<Vid>),
     Break(BreakPoint, Stop),
     /// An exception nothing in the frame catches: the generated code runs the
     /// instruction that raises it (it raises again, as the guards pin its inputs).
@@ -133,6 +134,11 @@ pub enum Ending {
 
 /// A recorded mutation of something outside the translation, replayed in order.
 pub enum SideEffect {
+    /// `nonlocal` assignment to free variable `index` of the translated function.
+    StoreFree {
+        index: usize,
+        value: Vid,
+    },
     StoreAttr {
         target: Vid,
         name: String,
@@ -1032,7 +1038,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let attrs_before = self.stored_attrs.len();
             let mutated_before = self.mutated.clone();
             match self.step_handling(&mut frame) {
-                Ok(Some(returned)) => return Ok(Ending::Return(returned)),
+                Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
                 Ok(None) => {}
                 Err(Problem::Python(err))
                     if self.exc_stack.is_empty()
@@ -2037,9 +2043,14 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn store_cell(&mut self, cell: usize, value: Option<Vid>) -> Res<()> {
-        // A cell of the translated function's closure lives on after the call.
+        // A cell of the translated function's closure lives on after the call: its
+        // new contents are stored after the graph runs.
         if cell < self.top_freevars {
-            return unsupported("assignment to a variable of an enclosing function (nonlocal)");
+            let Some(value) = value else {
+                return unsupported("deletion of a variable of an enclosing function");
+            };
+            self.side_effects
+                .push(SideEffect::StoreFree { index: cell, value });
         }
         self.cells[cell] = value;
         Ok(())
