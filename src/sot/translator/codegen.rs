@@ -331,13 +331,29 @@ impl<'a, 'py> Emitter<'a, 'py> {
         Ok(())
     }
 
+    /// Pushes a call's NULL slot: `PUSH_NULL`, or before 3.11 (no such instruction) a
+    /// callable that calls its first argument with the rest, which `CALL_METHOD` then
+    /// treats as the method of the slot above.
+    fn push_null(&mut self) -> PyResult<()> {
+        match null_substitute(self.plan.table, self.pools.py)? {
+            None => self.emit(Op::PushNull, Arg::None),
+            Some(substitute) => self.load_const(substitute),
+        }
+        Ok(())
+    }
+
     /// Removes a NULL call slot from the top of the stack (no instruction pops one):
     /// it becomes the NULL of a call of `int()`, whose result is popped.
     fn discard_null(&mut self) -> PyResult<()> {
+        if self.plan.table.call_layout == CallLayout::Plain {
+            // The slot holds the NULL substitute (see `push_null`).
+            self.emit(Op::PopTop, Arg::None);
+            return Ok(());
+        }
         let noop = self.pools.py.import("builtins")?.getattr("int")?;
         self.load_const(noop);
         let call = match self.plan.table.call_layout {
-            CallLayout::Plain => (Op::CallMethod, Arg::Int(0)),
+            CallLayout::Plain => unreachable!("handled above"),
             CallLayout::CallableFirst => {
                 self.emit(Op::Swap, Arg::Int(2));
                 (
@@ -696,6 +712,17 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
     plan.code.call_method("replace", (), Some(&changes))
 }
 
+/// What stands for a call's NULL slot where the version has no `PUSH_NULL` (3.9, 3.10):
+/// `framehook.sot._translate._call_with`, which calls its first argument with the rest.
+fn null_substitute<'py>(table: &Table, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if table.has("PUSH_NULL") {
+        return Ok(None);
+    }
+    Ok(Some(
+        py.import("framehook.sot._translate")?.getattr("_call_with")?,
+    ))
+}
+
 /// Where a resume function starts: the original instruction index, and which of the
 /// stack slots it receives are NULL.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -764,10 +791,22 @@ pub fn resume_code<'py>(
     for instruction in &mut out {
         instruction.location = location;
     }
+    let substitute = null_substitute(table, py)?;
+    let mut pools = Pools {
+        py,
+        consts: code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
+        names: code.getattr("co_names")?.extract()?,
+    };
     let mut stack_index = 0;
     for null in &key.nulls {
         if *null {
-            out.push(at(Op::PushNull, Arg::None));
+            match &substitute {
+                None => out.push(at(Op::PushNull, Arg::None)),
+                Some(s) => {
+                    let index = pools.constant(s.clone());
+                    out.push(at(Op::LoadConst, Arg::Const(Const::Index(index))));
+                }
+            }
         } else {
             let var = new_all
                 .iter()
@@ -803,11 +842,6 @@ pub fn resume_code<'py>(
         out.push(copy);
     }
     let first_line: i32 = code.getattr("co_firstlineno")?.extract()?;
-    let mut pools = Pools {
-        py,
-        consts: code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
-        names: code.getattr("co_names")?.extract()?,
-    };
     let flags: u32 = code.getattr("co_flags")?.extract()?;
     let changes = encode_changes(table, &new_vars, &out, &mut pools, first_line)?;
     changes.set_item("co_argcount", argcount)?;
@@ -1091,7 +1125,7 @@ pub fn generate_break<'py>(
     for v in pushed {
         if is_null(*v) {
             if run_here {
-                emitter.emit(Op::PushNull, Arg::None);
+                emitter.push_null()?;
             }
         } else {
             emitter.value(*v)?;

@@ -18,6 +18,14 @@ use super::guard::{name_ref, Check, Guard, Source, SourceId, SourceTable};
 use super::value::{Function, Graph, GraphArg, Node, Sym, Val, Vid};
 use crate::hookapi::pyobject::StrongRef;
 
+/// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
+/// handler), or a handler that is running (none); `level` is the stack depth it restores.
+#[derive(Clone, Copy)]
+struct Block {
+    handler: Option<usize>,
+    level: usize,
+}
+
 /// Why a frame's translation stopped before its end.
 pub enum Stop {
     /// Something the graph cannot hold: the graph breaks here.
@@ -104,8 +112,8 @@ struct Frame<'py> {
     class_cell: Option<usize>,
     /// Where this frame's globals come from, when they are not the top frame's.
     globals_source: Option<SourceId>,
-    /// Blocks set up by `SETUP_*` and not yet popped (3.9, 3.10).
-    block_depth: usize,
+    /// Blocks set up by `SETUP_*` and exception handlers running (3.9, 3.10).
+    blocks: Vec<Block>,
 }
 
 /// Where the top frame stopped (a break) and with what state, for the code
@@ -966,7 +974,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             in_loop: loop_membership(&info.instrs),
             class_cell: None,
             globals_source: None,
-            block_depth: 0,
+            blocks: Vec::new(),
         })
     }
 
@@ -1042,7 +1050,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(None) => {}
                 Err(Problem::Python(err))
                     if self.exc_stack.is_empty()
-                        && frame.block_depth == 0
+                        && frame.blocks.is_empty()
                         && !stack_before.iter().any(|v| self.lasti_values.contains(v)) =>
                 {
                     // Nothing catches it: the generated code raises it where it arose.
@@ -1093,7 +1101,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         BreakPoint {
                             pc,
                             in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
-                            in_handler_scope: instr.handler.is_some() || frame.block_depth > 0,
+                            in_handler_scope: instr.handler.is_some() || !frame.blocks.is_empty(),
                             instr,
                             stack: stack_before,
                             locals: locals_before,
@@ -1126,6 +1134,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// (exception tables, 3.11+), as CPython would unwind.
     fn step_handling(&mut self, frame: &mut Frame<'py>) -> Res<Option<Vid>> {
         match self.step(frame) {
+            Err(Problem::Python(err)) if self.table.exceptions == ExceptionModel::BlockStack => {
+                self.unwind_blocks(frame, err).map(|()| None)
+            }
             Err(Problem::Python(err)) if self.table.exceptions == ExceptionModel::Table => {
                 let index = frame.pc.saturating_sub(1);
                 let Some(handler) = frame.instrs.get(index).and_then(|i| i.handler) else {
@@ -1144,6 +1155,41 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             other => other,
         }
+    }
+
+    /// 3.9/3.10: the exception goes to the innermost `SETUP_*` block, whose handler
+    /// finds the previous exception's and this one's (traceback, value, type) on the stack.
+    fn unwind_blocks(&mut self, frame: &mut Frame<'py>, err: PyErr) -> Res<()> {
+        while let Some(block) = frame.blocks.pop() {
+            frame.stack.truncate(block.level);
+            let Some(handler) = block.handler else {
+                // Leaving a handler that was running: its exception is done with.
+                self.exc_stack.pop();
+                continue;
+            };
+            frame.blocks.push(Block {
+                handler: None,
+                level: frame.stack.len(),
+            });
+            let none = self.none();
+            let previous = match self.exc_stack.last() {
+                Some(p) => {
+                    let p = *p;
+                    let kind = self.type_of(p)?;
+                    [none, p, self.constant(kind)]
+                }
+                None => [none, none, none],
+            };
+            frame.stack.extend(previous);
+            let value = err.value(self.py).clone().into_any();
+            let kind = self.constant(value.get_type().into_any());
+            let exception = self.constant(value);
+            self.exc_stack.push(exception);
+            frame.stack.extend([none, exception, kind]);
+            frame.pc = handler;
+            return Ok(());
+        }
+        Err(Problem::Python(err))
     }
 
     fn raise(&mut self, exception: Vid) -> Problem {
@@ -1816,18 +1862,38 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Self::pop(frame)?;
                 }
             }
-            Op::SetupFinally => frame.block_depth += 1,
-            Op::PopBlock => frame.block_depth = frame.block_depth.saturating_sub(1),
+            Op::SetupFinally => {
+                let Arg::Target(handler) = arg else {
+                    return unsupported("SETUP_FINALLY without a target");
+                };
+                frame.blocks.push(Block {
+                    handler: Some(handler),
+                    level: frame.stack.len(),
+                });
+            }
+            Op::PopBlock => {
+                frame.blocks.pop();
+            }
             Op::SetupWith | Op::BeforeWith => {
-                if instr.op == Op::SetupWith {
-                    frame.block_depth += 1;
-                }
                 let manager = Self::pop(frame)?;
                 let exit = self.special_method(manager, "__exit__")?;
                 let enter = self.special_method(manager, "__enter__")?;
                 let entered = self.call(enter, vec![], vec![])?;
                 frame.stack.push(exit);
+                if let (Op::SetupWith, Arg::Target(handler)) = (instr.op, arg) {
+                    frame.blocks.push(Block {
+                        handler: Some(handler),
+                        level: frame.stack.len(),
+                    });
+                }
                 frame.stack.push(entered);
+            }
+            Op::JumpIfNotExcMatch => {
+                let [kind, kinds]: [Vid; 2] = Self::pop_n(frame, 2)?.try_into().expect("two");
+                let (kind, kinds) = (self.concrete(kind)?, self.concrete(kinds)?);
+                if !self.builtin("issubclass")?.call1((kind, kinds))?.is_truthy()? {
+                    Self::jump(frame, arg)?;
+                }
             }
             Op::Call | Op::CallMethod => {
                 let Arg::Call { argc, kw_names } = arg else {
@@ -1976,7 +2042,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Err(self.raise(exception));
             }
             Op::Reraise => {
-                let exception = Self::pop(frame)?;
+                let exception = match self.table.exceptions {
+                    ExceptionModel::Table => Self::pop(frame)?,
+                    // (traceback, value, type): the value.
+                    ExceptionModel::BlockStack => Self::pop_n(frame, 3)?[1],
+                };
                 return Err(self.raise(exception));
             }
             Op::PushExcInfo => {
@@ -1989,7 +2059,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.exc_stack.push(exception);
             }
             Op::PopExcept => {
-                Self::pop(frame)?;
+                match self.table.exceptions {
+                    ExceptionModel::Table => {
+                        Self::pop(frame)?;
+                    }
+                    ExceptionModel::BlockStack => {
+                        // The handler's block, and the previous exception's triple on top
+                        // (a value being returned may sit under it).
+                        let Some(Block { handler: None, .. }) = frame.blocks.pop() else {
+                            return unsupported("POP_EXCEPT outside an exception handler");
+                        };
+                        Self::pop_n(frame, 3)?;
+                    }
+                }
                 self.exc_stack.pop();
             }
             Op::CheckExcMatch => {
@@ -2006,10 +2088,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Op::WithExceptStart => {
                 let depth = frame.stack.len();
-                let exception = frame.stack[depth - 1];
+                let exception = match self.table.exceptions {
+                    ExceptionModel::Table => frame.stack[depth - 1],
+                    ExceptionModel::BlockStack => frame.stack[depth - 2],
+                };
                 // The exit method (and, where LOAD_SPECIAL made it, its self slot) under
                 // the saved instruction offset and the previous exception.
-                let (exit, receiver) = if self.table.has("LOAD_SPECIAL") {
+                let (exit, receiver) = if self.table.exceptions == ExceptionModel::BlockStack {
+                    // exit, the previous exception's triple, then this one's (type on top).
+                    (frame.stack[depth - 7], None)
+                } else if self.table.has("LOAD_SPECIAL") {
                     (frame.stack[depth - 5], Some(frame.stack[depth - 4]))
                 } else {
                     (frame.stack[depth - 4], None)
@@ -4145,6 +4233,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"));
             }
             ("super", []) => return unsupported("super() without its frame"),
+            ("super", [class, receiver]) => {
+                let class = self.concrete(*class)?;
+                self.push_val(Val::Super {
+                    class,
+                    receiver: *receiver,
+                })
+            }
             (other, _) if PURE_BUILTINS.contains(&other) => {
                 let positional = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
                 let kw = PyDict::new(self.py);
