@@ -57,6 +57,11 @@ impl<'a, 'py> HookContext<'a, 'py> {
         self.view.free_variable(self.py, index)
     }
 
+    /// The cell of free variable `index` (of `co_freevars`), or None.
+    pub fn free_cell(&self, index: usize) -> Option<Borrowed<'a, 'py, PyAny>> {
+        self.view.free_cell(self.py, index)
+    }
+
     /// The frame's builtins.
     pub fn builtins(&self) -> Bound<'py, PyAny> {
         self.view.builtins(self.py)

@@ -199,6 +199,7 @@ PyObject *fh_view_back(const fh_frame_view *view);      /* new reference, Py_Non
  * when unbound or out of range. */
 PyObject *fh_view_argument(const fh_frame_view *view, Py_ssize_t index);
 PyObject *fh_view_free_variable(const fh_frame_view *view, Py_ssize_t index);
+PyObject *fh_view_free_cell(const fh_frame_view *view, Py_ssize_t index); /* the cell itself */
 /* A new object with f_code (`code`), f_globals, f_builtins and f_locals (a
  * dict, cells unboxed), laid out in memory as CPython's frames for native code
  * that reads frame fields directly (Paddle's guard tree, for SOT); it never

@@ -128,6 +128,7 @@ extern "C" {
     pub fn fh_view_back(view: *const FrameViewRaw) -> *mut PyObject;
     pub fn fh_view_argument(view: *const FrameViewRaw, index: Py_ssize_t) -> *mut PyObject;
     pub fn fh_view_free_variable(view: *const FrameViewRaw, index: Py_ssize_t) -> *mut PyObject;
+    pub fn fh_view_free_cell(view: *const FrameViewRaw, index: Py_ssize_t) -> *mut PyObject;
     pub fn fh_view_layout_frame(view: *const FrameViewRaw, code: *mut PyObject) -> *mut PyObject;
 }
 

@@ -111,7 +111,7 @@ PyObject *fh_view_argument(const fh_frame_view *view, Py_ssize_t index)
 #endif
 }
 
-PyObject *fh_view_free_variable(const fh_frame_view *view, Py_ssize_t index)
+PyObject *fh_view_free_cell(const fh_frame_view *view, Py_ssize_t index)
 {
     fh_frame *frame = (fh_frame *)view->frame;
     PyCodeObject *code = view->code;
@@ -128,7 +128,13 @@ PyObject *fh_view_free_variable(const fh_frame_view *view, Py_ssize_t index)
     }
     PyObject *cell = frame->f_localsplus[code->co_nlocals + PyTuple_GET_SIZE(code->co_cellvars) + index];
 #endif
-    return cell != NULL && PyCell_Check(cell) ? PyCell_GET(cell) : NULL;
+    return cell != NULL && PyCell_Check(cell) ? cell : NULL;
+}
+
+PyObject *fh_view_free_variable(const fh_frame_view *view, Py_ssize_t index)
+{
+    PyObject *cell = fh_view_free_cell(view, index);
+    return cell != NULL ? PyCell_GET(cell) : NULL;
 }
 
 PyObject *fh_view_back(const fh_frame_view *view)

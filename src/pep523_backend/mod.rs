@@ -440,6 +440,17 @@ impl<'a> FrameView<'a> {
         }
     }
 
+    /// The cell of free variable `index` (of `co_freevars`), or None.
+    pub fn free_cell<'py>(&self, py: Python<'py>, index: usize) -> Option<Borrowed<'a, 'py, PyAny>> {
+        // SAFETY: as for `free_variable`.
+        unsafe {
+            Borrowed::from_ptr_or_opt(
+                py,
+                contract::fh_view_free_cell(self.raw, index as ffi::Py_ssize_t),
+            )
+        }
+    }
+
     /// The caller's frame object, or None.
     pub fn back<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: the view is valid; new reference or NULL with an error.

@@ -887,6 +887,8 @@ fn encode_changes<'py>(
     changes.set_item("co_consts", PyTuple::new(py, &pools.consts)?)?;
     changes.set_item("co_names", PyTuple::new(py, &pools.names)?)?;
     changes.set_item("co_varnames", PyTuple::new(py, &vars.varnames)?)?;
+    changes.set_item("co_cellvars", PyTuple::new(py, &vars.cellvars)?)?;
+    changes.set_item("co_freevars", PyTuple::new(py, &vars.freevars)?)?;
     changes.set_item("co_nlocals", vars.varnames.len())?;
     Ok(changes)
 }

@@ -192,6 +192,8 @@ pub struct Vm<'py, 'b> {
     top_globals: Option<Bound<'py, PyAny>>,
     /// The line and file of the instruction being run, for recorded nodes.
     location: (i32, String),
+    /// Real cell objects the translation reads, by identity, and their VM cells.
+    cell_objects: HashMap<usize, usize>,
     /// The exceptions being handled, innermost last.
     exc_stack: Vec<Vid>,
     /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
@@ -366,6 +368,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             top_globals: None,
             location: (-1, String::new()),
             exc_stack: Vec::new(),
+            cell_objects: HashMap::new(),
             lasti_values: std::collections::HashSet::new(),
         })
     }
@@ -1011,7 +1014,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         info: &CodeInfo,
         globals: Bound<'py, PyAny>,
         arguments: Vec<Option<Bound<'py, PyAny>>>,
-        frees: Vec<Option<Bound<'py, PyAny>>>,
+        frees: Vec<(Option<Bound<'py, PyAny>>, Option<Bound<'py, PyAny>>)>,
     ) -> Result<Ending, Stop> {
         self.top_globals = Some(globals.clone());
         let mut frame = self
@@ -1027,9 +1030,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         let closure: Vec<usize> = frees
             .into_iter()
             .enumerate()
-            .map(|(index, value)| {
+            .map(|(index, (cell, value))| {
                 let content = value.map(|v| self.from_source(Source::Free(index), v));
                 self.cells.push(content);
+                if let Some(cell) = cell {
+                    self.cell_objects
+                        .insert(cell.as_ptr() as usize, self.cells.len() - 1);
+                }
                 self.cells.len() - 1
             })
             .collect();
@@ -3230,7 +3237,26 @@ impl<'py, 'b> Vm<'py, 'b> {
             return self.record(&obj, args, kwargs);
         }
         if obj.is_instance(&self.ops.function_type)? {
-            pin(self);
+            // A function is pinned by its code, not its identity: closures made anew on
+            // each call (and handed to resume functions) keep their translation; what
+            // else the call reads of it (defaults, closure, globals) has its own source.
+            match source {
+                Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
+                    self.add_guard(s, Check::Type(StrongRef::new(&self.ops.function_type)));
+                    let code_source = self
+                        .sources
+                        .intern(Source::Attr(s, name_ref(self.py, "__code__")));
+                    self.add_guard(code_source, Check::Id(StrongRef::new(&obj.getattr("__code__")?)));
+                    let globals_source = self
+                        .sources
+                        .intern(Source::Attr(s, name_ref(self.py, "__globals__")));
+                    self.add_guard(
+                        globals_source,
+                        Check::Id(StrongRef::new(&obj.getattr("__globals__")?)),
+                    );
+                }
+                _ => pin(self),
+            }
             if self.backend.is_skipped_code(&obj.getattr("__code__")?)? {
                 return graph_break(format!(
                     "unsupported call: {} (a library function)",
@@ -3512,16 +3538,57 @@ impl<'py, 'b> Vm<'py, 'b> {
         let code = obj.getattr("__code__")?;
         let mut defaults = Vec::new();
         let raw_defaults = obj.getattr("__defaults__")?;
+        if let Some(s) = source {
+            let defaults_source = self
+                .sources
+                .intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
+            if raw_defaults.is_none() {
+                self.add_guard(defaults_source, Check::Id(StrongRef::new(&raw_defaults)));
+            } else {
+                self.add_guard(defaults_source, Check::Len(raw_defaults.len()?));
+            }
+        }
         if !raw_defaults.is_none() {
-            for d in raw_defaults.try_iter()? {
-                defaults.push(self.wrap_default(d?)?);
+            for (i, d) in raw_defaults.try_iter()?.enumerate() {
+                let d = d?;
+                defaults.push(match source {
+                    Some(s) => {
+                        let defaults_source = self
+                            .sources
+                            .intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
+                        let key = i.into_pyobject(self.py)?.into_any();
+                        self.from_source(Source::Item(defaults_source, StrongRef::new(&key)), d)
+                    }
+                    None => self.wrap_default(d)?,
+                });
             }
         }
         let mut kwdefaults = Vec::new();
         let raw_kwdefaults = obj.getattr("__kwdefaults__")?;
+        if let Some(s) = source {
+            let kw_source = self
+                .sources
+                .intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
+            if raw_kwdefaults.is_none() {
+                self.add_guard(kw_source, Check::Id(StrongRef::new(&raw_kwdefaults)));
+            }
+        }
         if let Ok(dict) = raw_kwdefaults.cast::<PyDict>() {
             for (k, v) in dict.iter() {
-                kwdefaults.push((k.extract::<String>()?, self.wrap_default(v)?));
+                let value = match source {
+                    Some(s) => {
+                        let kw_source = self
+                            .sources
+                            .intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
+                        self.add_guard(
+                            kw_source,
+                            Check::Keys(StrongRef::new(PyTuple::new(self.py, dict.keys())?.as_any())),
+                        );
+                        self.from_source(Source::Item(kw_source, StrongRef::new(&k)), v)
+                    }
+                    None => self.wrap_default(v)?,
+                };
+                kwdefaults.push((k.extract::<String>()?, value));
             }
         }
         let mut closure = Vec::new();
@@ -3529,6 +3596,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !raw_closure.is_none() {
             for (index, cell) in raw_closure.try_iter()?.enumerate() {
                 let cell = cell?;
+                // A cell the translation knows already (the translated frame's own free
+                // variables) is that cell: stores through one are seen through the other.
+                if let Some(known) = self.cell_objects.get(&(cell.as_ptr() as usize)) {
+                    closure.push(*known);
+                    continue;
+                }
                 let content = match cell.getattr("cell_contents") {
                     Ok(content) => Some(match source {
                         Some(s) => {
