@@ -115,7 +115,9 @@ def bool_of_reduction(x):
     return x * 2 if flag else x + 1
 
 
-@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+# The callee breaks the caller at the call, then runs as a call of its own, which is
+# translated in turn and breaks at its print too (as Paddle's SOT and Dynamo do).
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print", "print"])
 def print_in_inlined_callee(x):
     a = x + 1
     b = _printing_identity(a)
