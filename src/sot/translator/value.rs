@@ -141,6 +141,7 @@ impl<'py> Val<'py> {
 }
 
 /// An operand of a graph operation.
+#[derive(Clone)]
 pub enum GraphArg<'py> {
     Sym(Sym),
     Const(Bound<'py, PyAny>),
@@ -150,6 +151,7 @@ pub enum GraphArg<'py> {
 }
 
 /// One recorded operation: `outputs[sym] = function(*args, **kwargs)`.
+#[derive(Clone)]
 pub struct Node<'py> {
     pub function: Bound<'py, PyAny>,
     pub args: Vec<GraphArg<'py>>,
@@ -161,7 +163,7 @@ pub struct Node<'py> {
 }
 
 /// The backend-neutral graph of one translation: inputs, then one symbol per node.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Graph<'py> {
     /// Per input symbol, the source it is read from.
     pub inputs: Vec<SourceId>,

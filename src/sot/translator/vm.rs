@@ -1047,7 +1047,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let locals_before = frame.locals.clone();
             let values_before: Vec<Val<'py>> = self.values.iter().map(Val::clone_val).collect();
             let cells_before = self.cells.clone();
-            let nodes_before = self.graph.nodes.len();
+            let graph_before = self.graph.clone();
             let effects_before = self.side_effects.len();
             let globals_before = self.stored_globals.len();
             let attrs_before = self.stored_attrs.len();
@@ -1064,7 +1064,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let _ = err;
                     self.values = values_before;
                     self.cells = cells_before;
-                    self.graph.nodes.truncate(nodes_before);
+                    self.graph = graph_before;
                     self.side_effects.truncate(effects_before);
                     self.stored_globals.truncate(globals_before);
                     self.stored_attrs.truncate(attrs_before);
@@ -1098,7 +1098,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     // The graph and state as they were before the instruction.
                     self.values = values_before;
                     self.cells = cells_before;
-                    self.graph.nodes.truncate(nodes_before);
+                    self.graph = graph_before;
                     self.side_effects.truncate(effects_before);
                     self.stored_globals.truncate(globals_before);
                     self.stored_attrs.truncate(attrs_before);

@@ -1,0 +1,321 @@
+"""framehook's own SOT translator, from its user API: translate, stats, explain, reset,
+GraphBreakError, register_backend; guards and the per-code cache; composition with other
+hooks; bad input; threads. The differential corpus is tests/test_sot_corpus.py."""
+
+import logging
+import sys
+import threading
+import traceback
+
+import numpy as np
+import pytest
+
+import framehook
+import framehook.sot as sot
+
+FREE_THREADED = "t" in getattr(sys, "abiflags", "")
+
+
+@pytest.fixture(autouse=True)
+def fresh_translator():
+    sot.reset()
+    yield
+    sot.reset()
+
+
+def two_ops(x, y):
+    return x * 2.0 + y
+
+
+def test_translate_runs_one_graph_and_hits_the_cache():
+    fast = sot.translate(two_ops)
+    x, y = np.arange(3.0), np.ones(3)
+    np.testing.assert_array_equal(fast(x, y), two_ops(x, y))
+    np.testing.assert_array_equal(fast(x, y), two_ops(x, y))
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.ops_captured, st.cache_hits) == (1, 1, 2, 1)
+    assert st.graph_breaks == [] and st.fallbacks == []
+
+
+def test_decorator_forms_and_methods():
+    @sot.translate
+    def plain(x):
+        return x + 1
+
+    @sot.translate(backend="numpy", cache_size=2)
+    def configured(x):
+        return x - 1
+
+    class Model:
+        scale = 3.0
+
+        @sot.translate
+        def forward(self, x):
+            return x * self.scale
+
+    x = np.ones(2)
+    np.testing.assert_array_equal(plain(x), x + 1)
+    np.testing.assert_array_equal(configured(x), x - 1)
+    np.testing.assert_array_equal(Model().forward(x), x * 3.0)
+    assert plain.__name__ == "plain" and plain.__wrapped__.__name__ == "plain"
+    assert sot.stats(Model.forward).graphs == 1
+    assert sot.stats(Model().forward).ops_captured == 1
+
+
+def test_guards_recompile_on_shape_dtype_and_python_values():
+    def f(x, k):
+        return x * k
+
+    fast = sot.translate(f)
+    fast(np.ones(3), 2)
+    fast(np.ones(3), 2)
+    fast(np.ones(4), 2)  # shape
+    fast(np.ones(4, dtype=np.float32), 2)  # dtype
+    fast(np.ones(4, dtype=np.float32), 3)  # the Python value
+    st = sot.stats(fast)
+    assert st.translations == 4
+    assert st.recompilations == 3
+    assert st.guard_failures == 3
+    assert st.cache_hits == 1
+
+
+def test_cache_size_limit_runs_the_original_past_it():
+    def f(x, k):
+        return x + k
+
+    fast = sot.translate(f, cache_size=2)
+    for k in range(5):
+        np.testing.assert_array_equal(fast(np.zeros(2), k), np.zeros(2) + k)
+    st = sot.stats(fast)
+    assert st.translations == 2
+    # Past the limit the answer is right and nothing more is compiled.
+    np.testing.assert_array_equal(fast(np.zeros(2), 7), np.full(2, 7.0))
+    assert sot.stats(fast).translations == 2
+
+
+def test_full_graph_raises_at_a_break_and_the_original_does_not_run():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        print("side effect")
+        return x
+
+    fast = sot.translate(f, full_graph=True)
+    with pytest.raises(sot.GraphBreakError, match="print"):
+        fast(np.ones(2))
+    assert calls == []
+
+
+def test_graph_break_resumes_and_counts():
+    def f(x):
+        y = x + 1
+        print("between")
+        return y * 2
+
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
+    st = sot.stats(fast)
+    assert (st.graphs, st.ops_captured, st.translations) == (2, 2, 2)
+    [brk] = st.graph_breaks
+    assert "print" in brk.reason and brk.lineno == f.__code__.co_firstlineno + 2
+    assert brk.filename == f.__code__.co_filename
+
+
+def test_branch_on_a_tensor_value_translates_the_branch_taken():
+    def f(x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+    fast = sot.translate(f)
+    for sign in (1, -1, 1):
+        np.testing.assert_array_equal(fast(sign * np.ones(2)), f(sign * np.ones(2)))
+    st = sot.stats(fast)
+    assert st.graph_breaks[0].reason.startswith("data-dependent")
+    assert st.graphs == 3  # before the branch, then each branch once
+
+
+def test_break_in_a_loop_runs_the_frame_eagerly():
+    def f(x):
+        for i in range(3):
+            x = x + i
+            print(i)
+        return x
+
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
+    st = sot.stats(fast)
+    assert st.translations == 0 and st.graphs == 0
+    assert "loop" in st.graph_breaks[0].reason
+
+
+def test_functions_with_try_with_and_comprehensions_are_translated():
+    class Scale:
+        def __enter__(self):
+            return 3.0
+
+        def __exit__(self, *exc):
+            return False
+
+    def f(x, items):
+        try:
+            k = int("7")
+        except ValueError:
+            k = 0
+        with Scale() as s:
+            y = x * s + k
+        return [y * v for v in items], {v: v * 2 for v in items}
+
+    fast = sot.translate(f, full_graph=True)
+    got, want = fast(np.ones(2), [1, 2]), f(np.ones(2), [1, 2])
+    for a, b in zip(got[0], want[0]):
+        np.testing.assert_array_equal(a, b)
+    assert got[1] == want[1]
+    st = sot.stats(fast)
+    assert st.translations == 1 and st.ops_captured == 4 and st.graph_breaks == []
+
+
+def test_side_effects_replayed_in_order():
+    class Box:
+        pass
+
+    def f(x, log, box, d):
+        log.append("first")
+        box.value = x * 2
+        d["k"] = len(log)
+        log.append("second")
+        return x
+
+    fast = sot.translate(f, full_graph=True)
+    log, box, d = [], Box(), {}
+    fast(np.ones(2), log, box, d)
+    assert log == ["first", "second"] and d == {"k": 1}
+    np.testing.assert_array_equal(box.value, np.full(2, 2.0))
+    assert sot.stats(fast).ops_captured == 1
+
+
+def test_an_exception_shows_the_users_line():
+    def f(x, y):
+        z = x + 1
+        return z @ y  # shapes do not match
+
+    fast = sot.translate(f)
+    with pytest.raises(ValueError) as eager:
+        f(np.ones(2), np.ones(3))
+    with pytest.raises(ValueError) as translated:
+        fast(np.ones(2), np.ones(3))
+    assert str(translated.value) == str(eager.value)
+    lines = [frame.lineno for frame in traceback.extract_tb(translated.tb) if frame.filename == __file__]
+    assert f.__code__.co_firstlineno + 2 in lines
+
+
+def test_translation_composes_with_other_hooks():
+    seen = []
+
+    def observer(frame):
+        seen.append(frame.f_code.co_name)
+
+    def f(x):
+        return x + 1
+
+    with framehook.frame_hook(observer):
+        fast = sot.translate(f)
+        np.testing.assert_array_equal(fast(np.ones(2)), np.full(2, 2.0))
+    assert "f" in seen
+    assert sot.stats(fast).graphs == 1
+
+
+def test_reset_forgets_translations_and_counters():
+    fast = sot.translate(two_ops)
+    fast(np.ones(2), np.ones(2))
+    sot.reset()
+    assert sot.stats(fast).translations == 0
+    fast(np.ones(2), np.ones(2))
+    assert sot.stats(fast).translations == 1 and sot.stats(fast).cache_hits == 0
+
+
+def test_explain_names_graphs_guards_and_breaks():
+    def f(x):
+        y = np.tanh(x)
+        print("hi")
+        return y
+
+    text = sot.explain(f, np.ones(2))
+    assert "tanh" in text and "guards" in text and "graph break: print()" in text
+    assert 'print("hi")' in text
+
+
+def test_logging_reports_breaks(caplog):
+    def f(x):
+        print("x")
+        return x
+
+    with caplog.at_level(logging.DEBUG, logger="framehook.sot"):
+        sot.translate(f)(np.ones(1))
+    assert any("graph break" in r.getMessage() for r in caplog.records if r.name == "framehook.sot")
+
+
+def test_bad_input_gets_clear_errors():
+    with pytest.raises(ValueError, match="unknown SOT backend 'nope'"):
+        sot.translate(two_ops, backend="nope")
+    with pytest.raises(ValueError, match="cache_size"):
+        sot.translate(two_ops, cache_size=0)
+    with pytest.raises(TypeError, match="callable"):
+        sot.translate(42)
+    with pytest.raises(TypeError, match="sot.translate"):
+        sot.stats(two_ops)
+    with pytest.raises(TypeError, match="lacks"):
+        sot.register_backend("half", object())
+
+
+def test_register_backend_plugs_a_backend_in():
+    from framehook.sot._numpy_backend import NumpyBackend
+
+    compiled = []
+
+    class Counting(NumpyBackend):
+        def compile(self, graph):
+            compiled.append(graph)
+            return super().compile(graph)
+
+    sot.register_backend("counting", Counting())
+    fast = sot.translate(two_ops, backend="counting")
+    fast(np.ones(2), np.ones(2))
+    inputs, nodes, outputs = compiled[0]
+    assert inputs == 2 and len(nodes) == 2 and len(outputs) == 1
+
+
+def test_recursion_and_deep_inlining_stay_correct():
+    def fact(n):
+        return 1 if n <= 1 else n * fact(n - 1)
+
+    def f(x):
+        return x * fact(30)
+
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
+    assert sot.stats(fast).translations >= 1
+
+
+@pytest.mark.skipif(not FREE_THREADED, reason="the free-threaded build runs threads in parallel")
+def test_threads_translate_and_call_the_same_function():
+    fast = sot.translate(two_ops)
+    errors = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(200):
+                x, y = rng.random(3), rng.random(3)
+                np.testing.assert_allclose(fast(x, y), two_ops(x, y))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sot.stats(fast).graphs >= 1
