@@ -10,6 +10,9 @@ __all__ = [
     "_bytecode_decode_canonical",
     "_bytecode_reassemble",
     "HookHandle",
+    "SotRef",
+    "SotTranslated",
+    "_sot_reset",
     "add_frame_hook",
     "build_info",
     "clear_frame_hooks",
@@ -99,6 +102,25 @@ def eval_frame_no_skip_codes(codes: tuple[types.CodeType, ...]) -> None: ...
 def sot_setup_codes_with_graph(codes: tuple[types.CodeType, ...]) -> None: ...
 def sot_set_with_graph(code: types.CodeType) -> None: ...
 def sot_pass_exception_tables(enabled: bool) -> bool: ...
+
+# framehook's own SOT translator (main interpreter only); framehook.sot is its API.
+@final
+class SotTranslated:
+    """A function whose calls run translated (what ``framehook.sot.translate`` returns)."""
+
+    def __init__(self, function: Callable[..., Any], backend: object, full_graph: bool, cache_size: int) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, instance: object | None, owner: object | None, /) -> Any: ...
+    def _stats(self) -> dict[str, Any]: ...
+
+@final
+class SotRef:
+    """A symbol in a graph description a backend compiles: inputs first, then one per node."""
+
+    @property
+    def index(self) -> int: ...
+
+def _sot_reset() -> None: ...
 
 # framehook.bytecode's binding (main interpreter only): rows of
 # (name, arg, argval, argrepr, target, positions, handler).

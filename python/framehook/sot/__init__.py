@@ -43,7 +43,6 @@ from .._native import (
     sot_set_with_graph,
     sot_setup_codes_with_graph,
 )
-
 from ._translate import (
     GraphBreak,
     GraphBreakError,

@@ -797,8 +797,7 @@ pub fn resume_code<'py>(
         consts: code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
         names: code.getattr("co_names")?.extract()?,
     };
-    let mut stack_index = 0;
-    for null in &key.nulls {
+    for (stack_index, null) in key.nulls.iter().enumerate() {
         if *null {
             match &substitute {
                 None => out.push(at(Op::PushNull, Arg::None)),
@@ -814,7 +813,6 @@ pub fn resume_code<'py>(
                 .expect("a stack argument");
             out.push(at(Op::LoadFast, Arg::Var(var as u32)));
         }
-        stack_index += 1;
     }
     let base = out.len() + 1;
     out.push(at(Op::Jump, Arg::Target(base + key.pc)));

@@ -457,7 +457,7 @@ impl Translator {
         let arguments: Vec<Option<Bound<'_, PyAny>>> = (0..info.total_arguments())
             .map(|i| context.argument(i).map(|b| b.to_owned().unbind().into_bound(py)))
             .collect();
-        let frees: Vec<(Option<Bound<'_, PyAny>>, Option<Bound<'_, PyAny>>)> = (0..info.vars.freevars.len())
+        let frees: Vec<vm::FreeVariable<'_>> = (0..info.vars.freevars.len())
             .map(|i| {
                 (
                     context.free_cell(i).map(|b| b.to_owned().unbind().into_bound(py)),

@@ -116,6 +116,9 @@ struct Frame<'py> {
     blocks: Vec<Block>,
 }
 
+/// A free variable of the translated frame: its cell and the cell's contents.
+pub type FreeVariable<'py> = (Option<Bound<'py, PyAny>>, Option<Bound<'py, PyAny>>);
+
 /// Where the top frame stopped (a break) and with what state, for the code
 /// generator that resumes there.
 pub struct BreakPoint {
@@ -330,8 +333,8 @@ fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
 fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
     let py = obj.py();
     is_value_type(obj)
-        || obj.is(&py.Ellipsis())
-        || obj.is(&py.NotImplemented())
+        || obj.is(py.Ellipsis())
+        || obj.is(py.NotImplemented())
         || obj.is_instance_of::<PyType>()
         || obj.is_exact_instance_of::<PyFrozenSet>()
         || obj.is_exact_instance_of::<pyo3::types::PySlice>()
@@ -394,7 +397,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// The value of a source, made once.
-    fn from_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
+    fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
         let id = self.sources.intern(source);
         if let Some(vid) = self.by_source.get(&id) {
             return *vid;
@@ -649,7 +652,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                             .map(|i| {
                                 let item = obj.get_item(i)?;
                                 let key = i.into_pyobject(self.py)?.into_any();
-                                Ok(self.from_source(Source::Item(source, StrongRef::new(&key)), item))
+                                Ok(self.value_of_source(Source::Item(source, StrongRef::new(&key)), item))
                             })
                             .collect();
                     }
@@ -1014,7 +1017,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         info: &CodeInfo,
         globals: Bound<'py, PyAny>,
         arguments: Vec<Option<Bound<'py, PyAny>>>,
-        frees: Vec<(Option<Bound<'py, PyAny>>, Option<Bound<'py, PyAny>>)>,
+        frees: Vec<FreeVariable<'py>>,
     ) -> Result<Ending, Stop> {
         self.top_globals = Some(globals.clone());
         let mut frame = self
@@ -1024,14 +1027,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.top_freevars = frees.len();
         for (index, value) in arguments.into_iter().enumerate() {
             if let Some(value) = value {
-                frame.locals[index] = self.from_source(Source::Argument(index), value);
+                frame.locals[index] = self.value_of_source(Source::Argument(index), value);
             }
         }
         let closure: Vec<usize> = frees
             .into_iter()
             .enumerate()
             .map(|(index, (cell, value))| {
-                let content = value.map(|v| self.from_source(Source::Free(index), v));
+                let content = value.map(|v| self.value_of_source(Source::Free(index), v));
                 self.cells.push(content);
                 if let Some(cell) = cell {
                     self.cell_objects
@@ -1311,7 +1314,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let top_globals = self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g));
         if let Some(value) = in_globals {
             if top_globals {
-                return Ok(self.from_source(Source::Global(name_ref(self.py, name)), value));
+                return Ok(self.value_of_source(Source::Global(name_ref(self.py, name)), value));
             }
             return self.foreign_global(frame, name, value);
         }
@@ -1321,7 +1324,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             )))
         })?;
         if top_globals {
-            return Ok(self.from_source(Source::Builtin(name_ref(self.py, name)), value));
+            return Ok(self.value_of_source(Source::Builtin(name_ref(self.py, name)), value));
         }
         // A callee of another module: its globals dict is pinned by identity through the
         // function, and the builtin must stay unshadowed.
@@ -1335,7 +1338,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn foreign_global(&mut self, frame: &Frame<'py>, name: &str, value: Bound<'py, PyAny>) -> Res<Vid> {
         if let Some(globals) = frame.globals_source {
             let key = PyString::new(self.py, name).into_any();
-            return Ok(self.from_source(Source::Item(globals, StrongRef::new(&key)), value));
+            return Ok(self.value_of_source(Source::Item(globals, StrongRef::new(&key)), value));
         }
         if is_immutable(&value) || value.is_callable() {
             Ok(self.constant(value))
@@ -2313,7 +2316,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let attr_source = |vm: &mut Self, value: Bound<'py, PyAny>| match source {
             Some(s) => {
                 let key = PyString::intern(vm.py, name).into_any();
-                vm.from_source(Source::Attr(s, StrongRef::new(&key)), value)
+                vm.value_of_source(Source::Attr(s, StrongRef::new(&key)), value)
             }
             None => vm.constant(value),
         };
@@ -2534,11 +2537,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 for (value, other, constant) in [(left, &b, right), (right, &a, left)] {
                     let singleton = other.is_none()
                         || other.is_exact_instance_of::<PyBool>()
-                        || other.is(&self.py.Ellipsis())
-                        || other.is(&self.py.NotImplemented());
+                        || other.is(self.py.Ellipsis())
+                        || other.is(self.py.NotImplemented());
                     if singleton && sourced(self, value) && !sourced(self, constant) {
                         let value_type = self.type_of(value)?;
-                        if same || value_type.is(&other.get_type()) {
+                        if same || value_type.is(other.get_type()) {
                             self.concrete(value)?;
                         }
                         return Ok(same);
@@ -2697,10 +2700,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                         self.guard_type(container);
                         if !key_obj.is_instance_of::<pyo3::types::PySlice>() {
                             if obj.is_exact_instance_of::<PyDict>() {
-                                return Ok(self.from_source(Source::Item(s, StrongRef::new(&key_obj)), value));
+                                return Ok(
+                                    self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value)
+                                );
                             }
                             self.add_guard(s, Check::Len(obj.len()?));
-                            return Ok(self.from_source(Source::Item(s, StrongRef::new(&key_obj)), value));
+                            return Ok(self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value));
                         }
                         // A slice of a list from the frame: its items, each from its source.
                         let items = self.items_of(container)?;
@@ -3271,7 +3276,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let function = obj.getattr("__func__")?;
             let receiver = obj.getattr("__self__")?;
             let receiver = match source {
-                Some(s) => self.from_source(Source::Attr(s, name_ref(self.py, "__self__")), receiver),
+                Some(s) => self.value_of_source(Source::Attr(s, name_ref(self.py, "__self__")), receiver),
                 None => self.constant(receiver),
             };
             let function = self.constant(function);
@@ -3557,7 +3562,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                             .sources
                             .intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
                         let key = i.into_pyobject(self.py)?.into_any();
-                        self.from_source(Source::Item(defaults_source, StrongRef::new(&key)), d)
+                        self.value_of_source(Source::Item(defaults_source, StrongRef::new(&key)), d)
                     }
                     None => self.wrap_default(d)?,
                 });
@@ -3584,7 +3589,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                             kw_source,
                             Check::Keys(StrongRef::new(PyTuple::new(self.py, dict.keys())?.as_any())),
                         );
-                        self.from_source(Source::Item(kw_source, StrongRef::new(&k)), v)
+                        self.value_of_source(Source::Item(kw_source, StrongRef::new(&k)), v)
                     }
                     None => self.wrap_default(v)?,
                 };
@@ -3612,7 +3617,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                             let cell_source = self
                                 .sources
                                 .intern(Source::Item(closure_source, StrongRef::new(&index_key)));
-                            self.from_source(
+                            self.value_of_source(
                                 Source::Attr(cell_source, name_ref(self.py, "cell_contents")),
                                 content,
                             )
@@ -4261,10 +4266,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     args.to_vec()
                 };
                 let key = kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
-                let default = match kwargs.iter().find(|(k, _)| k == "default") {
-                    Some((_, d)) => Some(*d),
-                    None => None,
-                };
+                let default = kwargs.iter().find(|(k, _)| k == "default").map(|(_, d)| *d);
                 if items.is_empty() {
                     match default {
                         Some(d) => d,
