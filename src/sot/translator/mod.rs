@@ -671,7 +671,15 @@ impl Translator {
         let old = cache.state.load_full();
         let mut entries: Vec<Arc<Entry>> = old
             .as_ref()
-            .map(|s| s.entries.iter().filter(|e| e.epoch == epoch).cloned().collect())
+            .map(|s| {
+                // Entries of earlier epochs and of translated functions that are gone go.
+                let live = live_configs();
+                s.entries
+                    .iter()
+                    .filter(|e| e.epoch == epoch && live.contains(&e.config))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         entries.insert(0, entry);
         cache.state.store(Some(Arc::new(CacheState {
@@ -964,6 +972,16 @@ fn explain(py: Python<'_>, qualname: &str, info: &CodeInfo, vm: &Vm<'_, '_>, gra
         ));
     }
     text
+}
+
+/// The ids of the configurations whose translated function lives.
+fn live_configs() -> Vec<u64> {
+    CONFIGS
+        .lock()
+        .iter()
+        .filter_map(Weak::upgrade)
+        .map(|c| c.id)
+        .collect()
 }
 
 /// Forgets every translation and counter (`sot.reset()`).

@@ -667,7 +667,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                     || obj.is_exact_instance_of::<PyTuple>()
                     || obj.is_exact_instance_of::<PyFrozenSet>()
                     || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
-                    || obj.get_type().is(&self.ops.range_type);
+                    || obj.get_type().is(&self.ops.range_type)
+                    || self.is_template(&obj);
                 if !safe {
                     return unsupported(format!("iteration over {}", obj.get_type().name()?));
                 }
@@ -2982,6 +2983,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         let value = self.concrete(v)?;
         let text = self.ops.builtins.getattr(name)?.call1((value,))?;
         Ok(self.constant(text))
+    }
+
+    /// A t-string's template (3.14), made from known values: immutable, iterated as is.
+    fn is_template(&self, obj: &Bound<'py, PyAny>) -> bool {
+        let ty = obj.get_type();
+        ty.getattr("__module__")
+            .is_ok_and(|m| m.eq("string.templatelib").unwrap_or(false))
+            && ty.name().is_ok_and(|n| n == "Template")
     }
 
     fn interpolation(
