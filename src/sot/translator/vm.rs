@@ -1493,8 +1493,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 let owner = Self::pop(frame)?;
                 let method = self.special_method(owner, name)?;
-                let null = self.push_val(Val::Null);
-                frame.stack.extend([method, null]);
+                // As CPython does for a method: the function, then its self (never a NULL
+                // slot, which the code after `with` pops as a value).
+                let Val::Method { function, receiver } = self.val(method).clone_val() else {
+                    return unsupported("LOAD_SPECIAL of something that is no method");
+                };
+                frame.stack.extend([function, receiver]);
             }
             Op::DeleteAttr => {
                 let name = Self::name_at(frame, arg)?;
