@@ -251,9 +251,18 @@ def test_logging_reports_breaks(caplog):
         print("x")
         return x
 
+    def g(x, k):
+        return x * k
+
     with caplog.at_level(logging.DEBUG, logger="framehook.sot"):
         sot.translate(f)(np.ones(1))
-    assert any("graph break" in r.getMessage() for r in caplog.records if r.name == "framehook.sot")
+        fast = sot.translate(g)
+        fast(np.ones(1), 2)
+        fast(np.ones(1), 3)
+    messages = [r.getMessage() for r in caplog.records if r.name == "framehook.sot"]
+    assert any("graph break" in m and "print" in m for m in messages)
+    assert any(m.startswith("translated ") and m.split(":")[0].endswith("<locals>.g") for m in messages)
+    assert any("guard failure in" in m and "k == 2" in m for m in messages)
 
 
 def test_bad_input_gets_clear_errors():

@@ -242,8 +242,9 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
     }
 
     /// Whether every guard holds for this frame.
-    pub fn check_all(&mut self, guards: &[Guard]) -> bool {
-        guards.iter().all(|guard| self.check(guard))
+    /// The first guard that does not hold for this frame, or None when all hold.
+    pub fn first_failing<'g>(&mut self, guards: &'g [Guard]) -> Option<&'g Guard> {
+        guards.iter().find(|guard| !self.check(guard))
     }
 
     fn check(&mut self, guard: &Guard) -> bool {

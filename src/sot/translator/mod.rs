@@ -347,6 +347,7 @@ impl RustHook for Translator {
         }
         let epoch = EPOCH.load(Ordering::Acquire);
         let mut seen = 0;
+        let mut failed_guard = None;
         if let Some(state) = cache.state.load_full() {
             let mut fetcher = Fetcher::new(context, &state.sources);
             for (index, entry) in state.entries.iter().enumerate() {
@@ -354,7 +355,24 @@ impl RustHook for Translator {
                     continue;
                 }
                 seen += 1;
-                if fetcher.check_all(&entry.guards) {
+                let failing = fetcher.first_failing(&entry.guards);
+                if let (Some(guard), None) = (failing, &failed_guard) {
+                    // The most recent entry's reason, for the log.
+                    let names = |field: &str| -> Vec<String> {
+                        code.getattr(field).and_then(|n| n.extract()).unwrap_or_default()
+                    };
+                    failed_guard = Some(format!(
+                        "{} {}",
+                        state.sources.describe(
+                            context.py(),
+                            guard.source,
+                            &names("co_varnames"),
+                            &names("co_freevars")
+                        ),
+                        guard.check.describe(context.py())
+                    ));
+                }
+                if failing.is_none() {
                     config.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
                     if index > 0 {
                         move_to_front(cache, index);
@@ -368,6 +386,14 @@ impl RustHook for Translator {
         }
         if seen > 0 {
             config.stats.guard_failures.fetch_add(1, Ordering::Relaxed);
+            if let Some(guard) = failed_guard {
+                let name = code.getattr("co_qualname").or_else(|_| code.getattr("co_name"));
+                let name = name.map_or_else(|_| "?".to_owned(), |n| n.to_string());
+                log_event(
+                    context.py(),
+                    &format!("guard failure in {name}: no longer holds: {guard}"),
+                );
+            }
         }
         if seen >= config.cache_size {
             // Past the limit: the original code runs, and its callees are not
@@ -518,6 +544,14 @@ impl Translator {
                                 .ops_captured
                                 .fetch_add(vm.graph.ops() as u64, Ordering::Relaxed);
                         }
+                        log_event(
+                            py,
+                            &format!(
+                                "translated {qualname}: {} ops in a graph, {} guards",
+                                vm.graph.ops(),
+                                vm.guards.len()
+                            ),
+                        );
                         let explanation = explain(
                             py,
                             &qualname,
