@@ -84,9 +84,10 @@ def compile_graph(graph: tuple) -> Callable[..., tuple]:
     source += f"    return ({returned})\n"
     tree = ast.parse(source)
     definition = tree.body[0]
+    assert isinstance(definition, ast.FunctionDef)
     lines = [line for _, line in statements if line > 0] or [1]
     placed = [line if line > 0 else min(lines) for _, line in statements] + [max(lines)]
-    for node, line in zip(definition.body, placed):  # type: ignore[attr-defined]
+    for node, line in zip(definition.body, placed):
         for child in ast.walk(node):
             if hasattr(child, "lineno"):
                 child.lineno = child.end_lineno = line
