@@ -26,6 +26,42 @@ struct Block {
     level: usize,
 }
 
+/// The VM's state before an instruction of the translated frame, to go back to when the
+/// instruction breaks the graph or raises (the generated code then runs it itself).
+struct Snapshot<'py> {
+    values: Vec<Val<'py>>,
+    cells: Vec<Option<Vid>>,
+    graph: Graph<'py>,
+    side_effects: usize,
+    stored_globals: usize,
+    stored_attrs: usize,
+    mutated: HashMap<usize, Vid>,
+}
+
+impl<'py> Snapshot<'py> {
+    fn take(vm: &Vm<'py, '_>) -> Self {
+        Snapshot {
+            values: vm.values.iter().map(Val::clone_val).collect(),
+            cells: vm.cells.clone(),
+            graph: vm.graph.clone(),
+            side_effects: vm.side_effects.len(),
+            stored_globals: vm.stored_globals.len(),
+            stored_attrs: vm.stored_attrs.len(),
+            mutated: vm.mutated.clone(),
+        }
+    }
+
+    fn restore(self, vm: &mut Vm<'py, '_>) {
+        vm.values = self.values;
+        vm.cells = self.cells;
+        vm.graph = self.graph;
+        vm.side_effects.truncate(self.side_effects);
+        vm.stored_globals.truncate(self.stored_globals);
+        vm.stored_attrs.truncate(self.stored_attrs);
+        vm.mutated = self.mutated;
+    }
+}
+
 /// Why a frame's translation stopped before its end.
 pub enum Stop {
     /// Something the graph cannot hold: the graph breaks here.
@@ -1049,47 +1085,37 @@ impl<'py, 'b> Vm<'py, 'b> {
             let pc = frame.pc;
             let stack_before = frame.stack.clone();
             let locals_before = frame.locals.clone();
-            let values_before: Vec<Val<'py>> = self.values.iter().map(Val::clone_val).collect();
-            let cells_before = self.cells.clone();
-            let graph_before = self.graph.clone();
-            let effects_before = self.side_effects.len();
-            let globals_before = self.stored_globals.len();
-            let attrs_before = self.stored_attrs.len();
-            let mutated_before = self.mutated.clone();
-            match self.step_handling(&mut frame) {
+            let snapshot = Snapshot::take(self);
+            let outcome = self.step_handling(&mut frame);
+            // A handler's saved instruction offset on the stack cannot be handed on.
+            let offset_on_stack = stack_before.iter().any(|v| self.lasti_values.contains(v));
+            let point = |vm: &mut Self, frame: &Frame<'py>, in_handler_scope: bool| {
+                // The graph and state as they were before the instruction.
+                snapshot.restore(vm);
+                BreakPoint {
+                    pc,
+                    in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
+                    in_handler_scope,
+                    instr: frame.instrs[pc].clone(),
+                    stack: stack_before,
+                    locals: locals_before,
+                }
+            };
+            match outcome {
                 Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
                 Ok(None) => {}
-                Err(Problem::Python(err))
-                    if self.exc_stack.is_empty()
-                        && frame.blocks.is_empty()
-                        && !stack_before.iter().any(|v| self.lasti_values.contains(v)) =>
+                Err(Problem::Python(_))
+                    if self.exc_stack.is_empty() && frame.blocks.is_empty() && !offset_on_stack =>
                 {
                     // Nothing catches it: the generated code raises it where it arose.
-                    let _ = err;
-                    self.values = values_before;
-                    self.cells = cells_before;
-                    self.graph = graph_before;
-                    self.side_effects.truncate(effects_before);
-                    self.stored_globals.truncate(globals_before);
-                    self.stored_attrs.truncate(attrs_before);
-                    self.mutated = mutated_before;
-                    let instr = frame.instrs[pc].clone();
-                    return Ok(Ending::Raise(BreakPoint {
-                        pc,
-                        in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
-                        in_handler_scope: false,
-                        instr,
-                        stack: stack_before,
-                        locals: locals_before,
-                    }));
+                    return Ok(Ending::Raise(point(self, &frame, false)));
                 }
                 Err(problem) => {
                     let stop = self.located(problem);
                     if let Stop::Fallback { .. } = stop {
                         return Err(stop);
                     }
-                    if stack_before.iter().any(|v| self.lasti_values.contains(v)) {
-                        // A handler's saved instruction offset cannot be handed to a resume function.
+                    if offset_on_stack {
                         return Err(Stop::Fallback {
                             reason: format!(
                                 "{} (inside an exception handler that cannot resume)",
@@ -1099,26 +1125,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                             filename: self.location.1.clone(),
                         });
                     }
-                    // The graph and state as they were before the instruction.
-                    self.values = values_before;
-                    self.cells = cells_before;
-                    self.graph = graph_before;
-                    self.side_effects.truncate(effects_before);
-                    self.stored_globals.truncate(globals_before);
-                    self.stored_attrs.truncate(attrs_before);
-                    self.mutated = mutated_before;
-                    let instr = frame.instrs[pc].clone();
-                    return Ok(Ending::Break(
-                        BreakPoint {
-                            pc,
-                            in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
-                            in_handler_scope: instr.handler.is_some() || !frame.blocks.is_empty(),
-                            instr,
-                            stack: stack_before,
-                            locals: locals_before,
-                        },
-                        stop,
-                    ));
+                    let in_handler_scope = frame.instrs[pc].handler.is_some() || !frame.blocks.is_empty();
+                    return Ok(Ending::Break(point(self, &frame, in_handler_scope), stop));
                 }
             }
         }
@@ -1266,7 +1274,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Pops `n` stack slots of the version's call layout: the callable and the
     /// positional arguments (a non-NULL self slot is the first argument).
-    fn pop_callable(&self, frame: &mut Frame<'py>, slots: Vec<Vid>) -> Res<(Vid, Vec<Vid>)> {
+    fn pop_callable(&self, slots: Vec<Vid>) -> Res<(Vid, Vec<Vid>)> {
         let is_null = |vm: &Self, v: Vid| matches!(vm.val(v), Val::Null);
         match (self.table.call_layout, slots.as_slice()) {
             (_, [callable]) => Ok((*callable, vec![])),
@@ -1285,10 +1293,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Ok((*first, vec![*second]))
                 }
             }
-            _ => {
-                let _ = frame;
-                unsupported("a call layout")
-            }
+            _ => unsupported("a call layout"),
         }
     }
 
@@ -1327,9 +1332,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if top_globals {
             return Ok(self.value_of_source(Source::Builtin(name_ref(self.py, name)), value));
         }
-        // A callee of another module: its globals dict is pinned by identity through the
-        // function, and the builtin must stay unshadowed.
-        let _ = frame;
+        // A builtin read by a callee of another module: a constant of the translation.
         Ok(self.constant(value))
     }
 
@@ -3061,7 +3064,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         let mut args = Self::pop_n(frame, argc)?;
         let slots = Self::pop_n(frame, self.callable_slots(op))?;
-        let (callable, mut positional) = self.pop_callable(frame, slots)?;
+        let (callable, mut positional) = self.pop_callable(slots)?;
         if argc == 0 && positional.is_empty() {
             if let Val::Obj { obj, .. } = self.val(callable) {
                 if obj.is(&self.builtin("super")?) {
@@ -3113,7 +3116,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let mut slots = Self::pop_n(frame, popped)?;
         let kwargs = if kwargs_slot { slots.pop() } else { None };
         let args = slots.pop().map_or_else(|| unsupported("stack underflow"), Ok)?;
-        let (callable, mut positional) = self.pop_callable(frame, slots)?;
+        let (callable, mut positional) = self.pop_callable(slots)?;
         positional.extend(self.items_of(args)?);
         let mut keywords = Vec::new();
         if let Some(kwargs) = kwargs.filter(|k| !matches!(self.val(*k), Val::Null)) {
@@ -3319,7 +3322,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return self.call(function, all, kwargs);
             }
         }
-        let _ = callable;
         graph_break(format!("unsupported call: {}", qualname(&obj)))
     }
 
