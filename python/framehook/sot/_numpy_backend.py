@@ -89,7 +89,7 @@ def compile_graph(graph: tuple) -> Callable[..., tuple]:
     placed = [line if line > 0 else min(lines) for _, line in statements] + [max(lines)]
     for node, line in zip(definition.body, placed):
         for child in ast.walk(node):
-            if hasattr(child, "lineno"):
+            if isinstance(child, (ast.stmt, ast.expr)):
                 child.lineno = child.end_lineno = line
     definition.lineno = min(lines)
     definition.end_lineno = max(lines)
