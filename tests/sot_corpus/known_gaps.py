@@ -45,11 +45,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "exceptions/raise_inside_except": (_EXCEPTION_ESCAPING_A_HANDLER, {(3, 11), (3, 12), (3, 13), (3, 14)}),
     "graph_breaks/opaque_builtin_id": (_CHANGING_RESUME_ARGUMENT, ALL),
     "breaks_in_blocks/opaque_call_in_try": (_CHANGING_RESUME_ARGUMENT, ALL),
-    "graph_breaks/while_on_array_value": (
-        "the first test of a while condition precedes the loop's back edge: the break there is "
-        "taken at the top level and the loop then runs eagerly in the resume function",
-        {(3, 10), (3, 11), (3, 12), (3, 13)},
-    ),
     "call_objects/property_setter": ("property setters on objects the translation made", ALL),
     "call_objects/slotted_object": ("objects of classes with __slots__ are not made symbolically", ALL),
     "call_objects/dataclass_equality": (

@@ -945,13 +945,32 @@ impl<'py, 'b> Vm<'py, 'b> {
 }
 
 /// Per instruction: whether a backward jump makes it part of a loop.
+/// A `while` loop's first test of its condition precedes the back edge's target (CPython
+/// 3.10+ tests it again at the bottom): the test's line, ending in a conditional jump past
+/// the loop, belongs to the loop too.
 fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
     let mut in_loop = vec![false; instrs.len()];
     for (index, instr) in instrs.iter().enumerate() {
-        if let Arg::Target(target) = instr.arg {
-            if target <= index {
-                in_loop[target..=index].iter_mut().for_each(|f| *f = true);
+        let Arg::Target(target) = instr.arg else { continue };
+        if target > index {
+            continue;
+        }
+        in_loop[target..=index].iter_mut().for_each(|f| *f = true);
+        let Some(head) = target.checked_sub(1) else {
+            continue;
+        };
+        let guard = &instrs[head];
+        let exits_past_loop = matches!(guard.arg, Arg::Target(exit) if exit > index);
+        let conditional = matches!(
+            guard.op,
+            Op::PopJumpIfTrue | Op::PopJumpIfFalse | Op::PopJumpIfNone | Op::PopJumpIfNotNone
+        );
+        if conditional && exits_past_loop && guard.location.line > 0 {
+            let mut start = head;
+            while start > 0 && instrs[start - 1].location.line == guard.location.line {
+                start -= 1;
             }
+            in_loop[start..target].iter_mut().for_each(|f| *f = true);
         }
     }
     in_loop
