@@ -330,3 +330,27 @@ def test_threads_translate_and_call_the_same_function():
         t.join()
     assert errors == []
     assert sot.stats(fast).graphs >= 1
+
+
+def test_generators_interleave_with_their_consumer():
+    def produce(log, x):
+        for i in range(3):
+            log.append(("produced", i))
+            yield x * i
+
+    def consume(x, log):
+        total = x * 0
+        for value in produce(log, x):
+            log.append("consumed")
+            total = total + value
+            if len(log) >= 4:  # stops the generator half-way
+                break
+        return total
+
+    eager_log, translated_log = [], []
+    want = consume(np.ones(2), eager_log)
+    fast = sot.translate(consume, full_graph=True)
+    np.testing.assert_array_equal(fast(np.ones(2), translated_log), want)
+    assert translated_log == eager_log == [("produced", 0), "consumed", ("produced", 1), "consumed"]
+    # x * 0 in consume, x * 0 and x * 1 in the generator, two additions: no step beyond the break.
+    assert sot.stats(fast).ops_captured == 5

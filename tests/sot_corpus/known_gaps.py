@@ -35,11 +35,6 @@ _TENSOR_IN_TEMPLATE = (
 # case id -> (reason, the (major, minor) versions it fails on, or ALL)
 KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "generators/yield_from": ("`yield from` (SEND) is not simulated in inlined generators", ALL),
-    "generators/next_on_generator": (
-        "a generator called from translated code runs to its end when first iterated: operations "
-        "after the last next() are captured too",
-        ALL,
-    ),
     "exceptions/reraise_bare": (_EXCEPTION_ESCAPING_A_HANDLER, ALL),
     "with/not_suppressing_exit": (_EXCEPTION_ESCAPING_A_HANDLER, ALL),
     "exceptions/raise_inside_except": (_EXCEPTION_ESCAPING_A_HANDLER, {(3, 11), (3, 12), (3, 13), (3, 14)}),

@@ -50,6 +50,9 @@ pub enum Val<'py> {
         container: Vid,
         name: String,
     },
+    /// A generator the translated code made (a generator function called), run a step at
+    /// a time as it is iterated.
+    Generator(std::rc::Rc<std::cell::RefCell<super::vm::GeneratorState<'py>>>),
     /// An iterator over values known while translating.
     Iter {
         items: Vec<Vid>,
@@ -128,6 +131,7 @@ impl<'py> Val<'py> {
                 next: *next,
             },
             Val::Cell(c) => Val::Cell(*c),
+            Val::Generator(state) => Val::Generator(std::rc::Rc::clone(state)),
             Val::Object { class, attrs } => Val::Object {
                 class: class.clone(),
                 attrs: attrs.clone(),

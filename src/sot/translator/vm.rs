@@ -62,6 +62,12 @@ impl<'py> Snapshot<'py> {
     }
 }
 
+/// A generator the translated code made: its frame, suspended at its last `yield`.
+pub struct GeneratorState<'py> {
+    frame: Frame<'py>,
+    finished: bool,
+}
+
 /// Why a frame's translation stopped before its end.
 pub enum Stop {
     /// Something the graph cannot hold: the graph breaks here.
@@ -130,7 +136,7 @@ const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
 const MAX_INLINE_DEPTH: usize = 24;
 
 /// A frame of the VM: the translated function's, or an inlined callee's.
-struct Frame<'py> {
+pub(super) struct Frame<'py> {
     instrs: std::rc::Rc<Vec<Instruction>>,
     consts: Bound<'py, PyTuple>,
     names: Bound<'py, PyTuple>,
@@ -140,8 +146,8 @@ struct Frame<'py> {
     stack: Vec<Vid>,
     pc: usize,
     filename: String,
-    /// Values yielded so far, for an inlined generator.
-    yielded: Option<Vec<Vid>>,
+    /// For a generator's frame: the value its last `YIELD_VALUE` gave, until taken.
+    yielded: Option<Vid>,
     /// Per instruction: whether it lies inside a loop.
     in_loop: Vec<bool>,
     /// The class of `super()` (the `__class__` cell's contents), if any.
@@ -567,9 +573,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "a {} object the translation made, used as a Python value",
                 qualname(&class)
             )),
-            Val::ContainerMethod { .. } | Val::Iter { .. } | Val::Cell(_) | Val::Super { .. } => {
-                unsupported("an iterator, cell or bound container method used as a value")
-            }
+            Val::ContainerMethod { .. }
+            | Val::Iter { .. }
+            | Val::Generator(_)
+            | Val::Cell(_)
+            | Val::Super { .. } => unsupported("an iterator, cell or bound container method used as a value"),
         }
     }
 
@@ -612,6 +620,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Function(_) => self.ops.function_type.clone(),
             Val::Method { .. } => self.ops.method_type.clone(),
             Val::Object { class, .. } => class.clone(),
+            Val::Generator(_) => self.py.import("types")?.getattr("GeneratorType")?,
             _ => return unsupported("the type of an internal value"),
         })
     }
@@ -625,7 +634,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Function(_)
             | Val::Method { .. }
             | Val::TensorMethod { .. }
-            | Val::ContainerMethod { .. } => Ok(true),
+            | Val::ContainerMethod { .. }
+            | Val::Iter { .. }
+            | Val::Generator(_) => Ok(true),
             Val::Obj { obj, source } => {
                 let (obj, source) = (obj.clone(), *source);
                 if let Some(source) = source {
@@ -656,12 +667,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         match self.val(vid).clone_val() {
             Val::Tuple(items) | Val::List(items) | Val::Set(items) => Ok(items),
             Val::Dict(items) => Ok(items.iter().map(|(k, _)| *k).collect()),
-            Val::Iter { items, next } => {
-                self.values[vid] = Val::Iter {
-                    items: items.clone(),
-                    next: items.len(),
-                };
-                Ok(items[next..].to_vec())
+            Val::Iter { .. } | Val::Generator(_) => {
+                let mut items = Vec::new();
+                while let Some(item) = self.advance(vid)? {
+                    items.push(item);
+                }
+                Ok(items)
             }
             Val::Tensor { example, .. } => {
                 let rows = example
@@ -1833,15 +1844,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                     .stack
                     .last()
                     .map_or_else(|| unsupported("stack underflow"), Ok)?;
-                let Val::Iter { items, next } = self.val(it).clone_val() else {
-                    return unsupported("FOR_ITER over a value that is no iterator");
-                };
-                if next < items.len() {
-                    self.values[it] = Val::Iter {
-                        items: items.clone(),
-                        next: next + 1,
-                    };
-                    frame.stack.push(items[next]);
+                if let Some(item) = self.advance(it)? {
+                    frame.stack.push(item);
                 } else {
                     let info = self
                         .table
@@ -1953,11 +1957,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(Some(v));
             }
             Op::YieldValue => {
+                // The generator is suspended here; resumed, it finds None sent in.
                 let v = Self::pop(frame)?;
-                let Some(yielded) = frame.yielded.as_mut() else {
-                    return unsupported("yield outside an inlined generator");
-                };
-                yielded.push(v);
+                frame.yielded = Some(v);
                 let none = self.none();
                 frame.stack.push(none);
             }
@@ -3011,6 +3013,59 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.constant(text))
     }
 
+    /// The next item of an iterator, or None when it is exhausted. A generator runs up to
+    /// its next `yield`, so that its side effects interleave with its consumer's.
+    fn advance(&mut self, it: Vid) -> Res<Option<Vid>> {
+        match self.val(it).clone_val() {
+            Val::Iter { items, next } => {
+                if next >= items.len() {
+                    return Ok(None);
+                }
+                let item = items[next];
+                self.values[it] = Val::Iter {
+                    items,
+                    next: next + 1,
+                };
+                Ok(Some(item))
+            }
+            Val::Generator(state) => {
+                let mut state = state.try_borrow_mut().map_err(|_| {
+                    Problem::Python(pyo3::exceptions::PyValueError::new_err(
+                        "generator already executing",
+                    ))
+                })?;
+                if state.finished {
+                    return Ok(None);
+                }
+                if self.depth >= MAX_INLINE_DEPTH {
+                    return graph_break("unsupported call: inlining too deep (generators)");
+                }
+                self.depth += 1;
+                let saved_location = self.location.clone();
+                let outcome = loop {
+                    match self.step_handling(&mut state.frame) {
+                        Ok(None) => {
+                            if let Some(item) = state.frame.yielded.take() {
+                                break Ok(Some(item));
+                            }
+                        }
+                        Ok(Some(_returned)) => break Ok(None),
+                        Err(problem) => break Err(problem),
+                    }
+                };
+                self.depth -= 1;
+                if !matches!(outcome, Ok(Some(_))) {
+                    state.finished = true;
+                }
+                if outcome.is_ok() {
+                    self.location = saved_location;
+                }
+                outcome
+            }
+            _ => unsupported("advancing a value that is no iterator"),
+        }
+    }
+
     /// A t-string's template (3.14), made from known values: immutable, iterated as is.
     fn is_template(&self, obj: &Bound<'py, PyAny>) -> bool {
         let ty = obj.get_type();
@@ -3063,7 +3118,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn iterator(&mut self, v: Vid) -> Res<Vid> {
-        if let Val::Iter { .. } = self.val(v) {
+        if let Val::Iter { .. } | Val::Generator(_) = self.val(v) {
             return Ok(v);
         }
         let items = self.items_of(v)?;
@@ -3710,9 +3765,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         self.bind_arguments(&mut frame, &info, function, args, kwargs)?;
         self.setup_cells(&mut frame, &function.closure);
-        let generator = info.flags & CO_GENERATOR != 0;
-        if generator {
-            frame.yielded = Some(Vec::new());
+        if info.flags & CO_GENERATOR != 0 {
+            // Made, not run: it runs a step at a time as it is iterated.
+            let state = GeneratorState {
+                frame,
+                finished: false,
+            };
+            return Ok(self.push_val(Val::Generator(std::rc::Rc::new(std::cell::RefCell::new(state)))));
         }
         self.depth += 1;
         let saved_location = self.location.clone();
@@ -3722,10 +3781,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         // caller's call, which then runs as a call).
         let returned = result?;
         self.location = saved_location;
-        if generator {
-            let items = frame.yielded.take().unwrap_or_default();
-            return Ok(self.push_val(Val::Iter { items, next: 0 }));
-        }
         Ok(returned)
     }
 
@@ -4143,15 +4198,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             ("iter", [x]) => self.iterator(*x)?,
             ("next", [it, rest @ ..]) => {
                 let it = self.realize(*it)?;
-                let Val::Iter { items, next } = self.val(it).clone_val() else {
-                    return unsupported("next() of a value that is no iterator");
-                };
-                if next < items.len() {
-                    self.values[it] = Val::Iter {
-                        items: items.clone(),
-                        next: next + 1,
-                    };
-                    items[next]
+                if let Some(item) = self.advance(it)? {
+                    item
                 } else if let Some(default) = rest.first() {
                     *default
                 } else {
