@@ -427,6 +427,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.push_val(Val::constant(obj))
     }
 
+    fn boolean(&mut self, value: bool) -> Vid {
+        let py = self.py;
+        self.constant(PyBool::new(py, value).to_owned().into_any())
+    }
+
     fn none(&mut self) -> Vid {
         let none = self.ops.none.clone();
         self.constant(none)
@@ -1586,13 +1591,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             Op::UnaryNot => {
                 let v = Self::pop(frame)?;
                 let r = !self.truthy(v)?;
-                let r = self.constant(PyBool::new(self.py, r).to_owned().into_any());
+                let r = self.boolean(r);
                 frame.stack.push(r);
             }
             Op::ToBool => {
                 let v = Self::pop(frame)?;
                 let r = self.truthy(v)?;
-                let r = self.constant(PyBool::new(self.py, r).to_owned().into_any());
+                let r = self.boolean(r);
                 frame.stack.push(r);
             }
             Op::BinaryOp => {
@@ -1613,7 +1618,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let mut r = self.operator_call(COMPARE_NAMES[op as usize], vec![left, right])?;
                 if to_bool && !self.is_tensor_val(r) {
                     let b = self.truthy(r)?;
-                    r = self.constant(PyBool::new(self.py, b).to_owned().into_any());
+                    r = self.boolean(b);
                 }
                 frame.stack.push(r);
             }
@@ -1622,7 +1627,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let right = Self::pop(frame)?;
                 let left = Self::pop(frame)?;
                 let same = self.identical(left, right)?;
-                let r = self.constant(PyBool::new(self.py, same != invert).to_owned().into_any());
+                let r = self.boolean(same != invert);
                 frame.stack.push(r);
             }
             Op::ContainsOp => {
@@ -1630,7 +1635,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let container = Self::pop(frame)?;
                 let item = Self::pop(frame)?;
                 let found = self.contains(container, item)?;
-                let r = self.constant(PyBool::new(self.py, found != invert).to_owned().into_any());
+                let r = self.boolean(found != invert);
                 frame.stack.push(r);
             }
             Op::BinarySlice => {
@@ -1847,14 +1852,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 if let Some(item) = self.advance(it)? {
                     frame.stack.push(item);
                 } else {
-                    let info = self
-                        .table
-                        .op(self
-                            .table
-                            .require("FOR_ITER")
-                            .map_err(|e| Problem::Fallback(e.to_string()))?)
-                        .expect("known");
-                    let effect = info.stack_effect(0, true).unwrap_or(-1);
+                    let effect = self.stack_effect("FOR_ITER", 0, true)?;
                     if effect < 0 {
                         Self::pop_n(frame, (-effect) as usize)?;
                     } else {
@@ -1867,14 +1865,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             Op::EndFor | Op::PopIter => {
-                let info = self
-                    .table
-                    .op(self
-                        .table
-                        .require(instr.op.name())
-                        .map_err(|e| Problem::Fallback(e.to_string()))?)
-                    .expect("known");
-                let effect = info.stack_effect(0, false).unwrap_or(-1);
+                let effect = self.stack_effect(instr.op.name(), 0, false)?;
                 Self::pop_n(frame, (-effect).max(0) as usize)?;
             }
             Op::Jump | Op::JumpNoInterrupt => Self::jump(frame, arg)?,
@@ -1969,7 +1960,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     .last()
                     .map_or_else(|| unsupported("stack underflow"), Ok)?;
                 let matched = self.match_kind(subject, instr.op == Op::MatchMapping)?;
-                let r = self.constant(PyBool::new(self.py, matched).to_owned().into_any());
+                let r = self.boolean(matched);
                 frame.stack.push(r);
             }
             Op::GetLen => {
@@ -2003,7 +1994,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 frame.stack.push(result);
                 if self.pushes_match_flag("MATCH_KEYS", 2)? {
-                    let flag = self.constant(PyBool::new(self.py, matched).to_owned().into_any());
+                    let flag = self.boolean(matched);
                     frame.stack.push(flag);
                 }
             }
@@ -2016,11 +2007,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let with_flag = self.pushes_match_flag("MATCH_CLASS", -1)?;
                 match (attributes, with_flag) {
                     (Some(tuple), true) => {
-                        let flag = self.constant(PyBool::new(self.py, true).to_owned().into_any());
+                        let flag = self.boolean(true);
                         frame.stack.extend([tuple, flag]);
                     }
                     (None, true) => {
-                        let flag = self.constant(PyBool::new(self.py, false).to_owned().into_any());
+                        let flag = self.boolean(false);
                         frame.stack.extend([subject, flag]);
                     }
                     (Some(tuple), false) => frame.stack.push(tuple),
@@ -2122,7 +2113,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // Only the exception's type decides (and is guarded), not its identity.
                 let (kind, kinds) = (self.type_of(exception)?, self.concrete(kinds)?);
                 let matched = self.builtin("issubclass")?.call1((kind, kinds))?.is_truthy()?;
-                let r = self.constant(PyBool::new(self.py, matched).to_owned().into_any());
+                let r = self.boolean(matched);
                 frame.stack.push(r);
             }
             Op::WithExceptStart => {
@@ -2408,22 +2399,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(attr_source(self, value));
             }
         }
+        if let Some(raw) = &class_attr {
+            if let Some(bound) = self.bind_class_function(raw, owner, &ty, None)? {
+                return Ok(bound);
+            }
+        }
         match class_attr {
-            Some(raw) if raw.is_instance(&self.ops.function_type)? => {
-                let function = self.constant(raw);
-                Ok(self.push_val(Val::Method {
-                    function,
-                    receiver: owner,
-                }))
-            }
-            Some(raw) if raw.is_instance(&self.ops.staticmethod_type)? => {
-                Ok(self.constant(raw.getattr("__func__")?))
-            }
-            Some(raw) if raw.is_instance(&self.ops.classmethod_type)? => {
-                let function = self.constant(raw.getattr("__func__")?);
-                let receiver = self.constant(ty);
-                Ok(self.push_val(Val::Method { function, receiver }))
-            }
             Some(raw) if raw.get_type().hasattr("__get__")? => {
                 // Builtin methods of builtin bases, and other non-data descriptors.
                 let value = obj.getattr(name)?;
@@ -2461,6 +2442,34 @@ impl<'py, 'b> Vm<'py, 'b> {
         ))
     }
 
+    /// A function found in a class's namespace, bound as attribute lookup binds it: a
+    /// function to `instance`, a classmethod's to the class (`class_value`, or `class` as a
+    /// constant), a staticmethod's as it is. None for anything else.
+    fn bind_class_function(
+        &mut self,
+        raw: &Bound<'py, PyAny>,
+        instance: Vid,
+        class: &Bound<'py, PyAny>,
+        class_value: Option<Vid>,
+    ) -> Res<Option<Vid>> {
+        if raw.is_instance(&self.ops.function_type)? {
+            let function = self.constant(raw.clone());
+            return Ok(Some(self.push_val(Val::Method {
+                function,
+                receiver: instance,
+            })));
+        }
+        if raw.is_instance(&self.ops.staticmethod_type)? {
+            return Ok(Some(self.constant(raw.getattr("__func__")?)));
+        }
+        if raw.is_instance(&self.ops.classmethod_type)? {
+            let function = self.constant(raw.getattr("__func__")?);
+            let receiver = class_value.unwrap_or_else(|| self.constant(class.clone()));
+            return Ok(Some(self.push_val(Val::Method { function, receiver })));
+        }
+        Ok(None)
+    }
+
     fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid> {
         // super() in a classmethod is bound to the class itself.
         let receiver_is_class =
@@ -2474,21 +2483,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let start = mro.iter().position(|c| c.is(&class)).map_or(mro.len(), |p| p + 1);
         for base in mro.iter().skip(start) {
             if let Ok(raw) = base.getattr("__dict__")?.get_item(name) {
-                if raw.is_instance(&self.ops.function_type)? {
-                    let function = self.constant(raw);
-                    return Ok(self.push_val(Val::Method { function, receiver }));
-                }
-                if raw.is_instance(&self.ops.classmethod_type)? {
-                    let function = self.constant(raw.getattr("__func__")?);
-                    let receiver = if receiver_is_class {
-                        receiver
-                    } else {
-                        self.constant(ty)
-                    };
-                    return Ok(self.push_val(Val::Method { function, receiver }));
-                }
-                if raw.is_instance(&self.ops.staticmethod_type)? {
-                    return Ok(self.constant(raw.getattr("__func__")?));
+                let class_value = receiver_is_class.then_some(receiver);
+                if let Some(bound) = self.bind_class_function(&raw, receiver, &ty, class_value)? {
+                    return Ok(bound);
                 }
                 if raw.is_instance(&self.ops.property_type)? {
                     let function = self.constant(raw.getattr("fget")?);
@@ -3177,16 +3174,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             Arg::Int(n) => n as i64,
             _ => 0,
         };
-        let info = self
-            .table
-            .op(self
-                .table
-                .require("CALL_FUNCTION_EX")
-                .map_err(|e| Problem::Fallback(e.to_string()))?)
-            .expect("known");
-        let effect = |oparg: u32| info.stack_effect(oparg, false).unwrap_or(0);
-        let popped = (1 - effect(flags as u32)) as usize;
-        let kwargs_slot = effect(0) == effect(1) || flags & 1 != 0;
+        let effect = |oparg: u32| self.stack_effect("CALL_FUNCTION_EX", oparg, false);
+        let popped = (1 - effect(flags as u32)?) as usize;
+        let kwargs_slot = effect(0)? == effect(1)? || flags & 1 != 0;
         let mut slots = Self::pop_n(frame, popped)?;
         let kwargs = if kwargs_slot { slots.pop() } else { None };
         let args = slots.pop().map_or_else(|| unsupported("stack underflow"), Ok)?;
@@ -3204,19 +3194,12 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn make_function(&mut self, frame: &mut Frame<'py>, arg: Arg) -> Res<()> {
-        let info = self
-            .table
-            .op(self
-                .table
-                .require("MAKE_FUNCTION")
-                .map_err(|e| Problem::Fallback(e.to_string()))?)
-            .expect("known");
         let flags = match arg {
             Arg::Int(n) => n as usize,
             _ => 0,
         };
         // The code (and before 3.11 the qualified name) on top, then the flagged extras.
-        let base = (1 - info.stack_effect(0, false).unwrap_or(0)) as usize;
+        let base = (1 - self.stack_effect("MAKE_FUNCTION", 0, false)?) as usize;
         let mut top = Self::pop_n(frame, base)?;
         let code_vid = top.remove(0);
         let code = self.concrete(code_vid)?;
@@ -3487,14 +3470,24 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(Some(made))
     }
 
+    /// The running version's stack effect of opcode `name` with `oparg`, when it jumps or not
+    /// (the VM reads the effect of the opcodes whose stack use differs between versions).
+    fn stack_effect(&self, name: &str, oparg: u32, jump: bool) -> Res<i64> {
+        let info = self
+            .table
+            .require(name)
+            .ok()
+            .and_then(|number| self.table.op(number));
+        info.and_then(|info| info.stack_effect(oparg, jump)).map_or_else(
+            || unsupported(format!("{name} has no stack effect in this version's table")),
+            Ok,
+        )
+    }
+
     /// Whether the version's match opcode `name` also pushes a success flag (3.10): its
     /// stack effect is `flagged`.
     fn pushes_match_flag(&self, name: &str, flagged: i64) -> Res<bool> {
-        let number = self
-            .table
-            .require(name)
-            .map_err(|e| Problem::Fallback(e.to_string()))?;
-        Ok(self.table.op(number).and_then(|i| i.stack_effect(0, false)) == Some(flagged))
+        Ok(self.stack_effect(name, 0, false)? == flagged)
     }
 
     /// `MATCH_MAPPING` / `MATCH_SEQUENCE`: the subject's type's flags decide.
@@ -3596,22 +3589,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some((_, v)) = attrs.iter().rev().find(|(n, _)| n == name) {
             return Ok(*v);
         }
+        if let Some(raw) = &class_attr {
+            if let Some(bound) = self.bind_class_function(raw, owner, &class, None)? {
+                return Ok(bound);
+            }
+        }
         match class_attr {
-            Some(raw) if raw.is_instance(&self.ops.function_type)? => {
-                let function = self.constant(raw);
-                Ok(self.push_val(Val::Method {
-                    function,
-                    receiver: owner,
-                }))
-            }
-            Some(raw) if raw.is_instance(&self.ops.staticmethod_type)? => {
-                Ok(self.constant(raw.getattr("__func__")?))
-            }
-            Some(raw) if raw.is_instance(&self.ops.classmethod_type)? => {
-                let function = self.constant(raw.getattr("__func__")?);
-                let receiver = self.constant(class);
-                Ok(self.push_val(Val::Method { function, receiver }))
-            }
             Some(raw) if is_immutable(&raw) || raw.is_callable() => Ok(self.constant(raw)),
             Some(_) => unsupported(format!(
                 "mutable class attribute {name} of an object the translation made"
@@ -4316,12 +4299,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let attribute: String = self.concrete(*attribute)?.extract()?;
                 match self.load_attr(*x, &attribute) {
                     Ok(v) if name == "getattr" => v,
-                    Ok(_) => self.constant(PyBool::new(self.py, true).to_owned().into_any()),
+                    Ok(_) => self.boolean(true),
                     Err(Problem::Python(err))
                         if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) =>
                     {
                         if name == "hasattr" {
-                            self.constant(PyBool::new(self.py, false).to_owned().into_any())
+                            self.boolean(false)
                         } else if let Some(default) = rest.first() {
                             *default
                         } else {
@@ -4372,7 +4355,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         break;
                     }
                 }
-                self.constant(PyBool::new(self.py, result).to_owned().into_any())
+                self.boolean(result)
             }
             ("abs", [x]) if any_tensor => {
                 let abs = self.builtin("abs")?;
@@ -4462,9 +4445,11 @@ impl<'py> Vm<'py, '_> {
             ),
             (Op::CallMethod, Arg::Int(argc)) => (argc as usize + 2, 1),
             (Op::CallFunctionEx, arg) => {
-                let info = self.table.op(self.table.number("CALL_FUNCTION_EX")?)?;
                 let oparg = if let Arg::Int(n) = arg { n } else { 0 };
-                ((1 - info.stack_effect(oparg, false)?) as usize, 1)
+                (
+                    (1 - self.stack_effect("CALL_FUNCTION_EX", oparg, false).ok()?) as usize,
+                    1,
+                )
             }
             (
                 Op::ToBool
