@@ -409,6 +409,59 @@ def instructions_table() -> str:
     return "\n".join(lines)
 
 
+def script_bench_main(argv: Optional[Sequence[str]], *, description: str, script: Path, prefix: str,
+                      markers: tuple[str, str], tables: Callable[[dict[str, dict]], str],
+                      after_report: Optional[Callable[[dict[str, dict]], None]] = None) -> int:
+    """The driver of a benchmark script (benches/<script>.py, run once per interpreter with a
+    release build, writing benches/results/<prefix>-<name>.json): measures the interpreters
+    asked for, then writes ``tables(reports)`` of every interpreter with results between
+    ``markers`` in docs/performance.md and prints it (then ``after_report(reports)``)."""
+    def result_path(name: str) -> Path:
+        return RESULTS / f"{prefix}-{name}.json"
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
+    parser.add_argument("--repeats", type=int, default=41, help="batches of each measurement (default 41)")
+    parser.add_argument("--min-time", type=float, default=0.01, help="seconds per batch, at least (default 0.01)")
+    parser.add_argument("--no-build", action="store_true", help="use the framehook already installed in the venvs")
+    parser.add_argument("--report-only", action="store_true", help="report from benches/results, measure nothing")
+    args = parser.parse_args(argv)
+    names = matrix.INTERPRETERS if not args.only else args.only.split(",")
+    unknown = [n for n in names if n not in matrix.INTERPRETERS]
+    if unknown:
+        parser.error(f"unknown interpreter(s) {unknown}; choose from {matrix.INTERPRETERS}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for name in [] if args.report_only else names:
+        try:
+            target = prepared(name, args)
+            out = result_path(name)
+            out.unlink(missing_ok=True)
+            log(f"{name}: {script.relative_to(matrix.REPO)} (load average {os.getloadavg()[0]:.2f})")
+            done = target.run([target.venv_python, str(script), "--name", name, "--repeats", str(args.repeats),
+                               "--min-time", str(args.min_time), "--json", str(out)],
+                              extra_env={"PYTHONHASHSEED": "0"})
+            if done.returncode != 0 or not out.exists():
+                raise RuntimeError(f"{script.name} failed (exit {done.returncode})")
+        except (provision.ProvisionError, RuntimeError, OSError) as error:
+            failed.append(name)
+            log(f"{name}: ERROR: {error}")
+    reports = {name: json.loads(result_path(name).read_text())
+               for name in matrix.INTERPRETERS if result_path(name).exists()}
+    if reports:
+        text = tables(reports)
+        page = matrix.REPO / "docs" / "performance.md"
+        start, end = markers
+        content = page.read_text()
+        if start in content and end in content:
+            head, rest = content.split(start, 1)
+            page.write_text(head + start + "\n" + text + "\n" + end + rest.split(end, 1)[1])
+        print(text)
+        if after_report:
+            after_report(reports)
+    return 1 if failed else 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")

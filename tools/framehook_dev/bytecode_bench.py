@@ -14,42 +14,16 @@ met or missed), printed and written between their markers in docs/performance.md
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Optional
 
-from . import bench, matrix, provision
+from . import bench, matrix
 
 REPO = matrix.REPO
 SCRIPT = REPO / "benches" / "bytecode.py"
-RESULTS = REPO / "benches" / "results"
-PAGE = REPO / "docs" / "performance.md"
 TABLE_START = "<!-- bytecode-table-start -->"
 TABLE_END = "<!-- bytecode-table-end -->"
-
-
-def log(message: str) -> None:
-    print(f"[bytecode-bench] {message}", file=sys.stderr, flush=True)
-
-
-def result_path(name: str) -> Path:
-    return RESULTS / f"bytecode-{name}.json"
-
-
-def measure(name: str, args: argparse.Namespace) -> None:
-    target = bench.prepared(name, args)
-    out = result_path(name)
-    out.unlink(missing_ok=True)
-    argv = [target.venv_python, str(SCRIPT), "--name", name, "--repeats", str(args.repeats),
-            "--min-time", str(args.min_time), "--json", str(out)]
-    log(f"{name}: {SCRIPT.relative_to(REPO)} (load average {os.getloadavg()[0]:.2f})")
-    done = target.run(argv, extra_env={"PYTHONHASHSEED": "0"})
-    if done.returncode != 0 or not out.exists():
-        raise RuntimeError(f"benches/bytecode.py failed (exit {done.returncode})")
 
 
 def us(value: Optional[float]) -> str:
@@ -103,13 +77,7 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_report(reports: dict[str, dict[str, Any]]) -> None:
-    tables = markdown_tables(reports)
-    text = PAGE.read_text()
-    if TABLE_START in text and TABLE_END in text:
-        head, rest = text.split(TABLE_START, 1)
-        PAGE.write_text(head + TABLE_START + "\n" + tables + "\n" + TABLE_END + rest.split(TABLE_END, 1)[1])
-    print(tables)
+def print_targets(reports: dict[str, dict[str, Any]]) -> None:
     print()
     for report in reports.values():
         for check in report["targets"]:
@@ -118,31 +86,9 @@ def write_report(reports: dict[str, dict[str, Any]]) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
-    parser.add_argument("--repeats", type=int, default=41, help="batches of each measurement (default 41)")
-    parser.add_argument("--min-time", type=float, default=0.01, help="seconds per batch, at least (default 0.01)")
-    parser.add_argument("--no-build", action="store_true", help="use the framehook already installed in the venvs")
-    parser.add_argument("--report-only", action="store_true", help="report from benches/results, measure nothing")
-    args = parser.parse_args(argv)
-    names = matrix.INTERPRETERS if not args.only else args.only.split(",")
-    unknown = [n for n in names if n not in matrix.INTERPRETERS]
-    if unknown:
-        parser.error(f"unknown interpreter(s) {unknown}; choose from {matrix.INTERPRETERS}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    failed = []
-    if not args.report_only:
-        for name in names:
-            try:
-                measure(name, args)
-            except (provision.ProvisionError, RuntimeError, OSError) as error:
-                failed.append(name)
-                log(f"{name}: ERROR: {error}")
-    reports = {name: json.loads(result_path(name).read_text())
-               for name in matrix.INTERPRETERS if result_path(name).exists()}
-    if reports:
-        write_report(reports)
-    return 1 if failed else 0
+    return bench.script_bench_main(argv, description=__doc__.splitlines()[0], script=SCRIPT, prefix="bytecode",
+                                   markers=(TABLE_START, TABLE_END), tables=markdown_tables,
+                                   after_report=print_targets)
 
 
 if __name__ == "__main__":
