@@ -75,6 +75,50 @@ pub struct Plan<'a, 'py> {
     /// The frame's cells: (the VM's cell, the variable holding it).
     pub frame_cells: Vec<(usize, usize)>,
     pub globals: Bound<'py, PyAny>,
+    /// Every value the generated code rebuilds: the side effects', the frame's cells', and
+    /// what the plan was made for (the returned value; the stack and live variables).
+    pub roots: Vec<Vid>,
+    /// The graph symbols the generated code reads, in the order the graph returns them.
+    pub outputs: Vec<Sym>,
+}
+
+impl<'a, 'py> Plan<'a, 'py> {
+    /// A plan rebuilding `rebuilt` (with the side effects and the frame's cells); the
+    /// holder of the compiled graph is set once the graph is compiled for `outputs`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        table: &'static Table,
+        code: &'a Bound<'py, PyAny>,
+        vars: &'a Vars,
+        values: &'a [Val<'py>],
+        cells: &'a [Option<Vid>],
+        sources: &'a SourceTable,
+        graph: &'a Graph<'py>,
+        side_effects: &'a [SideEffect],
+        frame_cells: Vec<(usize, usize)>,
+        globals: Bound<'py, PyAny>,
+        rebuilt: &[Vid],
+    ) -> Self {
+        let mut roots = side_effect_roots(side_effects);
+        roots.extend_from_slice(rebuilt);
+        roots.extend(cell_roots(cells, &frame_cells, vars));
+        let outputs = needed_outputs(values, cells, graph, &roots);
+        Plan {
+            table,
+            code,
+            vars,
+            values,
+            cells,
+            sources,
+            graph,
+            side_effects,
+            holder: None,
+            frame_cells,
+            globals,
+            roots,
+            outputs,
+        }
+    }
 }
 
 struct Emitter<'a, 'py> {
@@ -122,12 +166,7 @@ fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Vec<Vi
 }
 
 /// The graph symbols the generated code needs: those of the values it rebuilds.
-pub fn needed_outputs(
-    values: &[Val<'_>],
-    cells: &[Option<Vid>],
-    graph: &Graph<'_>,
-    roots: &[Vid],
-) -> Vec<Sym> {
+fn needed_outputs(values: &[Val<'_>], cells: &[Option<Vid>], graph: &Graph<'_>, roots: &[Vid]) -> Vec<Sym> {
     let mut syms: Vec<Sym> = reachable(values, cells, roots)
         .into_iter()
         .filter_map(|vid| match &values[vid] {
@@ -159,7 +198,7 @@ fn made_objects(
 }
 
 /// The contents of the frame's own cells, which the generated code stores back.
-pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars) -> Vec<Vid> {
+fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars) -> Vec<Vid> {
     let first_free = vars.all().len() - vars.freevars.len();
     frame_cells
         .iter()
@@ -169,7 +208,7 @@ pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &
 }
 
 /// The roots every generated code rebuilds: side effects' values.
-pub fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
+fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
     side_effects
         .iter()
         .flat_map(|effect| match effect {
@@ -183,6 +222,62 @@ pub fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
 }
 
 impl<'a, 'py> Emitter<'a, 'py> {
+    /// The generated code's start, the same for every plan: the prologue, the graph
+    /// called, the objects the translation made, the side effects, the frame's cells.
+    /// `vars` holds every local the caller needs already (see `OUTPUTS_LOCAL`).
+    fn begin(plan: &'a Plan<'a, 'py>, mut vars: Vars, location: Location) -> PyResult<Self> {
+        let py = plan.code.py();
+        vars.varnames.push(OUTPUTS_LOCAL.to_owned());
+        let outputs_var = (vars.varnames.len() - 1) as u32;
+        vars.varnames.push(CONTENTS_LOCAL.to_owned());
+        let contents_var = (vars.varnames.len() - 1) as u32;
+        let objects = made_objects(plan.values, plan.cells, &plan.roots, &mut vars);
+        let mut outputs = vec![None; plan.graph.symbol_count()];
+        for (index, sym) in plan.outputs.iter().enumerate() {
+            outputs[*sym] = Some(index);
+        }
+        let mut emitter = Emitter {
+            plan,
+            pools: Pools {
+                py,
+                consts: plan
+                    .code
+                    .getattr("co_consts")?
+                    .try_iter()?
+                    .collect::<PyResult<_>>()?,
+                names: plan.code.getattr("co_names")?.extract()?,
+            },
+            out: canonical::prologue(plan.table, &vars, CodeKind::Function),
+            vars,
+            location,
+            outputs,
+            outputs_var,
+            contents_var,
+            objects,
+        };
+        emitter.emit_graph_call()?;
+        emitter.make_objects()?;
+        for effect in plan.side_effects {
+            emitter.side_effect(effect)?;
+        }
+        emitter.store_cells()?;
+        Ok(emitter)
+    }
+
+    /// The code object: the original with these instructions and names.
+    fn finish(self) -> PyResult<Bound<'py, PyAny>> {
+        let first_line: i32 = self.plan.code.getattr("co_firstlineno")?.extract()?;
+        let Emitter {
+            plan,
+            out,
+            mut pools,
+            vars,
+            ..
+        } = self;
+        let changes = encode_changes(plan.table, &vars, &out, &mut pools, first_line)?;
+        plan.code.call_method("replace", (), Some(&changes))
+    }
+
     fn emit(&mut self, op: Op, arg: Arg) {
         self.out.push(Instruction {
             op,
@@ -308,7 +403,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
     }
 
     /// `outputs = holder[0](*inputs)`, when there is a graph.
-    fn emit_graph_call(&mut self, outputs_var: u32) -> PyResult<()> {
+    fn emit_graph_call(&mut self) -> PyResult<()> {
         let Some(holder) = self.plan.holder.clone() else {
             return Ok(());
         };
@@ -327,7 +422,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 Ok(inputs.len())
             },
         )?;
-        self.emit(Op::StoreFast, Arg::Var(outputs_var));
+        self.emit(Op::StoreFast, Arg::Var(self.outputs_var));
         Ok(())
     }
 
@@ -660,56 +755,11 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
 /// A new code object for `plan.code`: the graph called, side effects replayed, `returned` returned.
 pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py, PyAny>> {
-    let py = plan.code.py();
-    let table = plan.table;
-    let mut vars = plan.vars.clone();
-    vars.varnames.push(OUTPUTS_LOCAL.to_owned());
-    let outputs_var = (vars.varnames.len() - 1) as u32;
-    vars.varnames.push(CONTENTS_LOCAL.to_owned());
-    let contents_var = (vars.varnames.len() - 1) as u32;
-    let mut roots = side_effect_roots(plan.side_effects);
-    roots.push(returned);
-    roots.extend(cell_roots(plan.cells, &plan.frame_cells, plan.vars));
-    let objects = made_objects(plan.values, plan.cells, &roots, &mut vars);
-    let needed = needed_outputs(plan.values, plan.cells, plan.graph, &roots);
-    let mut outputs = vec![None; plan.graph.symbol_count()];
-    for (index, sym) in needed.iter().enumerate() {
-        outputs[*sym] = Some(index);
-    }
     let first_line: i32 = plan.code.getattr("co_firstlineno")?.extract()?;
-    let mut emitter = Emitter {
-        plan,
-        pools: Pools {
-            py,
-            consts: plan
-                .code
-                .getattr("co_consts")?
-                .try_iter()?
-                .collect::<PyResult<_>>()?,
-            names: plan.code.getattr("co_names")?.extract()?,
-        },
-        vars: vars.clone(),
-        out: Vec::new(),
-        location: Location::line(first_line),
-        outputs,
-        outputs_var,
-        contents_var,
-        objects,
-    };
-    emitter
-        .out
-        .extend(canonical::prologue(table, &vars, CodeKind::Function));
-    emitter.emit_graph_call(outputs_var)?;
-    emitter.make_objects()?;
-    for effect in plan.side_effects {
-        emitter.side_effect(effect)?;
-    }
-    emitter.store_cells()?;
+    let mut emitter = Emitter::begin(plan, plan.vars.clone(), Location::line(first_line))?;
     emitter.value(returned)?;
     emitter.emit(Op::ReturnValue, Arg::None);
-    let Emitter { out, mut pools, .. } = emitter;
-    let changes = encode_changes(table, &vars, &out, &mut pools, first_line)?;
-    plan.code.call_method("replace", (), Some(&changes))
+    emitter.finish()
 }
 
 /// What stands for a call's NULL slot where the version has no `PUSH_NULL` (3.9, 3.10):
@@ -1057,12 +1107,7 @@ pub fn generate_break<'py>(
     pad: Option<LandingPad<'_, 'py>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = plan.code.py();
-    let table = plan.table;
     let mut vars = plan.vars.clone();
-    vars.varnames.push(OUTPUTS_LOCAL.to_owned());
-    let outputs_var = (vars.varnames.len() - 1) as u32;
-    vars.varnames.push(CONTENTS_LOCAL.to_owned());
-    let contents_var = (vars.varnames.len() - 1) as u32;
     // Every local is named before any instruction is emitted: a new name shifts the
     // cells' and free variables' indices.
     let is_null = |v: Vid| matches!(plan.values[v], Val::Null);
@@ -1076,45 +1121,7 @@ pub fn generate_break<'py>(
         nulls.push(false);
         slot_locals(&mut vars, "__sot_pad", &nulls)
     });
-    let mut roots = side_effect_roots(plan.side_effects);
-    roots.extend(stack.iter().copied());
-    roots.extend(live.iter().map(|(_, v)| *v));
-    roots.extend(cell_roots(plan.cells, &plan.frame_cells, plan.vars));
-    let objects = made_objects(plan.values, plan.cells, &roots, &mut vars);
-    let needed = needed_outputs(plan.values, plan.cells, plan.graph, &roots);
-    let mut outputs = vec![None; plan.graph.symbol_count()];
-    for (index, sym) in needed.iter().enumerate() {
-        outputs[*sym] = Some(index);
-    }
-    let first_line: i32 = plan.code.getattr("co_firstlineno")?.extract()?;
-    let mut emitter = Emitter {
-        plan,
-        pools: Pools {
-            py,
-            consts: plan
-                .code
-                .getattr("co_consts")?
-                .try_iter()?
-                .collect::<PyResult<_>>()?,
-            names: plan.code.getattr("co_names")?.extract()?,
-        },
-        vars: vars.clone(),
-        out: Vec::new(),
-        location: instr.location,
-        outputs,
-        outputs_var,
-        contents_var,
-        objects,
-    };
-    emitter
-        .out
-        .extend(canonical::prologue(table, &vars, CodeKind::Function));
-    emitter.emit_graph_call(outputs_var)?;
-    emitter.make_objects()?;
-    for effect in plan.side_effects {
-        emitter.side_effect(effect)?;
-    }
-    emitter.store_cells()?;
+    let mut emitter = Emitter::begin(plan, vars, instr.location)?;
     // The stack as the break instruction finds it; NULL slots only where the
     // instruction runs here (a resume function pushes its own).
     let run_here = matches!(continuation, Continuation::RunHere { .. });
@@ -1167,7 +1174,5 @@ pub fn generate_break<'py>(
         }
         emitter.return_resumed(&pad_vars, true, live, Some(pad.resume))?;
     }
-    let Emitter { out, mut pools, .. } = emitter;
-    let changes = encode_changes(table, &vars, &out, &mut pools, first_line)?;
-    plan.code.call_method("replace", (), Some(&changes))
+    emitter.finish()
 }

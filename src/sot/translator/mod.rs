@@ -208,6 +208,9 @@ pub struct Translator {
     caches: PerCode<CodeCache>,
     hook: Mutex<Option<Arc<Hook>>>,
     live_functions: Mutex<usize>,
+    /// The registry generation in which the hook was last seen registered: while it is
+    /// current, no hook was added or removed, so a call need not look.
+    registered_in: AtomicU64,
     skip_prefixes: Vec<String>,
 }
 
@@ -243,6 +246,7 @@ impl Translator {
             caches: PerCode::request(py)?,
             hook: Mutex::default(),
             live_functions: Mutex::default(),
+            registered_in: AtomicU64::new(0),
             skip_prefixes,
         });
         *slot = Some(Arc::clone(&translator));
@@ -259,6 +263,9 @@ impl Translator {
     /// (`framehook.clear_frame_hooks()`); costs a snapshot scan when it is there.
     pub fn ensure_registered(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
         let registry = Registry::current(py)?;
+        if self.registered_in.load(Ordering::Acquire) == registry.generation().number() {
+            return Ok(());
+        }
         let mut hook = self.hook.lock();
         let registered = hook
             .as_ref()
@@ -275,6 +282,8 @@ impl Translator {
             registry.add(py, Arc::clone(&new_hook))?;
             *hook = Some(new_hook);
         }
+        self.registered_in
+            .store(registry.generation().number(), Ordering::Release);
         Ok(())
     }
 
@@ -283,6 +292,7 @@ impl Translator {
         *live -= 1;
         if *live == 0 {
             if let (Some(hook), Ok(registry)) = (self.hook.lock().take(), Registry::current(py)) {
+                self.registered_in.store(0, Ordering::Release);
                 registry.remove(py, hook.id);
             }
         }
@@ -508,75 +518,18 @@ impl Translator {
             .extract()?;
         let (action, explanation) = match ending {
             Ok(Ending::Return(returned, locals)) => {
-                let frame_cells = frame_cells_of(&vm, &locals);
-                let mut rebuilt = vec![returned];
-                rebuilt.extend(codegen::cell_roots(&vm_cells(&vm), &frame_cells, &info.vars));
-                let holder = if vm.graph.nodes.is_empty() {
-                    None
-                } else {
-                    Some(compile_graph(py, self, &backend, &vm, &rebuilt)?)
-                };
-                let generated = codegen::generate(
-                    &codegen::Plan {
-                        table,
-                        code: &code,
-                        vars: &info.vars,
-                        values: &vm.values,
-                        cells: &vm_cells(&vm),
-                        sources: &vm.sources,
-                        graph: &vm.graph,
-                        side_effects: &vm.side_effects,
-                        holder: holder.as_ref().map(|(h, _)| h.clone()),
-                        frame_cells,
-                        globals: vm_globals(&vm)?,
-                    },
-                    returned,
+                let built = self.generated_code(
+                    py,
+                    &backend,
+                    table,
+                    &code,
+                    &info,
+                    &vm,
+                    &locals,
+                    &[returned],
+                    |plan| codegen::generate(plan, returned),
                 );
-                match generated {
-                    Ok(generated) => {
-                        stats.translations.fetch_add(1, Ordering::Relaxed);
-                        if recompiling {
-                            stats.recompilations.fetch_add(1, Ordering::Relaxed);
-                        }
-                        if holder.is_some() {
-                            stats.graphs.fetch_add(1, Ordering::Relaxed);
-                            stats
-                                .ops_captured
-                                .fetch_add(vm.graph.ops() as u64, Ordering::Relaxed);
-                        }
-                        log_event(
-                            py,
-                            &format!(
-                                "translated {qualname}: {} ops in a graph, {} guards",
-                                vm.graph.ops(),
-                                vm.guards.len()
-                            ),
-                        );
-                        let explanation = explain(
-                            py,
-                            &qualname,
-                            &info,
-                            &vm,
-                            holder.as_ref().map(|(_, t)| t.as_str()),
-                        );
-                        (
-                            Action::Run {
-                                code: StrongRef::new(&generated),
-                                holder: holder.map(|(h, _)| StrongRef::new(&h)),
-                            },
-                            explanation,
-                        )
-                    }
-                    Err(err) => {
-                        let record = Record {
-                            reason: format!("code generation: {}", err.value(py)),
-                            filename: info.filename.clone(),
-                            line: -1,
-                        };
-                        self.fallback(py, config, record)?;
-                        (Action::Original, String::new())
-                    }
-                }
+                self.counted(py, config, &info, &vm, &qualname, recompiling, built, -1)?
             }
             Ok(Ending::Break(point, stop)) => {
                 let record = record_of(&stop);
@@ -741,8 +694,34 @@ impl Translator {
         recompiling: bool,
         qualname: &str,
     ) -> PyResult<(Action, String)> {
+        let built = self.build_break(py, backend, table, code, info, cache, vm, point, continuation);
+        self.counted(
+            py,
+            config,
+            info,
+            vm,
+            qualname,
+            recompiling,
+            built,
+            point.instr.location.line,
+        )
+    }
+
+    /// The translation's code, counted and explained; a fallback when it cannot be made.
+    #[allow(clippy::too_many_arguments)]
+    fn counted<'py>(
+        &self,
+        py: Python<'py>,
+        config: &Config,
+        info: &CodeInfo,
+        vm: &Vm<'py, '_>,
+        qualname: &str,
+        recompiling: bool,
+        built: PyResult<(Action, Option<String>)>,
+        line: i32,
+    ) -> PyResult<(Action, String)> {
         let stats = &config.stats;
-        match self.build_break(py, backend, table, code, info, cache, vm, point, continuation) {
+        match built {
             Ok((action, graph_text)) => {
                 stats.translations.fetch_add(1, Ordering::Relaxed);
                 if recompiling {
@@ -754,18 +733,71 @@ impl Translator {
                         .ops_captured
                         .fetch_add(vm.graph.ops() as u64, Ordering::Relaxed);
                 }
+                log_event(
+                    py,
+                    &format!(
+                        "translated {qualname}: {} ops in a graph, {} guards",
+                        vm.graph.ops(),
+                        vm.guards.len()
+                    ),
+                );
                 Ok((action, explain(py, qualname, info, vm, graph_text.as_deref())))
             }
             Err(err) => {
                 let record = Record {
-                    reason: format!("code generation at a graph break: {}", err.value(py)),
+                    reason: format!("code generation: {}", err.value(py)),
                     filename: info.filename.clone(),
-                    line: point.instr.location.line,
+                    line,
                 };
                 self.fallback(py, config, record)?;
                 Ok((Action::Original, String::new()))
             }
         }
+    }
+
+    /// The code that runs instead of the frame: a plan rebuilding `rebuilt` with the frame's
+    /// variables `locals`, its graph compiled for what the plan reads, and `generate`'s code.
+    #[allow(clippy::too_many_arguments)]
+    fn generated_code<'py>(
+        &self,
+        py: Python<'py>,
+        backend: &Backend<'py>,
+        table: &'static framehook_bytecode::Table,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        vm: &Vm<'py, '_>,
+        locals: &[usize],
+        rebuilt: &[usize],
+        generate: impl FnOnce(&codegen::Plan<'_, 'py>) -> PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<(Action, Option<String>)> {
+        let cells = vm.cell_contents();
+        let mut plan = codegen::Plan::new(
+            table,
+            code,
+            &info.vars,
+            &vm.values,
+            &cells,
+            &vm.sources,
+            &vm.graph,
+            &vm.side_effects,
+            frame_cells_of(vm, locals),
+            vm_globals(vm)?,
+            rebuilt,
+        );
+        let compiled = if vm.graph.nodes.is_empty() {
+            None
+        } else {
+            Some(compile_graph(py, self, backend, vm, &plan.outputs)?)
+        };
+        plan.holder = compiled.as_ref().map(|(holder, _)| holder.clone());
+        let generated = generate(&plan)?;
+        Ok((
+            Action::Run {
+                code: StrongRef::new(&generated),
+                holder: plan.holder.as_ref().map(StrongRef::new),
+            },
+            compiled.map(|(_, text)| text),
+        ))
     }
 
     /// The code for a frame that breaks at `point`: its graph, the break, and the call
@@ -783,7 +815,6 @@ impl Translator {
         point: &vm::BreakPoint,
         continuation: &codegen::Continuation,
     ) -> PyResult<(Action, Option<String>)> {
-        let cells = vm_cells(vm);
         let variables = info.vars.all().len();
         let first_free = variables - info.vars.freevars.len();
         let live: Vec<(usize, usize)> = point.locals[..first_free]
@@ -823,46 +854,32 @@ impl Translator {
                 ))
             }
         };
-        let frame_cells = frame_cells_of(vm, &point.locals);
         let mut rebuilt: Vec<usize> = point.stack.clone();
         rebuilt.extend(live.iter().map(|(_, v)| *v));
-        rebuilt.extend(codegen::cell_roots(&cells, &frame_cells, &info.vars));
-        let holder = if vm.graph.nodes.is_empty() {
-            None
-        } else {
-            Some(compile_graph(py, self, backend, vm, &rebuilt)?)
-        };
-        let generated = codegen::generate_break(
-            &codegen::Plan {
-                table,
-                code,
-                vars: &info.vars,
-                values: &vm.values,
-                cells: &cells,
-                sources: &vm.sources,
-                graph: &vm.graph,
-                side_effects: &vm.side_effects,
-                holder: holder.as_ref().map(|(h, _)| h.clone()),
-                frame_cells,
-                globals: vm_globals(vm)?,
+        self.generated_code(
+            py,
+            backend,
+            table,
+            code,
+            info,
+            vm,
+            &point.locals,
+            &rebuilt,
+            |plan| {
+                codegen::generate_break(
+                    plan,
+                    &point.instr,
+                    &point.stack,
+                    &live,
+                    continuation,
+                    resume.as_ref(),
+                    pad_resume.as_ref().map(|(depth, resume)| codegen::LandingPad {
+                        depth: *depth,
+                        resume,
+                    }),
+                )
             },
-            &point.instr,
-            &point.stack,
-            &live,
-            continuation,
-            resume.as_ref(),
-            pad_resume.as_ref().map(|(depth, resume)| codegen::LandingPad {
-                depth: *depth,
-                resume,
-            }),
-        )?;
-        Ok((
-            Action::Run {
-                code: StrongRef::new(&generated),
-                holder: holder.as_ref().map(|(h, _)| StrongRef::new(h)),
-            },
-            holder.map(|(_, text)| text),
-        ))
+        )
     }
 
     /// The resume function for `key`, made once per place and stack layout.
@@ -938,10 +955,6 @@ fn vm_globals<'py>(vm: &Vm<'py, '_>) -> PyResult<Bound<'py, PyAny>> {
         .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no globals"))
 }
 
-fn vm_cells(vm: &Vm<'_, '_>) -> Vec<Option<usize>> {
-    vm.cell_contents()
-}
-
 fn record_of(stop: &Stop) -> Record {
     match stop {
         Stop::Break {
@@ -971,22 +984,20 @@ fn log_event(py: Python<'_>, message: &str) {
 }
 
 /// Compiles the graph with the backend: a holder `[compiled]` and the graph's text.
+/// Compiles the graph with the backend for `outputs`: a holder `[compiled]` and the graph's text.
 fn compile_graph<'py>(
     py: Python<'py>,
     translator: &Translator,
     backend: &Backend<'py>,
     vm: &Vm<'py, '_>,
-    rebuilt: &[usize],
+    outputs: &[usize],
 ) -> PyResult<(Bound<'py, PyAny>, String)> {
-    let mut roots = codegen::side_effect_roots(&vm.side_effects);
-    roots.extend_from_slice(rebuilt);
-    let outputs = codegen::needed_outputs(&vm.values, &vm_cells(vm), &vm.graph, &roots);
-    let description = python::graph_description(py, &vm.graph, &outputs)?;
-    let compiled = backend.object.call_method1("compile", (description.clone(),))?;
+    let description = python::graph_description(py, &vm.graph, outputs)?;
+    let compiled = backend.object.call_method1("compile", (description,))?;
     if let Ok(code) = compiled.getattr("__code__") {
         translator.never_translate(&code)?;
     }
-    let text = python::graph_text(py, &vm.graph, &outputs)?;
+    let text = python::graph_text(py, &vm.graph, outputs)?;
     Ok((PyList::new(py, [compiled])?.into_any(), text))
 }
 
