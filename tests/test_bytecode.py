@@ -174,8 +174,11 @@ def unknown_opcode(code):
 
     for number in range(256):
         if opcode.opname[number].startswith("<"):
-            bad = code.replace(co_code=code.co_code + bytes([number, 0]))
-            if bad.co_code[-2] == number:
+            # NOPs after it, as for garbage bytecode (see NOP_PADDING): reading ``co_code``
+            # rewrites the inline caches a specialised number would have, past the end of a
+            # code object that ends with it (a heap overflow that crashed later collections).
+            bad = code.replace(co_code=code.co_code + bytes([number, 0]) + NOP_PADDING)
+            if bad.co_code[-2 - len(NOP_PADDING)] == number:
                 return bad
     pytest.skip("every undefined opcode number is a specialised instruction, which co_code turns into its base")
 
