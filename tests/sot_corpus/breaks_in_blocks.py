@@ -1,5 +1,7 @@
 """Graph breaks inside try, except, finally and with blocks (Paddle never translates these frames)."""
 
+import contextlib
+
 from ._case import arr, case
 
 
@@ -142,3 +144,48 @@ def two_breaks_in_nested_blocks(x, log):
             log.append("finally")
         c = b - 3
     return c
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=3, breaks=["data-dependent"])
+def data_dependent_branch_in_with(x, log):
+    with _Recorder(log):
+        if x.sum() > 0:
+            return x * 2
+        return x / 2
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1, breaks=["print"], raises=TypeError)
+def break_raising_under_with(x, log):
+    with _Recorder(log):
+        y = x + 1
+        print(y, sep=1)  # TypeError, raised by the break itself: __exit__ sees it
+    return y
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["print"])
+def break_raising_under_suppressing_with(x):
+    y = x + 1
+    with _Suppress():
+        print(y, sep=1)  # suppressed by __exit__: the frame goes on after the with
+        y = y * 5
+    return y
+
+
+_NULL_CONTEXT = contextlib.nullcontext()
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["library function", "library function"])
+def library_context_manager(x):
+    with _NULL_CONTEXT:  # its __enter__ and __exit__ are the standard library's: both break
+        y = x + 1
+    return y * 2
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=2, breaks=["print"], raises=KeyError)
+def raise_after_break_under_with(x, log):
+    with _Recorder(log):
+        y = x + 1
+        print("then raise")
+        log.append(y * 2)
+        raise KeyError("k")  # after the break: __exit__ (not suppressing) sees it
+    return y

@@ -60,6 +60,240 @@ impl ConstPool for Pools<'_> {
     }
 }
 
+/// Instructions being written for a code object, with its constants, names and variables.
+struct Writer<'py> {
+    table: &'static Table,
+    pools: Pools<'py>,
+    vars: Vars,
+    out: Vec<Instruction>,
+    location: Location,
+}
+
+/// Writing instructions: what generated code and resume functions share.
+trait Emit<'py>: Sized {
+    fn writer(&mut self) -> &mut Writer<'py>;
+
+    fn emit(&mut self, op: Op, arg: Arg) {
+        let w = self.writer();
+        let location = w.location;
+        w.out.push(Instruction {
+            op,
+            arg,
+            location,
+            handler: None,
+        });
+    }
+
+    fn load_const(&mut self, value: Bound<'py, PyAny>) {
+        let index = self.writer().pools.constant(value);
+        self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
+    }
+
+    /// Emits `callee` (as `load`) called with `argc` arguments pushed by `args`.
+    fn call(
+        &mut self,
+        load: impl FnOnce(&mut Self) -> PyResult<()>,
+        args: impl FnOnce(&mut Self) -> PyResult<usize>,
+    ) -> PyResult<()> {
+        let layout = self.writer().table.call_layout;
+        if layout == CallLayout::NullFirst {
+            self.emit(Op::PushNull, Arg::None);
+        }
+        load(self)?;
+        if layout == CallLayout::CallableFirst {
+            self.emit(Op::PushNull, Arg::None);
+        }
+        let argc = args(self)?;
+        self.emit(
+            Op::Call,
+            Arg::Call {
+                argc: argc as u32,
+                kw_names: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Pushes a call's NULL slot: `PUSH_NULL`, or before 3.11 (no such instruction) a
+    /// callable that calls its first argument with the rest, which `CALL_METHOD` then
+    /// treats as the method of the slot above.
+    fn push_null(&mut self) -> PyResult<()> {
+        let w = self.writer();
+        match null_substitute(w.table, w.pools.py)? {
+            None => self.emit(Op::PushNull, Arg::None),
+            Some(substitute) => self.load_const(substitute),
+        }
+        Ok(())
+    }
+
+    /// Removes a NULL call slot from the top of the stack (no instruction pops one):
+    /// it becomes the NULL of a call of `int()`, whose result is popped.
+    fn discard_null(&mut self) -> PyResult<()> {
+        let layout = self.writer().table.call_layout;
+        if layout == CallLayout::Plain {
+            // The slot holds the NULL substitute (see `push_null`).
+            self.emit(Op::PopTop, Arg::None);
+            return Ok(());
+        }
+        let noop = self.writer().pools.py.import("builtins")?.getattr("int")?;
+        self.load_const(noop);
+        if layout == CallLayout::CallableFirst {
+            self.emit(Op::Swap, Arg::Int(2));
+        }
+        self.emit(
+            Op::Call,
+            Arg::Call {
+                argc: 0,
+                kw_names: false,
+            },
+        );
+        self.emit(Op::PopTop, Arg::None);
+        Ok(())
+    }
+
+    /// Stores the stack's `slots` (NULL slots dropped where `drop_nulls`) and returns
+    /// `resume(*slots, *live)`, `live` pushing the live variables' values.
+    fn return_resumed(
+        &mut self,
+        slots: &[Option<u32>],
+        drop_nulls: bool,
+        live: impl FnOnce(&mut Self) -> PyResult<usize>,
+        resume: Option<&ResumeCall<'py>>,
+    ) -> PyResult<()> {
+        let py = self.writer().pools.py;
+        for slot in slots.iter().rev() {
+            match slot {
+                Some(var) => self.emit(Op::StoreFast, Arg::Var(*var)),
+                None if drop_nulls => self.discard_null()?,
+                None => {}
+            }
+        }
+        let Some(resume) = resume else {
+            // Nothing follows (the instruction always raises): a well-formed end.
+            self.load_const(py.None().into_bound(py));
+            self.emit(Op::ReturnValue, Arg::None);
+            return Ok(());
+        };
+        let temporaries: Vec<u32> = slots.iter().flatten().copied().collect();
+        // The resume function's free variables: the frame's cells, then its own free variables.
+        let w = self.writer();
+        let all = w.vars.all();
+        let closure_vars: Vec<u32> = w
+            .vars
+            .cellvars
+            .iter()
+            .chain(w.vars.freevars.iter())
+            .map(|name| all.iter().position(|n| n == name).expect("cells are variables") as u32)
+            .collect();
+        let closure_op = w.closure_op();
+        let target = resume.target.clone();
+        let has_closure = resume.has_closure;
+        self.call(
+            |e| {
+                if !has_closure {
+                    e.load_const(target);
+                    return Ok(());
+                }
+                // types.FunctionType(code, globals(), name, None, closure)
+                let function_type = py.import("types")?.getattr("FunctionType")?;
+                let globals = py.import("builtins")?.getattr("globals")?;
+                e.call(
+                    |e| {
+                        e.load_const(function_type);
+                        Ok(())
+                    },
+                    |e| {
+                        let name = target.getattr("co_name")?;
+                        e.load_const(target);
+                        e.call(
+                            |e| {
+                                e.load_const(globals);
+                                Ok(())
+                            },
+                            |_| Ok(0),
+                        )?;
+                        e.load_const(name);
+                        e.load_const(py.None().into_bound(py));
+                        for var in &closure_vars {
+                            e.emit(closure_op, Arg::Var(*var));
+                        }
+                        e.emit(Op::BuildTuple, Arg::Int(closure_vars.len() as u32));
+                        Ok(5)
+                    },
+                )
+            },
+            |e| {
+                for var in &temporaries {
+                    e.emit(Op::LoadFast, Arg::Var(*var));
+                }
+                Ok(temporaries.len() + live(e)?)
+            },
+        )?;
+        self.emit(Op::ReturnValue, Arg::None);
+        Ok(())
+    }
+}
+
+impl<'py> Writer<'py> {
+    /// The instruction that loads a cell object itself.
+    fn closure_op(&self) -> Op {
+        if self.table.has("LOAD_CLOSURE") {
+            Op::LoadClosure
+        } else {
+            Op::LoadFast
+        }
+    }
+
+    /// Starts a code object made from `code` (whose constants and names it extends)
+    /// with `vars`: the prologue they need.
+    fn new(
+        table: &'static Table,
+        code: &Bound<'py, PyAny>,
+        vars: Vars,
+        location: Location,
+    ) -> PyResult<Self> {
+        let pools = Pools {
+            py: code.py(),
+            consts: code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
+            names: code.getattr("co_names")?.extract()?,
+        };
+        Ok(Writer {
+            table,
+            pools,
+            out: canonical::prologue(table, &vars, CodeKind::Function),
+            vars,
+            location,
+        })
+    }
+
+    /// `code` with these instructions, names and variables (and `arguments` positional
+    /// arguments, where they change).
+    fn finish(mut self, code: &Bound<'py, PyAny>, arguments: Option<usize>) -> PyResult<Bound<'py, PyAny>> {
+        let first_line: i32 = code.getattr("co_firstlineno")?.extract()?;
+        let changes = encode_changes(self.table, &self.vars, &self.out, &mut self.pools, first_line)?;
+        if let Some(count) = arguments {
+            let flags: u32 = code.getattr("co_flags")?.extract()?;
+            changes.set_item("co_argcount", count)?;
+            changes.set_item("co_posonlyargcount", 0)?;
+            changes.set_item("co_kwonlyargcount", 0)?;
+            changes.set_item("co_flags", flags & !(0x04 | 0x08))?;
+        }
+        code.call_method("replace", (), Some(&changes))
+    }
+}
+
+impl<'py> Emit<'py> for Writer<'py> {
+    fn writer(&mut self) -> &mut Writer<'py> {
+        self
+    }
+}
+
+impl<'py> Emit<'py> for Emitter<'_, 'py> {
+    fn writer(&mut self) -> &mut Writer<'py> {
+        &mut self.w
+    }
+}
+
 /// What the generated code is made of.
 pub struct Plan<'a, 'py> {
     pub table: &'static Table,
@@ -123,10 +357,7 @@ impl<'a, 'py> Plan<'a, 'py> {
 
 struct Emitter<'a, 'py> {
     plan: &'a Plan<'a, 'py>,
-    pools: Pools<'py>,
-    vars: Vars,
-    out: Vec<Instruction>,
-    location: Location,
+    w: Writer<'py>,
     /// Per graph symbol: its index among the graph's outputs.
     outputs: Vec<Option<usize>>,
     outputs_var: u32,
@@ -226,7 +457,6 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// called, the objects the translation made, the side effects, the frame's cells.
     /// `vars` holds every local the caller needs already (see `OUTPUTS_LOCAL`).
     fn begin(plan: &'a Plan<'a, 'py>, mut vars: Vars, location: Location) -> PyResult<Self> {
-        let py = plan.code.py();
         vars.varnames.push(OUTPUTS_LOCAL.to_owned());
         let outputs_var = (vars.varnames.len() - 1) as u32;
         vars.varnames.push(CONTENTS_LOCAL.to_owned());
@@ -238,18 +468,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         }
         let mut emitter = Emitter {
             plan,
-            pools: Pools {
-                py,
-                consts: plan
-                    .code
-                    .getattr("co_consts")?
-                    .try_iter()?
-                    .collect::<PyResult<_>>()?,
-                names: plan.code.getattr("co_names")?.extract()?,
-            },
-            out: canonical::prologue(plan.table, &vars, CodeKind::Function),
-            vars,
-            location,
+            w: Writer::new(plan.table, plan.code, vars, location)?,
             outputs,
             outputs_var,
             contents_var,
@@ -266,30 +485,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
     /// The code object: the original with these instructions and names.
     fn finish(self) -> PyResult<Bound<'py, PyAny>> {
-        let first_line: i32 = self.plan.code.getattr("co_firstlineno")?.extract()?;
-        let Emitter {
-            plan,
-            out,
-            mut pools,
-            vars,
-            ..
-        } = self;
-        let changes = encode_changes(plan.table, &vars, &out, &mut pools, first_line)?;
-        plan.code.call_method("replace", (), Some(&changes))
-    }
-
-    fn emit(&mut self, op: Op, arg: Arg) {
-        self.out.push(Instruction {
-            op,
-            arg,
-            location: self.location,
-            handler: None,
-        });
-    }
-
-    fn load_const(&mut self, value: Bound<'py, PyAny>) {
-        let index = self.pools.constant(value);
-        self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
+        self.w.finish(self.plan.code, None)
     }
 
     fn subscript_const(&mut self, key: Bound<'py, PyAny>) {
@@ -303,49 +499,16 @@ impl<'a, 'py> Emitter<'a, 'py> {
         );
     }
 
-    /// Emits `callee` (as `load`) called with `argc` arguments pushed by `args`.
-    fn call(
-        &mut self,
-        load: impl FnOnce(&mut Self) -> PyResult<()>,
-        args: impl FnOnce(&mut Self) -> PyResult<usize>,
-    ) -> PyResult<()> {
-        let layout = self.plan.table.call_layout;
-        if layout == CallLayout::NullFirst {
-            self.emit(Op::PushNull, Arg::None);
-        }
-        load(self)?;
-        if layout == CallLayout::CallableFirst {
-            self.emit(Op::PushNull, Arg::None);
-        }
-        let argc = args(self)?;
-        self.emit(
-            Op::Call,
-            Arg::Call {
-                argc: argc as u32,
-                kw_names: false,
-            },
-        );
-        Ok(())
-    }
-
     /// The generated code's index of the original code's variable `var` (the generated
     /// code's own locals come before the cells).
     fn var_of(&self, var: usize) -> u32 {
         let name = self.plan.vars.all()[var];
-        self.vars
+        self.w
+            .vars
             .all()
             .iter()
             .position(|n| *n == name)
             .expect("the original's variables are kept") as u32
-    }
-
-    /// The instruction that loads a cell object itself.
-    fn closure_op(&self) -> Op {
-        if self.plan.table.has("LOAD_CLOSURE") {
-            Op::LoadClosure
-        } else {
-            Op::LoadFast
-        }
     }
 
     /// Stores the frame's cells' contents as the translation left them (what a resume
@@ -368,7 +531,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// Makes the objects the translation made: each with `object.__new__(class)`, then
     /// their attributes (which may refer to one another).
     fn make_objects(&mut self) -> PyResult<()> {
-        let py = self.pools.py;
+        let py = self.w.pools.py;
         let new = py.import("builtins")?.getattr("object")?.getattr("__new__")?;
         for (vid, var) in self.objects.clone() {
             let Val::Object { class, .. } = &self.plan.values[vid] else {
@@ -395,7 +558,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             for (name, value) in attrs.clone() {
                 self.value(value)?;
                 self.emit(Op::LoadFast, Arg::Var(var));
-                let index = self.pools.name(&name);
+                let index = self.w.pools.name(&name);
                 self.emit(Op::StoreAttr, Arg::Name(index));
             }
         }
@@ -407,7 +570,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let Some(holder) = self.plan.holder.clone() else {
             return Ok(());
         };
-        let py = self.pools.py;
+        let py = self.w.pools.py;
         let inputs: Vec<SourceId> = self.plan.graph.inputs.clone();
         self.call(
             |e| {
@@ -426,60 +589,14 @@ impl<'a, 'py> Emitter<'a, 'py> {
         Ok(())
     }
 
-    /// Pushes a call's NULL slot: `PUSH_NULL`, or before 3.11 (no such instruction) a
-    /// callable that calls its first argument with the rest, which `CALL_METHOD` then
-    /// treats as the method of the slot above.
-    fn push_null(&mut self) -> PyResult<()> {
-        match null_substitute(self.plan.table, self.pools.py)? {
-            None => self.emit(Op::PushNull, Arg::None),
-            Some(substitute) => self.load_const(substitute),
-        }
-        Ok(())
-    }
-
-    /// Removes a NULL call slot from the top of the stack (no instruction pops one):
-    /// it becomes the NULL of a call of `int()`, whose result is popped.
-    fn discard_null(&mut self) -> PyResult<()> {
-        if self.plan.table.call_layout == CallLayout::Plain {
-            // The slot holds the NULL substitute (see `push_null`).
-            self.emit(Op::PopTop, Arg::None);
-            return Ok(());
-        }
-        let noop = self.pools.py.import("builtins")?.getattr("int")?;
-        self.load_const(noop);
-        let call = match self.plan.table.call_layout {
-            CallLayout::Plain => unreachable!("handled above"),
-            CallLayout::CallableFirst => {
-                self.emit(Op::Swap, Arg::Int(2));
-                (
-                    Op::Call,
-                    Arg::Call {
-                        argc: 0,
-                        kw_names: false,
-                    },
-                )
-            }
-            CallLayout::NullFirst => (
-                Op::Call,
-                Arg::Call {
-                    argc: 0,
-                    kw_names: false,
-                },
-            ),
-        };
-        self.emit(call.0, call.1);
-        self.emit(Op::PopTop, Arg::None);
-        Ok(())
-    }
-
     fn is_cell_var(&self, index: usize) -> bool {
-        let all = self.vars.all();
+        let all = self.w.vars.all();
         let name = all[index];
-        self.vars.cellvars.iter().any(|c| c == name) || index >= all.len() - self.vars.freevars.len()
+        self.w.vars.cellvars.iter().any(|c| c == name) || index >= all.len() - self.w.vars.freevars.len()
     }
 
     fn source(&mut self, id: SourceId) -> PyResult<()> {
-        let py = self.pools.py;
+        let py = self.w.pools.py;
         match &self.plan.sources.sources[id] {
             Source::Argument(i) => {
                 let op = if self.is_cell_var(*i) {
@@ -490,17 +607,17 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.emit(op, Arg::Var(*i as u32));
             }
             Source::Free(i) => {
-                let index = self.vars.all().len() - self.vars.freevars.len() + i;
+                let index = self.w.vars.all().len() - self.w.vars.freevars.len() + i;
                 self.emit(Op::LoadDeref, Arg::Var(index as u32));
             }
             Source::Global(name) | Source::Builtin(name) => {
-                let index = self.pools.name(&name.bind(py).extract::<String>()?);
+                let index = self.w.pools.name(&name.bind(py).extract::<String>()?);
                 self.emit(Op::LoadGlobal, Arg::Name(index));
             }
             Source::Attr(parent, name) => {
                 let (parent, name) = (*parent, name.bind(py).extract::<String>()?);
                 self.source(parent)?;
-                let index = self.pools.name(&name);
+                let index = self.w.pools.name(&name);
                 self.emit(Op::LoadAttr, Arg::Name(index));
             }
             Source::Item(parent, key) => {
@@ -514,7 +631,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
     /// Emits code that pushes the value `vid` stands for.
     fn value(&mut self, vid: Vid) -> PyResult<()> {
-        let py = self.pools.py;
+        let py = self.w.pools.py;
         match &self.plan.values[vid] {
             Val::Obj { obj, source } => match source {
                 Some(s) => self.source(*s)?,
@@ -612,7 +729,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             Val::TensorMethod { tensor, name } => {
                 let (tensor, name) = (*tensor, name.clone());
                 self.value(tensor)?;
-                let index = self.pools.name(&name);
+                let index = self.w.pools.name(&name);
                 self.emit(Op::LoadAttr, Arg::Name(index));
             }
             Val::Function(function) => {
@@ -639,7 +756,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let (code, name, defaults) = (function.code.clone(), function.name.clone(), function.defaults.clone());
                 let own_globals = function.globals.is(&self.plan.globals);
                 let globals = function.globals.clone();
-                let closure_op = self.closure_op();
+                let closure_op = self.w.closure_op();
                 self.call(
                     |e| {
                         e.load_const(function_type);
@@ -694,26 +811,26 @@ impl<'a, 'py> Emitter<'a, 'py> {
     }
 
     fn side_effect(&mut self, effect: &SideEffect) -> PyResult<()> {
-        let py = self.pools.py;
+        let py = self.w.pools.py;
         match effect {
             SideEffect::StoreAttr { target, name, value } => {
                 self.value(*value)?;
                 self.value(*target)?;
-                let index = self.pools.name(name);
+                let index = self.w.pools.name(name);
                 self.emit(Op::StoreAttr, Arg::Name(index));
             }
             SideEffect::StoreGlobal { name, value } => {
                 self.value(*value)?;
-                let index = self.pools.name(name);
+                let index = self.w.pools.name(name);
                 self.emit(Op::StoreGlobal, Arg::Name(index));
             }
             SideEffect::DeleteGlobal { name } => {
-                let index = self.pools.name(name);
+                let index = self.w.pools.name(name);
                 self.emit(Op::DeleteGlobal, Arg::Name(index));
             }
             SideEffect::StoreFree { index, value } => {
                 self.value(*value)?;
-                let var = self.vars.all().len() - self.vars.freevars.len() + index;
+                let var = self.w.vars.all().len() - self.w.vars.freevars.len() + index;
                 self.emit(Op::StoreDeref, Arg::Var(var as u32));
             }
             SideEffect::Replace { target, contents } => {
@@ -781,6 +898,20 @@ pub struct ResumeKey {
     pub nulls: Vec<bool>,
     /// The variables (canonical indices of the original) it receives.
     pub live: Vec<usize>,
+    /// 3.9/3.10: the blocks it sets up again, (handler, stack level) outermost first.
+    pub blocks: Vec<(usize, usize)>,
+    /// A bridge: it runs the break's step under the original's handlers, then calls the
+    /// resume function after it (see `Continuation::bridged`).
+    pub bridge: bool,
+}
+
+/// What a bridge runs: the break's step, then `next` (the resume function after it,
+/// receiving `next_nulls`'s slots) with `blocks_after` blocks popped first.
+pub struct Bridge<'a, 'py> {
+    pub step: &'a Step,
+    pub next: Option<&'a ResumeCall<'py>>,
+    pub next_nulls: &'a [bool],
+    pub blocks_after: usize,
 }
 
 fn stack_name(index: usize) -> String {
@@ -788,16 +919,18 @@ fn stack_name(index: usize) -> String {
 }
 
 /// A resume function's code: the original code, with a prologue that takes the
-/// stack slots and the live variables as arguments, pushes the slots and jumps to
-/// `key.pc`. Exception table, cells, names and line numbers are the original's.
+/// stack slots and the live variables as arguments, sets the blocks up again, pushes
+/// the slots and jumps to `key.pc` (a bridge runs its step there and calls the next
+/// resume function instead). Exception table, cells, names and line numbers are the
+/// original's.
 pub fn resume_code<'py>(
     table: &'static Table,
     code: &Bound<'py, PyAny>,
     vars: &Vars,
     instrs: &[Instruction],
     key: &ResumeKey,
-) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    let py = code.py();
+    bridge: Option<Bridge<'_, 'py>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let old_all: Vec<String> = vars.all().iter().map(|s| s.to_string()).collect();
     let mut varnames: Vec<String> = (0..key.nulls.len())
         .filter(|i| !key.nulls[*i])
@@ -812,7 +945,7 @@ pub fn resume_code<'py>(
     }
     // The frame's cells come in as free variables: shared with the closures made before
     // the break, not copies.
-    let new_vars = Vars {
+    let mut new_vars = Vars {
         varnames,
         cellvars: Vec::new(),
         freevars: vars
@@ -822,6 +955,17 @@ pub fn resume_code<'py>(
             .cloned()
             .collect(),
     };
+    // A bridge's own locals, named before any instruction is emitted.
+    let handed_on = bridge
+        .as_ref()
+        .map(|b| slot_locals(&mut new_vars, "__sot_tmp", b.next_nulls));
+    let condition_var = bridge
+        .as_ref()
+        .filter(|b| matches!(b.step, Step::BranchOnTruth))
+        .map(|_| {
+            new_vars.varnames.push("__sot_condition".to_owned());
+            (new_vars.varnames.len() - 1) as u32
+        });
     let new_all: Vec<String> = new_vars.all().iter().map(|s| s.to_string()).collect();
     let remap = |var: u32| -> u32 {
         let name = &old_all[var as usize];
@@ -831,41 +975,98 @@ pub fn resume_code<'py>(
             .expect("every variable survives") as u32
     };
     let location = instrs.get(key.pc).map_or(Location::NONE, |i| i.location);
-    let at = |op: Op, arg: Arg| Instruction {
-        op,
-        arg,
-        location,
-        handler: None,
-    };
-    let mut out = canonical::prologue(table, &new_vars, CodeKind::Function);
-    for instruction in &mut out {
+    let mut w = Writer::new(table, code, new_vars, location)?;
+    for instruction in &mut w.out {
         instruction.location = location;
     }
-    let substitute = null_substitute(table, py)?;
-    let mut pools = Pools {
-        py,
-        consts: code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
-        names: code.getattr("co_names")?.extract()?,
+    // Instructions whose targets are the original's: moved past what comes before the
+    // copy of the original once its start is known.
+    let mut into_copy: Vec<usize> = Vec::new();
+    let set_up_blocks = |w: &mut Writer<'py>, into_copy: &mut Vec<usize>, level: usize| {
+        for (handler, _) in key.blocks.iter().filter(|(_, l)| *l == level) {
+            into_copy.push(w.out.len());
+            w.emit(Op::SetupFinally, Arg::Target(*handler));
+        }
+    };
+    // A bridged call with keyword names loads them as the original does, just before it.
+    let names_constant = match (&bridge, instrs.get(key.pc)) {
+        (Some(_), Some(call)) if matches!(call.arg, Arg::Call { kw_names: true, .. }) => {
+            key.pc.checked_sub(1).map(|before| instrs[before].clone())
+        }
+        _ => None,
     };
     for (stack_index, null) in key.nulls.iter().enumerate() {
-        if *null {
-            match &substitute {
-                None => out.push(at(Op::PushNull, Arg::None)),
-                Some(s) => {
-                    let index = pools.constant(s.clone());
-                    out.push(at(Op::LoadConst, Arg::Const(Const::Index(index))));
-                }
-            }
+        set_up_blocks(&mut w, &mut into_copy, stack_index);
+        if stack_index + 1 == key.nulls.len() && names_constant.is_some() {
+            // Loaded with the step, under its handler.
+        } else if *null {
+            w.push_null()?;
         } else {
             let var = new_all
                 .iter()
                 .position(|n| *n == stack_name(stack_index))
                 .expect("a stack argument");
-            out.push(at(Op::LoadFast, Arg::Var(var as u32)));
+            w.emit(Op::LoadFast, Arg::Var(var as u32));
         }
     }
-    let base = out.len() + 1;
-    out.push(at(Op::Jump, Arg::Target(base + key.pc)));
+    set_up_blocks(&mut w, &mut into_copy, key.nulls.len());
+    match (bridge, handed_on) {
+        (Some(bridge), Some(handed_on)) => {
+            let instr = &instrs[key.pc];
+            if let Some(var) = condition_var {
+                w.emit(Op::StoreFast, Arg::Var(var));
+            }
+            let covered_from = w.out.len();
+            w.out.extend(names_constant);
+            let step_instr = Instruction {
+                arg: match instr.arg {
+                    Arg::Var(v) => Arg::Var(remap(v)),
+                    other => other,
+                },
+                ..instr.clone()
+            };
+            emit_step(&mut w, &step_instr, bridge.step, |w| {
+                w.emit(
+                    Op::LoadFast,
+                    Arg::Var(condition_var.expect("a branch's condition")),
+                );
+                Ok(())
+            })?;
+            for index in covered_from..w.out.len() {
+                w.out[index].handler = instr.handler;
+                into_copy.push(index);
+            }
+            for _ in 0..bridge.blocks_after {
+                w.emit(Op::PopBlock, Arg::None);
+            }
+            let live = &key.live;
+            w.return_resumed(
+                &handed_on,
+                true,
+                |w| {
+                    for var in live {
+                        w.emit(Op::LoadFast, Arg::Var(remap(*var as u32)));
+                    }
+                    Ok(live.len())
+                },
+                bridge.next,
+            )?;
+        }
+        _ => {
+            into_copy.push(w.out.len());
+            w.emit(Op::Jump, Arg::Target(key.pc));
+        }
+    }
+    let base = w.out.len();
+    for index in into_copy {
+        let instruction = &mut w.out[index];
+        if let Arg::Target(t) = &mut instruction.arg {
+            *t += base;
+        }
+        if let Some(handler) = &mut instruction.handler {
+            handler.target += base;
+        }
+    }
     let mut in_prologue = true;
     for instruction in instrs {
         let mut copy = instruction.clone();
@@ -887,16 +1088,41 @@ pub fn resume_code<'py>(
         if let Some(handler) = &mut copy.handler {
             handler.target += base;
         }
-        out.push(copy);
+        w.out.push(copy);
     }
-    let first_line: i32 = code.getattr("co_firstlineno")?.extract()?;
-    let flags: u32 = code.getattr("co_flags")?.extract()?;
-    let changes = encode_changes(table, &new_vars, &out, &mut pools, first_line)?;
-    changes.set_item("co_argcount", argcount)?;
-    changes.set_item("co_posonlyargcount", 0)?;
-    changes.set_item("co_kwonlyargcount", 0)?;
-    changes.set_item("co_flags", flags & !(0x04 | 0x08))?;
-    Ok((code.call_method("replace", (), Some(&changes))?, base + key.pc))
+    w.finish(code, Some(argcount))
+}
+
+/// Runs a break's `step` on the stack as its instruction finds it (`condition` pushes
+/// a branch's condition).
+fn emit_step<'py, E: Emit<'py>>(
+    e: &mut E,
+    instr: &Instruction,
+    step: &Step,
+    condition: impl FnOnce(&mut E) -> PyResult<()>,
+) -> PyResult<()> {
+    match step {
+        Step::BranchOnTruth => {
+            let truth = e.writer().pools.py.import("builtins")?.getattr("bool")?;
+            e.call(
+                |e| {
+                    e.load_const(truth);
+                    Ok(())
+                },
+                |e| {
+                    condition(e)?;
+                    Ok(1)
+                },
+            )
+        }
+        Step::RunHere { .. } => {
+            e.writer().out.push(Instruction {
+                handler: None,
+                ..instr.clone()
+            });
+            Ok(())
+        }
+    }
 }
 
 /// Lowers and encodes `out`, as the changes `code.replace` takes.
@@ -941,38 +1167,62 @@ fn encode_changes<'py>(
     Ok(changes)
 }
 
-/// How a break continues in the resume function.
-pub enum Continuation {
-    /// Run the instruction here, then resume after it; it takes `consumed` slots and
+/// What a break runs before the resume function takes over.
+pub enum Step {
+    /// The instruction itself, then resume after it; it takes `consumed` slots and
     /// leaves `produced`.
     RunHere { consumed: usize, produced: usize },
-    /// Resume at the instruction itself, the top of the stack made a Python bool first
-    /// (a branch on a tensor's value).
+    /// `bool()` of the top of the stack (a branch on a tensor's value), then resume at
+    /// the branch with that bool.
     BranchOnTruth,
-    /// Resume at the instruction itself (it must run under its exception handler).
-    ResumeAt,
 }
 
-impl Continuation {
+impl Step {
     /// The stack slots below the break instruction it keeps.
     fn kept(&self, depth: usize) -> usize {
         match self {
-            Continuation::RunHere { consumed, .. } => depth - consumed,
-            Continuation::BranchOnTruth => depth - 1,
-            Continuation::ResumeAt => depth,
+            Step::RunHere { consumed, .. } => depth - consumed,
+            Step::BranchOnTruth => depth - 1,
         }
     }
 
-    /// Per stack slot the resume function receives: whether it is NULL.
+    /// Per stack slot the resume function after the step receives: whether it is NULL.
     pub fn slots_after(&self, values: &[Val<'_>], stack: &[Vid]) -> Vec<bool> {
         let after = match self {
-            Continuation::RunHere { consumed, produced } => stack.len() - consumed + produced,
-            _ => stack.len(),
+            Step::RunHere { consumed, produced } => stack.len() - consumed + produced,
+            Step::BranchOnTruth => stack.len(),
         };
         let kept = self.kept(stack.len());
         (0..after)
             .map(|i| i < kept && matches!(values[stack[i]], Val::Null))
             .collect()
+    }
+
+    /// Where the resume function after the step starts, for a break at `pc`.
+    pub fn resume_pc(&self, pc: usize) -> usize {
+        match self {
+            Step::RunHere { .. } => pc + 1,
+            Step::BranchOnTruth => pc,
+        }
+    }
+}
+
+/// How a break continues past its instruction.
+pub struct Continuation {
+    pub step: Step,
+    /// The step must run under handlers the generated code cannot give it (a `with`'s
+    /// or `finally`'s, which save the instruction offset; 3.9/3.10's blocks): a bridge
+    /// made from the original code runs it there, then calls the resume function.
+    pub bridged: bool,
+}
+
+impl Continuation {
+    /// Per stack slot the function the generated code calls receives: whether it is NULL.
+    pub fn slots_after(&self, values: &[Val<'_>], stack: &[Vid]) -> Vec<bool> {
+        if self.bridged {
+            return stack.iter().map(|v| matches!(values[*v], Val::Null)).collect();
+        }
+        self.step.slots_after(values, stack)
     }
 }
 
@@ -1005,97 +1255,10 @@ fn slot_locals(vars: &mut Vars, prefix: &str, nulls: &[bool]) -> Vec<Option<u32>
         .collect()
 }
 
-impl<'py> Emitter<'_, 'py> {
-    /// Stores the stack (NULL slots dropped where `drop_nulls`) and returns
-    /// `resume(*slots, *live)`.
-    fn return_resumed(
-        &mut self,
-        slots: &[Option<u32>],
-        drop_nulls: bool,
-        live: &[(usize, Vid)],
-        resume: Option<&ResumeCall<'py>>,
-    ) -> PyResult<()> {
-        let py = self.pools.py;
-        for slot in slots.iter().rev() {
-            match slot {
-                Some(var) => self.emit(Op::StoreFast, Arg::Var(*var)),
-                None if drop_nulls => self.discard_null()?,
-                None => {}
-            }
-        }
-        let Some(resume) = resume else {
-            // Nothing follows (the instruction always raises): a well-formed end.
-            self.load_const(py.None().into_bound(py));
-            self.emit(Op::ReturnValue, Arg::None);
-            return Ok(());
-        };
-        let temporaries: Vec<u32> = slots.iter().flatten().copied().collect();
-        let argc = temporaries.len() + live.len();
-        // The resume function's free variables: the frame's cells, then its own free variables.
-        let all: Vec<String> = self.vars.all().iter().map(|s| s.to_string()).collect();
-        let closure_vars: Vec<u32> = self
-            .vars
-            .cellvars
-            .iter()
-            .chain(self.vars.freevars.iter())
-            .map(|name| all.iter().position(|n| n == name).expect("cells are variables") as u32)
-            .collect();
-        let closure_op = self.closure_op();
-        let target = resume.target.clone();
-        let has_closure = resume.has_closure;
-        self.call(
-            |e| {
-                if !has_closure {
-                    e.load_const(target);
-                    return Ok(());
-                }
-                // types.FunctionType(code, globals(), name, None, closure)
-                let function_type = py.import("types")?.getattr("FunctionType")?;
-                let globals = py.import("builtins")?.getattr("globals")?;
-                e.call(
-                    |e| {
-                        e.load_const(function_type);
-                        Ok(())
-                    },
-                    |e| {
-                        let name = target.getattr("co_name")?;
-                        e.load_const(target);
-                        e.call(
-                            |e| {
-                                e.load_const(globals);
-                                Ok(())
-                            },
-                            |_| Ok(0),
-                        )?;
-                        e.load_const(name);
-                        e.load_const(py.None().into_bound(py));
-                        for var in &closure_vars {
-                            e.emit(closure_op, Arg::Var(*var));
-                        }
-                        e.emit(Op::BuildTuple, Arg::Int(closure_vars.len() as u32));
-                        Ok(5)
-                    },
-                )
-            },
-            |e| {
-                for var in &temporaries {
-                    e.emit(Op::LoadFast, Arg::Var(*var));
-                }
-                for (_, value) in live {
-                    e.value(*value)?;
-                }
-                Ok(argc)
-            },
-        )?;
-        self.emit(Op::ReturnValue, Arg::None);
-        Ok(())
-    }
-}
-
 /// The code for a frame that breaks at `instr`: the graph so far, the side effects,
-/// then the break and a call of `resume` with the stack and the live variables. Under
-/// a handler (`pad`), what the break runs here is covered by an exception-table entry
-/// whose landing pad resumes at the handler.
+/// then the break's step and a call of `resume` with the stack and the live variables
+/// (a bridged step: `resume` is the bridge, which runs it). Under a handler (`pad`), the
+/// step is covered by an exception-table entry whose landing pad resumes at the handler.
 #[allow(clippy::too_many_arguments)]
 pub fn generate_break<'py>(
     plan: &Plan<'_, 'py>,
@@ -1106,7 +1269,6 @@ pub fn generate_break<'py>(
     resume: Option<&ResumeCall<'py>>,
     pad: Option<LandingPad<'_, 'py>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let py = plan.code.py();
     let mut vars = plan.vars.clone();
     // Every local is named before any instruction is emitted: a new name shifts the
     // cells' and free variables' indices.
@@ -1124,9 +1286,9 @@ pub fn generate_break<'py>(
     let mut emitter = Emitter::begin(plan, vars, instr.location)?;
     // The stack as the break instruction finds it; NULL slots only where the
     // instruction runs here (a resume function pushes its own).
-    let run_here = matches!(continuation, Continuation::RunHere { .. });
-    let pushed = match continuation {
-        Continuation::BranchOnTruth => &stack[..stack.len() - 1],
+    let run_here = !continuation.bridged && matches!(continuation.step, Step::RunHere { .. });
+    let pushed = match continuation.step {
+        Step::BranchOnTruth if !continuation.bridged => &stack[..stack.len() - 1],
         _ => stack,
     };
     for v in pushed {
@@ -1138,41 +1300,31 @@ pub fn generate_break<'py>(
             emitter.value(*v)?;
         }
     }
-    let covered_from = emitter.out.len();
-    match continuation {
-        Continuation::BranchOnTruth => {
-            let condition = *stack.last().expect("a branch has its condition");
-            let truth = py.import("builtins")?.getattr("bool")?;
-            emitter.call(
-                |e| {
-                    e.load_const(truth);
-                    Ok(())
-                },
-                |e| {
-                    e.value(condition)?;
-                    Ok(1)
-                },
-            )?;
-        }
-        Continuation::RunHere { .. } => emitter.out.push(Instruction {
-            handler: None,
-            ..instr.clone()
-        }),
-        Continuation::ResumeAt => {}
+    let covered_from = emitter.w.out.len();
+    if !continuation.bridged {
+        emit_step(&mut emitter, instr, &continuation.step, |e| {
+            e.value(*stack.last().expect("a branch has its condition"))
+        })?;
     }
-    let covered_to = emitter.out.len();
-    emitter.return_resumed(&slot_vars, run_here, live, resume)?;
+    let covered_to = emitter.w.out.len();
+    let push_live = |e: &mut Emitter<'_, 'py>| {
+        for (_, value) in live {
+            e.value(*value)?;
+        }
+        Ok(live.len())
+    };
+    emitter.return_resumed(&slot_vars, run_here, push_live, resume)?;
     if let (Some(pad), Some(pad_vars)) = (pad, pad_vars) {
-        let target = emitter.out.len();
+        let target = emitter.w.out.len();
         let handler = Handler {
             target,
             depth: pad.depth as u32,
             lasti: false,
         };
-        for instruction in &mut emitter.out[covered_from..covered_to] {
+        for instruction in &mut emitter.w.out[covered_from..covered_to] {
             instruction.handler = Some(handler);
         }
-        emitter.return_resumed(&pad_vars, true, live, Some(pad.resume))?;
+        emitter.return_resumed(&pad_vars, true, push_live, Some(pad.resume))?;
     }
     emitter.finish()
 }

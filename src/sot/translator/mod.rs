@@ -139,6 +139,7 @@ struct CacheState {
 }
 
 /// The translator's state of one code object, in its co_extra.
+#[derive(Default)]
 struct CodeCache {
     state: ArcSwapOption<CacheState>,
     writer: Mutex<()>,
@@ -146,23 +147,8 @@ struct CodeCache {
     never: AtomicBool,
     /// 0: not judged; 1: translated; 2: skipped.
     verdict: AtomicU64,
-    /// For a resume function's code: the instruction its prologue jumps to (else u64::MAX).
-    resume_entry: AtomicU64,
     /// Resume functions made from this code, by where they resume.
     resumes: Mutex<Vec<(codegen::ResumeKey, StrongRef)>>,
-}
-
-impl Default for CodeCache {
-    fn default() -> Self {
-        Self {
-            state: ArcSwapOption::default(),
-            writer: Mutex::default(),
-            never: AtomicBool::default(),
-            verdict: AtomicU64::default(),
-            resume_entry: AtomicU64::new(u64::MAX),
-            resumes: Mutex::default(),
-        }
-    }
 }
 
 /// The handler stack depth of a break that a landing pad can resume from.
@@ -185,22 +171,26 @@ fn continuation_of(
 ) -> Option<codegen::Continuation> {
     use framehook_bytecode::canonical::Op;
     use framehook_bytecode::table::ExceptionModel;
-    if point.in_handler_scope {
-        // 3.9/3.10 set handlers up with instructions a resume function would skip.
-        if table.exceptions != ExceptionModel::Table {
+    if point.handling {
+        // What runs the rest would see another exception as the one being handled.
+        return None;
+    }
+    let step = if matches!(point.instr.op, Op::PopJumpIfTrue | Op::PopJumpIfFalse) {
+        codegen::Step::BranchOnTruth
+    } else {
+        let (consumed, produced) = vm.native_effect(&point.instr)?;
+        if consumed > point.stack.len() {
             return None;
         }
-        // A landing pad can resume at the handler only where CPython pushes no
-        // instruction offset for it (`except` clauses; not `finally` or `with`).
-        if landing_pad_depth(vm, point).is_none() {
-            return Some(codegen::Continuation::ResumeAt);
-        }
-    }
-    if matches!(point.instr.op, Op::PopJumpIfTrue | Op::PopJumpIfFalse) {
-        return Some(codegen::Continuation::BranchOnTruth);
-    }
-    let (consumed, produced) = vm.native_effect(&point.instr)?;
-    (consumed <= point.stack.len()).then_some(codegen::Continuation::RunHere { consumed, produced })
+        codegen::Step::RunHere { consumed, produced }
+    };
+    // The generated code has none of 3.9/3.10's blocks (nor can it set one up for the
+    // resume function), and a landing pad resumes only where CPython pushes no
+    // instruction offset for the handler (`except` clauses; not `finally` or `with`).
+    let block_stack = table.exceptions == ExceptionModel::BlockStack;
+    let bridged = (point.in_handler_scope && (block_stack || landing_pad_depth(vm, point).is_none()))
+        || (block_stack && point.instr.op == Op::SetupWith);
+    Some(codegen::Continuation { step, bridged })
 }
 
 /// The translator hook of the main interpreter.
@@ -533,70 +523,70 @@ impl Translator {
             }
             Ok(Ending::Break(point, stop)) => {
                 let record = record_of(&stop);
-                let entry = cache.resume_entry.load(Ordering::Relaxed);
-                if point.pc as u64 == entry && vm.graph.nodes.is_empty() && vm.side_effects.is_empty() {
-                    // A resume function whose first instruction must run under its
-                    // handler: it runs as it is (the break was counted where it arose).
-                    (Action::Original, String::new())
+                let continuation = if point.in_loop {
+                    None
                 } else {
-                    let continuation = if point.in_loop {
-                        None
-                    } else {
-                        continuation_of(table, &vm, &point)
-                    };
-                    let reason = match &continuation {
-                        _ if point.in_loop => {
-                            format!("graph break in a loop, the frame runs eagerly: {}", record.reason)
-                        }
-                        None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
-                        Some(_) => record.reason.clone(),
-                    };
-                    let record = Record { reason, ..record };
-                    if config.full_graph {
-                        return Err(full_graph_error(py, "graph break", &record));
+                    continuation_of(table, &vm, &point)
+                };
+                let reason = match &continuation {
+                    _ if point.in_loop => {
+                        format!("graph break in a loop, the frame runs eagerly: {}", record.reason)
                     }
-                    log_event(
-                        py,
-                        &format!(
-                            "graph break in {qualname}: {} ({}:{})",
-                            record.reason, record.filename, record.line
-                        ),
-                    );
-                    stats.breaks.lock().push(record.clone());
-                    let mut explanation = format!(
-                        "{qualname}: graph break at {}:{}: {}\n",
-                        record.filename, record.line, record.reason
-                    );
-                    let action = match continuation {
-                        None => Action::Original,
-                        Some(continuation) => {
-                            let (action, text) = self.break_code(
-                                py,
-                                config,
-                                &backend,
-                                table,
-                                &code,
-                                &info,
-                                cache,
-                                &vm,
-                                &point,
-                                &continuation,
-                                recompiling,
-                                &qualname,
-                            )?;
-                            explanation.push_str(&text);
-                            action
-                        }
-                    };
-                    (action, explanation)
+                    None if point.handling => format!(
+                        "{} (the frame runs eagerly: an exception is being handled)",
+                        record.reason
+                    ),
+                    None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
+                    Some(_) => record.reason.clone(),
+                };
+                let record = Record { reason, ..record };
+                if config.full_graph {
+                    return Err(full_graph_error(py, "graph break", &record));
                 }
+                log_event(
+                    py,
+                    &format!(
+                        "graph break in {qualname}: {} ({}:{})",
+                        record.reason, record.filename, record.line
+                    ),
+                );
+                stats.breaks.lock().push(record.clone());
+                let mut explanation = format!(
+                    "{qualname}: graph break at {}:{}: {}\n",
+                    record.filename, record.line, record.reason
+                );
+                let action = match continuation {
+                    None => Action::Original,
+                    Some(continuation) => {
+                        let (action, text) = self.break_code(
+                            py,
+                            config,
+                            &backend,
+                            table,
+                            &code,
+                            &info,
+                            cache,
+                            &vm,
+                            &point,
+                            &continuation,
+                            recompiling,
+                            &qualname,
+                        )?;
+                        explanation.push_str(&text);
+                        action
+                    }
+                };
+                (action, explanation)
             }
             Ok(Ending::Raise(point)) => {
-                let effect = vm
-                    .native_effect(&point.instr)
-                    .filter(|(consumed, _)| *consumed <= point.stack.len());
-                match effect {
-                    Some((consumed, produced)) => self.break_code(
+                // Where handlers of the frame ran for it, they run again for real: the
+                // generated code raises it under them (in a bridge).
+                let continuation = continuation_of(table, &vm, &point).map(|c| codegen::Continuation {
+                    bridged: c.bridged || point.in_handler_scope,
+                    ..c
+                });
+                match continuation {
+                    Some(continuation) => self.break_code(
                         py,
                         config,
                         &backend,
@@ -606,7 +596,7 @@ impl Translator {
                         cache,
                         &vm,
                         &point,
-                        &codegen::Continuation::RunHere { consumed, produced },
+                        &continuation,
                         recompiling,
                         &qualname,
                     )?,
@@ -824,35 +814,57 @@ impl Translator {
             .filter(|(_, vid)| !matches!(&vm.values[**vid], value::Val::Null | value::Val::Cell(_)))
             .map(|(i, vid)| (i, *vid))
             .collect();
-        let key = codegen::ResumeKey {
-            pc: match continuation {
-                codegen::Continuation::RunHere { .. } => point.pc + 1,
-                _ => point.pc,
-            },
-            nulls: continuation.slots_after(&vm.values, &point.stack),
-            live: live.iter().map(|(i, _)| *i).collect(),
+        let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();
+        let step = &continuation.step;
+        // The resume function after the step (the bridge's, where the step is bridged).
+        let next_key = codegen::ResumeKey {
+            pc: step.resume_pc(point.pc),
+            nulls: step.slots_after(&vm.values, &point.stack),
+            live: live_vars.clone(),
+            blocks: point.blocks_after(),
+            bridge: false,
         };
-        let resume = if key.pc < info.instrs.len() {
-            Some(self.resume_call(py, table, code, info, cache, vm, key)?)
+        let next = if next_key.pc < info.instrs.len() && vm.falls_through(&point.instr) {
+            Some(self.resume_call(py, table, code, info, cache, vm, next_key.clone(), None)?)
         } else {
             None
         };
-        let pad_resume = match (continuation, landing_pad_depth(vm, point)) {
-            (codegen::Continuation::ResumeAt, _) | (_, None) => None,
-            (_, Some(depth)) => {
+        let resume = if continuation.bridged {
+            let key = codegen::ResumeKey {
+                pc: point.pc,
+                nulls: continuation.slots_after(&vm.values, &point.stack),
+                live: live_vars.clone(),
+                blocks: point.blocks.clone(),
+                bridge: true,
+            };
+            let bridge = codegen::Bridge {
+                step,
+                next: next.as_ref(),
+                next_nulls: &next_key.nulls,
+                blocks_after: next_key.blocks.len(),
+            };
+            Some(self.resume_call(py, table, code, info, cache, vm, key, Some(bridge))?)
+        } else {
+            next
+        };
+        let pad_resume = match landing_pad_depth(vm, point) {
+            Some(depth) if !continuation.bridged => {
                 let handler = point.instr.handler.expect("a landing pad has its handler");
                 let mut nulls = vec![false; depth];
                 nulls.push(false);
                 let pad_key = codegen::ResumeKey {
                     pc: handler.target,
                     nulls,
-                    live: live.iter().map(|(i, _)| *i).collect(),
+                    live: live_vars,
+                    blocks: Vec::new(),
+                    bridge: false,
                 };
                 Some((
                     depth,
-                    self.resume_call(py, table, code, info, cache, vm, pad_key)?,
+                    self.resume_call(py, table, code, info, cache, vm, pad_key, None)?,
                 ))
             }
+            _ => None,
         };
         let mut rebuilt: Vec<usize> = point.stack.clone();
         rebuilt.extend(live.iter().map(|(_, v)| *v));
@@ -882,7 +894,7 @@ impl Translator {
         )
     }
 
-    /// The resume function for `key`, made once per place and stack layout.
+    /// The resume function (or `bridge`) for `key`, made once per place and stack layout.
     #[allow(clippy::too_many_arguments)]
     fn resume_call<'py>(
         &self,
@@ -893,6 +905,7 @@ impl Translator {
         cache: &CodeCache,
         vm: &Vm<'py, '_>,
         key: codegen::ResumeKey,
+        bridge: Option<codegen::Bridge<'_, 'py>>,
     ) -> PyResult<codegen::ResumeCall<'py>> {
         let has_closure = !info.vars.freevars.is_empty() || !info.vars.cellvars.is_empty();
         let known = cache
@@ -904,10 +917,11 @@ impl Translator {
         let target = match known {
             Some(target) => target,
             None => {
-                let (resume_code, entry) = codegen::resume_code(table, code, &info.vars, &info.instrs, &key)?;
-                self.cache(&resume_code)?
-                    .resume_entry
-                    .store(entry as u64, Ordering::Relaxed);
+                let resume_code = codegen::resume_code(table, code, &info.vars, &info.instrs, &key, bridge)?;
+                if key.bridge {
+                    // Its first step is the break: translating it would break there again.
+                    self.never_translate(&resume_code)?;
+                }
                 let target = if has_closure {
                     resume_code
                 } else {

@@ -173,6 +173,23 @@ pub struct BreakPoint {
     pub in_loop: bool,
     /// Inside a `try` or `with`: the instruction must run where its handler is.
     pub in_handler_scope: bool,
+    /// 3.9/3.10: the `SETUP_*` blocks around it, (handler, stack level) outermost first.
+    pub blocks: Vec<(usize, usize)>,
+    /// An exception is being handled (an `except` or exceptional `finally` body): the
+    /// thread's current exception is one only the translation knows.
+    pub handling: bool,
+}
+
+impl BreakPoint {
+    /// 3.9/3.10: the blocks once the break's instruction has run (`SETUP_WITH` sets one
+    /// up at the level of the `__exit__` it leaves in place of the manager).
+    pub fn blocks_after(&self) -> Vec<(usize, usize)> {
+        let mut blocks = self.blocks.clone();
+        if let (Op::SetupWith, Arg::Target(handler)) = (self.instr.op, &self.instr.arg) {
+            blocks.push((*handler, self.stack.len()));
+        }
+        blocks
+    }
 }
 
 /// What the top frame's translation ended with.
@@ -1116,34 +1133,56 @@ impl<'py, 'b> Vm<'py, 'b> {
             })
             .collect();
         self.setup_cells(&mut frame, &closure);
+        // Where the exception the frame's handlers are running for arose (outside any
+        // handler), and the state then: if it escapes the frame from inside a handler,
+        // the generated code raises it there, under the original's handlers.
+        let mut first_caught: Option<(BreakPoint, Snapshot<'py>)> = None;
         loop {
             let pc = frame.pc;
             let stack_before = frame.stack.clone();
             let locals_before = frame.locals.clone();
+            let blocks_before = frame.blocks.clone();
+            let handling = !self.exc_stack.is_empty() || blocks_before.iter().any(|b| b.handler.is_none());
+            let unguarded = !handling && blocks_before.is_empty();
             let snapshot = Snapshot::take(self);
-            let outcome = self.step_handling(&mut frame);
+            let (outcome, caught) = match self.step(&mut frame) {
+                Err(Problem::Python(err)) => match self.catch(&mut frame, err) {
+                    Ok(()) => (Ok(None), true),
+                    Err(problem) => (Err(problem), false),
+                },
+                other => (other, false),
+            };
             // A handler's saved instruction offset on the stack cannot be handed on.
             let offset_on_stack = stack_before.iter().any(|v| self.lasti_values.contains(v));
-            let point = |vm: &mut Self, frame: &Frame<'py>, in_handler_scope: bool| {
-                // The graph and state as they were before the instruction.
-                snapshot.restore(vm);
-                BreakPoint {
-                    pc,
-                    in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
-                    in_handler_scope,
-                    instr: frame.instrs[pc].clone(),
-                    stack: stack_before,
-                    locals: locals_before,
-                }
+            let point = |frame: &Frame<'py>, in_handler_scope: bool| BreakPoint {
+                pc,
+                in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
+                in_handler_scope,
+                instr: frame.instrs[pc].clone(),
+                stack: stack_before,
+                locals: locals_before,
+                blocks: blocks_before
+                    .iter()
+                    .filter_map(|b| Some((b.handler?, b.level)))
+                    .collect(),
+                handling,
             };
             match outcome {
                 Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
-                Ok(None) => {}
-                Err(Problem::Python(_))
-                    if self.exc_stack.is_empty() && frame.blocks.is_empty() && !offset_on_stack =>
-                {
+                Ok(None) => {
+                    if caught && !handling {
+                        first_caught = Some((point(&frame, true), snapshot));
+                    }
+                }
+                Err(Problem::Python(_)) if unguarded && !offset_on_stack => {
                     // Nothing catches it: the generated code raises it where it arose.
-                    return Ok(Ending::Raise(point(self, &frame, false)));
+                    snapshot.restore(self);
+                    return Ok(Ending::Raise(point(&frame, false)));
+                }
+                Err(Problem::Python(_)) if first_caught.is_some() => {
+                    let (arose, state) = first_caught.take().expect("checked");
+                    state.restore(self);
+                    return Ok(Ending::Raise(arose));
                 }
                 Err(problem) => {
                     let stop = self.located(problem);
@@ -1161,7 +1200,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                         });
                     }
                     let in_handler_scope = frame.instrs[pc].handler.is_some() || !frame.blocks.is_empty();
-                    return Ok(Ending::Break(point(self, &frame, in_handler_scope), stop));
+                    // The graph and state as they were before the instruction.
+                    snapshot.restore(self);
+                    return Ok(Ending::Break(point(&frame, in_handler_scope), stop));
                 }
             }
         }
@@ -1184,31 +1225,35 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
-    /// Runs one instruction; an exception it raises goes to the instruction's handler
-    /// (exception tables, 3.11+), as CPython would unwind.
+    /// Runs one instruction; an exception it raises goes to its handler, as CPython
+    /// would unwind.
     fn step_handling(&mut self, frame: &mut Frame<'py>) -> Res<Option<Vid>> {
         match self.step(frame) {
-            Err(Problem::Python(err)) if self.table.exceptions == ExceptionModel::BlockStack => {
-                self.unwind_blocks(frame, err).map(|()| None)
-            }
-            Err(Problem::Python(err)) if self.table.exceptions == ExceptionModel::Table => {
-                let index = frame.pc.saturating_sub(1);
-                let Some(handler) = frame.instrs.get(index).and_then(|i| i.handler) else {
-                    return Err(Problem::Python(err));
-                };
-                let exception = self.constant(err.value(self.py).clone().into_any());
-                frame.stack.truncate(handler.depth as usize);
-                if handler.lasti {
-                    let lasti = self.constant(index.into_pyobject(self.py)?.into_any());
-                    self.lasti_values.insert(lasti);
-                    frame.stack.push(lasti);
-                }
-                frame.stack.push(exception);
-                frame.pc = handler.target;
-                Ok(None)
-            }
+            Err(Problem::Python(err)) => self.catch(frame, err).map(|()| None),
             other => other,
         }
+    }
+
+    /// Sends the exception the instruction just run raised to its handler in `frame`
+    /// (exception tables, 3.11+; 3.9/3.10's blocks), or on out of the frame.
+    fn catch(&mut self, frame: &mut Frame<'py>, err: PyErr) -> Res<()> {
+        if self.table.exceptions == ExceptionModel::BlockStack {
+            return self.unwind_blocks(frame, err);
+        }
+        let index = frame.pc.saturating_sub(1);
+        let Some(handler) = frame.instrs.get(index).and_then(|i| i.handler) else {
+            return Err(Problem::Python(err));
+        };
+        let exception = self.constant(err.value(self.py).clone().into_any());
+        frame.stack.truncate(handler.depth as usize);
+        if handler.lasti {
+            let lasti = self.constant(index.into_pyobject(self.py)?.into_any());
+            self.lasti_values.insert(lasti);
+            frame.stack.push(lasti);
+        }
+        frame.stack.push(exception);
+        frame.pc = handler.target;
+        Ok(())
     }
 
     /// 3.9/3.10: the exception goes to the innermost `SETUP_*` block, whose handler
@@ -3345,14 +3390,20 @@ impl<'py, 'b> Vm<'py, 'b> {
             return self.inline(&function, args, kwargs, source);
         }
         if obj.is_instance(&self.ops.method_type)? {
-            pin(self);
             let function = obj.getattr("__func__")?;
             let receiver = obj.getattr("__self__")?;
-            let receiver = match source {
-                Some(s) => self.value_of_source(Source::Attr(s, name_ref(self.py, "__self__")), receiver),
-                None => self.constant(receiver),
+            let (function, receiver) = match source {
+                Some(s) => {
+                    // Made anew at each attribute read (a `with`'s `__exit__` handed to a
+                    // resume function): pinned by type, its function and its receiver.
+                    self.add_guard(s, Check::Type(StrongRef::new(&self.ops.method_type)));
+                    (
+                        self.value_of_source(Source::Attr(s, name_ref(self.py, "__func__")), function),
+                        self.value_of_source(Source::Attr(s, name_ref(self.py, "__self__")), receiver),
+                    )
+                }
+                None => (self.constant(function), self.constant(receiver)),
             };
-            let function = self.constant(function);
             let mut all = vec![receiver];
             all.extend(args);
             return self.call(function, all, kwargs);
@@ -4463,7 +4514,7 @@ impl<'py> Vm<'py, '_> {
                 | Op::LoadAttr,
                 _,
             ) => (1, 1),
-            (Op::LoadMethod, _) => (1, 2),
+            (Op::LoadMethod | Op::BeforeWith | Op::SetupWith, _) => (1, 2),
             (Op::FormatValue, Arg::Int(flags)) => (1 + usize::from(flags & 4 != 0), 1),
             (Op::FormatWithSpec | Op::BinaryOp | Op::CompareOp | Op::ContainsOp | Op::IsOp, _) => (2, 1),
             (Op::BinarySlice, _) => (3, 1),
@@ -4471,6 +4522,14 @@ impl<'py> Vm<'py, '_> {
             (Op::RaiseVarargs, Arg::Int(n)) => (n as usize, 0),
             _ => return None,
         })
+    }
+
+    /// Whether execution can go on after `instr` (a `raise` ends it).
+    pub fn falls_through(&self, instr: &Instruction) -> bool {
+        self.table
+            .number(instr.op.name())
+            .and_then(|number| self.table.op(number))
+            .is_none_or(|info| !info.terminator)
     }
 
     /// The translated frame's globals.
