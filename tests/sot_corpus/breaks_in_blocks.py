@@ -1,6 +1,7 @@
 """Graph breaks inside try, except, finally and with blocks (Paddle never translates these frames)."""
 
 import contextlib
+import sys
 
 from ._case import arr, case
 
@@ -189,3 +190,37 @@ def raise_after_break_under_with(x, log):
         log.append(y * 2)
         raise KeyError("k")  # after the break: __exit__ (not suppressing) sees it
     return y
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["exc_info"])
+def exception_current_after_break_in_except(x):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        y = x * 2
+        current = sys.exc_info()  # breaks: what runs it must have the exception current
+    return y, current[:2]
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["exc_info", "exc_info"])
+def exception_cleared_after_handler(x):
+    try:
+        raise KeyError("k")
+    except KeyError:
+        inside = sys.exc_info()[0]
+    after = sys.exc_info()[0]  # the handler's end made the caller's (none) current again
+    return x + 1, inside, after
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["exc_info", "exc_info"])
+def break_in_nested_handlers(x):
+    try:
+        raise KeyError("outer")
+    except KeyError:
+        try:
+            raise ValueError("inner")
+        except ValueError:
+            y = x * 2
+            inner = repr(sys.exc_info()[1])
+        outer = repr(sys.exc_info()[1])
+    return y, inner, outer

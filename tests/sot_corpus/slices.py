@@ -109,3 +109,8 @@ def column_store(x):
 def integer_array_index(x):
     idx = [2, 0]
     return x[idx], x[idx, idx]
+
+
+@case(args=lambda: (arr(4), (1, 2, 3)), graphs=1, ops=1, breaks=0)
+def slice_of_tuple_argument(x, t):
+    return x + 1, t[:2], t[1:]

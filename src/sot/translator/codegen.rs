@@ -60,6 +60,19 @@ impl ConstPool for Pools<'_> {
     }
 }
 
+/// A stack slot handed to a resume function.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// NULL: the resume function pushes its own.
+    Null,
+    /// Stored in this local, then passed.
+    Var(u32),
+    /// Where `PUSH_EXC_INFO` saved the previous exception: made current again
+    /// (`POP_EXCEPT`) and the exception in this local passed instead, for the resume
+    /// function to make current in turn.
+    Handled(u32),
+}
+
 /// Instructions being written for a code object, with its constants, names and variables.
 struct Writer<'py> {
     table: &'static Table,
@@ -155,7 +168,7 @@ trait Emit<'py>: Sized {
     /// `resume(*slots, *live)`, `live` pushing the live variables' values.
     fn return_resumed(
         &mut self,
-        slots: &[Option<u32>],
+        slots: &[Slot],
         drop_nulls: bool,
         live: impl FnOnce(&mut Self) -> PyResult<usize>,
         resume: Option<&ResumeCall<'py>>,
@@ -163,9 +176,10 @@ trait Emit<'py>: Sized {
         let py = self.writer().pools.py;
         for slot in slots.iter().rev() {
             match slot {
-                Some(var) => self.emit(Op::StoreFast, Arg::Var(*var)),
-                None if drop_nulls => self.discard_null()?,
-                None => {}
+                Slot::Var(var) => self.emit(Op::StoreFast, Arg::Var(*var)),
+                Slot::Handled(_) => self.emit(Op::PopExcept, Arg::None),
+                Slot::Null if drop_nulls => self.discard_null()?,
+                Slot::Null => {}
             }
         }
         let Some(resume) = resume else {
@@ -174,7 +188,13 @@ trait Emit<'py>: Sized {
             self.emit(Op::ReturnValue, Arg::None);
             return Ok(());
         };
-        let temporaries: Vec<u32> = slots.iter().flatten().copied().collect();
+        let temporaries: Vec<u32> = slots
+            .iter()
+            .filter_map(|slot| match slot {
+                Slot::Var(var) | Slot::Handled(var) => Some(*var),
+                Slot::Null => None,
+            })
+            .collect();
         // The resume function's free variables: the frame's cells, then its own free variables.
         let w = self.writer();
         let all = w.vars.all();
@@ -420,12 +440,27 @@ fn made_objects(
 ) -> Vec<(Vid, u32)> {
     reachable(values, cells, roots)
         .into_iter()
-        .filter(|vid| matches!(values[*vid], Val::Object { .. }))
+        .filter(|vid| matches!(values[*vid], Val::Object { .. }) || made_exception(&values[*vid]).is_some())
         .map(|vid| {
             vars.varnames.push(format!("__sot_object{vid}"));
             (vid, (vars.varnames.len() - 1) as u32)
         })
         .collect()
+}
+
+/// An exception the translation raised (not one read from the frame): the generated
+/// code makes its own, once (its handler and its `except ... as e` see the same one).
+fn made_exception<'a, 'py>(value: &'a Val<'py>) -> Option<&'a Bound<'py, PyAny>> {
+    match value {
+        Val::Obj { obj, source: None }
+            if obj
+                .is_instance(&obj.py().get_type::<pyo3::exceptions::PyBaseException>())
+                .unwrap_or(false) =>
+        {
+            Some(obj)
+        }
+        _ => None,
+    }
 }
 
 /// The contents of the frame's own cells, which the generated code stores back.
@@ -534,6 +569,25 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let py = self.w.pools.py;
         let new = py.import("builtins")?.getattr("object")?.getattr("__new__")?;
         for (vid, var) in self.objects.clone() {
+            if let Some(exception) = made_exception(&self.plan.values[vid]) {
+                // type(e)(*e.args)
+                let (class, args) = (exception.get_type().into_any(), exception.getattr("args")?);
+                let count = args.len()?;
+                self.call(
+                    |e| {
+                        e.load_const(class);
+                        Ok(())
+                    },
+                    |e| {
+                        for arg in args.try_iter()? {
+                            e.load_const(arg?);
+                        }
+                        Ok(count)
+                    },
+                )?;
+                self.emit(Op::StoreFast, Arg::Var(var));
+                continue;
+            }
             let Val::Object { class, .. } = &self.plan.values[vid] else {
                 continue;
             };
@@ -629,36 +683,25 @@ impl<'a, 'py> Emitter<'a, 'py> {
         Ok(())
     }
 
+    /// Pushes an object the generated code made (see `made_objects`).
+    fn made(&mut self, vid: Vid) -> PyResult<()> {
+        let var = self.objects.iter().find(|(v, _)| *v == vid).map(|(_, var)| *var);
+        let var =
+            var.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("an object made without its local"))?;
+        self.emit(Op::LoadFast, Arg::Var(var));
+        Ok(())
+    }
+
     /// Emits code that pushes the value `vid` stands for.
     fn value(&mut self, vid: Vid) -> PyResult<()> {
         let py = self.w.pools.py;
         match &self.plan.values[vid] {
             Val::Obj { obj, source } => match source {
                 Some(s) => self.source(*s)?,
-                None if obj.is_instance(&py.get_type::<pyo3::exceptions::PyBaseException>())? => {
-                    // A fresh exception per call: type(e)(*e.args).
-                    let (class, args) = (obj.get_type().into_any(), obj.getattr("args")?);
-                    let count = args.len()?;
-                    self.call(
-                        |e| {
-                            e.load_const(class);
-                            Ok(())
-                        },
-                        |e| {
-                            for arg in args.try_iter()? {
-                                e.load_const(arg?);
-                            }
-                            Ok(count)
-                        },
-                    )?;
-                }
-                None => self.load_const(obj.clone()),
+                None if made_exception(&self.plan.values[vid]).is_none() => self.load_const(obj.clone()),
+                None => self.made(vid)?,
             },
-            Val::Object { .. } => {
-                let var = self.objects.iter().find(|(v, _)| *v == vid).map(|(_, var)| *var);
-                let var = var.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("an object made without its local"))?;
-                self.emit(Op::LoadFast, Arg::Var(var));
-            }
+            Val::Object { .. } => self.made(vid)?,
             Val::Tensor { sym, .. } => {
                 if *sym < self.plan.graph.inputs.len() {
                     self.source(self.plan.graph.inputs[*sym])?;
@@ -900,6 +943,9 @@ pub struct ResumeKey {
     pub live: Vec<usize>,
     /// 3.9/3.10: the blocks it sets up again, (handler, stack level) outermost first.
     pub blocks: Vec<(usize, usize)>,
+    /// The stack slots that receive an exception being handled, which it makes current
+    /// (the slot then saves the previous one, as in the original).
+    pub handled: Vec<usize>,
     /// A bridge: it runs the break's step under the original's handlers, then calls the
     /// resume function after it (see `Continuation::bridged`).
     pub bridge: bool,
@@ -956,9 +1002,17 @@ pub fn resume_code<'py>(
             .collect(),
     };
     // A bridge's own locals, named before any instruction is emitted.
-    let handed_on = bridge
-        .as_ref()
-        .map(|b| slot_locals(&mut new_vars, "__sot_tmp", b.next_nulls));
+    let handed_on = bridge.as_ref().map(|b| {
+        let no_temporary: Vec<bool> = (0..b.next_nulls.len())
+            .map(|i| b.next_nulls[i] || key.handled.contains(&i))
+            .collect();
+        let mut slots = slot_locals(&mut new_vars, "__sot_tmp", &no_temporary);
+        for slot in &key.handled {
+            let var = new_vars.varnames.iter().position(|n| *n == stack_name(*slot));
+            slots[*slot] = Slot::Handled(var.expect("a stack argument") as u32);
+        }
+        slots
+    });
     let condition_var = bridge
         .as_ref()
         .filter(|b| matches!(b.step, Step::BranchOnTruth))
@@ -1007,6 +1061,12 @@ pub fn resume_code<'py>(
                 .position(|n| *n == stack_name(stack_index))
                 .expect("a stack argument");
             w.emit(Op::LoadFast, Arg::Var(var as u32));
+            if key.handled.contains(&stack_index) {
+                // The exception being handled is current again; the slot saves the one
+                // current now, as `PUSH_EXC_INFO` did in the original.
+                w.emit(Op::PushExcInfo, Arg::None);
+                w.emit(Op::PopTop, Arg::None);
+            }
         }
     }
     set_up_blocks(&mut w, &mut into_copy, key.nulls.len());
@@ -1241,23 +1301,25 @@ pub struct LandingPad<'a, 'py> {
     pub resume: &'a ResumeCall<'py>,
 }
 
-/// Per stack slot: a local for it, or None for a NULL slot.
-fn slot_locals(vars: &mut Vars, prefix: &str, nulls: &[bool]) -> Vec<Option<u32>> {
+/// Per stack slot: a local for it, or none for a NULL slot.
+fn slot_locals(vars: &mut Vars, prefix: &str, nulls: &[bool]) -> Vec<Slot> {
     nulls
         .iter()
         .enumerate()
         .map(|(i, null)| {
-            (!*null).then(|| {
-                vars.varnames.push(format!("{prefix}{i}"));
-                (vars.varnames.len() - 1) as u32
-            })
+            if *null {
+                return Slot::Null;
+            }
+            vars.varnames.push(format!("{prefix}{i}"));
+            Slot::Var((vars.varnames.len() - 1) as u32)
         })
         .collect()
 }
 
 /// The code for a frame that breaks at `instr`: the graph so far, the side effects,
 /// then the break's step and a call of `resume` with the stack and the live variables
-/// (a bridged step: `resume` is the bridge, which runs it). Under a handler (`pad`), the
+/// (a bridged step: `resume` is the bridge, which runs it, and makes the `handled`
+/// exceptions current again first). Under a handler (`pad`), the
 /// step is covered by an exception-table entry whose landing pad resumes at the handler.
 #[allow(clippy::too_many_arguments)]
 pub fn generate_break<'py>(
@@ -1266,6 +1328,7 @@ pub fn generate_break<'py>(
     stack: &[Vid],
     live: &[(usize, Vid)],
     continuation: &Continuation,
+    handled: &[(usize, Vid)],
     resume: Option<&ResumeCall<'py>>,
     pad: Option<LandingPad<'_, 'py>>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -1291,13 +1354,15 @@ pub fn generate_break<'py>(
         Step::BranchOnTruth if !continuation.bridged => &stack[..stack.len() - 1],
         _ => stack,
     };
-    for v in pushed {
+    for (slot, v) in pushed.iter().enumerate() {
         if is_null(*v) {
             if run_here {
                 emitter.push_null()?;
             }
         } else {
-            emitter.value(*v)?;
+            // The bridge makes a handled exception current again from its slot.
+            let exception = handled.iter().find(|(s, _)| *s == slot).map(|(_, e)| *e);
+            emitter.value(exception.unwrap_or(*v))?;
         }
     }
     let covered_from = emitter.w.out.len();

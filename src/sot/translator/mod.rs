@@ -189,7 +189,8 @@ fn continuation_of(
     // instruction offset for the handler (`except` clauses; not `finally` or `with`).
     let block_stack = table.exceptions == ExceptionModel::BlockStack;
     let bridged = (point.in_handler_scope && (block_stack || landing_pad_depth(vm, point).is_none()))
-        || (block_stack && point.instr.op == Op::SetupWith);
+        || (block_stack && point.instr.op == Op::SetupWith)
+        || !point.handled.is_empty();
     Some(codegen::Continuation { step, bridged })
 }
 
@@ -822,6 +823,7 @@ impl Translator {
             nulls: step.slots_after(&vm.values, &point.stack),
             live: live_vars.clone(),
             blocks: point.blocks_after(),
+            handled: point.handled.iter().map(|(slot, _)| *slot).collect(),
             bridge: false,
         };
         let next = if next_key.pc < info.instrs.len() && vm.falls_through(&point.instr) {
@@ -835,6 +837,7 @@ impl Translator {
                 nulls: continuation.slots_after(&vm.values, &point.stack),
                 live: live_vars.clone(),
                 blocks: point.blocks.clone(),
+                handled: point.handled.iter().map(|(slot, _)| *slot).collect(),
                 bridge: true,
             };
             let bridge = codegen::Bridge {
@@ -857,6 +860,7 @@ impl Translator {
                     nulls,
                     live: live_vars,
                     blocks: Vec::new(),
+                    handled: Vec::new(),
                     bridge: false,
                 };
                 Some((
@@ -868,6 +872,7 @@ impl Translator {
         };
         let mut rebuilt: Vec<usize> = point.stack.clone();
         rebuilt.extend(live.iter().map(|(_, v)| *v));
+        rebuilt.extend(point.handled.iter().map(|(_, exception)| *exception));
         self.generated_code(
             py,
             backend,
@@ -884,6 +889,7 @@ impl Translator {
                     &point.stack,
                     &live,
                     continuation,
+                    &point.handled,
                     resume.as_ref(),
                     pad_resume.as_ref().map(|(depth, resume)| codegen::LandingPad {
                         depth: *depth,

@@ -175,8 +175,12 @@ pub struct BreakPoint {
     pub in_handler_scope: bool,
     /// 3.9/3.10: the `SETUP_*` blocks around it, (handler, stack level) outermost first.
     pub blocks: Vec<(usize, usize)>,
-    /// An exception is being handled (an `except` or exceptional `finally` body): the
-    /// thread's current exception is one only the translation knows.
+    /// The slots where `PUSH_EXC_INFO` saved the previous exception, and the exception
+    /// current from each on: a resume function makes them current again.
+    pub handled: Vec<(usize, Vid)>,
+    /// An exception is being handled (an `except` or exceptional `finally` body) that a
+    /// resume function cannot make current again (3.9/3.10's handlers; one not saved in
+    /// a slot of the stack).
     pub handling: bool,
 }
 
@@ -260,6 +264,9 @@ pub struct Vm<'py, 'b> {
     exc_stack: Vec<Vid>,
     /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
     lasti_values: std::collections::HashSet<Vid>,
+    /// Slots where `PUSH_EXC_INFO` saved the previous exception, and the exception it
+    /// made current (what a resume function makes current again).
+    exception_slots: HashMap<Vid, Vid>,
 }
 
 /// Python objects the VM uses, looked up once per translation.
@@ -432,6 +439,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             exc_stack: Vec::new(),
             cell_objects: HashMap::new(),
             lasti_values: std::collections::HashSet::new(),
+            exception_slots: HashMap::new(),
         })
     }
 
@@ -1144,6 +1152,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let blocks_before = frame.blocks.clone();
             let handling = !self.exc_stack.is_empty() || blocks_before.iter().any(|b| b.handler.is_none());
             let unguarded = !handling && blocks_before.is_empty();
+            let handled_depth = self.exc_stack.len();
             let snapshot = Snapshot::take(self);
             let (outcome, caught) = match self.step(&mut frame) {
                 Err(Problem::Python(err)) => match self.catch(&mut frame, err) {
@@ -1154,30 +1163,40 @@ impl<'py, 'b> Vm<'py, 'b> {
             };
             // A handler's saved instruction offset on the stack cannot be handed on.
             let offset_on_stack = stack_before.iter().any(|v| self.lasti_values.contains(v));
-            let point = |frame: &Frame<'py>, in_handler_scope: bool| BreakPoint {
-                pc,
-                in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
-                in_handler_scope,
-                instr: frame.instrs[pc].clone(),
-                stack: stack_before,
-                locals: locals_before,
-                blocks: blocks_before
+            let point = |vm: &Self, frame: &Frame<'py>, in_handler_scope: bool| {
+                let handled: Vec<(usize, Vid)> = stack_before
                     .iter()
-                    .filter_map(|b| Some((b.handler?, b.level)))
-                    .collect(),
-                handling,
+                    .enumerate()
+                    .filter_map(|(slot, v)| Some((slot, *vm.exception_slots.get(v)?)))
+                    .collect();
+                let resumable =
+                    vm.table.exceptions == ExceptionModel::Table && handled.len() == handled_depth;
+                BreakPoint {
+                    pc,
+                    in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
+                    in_handler_scope,
+                    instr: frame.instrs[pc].clone(),
+                    stack: stack_before,
+                    locals: locals_before,
+                    blocks: blocks_before
+                        .iter()
+                        .filter_map(|b| Some((b.handler?, b.level)))
+                        .collect(),
+                    handled,
+                    handling: handling && !resumable,
+                }
             };
             match outcome {
                 Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
                 Ok(None) => {
                     if caught && !handling {
-                        first_caught = Some((point(&frame, true), snapshot));
+                        first_caught = Some((point(self, &frame, true), snapshot));
                     }
                 }
                 Err(Problem::Python(_)) if unguarded && !offset_on_stack => {
                     // Nothing catches it: the generated code raises it where it arose.
                     snapshot.restore(self);
-                    return Ok(Ending::Raise(point(&frame, false)));
+                    return Ok(Ending::Raise(point(self, &frame, false)));
                 }
                 Err(Problem::Python(_)) if first_caught.is_some() => {
                     let (arose, state) = first_caught.take().expect("checked");
@@ -1202,7 +1221,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let in_handler_scope = frame.instrs[pc].handler.is_some() || !frame.blocks.is_empty();
                     // The graph and state as they were before the instruction.
                     snapshot.restore(self);
-                    return Ok(Ending::Break(point(&frame, in_handler_scope), stop));
+                    return Ok(Ending::Break(point(self, &frame, in_handler_scope), stop));
                 }
             }
         }
@@ -2130,6 +2149,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Some(p) => *p,
                     None => self.none(),
                 };
+                // A slot of its own, to know it again at a break.
+                let previous = self.push_val(self.values[previous].clone_val());
+                self.exception_slots.insert(previous, exception);
                 frame.stack.extend([previous, exception]);
                 self.exc_stack.push(exception);
             }
@@ -2778,11 +2800,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                             self.add_guard(s, Check::Len(obj.len()?));
                             return Ok(self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value));
                         }
-                        // A slice of a list from the frame: its items, each from its source.
+                        // A slice of a list or tuple from the frame: its items, each from
+                        // its source, in a container of the same type.
                         let items = self.items_of(container)?;
                         let key = self.constant(key_obj);
-                        let tuple = self.push_val(Val::List(items));
-                        self.subscript(tuple, key)
+                        let copy = self.push_val(if obj.is_exact_instance_of::<PyTuple>() {
+                            Val::Tuple(items)
+                        } else {
+                            Val::List(items)
+                        });
+                        self.subscript(copy, key)
                     }
                     _ => {
                         let _ = self.concrete(container)?;
@@ -4529,7 +4556,7 @@ impl<'py> Vm<'py, '_> {
         self.table
             .number(instr.op.name())
             .and_then(|number| self.table.op(number))
-            .is_none_or(|info| !info.terminator)
+            .map_or(true, |info| !info.terminator)
     }
 
     /// The translated frame's globals.
