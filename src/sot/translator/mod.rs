@@ -507,6 +507,22 @@ impl Translator {
             .getattr("co_qualname")
             .or_else(|_| code.getattr("co_name"))?
             .extract()?;
+        let break_code = |point: &vm::BreakPoint, continuation: &codegen::Continuation| {
+            self.break_code(
+                py,
+                config,
+                &backend,
+                table,
+                &code,
+                &info,
+                cache,
+                &vm,
+                point,
+                continuation,
+                recompiling,
+                &qualname,
+            )
+        };
         let (action, explanation) = match ending {
             Ok(Ending::Return(returned, locals)) => {
                 let built = self.generated_code(
@@ -541,16 +557,13 @@ impl Translator {
                     Some(_) => record.reason.clone(),
                 };
                 let record = Record { reason, ..record };
-                if config.full_graph {
-                    return Err(full_graph_error(py, "graph break", &record));
-                }
-                log_event(
+                report(
                     py,
-                    &format!(
-                        "graph break in {qualname}: {} ({}:{})",
-                        record.reason, record.filename, record.line
-                    ),
-                );
+                    config,
+                    "graph break",
+                    &format!("graph break in {qualname}"),
+                    &record,
+                )?;
                 stats.breaks.lock().push(record.clone());
                 let mut explanation = format!(
                     "{qualname}: graph break at {}:{}: {}\n",
@@ -559,20 +572,7 @@ impl Translator {
                 let action = match continuation {
                     None => Action::Original,
                     Some(continuation) => {
-                        let (action, text) = self.break_code(
-                            py,
-                            config,
-                            &backend,
-                            table,
-                            &code,
-                            &info,
-                            cache,
-                            &vm,
-                            &point,
-                            &continuation,
-                            recompiling,
-                            &qualname,
-                        )?;
+                        let (action, text) = break_code(&point, &continuation)?;
                         explanation.push_str(&text);
                         action
                     }
@@ -587,20 +587,7 @@ impl Translator {
                     ..c
                 });
                 match continuation {
-                    Some(continuation) => self.break_code(
-                        py,
-                        config,
-                        &backend,
-                        table,
-                        &code,
-                        &info,
-                        cache,
-                        &vm,
-                        &point,
-                        &continuation,
-                        recompiling,
-                        &qualname,
-                    )?,
+                    Some(continuation) => break_code(&point, &continuation)?,
                     None => {
                         let record = Record {
                             reason: format!(
@@ -943,19 +930,23 @@ impl Translator {
     }
 
     fn fallback(&self, py: Python<'_>, config: &Config, record: Record) -> PyResult<()> {
-        if config.full_graph {
-            return Err(full_graph_error(py, "fallback", &record));
-        }
-        log_event(
-            py,
-            &format!(
-                "fallback: {} ({}:{})",
-                record.reason, record.filename, record.line
-            ),
-        );
+        report(py, config, "fallback", "fallback", &record)?;
         config.stats.fallbacks.lock().push(record);
         Ok(())
     }
+}
+
+/// What every break and fallback goes through: raised under `full_graph=True`, else
+/// logged as `what`.
+fn report(py: Python<'_>, config: &Config, kind: &str, what: &str, record: &Record) -> PyResult<()> {
+    if config.full_graph {
+        return Err(full_graph_error(py, kind, record));
+    }
+    log_event(
+        py,
+        &format!("{what}: {} ({}:{})", record.reason, record.filename, record.line),
+    );
+    Ok(())
 }
 
 /// The frame's cells: (the VM's cell, the variable that holds it).
