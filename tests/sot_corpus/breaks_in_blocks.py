@@ -2,6 +2,7 @@
 
 import contextlib
 import sys
+import time
 
 from ._case import arr, case
 
@@ -119,7 +120,7 @@ def break_then_suppressed_raise(x):
 def opaque_call_in_try(x):
     try:
         y = x * 2
-        ok = id(y) > 0
+        ok = time.perf_counter_ns() > 0  # a new value on every call
     except Exception:
         ok = False
     return y + ok

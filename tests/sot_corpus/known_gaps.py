@@ -30,7 +30,7 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "breaks_in_blocks/exception_current_after_break_in_except": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
     "breaks_in_blocks/exception_cleared_after_handler": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
     "breaks_in_blocks/break_in_nested_handlers": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
-    "graph_breaks/opaque_builtin_id": (_CHANGING_RESUME_ARGUMENT, ALL),
+    "graph_breaks/opaque_builtin_call": (_CHANGING_RESUME_ARGUMENT, ALL),
     "breaks_in_blocks/opaque_call_in_try": (_CHANGING_RESUME_ARGUMENT, ALL),
     "call_objects/property_setter": ("property setters on objects the translation made", ALL),
     "call_objects/slotted_object": ("objects of classes with __slots__ are not made symbolically", ALL),
