@@ -188,3 +188,28 @@ def call_with_keywords(x):
 def dataclass_equality(x):
     same = _Point(1.0, 2.0) == _Point(1.0, 2.0)
     return x * same, _Point(5.0).b
+
+
+class _Plain:
+    def __init__(self, v):
+        self.v = v
+
+
+class _Ordered:
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, other):
+        return self.v < other.v
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=4)
+def equality_without_eq_is_identity(x):
+    a, b = _Plain(1.0), _Plain(1.0)
+    return x * (a == b) + x * (a == a) + (a != b)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
+def reflected_comparison(x):
+    low, high = _Ordered(1.0), _Ordered(2.0)
+    return x * (high > low) + x * (low < high)  # `high > low` runs low.__lt__(high)

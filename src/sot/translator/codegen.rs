@@ -479,6 +479,7 @@ fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
         .iter()
         .flat_map(|effect| match effect {
             SideEffect::StoreAttr { target, value, .. } => vec![*target, *value],
+            SideEffect::DeleteAttr { target, .. } => vec![*target],
             SideEffect::StoreGlobal { value, .. } => vec![*value],
             SideEffect::DeleteGlobal { .. } => vec![],
             SideEffect::StoreFree { value, .. } => vec![*value],
@@ -861,6 +862,11 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.value(*target)?;
                 let index = self.w.pools.name(name);
                 self.emit(Op::StoreAttr, Arg::Name(index));
+            }
+            SideEffect::DeleteAttr { target, name } => {
+                self.value(*target)?;
+                let index = self.w.pools.name(name);
+                self.emit(Op::DeleteAttr, Arg::Name(index));
             }
             SideEffect::StoreGlobal { name, value } => {
                 self.value(*value)?;

@@ -218,6 +218,10 @@ pub enum SideEffect {
         name: String,
         value: Vid,
     },
+    DeleteAttr {
+        target: Vid,
+        name: String,
+    },
     StoreGlobal {
         name: String,
         value: Vid,
@@ -245,7 +249,8 @@ pub struct Vm<'py, 'b> {
     /// Values already made for a source (so that a source is one symbol).
     by_source: HashMap<SourceId, Vid>,
     /// Attributes stored on objects from the frame, as later loads see them.
-    stored_attrs: Vec<(usize, String, Vid)>,
+    /// Attributes stored on (or, None, deleted from) objects from the frame, in order.
+    stored_attrs: Vec<(usize, String, Option<Vid>)>,
     stored_globals: Vec<(String, Option<Vid>)>,
     /// Lists and dicts from the frame that were mutated: their symbolic copy, by the
     /// object's identity (one object may be reached from several sources).
@@ -1614,7 +1619,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         }
                         self.values[owner] = Val::Object { class, attrs };
                     }
-                    _ => return unsupported("attribute deletion on an object from outside the translation"),
+                    _ => self.delete_attr(owner, name)?,
                 }
             }
             Op::StoreAttr => {
@@ -1679,7 +1684,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 let right = Self::pop(frame)?;
                 let left = Self::pop(frame)?;
-                let mut r = self.operator_call(COMPARE_NAMES[op as usize], vec![left, right])?;
+                let name = COMPARE_NAMES[op as usize];
+                let mut r = match self.compare_made_objects(name, left, right)? {
+                    Some(r) => r,
+                    None => self.operator_call(name, vec![left, right])?,
+                };
                 if to_bool && !self.is_tensor_val(r) {
                     let b = self.truthy(r)?;
                     r = self.boolean(b);
@@ -2259,11 +2268,24 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
         let owner = self.realize(owner)?;
         if let Val::Object { class, mut attrs } = self.val(owner).clone_val() {
-            if self
+            if let Some(descriptor) = self
                 .type_lookup(&class, &name)?
-                .is_some_and(|d| d.get_type().hasattr("__set__").unwrap_or(false))
+                .filter(|d| d.get_type().hasattr("__set__").unwrap_or(false))
             {
-                return unsupported(format!("assignment to the data descriptor {name}"));
+                // A property's Python setter runs inlined; other data descriptors are not
+                // simulated.
+                let setter = if descriptor.is_instance(&self.ops.property_type)? {
+                    Some(descriptor.getattr("fset")?)
+                        .filter(|f| f.is_instance(&self.ops.function_type).unwrap_or(false))
+                } else {
+                    None
+                };
+                let Some(setter) = setter else {
+                    return unsupported(format!("assignment to the data descriptor {name}"));
+                };
+                let setter = self.constant(setter);
+                self.call(setter, vec![owner, value], vec![])?;
+                return Ok(());
             }
             attrs.retain(|(n, _)| *n != name);
             attrs.push((name, value));
@@ -2277,7 +2299,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if source.is_none() || self.backend.is_tensor(&obj) {
             return unsupported("attribute assignment on an object without a source");
         }
-        if self.has_custom_setattr(&obj)? || !obj.hasattr("__dict__")? {
+        if self.overrides_object(&obj, "__setattr__")? || !obj.hasattr("__dict__")? {
             return unsupported("attribute assignment on an object with __setattr__ or slots");
         }
         self.guard_type(owner);
@@ -2286,13 +2308,52 @@ impl<'py, 'b> Vm<'py, 'b> {
             name: name.clone(),
             value,
         });
-        self.stored_attrs.push((obj.as_ptr() as usize, name, value));
+        self.stored_attrs.push((obj.as_ptr() as usize, name, Some(value)));
         Ok(())
     }
 
-    fn has_custom_setattr(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
-        let object_setattr = self.ops.builtins.getattr("object")?.getattr("__setattr__")?;
-        Ok(!obj.get_type().getattr("__setattr__")?.is(&object_setattr))
+    /// `del obj.name` on an object from the frame: guarded to have it in its `__dict__`,
+    /// replayed after the graph.
+    fn delete_attr(&mut self, owner: Vid, name: String) -> Res<()> {
+        let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(owner)
+        else {
+            return unsupported("attribute deletion on an object without a source");
+        };
+        let (obj, source) = (obj.clone(), *source);
+        if self.backend.is_tensor(&obj)
+            || self.overrides_object(&obj, "__delattr__")?
+            || !obj.hasattr("__dict__")?
+        {
+            return unsupported("attribute deletion on an object with __delattr__ or slots");
+        }
+        let dict = obj.getattr("__dict__")?;
+        let key = PyString::intern(self.py, &name).into_any();
+        if !dict.contains(&key)? {
+            return unsupported(format!("deleting {name}, which the object's __dict__ lacks"));
+        }
+        self.guard_type(owner);
+        let dict_source = self
+            .sources
+            .intern(Source::Attr(source, name_ref(self.py, "__dict__")));
+        let entry = self
+            .sources
+            .intern(Source::Item(dict_source, StrongRef::new(&key)));
+        self.add_guard(entry, Check::Present);
+        self.side_effects.push(SideEffect::DeleteAttr {
+            target: owner,
+            name: name.clone(),
+        });
+        self.stored_attrs.push((obj.as_ptr() as usize, name, None));
+        Ok(())
+    }
+
+    /// Whether the object's type overrides `object`'s `method` (`__setattr__`, `__delattr__`).
+    fn overrides_object(&self, obj: &Bound<'py, PyAny>, method: &str) -> PyResult<bool> {
+        let default = self.ops.builtins.getattr("object")?.getattr(method)?;
+        Ok(!obj.get_type().getattr(method)?.is(&default))
     }
 
     /// Looks `name` up on the type's MRO without running descriptors.
@@ -2360,7 +2421,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                     .rev()
                     .find(|(p, n, _)| *p == obj.as_ptr() as usize && n == name)
                 {
-                    return Ok(*stored);
+                    return match stored {
+                        Some(value) => Ok(*value),
+                        // What remains (a class attribute, or an AttributeError) is not simulated.
+                        None => unsupported(format!("reading {name} after deleting it")),
+                    };
                 }
                 self.object_attr(owner, obj, source, name)
             }
@@ -2605,6 +2670,73 @@ impl<'py, 'b> Vm<'py, 'b> {
             }));
         }
         self.operator_call(binop_name(op, inplace), vec![left, right])
+    }
+
+    /// `left <name> right` where an operand is an object the translation made: its class's
+    /// Python rich comparison, inlined, then the other operand's reflected one (first where
+    /// its class is a subclass of the left's) when missing or `NotImplemented`; past both,
+    /// `==` and `!=` compare identity. None when neither operand is such an object.
+    fn compare_made_objects(&mut self, name: &str, left: Vid, right: Vid) -> Res<Option<Vid>> {
+        let class_of = |vm: &Self, v: Vid| match vm.val(v) {
+            Val::Object { class, .. } => Some(class.clone()),
+            _ => None,
+        };
+        let (left_class, right_class) = (class_of(self, left), class_of(self, right));
+        if left_class.is_none() && right_class.is_none() {
+            return Ok(None);
+        }
+        let reflected = match name {
+            "lt" => "gt",
+            "le" => "ge",
+            "gt" => "lt",
+            "ge" => "le",
+            same => same,
+        };
+        let right_first = match (&left_class, &right_class) {
+            (Some(l), Some(r)) => !l.is(r) && r.cast::<PyType>().map_err(PyErr::from)?.is_subclass(l)?,
+            _ => false,
+        };
+        let mut attempts = [
+            (left, &left_class, name, right),
+            (right, &right_class, reflected, left),
+        ];
+        if right_first {
+            attempts.swap(0, 1);
+        }
+        for (receiver, class, method, other) in attempts {
+            let Some(class) = class else { continue };
+            let function = self
+                .type_lookup(class, &format!("__{method}__"))?
+                .filter(|f| f.is_instance(&self.ops.function_type).unwrap_or(false));
+            let Some(function) = function else { continue };
+            let function = self.constant(function);
+            let result = self.call(function, vec![receiver, other], vec![])?;
+            let declined =
+                matches!(self.val(result), Val::Obj { obj, .. } if obj.is(self.py.NotImplemented()));
+            if !declined {
+                return Ok(Some(result));
+            }
+        }
+        match name {
+            "eq" | "ne" => {
+                let same = self.identical(left, right)?;
+                Ok(Some(self.boolean(same == (name == "eq"))))
+            }
+            _ => {
+                let symbol = match name {
+                    "lt" => "<",
+                    "le" => "<=",
+                    "gt" => ">",
+                    _ => ">=",
+                };
+                let (left_type, right_type) = (self.type_of(left)?, self.type_of(right)?);
+                Err(Problem::Python(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "'{symbol}' not supported between instances of '{}' and '{}'",
+                    left_type.getattr("__name__")?,
+                    right_type.getattr("__name__")?
+                ))))
+            }
+        }
     }
 
     fn identical(&mut self, left: Vid, right: Vid) -> Res<bool> {
@@ -3657,6 +3789,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         attrs: &[(String, Vid)],
         name: &str,
     ) -> Res<Vid> {
+        if name == "__class__" {
+            // Its class is fixed when the translation makes it.
+            return Ok(self.constant(class));
+        }
         let class_attr = self.type_lookup(&class, name)?;
         if let Some(descriptor) = &class_attr {
             if descriptor.is_instance(&self.ops.property_type)? {
