@@ -213,3 +213,26 @@ def equality_without_eq_is_identity(x):
 def reflected_comparison(x):
     low, high = _Ordered(1.0), _Ordered(2.0)
     return x * (high > low) + x * (low < high)  # `high > low` runs low.__lt__(high)
+
+
+class _TwoSlots:
+    __slots__ = ("v", "w")
+
+    def __init__(self, v):
+        self.v = v
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def slotted_unset_slot(x):
+    s = _TwoSlots(x)
+    try:
+        return s.w  # never set: AttributeError, as from a real instance
+    except AttributeError:
+        return s.v * 2
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def slotted_object_returned(x):
+    s = _TwoSlots(x + 1)
+    s.w = 2.0
+    return s.v, s.w, type(s).__name__, s.__slots__

@@ -32,7 +32,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "breaks_in_blocks/break_in_nested_handlers": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
     "graph_breaks/opaque_builtin_call": (_CHANGING_RESUME_ARGUMENT, ALL),
     "breaks_in_blocks/opaque_call_in_try": (_CHANGING_RESUME_ARGUMENT, ALL),
-    "call_objects/slotted_object": ("objects of classes with __slots__ are not made symbolically", ALL),
     "side_effects/set_add_discard": ("mutating a set from the frame", ALL),
     "except_star/unmatched_group_propagates": ("except* (CHECK_EG_MATCH) is not simulated", ALL),
     "except_star/two_except_star_handlers": ("except* (CHECK_EG_MATCH) is not simulated", ALL),

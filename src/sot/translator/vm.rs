@@ -957,6 +957,15 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 }
 
+/// Whether the class's instances have a `__dict__` (else only their slots).
+fn has_instance_dict(class: &Bound<'_, PyAny>) -> bool {
+    class
+        .getattr("__dictoffset__")
+        .and_then(|d| d.extract::<isize>())
+        .unwrap_or(0)
+        != 0
+}
+
 // The per-instruction location, kept on the VM for recorded nodes and errors.
 impl<'py, 'b> Vm<'py, 'b> {
     /// Where the problem arose: the innermost instruction running (in an inlined
@@ -2268,9 +2277,13 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
         let owner = self.realize(owner)?;
         if let Val::Object { class, mut attrs } = self.val(owner).clone_val() {
-            if let Some(descriptor) = self
-                .type_lookup(&class, &name)?
-                .filter(|d| d.get_type().hasattr("__set__").unwrap_or(false))
+            let class_attr = self.type_lookup(&class, &name)?;
+            let is_slot = self.is_slot(class_attr.as_ref())?;
+            if !is_slot && !has_instance_dict(&class) {
+                return unsupported("attribute assignment on an object without a __dict__");
+            }
+            if let Some(descriptor) =
+                class_attr.filter(|d| !is_slot && d.get_type().hasattr("__set__").unwrap_or(false))
             {
                 // A property's Python setter runs inlined; other data descriptors are not
                 // simulated.
@@ -3642,13 +3655,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         let is_python_class = cls
             .getattr("__module__")
             .is_ok_and(|m| !m.eq("builtins").unwrap_or(true));
-        let has_dict = cls
-            .getattr("__dictoffset__")
-            .and_then(|d| d.extract::<isize>())
-            .unwrap_or(0)
-            != 0;
+        let has_dict = has_instance_dict(cls);
         let default_new = cls.getattr("__new__")?.is(&object.getattr("__new__")?);
-        if !is_python_class || !has_dict || !default_new {
+        // Without a __dict__, a Python class with the default __new__ keeps its
+        // attributes in `__slots__` (see `is_slot`).
+        let slotted = !has_dict && cls.hasattr("__slots__")?;
+        if !is_python_class || !(has_dict || slotted) || !default_new {
             return Ok(None);
         }
         pin(self);
@@ -3808,19 +3820,28 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(bound);
             }
         }
+        let unset_slot = self.is_slot(class_attr.as_ref())?;
         match class_attr {
-            Some(raw) if is_immutable(&raw) || raw.is_callable() => Ok(self.constant(raw)),
-            Some(_) => unsupported(format!(
+            Some(raw) if !unset_slot && (is_immutable(&raw) || raw.is_callable()) => Ok(self.constant(raw)),
+            Some(_) if !unset_slot => unsupported(format!(
                 "mutable class attribute {name} of an object the translation made"
             )),
-            None if name == "__class__" => Ok(self.constant(class)),
-            None => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
+            _ => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
                 format!(
                     "'{}' object has no attribute '{name}'",
                     class.getattr("__name__")?
                 ),
             ))),
         }
+    }
+
+    /// Whether a class attribute is a `__slots__` entry (a member descriptor), where an
+    /// object the translation made keeps that attribute like any other.
+    fn is_slot(&self, class_attr: Option<&Bound<'py, PyAny>>) -> PyResult<bool> {
+        let Some(attr) = class_attr else {
+            return Ok(false);
+        };
+        attr.is_instance(&self.py.import("types")?.getattr("MemberDescriptorType")?)
     }
 
     /// A function object as the VM's function value, its closure's cells read from the
