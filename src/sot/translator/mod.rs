@@ -803,6 +803,7 @@ impl Translator {
             .map(|(i, vid)| (i, *vid))
             .collect();
         let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();
+        let handled_slots: Vec<usize> = point.handled.iter().map(|(slot, _)| *slot).collect();
         let step = &continuation.step;
         // The resume function after the step (the bridge's, where the step is bridged).
         let next_key = codegen::ResumeKey {
@@ -810,7 +811,7 @@ impl Translator {
             nulls: step.slots_after(&vm.values, &point.stack),
             live: live_vars.clone(),
             blocks: point.blocks_after(),
-            handled: point.handled.iter().map(|(slot, _)| *slot).collect(),
+            handled: handled_slots.clone(),
             bridge: false,
         };
         let next = if next_key.pc < info.instrs.len() && vm.falls_through(&point.instr) {
@@ -824,7 +825,7 @@ impl Translator {
                 nulls: continuation.slots_after(&vm.values, &point.stack),
                 live: live_vars.clone(),
                 blocks: point.blocks.clone(),
-                handled: point.handled.iter().map(|(slot, _)| *slot).collect(),
+                handled: handled_slots,
                 bridge: true,
             };
             let bridge = codegen::Bridge {

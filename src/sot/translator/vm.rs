@@ -281,6 +281,8 @@ struct Ops<'py> {
     function_type: Bound<'py, PyAny>,
     method_type: Bound<'py, PyAny>,
     property_type: Bound<'py, PyAny>,
+    /// A `__slots__` entry's descriptor.
+    member_descriptor_type: Bound<'py, PyAny>,
     staticmethod_type: Bound<'py, PyAny>,
     classmethod_type: Bound<'py, PyAny>,
     object_getattribute: Bound<'py, PyAny>,
@@ -300,6 +302,7 @@ impl<'py> Ops<'py> {
             method_type: types.getattr("MethodType")?,
             module_type: types.getattr("ModuleType")?,
             property_type: builtins.getattr("property")?,
+            member_descriptor_type: types.getattr("MemberDescriptorType")?,
             staticmethod_type: builtins.getattr("staticmethod")?,
             classmethod_type: builtins.getattr("classmethod")?,
             range_type: builtins.getattr("range")?,
@@ -3841,7 +3844,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(attr) = class_attr else {
             return Ok(false);
         };
-        attr.is_instance(&self.py.import("types")?.getattr("MemberDescriptorType")?)
+        attr.is_instance(&self.ops.member_descriptor_type)
     }
 
     /// A function object as the VM's function value, its closure's cells read from the
