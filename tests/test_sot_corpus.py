@@ -164,6 +164,16 @@ def test_case(entry, capsys):
         problems = _counter_problems(entry, st)
         if problems:
             pytest.fail(f"{entry.id}: " + "; ".join(problems) + f"\n{explanation()}")
+        # Calls on which a number the translation saw has changed: each recompiles once,
+        # computing with that number in the graph from then on (a dynamic source).
+        for _ in range(entry.recompiles):
+            changed = Run(entry, state, capsys)
+            changed.eager()
+            changed.translated(fast, explanation)
+        st = sot.stats(fast)
+        if entry.recompiles and st.recompilations != entry.recompiles:
+            pytest.fail(f"{entry.id}: {st.recompilations} recompilations, expected {entry.recompiles}\n"
+                        f"{explanation()}")
         # Numbers, not the object: stats may be a live view.
         hits, graphs = st.cache_hits, st.graphs
 

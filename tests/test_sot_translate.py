@@ -311,7 +311,9 @@ def test_recursion_and_deep_inlining_stay_correct():
     np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
     st = sot.stats(fast)
     # fact(30) is deeper than inlining goes: the call breaks the graph and runs as a call.
-    assert (st.graphs, st.ops_captured) == (1, 1)
+    # fact's own frames are translated too; the numbers they pass on change at every level,
+    # so their resume functions compute them in graphs of arithmetic only (no array op).
+    assert st.ops_captured == 1
     assert st.graph_breaks and all("inlining too deep" in b.reason for b in st.graph_breaks)
 
 

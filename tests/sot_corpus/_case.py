@@ -12,7 +12,8 @@ numpy function or ufunc call, one Python operator with a tensor operand (in-plac
 subscript loads and stores included), one array method call, ``x.T``, one row of an iterated
 array or one element of an unpacked array; ``x.shape``/``dtype``/``ndim``/``size``, Python
 arithmetic, containers and inlined user calls are free. A segment without an op compiles no
-graph. A case expecting no break and no fallback runs with ``full_graph=True``.
+graph, unless it computes with numbers seen to change between calls (dynamic numbers: their
+arithmetic runs in the graph, free). A case expecting no break and no fallback runs with ``full_graph=True``.
 """
 
 import dataclasses
@@ -44,6 +45,9 @@ class Case:
     rtol: Optional[float] = None
     # Whether the second call (fresh, equal arguments) must be a cache hit.
     hot: bool = True
+    # Calls after the first that recompile, each because a number it saw changed (then
+    # made dynamic); the call after them must be a cache hit.
+    recompiles: int = 0
     category: str = ""
 
     @property
@@ -90,6 +94,7 @@ def case(
     raises: Optional[type] = None,
     rtol: Optional[float] = None,
     hot: Optional[bool] = None,
+    recompiles: int = 0,
     name: Optional[str] = None,
 ):
     """Registers the decorated function (returned unchanged) as a case."""
@@ -103,7 +108,7 @@ def case(
             fn=fn, name=name or fn.__name__, module=fn.__module__, args=args, kwargs=kwargs,
             graphs=graphs, ops=ops, breaks=breaks, fallbacks=fallbacks, translations=translations,
             globals_checked=tuple(globals_checked), min_version=min_version, raises=raises,
-            rtol=rtol, hot=hot,
+            rtol=rtol, hot=hot, recompiles=recompiles,
         ))
         return fn
 
@@ -127,3 +132,18 @@ def pos(*shape: int, seed: int = 0, dtype=np.float64) -> np.ndarray:
 def iarr(*shape: int, seed: int = 0, low: int = -5, high: int = 6, dtype=np.int64) -> np.ndarray:
     """Integers in [low, high) of ``shape`` (default int64)."""
     return np.random.default_rng(seed).integers(low, high, size=shape).astype(dtype)
+
+
+class Changing:
+    """A number that changes from one run of a case to the next and is equal for the two
+    calls of a run (the eager call, then the translated one): ``next_value()`` is called
+    once by each call's argument factory, in that order."""
+
+    def __init__(self, start, step=1):
+        self.start, self.step, self.calls = start, step, 0
+
+    def next_value(self):
+        value = self.start + self.step * (self.calls // 2)
+        self.calls += 1
+        return value
+

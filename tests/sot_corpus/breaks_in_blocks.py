@@ -116,7 +116,7 @@ def break_then_suppressed_raise(x):
     return y
 
 
-@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["unsupported call"])
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["unsupported call"], recompiles=1)
 def opaque_call_in_try(x):
     try:
         y = x * 2

@@ -56,7 +56,7 @@ def two_prints(x):
     return b - 1
 
 
-@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["unsupported call"])
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["unsupported call"], recompiles=1)
 def opaque_builtin_call(x):
     y = x + 1
     ok = time.perf_counter_ns() > 0  # a new value on every call

@@ -13,10 +13,6 @@ _BREAK_IN_BLOCK_STACK_HANDLER = (
     "3.9/3.10 run an except body under a handler block no instruction can set up again: a graph "
     "break inside one runs the frame eagerly"
 )
-_CHANGING_RESUME_ARGUMENT = (
-    "the value an opaque call returns differs on every call and the resume function guards it "
-    "by value (no dynamic ints yet): the resume function recompiles on every call"
-)
 
 _TENSOR_IN_TEMPLATE = (
     "a t-string is made from known Python values only: one interpolating a tensor breaks the "
@@ -30,8 +26,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "breaks_in_blocks/exception_current_after_break_in_except": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
     "breaks_in_blocks/exception_cleared_after_handler": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
     "breaks_in_blocks/break_in_nested_handlers": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
-    "graph_breaks/opaque_builtin_call": (_CHANGING_RESUME_ARGUMENT, ALL),
-    "breaks_in_blocks/opaque_call_in_try": (_CHANGING_RESUME_ARGUMENT, ALL),
     "side_effects/set_add_discard": ("mutating a set from the frame", ALL),
     "except_star/unmatched_group_propagates": ("except* (CHECK_EG_MATCH) is not simulated", ALL),
     "except_star/two_except_star_handlers": ("except* (CHECK_EG_MATCH) is not simulated", ALL),

@@ -42,7 +42,12 @@ def register_backend(name: str, backend: Any) -> None:
     ``tensor_types`` (a tuple of types), ``meta_attributes`` (the tensor attributes its
     guards compare), ``conversions`` (tensor methods that give Python values),
     ``skip_prefixes`` (files never translated), and the methods ``is_op(function)``,
-    ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``."""
+    ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``.
+
+    A graph's inputs and results may also be Python ints and floats (numbers that changed
+    between calls), its nodes ``operator`` functions on them and on tensors; a backend's
+    tensor combined with such a number must give a result whose meta attributes do not
+    depend on the number's value (as numpy's NEP 50 promotion does)."""
     if not isinstance(name, str) or not name:
         raise TypeError("register_backend() takes a non-empty str name")
     missing = [a for a in ("tensor_types", "meta_attributes", "conversions", "skip_prefixes", "is_op",

@@ -421,7 +421,7 @@ fn needed_outputs(values: &[Val<'_>], cells: &[Option<Vid>], graph: &Graph<'_>, 
     let mut syms: Vec<Sym> = reachable(values, cells, roots)
         .into_iter()
         .filter_map(|vid| match &values[vid] {
-            Val::Tensor { sym, .. } if *sym >= graph.inputs.len() => Some(*sym),
+            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } if *sym >= graph.inputs.len() => Some(*sym),
             _ => None,
         })
         .collect();
@@ -703,7 +703,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 None => self.made(vid)?,
             },
             Val::Object { .. } => self.made(vid)?,
-            Val::Tensor { sym, .. } => {
+            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => {
                 if *sym < self.plan.graph.inputs.len() {
                     self.source(self.plan.graph.inputs[*sym])?;
                 } else {

@@ -7,7 +7,7 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::HookContext;
@@ -151,6 +151,10 @@ pub struct Guard {
 #[derive(Default)]
 pub struct SourceTable {
     pub sources: Vec<Source>,
+    /// Sources holding a number that changed between calls: later translations compute
+    /// with them in the graph instead of guarding their value (automatic dynamic, as
+    /// Dynamo's: specialize first, generalize what was seen to change).
+    dynamic: Vec<SourceId>,
 }
 
 impl SourceTable {
@@ -166,7 +170,22 @@ impl SourceTable {
     pub fn clone_ref(&self, py: Python<'_>) -> SourceTable {
         SourceTable {
             sources: self.sources.iter().map(|s| s.clone_ref(py)).collect(),
+            dynamic: self.dynamic.clone(),
         }
+    }
+
+    pub fn mark_dynamic(&mut self, source: SourceId) {
+        if !self.dynamic.contains(&source) {
+            self.dynamic.push(source);
+        }
+    }
+
+    pub fn forget_dynamic(&mut self) {
+        self.dynamic.clear();
+    }
+
+    pub fn is_dynamic(&self, source: SourceId) -> bool {
+        self.dynamic.contains(&source)
     }
 
     /// How the source reads in Python, for `explain` and logs.
@@ -245,6 +264,21 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
     /// The first guard that does not hold for this frame, or None when all hold.
     pub fn first_failing<'g>(&mut self, guards: &'g [Guard]) -> Option<&'g Guard> {
         guards.iter().find(|guard| !self.check(guard))
+    }
+
+    /// Whether `guard` pinned a number (int or float) that the frame now holds another
+    /// number of the same type in: a candidate for a dynamic source.
+    pub fn number_changed(&mut self, guard: &Guard) -> bool {
+        let Check::Equals(pinned) = &guard.check else {
+            return false;
+        };
+        let py = self.context.py();
+        let pinned = pinned.bind(py);
+        let is_number = pinned.is_exact_instance_of::<PyInt>() || pinned.is_exact_instance_of::<PyFloat>();
+        is_number
+            && self
+                .fetch(guard.source)
+                .is_some_and(|now| type_ptr(&now) == type_ptr(&pinned))
     }
 
     fn check(&mut self, guard: &Guard) -> bool {

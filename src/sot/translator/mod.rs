@@ -25,7 +25,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use self::backend::Backend;
-use self::guard::{Fetcher, Guard, SourceTable};
+use self::guard::{Fetcher, Guard, SourceId, SourceTable};
+use self::value::Graph;
 use self::vm::{CodeInfo, Ending, Stop, Vm};
 use crate::hookapi::per_code::PerCode;
 use crate::hookapi::pyobject::StrongRef;
@@ -349,6 +350,7 @@ impl RustHook for Translator {
         let epoch = EPOCH.load(Ordering::Acquire);
         let mut seen = 0;
         let mut failed_guard = None;
+        let mut changed_numbers = Vec::new();
         if let Some(state) = cache.state.load_full() {
             let mut fetcher = Fetcher::new(context, &state.sources);
             for (index, entry) in state.entries.iter().enumerate() {
@@ -357,6 +359,9 @@ impl RustHook for Translator {
                 }
                 seen += 1;
                 let failing = fetcher.first_failing(&entry.guards);
+                if let Some(guard) = failing.filter(|g| fetcher.number_changed(g)) {
+                    changed_numbers.push(guard.source);
+                }
                 if let (Some(guard), None) = (failing, &failed_guard) {
                     // The most recent entry's reason, for the log.
                     let names = |field: &str| -> Vec<String> {
@@ -409,7 +414,16 @@ impl RustHook for Translator {
         let outcome = Python::attach(|py| {
             // An internal error never changes what the program does: the original runs.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.translate(py, context, &config, &code, cache, seen > 0, epoch)
+                self.translate(
+                    py,
+                    context,
+                    &config,
+                    &code,
+                    cache,
+                    seen > 0,
+                    &changed_numbers,
+                    epoch,
+                )
             }))
             .unwrap_or_else(|panic| {
                 let what = panic
@@ -470,6 +484,7 @@ impl Translator {
         code: &Bound<'_, PyAny>,
         cache: &CodeCache,
         recompiling: bool,
+        changed_numbers: &[SourceId],
         epoch: u64,
     ) -> PyResult<Option<Py<PyAny>>> {
         let code = code.clone().unbind().into_bound(py);
@@ -495,11 +510,18 @@ impl Translator {
             })
             .collect();
         let globals = context.globals().unbind().into_bound(py);
-        let sources = cache
+        let mut sources = cache
             .state
             .load_full()
             .map(|s| s.sources.clone_ref(py))
             .unwrap_or_default();
+        if !recompiling {
+            // A first translation (or the first since `sot.reset()`) specializes every number.
+            sources.forget_dynamic();
+        }
+        for source in changed_numbers {
+            sources.mark_dynamic(*source);
+        }
         let mut vm = Vm::new(py, table, &backend, sources)?;
         let ending = vm.run_top(&code, &info, globals, arguments, frees);
         let stats = &config.stats;
@@ -762,10 +784,11 @@ impl Translator {
             vm_globals(vm)?,
             rebuilt,
         );
-        let compiled = if vm.graph.nodes.is_empty() {
+        let (graph, outputs) = vm.graph.without_dead_arithmetic(&plan.outputs);
+        let compiled = if graph.nodes.is_empty() {
             None
         } else {
-            Some(compile_graph(py, self, backend, vm, &plan.outputs)?)
+            Some(compile_graph(py, self, backend, &graph, &outputs)?)
         };
         plan.holder = compiled.as_ref().map(|(holder, _)| holder.clone());
         let generated = generate(&plan)?;
@@ -995,21 +1018,20 @@ fn log_event(py: Python<'_>, message: &str) {
     }
 }
 
-/// Compiles the graph with the backend: a holder `[compiled]` and the graph's text.
 /// Compiles the graph with the backend for `outputs`: a holder `[compiled]` and the graph's text.
 fn compile_graph<'py>(
     py: Python<'py>,
     translator: &Translator,
     backend: &Backend<'py>,
-    vm: &Vm<'py, '_>,
+    graph: &Graph<'py>,
     outputs: &[usize],
 ) -> PyResult<(Bound<'py, PyAny>, String)> {
-    let description = python::graph_description(py, &vm.graph, outputs)?;
+    let description = python::graph_description(py, graph, outputs)?;
     let compiled = backend.object.call_method1("compile", (description,))?;
     if let Ok(code) = compiled.getattr("__code__") {
         translator.never_translate(&code)?;
     }
-    let text = python::graph_text(py, &vm.graph, outputs)?;
+    let text = python::graph_text(py, graph, outputs)?;
     Ok((PyList::new(py, [compiled])?.into_any(), text))
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use super::value::{Graph, GraphArg};
+use super::value::{Graph, GraphArg, NodeKind};
 use super::{Config, Translator};
 use crate::hookapi::pyobject::StrongRef;
 
@@ -180,7 +180,7 @@ pub fn graph_text(py: Python<'_>, graph: &Graph<'_>, outputs: &[usize]) -> PyRes
     let mut text = String::new();
     let inputs = graph.inputs.len();
     for (index, node) in graph.nodes.iter().enumerate() {
-        if node.projection {
+        if node.kind == NodeKind::Projection {
             continue;
         }
         let name = node

@@ -26,6 +26,14 @@ pub enum Val<'py> {
         sym: Sym,
         example: Bound<'py, PyAny>,
     },
+    /// A Python number of the graph, computed from numbers that change between calls
+    /// (dynamic sources), with the value it had while translating. Used as anything but an
+    /// arithmetic operand, it is specialized: `deps` are guarded on their values.
+    Scalar {
+        sym: Sym,
+        example: Bound<'py, PyAny>,
+        deps: Vec<(SourceId, Bound<'py, PyAny>)>,
+    },
     Tuple(Vec<Vid>),
     /// A list made by the translated code (lists from the frame are `Obj`s until mutated).
     List(Vec<Vid>),
@@ -100,6 +108,11 @@ impl<'py> Val<'py> {
                 sym: *sym,
                 example: example.clone(),
             },
+            Val::Scalar { sym, example, deps } => Val::Scalar {
+                sym: *sym,
+                example: example.clone(),
+                deps: deps.clone(),
+            },
             Val::Tuple(items) => Val::Tuple(items.clone()),
             Val::List(items) => Val::List(items.clone()),
             Val::Dict(items) => Val::Dict(items.clone()),
@@ -154,14 +167,43 @@ pub enum GraphArg<'py> {
     Slice(Box<[GraphArg<'py>; 3]>),
 }
 
+impl GraphArg<'_> {
+    /// Calls `f` on every symbol the operand reads.
+    pub fn visit_syms(&mut self, f: &mut impl FnMut(&mut Sym)) {
+        match self {
+            GraphArg::Sym(sym) => f(sym),
+            GraphArg::Tuple(items) | GraphArg::List(items) => items.iter_mut().for_each(|a| a.visit_syms(f)),
+            GraphArg::Slice(parts) => parts.iter_mut().for_each(|a| a.visit_syms(f)),
+            GraphArg::Const(_) => {}
+        }
+    }
+}
+
+impl Node<'_> {
+    pub fn visit_syms(&mut self, f: &mut impl FnMut(&mut Sym)) {
+        self.args.iter_mut().for_each(|a| a.visit_syms(f));
+        self.kwargs.iter_mut().for_each(|(_, a)| a.visit_syms(f));
+    }
+}
+
+/// What a node is, for counting operations.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// A tensor operation.
+    Operation,
+    /// An element taken out of a multi-tensor result: not an operation of its own.
+    Projection,
+    /// Python arithmetic on dynamic numbers: computed in the graph, free as Python's is.
+    Arithmetic,
+}
+
 /// One recorded operation: `outputs[sym] = function(*args, **kwargs)`.
 #[derive(Clone)]
 pub struct Node<'py> {
     pub function: Bound<'py, PyAny>,
     pub args: Vec<GraphArg<'py>>,
     pub kwargs: Vec<(String, GraphArg<'py>)>,
-    /// An element taken out of a multi-tensor result: not an operation of its own.
-    pub projection: bool,
+    pub kind: NodeKind,
     pub line: i32,
     pub filename: String,
 }
@@ -180,6 +222,45 @@ impl Graph<'_> {
     }
 
     pub fn ops(&self) -> usize {
-        self.nodes.iter().filter(|n| !n.projection).count()
+        self.nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Operation)
+            .count()
+    }
+}
+
+impl<'py> Graph<'py> {
+    /// The graph without the arithmetic nodes no output needs (numbers specialized after
+    /// all), with `outputs` renumbered for it. Inputs stay as they are.
+    pub fn without_dead_arithmetic(&self, outputs: &[Sym]) -> (Graph<'py>, Vec<Sym>) {
+        let inputs = self.inputs.len();
+        let mut needed = vec![false; self.symbol_count()];
+        outputs.iter().for_each(|sym| needed[*sym] = true);
+        let mut live = vec![false; self.nodes.len()];
+        for (index, node) in self.nodes.iter().enumerate().rev() {
+            if node.kind == NodeKind::Arithmetic && !needed[inputs + index] {
+                continue;
+            }
+            live[index] = true;
+            node.clone().visit_syms(&mut |sym| needed[*sym] = true);
+        }
+        let mut renumbered: Vec<Sym> = (0..inputs).collect();
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        for (node, live) in self.nodes.iter().zip(live) {
+            if live {
+                let mut node = node.clone();
+                node.visit_syms(&mut |sym| *sym = renumbered[*sym]);
+                renumbered.push(inputs + nodes.len());
+                nodes.push(node);
+            } else {
+                // Never read: no live node needs a dead one.
+                renumbered.push(usize::MAX);
+            }
+        }
+        let graph = Graph {
+            inputs: self.inputs.clone(),
+            nodes,
+        };
+        (graph, outputs.iter().map(|sym| renumbered[*sym]).collect())
     }
 }

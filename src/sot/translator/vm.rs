@@ -15,7 +15,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString,
 
 use super::backend::Backend;
 use super::guard::{name_ref, Check, Guard, Source, SourceId, SourceTable};
-use super::value::{Function, Graph, GraphArg, Node, Sym, Val, Vid};
+use super::value::{Function, Graph, GraphArg, Node, NodeKind, Sym, Val, Vid};
 use crate::hookapi::pyobject::StrongRef;
 
 /// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
@@ -403,6 +403,11 @@ fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
             .is_ok_and(|t| t.is_exact_instance_of::<PyTuple>() && t.iter().all(|i| is_value_type(&i)))
 }
 
+/// An int or a float (not a bool): what a dynamic source may hold.
+fn is_number(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<PyInt>() || obj.is_exact_instance_of::<PyFloat>()
+}
+
 /// Immutable values a translation may embed as constants.
 fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
     let py = obj.py();
@@ -496,8 +501,22 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     // ---- Making values concrete (and guarding what that depends on) ----
 
-    /// A frame value that is a tensor becomes a graph input; anything else stays.
+    /// A frame value that is a tensor becomes a graph input; a dynamic number used as
+    /// anything but an arithmetic operand is specialized; anything else stays.
     fn realize(&mut self, vid: Vid) -> Res<Vid> {
+        if let Val::Scalar { example, deps, .. } = self.val(vid) {
+            let (example, deps) = (example.clone(), deps.clone());
+            for (source, value) in deps {
+                self.guard_value(source, &value)?;
+            }
+            self.values[vid] = Val::constant(example);
+            return Ok(vid);
+        }
+        self.realize_tensor(vid)
+    }
+
+    /// A frame value that is a tensor becomes a graph input; anything else stays.
+    fn realize_tensor(&mut self, vid: Vid) -> Res<Vid> {
         if let Val::Obj {
             obj,
             source: Some(source),
@@ -507,17 +526,31 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let (obj, source) = (obj.clone(), *source);
                 let check = self.backend.tensor_check(&obj)?;
                 self.add_guard(source, check);
-                let sym = self.graph.symbol_count();
-                // Inputs come first: existing node symbols shift by one.
-                if !self.graph.nodes.is_empty() {
-                    return self.realize_late(vid, obj, source);
-                }
-                self.graph.inputs.push(source);
                 let example = self.backend.example(&obj)?;
+                let sym = self.add_input(source);
                 self.values[vid] = Val::Tensor { sym, example };
             }
         }
         Ok(vid)
+    }
+
+    /// A dynamic number from the frame as a graph input (guarded on its type only).
+    fn scalar_input(&mut self, vid: Vid) -> Vid {
+        if let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(vid)
+        {
+            let (obj, source) = (obj.clone(), *source);
+            self.guard_type(vid);
+            let sym = self.add_input(source);
+            self.values[vid] = Val::Scalar {
+                sym,
+                example: obj.clone(),
+                deps: vec![(source, obj)],
+            };
+        }
+        vid
     }
 
     fn realize_deep(&mut self, vid: Vid) -> Res<()> {
@@ -530,37 +563,28 @@ impl<'py, 'b> Vm<'py, 'b> {
         parts.into_iter().try_for_each(|p| self.realize_deep(p))
     }
 
-    /// An input met after operations were recorded: symbols are renumbered.
-    fn realize_late(&mut self, vid: Vid, obj: Bound<'py, PyAny>, source: SourceId) -> Res<Vid> {
-        let shift = |sym: Sym, inputs: usize| if sym >= inputs { sym + 1 } else { sym };
+    /// A new graph input's symbol. Inputs come first: met after operations were recorded,
+    /// the symbols of the operations' results are renumbered.
+    fn add_input(&mut self, source: SourceId) -> Sym {
         let inputs = self.graph.inputs.len();
-        for value in &mut self.values {
-            if let Val::Tensor { sym, .. } = value {
-                *sym = shift(*sym, inputs);
-            }
+        self.graph.inputs.push(source);
+        if self.graph.nodes.is_empty() {
+            return inputs;
         }
-        fn renumber(arg: &mut GraphArg<'_>, inputs: usize) {
-            match arg {
-                GraphArg::Sym(sym) => {
-                    if *sym >= inputs {
-                        *sym += 1;
-                    }
-                }
-                GraphArg::Tuple(items) | GraphArg::List(items) => {
-                    items.iter_mut().for_each(|a| renumber(a, inputs))
-                }
-                GraphArg::Slice(parts) => parts.iter_mut().for_each(|a| renumber(a, inputs)),
-                GraphArg::Const(_) => {}
+        let shift = |sym: &mut Sym| {
+            if *sym >= inputs {
+                *sym += 1;
+            }
+        };
+        for value in &mut self.values {
+            if let Val::Tensor { sym, .. } | Val::Scalar { sym, .. } = value {
+                shift(sym);
             }
         }
         for node in &mut self.graph.nodes {
-            node.args.iter_mut().for_each(|a| renumber(a, inputs));
-            node.kwargs.iter_mut().for_each(|(_, a)| renumber(a, inputs));
+            node.visit_syms(&mut |sym| shift(sym));
         }
-        self.graph.inputs.push(source);
-        let example = self.backend.example(&obj)?;
-        self.values[vid] = Val::Tensor { sym: inputs, example };
-        Ok(vid)
+        inputs
     }
 
     /// The Python object a value stands for, guarding its source on the whole value.
@@ -574,6 +598,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(obj)
             }
             Val::Tensor { .. } => graph_break("tensor to python value (data-dependent)"),
+            Val::Scalar { .. } => unreachable!("realize specializes a dynamic number"),
             Val::Tuple(items) => {
                 let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
                 Ok(PyTuple::new(self.py, objs)?.into_any())
@@ -840,17 +865,28 @@ impl<'py, 'b> Vm<'py, 'b> {
             graph_kwargs.push((name, g));
         }
         let result = function.call(PyTuple::new(self.py, examples)?, Some(&kw))?;
+        let sym = self.push_node(function, graph_args, graph_kwargs, NodeKind::Operation);
+        self.result_value(sym, result)
+    }
+
+    /// Adds a node at the current location; its result's symbol.
+    fn push_node(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        args: Vec<GraphArg<'py>>,
+        kwargs: Vec<(String, GraphArg<'py>)>,
+        kind: NodeKind,
+    ) -> Sym {
         let (line, filename) = self.location.clone();
         self.graph.nodes.push(Node {
             function: function.clone(),
-            args: graph_args,
-            kwargs: graph_kwargs,
-            projection: false,
+            args,
+            kwargs,
+            kind,
             line,
             filename,
         });
-        let sym = self.graph.symbol_count() - 1;
-        self.result_value(sym, result)
+        self.graph.symbol_count() - 1
     }
 
     /// The value of an operation's result `example` held by symbol `sym`.
@@ -866,21 +902,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             let items: Vec<Bound<'py, PyAny>> = example.try_iter()?.collect::<PyResult<_>>()?;
             if items.iter().all(|i| self.backend.is_tensor(i)) {
                 let getitem = self.ops.op("getitem")?;
-                let (line, filename) = self.location.clone();
                 let mut vids = Vec::with_capacity(items.len());
                 for (index, item) in items.into_iter().enumerate() {
-                    self.graph.nodes.push(Node {
-                        function: getitem.clone(),
-                        args: vec![
-                            GraphArg::Sym(sym),
-                            GraphArg::Const(index.into_pyobject(self.py)?.into_any()),
-                        ],
-                        kwargs: vec![],
-                        projection: true,
-                        line,
-                        filename: filename.clone(),
-                    });
-                    let item_sym = self.graph.symbol_count() - 1;
+                    let args = vec![
+                        GraphArg::Sym(sym),
+                        GraphArg::Const(index.into_pyobject(self.py)?.into_any()),
+                    ];
+                    let item_sym = self.push_node(&getitem, args, vec![], NodeKind::Projection);
                     vids.push(self.push_val(Val::Tensor {
                         sym: item_sym,
                         example: item,
@@ -915,9 +943,101 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
+    /// A number from a source seen to change between calls, not made a graph input yet.
+    fn is_dynamic_number(&self, vid: Vid) -> bool {
+        match self.val(vid) {
+            Val::Obj {
+                obj,
+                source: Some(source),
+            } => self.sources.is_dynamic(*source) && is_number(obj),
+            _ => false,
+        }
+    }
+
+    /// Arithmetic on a dynamic number, recorded so that the number is not guarded on its
+    /// value. Only operators whose result's kind cannot depend on the numbers' values: a
+    /// tensor's meta attributes are kept by a Python number operand (numpy's NEP 50), and
+    /// none of these raises for a value the translation did not see (no division of numbers).
+    /// None when the operation is computed the usual way.
+    fn dynamic_arithmetic(
+        &mut self,
+        name: &str,
+        function: &Bound<'py, PyAny>,
+        args: &[Vid],
+    ) -> Res<Option<Vid>> {
+        const ON_NUMBERS: &[&str] = &[
+            "add", "sub", "mul", "iadd", "isub", "imul", "neg", "pos", "lt", "le", "eq", "ne", "gt", "ge",
+        ];
+        const ON_TENSORS: &[&str] = &["truediv", "floordiv", "mod", "itruediv", "ifloordiv", "imod"];
+        let dynamic =
+            |vm: &Self, a: &Vid| vm.is_dynamic_number(*a) || matches!(vm.val(*a), Val::Scalar { .. });
+        if !args.iter().any(|a| dynamic(self, a)) {
+            return Ok(None);
+        }
+        let with_tensor = args.iter().any(|a| self.is_tensor_val(*a));
+        if !(ON_NUMBERS.contains(&name) || with_tensor && ON_TENSORS.contains(&name)) {
+            return Ok(None);
+        }
+        let mut examples = Vec::with_capacity(args.len());
+        for &arg in args {
+            let arg = self.realize_tensor(arg)?;
+            match self.val(arg) {
+                Val::Tensor { example, .. } | Val::Scalar { example, .. } => examples.push(example.clone()),
+                Val::Obj { obj, .. } if is_number(obj) || obj.is_exact_instance_of::<PyBool>() => {
+                    examples.push(obj.clone())
+                }
+                _ => return Ok(None),
+            }
+        }
+        let result = function.call1(PyTuple::new(self.py, examples)?)?;
+        let tensor_result = self.backend.is_tensor(&result);
+        let number_result = is_number(&result) || result.is_exact_instance_of::<PyBool>();
+        if !(tensor_result || !with_tensor && number_result) {
+            return Ok(None);
+        }
+        // Inputs first: making one renumbers the symbols of the operations' results.
+        for &arg in args {
+            if self.is_dynamic_number(arg) {
+                self.scalar_input(arg);
+            }
+        }
+        let mut graph_args = Vec::with_capacity(args.len());
+        let mut deps: Vec<(SourceId, Bound<'py, PyAny>)> = Vec::new();
+        for &arg in args {
+            if let Val::Scalar { sym, deps: own, .. } = self.val(arg) {
+                graph_args.push(GraphArg::Sym(*sym));
+                for dep in own {
+                    if !deps.iter().any(|(source, _)| *source == dep.0) {
+                        deps.push(dep.clone());
+                    }
+                }
+            } else {
+                graph_args.push(self.graph_arg(arg)?.0);
+            }
+        }
+        let kind = if tensor_result {
+            NodeKind::Operation
+        } else {
+            NodeKind::Arithmetic
+        };
+        let sym = self.push_node(function, graph_args, vec![], kind);
+        Ok(Some(if tensor_result {
+            self.result_value(sym, result)?
+        } else {
+            self.push_val(Val::Scalar {
+                sym,
+                example: result,
+                deps,
+            })
+        }))
+    }
+
     /// `operator.<name>(*args)`: an operation if a tensor takes part, else computed now.
     fn operator_call(&mut self, name: &str, args: Vec<Vid>) -> Res<Vid> {
         let function = self.ops.op(name)?;
+        if let Some(result) = self.dynamic_arithmetic(name, &function, &args)? {
+            return Ok(result);
+        }
         if args.iter().any(|a| self.contains_tensor(*a)) {
             return self.record(&function, args, vec![]);
         }
@@ -2656,7 +2776,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if op == BinOp::Subscr {
             return self.subscript(left, right);
         }
-        let left = self.realize(left)?;
+        let left = self.realize_tensor(left)?;
         if inplace {
             if let Val::List(_) = self.val(left) {
                 if op == BinOp::Add {
