@@ -20,6 +20,26 @@ def _delegating(v):
     yield v
 
 
+def _sub_returning(v):
+    yield v * 2
+    return v + 10
+
+
+def _collects_return(v, out):
+    result = yield from _sub_returning(v)
+    out.append(result)
+    yield result
+
+
+def _from_list(v):
+    yield from [v, v * 3]
+
+
+def _nested(v):
+    yield from _delegating(v)
+    yield from _from_list(v)
+
+
 def _pairs(v):
     yield v, "first"
     yield v + 1, "second"
@@ -62,6 +82,24 @@ def genexpr_to_list(x, ks):
 @case(args=lambda: (arr(3),), graphs=1, ops=2)
 def yield_from(x):
     return list(_delegating(x))
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def yield_from_return_value(x):
+    out = []
+    items = list(_collects_return(x, out))
+    return items, out
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def yield_from_a_list(x):
+    a, b = _from_list(x)
+    return a - b
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
+def nested_yield_from(x):
+    return list(_nested(x))
 
 
 @case(args=lambda: (arr(3),), graphs=1, ops=3)

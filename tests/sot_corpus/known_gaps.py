@@ -21,7 +21,6 @@ _TENSOR_IN_TEMPLATE = (
 
 # case id -> (reason, the (major, minor) versions it fails on, or ALL)
 KNOWN_GAPS: dict[str, tuple[str, object]] = {
-    "generators/yield_from": ("`yield from` (SEND) is not simulated in inlined generators", ALL),
     "breaks_in_blocks/print_in_except": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
     "breaks_in_blocks/exception_current_after_break_in_except": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
     "breaks_in_blocks/exception_cleared_after_handler": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),

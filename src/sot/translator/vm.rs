@@ -66,6 +66,14 @@ impl<'py> Snapshot<'py> {
 pub struct GeneratorState<'py> {
     frame: Frame<'py>,
     finished: bool,
+    /// What the generator returned (the value of a `yield from` it was delegated to).
+    returned: Option<Vid>,
+}
+
+/// What sending None into an iterator gave (one step of `yield from`).
+enum Sent {
+    Yielded(Vid),
+    Returned(Vid),
 }
 
 /// Why a frame's translation stopped before its end.
@@ -2152,6 +2160,51 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let v = Self::pop(frame)?;
                 return Ok(Some(v));
             }
+            Op::Send => {
+                let sent = Self::pop(frame)?;
+                let receiver = *frame
+                    .stack
+                    .last()
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                match self.send(receiver, sent)? {
+                    Sent::Yielded(item) => frame.stack.push(item),
+                    Sent::Returned(value) => {
+                        // Exhausted: the receiver stays below the value where the version's
+                        // END_SEND pops it (3.12+), else the value replaces it (3.11).
+                        if self.stack_effect("SEND", 0, true)? < 0 {
+                            Self::pop(frame)?;
+                        }
+                        frame.stack.push(value);
+                        Self::jump(frame, arg)?;
+                    }
+                }
+            }
+            Op::EndSend => {
+                let value = Self::pop(frame)?;
+                Self::pop(frame)?;
+                frame.stack.push(value);
+            }
+            Op::YieldFrom => {
+                // 3.9/3.10: yields the receiver's item and runs again when resumed (with
+                // the None sent in on top), until the receiver returns.
+                let sent = Self::pop(frame)?;
+                let receiver = *frame
+                    .stack
+                    .last()
+                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                match self.send(receiver, sent)? {
+                    Sent::Yielded(item) => {
+                        frame.yielded = Some(item);
+                        let none = self.none();
+                        frame.stack.push(none);
+                        frame.pc -= 1;
+                    }
+                    Sent::Returned(value) => {
+                        Self::pop(frame)?;
+                        frame.stack.push(value);
+                    }
+                }
+            }
             Op::YieldValue => {
                 // The generator is suspended here; resumed, it finds None sent in.
                 let v = Self::pop(frame)?;
@@ -3386,7 +3439,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                                 break Ok(Some(item));
                             }
                         }
-                        Ok(Some(_returned)) => break Ok(None),
+                        Ok(Some(returned)) => {
+                            state.returned = Some(returned);
+                            break Ok(None);
+                        }
                         Err(problem) => break Err(problem),
                     }
                 };
@@ -3401,6 +3457,22 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             _ => unsupported("advancing a value that is no iterator"),
         }
+    }
+
+    /// One step of `yield from receiver`: the None the delegating generator was resumed
+    /// with (`sent`) goes in; what it yields or returns comes out.
+    fn send(&mut self, receiver: Vid, sent: Vid) -> Res<Sent> {
+        if !self.concrete(sent)?.is_none() {
+            return unsupported("a value sent into a delegated generator (only next() is simulated)");
+        }
+        if let Some(item) = self.advance(receiver)? {
+            return Ok(Sent::Yielded(item));
+        }
+        let returned = match self.val(receiver) {
+            Val::Generator(state) => state.borrow().returned,
+            _ => None,
+        };
+        Ok(Sent::Returned(returned.unwrap_or_else(|| self.none())))
     }
 
     /// A t-string's template (3.14), made from known values: immutable, iterated as is.
@@ -4111,6 +4183,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let state = GeneratorState {
                 frame,
                 finished: false,
+                returned: None,
             };
             return Ok(self.push_val(Val::Generator(std::rc::Rc::new(std::cell::RefCell::new(state)))));
         }
