@@ -1,5 +1,7 @@
 """except* and exception groups (Python 3.11+)."""
 
+import sys
+
 from ._case import arr, case
 
 
@@ -56,4 +58,36 @@ def array_ops_around_group(x):
         raise ExceptionGroup("g", [ValueError("v")])
     except* ValueError:
         y = y * 3
+    return y
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def tuple_of_types(x):
+    try:
+        raise ExceptionGroup("g", [KeyError("k"), ValueError("v")])
+    except* (KeyError, ValueError) as eg:
+        n = len(eg.exceptions)
+    return x + n
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, raises=KeyError)
+def raise_inside_clause(x):
+    try:
+        y = x * 2
+        raise ExceptionGroup("g", [ValueError("v")])
+    except* ValueError:
+        raise KeyError("from the clause")  # noqa: B904 (implicit chaining is the case)
+    return y
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=2, breaks=["print"])
+def break_inside_clause(x, log):
+    try:
+        y = x + 1
+        raise ExceptionGroup("g", [ValueError("v"), KeyError("k")])
+    except* ValueError as eg:
+        print("handling", len(eg.exceptions))
+        log.append(repr(sys.exc_info()[1]))
+    except* KeyError:
+        y = y * 2
     return y

@@ -280,6 +280,8 @@ pub struct Vm<'py, 'b> {
     /// Slots where `PUSH_EXC_INFO` saved the previous exception, and the exception it
     /// made current (what a resume function makes current again).
     exception_slots: HashMap<Vid, Vid>,
+    /// What `except*` clauses left unhandled (CHECK_EG_MATCH's rest).
+    unhandled_groups: std::collections::HashSet<Vid>,
 }
 
 /// Python objects the VM uses, looked up once per translation.
@@ -461,6 +463,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             cell_objects: HashMap::new(),
             lasti_values: std::collections::HashSet::new(),
             exception_slots: HashMap::new(),
+            unhandled_groups: std::collections::HashSet::new(),
         })
     }
 
@@ -1314,8 +1317,14 @@ impl<'py, 'b> Vm<'py, 'b> {
                     .enumerate()
                     .filter_map(|(slot, v)| Some((slot, *vm.exception_slots.get(v)?)))
                     .collect();
-                let resumable =
-                    vm.table.exceptions == ExceptionModel::Table && handled.len() == handled_depth;
+                // Each exception handled must be the one its slot saved (an `except*`
+                // clause handles only the part of the group it matched).
+                let resumable = vm.table.exceptions == ExceptionModel::Table
+                    && handled.len() == handled_depth
+                    && handled
+                        .iter()
+                        .zip(&vm.exc_stack)
+                        .all(|((_, saved), current)| saved == current);
                 BreakPoint {
                     pc,
                     in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
@@ -1338,7 +1347,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                         first_caught = Some((point(self, &frame, true), snapshot));
                     }
                 }
-                Err(Problem::Python(_)) if unguarded && !offset_on_stack => {
+                // A re-raise of what a handler caught (what `except*` clauses left) is
+                // raised where it first arose, below.
+                Err(Problem::Python(_))
+                    if unguarded
+                        && !offset_on_stack
+                        && !(frame.instrs[pc].op == Op::Reraise && first_caught.is_some()) =>
+                {
                     // Nothing catches it: the generated code raises it where it arose.
                     snapshot.restore(self);
                     return Ok(Ending::Raise(point(self, &frame, false)));
@@ -1985,6 +2000,18 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 frame.stack.push(r);
             }
+            Op::CallIntrinsic2 => {
+                let Arg::Enum(name) = arg else {
+                    return unsupported("CALL_INTRINSIC_2 without a name");
+                };
+                let second = Self::pop(frame)?;
+                Self::pop(frame)?;
+                let r = match name {
+                    "INTRINSIC_PREP_RERAISE_STAR" => self.prep_reraise_star(second)?,
+                    _ => return unsupported(format!("intrinsic {name}")),
+                };
+                frame.stack.push(r);
+            }
             Op::UnpackSequence => {
                 let v = Self::pop(frame)?;
                 let items = self.items_of(v)?;
@@ -2375,6 +2402,25 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let (kind, kinds) = (self.type_of(exception)?, self.concrete(kinds)?);
                 let matched = self.builtin("issubclass")?.call1((kind, kinds))?.is_truthy()?;
                 let r = self.boolean(matched);
+                frame.stack.push(r);
+            }
+            Op::CheckEgMatch => {
+                let kinds = Self::pop(frame)?;
+                let exception = Self::pop(frame)?;
+                let (rest, matched) = self.exception_group_match(exception, kinds)?;
+                if !self.concrete(matched)?.is_none() {
+                    // The clause handles what it matched: that is the current exception.
+                    if let Some(current) = self.exc_stack.last_mut() {
+                        *current = matched;
+                    }
+                }
+                self.unhandled_groups.insert(rest);
+                frame.stack.extend([rest, matched]);
+            }
+            Op::PrepReraiseStar => {
+                let raised = Self::pop(frame)?;
+                Self::pop(frame)?;
+                let r = self.prep_reraise_star(raised)?;
                 frame.stack.push(r);
             }
             Op::WithExceptStart => {
@@ -3457,6 +3503,86 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             _ => unsupported("advancing a value that is no iterator"),
         }
+    }
+
+    /// `except* kinds` on `exception`: `(rest, matched)` as CPython's CHECK_EG_MATCH splits
+    /// them (a naked exception that matches is wrapped in a group; None where nothing is).
+    fn exception_group_match(&mut self, exception: Vid, kinds: Vid) -> Res<(Vid, Vid)> {
+        let (exc, kinds) = (self.concrete(exception)?, self.concrete(kinds)?);
+        let builtins = &self.ops.builtins;
+        let group_type = builtins.getattr("BaseExceptionGroup")?;
+        let issubclass = builtins.getattr("issubclass")?;
+        let kind_list: Vec<Bound<'py, PyAny>> = match kinds.cast::<PyTuple>() {
+            Ok(tuple) => tuple.iter().collect(),
+            Err(_) => vec![kinds.clone()],
+        };
+        for kind in &kind_list {
+            let is_exception_class = kind.is_instance_of::<PyType>()
+                && issubclass
+                    .call1((kind, self.py.get_type::<pyo3::exceptions::PyBaseException>()))?
+                    .is_truthy()?;
+            if !is_exception_class {
+                return Err(Problem::Python(PyTypeError::new_err(
+                    "catching classes that do not inherit from BaseException is not allowed",
+                )));
+            }
+            if issubclass.call1((kind, &group_type))?.is_truthy()? {
+                return Err(Problem::Python(PyTypeError::new_err(
+                    "catching ExceptionGroup with except* is not allowed. Use except instead.",
+                )));
+            }
+        }
+        let none = self.ops.none.clone();
+        let (rest, matched) = if exc.is_none() {
+            (none.clone(), none)
+        } else if exc.is_instance(&kinds)? {
+            let matched = if exc.is_instance(&group_type)? {
+                exc
+            } else {
+                group_type.call1(("", (exc,)))?
+            };
+            (none, matched)
+        } else if exc.is_instance(&group_type)? {
+            let pair = exc.call_method1("split", (kinds,))?;
+            (pair.get_item(1)?, pair.get_item(0)?)
+        } else {
+            (exc, none)
+        };
+        let rest = if rest.is(&self.ops.none) {
+            self.none()
+        } else {
+            self.constant(rest)
+        };
+        let matched = if matched.is(&self.ops.none) {
+            self.none()
+        } else {
+            self.constant(matched)
+        };
+        Ok((rest, matched))
+    }
+
+    /// What leaves a try with `except*` clauses (CPython's PREP_RERAISE_STAR): None when all
+    /// was handled, else the exception to raise on. Only the rest the clauses left is
+    /// simulated; an exception raised inside a clause is merged by the original code.
+    /// (The original exception, its first operand, is not needed: see below.)
+    fn prep_reraise_star(&mut self, raised: Vid) -> Res<Vid> {
+        let mut left = Vec::new();
+        for item in self.items_of(raised)? {
+            if self.concrete(item)?.is_none() {
+                continue;
+            }
+            if !self.unhandled_groups.contains(&item) {
+                return unsupported("an exception raised inside an except* clause");
+            }
+            left.push(item);
+        }
+        // The rest of a group is the part of it no clause matched (as the projection of
+        // the original onto the rest's leaves is); a naked exception is its own rest.
+        Ok(match left.as_slice() {
+            [] => self.none(),
+            [rest] => *rest,
+            _ => return unsupported("more than one exception left by except* clauses"),
+        })
     }
 
     /// One step of `yield from receiver`: the None the delegating generator was resumed
