@@ -14,11 +14,6 @@ _BREAK_IN_BLOCK_STACK_HANDLER = (
     "break inside one runs the frame eagerly"
 )
 
-_TENSOR_IN_TEMPLATE = (
-    "a t-string is made from known Python values only: one interpolating a tensor breaks the "
-    "graph and the frame runs eagerly"
-)
-
 # case id -> (reason, the (major, minor) versions it fails on, or ALL)
 KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "breaks_in_blocks/print_in_except": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
@@ -36,8 +31,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
         "PREP_RERAISE_STAR, which is not simulated: the original code runs (a fallback)",
         ALL,
     ),
-    "tstrings/array_interpolated": (_TENSOR_IN_TEMPLATE, ALL),
-    "tstrings/template_holding_array": (_TENSOR_IN_TEMPLATE, ALL),
     "type_params/generic_function_defined_inside": (
         "PEP 695 type parameters (INTRINSIC_TYPEVAR) are not simulated",
         ALL,

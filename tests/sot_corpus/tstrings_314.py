@@ -69,3 +69,28 @@ def template_in_loop(x, n):
     for k in range(2):
         rendered.append(_render(t"{k}:{n}"))
     return rendered, x + n
+
+
+@case(args=lambda: (arr(3), arr(3, seed=1)), graphs=1, ops=3)
+def values_of_array_template(x, y):
+    t = t"{x + 1} then {y * 2}"
+    a, b = t.values
+    return a - b, t.strings
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=4)
+def iterate_template_holding_array(x):
+    kinds = []
+    total = 0
+    for item in t"sum: {x * 2}{x.shape!r:>4}":
+        if isinstance(item, Interpolation):
+            kinds.append((item.expression, item.conversion, item.format_spec))
+            total = total + (item.value if isinstance(item.value, tuple) else item.value.sum())
+        else:
+            kinds.append(item)
+    return kinds, total
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["tensor to python"])
+def array_template_rendered(x):
+    return _render(t"value {x + 1}"), x

@@ -397,7 +397,10 @@ fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Vec<Vi
         }
         found.push(vid);
         match &values[vid] {
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) => stack.extend(items),
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => {
+                stack.extend(items)
+            }
+            Val::Interpolation(parts) => stack.extend(parts),
             Val::Iter { items, next } => stack.extend(&items[*next..]),
             Val::Dict(items) => items.iter().for_each(|(k, v)| stack.extend([*k, *v])),
             Val::Slice(a, b, c) => stack.extend([*a, *b, *c]),
@@ -770,6 +773,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     },
                 )?;
             }
+            Val::Interpolation(parts) => self.templatelib_object("Interpolation", parts.to_vec())?,
+            Val::Template(parts) => self.templatelib_object("Template", parts.clone())?,
             Val::TensorMethod { tensor, name } => {
                 let (tensor, name) = (*tensor, name.clone());
                 self.value(tensor)?;
@@ -852,6 +857,24 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
         }
         Ok(())
+    }
+
+    /// `string.templatelib.<class>(*parts)`: a t-string's Interpolation(value, expression,
+    /// conversion, format_spec) or Template(*strings_and_interpolations).
+    fn templatelib_object(&mut self, class: &str, parts: Vec<Vid>) -> PyResult<()> {
+        let class = self.w.pools.py.import("string.templatelib")?.getattr(class)?;
+        self.call(
+            |e| {
+                e.load_const(class);
+                Ok(())
+            },
+            |e| {
+                for part in &parts {
+                    e.value(*part)?;
+                }
+                Ok(parts.len())
+            },
+        )
     }
 
     fn side_effect(&mut self, effect: &SideEffect) -> PyResult<()> {

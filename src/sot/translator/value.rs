@@ -73,6 +73,12 @@ pub enum Val<'py> {
         class: Bound<'py, PyAny>,
         attrs: Vec<(String, Vid)>,
     },
+    /// A t-string's `Interpolation` (3.14) holding a value only the graph has: its
+    /// `(value, expression, conversion, format_spec)`.
+    Interpolation([Vid; 4]),
+    /// A t-string's `Template` (3.14) made with such interpolations: its strings and
+    /// interpolations, alternating (one more string than interpolations).
+    Template(Vec<Vid>),
     /// `super()` bound to a class and an object.
     Super {
         class: Bound<'py, PyAny>,
@@ -149,6 +155,8 @@ impl<'py> Val<'py> {
                 class: class.clone(),
                 attrs: attrs.clone(),
             },
+            Val::Interpolation(parts) => Val::Interpolation(*parts),
+            Val::Template(parts) => Val::Template(parts.clone()),
             Val::Super { class, receiver } => Val::Super {
                 class: class.clone(),
                 receiver: *receiver,

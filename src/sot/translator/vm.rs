@@ -647,6 +647,18 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "a {} object the translation made, used as a Python value",
                 qualname(&class)
             )),
+            Val::Interpolation(parts) => {
+                let parts = parts.iter().map(|p| self.concrete(*p)).collect::<Res<Vec<_>>>()?;
+                Ok(self
+                    .templatelib("Interpolation")?
+                    .call1(PyTuple::new(self.py, parts)?)?)
+            }
+            Val::Template(parts) => {
+                let parts = parts.iter().map(|p| self.concrete(*p)).collect::<Res<Vec<_>>>()?;
+                Ok(self
+                    .templatelib("Template")?
+                    .call1(PyTuple::new(self.py, parts)?)?)
+            }
             Val::ContainerMethod { .. }
             | Val::Iter { .. }
             | Val::Generator(_)
@@ -695,6 +707,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Method { .. } => self.ops.method_type.clone(),
             Val::Object { class, .. } => class.clone(),
             Val::Generator(_) => self.py.import("types")?.getattr("GeneratorType")?,
+            Val::Interpolation(_) => self.templatelib("Interpolation")?,
+            Val::Template(_) => self.templatelib("Template")?,
             _ => return unsupported("the type of an internal value"),
         })
     }
@@ -710,7 +724,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             | Val::TensorMethod { .. }
             | Val::ContainerMethod { .. }
             | Val::Iter { .. }
-            | Val::Generator(_) => Ok(true),
+            | Val::Generator(_)
+            | Val::Interpolation(_)
+            | Val::Template(_) => Ok(true),
             Val::Obj { obj, source } => {
                 let (obj, source) = (obj.clone(), *source);
                 if let Some(source) = source {
@@ -741,6 +757,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         match self.val(vid).clone_val() {
             Val::Tuple(items) | Val::List(items) | Val::Set(items) => Ok(items),
             Val::Dict(items) => Ok(items.iter().map(|(k, _)| *k).collect()),
+            // A template iterates over its non-empty strings and its interpolations.
+            Val::Template(parts) => {
+                let mut items = Vec::with_capacity(parts.len());
+                for (index, part) in parts.into_iter().enumerate() {
+                    if index % 2 == 1 || !self.concrete(part)?.is_empty()? {
+                        items.push(part);
+                    }
+                }
+                Ok(items)
+            }
             Val::Iter { .. } | Val::Generator(_) => {
                 let mut items = Vec::new();
                 while let Some(item) = self.advance(vid)? {
@@ -2611,6 +2637,30 @@ impl<'py, 'b> Vm<'py, 'b> {
             })),
             Val::Super { class, receiver } => self.super_attr(class, receiver, name),
             Val::Object { class, attrs } => self.made_object_attr(owner, class, &attrs, name),
+            Val::Interpolation(parts) => {
+                let index = ["value", "expression", "conversion", "format_spec"]
+                    .iter()
+                    .position(|field| *field == name);
+                match index {
+                    Some(index) => Ok(parts[index]),
+                    None => unsupported(format!("attribute {name} of an Interpolation holding a tensor")),
+                }
+            }
+            Val::Template(parts) => {
+                let picked: Vec<Vid> = match name {
+                    "strings" => parts.iter().step_by(2).copied().collect(),
+                    "interpolations" => parts.iter().skip(1).step_by(2).copied().collect(),
+                    "values" => {
+                        let interpolations: Vec<Vid> = parts.iter().skip(1).step_by(2).copied().collect();
+                        interpolations
+                            .into_iter()
+                            .map(|i| self.load_attr(i, "value"))
+                            .collect::<Res<_>>()?
+                    }
+                    _ => return unsupported(format!("attribute {name} of a Template holding a tensor")),
+                };
+                Ok(self.push_val(Val::Tuple(picked)))
+            }
             Val::Function(f) => {
                 let value = match name {
                     "__name__" | "__qualname__" => PyString::new(self.py, &f.name).into_any(),
@@ -3616,23 +3666,31 @@ impl<'py, 'b> Vm<'py, 'b> {
         conversion: usize,
         spec: Option<Vid>,
     ) -> Res<Vid> {
-        let templatelib = self.py.import("string.templatelib")?;
-        let value = self.concrete(value)?;
-        let expression = self.concrete(expression)?;
         let conversion = match conversion {
             1 => Some("s"),
             2 => Some("r"),
             3 => Some("a"),
             _ => None,
         };
+        let conversion = self.constant(conversion.into_pyobject(self.py)?.into_any());
         let spec = match spec {
-            Some(s) => self.concrete(s)?,
-            None => PyString::new(self.py, "").into_any(),
+            Some(s) => s,
+            None => self.constant(PyString::new(self.py, "").into_any()),
         };
-        let made = templatelib
-            .getattr("Interpolation")?
-            .call1((value, expression, conversion, spec))?;
+        let parts = [value, expression, conversion, spec];
+        if self.contains_tensor(value) {
+            // Kept symbolic: its value is the graph's (a tensor is never made a Python value).
+            return Ok(self.push_val(Val::Interpolation(parts)));
+        }
+        let parts = parts.iter().map(|p| self.concrete(*p)).collect::<Res<Vec<_>>>()?;
+        let made = self
+            .templatelib("Interpolation")?
+            .call1(PyTuple::new(self.py, parts)?)?;
         Ok(self.constant(made))
+    }
+
+    fn templatelib(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.py.import("string.templatelib")?.getattr(name)
     }
 
     fn template(&mut self, strings: Vid, interpolations: Vid) -> Res<Vid> {
@@ -3640,14 +3698,20 @@ impl<'py, 'b> Vm<'py, 'b> {
         let interpolations = self.items_of(interpolations)?;
         let mut parts = Vec::new();
         for (i, s) in strings.iter().enumerate() {
-            parts.push(self.concrete(*s)?);
+            parts.push(*s);
             if let Some(interp) = interpolations.get(i) {
-                parts.push(self.concrete(*interp)?);
+                parts.push(*interp);
             }
         }
-        let templatelib = self.py.import("string.templatelib")?;
-        let made = templatelib
-            .getattr("Template")?
+        let symbolic = interpolations
+            .iter()
+            .any(|i| matches!(self.val(*i), Val::Interpolation(_)));
+        if symbolic && strings.len() == interpolations.len() + 1 {
+            return Ok(self.push_val(Val::Template(parts)));
+        }
+        let parts = parts.iter().map(|p| self.concrete(*p)).collect::<Res<Vec<_>>>()?;
+        let made = self
+            .templatelib("Template")?
             .call1(PyTuple::new(self.py, parts)?)?;
         Ok(self.constant(made))
     }
