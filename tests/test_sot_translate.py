@@ -300,6 +300,46 @@ def test_register_backend_plugs_a_backend_in():
     assert inputs == 2 and len(nodes) == 2 and len(outputs) == 1
 
 
+@pytest.mark.parametrize(
+    ("container", "mutate"),
+    [
+        ([1, 2], lambda c: c.append(3)),
+        ({"a": 1}, lambda c: c.update(b=2)),
+        ({1, 2}, lambda c: c.add(3)),
+    ],
+    ids=["list", "dict", "set"],
+)
+def test_a_container_mutated_between_calls_is_not_stale(container, mutate):
+    def f(x, c):
+        return x + len(c), 3 in c, str(c) if type(c) is not set else None
+
+    fast = sot.translate(f, full_graph=True)
+    x = np.ones(2)
+    for _ in range(2):
+        got, want = fast(x, container), f(x, container)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:]
+        mutate(container)
+    st = sot.stats(fast)
+    # The same object with new contents: its contents guard fails, it is translated again.
+    assert (st.translations, st.guard_failures) == (2, 1)
+
+
+def test_a_container_holding_objects_used_as_a_value_breaks():
+    def f(x, items):
+        return x * 2, str(items)
+
+    fast = sot.translate(f)
+    items = [np.ones(1)]
+    for _ in range(2):
+        got, want = fast(np.ones(2), items), f(np.ones(2), items)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]
+        items.append(np.zeros(1))
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert reasons and "holding objects" in reasons[0]
+
+
 def test_recursion_and_deep_inlining_stay_correct():
     def fact(n):
         return 1 if n <= 1 else n * fact(n - 1)

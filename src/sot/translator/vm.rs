@@ -413,6 +413,37 @@ fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
             .is_ok_and(|t| t.is_exact_instance_of::<PyTuple>() && t.iter().all(|i| is_value_type(&i)))
 }
 
+/// The builtin containers whose contents may change under the same identity.
+fn is_mutable_container(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<PyList>()
+        || obj.is_exact_instance_of::<PyDict>()
+        || obj.is_exact_instance_of::<pyo3::types::PySet>()
+}
+
+/// Whether a container holds values only (nested containers of values included).
+fn holds_values_only(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if is_value_type(obj) {
+        return Ok(true);
+    }
+    if !is_mutable_container(obj) {
+        return Ok(false);
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        for (key, value) in dict.iter() {
+            if !is_value_type(&key) || !holds_values_only(&value)? {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    for item in obj.try_iter()? {
+        if !holds_values_only(&item?)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// An int or a float (not a bool): what a dynamic source may hold.
 fn is_number(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_exact_instance_of::<PyInt>() || obj.is_exact_instance_of::<PyFloat>()
@@ -667,14 +698,41 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
-    /// Guards `source` on `obj` as a whole: its value for immutable values, else its identity.
+    /// Guards `source` on `obj` as a whole: its value for immutable values and for lists,
+    /// dicts and sets of values (compared with a copy: the object itself may be mutated
+    /// between calls), else its identity.
     fn guard_value(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
         if is_value_type(obj) {
             self.add_guard(source, Check::Equals(StrongRef::new(obj)));
+        } else if is_mutable_container(obj) {
+            if !holds_values_only(obj)? {
+                return graph_break(format!(
+                    "a {} from the frame holding objects, used as a Python value (its contents cannot be guarded)",
+                    obj.get_type().name()?
+                ));
+            }
+            let copy = self.py.import("copy")?.getattr("deepcopy")?.call1((obj,))?;
+            self.add_guard(source, Check::Equals(StrongRef::new(&copy)));
         } else {
             self.add_guard(source, Check::Id(StrongRef::new(obj)));
         }
         Ok(())
+    }
+
+    /// The object a value stands for where only its identity matters (`is`).
+    fn identity_of(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
+        if let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(vid)
+        {
+            if !is_value_type(obj) {
+                let (obj, source) = (obj.clone(), *source);
+                self.add_guard(source, Check::Id(StrongRef::new(&obj)));
+                return Ok(obj);
+            }
+        }
+        self.concrete(vid)
     }
 
     fn guard_type(&mut self, vid: Vid) {
@@ -3057,7 +3115,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         return Ok(same);
                     }
                 }
-                let (a, b) = (self.concrete(left)?, self.concrete(right)?);
+                let (a, b) = (self.identity_of(left)?, self.identity_of(right)?);
                 Ok(a.is(&b))
             }
             (1, 1) => {
