@@ -1561,6 +1561,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
+    /// The value on top of the stack, left there.
+    fn top(frame: &Frame<'py>) -> Res<Vid> {
+        frame
+            .stack
+            .last()
+            .copied()
+            .map_or_else(|| unsupported("stack underflow"), Ok)
+    }
+
     fn pop(frame: &mut Frame<'py>) -> Res<Vid> {
         frame
             .stack
@@ -2169,10 +2178,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 frame.stack.push(it);
             }
             Op::ForIter => {
-                let it = *frame
-                    .stack
-                    .last()
-                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let it = Self::top(frame)?;
                 if let Some(item) = self.advance(it)? {
                     frame.stack.push(item);
                 } else {
@@ -2208,10 +2214,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             Op::JumpIfTrueOrPop | Op::JumpIfFalseOrPop => {
-                let v = *frame
-                    .stack
-                    .last()
-                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let v = Self::top(frame)?;
                 if self.truthy(v)? == (instr.op == Op::JumpIfTrueOrPop) {
                     Self::jump(frame, arg)?;
                 } else {
@@ -2273,10 +2276,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Op::Send => {
                 let sent = Self::pop(frame)?;
-                let receiver = *frame
-                    .stack
-                    .last()
-                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let receiver = Self::top(frame)?;
                 match self.send(receiver, sent)? {
                     Sent::Yielded(item) => frame.stack.push(item),
                     Sent::Returned(value) => {
@@ -2299,10 +2299,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // 3.9/3.10: yields the receiver's item and runs again when resumed (with
                 // the None sent in on top), until the receiver returns.
                 let sent = Self::pop(frame)?;
-                let receiver = *frame
-                    .stack
-                    .last()
-                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let receiver = Self::top(frame)?;
                 match self.send(receiver, sent)? {
                     Sent::Yielded(item) => {
                         frame.yielded = Some(item);
@@ -2324,19 +2321,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 frame.stack.push(none);
             }
             Op::MatchMapping | Op::MatchSequence => {
-                let subject = *frame
-                    .stack
-                    .last()
-                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let subject = Self::top(frame)?;
                 let matched = self.match_kind(subject, instr.op == Op::MatchMapping)?;
                 let r = self.boolean(matched);
                 frame.stack.push(r);
             }
             Op::GetLen => {
-                let subject = *frame
-                    .stack
-                    .last()
-                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let subject = Self::top(frame)?;
                 let len = self.builtin("len")?;
                 let r = self
                     .call_builtin(&len, None, &[subject], &[])?
@@ -2392,10 +2383,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Op::CopyDictWithoutKeys => {
                 let keys = Self::pop(frame)?;
-                let subject = *frame
-                    .stack
-                    .last()
-                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let subject = Self::top(frame)?;
                 let mut rest = self.dict_items(subject)?;
                 for key in self.items_of(keys)? {
                     let key = self.concrete(key)?;
@@ -2478,10 +2466,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Op::CheckExcMatch => {
                 let kinds = Self::pop(frame)?;
-                let exception = *frame
-                    .stack
-                    .last()
-                    .map_or_else(|| unsupported("stack underflow"), Ok)?;
+                let exception = Self::top(frame)?;
                 // Only the exception's type decides (and is guarded), not its identity.
                 let (kind, kinds) = (self.type_of(exception)?, self.concrete(kinds)?);
                 let matched = self.builtin("issubclass")?.call1((kind, kinds))?.is_truthy()?;
