@@ -340,6 +340,19 @@ def test_a_container_holding_objects_used_as_a_value_breaks():
     assert reasons and "holding objects" in reasons[0]
 
 
+def test_a_list_holding_itself_used_as_a_value_breaks():
+    def f(x, items):
+        return x + 1, str(items)
+
+    items = [1]
+    items.append(items)
+    fast = sot.translate(f)
+    got, want = fast(np.ones(2), items), f(np.ones(2), items)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1] == "[1, [...]]"
+    assert "holding objects" in sot.stats(fast).graph_breaks[0].reason
+
+
 def test_recursion_and_deep_inlining_stay_correct():
     def fact(n):
         return 1 if n <= 1 else n * fact(n - 1)

@@ -420,24 +420,25 @@ fn is_mutable_container(obj: &Bound<'_, PyAny>) -> bool {
         || obj.is_exact_instance_of::<pyo3::types::PySet>()
 }
 
-/// Whether a container holds values only (nested containers of values included).
-fn holds_values_only(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+/// Whether a container holds values only (nested containers of values included, to a
+/// depth that also stops at a container holding itself).
+fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool> {
     if is_value_type(obj) {
         return Ok(true);
     }
-    if !is_mutable_container(obj) {
+    if !is_mutable_container(obj) || depth == 0 {
         return Ok(false);
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
         for (key, value) in dict.iter() {
-            if !is_value_type(&key) || !holds_values_only(&value)? {
+            if !is_value_type(&key) || !holds_values_only(&value, depth - 1)? {
                 return Ok(false);
             }
         }
         return Ok(true);
     }
     for item in obj.try_iter()? {
-        if !holds_values_only(&item?)? {
+        if !holds_values_only(&item?, depth - 1)? {
             return Ok(false);
         }
     }
@@ -705,7 +706,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if is_value_type(obj) {
             self.add_guard(source, Check::Equals(StrongRef::new(obj)));
         } else if is_mutable_container(obj) {
-            if !holds_values_only(obj)? {
+            if !holds_values_only(obj, 16)? {
                 return graph_break(format!(
                     "a {} from the frame holding objects, used as a Python value (its contents cannot be guarded)",
                     obj.get_type().name()?
