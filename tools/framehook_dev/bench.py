@@ -426,10 +426,7 @@ def script_bench_main(argv: Optional[Sequence[str]], *, description: str, script
     parser.add_argument("--no-build", action="store_true", help="use the framehook already installed in the venvs")
     parser.add_argument("--report-only", action="store_true", help="report from benches/results, measure nothing")
     args = parser.parse_args(argv)
-    names = matrix.INTERPRETERS if not args.only else args.only.split(",")
-    unknown = [n for n in names if n not in matrix.INTERPRETERS]
-    if unknown:
-        parser.error(f"unknown interpreter(s) {unknown}; choose from {matrix.INTERPRETERS}")
+    names = matrix.chosen_interpreters(parser, args.only)
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = []
     for name in [] if args.report_only else names:
@@ -474,10 +471,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions per call with callgrind instead of timing (needs valgrind)")
     args = parser.parse_args(argv)
-    names = matrix.INTERPRETERS if not args.only else args.only.split(",")
-    unknown = [n for n in names if n not in matrix.INTERPRETERS]
-    if unknown:
-        parser.error(f"unknown interpreter(s) {unknown}; choose from {matrix.INTERPRETERS}")
+    names = matrix.chosen_interpreters(parser, args.only)
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = []
     if not args.report_only:

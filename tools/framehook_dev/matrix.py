@@ -397,6 +397,17 @@ def run_lint() -> list[Result]:
     return results
 
 
+def chosen_interpreters(parser: argparse.ArgumentParser, only: Optional[str],
+                        known: Sequence[str] = tuple(INTERPRETERS)) -> list[str]:
+    """The interpreters an ``--only`` option names (all of ``known`` without one); an unknown
+    name is the parser's error."""
+    names = list(known) if not only else only.split(",")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"unknown interpreter(s) {unknown}; choose from {list(known)}")
+    return names
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d "
@@ -408,10 +419,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     lint.add_argument("--no-lint", dest="lint", action="store_false", help="skip the lint steps")
     parser.add_argument("pytest_args", nargs="*", help="extra arguments for pytest")
     args = parser.parse_args(argv)
-    names = INTERPRETERS + BUILD_CHECKS if not args.only else args.only.split(",")
-    unknown = [n for n in names if n not in INTERPRETERS + BUILD_CHECKS]
-    if unknown:
-        parser.error(f"unknown interpreter(s) {unknown}; choose from {INTERPRETERS + BUILD_CHECKS}")
+    names = chosen_interpreters(parser, args.only, INTERPRETERS + BUILD_CHECKS)
     from . import build_check  # build_check uses this module
 
     started = time.monotonic()

@@ -486,10 +486,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return child(args)
     from . import matrix
 
-    names = matrix.INTERPRETERS if not args.only else args.only.split(",")
-    unknown = [n for n in names if n not in matrix.INTERPRETERS]
-    if unknown:
-        parser.error(f"unknown interpreter(s) {unknown}; choose from {matrix.INTERPRETERS}")
+    names = matrix.chosen_interpreters(parser, args.only)
     entries = [run_interpreter(name, args) for name in names]
     print(table(entries))
     for entry in entries:
