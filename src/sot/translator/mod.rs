@@ -529,36 +529,24 @@ impl Translator {
             .getattr("co_qualname")
             .or_else(|_| code.getattr("co_name"))?
             .extract()?;
-        let break_code = |point: &vm::BreakPoint, continuation: &codegen::Continuation| {
-            self.break_code(
-                py,
-                config,
-                &backend,
-                table,
-                &code,
-                &info,
-                cache,
-                &vm,
-                point,
-                continuation,
-                recompiling,
-                &qualname,
-            )
+        let translation = Translation {
+            translator: self,
+            py,
+            config,
+            backend: &backend,
+            table,
+            code: &code,
+            info: &info,
+            cache,
+            vm: &vm,
+            recompiling,
+            qualname: &qualname,
         };
         let (action, explanation) = match ending {
             Ok(Ending::Return(returned, locals)) => {
-                let built = self.generated_code(
-                    py,
-                    &backend,
-                    table,
-                    &code,
-                    &info,
-                    &vm,
-                    &locals,
-                    &[returned],
-                    |plan| codegen::generate(plan, returned),
-                );
-                self.counted(py, config, &info, &vm, &qualname, recompiling, built, -1)?
+                let built = translation
+                    .generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
+                translation.counted(built, -1)?
             }
             Ok(Ending::Break(point, stop)) => {
                 let record = record_of(&stop);
@@ -594,7 +582,7 @@ impl Translator {
                 let action = match continuation {
                     None => Action::Original,
                     Some(continuation) => {
-                        let (action, text) = break_code(&point, &continuation)?;
+                        let (action, text) = translation.break_code(&point, &continuation)?;
                         explanation.push_str(&text);
                         action
                     }
@@ -609,7 +597,7 @@ impl Translator {
                     ..c
                 });
                 match continuation {
-                    Some(continuation) => break_code(&point, &continuation)?,
+                    Some(continuation) => translation.break_code(&point, &continuation)?,
                     None => {
                         let record = Record {
                             reason: format!(
@@ -676,55 +664,49 @@ impl Translator {
         Ok(answer)
     }
 
+    fn fallback(&self, py: Python<'_>, config: &Config, record: Record) -> PyResult<()> {
+        report(py, config, "fallback", "fallback", &record)?;
+        config.stats.fallbacks.lock().push(record);
+        Ok(())
+    }
+}
+
+/// One translation's fixed inputs, read throughout the making of its code (the generated
+/// code, breaks, resume functions, counting).
+struct Translation<'t, 'py, 'b> {
+    translator: &'t Translator,
+    py: Python<'py>,
+    config: &'t Config,
+    backend: &'t Backend<'py>,
+    table: &'static framehook_bytecode::Table,
+    code: &'t Bound<'py, PyAny>,
+    info: &'t CodeInfo,
+    cache: &'t CodeCache,
+    vm: &'t Vm<'py, 'b>,
+    recompiling: bool,
+    qualname: &'t str,
+}
+
+impl<'py> Translation<'_, 'py, '_> {
     /// The generated code at a break (or an escaping exception), counted; a fallback
     /// when it cannot be made.
-    #[allow(clippy::too_many_arguments)]
-    fn break_code<'py>(
+    fn break_code(
         &self,
-        py: Python<'py>,
-        config: &Config,
-        backend: &Backend<'py>,
-        table: &'static framehook_bytecode::Table,
-        code: &Bound<'py, PyAny>,
-        info: &CodeInfo,
-        cache: &CodeCache,
-        vm: &Vm<'py, '_>,
         point: &vm::BreakPoint,
         continuation: &codegen::Continuation,
-        recompiling: bool,
-        qualname: &str,
     ) -> PyResult<(Action, String)> {
-        let built = self.build_break(py, backend, table, code, info, cache, vm, point, continuation);
-        self.counted(
-            py,
-            config,
-            info,
-            vm,
-            qualname,
-            recompiling,
-            built,
-            point.instr.location.line,
-        )
+        let built = self.build_break(point, continuation);
+        self.counted(built, point.instr.location.line)
     }
 
     /// The translation's code, counted and explained; a fallback when it cannot be made.
-    #[allow(clippy::too_many_arguments)]
-    fn counted<'py>(
-        &self,
-        py: Python<'py>,
-        config: &Config,
-        info: &CodeInfo,
-        vm: &Vm<'py, '_>,
-        qualname: &str,
-        recompiling: bool,
-        built: PyResult<(Action, Option<String>)>,
-        line: i32,
-    ) -> PyResult<(Action, String)> {
+    fn counted(&self, built: PyResult<(Action, Option<String>)>, line: i32) -> PyResult<(Action, String)> {
+        let (py, config, info, vm, qualname) = (self.py, self.config, self.info, self.vm, self.qualname);
         let stats = &config.stats;
         match built {
             Ok((action, graph_text)) => {
                 stats.translations.fetch_add(1, Ordering::Relaxed);
-                if recompiling {
+                if self.recompiling {
                     stats.recompilations.fetch_add(1, Ordering::Relaxed);
                 }
                 if graph_text.is_some() {
@@ -749,7 +731,7 @@ impl Translator {
                     filename: info.filename.clone(),
                     line,
                 };
-                self.fallback(py, config, record)?;
+                self.translator.fallback(py, config, record)?;
                 Ok((Action::Original, String::new()))
             }
         }
@@ -757,24 +739,18 @@ impl Translator {
 
     /// The code that runs instead of the frame: a plan rebuilding `rebuilt` with the frame's
     /// variables `locals`, its graph compiled for what the plan reads, and `generate`'s code.
-    #[allow(clippy::too_many_arguments)]
-    fn generated_code<'py>(
+    fn generated_code(
         &self,
-        py: Python<'py>,
-        backend: &Backend<'py>,
-        table: &'static framehook_bytecode::Table,
-        code: &Bound<'py, PyAny>,
-        info: &CodeInfo,
-        vm: &Vm<'py, '_>,
         locals: &[usize],
         rebuilt: &[usize],
         generate: impl FnOnce(&codegen::Plan<'_, 'py>) -> PyResult<Bound<'py, PyAny>>,
     ) -> PyResult<(Action, Option<String>)> {
+        let vm = self.vm;
         let cells = vm.cell_contents();
         let mut plan = codegen::Plan::new(
-            table,
-            code,
-            &info.vars,
+            self.table,
+            self.code,
+            &self.info.vars,
             &vm.values,
             &cells,
             &vm.sources,
@@ -788,7 +764,13 @@ impl Translator {
         let compiled = if graph.nodes.is_empty() {
             None
         } else {
-            Some(compile_graph(py, self, backend, &graph, &outputs)?)
+            Some(compile_graph(
+                self.py,
+                self.translator,
+                self.backend,
+                &graph,
+                &outputs,
+            )?)
         };
         plan.holder = compiled.as_ref().map(|(holder, _)| holder.clone());
         let generated = generate(&plan)?;
@@ -803,19 +785,12 @@ impl Translator {
 
     /// The code for a frame that breaks at `point`: its graph, the break, and the call
     /// of the resume function (made once per place and stack layout).
-    #[allow(clippy::too_many_arguments)]
-    fn build_break<'py>(
+    fn build_break(
         &self,
-        py: Python<'py>,
-        backend: &Backend<'py>,
-        table: &'static framehook_bytecode::Table,
-        code: &Bound<'py, PyAny>,
-        info: &CodeInfo,
-        cache: &CodeCache,
-        vm: &Vm<'py, '_>,
         point: &vm::BreakPoint,
         continuation: &codegen::Continuation,
     ) -> PyResult<(Action, Option<String>)> {
+        let (info, vm) = (self.info, self.vm);
         let variables = info.vars.all().len();
         let first_free = variables - info.vars.freevars.len();
         let live: Vec<(usize, usize)> = point.locals[..first_free]
@@ -838,7 +813,7 @@ impl Translator {
             bridge: false,
         };
         let next = if next_key.pc < info.instrs.len() && vm.falls_through(&point.instr) {
-            Some(self.resume_call(py, table, code, info, cache, vm, next_key.clone(), None)?)
+            Some(self.resume_call(next_key.clone(), None)?)
         } else {
             None
         };
@@ -857,7 +832,7 @@ impl Translator {
                 next_nulls: &next_key.nulls,
                 blocks_after: next_key.blocks.len(),
             };
-            Some(self.resume_call(py, table, code, info, cache, vm, key, Some(bridge))?)
+            Some(self.resume_call(key, Some(bridge))?)
         } else {
             next
         };
@@ -874,56 +849,37 @@ impl Translator {
                     handled: Vec::new(),
                     bridge: false,
                 };
-                Some((
-                    depth,
-                    self.resume_call(py, table, code, info, cache, vm, pad_key, None)?,
-                ))
+                Some((depth, self.resume_call(pad_key, None)?))
             }
             _ => None,
         };
         let mut rebuilt: Vec<usize> = point.stack.clone();
         rebuilt.extend(live.iter().map(|(_, v)| *v));
         rebuilt.extend(point.handled.iter().map(|(_, exception)| *exception));
-        self.generated_code(
-            py,
-            backend,
-            table,
-            code,
-            info,
-            vm,
-            &point.locals,
-            &rebuilt,
-            |plan| {
-                codegen::generate_break(
-                    plan,
-                    &point.instr,
-                    &point.stack,
-                    &live,
-                    continuation,
-                    &point.handled,
-                    resume.as_ref(),
-                    pad_resume.as_ref().map(|(depth, resume)| codegen::LandingPad {
-                        depth: *depth,
-                        resume,
-                    }),
-                )
-            },
-        )
+        self.generated_code(&point.locals, &rebuilt, |plan| {
+            codegen::generate_break(
+                plan,
+                &point.instr,
+                &point.stack,
+                &live,
+                continuation,
+                &point.handled,
+                resume.as_ref(),
+                pad_resume.as_ref().map(|(depth, resume)| codegen::LandingPad {
+                    depth: *depth,
+                    resume,
+                }),
+            )
+        })
     }
 
     /// The resume function (or `bridge`) for `key`, made once per place and stack layout.
-    #[allow(clippy::too_many_arguments)]
-    fn resume_call<'py>(
+    fn resume_call(
         &self,
-        py: Python<'py>,
-        table: &'static framehook_bytecode::Table,
-        code: &Bound<'py, PyAny>,
-        info: &CodeInfo,
-        cache: &CodeCache,
-        vm: &Vm<'py, '_>,
         key: codegen::ResumeKey,
         bridge: Option<codegen::Bridge<'_, 'py>>,
     ) -> PyResult<codegen::ResumeCall<'py>> {
+        let (py, info, cache, vm) = (self.py, self.info, self.cache, self.vm);
         let has_closure = !info.vars.freevars.is_empty() || !info.vars.cellvars.is_empty();
         let known = cache
             .resumes
@@ -934,10 +890,11 @@ impl Translator {
         let target = match known {
             Some(target) => target,
             None => {
-                let resume_code = codegen::resume_code(table, code, &info.vars, &info.instrs, &key, bridge)?;
+                let resume_code =
+                    codegen::resume_code(self.table, self.code, &info.vars, &info.instrs, &key, bridge)?;
                 if key.bridge {
                     // Its first step is the break: translating it would break there again.
-                    self.never_translate(&resume_code)?;
+                    self.translator.never_translate(&resume_code)?;
                 }
                 let target = if has_closure {
                     resume_code
@@ -951,12 +908,6 @@ impl Translator {
             }
         };
         Ok(codegen::ResumeCall { target, has_closure })
-    }
-
-    fn fallback(&self, py: Python<'_>, config: &Config, record: Record) -> PyResult<()> {
-        report(py, config, "fallback", "fallback", &record)?;
-        config.stats.fallbacks.lock().push(record);
-        Ok(())
     }
 }
 
