@@ -365,8 +365,10 @@ def test_recursion_and_deep_inlining_stay_correct():
     st = sot.stats(fast)
     # fact(30) is deeper than inlining goes: the call breaks the graph and runs as a call.
     # fact's own frames are translated too; the numbers they pass on change at every level,
-    # so their resume functions compute them in graphs of arithmetic only (no array op).
+    # so each recompiled resume function computes them in a graph of arithmetic only: f's
+    # graph holds the one array op, and there is one graph per recompilation beside it.
     assert st.ops_captured == 1
+    assert st.recompilations > 0 and st.graphs == 1 + st.recompilations
     assert st.graph_breaks and all("inlining too deep" in b.reason for b in st.graph_breaks)
 
 
