@@ -109,7 +109,12 @@ class SotTranslated:
     """A function whose calls run translated (what ``framehook.sot.translate`` returns)."""
 
     def __new__(
-        cls, function: Callable[..., Any], backend: object, full_graph: bool, cache_size: int
+        cls,
+        function: Callable[..., Any],
+        backend: object,
+        full_graph: bool,
+        cache_size: int,
+        traced_prefixes: list[str],
     ) -> SotTranslated: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, instance: object | None, owner: object | None = None, /) -> Any: ...

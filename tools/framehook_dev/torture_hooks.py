@@ -275,10 +275,57 @@ class CopyHook:
         return cast(types.CodeType, frame.f_code.replace())
 
 
-MODES = ("none", "identity", "chain", "reassemble", "floor", "copy")
+# The SOT mode translates each test method with the test package (its helpers and
+# test.support) and unittest (the assertion methods) traced like user code, as Dynamo's
+# CPython tests trace unittest.
+SOT_TRACED = ("test", "unittest")
+# Break and fallback reasons kept per test (their first lines).
+SOT_REASONS_KEPT = 8
 
 
-def install(mode: str) -> list[Any]:
+class SotMethods:
+    """Runs every test method translated by SOT (numpy backend, ``full_graph=False``) and
+    reports per test what the translator did: ``own_frame`` (whether the method's own frame
+    ran as generated code), translations, graphs, operations, breaks and fallbacks."""
+
+    name = "sot.translate"
+
+    def __init__(self, report: Callable[..., None]) -> None:
+        import unittest.case
+
+        from framehook import sot
+
+        self.sot = sot
+        self.report = report
+        self.case = unittest.case.TestCase
+        self.original = self.case._callTestMethod
+        methods = self
+
+        def _callTestMethod(case: Any, method: Any) -> Any:
+            return methods.call(case, method)
+
+        self.case._callTestMethod = _callTestMethod  # type: ignore[method-assign]
+
+    def call(self, case: Any, method: Any) -> Any:
+        fast = self.sot.translate(method, trace_modules=SOT_TRACED)
+        try:
+            return self.original(case, fast)
+        finally:
+            stats = self.sot.stats(fast)
+
+            def reasons(records: list[Any]) -> list[str]:
+                return [r.reason.splitlines()[0][:300] for r in records[:SOT_REASONS_KEPT]]
+
+            self.report(event="sot", test=case.id(), own_frame=stats.own_frame,
+                        translations=stats.translations, graphs=stats.graphs, ops=stats.ops_captured,
+                        breaks=reasons(stats.graph_breaks), fallbacks=reasons(stats.fallbacks),
+                        break_count=len(stats.graph_breaks), fallback_count=len(stats.fallbacks))
+
+
+MODES = ("none", "identity", "chain", "reassemble", "floor", "copy", "sot")
+
+
+def install(mode: str, report: Optional[Callable[..., None]] = None) -> list[Any]:
     """Register the hooks of ``mode``; returns their handles.
 
     ``identity``: one identity hook, ``cache=True``. ``chain``: an identity hook
@@ -299,6 +346,10 @@ def install(mode: str) -> list[Any]:
 
         _native._foreign_install()
         return []
+    if mode == "sot":
+        if report is None:
+            raise ValueError("the sot mode reports each test method: give report=")
+        return [SotMethods(report)]
     if mode == "copy":
         return [framehook.add_frame_hook(CopyHook("copy"), name="torture-copy", cache=True)]
 
@@ -443,7 +494,7 @@ def child(argv: list[str]) -> int:
     regrtest_args = argv[4:]
     recorder = _Recorder(events)
     recorder.patch("RegressionTestResult")
-    handles = install(mode)
+    handles = install(mode, recorder.emit)
 
     def write_stats() -> None:
         try:
@@ -782,7 +833,7 @@ def selfcheck(argv: list[str]) -> int:
                 want_ns: dict[str, Any] = {"__name__": "framehook_torture_selfcheck"}
                 exec(code, want_ns)
                 want = want_ns[entry]()
-                handles = install(mode)
+                handles = install(mode, recorder.emit)
                 try:
                     got_ns: dict[str, Any] = {"__name__": "framehook_torture_selfcheck"}
                     exec(code, got_ns)

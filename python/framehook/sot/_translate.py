@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
+import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, Callable, Iterable, NamedTuple, Optional
 
 from .. import _native
 
@@ -31,6 +33,7 @@ class SotStats:
     ops_captured: int = 0
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     fallbacks: list[GraphBreak] = field(default_factory=list)
+    own_frame: str = ""
 
 
 _BACKENDS: dict[str, Any] = {}
@@ -72,20 +75,49 @@ def _backend(name: str) -> Any:
 
 
 def translate(fn: Optional[Callable[..., Any]] = None, *, backend: str = "numpy", full_graph: bool = False,
-              cache_size: int = 8) -> Any:
+              cache_size: int = 8, trace_modules: Iterable[str] = ()) -> Any:
     """``fn`` translated by SOT: its calls (and the calls it makes) run as generated code
     around compiled graphs of its tensor operations. Also a decorator, with or without
-    arguments."""
+    arguments.
+
+    The standard library, framehook and the backend's own files are never translated: a
+    call into them is a graph break. ``trace_modules`` names modules or packages of those
+    (``"unittest"``, ``"test"``) whose code this function's calls translate and inline
+    like the user's own."""
     if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
         raise ValueError(f"cache_size must be a positive int, not {cache_size!r}")
     backend_object = _backend(backend)
+    traced = _module_prefixes(trace_modules)
 
     def wrap(function: Callable[..., Any]) -> Any:
-        translated = _native.SotTranslated(function, backend_object, bool(full_graph), cache_size)
+        translated = _native.SotTranslated(function, backend_object, bool(full_graph), cache_size, traced)
         functools.update_wrapper(translated, function)
         return translated
 
     return wrap if fn is None else wrap(fn)
+
+
+def _module_prefixes(names: Iterable[str]) -> list[str]:
+    """The file prefixes of the modules and packages ``names`` (a package: its directories)."""
+    if isinstance(names, str):
+        raise TypeError("trace_modules takes module names (an iterable of str), not one str")
+    prefixes = []
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"trace_modules takes module names, not {type(name).__name__}")
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError) as error:
+            raise ValueError(f"trace_modules: no module named {name!r} ({error})") from None
+        if spec is None:
+            raise ValueError(f"trace_modules: no module named {name!r}")
+        if spec.submodule_search_locations:
+            prefixes += [os.path.join(location, "") for location in spec.submodule_search_locations]
+        elif spec.origin and os.path.isfile(spec.origin):
+            prefixes.append(spec.origin)
+        else:
+            raise ValueError(f"trace_modules: {name!r} has no Python source to translate")
+    return prefixes
 
 
 def _native_of(fast: Any) -> Any:
@@ -105,6 +137,7 @@ def stats(fast: Any) -> SotStats:
                                "ops_captured")},
         graph_breaks=[GraphBreak(*r) for r in raw["graph_breaks"]],
         fallbacks=[GraphBreak(*r) for r in raw["fallbacks"]],
+        own_frame=raw["own_frame"],
     )
 
 

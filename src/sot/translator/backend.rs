@@ -20,6 +20,8 @@ pub struct Backend<'py> {
     meta_attributes: Vec<String>,
     conversions: Vec<String>,
     skip_prefixes: Vec<String>,
+    /// Under a skip prefix but translated (the session's `trace_modules`).
+    traced_prefixes: Vec<String>,
     is_op: Bound<'py, PyAny>,
     is_constant_operand: Bound<'py, PyAny>,
     example: Bound<'py, PyAny>,
@@ -31,6 +33,7 @@ impl<'py> Backend<'py> {
         table: &'static Table,
         object: Bound<'py, PyAny>,
         skip_prefixes: Vec<String>,
+        traced_prefixes: Vec<String>,
     ) -> PyResult<Self> {
         let strings = |name: &str| -> PyResult<Vec<String>> { object.getattr(name)?.extract() };
         let mut prefixes = strings("skip_prefixes")?;
@@ -41,6 +44,7 @@ impl<'py> Backend<'py> {
             meta_attributes: strings("meta_attributes")?,
             conversions: strings("conversions")?,
             skip_prefixes: prefixes,
+            traced_prefixes,
             is_op: object.getattr("is_op")?,
             is_constant_operand: object.getattr("is_constant_operand")?,
             example: object.getattr("example")?,
@@ -101,9 +105,8 @@ impl<'py> Backend<'py> {
     }
 
     pub fn is_skipped_file(&self, filename: &str) -> bool {
-        self.skip_prefixes
-            .iter()
-            .any(|p| filename.starts_with(p.as_str()))
+        let under = |prefixes: &[String]| prefixes.iter().any(|p| filename.starts_with(p.as_str()));
+        under(&self.skip_prefixes) && !under(&self.traced_prefixes)
     }
 
     pub fn is_skipped_code(&self, code: &Bound<'py, PyAny>) -> PyResult<bool> {

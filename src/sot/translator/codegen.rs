@@ -9,7 +9,7 @@ use framehook_bytecode::raw::{self, Code};
 use framehook_bytecode::table::{CallLayout, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PyTuple};
 
 use super::guard::{Source, SourceId, SourceTable};
 use super::value::{Graph, Sym, Val, Vid};
@@ -386,6 +386,27 @@ struct Emitter<'a, 'py> {
     objects: Vec<(Vid, u32)>,
 }
 
+/// The values `value` holds, which the generated code rebuilds with it.
+fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
+    match value {
+        Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => items.clone(),
+        Val::Interpolation(parts) => parts.to_vec(),
+        Val::Iter { items, next } => items[*next..].to_vec(),
+        Val::Dict(items) => items.iter().flat_map(|(k, v)| [*k, *v]).collect(),
+        Val::Slice(a, b, c) => vec![*a, *b, *c],
+        Val::Method { function, receiver } => vec![*function, *receiver],
+        Val::Cell(c) => cells[*c].into_iter().collect(),
+        Val::Object { attrs, .. } => attrs.iter().map(|(_, v)| *v).collect(),
+        Val::TensorMethod { tensor, .. } => vec![*tensor],
+        Val::Function(function) => {
+            let mut held = function.defaults.clone();
+            held.extend(function.closure.iter().filter_map(|c| cells[*c]));
+            held
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Every value the generated code rebuilds from `roots`, each once.
 fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Vec<Vid> {
     let mut seen = vec![false; values.len()];
@@ -396,24 +417,7 @@ fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Vec<Vi
             continue;
         }
         found.push(vid);
-        match &values[vid] {
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => {
-                stack.extend(items)
-            }
-            Val::Interpolation(parts) => stack.extend(parts),
-            Val::Iter { items, next } => stack.extend(&items[*next..]),
-            Val::Dict(items) => items.iter().for_each(|(k, v)| stack.extend([*k, *v])),
-            Val::Slice(a, b, c) => stack.extend([*a, *b, *c]),
-            Val::Method { function, receiver } => stack.extend([*function, *receiver]),
-            Val::Cell(c) => stack.extend(cells[*c]),
-            Val::Object { attrs, .. } => stack.extend(attrs.iter().map(|(_, v)| *v)),
-            Val::TensorMethod { tensor, .. } => stack.push(*tensor),
-            Val::Function(function) => {
-                stack.extend(&function.defaults);
-                stack.extend(function.closure.iter().filter_map(|c| cells[*c]));
-            }
-            _ => {}
-        }
+        stack.extend(children(&values[vid], cells));
     }
     found.sort_unstable();
     found
@@ -434,16 +438,30 @@ fn needed_outputs(values: &[Val<'_>], cells: &[Option<Vid>], graph: &Graph<'_>, 
 }
 
 /// The objects the translation made that the generated code rebuilds, and the local
-/// each is made in (named before any instruction is emitted).
+/// each is made in (named before any instruction is emitted): objects, exceptions, and
+/// lists, dicts and sets held in more than one place (one object, as in the frame).
 fn made_objects(
     values: &[Val<'_>],
     cells: &[Option<Vid>],
     roots: &[Vid],
     vars: &mut Vars,
 ) -> Vec<(Vid, u32)> {
-    reachable(values, cells, roots)
+    let reached = reachable(values, cells, roots);
+    let mut references = vec![0_usize; values.len()];
+    for vid in roots
+        .iter()
+        .copied()
+        .chain(reached.iter().flat_map(|v| children(&values[*v], cells)))
+    {
+        references[vid] += 1;
+    }
+    reached
         .into_iter()
-        .filter(|vid| matches!(values[*vid], Val::Object { .. }) || made_exception(&values[*vid]).is_some())
+        .filter(|vid| match &values[*vid] {
+            Val::Object { .. } => true,
+            Val::List(_) | Val::Dict(_) | Val::Set(_) => references[*vid] > 1,
+            value => made_exception(value).is_some(),
+        })
         .map(|vid| {
             vars.varnames.push(format!("__sot_object{vid}"));
             (vid, (vars.varnames.len() - 1) as u32)
@@ -592,6 +610,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.emit(Op::StoreFast, Arg::Var(var));
                 continue;
             }
+            if matches!(self.plan.values[vid], Val::List(_) | Val::Dict(_) | Val::Set(_)) {
+                self.make_container(vid, var);
+                continue;
+            }
             let Val::Object { class, .. } = &self.plan.values[vid] else {
                 continue;
             };
@@ -610,16 +632,64 @@ impl<'a, 'py> Emitter<'a, 'py> {
             self.emit(Op::StoreFast, Arg::Var(var));
         }
         for (vid, var) in self.objects.clone() {
-            let Val::Object { attrs, .. } = &self.plan.values[vid] else {
-                continue;
-            };
-            for (name, value) in attrs.clone() {
-                self.value(value)?;
-                self.emit(Op::LoadFast, Arg::Var(var));
-                let index = self.w.pools.name(&name);
-                self.emit(Op::StoreAttr, Arg::Name(index));
+            match &self.plan.values[vid] {
+                Val::Object { attrs, .. } => {
+                    for (name, value) in attrs.clone() {
+                        self.value(value)?;
+                        self.emit(Op::LoadFast, Arg::Var(var));
+                        let index = self.w.pools.name(&name);
+                        self.emit(Op::StoreAttr, Arg::Name(index));
+                    }
+                }
+                Val::List(_) | Val::Dict(_) | Val::Set(_) => self.fill_container(vid, var)?,
+                _ => {}
             }
         }
+        Ok(())
+    }
+
+    /// An empty list, dict or set made once for `vid` (its contents are added after every
+    /// made object exists, so that they may hold one another).
+    fn make_container(&mut self, vid: Vid, var: u32) {
+        let op = match &self.plan.values[vid] {
+            Val::List(_) => Op::BuildList,
+            Val::Dict(_) => Op::BuildMap,
+            _ => Op::BuildSet,
+        };
+        self.emit(op, Arg::Int(0));
+        self.emit(Op::StoreFast, Arg::Var(var));
+    }
+
+    /// `list.extend(made, (items...))`, `dict.update(made, {...})` or `set.update(made, (...))`.
+    fn fill_container(&mut self, vid: Vid, var: u32) -> PyResult<()> {
+        let py = self.w.pools.py;
+        let (method, contents) = match &self.plan.values[vid] {
+            Val::List(items) => (
+                py.get_type::<PyList>().getattr("extend")?,
+                Val::Tuple(items.clone()),
+            ),
+            Val::Set(items) => (
+                py.get_type::<PySet>().getattr("update")?,
+                Val::Tuple(items.clone()),
+            ),
+            Val::Dict(items) => (
+                py.get_type::<PyDict>().getattr("update")?,
+                Val::Dict(items.clone()),
+            ),
+            _ => return Ok(()),
+        };
+        self.call(
+            |e| {
+                e.load_const(method);
+                Ok(())
+            },
+            |e| {
+                e.emit(Op::LoadFast, Arg::Var(var));
+                e.contents(&contents)?;
+                Ok(2)
+            },
+        )?;
+        self.emit(Op::PopTop, Arg::None);
         Ok(())
     }
 
@@ -683,6 +753,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.source(parent)?;
                 self.subscript_const(key);
             }
+            Source::Globals(globals) => {
+                let index = self.w.pools.constant(globals.bind(py));
+                self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
+            }
         }
         Ok(())
     }
@@ -693,6 +767,36 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let var =
             var.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("an object made without its local"))?;
         self.emit(Op::LoadFast, Arg::Var(var));
+        Ok(())
+    }
+
+    /// Pushes a new tuple, list, set or dict of the values `container` holds.
+    fn contents(&mut self, container: &Val<'py>) -> PyResult<()> {
+        match container {
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) => {
+                let op = match container {
+                    Val::Tuple(_) => Op::BuildTuple,
+                    Val::List(_) => Op::BuildList,
+                    _ => Op::BuildSet,
+                };
+                for item in items {
+                    self.value(*item)?;
+                }
+                self.emit(op, Arg::Int(items.len() as u32));
+            }
+            Val::Dict(items) => {
+                for (k, v) in items {
+                    self.value(*k)?;
+                    self.value(*v)?;
+                }
+                self.emit(Op::BuildMap, Arg::Int(items.len() as u32));
+            }
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "contents of a value that is not a container",
+                ))
+            }
+        }
         Ok(())
     }
 
@@ -717,24 +821,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     self.subscript_const(index.into_pyobject(py)?.into_any());
                 }
             }
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) => {
-                let op = match &self.plan.values[vid] {
-                    Val::Tuple(_) => Op::BuildTuple,
-                    Val::List(_) => Op::BuildList,
-                    _ => Op::BuildSet,
-                };
-                for item in items {
-                    self.value(*item)?;
-                }
-                self.emit(op, Arg::Int(items.len() as u32));
+            Val::List(_) | Val::Dict(_) | Val::Set(_) if self.objects.iter().any(|(v, _)| *v == vid) => {
+                self.made(vid)?;
             }
-            Val::Dict(items) => {
-                for (k, v) in items {
-                    self.value(*k)?;
-                    self.value(*v)?;
-                }
-                self.emit(Op::BuildMap, Arg::Int(items.len() as u32));
-            }
+            value @ (Val::Tuple(_) | Val::List(_) | Val::Set(_) | Val::Dict(_)) => self.contents(value)?,
             Val::Slice(a, b, c) => {
                 for part in [*a, *b, *c] {
                     self.value(part)?;

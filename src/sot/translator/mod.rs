@@ -54,6 +54,34 @@ pub struct Stats {
     pub fallbacks: Mutex<Vec<Record>>,
     /// One text per translation, for `sot.explain`.
     pub explanations: Mutex<Vec<String>>,
+    /// How the translated function's own frame ran when last decided.
+    pub own_frame: Mutex<OwnFrame>,
+}
+
+/// What became of the translated function's own frame (`SotStats.own_frame`).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub enum OwnFrame {
+    #[default]
+    NotSeen,
+    /// Generated code ran (with a graph or not, breaks resumed).
+    Translated,
+    /// A graph break it cannot resume from: the original code ran.
+    Eager,
+    Fallback,
+    /// Never translated: a library file, a generator, or the cache limit reached.
+    Skipped,
+}
+
+impl OwnFrame {
+    fn as_str(self) -> &'static str {
+        match self {
+            OwnFrame::NotSeen => "",
+            OwnFrame::Translated => "translated",
+            OwnFrame::Eager => "eager",
+            OwnFrame::Fallback => "fallback",
+            OwnFrame::Skipped => "skipped",
+        }
+    }
 }
 
 /// One `sot.translate(...)`: its backend and options, and its counters.
@@ -62,6 +90,10 @@ pub struct Config {
     backend: StrongRef,
     full_graph: bool,
     cache_size: usize,
+    /// File prefixes translated although a skip rule covers them (`trace_modules`).
+    traced_prefixes: Vec<String>,
+    /// The translated function's own code, whose outcome `Stats::own_frame` says.
+    own_code: Option<StrongRef>,
     pub stats: Stats,
 }
 
@@ -71,12 +103,23 @@ static EPOCH: AtomicU64 = AtomicU64::new(0);
 static CONFIGS: LazyLock<Mutex<Vec<Weak<Config>>>> = LazyLock::new(Mutex::default);
 
 impl Config {
-    pub fn new(backend: StrongRef, full_graph: bool, cache_size: usize) -> Arc<Config> {
+    pub fn new(
+        backend: StrongRef,
+        full_graph: bool,
+        cache_size: usize,
+        traced_prefixes: Vec<String>,
+        own_code: Option<StrongRef>,
+    ) -> Arc<Config> {
+        if !traced_prefixes.is_empty() {
+            TRACING_CONFIGS.fetch_add(1, Ordering::AcqRel);
+        }
         let config = Arc::new(Config {
             id: NEXT_CONFIG.fetch_add(1, Ordering::Relaxed),
             backend,
             full_graph,
             cache_size,
+            traced_prefixes,
+            own_code,
             stats: Stats::default(),
         });
         let mut configs = CONFIGS.lock();
@@ -85,6 +128,37 @@ impl Config {
         config
     }
 }
+
+impl Config {
+    /// Whether `filename`, under a skip rule, is translated for this configuration.
+    fn traces(&self, filename: &str) -> bool {
+        self.traced_prefixes
+            .iter()
+            .any(|p| filename.starts_with(p.as_str()))
+    }
+
+    fn set_own_frame(&self, code: &Bound<'_, PyAny>, outcome: OwnFrame) {
+        if self
+            .own_code
+            .as_ref()
+            .is_some_and(|c| c.as_ptr() == code.as_ptr())
+        {
+            *self.stats.own_frame.lock() = outcome;
+        }
+    }
+}
+
+impl Drop for Config {
+    fn drop(&mut self) {
+        if !self.traced_prefixes.is_empty() {
+            TRACING_CONFIGS.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Live configurations with `traced_prefixes`: while there is one, a skipped library
+/// frame's answer is not remembered for its code (another session may translate it).
+static TRACING_CONFIGS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// The translated calls running on this thread, innermost last.
@@ -146,7 +220,7 @@ struct CodeCache {
     writer: Mutex<()>,
     /// Codes the translator made (graphs) or must never enter.
     never: AtomicBool,
-    /// 0: not judged; 1: translated; 2: skipped.
+    /// UNJUDGED, TRANSLATED, NEVER or LIBRARY.
     verdict: AtomicU64,
     /// Resume functions made from this code, by where they resume.
     resumes: Mutex<Vec<(codegen::ResumeKey, StrongRef)>>,
@@ -207,6 +281,14 @@ pub struct Translator {
 }
 
 static TRANSLATOR: LazyLock<Mutex<Option<Arc<Translator>>>> = LazyLock::new(Mutex::default);
+
+/// `CodeCache::verdict`: whether frames of a code are translated.
+const UNJUDGED: u64 = 0;
+const TRANSLATED: u64 = 1;
+/// Never: made by the translator, or not a function's frame.
+const NEVER: u64 = 2;
+/// A library's file: only for sessions that trace it.
+const LIBRARY: u64 = 3;
 
 const CO_OPTIMIZED_NEWLOCALS: u32 = 0x01 | 0x02;
 const CO_GENERATOR_LIKE: u32 = 0x20 | 0x80 | 0x100 | 0x200;
@@ -330,21 +412,26 @@ impl RustHook for Translator {
             return Ok(None);
         }
         let cache = self.cache(&code)?;
-        match cache.verdict.load(Ordering::Relaxed) {
-            1 => {}
-            2 => {
-                context.answer_holds_for_the_code();
-                return Ok(None);
-            }
-            _ => {
-                let skipped = cache.never.load(Ordering::Relaxed) || self.is_skipped(&code)?;
-                cache
-                    .verdict
-                    .store(if skipped { 2 } else { 1 }, Ordering::Relaxed);
-                if skipped {
+        let mut verdict = cache.verdict.load(Ordering::Relaxed);
+        if verdict == UNJUDGED {
+            verdict = if cache.never.load(Ordering::Relaxed) || !self.is_translatable_kind(&code)? {
+                NEVER
+            } else if self.is_library_file(&code)? {
+                LIBRARY
+            } else {
+                TRANSLATED
+            };
+            cache.verdict.store(verdict, Ordering::Relaxed);
+        }
+        if verdict != TRANSLATED {
+            let traced =
+                verdict == LIBRARY && config.traces(&code.getattr("co_filename")?.extract::<String>()?);
+            if !traced {
+                config.set_own_frame(&code, OwnFrame::Skipped);
+                if verdict == NEVER || TRACING_CONFIGS.load(Ordering::Acquire) == 0 {
                     context.answer_holds_for_the_code();
-                    return Ok(None);
                 }
+                return Ok(None);
             }
         }
         let epoch = EPOCH.load(Ordering::Acquire);
@@ -404,6 +491,7 @@ impl RustHook for Translator {
         if seen >= config.cache_size {
             // Past the limit: the original code runs, and its callees are not
             // translated on its account.
+            config.set_own_frame(&code, OwnFrame::Eager);
             SESSIONS.with(|s| s.borrow_mut().push(None));
             context.after_frame(Box::new(|_py| {
                 SESSIONS.with(|s| s.borrow_mut().pop());
@@ -463,11 +551,14 @@ fn move_to_front(cache: &CodeCache, index: usize) {
 }
 
 impl Translator {
-    fn is_skipped(&self, code: &Bound<'_, PyAny>) -> PyResult<bool> {
+    /// A function's frame (not a module or class body, not a generator or coroutine).
+    fn is_translatable_kind(&self, code: &Bound<'_, PyAny>) -> PyResult<bool> {
         let flags: u32 = code.getattr("co_flags")?.extract()?;
-        if flags & CO_OPTIMIZED_NEWLOCALS != CO_OPTIMIZED_NEWLOCALS || flags & CO_GENERATOR_LIKE != 0 {
-            return Ok(true);
-        }
+        Ok(flags & CO_OPTIMIZED_NEWLOCALS == CO_OPTIMIZED_NEWLOCALS && flags & CO_GENERATOR_LIKE == 0)
+    }
+
+    /// Code of the standard library or framehook, skipped unless a session traces it.
+    fn is_library_file(&self, code: &Bound<'_, PyAny>) -> PyResult<bool> {
         let filename: String = code.getattr("co_filename")?.extract()?;
         Ok(self
             .skip_prefixes
@@ -490,9 +581,16 @@ impl Translator {
         let code = code.clone().unbind().into_bound(py);
         let table = crate::bytecode::running_table(py)?;
         let backend_object = config.backend.bind(py);
-        let backend = Backend::new(table, backend_object.clone(), self.skip_prefixes.clone())?;
+        let backend = Backend::new(
+            table,
+            backend_object.clone(),
+            self.skip_prefixes.clone(),
+            config.traced_prefixes.clone(),
+        )?;
         if backend.is_skipped_code(&code)? {
-            cache.verdict.store(2, Ordering::Relaxed);
+            // The backend's own files: a library for every session but those tracing it.
+            cache.verdict.store(LIBRARY, Ordering::Relaxed);
+            config.set_own_frame(&code, OwnFrame::Skipped);
             return Ok(None);
         }
         let info = CodeInfo::read(table, &code)?;
@@ -522,6 +620,7 @@ impl Translator {
         for source in changed_numbers {
             sources.mark_dynamic(*source);
         }
+        let fallbacks_before = config.stats.fallbacks.lock().len();
         let mut vm = Vm::new(py, table, &backend, sources)?;
         let ending = vm.run_top(&code, &info, globals, arguments, frees);
         let stats = &config.stats;
@@ -627,6 +726,12 @@ impl Translator {
         if !explanation.is_empty() {
             stats.explanations.lock().push(explanation);
         }
+        let own_frame = match action {
+            Action::Run { .. } => OwnFrame::Translated,
+            Action::Original if stats.fallbacks.lock().len() > fallbacks_before => OwnFrame::Fallback,
+            Action::Original => OwnFrame::Eager,
+        };
+        config.set_own_frame(&code, own_frame);
         let answer = match &action {
             Action::Run { code, .. } => Some(code.bind(py).clone().unbind()),
             Action::Original => None,
@@ -1032,6 +1137,7 @@ pub fn reset() {
         stats.breaks.lock().clear();
         stats.fallbacks.lock().clear();
         stats.explanations.lock().clear();
+        *stats.own_frame.lock() = OwnFrame::NotSeen;
     }
 }
 
@@ -1070,5 +1176,6 @@ pub fn stats_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, 
     dict.set_item("graph_breaks", records(&stats.breaks.lock())?)?;
     dict.set_item("fallbacks", records(&stats.fallbacks.lock())?)?;
     dict.set_item("explanations", PyList::new(py, stats.explanations.lock().iter())?)?;
+    dict.set_item("own_frame", stats.own_frame.lock().as_str())?;
     Ok(dict)
 }

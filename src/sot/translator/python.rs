@@ -10,6 +10,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use super::value::{Graph, GraphArg, NodeKind};
 use super::{Config, Translator};
 use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::registry::Registry;
 
 /// A function whose calls run translated.
 #[pyclass(module = "framehook._native", name = "SotTranslated", dict, weakref)]
@@ -22,13 +23,14 @@ pub struct Translated {
 #[pymethods]
 impl Translated {
     #[new]
-    #[pyo3(signature = (function, backend, full_graph, cache_size))]
+    #[pyo3(signature = (function, backend, full_graph, cache_size, traced_prefixes))]
     fn new(
         py: Python<'_>,
         function: Bound<'_, PyAny>,
         backend: Bound<'_, PyAny>,
         full_graph: bool,
         cache_size: usize,
+        traced_prefixes: Vec<String>,
     ) -> PyResult<Self> {
         if !function.is_callable() {
             return Err(pyo3::exceptions::PyTypeError::new_err(format!(
@@ -36,11 +38,30 @@ impl Translated {
                 function.get_type().name()?
             )));
         }
+        // The code whose frame is the call's own: a function's, or a bound method's.
+        let own_code = function
+            .getattr("__func__")
+            .unwrap_or_else(|_| function.clone())
+            .getattr("__code__")
+            .ok()
+            .map(|code| StrongRef::new(&code));
+        let tracing = !traced_prefixes.is_empty();
         let translator = Translator::get(py)?;
+        let config = Config::new(
+            StrongRef::new(&backend),
+            full_graph,
+            cache_size,
+            traced_prefixes,
+            own_code,
+        );
         translator.function_made(py)?;
+        if tracing {
+            // Library codes whose skip was remembered are asked about again.
+            Registry::current(py)?.invalidate_decisions(py);
+        }
         Ok(Self {
             function: function.unbind(),
-            config: Config::new(StrongRef::new(&backend), full_graph, cache_size),
+            config,
             translator,
         })
     }

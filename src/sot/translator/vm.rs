@@ -295,6 +295,8 @@ struct Ops<'py> {
     member_descriptor_type: Bound<'py, PyAny>,
     staticmethod_type: Bound<'py, PyAny>,
     classmethod_type: Bound<'py, PyAny>,
+    /// Methods of builtin types (`str.join`, `object.__init__`): unbound C functions.
+    c_method_types: Bound<'py, PyTuple>,
     object_getattribute: Bound<'py, PyAny>,
     module_type: Bound<'py, PyAny>,
     range_type: Bound<'py, PyAny>,
@@ -315,6 +317,13 @@ impl<'py> Ops<'py> {
             member_descriptor_type: types.getattr("MemberDescriptorType")?,
             staticmethod_type: builtins.getattr("staticmethod")?,
             classmethod_type: builtins.getattr("classmethod")?,
+            c_method_types: PyTuple::new(
+                py,
+                [
+                    types.getattr("MethodDescriptorType")?,
+                    types.getattr("WrapperDescriptorType")?,
+                ],
+            )?,
             range_type: builtins.getattr("range")?,
             object_getattribute: object.getattr("__getattribute__")?,
             builtins: builtins.into_any(),
@@ -1449,10 +1458,20 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return Ok(Ending::Raise(arose));
                 }
                 Err(problem) => {
-                    let stop = self.located(problem);
-                    if let Stop::Fallback { .. } = stop {
-                        return Err(stop);
-                    }
+                    // What the translator does not simulate ends the graph here too: the
+                    // instruction runs natively and a resume function goes on after it.
+                    let stop = match self.located(problem) {
+                        Stop::Fallback {
+                            reason,
+                            line,
+                            filename,
+                        } => Stop::Break {
+                            reason,
+                            line,
+                            filename,
+                        },
+                        stop => stop,
+                    };
                     if offset_on_stack {
                         return Err(Stop::Fallback {
                             reason: format!(
@@ -1677,11 +1696,18 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return self.foreign_global(frame, name, value);
         }
-        let value = self.ops.builtins.getattr(name).map_err(|_| {
-            Problem::Python(pyo3::exceptions::PyNameError::new_err(format!(
-                "name '{name}' is not defined"
-            )))
-        })?;
+        // The builtins' namespace, not the module's attributes (a module has
+        // `__annotations__` and the like that no name lookup finds).
+        let value = self
+            .ops
+            .builtins
+            .getattr("__dict__")?
+            .get_item(name)
+            .map_err(|_| {
+                Problem::Python(pyo3::exceptions::PyNameError::new_err(format!(
+                    "name '{name}' is not defined"
+                )))
+            })?;
         if top_globals {
             return Ok(self.value_of_source(Source::Builtin(name_ref(self.py, name)), value));
         }
@@ -2866,8 +2892,20 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         match class_attr {
+            Some(raw) if raw.is_instance(self.ops.c_method_types.as_any())? => {
+                // A method of a builtin base, bound to this object (not to the one seen
+                // now: the object itself is guarded on its type only).
+                let function = self.constant(raw);
+                Ok(self.push_val(Val::Method {
+                    function,
+                    receiver: owner,
+                }))
+            }
             Some(raw) if raw.get_type().hasattr("__get__")? => {
-                // Builtin methods of builtin bases, and other non-data descriptors.
+                // Another non-data descriptor: what it gives depends on the object.
+                if let Some(s) = source {
+                    self.add_guard(s, Check::Id(StrongRef::new(&obj)));
+                }
                 let value = obj.getattr(name)?;
                 Ok(self.constant(value))
             }
@@ -4402,12 +4440,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             return graph_break(format!("unsupported call: {} is a coroutine", function.name));
         }
         let mut frame = self.new_frame(&function.code, &info, function.globals.clone())?;
-        if let (Some(s), Some(top)) = (source, self.top_globals.as_ref()) {
+        if let Some(top) = self.top_globals.as_ref() {
             if !function.globals.is(top) {
-                frame.globals_source = Some(
-                    self.sources
-                        .intern(Source::Attr(s, name_ref(self.py, "__globals__"))),
-                );
+                let globals = match source {
+                    Some(s) => Source::Attr(s, name_ref(self.py, "__globals__")),
+                    None => Source::Globals(StrongRef::new(&function.globals)),
+                };
+                frame.globals_source = Some(self.sources.intern(globals));
             }
         }
         self.bind_arguments(&mut frame, &info, function, args, kwargs)?;
@@ -5133,7 +5172,38 @@ impl<'py> Vm<'py, '_> {
             (Op::FormatWithSpec | Op::BinaryOp | Op::CompareOp | Op::ContainsOp | Op::IsOp, _) => (2, 1),
             (Op::BinarySlice, _) => (3, 1),
             (Op::UnpackSequence, Arg::Int(n)) => (1, n as usize),
+            (Op::UnpackEx, Arg::Int(n)) => (1, (n & 0xff) as usize + (n >> 8) as usize + 1),
             (Op::RaiseVarargs, Arg::Int(n)) => (n as usize, 0),
+            (Op::LoadBuildClass | Op::LoadCommonConstant, _) => (0, 1),
+            (Op::ImportName, _) => (2, 1),
+            (Op::ImportFrom, _) => (1, 2),
+            (Op::GetLen, _) => (1, 2),
+            (Op::StoreAttr, _) => (2, 0),
+            (Op::DeleteAttr | Op::StoreGlobal, _) => (1, 0),
+            (Op::StoreSubscr, _) => (3, 0),
+            (Op::DeleteSubscr, _) => (2, 0),
+            (Op::StoreSlice, _) => (4, 0),
+            (Op::ListToTuple | Op::CallIntrinsic1, _) => (1, 1),
+            (Op::CallIntrinsic2, _) => (2, 1),
+            // These change a container deeper in the stack, which the generated code has.
+            (
+                Op::ListAppend | Op::SetAdd | Op::ListExtend | Op::SetUpdate | Op::DictUpdate | Op::DictMerge,
+                _,
+            ) => (1, 0),
+            (Op::MapAdd, _) => (2, 0),
+            (
+                Op::BuildTuple | Op::BuildList | Op::BuildSet | Op::BuildString | Op::BuildSlice,
+                Arg::Int(n),
+            ) => (n as usize, 1),
+            (Op::BuildMap, Arg::Int(n)) => (2 * n as usize, 1),
+            (Op::BuildConstKeyMap, Arg::Int(n)) => (n as usize + 1, 1),
+            (Op::MakeFunction, arg) => {
+                let oparg = if let Arg::Int(n) = arg { n } else { 0 };
+                (
+                    (1 - self.stack_effect("MAKE_FUNCTION", oparg, false).ok()?) as usize,
+                    1,
+                )
+            }
             _ => return None,
         })
     }
