@@ -13,7 +13,16 @@ own process, through CPython's regression-test driver (``test.libregrtest``, as
   identity again (``cache=False``) on top of the first's result;
 * ``reassemble`` (``--modes reassemble``, not run by default): every hookable frame's code
   replaced by ``framehook.bytecode.reassemble(code)``, decoded to the canonical
-  instruction set and assembled again (the bytecode layer's canonical round trip).
+  instruction set and assembled again (the bytecode layer's canonical round trip);
+* ``sot`` (``--modes sot``, not run by default; its module list is ``SOT_MODULES``): every
+  test method runs translated by framehook's SOT (numpy backend, ``full_graph=False``), with
+  the test package and unittest translated like user code, so that functions without array
+  operations are rewritten too (empty graphs): symbolic execution, guards, code generation
+  and resume functions on all of Python. Per module the report adds the translator's
+  coverage (``sot_coverage``): test methods run, translated (the method's own frame ran as
+  generated code), translated with no break and no fallback anywhere in its call, and the
+  ten most frequent break and fallback reasons. Divergences are analysed one by one:
+  ``SOT_INHERENT`` names those that cannot be otherwise, with why.
 
 The hooks and the child are ``framehook_dev.torture_hooks`` (the transform, its limits and a
 self-check are described there): the child installs the hooks before the test driver is
@@ -65,14 +74,16 @@ from pathlib import Path
 from .process_group import kill_group, run_in_own_group
 from .provision import CACHE
 
-MODES = ("none", "identity", "chain", "reassemble")
+MODES = ("none", "identity", "chain", "reassemble", "sot")
 HOOKED = ("identity", "chain")
 # Run for a module that diverges, to tell where each divergence comes from (see explain()).
 EXPLAINING = ("floor", "copy")
 CAUSES = {
     "pep523": "also without hooks under a bare pass-through PEP 523 function (inherent to PEP 523)",
     "replacement": "also under an equal copy of the code (a code object other than the function's own runs)",
-    "unexplained": "only under the transform (extra local): a framehook bug, or a test that compares code objects",
+    "sot-inherent": "under SOT, a divergence analysed as inherent to translation (SOT_INHERENT says why)",
+    "unexplained": "only under the transform (extra local, or SOT): a framehook bug, or a test that compares "
+                   "code objects",
 }
 
 # The first list (generators, coroutines, exceptions, frames, tracing, ...), then more modules
@@ -96,6 +107,20 @@ DEFAULT_MODULES = [
     "test_trace", "test_profile", "test_cprofile", "test_doctest", "test_threading_local",
     "test_iter", "test_richcmp", "test_copy", "test_operator", "test_builtin",
 ]
+
+# The sot mode's modules: those of Dynamo's CPython-tests port and more (issue 18).
+SOT_MODULES = [
+    "test_grammar", "test_scope", "test_generators", "test_exceptions", "test_with", "test_contextlib",
+    "test_listcomps", "test_genexps", "test_int", "test_float", "test_list", "test_dict", "test_set",
+    "test_tuple", "test_string", "test_unpack", "test_unpack_ex", "test_patma", "test_augassign",
+    "test_compare", "test_richcmp", "test_range", "test_slice", "test_builtin", "test_itertools",
+    "test_functools", "test_class", "test_super", "test_keywordonlyarg", "test_positional_only_arg",
+    "test_named_expressions", "test_dataclasses", "test_enum", "test_raise",
+]
+# Tests whose outcome under SOT differs for a reason no translator could avoid, by test id
+# (a prefix matches its subtests), each with why. Anything else that diverges is a bug.
+SOT_INHERENT: dict[str, str] = {}
+SOT_REASONS_SHOWN = 10
 
 PASSED = {"pass", "xfail"}
 SKIPPED = {"skip"}
@@ -199,6 +224,7 @@ def run_segment(python: str, module: str, mode: str, timeout: float, test_timeou
     kill_group(pgid)  # whatever the tests left behind in the process group
 
     tests: dict[str, dict] = {}
+    translated: dict[str, dict] = {}
     running = None
     began = False
     if events_path.exists():
@@ -212,6 +238,8 @@ def run_segment(python: str, module: str, mode: str, timeout: float, test_timeou
                 began = True
             elif kind == "start":
                 running = event["test"]
+            elif kind == "sot":
+                translated[event["test"]] = {k: v for k, v in event.items() if k not in ("event", "test")}
             elif kind == "end":
                 test = event["test"]
                 if test == running:
@@ -224,6 +252,9 @@ def run_segment(python: str, module: str, mode: str, timeout: float, test_timeou
                 # A test reported twice (an error in tearDown after a failure...): keep the worst.
                 if previous is None or outcome_class(previous["outcome"]) != "failed":
                     tests[test] = entry
+    for test, what in translated.items():
+        if test in tests:
+            tests[test]["sot"] = what
     log_lines = log_path.read_text(errors="replace").splitlines()
     per_test_timeout = any(TIMEOUT_LINE.search(line) for line in log_lines)
     if running is not None:
@@ -326,8 +357,53 @@ def judge(module_entry: dict, python: str, module: str, args, log_dir: Path) -> 
         real = [d for d in diffs if d["test"] in confirmed]
         verdicts[mode] = {"verdict": "divergent" if real else "flaky", "tests": real, "flaky": flaky}
     module_entry["verdicts"] = verdicts
-    if any(v["tests"] for v in verdicts.values()):
+    if "sot" in verdicts:
+        explain_sot(verdicts["sot"])
+    if any(v["tests"] for mode, v in verdicts.items() if mode != "sot"):
         explain(module_entry, python, module, args, log_dir)
+    if "sot" in runs:
+        module_entry["sot_coverage"] = sot_coverage(runs["sot"][0])
+
+
+def sot_inherent_reason(test: str) -> str | None:
+    for known, why in SOT_INHERENT.items():
+        if test == known or test.startswith(known + " ") or test.startswith(known + "."):
+            return why
+    return None
+
+
+def explain_sot(verdict: dict) -> None:
+    """Tags each SOT divergence ``sot-inherent`` (with why) when ``SOT_INHERENT`` lists it."""
+    for d in verdict["tests"]:
+        why = sot_inherent_reason(d["test"])
+        d["cause"] = "sot-inherent" if why else "unexplained"
+        if why:
+            d["why"] = why
+    if verdict["tests"] and all(d["cause"] != "unexplained" for d in verdict["tests"]):
+        verdict["verdict"] = "inherent"
+
+
+def normalised_reason(reason: str) -> str:
+    """A break reason without what differs per place (addresses, the numbers in names)."""
+    return re.sub(r" at 0x[0-9a-f]+", "", reason)
+
+
+def sot_coverage(run: dict) -> dict:
+    """What the translator did over a module's test methods (see the sot mode)."""
+    methods = [t["sot"] for t in run["tests"].values() if "sot" in t]
+    reasons: collections.Counter = collections.Counter()
+    for method in methods:
+        reasons.update(normalised_reason(r) for r in method["breaks"] + method["fallbacks"])
+    translated = [m for m in methods if m["own_frame"] == "translated"]
+    return {
+        "run": len(methods),
+        "translated": len(translated),
+        "clean": sum(1 for m in translated if not m["break_count"] and not m["fallback_count"]),
+        "outcomes": dict(collections.Counter(m["own_frame"] or "not seen" for m in methods)),
+        "graphs": sum(m["graphs"] for m in methods),
+        "ops": sum(m["ops"] for m in methods),
+        "reasons": reasons.most_common(SOT_REASONS_SHOWN),
+    }
 
 
 def explain(module_entry: dict, python: str, module: str, args, log_dir: Path) -> None:
@@ -360,10 +436,11 @@ def cell(entry: dict | None) -> str:
     verdicts = entry.get("verdicts")
     if verdicts is None:
         return "?"
+    coverage = entry.get("sot_coverage")
     kinds = {v["verdict"] for v in verdicts.values()}
+    parts = [f"sot {coverage['translated']}/{coverage['run']}"] if coverage else []
     if kinds == {"same"}:
-        return "same"
-    parts = []
+        return " ".join(["same", *parts])
     for mode, v in verdicts.items():
         if v["verdict"] != "same":
             if v["verdict"] == "flaky":
@@ -406,6 +483,8 @@ def print_details(report: dict, modules: list[str], lines: int) -> None:
                     for d in v.get(kind, []):
                         tag = f"DIVERGENT ({d.get('cause', 'unexplained')})" if kind == "tests" else "flaky"
                         log(f"\n[{label}] {module} {mode} {tag}: {d['test']}: none={d['none']} {mode}={d['hooked']}")
+                        if d.get("why"):
+                            log(f"  why: {d['why']}")
                         for side in ("hooked", "none"):
                             body = (d.get(f"{side}_message") or "").strip().splitlines()[:lines]
                             if d.get(side) in ("crash", "timeout") or not body:
@@ -421,6 +500,64 @@ def print_details(report: dict, modules: list[str], lines: int) -> None:
         if slow:
             log(f"[{label}] slowest under hooks: " + ", ".join(
                 f"{m} {b:.0f}s->{h:.0f}s" for _, m, b, h in slow[:5]))
+
+
+def coverage_totals(py: dict, modules: list[str]) -> dict:
+    """The SOT coverage of one interpreter, summed over its modules."""
+    total = {"modules": 0, "run": 0, "translated": 0, "clean": 0, "same": 0}
+    reasons: collections.Counter = collections.Counter()
+    for module in modules:
+        entry = py["modules"].get(module) or {}
+        coverage = entry.get("sot_coverage")
+        if not coverage:
+            continue
+        total["modules"] += 1
+        total["same"] += entry["verdicts"]["sot"]["verdict"] in ("same", "inherent")
+        for key in ("run", "translated", "clean"):
+            total[key] += coverage[key]
+        reasons.update(dict(coverage["reasons"]))
+    total["reasons"] = reasons.most_common(SOT_REASONS_SHOWN)
+    return total
+
+
+def percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def coverage_markdown(report: dict, modules: list[str]) -> str:
+    """The SOT coverage tables: per interpreter, then per module and interpreter, then the
+    most frequent reasons per interpreter."""
+    labels = [label for label, py in report["pythons"].items()
+              if any((e or {}).get("sot_coverage") for e in py["modules"].values())]
+    lines = ["| interpreter | modules same as without hooks | test methods run | translated | "
+             "translated, no break or fallback |", "| --- | ---: | ---: | ---: | ---: |"]
+    for label in labels:
+        t = coverage_totals(report["pythons"][label], modules)
+        lines.append(f"| {label} ({report['pythons'][label].get('version', '?')}) | {t['same']}/{t['modules']} | "
+                     f"{t['run']} | {t['translated']} ({percent(t['translated'], t['run'])}) | "
+                     f"{t['clean']} ({percent(t['clean'], t['run'])}) |")
+    lines += ["", "Per module: translated / run (translated with no break or fallback); `n/a`: not in "
+              "that interpreter's test suite; a verdict other than `same` is given with the cell.", "",
+              "| module | " + " | ".join(labels) + " |", "| --- |" + " ---: |" * len(labels)]
+    for module in modules:
+        cells = []
+        for label in labels:
+            entry = report["pythons"][label]["modules"].get(module)
+            coverage = (entry or {}).get("sot_coverage")
+            if entry is not None and not entry.get("available", True):
+                cells.append("n/a")
+            elif not coverage:
+                cells.append("-")
+            else:
+                verdict = entry["verdicts"]["sot"]["verdict"]
+                cells.append(f"{coverage['translated']}/{coverage['run']} ({coverage['clean']})"
+                             + ("" if verdict == "same" else f" {verdict}"))
+        lines.append(f"| {module} | " + " | ".join(cells) + " |")
+    for label in labels:
+        t = coverage_totals(report["pythons"][label], modules)
+        lines += ["", f"Most frequent break and fallback reasons on {label} (occurrences over all test methods):",
+                  ""] + [f"{n:>6}  {reason}" for reason, n in t["reasons"]]
+    return "\n".join(lines)
 
 
 def save(report: dict, path: Path) -> None:
@@ -440,7 +577,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="with --interpreters: interpreters tortured at "
                     "once, each in its own process (default 1)")
     ap.add_argument("--modules", help="comma-separated test modules (default: the built-in list of "
-                    f"{len(DEFAULT_MODULES)})")
+                    f"{len(DEFAULT_MODULES)}; with --modes sot alone, the {len(SOT_MODULES)} of SOT_MODULES)")
+    ap.add_argument("--coverage-markdown", type=Path, help="with the sot mode: write the coverage tables "
+                    "(markdown) to this file")
     ap.add_argument("--exclude", default="", help="comma-separated modules to leave out")
     ap.add_argument("--modes", default=",".join(HOOKED), help="hooked modes to compare with 'none' "
                     "(default: identity,chain)")
@@ -457,7 +596,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the module list and exit")
     args = ap.parse_args(argv)
 
-    modules = [m for m in (args.modules.split(",") if args.modules else DEFAULT_MODULES) if m]
+    sot_only = [m for m in args.modes.split(",") if m and m != "none"] == ["sot"]
+    modules = [m for m in (args.modules.split(",") if args.modules else
+                           SOT_MODULES if sot_only else DEFAULT_MODULES) if m]
     exclude = {m for m in args.exclude.split(",") if m}
     modules = [m for m in modules if m not in exclude]
     if args.list:
@@ -512,7 +653,10 @@ def main(argv: list[str] | None = None) -> int:
                 entry["runs"][mode] = [run]
                 c = counts(run)
                 extra = ""
-                if mode != "none":
+                if mode == "sot":
+                    coverage = sot_coverage(run)
+                    extra = f", SOT translated {coverage['translated']}/{coverage['run']} methods"
+                elif mode != "none":
                     t = hook_totals(run)
                     extra = f", {t['transformed']} codes transformed, {t['declined']} declined"
                     if t["errors"]:
@@ -532,6 +676,11 @@ def conclude(report: dict, modules: list[str], args, unusable: bool) -> int:
     log("")
     print_table(report, modules)
     print_details(report, modules, args.lines)
+    if any((e or {}).get("sot_coverage") for py in report["pythons"].values() for e in py["modules"].values()):
+        table = coverage_markdown(report, modules)
+        log("\nSOT coverage\n\n" + table)
+        if args.coverage_markdown:
+            args.coverage_markdown.write_text(table + "\n")
     log("\ncauses: " + "; ".join(f"{cause}: {text}" for cause, text in CAUSES.items()))
     log(f"\nreport: {args.report}\nlogs: {args.logs}")
     divergent = any(v["verdict"] == "divergent"
@@ -555,7 +704,8 @@ def torture_matrix(args, modules: list[str], argv: list[str]) -> int:
         raise SystemExit(f"unknown interpreter(s) {', '.join(unknown)}; known: {', '.join(matrix.INTERPRETERS)}")
     # Partial reports and logs under the build dir, which is bound into the sid root.
     parts = matrix.BUILD_DIR / "torture-parts"
-    passed_on = strip_options(argv, {"--interpreters", "--jobs", "--report", "--logs", "--python"})
+    passed_on = strip_options(argv, {"--interpreters", "--jobs", "--report", "--logs", "--python",
+                                     "--coverage-markdown"})
     previous = json.loads(args.report.read_text()) if args.resume and args.report.exists() else {"pythons": {}}
 
     def torture_one(name: str) -> tuple[str, int, Path]:
