@@ -503,7 +503,7 @@ fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
             SideEffect::DeleteAttr { target, .. } => vec![*target],
             SideEffect::StoreGlobal { value, .. } => vec![*value],
             SideEffect::DeleteGlobal { .. } => vec![],
-            SideEffect::StoreFree { value, .. } => vec![*value],
+            SideEffect::StoreFree { value, .. } | SideEffect::StoreCell { value, .. } => vec![*value],
             SideEffect::Replace { contents, .. } => vec![*contents],
         })
         .collect()
@@ -753,8 +753,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.source(parent)?;
                 self.subscript_const(key);
             }
-            Source::Globals(globals) => {
-                let index = self.w.pools.constant(globals.bind(py));
+            Source::Held(held) => {
+                let index = self.w.pools.constant(held.bind(py));
                 self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
             }
         }
@@ -994,6 +994,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.value(*value)?;
                 let var = self.w.vars.all().len() - self.w.vars.freevars.len() + index;
                 self.emit(Op::StoreDeref, Arg::Var(var as u32));
+            }
+            SideEffect::StoreCell { cell, value } => {
+                self.value(*value)?;
+                self.source(*cell)?;
+                let index = self.w.pools.name("cell_contents");
+                self.emit(Op::StoreAttr, Arg::Name(index));
             }
             SideEffect::Replace { target, contents } => {
                 let (target, contents) = (*target, *contents);
@@ -1301,6 +1307,18 @@ fn emit_step<'py, E: Emit<'py>>(
             });
             Ok(())
         }
+        Step::BoundAttribute { null_first } => {
+            e.writer().out.push(Instruction {
+                op: Op::LoadAttr,
+                handler: None,
+                ..instr.clone()
+            });
+            e.push_null()?;
+            if *null_first {
+                e.emit(Op::Swap, Arg::Int(2));
+            }
+            Ok(())
+        }
     }
 }
 
@@ -1354,6 +1372,10 @@ pub enum Step {
     /// `bool()` of the top of the stack (a branch on a tensor's value), then resume at
     /// the branch with that bool.
     BranchOnTruth,
+    /// A `LOAD_METHOD` run as `LOAD_ATTR` beside a NULL slot (below it when `null_first`),
+    /// as the VM reads it: whether CPython's form would push a NULL is known only when it
+    /// runs, and the resume function must know its NULL slots.
+    BoundAttribute { null_first: bool },
 }
 
 impl Step {
@@ -1361,7 +1383,7 @@ impl Step {
     fn kept(&self, depth: usize) -> usize {
         match self {
             Step::RunHere { consumed, .. } => depth - consumed,
-            Step::BranchOnTruth => depth - 1,
+            Step::BranchOnTruth | Step::BoundAttribute { .. } => depth - 1,
         }
     }
 
@@ -1370,19 +1392,29 @@ impl Step {
         let after = match self {
             Step::RunHere { consumed, produced } => stack.len() - consumed + produced,
             Step::BranchOnTruth => stack.len(),
+            Step::BoundAttribute { .. } => stack.len() + 1,
         };
         let kept = self.kept(stack.len());
+        let made_null = match self {
+            Step::BoundAttribute { null_first } => Some(kept + usize::from(!null_first)),
+            _ => None,
+        };
         (0..after)
-            .map(|i| i < kept && matches!(values[stack[i]], Val::Null))
+            .map(|i| (i < kept && matches!(values[stack[i]], Val::Null)) || Some(i) == made_null)
             .collect()
     }
 
     /// Where the resume function after the step starts, for a break at `pc`.
     pub fn resume_pc(&self, pc: usize) -> usize {
         match self {
-            Step::RunHere { .. } => pc + 1,
+            Step::RunHere { .. } | Step::BoundAttribute { .. } => pc + 1,
             Step::BranchOnTruth => pc,
         }
+    }
+
+    /// Whether the break's instruction (or what stands for it) runs in the generated code.
+    fn runs_here(&self) -> bool {
+        !matches!(self, Step::BranchOnTruth)
     }
 }
 
@@ -1468,7 +1500,7 @@ pub fn generate_break<'py>(
     let mut emitter = Emitter::begin(plan, vars, instr.location)?;
     // The stack as the break instruction finds it; NULL slots only where the
     // instruction runs here (a resume function pushes its own).
-    let run_here = !continuation.bridged && matches!(continuation.step, Step::RunHere { .. });
+    let run_here = !continuation.bridged && continuation.step.runs_here();
     let pushed = match continuation.step {
         Step::BranchOnTruth if !continuation.bridged => &stack[..stack.len() - 1],
         _ => stack,

@@ -25,9 +25,9 @@ pub enum Source {
     Builtin(StrongRef),
     Attr(SourceId, StrongRef),
     Item(SourceId, StrongRef),
-    /// The globals of another module's function reached without a source (a method of
-    /// an object the translation made): the dict itself, held.
-    Globals(StrongRef),
+    /// An object the translation holds because it has no other way to it: the globals of
+    /// another module's function reached without a source, a cell of such a function.
+    Held(StrongRef),
 }
 
 impl Source {
@@ -40,7 +40,7 @@ impl Source {
             (Source::Attr(p, a), Source::Attr(q, b)) | (Source::Item(p, a), Source::Item(q, b)) => {
                 p == q && same_key(a, b)
             }
-            (Source::Globals(a), Source::Globals(b)) => a.as_ptr() == b.as_ptr(),
+            (Source::Held(a), Source::Held(b)) => a.as_ptr() == b.as_ptr(),
             _ => false,
         }
     }
@@ -53,7 +53,7 @@ impl Source {
             Source::Builtin(n) => Source::Builtin(n.clone_ref(py)),
             Source::Attr(p, n) => Source::Attr(*p, n.clone_ref(py)),
             Source::Item(p, k) => Source::Item(*p, k.clone_ref(py)),
-            Source::Globals(g) => Source::Globals(g.clone_ref(py)),
+            Source::Held(g) => Source::Held(g.clone_ref(py)),
         }
     }
 }
@@ -200,12 +200,18 @@ impl SourceTable {
             Source::Free(i) => freevars.get(*i).cloned().unwrap_or_else(|| format!("<free {i}>")),
             Source::Global(n) => format!("G[{}]", n.bind(py)),
             Source::Builtin(n) => format!("builtins.{}", n.bind(py)),
-            Source::Globals(g) => format!(
-                "<globals of {}>",
-                g.bind(py)
-                    .get_item("__name__")
-                    .map_or_else(|_| "?".to_owned(), |n| n.to_string())
-            ),
+            Source::Held(held) => {
+                let held = held.bind(py);
+                match held.get_item("__name__") {
+                    Ok(name) => format!("<globals of {name}>"),
+                    Err(_) => format!(
+                        "<{}>",
+                        held.get_type()
+                            .name()
+                            .map_or_else(|_| "?".into(), |n| n.to_string())
+                    ),
+                }
+            }
             Source::Attr(p, n) => format!("{}.{}", self.describe(py, *p, varnames, freevars), n.bind(py)),
             Source::Item(p, k) => format!(
                 "{}[{}]",
@@ -256,7 +262,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                     dict_get(&self.context.builtins(), name)
                 }
             }
-            Source::Globals(globals) => Some(globals.bind(py)),
+            Source::Held(held) => Some(held.bind(py)),
             Source::Attr(parent, name) => self.fetch(*parent).and_then(|p| {
                 // SAFETY: both live; a failed lookup is an absent value (the error is cleared).
                 unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetAttr(p.as_ptr(), name.as_ptr())) }

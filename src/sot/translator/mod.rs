@@ -252,6 +252,10 @@ fn continuation_of(
     }
     let step = if matches!(point.instr.op, Op::PopJumpIfTrue | Op::PopJumpIfFalse) {
         codegen::Step::BranchOnTruth
+    } else if point.instr.op == Op::LoadMethod {
+        codegen::Step::BoundAttribute {
+            null_first: table.call_layout != framehook_bytecode::table::CallLayout::CallableFirst,
+        }
     } else {
         let (consumed, produced) = vm.native_effect(&point.instr)?;
         if consumed > point.stack.len() {

@@ -54,6 +54,10 @@ impl<'py> Snapshot<'py> {
     fn restore(self, vm: &mut Vm<'py, '_>) {
         vm.values = self.values;
         vm.cells = self.cells;
+        // Cells made since (an inlined function's closure) are gone.
+        let cells = vm.cells.len();
+        vm.cell_objects.retain(|_, cell| *cell < cells);
+        vm.outside_cells.retain(|cell, _| *cell < cells);
         vm.graph = self.graph;
         vm.side_effects.truncate(self.side_effects);
         vm.stored_globals.truncate(self.stored_globals);
@@ -104,6 +108,8 @@ impl Stop {
 enum Problem {
     Break(String),
     Fallback(String),
+    /// The translated frame must run as it is (it reads its own frame: `locals()`).
+    Eager(String),
     Python(PyErr),
 }
 
@@ -221,6 +227,12 @@ pub enum SideEffect {
         index: usize,
         value: Vid,
     },
+    /// Assignment to a cell of an inlined function's closure (a cell that outlives the
+    /// call, made by a frame that is gone or elsewhere).
+    StoreCell {
+        cell: SourceId,
+        value: Vid,
+    },
     StoreAttr {
         target: Vid,
         name: String,
@@ -273,6 +285,8 @@ pub struct Vm<'py, 'b> {
     location: (i32, String),
     /// Real cell objects the translation reads, by identity, and their VM cells.
     cell_objects: HashMap<usize, usize>,
+    /// The VM cells that are cells of inlined functions' closures, with their sources.
+    outside_cells: HashMap<usize, SourceId>,
     /// The exceptions being handled, innermost last.
     exc_stack: Vec<Vid>,
     /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
@@ -502,6 +516,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             location: (-1, String::new()),
             exc_stack: Vec::new(),
             cell_objects: HashMap::new(),
+            outside_cells: HashMap::new(),
             lasti_values: std::collections::HashSet::new(),
             exception_slots: HashMap::new(),
             unhandled_groups: std::collections::HashSet::new(),
@@ -645,6 +660,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         match self.val(vid).clone_val() {
             Val::Obj { obj, source } => {
                 if let Some(source) = source {
+                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
+                        // Its contents as the translation has changed them.
+                        return self.concrete(copy);
+                    }
                     self.guard_value(source, &obj)?;
                 }
                 Ok(obj)
@@ -798,6 +817,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Obj { obj, source } => {
                 let (obj, source) = (obj.clone(), *source);
                 if let Some(source) = source {
+                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
+                        return self.truthy(copy);
+                    }
                     if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyDict>() {
                         self.guard_type(vid);
                         self.add_guard(source, Check::Len(obj.len()?));
@@ -1206,7 +1228,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 line,
                 filename,
             },
-            Problem::Fallback(reason) => Stop::Fallback {
+            Problem::Fallback(reason) | Problem::Eager(reason) => Stop::Fallback {
                 reason,
                 line,
                 filename,
@@ -1460,17 +1482,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Err(problem) => {
                     // What the translator does not simulate ends the graph here too: the
                     // instruction runs natively and a resume function goes on after it.
-                    let stop = match self.located(problem) {
-                        Stop::Fallback {
-                            reason,
-                            line,
-                            filename,
-                        } => Stop::Break {
-                            reason,
-                            line,
-                            filename,
-                        },
-                        stop => stop,
+                    let stop = match problem {
+                        Problem::Eager(_) => return Err(self.located(problem)),
+                        Problem::Fallback(reason) => self.located(Problem::Break(reason)),
+                        problem => self.located(problem),
                     };
                     if offset_on_stack {
                         return Err(Stop::Fallback {
@@ -2572,6 +2587,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             };
             self.side_effects
                 .push(SideEffect::StoreFree { index: cell, value });
+        } else if let Some(source) = self.outside_cells.get(&cell).copied() {
+            let Some(value) = value else {
+                return unsupported("deletion of a variable of an enclosing function");
+            };
+            self.side_effects
+                .push(SideEffect::StoreCell { cell: source, value });
         }
         self.cells[cell] = value;
         Ok(())
@@ -2848,7 +2869,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let exception = obj.is_instance(&self.py.get_type::<pyo3::exceptions::PyBaseException>())?;
         if is_immutable(&obj) || (exception && source.is_none()) {
-            // Immutable values, and exceptions the translation made or caught.
+            // Immutable values (their attributes, bound methods included, follow from the
+            // value the guard pins), and exceptions the translation made or caught.
+            if let Some(s) = source {
+                self.guard_value(s, &obj)?;
+            }
             let value = obj.getattr(name)?;
             return Ok(self.constant(value));
         }
@@ -3989,6 +4014,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: Vec<Vid>,
         kwargs: Vec<(String, Vid)>,
     ) -> Res<Vid> {
+        if self.reads_callers_frame(&obj, &args, &kwargs)? {
+            let what = format!("{}() reads the frame that calls it", qualname(&obj));
+            // In the translated frame, run as it is; in an inlined callee, a break runs
+            // the callee as its own frame.
+            return Err(if self.depth == 0 {
+                Problem::Eager(what)
+            } else {
+                Problem::Break(what)
+            });
+        }
         let pin = |vm: &mut Self| {
             if let Some(s) = source {
                 vm.add_guard(s, Check::Id(StrongRef::new(&obj)));
@@ -4381,21 +4416,23 @@ impl<'py, 'b> Vm<'py, 'b> {
                     closure.push(*known);
                     continue;
                 }
+                let cell_source = match source {
+                    Some(s) => {
+                        let closure_source = self
+                            .sources
+                            .intern(Source::Attr(s, name_ref(self.py, "__closure__")));
+                        let index_key = index.into_pyobject(self.py)?.into_any();
+                        self.sources
+                            .intern(Source::Item(closure_source, StrongRef::new(&index_key)))
+                    }
+                    None => self.sources.intern(Source::Held(StrongRef::new(&cell))),
+                };
                 let content = match cell.getattr("cell_contents") {
                     Ok(content) => Some(match source {
-                        Some(s) => {
-                            let closure_source = self
-                                .sources
-                                .intern(Source::Attr(s, name_ref(self.py, "__closure__")));
-                            let index_key = index.into_pyobject(self.py)?.into_any();
-                            let cell_source = self
-                                .sources
-                                .intern(Source::Item(closure_source, StrongRef::new(&index_key)));
-                            self.value_of_source(
-                                Source::Attr(cell_source, name_ref(self.py, "cell_contents")),
-                                content,
-                            )
-                        }
+                        Some(_) => self.value_of_source(
+                            Source::Attr(cell_source, name_ref(self.py, "cell_contents")),
+                            content,
+                        ),
                         None if is_immutable(&content) || content.is_callable() => self.constant(content),
                         None => return unsupported("a closure variable of a function without a source"),
                     }),
@@ -4403,6 +4440,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 self.cells.push(content);
                 closure.push(self.cells.len() - 1);
+                self.outside_cells.insert(self.cells.len() - 1, cell_source);
+                // Another function over the same cell (a method called twice) shares it.
+                self.cell_objects
+                    .insert(cell.as_ptr() as usize, self.cells.len() - 1);
             }
         }
         Ok(Function {
@@ -4444,7 +4485,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             if !function.globals.is(top) {
                 let globals = match source {
                     Some(s) => Source::Attr(s, name_ref(self.py, "__globals__")),
-                    None => Source::Globals(StrongRef::new(&function.globals)),
+                    None => Source::Held(StrongRef::new(&function.globals)),
                 };
                 frame.globals_source = Some(self.sources.intern(globals));
             }
@@ -4771,6 +4812,33 @@ fn qualname(obj: &Bound<'_, PyAny>) -> String {
 
 // ---- Builtins ----
 impl<'py, 'b> Vm<'py, 'b> {
+    /// A call whose result depends on the frame making it (its locals, itself): run from
+    /// generated code, it would see that code's frame.
+    fn reads_callers_frame(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> PyResult<bool> {
+        // Only modules already imported: looking must not import one.
+        let modules = self.py.import("sys")?.getattr("modules")?;
+        let is = |module: &str, name: &str| -> bool {
+            modules
+                .get_item(module)
+                .and_then(|m| m.getattr(name))
+                .is_ok_and(|f| f.is(obj))
+        };
+        let given = args.len() + kwargs.len();
+        Ok(
+            (given == 0 && (is("builtins", "locals") || is("builtins", "vars") || is("builtins", "dir")))
+            // Without a globals namespace they run in the caller's.
+            || (given < 2 && (is("builtins", "eval") || is("builtins", "exec")))
+            || is("sys", "_getframe")
+            || is("inspect", "currentframe")
+            || is("inspect", "stack"),
+        )
+    }
+
     fn builtin(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
         self.ops.builtins.getattr(name)
     }
@@ -5167,7 +5235,7 @@ impl<'py> Vm<'py, '_> {
                 | Op::LoadAttr,
                 _,
             ) => (1, 1),
-            (Op::LoadMethod | Op::BeforeWith | Op::SetupWith, _) => (1, 2),
+            (Op::BeforeWith | Op::SetupWith, _) => (1, 2),
             (Op::FormatValue, Arg::Int(flags)) => (1 + usize::from(flags & 4 != 0), 1),
             (Op::FormatWithSpec | Op::BinaryOp | Op::CompareOp | Op::ContainsOp | Op::IsOp, _) => (2, 1),
             (Op::BinarySlice, _) => (3, 1),
