@@ -281,6 +281,10 @@ def test_bad_input_gets_clear_errors():
         sot.stats(two_ops)
     with pytest.raises(TypeError, match="lacks"):
         sot.register_backend("half", object())
+    with pytest.raises(TypeError, match="module names"):
+        sot.translate(two_ops, trace_modules="unittest")
+    with pytest.raises(ValueError, match="no module named 'no_such_module_here'"):
+        sot.translate(two_ops, trace_modules=["no_such_module_here"])
 
 
 def test_register_backend_plugs_a_backend_in():
@@ -417,3 +421,143 @@ def test_generators_interleave_with_their_consumer():
     assert translated_log == eager_log == [("produced", 0), "consumed", ("produced", 1), "consumed"]
     # x * 0 in consume, x * 0 and x * 1 in the generator, two additions: no step beyond the break.
     assert sot.stats(fast).ops_captured == 5
+
+
+def assert_translated_with_breaks(fast):
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.translations >= 2 and st.graph_breaks, st
+    assert st.fallbacks == []
+
+
+def test_own_frame_says_how_the_function_itself_ran():
+    def skipped_generator():
+        yield 1
+
+    def loops(items):
+        for item in items:
+            print(item, end="")  # a break inside a loop: the frame runs eagerly
+        return len(items)
+
+    fast = sot.translate(two_ops)
+    assert sot.stats(fast).own_frame == ""
+    fast(np.ones(2), np.ones(2))
+    assert sot.stats(fast).own_frame == "translated"
+    gen = sot.translate(skipped_generator)
+    assert list(gen()) == [1] and sot.stats(gen).own_frame == "skipped"
+    eager = sot.translate(loops)
+    assert eager("ab") == 2 and sot.stats(eager).own_frame == "eager"
+
+
+def test_trace_modules_translates_library_code_like_the_users():
+    import unittest
+
+    def compare(case, a, b):
+        case.assertEqual(a, b)
+        return a + b
+
+    case = unittest.TestCase()
+    plain, traced = sot.translate(compare), sot.translate(compare, trace_modules=["unittest"])
+    assert plain(case, 1, 1) == traced(case, 1, 1) == 2
+    assert [b.reason for b in sot.stats(plain).graph_breaks] == [
+        "unsupported call: TestCase.assertEqual (a library function)"]
+    assert sot.stats(traced).graph_breaks == [] and sot.stats(traced).translations == 1
+    with pytest.raises(AssertionError, match="1 != 2"):
+        traced(case, 1, 2)
+
+
+def test_a_made_dict_handed_to_a_call_at_a_break_is_the_one_the_frame_keeps():
+    def run():
+        namespace = {}
+        exec("x = 41 + 1", namespace)  # a break: exec runs in the generated code
+        return namespace["x"], sorted(k for k in namespace if k != "__builtins__")
+
+    fast = sot.translate(run)
+    assert fast() == run() == (42, ["x"])
+    assert_translated_with_breaks(fast)
+
+
+def test_a_builtin_method_is_bound_to_each_calls_object():
+    import re
+
+    def search(text, pattern):
+        compiled = re.compile(pattern)  # a break: a library function
+        return "match" if compiled.search(text) else "no match"
+
+    fast = sot.translate(search)
+    for text, pattern in [("abc", "b"), ("abc", "x"), ("xyz", "x"), ("xyz", "b")]:
+        assert fast(text, pattern) == search(text, pattern), (text, pattern)
+    assert_translated_with_breaks(fast)
+
+
+def test_attributes_of_immutable_arguments_follow_each_calls_value():
+    class Text(str):
+        pass
+
+    def decode(raw):
+        return Text(raw.decode())  # a break: making a str subclass
+
+    fast = sot.translate(decode)
+    assert [fast(b"100"), fast(b"AAA")] == ["100", "AAA"]
+    assert_translated_with_breaks(fast)
+
+
+def test_a_frame_dict_emptied_by_the_translation_is_empty_to_it():
+    def handle(kwargs):
+        msg = kwargs.pop("msg", None)
+        if kwargs:
+            raise TypeError(f"{next(iter(kwargs))!r} is an invalid keyword argument")
+        return msg
+
+    fast = sot.translate(handle)
+    assert fast({"msg": "hi"}) == "hi"
+    with pytest.raises(TypeError, match="'other' is an invalid"):
+        fast({"msg": "hi", "other": 1})
+    assert sot.stats(fast).own_frame == "translated"
+
+
+def test_a_method_call_through_getattr_resumes_with_the_right_stack():
+    class Dynamic:
+        def __getattr__(self, name):
+            return lambda: name.upper()
+
+    def call(obj):
+        return obj.shout() + "!"  # the attribute comes from __getattr__: a break
+
+    fast = sot.translate(call)
+    assert fast(Dynamic()) == call(Dynamic()) == "SHOUT!"
+    assert_translated_with_breaks(fast)
+
+
+def test_nonlocal_stores_of_an_inlined_closure_reach_its_cell():
+    def counter(start):
+        class Counter:
+            def inc(self):
+                nonlocal start
+                start += 1
+                return start
+        return Counter()
+
+    def run(c):
+        return c.inc(), c.inc(), c.inc()
+
+    fast = sot.translate(run)
+    c = counter(0)
+    assert fast(c) == (1, 2, 3) and c.inc() == 4
+    assert sot.stats(fast).own_frame == "translated" and sot.stats(fast).graph_breaks == []
+
+
+def test_locals_and_frames_are_read_in_the_functions_own_frame():
+    def reads_locals(x):
+        def inner():
+            return x
+        y = x + 1
+        return sorted(locals())
+
+    def reads_frame():
+        return sys._getframe().f_code.co_name
+
+    for function in (reads_locals, reads_frame):
+        fast = sot.translate(function)
+        args = (1,) if function is reads_locals else ()
+        assert fast(*args) == function(*args)
+        assert sot.stats(fast).own_frame == "fallback"

@@ -384,6 +384,8 @@ struct Emitter<'a, 'py> {
     contents_var: u32,
     /// Objects the translation made, by value, and their locals.
     objects: Vec<(Vid, u32)>,
+    /// Sources read into a local before the side effects (which may change them).
+    read_first: Vec<(SourceId, u32)>,
 }
 
 /// The values `value` holds, which the generated code rebuilds with it.
@@ -435,6 +437,31 @@ fn needed_outputs(values: &[Val<'_>], cells: &[Option<Vid>], graph: &Graph<'_>, 
     syms.sort_unstable();
     syms.dedup();
     syms
+}
+
+/// The attributes and items the generated code reads after its side effects, each with the
+/// local it is read into before them: the translation read them before any change it made.
+fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars) -> Vec<(SourceId, u32)> {
+    if plan.side_effects.is_empty() {
+        return Vec::new();
+    }
+    let mut read: Vec<SourceId> = reachable(plan.values, plan.cells, &plan.roots)
+        .into_iter()
+        .filter_map(|vid| match &plan.values[vid] {
+            Val::Obj { source, .. } => *source,
+            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => plan.graph.inputs.get(*sym).copied(),
+            _ => None,
+        })
+        .filter(|s| matches!(plan.sources.sources[*s], Source::Attr(..) | Source::Item(..)))
+        .collect();
+    read.sort_unstable();
+    read.dedup();
+    read.into_iter()
+        .map(|source| {
+            vars.varnames.push(format!("__sot_read{source}"));
+            (source, (vars.varnames.len() - 1) as u32)
+        })
+        .collect()
 }
 
 /// The objects the translation made that the generated code rebuilds, and the local
@@ -519,6 +546,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         vars.varnames.push(CONTENTS_LOCAL.to_owned());
         let contents_var = (vars.varnames.len() - 1) as u32;
         let objects = made_objects(plan.values, plan.cells, &plan.roots, &mut vars);
+        let read_first = sources_read_first(plan, &mut vars);
         let mut outputs = vec![None; plan.graph.symbol_count()];
         for (index, sym) in plan.outputs.iter().enumerate() {
             outputs[*sym] = Some(index);
@@ -530,9 +558,15 @@ impl<'a, 'py> Emitter<'a, 'py> {
             outputs_var,
             contents_var,
             objects,
+            read_first: Vec::new(),
         };
         emitter.emit_graph_call()?;
         emitter.make_objects()?;
+        for (source, var) in &read_first {
+            emitter.source(*source)?;
+            emitter.emit(Op::StoreFast, Arg::Var(*var));
+        }
+        emitter.read_first = read_first;
         for effect in plan.side_effects {
             emitter.side_effect(effect)?;
         }
@@ -724,6 +758,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
     }
 
     fn source(&mut self, id: SourceId) -> PyResult<()> {
+        if let Some((_, var)) = self.read_first.iter().find(|(s, _)| *s == id) {
+            self.emit(Op::LoadFast, Arg::Var(*var));
+            return Ok(());
+        }
         let py = self.w.pools.py;
         match &self.plan.sources.sources[id] {
             Source::Argument(i) => {
