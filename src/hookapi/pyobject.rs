@@ -69,6 +69,38 @@ impl Drop for StrongRef {
 
 /// Drops an error that will not be raised without PyO3's deferred release:
 /// it goes back to CPython, which clears it.
+/// The module `name`, imported without `__import__`: code running in a hook must import
+/// even while the calling frame's builtins lack it (a namedtuple's `__new__` runs with
+/// `__builtins__ = {}`), where `Python::import` would raise KeyError.
+pub fn import<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyModule>> {
+    let key = pyo3::types::PyString::new(py, name);
+    // SAFETY: attached; a str key; a new reference or NULL (no error set when absent).
+    let loaded = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyImport_GetModule(key.as_ptr())) };
+    let module = match loaded {
+        Some(module) => module,
+        None => {
+            let c_name = CString::new(name)?;
+            // SAFETY: attached; a NUL-terminated name; no globals, locals or fromlist: an
+            // absolute import, which for a dotted name returns the top-level package.
+            unsafe {
+                Bound::from_owned_ptr_or_err(
+                    py,
+                    ffi::PyImport_ImportModuleLevel(
+                        c_name.as_ptr(),
+                        ptr::null_mut(),
+                        ptr::null_mut(),
+                        ptr::null_mut(),
+                        0,
+                    ),
+                )
+            }?;
+            // SAFETY: as above; the import just put it in sys.modules.
+            unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyImport_GetModule(key.as_ptr())) }?
+        }
+    };
+    Ok(module.cast_into::<PyModule>()?)
+}
+
 pub fn discard(py: Python<'_>, err: PyErr) {
     err.restore(py);
     // SAFETY: attached (the token); the error just set is cleared.

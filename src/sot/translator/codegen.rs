@@ -14,6 +14,7 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PyTuple};
 use super::guard::{Source, SourceId, SourceTable};
 use super::value::{Graph, Sym, Val, Vid};
 use super::vm::SideEffect;
+use crate::hookapi::pyobject::import;
 
 /// The name of the generated code's local holding the graph's outputs.
 const OUTPUTS_LOCAL: &str = "__sot_graph_outputs";
@@ -148,7 +149,7 @@ trait Emit<'py>: Sized {
             self.emit(Op::PopTop, Arg::None);
             return Ok(());
         }
-        let noop = self.writer().pools.py.import("builtins")?.getattr("int")?;
+        let noop = import(self.writer().pools.py, "builtins")?.getattr("int")?;
         self.load_const(noop);
         if layout == CallLayout::CallableFirst {
             self.emit(Op::Swap, Arg::Int(2));
@@ -215,8 +216,8 @@ trait Emit<'py>: Sized {
                     return Ok(());
                 }
                 // types.FunctionType(code, globals(), name, None, closure)
-                let function_type = py.import("types")?.getattr("FunctionType")?;
-                let globals = py.import("builtins")?.getattr("globals")?;
+                let function_type = import(py, "types")?.getattr("FunctionType")?;
+                let globals = import(py, "builtins")?.getattr("globals")?;
                 e.call(
                     |e| {
                         e.load_const(function_type);
@@ -623,7 +624,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// their attributes (which may refer to one another).
     fn make_objects(&mut self) -> PyResult<()> {
         let py = self.w.pools.py;
-        let new = py.import("builtins")?.getattr("object")?.getattr("__new__")?;
+        let new = import(py, "builtins")?.getattr("object")?.getattr("__new__")?;
         for (vid, var) in self.objects.clone() {
             if let Some(exception) = made_exception(&self.plan.values[vid]) {
                 // type(e)(*e.args)
@@ -871,7 +872,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
             Val::Method { function, receiver } => {
                 let (function, receiver) = (*function, *receiver);
-                let method_type = py.import("types")?.getattr("MethodType")?;
+                let method_type = import(py, "types")?.getattr("MethodType")?;
                 self.call(
                     |e| {
                         e.load_const(method_type);
@@ -886,7 +887,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
             Val::Iter { items, next } => {
                 let rest = items[*next..].to_vec();
-                let iter = py.import("builtins")?.getattr("iter")?;
+                let iter = import(py, "builtins")?.getattr("iter")?;
                 self.call(
                     |e| {
                         e.load_const(iter);
@@ -929,7 +930,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     .ok_or_else(|| {
                         pyo3::exceptions::PyValueError::new_err("a closure over cells of an inlined function")
                     })?;
-                let function_type = py.import("types")?.getattr("FunctionType")?;
+                let function_type = import(py, "types")?.getattr("FunctionType")?;
                 let (code, name, defaults) = (function.code.clone(), function.name.clone(), function.defaults.clone());
                 let own_globals = function.globals.is(&self.plan.globals);
                 let globals = function.globals.clone();
@@ -942,7 +943,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     |e| {
                         e.load_const(code);
                         if own_globals {
-                            let globals_builtin = py.import("builtins")?.getattr("globals")?;
+                            let globals_builtin = import(py, "builtins")?.getattr("globals")?;
                             e.call(
                                 |e| {
                                     e.load_const(globals_builtin);
@@ -990,7 +991,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// `string.templatelib.<class>(*parts)`: a t-string's Interpolation(value, expression,
     /// conversion, format_spec) or Template(*strings_and_interpolations).
     fn templatelib_object(&mut self, class: &str, parts: Vec<Vid>) -> PyResult<()> {
-        let class = self.w.pools.py.import("string.templatelib")?.getattr(class)?;
+        let class = import(self.w.pools.py, "string.templatelib")?.getattr(class)?;
         self.call(
             |e| {
                 e.load_const(class);
@@ -1066,7 +1067,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     // target[:] = contents
                     self.value(contents)?;
                     self.source(target)?;
-                    let whole = py.import("builtins")?.getattr("slice")?.call1((py.None(),))?;
+                    let whole = import(py, "builtins")?.getattr("slice")?.call1((py.None(),))?;
                     self.load_const(whole);
                     self.emit(Op::StoreSubscr, Arg::None);
                 }
@@ -1092,7 +1093,7 @@ fn null_substitute<'py>(table: &Table, py: Python<'py>) -> PyResult<Option<Bound
         return Ok(None);
     }
     Ok(Some(
-        py.import("framehook.sot._translate")?.getattr("_call_with")?,
+        import(py, "framehook.sot._translate")?.getattr("_call_with")?,
     ))
 }
 
@@ -1326,7 +1327,7 @@ fn emit_step<'py, E: Emit<'py>>(
 ) -> PyResult<()> {
     match step {
         Step::BranchOnTruth => {
-            let truth = e.writer().pools.py.import("builtins")?.getattr("bool")?;
+            let truth = import(e.writer().pools.py, "builtins")?.getattr("bool")?;
             e.call(
                 |e| {
                     e.load_const(truth);

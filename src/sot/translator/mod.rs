@@ -29,7 +29,7 @@ use self::guard::{Fetcher, Guard, SourceId, SourceTable};
 use self::value::Graph;
 use self::vm::{CodeInfo, Ending, Stop, Vm};
 use crate::hookapi::per_code::PerCode;
-use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::pyobject::{import, StrongRef};
 use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
 use crate::hookapi::rust_hook::{HookContext, RustHook};
 
@@ -303,7 +303,7 @@ impl Translator {
         if let Some(t) = slot.as_ref() {
             return Ok(Arc::clone(t));
         }
-        let sysconfig = py.import("sysconfig")?;
+        let sysconfig = import(py, "sysconfig")?;
         let mut skip_prefixes = Vec::new();
         for key in ["stdlib", "platstdlib"] {
             if let Ok(path) = sysconfig
@@ -313,8 +313,7 @@ impl Translator {
                 skip_prefixes.push(format!("{path}/"));
             }
         }
-        let framehook_dir: String = py
-            .import("framehook")?
+        let framehook_dir: String = import(py, "framehook")?
             .getattr("__file__")?
             .extract::<String>()
             .map(|f| f.rsplit_once('/').map_or(f.clone(), |(d, _)| format!("{d}/")))?;
@@ -394,10 +393,7 @@ fn full_graph_error(py: Python<'_>, kind: &str, record: &Record) -> PyErr {
         "{kind} under full_graph=True: {} ({}:{})",
         record.reason, record.filename, record.line
     );
-    match py
-        .import("framehook.sot")
-        .and_then(|m| m.getattr("GraphBreakError"))
-    {
+    match import(py, "framehook.sot").and_then(|m| m.getattr("GraphBreakError")) {
         Ok(class) => match class.call1((message,)) {
             Ok(instance) => PyErr::from_value(instance),
             Err(err) => err,
@@ -1008,7 +1004,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 let target = if has_closure {
                     resume_code
                 } else {
-                    py.import("types")?
+                    import(py, "types")?
                         .getattr("FunctionType")?
                         .call1((resume_code, vm_globals(vm)?))?
                 };
@@ -1070,9 +1066,8 @@ fn record_of(stop: &Stop) -> Record {
 }
 
 fn log_event(py: Python<'_>, message: &str) {
-    let logger = py
-        .import("logging")
-        .and_then(|logging| logging.call_method1("getLogger", ("framehook.sot",)));
+    let logger =
+        import(py, "logging").and_then(|logging| logging.call_method1("getLogger", ("framehook.sot",)));
     if let Ok(logger) = logger {
         let _ = logger.call_method1("debug", (message,));
     }

@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use super::value::{Graph, GraphArg, NodeKind};
 use super::{Config, Translator};
-use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::pyobject::{import, StrongRef};
 use crate::hookapi::registry::Registry;
 
 /// A function whose calls run translated.
@@ -86,7 +86,7 @@ impl Translated {
         match instance {
             None => Ok(slf.into_any().unbind()),
             Some(instance) => {
-                let method_type = slf.py().import("types")?.getattr("MethodType")?;
+                let method_type = import(slf.py(), "types")?.getattr("MethodType")?;
                 Ok(method_type.call1((slf, instance))?.unbind())
             }
         }
@@ -142,7 +142,7 @@ fn arg_object<'py>(py: Python<'py>, arg: &GraphArg<'py>) -> PyResult<Bound<'py, 
         .into_any(),
         GraphArg::Slice(parts) => {
             let [a, b, c] = parts.as_ref();
-            py.import("builtins")?.getattr("slice")?.call1((
+            import(py, "builtins")?.getattr("slice")?.call1((
                 arg_object(py, a)?,
                 arg_object(py, b)?,
                 arg_object(py, c)?,

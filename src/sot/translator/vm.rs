@@ -16,7 +16,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString,
 use super::backend::Backend;
 use super::guard::{name_ref, Check, Guard, Source, SourceId, SourceTable};
 use super::value::{Function, Graph, GraphArg, Node, NodeKind, Sym, Val, Vid};
-use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::pyobject::{import, StrongRef};
 
 /// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
 /// handler), or a handler that is running (none); `level` is the stack depth it restores.
@@ -148,6 +148,9 @@ const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
 
 /// The most frames deep inlining goes before a call runs as a call (graph break).
 const MAX_INLINE_DEPTH: usize = 24;
+/// Instructions one translation simulates at most (loops unroll, calls inline): past it the
+/// graph breaks, so that translating stays cheap next to running.
+const MAX_STEPS: usize = 20_000;
 
 /// A frame of the VM: the translated function's, or an inlined callee's.
 pub(super) struct Frame<'py> {
@@ -287,6 +290,8 @@ pub struct Vm<'py, 'b> {
     cell_objects: HashMap<usize, usize>,
     /// The VM cells that are cells of inlined functions' closures, with their sources.
     outside_cells: HashMap<usize, SourceId>,
+    /// Instructions simulated so far (see `MAX_STEPS`).
+    steps: usize,
     /// The exceptions being handled, innermost last.
     exc_stack: Vec<Vid>,
     /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
@@ -319,11 +324,11 @@ struct Ops<'py> {
 
 impl<'py> Ops<'py> {
     fn new(py: Python<'py>) -> PyResult<Self> {
-        let types = py.import("types")?;
-        let builtins = py.import("builtins")?;
+        let types = import(py, "types")?;
+        let builtins = import(py, "builtins")?;
         let object = builtins.getattr("object")?;
         Ok(Self {
-            operator: py.import("operator")?.into_any(),
+            operator: import(py, "operator")?.into_any(),
             function_type: types.getattr("FunctionType")?,
             method_type: types.getattr("MethodType")?,
             module_type: types.getattr("ModuleType")?,
@@ -517,6 +522,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             exc_stack: Vec::new(),
             cell_objects: HashMap::new(),
             outside_cells: HashMap::new(),
+            steps: 0,
             lasti_values: std::collections::HashSet::new(),
             exception_slots: HashMap::new(),
             unhandled_groups: std::collections::HashSet::new(),
@@ -740,7 +746,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     obj.get_type().name()?
                 ));
             }
-            let copy = self.py.import("copy")?.getattr("deepcopy")?.call1((obj,))?;
+            let copy = import(self.py, "copy")?.getattr("deepcopy")?.call1((obj,))?;
             self.add_guard(source, Check::Equals(StrongRef::new(&copy)));
         } else {
             self.add_guard(source, Check::Id(StrongRef::new(obj)));
@@ -793,7 +799,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Function(_) => self.ops.function_type.clone(),
             Val::Method { .. } => self.ops.method_type.clone(),
             Val::Object { class, .. } => class.clone(),
-            Val::Generator(_) => self.py.import("types")?.getattr("GeneratorType")?,
+            Val::Generator(_) => import(self.py, "types")?.getattr("GeneratorType")?,
             Val::Interpolation(_) => self.templatelib("Interpolation")?,
             Val::Template(_) => self.templatelib("Template")?,
             _ => return unsupported("the type of an internal value"),
@@ -1754,6 +1760,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(instr) = frame.instrs.get(frame.pc).cloned() else {
             return unsupported("ran past the end of the code");
         };
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return graph_break(format!(
+                "translation too long: more than {MAX_STEPS} instructions simulated"
+            ));
+        }
         if instr.location.line > 0 {
             self.location = (instr.location.line, frame.filename.clone());
         }
@@ -3797,7 +3809,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn templatelib(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        self.py.import("string.templatelib")?.getattr(name)
+        import(self.py, "string.templatelib")?.getattr(name)
     }
 
     fn template(&mut self, strings: Vid, interpolations: Vid) -> Res<Vid> {
@@ -4821,7 +4833,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: &[(String, Vid)],
     ) -> PyResult<bool> {
         // Only modules already imported: looking must not import one.
-        let modules = self.py.import("sys")?.getattr("modules")?;
+        let modules = import(self.py, "sys")?.getattr("modules")?;
         let is = |module: &str, name: &str| -> bool {
             modules
                 .get_item(module)
