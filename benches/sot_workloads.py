@@ -4,7 +4,7 @@ Driven by framehook_dev.sot_workloads_bench, which runs it on every interpreter 
 release build; the workloads are benches/sot_models.py's (a model forward looping over its
 blocks, an Adam step, an attention block: numpy arrays of 8x16 and so).
 
-    python benches/sot_workloads.py --name 3.13 --report out.json [pyperf options, e.g. --fast]
+    python benches/sot_workloads.py --name 3.13 --json out.json [pyperf options, e.g. --fast]
 
 Every benchmark runs in its own pyperf worker processes:
 
@@ -24,7 +24,7 @@ Before any timing, the translations are checked: each workload's results through
 at least one graph, captured operations and no fallback; otherwise this exits non-zero with
 ``sot.explain``'s account. Where paddle is importable, a child process then times Paddle's SOT
 (``paddle.jit.sot.symbolic_translate`` on framehook) on its first call of the same workloads
-written with paddle tensors. ``--report`` gets every figure, the checks' counters, each
+written with paddle tensors. ``--json`` gets every figure, the checks' counters, each
 workload's ``sot.explain`` text, and the targets met or missed.
 """
 
@@ -254,18 +254,20 @@ def main() -> int:
     runner = pyperf.Runner(add_cmdline_args=add_cmdline_args)
     runner.argparser.add_argument("--workloads", default=",".join(WORKLOADS))
     runner.argparser.add_argument("--name", default=platform.python_version(), help="the interpreter's name")
-    runner.argparser.add_argument("--report", help="write every figure, check and target here, as JSON")
+    runner.argparser.add_argument("--json", help="write every figure, check and target here, as JSON")
     args = runner.parse_args()
     names = args.workloads.split(",")
     # In the parent only: nothing is timed unless every translation is real.
     checks = {} if args.worker else {name: check_translation(name) for name in names}
 
     medians: dict[str, float] = {}
+    stdev_pct: dict[str, float] = {}
 
     def bench(benchmark_name: str, time_func: Callable[[int], float]) -> None:
         benchmark = runner.bench_time_func(benchmark_name, time_func)
         if not args.worker:
             medians[benchmark_name] = benchmark.median()
+            stdev_pct[benchmark_name] = 100 * benchmark.stdev() / benchmark.mean()
 
     for name in names:
         bench(f"{name}/eager", timed(functools.partial(eager_call, name)))
@@ -297,7 +299,7 @@ def main() -> int:
     report = {
         "name": args.name, "python": platform.python_version(), "implementation": implementation,
         "numpy": np.__version__, "loadavg": os.getloadavg(), "workloads": figures, "two_ops": two_ops_figures,
-        "paddle": paddle, "targets": targets(release, figures, two_ops_figures),
+        "paddle": paddle, "stdev_pct": stdev_pct, "targets": targets(release, figures, two_ops_figures),
     }
     for name, row in figures.items():
         paddle_ms = row["paddle_first_call_ms"]
@@ -309,8 +311,8 @@ def main() -> int:
           f"translated {two_ops_figures['translated_us']:8.2f} µs  (+{two_ops_figures['hot_over_eager_us']:.2f} µs)")
     for check in report["targets"]:
         print(f"{'met ' if check['met'] else 'MISS'} {check['target']}: {check['value']}")
-    if args.report:
-        with open(args.report, "w") as out:
+    if args.json:
+        with open(args.json, "w") as out:
             json.dump(report, out, indent=1)
     return 0
 

@@ -409,20 +409,33 @@ def instructions_table() -> str:
     return "\n".join(lines)
 
 
+def add_batch_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a script that times interleaved batches itself (benches/sot.py, bytecode.py)."""
+    parser.add_argument("--repeats", type=int, default=41, help="batches of each measurement (default 41)")
+    parser.add_argument("--min-time", type=float, default=0.01, help="seconds per batch, at least (default 0.01)")
+
+
+def batch_options(args: argparse.Namespace, name: str) -> list[str]:
+    return ["--repeats", str(args.repeats), "--min-time", str(args.min_time)]
+
+
 def script_bench_main(argv: Optional[Sequence[str]], *, description: str, script: Path, prefix: str,
                       markers: tuple[str, str], tables: Callable[[dict[str, dict]], str],
-                      after_report: Optional[Callable[[dict[str, dict]], None]] = None) -> int:
+                      after_report: Optional[Callable[[dict[str, dict]], None]] = None,
+                      add_options: Callable[[argparse.ArgumentParser], None] = add_batch_options,
+                      script_options: Callable[[argparse.Namespace, str], list[str]] = batch_options) -> int:
     """The driver of a benchmark script (benches/<script>.py, run once per interpreter with a
     release build, writing benches/results/<prefix>-<name>.json): measures the interpreters
     asked for, then writes ``tables(reports)`` of every interpreter with results between
-    ``markers`` in docs/performance.md and prints it (then ``after_report(reports)``)."""
+    ``markers`` in docs/performance.md and prints it (then ``after_report(reports)``).
+    ``add_options`` adds the driver's options for the script, which
+    ``script_options(args, interpreter)`` turns into the script's own."""
     def result_path(name: str) -> Path:
         return RESULTS / f"{prefix}-{name}.json"
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
-    parser.add_argument("--repeats", type=int, default=41, help="batches of each measurement (default 41)")
-    parser.add_argument("--min-time", type=float, default=0.01, help="seconds per batch, at least (default 0.01)")
+    add_options(parser)
     parser.add_argument("--no-build", action="store_true", help="use the framehook already installed in the venvs")
     parser.add_argument("--report-only", action="store_true", help="report from benches/results, measure nothing")
     args = parser.parse_args(argv)
@@ -435,9 +448,8 @@ def script_bench_main(argv: Optional[Sequence[str]], *, description: str, script
             out = result_path(name)
             out.unlink(missing_ok=True)
             log(f"{name}: {script.relative_to(matrix.REPO)} (load average {os.getloadavg()[0]:.2f})")
-            done = target.run([target.venv_python, str(script), "--name", name, "--repeats", str(args.repeats),
-                               "--min-time", str(args.min_time), "--json", str(out)],
-                              extra_env={"PYTHONHASHSEED": "0"})
+            done = target.run([target.venv_python, str(script), "--name", name, *script_options(args, name),
+                               "--json", str(out)], extra_env={"PYTHONHASHSEED": "0"})
             if done.returncode != 0 or not out.exists():
                 raise RuntimeError(f"{script.name} failed (exit {done.returncode})")
         except (provision.ProvisionError, RuntimeError, OSError) as error:

@@ -1,7 +1,7 @@
-"""The README's main job: the chained-hooks example, in a venv of this python.
+"""The README's main job: SOT on a small numpy model among other hooks, in a venv of this python.
 
-Installs framehook and the profiler example (which observes the chain) into a venv of
-the running interpreter and runs examples/chained_hooks.py with it.
+Installs numpy, framehook and the profiler example (which observes the hooks) into a venv
+of the running interpreter and runs examples/sot_demo.py with it.
 
     python -m framehook_dev.demo      (make demo)
 
@@ -29,10 +29,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not python.exists():
         print(f"[demo] creating {home}", file=sys.stderr, flush=True)
         venv.EnvBuilder(with_pip=True, clear=True).create(home)
-    packages = [str(REPO), str(REPO / "examples" / "profiler")]
+    # numpy from a wheel only, as the test venvs have it: never a ten-minute source build.
+    packages = ["--only-binary", "numpy", "numpy", str(REPO), str(REPO / "examples" / "profiler")]
     print(f"[demo] pip install {' '.join(packages)}", file=sys.stderr, flush=True)
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", *packages], check=True)
-    return subprocess.run([str(python), str(REPO / "examples" / "chained_hooks.py")], cwd=REPO).returncode
+    return subprocess.run([str(python), str(REPO / "examples" / "sot_demo.py")], cwd=REPO).returncode
 
 
 if __name__ == "__main__":

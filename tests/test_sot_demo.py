@@ -1,0 +1,35 @@
+"""The main job, examples/sot_demo.py: SOT translates the model as one hook among others, and
+the other hooks and the profiler see its code run."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sot_demo.py"
+# hookprof names code by co_qualname where the interpreter has one (3.11+).
+TRANSLATED_ROW = re.compile(r"^\s+(\d+) .*sot_demo\.py:\d+\((Model\.)?forward \[replaces (Model\.)?forward\]\)$")
+GRAPH_ROW = re.compile(r"^\s+(\d+) .*sot_demo\.py:\d+\(__sot_graph\)$")
+
+
+def test_sot_demo():
+    done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    output = done.stdout.splitlines()
+    lines = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip() for line in output
+             if ":" in line and not line.startswith(" ")}
+    assert lines["translated logits"] == lines["eager logits"]
+    assert lines["equal to eager"] == "True (3 calls)"
+    assert lines["hooks, in order"] == "['sot.translate', 'watch', 'hookprof']"
+    stats = dict(field.split("=") for field in lines["SOT's stats"].split())
+    # One graph before the finiteness check, one in the resume function after it; the calls
+    # after the first hit the cache of both.
+    assert stats == {"translations": "2", "graphs": "2", "ops": "16", "cache_hits": "4", "fallbacks": "0"}
+    assert re.match(r"sot_demo\.py:\d+: data-dependent branch on a tensor's value$", lines["SOT's graph break"])
+    assert "forward ran SOT's code (2 code objects" in lines["watch saw"]
+    # The profiler saw both of SOT's codes for forward, and both graphs, run on each of the 3 calls.
+    assert [int(m.group(1)) for m in map(TRANSLATED_ROW.match, output) if m] == [3, 3], done.stdout
+    assert [int(m.group(1)) for m in map(GRAPH_ROW.match, output) if m] == [3, 3], done.stdout
+    assert "sot.explain(Model.forward): ran" in output
+    assert "  translations=2 graphs=2 ops=16 breaks=1 fallbacks=0" in output
+    assert re.match(r"eager [\d.]+ µs, translated [\d.]+ µs: [\d.]+x eager's speed$", lines["time per call"])

@@ -1,0 +1,115 @@
+"""Time SOT's translator beside eager on Python-heavy array workloads, on every interpreter.
+
+    python -m framehook_dev.sot_workloads_bench                    # all eight interpreters
+    python -m framehook_dev.sot_workloads_bench --only 3.13 --fast # a quick, rough run on one
+    python -m framehook_dev.sot_workloads_bench --report-only      # the tables from the saved results
+
+For each interpreter: the venv of framehook_dev.matrix with a release build of framehook and
+pyperf, as framehook_dev.bench prepares them, then one pyperf run of
+benches/sot_workloads.py there (the workloads of benches/sot_models.py eager, translated, as
+generated code alone and on their first call; the 2-op hot call; Paddle's SOT first calls
+where paddle is installed), which writes benches/results/sot-workloads-<name>.json. Ends
+with the tables over every interpreter with results, and each target met or missed, printed
+and written between their markers in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from . import bench, matrix
+
+SCRIPT = matrix.REPO / "benches" / "sot_workloads.py"
+TABLE_START = "<!-- sot-workloads-table-start -->"
+TABLE_END = "<!-- sot-workloads-table-end -->"
+# 3.14's translated/eager ratio on each workload at most this times 3.13's.
+AGAINST_313 = 1.03
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fast", action="store_true", help="a quick, rough run (fewer pyperf processes and values)")
+
+
+def pyperf_options(args: argparse.Namespace, name: str) -> list[str]:
+    return bench.FAST if args.fast else bench.DEBUG if name.endswith("d") else bench.FULL
+
+
+def build_kind(report: dict[str, Any]) -> str:
+    implementation = report["implementation"]
+    return ("debug build" if implementation["debug"] else
+            "free-threaded" if implementation["gil"] == "off" else "release")
+
+
+def against_313(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload: 3.14's translated/eager ratio within AGAINST_313 of 3.13's."""
+    if "3.13" not in reports or "3.14" not in reports:
+        return []
+    checks = []
+    for workload, old in reports["3.13"]["workloads"].items():
+        new = reports["3.14"]["workloads"].get(workload)
+        if new is None:
+            continue
+        old_ratio = old["translated_us"] / old["eager_us"]
+        new_ratio = new["translated_us"] / new["eager_us"]
+        checks.append({"workload": workload, "ratio_313": old_ratio, "ratio_314": new_ratio,
+                       "met": new_ratio <= AGAINST_313 * old_ratio})
+    return checks
+
+
+def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
+    lines = ["Release builds, numpy backend, pyperf (medians; µs per call unless marked). *Generated code "
+             "alone*: SOT's code for the call run as a plain function, without the hook and the guards. "
+             "*First call*: after `sot.reset()`, translation included. Target: translated at least "
+             "1.5x faster than eager on each workload (release builds of 3.9-3.14).", "",
+             "| interpreter | workload | eager | translated | speedup | generated code alone | guards | "
+             "first call (ms) | Paddle's SOT first call (ms) |",
+             "| --- | --- |" + " ---: |" * 7]
+    for name, report in reports.items():
+        for workload, row in report["workloads"].items():
+            paddle = row["paddle_first_call_ms"]
+            cells = [name, workload, f"{row['eager_us']:.1f}", f"{row['translated_us']:.1f}",
+                     f"{row['speedup']:.2f}x" if row["speedup"] >= 1.5 else f"**{row['speedup']:.2f}x**",
+                     f"{row['generated_us']:.1f}", str(row["sot"]["guards"]), f"{row['first_call_ms']:.2f}",
+                     "-" if paddle is None else f"{paddle:.0f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "The 2-op hot call (`x * 2.0 + y` on 3-element arrays) over eager; target: at most 2 µs.", "",
+              "| interpreter | eager | translated | over eager | targets missed | conditions |",
+              "| --- |" + " ---: |" * 3 + " --- | --- |"]
+    for name, report in reports.items():
+        two_ops = report["two_ops"]
+        missed = [check["target"] for check in report["targets"] if not check["met"]]
+        cells = [name, f"{two_ops['eager_us']:.2f}", f"{two_ops['translated_us']:.2f}",
+                 f"+{two_ops['hot_over_eager_us']:.2f}", "; ".join(missed) or "none",
+                 f"{report['python']} {build_kind(report)}, numpy {report['numpy']}; "
+                 f"load {report['loadavg'][0]:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    checks = against_313(reports)
+    if checks:
+        lines += ["", f"3.14 beside 3.13, translated/eager (target: 3.14's at most {AGAINST_313}x 3.13's): "
+                  + "; ".join(f"{c['workload']} {c['ratio_314']:.3f} against {c['ratio_313']:.3f} "
+                              f"({'met' if c['met'] else '**missed**'})" for c in checks) + "."]
+    return "\n".join(lines)
+
+
+def print_targets(reports: dict[str, dict[str, Any]]) -> None:
+    print()
+    for name, report in reports.items():
+        for check in report["targets"]:
+            print(f"{'met ' if check['met'] else 'MISS'}  {name:6} {check['target']}: {check['value']}")
+    for check in against_313(reports):
+        print(f"{'met ' if check['met'] else 'MISS'}  3.14   {check['workload']}: translated/eager "
+              f"{check['ratio_314']:.3f}, at most {AGAINST_313} x 3.13's {check['ratio_313']:.3f}")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    return bench.script_bench_main(argv, description=__doc__.splitlines()[0], script=SCRIPT, prefix="sot-workloads",
+                                   markers=(TABLE_START, TABLE_END), tables=markdown_tables,
+                                   after_report=print_targets, add_options=add_options,
+                                   script_options=pyperf_options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
