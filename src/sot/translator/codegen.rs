@@ -440,10 +440,11 @@ fn needed_outputs(values: &[Val<'_>], cells: &[Option<Vid>], graph: &Graph<'_>, 
     syms
 }
 
-/// The attributes and items the generated code reads after its side effects, each with the
-/// local it is read into before them: the translation read them before any change it made.
-fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars) -> Vec<(SourceId, u32)> {
-    if plan.side_effects.is_empty() {
+/// The sources the generated code would read after its side effects or a break's step,
+/// each with the local it is read into before them: the translation read them before any
+/// change it made, or the step makes. An argument is the frame's own: nothing changes it.
+fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool) -> Vec<(SourceId, u32)> {
+    if plan.side_effects.is_empty() && !before_a_step {
         return Vec::new();
     }
     let mut read: Vec<SourceId> = reachable(plan.values, plan.cells, &plan.roots)
@@ -453,7 +454,7 @@ fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars) -> Vec<(SourceId, u3
             Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => plan.graph.inputs.get(*sym).copied(),
             _ => None,
         })
-        .filter(|s| matches!(plan.sources.sources[*s], Source::Attr(..) | Source::Item(..)))
+        .filter(|s| !matches!(plan.sources.sources[*s], Source::Argument(_) | Source::Held(_)))
         .collect();
     read.sort_unstable();
     read.dedup();
@@ -464,6 +465,9 @@ fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars) -> Vec<(SourceId, u3
         })
         .collect()
 }
+
+/// How many `__context__`/`__cause__` links of a made exception the generated code makes.
+const MAX_CHAIN: usize = 8;
 
 /// The objects the translation made that the generated code rebuilds, and the local
 /// each is made in (named before any instruction is emitted): objects, exceptions, and
@@ -541,13 +545,18 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// The generated code's start, the same for every plan: the prologue, the graph
     /// called, the objects the translation made, the side effects, the frame's cells.
     /// `vars` holds every local the caller needs already (see `OUTPUTS_LOCAL`).
-    fn begin(plan: &'a Plan<'a, 'py>, mut vars: Vars, location: Location) -> PyResult<Self> {
+    fn begin(
+        plan: &'a Plan<'a, 'py>,
+        mut vars: Vars,
+        location: Location,
+        before_a_step: bool,
+    ) -> PyResult<Self> {
         vars.varnames.push(OUTPUTS_LOCAL.to_owned());
         let outputs_var = (vars.varnames.len() - 1) as u32;
         vars.varnames.push(CONTENTS_LOCAL.to_owned());
         let contents_var = (vars.varnames.len() - 1) as u32;
         let objects = made_objects(plan.values, plan.cells, &plan.roots, &mut vars);
-        let read_first = sources_read_first(plan, &mut vars);
+        let read_first = sources_read_first(plan, &mut vars, before_a_step);
         let mut outputs = vec![None; plan.graph.symbol_count()];
         for (index, sym) in plan.outputs.iter().enumerate() {
             outputs[*sym] = Some(index);
@@ -627,21 +636,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let new = import(py, "builtins")?.getattr("object")?.getattr("__new__")?;
         for (vid, var) in self.objects.clone() {
             if let Some(exception) = made_exception(&self.plan.values[vid]) {
-                // type(e)(*e.args)
-                let (class, args) = (exception.get_type().into_any(), exception.getattr("args")?);
-                let count = args.len()?;
-                self.call(
-                    |e| {
-                        e.load_const(class);
-                        Ok(())
-                    },
-                    |e| {
-                        for arg in args.try_iter()? {
-                            e.load_const(arg?);
-                        }
-                        Ok(count)
-                    },
-                )?;
+                let exception = exception.clone();
+                self.new_exception(&exception)?;
                 self.emit(Op::StoreFast, Arg::Var(var));
                 continue;
             }
@@ -667,6 +663,13 @@ impl<'a, 'py> Emitter<'a, 'py> {
             self.emit(Op::StoreFast, Arg::Var(var));
         }
         for (vid, var) in self.objects.clone() {
+            if let Some(exception) = made_exception(&self.plan.values[vid]) {
+                let exception = exception.clone();
+                self.emit(Op::LoadFast, Arg::Var(var));
+                self.chain_exception(&exception, MAX_CHAIN)?;
+                self.emit(Op::PopTop, Arg::None);
+                continue;
+            }
             match &self.plan.values[vid] {
                 Val::Object { attrs, .. } => {
                     for (name, value) in attrs.clone() {
@@ -679,6 +682,74 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 Val::List(_) | Val::Dict(_) | Val::Set(_) => self.fill_container(vid, var)?,
                 _ => {}
             }
+        }
+        Ok(())
+    }
+
+    /// Pushes `type(e)(*e.args)` for an exception the translation made.
+    fn new_exception(&mut self, exception: &Bound<'py, PyAny>) -> PyResult<()> {
+        let (class, args) = (exception.get_type().into_any(), exception.getattr("args")?);
+        let count = args.len()?;
+        self.call(
+            |e| {
+                e.load_const(class);
+                Ok(())
+            },
+            |e| {
+                for arg in args.try_iter()? {
+                    e.load_const(arg?);
+                }
+                Ok(count)
+            },
+        )
+    }
+
+    /// Sets the `__context__` and `__cause__` of the exception on top of the stack (left
+    /// there) as `exception` has them: the exceptions the generated code has already (made
+    /// ones, the frame's), or new ones, chained in turn up to `depth` links.
+    fn chain_exception(&mut self, exception: &Bound<'py, PyAny>, depth: usize) -> PyResult<()> {
+        for link in ["__context__", "__cause__"] {
+            let linked = exception.getattr(link)?;
+            if linked.is_none() {
+                continue;
+            }
+            if depth == 0 {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "an exception chained too deep to make again",
+                ));
+            }
+            self.emit(Op::Copy, Arg::Int(1));
+            let known = self.plan.values.iter().position(|v| match v {
+                Val::Obj { obj, .. } => obj.is(&linked),
+                _ => false,
+            });
+            match known {
+                Some(vid) if self.objects.iter().any(|(v, _)| *v == vid) => self.made(vid)?,
+                Some(vid) if matches!(self.plan.values[vid], Val::Obj { source: Some(_), .. }) => {
+                    self.value(vid)?
+                }
+                _ => {
+                    self.new_exception(&linked)?;
+                    self.chain_exception(&linked, depth - 1)?;
+                }
+            }
+            self.emit(Op::Swap, Arg::Int(2));
+            let index = self.w.pools.name(link);
+            self.emit(Op::StoreAttr, Arg::Name(index));
+        }
+        if exception.getattr("__cause__")?.is_none()
+            && exception.getattr("__suppress_context__")?.is_truthy()?
+        {
+            // `raise ... from None`
+            self.emit(Op::Copy, Arg::Int(1));
+            self.load_const(
+                pyo3::types::PyBool::new(self.w.pools.py, true)
+                    .to_owned()
+                    .into_any(),
+            );
+            self.emit(Op::Swap, Arg::Int(2));
+            let index = self.w.pools.name("__suppress_context__");
+            self.emit(Op::StoreAttr, Arg::Name(index));
         }
         Ok(())
     }
@@ -1080,7 +1151,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
 /// A new code object for `plan.code`: the graph called, side effects replayed, `returned` returned.
 pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py, PyAny>> {
     let first_line: i32 = plan.code.getattr("co_firstlineno")?.extract()?;
-    let mut emitter = Emitter::begin(plan, plan.vars.clone(), Location::line(first_line))?;
+    let mut emitter = Emitter::begin(plan, plan.vars.clone(), Location::line(first_line), false)?;
     emitter.value(returned)?;
     emitter.emit(Op::ReturnValue, Arg::None);
     emitter.finish()
@@ -1536,7 +1607,7 @@ pub fn generate_break<'py>(
         nulls.push(false);
         slot_locals(&mut vars, "__sot_pad", &nulls)
     });
-    let mut emitter = Emitter::begin(plan, vars, instr.location)?;
+    let mut emitter = Emitter::begin(plan, vars, instr.location, true)?;
     // The stack as the break instruction finds it; NULL slots only where the
     // instruction runs here (a resume function pushes its own).
     let run_here = !continuation.bridged && continuation.step.runs_here();

@@ -1596,10 +1596,25 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn raise(&mut self, exception: Vid) -> Problem {
-        match self.concrete(exception) {
-            Ok(exc) => Problem::Python(PyErr::from_value(exc)),
-            Err(problem) => problem,
+        let made = matches!(self.val(exception), Val::Obj { source: None, .. });
+        let exc = match self.concrete(exception) {
+            Ok(exc) => exc,
+            Err(problem) => return problem,
+        };
+        // Raised while one is handled: chained to it, as CPython chains (the generated code
+        // cannot make such an exception again: one that reaches it falls back).
+        if let (true, Some(handled)) = (made, self.exc_stack.last().copied()) {
+            match self.concrete(handled) {
+                Ok(handled) if !handled.is(&exc) => {
+                    if let Err(err) = chain_context(&exc, &handled) {
+                        return Problem::Python(err);
+                    }
+                }
+                Ok(_) => {}
+                Err(problem) => return problem,
+            }
         }
+        Problem::Python(PyErr::from_value(exc))
     }
 
     /// The value on top of the stack, left there.
@@ -2581,6 +2596,34 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 }
 
+/// `exc.__context__ = handled` as CPython sets it when raising: a link back to `exc` in
+/// `handled`'s chain is cut first (no new cycle), and an existing cycle is not followed
+/// forever (Floyd's tortoise and hare).
+fn chain_context(exc: &Bound<'_, PyAny>, handled: &Bound<'_, PyAny>) -> PyResult<()> {
+    let mut current = handled.clone();
+    let mut slow = handled.clone();
+    let mut move_slow = false;
+    loop {
+        let context = current.getattr("__context__")?;
+        if context.is_none() {
+            break;
+        }
+        if context.is(exc) {
+            current.setattr("__context__", current.py().None())?;
+            break;
+        }
+        current = context;
+        if current.is(&slow) {
+            break;
+        }
+        if move_slow {
+            slow = slow.getattr("__context__")?;
+        }
+        move_slow = !move_slow;
+    }
+    exc.setattr("__context__", handled)
+}
+
 // ---- Variables, attributes, items ----
 impl<'py, 'b> Vm<'py, 'b> {
     fn cell_of(&self, frame: &Frame<'py>, arg: Arg) -> Res<usize> {
@@ -2880,6 +2923,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(attr_source(self, value));
         }
         let exception = obj.is_instance(&self.py.get_type::<pyo3::exceptions::PyBaseException>())?;
+        if exception && source.is_none() && name == "__traceback__" {
+            // The frames CPython's own raising gives it: the frame runs as it is (an inlined
+            // callee: as its own frame, from a break). Chaining is simulated (see `raise`).
+            let what = format!("{name} of an exception raised in the translation");
+            return Err(if self.depth == 0 {
+                Problem::Eager(what)
+            } else {
+                Problem::Break(what)
+            });
+        }
         if is_immutable(&obj) || (exception && source.is_none()) {
             // Immutable values (their attributes, bound methods included, follow from the
             // value the guard pins), and exceptions the translation made or caught.
@@ -4141,6 +4194,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 vm.add_guard(s, Check::Id(StrongRef::new(cls)));
             }
         };
+        if self.type_lookup(cls, "__del__")?.is_some() {
+            // Made while translating, it would also die there, running its `__del__`.
+            return Ok(None);
+        }
         let python_init = self
             .type_lookup(cls, "__init__")?
             .filter(|init| init.is_instance(&self.ops.function_type).unwrap_or(false));
