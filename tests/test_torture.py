@@ -103,3 +103,24 @@ def test_runner_on_two_modules(tmp_path):
     assert runs["none"][0]["tests"] and runs["none"][0]["hooks"] == {}
     assert runs["identity"][0]["hooks"]["identity"]["transformed"] > 0
     assert set(runs["chain"][0]["hooks"]) == {"identity-1", "decline", "identity-2"}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("test.test_with") is None,
+                    reason="this interpreter has no Lib/test (CPython's test suite)")
+def test_sot_mode_translates_test_methods_with_the_same_outcomes(tmp_path):
+    """The sot mode on two modules that pass as without hooks: each test method runs
+    translated (the report counts what the translator did), with the same outcomes."""
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "framehook_dev.torture", "--python", sys.executable, "--modes", "sot",
+         "--modules", "test_with,test_augassign", "--report", str(report), "--logs", str(tmp_path / "logs")],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (modules,) = [py["modules"] for py in json.loads(report.read_text())["pythons"].values()]
+    for module in ("test_with", "test_augassign"):
+        assert modules[module]["verdicts"]["sot"]["verdict"] == "same", module
+        coverage = modules[module]["sot_coverage"]
+        assert coverage["run"] > 0 and coverage["translated"] >= 0.9 * coverage["run"], (module, coverage)
+        assert coverage["clean"] > 0, (module, coverage)
+    assert "SOT coverage" in done.stdout
