@@ -412,7 +412,10 @@ def misses(check: str, result: dict[str, Any]) -> list[str]:
     return missed
 
 
-def run_interpreter(name: str, args: argparse.Namespace) -> dict[str, Any]:
+def run_child(name: str, module: str, child_args: Sequence[str], timeout: float) -> dict[str, Any]:
+    """Runs ``python -m module --child *child_args`` in the venv of interpreter ``name``: the
+    JSON object its last line prints, with ``interpreter`` and ``wall_seconds``, or an
+    ``error`` (a crash, a hang past ``timeout`` seconds, a venv or interpreter missing)."""
     from . import matrix
 
     started = time.monotonic()
@@ -420,13 +423,12 @@ def run_interpreter(name: str, args: argparse.Namespace) -> dict[str, Any]:
     try:
         target = matrix.resolve(name)
         matrix.install_dev_package(target)
-        argv = [target.venv_python, "-m", "framehook_dev.stress", "--child",
-                "--checks", args.checks, "--calls", str(args.calls), "--cycles", str(args.cycles),
-                "--seconds", str(args.seconds)]
-        print(f"[stress] {name}: {args.checks} in {target.venv}", file=sys.stderr, flush=True)
-        done = target.run(argv, capture=True, timeout=args.timeout)
+        argv = [target.venv_python, "-m", module, "--child", *child_args]
+        print(f"[{module.rsplit('.', 1)[-1]}] {name}: {' '.join(child_args)} in {target.venv}",
+              file=sys.stderr, flush=True)
+        done = target.run(argv, capture=True, timeout=timeout)
     except matrix.subprocess.TimeoutExpired:
-        entry["error"] = f"hang: no result within {args.timeout:.0f} s"
+        entry["error"] = f"hang: no result within {timeout:.0f} s"
     except (matrix.provision.ProvisionError, RuntimeError, OSError) as error:
         entry["error"] = str(error)
     else:
@@ -437,6 +439,13 @@ def run_interpreter(name: str, args: argparse.Namespace) -> dict[str, Any]:
             how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
             entry["error"] = f"crash ({how}): " + "\n".join(lines[-20:])
     entry["wall_seconds"] = round(time.monotonic() - started, 1)
+    return entry
+
+
+def run_interpreter(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    entry = run_child(name, "framehook_dev.stress",
+                      ["--checks", args.checks, "--calls", str(args.calls), "--cycles", str(args.cycles),
+                       "--seconds", str(args.seconds)], args.timeout)
     entry["missed"] = [] if "error" in entry else [
         f"{check}: {miss}" for check in args.checks.split(",") for miss in misses(check, entry[check])]
     if "error" in entry:
