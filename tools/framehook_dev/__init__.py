@@ -8,7 +8,7 @@
 * ``torture``: CPython's own test suite under identity hooks (``torture_hooks``);
 * ``stress``: leak and thread stress;
 * ``paddle_sot_suite``: PaddlePaddle's ``test/sot`` suite on Paddle's eval frame and on framehook's;
-* ``demo``: the chained-hooks example in a venv of this python (``make demo``).
+* ``demo``: SOT on a small numpy model among other hooks, in a venv of this python (``make demo``).
 
 Standard library only, Python 3.9+; never shipped in the framehook wheel.
 """
