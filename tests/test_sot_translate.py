@@ -561,3 +561,27 @@ def test_locals_and_frames_are_read_in_the_functions_own_frame():
         args = (1,) if function is reads_locals else ()
         assert fast(*args) == function(*args)
         assert sot.stats(fast).own_frame == "fallback"
+
+
+def test_values_nested_or_holding_themselves_never_exhaust_the_stack():
+    def holds_itself():
+        items = list([0, 1])
+        items.append(items)
+        return str(items)
+
+    def nested(depth):
+        value = list([])
+        for _ in range(depth):
+            value = list([value])
+        try:
+            repr(value)
+        except RecursionError:
+            return "too deep"
+        return "printed"
+
+    fast = sot.translate(holds_itself)
+    assert fast() == holds_itself() == "[0, 1, [...]]"
+    assert_translated_with_breaks(fast)
+    deep = sot.translate(nested)
+    assert deep(5000) == nested(5000) == "too deep"
+    assert deep(3) == nested(3) == "printed"

@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PyTuple};
 
 use super::guard::{Source, SourceId, SourceTable};
 use super::value::{Graph, Sym, Val, Vid};
-use super::vm::SideEffect;
+use super::vm::{SideEffect, MAX_NESTING};
 use crate::hookapi::pyobject::import;
 
 /// The name of the generated code's local holding the graph's outputs.
@@ -387,6 +387,8 @@ struct Emitter<'a, 'py> {
     objects: Vec<(Vid, u32)>,
     /// Sources read into a local before the side effects (which may change them).
     read_first: Vec<(SourceId, u32)>,
+    /// How deep `contents` is in nested containers.
+    nesting: usize,
 }
 
 /// The values `value` holds, which the generated code rebuilds with it.
@@ -569,6 +571,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             contents_var,
             objects,
             read_first: Vec::new(),
+            nesting: 0,
         };
         emitter.emit_graph_call()?;
         emitter.make_objects()?;
@@ -882,6 +885,18 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
     /// Pushes a new tuple, list, set or dict of the values `container` holds.
     fn contents(&mut self, container: &Val<'py>) -> PyResult<()> {
+        if self.nesting >= MAX_NESTING {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "a value nested more than {MAX_NESTING} deep"
+            )));
+        }
+        self.nesting += 1;
+        let pushed = self.push_contents(container);
+        self.nesting -= 1;
+        pushed
+    }
+
+    fn push_contents(&mut self, container: &Val<'py>) -> PyResult<()> {
         match container {
             Val::Tuple(items) | Val::List(items) | Val::Set(items) => {
                 let op = match container {

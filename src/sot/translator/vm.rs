@@ -148,9 +148,11 @@ const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
 
 /// The most frames deep inlining goes before a call runs as a call (graph break).
 const MAX_INLINE_DEPTH: usize = 24;
+/// How deep values nest in one another where the translator recurses over them.
+pub const MAX_NESTING: usize = 200;
 /// Instructions one translation simulates at most (loops unroll, calls inline): past it the
 /// graph breaks, so that translating stays cheap next to running.
-const MAX_STEPS: usize = 20_000;
+const MAX_STEPS: usize = 5_000;
 
 /// A frame of the VM: the translated function's, or an inlined callee's.
 pub(super) struct Frame<'py> {
@@ -292,6 +294,8 @@ pub struct Vm<'py, 'b> {
     outside_cells: HashMap<usize, SourceId>,
     /// Instructions simulated so far (see `MAX_STEPS`).
     steps: usize,
+    /// How deep `concrete` is in nested values.
+    nesting: usize,
     /// The exceptions being handled, innermost last.
     exc_stack: Vec<Vid>,
     /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
@@ -523,6 +527,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             cell_objects: HashMap::new(),
             outside_cells: HashMap::new(),
             steps: 0,
+            nesting: 0,
             lasti_values: std::collections::HashSet::new(),
             exception_slots: HashMap::new(),
             unhandled_groups: std::collections::HashSet::new(),
@@ -662,6 +667,18 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// The Python object a value stands for, guarding its source on the whole value.
     fn concrete(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
+        // Containers nest by recursion here: a list nested thousands deep must not
+        // exhaust the native stack.
+        if self.nesting >= MAX_NESTING {
+            return unsupported(format!("a value nested more than {MAX_NESTING} deep"));
+        }
+        self.nesting += 1;
+        let made = self.make_concrete(vid);
+        self.nesting -= 1;
+        made
+    }
+
+    fn make_concrete(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
         let vid = self.realize(vid)?;
         match self.val(vid).clone_val() {
             Val::Obj { obj, source } => {
@@ -1069,11 +1086,23 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn contains_tensor(&self, vid: Vid) -> bool {
-        match self.val(vid) {
-            Val::Tuple(items) | Val::List(items) => items.iter().any(|i| self.contains_tensor(*i)),
-            Val::Slice(a, b, c) => [a, b, c].iter().any(|i| self.contains_tensor(**i)),
-            _ => self.is_tensor_val(vid),
+        // Without recursion, and each container once: a list may hold itself.
+        let mut pending = vec![vid];
+        let mut containers_seen = Vec::new();
+        while let Some(vid) = pending.pop() {
+            match self.val(vid) {
+                Val::Tuple(items) | Val::List(items) => {
+                    if !containers_seen.contains(&vid) {
+                        containers_seen.push(vid);
+                        pending.extend(items);
+                    }
+                }
+                Val::Slice(a, b, c) => pending.extend([*a, *b, *c]),
+                _ if self.is_tensor_val(vid) => return true,
+                _ => {}
+            }
         }
+        false
     }
 
     /// A number from a source seen to change between calls, not made a graph input yet.
