@@ -582,7 +582,7 @@ def numbered_until(log, x, n, stop, fail_at, cleanup):
 @pytest.mark.parametrize("consumer", [first_pairs, numbered_until], ids=["zip", "enumerate"])
 def test_zip_and_enumerate_pull_only_what_they_use(consumer):
     eager_log, translated_log = [], []
-    consumer_args = (np.ones(2), 1000, 2, -1, "none")
+    consumer_args = (np.ones(2), 5, 2, -1, "none")
     want = outcome(lambda: consumer(eager_log, *consumer_args))
     got = outcome(lambda: sot.translate(consumer)(translated_log, *consumer_args))
     assert_same_outcome(got, want)

@@ -24,13 +24,15 @@ with ``--child``), as ``framehook_dev.stress`` does. Checks:
   check every result while another thread calls ``sot.reset()`` in a loop.
 
 The leak checks take three snapshots (``stress.snapshot``, after ``gc.collect()``): after
-a warm-up of a twentieth of the rounds, halfway through the rest and at the end. "Flat"
-means: over each of the two halves, ``sys.gettotalrefcount()`` (``vectors``, debug builds),
-the references held on each watched object (the workload's functions, codes, globals and
-backend, and framehook's ``SotTranslated`` and ``SotRef`` types) and the number of
-GC-tracked objects move by at most ``DRIFT_LIMIT`` (a leak of one reference per round
-would move them by about 4,750 per half at the default 1,000,000 calls); RSS grows by at
-most 5 MB from the first snapshot to the last. Bytes malloc has handed out are reported.
+a warm-up (a twentieth of the rounds, and past the first reset), halfway through the rest
+and at the end. "Flat" means: over each of the two halves, ``sys.gettotalrefcount()``
+(``vectors``, debug builds), the references held on each watched object (the workload's
+functions, codes, globals and backend, and framehook's ``SotTranslated`` and ``SotRef``
+types), the number of GC-tracked objects and the blocks Python's allocator has handed
+out (``sys.getallocatedblocks()``: objects GC does not track, strings, codes) move by at
+most ``DRIFT_LIMIT`` (a leak of one per round would move them by about 4,700 per half at
+the default 1,000,000 calls); RSS grows by at most 5 MB from the first snapshot to the
+last. Bytes malloc has handed out are reported.
 
 Goals (exit 1 when one is missed): the above; no wrong result, no exception, no crash,
 no hang (``--timeout`` per child); each kind of event (cache hits, recompilations, guard
@@ -233,6 +235,7 @@ def check_leaks(kit_name: str, calls: int) -> dict[str, Any]:
     def snapshot() -> dict[str, Any]:
         taken = stress.snapshot([])
         taken["held"] = [sys.getrefcount(obj) for obj in objects]
+        taken["allocated_blocks"] = sys.getallocatedblocks()  # Python objects GC does not track
         if not kit.exact_refcount:
             taken["total_refs"] = None
         return taken
@@ -253,6 +256,7 @@ def check_leaks(kit_name: str, calls: int) -> dict[str, Any]:
 
     halves = list(zip(shots, shots[1:]))
     result: dict[str, Any] = {
+        "kit": kit_name,
         "calls": workload.calls.calls,
         "rounds": workload.done,
         "measured_rounds": 2 * half,
@@ -262,7 +266,7 @@ def check_leaks(kit_name: str, calls: int) -> dict[str, Any]:
         "errors": errors,
         "events": dict(workload.calls.events),
     }
-    for key in ("total_refs", "gc_objects", "malloc_bytes"):
+    for key in ("total_refs", "gc_objects", "allocated_blocks", "malloc_bytes"):
         result[key] = [growth(key, before, after) for before, after in halves]
     result["held_refs"] = {name: [after["held"][i] - before["held"][i] for before, after in halves]
                            for i, name in enumerate(names)}
@@ -286,20 +290,25 @@ def check_threads(seconds: float, callers: int = 8, hang_after: float = 120.0) -
     branchy_expected = [WORKLOAD.branchy(*args) for args in signs]
     stop = threading.Event()
     lock = threading.Lock()
-    totals: dict[str, Any] = {"calls": Calls(kit), "resets": 0, "errors": [], "idle": []}
+    totals: dict[str, Any] = {"calls": Calls(kit), "resets": 0, "exceptions": 0, "errors": []}
 
     def record_error() -> None:
         with lock:
-            totals["errors"].append(traceback.format_exc(limit=6) if len(totals["errors"]) < 10 else "...")
+            totals["exceptions"] += 1
+            if len(totals["errors"]) < 10:
+                totals["errors"].append(traceback.format_exc(limit=6))
 
     def caller(index: int) -> None:
         """Rounds of: each shared function or this thread's own translation of it, on inputs
-        of a random shape; the shared data-dependent branch; a fresh closure, translated."""
+        of a random shape; the shared data-dependent branch; a fresh closure, translated.
+        An exception is recorded and the next round goes on."""
         rng = random.Random(index)
         calls = Calls(kit)
         own = {function: sot.translate(function, cache_size=CLOSURE_CACHE_SIZE) for function in shared}
-        try:
-            while not (stop.is_set() and calls.calls):
+        rounds = 0
+        while not (stop.is_set() and rounds):
+            rounds += 1
+            try:
                 for function in shared:
                     i = rng.randrange(len(shapes))
                     x, y, _ = shapes[i]
@@ -310,13 +319,10 @@ def check_threads(seconds: float, callers: int = 8, hang_after: float = 120.0) -
                 fast = sot.translate(scaled, cache_size=CLOSURE_CACHE_SIZE)
                 for args in rng.sample(shapes, 3):
                     calls.check(fast, args, scaled(*args))
-        except BaseException:
-            record_error()
-        finally:
-            with lock:
-                totals["calls"].merge(calls)
-                if not calls.calls:
-                    totals["idle"].append(index)
+            except Exception:
+                record_error()
+        with lock:
+            totals["calls"].merge(calls)
 
     def resetter() -> None:
         resets = 0
@@ -348,14 +354,13 @@ def check_threads(seconds: float, callers: int = 8, hang_after: float = 120.0) -
     hung = sum(thread.is_alive() for thread in threads)
     if hung:
         totals["errors"].append(f"{hung} thread(s) still running {hang_after:.0f} s after the stop")
-    if totals["idle"]:
-        totals["errors"].append(f"caller(s) {totals['idle']} made no call")
     calls = totals["calls"]
     return {
         "calls": calls.calls,
         "resets": totals["resets"],
         "wrong": calls.wrong,
         "wrong_samples": calls.samples,
+        "exceptions": totals["exceptions"],
         "errors": totals["errors"],
         "seconds": round(time.monotonic() - began, 1),
         "gil": "off" if getattr(sys, "_is_gil_enabled", lambda: True)() is False else "on",
@@ -379,13 +384,13 @@ def misses(check: str, result: dict[str, Any], drift_limit: int = DRIFT_LIMIT) -
     if result["wrong"]:
         missed.append(f"{result['wrong']} wrong results")
     if result["errors"]:
-        missed.append(f"{len(result['errors'])} exceptions")
+        missed.append(f"{result.get('exceptions', len(result['errors']))} exceptions")
     if check == "threads":
         if not result["calls"] or not result["resets"]:
             missed.append("no calls or no resets")
         return missed
     missed += [f"no {event}" for event in EVENTS if not result["events"].get(event)]
-    for key in ("total_refs", "gc_objects"):
+    for key in ("total_refs", "gc_objects", "allocated_blocks"):
         beyond = [d for d in result[key] if d is not None and abs(d) > drift_limit]
         if beyond:
             missed.append(f"{key} moved {result[key]} over the halves (limit {drift_limit})")
@@ -410,12 +415,12 @@ def run_interpreter(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def table(entries: list[dict[str, Any]]) -> str:
-    headers = ["python", "check", "calls", "rounds/resets", "refcount drift", "gc objects", "held refs (max)",
-               "malloc KB", "RSS MB", "wrong", "errors", "verdict"]
+    headers = ["python", "check", "calls", "rounds/resets", "refcount drift", "gc objects", "blocks",
+               "held refs (max)", "malloc KB", "RSS MB", "wrong", "errors", "verdict"]
     rows = []
     for entry in entries:
         if "error" in entry:
-            rows.append([entry["interpreter"], "-", *["-"] * 9, "FAIL: " + entry["missed"][0]])
+            rows.append([entry["interpreter"], "-", *["-"] * 10, "FAIL: " + entry["missed"][0]])
             continue
         for check in CHECKS:
             if check not in entry:
@@ -427,7 +432,8 @@ def table(entries: list[dict[str, Any]]) -> str:
                 " / ".join(str(round(b / 1024)) for b in r["malloc_bytes"])
             missed = misses(check, r)
             rows.append([entry["interpreter"], check, str(r["calls"]), str(r.get("rounds", r.get("resets"))),
-                         halves("total_refs"), halves("gc_objects"), held, malloc, str(r.get("rss_mb", "-")),
+                         halves("total_refs"), halves("gc_objects"), halves("allocated_blocks"), held, malloc,
+                         str(r.get("rss_mb", "-")),
                          str(r["wrong"]), str(len(r["errors"])), "ok" if not missed else "FAIL: " + "; ".join(missed)])
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
