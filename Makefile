@@ -32,10 +32,11 @@ lint: $(DEV_STAMP)
 test: $(DEV_STAMP)
 	$(DEV) -m framehook_dev.matrix $(if $(PY),--only $(PY))
 
-# The hostile-hook property tests with thousands of examples per interpreter (PY= as for test).
+# The hostile-hook and hostile-input (SOT) property tests with thousands of examples per
+# interpreter (PY= as for test).
 hostile: $(DEV_STAMP)
 	FRAMEHOOK_HYPOTHESIS_PROFILE=full $(DEV) -m framehook_dev.matrix --no-cargo --no-lint $(if $(PY),--only $(PY)) -- \
-		tests/test_hostile.py --hypothesis-show-statistics
+		tests/test_hostile.py tests/test_sot_hostile.py --hypothesis-show-statistics
 
 # framehook's overhead per frame, measured with pyperf on every interpreter (or PY=...);
 # results in benches/results/ and the results table.
