@@ -66,17 +66,20 @@ class Model:
         return {"logits": x / self.config["temperature"], "hidden": tuple(hidden)}
 
 
-# The original's name -> the codes that ran instead, by identity: code objects hash their
-# constants, and SOT's hold its compiled graphs in a list.
-replacements: dict[str, dict[int, Any]] = {}
-frames_seen = [0]
+class Watch:
+    """A hook that changes nothing: counts frames, and notes the codes an earlier hook chose."""
 
+    def __init__(self):
+        self.frames = 0
+        # The original's name -> the codes that ran instead, by identity: code objects hash
+        # their constants, and SOT's hold its compiled graphs in a list.
+        self.replacements: dict[str, dict[int, Any]] = {}
 
-def watch(frame):
-    frames_seen[0] += 1
-    if frame.f_code is not frame.original_code:  # an earlier hook (SOT's) replaced it
-        replacements.setdefault(frame.original_code.co_name, {})[id(frame.f_code)] = frame.f_code
-    return None
+    def __call__(self, frame):
+        self.frames += 1
+        if frame.f_code is not frame.original_code:  # an earlier hook (SOT's) replaced it
+            self.replacements.setdefault(frame.original_code.co_name, {})[id(frame.f_code)] = frame.f_code
+        return None
 
 
 def same_output(actual: dict, expected: dict) -> bool:
@@ -100,6 +103,7 @@ def main() -> None:
     x = np.random.default_rng(1).standard_normal((2, 4))
     eager = model.forward(x)
     forward = sot.translate(model.forward)
+    watch = Watch()
     watch_handle = framehook.add_frame_hook(watch, name="watch")
     with hookprof.Profiler() as profiler:
         hooks = [handle.name for handle in framehook.frame_hooks()]
@@ -116,8 +120,8 @@ def main() -> None:
     for graph_break in stats.graph_breaks:
         print("SOT's graph break:  ", f"{os.path.basename(graph_break.filename)}:{graph_break.lineno}: "
               f"{graph_break.reason}")
-    for name, codes in replacements.items():
-        print("watch saw:          ", f"{frames_seen[0]} frames; {name} ran SOT's code ({len(codes)} code objects: "
+    for name, codes in watch.replacements.items():
+        print("watch saw:          ", f"{watch.frames} frames; {name} ran SOT's code ({len(codes)} code objects: "
               "the generated code and the resume function after the break)")
     print("the profiler saw:")
     profiler.print_stats(sort="ncalls", file=sys.stdout)
