@@ -105,7 +105,7 @@ def test_runner_on_two_modules(tmp_path):
     assert set(runs["chain"][0]["hooks"]) == {"identity-1", "decline", "identity-2"}
 
 
-@pytest.mark.skipif(importlib.util.find_spec("test.test_with") is None,
+@pytest.mark.skipif(importlib.util.find_spec("test.test_augassign") is None,
                     reason="this interpreter has no Lib/test (CPython's test suite)")
 def test_sot_mode_translates_test_methods_with_the_same_outcomes(tmp_path):
     """The sot mode on two modules that pass as without hooks: each test method runs
@@ -113,12 +113,12 @@ def test_sot_mode_translates_test_methods_with_the_same_outcomes(tmp_path):
     report = tmp_path / "report.json"
     done = subprocess.run(
         [sys.executable, "-m", "framehook_dev.torture", "--python", sys.executable, "--modes", "sot",
-         "--modules", "test_with,test_augassign", "--report", str(report), "--logs", str(tmp_path / "logs")],
+         "--modules", "test_augassign,test_string", "--report", str(report), "--logs", str(tmp_path / "logs")],
         capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     (modules,) = [py["modules"] for py in json.loads(report.read_text())["pythons"].values()]
-    for module in ("test_with", "test_augassign"):
+    for module in ("test_augassign", "test_string"):
         assert modules[module]["verdicts"]["sot"]["verdict"] == "same", module
         coverage = modules[module]["sot_coverage"]
         assert coverage["run"] > 0 and coverage["translated"] >= 0.9 * coverage["run"], (module, coverage)

@@ -833,7 +833,7 @@ def selfcheck(argv: list[str]) -> int:
                 want_ns: dict[str, Any] = {"__name__": "framehook_torture_selfcheck"}
                 exec(code, want_ns)
                 want = want_ns[entry]()
-                handles = install(mode, recorder.emit)
+                handles = install(mode)
                 try:
                     got_ns: dict[str, Any] = {"__name__": "framehook_torture_selfcheck"}
                     exec(code, got_ns)
