@@ -108,17 +108,17 @@ def test_runner_on_two_modules(tmp_path):
 @pytest.mark.skipif(importlib.util.find_spec("test.test_augassign") is None,
                     reason="this interpreter has no Lib/test (CPython's test suite)")
 def test_sot_mode_translates_test_methods_with_the_same_outcomes(tmp_path):
-    """The sot mode on two modules that pass as without hooks: each test method runs
+    """The sot mode on a module that passes as without hooks: each test method runs
     translated (the report counts what the translator did), with the same outcomes."""
     report = tmp_path / "report.json"
     done = subprocess.run(
         [sys.executable, "-m", "framehook_dev.torture", "--python", sys.executable, "--modes", "sot",
-         "--modules", "test_augassign,test_string", "--report", str(report), "--logs", str(tmp_path / "logs")],
+         "--modules", "test_augassign", "--report", str(report), "--logs", str(tmp_path / "logs")],
         capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     (modules,) = [py["modules"] for py in json.loads(report.read_text())["pythons"].values()]
-    for module in ("test_augassign", "test_string"):
+    for module in ("test_augassign",):
         assert modules[module]["verdicts"]["sot"]["verdict"] == "same", module
         coverage = modules[module]["sot_coverage"]
         assert coverage["run"] > 0 and coverage["translated"] >= 0.9 * coverage["run"], (module, coverage)
