@@ -22,10 +22,10 @@ from framehook_dev import sot_soak, stress
 
 DEBUG = hasattr(sys, "gettotalrefcount")
 FREE_THREADED_313 = bool(sysconfig.get_config_var("Py_GIL_DISABLED")) and sys.version_info[:2] == (3, 13)
-IMMORTAL_ON_313T = ("on free-threaded 3.13, once a thread has run, CPython makes the constants of every new code "
-                    "object immortal, and the functions top-level code makes (gh-117696): each translation leaks "
-                    "its generated code's constants (the emptied graph holder, tuples) and the numpy backend's "
-                    "graph function (a top-level def it execs per graph)")
+IMMORTAL_ON_313T = ("on free-threaded 3.13, once a thread has run, CPython never frees a new code object, its "
+                    "constants, nor a function top-level code makes (it makes them immortal, gh-117696): every "
+                    "translation leaks its generated and resume codes, their constants (the emptied graph holder) "
+                    "and the numpy backend's graph function (a top-level def it execs per graph)")
 CALLS = 20_000  # 200 rounds: 51 of warm-up (a reset among them), then two halves of 74
 PYO3_LEAKS = ("PyO3 0.28.3's tp_dealloc releases neither an instance's reference to its heap type "
               "(PyO3 #6223, fixed after 0.28.3 by #6224) nor its __dict__ (PyO3 #5953, fixed by #6198): "
