@@ -666,9 +666,10 @@ def check_recursion(name, headroom, n):
     assert_handled(fast)
 
 
-# A translated call needs a frame or two more than an eager one (its generated code and a
-# resume function at the top): the depths drawn stay this far from the limit.
-EDGE = 8
+# Near the limit a translated call hits it a few frames earlier or later than an eager one
+# (its generated code and resume functions add frames, inlined calls take none, and
+# translating runs Python code, the backend's compile): the depths drawn stay this far off.
+EDGE = 16
 
 
 def recursion_property():
