@@ -7,6 +7,7 @@
 * ``bench``: framehook's overhead per frame (``make bench``);
 * ``torture``: CPython's own test suite under identity hooks (``torture_hooks``);
 * ``stress``: leak and thread stress;
+* ``sot_soak``: leak and thread soak of SOT's translator (``sot_vectors``, ``sot_workload``);
 * ``paddle_sot_suite``: PaddlePaddle's ``test/sot`` suite on Paddle's eval frame and on framehook's;
 * ``demo``: SOT on a small numpy model among other hooks, in a venv of this python (``make demo``).
 
