@@ -99,11 +99,12 @@ def test_no_object_kept_per_round(soak):
 
 
 @pytest.mark.skipif(stress.MALLOC_IN_USE is None, reason="needs glibc's mallinfo2 to count malloc'd bytes")
-def test_no_allocation_kept_per_call(soak, request):
+def test_no_allocation_kept_per_call(soak):
     """Native memory (Rust allocates with malloc): a leaked allocation per call would exceed
     8 bytes per measured call."""
-    if FREE_THREADED_313 and soak["kit"] == "numpy":  # the leaked graphs' constants are malloc'd
-        request.applymarker(pytest.mark.xfail(strict=True, reason=IMMORTAL_ON_313T))
+    if FREE_THREADED_313 and soak["kit"] == "numpy":
+        pytest.skip("3.13t leaks every translation (test_no_gc_object_kept_per_round), and how much of it "
+                    "malloc holds varies from run to run")
     measured_calls = soak["measured_rounds"] * sot_soak.CALLS_PER_ROUND
     assert sum(soak["malloc_bytes"]) < 8 * measured_calls
 
