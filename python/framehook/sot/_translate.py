@@ -8,7 +8,8 @@ import importlib.util
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, NamedTuple, Optional
+from collections.abc import Iterable
+from typing import Any, Callable, NamedTuple, Optional
 
 from .. import _native
 
