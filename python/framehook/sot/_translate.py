@@ -7,8 +7,8 @@ import functools
 import importlib.util
 import os
 import threading
-from dataclasses import dataclass, field
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Optional
 
 from .. import _native
