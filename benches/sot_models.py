@@ -1,7 +1,8 @@
 """Python-heavy array workloads on small arrays, for benches/sot_workloads.py: the kind of
-model code dynamic-to-static translation exists for, written once against an array module
-``xp`` (numpy, or paddle) and a functional module ``F`` (``numpy_functional`` below, or
-``paddle.nn.functional``), so that framehook's translator and Paddle's SOT run the same code.
+model code dynamic-to-static translation exists for. The models are written once against a
+functional module ``F`` (benches/numpy_functional.py, or ``paddle.nn.functional``) and
+operators, their tensors made by a ``to_tensor`` function, so that framehook's translator
+runs them on numpy arrays and Paddle's SOT the same code on paddle tensors.
 
 - ``mlp``: a model forward looping over a list of blocks, each reading its configuration
   (where to normalise, which activation, whether to add the residual) and branching on
@@ -16,39 +17,9 @@ the layer base classes of deep-learning frameworks do.
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
-
-
-def _relu(x):
-    return np.maximum(x, 0.0)
-
-
-def _gelu(x, approximate=False):
-    # Always the tanh approximation: numpy has no erf.
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
-
-
-def _softmax(x, axis=-1):
-    exps = np.exp(x - x.max(axis=axis, keepdims=True))
-    return exps / exps.sum(axis=axis, keepdims=True)
-
-
-def _layer_norm(x, normalized_shape, weight=None, bias=None, epsilon=1e-5):
-    axes = tuple(range(-len(normalized_shape), 0))
-    centered = x - x.mean(axis=axes, keepdims=True)
-    y = centered / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + epsilon)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
-
-
-# What the models use of paddle.nn.functional, in numpy, with the same signatures.
-numpy_functional = SimpleNamespace(relu=_relu, gelu=_gelu, softmax=_softmax, layer_norm=_layer_norm)
 
 
 class Init:

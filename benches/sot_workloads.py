@@ -47,6 +47,7 @@ import pyperf
 import framehook.sot as sot
 
 # Run as a script (pyperf's workers too): its directory is sys.path[0].
+import numpy_functional
 import sot_models
 from sot import generated_code_of, two_ops
 
@@ -58,7 +59,7 @@ PADDLE_REPEATS = 5
 
 def numpy_workload(name: str) -> sot_models.Workload:
     """A fresh instance (its own model, optimizer state) of the numpy workload ``name``."""
-    return sot_models.workloads(np.asarray, sot_models.numpy_functional)[name]
+    return sot_models.workloads(np.asarray, numpy_functional)[name]
 
 
 def same_results(actual: Any, expected: Any) -> bool:
