@@ -1091,12 +1091,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         let mut containers_seen = Vec::new();
         while let Some(vid) = pending.pop() {
             match self.val(vid) {
-                Val::Tuple(items) | Val::List(items) => {
-                    if !containers_seen.contains(&vid) {
-                        containers_seen.push(vid);
-                        pending.extend(items);
-                    }
+                Val::Tuple(items) | Val::List(items) if !containers_seen.contains(&vid) => {
+                    containers_seen.push(vid);
+                    pending.extend(items);
                 }
+                Val::Tuple(_) | Val::List(_) => {}
                 Val::Slice(a, b, c) => pending.extend([*a, *b, *c]),
                 _ if self.is_tensor_val(vid) => return true,
                 _ => {}
