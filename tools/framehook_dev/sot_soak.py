@@ -441,18 +441,7 @@ def table(entries: list[dict[str, Any]]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
-    parser.add_argument("--checks", default=",".join(CHECKS), help=f"comma-separated, of {CHECKS}")
-    parser.add_argument("--calls", type=int, default=1_000_000, help="translated calls per leak check")
-    parser.add_argument("--seconds", type=float, default=20.0, help="duration of the threads check")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="per interpreter, seconds")
-    parser.add_argument("--report", type=Path, help="write the results as JSON here")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    unknown = [c for c in args.checks.split(",") if c not in CHECKS]
-    if unknown:
-        parser.error(f"unknown check(s) {unknown}; choose from {CHECKS}")
+    parser, args = stress.soak_arguments(__doc__.splitlines()[0], CHECKS, 1800.0, lambda parser: None, argv)
     if args.child:
         return child(args)
     from . import matrix

@@ -477,20 +477,31 @@ def table(entries: list[dict[str, Any]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def soak_arguments(description: str, checks: Sequence[str], timeout: float,
+                   add: Callable[[argparse.ArgumentParser], None],
+                   argv: Optional[Sequence[str]]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The command line this tool and sot_soak share (interpreters, checks, calls, threads'
+    duration, timeout, report, the child's flag), with the tool's own options from ``add``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--only", help="comma-separated interpreters, e.g. 3.12 or 3.13t,3.14d")
-    parser.add_argument("--checks", default=",".join(CHECKS), help=f"comma-separated, of {CHECKS}")
-    parser.add_argument("--calls", type=int, default=1_000_000)
-    parser.add_argument("--cycles", type=int, default=100_000)
+    parser.add_argument("--checks", default=",".join(checks), help=f"comma-separated, of {tuple(checks)}")
+    parser.add_argument("--calls", type=int, default=1_000_000, help="calls per leak check")
+    add(parser)
     parser.add_argument("--seconds", type=float, default=20.0, help="duration of the threads check")
-    parser.add_argument("--timeout", type=float, default=1200.0, help="per interpreter, seconds")
+    parser.add_argument("--timeout", type=float, default=timeout, help="per interpreter, seconds")
     parser.add_argument("--report", type=Path, help="write the results as JSON here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    unknown = [c for c in args.checks.split(",") if c not in CHECKS]
+    unknown = [c for c in args.checks.split(",") if c not in checks]
     if unknown:
-        parser.error(f"unknown check(s) {unknown}; choose from {CHECKS}")
+        parser.error(f"unknown check(s) {unknown}; choose from {tuple(checks)}")
+    return parser, args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser, args = soak_arguments(
+        __doc__.splitlines()[0], CHECKS, 1200.0,
+        lambda parser: parser.add_argument("--cycles", type=int, default=100_000), argv)
     if args.child:
         return child(args)
     from . import matrix
