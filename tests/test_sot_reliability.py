@@ -319,7 +319,6 @@ def test_a_long_lived_function_releases_graphs_it_no_longer_uses(recording, how)
     assert recording.alive() == []
 
 
-@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
 def test_a_dropped_translation_releases_its_type_and_attribute_dict():
     translated_type = type(sot.translate(long_lived))
     collect()
@@ -334,7 +333,6 @@ def test_a_dropped_translation_releases_its_type_and_attribute_dict():
     assert (sys.getrefcount(translated_type), sys.getrefcount(attributes)) == (before, held - 1)
 
 
-@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
 def test_compiled_graphs_release_their_symbols_type():
     fast = sot.translate(long_lived)
     fast(np.ones(2))

@@ -584,3 +584,17 @@ def test_values_nested_or_holding_themselves_never_exhaust_the_stack():
     deep = sot.translate(nested)
     assert deep(5000) == nested(5000)
     assert deep(3) == nested(3) == "printed"
+
+
+def test_empty_tuples_out_of_a_graph_and_made_by_generated_code():
+    # BUILD_TUPLE 0 makes the immortal () that 3.14 pushes as a mortal reference
+    # (a debug build aborted): generated code loads it as a constant instead.
+    def shapes(a):
+        return np.shape(a), tuple(list([])), a * 2
+
+    fast = sot.translate(shapes)
+    for value in (np.float64(3.0), np.ones(()), np.ones(2)):
+        got, want = fast(value), shapes(value)
+        assert got[:2] == want[:2] and np.array_equal(got[2], want[2])
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.graphs >= 1 and st.fallbacks == []

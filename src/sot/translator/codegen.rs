@@ -103,6 +103,18 @@ trait Emit<'py>: Sized {
         self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
     }
 
+    /// Pushes a tuple of the `len` values on the stack. The empty tuple is a
+    /// constant: `BUILD_TUPLE 0` makes the immortal `()`, which 3.14 pushes as a
+    /// mortal reference (a debug build aborts; CPython's compiler never emits it).
+    fn build_tuple(&mut self, len: usize) {
+        if len == 0 {
+            let empty = PyTuple::empty(self.writer().pools.py).into_any();
+            self.load_const(empty);
+        } else {
+            self.emit(Op::BuildTuple, Arg::Int(len as u32));
+        }
+    }
+
     /// Emits `callee` (as `load`) called with `argc` arguments pushed by `args`.
     fn call(
         &mut self,
@@ -238,7 +250,7 @@ trait Emit<'py>: Sized {
                         for var in &closure_vars {
                             e.emit(closure_op, Arg::Var(*var));
                         }
-                        e.emit(Op::BuildTuple, Arg::Int(closure_vars.len() as u32));
+                        e.build_tuple(closure_vars.len());
                         Ok(5)
                     },
                 )
@@ -899,15 +911,14 @@ impl<'a, 'py> Emitter<'a, 'py> {
     fn push_contents(&mut self, container: &Val<'py>) -> PyResult<()> {
         match container {
             Val::Tuple(items) | Val::List(items) | Val::Set(items) => {
-                let op = match container {
-                    Val::Tuple(_) => Op::BuildTuple,
-                    Val::List(_) => Op::BuildList,
-                    _ => Op::BuildSet,
-                };
                 for item in items {
                     self.value(*item)?;
                 }
-                self.emit(op, Arg::Int(items.len() as u32));
+                match container {
+                    Val::Tuple(_) => self.build_tuple(items.len()),
+                    Val::List(_) => self.emit(Op::BuildList, Arg::Int(items.len() as u32)),
+                    _ => self.emit(Op::BuildSet, Arg::Int(items.len() as u32)),
+                }
             }
             Val::Dict(items) => {
                 for (k, v) in items {
@@ -983,7 +994,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                         for item in &rest {
                             e.value(*item)?;
                         }
-                        e.emit(Op::BuildTuple, Arg::Int(rest.len() as u32));
+                        e.build_tuple(rest.len());
                         Ok(1)
                     },
                 )?;
@@ -1047,7 +1058,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                             for d in &defaults {
                                 e.value(*d)?;
                             }
-                            e.emit(Op::BuildTuple, Arg::Int(defaults.len() as u32));
+                            e.build_tuple(defaults.len());
                         }
                         if closure_vars.is_empty() {
                             e.load_const(py.None().into_bound(py));
@@ -1055,7 +1066,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                             for var in &closure_vars {
                                 e.emit(closure_op, Arg::Var(*var as u32));
                             }
-                            e.emit(Op::BuildTuple, Arg::Int(closure_vars.len() as u32));
+                            e.build_tuple(closure_vars.len());
                         }
                         Ok(5)
                     },
