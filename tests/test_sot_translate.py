@@ -598,3 +598,26 @@ def test_empty_tuples_out_of_a_graph_and_made_by_generated_code():
         assert got[:2] == want[:2] and np.array_equal(got[2], want[2])
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.graphs >= 1 and st.fallbacks == []
+
+
+def test_a_generator_made_before_a_break_is_made_by_the_real_code():
+    # Generated code cannot make a half-run generator or a bound method of a list it made
+    # again: translating again breaks where they are made, so that they are real objects.
+    def name_of_a_generator(n):
+        squares = (i * i for i in range(n))
+        first = next(squares)
+        return squares.__name__, first, list(squares)
+
+    def appends(items):
+        made = list(items)
+        add = made.append
+        add(print("", end=""))  # a break while the bound method is live
+        return made
+
+    for function, argument in ((name_of_a_generator, 4), (appends, (1, 2))):
+        fast = sot.translate(function)
+        assert fast(argument) == function(argument)
+        assert fast(argument) == function(argument)
+        assert_translated_with_breaks(fast)
+        reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+        assert any("cannot rebuild" in r for r in reasons), reasons

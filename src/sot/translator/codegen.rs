@@ -347,6 +347,10 @@ pub struct Plan<'a, 'py> {
     pub roots: Vec<Vid>,
     /// The graph symbols the generated code reads, in the order the graph returns them.
     pub outputs: Vec<Sym>,
+    /// Set when generating fails on a value made while translating that generated code
+    /// cannot make again (a generator, a method of a made list...): the translator then
+    /// breaks where it was made, for the value to exist as a real object.
+    pub unrebuildable: std::cell::Cell<Option<Vid>>,
 }
 
 impl<'a, 'py> Plan<'a, 'py> {
@@ -384,6 +388,7 @@ impl<'a, 'py> Plan<'a, 'py> {
             globals,
             roots,
             outputs,
+            unrebuildable: std::cell::Cell::new(None),
         }
     }
 }
@@ -1009,9 +1014,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
             Val::Function(function) => {
                 if !function.kwdefaults.is_empty() {
-                    return Err(pyo3::exceptions::PyValueError::new_err(
-                        "a function made while translating, with keyword-only defaults",
-                    ));
+                    return Err(self.cannot_rebuild(vid, "a function made while translating, with keyword-only defaults"));
                 }
                 let closure_vars = function
                     .closure
@@ -1024,9 +1027,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                             .map(|(_, var)| self.var_of(*var) as usize)
                     })
                     .collect::<Option<Vec<usize>>>()
-                    .ok_or_else(|| {
-                        pyo3::exceptions::PyValueError::new_err("a closure over cells of an inlined function")
-                    })?;
+                    .ok_or_else(|| self.cannot_rebuild(vid, "a closure over cells of an inlined function"))?;
                 let function_type = import(py, "types")?.getattr("FunctionType")?;
                 let (code, name, defaults) = (function.code.clone(), function.name.clone(), function.defaults.clone());
                 let own_globals = function.globals.is(&self.plan.globals);
@@ -1077,12 +1078,18 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 None => return Err(pyo3::exceptions::PyValueError::new_err("an empty cell")),
             },
             _ => {
-                return Err(pyo3::exceptions::PyValueError::new_err(
+                return Err(self.cannot_rebuild(
+                    vid,
                     "a value the generated code cannot rebuild (a function, iterator or method made while translating)",
                 ))
             }
         }
         Ok(())
+    }
+
+    fn cannot_rebuild(&self, vid: Vid, what: &str) -> PyErr {
+        self.plan.unrebuildable.set(Some(vid));
+        pyo3::exceptions::PyValueError::new_err(what.to_owned())
     }
 
     /// `string.templatelib.<class>(*parts)`: a t-string's Interpolation(value, expression,

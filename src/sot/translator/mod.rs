@@ -15,7 +15,8 @@ pub mod python;
 mod value;
 mod vm;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
 
@@ -294,6 +295,8 @@ const NEVER: u64 = 2;
 /// A library's file: only for sessions that trace it.
 const LIBRARY: u64 = 3;
 
+/// Times one translation starts again, breaking earlier (see `Translation::restart`).
+const MAX_RESTARTS: usize = 8;
 const CO_OPTIMIZED_NEWLOCALS: u32 = 0x01 | 0x02;
 const CO_GENERATOR_LIKE: u32 = 0x20 | 0x80 | 0x100 | 0x200;
 
@@ -621,106 +624,122 @@ impl Translator {
             sources.mark_dynamic(*source);
         }
         let fallbacks_before = config.stats.fallbacks.lock().len();
-        let mut vm = Vm::new(py, table, &backend, sources)?;
-        let ending = vm.run_top(&code, &info, globals, arguments, frees);
         let stats = &config.stats;
         let qualname: String = code
             .getattr("co_qualname")
             .or_else(|_| code.getattr("co_name"))?
             .extract()?;
-        let translation = Translation {
-            translator: self,
-            py,
-            config,
-            backend: &backend,
-            table,
-            code: &code,
-            info: &info,
-            cache,
-            vm: &vm,
-            recompiling,
-            qualname: &qualname,
-        };
-        let (action, explanation) = match ending {
-            Ok(Ending::Return(returned, locals)) => {
-                let built = translation
-                    .generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
-                translation.counted(built, -1)?
-            }
-            Ok(Ending::Break(point, stop)) => {
-                let record = record_of(&stop);
-                let continuation = if point.in_loop {
-                    None
-                } else {
-                    continuation_of(table, &vm, &point)
-                };
-                let reason = match &continuation {
-                    _ if point.in_loop => {
-                        format!("graph break in a loop, the frame runs eagerly: {}", record.reason)
-                    }
-                    None if point.handling => format!(
-                        "{} (the frame runs eagerly: an exception is being handled)",
-                        record.reason
-                    ),
-                    None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
-                    Some(_) => record.reason.clone(),
-                };
-                let record = Record { reason, ..record };
-                report(
-                    py,
-                    config,
-                    "graph break",
-                    &format!("graph break in {qualname}"),
-                    &record,
-                )?;
-                stats.breaks.lock().push(record.clone());
-                let mut explanation = format!(
-                    "{qualname}: graph break at {}:{}: {}\n",
-                    record.filename, record.line, record.reason
-                );
-                let action = match continuation {
-                    None => Action::Original,
-                    Some(continuation) => {
-                        let (action, text) = translation.break_code(&point, &continuation)?;
-                        explanation.push_str(&text);
-                        action
-                    }
-                };
-                (action, explanation)
-            }
-            Ok(Ending::Raise(point)) => {
-                // Where handlers of the frame ran for it, they run again for real: the
-                // generated code raises it under them (in a bridge).
-                let continuation = continuation_of(table, &vm, &point).map(|c| codegen::Continuation {
-                    bridged: c.bridged || point.in_handler_scope,
-                    ..c
-                });
-                match continuation {
-                    Some(continuation) => translation.break_code(&point, &continuation)?,
-                    None => {
-                        let record = Record {
-                            reason: format!(
-                                "an exception escapes at {} (cannot raise it from generated code)",
-                                point.instr.op.name()
-                            ),
-                            filename: info.filename.clone(),
-                            line: point.instr.location.line,
-                        };
-                        self.fallback(py, config, record)?;
+        let mut break_before = HashSet::new();
+        let (mut vm, action, explanation) = loop {
+            let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
+            vm.break_before = break_before.clone();
+            let ending = vm.run_top(&code, &info, globals.clone(), arguments.clone(), frees.clone());
+            let translation = Translation {
+                translator: self,
+                py,
+                config,
+                backend: &backend,
+                table,
+                code: &code,
+                info: &info,
+                cache,
+                vm: &vm,
+                recompiling,
+                qualname: &qualname,
+                restart: Cell::new(None),
+            };
+            let (action, explanation) = match ending {
+                Ok(Ending::Return(returned, locals)) => {
+                    let built = translation
+                        .generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
+                    translation.counted(built, -1)?
+                }
+                Ok(Ending::Break(point, stop)) => {
+                    let record = record_of(&stop);
+                    let continuation = if point.in_loop {
+                        None
+                    } else {
+                        continuation_of(table, &vm, &point)
+                    };
+                    let reason = match &continuation {
+                        _ if point.in_loop => {
+                            format!("graph break in a loop, the frame runs eagerly: {}", record.reason)
+                        }
+                        None if point.handling => format!(
+                            "{} (the frame runs eagerly: an exception is being handled)",
+                            record.reason
+                        ),
+                        None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
+                        Some(_) => record.reason.clone(),
+                    };
+                    let record = Record { reason, ..record };
+                    let built = continuation.map(|c| translation.build_break(&point, &c));
+                    if translation.restart.get().is_some() {
                         (Action::Original, String::new())
+                    } else {
+                        report(
+                            py,
+                            config,
+                            "graph break",
+                            &format!("graph break in {qualname}"),
+                            &record,
+                        )?;
+                        stats.breaks.lock().push(record.clone());
+                        let mut explanation = format!(
+                            "{qualname}: graph break at {}:{}: {}\n",
+                            record.filename, record.line, record.reason
+                        );
+                        let action = match built {
+                            None => Action::Original,
+                            Some(built) => {
+                                let (action, text) = translation.counted(built, point.instr.location.line)?;
+                                explanation.push_str(&text);
+                                action
+                            }
+                        };
+                        (action, explanation)
                     }
                 }
-            }
-            Err(stop) => {
-                let record = record_of(&stop);
-                self.fallback(py, config, record.clone())?;
-                (
-                    Action::Original,
-                    format!(
-                        "{qualname}: fallback at {}:{}: {}\n",
-                        record.filename, record.line, record.reason
-                    ),
-                )
+                Ok(Ending::Raise(point)) => {
+                    // Where handlers of the frame ran for it, they run again for real: the
+                    // generated code raises it under them (in a bridge).
+                    let continuation = continuation_of(table, &vm, &point).map(|c| codegen::Continuation {
+                        bridged: c.bridged || point.in_handler_scope,
+                        ..c
+                    });
+                    match continuation {
+                        Some(continuation) => translation.break_code(&point, &continuation)?,
+                        None => {
+                            let record = Record {
+                                reason: format!(
+                                    "an exception escapes at {} (cannot raise it from generated code)",
+                                    point.instr.op.name()
+                                ),
+                                filename: info.filename.clone(),
+                                line: point.instr.location.line,
+                            };
+                            self.fallback(py, config, record)?;
+                            (Action::Original, String::new())
+                        }
+                    }
+                }
+                Err(stop) => {
+                    let record = record_of(&stop);
+                    self.fallback(py, config, record.clone())?;
+                    (
+                        Action::Original,
+                        format!(
+                            "{qualname}: fallback at {}:{}: {}\n",
+                            record.filename, record.line, record.reason
+                        ),
+                    )
+                }
+            };
+            match translation.restart.get() {
+                Some(pc) if break_before.len() < MAX_RESTARTS => {
+                    break_before.insert(pc);
+                }
+                _ => break (vm, action, explanation),
             }
         };
         if !explanation.is_empty() {
@@ -790,6 +809,9 @@ struct Translation<'t, 'py, 'b> {
     vm: &'t Vm<'py, 'b>,
     recompiling: bool,
     qualname: &'t str,
+    /// Set when the code cannot be made because of a value an earlier top-frame
+    /// instruction made: translating again breaks before that instruction.
+    restart: Cell<Option<usize>>,
 }
 
 impl<'py> Translation<'_, 'py, '_> {
@@ -830,6 +852,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 );
                 Ok((action, explain(py, qualname, info, vm, graph_text.as_deref())))
             }
+            Err(_) if self.restart.get().is_some() => Ok((Action::Original, String::new())),
             Err(err) => {
                 let record = Record {
                     reason: format!("code generation: {}", err.value(py)),
@@ -878,7 +901,12 @@ impl<'py> Translation<'_, 'py, '_> {
             )?)
         };
         plan.holder = compiled.as_ref().map(|(holder, _)| holder.clone());
-        let generated = generate(&plan)?;
+        let generated = generate(&plan).inspect_err(|_| {
+            let made_at = plan.unrebuildable.get().and_then(|vid| vm.made_at(vid));
+            if let Some(pc) = made_at.filter(|pc| !vm.break_before.contains(pc)) {
+                self.restart.set(Some(pc));
+            }
+        })?;
         Ok((
             Action::Run {
                 code: StrongRef::new(&generated),

@@ -53,6 +53,7 @@ impl<'py> Snapshot<'py> {
 
     fn restore(self, vm: &mut Vm<'py, '_>) {
         vm.values = self.values;
+        vm.made_at.truncate(vm.values.len());
         vm.cells = self.cells;
         // Cells made since (an inlined function's closure) are gone.
         let cells = vm.cells.len();
@@ -305,6 +306,13 @@ pub struct Vm<'py, 'b> {
     exception_slots: HashMap<Vid, Vid>,
     /// What `except*` clauses left unhandled (CHECK_EG_MATCH's rest).
     unhandled_groups: std::collections::HashSet<Vid>,
+    /// Per value, the top frame's instruction that made it (`usize::MAX`: before the first).
+    made_at: Vec<usize>,
+    /// The top frame's instruction being simulated.
+    top_pc: usize,
+    /// Top-frame instructions the graph breaks before, so that they run natively: they made
+    /// a value a previous attempt's generated code could not rebuild.
+    pub break_before: std::collections::HashSet<usize>,
 }
 
 /// Python objects the VM uses, looked up once per translation.
@@ -531,12 +539,21 @@ impl<'py, 'b> Vm<'py, 'b> {
             lasti_values: std::collections::HashSet::new(),
             exception_slots: HashMap::new(),
             unhandled_groups: std::collections::HashSet::new(),
+            made_at: Vec::new(),
+            top_pc: usize::MAX,
+            break_before: std::collections::HashSet::new(),
         })
     }
 
     fn push_val(&mut self, val: Val<'py>) -> Vid {
         self.values.push(val);
+        self.made_at.push(self.top_pc);
         self.values.len() - 1
+    }
+
+    /// The top frame's instruction that made `vid`, if the translated code made it.
+    pub fn made_at(&self, vid: Vid) -> Option<usize> {
+        self.made_at.get(vid).copied().filter(|pc| *pc != usize::MAX)
     }
 
     fn constant(&mut self, obj: Bound<'py, PyAny>) -> Vid {
@@ -1452,12 +1469,18 @@ impl<'py, 'b> Vm<'py, 'b> {
             let unguarded = !handling && blocks_before.is_empty();
             let handled_depth = self.exc_stack.len();
             let snapshot = Snapshot::take(self);
-            let (outcome, caught) = match self.step(&mut frame) {
-                Err(Problem::Python(err)) => match self.catch(&mut frame, err) {
-                    Ok(()) => (Ok(None), true),
-                    Err(problem) => (Err(problem), false),
-                },
-                other => (other, false),
+            self.top_pc = pc;
+            let (outcome, caught) = if self.break_before.contains(&pc) {
+                let made = "it makes a value that generated code cannot rebuild, needed after a later break";
+                (Err(Problem::Break(made.to_owned())), false)
+            } else {
+                match self.step(&mut frame) {
+                    Err(Problem::Python(err)) => match self.catch(&mut frame, err) {
+                        Ok(()) => (Ok(None), true),
+                        Err(problem) => (Err(problem), false),
+                    },
+                    other => (other, false),
+                }
             };
             // A handler's saved instruction offset on the stack cannot be handed on.
             let offset_on_stack = stack_before.iter().any(|v| self.lasti_values.contains(v));
