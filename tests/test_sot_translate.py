@@ -621,3 +621,22 @@ def test_a_generator_made_before_a_break_is_made_by_the_real_code():
         assert_translated_with_breaks(fast)
         reasons = [b.reason for b in sot.stats(fast).graph_breaks]
         assert any("cannot rebuild" in r for r in reasons), reasons
+
+
+def test_repeating_a_made_list_past_memory_raises_as_python_does():
+    def repeat(items, times):
+        return list(items) * times
+
+    fast = sot.translate(repeat)
+    with pytest.raises((MemoryError, OverflowError)) as eager:
+        repeat([4, 5, 6, 7], sys.maxsize // 2)
+    with pytest.raises(eager.type):
+        fast([4, 5, 6, 7], sys.maxsize // 2)
+    assert sot.stats(fast).graph_breaks and sot.stats(fast).fallbacks == []
+    sot.reset()
+    fast = sot.translate(repeat)
+    assert fast((1, 2), 3) == [1, 2] * 3
+    assert fast((1, 2), 2.0 == 2) == [1, 2]  # a bool counts
+    with pytest.raises(TypeError):
+        fast((1, 2), 2.0)
+    assert sot.stats(fast).own_frame == "translated"

@@ -151,6 +151,9 @@ const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
 const MAX_INLINE_DEPTH: usize = 24;
 /// How deep values nest in one another where the translator recurses over them.
 pub const MAX_NESTING: usize = 200;
+/// Items of a list or tuple the translation makes by repetition at most (past it the
+/// graph breaks, and the instruction runs natively).
+const MAX_MADE_ITEMS: usize = 100_000;
 /// Instructions one translation simulates at most (loops unroll, calls inline): past it the
 /// graph breaks, so that translating stays cheap next to running.
 const MAX_STEPS: usize = 5_000;
@@ -3160,24 +3163,67 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
-        // Concatenating and repeating containers the translation made.
-        let left_items = matches!(self.val(left), Val::Tuple(_) | Val::List(_));
-        if left_items && matches!(op, BinOp::Add | BinOp::Multiply) {
-            let is_list = matches!(self.val(left), Val::List(_));
-            let mut items = self.items_of(left)?;
-            if op == BinOp::Add {
-                items.extend(self.items_of(right)?);
-            } else {
-                let times: usize = self.concrete(right)?.extract::<isize>()?.max(0) as usize;
-                items = items.repeat(times);
+        // Concatenating and repeating containers the translation made (list + list,
+        // tuple + tuple, by an int); anything else is Python's operator on real values.
+        let left_is_list = match self.val(left) {
+            Val::List(_) => Some(true),
+            Val::Tuple(_) => Some(false),
+            _ => None,
+        };
+        if let Some(is_list) = left_is_list {
+            let items = match op {
+                BinOp::Add if self.is_exact_sequence(right, is_list) => {
+                    let mut items = self.items_of(left)?;
+                    items.extend(self.items_of(right)?);
+                    Some(items)
+                }
+                BinOp::Multiply => match self.exact_int(right)? {
+                    Some(times) => {
+                        let items = self.items_of(left)?;
+                        let times = times.max(0) as usize;
+                        if items.len().saturating_mul(times) > MAX_MADE_ITEMS {
+                            return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
+                        }
+                        Some(items.repeat(times))
+                    }
+                    None => None,
+                },
+                _ => None,
+            };
+            if let Some(items) = items {
+                return Ok(self.push_val(if is_list {
+                    Val::List(items)
+                } else {
+                    Val::Tuple(items)
+                }));
             }
-            return Ok(self.push_val(if is_list {
-                Val::List(items)
-            } else {
-                Val::Tuple(items)
-            }));
         }
         self.operator_call(binop_name(op, inplace), vec![left, right])
+    }
+
+    /// Whether `vid` is a list (`list`) or a tuple, of exactly that type.
+    fn is_exact_sequence(&self, vid: Vid, list: bool) -> bool {
+        match self.val(vid) {
+            Val::List(_) => list,
+            Val::Tuple(_) => !list,
+            Val::Obj { obj, .. } if list => obj.is_exact_instance_of::<PyList>(),
+            Val::Obj { obj, .. } => obj.is_exact_instance_of::<PyTuple>(),
+            _ => false,
+        }
+    }
+
+    /// The value of `vid` when it is an `int` or a `bool` that fits an `isize` (specialized).
+    fn exact_int(&mut self, vid: Vid) -> Res<Option<isize>> {
+        let is_int = match self.val(vid) {
+            Val::Obj { obj, .. } | Val::Scalar { example: obj, .. } => {
+                obj.is_exact_instance_of::<PyInt>() || obj.is_exact_instance_of::<PyBool>()
+            }
+            _ => false,
+        };
+        if !is_int {
+            return Ok(None);
+        }
+        Ok(self.concrete(vid)?.extract::<isize>().ok())
     }
 
     /// `left <name> right` where an operand is an object the translation made: its class's
