@@ -268,13 +268,25 @@ def install_dev_package(target: Target) -> None:
     and the torture's and stress's children import it."""
     wheel = dev_wheel()
     stamp = host_path(target, target.venv / "framehook-dev.sha256")
-    if stamp.exists() and stamp.read_text().strip() == wheel.parent.name:
+    if stamp.exists() and stamp.read_text().strip() == wheel.parent.name and _dev_package_installed(target):
         return
     done = target.run([target.venv_python, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall",
                        str(wheel)], capture=True)
     if done.returncode != 0:
         raise RuntimeError(f"installing {wheel.name} failed:\n{done.stdout[-3000:]}")
     stamp.write_text(wheel.parent.name + "\n")
+
+
+def _dev_package_installed(target: Target) -> bool:
+    """Whether the venv's copy of this package has this checkout's files (the stamp alone
+    is not enough: a `pip install` by hand or by another run may have replaced the copy)."""
+    source = DEV_PACKAGE / "framehook_dev"
+    wanted = {path.relative_to(source): path.read_bytes() for path in source.rglob("*.py")}
+    for installed in host_path(target, target.venv / "lib").glob("python*/site-packages/framehook_dev"):
+        copies = {path.relative_to(installed): path for path in installed.rglob("*.py")}
+        return copies.keys() == wanted.keys() and all(
+            copies[name].read_bytes() == content for name, content in wanted.items())
+    return False
 
 
 def probe(target: Target, result: Result) -> None:
