@@ -2512,7 +2512,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let key = self.concrete(key)?;
                     let mut kept = Vec::new();
                     for (k, v) in rest {
-                        if !self.concrete(k)?.eq(&key)? {
+                        if !self.same_key(k, &key)? {
                             kept.push((k, v));
                         }
                     }
@@ -3358,7 +3358,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Val::Dict(items) = self.val(container).clone_val() {
             let key = self.concrete(item)?;
             for (k, _) in items {
-                if self.concrete(k)?.eq(&key)? {
+                if self.same_key(k, &key)? {
                     return Ok(true);
                 }
             }
@@ -3389,8 +3389,14 @@ impl<'py, 'b> Vm<'py, 'b> {
             };
             if sequence {
                 let key = self.concrete(item)?;
+                let hashed = matches!(self.val(container), Val::Set(_));
                 for element in self.items_of(container)? {
-                    if self.concrete(element)?.eq(&key)? {
+                    let found = if hashed {
+                        self.same_key(element, &key)?
+                    } else {
+                        self.same_item(element, &key)?
+                    };
+                    if found {
                         return Ok(true);
                     }
                 }
@@ -3441,7 +3447,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Dict(items) => {
                 let key_obj = self.concrete(key)?;
                 for (k, v) in items.iter().rev() {
-                    if self.concrete(*k)?.eq(&key_obj)? {
+                    if self.same_key(*k, &key_obj)? {
                         return Ok(*v);
                     }
                 }
@@ -3621,7 +3627,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let mut kept = Vec::with_capacity(items.len());
                 let mut found = false;
                 for (k, v) in items {
-                    if !found && self.concrete(k)?.eq(&key_obj)? {
+                    if !found && self.same_key(k, &key_obj)? {
                         found = true;
                     } else {
                         kept.push((k, v));
@@ -3700,7 +3706,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     value.hash()?;
                     let mut present = false;
                     for item in &items {
-                        present |= self.concrete(*item)?.eq(&value)?;
+                        if self.same_key(*item, &value)? {
+                            present = true;
+                            break;
+                        }
                     }
                     if !present {
                         items.push(new);
@@ -3717,7 +3726,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let key_obj = self.concrete(key)?;
         key_obj.hash()?;
         for (k, v) in items.iter_mut() {
-            if self.values_equal_key(*k, &key_obj)? {
+            if self.same_key(*k, &key_obj)? {
                 *v = value;
                 return Ok(());
             }
@@ -3726,8 +3735,21 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(())
     }
 
-    fn values_equal_key(&mut self, k: Vid, key: &Bound<'py, PyAny>) -> Res<bool> {
-        Ok(self.concrete(k)?.eq(key)?)
+    /// Whether the list or tuple item `element` is `value`, as CPython's sequences decide
+    /// (`in`, `index`, `count`, `remove`): identity, then the element's `==`.
+    fn same_item(&mut self, element: Vid, value: &Bound<'py, PyAny>) -> Res<bool> {
+        let element = self.concrete(element)?;
+        Ok(element.is(value) || element.eq(value)?)
+    }
+
+    /// Whether the dict or set key `stored` is `key`, as CPython's hash tables decide:
+    /// equal hashes, then identity, then the stored key's `==`.
+    fn same_key(&mut self, stored: Vid, key: &Bound<'py, PyAny>) -> Res<bool> {
+        let stored = self.concrete(stored)?;
+        if stored.is(key) {
+            return Ok(true);
+        }
+        Ok(stored.hash()? == key.hash()? && stored.eq(key)?)
     }
 
     fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>> {
@@ -4829,7 +4851,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let target = self.concrete(*v)?;
                 let mut found = Vec::new();
                 for (i, item) in items.iter().enumerate() {
-                    if self.concrete(*item)?.eq(&target)? {
+                    if self.same_item(*item, &target)? {
                         found.push(i);
                     }
                 }
@@ -4856,9 +4878,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             (Val::List(mut items), "remove", [v]) | (Val::Set(mut items), "remove" | "discard", [v]) => {
                 let target = self.concrete(*v)?;
+                let is_set = matches!(self.val(container), Val::Set(_));
                 let mut found = None;
                 for (i, item) in items.iter().enumerate() {
-                    if self.concrete(*item)?.eq(&target)? {
+                    let same = if is_set {
+                        self.same_key(*item, &target)?
+                    } else {
+                        self.same_item(*item, &target)?
+                    };
+                    if same {
                         found = Some(i);
                         break;
                     }
@@ -4874,7 +4902,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                         )))
                     }
                 }
-                let is_set = matches!(self.val(container), Val::Set(_));
                 self.values[container] = if is_set { Val::Set(items) } else { Val::List(items) };
                 Ok(none)
             }
@@ -4910,7 +4937,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             (Val::Dict(items), "get", [key, rest @ ..]) => {
                 let key_obj = self.concrete(*key)?;
                 for (k, v) in items.iter().rev() {
-                    if self.concrete(*k)?.eq(&key_obj)? {
+                    if self.same_key(*k, &key_obj)? {
                         return Ok(*v);
                     }
                 }
@@ -4932,7 +4959,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             (Val::Dict(mut items), "setdefault", [key, rest @ ..]) => {
                 let key_obj = self.concrete(*key)?;
                 for (k, v) in items.iter() {
-                    if self.concrete(*k)?.eq(&key_obj)? {
+                    if self.same_key(*k, &key_obj)? {
                         return Ok(*v);
                     }
                 }
@@ -4946,7 +4973,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let mut kept = Vec::new();
                 let mut found = None;
                 for (k, v) in items {
-                    if found.is_none() && self.concrete(k)?.eq(&key_obj)? {
+                    if found.is_none() && self.same_key(k, &key_obj)? {
                         found = Some(v);
                     } else {
                         kept.push((k, v));
@@ -5145,9 +5172,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let mut unique: Vec<Vid> = Vec::new();
                 for item in items {
                     let value = self.concrete(item)?;
+                    value.hash()?;
                     let mut seen = false;
                     for u in &unique {
-                        seen |= self.concrete(*u)?.eq(&value)?;
+                        if self.same_key(*u, &value)? {
+                            seen = true;
+                            break;
+                        }
                     }
                     if !seen {
                         unique.push(item);
