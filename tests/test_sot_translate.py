@@ -640,3 +640,27 @@ def test_repeating_a_made_list_past_memory_raises_as_python_does():
     with pytest.raises(TypeError):
         fast((1, 2), 2.0)
     assert sot.stats(fast).own_frame == "translated"
+
+
+def test_not_equal_of_objects_the_translation_made_asks_eq_as_python_does():
+    # object.__ne__ inverts __eq__ unless it declines; then the reflected __ne__ is asked.
+    def compare(calls):
+        class Left:
+            def __eq__(self, other):
+                calls.append("Left.__eq__")
+                return NotImplemented
+
+        class Right:
+            def __ne__(self, other):
+                calls.append("Right.__ne__")
+                return NotImplemented
+
+        class Equal:
+            def __eq__(self, other):
+                return True
+
+        return Left() != Right(), Equal() != Equal(), calls
+
+    fast = sot.translate(compare)
+    assert fast([]) == compare([]) == (True, False, ["Left.__eq__", "Right.__ne__"])
+    assert sot.stats(fast).own_frame == "translated" and sot.stats(fast).fallbacks == []

@@ -3259,17 +3259,35 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         for (receiver, class, method, other) in attempts {
             let Some(class) = class else { continue };
-            let function = self
-                .type_lookup(class, &format!("__{method}__"))?
-                .filter(|f| f.is_instance(&self.ops.function_type).unwrap_or(false));
+            let found = self.type_lookup(class, &format!("__{method}__"))?;
+            let is_python = |f: &Bound<'py, PyAny>| f.is_instance(&self.ops.function_type).unwrap_or(false);
+            // `object.__ne__` answers the inverse of `__eq__` (unless that declines).
+            let inverse_of_eq = method == "ne"
+                && found.as_ref().is_some_and(|f| {
+                    self.ops
+                        .builtins
+                        .getattr("object")
+                        .and_then(|o| o.getattr("__ne__"))
+                        .is_ok_and(|default| f.is(&default))
+                });
+            let function = if inverse_of_eq {
+                self.type_lookup(class, "__eq__")?.filter(is_python)
+            } else {
+                found.filter(is_python)
+            };
             let Some(function) = function else { continue };
             let function = self.constant(function);
             let result = self.call(function, vec![receiver, other], vec![])?;
             let declined =
                 matches!(self.val(result), Val::Obj { obj, .. } if obj.is(self.py.NotImplemented()));
-            if !declined {
-                return Ok(Some(result));
+            if declined {
+                continue;
             }
+            if inverse_of_eq {
+                let equal = self.truthy(result)?;
+                return Ok(Some(self.boolean(!equal)));
+            }
+            return Ok(Some(result));
         }
         match name {
             "eq" | "ne" => {
