@@ -664,3 +664,20 @@ def test_not_equal_of_objects_the_translation_made_asks_eq_as_python_does():
     fast = sot.translate(compare)
     assert fast([]) == compare([]) == (True, False, ["Left.__eq__", "Right.__ne__"])
     assert sot.stats(fast).own_frame == "translated" and sot.stats(fast).fallbacks == []
+
+
+def test_a_closure_over_a_comprehension_variable_sees_its_own_cell():
+    # 3.12+ inlines comprehensions: a variable a closure captures gets a new cell
+    # mid-function (MAKE_CELL after RESUME), shadowing the enclosing x.
+    x = ...
+
+    def closures():
+        return [lambda: x for x in (x, [1])[1]]
+
+    fast = sot.translate(closures)
+    assert [fn() for fn in fast()] == [fn() for fn in closures()] == [1]
+    st = sot.stats(fast)
+    if sys.version_info >= (3, 12):
+        assert st.own_frame == "fallback" and "comprehension" in st.fallbacks[0].reason
+    else:
+        assert st.own_frame == "translated" and st.fallbacks == []

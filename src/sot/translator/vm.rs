@@ -179,6 +179,9 @@ pub(super) struct Frame<'py> {
     globals_source: Option<SourceId>,
     /// Blocks set up by `SETUP_*` and exception handlers running (3.9, 3.10).
     blocks: Vec<Block>,
+    /// Past `RESUME`: the prologue's cells are made (`setup_cells`), and a `MAKE_CELL` now
+    /// is an inlined comprehension's (3.12+), which makes a new cell.
+    resumed: bool,
 }
 
 /// A free variable of the translated frame: its cell and the cell's contents.
@@ -1396,6 +1399,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             class_cell: None,
             globals_source: None,
             blocks: Vec::new(),
+            resumed: false,
         })
     }
 
@@ -1841,7 +1845,20 @@ impl<'py, 'b> Vm<'py, 'b> {
         frame.pc += 1;
         let arg = instr.arg;
         match instr.op {
-            Op::Nop | Op::Resume | Op::CopyFreeVars | Op::MakeCell | Op::GenStart => {}
+            Op::Resume => frame.resumed = true,
+            Op::MakeCell if frame.resumed => {
+                // An inlined comprehension's variable that a closure captures (3.12+): a new
+                // cell replaces the frame's variable, whose own cell waits on the stack, which
+                // neither generated code nor a resume function can hand on. The frame runs as
+                // it is (an inlined callee: as its own frame, from a break).
+                let what = "a closure over a comprehension's variable (a cell made mid-function)";
+                return Err(if self.depth == 0 {
+                    Problem::Eager(what.to_owned())
+                } else {
+                    Problem::Break(what.to_owned())
+                });
+            }
+            Op::Nop | Op::CopyFreeVars | Op::MakeCell | Op::GenStart => {}
             Op::ReturnGenerator => {
                 let none = self.none();
                 frame.stack.push(none);
