@@ -28,7 +28,8 @@ IMMORTAL_ON_313T = ("on free-threaded 3.13, once a thread has run, CPython never
                     "and the numpy backend's graph function (a top-level def it execs per graph)")
 CALLS = 20_000  # 200 rounds: 51 of warm-up (a reset among them), then two halves of 74
 PYO3_LEAKS = ("PyO3 0.28.3's tp_dealloc releases neither an instance's reference to its heap type "
-              "(PyO3 #6223, fixed after 0.28.3 by #6224) nor its __dict__ (PyO3 #5953, fixed by #6198): "
+              "(PyO3 #6223, fixed in 0.29.1 by #6224) nor its __dict__ (PyO3 #5953, fixed by #6198); 0.29 "
+              "no longer builds for free-threaded 3.13, so framehook stays on 0.28: "
               "every sot.translate() keeps a reference to SotTranslated and an emptied dict, every graph "
               "compiled one reference to SotRef per symbol of its description")
 
@@ -319,6 +320,7 @@ def test_a_long_lived_function_releases_graphs_it_no_longer_uses(recording, how)
     assert recording.alive() == []
 
 
+@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
 def test_a_dropped_translation_releases_its_type_and_attribute_dict():
     translated_type = type(sot.translate(long_lived))
     collect()
@@ -333,6 +335,7 @@ def test_a_dropped_translation_releases_its_type_and_attribute_dict():
     assert (sys.getrefcount(translated_type), sys.getrefcount(attributes)) == (before, held - 1)
 
 
+@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
 def test_compiled_graphs_release_their_symbols_type():
     fast = sot.translate(long_lived)
     fast(np.ones(2))
