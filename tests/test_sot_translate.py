@@ -292,16 +292,37 @@ def test_register_backend_plugs_a_backend_in():
 
     compiled = []
 
-    class Counting(NumpyBackend):
+    class Counting:
+        """A backend of its own, with ``compile`` only."""
+
+        def __init__(self):
+            self.numpy = NumpyBackend()
+
+        def __getattr__(self, name):
+            if name == "compile_with_examples":
+                raise AttributeError(name)
+            return getattr(self.numpy, name)
+
         def compile(self, graph):
             compiled.append(graph)
-            return super().compile(graph)
+            return self.numpy.compile(graph)
+
+    class Specialising(NumpyBackend):
+        def compile_with_examples(self, graph, examples):
+            compiled.append((graph, examples))
+            return super().compile_with_examples(graph, examples)
 
     sot.register_backend("counting", Counting())
     fast = sot.translate(two_ops, backend="counting")
     fast(np.ones(2), np.ones(2))
     inputs, nodes, outputs = compiled[0]
     assert inputs == 2 and len(nodes) == 2 and len(outputs) == 1
+    # A backend with compile_with_examples is given the inputs' values while translating.
+    sot.register_backend("specialising", Specialising())
+    fast = sot.translate(two_ops, backend="specialising")
+    fast(np.ones(2), np.full(2, 3.0))
+    (inputs, nodes, outputs), examples = compiled[1]
+    assert inputs == 2 and [e.tolist() for e in examples] == [[1.0, 1.0], [3.0, 3.0]]
 
 
 @pytest.mark.parametrize(

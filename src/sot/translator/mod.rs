@@ -873,6 +873,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 self.py,
                 self.translator,
                 self.backend,
+                vm,
                 &graph,
                 &outputs,
             )?)
@@ -1073,16 +1074,42 @@ fn log_event(py: Python<'_>, message: &str) {
     }
 }
 
+/// Per graph input, the value it had while translating (None where the VM no longer
+/// holds it).
+fn input_examples<'py>(py: Python<'py>, vm: &Vm<'py, '_>, inputs: usize) -> Vec<Bound<'py, PyAny>> {
+    let mut examples = vec![py.None().into_bound(py); inputs];
+    let mut seen = vec![false; inputs];
+    for value in &vm.values {
+        if let value::Val::Tensor { sym, example } | value::Val::Scalar { sym, example, .. } = value {
+            if *sym < inputs && !seen[*sym] {
+                seen[*sym] = true;
+                examples[*sym] = example.clone();
+            }
+        }
+    }
+    examples
+}
+
 /// Compiles the graph with the backend for `outputs`: a holder `[compiled]` and the graph's text.
 fn compile_graph<'py>(
     py: Python<'py>,
     translator: &Translator,
     backend: &Backend<'py>,
+    vm: &Vm<'py, '_>,
     graph: &Graph<'py>,
     outputs: &[usize],
 ) -> PyResult<(Bound<'py, PyAny>, String)> {
     let description = python::graph_description(py, graph, outputs)?;
-    let compiled = backend.object.call_method1("compile", (description,))?;
+    // A backend that specialises on its inputs' types (their exact types and meta
+    // attributes are guarded) is given the values they had while translating.
+    let compiled = if backend.object.hasattr("compile_with_examples")? {
+        let examples = PyTuple::new(py, input_examples(py, vm, graph.inputs.len()))?;
+        backend
+            .object
+            .call_method1("compile_with_examples", (description, examples))?
+    } else {
+        backend.object.call_method1("compile", (description,))?
+    };
     if let Ok(code) = compiled.getattr("__code__") {
         translator.never_translate(&code)?;
     }
