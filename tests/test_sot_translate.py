@@ -619,3 +619,44 @@ def test_empty_tuples_out_of_a_graph_and_made_by_generated_code():
         assert got[:2] == want[:2] and np.array_equal(got[2], want[2])
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.graphs >= 1 and st.fallbacks == []
+
+
+def test_numbers_changing_every_call_become_graph_arithmetic_with_division_and_power():
+    """Per-item step counts in dicts, as optimizers keep them: the counts change on every
+    call, with a float's power of a count and a division of numbers computed from them. One
+    recompilation generalises every count seen to change (not one per count), and from then
+    on each call is a cache hit."""
+
+    def step(states, params, lr, beta):
+        out = []
+        for state, param in zip(states, params):
+            state["step"] += 1
+            correction = 1.0 - beta ** state["step"]
+            out.append(param * (lr / correction))
+        return out
+
+    states = [{"step": 0} for _ in range(4)]
+    params = [np.full(3, float(i)) for i in range(4)]
+    eager_states = [{"step": 0} for _ in range(4)]
+    fast = sot.translate(step)
+    for _ in range(10):
+        got, expected = fast(states, params, 0.1, 0.9), step(eager_states, params, 0.1, 0.9)
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(a, b)
+        assert states == eager_states and all(type(s["step"]) is int for s in states)
+    st = sot.stats(fast)
+    assert st.translations == 2 and st.recompilations == 1 and st.cache_hits == 8
+    assert not st.graph_breaks and not st.fallbacks
+
+
+def test_a_division_by_a_dynamic_number_that_becomes_zero_raises_zerodivisionerror():
+    def f(x, n):
+        return x * (1.0 / (n - 3))
+
+    fast = sot.translate(f)
+    x = np.ones(2)
+    for n in (1, 2, 4):
+        np.testing.assert_array_equal(fast(x, n), f(x, n))
+    with pytest.raises(ZeroDivisionError):
+        fast(x, 3)
+    assert sot.stats(fast).cache_hits >= 1

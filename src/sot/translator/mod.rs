@@ -446,8 +446,18 @@ impl RustHook for Translator {
                 }
                 seen += 1;
                 let failing = fetcher.first_failing(&entry.guards);
-                if let Some(guard) = failing.filter(|g| fetcher.number_changed(g)) {
-                    changed_numbers.push(guard.source);
+                if failing.is_some_and(|g| fetcher.number_changed(g)) {
+                    // Every number of the entry seen to change, not only the first: numbers
+                    // that change together (a step count per parameter) are generalised by one
+                    // recompilation, not one each.
+                    for guard in &entry.guards {
+                        if fetcher.number_changed(guard)
+                            && fetcher.first_failing(std::slice::from_ref(guard)).is_some()
+                            && !changed_numbers.contains(&guard.source)
+                        {
+                            changed_numbers.push(guard.source);
+                        }
+                    }
                 }
                 if let (Some(guard), None) = (failing, &failed_guard) {
                     // The most recent entry's reason, for the log.
