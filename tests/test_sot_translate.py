@@ -292,16 +292,37 @@ def test_register_backend_plugs_a_backend_in():
 
     compiled = []
 
-    class Counting(NumpyBackend):
+    class Counting:
+        """A backend of its own, with ``compile`` only."""
+
+        def __init__(self):
+            self.numpy = NumpyBackend()
+
+        def __getattr__(self, name):
+            if name == "compile_with_examples":
+                raise AttributeError(name)
+            return getattr(self.numpy, name)
+
         def compile(self, graph):
             compiled.append(graph)
-            return super().compile(graph)
+            return self.numpy.compile(graph)
+
+    class Specialising(NumpyBackend):
+        def compile_with_examples(self, graph, examples):
+            compiled.append((graph, examples))
+            return super().compile_with_examples(graph, examples)
 
     sot.register_backend("counting", Counting())
     fast = sot.translate(two_ops, backend="counting")
     fast(np.ones(2), np.ones(2))
     inputs, nodes, outputs = compiled[0]
     assert inputs == 2 and len(nodes) == 2 and len(outputs) == 1
+    # A backend with compile_with_examples is given the inputs' values while translating.
+    sot.register_backend("specialising", Specialising())
+    fast = sot.translate(two_ops, backend="specialising")
+    fast(np.ones(2), np.full(2, 3.0))
+    (inputs, nodes, outputs), examples = compiled[1]
+    assert inputs == 2 and [e.tolist() for e in examples] == [[1.0, 1.0], [3.0, 3.0]]
 
 
 @pytest.mark.parametrize(
@@ -672,7 +693,7 @@ def test_a_closure_over_a_comprehension_variable_sees_its_own_cell():
     x = ...
 
     def closures():
-        return [lambda: x for x in (x, [1])[1]]
+        return [lambda: x for x in (x, [1])[1]]  # noqa: B023 (the late binding is the point)
 
     fast = sot.translate(closures)
     assert [fn() for fn in fast()] == [fn() for fn in closures()] == [1]
@@ -681,3 +702,44 @@ def test_a_closure_over_a_comprehension_variable_sees_its_own_cell():
         assert st.own_frame == "fallback" and "comprehension" in st.fallbacks[0].reason
     else:
         assert st.own_frame == "translated" and st.fallbacks == []
+
+
+def test_numbers_changing_every_call_become_graph_arithmetic_with_division_and_power():
+    """Per-item step counts in dicts, as optimizers keep them: the counts change on every
+    call, with a float's power of a count and a division of numbers computed from them. One
+    recompilation generalises every count seen to change (not one per count), and from then
+    on each call is a cache hit."""
+
+    def step(states, params, lr, beta):
+        out = []
+        for state, param in zip(states, params):
+            state["step"] += 1
+            correction = 1.0 - beta ** state["step"]
+            out.append(param * (lr / correction))
+        return out
+
+    states = [{"step": 0} for _ in range(4)]
+    params = [np.full(3, float(i)) for i in range(4)]
+    eager_states = [{"step": 0} for _ in range(4)]
+    fast = sot.translate(step)
+    for _ in range(10):
+        got, expected = fast(states, params, 0.1, 0.9), step(eager_states, params, 0.1, 0.9)
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(a, b)
+        assert states == eager_states and all(type(s["step"]) is int for s in states)
+    st = sot.stats(fast)
+    assert st.translations == 2 and st.recompilations == 1 and st.cache_hits == 8
+    assert not st.graph_breaks and not st.fallbacks
+
+
+def test_a_division_by_a_dynamic_number_that_becomes_zero_raises_zerodivisionerror():
+    def f(x, n):
+        return x * (1.0 / (n - 3))
+
+    fast = sot.translate(f)
+    x = np.ones(2)
+    for n in (1, 2, 4):
+        np.testing.assert_array_equal(fast(x, n), f(x, n))
+    with pytest.raises(ZeroDivisionError):
+        fast(x, 3)
+    assert sot.stats(fast).cache_hits >= 1

@@ -5,8 +5,11 @@ source line (so a traceback through a graph shows the user's own lines)."""
 from __future__ import annotations
 
 import ast
+import math
+import operator
 import os
 import types
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -48,37 +51,281 @@ class NumpyBackend:
     def compile(self, graph: tuple) -> Callable[..., tuple]:
         return compile_graph(graph)
 
+    def compile_with_examples(self, graph: tuple, examples: tuple) -> Callable[..., tuple]:
+        """``compile``, lowered for the types the inputs had while translating (guarded:
+        every later call has the same exact types, dtypes and shapes). A subclass that
+        overrides ``compile`` gets its own ``compile``."""
+        if type(self).compile is not NumpyBackend.compile:
+            return self.compile(graph)
+        return compile_graph(graph, examples)
 
-def compile_graph(graph: tuple) -> Callable[..., tuple]:
+
+# ---------------------------------------------------------------- lowering
+#
+# A graph is compiled to Python calling numpy. What numpy's high-level Python entry points
+# and Python's operators add around the ufunc they reach costs as much as the ufunc on small
+# arrays, so the compile step lowers each node to the call numpy would end up making, where
+# that is the same computation on the same types: the inputs' exact types, dtypes and shapes
+# are guarded, so the types seen while compiling (the graph run once on copies of the
+# translation's examples) are those of every later call. Each rule below is the only place
+# its rewrite is made; a node no rule applies to is called as recorded.
+
+# ``operator.add(a, b)`` is ``a + b`` by definition: the expression, without the call.
+_INFIX = {
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
+    operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&", operator.or_: "|",
+    operator.xor: "^", operator.lt: "<", operator.le: "<=", operator.eq: "==",
+    operator.ne: "!=", operator.gt: ">", operator.ge: ">=",
+}
+_PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
+
+
+class _ById(dict):
+    """A table keyed by the identity of functions (a node's function may be any callable,
+    unhashable or with an ``__eq__`` of its own)."""
+
+    def __init__(self, table: Any):
+        super().__init__((id(k), (k, v)) for k, v in (table.items() if isinstance(table, dict) else
+                                                       ((k, True) for k in table)))
+
+    def has(self, function: Any) -> bool:
+        entry = self.get(id(function))
+        return entry is not None and entry[0] is function
+
+    def of(self, function: Any) -> Any:
+        return self[id(function)][1]
+
+# Arithmetic whose Python-number operand numpy converts to the array operand's dtype (NEP 50
+# weak scalars) before running the ufunc's loop for that dtype: the number is converted once,
+# at compile time, to a 0-d array of that dtype (same cast, same loop, same result).
+_WEAK_SCALAR_ARITHMETIC = (
+    operator.add, operator.sub, operator.mul, operator.truediv,
+    np.add, np.subtract, np.multiply, np.true_divide, np.maximum, np.minimum,
+)
+
+_METHODS = np.ndarray.__dict__
+# Reductions reached through numpy's Python wrappers (``numpy._core._methods`` for the
+# methods, ``fromnumeric`` for the functions): on an exact ndarray each is one ufunc
+# reduce, ``umr(a, axis, dtype, out, keepdims)``. ``max``/``min`` take no dtype (None).
+_REDUCTIONS = {
+    _METHODS["sum"]: np.add.reduce, np.sum: np.add.reduce,
+    _METHODS["max"]: np.maximum.reduce, np.max: np.maximum.reduce,
+    _METHODS["min"]: np.minimum.reduce, np.min: np.minimum.reduce,
+}
+_MEANS = (_METHODS["mean"], np.mean)
+# Methods that read a sequence argument only: a constant list passed may be a tuple.
+_SHAPE_METHODS = (_METHODS["reshape"], _METHODS["transpose"])
+# What the compile-time run may call: pure, on the value types it checks.
+_PURE_METHODS = _ById([*_REDUCTIONS, *_MEANS, *_SHAPE_METHODS, _METHODS["astype"], _METHODS["copy"]])
+_REDUCTIONS = _ById(_REDUCTIONS)
+_MEANS = _ById(_MEANS)
+_SHAPE_METHODS = _ById(_SHAPE_METHODS)
+_WEAK_SCALAR_ARITHMETIC = _ById(_WEAK_SCALAR_ARITHMETIC)
+_INFIX = _ById(_INFIX)
+_PREFIX = _ById(_PREFIX)
+
+
+def _resolve(value: Any, values: list, ref_type: type) -> Any:
+    if isinstance(value, ref_type):
+        found = values[value.index]
+        if found is _UNKNOWN:
+            raise LookupError
+        return found
+    if isinstance(value, tuple):
+        return tuple(_resolve(v, values, ref_type) for v in value)
+    if isinstance(value, list):
+        return [_resolve(v, values, ref_type) for v in value]
+    if isinstance(value, slice):
+        return slice(*(_resolve(v, values, ref_type) for v in (value.start, value.stop, value.step)))
+    return value
+
+
+_UNKNOWN = object()
+_PLAIN_OPERANDS = (bool, int, float, complex, type(None), slice, tuple, list, np.dtype, type)
+
+
+def _plain(value: Any) -> bool:
+    """A value numpy computes on without calling back into Python code."""
+    if type(value) is _ARRAY_TYPE or isinstance(value, np.generic):
+        return value.dtype.kind != "O"
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, slice):
+        return all(_plain(v) for v in (value.start, value.stop, value.step))
+    return type(value) in _PLAIN_OPERANDS
+
+
+def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
+    """Every symbol's value for the examples, ``_UNKNOWN`` where the node is not one the
+    lowering knows to be pure (nothing else is run: a random draw must not happen twice)."""
+    inputs, nodes, _ = graph
+    values: list = [e.copy() if type(e) is _ARRAY_TYPE else (_UNKNOWN if e is None else e) for e in examples]
+    values += [_UNKNOWN] * (inputs - len(values))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for function, args, kwargs, _, _ in nodes:
+            result = _UNKNOWN
+            pure = (_INFIX.has(function) or _PREFIX.has(function) or isinstance(function, np.ufunc)
+                    or _PURE_METHODS.has(function) or function is operator.getitem)
+            if pure and "out" not in kwargs:
+                try:
+                    call_args = _resolve(args, values, ref_type)
+                    call_kwargs = {k: _resolve(v, values, ref_type) for k, v in kwargs.items()}
+                    if _plain(call_args) and _plain(tuple(call_kwargs.values())):
+                        result = function(*call_args, **call_kwargs)
+                except Exception:
+                    result = _UNKNOWN
+            values.append(result)
+    return values
+
+
+def _dtype_constant(number: Any, dtype: np.dtype) -> Any:
+    """``number`` as a 0-d array of ``dtype`` when that is exactly what numpy's weak-scalar
+    conversion makes of it (no overflow, an int represented exactly), else None."""
+    if type(number) not in (int, float) or dtype.kind not in "fc":
+        return None
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            converted = np.asarray(number, dtype=dtype)
+        except (OverflowError, ValueError):
+            return None
+    if type(number) is int:
+        return converted if converted.item() == number else None
+    return converted if math.isfinite(number) == bool(np.isfinite(converted)) else None
+
+
+def _is_array(value: Any, kinds: str = "") -> bool:
+    return type(value) is _ARRAY_TYPE and (not kinds or value.dtype.kind in kinds)
+
+
+def _axis_items(axis: Any, shape: tuple) -> Any:
+    """How many items a reduction over ``axis`` takes (numpy's ``_count_reduce_items``)."""
+    if axis is None:
+        axis = tuple(range(len(shape)))
+    elif not isinstance(axis, tuple):
+        axis = (axis,)
+    items = 1
+    for ax in axis:
+        if type(ax) is not int or not -len(shape) <= ax < len(shape):
+            return None
+        items *= shape[ax]
+    return items
+
+
+def _reduction_arguments(args: tuple, kwargs: dict, ref_type: type) -> Any:
+    """``(axis, keepdims)`` of a reduction called as ``f(a[, axis], axis=, keepdims=)`` with
+    constant arguments, else None."""
+    if not 1 <= len(args) <= 2 or set(kwargs) - {"axis", "keepdims"} or len(args) == 2 and "axis" in kwargs:
+        return None
+    axis = args[1] if len(args) == 2 else kwargs.get("axis")
+    keepdims = kwargs.get("keepdims", False)
+    if isinstance(axis, list) or type(keepdims) is not bool or _holds_ref(axis, ref_type):
+        return None
+    return axis, keepdims
+
+
+def _holds_ref(value: Any, ref_type: type) -> bool:
+    if isinstance(value, ref_type):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_ref(v, ref_type) for v in value)
+    if isinstance(value, slice):
+        return any(_holds_ref(v, ref_type) for v in (value.start, value.stop, value.step))
+    return False
+
+
+def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     """``graph`` is ``(inputs, nodes, outputs)``, nodes ``(function, args, kwargs, filename,
-    line)`` whose arguments hold ``framehook._native.SotRef`` symbols."""
+    line)`` whose arguments hold ``framehook._native.SotRef`` symbols; ``examples``, where
+    given, the inputs' values while translating (the nodes are then lowered for their types)."""
     from .._native import SotRef
 
     inputs, nodes, outputs = graph
     constants: dict[str, Any] = {}
+    values = _run_once(graph, examples, SotRef) if examples is not None else None
+
+    def value_of(arg: Any) -> Any:
+        return values[arg.index] if values is not None and isinstance(arg, SotRef) else _UNKNOWN
+
+    def constant(value: Any) -> str:
+        name = f"c{len(constants)}"
+        constants[name] = value
+        return name
 
     def operand(value: Any) -> str:
         if isinstance(value, SotRef):
             return f"v{value.index}"
+        if isinstance(value, (tuple, slice)) and not _holds_ref(value, SotRef):
+            # Immutable and constant: made once, not at every call.
+            return constant(value)
         if isinstance(value, tuple):
             return "(" + "".join(operand(v) + ", " for v in value) + ")"
         if isinstance(value, list):
             return "[" + ", ".join(operand(v) for v in value) + "]"
         if isinstance(value, slice):
             return f"_slice({operand(value.start)}, {operand(value.stop)}, {operand(value.step)})"
+        if type(value) is float and not math.isfinite(value):
+            return constant(value)  # inf and nan have no literal
         if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
             return repr(value)
-        name = f"c{len(constants)}"
-        constants[name] = value
-        return name
+        return constant(value)
+
+    def lowered(target: str, function: Any, args: tuple, kwargs: dict, result: Any) -> Any:
+        """The statements for ``target = function(*args, **kwargs)`` by a lowering rule, or None."""
+        if kwargs:
+            reduction = _reduction_arguments(args, kwargs, SotRef)
+        elif len(args) == 2 and _WEAK_SCALAR_ARITHMETIC.has(function):
+            # A Python number beside an array of an inexact dtype the result keeps.
+            for number_at in (0, 1):
+                array = value_of(args[1 - number_at])
+                if _is_array(array, "fc") and _is_array(result) and result.dtype == array.dtype:
+                    converted = _dtype_constant(args[number_at], array.dtype)
+                    if converted is not None:
+                        operands = list(args)
+                        operands[number_at] = _Bound(constant(converted))
+                        return [_call_or_infix(target, function, operands, operand)]
+            reduction = None
+        else:
+            reduction = _reduction_arguments(args, kwargs, SotRef) if len(args) <= 2 else None
+        source = value_of(args[0]) if args else _UNKNOWN
+        if reduction is not None and _is_array(source) and _is_array(result):
+            axis, keepdims = reduction
+            if _REDUCTIONS.has(function):
+                umr = constant(_REDUCTIONS.of(function))
+                return [f"{target} = {umr}({operand(args[0])}, {operand(axis)}, None, None, {keepdims})"]
+            if _MEANS.has(function) and source.dtype.kind in "fc" and source.dtype.itemsize >= 4:
+                # numpy's ``_mean``: the sum, divided in place by the count (an intp).
+                items = _axis_items(axis, source.shape)
+                if items:
+                    umr, divide = constant(np.add.reduce), constant(np.true_divide)
+                    count = constant(np.intp(items))
+                    return [
+                        f"{target} = {umr}({operand(args[0])}, {operand(axis)}, None, None, {keepdims})",
+                        f"{target} = {divide}({target}, {count}, out={target}, casting='unsafe', subok=False)",
+                    ]
+        if _SHAPE_METHODS.has(function) and _is_array(source) and len(args) == 2 and not kwargs:
+            shape = args[1]
+            if isinstance(shape, list) and not _holds_ref(shape, SotRef) and all(type(i) is int for i in shape):
+                return [f"{target} = {operand(function)}({operand(args[0])}, {constant(tuple(shape))})"]
+        if not kwargs and (_INFIX.has(function) and len(args) == 2 or _PREFIX.has(function) and len(args) == 1):
+            return [_call_or_infix(target, function, list(args), operand)]
+        if function is operator.getitem and not kwargs and len(args) == 2:
+            return [f"{target} = {operand(args[0])}[{operand(args[1])}]"]
+        return None
 
     params = ", ".join(f"v{i}" for i in range(inputs))
     statements = []
     filename = nodes[0][3] if nodes else "<sot graph>"
     for index, (function, args, kwargs, node_file, line) in enumerate(nodes):
-        call_args = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
-        statement = f"v{inputs + index} = {operand(function)}({', '.join(call_args)})"
-        statements.append((statement, line if node_file == filename else 0))
+        target = f"v{inputs + index}"
+        result = values[inputs + index] if values is not None else _UNKNOWN
+        lines = lowered(target, function, args, kwargs, result)
+        if lines is None:
+            call_args = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
+            lines = [f"{target} = {operand(function)}({', '.join(call_args)})"]
+        statements.extend((statement, line if node_file == filename else 0) for statement in lines)
     returned = "".join(f"v{o}, " for o in outputs)
     source = f"def __sot_graph({params}):\n" + "".join(f"    {s}\n" for s, _ in statements)
     source += f"    return ({returned})\n"
@@ -97,4 +344,21 @@ def compile_graph(graph: tuple) -> Callable[..., tuple]:
     exec(compile(tree, filename, "exec"), namespace)
     function = namespace["__sot_graph"]
     assert isinstance(function, types.FunctionType)
+    function.__sot_source__ = source  # what the lowering made, for tests and debugging
     return function
+
+
+class _Bound:
+    """An operand already named (a compile-time constant)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+def _call_or_infix(target: str, function: Any, args: list, operand: Callable[[Any], str]) -> str:
+    names = [a.name if isinstance(a, _Bound) else operand(a) for a in args]
+    if _INFIX.has(function):
+        return f"{target} = {names[0]} {_INFIX.of(function)} {names[1]}"
+    if _PREFIX.has(function):
+        return f"{target} = {_PREFIX.of(function)}{names[0]}"
+    return f"{target} = {operand(function)}({', '.join(names)})"

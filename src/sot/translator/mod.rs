@@ -449,8 +449,18 @@ impl RustHook for Translator {
                 }
                 seen += 1;
                 let failing = fetcher.first_failing(&entry.guards);
-                if let Some(guard) = failing.filter(|g| fetcher.number_changed(g)) {
-                    changed_numbers.push(guard.source);
+                if failing.is_some_and(|g| fetcher.number_changed(g)) {
+                    // Every number of the entry seen to change, not only the first: numbers
+                    // that change together (a step count per parameter) are generalised by one
+                    // recompilation, not one each.
+                    for guard in &entry.guards {
+                        if fetcher.number_changed(guard)
+                            && fetcher.first_failing(std::slice::from_ref(guard)).is_some()
+                            && !changed_numbers.contains(&guard.source)
+                        {
+                            changed_numbers.push(guard.source);
+                        }
+                    }
                 }
                 if let (Some(guard), None) = (failing, &failed_guard) {
                     // The most recent entry's reason, for the log.
@@ -896,6 +906,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 self.py,
                 self.translator,
                 self.backend,
+                vm,
                 &graph,
                 &outputs,
             )?)
@@ -1101,16 +1112,42 @@ fn log_event(py: Python<'_>, message: &str) {
     }
 }
 
+/// Per graph input, the value it had while translating (None where the VM no longer
+/// holds it).
+fn input_examples<'py>(py: Python<'py>, vm: &Vm<'py, '_>, inputs: usize) -> Vec<Bound<'py, PyAny>> {
+    let mut examples = vec![py.None().into_bound(py); inputs];
+    let mut seen = vec![false; inputs];
+    for value in &vm.values {
+        if let value::Val::Tensor { sym, example } | value::Val::Scalar { sym, example, .. } = value {
+            if *sym < inputs && !seen[*sym] {
+                seen[*sym] = true;
+                examples[*sym] = example.clone();
+            }
+        }
+    }
+    examples
+}
+
 /// Compiles the graph with the backend for `outputs`: a holder `[compiled]` and the graph's text.
 fn compile_graph<'py>(
     py: Python<'py>,
     translator: &Translator,
     backend: &Backend<'py>,
+    vm: &Vm<'py, '_>,
     graph: &Graph<'py>,
     outputs: &[usize],
 ) -> PyResult<(Bound<'py, PyAny>, String)> {
     let description = python::graph_description(py, graph, outputs)?;
-    let compiled = backend.object.call_method1("compile", (description,))?;
+    // A backend that specialises on its inputs' types (their exact types and meta
+    // attributes are guarded) is given the values they had while translating.
+    let compiled = if backend.object.hasattr("compile_with_examples")? {
+        let examples = PyTuple::new(py, input_examples(py, vm, graph.inputs.len()))?;
+        backend
+            .object
+            .call_method1("compile_with_examples", (description, examples))?
+    } else {
+        backend.object.call_method1("compile", (description,))?
+    };
     if let Ok(code) = compiled.getattr("__code__") {
         translator.never_translate(&code)?;
     }

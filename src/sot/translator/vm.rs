@@ -1140,8 +1140,10 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Arithmetic on a dynamic number, recorded so that the number is not guarded on its
     /// value. Only operators whose result's kind cannot depend on the numbers' values: a
-    /// tensor's meta attributes are kept by a Python number operand (numpy's NEP 50), and
-    /// none of these raises for a value the translation did not see (no division of numbers).
+    /// tensor's meta attributes are kept by a Python number operand (numpy's NEP 50); of
+    /// numbers alone, a division (always a float) and a float's power of an int (always a
+    /// float) too, which may raise for a value the translation did not see (a division by
+    /// zero, an overflow): the graph raises it, at the operation's line.
     /// None when the operation is computed the usual way.
     fn dynamic_arithmetic(
         &mut self,
@@ -1153,13 +1155,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             "add", "sub", "mul", "iadd", "isub", "imul", "neg", "pos", "lt", "le", "eq", "ne", "gt", "ge",
         ];
         const ON_TENSORS: &[&str] = &["truediv", "floordiv", "mod", "itruediv", "ifloordiv", "imod"];
+        const FLOAT_RESULTS: &[&str] = &["truediv", "itruediv", "pow", "ipow"];
         let dynamic =
             |vm: &Self, a: &Vid| vm.is_dynamic_number(*a) || matches!(vm.val(*a), Val::Scalar { .. });
         if !args.iter().any(|a| dynamic(self, a)) {
             return Ok(None);
         }
         let with_tensor = args.iter().any(|a| self.is_tensor_val(*a));
-        if !(ON_NUMBERS.contains(&name) || with_tensor && ON_TENSORS.contains(&name)) {
+        let float_result = !with_tensor && FLOAT_RESULTS.contains(&name);
+        if !(ON_NUMBERS.contains(&name) || with_tensor && ON_TENSORS.contains(&name) || float_result) {
             return Ok(None);
         }
         let mut examples = Vec::with_capacity(args.len());
@@ -1173,7 +1177,18 @@ impl<'py, 'b> Vm<'py, 'b> {
                 _ => return Ok(None),
             }
         }
+        if float_result && name.ends_with("pow") {
+            let float_of_int = examples.len() == 2
+                && examples[0].is_exact_instance_of::<PyFloat>()
+                && examples[1].is_exact_instance_of::<PyInt>();
+            if !float_of_int {
+                return Ok(None);
+            }
+        }
         let result = function.call1(PyTuple::new(self.py, examples)?)?;
+        if float_result && !result.is_exact_instance_of::<PyFloat>() {
+            return Ok(None);
+        }
         let tensor_result = self.backend.is_tensor(&result);
         let number_result = is_number(&result) || result.is_exact_instance_of::<PyBool>();
         if !(tensor_result || !with_tensor && number_result) {
