@@ -368,8 +368,6 @@ def add_number(x, c):
     return x + c
 
 
-@pytest.mark.xfail(strict=True, reason="the numpy backend writes float constants of a graph with repr(): "
-                                       "inf and nan are no Python literals, the graph raises NameError")
 @pytest.mark.parametrize("number", [float("inf"), float("-inf"), NAN], ids=["inf", "-inf", "nan"])
 def test_non_finite_numbers_in_a_graph(number):
     x = np.ones(2)

@@ -300,6 +300,24 @@ def test_a_long_lived_function_releases_graphs_it_no_longer_uses(recording, how)
     assert recording.alive() == []
 
 
+def scale_by(x, c):
+    return x * c + 1.0
+
+
+def test_graphs_of_one_shape_share_one_code(recording):
+    """Recompilations for other numbers and translations made again reuse the numpy graph's
+    code object (free-threaded 3.13 never frees a code object once a thread has run, so a
+    new one per graph would be kept for good there), with the right constants each."""
+    x = np.arange(3.0)
+    kept = []
+    for c in (2.0, 3.0, float("inf"), 2.0):  # the number a first translation specializes
+        kept.append(sot.translate(scale_by, backend="recording"))
+        np.testing.assert_array_equal(kept[-1](x, c), scale_by(x, c))
+    graphs = recording.alive()
+    assert len(graphs) == 4
+    assert len({id(graph().__code__) for graph in graphs}) == 1
+
+
 def test_a_dropped_translation_releases_its_type_and_attribute_dict():
     translated_type = type(sot.translate(long_lived))
     collect()

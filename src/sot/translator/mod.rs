@@ -223,7 +223,9 @@ impl Drop for Entry {
 }
 
 struct CacheState {
-    sources: SourceTable,
+    /// Shared by the states that only reorder or remove entries: a translation is stored
+    /// only if the table it extended is still the current one.
+    sources: Arc<SourceTable>,
     entries: Vec<Arc<Entry>>,
 }
 
@@ -246,12 +248,9 @@ impl Entries {
         if !old.entries.iter().any(|e| gone(e)) {
             return None;
         }
-        // SAFETY: entries are removed by attached threads (configurations dropped by their
-        // translated function's dealloc, `sot.reset()`).
-        let py = unsafe { Python::assume_attached() };
         let entries = old.entries.iter().filter(|e| !gone(e)).cloned().collect();
         self.state.store(Some(Arc::new(CacheState {
-            sources: old.sources.clone_ref(py),
+            sources: Arc::clone(&old.sources),
             entries,
         })));
         Some(old)
@@ -613,10 +612,8 @@ fn move_to_front(cache: &CodeCache, index: usize) {
             let mut entries = state.entries.clone();
             let hit = entries.remove(index);
             entries.insert(0, hit);
-            // SAFETY: called from the hook, attached.
-            let py = unsafe { Python::assume_attached() };
             cache.state.store(Some(Arc::new(CacheState {
-                sources: state.sources.clone_ref(py),
+                sources: Arc::clone(&state.sources),
                 entries,
             })));
         }
@@ -681,10 +678,13 @@ impl Translator {
             })
             .collect();
         let globals = context.globals().unbind().into_bound(py);
-        let mut sources = cache
-            .entries
-            .state
-            .load_full()
+        // The state this translation extends: its entries' guards index its source table.
+        let started = cache.entries.state.load_full();
+        let mut sources = started
+            .as_ref()
+            // With no entry left (a dropped translation's went), the table starts afresh:
+            // what only they read (values they held, their names) goes with them.
+            .filter(|s| !s.entries.is_empty())
             .map(|s| s.sources.clone_ref(py))
             .unwrap_or_default();
         if !recompiling {
@@ -831,6 +831,19 @@ impl Translator {
         }
         let _writer = entries.writer.lock();
         let old = entries.state.load_full();
+        let same_table = match (&old, &started) {
+            (Some(old), Some(started)) => Arc::ptr_eq(&old.sources, &started.sources),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_table {
+            // Another thread stored entries meanwhile, whose guards index a table this
+            // translation's does not extend: this one runs once, uncached (the next call
+            // translates again if none of those entries fits).
+            drop(_writer);
+            drop(old);
+            return Ok(answer);
+        }
         let mut kept: Vec<Arc<Entry>> = old
             .as_ref()
             .map(|s| {
@@ -845,7 +858,7 @@ impl Translator {
             .unwrap_or_default();
         kept.insert(0, entry);
         entries.state.store(Some(Arc::new(CacheState {
-            sources: vm.sources.clone_ref(py),
+            sources: Arc::new(vm.sources.clone_ref(py)),
             entries: kept,
         })));
         drop(_writer);
