@@ -27,10 +27,10 @@ IMMORTAL_ON_313T = ("on free-threaded 3.13, once a thread has run, CPython never
                     "translation leaks its generated and resume codes, their constants (the emptied graph holder) "
                     "and the numpy backend's graph function (a top-level def it execs per graph)")
 CALLS = 20_000  # 200 rounds: 51 of warm-up (a reset among them), then two halves of 74
-PYO3_LEAKS = ("PyO3 0.28.3's tp_dealloc releases neither an instance's reference to its heap type "
-              "(PyO3 #6223, fixed after 0.28.3 by #6224) nor its __dict__ (PyO3 #5953, fixed by #6198): "
-              "every sot.translate() keeps a reference to SotTranslated and an emptied dict, every graph "
-              "compiled one reference to SotRef per symbol of its description")
+WARMING_UP = ("after PyO3 0.29.3 no object is kept per round, but Python's allocator blocks (and on 3.14d the "
+              "total refcount) still grow while a run warms up, halving with every hundred rounds (3.12, rounds of "
+              "sot.translate + sot.reset: +598, +297, +148, +89, +53 blocks per hundred); the fast profile's 51 "
+              "warm-up rounds stop before the plateau. What fills up is not identified yet")
 
 
 @pytest.fixture(autouse=True)
@@ -86,13 +86,11 @@ def test_no_reference_kept_on_the_workload(soak):
 
 
 @pytest.mark.xfail(FREE_THREADED_313, strict=True, reason=IMMORTAL_ON_313T)
-@pytest.mark.xfail(sys.version_info >= (3, 14), strict=True,
-                   reason=f"{PYO3_LEAKS} (from 3.14 the GC keeps tracking an emptied dict)")
 def test_no_gc_object_kept_per_round(soak):
     assert max(map(abs, soak["gc_objects"])) <= drift_limit(soak), soak["gc_objects"]
 
 
-@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
+@pytest.mark.xfail(strict=True, reason=WARMING_UP)
 def test_no_object_kept_per_round(soak):
     """Blocks of Python's allocator: objects GC does not track (strings, codes, emptied dicts)."""
     assert max(map(abs, soak["allocated_blocks"])) <= drift_limit(soak), soak["allocated_blocks"]
@@ -114,7 +112,7 @@ def test_rss_stays_flat(soak):
 
 
 @pytest.mark.skipif(not DEBUG, reason="sys.gettotalrefcount exists on debug builds only")
-@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
+@pytest.mark.xfail(strict=True, reason=WARMING_UP)
 def test_total_refcount_stays_flat(soak):
     if soak["kit"] == "numpy":
         pytest.skip("numpy's release-built wheels move a debug interpreter's total (sot_vectors)")
