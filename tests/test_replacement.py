@@ -351,3 +351,24 @@ def test_class_body_replaced():
     with framehook.frame_hook(replace_code(body, new_body)):
         cls = make()
     assert (cls.x, cls.y) == (2, 3)
+
+
+def test_a_replacement_is_not_kept_alive_by_framehook():
+    """framehook remembers a checked replacement (its argument map) without keeping it: a
+    replacement that references its original's globals would otherwise make globals ->
+    function -> code -> co_extra -> replacement -> globals a cycle the GC cannot see."""
+    import gc
+    import weakref
+
+    namespace = {}
+    exec("def f(a, b):\n    return a + b\n", namespace)
+    f = namespace["f"]
+    replacements = [renamed(with_extra_local((lambda a, b: a * b).__code__), f.__code__) for _ in range(3)]
+    gone = [weakref.ref(code) for code in replacements]
+    for code in replacements:
+        with framehook.frame_hook(replace_code(f.__code__, code)):
+            assert [f(3, 4), f(2, 5)] == [12, 10]  # the second call reuses the remembered plan
+    assert f(3, 4) == 7
+    del code, replacements
+    gc.collect()
+    assert [ref() for ref in gone] == [None] * 3

@@ -125,12 +125,6 @@ def test_total_refcount_stays_flat(soak):
 # ------------------------------------------------------------- threads against sot.reset()
 
 
-RESET_RACE = ("sot.reset() while other threads call: a thread runs generated code whose cache entry "
-              "another thread's retranslation just dropped, and Entry::drop cleared the graph's holder: "
-              "the call fails with IndexError (list index out of range) at the function's first line")
-
-
-@pytest.mark.xfail(strict=True, reason=RESET_RACE)
 def test_threads_calling_while_another_resets_get_every_result_right():
     result = sot_soak.check_threads(seconds=2.0)
     assert result["errors"] == []
@@ -142,7 +136,6 @@ def add_one(x):
     return x + 1
 
 
-@pytest.mark.xfail(strict=True, reason=RESET_RACE)
 def test_reset_while_two_threads_call_one_function():
     """The race reduced: two threads call one translated function while a third resets."""
     fast = sot.translate(add_one)
@@ -259,19 +252,11 @@ MODULE_SOURCES = {
     "graph and break": "import zlib\ndef f(x):\n    y = x * 2.0\n    zlib.crc32(b'')\n    return y + 1\n",
     "call of a module function": "def helper(x):\n    return x * 2.0\ndef f(x):\n    return helper(x) + 1\n",
 }
-CYCLE_THROUGH_CO_EXTRA = ("the code's cache (co_extra, which the GC does not traverse) holds a reference to the "
-                          "module's globals (a resume function's __globals__; a guard pinning a called function's "
-                          "__globals__), which hold the function, which holds the code: an uncollectable cycle, "
-                          "the module's namespace is never freed")
 
 
 @pytest.mark.skipif(FREE_THREADED_313, reason="free-threaded 3.13 never frees a function made by top-level code "
                                               "once a thread has run (gh-117696), translated or not")
-@pytest.mark.parametrize("source", [
-    "graph",
-    pytest.param("graph and break", marks=pytest.mark.xfail(strict=True, reason=CYCLE_THROUGH_CO_EXTRA)),
-    pytest.param("call of a module function", marks=pytest.mark.xfail(strict=True, reason=CYCLE_THROUGH_CO_EXTRA)),
-])
+@pytest.mark.parametrize("source", ["graph", "graph and break", "call of a module function"])
 def test_a_function_whose_code_dies_takes_its_graphs_and_generated_code(recording, source):
     """A function made at run time (exec'd code, as templates and notebooks make them):
     when it and its translation go, its namespace, code, generated codes and graphs go."""
@@ -303,10 +288,6 @@ def long_lived(x):
     return x * 2.0 + 1
 
 
-@pytest.mark.xfail(strict=True, reason="the entries of a translation live in its code's cache (co_extra) until "
-                                       "the code is translated again: a dropped translation of a long-lived "
-                                       "function keeps its generated code and graphs, and sot.reset() only "
-                                       "makes entries stale, it frees none")
 @pytest.mark.parametrize("how", ["translation dropped", "sot.reset()"])
 def test_a_long_lived_function_releases_graphs_it_no_longer_uses(recording, how):
     fast = sot.translate(long_lived, backend="recording")
@@ -318,6 +299,24 @@ def test_a_long_lived_function_releases_graphs_it_no_longer_uses(recording, how)
         del fast
     collect()
     assert recording.alive() == []
+
+
+def scale_by(x, c):
+    return x * c + 1.0
+
+
+def test_graphs_of_one_shape_share_one_code(recording):
+    """Recompilations for other numbers and translations made again reuse the numpy graph's
+    code object (free-threaded 3.13 never frees a code object once a thread has run, so a
+    new one per graph would be kept for good there), with the right constants each."""
+    x = np.arange(3.0)
+    kept = []
+    for c in (2.0, 3.0, float("inf"), 2.0):  # the number a first translation specializes
+        kept.append(sot.translate(scale_by, backend="recording"))
+        np.testing.assert_array_equal(kept[-1](x, c), scale_by(x, c))
+    graphs = recording.alive()
+    assert len(graphs) == 4
+    assert len({id(graph().__code__) for graph in graphs}) == 1
 
 
 @pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use pyo3::prelude::*;
+use pyo3::types::PyWeakrefReference;
 
 use super::pyobject::StrongRef;
 use super::registry::Registry;
@@ -31,11 +32,31 @@ struct Answer {
     output: Option<StrongRef>,
 }
 
+/// A checked replacement, remembered without keeping it alive: a replacement may reference
+/// its original's globals (a hook's generated code calls functions of its module), and a
+/// strong reference from co_extra, which the GC does not see, would make globals -> function
+/// -> code -> co_extra -> replacement -> globals a cycle nothing could collect. Whoever made
+/// the replacement keeps it while it is in use.
+struct RememberedPlan {
+    /// A weak reference to the replacement code.
+    code: StrongRef,
+    arg_map: Option<Arc<[c_int]>>,
+}
+
+impl RememberedPlan {
+    /// The replacement, while it lives.
+    fn code<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        let weak = self.code.bind(py);
+        let weak = weak.cast::<PyWeakrefReference>().ok()?;
+        weak.upgrade()
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     generation: u64,
     answers: Vec<Answer>,
-    plans: Vec<Arc<Plan>>,
+    plans: Vec<RememberedPlan>,
     /// The whole chain's decision to run a replacement, and its generation.
     final_plan: Option<(u64, Arc<Plan>)>,
 }
@@ -158,16 +179,33 @@ impl CodeState {
 
     /// The plan for running `replacement` instead of the original, if checked before.
     pub fn plan(&self, replacement: &Bound<'_, PyAny>) -> Option<Arc<Plan>> {
+        let py = replacement.py();
         let inner = self.inner.lock();
-        inner.plans.iter().find(|plan| plan.code.is(replacement)).cloned()
+        let remembered = inner
+            .plans
+            .iter()
+            .find(|plan| plan.code(py).is_some_and(|code| code.is(replacement)))?;
+        Some(Arc::new(Plan {
+            code: StrongRef::new(replacement),
+            arg_map: remembered.arg_map.clone(),
+        }))
     }
 
-    pub fn remember_plan(&self, plan: Arc<Plan>) {
+    /// Remembers `plan`'s replacement as checked, for as long as it lives.
+    pub fn remember_plan(&self, plan: &Plan) -> PyResult<()> {
+        // SAFETY: plans are remembered by the dispatch, attached.
+        let py = unsafe { Python::assume_attached() };
+        let weak = PyWeakrefReference::new(&plan.code.bind(py))?;
         let mut inner = self.inner.lock();
-        if inner.plans.len() == MAX_PLANS {
+        inner.plans.retain(|p| p.code(py).is_some());
+        if inner.plans.len() >= MAX_PLANS {
             inner.plans.remove(0);
         }
-        inner.plans.push(plan);
+        inner.plans.push(RememberedPlan {
+            code: StrongRef::from_owned(weak.into_any()),
+            arg_map: plan.arg_map.clone(),
+        });
+        Ok(())
     }
 }
 

@@ -555,7 +555,7 @@ impl<'a, 'py> Chain<'a, 'py> {
             code: StrongRef::new(replacement),
             arg_map,
         });
-        state.remember_plan(Arc::clone(&plan));
+        state.remember_plan(&plan)?;
         Ok(Some(plan))
     }
 }

@@ -5,11 +5,13 @@ source line (so a traceback through a graph shows the user's own lines)."""
 from __future__ import annotations
 
 import ast
+import builtins
 import math
 import operator
 import os
 import types
 import warnings
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -266,9 +268,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             return "[" + ", ".join(operand(v) for v in value) + "]"
         if isinstance(value, slice):
             return f"_slice({operand(value.start)}, {operand(value.stop)}, {operand(value.step)})"
-        if type(value) is float and not math.isfinite(value):
-            return constant(value)  # inf and nan have no literal
-        if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
+        if value is None or type(value) in (bool, str):
             return repr(value)
         return constant(value)
 
@@ -340,12 +340,28 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 child.lineno = child.end_lineno = line
     definition.lineno = min(lines)
     definition.end_lineno = max(lines)
-    namespace: dict[str, Any] = {"_slice": slice, **constants}
-    exec(compile(tree, filename, "exec"), namespace)
-    function = namespace["__sot_graph"]
-    assert isinstance(function, types.FunctionType)
+    key = (filename, source, tuple(placed))
+    code = _CODES.get(key)
+    if code is None:
+        module_code = compile(tree, filename, "exec")
+        code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
+        # Marked nested: free-threaded 3.13 makes a function of a code without the flag
+        # immortal once a thread has run (deferred reference counting, gh-117696).
+        code = code.replace(co_flags=code.co_flags | _CO_NESTED)
+        _CODES[key] = code
+    namespace: dict[str, Any] = {"__builtins__": builtins, "_slice": slice, **constants}
+    function = types.FunctionType(code, namespace, "__sot_graph")
     function.__sot_source__ = source  # what the lowering made, for tests and debugging
     return function
+
+
+# A graph's code, by its source and lines, while a graph function uses it: graphs of one
+# shape (recompilations for another shape, dtype or number; translations of a closure made
+# again) share one code object, their constants (numbers included) in the function's
+# globals. CPython frees no code object made on free-threaded 3.13 once a thread has run
+# (gh-117696): there a new code per graph would be kept for good, and this reuses it.
+_CODES: weakref.WeakValueDictionary[tuple, types.CodeType] = weakref.WeakValueDictionary()
+_CO_NESTED = 0x10
 
 
 class _Bound:

@@ -95,13 +95,17 @@ pub struct Config {
     traced_prefixes: Vec<String>,
     /// The translated function's own code, whose outcome `Stats::own_frame` says.
     own_code: Option<StrongRef>,
+    /// The code caches that hold entries of this configuration: they go with it.
+    caches: Mutex<Vec<Weak<Entries>>>,
     pub stats: Stats,
 }
 
 static NEXT_CONFIG: AtomicU64 = AtomicU64::new(1);
 /// Bumped by `sot.reset()`: entries of earlier epochs are never used again.
 static EPOCH: AtomicU64 = AtomicU64::new(0);
-static CONFIGS: LazyLock<Mutex<Vec<Weak<Config>>>> = LazyLock::new(Mutex::default);
+/// Every configuration, by id (`Weak::strong_count` tells which live without upgrading one,
+/// which could drop the last reference, and its entries, under the lock).
+static CONFIGS: LazyLock<Mutex<Vec<(u64, Weak<Config>)>>> = LazyLock::new(Mutex::default);
 
 impl Config {
     pub fn new(
@@ -121,11 +125,12 @@ impl Config {
             cache_size,
             traced_prefixes,
             own_code,
+            caches: Mutex::default(),
             stats: Stats::default(),
         });
         let mut configs = CONFIGS.lock();
-        configs.retain(|c| c.strong_count() > 0);
-        configs.push(Arc::downgrade(&config));
+        configs.retain(|(_, c)| c.strong_count() > 0);
+        configs.push((config.id, Arc::downgrade(&config)));
         config
     }
 }
@@ -154,6 +159,15 @@ impl Drop for Config {
         if !self.traced_prefixes.is_empty() {
             TRACING_CONFIGS.fetch_sub(1, Ordering::AcqRel);
         }
+        // The translated function is gone: its entries (generated code, graphs, and through
+        // them the resume functions) go now, not when their code is next translated.
+        let caches = std::mem::take(self.caches.get_mut());
+        let id = self.id;
+        Python::attach(|_py| {
+            for entries in caches.iter().filter_map(Weak::upgrade) {
+                drop(entries.remove(|e| e.config == id));
+            }
+        });
     }
 }
 
@@ -210,20 +224,53 @@ impl Drop for Entry {
 }
 
 struct CacheState {
-    sources: SourceTable,
+    /// Shared by the states that only reorder or remove entries: a translation is stored
+    /// only if the table it extended is still the current one.
+    sources: Arc<SourceTable>,
     entries: Vec<Arc<Entry>>,
+}
+
+/// A code's cache entries: shared with the configurations that have entries in them, so
+/// that a translated function takes its entries along when it goes, and `sot.reset()`
+/// frees them all.
+#[derive(Default)]
+struct Entries {
+    state: ArcSwapOption<CacheState>,
+    writer: Mutex<()>,
+}
+
+impl Entries {
+    /// Removes the entries `gone` picks; returns the old state, for the caller to drop
+    /// after the lock (dropping entries runs Python code: the graphs' release).
+    #[must_use]
+    fn remove(&self, gone: impl Fn(&Entry) -> bool) -> Option<Arc<CacheState>> {
+        let _writer = self.writer.lock();
+        let old = self.state.load_full()?;
+        if !old.entries.iter().any(|e| gone(e)) {
+            return None;
+        }
+        let entries = old.entries.iter().filter(|e| !gone(e)).cloned().collect();
+        self.state.store(Some(Arc::new(CacheState {
+            sources: Arc::clone(&old.sources),
+            entries,
+        })));
+        Some(old)
+    }
 }
 
 /// The translator's state of one code object, in its co_extra.
 #[derive(Default)]
 struct CodeCache {
-    state: ArcSwapOption<CacheState>,
-    writer: Mutex<()>,
+    entries: Arc<Entries>,
     /// Codes the translator made (graphs) or must never enter.
     never: AtomicBool,
     /// UNJUDGED, TRANSLATED, NEVER or LIBRARY.
     verdict: AtomicU64,
-    /// Resume functions made from this code, by where they resume.
+    /// Resume functions (or codes, for frames with cells) made from this code, by where
+    /// they resume, held weakly: the generated codes that call one keep it alive, and a
+    /// resume function's globals must not be kept from co_extra (the GC does not see it:
+    /// globals -> function -> code -> co_extra -> resume function -> globals is a cycle
+    /// nothing could collect).
     resumes: Mutex<Vec<(codegen::ResumeKey, StrongRef)>>,
 }
 
@@ -441,7 +488,7 @@ impl RustHook for Translator {
         let mut seen = 0;
         let mut failed_guard = None;
         let mut changed_numbers = Vec::new();
-        if let Some(state) = cache.state.load_full() {
+        if let Some(state) = cache.entries.state.load_full() {
             let mut fetcher = Fetcher::new(context, &state.sources);
             for (index, entry) in state.entries.iter().enumerate() {
                 if entry.config != config.id || entry.epoch != epoch {
@@ -484,7 +531,12 @@ impl RustHook for Translator {
                         move_to_front(cache, index);
                     }
                     return Ok(match &entry.action {
-                        Action::Run { code, .. } => Some(code.bind(context.py()).clone()),
+                        Action::Run { code, holder } => {
+                            if holder.is_some() {
+                                keep_while_running(context, Arc::clone(entry));
+                            }
+                            Some(code.bind(context.py()).clone())
+                        }
                         Action::Original => None,
                     });
                 }
@@ -542,21 +594,39 @@ impl RustHook for Translator {
                 self.fallback(py, &config, record).map(|()| None)
             })
         });
-        outcome.map(|answer| answer.map(|c| c.bind(context.py()).clone()))
+        outcome.map(|answer| {
+            answer.map(|entry| {
+                let Action::Run { code, holder } = &entry.action else {
+                    unreachable!("translate answers with the entries that run generated code")
+                };
+                let code = code.bind(context.py()).clone();
+                if holder.is_some() {
+                    keep_while_running(context, entry);
+                }
+                code
+            })
+        })
     }
 }
 
+/// Keeps `entry` for as long as the frame runs its generated code: the code indexes its
+/// graph's holder, which dropping the entry clears (so that a generated code CPython keeps,
+/// immortal on free-threaded 3.13, does not keep the graph). Another thread may drop the
+/// entry meanwhile (`sot.reset()`, a retranslation, its translated function going).
+fn keep_while_running(context: &mut HookContext<'_, '_>, entry: Arc<Entry>) {
+    context.after_frame(Box::new(move |_py| drop(entry)));
+}
+
 fn move_to_front(cache: &CodeCache, index: usize) {
+    let cache = &*cache.entries;
     let _writer = cache.writer.lock();
     if let Some(state) = cache.state.load_full() {
         if index < state.entries.len() {
             let mut entries = state.entries.clone();
             let hit = entries.remove(index);
             entries.insert(0, hit);
-            // SAFETY: called from the hook, attached.
-            let py = unsafe { Python::assume_attached() };
             cache.state.store(Some(Arc::new(CacheState {
-                sources: state.sources.clone_ref(py),
+                sources: Arc::clone(&state.sources),
                 entries,
             })));
         }
@@ -590,7 +660,7 @@ impl Translator {
         recompiling: bool,
         changed_numbers: &[SourceId],
         epoch: u64,
-    ) -> PyResult<Option<Py<PyAny>>> {
+    ) -> PyResult<Option<Arc<Entry>>> {
         let code = code.clone().unbind().into_bound(py);
         let table = crate::bytecode::running_table(py)?;
         let backend_object = config.backend.bind(py);
@@ -621,9 +691,13 @@ impl Translator {
             })
             .collect();
         let globals = context.globals().unbind().into_bound(py);
-        let mut sources = cache
-            .state
-            .load_full()
+        // The state this translation extends: its entries' guards index its source table.
+        let started = cache.entries.state.load_full();
+        let mut sources = started
+            .as_ref()
+            // With no entry left (a dropped translation's went), the table starts afresh:
+            // what only they read (values they held, their names) goes with them.
+            .filter(|s| !s.entries.is_empty())
             .map(|s| s.sources.clone_ref(py))
             .unwrap_or_default();
         if !recompiling {
@@ -761,10 +835,6 @@ impl Translator {
             Action::Original => OwnFrame::Eager,
         };
         config.set_own_frame(&code, own_frame);
-        let answer = match &action {
-            Action::Run { code, .. } => Some(code.bind(py).clone().unbind()),
-            Action::Original => None,
-        };
         let guards = if matches!(action, Action::Original) {
             Vec::new()
         } else {
@@ -776,9 +846,34 @@ impl Translator {
             guards,
             action,
         });
-        let _writer = cache.writer.lock();
-        let old = cache.state.load_full();
-        let mut entries: Vec<Arc<Entry>> = old
+        let answer = matches!(entry.action, Action::Run { .. }).then(|| Arc::clone(&entry));
+        let entries = &cache.entries;
+        {
+            let mut caches = config.caches.lock();
+            if !caches
+                .iter()
+                .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(entries)))
+            {
+                caches.retain(|c| c.strong_count() > 0);
+                caches.push(Arc::downgrade(entries));
+            }
+        }
+        let _writer = entries.writer.lock();
+        let old = entries.state.load_full();
+        let same_table = match (&old, &started) {
+            (Some(old), Some(started)) => Arc::ptr_eq(&old.sources, &started.sources),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_table {
+            // Another thread stored entries meanwhile, whose guards index a table this
+            // translation's does not extend: this one runs once, uncached (the next call
+            // translates again if none of those entries fits).
+            drop(_writer);
+            drop(old);
+            return Ok(answer);
+        }
+        let mut kept: Vec<Arc<Entry>> = old
             .as_ref()
             .map(|s| {
                 // Entries of earlier epochs and of translated functions that are gone go.
@@ -790,11 +885,14 @@ impl Translator {
                     .collect()
             })
             .unwrap_or_default();
-        entries.insert(0, entry);
-        cache.state.store(Some(Arc::new(CacheState {
-            sources: vm.sources.clone_ref(py),
-            entries,
+        kept.insert(0, entry);
+        entries.state.store(Some(Arc::new(CacheState {
+            sources: Arc::new(vm.sources.clone_ref(py)),
+            entries: kept,
         })));
+        drop(_writer);
+        // The entries that went are dropped here, after the lock: dropping one runs Python code.
+        drop(old);
         Ok(answer)
     }
 
@@ -1031,6 +1129,11 @@ impl<'py> Translation<'_, 'py, '_> {
             .iter()
             .find(|(k, _)| *k == key)
             .map(|(_, r)| r.bind(py).clone());
+        // The weak reference's target, while a generated code still holds it.
+        let known = match known {
+            Some(weak) => Some(weak.call0()?).filter(|target| !target.is_none()),
+            None => None,
+        };
         let target = match known {
             Some(target) => target,
             None => {
@@ -1047,7 +1150,10 @@ impl<'py> Translation<'_, 'py, '_> {
                         .getattr("FunctionType")?
                         .call1((resume_code, vm_globals(vm)?))?
                 };
-                cache.resumes.lock().push((key, StrongRef::new(&target)));
+                let weak = import(py, "weakref")?.getattr("ref")?.call1((&target,))?;
+                let mut resumes = cache.resumes.lock();
+                resumes.retain(|(k, _)| *k != key);
+                resumes.push((key, StrongRef::from_owned(weak)));
                 target
             }
         };
@@ -1178,15 +1284,24 @@ fn live_configs() -> Vec<u64> {
     CONFIGS
         .lock()
         .iter()
-        .filter_map(Weak::upgrade)
-        .map(|c| c.id)
+        .filter(|(_, c)| c.strong_count() > 0)
+        .map(|(id, _)| *id)
         .collect()
 }
 
-/// Forgets every translation and counter (`sot.reset()`).
+/// Forgets every translation and counter (`sot.reset()`): every entry goes now (a call
+/// running one keeps it until it returns), with its generated code and graphs.
 pub fn reset() {
     EPOCH.fetch_add(1, Ordering::AcqRel);
-    for config in CONFIGS.lock().iter().filter_map(Weak::upgrade) {
+    let configs: Vec<Arc<Config>> = CONFIGS.lock().iter().filter_map(|(_, c)| c.upgrade()).collect();
+    let mut removed = Vec::new();
+    for config in &configs {
+        let caches: Vec<Arc<Entries>> = config.caches.lock().iter().filter_map(Weak::upgrade).collect();
+        removed.extend(caches.iter().filter_map(|c| c.remove(|_| true)));
+    }
+    // Dropped with no lock held: dropping entries runs Python code (graphs' release).
+    drop(removed);
+    for config in &configs {
         let stats = &config.stats;
         for counter in [
             &stats.translations,
