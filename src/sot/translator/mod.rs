@@ -105,7 +105,9 @@ static NEXT_CONFIG: AtomicU64 = AtomicU64::new(1);
 static EPOCH: AtomicU64 = AtomicU64::new(0);
 /// Every configuration, by id (`Weak::strong_count` tells which live without upgrading one,
 /// which could drop the last reference, and its entries, under the lock).
-static CONFIGS: LazyLock<Mutex<Vec<(u64, Weak<Config>)>>> = LazyLock::new(Mutex::default);
+static CONFIGS: LazyLock<Mutex<Vec<ConfigHandle>>> = LazyLock::new(Mutex::default);
+/// A configuration's id and a weak reference to it.
+type ConfigHandle = (u64, Weak<Config>);
 
 impl Config {
     pub fn new(
