@@ -1,11 +1,14 @@
 import dis
 import sys
+import sysconfig
 
 import pytest
 
 import framehook
 
 HOOKS_GENERATORS = sys.version_info >= (3, 11)
+# Free-threaded 3.13 makes new code objects immortal once a thread has run (gh-117696).
+FREE_THREADED_313 = bool(sysconfig.get_config_var("Py_GIL_DISABLED")) and sys.version_info[:2] == (3, 13)
 
 
 @pytest.fixture(autouse=True)

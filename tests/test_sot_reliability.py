@@ -17,11 +17,11 @@ import pytest
 
 import framehook
 import framehook.sot as sot
+from conftest import FREE_THREADED_313
 from framehook.sot._numpy_backend import NumpyBackend
 from framehook_dev import sot_soak, stress
 
 DEBUG = hasattr(sys, "gettotalrefcount")
-FREE_THREADED_313 = bool(sysconfig.get_config_var("Py_GIL_DISABLED")) and sys.version_info[:2] == (3, 13)
 IMMORTAL_ON_313T = ("on free-threaded 3.13, once a thread has run, CPython never frees a new code object, its "
                     "constants, nor a function top-level code makes (it makes them immortal, gh-117696): every "
                     "translation leaks its generated and resume codes, their constants (the emptied graph holder) "
@@ -228,7 +228,6 @@ def test_a_dropped_closure_takes_its_function_captures_and_inputs(recording):
     assert [ref() for ref in gone] == [None] * len(gone)
 
 
-@pytest.mark.xfail(FREE_THREADED_313, strict=True, reason=IMMORTAL_ON_313T)
 def test_translating_a_code_again_releases_the_graphs_of_dropped_translations(recording):
     """Closures of one factory share a code: its cache keeps the entries (graphs) of a dropped
     translation until the code is translated again; then only the newest remain. (With a
