@@ -122,6 +122,31 @@ def test_graph_break_resumes_and_counts():
     assert brk.filename == f.__code__.co_filename
 
 
+def test_a_value_dropped_after_a_break_is_freed_when_dropped():
+    """The frame that waits on a resume function holds none of its locals: what the rest
+    of the function drops is freed then, as in one frame. (A value live at the break is an
+    argument of the resume function, which the waiting frame holds until it returns.)"""
+    import weakref
+
+    class Held:
+        pass
+
+    def drop_after_break(box, freed):
+        obj = box.pop()
+        probe = weakref.ref(obj, lambda _: freed.append(True))
+        print("a break")
+        obj = None  # neither live at the break nor ever read again
+        return (freed == [True], probe() is None)
+
+    fast = sot.translate(drop_after_break)
+    for _ in range(2):
+        freed = []
+        assert fast([Held()], freed) == (True, True)
+    st = sot.stats(fast)
+    assert any("print" in b.reason for b in st.graph_breaks)
+    assert st.fallbacks == [] and st.cache_hits >= 1
+
+
 def test_branch_on_a_tensor_value_translates_the_branch_taken():
     def f(x):
         if x.sum() > 0:

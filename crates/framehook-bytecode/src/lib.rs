@@ -6,6 +6,7 @@
 //!   jumps and handlers resolved, locations attached) and back, byte for byte.
 //! * [`canonical`]: one instruction set for every version, raised from and lowered to the
 //!   running version's instructions.
+//! * [`liveness`]: which local variables canonical code may still read, per instruction.
 //!
 //! No Python here: code objects come in as their byte strings and name lists.
 
@@ -14,6 +15,7 @@ mod error;
 pub mod exceptions;
 mod expr;
 pub mod linetable;
+pub mod liveness;
 pub mod raw;
 mod stack;
 pub mod table;

@@ -259,11 +259,29 @@ trait Emit<'py>: Sized {
                 for var in &temporaries {
                     e.emit(Op::LoadFast, Arg::Var(*var));
                 }
-                Ok(temporaries.len() + live(e)?)
+                let count = temporaries.len() + live(e)?;
+                e.release_locals();
+                Ok(count)
             },
         )?;
         self.emit(Op::ReturnValue, Arg::None);
         Ok(())
+    }
+
+    /// Sets every local that is not a cell to None: the frame waits on the resume
+    /// function, which now holds what is live, and the original frees a value the
+    /// moment the rest of the function drops it (`del x`, a popped stack slot).
+    fn release_locals(&mut self) {
+        let py = self.writer().pools.py;
+        let vars = &self.writer().vars;
+        let locals: Vec<u32> = (0..vars.varnames.len())
+            .filter(|i| !vars.cellvars.contains(&vars.varnames[*i]))
+            .map(|i| i as u32)
+            .collect();
+        for var in locals {
+            self.load_const(py.None().into_bound(py));
+            self.emit(Op::StoreFast, Arg::Var(var));
+        }
     }
 }
 

@@ -15,12 +15,13 @@ pub mod python;
 mod value;
 mod vm;
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
 
 use arc_swap::ArcSwapOption;
+use framehook_bytecode::liveness::Liveness;
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -733,6 +734,7 @@ impl Translator {
                 recompiling,
                 qualname: &qualname,
                 restart: Cell::new(None),
+                liveness: OnceCell::new(),
             };
             let (action, explanation) = match ending {
                 Ok(Ending::Return(returned, locals)) => {
@@ -922,6 +924,8 @@ struct Translation<'t, 'py, 'b> {
     /// Set when the code cannot be made because of a value an earlier top-frame
     /// instruction made: translating again breaks before that instruction.
     restart: Cell<Option<usize>>,
+    /// Which variables the rest of the code may read (see `Translation::liveness`).
+    liveness: OnceCell<Option<Liveness>>,
 }
 
 impl<'py> Translation<'_, 'py, '_> {
@@ -1027,6 +1031,23 @@ impl<'py> Translation<'_, 'py, '_> {
         ))
     }
 
+    /// Which variables the rest of the code may read, from each instruction on; None
+    /// where the code names a function that reads its frame's variables (`locals()`,
+    /// `super()`...): then a resume function gets every bound one.
+    fn liveness(&self) -> PyResult<Option<&Liveness>> {
+        if let Some(liveness) = self.liveness.get() {
+            return Ok(liveness.as_ref());
+        }
+        let names: Vec<String> = self.code.getattr("co_names")?.extract()?;
+        let reads_frame = names
+            .iter()
+            .any(|n| n == "super" || vm::FRAME_READERS.iter().any(|(_, reader)| reader == n));
+        let vars = &self.info.vars;
+        let locals = vars.all().len() - vars.freevars.len();
+        let computed = (!reads_frame).then(|| Liveness::new(&self.info.instrs, locals));
+        Ok(self.liveness.get_or_init(|| computed).as_ref())
+    }
+
     /// The code for a frame that breaks at `point`: its graph, the break, and the call
     /// of the resume function (made once per place and stack layout).
     fn build_break(
@@ -1037,11 +1058,15 @@ impl<'py> Translation<'_, 'py, '_> {
         let (info, vm) = (self.info, self.vm);
         let variables = info.vars.all().len();
         let first_free = variables - info.vars.freevars.len();
+        let liveness = self.liveness()?;
         let live: Vec<(usize, usize)> = point.locals[..first_free]
             .iter()
             .enumerate()
             // Cells reach a resume function as its closure, not as arguments.
             .filter(|(_, vid)| !matches!(&vm.values[**vid], value::Val::Null | value::Val::Cell(_)))
+            // A variable the rest never reads is not handed on: the value goes where the
+            // original drops it, not when the resume function returns.
+            .filter(|(i, _)| liveness.map_or(true, |l| l.is_live(point.pc, *i)))
             .map(|(i, vid)| (i, *vid))
             .collect();
         let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();

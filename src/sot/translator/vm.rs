@@ -5053,6 +5053,19 @@ fn qualname(obj: &Bound<'_, PyAny>) -> String {
         )
 }
 
+/// The functions that read the variables of the frame calling them (with no arguments,
+/// for `locals`, `vars` and `dir`; without a namespace, for `eval` and `exec`).
+pub const FRAME_READERS: [(&str, &str); 8] = [
+    ("builtins", "locals"),
+    ("builtins", "vars"),
+    ("builtins", "dir"),
+    ("builtins", "eval"),
+    ("builtins", "exec"),
+    ("sys", "_getframe"),
+    ("inspect", "currentframe"),
+    ("inspect", "stack"),
+];
+
 // ---- Builtins ----
 impl<'py, 'b> Vm<'py, 'b> {
     /// A call whose result depends on the frame making it (its locals, itself): run from
@@ -5072,14 +5085,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .is_ok_and(|f| f.is(obj))
         };
         let given = args.len() + kwargs.len();
-        Ok(
-            (given == 0 && (is("builtins", "locals") || is("builtins", "vars") || is("builtins", "dir")))
-            // Without a globals namespace they run in the caller's.
-            || (given < 2 && (is("builtins", "eval") || is("builtins", "exec")))
-            || is("sys", "_getframe")
-            || is("inspect", "currentframe")
-            || is("inspect", "stack"),
-        )
+        Ok(FRAME_READERS.iter().any(|(module, name)| {
+            is(module, name)
+                && match *name {
+                    "locals" | "vars" | "dir" => given == 0,
+                    // Without a globals namespace they run in the caller's.
+                    "eval" | "exec" => given < 2,
+                    _ => true,
+                }
+        }))
     }
 
     fn builtin(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {

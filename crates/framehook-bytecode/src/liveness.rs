@@ -1,0 +1,166 @@
+//! Which local variables a canonical instruction sequence may still read: a backward
+//! dataflow over its control flow, exception edges included. A variable is live before
+//! an instruction when some path from it reads the variable before storing it again.
+//!
+//! The answer errs towards live: every instruction may fall through unless it always
+//! leaves, and in ≤ 3.10 code (handlers set up by `SETUP_*` blocks rather than an
+//! exception table) every block's handler counts as reachable from every instruction.
+
+use crate::canonical::{Arg, Instruction, Op};
+
+/// The live variables before each instruction, over canonical variable indices below
+/// `locals` (those above, cells and free variables, are never fast locals).
+pub struct Liveness {
+    words: usize,
+    live: Vec<u64>,
+}
+
+impl Liveness {
+    pub fn new(instrs: &[Instruction], locals: usize) -> Liveness {
+        let words = locals.div_ceil(64);
+        let mut live = vec![0u64; words * (instrs.len() + 1)];
+        let block_handlers: Vec<usize> = instrs
+            .iter()
+            .filter(|i| matches!(i.op, Op::SetupFinally | Op::SetupWith | Op::SetupAsyncWith))
+            .filter_map(|i| match i.arg {
+                Arg::Target(target) => Some(target),
+                _ => None,
+            })
+            .collect();
+        let local = |arg: &Arg| match arg {
+            Arg::Var(v) if (*v as usize) < locals => Some(*v as usize),
+            _ => None,
+        };
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (pc, instr) in instrs.iter().enumerate().rev() {
+                let mut out = vec![0u64; words];
+                let mut join = |from: usize| {
+                    let from = from.min(instrs.len());
+                    for (word, bits) in out.iter_mut().zip(&live[from * words..(from + 1) * words]) {
+                        *word |= bits;
+                    }
+                };
+                if falls_through(instr.op) {
+                    join(pc + 1);
+                }
+                if let Arg::Target(target) = instr.arg {
+                    join(target);
+                }
+                if let Some(handler) = instr.handler {
+                    join(handler.target);
+                }
+                for target in &block_handlers {
+                    join(*target);
+                }
+                if let Some(var) = local(&instr.arg) {
+                    let (word, bit) = (var / 64, 1u64 << (var % 64));
+                    match instr.op {
+                        Op::StoreFast => out[word] &= !bit,
+                        // Deleting needs the variable bound; saving it for a comprehension
+                        // (restored after) reads it.
+                        Op::LoadFast | Op::LoadFastCheck | Op::LoadFastAndClear | Op::DeleteFast => {
+                            out[word] |= bit
+                        }
+                        _ => {}
+                    }
+                }
+                let before = &mut live[pc * words..(pc + 1) * words];
+                if before != out.as_slice() {
+                    before.copy_from_slice(&out);
+                    changed = true;
+                }
+            }
+        }
+        Liveness { words, live }
+    }
+
+    /// Whether `var` may be read from instruction `pc` on before it is stored again.
+    pub fn is_live(&self, pc: usize, var: usize) -> bool {
+        let (word, bit) = (var / 64, 1u64 << (var % 64));
+        word < self.words
+            && self
+                .live
+                .get(pc * self.words + word)
+                .is_some_and(|bits| bits & bit != 0)
+    }
+}
+
+/// Whether the next instruction may run after this one.
+fn falls_through(op: Op) -> bool {
+    !matches!(
+        op,
+        Op::Jump | Op::JumpNoInterrupt | Op::ReturnValue | Op::RaiseVarargs | Op::Reraise
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::Handler;
+    use crate::Location;
+
+    fn instr(op: Op, arg: Arg) -> Instruction {
+        Instruction {
+            op,
+            arg,
+            location: Location::NONE,
+            handler: None,
+        }
+    }
+
+    #[test]
+    fn a_variable_stored_again_before_any_read_is_dead() {
+        // 0: x = ...; 1: print(); 2: x = None; 3: return y
+        let code = [
+            instr(Op::StoreFast, Arg::Var(0)),
+            instr(Op::Nop, Arg::None),
+            instr(Op::LoadConst, Arg::None),
+            instr(Op::StoreFast, Arg::Var(0)),
+            instr(Op::LoadFast, Arg::Var(1)),
+            instr(Op::ReturnValue, Arg::None),
+        ];
+        let live = Liveness::new(&code, 2);
+        assert!(!live.is_live(1, 0) && live.is_live(1, 1));
+        assert!(!live.is_live(5, 1));
+    }
+
+    #[test]
+    fn reads_on_a_jump_target_or_in_a_handler_keep_a_variable_live() {
+        let mut raising = instr(Op::Nop, Arg::None);
+        raising.handler = Some(Handler {
+            target: 5,
+            depth: 0,
+            lasti: false,
+        });
+        let code = [
+            instr(Op::PopJumpIfTrue, Arg::Target(3)),
+            raising,
+            instr(Op::ReturnValue, Arg::None),
+            instr(Op::LoadFast, Arg::Var(0)),
+            instr(Op::ReturnValue, Arg::None),
+            instr(Op::DeleteFast, Arg::Var(1)),
+            instr(Op::Reraise, Arg::None),
+        ];
+        let live = Liveness::new(&code, 2);
+        assert!(live.is_live(0, 0) && live.is_live(0, 1));
+        assert!(!live.is_live(1, 0) && live.is_live(1, 1));
+    }
+
+    #[test]
+    fn a_block_handler_is_reachable_from_everywhere() {
+        // ≤ 3.10: try: x = ...; call() / except: return x
+        let code = [
+            instr(Op::SetupFinally, Arg::Target(5)),
+            instr(Op::StoreFast, Arg::Var(0)),
+            instr(Op::Nop, Arg::None),
+            instr(Op::PopBlock, Arg::None),
+            instr(Op::ReturnValue, Arg::None),
+            instr(Op::LoadFast, Arg::Var(0)),
+            instr(Op::ReturnValue, Arg::None),
+        ];
+        let live = Liveness::new(&code, 1);
+        assert!(live.is_live(2, 0) && live.is_live(0, 0));
+    }
+}
