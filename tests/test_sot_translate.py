@@ -147,6 +147,35 @@ def test_a_value_dropped_after_a_break_is_freed_when_dropped():
     assert st.fallbacks == [] and st.cache_hits >= 1
 
 
+def test_a_frame_started_under_a_trace_function_runs_its_own_code():
+    """A debugger or line tracer sees the original's lines: under sys.settrace the frame
+    runs its own code, and the translation serves the calls made without a tracer."""
+
+    def f(x):
+        y = x + 1
+        return y * 2
+
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
+    lines = []
+
+    def tracer(frame, event, arg):
+        if event == "line" and frame.f_code is f.__code__:
+            lines.append(frame.f_lineno - f.__code__.co_firstlineno)
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        traced = fast(np.ones(2))
+    finally:
+        sys.settrace(None)
+    assert lines == [1, 2]
+    np.testing.assert_array_equal(traced, f(np.ones(2)))
+    np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.ops_captured, st.cache_hits) == (1, 1, 2, 1)
+
+
 def test_branch_on_a_tensor_value_translates_the_branch_taken():
     def f(x):
         if x.sum() > 0:

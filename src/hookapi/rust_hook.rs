@@ -87,6 +87,12 @@ impl<'a, 'py> HookContext<'a, 'py> {
         pep523_backend::has_exception_table(code)
     }
 
+    /// Whether a trace function (`sys.settrace`: a debugger, a line tracer) is set on
+    /// this frame's thread.
+    pub fn thread_traced(&self) -> bool {
+        self.view.thread_traced()
+    }
+
     /// Until dropped, this thread runs as a hook does: unseen by tracers and
     /// profilers, and the frames it starts are not hooked.
     pub fn suspend_tracing(&self) -> TracingSuspended {

@@ -194,6 +194,8 @@ PyObject *fh_view_globals(const fh_frame_view *view);   /* borrowed */
 PyObject *fh_view_builtins(const fh_frame_view *view);  /* borrowed */
 PyObject *fh_view_locals(const fh_frame_view *view);    /* new dict, or NULL with error */
 PyObject *fh_view_back(const fh_frame_view *view);      /* new reference, Py_None if none */
+/* 1 if the frame's thread has a trace function (sys.settrace), 0 if not. */
+int fh_view_thread_traced(const fh_frame_view *view);
 /* Argument `index` (of co_varnames) as bound at entry, unboxed; free variable
  * `index` (of co_freevars), its cell's contents. Borrowed, or NULL (no error)
  * when unbound or out of range. */

@@ -126,6 +126,7 @@ extern "C" {
     pub fn fh_view_builtins(view: *const FrameViewRaw) -> *mut PyObject;
     pub fn fh_view_locals(view: *const FrameViewRaw) -> *mut PyObject;
     pub fn fh_view_back(view: *const FrameViewRaw) -> *mut PyObject;
+    pub fn fh_view_thread_traced(view: *const FrameViewRaw) -> c_int;
     pub fn fh_view_argument(view: *const FrameViewRaw, index: Py_ssize_t) -> *mut PyObject;
     pub fn fh_view_free_variable(view: *const FrameViewRaw, index: Py_ssize_t) -> *mut PyObject;
     pub fn fh_view_free_cell(view: *const FrameViewRaw, index: Py_ssize_t) -> *mut PyObject;

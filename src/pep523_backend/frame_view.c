@@ -137,6 +137,11 @@ PyObject *fh_view_free_variable(const fh_frame_view *view, Py_ssize_t index)
     return cell != NULL ? PyCell_GET(cell) : NULL;
 }
 
+int fh_view_thread_traced(const fh_frame_view *view)
+{
+    return view->tstate->c_tracefunc != NULL;
+}
+
 PyObject *fh_view_back(const fh_frame_view *view)
 {
 #if FH_INTERP_FRAMES

@@ -451,6 +451,12 @@ impl<'a> FrameView<'a> {
         }
     }
 
+    /// Whether the frame's thread has a trace function (`sys.settrace`).
+    pub fn thread_traced(&self) -> bool {
+        // SAFETY: the view is valid; this reads its thread state's trace function.
+        unsafe { contract::fh_view_thread_traced(self.raw) != 0 }
+    }
+
     /// The caller's frame object, or None.
     pub fn back<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: the view is valid; new reference or NULL with an error.

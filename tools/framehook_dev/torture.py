@@ -131,6 +131,8 @@ SOT_INHERENT: dict[str, str] = {
         "is raised from a bridge (a resume function), one frame more than the original"),
 }
 SOT_REASONS_SHOWN = 10
+# The driver's overall result, compared as one more "test".
+MODULE_RESULT = "<module result>"
 
 PASSED = {"pass", "xfail"}
 SKIPPED = {"skip"}
@@ -312,7 +314,7 @@ def _fatal_lines(lines: list[str]) -> list[str]:
 def differences(base: dict, hooked: dict) -> list[dict]:
     out = []
     if base["result"] != hooked["result"]:
-        out.append({"test": "<module result>", "none": base["status"], "hooked": hooked["status"]})
+        out.append({"test": MODULE_RESULT, "none": base["status"], "hooked": hooked["status"]})
     for test in sorted(set(base["tests"]) | set(hooked["tests"])):
         b = base["tests"].get(test, {})
         h = hooked["tests"].get(test, {})
@@ -384,11 +386,18 @@ def sot_inherent_reason(test: str) -> str | None:
 
 def explain_sot(verdict: dict) -> None:
     """Tags each SOT divergence ``sot-inherent`` (with why) when ``SOT_INHERENT`` lists it."""
-    for d in verdict["tests"]:
+    tests = [d for d in verdict["tests"] if d["test"] != MODULE_RESULT]
+    for d in tests:
         why = sot_inherent_reason(d["test"])
         d["cause"] = "sot-inherent" if why else "unexplained"
         if why:
             d["why"] = why
+    explained = tests and all(d["cause"] != "unexplained" for d in tests)
+    for d in verdict["tests"]:
+        if d["test"] == MODULE_RESULT:
+            d["cause"] = "sot-inherent" if explained else "unexplained"
+            if explained:
+                d["why"] = "the driver's result follows from the tests' divergences, each inherent"
     if verdict["tests"] and all(d["cause"] != "unexplained" for d in verdict["tests"]):
         verdict["verdict"] = "inherent"
 

@@ -487,6 +487,11 @@ impl RustHook for Translator {
                 return Ok(None);
             }
         }
+        // Under a trace function (a debugger, a line tracer) the frame runs its own code,
+        // so that the tracer sees the original's lines and events.
+        if context.thread_traced() {
+            return Ok(None);
+        }
         let epoch = EPOCH.load(Ordering::Acquire);
         let mut seen = 0;
         let mut failed_guard = None;

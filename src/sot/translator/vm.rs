@@ -2492,21 +2492,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             Op::MatchKeys => {
                 let depth = frame.stack.len();
                 let (subject, keys) = (frame.stack[depth - 2], frame.stack[depth - 1]);
-                let mut values = Vec::new();
-                let mut matched = true;
-                for key in self.items_of(keys)? {
-                    let found = self.contains(subject, key)?;
-                    if !found {
-                        matched = false;
-                        break;
-                    }
-                    values.push(self.subscript(subject, key)?);
-                }
-                let result = if matched {
-                    self.push_val(Val::Tuple(values))
-                } else {
-                    self.none()
-                };
+                let values = self.match_keys(subject, keys)?;
+                let matched = values.is_some();
+                let result = values.unwrap_or_else(|| self.none());
                 frame.stack.push(result);
                 if self.pushes_match_flag("MATCH_KEYS", 2)? {
                     let flag = self.boolean(matched);
@@ -4461,66 +4449,63 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(flags & if mapping { MAPPING } else { SEQUENCE } != 0)
     }
 
-    /// `MATCH_CLASS`: the subject's attributes a class pattern names, or None.
+    /// `MATCH_CLASS`: the attributes a class pattern binds, or None where the subject does
+    /// not match. A pattern CPython rejects (a class that is not a type, a `__match_args__`
+    /// that is not a tuple of strings, too many positional sub-patterns, an attribute named
+    /// twice) breaks, so that the instruction raises its own error where it runs.
     fn match_class(&mut self, subject: Vid, class: Vid, count: usize, names: Vid) -> Res<Option<Vid>> {
         let class = self.concrete(class)?;
+        if !class.is_instance_of::<PyType>() {
+            return unsupported("a class pattern whose class is not a type");
+        }
         let ty = self.type_of(subject)?;
         if !self.builtin("issubclass")?.call1((&ty, &class))?.is_truthy()? {
             return Ok(None);
         }
-        let mut values = Vec::new();
+        let mut attributes: Vec<Bound<'py, PyAny>> = Vec::new();
+        // Types flagged `_Py_TPFLAGS_MATCH_SELF` (bool, int, str, list... and their
+        // subclasses) match one positional pattern against the subject itself, unless
+        // they define `__match_args__`.
+        let mut match_self = false;
         if count > 0 {
-            // Builtin types match their one positional pattern against the subject itself.
-            let self_matching = [
-                "bool",
-                "bytearray",
-                "bytes",
-                "dict",
-                "float",
-                "frozenset",
-                "int",
-                "list",
-                "set",
-                "str",
-                "tuple",
-            ]
-            .iter()
-            .any(|n| self.builtin(n).is_ok_and(|b| b.is(&class)));
-            if self_matching {
-                if count != 1 {
-                    return Err(Problem::Python(PyTypeError::new_err(
-                        "too many positional sub-patterns",
-                    )));
-                }
-                values.push(subject);
-            } else {
-                let match_args: Vec<String> = match class.getattr("__match_args__") {
-                    Ok(args) => args.extract()?,
-                    Err(_) => Vec::new(),
-                };
-                if count > match_args.len() {
-                    return Err(Problem::Python(PyTypeError::new_err(format!(
-                        "{}() accepts {} positional sub-patterns ({count} given)",
-                        qualname(&class),
-                        match_args.len()
-                    ))));
-                }
-                for name in &match_args[..count] {
-                    match self.load_attr(subject, name) {
-                        Ok(v) => values.push(v),
-                        Err(Problem::Python(err))
-                            if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) =>
-                        {
-                            return Ok(None)
+            match class.getattr("__match_args__") {
+                Ok(match_args) => {
+                    let Ok(match_args) = match_args.cast_exact::<PyTuple>() else {
+                        return unsupported("a __match_args__ that is not a tuple");
+                    };
+                    if match_args.len() < count {
+                        return unsupported("more positional sub-patterns than __match_args__ names");
+                    }
+                    for name in match_args.iter().take(count) {
+                        if !name.is_exact_instance_of::<PyString>() {
+                            return unsupported("a __match_args__ name that is not a str");
                         }
-                        Err(other) => return Err(other),
+                        attributes.push(name);
                     }
                 }
+                Err(err) if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) => {
+                    let flags: u64 = class.getattr("__flags__")?.extract()?;
+                    match_self = flags & MATCH_SELF_FLAG != 0;
+                    if !match_self || count > 1 {
+                        return unsupported("more positional sub-patterns than the class accepts");
+                    }
+                }
+                Err(err) => return Err(err.into()),
             }
         }
-        let names: Vec<String> = self.concrete(names)?.extract()?;
-        for name in names {
-            match self.load_attr(subject, &name) {
+        attributes.extend(
+            self.concrete(names)?
+                .cast_into::<PyTuple>()
+                .map_err(PyErr::from)?
+                .iter(),
+        );
+        let distinct = pyo3::types::PySet::new(self.py, &attributes)?;
+        if distinct.len() < attributes.len() {
+            return unsupported("a class pattern naming an attribute twice");
+        }
+        let mut values = if match_self { vec![subject] } else { Vec::new() };
+        for name in attributes {
+            match self.load_attr(subject, &name.extract::<String>()?) {
                 Ok(v) => values.push(v),
                 Err(Problem::Python(err))
                     if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) =>
@@ -4529,6 +4514,39 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Err(other) => return Err(other),
             }
+        }
+        Ok(Some(self.push_val(Val::Tuple(values))))
+    }
+
+    /// `MATCH_KEYS`: the values of a mapping pattern's keys, or None where one is missing.
+    /// CPython looks each up with `subject.get(key, <missing>)`, which for an exact dict
+    /// is `key in subject` then `subject[key]`; a key named twice breaks (CPython raises).
+    fn match_keys(&mut self, subject: Vid, keys: Vid) -> Res<Option<Vid>> {
+        let keys = self.items_of(keys)?;
+        let concrete_keys = keys.iter().map(|k| self.concrete(*k)).collect::<Res<Vec<_>>>()?;
+        let distinct = pyo3::types::PySet::new(self.py, &concrete_keys)?;
+        if distinct.len() < keys.len() {
+            return unsupported("a mapping pattern naming a key twice");
+        }
+        let exact_dict = self.type_of(subject)?.is(self.py.get_type::<PyDict>());
+        let missing = self.builtin("object")?.call0()?;
+        let missing = self.constant(missing);
+        let mut values = Vec::with_capacity(keys.len());
+        for key in keys {
+            let value = if exact_dict {
+                if !self.contains(subject, key)? {
+                    return Ok(None);
+                }
+                self.subscript(subject, key)?
+            } else {
+                let get = self.load_attr(subject, "get")?;
+                let value = self.call(get, vec![key, missing], vec![])?;
+                if value == missing || self.concrete(value)?.is(self.concrete(missing)?) {
+                    return Ok(None);
+                }
+                value
+            };
+            values.push(value);
         }
         Ok(Some(self.push_val(Val::Tuple(values))))
     }
@@ -5053,6 +5071,10 @@ fn qualname(obj: &Bound<'_, PyAny>) -> String {
         )
 }
 
+/// `_Py_TPFLAGS_MATCH_SELF` (3.10+): a class pattern's one positional sub-pattern matches
+/// the subject itself.
+const MATCH_SELF_FLAG: u64 = 1 << 22;
+
 /// The functions that read the variables of the frame calling them (with no arguments,
 /// for `locals`, `vars` and `dir`; without a namespace, for `eval` and `exec`).
 pub const FRAME_READERS: [(&str, &str); 8] = [
@@ -5526,6 +5548,9 @@ impl<'py> Vm<'py, '_> {
             ) => (n as usize, 1),
             (Op::BuildMap, Arg::Int(n)) => (2 * n as usize, 1),
             (Op::BuildConstKeyMap, Arg::Int(n)) => (n as usize + 1, 1),
+            // Both leave the subject (and the keys) as they found them, and what they push.
+            (Op::MatchClass, _) => (3, (3 + self.stack_effect("MATCH_CLASS", 0, false).ok()?) as usize),
+            (Op::MatchKeys, _) => (2, (2 + self.stack_effect("MATCH_KEYS", 0, false).ok()?) as usize),
             (Op::MakeFunction, arg) => {
                 let oparg = if let Arg::Int(n) = arg { n } else { 0 };
                 (
