@@ -72,18 +72,7 @@ class NumpyBackend:
 # translation's examples) are those of every later call. Each rule below is the only place
 # its rewrite is made; a node no rule applies to is called as recorded.
 
-# ``operator.add(a, b)`` is ``a + b`` by definition: the expression, without the call.
-_INFIX = {
-    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
-    operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&", operator.or_: "|",
-    operator.xor: "^", operator.lt: "<", operator.le: "<=", operator.eq: "==",
-    operator.ne: "!=", operator.gt: ">", operator.ge: ">=",
-}
-_PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
-
-
-class _ById(dict):
+class _ById(dict[int, tuple[Any, Any]]):
     """A table keyed by the identity of functions (a node's function may be any callable,
     unhashable or with an ``__eq__`` of its own)."""
 
@@ -98,37 +87,50 @@ class _ById(dict):
     def of(self, function: Any) -> Any:
         return self[id(function)][1]
 
+    def functions(self) -> list[Any]:
+        return [function for function, _ in self.values()]
+
+
+# ``operator.add(a, b)`` is ``a + b`` by definition: the expression, without the call.
+_INFIX = _ById({
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+    operator.floordiv: "//", operator.mod: "%", operator.pow: "**", operator.matmul: "@",
+    operator.lshift: "<<", operator.rshift: ">>", operator.and_: "&", operator.or_: "|",
+    operator.xor: "^", operator.lt: "<", operator.le: "<=", operator.eq: "==",
+    operator.ne: "!=", operator.gt: ">", operator.ge: ">=",
+})
+_PREFIX = _ById({operator.neg: "-", operator.pos: "+", operator.invert: "~"})
+
+
+
 # Arithmetic whose Python-number operand numpy converts to the array operand's dtype (NEP 50
 # weak scalars) before running the ufunc's loop for that dtype: the number is converted once,
 # at compile time, to a 0-d array of that dtype (same cast, same loop, same result).
-_WEAK_SCALAR_ARITHMETIC = (
+_WEAK_SCALAR_ARITHMETIC = _ById((
     operator.add, operator.sub, operator.mul, operator.truediv,
     np.add, np.subtract, np.multiply, np.true_divide, np.maximum, np.minimum,
-)
+))
 
 _METHODS = np.ndarray.__dict__
 # Reductions reached through numpy's Python wrappers (``numpy._core._methods`` for the
 # methods, ``fromnumeric`` for the functions): on an exact ndarray each is one ufunc
 # reduce, ``umr(a, axis, dtype, out, keepdims)``. ``max``/``min`` take no dtype (None).
-_REDUCTIONS = {
+_REDUCTIONS = _ById({
     _METHODS["sum"]: np.add.reduce, np.sum: np.add.reduce,
     _METHODS["max"]: np.maximum.reduce, np.max: np.maximum.reduce,
     _METHODS["min"]: np.minimum.reduce, np.min: np.minimum.reduce,
-}
-_MEANS = (_METHODS["mean"], np.mean)
+})
+_MEANS = _ById((_METHODS["mean"], np.mean))
 # Methods that read a sequence argument only: a constant list passed may be a tuple.
-_SHAPE_METHODS = (_METHODS["reshape"], _METHODS["transpose"])
+_SHAPE_METHODS = _ById((_METHODS["reshape"], _METHODS["transpose"]))
 # What the compile-time run may call: pure, on the value types it checks.
-_PURE_METHODS = _ById([*_REDUCTIONS, *_MEANS, *_SHAPE_METHODS, _METHODS["astype"], _METHODS["copy"]])
-_REDUCTIONS = _ById(_REDUCTIONS)
-_MEANS = _ById(_MEANS)
-_SHAPE_METHODS = _ById(_SHAPE_METHODS)
-_WEAK_SCALAR_ARITHMETIC = _ById(_WEAK_SCALAR_ARITHMETIC)
-_INFIX = _ById(_INFIX)
-_PREFIX = _ById(_PREFIX)
+_PURE_METHODS = _ById([
+    *_REDUCTIONS.functions(), *_MEANS.functions(), *_SHAPE_METHODS.functions(),
+    _METHODS["astype"], _METHODS["copy"],
+])
 
 
-def _resolve(value: Any, values: list, ref_type: type) -> Any:
+def _resolve(value: Any, values: list, ref_type: Any) -> Any:
     if isinstance(value, ref_type):
         found = values[value.index]
         if found is _UNKNOWN:
@@ -143,7 +145,7 @@ def _resolve(value: Any, values: list, ref_type: type) -> Any:
     return value
 
 
-_UNKNOWN = object()
+_UNKNOWN: Any = object()
 _PLAIN_OPERANDS = (bool, int, float, complex, type(None), slice, tuple, list, np.dtype, type)
 
 
@@ -316,7 +318,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         return None
 
     params = ", ".join(f"v{i}" for i in range(inputs))
-    statements = []
+    statements: list[tuple[str, int]] = []
     filename = nodes[0][3] if nodes else "<sot graph>"
     for index, (function, args, kwargs, node_file, line) in enumerate(nodes):
         target = f"v{inputs + index}"
@@ -351,7 +353,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         _CODES[key] = code
     namespace: dict[str, Any] = {"__builtins__": builtins, "_slice": slice, **constants}
     function = types.FunctionType(code, namespace, "__sot_graph")
-    function.__sot_source__ = source  # what the lowering made, for tests and debugging
+    function.__dict__["__sot_source__"] = source  # what the lowering made, for tests and debugging
     return function
 
 
