@@ -124,8 +124,9 @@ def test_graph_break_resumes_and_counts():
 
 def test_a_value_dropped_after_a_break_is_freed_when_dropped():
     """The frame that waits on a resume function holds none of its locals: what the rest
-    of the function drops is freed then, as in one frame. (A value live at the break is an
-    argument of the resume function, which the waiting frame holds until it returns.)"""
+    of the function drops is freed then, as in one frame, and what it never stores again
+    lives to the end. (A value live at the break is an argument of the resume function,
+    which the waiting frame holds until it returns.)"""
     import weakref
 
     class Held:
@@ -138,13 +139,20 @@ def test_a_value_dropped_after_a_break_is_freed_when_dropped():
         obj = None  # neither live at the break nor ever read again
         return (freed == [True], probe() is None)
 
-    fast = sot.translate(drop_after_break)
-    for _ in range(2):
-        freed = []
-        assert fast([Held()], freed) == (True, True)
-    st = sot.stats(fast)
-    assert any("print" in b.reason for b in st.graph_breaks)
-    assert st.fallbacks == [] and st.cache_hits >= 1
+    def keep_to_the_end(box, freed):
+        obj = box.pop()
+        probe = weakref.ref(obj, lambda _: freed.append(True))
+        print("a break")
+        return (freed == [], probe() is not None)  # obj is never stored again: kept
+
+    for function in (drop_after_break, keep_to_the_end):
+        fast = sot.translate(function)
+        for _ in range(2):
+            freed = []
+            assert fast([Held()], freed) == (True, True)
+        st = sot.stats(fast)
+        assert any("print" in b.reason for b in st.graph_breaks)
+        assert st.fallbacks == [] and st.cache_hits >= 1
 
 
 def test_a_frame_started_under_a_trace_function_runs_its_own_code():

@@ -1069,9 +1069,14 @@ impl<'py> Translation<'_, 'py, '_> {
             .enumerate()
             // Cells reach a resume function as its closure, not as arguments.
             .filter(|(_, vid)| !matches!(&vm.values[**vid], value::Val::Null | value::Val::Cell(_)))
-            // A variable the rest never reads is not handed on: the value goes where the
-            // original drops it, not when the resume function returns.
-            .filter(|(i, _)| liveness.map_or(true, |l| l.is_live(point.pc, *i)))
+            // A variable the rest never reads but stores again is not handed on: its value
+            // goes about when the original drops it, not when the resume function returns.
+            // One never stored again is, as the original frame holds it to the end.
+            .filter(|(i, _)| {
+                liveness.map_or(true, |l| {
+                    l.is_live(point.pc, *i) || !l.may_be_stored(point.pc, *i)
+                })
+            })
             .map(|(i, vid)| (i, *vid))
             .collect();
         let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();
