@@ -805,3 +805,126 @@ def test_a_division_by_a_dynamic_number_that_becomes_zero_raises_zerodivisionerr
     with pytest.raises(ZeroDivisionError):
         fast(x, 3)
     assert sot.stats(fast).cache_hits >= 1
+
+
+def test_an_iterator_over_a_made_list_sees_the_list_change_and_stays_exhausted():
+    def f():
+        a = [1, 2, 3]
+        exhausted, fresh = iter(a), iter(a)
+        for _ in exhausted:
+            next(fresh)
+        a.append(9)
+        return list(exhausted), list(fresh)
+
+    fast = sot.translate(f)
+    assert fast() == f() == ([], [9])
+    st = sot.stats(fast)
+    assert (st.translations, st.graph_breaks, st.fallbacks) == (1, [], [])
+
+
+def test_a_list_iterator_live_at_a_break_is_over_the_live_list():
+    def f():
+        a = [1, 2, 3]
+        it = iter(a)
+        first = next(it)
+        print("between")
+        a.append(4)
+        return first, list(it), type(it).__name__
+
+    fast = sot.translate(f)
+    assert fast() == f() == (1, [2, 3, 4], "list_iterator")
+    assert "print" in sot.stats(fast).graph_breaks[0].reason
+
+
+def test_in_place_list_operators_keep_the_list():
+    def f(frame_list):
+        made = [1]
+        alias = made
+        made *= 3
+        frame_list *= 2
+        frame_list += [0]
+        return made is alias, made, frame_list
+
+    fast = sot.translate(f)
+    given, expected_list = [5], [5]
+    assert fast(given) == f(expected_list) and given == expected_list == [5, 5, 0]
+    st = sot.stats(fast)
+    assert (st.translations, st.graph_breaks, st.fallbacks) == (1, [], [])
+
+
+def test_an_in_place_operator_on_a_dict_breaks_instead_of_changing_it_while_translating():
+    def f(d):
+        d |= {"b": 2}
+        return d
+
+    fast = sot.translate(f)
+    given = {"a": 1}
+    assert fast(given) is given and given == {"a": 1, "b": 2}
+    assert "in-place operator" in sot.stats(fast).graph_breaks[0].reason
+
+
+def test_sequence_constructors_reject_keywords_and_copy_only_what_is_mutable():
+    def f(t, fs):
+        try:
+            list(sequence=[])
+        except TypeError as e:
+            raised = str(e)
+        return raised, tuple(t) is t, frozenset(fs) is fs, list(t) is t, tuple((1, 2)) == (1, 2)
+
+    fast = sot.translate(f)
+    t, fs = (1, 2), frozenset("ab")
+    assert fast(t, fs) == f(t, fs)
+    assert fast(t, fs)[1:4] == (True, True, False)
+    assert any("keyword" in b.reason for b in sot.stats(fast).graph_breaks)
+
+
+def test_a_frozenset_constant_keeps_its_identity_at_a_break():
+    def f(holder):
+        dup = holder.s.copy()
+        print("between")
+        return dup is holder.s, id(dup) == id(holder.s)
+
+    class Holder:
+        s = frozenset(["a longer string", "abc"])
+
+    fast = sot.translate(f)
+    assert fast(Holder) == f(Holder) == (True, True)
+
+
+def test_a_builtin_of_an_iterator_runs_in_python():
+    class Stop(Exception):
+        pass
+
+    def raising():
+        raise Stop
+        yield 1
+
+    def f(fs, it):
+        try:
+            fs.union(it)
+        except Stop:
+            return "raised"
+        return "not raised"
+
+    fast = sot.translate(f)
+    assert fast(frozenset("ab"), raising()) == f(frozenset("ab"), raising()) == "raised"
+    assert fast(frozenset("ab"), raising()) == "raised"
+
+
+def test_set_elements_with_a_python_hash_are_not_hashed_while_translating():
+    class Counted(int):
+        calls = 0
+
+        def __hash__(self):
+            Counted.calls += 1
+            return int.__hash__(self)
+
+    def f(d):
+        return len(set(d)), len(frozenset(d)), {1, 2} == {2, 1}
+
+    d = dict.fromkeys(map(Counted, range(5)))
+    fast = sot.translate(f)
+    Counted.calls = 0
+    assert fast(d) == f(d) == (5, 5, True)
+    assert Counted.calls == 0
+    assert any("__hash__" in b.reason for b in sot.stats(fast).graph_breaks)

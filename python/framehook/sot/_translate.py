@@ -7,7 +7,7 @@ import functools
 import importlib.util
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -179,3 +179,14 @@ def _call_with(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """What SOT's generated code puts in a call's NULL slot on 3.9/3.10 (no PUSH_NULL there):
     ``CALL_METHOD`` calls it with the callable above it, as if the slot were NULL."""
     return function(*args, **kwargs)
+
+
+def _list_iterator(items: list[Any], position: int | None) -> Iterator[Any]:
+    """A list iterator that SOT's generated code rebuilds at a graph break: over the live
+    list, ``position`` items on; exhausted where ``position`` is None (it stays so)."""
+    iterator = iter(items)
+    if position is None:
+        next(iterator, None)
+    else:
+        iterator.__setstate__(position)
+    return iterator

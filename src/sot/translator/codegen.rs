@@ -432,6 +432,7 @@ fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
         Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => items.clone(),
         Val::Interpolation(parts) => parts.to_vec(),
         Val::Iter { items, next } => items[*next..].to_vec(),
+        Val::ListIter { list, next: Some(_) } => vec![*list],
         Val::Dict(items) => items.iter().flat_map(|(k, v)| [*k, *v]).collect(),
         Val::Slice(a, b, c) => vec![*a, *b, *c],
         Val::Method { function, receiver } => vec![*function, *receiver],
@@ -965,6 +966,18 @@ impl<'a, 'py> Emitter<'a, 'py> {
         match &self.plan.values[vid] {
             Val::Obj { obj, source } => match source {
                 Some(s) => self.source(*s)?,
+                // A code object's constructor may replace a frozenset constant by an equal
+                // copy (interning its strings): `fs.copy()` is `fs` itself.
+                None if obj.is_exact_instance_of::<pyo3::types::PyFrozenSet>() => {
+                    let copy = obj.getattr("copy")?;
+                    self.call(
+                        |e| {
+                            e.load_const(copy);
+                            Ok(())
+                        },
+                        |_| Ok(0),
+                    )?;
+                }
                 None if made_exception(&self.plan.values[vid]).is_none() => self.load_const(obj.clone()),
                 None => self.made(vid)?,
             },
@@ -1019,6 +1032,30 @@ impl<'a, 'py> Emitter<'a, 'py> {
                         }
                         e.build_tuple(rest.len());
                         Ok(1)
+                    },
+                )?;
+            }
+            Val::ListIter { list, next } => {
+                let (list, next) = (*list, *next);
+                let list_iterator = import(py, "framehook.sot._translate")?.getattr("_list_iterator")?;
+                self.call(
+                    |e| {
+                        e.load_const(list_iterator);
+                        Ok(())
+                    },
+                    |e| {
+                        match next {
+                            Some(next) => {
+                                e.value(list)?;
+                                e.load_const(next.into_pyobject(py)?.into_any());
+                            }
+                            // Exhausted: it no longer holds the list.
+                            None => {
+                                e.emit(Op::BuildList, Arg::Int(0));
+                                e.load_const(py.None().into_bound(py));
+                            }
+                        }
+                        Ok(2)
                     },
                 )?;
             }

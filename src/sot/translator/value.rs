@@ -66,6 +66,12 @@ pub enum Val<'py> {
         items: Vec<Vid>,
         next: usize,
     },
+    /// `iter(a_list)`: as CPython's list iterator, it indexes the live list, so it sees the
+    /// list's later changes; `next` is None once exhausted (it then stays exhausted).
+    ListIter {
+        list: Vid,
+        next: Option<usize>,
+    },
     /// A cell of a closure.
     Cell(usize),
     /// An instance of a Python class the translated code made, with its attributes.
@@ -147,6 +153,10 @@ impl<'py> Val<'py> {
             },
             Val::Iter { items, next } => Val::Iter {
                 items: items.clone(),
+                next: *next,
+            },
+            Val::ListIter { list, next } => Val::ListIter {
+                list: *list,
                 next: *next,
             },
             Val::Cell(c) => Val::Cell(*c),

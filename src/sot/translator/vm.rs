@@ -491,9 +491,28 @@ fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool> {
     Ok(true)
 }
 
+/// Whether a builtin computing with `obj` while translating (its result then a constant)
+/// would read or change state that a later call may find different: an iterator's
+/// position, a weak proxy's referent, a mutable container's contents (unless values).
+fn has_state_a_call_sees(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = obj.py();
+    Ok(obj.get_type().hasattr("__next__")?
+        || obj.is_instance(&import(py, "weakref")?.getattr("ProxyTypes")?)?
+        || is_mutable_container(obj) && !holds_values_only(obj, 16)?)
+}
+
 /// An int or a float (not a bool): what a dynamic source may hold.
 fn is_number(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_exact_instance_of::<PyInt>() || obj.is_exact_instance_of::<PyFloat>()
+}
+
+/// `items` repeated `times` times (none for a negative count), as `sequence * times`.
+fn repeated(items: &[Vid], times: isize) -> Res<Vec<Vid>> {
+    let times = times.max(0) as usize;
+    if items.len().saturating_mul(times) > MAX_MADE_ITEMS {
+        return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
+    }
+    Ok(items.repeat(times))
 }
 
 /// Immutable values a translation may embed as constants.
@@ -767,6 +786,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Val::ContainerMethod { .. }
             | Val::Iter { .. }
+            | Val::ListIter { .. }
             | Val::Generator(_)
             | Val::Cell(_)
             | Val::Super { .. } => unsupported("an iterator, cell or bound container method used as a value"),
@@ -857,6 +877,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             | Val::TensorMethod { .. }
             | Val::ContainerMethod { .. }
             | Val::Iter { .. }
+            | Val::ListIter { .. }
             | Val::Generator(_)
             | Val::Interpolation(_)
             | Val::Template(_) => Ok(true),
@@ -903,7 +924,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Ok(items)
             }
-            Val::Iter { .. } | Val::Generator(_) => {
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) => {
                 let mut items = Vec::new();
                 while let Some(item) = self.advance(vid)? {
                     items.push(item);
@@ -3172,15 +3193,30 @@ impl<'py, 'b> Vm<'py, 'b> {
             return self.subscript(left, right);
         }
         let left = self.realize_tensor(left)?;
-        if inplace {
-            if let Val::List(_) = self.val(left) {
-                if op == BinOp::Add {
-                    let new_items = self.items_of(right)?;
-                    if let Val::List(items) = &mut self.values[left] {
-                        items.extend(new_items);
-                    }
-                    return Ok(left);
+        // A list's `+=` (extend, by any iterable) and `*=` change it in place (one from the
+        // frame through its mutable copy).
+        let changes_a_list = match self.val(left) {
+            Val::List(_) => true,
+            Val::Obj { obj, source: Some(_) } => obj.is_exact_instance_of::<PyList>(),
+            _ => false,
+        };
+        if inplace && changes_a_list {
+            let changed = match op {
+                BinOp::Add => {
+                    let mut items = self.items_of(left)?;
+                    items.extend(self.items_of(right)?);
+                    Some(items)
                 }
+                BinOp::Multiply => match self.exact_int(right)? {
+                    Some(times) => Some(repeated(&self.items_of(left)?, times)?),
+                    None => None,
+                },
+                _ => None,
+            };
+            if let Some(items) = changed {
+                let list = self.mutable_copy(left)?.unwrap_or(left);
+                self.values[list] = Val::List(items);
+                return Ok(left);
             }
         }
         // Concatenating and repeating containers the translation made (list + list,
@@ -3198,14 +3234,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Some(items)
                 }
                 BinOp::Multiply => match self.exact_int(right)? {
-                    Some(times) => {
-                        let items = self.items_of(left)?;
-                        let times = times.max(0) as usize;
-                        if items.len().saturating_mul(times) > MAX_MADE_ITEMS {
-                            return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
-                        }
-                        Some(items.repeat(times))
-                    }
+                    Some(times) => Some(repeated(&self.items_of(left)?, times)?),
                     None => None,
                 },
                 _ => None,
@@ -3217,6 +3246,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Val::Tuple(items)
                 }));
             }
+        }
+        // Computed while translating, an in-place operator would change the object then
+        // (and the result would be a copy): only immutable values are.
+        let mutable = match self.val(left) {
+            Val::List(_) | Val::Dict(_) | Val::Set(_) => true,
+            Val::Obj { obj, .. } => !is_immutable(obj) && !self.backend.is_tensor(obj),
+            _ => false,
+        };
+        if inplace && mutable {
+            return unsupported("an in-place operator on a mutable value");
         }
         self.operator_call(binop_name(op, inplace), vec![left, right])
     }
@@ -3426,8 +3465,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 _ => true,
             };
             if sequence {
-                let key = self.concrete(item)?;
                 let hashed = matches!(self.val(container), Val::Set(_));
+                let key = if hashed {
+                    self.set_element(item)?
+                } else {
+                    self.concrete(item)?
+                };
                 for element in self.items_of(container)? {
                     let found = if hashed {
                         self.same_key(element, &key)?
@@ -3739,25 +3782,82 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.values[target] = Val::List(items);
             }
             Val::Set(mut items) => {
-                for new in new_items {
-                    let value = self.concrete(new)?;
-                    value.hash()?;
-                    let mut present = false;
-                    for item in &items {
-                        if self.same_key(*item, &value)? {
-                            present = true;
-                            break;
-                        }
-                    }
-                    if !present {
-                        items.push(new);
-                    }
-                }
+                self.add_keys(&mut items, new_items)?;
                 self.values[target] = Val::Set(items);
             }
             _ => return unsupported("adding to a list or set from outside the translation"),
         }
         Ok(())
+    }
+
+    /// Adds to a set's `items` the `new` ones it does not hold yet.
+    fn add_keys(&mut self, items: &mut Vec<Vid>, new: Vec<Vid>) -> Res<()> {
+        for new in new {
+            let value = self.set_element(new)?;
+            let mut present = false;
+            for item in items.iter() {
+                if self.same_key(*item, &value)? {
+                    present = true;
+                    break;
+                }
+            }
+            if !present {
+                items.push(new);
+            }
+        }
+        Ok(())
+    }
+
+    /// The object `vid` stands for, as an element of a set the translation models (hashed:
+    /// unhashable raises). Where its `__hash__` or `__eq__` is Python code, CPython's
+    /// hash tables call them a number of times (reusing stored hashes) the VM does not
+    /// reproduce: unsupported.
+    fn set_element(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
+        let value = self.concrete(vid)?;
+        if !self.hashes_natively(&value)? {
+            return unsupported(format!(
+                "a set element of type {} with a Python __hash__ or __eq__",
+                value.get_type().name()?
+            ));
+        }
+        value.hash()?;
+        Ok(value)
+    }
+
+    /// Whether hashing and comparing `obj` runs C code only: its type's `__hash__` and
+    /// `__eq__` are C slots (or `__hash__` is None), and a tuple's or frozenset's items'
+    /// too.
+    fn hashes_natively(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if obj.is_exact_instance_of::<PyTuple>() || obj.is_exact_instance_of::<PyFrozenSet>() {
+            for item in obj.try_iter()? {
+                if !self.hashes_natively(&item?)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        for name in ["__hash__", "__eq__"] {
+            if let Some(method) = self.type_lookup(obj.get_type().as_any(), name)? {
+                if !method.is_none() && !method.is_instance(&self.ops.c_method_types)? {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether `vid` is exactly a tuple (`name` "tuple") or a frozenset, guarding its type.
+    fn is_exact(&mut self, vid: Vid, name: &str) -> bool {
+        let exact = match self.val(vid) {
+            Val::Tuple(_) => name == "tuple",
+            Val::Obj { obj, .. } if name == "tuple" => obj.is_exact_instance_of::<PyTuple>(),
+            Val::Obj { obj, .. } => obj.is_exact_instance_of::<PyFrozenSet>(),
+            _ => false,
+        };
+        if exact {
+            self.guard_type(vid);
+        }
+        exact
     }
 
     fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()> {
@@ -3843,6 +3943,18 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 Ok(Some(item))
             }
+            Val::ListIter { next: None, .. } => Ok(None),
+            Val::ListIter {
+                list,
+                next: Some(next),
+            } => {
+                let item = self.list_item(list, next)?;
+                self.values[it] = Val::ListIter {
+                    list,
+                    next: item.map(|_| next + 1),
+                };
+                Ok(item)
+            }
             Val::Generator(state) => {
                 let mut state = state.try_borrow_mut().map_err(|_| {
                     Problem::Python(pyo3::exceptions::PyValueError::new_err(
@@ -3881,6 +3993,34 @@ impl<'py, 'b> Vm<'py, 'b> {
                 outcome
             }
             _ => unsupported("advancing a value that is no iterator"),
+        }
+    }
+
+    /// The item at `index` of a list as it is now (None past its end): a list the
+    /// translation made, or one from the frame (guarded on its length, then the item).
+    fn list_item(&mut self, list: Vid, index: usize) -> Res<Option<Vid>> {
+        match self.val(list).clone_val() {
+            Val::List(items) => Ok(items.get(index).copied()),
+            Val::Obj {
+                obj,
+                source: Some(source),
+            } => {
+                if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
+                    return self.list_item(copy, index);
+                }
+                self.guard_type(list);
+                self.add_guard(source, Check::Len(obj.len()?));
+                if index >= obj.len()? {
+                    return Ok(None);
+                }
+                let key = index.into_pyobject(self.py)?.into_any();
+                let item = obj.get_item(index)?;
+                Ok(Some(self.value_of_source(
+                    Source::Item(source, StrongRef::new(&key)),
+                    item,
+                )))
+            }
+            _ => unsupported("indexing a value that is no list"),
         }
     }
 
@@ -4046,8 +4186,22 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn iterator(&mut self, v: Vid) -> Res<Vid> {
-        if let Val::Iter { .. } | Val::Generator(_) = self.val(v) {
-            return Ok(v);
+        let v = self.realize(v)?;
+        match self.val(v) {
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) => return Ok(v),
+            Val::List(_) => {
+                return Ok(self.push_val(Val::ListIter {
+                    list: v,
+                    next: Some(0),
+                }))
+            }
+            Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyList>() => {
+                return Ok(self.push_val(Val::ListIter {
+                    list: v,
+                    next: Some(0),
+                }))
+            }
+            _ => {}
         }
         let items = self.items_of(v)?;
         Ok(self.push_val(Val::Iter { items, next: 0 }))
@@ -4945,8 +5099,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(none)
             }
             (Val::List(mut items), "remove", [v]) | (Val::Set(mut items), "remove" | "discard", [v]) => {
-                let target = self.concrete(*v)?;
                 let is_set = matches!(self.val(container), Val::Set(_));
+                let target = if is_set {
+                    self.set_element(*v)?
+                } else {
+                    self.concrete(*v)?
+                };
                 let mut found = None;
                 for (i, item) in items.iter().enumerate() {
                     let same = if is_set {
@@ -4964,6 +5122,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                         items.remove(i);
                     }
                     None if name == "discard" => {}
+                    None if is_set => {
+                        return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                            target.unbind(),
+                        )))
+                    }
                     None => {
                         return Err(Problem::Python(pyo3::exceptions::PyValueError::new_err(
                             "list.remove(x): x not in list",
@@ -5240,11 +5403,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return unsupported("next() raised StopIteration");
                 }
             }
+            // They take no keyword arguments (CPython raises TypeError: a break runs that).
+            ("list" | "tuple" | "set" | "frozenset", _) if !kwargs.is_empty() => {
+                return graph_break(format!(
+                    "unsupported call: builtin {name}() with keyword arguments"
+                ))
+            }
             ("list" | "tuple" | "set", []) => self.push_val(match name.as_str() {
                 "list" => Val::List(vec![]),
                 "tuple" => Val::Tuple(vec![]),
                 _ => Val::Set(vec![]),
             }),
+            // An exact tuple or frozenset is its own copy.
+            ("tuple" | "frozenset", [x]) if self.is_exact(*x, &name) => *x,
             ("list" | "tuple", [x]) => {
                 let items = self.items_of(*x)?;
                 self.push_val(if name == "list" {
@@ -5254,22 +5425,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 })
             }
             ("set" | "frozenset", [x]) if !any_tensor => {
+                let mut unique = Vec::new();
                 let items = self.items_of(*x)?;
-                let mut unique: Vec<Vid> = Vec::new();
-                for item in items {
-                    let value = self.concrete(item)?;
-                    value.hash()?;
-                    let mut seen = false;
-                    for u in &unique {
-                        if self.same_key(*u, &value)? {
-                            seen = true;
-                            break;
-                        }
-                    }
-                    if !seen {
-                        unique.push(item);
-                    }
-                }
+                self.add_keys(&mut unique, items)?;
                 if name == "set" {
                     self.push_val(Val::Set(unique))
                 } else {
@@ -5436,12 +5594,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 })
             }
             (other, _) if PURE_BUILTINS.contains(&other) => {
-                let positional = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
-                let kw = PyDict::new(self.py);
-                for (k, v) in kwargs {
-                    kw.set_item(k, self.concrete(*v)?)?;
-                }
-                let result = obj.call(PyTuple::new(self.py, positional)?, Some(&kw))?;
+                let Some((positional, kw)) = self.pure_arguments(args, kwargs, other == "callable")? else {
+                    return graph_break(format!(
+                        "unsupported call: builtin {name}() of an iterator, weak proxy or mutable container"
+                    ));
+                };
+                let result = obj.call(positional, Some(&kw))?;
                 self.wrap_result(result)
             }
             _ => return graph_break(format!("unsupported call: builtin {name}()")),
@@ -5479,13 +5637,39 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return graph_break(format!("tensor to python: {} of a tensor", qualname(obj)));
         }
-        let positional = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
+        let Some((positional, kw)) = self.pure_arguments(args, kwargs, false)? else {
+            return Ok(None);
+        };
+        let result = obj.call(positional, Some(&kw))?;
+        Ok(Some(self.wrap_result(result)))
+    }
+
+    /// The arguments of a call made while translating (its result then a constant), or
+    /// None where one has state the call reads or changes (`has_state_a_call_sees`): the
+    /// call then runs in Python, each time. `any_object`: the call looks at types only.
+    fn pure_arguments(
+        &mut self,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+        any_object: bool,
+    ) -> Res<Option<(Bound<'py, PyTuple>, Bound<'py, PyDict>)>> {
+        let mut positional = Vec::with_capacity(args.len());
+        for arg in args {
+            let value = self.concrete(*arg)?;
+            if !any_object && has_state_a_call_sees(&value)? {
+                return Ok(None);
+            }
+            positional.push(value);
+        }
         let kw = PyDict::new(self.py);
         for (k, v) in kwargs {
-            kw.set_item(k, self.concrete(*v)?)?;
+            let value = self.concrete(*v)?;
+            if !any_object && has_state_a_call_sees(&value)? {
+                return Ok(None);
+            }
+            kw.set_item(k, value)?;
         }
-        let result = obj.call(PyTuple::new(self.py, positional)?, Some(&kw))?;
-        Ok(Some(self.wrap_result(result)))
+        Ok(Some((PyTuple::new(self.py, positional)?, kw)))
     }
 }
 
