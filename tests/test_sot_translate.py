@@ -836,6 +836,20 @@ def test_a_list_iterator_live_at_a_break_is_over_the_live_list():
     assert "print" in sot.stats(fast).graph_breaks[0].reason
 
 
+def test_an_exhausted_list_iterator_live_at_a_break_stays_exhausted():
+    def f():
+        a = [1, 2]
+        it = iter(a)
+        consumed = list(it)
+        print("between")
+        a.append(3)
+        return consumed, list(it), type(it).__name__
+
+    fast = sot.translate(f)
+    assert fast() == f() == ([1, 2], [], "list_iterator")
+    assert "print" in sot.stats(fast).graph_breaks[0].reason
+
+
 def test_in_place_list_operators_keep_the_list():
     def f(frame_list):
         made = [1]

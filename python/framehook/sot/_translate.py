@@ -181,12 +181,13 @@ def _call_with(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return function(*args, **kwargs)
 
 
-def _list_iterator(items: list[Any], position: int | None) -> Iterator[Any]:
+def _list_iterator(items: list[Any], position: Optional[int]) -> Iterator[Any]:
     """A list iterator that SOT's generated code rebuilds at a graph break: over the live
     list, ``position`` items on; exhausted where ``position`` is None (it stays so)."""
-    iterator = iter(items)
     if position is None:
-        next(iterator, None)
-    else:
-        iterator.__setstate__(position)
+        exhausted: Iterator[Any] = iter([])
+        next(exhausted, None)  # an exhausted list iterator has let go of its list for good
+        return exhausted
+    iterator = iter(items)
+    iterator.__setstate__(position)  # type: ignore[attr-defined]
     return iterator
