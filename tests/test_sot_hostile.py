@@ -346,8 +346,6 @@ def test_containers_find_an_identical_element_first(use):
     assert (st.own_frame, st.graphs, st.ops_captured, st.fallbacks) == ("translated", 1, 1, [])
 
 
-@pytest.mark.xfail(strict=True, reason="a dict the translator builds hashes a key once: a key whose __hash__ "
-                                       "changes is found where CPython, hashing it again, misses it")
 def test_a_key_whose_hash_changes_is_hashed_again():
     want, got, _, _ = run_both(use_dict_key, {"__hash__": "changing"}, calls=1)
     assert_same_outcome(got[0], want[0])

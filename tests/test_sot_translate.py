@@ -942,3 +942,103 @@ def test_set_elements_with_a_python_hash_are_not_hashed_while_translating():
     assert fast(d) == f(d) == (5, 5, True)
     assert Counted.calls == 0
     assert any("__hash__" in b.reason for b in sot.stats(fast).graph_breaks)
+
+
+def test_views_of_a_made_dict_are_live_views():
+    def views():
+        d = {"a": 1}
+        keys, values, items = d.keys(), d.values(), d.items()
+        d["b"] = 2  # the views see it
+        total = 0
+        for key, value in d.items():
+            total += len(key) * value
+        return (repr(keys), repr(values), repr(items), type(keys).__name__, len(items),
+                "b" in keys, keys - {"a"}, keys | {"c"}, keys == {"a", "b"}, total)
+
+    fast = sot.translate(views)
+    assert fast() == views()
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.graph_breaks == [] and st.fallbacks == []
+
+
+def test_a_made_dict_that_changes_size_while_iterated_raises_runtimeerror():
+    def grow():
+        d = {1: 1}
+        try:
+            for k in d:
+                d[k + 1] = 1
+        except RuntimeError as e:
+            return str(e), d
+
+    fast = sot.translate(grow)
+    assert fast() == grow() == ("dictionary changed size during iteration", {1: 1, 2: 1})
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.graph_breaks == [] and st.fallbacks == []
+
+
+def test_a_dict_whose_keys_change_at_the_same_size_while_iterated_runs_natively():
+    def replace_keys(d):
+        try:
+            for _item in d.items():
+                del d[0]
+                d[0] = 0
+        except RuntimeError as e:
+            return str(e)
+
+    fast = sot.translate(replace_keys)
+    assert fast({0: 0}) == replace_keys({0: 0}) == "dictionary keys changed during iteration"
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks + sot.stats(fast).fallbacks]
+    assert any("keys changed (at the same size)" in r for r in reasons), reasons
+
+
+def test_dict_keys_with_python_hash_or_eq_are_hashed_natively_once():
+    class Hashed:
+        def __init__(self):
+            self.hashes = 0
+
+        def __hash__(self):
+            self.hashes += 1
+            return 42
+
+        def __eq__(self, other):
+            return self is other
+
+    def setdefault(a, b):
+        y = {a: 5}
+        y.setdefault(b, [])
+        return a.hashes, b.hashes
+
+    fast = sot.translate(setdefault)
+    assert fast(Hashed(), Hashed()) == setdefault(Hashed(), Hashed()) == (1, 1)
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert any("Hashed key (its __hash__ or __eq__ runs Python code)" in r for r in reasons), reasons
+
+
+def test_a_missing_attribute_of_a_made_container_raises_attributeerror():
+    def probe():
+        return hasattr({}, "__missing__"), hasattr([], "append"), hasattr(set(), "keys")
+
+    fast = sot.translate(probe)
+    assert fast() == probe() == (False, True, False)
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.graph_breaks == [] and st.fallbacks == []
+
+
+def test_dropping_an_object_with_del_from_a_dict_runs_natively():
+    class Noisy(int):
+        def __del__(self):
+            log.append(int(self))
+
+    def replace(d):
+        d[0] = None
+        log.append("after")
+
+    log = []
+    replace({0: Noisy(0)})
+    assert log == [0, "after"]
+    log.clear()
+    fast = sot.translate(replace)
+    fast({0: Noisy(0)})
+    assert log == [0, "after"]
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert any("it has __del__" in r for r in reasons), reasons

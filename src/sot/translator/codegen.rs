@@ -435,6 +435,7 @@ fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
         Val::ListIter { list, next: Some(_) } => vec![*list],
         Val::Dict(items) => items.iter().flat_map(|(k, v)| [*k, *v]).collect(),
         Val::Slice(a, b, c) => vec![*a, *b, *c],
+        Val::DictView { dict, .. } => vec![*dict],
         Val::Method { function, receiver } => vec![*function, *receiver],
         Val::Cell(c) => cells[*c].into_iter().collect(),
         Val::Object { attrs, .. } => attrs.iter().map(|(_, v)| *v).collect(),
@@ -1015,6 +1016,19 @@ impl<'a, 'py> Emitter<'a, 'py> {
                         e.value(function)?;
                         e.value(receiver)?;
                         Ok(2)
+                    },
+                )?;
+            }
+            Val::DictView { dict, part } => {
+                let (dict, method) = (*dict, py.get_type::<PyDict>().getattr(part.method())?);
+                self.call(
+                    |e| {
+                        e.load_const(method);
+                        Ok(())
+                    },
+                    |e| {
+                        e.value(dict)?;
+                        Ok(1)
                     },
                 )?;
             }

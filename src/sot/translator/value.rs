@@ -61,6 +61,15 @@ pub enum Val<'py> {
     /// A generator the translated code made (a generator function called), run a step at
     /// a time as it is iterated.
     Generator(std::rc::Rc<std::cell::RefCell<super::vm::GeneratorState<'py>>>),
+    /// `d.keys()`, `d.values()` or `d.items()`: a live view of `dict` (a dict the
+    /// translation made, or one from the frame).
+    DictView {
+        dict: Vid,
+        part: DictPart,
+    },
+    /// An iterator over a dict or one of its views: it reads the dict's entries as it goes
+    /// and fails where CPython's would.
+    DictIter(DictIter),
     /// An iterator over values known while translating.
     Iter {
         items: Vec<Vid>,
@@ -90,6 +99,48 @@ pub enum Val<'py> {
         class: Bound<'py, PyAny>,
         receiver: Vid,
     },
+}
+
+/// What a dict view shows, and its iterator yields: named as the dict's method.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DictPart {
+    Keys,
+    Values,
+    Items,
+}
+
+impl DictPart {
+    pub fn method(self) -> &'static str {
+        match self {
+            DictPart::Keys => "keys",
+            DictPart::Values => "values",
+            DictPart::Items => "items",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct DictIter {
+    /// The dict the translation made, or a frame dict's copy.
+    pub dict: Vid,
+    /// The frame dict `dict` copies, whose mutable copy (once made) is iterated instead.
+    pub frame_dict: Option<Vid>,
+    pub part: DictPart,
+    /// The dict's size when the iteration began.
+    pub size: usize,
+    pub next: usize,
+    /// A key was removed from the dict since the iteration began: where its size is the
+    /// same again, CPython's result depends on its hash table's layout.
+    pub keys_removed: bool,
+    pub status: DictIterStatus,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DictIterStatus {
+    Running,
+    /// The dict changed size: every later step raises again, as CPython's does.
+    SizeChanged,
+    Exhausted,
 }
 
 pub struct Function<'py> {
@@ -151,6 +202,11 @@ impl<'py> Val<'py> {
                 container: *container,
                 name: name.clone(),
             },
+            Val::DictView { dict, part } => Val::DictView {
+                dict: *dict,
+                part: *part,
+            },
+            Val::DictIter(state) => Val::DictIter(state.clone()),
             Val::Iter { items, next } => Val::Iter {
                 items: items.clone(),
                 next: *next,

@@ -15,7 +15,9 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString,
 
 use super::backend::Backend;
 use super::guard::{name_ref, Check, Guard, Source, SourceId, SourceTable};
-use super::value::{Function, Graph, GraphArg, Node, NodeKind, Sym, Val, Vid};
+use super::value::{
+    DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Node, NodeKind, Sym, Val, Vid,
+};
 use crate::hookapi::pyobject::{import, StrongRef};
 
 /// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
@@ -754,6 +756,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Ok(dict.into_any())
             }
+            // A view of the dict as it is now: what is done with it now sees the same.
+            Val::DictView { dict, part } => Ok(self.concrete(dict)?.call_method0(part.method())?),
             Val::Slice(a, b, c) => {
                 let (a, b, c) = (self.concrete(a)?, self.concrete(b)?, self.concrete(c)?);
                 Ok(self.ops.builtins.getattr("slice")?.call1((a, b, c))?)
@@ -787,6 +791,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::ContainerMethod { .. }
             | Val::Iter { .. }
             | Val::ListIter { .. }
+            | Val::DictIter(_)
             | Val::Generator(_)
             | Val::Cell(_)
             | Val::Super { .. } => unsupported("an iterator, cell or bound container method used as a value"),
@@ -854,6 +859,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Tuple(_) => self.py.get_type::<PyTuple>().into_any(),
             Val::List(_) => self.py.get_type::<PyList>().into_any(),
             Val::Dict(_) => self.py.get_type::<PyDict>().into_any(),
+            Val::DictView { part, .. } => PyDict::new(self.py)
+                .call_method0(part.method())?
+                .get_type()
+                .into_any(),
             Val::Set(_) => self.py.get_type::<pyo3::types::PySet>().into_any(),
             Val::Slice(..) => self.py.get_type::<pyo3::types::PySlice>().into_any(),
             Val::Function(_) => self.ops.function_type.clone(),
@@ -872,8 +881,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Tensor { .. } => graph_break("data-dependent branch on a tensor's value"),
             Val::Tuple(items) | Val::List(items) | Val::Set(items) => Ok(!items.is_empty()),
             Val::Dict(items) => Ok(!items.is_empty()),
+            Val::DictView { dict, .. } => self.truthy(*dict),
             Val::Function(_)
             | Val::Method { .. }
+            | Val::DictIter(_)
             | Val::TensorMethod { .. }
             | Val::ContainerMethod { .. }
             | Val::Iter { .. }
@@ -914,6 +925,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         match self.val(vid).clone_val() {
             Val::Tuple(items) | Val::List(items) | Val::Set(items) => Ok(items),
             Val::Dict(items) => Ok(items.iter().map(|(k, _)| *k).collect()),
+            Val::DictView { dict, part } => match part {
+                DictPart::Keys => self.items_of(dict),
+                DictPart::Values => Ok(self.dict_items(dict)?.into_iter().map(|(_, v)| v).collect()),
+                DictPart::Items => Ok(self
+                    .dict_items(dict)?
+                    .into_iter()
+                    .map(|(k, v)| self.tuple_of(vec![k, v]))
+                    .collect()),
+            },
             // A template iterates over its non-empty strings and its interpolations.
             Val::Template(parts) => {
                 let mut items = Vec::with_capacity(parts.len());
@@ -924,7 +944,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Ok(items)
             }
-            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) => {
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) => {
                 let mut items = Vec::new();
                 while let Some(item) = self.advance(vid)? {
                     items.push(item);
@@ -2551,13 +2571,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let mut rest = self.dict_items(subject)?;
                 for key in self.items_of(keys)? {
                     let key = self.concrete(key)?;
-                    let mut kept = Vec::new();
-                    for (k, v) in rest {
-                        if !self.same_key(k, &key)? {
-                            kept.push((k, v));
-                        }
+                    if let Some(index) = self.find_dict_key(&rest, &key)? {
+                        rest.remove(index);
                     }
-                    rest = kept;
                 }
                 let r = self.push_val(Val::Dict(rest));
                 frame.stack.push(r);
@@ -2872,10 +2888,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         let owner = self.realize(owner)?;
         match self.val(owner).clone_val() {
             Val::Tensor { example, .. } => self.tensor_attr(owner, example, name),
-            Val::List(_) | Val::Dict(_) | Val::Set(_) => Ok(self.push_val(Val::ContainerMethod {
-                container: owner,
-                name: name.to_owned(),
-            })),
+            Val::List(_) | Val::Dict(_) | Val::Set(_) => {
+                // An attribute the type lacks raises CPython's AttributeError.
+                self.type_of(owner)?.call0()?.getattr(name)?;
+                Ok(self.push_val(Val::ContainerMethod {
+                    container: owner,
+                    name: name.to_owned(),
+                }))
+            }
             Val::Super { class, receiver } => self.super_attr(class, receiver, name),
             Val::Object { class, attrs } => self.made_object_attr(owner, class, &attrs, name),
             Val::Interpolation(parts) => {
@@ -2929,6 +2949,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                             | "setdefault"
                             | "popitem"
                     );
+                    if obj.is_exact_instance_of::<PyDict>() && matches!(name, "keys" | "values" | "items") {
+                        // A view shows the dict as it is when used (its copy once mutated).
+                        return Ok(self.push_val(Val::ContainerMethod {
+                            container: owner,
+                            name: name.to_owned(),
+                        }));
+                    }
                     let copy = if mutates {
                         self.mutable_copy(owner)?
                     } else {
@@ -3434,12 +3461,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         let container = self.realize(container)?;
         if let Val::Dict(items) = self.val(container).clone_val() {
             let key = self.concrete(item)?;
-            for (k, _) in items {
-                if self.same_key(k, &key)? {
-                    return Ok(true);
-                }
-            }
-            return Ok(false);
+            return Ok(self.find_dict_key(&items, &key)?.is_some());
+        }
+        if let Val::DictView {
+            dict,
+            part: DictPart::Keys,
+        } = self.val(container)
+        {
+            return self.contains(*dict, item);
         }
         if self.is_tensor_val(container) || self.is_tensor_val(item) {
             return graph_break("tensor to python: `in` on tensors (data-dependent)");
@@ -3450,6 +3479,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // Only the key's presence is guarded, not the whole dict.
                 self.guard_type(container);
                 let key = self.concrete(item)?;
+                self.check_native_key(&key)?;
                 let found = obj.contains(&key)?;
                 let key_source = self.sources.intern(Source::Item(s, StrongRef::new(&key)));
                 self.add_guard(key_source, if found { Check::Present } else { Check::Absent });
@@ -3465,19 +3495,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 _ => true,
             };
             if sequence {
-                let hashed = matches!(self.val(container), Val::Set(_));
-                let key = if hashed {
-                    self.set_element(item)?
-                } else {
-                    self.concrete(item)?
-                };
-                for element in self.items_of(container)? {
-                    let found = if hashed {
-                        self.same_key(element, &key)?
-                    } else {
-                        self.same_item(element, &key)?
-                    };
-                    if found {
+                let key = self.concrete(item)?;
+                let elements = self.items_of(container)?;
+                if matches!(self.val(container), Val::Set(_)) {
+                    return Ok(self.find_key(&elements, &key)?.is_some());
+                }
+                for element in elements {
+                    if self.same_item(element, &key)? {
                         return Ok(true);
                     }
                 }
@@ -3527,14 +3551,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Val::Dict(items) => {
                 let key_obj = self.concrete(key)?;
-                for (k, v) in items.iter().rev() {
-                    if self.same_key(*k, &key_obj)? {
-                        return Ok(*v);
-                    }
+                match self.find_dict_key(&items, &key_obj)? {
+                    Some(index) => Ok(items[index].1),
+                    None => Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                        key_obj.unbind(),
+                    ))),
                 }
-                Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
-                    key_obj.unbind(),
-                )))
             }
             Val::Obj { obj, source } => {
                 if source.is_some() {
@@ -3559,6 +3581,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                         return self.call(function, vec![container, key], vec![]);
                     }
                     return unsupported(format!("indexing a {}", obj.get_type().name()?));
+                }
+                if obj.is_exact_instance_of::<PyDict>() {
+                    self.check_native_key(&key_obj)?;
                 }
                 let value = obj.get_item(&key_obj)?;
                 match source {
@@ -3704,22 +3729,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.values[container] = Val::List(kept);
                 Ok(())
             }
-            Val::Dict(items) => {
-                let mut kept = Vec::with_capacity(items.len());
-                let mut found = false;
-                for (k, v) in items {
-                    if !found && self.same_key(k, &key_obj)? {
-                        found = true;
-                    } else {
-                        kept.push((k, v));
-                    }
-                }
-                if !found {
+            Val::Dict(mut items) => {
+                let Some(index) = self.find_dict_key(&items, &key_obj)? else {
                     return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
                         key_obj.unbind(),
                     )));
-                }
-                self.values[container] = Val::Dict(kept);
+                };
+                let (k, v) = items.remove(index);
+                self.check_droppable(k)?;
+                self.check_droppable(v)?;
+                self.values[container] = Val::Dict(items);
+                self.note_keys_removed(container);
                 Ok(())
             }
             _ => unsupported("item deletion on an object"),
@@ -3793,57 +3813,12 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Adds to a set's `items` the `new` ones it does not hold yet.
     fn add_keys(&mut self, items: &mut Vec<Vid>, new: Vec<Vid>) -> Res<()> {
         for new in new {
-            let value = self.set_element(new)?;
-            let mut present = false;
-            for item in items.iter() {
-                if self.same_key(*item, &value)? {
-                    present = true;
-                    break;
-                }
-            }
-            if !present {
+            let value = self.concrete(new)?;
+            if self.find_key(items, &value)?.is_none() {
                 items.push(new);
             }
         }
         Ok(())
-    }
-
-    /// The object `vid` stands for, as an element of a set the translation models (hashed:
-    /// unhashable raises). Where its `__hash__` or `__eq__` is Python code, CPython's
-    /// hash tables call them a number of times (reusing stored hashes) the VM does not
-    /// reproduce: unsupported.
-    fn set_element(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
-        let value = self.concrete(vid)?;
-        if !self.hashes_natively(&value)? {
-            return unsupported(format!(
-                "a set element of type {} with a Python __hash__ or __eq__",
-                value.get_type().name()?
-            ));
-        }
-        value.hash()?;
-        Ok(value)
-    }
-
-    /// Whether hashing and comparing `obj` runs C code only: its type's `__hash__` and
-    /// `__eq__` are C slots (or `__hash__` is None), and a tuple's or frozenset's items'
-    /// too.
-    fn hashes_natively(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
-        if obj.is_exact_instance_of::<PyTuple>() || obj.is_exact_instance_of::<PyFrozenSet>() {
-            for item in obj.try_iter()? {
-                if !self.hashes_natively(&item?)? {
-                    return Ok(false);
-                }
-            }
-            return Ok(true);
-        }
-        for name in ["__hash__", "__eq__"] {
-            if let Some(method) = self.type_lookup(obj.get_type().as_any(), name)? {
-                if !method.is_none() && !method.is_instance(&self.ops.c_method_types)? {
-                    return Ok(false);
-                }
-            }
-        }
-        Ok(true)
     }
 
     /// Whether `vid` is exactly a tuple (`name` "tuple") or a frozenset, guarding its type.
@@ -3862,15 +3837,40 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()> {
         let key_obj = self.concrete(key)?;
-        key_obj.hash()?;
-        for (k, v) in items.iter_mut() {
-            if self.same_key(*k, &key_obj)? {
-                *v = value;
-                return Ok(());
+        match self.find_dict_key(items, &key_obj)? {
+            Some(index) => {
+                self.check_droppable(items[index].1)?;
+                items[index].1 = value;
+            }
+            None => items.push((key, value)),
+        }
+        Ok(())
+    }
+
+    /// Fails where `value`, leaving a container, may be the last reference to an object
+    /// with `__del__`: when that runs (and what it does) is not simulated.
+    fn check_droppable(&self, value: Vid) -> Res<()> {
+        if let Val::Obj { obj, .. } = self.val(value) {
+            if obj.get_type().hasattr("__del__")? {
+                return unsupported(format!(
+                    "dropping a {} (it has __del__) from a container",
+                    obj.get_type().name()?
+                ));
             }
         }
-        items.push((key, value));
         Ok(())
+    }
+
+    /// Notes that keys left the dict the translation made `dict`, for the iterators over it.
+    fn note_keys_removed(&mut self, dict: Vid) {
+        let iterating: Vec<Vid> = (0..self.values.len())
+            .filter(|vid| matches!(&self.values[*vid], Val::DictIter(it) if self.iterated_dict(it) == dict))
+            .collect();
+        for vid in iterating {
+            if let Val::DictIter(it) = &mut self.values[vid] {
+                it.keys_removed = true;
+            }
+        }
     }
 
     /// Whether the list or tuple item `element` is `value`, as CPython's sequences decide
@@ -3880,14 +3880,87 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(element.is(value) || element.eq(value)?)
     }
 
-    /// Whether the dict or set key `stored` is `key`, as CPython's hash tables decide:
-    /// equal hashes, then identity, then the stored key's `==`.
-    fn same_key(&mut self, stored: Vid, key: &Bound<'py, PyAny>) -> Res<bool> {
-        let stored = self.concrete(stored)?;
-        if stored.is(key) {
-            return Ok(true);
+    /// Where `key` is among a dict's or set's `stored` keys, found as CPython's hash tables
+    /// find it: `key` hashed once, then per stored key identity, equal hashes and the
+    /// stored key's `==`. Keys whose hashing or comparing runs Python code are not
+    /// simulated: CPython's count and order of those calls would be ours only by chance.
+    fn find_key(&mut self, stored: &[Vid], key: &Bound<'py, PyAny>) -> Res<Option<usize>> {
+        self.check_native_key(key)?;
+        let hash = key.hash()?;
+        let key_by_identity = self.compares_by_identity(key)?;
+        for (index, stored) in stored.iter().enumerate() {
+            let stored = self.concrete(*stored)?;
+            if stored.is(key) {
+                return Ok(Some(index));
+            }
+            // Neither `==` can be true: CPython's cached hash would spare the comparison.
+            if key_by_identity && self.compares_by_identity(&stored)? {
+                continue;
+            }
+            if self.hashes_in_python(&stored)? {
+                return unsupported(format!(
+                    "a dict or set holding a {} key (its __hash__ or __eq__ runs Python code)",
+                    stored.get_type().name()?
+                ));
+            }
+            if stored.hash()? == hash && stored.eq(key)? {
+                return Ok(Some(index));
+            }
         }
-        Ok(stored.hash()? == key.hash()? && stored.eq(key)?)
+        Ok(None)
+    }
+
+    /// Fails for a dict or set key whose hashing or comparing runs Python code.
+    fn check_native_key(&self, key: &Bound<'py, PyAny>) -> Res<()> {
+        if self.hashes_in_python(key)? {
+            return unsupported(format!(
+                "a {} key (its __hash__ or __eq__ runs Python code)",
+                key.get_type().name()?
+            ));
+        }
+        Ok(())
+    }
+
+    fn find_dict_key(&mut self, items: &[(Vid, Vid)], key: &Bound<'py, PyAny>) -> Res<Option<usize>> {
+        let keys: Vec<Vid> = items.iter().map(|(k, _)| *k).collect();
+        self.find_key(&keys, key)
+    }
+
+    /// Whether hashing or comparing `obj` runs a class's own `__hash__` or `__eq__`
+    /// (the items' too, for tuples and frozensets).
+    fn hashes_in_python(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if is_value_type(obj) {
+            return Ok(false);
+        }
+        if obj.is_exact_instance_of::<PyTuple>() || obj.is_exact_instance_of::<PyFrozenSet>() {
+            for item in obj.try_iter()? {
+                if self.hashes_in_python(&item?)? {
+                    return Ok(true);
+                }
+            }
+            return Ok(false);
+        }
+        let slot_wrapper = self.ops.builtins.getattr("object")?.getattr("__eq__")?.get_type();
+        let ty = obj.get_type().into_any();
+        for method in ["__hash__", "__eq__"] {
+            if let Some(found) = self.type_lookup(&ty, method)? {
+                if !found.is_none() && !found.get_type().is(&slot_wrapper) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether `obj`'s `==` is `object`'s: true for itself only.
+    fn compares_by_identity(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if is_value_type(obj) {
+            return Ok(false);
+        }
+        let default = self.ops.builtins.getattr("object")?.getattr("__eq__")?;
+        Ok(self
+            .type_lookup(&obj.get_type().into_any(), "__eq__")?
+            .is_some_and(|eq| eq.is(&default)))
     }
 
     fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>> {
@@ -3932,6 +4005,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// its next `yield`, so that its side effects interleave with its consumer's.
     fn advance(&mut self, it: Vid) -> Res<Option<Vid>> {
         match self.val(it).clone_val() {
+            Val::DictIter(mut state) => {
+                let item = self.dict_iter_next(&mut state);
+                self.values[it] = Val::DictIter(state);
+                item
+            }
             Val::Iter { items, next } => {
                 if next >= items.len() {
                     return Ok(None);
@@ -4188,7 +4266,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn iterator(&mut self, v: Vid) -> Res<Vid> {
         let v = self.realize(v)?;
         match self.val(v) {
-            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) => return Ok(v),
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) => return Ok(v),
             Val::List(_) => {
                 return Ok(self.push_val(Val::ListIter {
                     list: v,
@@ -4201,10 +4279,80 @@ impl<'py, 'b> Vm<'py, 'b> {
                     next: Some(0),
                 }))
             }
+            Val::Dict(_) => return self.dict_iterator(v, DictPart::Keys),
+            Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyDict>() => {
+                return self.dict_iterator(v, DictPart::Keys)
+            }
+            Val::DictView { dict, part } => return self.dict_iterator(*dict, *part),
             _ => {}
         }
         let items = self.items_of(v)?;
         Ok(self.push_val(Val::Iter { items, next: 0 }))
+    }
+
+    /// An iterator over a dict the translation made, or one from the frame (over its
+    /// copy, or its mutable copy once there is one).
+    fn dict_iterator(&mut self, dict: Vid, part: DictPart) -> Res<Vid> {
+        let (copy, frame_dict) = match self.readonly_copy(dict)? {
+            Some(copy) => (copy, Some(dict)),
+            None => (dict, None),
+        };
+        let Val::Dict(items) = self.val(copy) else {
+            return unsupported("iteration over a dict from outside");
+        };
+        let size = items.len();
+        Ok(self.push_val(Val::DictIter(DictIter {
+            dict: copy,
+            frame_dict,
+            part,
+            size,
+            next: 0,
+            keys_removed: false,
+            status: DictIterStatus::Running,
+        })))
+    }
+
+    /// The made dict an iterator reads: its frame dict's mutable copy once there is one.
+    fn iterated_dict(&self, it: &DictIter) -> Vid {
+        let mutated = it.frame_dict.and_then(|frame_dict| match self.val(frame_dict) {
+            Val::Obj { obj, .. } => self.mutated.get(&(obj.as_ptr() as usize)).copied(),
+            _ => None,
+        });
+        mutated.unwrap_or(it.dict)
+    }
+
+    /// CPython's `dictiter_iternext*`: the entry at the iterator's position, read now.
+    fn dict_iter_next(&mut self, it: &mut DictIter) -> Res<Option<Vid>> {
+        let size_changed = || {
+            Err(Problem::Python(pyo3::exceptions::PyRuntimeError::new_err(
+                "dictionary changed size during iteration",
+            )))
+        };
+        match it.status {
+            DictIterStatus::Exhausted => return Ok(None),
+            DictIterStatus::SizeChanged => return size_changed(),
+            DictIterStatus::Running => {}
+        }
+        let Val::Dict(items) = self.val(self.iterated_dict(it)) else {
+            return unsupported("iteration over a dict from outside");
+        };
+        if items.len() != it.size {
+            it.status = DictIterStatus::SizeChanged;
+            return size_changed();
+        }
+        if it.keys_removed {
+            return unsupported("iteration over a dict whose keys changed (at the same size) meanwhile");
+        }
+        let Some(&(key, value)) = items.get(it.next) else {
+            it.status = DictIterStatus::Exhausted;
+            return Ok(None);
+        };
+        it.next += 1;
+        Ok(Some(match it.part {
+            DictPart::Keys => key,
+            DictPart::Values => value,
+            DictPart::Items => self.tuple_of(vec![key, value]),
+        }))
     }
 }
 
@@ -5094,27 +5242,29 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.values[container] = Val::Set(Vec::new());
                 Ok(none)
             }
-            (Val::Dict(_), "clear", []) => {
+            (Val::Dict(items), "clear", []) => {
+                for (k, v) in &items {
+                    self.check_droppable(*k)?;
+                    self.check_droppable(*v)?;
+                }
                 self.values[container] = Val::Dict(Vec::new());
+                if !items.is_empty() {
+                    self.note_keys_removed(container);
+                }
                 Ok(none)
             }
             (Val::List(mut items), "remove", [v]) | (Val::Set(mut items), "remove" | "discard", [v]) => {
                 let is_set = matches!(self.val(container), Val::Set(_));
-                let target = if is_set {
-                    self.set_element(*v)?
-                } else {
-                    self.concrete(*v)?
-                };
+                let target = self.concrete(*v)?;
                 let mut found = None;
-                for (i, item) in items.iter().enumerate() {
-                    let same = if is_set {
-                        self.same_key(*item, &target)?
-                    } else {
-                        self.same_item(*item, &target)?
-                    };
-                    if same {
-                        found = Some(i);
-                        break;
+                if is_set {
+                    found = self.find_key(&items, &target)?;
+                } else {
+                    for (i, item) in items.iter().enumerate() {
+                        if self.same_item(*item, &target)? {
+                            found = Some(i);
+                            break;
+                        }
                     }
                 }
                 match found {
@@ -5150,29 +5300,23 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.add_items(container, vec![*v])?;
                 Ok(none)
             }
-            (Val::Dict(items), "keys", []) => {
-                let keys = items.iter().map(|(k, _)| *k).collect();
-                Ok(self.push_val(Val::List(keys)))
-            }
-            (Val::Dict(items), "values", []) => {
-                let values = items.iter().map(|(_, v)| *v).collect();
-                Ok(self.push_val(Val::List(values)))
-            }
-            (Val::Dict(items), "items", []) => {
-                let pairs = items
-                    .iter()
-                    .map(|(k, v)| self.push_val(Val::Tuple(vec![*k, *v])))
-                    .collect();
-                Ok(self.push_val(Val::List(pairs)))
+            (Val::Dict(_) | Val::Obj { .. }, "keys" | "values" | "items", []) => {
+                let part = match name {
+                    "keys" => DictPart::Keys,
+                    "values" => DictPart::Values,
+                    _ => DictPart::Items,
+                };
+                Ok(self.push_val(Val::DictView {
+                    dict: container,
+                    part,
+                }))
             }
             (Val::Dict(items), "get", [key, rest @ ..]) => {
                 let key_obj = self.concrete(*key)?;
-                for (k, v) in items.iter().rev() {
-                    if self.same_key(*k, &key_obj)? {
-                        return Ok(*v);
-                    }
+                match self.find_dict_key(&items, &key_obj)? {
+                    Some(index) => Ok(items[index].1),
+                    None => Ok(rest.first().copied().unwrap_or(none)),
                 }
-                Ok(rest.first().copied().unwrap_or(none))
             }
             (Val::Dict(mut items), "update", rest) => {
                 for other in rest {
@@ -5189,28 +5333,26 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             (Val::Dict(mut items), "setdefault", [key, rest @ ..]) => {
                 let key_obj = self.concrete(*key)?;
-                for (k, v) in items.iter() {
-                    if self.same_key(*k, &key_obj)? {
-                        return Ok(*v);
-                    }
+                if let Some(index) = self.find_dict_key(&items, &key_obj)? {
+                    return Ok(items[index].1);
                 }
                 let v = rest.first().copied().unwrap_or(none);
                 items.push((*key, v));
                 self.values[container] = Val::Dict(items);
                 Ok(v)
             }
-            (Val::Dict(items), "pop", [key, rest @ ..]) => {
+            (Val::Dict(mut items), "pop", [key, rest @ ..]) => {
                 let key_obj = self.concrete(*key)?;
-                let mut kept = Vec::new();
-                let mut found = None;
-                for (k, v) in items {
-                    if found.is_none() && self.same_key(k, &key_obj)? {
-                        found = Some(v);
-                    } else {
-                        kept.push((k, v));
+                let found = match self.find_dict_key(&items, &key_obj)? {
+                    Some(index) => {
+                        let (k, v) = items.remove(index);
+                        self.check_droppable(k)?;
+                        self.values[container] = Val::Dict(items);
+                        self.note_keys_removed(container);
+                        Some(v)
                     }
-                }
-                self.values[container] = Val::Dict(kept);
+                    None => None,
+                };
                 match (found, rest.first()) {
                     (Some(v), _) => Ok(v),
                     (None, Some(v)) => Ok(*v),
@@ -5320,6 +5462,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                     Val::Tuple(i) | Val::List(i) | Val::Set(i) => self.int_value(i.len())?,
                     Val::Dict(i) => self.int_value(i.len())?,
+                    Val::DictView { dict, .. } => return self.call_builtin(obj, None, &[dict], kwargs),
                     Val::Obj {
                         obj: o,
                         source: Some(s),
