@@ -836,6 +836,33 @@ def test_a_list_iterator_live_at_a_break_is_over_the_live_list():
     assert "print" in sot.stats(fast).graph_breaks[0].reason
 
 
+@pytest.mark.skipif(sys.version_info < (3, 10), reason="match statements are new in 3.10")
+def test_a_mapping_pattern_reads_keys_with_get():
+    """CPython's MATCH_KEYS reads each key with subject.get(key, <missing>): a mapping whose
+    get() supplies a default matches a key it lacks."""
+
+    class Lenient(dict):
+        def get(self, key, default=None):
+            return 0.5
+
+    namespace = {}
+    exec(
+        "def f(x, cfg):\n"
+        "    match cfg:\n"
+        "        case {'scale': s}:\n"
+        "            return x * s\n"
+        "    return x\n",
+        namespace,
+    )
+    f = namespace["f"]
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(np.ones(3), Lenient(shift=1.0)), np.full(3, 0.5))
+    st = sot.stats(fast)
+    # Where the VM cannot read the subclass's get (before 3.14), MATCH_KEYS runs natively.
+    assert (st.graphs, st.ops_captured, st.fallbacks) == (1, 1, [])
+    assert all("attribute get" in b.reason for b in st.graph_breaks)
+
+
 def test_an_exhausted_list_iterator_live_at_a_break_stays_exhausted():
     def f():
         a = [1, 2]

@@ -162,11 +162,6 @@ class _Keys:
     SCALE = "scale"
 
 
-class _Lenient(dict):
-    def get(self, key, default=None):
-        return 0.5
-
-
 # Patterns CPython rejects break: the instruction raises its own error where it runs.
 
 
@@ -196,12 +191,3 @@ def mapping_pattern_naming_a_key_twice(x, cfg):
         case {_Keys.SCALE: s, "scale": t}:
             return y * s * t
     return y
-
-
-@case(args=lambda: (arr(3), _Lenient(shift=1.0)), graphs=1, ops=1, breaks=["attribute get"])
-def mapping_pattern_looks_keys_up_with_get(x, cfg):
-    # CPython reads each key with cfg.get(key, <missing>): this get supplies a default.
-    match cfg:
-        case {"scale": s}:
-            return x * s
-    return x
