@@ -3215,6 +3215,22 @@ impl<'py, 'b> Vm<'py, 'b> {
         )))
     }
 
+    /// The items of sequence `left` `+` `right` (where `may_add`: `right`'s items
+    /// appended) or `*` an exact int; None for any other operation.
+    fn joined_items(&mut self, op: BinOp, left: Vid, right: Vid, may_add: bool) -> Res<Option<Vec<Vid>>> {
+        Ok(match op {
+            BinOp::Add if may_add => {
+                let mut items = self.items_of(left)?;
+                items.extend(self.items_of(right)?);
+                Some(items)
+            }
+            BinOp::Multiply => match self.exact_int(right)? {
+                Some(times) => Some(repeated(&self.items_of(left)?, times)?),
+                None => None,
+            },
+            _ => None,
+        })
+    }
     fn binary(&mut self, left: Vid, right: Vid, op: BinOp, inplace: bool) -> Res<Vid> {
         if op == BinOp::Subscr {
             return self.subscript(left, right);
@@ -3228,19 +3244,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             _ => false,
         };
         if inplace && changes_a_list {
-            let changed = match op {
-                BinOp::Add => {
-                    let mut items = self.items_of(left)?;
-                    items.extend(self.items_of(right)?);
-                    Some(items)
-                }
-                BinOp::Multiply => match self.exact_int(right)? {
-                    Some(times) => Some(repeated(&self.items_of(left)?, times)?),
-                    None => None,
-                },
-                _ => None,
-            };
-            if let Some(items) = changed {
+            if let Some(items) = self.joined_items(op, left, right, true)? {
                 let list = self.mutable_copy(left)?.unwrap_or(left);
                 self.values[list] = Val::List(items);
                 return Ok(left);
@@ -3254,19 +3258,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             _ => None,
         };
         if let Some(is_list) = left_is_list {
-            let items = match op {
-                BinOp::Add if self.is_exact_sequence(right, is_list) => {
-                    let mut items = self.items_of(left)?;
-                    items.extend(self.items_of(right)?);
-                    Some(items)
-                }
-                BinOp::Multiply => match self.exact_int(right)? {
-                    Some(times) => Some(repeated(&self.items_of(left)?, times)?),
-                    None => None,
-                },
-                _ => None,
-            };
-            if let Some(items) = items {
+            let may_add = op == BinOp::Add && self.is_exact_sequence(right, is_list);
+            if let Some(items) = self.joined_items(op, left, right, may_add)? {
                 return Ok(self.push_val(if is_list {
                     Val::List(items)
                 } else {
@@ -4801,8 +4794,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .map_err(PyErr::from)?
                 .iter(),
         );
-        let distinct = pyo3::types::PySet::new(self.py, &attributes)?;
-        if distinct.len() < attributes.len() {
+        if names_one_twice(self.py, &attributes)? {
             return unsupported("a class pattern naming an attribute twice");
         }
         let mut values = if match_self { vec![subject] } else { Vec::new() };
@@ -4826,27 +4818,33 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn match_keys(&mut self, subject: Vid, keys: Vid) -> Res<Option<Vid>> {
         let keys = self.items_of(keys)?;
         let concrete_keys = keys.iter().map(|k| self.concrete(*k)).collect::<Res<Vec<_>>>()?;
-        let distinct = pyo3::types::PySet::new(self.py, &concrete_keys)?;
-        if distinct.len() < keys.len() {
+        if names_one_twice(self.py, &concrete_keys)? {
             return unsupported("a mapping pattern naming a key twice");
         }
-        let exact_dict = self.type_of(subject)?.is(self.py.get_type::<PyDict>());
-        let missing = self.builtin("object")?.call0()?;
-        let missing = self.constant(missing);
+        // The default `get` returns for a missing key: a fresh object, where not an exact dict.
+        let missing = if self.type_of(subject)?.is(self.py.get_type::<PyDict>()) {
+            None
+        } else {
+            let object = self.builtin("object")?.call0()?;
+            Some((self.constant(object.clone()), object))
+        };
         let mut values = Vec::with_capacity(keys.len());
         for key in keys {
-            let value = if exact_dict {
-                if !self.contains(subject, key)? {
-                    return Ok(None);
+            let value = match &missing {
+                None => {
+                    if !self.contains(subject, key)? {
+                        return Ok(None);
+                    }
+                    self.subscript(subject, key)?
                 }
-                self.subscript(subject, key)?
-            } else {
-                let get = self.load_attr(subject, "get")?;
-                let value = self.call(get, vec![key, missing], vec![])?;
-                if value == missing || self.concrete(value)?.is(self.concrete(missing)?) {
-                    return Ok(None);
+                Some((missing, object)) => {
+                    let get = self.load_attr(subject, "get")?;
+                    let value = self.call(get, vec![key, *missing], vec![])?;
+                    if value == *missing || self.concrete(value)?.is(object) {
+                        return Ok(None);
+                    }
+                    value
                 }
-                value
             };
             values.push(value);
         }
@@ -5374,6 +5372,11 @@ fn qualname(obj: &Bound<'_, PyAny>) -> String {
             |_| obj.get_type().name().map_or("?".into(), |n| n.to_string()),
             |n| n.to_string(),
         )
+}
+
+/// Whether a pattern names one attribute or key twice, as CPython's `seen` set tells it.
+fn names_one_twice(py: Python<'_>, names: &[Bound<'_, PyAny>]) -> PyResult<bool> {
+    Ok(pyo3::types::PySet::new(py, names)?.len() < names.len())
 }
 
 /// `_Py_TPFLAGS_MATCH_SELF` (3.10+): a class pattern's one positional sub-pattern matches
