@@ -1069,3 +1069,46 @@ def test_dropping_an_object_with_del_from_a_dict_runs_natively():
     assert log == [0, "after"]
     reasons = [b.reason for b in sot.stats(fast).graph_breaks]
     assert any("it has __del__" in r for r in reasons), reasons
+
+
+def reraise_chains(x):
+    try:
+        try:
+            raise KeyError("a")
+        except KeyError as a:
+            try:
+                raise ValueError("b")
+            except ValueError:
+                try:
+                    raise TypeError("c")
+                except TypeError:
+                    raise a
+    except KeyError as e:
+        raised_again = e
+    try:
+        try:
+            raise IndexError("c")
+        except IndexError:
+            raise
+    except IndexError as e:
+        bare = e
+    return x + 1, raised_again, bare
+
+
+def test_raising_a_handled_exception_again_chains_as_python_does():
+    """`raise a` in the handler of `c`, raised in the handler of `b`, raised in `a`'s:
+    `a.__context__` is `c`, whose context stays `b`, and the link from `b` back to `a` is
+    cut; unwinding the handlers chains nothing more, nor does a bare `raise`. Each
+    exception is one object in the generated code."""
+    fast = sot.translate(reraise_chains)
+    x = np.arange(3.0)
+    for _ in range(2):
+        result, raised_again, bare = fast(x)
+        np.testing.assert_array_equal(result, x + 1)
+        c = raised_again.__context__
+        assert raised_again.args == ("a",) and type(c) is TypeError
+        assert type(c.__context__) is ValueError and c.__context__.__context__ is None
+        assert bare.__context__ is None
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.ops_captured, st.cache_hits) == (1, 1, 1, 1)
+    assert st.graph_breaks == [] and st.fallbacks == []

@@ -518,6 +518,7 @@ fn made_objects(
     vars: &mut Vars,
 ) -> Vec<(Vid, u32)> {
     let reached = reachable(values, cells, roots);
+    let mut made_exceptions: Vec<(Bound<'_, PyAny>, u32)> = Vec::new();
     let mut references = vec![0_usize; values.len()];
     for vid in roots
         .iter()
@@ -534,8 +535,23 @@ fn made_objects(
             value => made_exception(value).is_some(),
         })
         .map(|vid| {
-            vars.varnames.push(format!("__sot_object{vid}"));
-            (vid, (vars.varnames.len() - 1) as u32)
+            // One exception the translation raised and caught may sit under several
+            // values (raised, then caught): one object, one local.
+            let exception = made_exception(&values[vid]);
+            let same = exception.and_then(|e| {
+                made_exceptions
+                    .iter()
+                    .find(|(other, _)| e.is(other))
+                    .map(|(_, var)| *var)
+            });
+            let var = same.unwrap_or_else(|| {
+                vars.varnames.push(format!("__sot_object{vid}"));
+                (vars.varnames.len() - 1) as u32
+            });
+            if let (Some(e), None) = (exception, same) {
+                made_exceptions.push((e.clone(), var));
+            }
+            (vid, var)
         })
         .collect()
 }
@@ -674,7 +690,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
     fn make_objects(&mut self) -> PyResult<()> {
         let py = self.w.pools.py;
         let new = import(py, "builtins")?.getattr("object")?.getattr("__new__")?;
-        for (vid, var) in self.objects.clone() {
+        let objects = self.distinct_objects();
+        for &(vid, var) in &objects {
             if let Some(exception) = made_exception(&self.plan.values[vid]) {
                 let exception = exception.clone();
                 self.new_exception(&exception)?;
@@ -702,7 +719,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             )?;
             self.emit(Op::StoreFast, Arg::Var(var));
         }
-        for (vid, var) in self.objects.clone() {
+        for (vid, var) in objects {
             if let Some(exception) = made_exception(&self.plan.values[vid]) {
                 let exception = exception.clone();
                 self.emit(Op::LoadFast, Arg::Var(var));
@@ -724,6 +741,20 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
         }
         Ok(())
+    }
+
+    /// The made objects, one per local (values sharing a local are one object).
+    fn distinct_objects(&self) -> Vec<(Vid, u32)> {
+        let mut seen = Vec::new();
+        self.objects
+            .iter()
+            .filter(|(_, var)| {
+                let first = !seen.contains(var);
+                seen.push(*var);
+                first
+            })
+            .copied()
+            .collect()
     }
 
     /// Pushes `type(e)(*e.args)` for an exception the translation made.
@@ -759,16 +790,16 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 ));
             }
             self.emit(Op::Copy, Arg::Int(1));
-            let known = self.plan.values.iter().position(|v| match v {
-                Val::Obj { obj, .. } => obj.is(&linked),
-                _ => false,
+            let is_linked =
+                |vid: &Vid| matches!(&self.plan.values[*vid], Val::Obj { obj, .. } if obj.is(&linked));
+            let made = self.objects.iter().map(|(vid, _)| *vid).find(is_linked);
+            let read = (0..self.plan.values.len()).find(|vid| {
+                is_linked(vid) && matches!(self.plan.values[*vid], Val::Obj { source: Some(_), .. })
             });
-            match known {
-                Some(vid) if self.objects.iter().any(|(v, _)| *v == vid) => self.made(vid)?,
-                Some(vid) if matches!(self.plan.values[vid], Val::Obj { source: Some(_), .. }) => {
-                    self.value(vid)?
-                }
-                _ => {
+            match (made, read) {
+                (Some(vid), _) => self.made(vid)?,
+                (None, Some(vid)) => self.value(vid)?,
+                (None, None) => {
                     self.new_exception(&linked)?;
                     self.chain_exception(&linked, depth - 1)?;
                 }

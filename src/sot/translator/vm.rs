@@ -1709,8 +1709,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         Err(Problem::Python(err))
     }
 
-    fn raise(&mut self, exception: Vid) -> Problem {
-        let made = matches!(self.val(exception), Val::Obj { source: None, .. });
+    /// Raises `exception`; `chain` as `raise e` does, not as a bare `raise` or `RERAISE`
+    /// (which raise the handled exception again as it is).
+    fn raise(&mut self, exception: Vid, chain: bool) -> Problem {
+        let made = chain && matches!(self.val(exception), Val::Obj { source: None, .. });
         let exc = match self.concrete(exception) {
             Ok(exc) => exc,
             Err(problem) => return problem,
@@ -2606,7 +2608,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     };
                     exc.setattr("__cause__", cause)?;
                 }
-                return Err(self.raise(exception));
+                return Err(self.raise(exception, count > 0));
             }
             Op::Reraise => {
                 let exception = match self.table.exceptions {
@@ -2614,7 +2616,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     // (traceback, value, type): the value.
                     ExceptionModel::BlockStack => Self::pop_n(frame, 3)?[1],
                 };
-                return Err(self.raise(exception));
+                return Err(self.raise(exception, false));
             }
             Op::PushExcInfo => {
                 let exception = Self::pop(frame)?;
