@@ -123,10 +123,10 @@ def test_graph_break_resumes_and_counts():
 
 
 def test_a_value_dropped_after_a_break_is_freed_when_dropped():
-    """The frame that waits on a resume function holds none of its locals: what the rest
-    of the function drops is freed then, as in one frame, and what it never stores again
-    lives to the end. (A value live at the break is an argument of the resume function,
-    which the waiting frame holds until it returns.)"""
+    """The frame that waits on a resume function holds none of its locals, nor the values
+    it handed on: what the rest of the function drops is freed then, as in one frame
+    (also a value live at the break, dropped after it, through two resume functions), and
+    what it never stores again lives to the end."""
     import weakref
 
     class Held:
@@ -139,13 +139,21 @@ def test_a_value_dropped_after_a_break_is_freed_when_dropped():
         obj = None  # neither live at the break nor ever read again
         return (freed == [True], probe() is None)
 
+    def drop_what_was_live_at_breaks(box, freed):
+        obj = box.pop()
+        probe = weakref.ref(obj, lambda _: freed.append(True))
+        print("a break", obj)  # obj is live here, and at the next break
+        print("another break", obj)
+        obj = None
+        return (freed == [True], probe() is None)
+
     def keep_to_the_end(box, freed):
         obj = box.pop()
         probe = weakref.ref(obj, lambda _: freed.append(True))
         print("a break")
         return (freed == [], probe() is not None)  # obj is never stored again: kept
 
-    for function in (drop_after_break, keep_to_the_end):
+    for function in (drop_after_break, drop_what_was_live_at_breaks, keep_to_the_end):
         fast = sot.translate(function)
         for _ in range(2):
             freed = []

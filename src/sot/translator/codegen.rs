@@ -178,7 +178,7 @@ trait Emit<'py>: Sized {
     }
 
     /// Stores the stack's `slots` (NULL slots dropped where `drop_nulls`) and returns
-    /// `resume(*slots, *live)`, `live` pushing the live variables' values.
+    /// `resume([*slots, *live])`, `live` pushing the live variables' values.
     fn return_resumed(
         &mut self,
         slots: &[Slot],
@@ -259,9 +259,13 @@ trait Emit<'py>: Sized {
                 for var in &temporaries {
                     e.emit(Op::LoadFast, Arg::Var(*var));
                 }
+                // Handed on in one list, which the resume function empties (see `resume_code`).
                 let count = temporaries.len() + live(e)?;
+                if count > 0 {
+                    e.emit(Op::BuildList, Arg::Int(count as u32));
+                }
                 e.release_locals();
-                Ok(count)
+                Ok(usize::from(count > 0))
             },
         )?;
         self.emit(Op::ReturnValue, Arg::None);
@@ -272,16 +276,21 @@ trait Emit<'py>: Sized {
     /// function, which now holds what is live, and the original frees a value the
     /// moment the rest of the function drops it (`del x`, a popped stack slot).
     fn release_locals(&mut self) {
-        let py = self.writer().pools.py;
         let vars = &self.writer().vars;
         let locals: Vec<u32> = (0..vars.varnames.len())
             .filter(|i| !vars.cellvars.contains(&vars.varnames[*i]))
             .map(|i| i as u32)
             .collect();
         for var in locals {
-            self.load_const(py.None().into_bound(py));
-            self.emit(Op::StoreFast, Arg::Var(var));
+            self.release(var);
         }
+    }
+
+    /// `var = None`.
+    fn release(&mut self, var: u32) {
+        let py = self.writer().pools.py;
+        self.load_const(py.None().into_bound(py));
+        self.emit(Op::StoreFast, Arg::Var(var));
     }
 }
 
@@ -493,6 +502,12 @@ fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool)
             Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => plan.graph.inputs.get(*sym).copied(),
             _ => None,
         })
+        // What a side effect replaces the contents of: an earlier one may empty its source
+        // (a resume function's box).
+        .chain(plan.side_effects.iter().filter_map(|effect| match effect {
+            SideEffect::Replace { target, .. } => Some(*target),
+            _ => None,
+        }))
         .filter(|s| !matches!(plan.sources.sources[*s], Source::Argument(_) | Source::Held(_)))
         .collect();
     read.sort_unstable();
@@ -1328,8 +1343,28 @@ pub struct Bridge<'a, 'py> {
     pub blocks_after: usize,
 }
 
-fn stack_name(index: usize) -> String {
-    format!("__sot_stack{index}")
+/// A resume function's one argument: the list of the values handed to it.
+const RESUME_BOX: &str = "__sot_box";
+
+/// The locals a resume function takes its box and stack slots in. `level` counts the
+/// resume functions it is made from, so that one made from another keeps both sets apart.
+struct ResumeNames {
+    level: usize,
+}
+
+impl ResumeNames {
+    fn new(old_names: &[String]) -> Self {
+        let level = old_names.iter().filter(|n| n.starts_with(RESUME_BOX)).count();
+        Self { level }
+    }
+
+    fn resume_box(&self) -> String {
+        format!("{RESUME_BOX}{}", self.level)
+    }
+
+    fn stack(&self, index: usize) -> String {
+        format!("__sot_stack{}_{index}", self.level)
+    }
 }
 
 /// A resume function's code: the original code, with a prologue that takes the
@@ -1346,12 +1381,20 @@ pub fn resume_code<'py>(
     bridge: Option<Bridge<'_, 'py>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let old_all: Vec<String> = vars.all().iter().map(|s| s.to_string()).collect();
-    let mut varnames: Vec<String> = (0..key.nulls.len())
+    let names = ResumeNames::new(&old_all);
+    let mut handed: Vec<String> = (0..key.nulls.len())
         .filter(|i| !key.nulls[*i])
-        .map(stack_name)
+        .map(|i| names.stack(i))
         .collect();
-    varnames.extend(key.live.iter().map(|v| old_all[*v].clone()));
+    handed.extend(key.live.iter().map(|v| old_all[*v].clone()));
+    let boxed = handed.len();
+    let mut varnames: Vec<String> = if boxed > 0 {
+        vec![names.resume_box()]
+    } else {
+        Vec::new()
+    };
     let argcount = varnames.len();
+    varnames.extend(handed);
     for name in &vars.varnames {
         if !varnames.contains(name) && !vars.cellvars.contains(name) {
             varnames.push(name.clone());
@@ -1376,7 +1419,7 @@ pub fn resume_code<'py>(
             .collect();
         let mut slots = slot_locals(&mut new_vars, "__sot_tmp", &no_temporary);
         for slot in &key.handled {
-            let var = new_vars.varnames.iter().position(|n| *n == stack_name(*slot));
+            let var = new_vars.varnames.iter().position(|n| *n == names.stack(*slot));
             slots[*slot] = Slot::Handled(var.expect("a stack argument") as u32);
         }
         slots
@@ -1400,6 +1443,20 @@ pub fn resume_code<'py>(
     let mut w = Writer::new(table, code, new_vars, location)?;
     for instruction in &mut w.out {
         instruction.location = location;
+    }
+    if boxed > 0 {
+        // Unpack the box, then empty it: the caller's stack holds the box until this
+        // function returns, but not its values, so each dies when this frame drops it.
+        w.emit(Op::LoadFast, Arg::Var(0));
+        w.emit(Op::UnpackSequence, Arg::Int(boxed as u32));
+        for var in 1..=boxed {
+            w.emit(Op::StoreFast, Arg::Var(var as u32));
+        }
+        w.emit(Op::LoadFast, Arg::Var(0));
+        let everything = pyo3::types::PySlice::full(code.py()).into_any();
+        w.load_const(everything);
+        w.emit(Op::DeleteSubscr, Arg::None);
+        w.release(0);
     }
     // Instructions whose targets are the original's: moved past what comes before the
     // copy of the original once its start is known.
@@ -1426,14 +1483,17 @@ pub fn resume_code<'py>(
         } else {
             let var = new_all
                 .iter()
-                .position(|n| *n == stack_name(stack_index))
-                .expect("a stack argument");
-            w.emit(Op::LoadFast, Arg::Var(var as u32));
+                .position(|n| *n == names.stack(stack_index))
+                .expect("a stack argument") as u32;
+            w.emit(Op::LoadFast, Arg::Var(var));
             if key.handled.contains(&stack_index) {
                 // The exception being handled is current again; the slot saves the one
                 // current now, as `PUSH_EXC_INFO` did in the original.
                 w.emit(Op::PushExcInfo, Arg::None);
                 w.emit(Op::PopTop, Arg::None);
+            } else {
+                // The stack holds it now, as the original's did, and drops it when it does.
+                w.release(var);
             }
         }
     }

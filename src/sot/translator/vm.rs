@@ -5894,6 +5894,11 @@ impl<'py> Vm<'py, '_> {
         })
     }
 
+    /// Whether `vid` is the None constant.
+    pub fn is_none(&self, vid: Vid) -> bool {
+        matches!(&self.values[vid], Val::Obj { obj, .. } if obj.is(&self.ops.none))
+    }
+
     /// Whether execution can go on after `instr` (a `raise` ends it).
     pub fn falls_through(&self, instr: &Instruction) -> bool {
         self.table
