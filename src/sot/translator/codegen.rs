@@ -1486,13 +1486,16 @@ pub fn resume_code<'py>(
                 .position(|n| *n == names.stack(stack_index))
                 .expect("a stack argument") as u32;
             w.emit(Op::LoadFast, Arg::Var(var));
-            if key.handled.contains(&stack_index) {
+            let handled = key.handled.contains(&stack_index);
+            if handled {
                 // The exception being handled is current again; the slot saves the one
                 // current now, as `PUSH_EXC_INFO` did in the original.
                 w.emit(Op::PushExcInfo, Arg::None);
                 w.emit(Op::PopTop, Arg::None);
-            } else {
-                // The stack holds it now, as the original's did, and drops it when it does.
+            }
+            // The stack holds it now, as the original's did, and drops it when it does (a
+            // bridge hands the handled exception on after its step).
+            if !(handled && bridge.is_some()) {
                 w.release(var);
             }
         }

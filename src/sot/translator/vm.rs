@@ -814,8 +814,19 @@ impl<'py, 'b> Vm<'py, 'b> {
             let copy = import(self.py, "copy")?.getattr("deepcopy")?.call1((obj,))?;
             self.add_guard(source, Check::Equals(StrongRef::new(&copy)));
         } else {
-            self.add_guard(source, Check::Id(StrongRef::new(obj)));
+            self.pin(source, obj)?;
         }
+        Ok(())
+    }
+
+    /// Guards that `source` holds `obj` itself. Not an exception from the frame: each call
+    /// raises a new one (the guard would fail every time), and holding it would keep its
+    /// traceback's frames, and their locals, alive as long as the translation.
+    fn pin(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
+        if obj.is_instance(&self.py.get_type::<pyo3::exceptions::PyBaseException>())? {
+            return graph_break("an exception from the frame used as a value");
+        }
+        self.add_guard(source, Check::Id(StrongRef::new(obj)));
         Ok(())
     }
 
@@ -828,7 +839,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         {
             if !is_value_type(obj) {
                 let (obj, source) = (obj.clone(), *source);
-                self.add_guard(source, Check::Id(StrongRef::new(&obj)));
+                self.pin(source, &obj)?;
                 return Ok(obj);
             }
         }
