@@ -1090,7 +1090,7 @@ def reraise_chains(x):
                 try:
                     raise TypeError("c")
                 except TypeError:
-                    raise a
+                    raise a  # noqa: B904 (the chaining is what is tested)
     except KeyError as e:
         raised_again = e
     try:
@@ -1120,3 +1120,36 @@ def test_raising_a_handled_exception_again_chains_as_python_does():
     st = sot.stats(fast)
     assert (st.translations, st.graphs, st.ops_captured, st.cache_hits) == (1, 1, 1, 1)
     assert st.graph_breaks == [] and st.fallbacks == []
+
+
+def raise_with(x, obj):
+    try:
+        raise KeyError(obj)
+    except KeyError as e:
+        got = e.args[0]
+    return x + 1, got
+
+
+def test_an_exception_made_with_an_object_from_the_frame_holds_each_calls_object():
+    """The generated code makes the translation's exceptions again from constants: one
+    made with an object from the frame is made at run time (a break), so that it holds
+    this call's object, and the translation keeps none alive."""
+    import weakref
+
+    class Key:
+        pass
+
+    fast = sot.translate(raise_with)
+    x = np.arange(3.0)
+    for _ in range(3):
+        key = Key()
+        result, got = fast(x, key)
+        np.testing.assert_array_equal(result, x + 1)
+        assert got is key
+        probe = weakref.ref(key)
+        del key, got
+        assert probe() is None
+    st = sot.stats(fast)
+    assert st.graph_breaks[0].reason == "an exception made with an object from the frame"
+    assert st.graph_breaks[0].lineno == raise_with.__code__.co_firstlineno + 2
+    assert st.graphs == 1 and st.cache_hits >= 2 and st.fallbacks == []

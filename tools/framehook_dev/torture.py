@@ -119,17 +119,7 @@ SOT_MODULES = [
 ]
 # Tests whose outcome under SOT differs for a reason no translator could avoid, by test id
 # (a prefix matches its subtests), each with why. Anything else that diverges is a bug.
-_HELD_ACROSS_A_BREAK = (
-    "an object live at a graph break is an argument of the resume function: the generated code's "
-    "frame holds it until that returns (CPython keeps a call's arguments on the caller's stack "
-    "under PEP 523), so deleting it after the break does not free it as in one frame")
 SOT_INHERENT: dict[str, str] = {
-    "test.test_scope.ScopeTests.testCellLeak": _HELD_ACROSS_A_BREAK,
-    "test.test_exceptions.ExceptionTests.test_3114": _HELD_ACROSS_A_BREAK,
-    # The object is live at the break of `o.s = slice(o)` (an object the translation made).
-    "test.test_slice.SliceTest.test_cycle": _HELD_ACROSS_A_BREAK,
-    # The sequence is on the stack at the break before iterating it.
-    "test.test_list.ListTest.test_free_after_iterating": _HELD_ACROSS_A_BREAK,
     "test.test_exceptions.PEP626Tests.test_lineno_in_try": (
         "the test walks the traceback's frames: an exception raised under the frame's own handlers "
         "is raised from a bridge (a resume function), one frame more than the original"),

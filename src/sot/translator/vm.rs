@@ -4679,6 +4679,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             {
                 return Ok(None);
             }
+            // The generated code makes it again from its arguments as constants: no object
+            // from the frame but values (another would be the first call's, and would live
+            // as long as the code).
+            if !args
+                .iter()
+                .chain(kwargs.iter().map(|(_, v)| v))
+                .all(|a| self.is_constant(*a))
+            {
+                return graph_break("an exception made with an object from the frame");
+            }
             pin(self);
             let positional = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
             let kw = PyDict::new(self.py);
@@ -5903,6 +5913,16 @@ impl<'py> Vm<'py, '_> {
             }
             _ => return None,
         })
+    }
+
+    /// Whether `vid` is a constant of the translation or a value, or a tuple or list of
+    /// those: nothing that another call's frame may hold another of.
+    fn is_constant(&self, vid: Vid) -> bool {
+        match self.val(vid) {
+            Val::Obj { obj, source } => source.is_none() || is_value_type(obj),
+            Val::Tuple(items) | Val::List(items) => items.iter().all(|i| self.is_constant(*i)),
+            _ => false,
+        }
     }
 
     /// Whether `vid` is the None constant.
