@@ -1123,11 +1123,12 @@ def test_raising_a_handled_exception_again_chains_as_python_does():
 
 
 def raise_with(x, obj):
+    y = x + 1
     try:
         raise KeyError(obj)
     except KeyError as e:
         got = e.args[0]
-    return x + 1, got
+    return y, got
 
 
 def test_an_exception_made_with_an_object_from_the_frame_holds_each_calls_object():
@@ -1151,5 +1152,5 @@ def test_an_exception_made_with_an_object_from_the_frame_holds_each_calls_object
         assert probe() is None
     st = sot.stats(fast)
     assert st.graph_breaks[0].reason == "an exception made with an object from the frame"
-    assert st.graph_breaks[0].lineno == raise_with.__code__.co_firstlineno + 2
+    assert st.graph_breaks[0].lineno == raise_with.__code__.co_firstlineno + 3
     assert st.graphs == 1 and st.cache_hits >= 2 and st.fallbacks == []
