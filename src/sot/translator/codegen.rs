@@ -115,6 +115,21 @@ trait Emit<'py>: Sized {
         }
     }
 
+    /// Emits the constant `callee` called with the arguments `args` pushes.
+    fn call_constant(
+        &mut self,
+        callee: Bound<'py, PyAny>,
+        args: impl FnOnce(&mut Self) -> PyResult<usize>,
+    ) -> PyResult<()> {
+        self.call(
+            |e| {
+                e.load_const(callee);
+                Ok(())
+            },
+            args,
+        )
+    }
+
     /// Emits `callee` (as `load`) called with `argc` arguments pushed by `args`.
     fn call(
         &mut self,
@@ -230,30 +245,18 @@ trait Emit<'py>: Sized {
                 // types.FunctionType(code, globals(), name, None, closure)
                 let function_type = import(py, "types")?.getattr("FunctionType")?;
                 let globals = import(py, "builtins")?.getattr("globals")?;
-                e.call(
-                    |e| {
-                        e.load_const(function_type);
-                        Ok(())
-                    },
-                    |e| {
-                        let name = target.getattr("co_name")?;
-                        e.load_const(target);
-                        e.call(
-                            |e| {
-                                e.load_const(globals);
-                                Ok(())
-                            },
-                            |_| Ok(0),
-                        )?;
-                        e.load_const(name);
-                        e.load_const(py.None().into_bound(py));
-                        for var in &closure_vars {
-                            e.emit(closure_op, Arg::Var(*var));
-                        }
-                        e.build_tuple(closure_vars.len());
-                        Ok(5)
-                    },
-                )
+                e.call_constant(function_type, |e| {
+                    let name = target.getattr("co_name")?;
+                    e.load_const(target);
+                    e.call_constant(globals, |_| Ok(0))?;
+                    e.load_const(name);
+                    e.load_const(py.None().into_bound(py));
+                    for var in &closure_vars {
+                        e.emit(closure_op, Arg::Var(*var));
+                    }
+                    e.build_tuple(closure_vars.len());
+                    Ok(5)
+                })
             },
             |e| {
                 for var in &temporaries {
@@ -722,16 +725,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
             };
             let class = class.clone();
             let new = new.clone();
-            self.call(
-                |e| {
-                    e.load_const(new);
-                    Ok(())
-                },
-                |e| {
-                    e.load_const(class);
-                    Ok(1)
-                },
-            )?;
+            self.call_constant(new, |e| {
+                e.load_const(class);
+                Ok(1)
+            })?;
             self.emit(Op::StoreFast, Arg::Var(var));
         }
         for (vid, var) in objects {
@@ -776,18 +773,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
     fn new_exception(&mut self, exception: &Bound<'py, PyAny>) -> PyResult<()> {
         let (class, args) = (exception.get_type().into_any(), exception.getattr("args")?);
         let count = args.len()?;
-        self.call(
-            |e| {
-                e.load_const(class);
-                Ok(())
-            },
-            |e| {
-                for arg in args.try_iter()? {
-                    e.load_const(arg?);
-                }
-                Ok(count)
-            },
-        )
+        self.call_constant(class, |e| {
+            for arg in args.try_iter()? {
+                e.load_const(arg?);
+            }
+            Ok(count)
+        })
     }
 
     /// Sets the `__context__` and `__cause__` of the exception on top of the stack (left
@@ -870,17 +861,11 @@ impl<'a, 'py> Emitter<'a, 'py> {
             ),
             _ => return Ok(()),
         };
-        self.call(
-            |e| {
-                e.load_const(method);
-                Ok(())
-            },
-            |e| {
-                e.emit(Op::LoadFast, Arg::Var(var));
-                e.contents(&contents)?;
-                Ok(2)
-            },
-        )?;
+        self.call_constant(method, |e| {
+            e.emit(Op::LoadFast, Arg::Var(var));
+            e.contents(&contents)?;
+            Ok(2)
+        })?;
         self.emit(Op::PopTop, Arg::None);
         Ok(())
     }
@@ -1017,13 +1002,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 // copy (interning its strings): `fs.copy()` is `fs` itself.
                 None if obj.is_exact_instance_of::<pyo3::types::PyFrozenSet>() => {
                     let copy = obj.getattr("copy")?;
-                    self.call(
-                        |e| {
-                            e.load_const(copy);
-                            Ok(())
-                        },
-                        |_| Ok(0),
-                    )?;
+                    self.call_constant(copy, |_| Ok(0))?;
                 }
                 None if made_exception(&self.plan.values[vid]).is_none() => self.load_const(obj.clone()),
                 None => self.made(vid)?,
@@ -1053,11 +1032,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
             Val::Method { function, receiver } => {
                 let (function, receiver) = (*function, *receiver);
                 let method_type = import(py, "types")?.getattr("MethodType")?;
-                self.call(
-                    |e| {
-                        e.load_const(method_type);
-                        Ok(())
-                    },
+                self.call_constant(
+                    method_type,
                     |e| {
                         e.value(function)?;
                         e.value(receiver)?;
@@ -1067,11 +1043,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
             Val::DictView { dict, part } => {
                 let (dict, method) = (*dict, py.get_type::<PyDict>().getattr(part.method())?);
-                self.call(
-                    |e| {
-                        e.load_const(method);
-                        Ok(())
-                    },
+                self.call_constant(
+                    method,
                     |e| {
                         e.value(dict)?;
                         Ok(1)
@@ -1081,11 +1054,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
             Val::Iter { items, next } => {
                 let rest = items[*next..].to_vec();
                 let iter = import(py, "builtins")?.getattr("iter")?;
-                self.call(
-                    |e| {
-                        e.load_const(iter);
-                        Ok(())
-                    },
+                self.call_constant(
+                    iter,
                     |e| {
                         for item in &rest {
                             e.value(*item)?;
@@ -1098,11 +1068,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
             Val::ListIter { list, next } => {
                 let (list, next) = (*list, *next);
                 let list_iterator = import(py, "framehook.sot._translate")?.getattr("_list_iterator")?;
-                self.call(
-                    |e| {
-                        e.load_const(list_iterator);
-                        Ok(())
-                    },
+                self.call_constant(
+                    list_iterator,
                     |e| {
                         match next {
                             Some(next) => {
@@ -1148,22 +1115,13 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let own_globals = function.globals.is(&self.plan.globals);
                 let globals = function.globals.clone();
                 let closure_op = self.w.closure_op();
-                self.call(
-                    |e| {
-                        e.load_const(function_type);
-                        Ok(())
-                    },
+                self.call_constant(
+                    function_type,
                     |e| {
                         e.load_const(code);
                         if own_globals {
                             let globals_builtin = import(py, "builtins")?.getattr("globals")?;
-                            e.call(
-                                |e| {
-                                    e.load_const(globals_builtin);
-                                    Ok(())
-                                },
-                                |_| Ok(0),
-                            )?;
+                            e.call_constant(globals_builtin, |_| Ok(0))?;
                         } else {
                             e.load_const(globals);
                         }
@@ -1211,18 +1169,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// conversion, format_spec) or Template(*strings_and_interpolations).
     fn templatelib_object(&mut self, class: &str, parts: Vec<Vid>) -> PyResult<()> {
         let class = import(self.w.pools.py, "string.templatelib")?.getattr(class)?;
-        self.call(
-            |e| {
-                e.load_const(class);
-                Ok(())
-            },
-            |e| {
-                for part in &parts {
-                    e.value(*part)?;
-                }
-                Ok(parts.len())
-            },
-        )
+        self.call_constant(class, |e| {
+            for part in &parts {
+                e.value(*part)?;
+            }
+            Ok(parts.len())
+        })
     }
 
     fn side_effect(&mut self, effect: &SideEffect) -> PyResult<()> {
@@ -1267,19 +1219,13 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     self.emit(Op::StoreFast, Arg::Var(self.contents_var));
                     for (method, with_contents) in [("clear", false), ("update", true)] {
                         let unbound = py.get_type::<PyDict>().getattr(method)?;
-                        self.call(
-                            |e| {
-                                e.load_const(unbound);
-                                Ok(())
-                            },
-                            |e| {
-                                e.source(target)?;
-                                if with_contents {
-                                    e.emit(Op::LoadFast, Arg::Var(e.contents_var));
-                                }
-                                Ok(1 + usize::from(with_contents))
-                            },
-                        )?;
+                        self.call_constant(unbound, |e| {
+                            e.source(target)?;
+                            if with_contents {
+                                e.emit(Op::LoadFast, Arg::Var(e.contents_var));
+                            }
+                            Ok(1 + usize::from(with_contents))
+                        })?;
                         self.emit(Op::PopTop, Arg::None);
                     }
                 } else {
@@ -1595,16 +1541,10 @@ fn emit_step<'py, E: Emit<'py>>(
     match step {
         Step::BranchOnTruth => {
             let truth = import(e.writer().pools.py, "builtins")?.getattr("bool")?;
-            e.call(
-                |e| {
-                    e.load_const(truth);
-                    Ok(())
-                },
-                |e| {
-                    condition(e)?;
-                    Ok(1)
-                },
-            )
+            e.call_constant(truth, |e| {
+                condition(e)?;
+                Ok(1)
+            })
         }
         Step::RunHere { .. } => {
             e.writer().out.push(Instruction {
