@@ -1154,3 +1154,31 @@ def test_an_exception_made_with_an_object_from_the_frame_holds_each_calls_object
     assert st.graph_breaks[0].reason == "an exception made with an object from the frame"
     assert st.graph_breaks[0].lineno == raise_with.__code__.co_firstlineno + 3
     assert st.graphs == 1 and st.cache_hits >= 2 and st.fallbacks == []
+
+
+class Namespace:
+    pass
+
+
+def test_a_dict_changed_after_its_path_is_rebound_is_the_dict_the_frame_read():
+    def update(a, x):
+        d = a.inner.d
+        a.inner = None  # replayed before the dict's new contents
+        d["k"] = x * 2.0
+        return x + 1.0
+
+    def make():
+        a = Namespace()
+        a.inner = Namespace()
+        a.inner.d = {"k": 0}
+        return a
+
+    x = np.ones(2)
+    a = make()
+    inner = a.inner
+    fast = sot.translate(update)
+    np.testing.assert_array_equal(fast(a, x), x + 1.0)
+    assert a.inner is None and list(inner.d) == ["k"]
+    np.testing.assert_array_equal(inner.d["k"], x * 2.0)
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.graphs == 1 and st.graph_breaks == [] and st.fallbacks == []

@@ -490,11 +490,18 @@ fn needed_outputs(values: &[Val<'_>], cells: &[Option<Vid>], graph: &Graph<'_>, 
 
 /// The sources the generated code would read after its side effects or a break's step,
 /// each with the local it is read into before them: the translation read them before any
-/// change it made, or the step makes. An argument is the frame's own: nothing changes it.
+/// change it made, or the step makes. That includes the lists, dicts and cells the side
+/// effects change (an earlier side effect may rebind the path to them, or empty its
+/// source: a resume function's box). An argument is the frame's own: nothing changes it.
 fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool) -> Vec<(SourceId, u32)> {
     if plan.side_effects.is_empty() && !before_a_step {
         return Vec::new();
     }
+    let targets = plan.side_effects.iter().filter_map(|effect| match effect {
+        SideEffect::Replace { target, .. } => Some(*target),
+        SideEffect::StoreCell { cell, .. } => Some(*cell),
+        _ => None,
+    });
     let mut read: Vec<SourceId> = reachable(plan.values, plan.cells, &plan.roots)
         .into_iter()
         .filter_map(|vid| match &plan.values[vid] {
@@ -502,12 +509,7 @@ fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool)
             Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => plan.graph.inputs.get(*sym).copied(),
             _ => None,
         })
-        // What a side effect replaces the contents of: an earlier one may empty its source
-        // (a resume function's box).
-        .chain(plan.side_effects.iter().filter_map(|effect| match effect {
-            SideEffect::Replace { target, .. } => Some(*target),
-            _ => None,
-        }))
+        .chain(targets)
         .filter(|s| !matches!(plan.sources.sources[*s], Source::Argument(_) | Source::Held(_)))
         .collect();
     read.sort_unstable();
