@@ -6,6 +6,7 @@ import logging
 import sys
 import threading
 import traceback
+import types
 
 import numpy as np
 import pytest
@@ -1182,3 +1183,107 @@ def test_a_dict_changed_after_its_path_is_rebound_is_the_dict_the_frame_read():
     np.testing.assert_array_equal(inner.d["k"], x * 2.0)
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.graphs == 1 and st.graph_breaks == [] and st.fallbacks == []
+
+
+def guards_of(fn, *args):
+    """The guard lines of ``fn``'s one translation, as ``sot.explain`` prints them."""
+    text = sot.explain(fn, *args)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  guards ("))
+    count = int(lines[start].split("(")[1].split(")")[0])
+    guards = [line.strip() for line in lines[start + 1:start + 1 + count]]
+    assert all(line.startswith("    ") for line in lines[start + 1:start + 1 + count]), text
+    return guards
+
+
+def functional_module(name, factor):
+    module = types.ModuleType(name)
+    exec(f"def scale(x):\n    return x * {factor}\n", module.__dict__)
+    return module
+
+
+def test_an_object_pinned_at_two_sources_has_its_children_guarded_once():
+    def f(a, b, x):
+        return a.F.scale(x) + b.F.scale(x)
+
+    functional = functional_module("functional", 2.0)
+    a, b, x = Namespace(), Namespace(), np.ones(2)
+    a.F = b.F = functional
+    guards = guards_of(f, a, b, x)
+    # b.F is checked to be the module a.F is; what is read through it is a.F's.
+    assert "b.F is <module 'functional'>" in guards, guards
+    assert [g for g in guards if g.startswith("b.F.")] == [], guards
+    # type, code, globals, defaults, keyword defaults
+    assert sum(g.startswith("a.F.scale") for g in guards) == 5, guards
+    assert len(guards) == 10, guards
+
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(a, b, x), x * 4.0)
+    # Rebinding one path: its identity guard fails, the new translation reads the new module.
+    b.F = functional_module("other", 3.0)
+    np.testing.assert_array_equal(fast(a, b, x), x * 5.0)
+    # Rebinding the function in the module both paths reach.
+    b.F = functional
+    functional.scale = functional_module("third", 10.0).scale
+    np.testing.assert_array_equal(fast(a, b, x), x * 20.0)
+    st = sot.stats(fast)
+    assert (st.translations, st.recompilations) == (3, 2), st
+    assert st.graph_breaks == [] and st.fallbacks == []
+
+
+def test_a_type_guard_stays_beside_an_identity_guard_where_the_class_can_change():
+    class A:
+        kind = "a"
+
+    class B:
+        kind = "b"
+
+    def f(o, x):
+        if o is SENTINEL:
+            return x * 2.0 if o.kind == "a" else x * 3.0
+        return x
+
+    global SENTINEL
+    SENTINEL = A()
+    x = np.ones(2)
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(SENTINEL, x), x * 2.0)
+    SENTINEL.__class__ = B  # the same object: only its type guard fails
+    np.testing.assert_array_equal(fast(SENTINEL, x), x * 3.0)
+    assert sot.stats(fast).translations == 2
+    assert any(g.startswith("o type is ") and g.endswith(".B") for g in guards_of(f, SENTINEL, x))
+
+    # A builtin function's class cannot change: its identity guard says its type.
+    def g(o, x):
+        if o is len and type(o).__name__ == "builtin_function_or_method":
+            return x * 2.0
+        return x
+
+    guards = guards_of(g, len, x)
+    assert "o is <built-in function len>" in guards and not any(g.startswith("o type") for g in guards), guards
+
+
+def test_a_dicts_type_and_length_guards_are_implied_by_its_keys_guard():
+    def f(d, x):
+        if not d:
+            return x
+        for key in d:
+            x = x * d[key]
+        return x
+
+    guards = guards_of(f, {"a": 2.0, "b": 3.0}, np.ones(2))
+    d_guards = [g for g in guards if g.startswith("d ")]
+    assert d_guards == ["d keys == ('a', 'b')"], guards
+    fast = sot.translate(f)
+    x = np.ones(2)
+    np.testing.assert_array_equal(fast({"a": 2.0, "b": 3.0}, x), x * 6.0)
+    np.testing.assert_array_equal(fast({"b": 3.0, "a": 2.0}, x), x * 6.0)  # another key order
+    np.testing.assert_array_equal(fast({"a": 2.0}, x), x * 2.0)
+    assert (sot.stats(fast).translations, sot.stats(fast).cache_hits) == (3, 0)
+
+    class Sub(dict):
+        pass
+
+    np.testing.assert_array_equal(fast(Sub(a=2.0), x), x * 2.0)  # the keys of an exact dict only
+    assert sot.stats(fast).cache_hits == 0
+    np.testing.assert_array_equal(fast({}, x), x)
