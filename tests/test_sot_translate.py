@@ -1287,3 +1287,72 @@ def test_a_dicts_type_and_length_guards_are_implied_by_its_keys_guard():
     np.testing.assert_array_equal(fast(Sub(a=2.0), x), x * 2.0)  # the keys of an exact dict only
     assert sot.stats(fast).cache_hits == 0
     np.testing.assert_array_equal(fast({}, x), x)
+
+
+def generated_code(fast, fn, *args):
+    """The code SOT runs for ``fn(*args)`` (seen by a hook chained after SOT's)."""
+    seen = []
+
+    def after(frame):
+        if frame.original_code is fn.__code__ and frame.f_code is not fn.__code__:
+            seen.append(frame.f_code)
+
+    with framehook.frame_hook(after):
+        fast(*args)
+    return seen[0]
+
+
+def test_a_frame_dict_is_replayed_by_its_stores_where_its_keys_keep_their_order():
+    def step(state, x):
+        state["count"] += 1
+        state["avg"] = state["avg"] * 0.5 + x
+        state["new"] = x * 2.0
+        return x
+
+    def make():
+        return {"count": 0, "avg": np.zeros(2), "kept": "same", "new_later": None}
+
+    x = np.ones(2)
+    eager, translated = make(), make()
+    step(eager, x)
+    fast = sot.translate(step)
+    kept = translated["kept"]
+    same_dict = translated
+    fast(translated, x)
+    assert translated is same_dict and translated["kept"] is kept
+    assert list(translated) == list(eager) == ["count", "avg", "kept", "new_later", "new"]
+    assert translated["count"] == 1 and translated["new_later"] is None
+    np.testing.assert_array_equal(translated["avg"], eager["avg"])
+    np.testing.assert_array_equal(translated["new"], eager["new"])
+    del translated["new"]
+    code = generated_code(fast, step, translated, x)
+    assert dict.clear not in code.co_consts and dict.update not in code.co_consts  # no whole-dict replay
+    assert sot.stats(fast).own_frame == "translated"
+
+
+@pytest.mark.parametrize("change", ["delete", "move", "clear", "pop_all"])
+def test_a_frame_dict_whose_keys_go_or_move_is_replayed_whole_in_order(change):
+    def edit(d, x):
+        if change == "delete":
+            del d["a"]
+            d["c"] = x
+        elif change == "move":
+            d["a"] = d.pop("a") + 1
+        elif change == "clear":
+            d.clear()
+            d["b"] = x
+            d["a"] = 5
+        else:
+            for key in list(d):
+                d[key] = d.pop(key)  # every key goes and comes back: the same order
+        return x * 2.0
+
+    x = np.ones(2)
+    eager, translated = {"a": 1, "b": 2}, {"a": 1, "b": 2}
+    edit(eager, x)
+    fast = sot.translate(edit)
+    same_dict = translated
+    np.testing.assert_array_equal(fast(translated, x), x * 2.0)
+    assert translated is same_dict and repr(translated) == repr(eager)
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.graph_breaks == [] and st.fallbacks == [], st

@@ -397,7 +397,7 @@ impl<'a, 'py> Plan<'a, 'py> {
         globals: Bound<'py, PyAny>,
         rebuilt: &[Vid],
     ) -> Self {
-        let mut roots = side_effect_roots(side_effects);
+        let mut roots = side_effect_roots(values, side_effects);
         roots.extend_from_slice(rebuilt);
         roots.extend(cell_roots(cells, &frame_cells, vars));
         let outputs = needed_outputs(values, cells, graph, &roots);
@@ -598,8 +598,28 @@ fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars
         .collect()
 }
 
+/// The items to store into a dict from the frame for it to hold `contents` where it held
+/// `before`: those added or given another value, in order. That makes the same dict where
+/// `before`'s keys are the first of `contents`' in the same order (a store keeps a key's
+/// place, a new key goes last); None where a key went or moved (replaced whole then).
+/// Keys are compared as values of the translation: a stored key keeps its first value.
+fn dict_stores(values: &[Val<'_>], contents: Vid, before: &[(Vid, Vid)]) -> Option<Vec<(Vid, Vid)>> {
+    let Val::Dict(after) = &values[contents] else {
+        return None;
+    };
+    let kept = after.len() >= before.len() && before.iter().zip(after).all(|((k, _), (a, _))| k == a);
+    kept.then(|| {
+        after
+            .iter()
+            .enumerate()
+            .filter(|(index, (_, value))| before.get(*index).map_or(true, |(_, old)| old != value))
+            .map(|(_, item)| *item)
+            .collect()
+    })
+}
+
 /// The roots every generated code rebuilds: side effects' values.
-fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
+fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec<Vid> {
     side_effects
         .iter()
         .flat_map(|effect| match effect {
@@ -608,7 +628,10 @@ fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
             SideEffect::StoreGlobal { value, .. } => vec![*value],
             SideEffect::DeleteGlobal { .. } => vec![],
             SideEffect::StoreFree { value, .. } | SideEffect::StoreCell { value, .. } => vec![*value],
-            SideEffect::Replace { contents, .. } => vec![*contents],
+            SideEffect::Replace { contents, before, .. } => match dict_stores(values, *contents, before) {
+                Some(stores) => stores.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+                None => vec![*contents],
+            },
         })
         .collect()
 }
@@ -1261,9 +1284,21 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let index = self.w.pools.name("cell_contents");
                 self.emit(Op::StoreAttr, Arg::Name(index));
             }
-            SideEffect::Replace { target, contents } => {
+            SideEffect::Replace {
+                target,
+                contents,
+                before,
+            } => {
                 let (target, contents) = (*target, *contents);
-                if let Val::Dict(_) = &self.plan.values[contents] {
+                if let Some(stores) = dict_stores(self.plan.values, contents, before) {
+                    // target[key] = value, for each item added or changed
+                    for (key, value) in stores {
+                        self.value(value)?;
+                        self.source(target)?;
+                        self.value(key)?;
+                        self.emit(Op::StoreSubscr, Arg::None);
+                    }
+                } else if let Val::Dict(_) = &self.plan.values[contents] {
                     // new = contents; target.clear(); target.update(new)
                     self.value(contents)?;
                     self.emit(Op::StoreFast, Arg::Var(self.contents_var));

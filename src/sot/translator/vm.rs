@@ -267,6 +267,9 @@ pub enum SideEffect {
     Replace {
         target: SourceId,
         contents: Vid,
+        /// A dict's items as the frame held them (what its guards say), for replaying
+        /// only the stores: see `codegen::dict_stores`. Empty for a list.
+        before: Vec<(Vid, Vid)>,
     },
 }
 
@@ -3658,9 +3661,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
             return Ok(Some(*copy));
         }
-        let copy = if obj.is_exact_instance_of::<PyList>() {
+        let (copy, before) = if obj.is_exact_instance_of::<PyList>() {
             let items = self.items_of(container)?;
-            self.push_val(Val::List(items))
+            (self.push_val(Val::List(items)), Vec::new())
         } else if obj.is_exact_instance_of::<PyDict>() {
             let keys = self.items_of(container)?;
             let mut items = Vec::with_capacity(keys.len());
@@ -3668,7 +3671,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let v = self.subscript(container, k)?;
                 items.push((k, v));
             }
-            self.push_val(Val::Dict(items))
+            (self.push_val(Val::Dict(items.clone())), items)
         } else {
             return Ok(None);
         };
@@ -3676,6 +3679,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.side_effects.push(SideEffect::Replace {
             target: s,
             contents: copy,
+            before,
         });
         Ok(Some(copy))
     }
