@@ -111,6 +111,13 @@ _WEAK_SCALAR_ARITHMETIC = _ById((
     np.add, np.subtract, np.multiply, np.true_divide, np.maximum, np.minimum,
 ))
 
+# What an operator on arrays calls: the elementwise ufunc it is on an exact ndarray and
+# numbers (``a + b`` is ``np.add(a, b)``), whose result the call can write into an array.
+_OPERATOR_UFUNCS = _ById({
+    operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+    operator.truediv: np.true_divide, operator.neg: np.negative,
+})
+
 _METHODS = np.ndarray.__dict__
 # Reductions reached through numpy's Python wrappers (``numpy._core._methods`` for the
 # methods, ``fromnumeric`` for the functions): on an exact ndarray each is one ufunc
@@ -240,6 +247,45 @@ def _holds_ref(value: Any, ref_type: type) -> bool:
     return False
 
 
+def _operand_refs(value: Any, ref_type: type) -> list:
+    """The symbols an argument holds, nested ones included."""
+    if isinstance(value, ref_type):
+        return [value.index]
+    if isinstance(value, (tuple, list)):
+        return [index for v in value for index in _operand_refs(v, ref_type)]
+    if isinstance(value, slice):
+        return [index for v in (value.start, value.stop, value.step) for index in _operand_refs(v, ref_type)]
+    if isinstance(value, dict):
+        return [index for v in value.values() for index in _operand_refs(v, ref_type)]
+    return []
+
+
+def _elementwise_ufunc(function: Any, args: tuple, kwargs: dict) -> Any:
+    """The elementwise ufunc a node calls with its operands only, or None."""
+    ufunc = _OPERATOR_UFUNCS.of(function) if _OPERATOR_UFUNCS.has(function) else function
+    if (isinstance(ufunc, np.ufunc) and ufunc.signature is None and ufunc.nout == 1 and ufunc.nin == len(args)
+            and not kwargs):
+        return ufunc
+    return None
+
+
+def _makes_new_array(function: Any, kwargs: dict) -> bool:
+    """Whether a call returns a new array that keeps no reference to its arguments, where it
+    returns an exact ndarray: a ufunc or an operator on arrays, a reduction."""
+    if "out" in kwargs:
+        return False
+    if isinstance(function, np.ufunc) or _OPERATOR_UFUNCS.has(function) or function is operator.matmul:
+        return not kwargs
+    return _REDUCTIONS.has(function) or _MEANS.has(function)
+
+
+def _votes_on_layout(value: Any) -> bool:
+    """Whether an operand of an elementwise call (broadcast to the result) can decide the
+    order of the result's axes (numpy's iterator orders two axes by the strides of the
+    operands that step along both): an array varying along two axes or more."""
+    return type(value) is _ARRAY_TYPE and value.ndim > 0 and sum(extent > 1 for extent in value.shape) > 1
+
+
 def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     """``graph`` is ``(inputs, nodes, outputs)``, nodes ``(function, args, kwargs, filename,
     line)`` whose arguments hold ``framehook._native.SotRef`` symbols; ``examples``, where
@@ -274,8 +320,9 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             return repr(value)
         return constant(value)
 
-    def lowered(target: str, function: Any, args: tuple, kwargs: dict, result: Any) -> Any:
-        """The statements for ``target = function(*args, **kwargs)`` by a lowering rule, or None."""
+    def lowered(target: str, function: Any, args: tuple, kwargs: dict, result: Any, out: Any) -> Any:
+        """The statements for ``target = function(*args, **kwargs)`` by a lowering rule, or
+        None; ``out``, where given, the elementwise ufunc's name and the array to write into."""
         if kwargs:
             reduction = _reduction_arguments(args, kwargs, SotRef)
         elif len(args) == 2 and _WEAK_SCALAR_ARITHMETIC.has(function):
@@ -287,7 +334,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                     if converted is not None:
                         operands = list(args)
                         operands[number_at] = _Bound(constant(converted))
-                        return [_call_or_infix(target, function, operands, operand)]
+                        return [_call_or_infix(target, function, operands, operand, out)]
             reduction = None
         else:
             reduction = _reduction_arguments(args, kwargs, SotRef) if len(args) <= 2 else None
@@ -312,9 +359,65 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             if isinstance(shape, list) and not _holds_ref(shape, SotRef) and all(type(i) is int for i in shape):
                 return [f"{target} = {operand(function)}({operand(args[0])}, {constant(tuple(shape))})"]
         if not kwargs and (_INFIX.has(function) and len(args) == 2 or _PREFIX.has(function) and len(args) == 1):
-            return [_call_or_infix(target, function, list(args), operand)]
+            return [_call_or_infix(target, function, list(args), operand, out)]
         if function is operator.getitem and not kwargs and len(args) == 2:
             return [f"{target} = {operand(args[0])}[{operand(args[1])}]"]
+        return None
+
+    # Arrays the graph made that only calls making new arrays read (ufuncs, operators,
+    # reductions: none keeps a view), by the last symbol reading them: an elementwise call
+    # of the same shape and dtype can write its result into one it reads last.
+    output_set = set(outputs)
+    last_read: dict[int, int] = {}
+    viewed: set[int] = set()
+    for index, (function, args, kwargs, _, _) in enumerate(nodes):
+        only_reads = _makes_new_array(function, kwargs)
+        for arg in list(args) + list(kwargs.values()):
+            refs = _operand_refs(arg, SotRef)
+            if not (only_reads and isinstance(arg, SotRef)):
+                viewed.update(refs)  # a view or a container may keep it
+            for ref in refs:
+                last_read[ref] = inputs + index
+    fresh: set[int] = set()
+    # Per array symbol, the symbol whose strides order its axes: numpy gives a new array
+    # the order of the operands that step along its axes (an array varying along two axes
+    # or more); arrays of one order and shape get one layout from an elementwise call.
+    order_of: dict[int, int] = {}
+
+    def axes_order(symbol: int, args: tuple, shape: tuple) -> Any:
+        """The order (a symbol) the arrays among ``args`` that can order the axes of a
+        result of ``shape`` share, ``symbol`` where none can, None where they differ or one
+        is unknown."""
+        orders = set()
+        for arg in args:
+            value = value_of(arg) if isinstance(arg, SotRef) else arg
+            if value is _UNKNOWN:
+                return None
+            if _votes_on_layout(value):
+                if not isinstance(arg, SotRef) or value.shape != shape:
+                    return None
+                orders.add(order_of.get(arg.index, arg.index))
+        if len(orders) > 1:
+            return None
+        return orders.pop() if orders else symbol
+
+    def reusable(symbol: int, args: tuple, result: Any) -> Any:
+        """The operand the elementwise node of ``symbol`` can write its result into: an array
+        it reads last that the graph made, of the result's type, shape, dtype and axis order
+        (so that it is the array numpy would allocate). None where there is none."""
+        if not _is_array(result):
+            return None
+        order = axes_order(symbol, args, result.shape)
+        for arg in args:
+            if not isinstance(arg, SotRef) or arg.index not in fresh or arg.index in viewed:
+                continue
+            if arg.index in output_set or last_read.get(arg.index) != symbol:
+                continue
+            array = value_of(arg)
+            if array.shape != result.shape or array.dtype != result.dtype:
+                continue
+            if order in (symbol, order_of[arg.index]):
+                return arg
         return None
 
     params = ", ".join(f"v{i}" for i in range(inputs))
@@ -323,7 +426,18 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     for index, (function, args, kwargs, node_file, line) in enumerate(nodes):
         target = f"v{inputs + index}"
         result = values[inputs + index] if values is not None else _UNKNOWN
-        lines = lowered(target, function, args, kwargs, result)
+        ufunc = _elementwise_ufunc(function, args, kwargs)
+        into = reusable(inputs + index, args, result) if ufunc is not None else None
+        # Written into a dead array: the same ufunc call with ``out`` (positional, the
+        # cheapest form), after the rules that pick the operands.
+        out = (constant(ufunc), operand(into)) if into is not None else None
+        lines = lowered(target, function, args, kwargs, result, out)
+        if _is_array(result) and _makes_new_array(function, kwargs):
+            fresh.add(inputs + index)
+            order = axes_order(inputs + index, args, result.shape) if ufunc is not None else None
+            order_of[inputs + index] = inputs + index if order is None else order
+        if lines is None and out is not None:
+            lines = [_call_or_infix(target, function, list(args), operand, out)]
         if lines is None:
             call_args = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
             lines = [f"{target} = {operand(function)}({', '.join(call_args)})"]
@@ -373,8 +487,13 @@ class _Bound:
         self.name = name
 
 
-def _call_or_infix(target: str, function: Any, args: list, operand: Callable[[Any], str]) -> str:
+def _call_or_infix(target: str, function: Any, args: list, operand: Callable[[Any], str], out: Any = None) -> str:
+    """``target = function(*args)`` as an operator expression where it is one, or as the
+    call of ``out``'s ufunc name writing into ``out``'s array."""
     names = [a.name if isinstance(a, _Bound) else operand(a) for a in args]
+    if out is not None:
+        ufunc, into = out
+        return f"{target} = {ufunc}({', '.join(names)}, {into})"
     if _INFIX.has(function):
         return f"{target} = {names[0]} {_INFIX.of(function)} {names[1]}"
     if _PREFIX.has(function):
