@@ -238,3 +238,47 @@ def test_arrays_made_from_inputs_of_unknown_layouts_are_not_written_into():
         xf = np.asfortranarray(x)
         assert same_layout((fast(xf, y),), (f(xf, y),))
     assert written_into(backend.compiled[0].__sot_source__) == []
+
+
+def test_a_matrix_product_has_c_order_whatever_the_other_operands_layout():
+    # numpy gives a 2-d matrix product C order, and C order wins where operands disagree:
+    # the sum is written into the product beside an operand of any layout.
+    def f(x, w, y):
+        h = x @ w
+        return h + y
+
+    fast, backend = translate(f)
+    x, w, y = data((3, 4), np.float64), data((4, 5), np.float64, 1), data((3, 5), np.float64, 2)
+    with np.errstate(all="ignore"):
+        for args in [(x, w, y), (np.asfortranarray(x), np.asfortranarray(w), np.asfortranarray(y))]:
+            assert same_layout((fast(*args),), (f(*args),))
+    assert len(backend.compiled) == 1
+    assert len(written_into(backend.compiled[0].__sot_source__)) == 1
+
+    # With loop axes, numpy orders a product's axes as its operands': not C order then.
+    sot.reset()
+    fast, backend = translate(f)
+    x = data((3, 2, 4, 5), np.float64).transpose(1, 0, 2, 3)
+    w, y = data((5, 6), np.float64), data((2, 3, 4, 6), np.float64)
+    with np.errstate(all="ignore"):
+        assert same_layout((fast(x, w, y),), (f(x, w, y),))
+        assert same_layout((fast(x.copy(), w, y),), (f(x.copy(), w, y),))
+    assert written_into(backend.compiled[0].__sot_source__) == []
+
+
+def test_in_place_operators_on_numbers_are_graph_arithmetic():
+    def f(x, n):
+        n += 1
+        scale = 0.5 ** n
+        return x * scale / (1.0 - scale)
+
+    fast, backend = translate(f)
+    x = data((3, 4), np.float32)
+    with np.errstate(all="ignore"):
+        for n in range(1, 5):  # from the second call on, n is a graph input
+            assert identical(fast(x, n), f(x, n))
+    source = backend.compiled[-1].__sot_source__
+    assert not any(v is operator.iadd for v in called(backend.compiled[-1])), source
+    assert " + " in source, source
+    # What follows the number is known while compiling: the array's result is written into.
+    assert len(written_into(source)) == 1, source

@@ -100,6 +100,12 @@ _INFIX = _ById({
     operator.ne: "!=", operator.gt: ">", operator.ge: ">=",
 })
 _PREFIX = _ById({operator.neg: "-", operator.pos: "+", operator.invert: "~"})
+# In-place operators: on an immutable number (``step += 1``), the operator itself.
+_IN_PLACE = _ById({
+    operator.iadd: "+", operator.isub: "-", operator.imul: "*", operator.itruediv: "/",
+    operator.ifloordiv: "//", operator.imod: "%", operator.ipow: "**",
+})
+_NUMBERS = (bool, int, float, complex)
 
 
 
@@ -178,12 +184,13 @@ def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
         for function, args, kwargs, _, _ in nodes:
             result = _UNKNOWN
             pure = (_INFIX.has(function) or _PREFIX.has(function) or isinstance(function, np.ufunc)
-                    or _PURE_METHODS.has(function) or function is operator.getitem)
+                    or _PURE_METHODS.has(function) or function is operator.getitem or _IN_PLACE.has(function))
             if pure and "out" not in kwargs:
                 try:
                     call_args = _resolve(args, values, ref_type)
                     call_kwargs = {k: _resolve(v, values, ref_type) for k, v in kwargs.items()}
-                    if _plain(call_args) and _plain(tuple(call_kwargs.values())):
+                    numbers_only = not _IN_PLACE.has(function) or all(type(a) in _NUMBERS for a in call_args)
+                    if numbers_only and _plain(call_args) and _plain(tuple(call_kwargs.values())):
                         result = function(*call_args, **call_kwargs)
                 except Exception:
                     result = _UNKNOWN
@@ -271,12 +278,17 @@ def _elementwise_ufunc(function: Any, args: tuple, kwargs: dict) -> Any:
 
 def _makes_new_array(function: Any, kwargs: dict) -> bool:
     """Whether a call returns a new array that keeps no reference to its arguments, where it
-    returns an exact ndarray: a ufunc or an operator on arrays, a reduction."""
+    returns an exact ndarray: a ufunc or an operator on arrays (``**`` too: numpy's power or
+    the ufunc it calls for a few exponents), a reduction."""
     if "out" in kwargs:
         return False
-    if isinstance(function, np.ufunc) or _OPERATOR_UFUNCS.has(function) or function is operator.matmul:
+    if (isinstance(function, np.ufunc) or _OPERATOR_UFUNCS.has(function) or function is operator.matmul
+            or function is operator.pow):
         return not kwargs
     return _REDUCTIONS.has(function) or _MEANS.has(function)
+
+
+_C_ORDER = -1
 
 
 def _votes_on_layout(value: Any) -> bool:
@@ -360,6 +372,8 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 return [f"{target} = {operand(function)}({operand(args[0])}, {constant(tuple(shape))})"]
         if not kwargs and (_INFIX.has(function) and len(args) == 2 or _PREFIX.has(function) and len(args) == 1):
             return [_call_or_infix(target, function, list(args), operand, out)]
+        if _IN_PLACE.has(function) and not kwargs and len(args) == 2 and type(source) in _NUMBERS:
+            return [f"{target} = {operand(args[0])} {_IN_PLACE.of(function)} {operand(args[1])}"]
         if function is operator.getitem and not kwargs and len(args) == 2:
             return [f"{target} = {operand(args[0])}[{operand(args[1])}]"]
         return None
@@ -379,15 +393,16 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             for ref in refs:
                 last_read[ref] = inputs + index
     fresh: set[int] = set()
-    # Per array symbol, the symbol whose strides order its axes: numpy gives a new array
-    # the order of the operands that step along its axes (an array varying along two axes
-    # or more); arrays of one order and shape get one layout from an elementwise call.
+    # Per array symbol, the symbol whose strides order its axes (or C order, whatever the
+    # inputs' layouts): numpy gives a new array the order of the operands that step along
+    # its axes (an array varying along two axes or more), C order where they disagree or
+    # none does; arrays of one order and shape get one layout from an elementwise call.
     order_of: dict[int, int] = {}
 
-    def axes_order(symbol: int, args: tuple, shape: tuple) -> Any:
-        """The order (a symbol) the arrays among ``args`` that can order the axes of a
-        result of ``shape`` share, ``symbol`` where none can, None where they differ or one
-        is unknown."""
+    def axes_order(args: tuple, shape: tuple) -> Any:
+        """The order of an elementwise call's new result of ``shape``: ``_C_ORDER`` where
+        an operand of C order orders its axes or none does, the order the operands that do
+        share, else None (unknown)."""
         orders = set()
         for arg in args:
             value = value_of(arg) if isinstance(arg, SotRef) else arg
@@ -397,9 +412,9 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 if not isinstance(arg, SotRef) or value.shape != shape:
                     return None
                 orders.add(order_of.get(arg.index, arg.index))
-        if len(orders) > 1:
-            return None
-        return orders.pop() if orders else symbol
+        if not orders or _C_ORDER in orders:
+            return _C_ORDER
+        return orders.pop() if len(orders) == 1 else None
 
     def reusable(symbol: int, args: tuple, result: Any) -> Any:
         """The operand the elementwise node of ``symbol`` can write its result into: an array
@@ -407,7 +422,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         (so that it is the array numpy would allocate). None where there is none."""
         if not _is_array(result):
             return None
-        order = axes_order(symbol, args, result.shape)
+        order = axes_order(args, result.shape)
         for arg in args:
             if not isinstance(arg, SotRef) or arg.index not in fresh or arg.index in viewed:
                 continue
@@ -416,7 +431,8 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             array = value_of(arg)
             if array.shape != result.shape or array.dtype != result.dtype:
                 continue
-            if order in (symbol, order_of[arg.index]):
+            # C order wins where the operands' orders disagree: an array of C order is it.
+            if order is not None and order_of[arg.index] in (order, _C_ORDER):
                 return arg
         return None
 
@@ -434,7 +450,14 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         lines = lowered(target, function, args, kwargs, result, out)
         if _is_array(result) and _makes_new_array(function, kwargs):
             fresh.add(inputs + index)
-            order = axes_order(inputs + index, args, result.shape) if ufunc is not None else None
+            if not _votes_on_layout(result) or function is operator.matmul and result.ndim == 2:
+                # Varying along one axis at most, an array has one dense layout; a 2-d
+                # matrix product has C order (no loop axis for numpy to order).
+                order = _C_ORDER
+            elif ufunc is not None or function is operator.pow:  # ``**`` calls an elementwise ufunc
+                order = order_of[into.index] if into is not None else axes_order(args, result.shape)
+            else:
+                order = None
             order_of[inputs + index] = inputs + index if order is None else order
         if lines is None and out is not None:
             lines = [_call_or_infix(target, function, list(args), operand, out)]
