@@ -289,6 +289,8 @@ def _makes_new_array(function: Any, kwargs: dict) -> bool:
 
 
 _C_ORDER = -1
+# Ufuncs that warn for an ``out`` passed by position (numpy 2.5 deprecates it there).
+_KEYWORD_OUT = _ById((np.maximum, np.minimum, np.fmax, np.fmin))
 
 
 def _votes_on_layout(value: Any) -> bool:
@@ -380,7 +382,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
 
     # Arrays the graph made that only calls making new arrays read (ufuncs, operators,
     # reductions: none keeps a view), by the last symbol reading them: an elementwise call
-    # of the same shape and dtype can write its result into one it reads last.
+    # of the same shape and dtype can write its result into one no later node reads.
     output_set = set(outputs)
     last_read: dict[int, int] = {}
     viewed: set[int] = set()
@@ -416,24 +418,36 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             return _C_ORDER
         return orders.pop() if len(orders) == 1 else None
 
+    taken: set[int] = set()  # arrays whose memory a later result took
+
     def reusable(symbol: int, args: tuple, result: Any) -> Any:
-        """The operand the elementwise node of ``symbol`` can write its result into: an array
-        it reads last that the graph made, of the result's type, shape, dtype and axis order
-        (so that it is the array numpy would allocate). None where there is none."""
+        """The array the elementwise node of ``symbol`` can write its result into: one the
+        graph made, not returned, of the result's type, shape, dtype and axis order (the
+        array numpy would allocate), read last by this node or before it, operands first.
+        None where there is none."""
         if not _is_array(result):
             return None
         order = axes_order(args, result.shape)
-        for arg in args:
-            if not isinstance(arg, SotRef) or arg.index not in fresh or arg.index in viewed:
-                continue
-            if arg.index in output_set or last_read.get(arg.index) != symbol:
-                continue
-            array = value_of(arg)
+        operands = [a.index for a in args if isinstance(a, SotRef)]
+
+        def fits(index: int, operand: bool) -> bool:
+            if index not in fresh or index in viewed or index in output_set or index in taken:
+                return False
+            if last_read.get(index, -1) > symbol or operand and last_read.get(index) != symbol:
+                return False
+            array = values[index]
             if array.shape != result.shape or array.dtype != result.dtype:
-                continue
-            # C order wins where the operands' orders disagree: an array of C order is it.
-            if order is not None and order_of[arg.index] in (order, _C_ORDER):
-                return arg
+                return False
+            # An operand of C order gives the result C order (C order wins where operands
+            # disagree); another array must have the order the operands give.
+            if order_of[index] == _C_ORDER and operand:
+                return True
+            return order is not None and order_of[index] == order
+
+        for index in operands + sorted(fresh):
+            if fits(index, index in operands):
+                taken.add(index)
+                return index
         return None
 
     params = ", ".join(f"v{i}" for i in range(inputs))
@@ -445,8 +459,10 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         ufunc = _elementwise_ufunc(function, args, kwargs)
         into = reusable(inputs + index, args, result) if ufunc is not None else None
         # Written into a dead array: the same ufunc call with ``out`` (positional, the
-        # cheapest form), after the rules that pick the operands.
-        out = (constant(ufunc), operand(into)) if into is not None else None
+        # cheapest form, where numpy takes it so), after the rules that pick the operands.
+        out = None
+        if into is not None:
+            out = (constant(ufunc), f"out=v{into}" if _KEYWORD_OUT.has(ufunc) else f"v{into}")
         lines = lowered(target, function, args, kwargs, result, out)
         if _is_array(result) and _makes_new_array(function, kwargs):
             fresh.add(inputs + index)
@@ -455,7 +471,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 # matrix product has C order (no loop axis for numpy to order).
                 order = _C_ORDER
             elif ufunc is not None or function is operator.pow:  # ``**`` calls an elementwise ufunc
-                order = order_of[into.index] if into is not None else axes_order(args, result.shape)
+                order = order_of[into] if into is not None else axes_order(args, result.shape)
             else:
                 order = None
             order_of[inputs + index] = inputs + index if order is None else order
@@ -512,7 +528,7 @@ class _Bound:
 
 def _call_or_infix(target: str, function: Any, args: list, operand: Callable[[Any], str], out: Any = None) -> str:
     """``target = function(*args)`` as an operator expression where it is one, or as the
-    call of ``out``'s ufunc name writing into ``out``'s array."""
+    call of ``out``'s ufunc name with ``out``'s last argument (the array written into)."""
     names = [a.name if isinstance(a, _Bound) else operand(a) for a in args]
     if out is not None:
         ufunc, into = out
