@@ -124,6 +124,8 @@ _OPERATOR_UFUNCS = _ById({
     operator.truediv: np.true_divide, operator.neg: np.negative,
 })
 
+_MATMUL = _ById((operator.matmul, np.matmul))
+
 _METHODS = np.ndarray.__dict__
 # Reductions reached through numpy's Python wrappers (``numpy._core._methods`` for the
 # methods, ``fromnumeric`` for the functions): on an exact ndarray each is one ufunc
@@ -282,7 +284,7 @@ def _makes_new_array(function: Any, kwargs: dict) -> bool:
     the ufunc it calls for a few exponents), a reduction."""
     if "out" in kwargs:
         return False
-    if (isinstance(function, np.ufunc) or _OPERATOR_UFUNCS.has(function) or function is operator.matmul
+    if (isinstance(function, np.ufunc) or _OPERATOR_UFUNCS.has(function) or _MATMUL.has(function)
             or function is operator.pow):
         return not kwargs
     return _REDUCTIONS.has(function) or _MEANS.has(function)
@@ -466,7 +468,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         lines = lowered(target, function, args, kwargs, result, out)
         if _is_array(result) and _makes_new_array(function, kwargs):
             fresh.add(inputs + index)
-            if not _votes_on_layout(result) or function is operator.matmul and result.ndim == 2:
+            if not _votes_on_layout(result) or _MATMUL.has(function) and result.ndim == 2:
                 # Varying along one axis at most, an array has one dense layout; a 2-d
                 # matrix product has C order (no loop axis for numpy to order).
                 order = _C_ORDER
