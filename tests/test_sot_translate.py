@@ -1356,3 +1356,28 @@ def test_a_frame_dict_whose_keys_go_or_move_is_replayed_whole_in_order(change):
     assert translated is same_dict and repr(translated) == repr(eager)
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.graph_breaks == [] and st.fallbacks == [], st
+
+
+def test_a_path_shared_by_the_graphs_inputs_is_read_once():
+    import dis
+
+    def f(m, x):
+        y = x * m.inner.scale + m.inner.shift
+        m.inner = None  # after the reads
+        return y
+
+    def make():
+        m = Namespace()
+        m.inner = Namespace()
+        m.inner.scale, m.inner.shift = np.full(2, 3.0), np.ones(2)
+        return m
+
+    x = np.arange(2.0)
+    fast = sot.translate(f)
+    m = make()
+    np.testing.assert_array_equal(fast(m, x), x * 3.0 + 1.0)
+    assert m.inner is None
+    code = generated_code(fast, f, make(), x)
+    reads = [i for i in dis.get_instructions(code) if i.opname.startswith("LOAD_ATTR") and i.argval == "inner"]
+    assert len(reads) == 1, list(dis.get_instructions(code))
+    assert sot.stats(fast).own_frame == "translated" and sot.stats(fast).cache_hits == 1

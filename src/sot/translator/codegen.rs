@@ -10,6 +10,7 @@ use framehook_bytecode::table::{CallLayout, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PyTuple};
+use std::collections::HashMap;
 
 use super::guard::{Source, SourceId, SourceTable};
 use super::value::{Graph, Sym, Val, Vid};
@@ -431,6 +432,9 @@ struct Emitter<'a, 'py> {
     objects: Vec<(Vid, u32)>,
     /// Sources read into a local before the side effects (which may change them).
     read_first: Vec<(SourceId, u32)>,
+    /// While the code's start reads sources: the paths shared by several of them, each
+    /// with its local and whether it holds the path's value yet (see `shared_paths`).
+    paths: Vec<(SourceId, u32, bool)>,
     /// How deep `contents` is in nested containers.
     nesting: usize,
 }
@@ -518,6 +522,39 @@ fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool)
         .map(|source| {
             vars.varnames.push(format!("__sot_read{source}"));
             (source, (vars.varnames.len() - 1) as u32)
+        })
+        .collect()
+}
+
+/// The attributes and items on the way to two or more of the sources read at the code's
+/// start (the graph's inputs, the sources read before the side effects), each with the
+/// local that keeps it once read: `model.blocks[0]` is read once for all of the block's
+/// weights. Only the graph runs between those reads (the backend's operations, which
+/// change no attribute or item), so one read serves all.
+fn shared_paths(
+    plan: &Plan<'_, '_>,
+    read_first: &[(SourceId, u32)],
+    vars: &mut Vars,
+) -> Vec<(SourceId, u32, bool)> {
+    let mut read: Vec<SourceId> = plan.graph.inputs.clone();
+    read.extend(read_first.iter().map(|(source, _)| *source));
+    read.sort_unstable();
+    read.dedup();
+    let mut uses: HashMap<SourceId, usize> = HashMap::new();
+    for source in read {
+        let mut at = source;
+        while let Source::Attr(parent, _) | Source::Item(parent, _) = &plan.sources.sources[at] {
+            *uses.entry(at).or_default() += 1;
+            at = *parent;
+        }
+    }
+    let mut shared: Vec<SourceId> = uses.into_iter().filter(|(_, n)| *n > 1).map(|(s, _)| s).collect();
+    shared.sort_unstable();
+    shared
+        .into_iter()
+        .map(|source| {
+            vars.varnames.push(format!("__sot_path{source}"));
+            (source, (vars.varnames.len() - 1) as u32, false)
         })
         .collect()
 }
@@ -652,6 +689,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let contents_var = (vars.varnames.len() - 1) as u32;
         let objects = made_objects(plan.values, plan.cells, &plan.roots, &mut vars);
         let read_first = sources_read_first(plan, &mut vars, before_a_step);
+        let paths = shared_paths(plan, &read_first, &mut vars);
         let mut outputs = vec![None; plan.graph.symbol_count()];
         for (index, sym) in plan.outputs.iter().enumerate() {
             outputs[*sym] = Some(index);
@@ -664,15 +702,19 @@ impl<'a, 'py> Emitter<'a, 'py> {
             contents_var,
             objects,
             read_first: Vec::new(),
+            paths,
             nesting: 0,
         };
         emitter.emit_graph_call()?;
-        emitter.make_objects()?;
         for (source, var) in &read_first {
             emitter.source(*source)?;
             emitter.emit(Op::StoreFast, Arg::Var(*var));
         }
         emitter.read_first = read_first;
+        // Past the reads (straight-line code, only the graph run between them) a path's
+        // local may be unset or stale.
+        emitter.paths.clear();
+        emitter.make_objects()?;
         for effect in plan.side_effects {
             emitter.side_effect(effect)?;
         }
@@ -945,6 +987,21 @@ impl<'a, 'py> Emitter<'a, 'py> {
             self.emit(Op::LoadFast, Arg::Var(*var));
             return Ok(());
         }
+        if let Some(at) = self.paths.iter().position(|(s, ..)| *s == id) {
+            let (_, var, kept) = self.paths[at];
+            if !kept {
+                self.read_source(id)?;
+                self.emit(Op::StoreFast, Arg::Var(var));
+                self.paths[at].2 = true;
+            }
+            self.emit(Op::LoadFast, Arg::Var(var));
+            return Ok(());
+        }
+        self.read_source(id)
+    }
+
+    /// Reads `id` from its parent (through `source`, which may keep the parent).
+    fn read_source(&mut self, id: SourceId) -> PyResult<()> {
         let py = self.w.pools.py;
         match &self.plan.sources.sources[id] {
             Source::Argument(i) => {
