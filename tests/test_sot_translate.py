@@ -6,6 +6,7 @@ import logging
 import sys
 import threading
 import traceback
+import types
 
 import numpy as np
 import pytest
@@ -1154,3 +1155,229 @@ def test_an_exception_made_with_an_object_from_the_frame_holds_each_calls_object
     assert st.graph_breaks[0].reason == "an exception made with an object from the frame"
     assert st.graph_breaks[0].lineno == raise_with.__code__.co_firstlineno + 3
     assert st.graphs == 1 and st.cache_hits >= 2 and st.fallbacks == []
+
+
+class Namespace:
+    pass
+
+
+def test_a_dict_changed_after_its_path_is_rebound_is_the_dict_the_frame_read():
+    def update(a, x):
+        d = a.inner.d
+        a.inner = None  # replayed before the dict's new contents
+        d["k"] = x * 2.0
+        return x + 1.0
+
+    def make():
+        a = Namespace()
+        a.inner = Namespace()
+        a.inner.d = {"k": 0}
+        return a
+
+    x = np.ones(2)
+    a = make()
+    inner = a.inner
+    fast = sot.translate(update)
+    np.testing.assert_array_equal(fast(a, x), x + 1.0)
+    assert a.inner is None and list(inner.d) == ["k"]
+    np.testing.assert_array_equal(inner.d["k"], x * 2.0)
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.graphs == 1 and st.graph_breaks == [] and st.fallbacks == []
+
+
+def guards_of(fn, *args):
+    """The guard lines of ``fn``'s one translation, as ``sot.explain`` prints them."""
+    text = sot.explain(fn, *args)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  guards ("))
+    count = int(lines[start].split("(")[1].split(")")[0])
+    guards = [line.strip() for line in lines[start + 1:start + 1 + count]]
+    assert all(line.startswith("    ") for line in lines[start + 1:start + 1 + count]), text
+    return guards
+
+
+def functional_module(name, factor):
+    module = types.ModuleType(name)
+    exec(f"def scale(x):\n    return x * {factor}\n", module.__dict__)
+    return module
+
+
+def test_an_object_pinned_at_two_sources_has_its_children_guarded_once():
+    def f(a, b, x):
+        return a.F.scale(x) + b.F.scale(x)
+
+    functional = functional_module("functional", 2.0)
+    a, b, x = Namespace(), Namespace(), np.ones(2)
+    a.F = b.F = functional
+    guards = guards_of(f, a, b, x)
+    # b.F is checked to be the module a.F is; what is read through it is a.F's.
+    assert "b.F is <module 'functional'>" in guards, guards
+    assert [g for g in guards if g.startswith("b.F.")] == [], guards
+    # type, code, globals, defaults, keyword defaults
+    assert sum(g.startswith("a.F.scale") for g in guards) == 5, guards
+    assert len(guards) == 10, guards
+
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(a, b, x), x * 4.0)
+    # Rebinding one path: its identity guard fails, the new translation reads the new module.
+    b.F = functional_module("other", 3.0)
+    np.testing.assert_array_equal(fast(a, b, x), x * 5.0)
+    # Rebinding the function in the module both paths reach.
+    b.F = functional
+    functional.scale = functional_module("third", 10.0).scale
+    np.testing.assert_array_equal(fast(a, b, x), x * 20.0)
+    st = sot.stats(fast)
+    assert (st.translations, st.recompilations) == (3, 2), st
+    assert st.graph_breaks == [] and st.fallbacks == []
+
+
+def test_a_type_guard_stays_beside_an_identity_guard_where_the_class_can_change():
+    class A:
+        kind = "a"
+
+    class B:
+        kind = "b"
+
+    def f(o, x):
+        if o is SENTINEL:
+            return x * 2.0 if o.kind == "a" else x * 3.0
+        return x
+
+    global SENTINEL
+    SENTINEL = A()
+    x = np.ones(2)
+    fast = sot.translate(f)
+    np.testing.assert_array_equal(fast(SENTINEL, x), x * 2.0)
+    SENTINEL.__class__ = B  # the same object: only its type guard fails
+    np.testing.assert_array_equal(fast(SENTINEL, x), x * 3.0)
+    assert sot.stats(fast).translations == 2
+    assert any(g.startswith("o type is ") and g.endswith(".B") for g in guards_of(f, SENTINEL, x))
+
+    # A builtin function's class cannot change: its identity guard says its type.
+    def g(o, x):
+        if o is len and type(o).__name__ == "builtin_function_or_method":
+            return x * 2.0
+        return x
+
+    guards = guards_of(g, len, x)
+    assert "o is <built-in function len>" in guards and not any(g.startswith("o type") for g in guards), guards
+
+
+def test_a_dicts_type_and_length_guards_are_implied_by_its_keys_guard():
+    def f(d, x):
+        if not d:
+            return x
+        for key in d:
+            x = x * d[key]
+        return x
+
+    guards = guards_of(f, {"a": 2.0, "b": 3.0}, np.ones(2))
+    d_guards = [g for g in guards if g.startswith("d ")]
+    assert d_guards == ["d keys == ('a', 'b')"], guards
+    fast = sot.translate(f)
+    x = np.ones(2)
+    np.testing.assert_array_equal(fast({"a": 2.0, "b": 3.0}, x), x * 6.0)
+    np.testing.assert_array_equal(fast({"b": 3.0, "a": 2.0}, x), x * 6.0)  # another key order
+    np.testing.assert_array_equal(fast({"a": 2.0}, x), x * 2.0)
+    assert (sot.stats(fast).translations, sot.stats(fast).cache_hits) == (3, 0)
+
+    class Sub(dict):
+        pass
+
+    np.testing.assert_array_equal(fast(Sub(a=2.0), x), x * 2.0)  # the keys of an exact dict only
+    assert sot.stats(fast).cache_hits == 0
+    np.testing.assert_array_equal(fast({}, x), x)
+
+
+def generated_code(fast, fn, *args):
+    """The code SOT runs for ``fn(*args)`` (seen by a hook chained after SOT's)."""
+    seen = []
+
+    def after(frame):
+        if frame.original_code is fn.__code__ and frame.f_code is not fn.__code__:
+            seen.append(frame.f_code)
+
+    with framehook.frame_hook(after):
+        fast(*args)
+    return seen[0]
+
+
+def test_a_frame_dict_is_replayed_by_its_stores_where_its_keys_keep_their_order():
+    def step(state, x):
+        state["count"] += 1
+        state["avg"] = state["avg"] * 0.5 + x
+        state["new"] = x * 2.0
+        return x
+
+    def make():
+        return {"count": 0, "avg": np.zeros(2), "kept": "same", "new_later": None}
+
+    x = np.ones(2)
+    eager, translated = make(), make()
+    step(eager, x)
+    fast = sot.translate(step)
+    kept = translated["kept"]
+    same_dict = translated
+    fast(translated, x)
+    assert translated is same_dict and translated["kept"] is kept
+    assert list(translated) == list(eager) == ["count", "avg", "kept", "new_later", "new"]
+    assert translated["count"] == 1 and translated["new_later"] is None
+    np.testing.assert_array_equal(translated["avg"], eager["avg"])
+    np.testing.assert_array_equal(translated["new"], eager["new"])
+    del translated["new"]
+    code = generated_code(fast, step, translated, x)
+    assert dict.clear not in code.co_consts and dict.update not in code.co_consts  # no whole-dict replay
+    assert sot.stats(fast).own_frame == "translated"
+
+
+@pytest.mark.parametrize("change", ["delete", "move", "clear", "pop_all"])
+def test_a_frame_dict_whose_keys_go_or_move_is_replayed_whole_in_order(change):
+    def edit(d, x):
+        if change == "delete":
+            del d["a"]
+            d["c"] = x
+        elif change == "move":
+            d["a"] = d.pop("a") + 1
+        elif change == "clear":
+            d.clear()
+            d["b"] = x
+            d["a"] = 5
+        else:
+            for key in list(d):
+                d[key] = d.pop(key)  # every key goes and comes back: the same order
+        return x * 2.0
+
+    x = np.ones(2)
+    eager, translated = {"a": 1, "b": 2}, {"a": 1, "b": 2}
+    edit(eager, x)
+    fast = sot.translate(edit)
+    same_dict = translated
+    np.testing.assert_array_equal(fast(translated, x), x * 2.0)
+    assert translated is same_dict and repr(translated) == repr(eager)
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.graph_breaks == [] and st.fallbacks == [], st
+
+
+def test_a_path_shared_by_the_graphs_inputs_is_read_once():
+    import dis
+
+    def f(m, x):
+        y = x * m.inner.scale + m.inner.shift
+        m.inner = None  # after the reads
+        return y
+
+    def make():
+        m = Namespace()
+        m.inner = Namespace()
+        m.inner.scale, m.inner.shift = np.full(2, 3.0), np.ones(2)
+        return m
+
+    x = np.arange(2.0)
+    fast = sot.translate(f)
+    m = make()
+    np.testing.assert_array_equal(fast(m, x), x * 3.0 + 1.0)
+    assert m.inner is None
+    code = generated_code(fast, f, make(), x)
+    reads = [i for i in dis.get_instructions(code) if i.opname.startswith("LOAD_ATTR") and i.argval == "inner"]
+    assert len(reads) == 1, list(dis.get_instructions(code))
+    assert sot.stats(fast).own_frame == "translated" and sot.stats(fast).cache_hits == 1

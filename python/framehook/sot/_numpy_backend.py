@@ -100,6 +100,12 @@ _INFIX = _ById({
     operator.ne: "!=", operator.gt: ">", operator.ge: ">=",
 })
 _PREFIX = _ById({operator.neg: "-", operator.pos: "+", operator.invert: "~"})
+# In-place operators: on an immutable number (``step += 1``), the operator itself.
+_IN_PLACE = _ById({
+    operator.iadd: "+", operator.isub: "-", operator.imul: "*", operator.itruediv: "/",
+    operator.ifloordiv: "//", operator.imod: "%", operator.ipow: "**",
+})
+_NUMBERS = (bool, int, float, complex)
 
 
 
@@ -110,6 +116,15 @@ _WEAK_SCALAR_ARITHMETIC = _ById((
     operator.add, operator.sub, operator.mul, operator.truediv,
     np.add, np.subtract, np.multiply, np.true_divide, np.maximum, np.minimum,
 ))
+
+# What an operator on arrays calls: the elementwise ufunc it is on an exact ndarray and
+# numbers (``a + b`` is ``np.add(a, b)``), whose result the call can write into an array.
+_OPERATOR_UFUNCS = _ById({
+    operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+    operator.truediv: np.true_divide, operator.neg: np.negative,
+})
+
+_MATMUL = _ById((operator.matmul, np.matmul))
 
 _METHODS = np.ndarray.__dict__
 # Reductions reached through numpy's Python wrappers (``numpy._core._methods`` for the
@@ -171,12 +186,13 @@ def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
         for function, args, kwargs, _, _ in nodes:
             result = _UNKNOWN
             pure = (_INFIX.has(function) or _PREFIX.has(function) or isinstance(function, np.ufunc)
-                    or _PURE_METHODS.has(function) or function is operator.getitem)
+                    or _PURE_METHODS.has(function) or function is operator.getitem or _IN_PLACE.has(function))
             if pure and "out" not in kwargs:
                 try:
                     call_args = _resolve(args, values, ref_type)
                     call_kwargs = {k: _resolve(v, values, ref_type) for k, v in kwargs.items()}
-                    if _plain(call_args) and _plain(tuple(call_kwargs.values())):
+                    numbers_only = not _IN_PLACE.has(function) or all(type(a) in _NUMBERS for a in call_args)
+                    if numbers_only and _plain(call_args) and _plain(tuple(call_kwargs.values())):
                         result = function(*call_args, **call_kwargs)
                 except Exception:
                     result = _UNKNOWN
@@ -240,6 +256,52 @@ def _holds_ref(value: Any, ref_type: type) -> bool:
     return False
 
 
+def _operand_refs(value: Any, ref_type: type) -> list:
+    """The symbols an argument holds, nested ones included."""
+    if isinstance(value, ref_type):
+        return [value.index]
+    if isinstance(value, (tuple, list)):
+        return [index for v in value for index in _operand_refs(v, ref_type)]
+    if isinstance(value, slice):
+        return [index for v in (value.start, value.stop, value.step) for index in _operand_refs(v, ref_type)]
+    if isinstance(value, dict):
+        return [index for v in value.values() for index in _operand_refs(v, ref_type)]
+    return []
+
+
+def _elementwise_ufunc(function: Any, args: tuple, kwargs: dict) -> Any:
+    """The elementwise ufunc a node calls with its operands only, or None."""
+    ufunc = _OPERATOR_UFUNCS.of(function) if _OPERATOR_UFUNCS.has(function) else function
+    if (isinstance(ufunc, np.ufunc) and ufunc.signature is None and ufunc.nout == 1 and ufunc.nin == len(args)
+            and not kwargs):
+        return ufunc
+    return None
+
+
+def _makes_new_array(function: Any, kwargs: dict) -> bool:
+    """Whether a call returns a new array that keeps no reference to its arguments, where it
+    returns an exact ndarray: a ufunc or an operator on arrays (``**`` too: numpy's power or
+    the ufunc it calls for a few exponents), a reduction."""
+    if "out" in kwargs:
+        return False
+    if (isinstance(function, np.ufunc) or _OPERATOR_UFUNCS.has(function) or _MATMUL.has(function)
+            or function is operator.pow):
+        return not kwargs
+    return _REDUCTIONS.has(function) or _MEANS.has(function)
+
+
+_C_ORDER = -1
+# Ufuncs that warn for an ``out`` passed by position (numpy 2.5 deprecates it there).
+_KEYWORD_OUT = _ById((np.maximum, np.minimum, np.fmax, np.fmin))
+
+
+def _votes_on_layout(value: Any) -> bool:
+    """Whether an operand of an elementwise call (broadcast to the result) can decide the
+    order of the result's axes (numpy's iterator orders two axes by the strides of the
+    operands that step along both): an array varying along two axes or more."""
+    return type(value) is _ARRAY_TYPE and value.ndim > 0 and sum(extent > 1 for extent in value.shape) > 1
+
+
 def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     """``graph`` is ``(inputs, nodes, outputs)``, nodes ``(function, args, kwargs, filename,
     line)`` whose arguments hold ``framehook._native.SotRef`` symbols; ``examples``, where
@@ -274,8 +336,9 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             return repr(value)
         return constant(value)
 
-    def lowered(target: str, function: Any, args: tuple, kwargs: dict, result: Any) -> Any:
-        """The statements for ``target = function(*args, **kwargs)`` by a lowering rule, or None."""
+    def lowered(target: str, function: Any, args: tuple, kwargs: dict, result: Any, out: Any) -> Any:
+        """The statements for ``target = function(*args, **kwargs)`` by a lowering rule, or
+        None; ``out``, where given, the elementwise ufunc's name and the array to write into."""
         if kwargs:
             reduction = _reduction_arguments(args, kwargs, SotRef)
         elif len(args) == 2 and _WEAK_SCALAR_ARITHMETIC.has(function):
@@ -287,7 +350,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                     if converted is not None:
                         operands = list(args)
                         operands[number_at] = _Bound(constant(converted))
-                        return [_call_or_infix(target, function, operands, operand)]
+                        return [_call_or_infix(target, function, operands, operand, out)]
             reduction = None
         else:
             reduction = _reduction_arguments(args, kwargs, SotRef) if len(args) <= 2 else None
@@ -312,9 +375,81 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             if isinstance(shape, list) and not _holds_ref(shape, SotRef) and all(type(i) is int for i in shape):
                 return [f"{target} = {operand(function)}({operand(args[0])}, {constant(tuple(shape))})"]
         if not kwargs and (_INFIX.has(function) and len(args) == 2 or _PREFIX.has(function) and len(args) == 1):
-            return [_call_or_infix(target, function, list(args), operand)]
+            return [_call_or_infix(target, function, list(args), operand, out)]
+        if _IN_PLACE.has(function) and not kwargs and len(args) == 2 and type(source) in _NUMBERS:
+            return [f"{target} = {operand(args[0])} {_IN_PLACE.of(function)} {operand(args[1])}"]
         if function is operator.getitem and not kwargs and len(args) == 2:
             return [f"{target} = {operand(args[0])}[{operand(args[1])}]"]
+        return None
+
+    # Arrays the graph made that only calls making new arrays read (ufuncs, operators,
+    # reductions: none keeps a view), by the last symbol reading them: an elementwise call
+    # of the same shape and dtype can write its result into one no later node reads.
+    output_set = set(outputs)
+    last_read: dict[int, int] = {}
+    viewed: set[int] = set()
+    for index, (function, args, kwargs, _, _) in enumerate(nodes):
+        only_reads = _makes_new_array(function, kwargs)
+        for arg in list(args) + list(kwargs.values()):
+            refs = _operand_refs(arg, SotRef)
+            if not (only_reads and isinstance(arg, SotRef)):
+                viewed.update(refs)  # a view or a container may keep it
+            for ref in refs:
+                last_read[ref] = inputs + index
+    fresh: set[int] = set()
+    # Per array symbol, the symbol whose strides order its axes (or C order, whatever the
+    # inputs' layouts): numpy gives a new array the order of the operands that step along
+    # its axes (an array varying along two axes or more), C order where they disagree or
+    # none does; arrays of one order and shape get one layout from an elementwise call.
+    order_of: dict[int, int] = {}
+
+    def axes_order(args: tuple, shape: tuple) -> Any:
+        """The order of an elementwise call's new result of ``shape``: ``_C_ORDER`` where
+        an operand of C order orders its axes or none does, the order the operands that do
+        share, else None (unknown)."""
+        orders = set()
+        for arg in args:
+            value = value_of(arg) if isinstance(arg, SotRef) else arg
+            if value is _UNKNOWN:
+                return None
+            if _votes_on_layout(value):
+                if not isinstance(arg, SotRef) or value.shape != shape:
+                    return None
+                orders.add(order_of.get(arg.index, arg.index))
+        if not orders or _C_ORDER in orders:
+            return _C_ORDER
+        return orders.pop() if len(orders) == 1 else None
+
+    taken: set[int] = set()  # arrays whose memory a later result took
+
+    def reusable(symbol: int, args: tuple, result: Any) -> Any:
+        """The array the elementwise node of ``symbol`` can write its result into: one the
+        graph made, not returned, of the result's type, shape, dtype and axis order (the
+        array numpy would allocate), read last by this node or before it, operands first.
+        None where there is none."""
+        if not _is_array(result):
+            return None
+        order = axes_order(args, result.shape)
+        operands = [a.index for a in args if isinstance(a, SotRef)]
+
+        def fits(index: int, operand: bool) -> bool:
+            if index not in fresh or index in viewed or index in output_set or index in taken:
+                return False
+            if last_read.get(index, -1) > symbol or operand and last_read.get(index) != symbol:
+                return False
+            array = values[index]
+            if array.shape != result.shape or array.dtype != result.dtype:
+                return False
+            # An operand of C order gives the result C order (C order wins where operands
+            # disagree); another array must have the order the operands give.
+            if order_of[index] == _C_ORDER and operand:
+                return True
+            return order is not None and order_of[index] == order
+
+        for index in operands + sorted(fresh):
+            if fits(index, index in operands):
+                taken.add(index)
+                return index
         return None
 
     params = ", ".join(f"v{i}" for i in range(inputs))
@@ -323,7 +458,27 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     for index, (function, args, kwargs, node_file, line) in enumerate(nodes):
         target = f"v{inputs + index}"
         result = values[inputs + index] if values is not None else _UNKNOWN
-        lines = lowered(target, function, args, kwargs, result)
+        ufunc = _elementwise_ufunc(function, args, kwargs)
+        into = reusable(inputs + index, args, result) if ufunc is not None else None
+        # Written into a dead array: the same ufunc call with ``out`` (positional, the
+        # cheapest form, where numpy takes it so), after the rules that pick the operands.
+        out = None
+        if into is not None:
+            out = (constant(ufunc), f"out=v{into}" if _KEYWORD_OUT.has(ufunc) else f"v{into}")
+        lines = lowered(target, function, args, kwargs, result, out)
+        if _is_array(result) and _makes_new_array(function, kwargs):
+            fresh.add(inputs + index)
+            if not _votes_on_layout(result) or _MATMUL.has(function) and result.ndim == 2:
+                # Varying along one axis at most, an array has one dense layout; a 2-d
+                # matrix product has C order (no loop axis for numpy to order).
+                order = _C_ORDER
+            elif ufunc is not None or function is operator.pow:  # ``**`` calls an elementwise ufunc
+                order = order_of[into] if into is not None else axes_order(args, result.shape)
+            else:
+                order = None
+            order_of[inputs + index] = inputs + index if order is None else order
+        if lines is None and out is not None:
+            lines = [_call_or_infix(target, function, list(args), operand, out)]
         if lines is None:
             call_args = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
             lines = [f"{target} = {operand(function)}({', '.join(call_args)})"]
@@ -373,8 +528,13 @@ class _Bound:
         self.name = name
 
 
-def _call_or_infix(target: str, function: Any, args: list, operand: Callable[[Any], str]) -> str:
+def _call_or_infix(target: str, function: Any, args: list, operand: Callable[[Any], str], out: Any = None) -> str:
+    """``target = function(*args)`` as an operator expression where it is one, or as the
+    call of ``out``'s ufunc name with ``out``'s last argument (the array written into)."""
     names = [a.name if isinstance(a, _Bound) else operand(a) for a in args]
+    if out is not None:
+        ufunc, into = out
+        return f"{target} = {ufunc}({', '.join(names)}, {into})"
     if _INFIX.has(function):
         return f"{target} = {names[0]} {_INFIX.of(function)} {names[1]}"
     if _PREFIX.has(function):

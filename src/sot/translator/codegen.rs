@@ -10,6 +10,7 @@ use framehook_bytecode::table::{CallLayout, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PyTuple};
+use std::collections::HashMap;
 
 use super::guard::{Source, SourceId, SourceTable};
 use super::value::{Graph, Sym, Val, Vid};
@@ -400,7 +401,7 @@ impl<'a, 'py> Plan<'a, 'py> {
         globals: Bound<'py, PyAny>,
         rebuilt: &[Vid],
     ) -> Self {
-        let mut roots = side_effect_roots(side_effects);
+        let mut roots = side_effect_roots(values, side_effects);
         roots.extend_from_slice(rebuilt);
         roots.extend(cell_roots(cells, &frame_cells, vars));
         let outputs = needed_outputs(values, cells, graph, &roots);
@@ -434,6 +435,9 @@ struct Emitter<'a, 'py> {
     objects: Vec<(Vid, u32)>,
     /// Sources read into a local before the side effects (which may change them).
     read_first: Vec<(SourceId, u32)>,
+    /// While the code's start reads sources: the paths shared by several of them, each
+    /// with its local and whether it holds the path's value yet (see `shared_paths`).
+    paths: Vec<(SourceId, u32, bool)>,
     /// How deep `contents` is in nested containers.
     nesting: usize,
 }
@@ -493,11 +497,18 @@ fn needed_outputs(values: &[Val<'_>], cells: &[Option<Vid>], graph: &Graph<'_>, 
 
 /// The sources the generated code would read after its side effects or a break's step,
 /// each with the local it is read into before them: the translation read them before any
-/// change it made, or the step makes. An argument is the frame's own: nothing changes it.
+/// change it made, or the step makes. That includes the lists, dicts and cells the side
+/// effects change (an earlier side effect may rebind the path to them, or empty its
+/// source: a resume function's box). An argument is the frame's own: nothing changes it.
 fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool) -> Vec<(SourceId, u32)> {
     if plan.side_effects.is_empty() && !before_a_step {
         return Vec::new();
     }
+    let targets = plan.side_effects.iter().filter_map(|effect| match effect {
+        SideEffect::Replace { target, .. } => Some(*target),
+        SideEffect::StoreCell { cell, .. } => Some(*cell),
+        _ => None,
+    });
     let mut read: Vec<SourceId> = reachable(plan.values, plan.cells, &plan.roots)
         .into_iter()
         .filter_map(|vid| match &plan.values[vid] {
@@ -505,12 +516,7 @@ fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool)
             Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => plan.graph.inputs.get(*sym).copied(),
             _ => None,
         })
-        // What a side effect replaces the contents of: an earlier one may empty its source
-        // (a resume function's box).
-        .chain(plan.side_effects.iter().filter_map(|effect| match effect {
-            SideEffect::Replace { target, .. } => Some(*target),
-            _ => None,
-        }))
+        .chain(targets)
         .filter(|s| !matches!(plan.sources.sources[*s], Source::Argument(_) | Source::Held(_)))
         .collect();
     read.sort_unstable();
@@ -519,6 +525,39 @@ fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool)
         .map(|source| {
             vars.varnames.push(format!("__sot_read{source}"));
             (source, (vars.varnames.len() - 1) as u32)
+        })
+        .collect()
+}
+
+/// The attributes and items on the way to two or more of the sources read at the code's
+/// start (the graph's inputs, the sources read before the side effects), each with the
+/// local that keeps it once read: `model.blocks[0]` is read once for all of the block's
+/// weights. Only the graph runs between those reads (the backend's operations, which
+/// change no attribute or item), so one read serves all.
+fn shared_paths(
+    plan: &Plan<'_, '_>,
+    read_first: &[(SourceId, u32)],
+    vars: &mut Vars,
+) -> Vec<(SourceId, u32, bool)> {
+    let mut read: Vec<SourceId> = plan.graph.inputs.clone();
+    read.extend(read_first.iter().map(|(source, _)| *source));
+    read.sort_unstable();
+    read.dedup();
+    let mut uses: HashMap<SourceId, usize> = HashMap::new();
+    for source in read {
+        let mut at = source;
+        while let Source::Attr(parent, _) | Source::Item(parent, _) = &plan.sources.sources[at] {
+            *uses.entry(at).or_default() += 1;
+            at = *parent;
+        }
+    }
+    let mut shared: Vec<SourceId> = uses.into_iter().filter(|(_, n)| *n > 1).map(|(s, _)| s).collect();
+    shared.sort_unstable();
+    shared
+        .into_iter()
+        .map(|source| {
+            vars.varnames.push(format!("__sot_path{source}"));
+            (source, (vars.varnames.len() - 1) as u32, false)
         })
         .collect()
 }
@@ -599,8 +638,28 @@ fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars
         .collect()
 }
 
+/// The items to store into a dict from the frame for it to hold `contents` where it held
+/// `before`: those added or given another value, in order. That makes the same dict where
+/// `before`'s keys are the first of `contents`' in the same order (a store keeps a key's
+/// place, a new key goes last); None where a key went or moved (replaced whole then).
+/// Keys are compared as values of the translation: a stored key keeps its first value.
+fn dict_stores(values: &[Val<'_>], contents: Vid, before: &[(Vid, Vid)]) -> Option<Vec<(Vid, Vid)>> {
+    let Val::Dict(after) = &values[contents] else {
+        return None;
+    };
+    let kept = after.len() >= before.len() && before.iter().zip(after).all(|((k, _), (a, _))| k == a);
+    kept.then(|| {
+        after
+            .iter()
+            .enumerate()
+            .filter(|(index, (_, value))| before.get(*index).map_or(true, |(_, old)| old != value))
+            .map(|(_, item)| *item)
+            .collect()
+    })
+}
+
 /// The roots every generated code rebuilds: side effects' values.
-fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
+fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec<Vid> {
     side_effects
         .iter()
         .flat_map(|effect| match effect {
@@ -609,7 +668,10 @@ fn side_effect_roots(side_effects: &[SideEffect]) -> Vec<Vid> {
             SideEffect::StoreGlobal { value, .. } => vec![*value],
             SideEffect::DeleteGlobal { .. } => vec![],
             SideEffect::StoreFree { value, .. } | SideEffect::StoreCell { value, .. } => vec![*value],
-            SideEffect::Replace { contents, .. } => vec![*contents],
+            SideEffect::Replace { contents, before, .. } => match dict_stores(values, *contents, before) {
+                Some(stores) => stores.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+                None => vec![*contents],
+            },
         })
         .collect()
 }
@@ -630,6 +692,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let contents_var = (vars.varnames.len() - 1) as u32;
         let objects = made_objects(plan.values, plan.cells, &plan.roots, &mut vars);
         let read_first = sources_read_first(plan, &mut vars, before_a_step);
+        let paths = shared_paths(plan, &read_first, &mut vars);
         let mut outputs = vec![None; plan.graph.symbol_count()];
         for (index, sym) in plan.outputs.iter().enumerate() {
             outputs[*sym] = Some(index);
@@ -642,15 +705,19 @@ impl<'a, 'py> Emitter<'a, 'py> {
             contents_var,
             objects,
             read_first: Vec::new(),
+            paths,
             nesting: 0,
         };
         emitter.emit_graph_call()?;
-        emitter.make_objects()?;
         for (source, var) in &read_first {
             emitter.source(*source)?;
             emitter.emit(Op::StoreFast, Arg::Var(*var));
         }
         emitter.read_first = read_first;
+        // Past the reads (straight-line code, only the graph run between them) a path's
+        // local may be unset or stale.
+        emitter.paths.clear();
+        emitter.make_objects()?;
         for effect in plan.side_effects {
             emitter.side_effect(effect)?;
         }
@@ -905,6 +972,21 @@ impl<'a, 'py> Emitter<'a, 'py> {
             self.emit(Op::LoadFast, Arg::Var(*var));
             return Ok(());
         }
+        if let Some(at) = self.paths.iter().position(|(s, ..)| *s == id) {
+            let (_, var, kept) = self.paths[at];
+            if !kept {
+                self.read_source(id)?;
+                self.emit(Op::StoreFast, Arg::Var(var));
+                self.paths[at].2 = true;
+            }
+            self.emit(Op::LoadFast, Arg::Var(var));
+            return Ok(());
+        }
+        self.read_source(id)
+    }
+
+    /// Reads `id` from its parent (through `source`, which may keep the parent).
+    fn read_source(&mut self, id: SourceId) -> PyResult<()> {
         let py = self.w.pools.py;
         match &self.plan.sources.sources[id] {
             Source::Argument(i) => {
@@ -1211,9 +1293,21 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let index = self.w.pools.name("cell_contents");
                 self.emit(Op::StoreAttr, Arg::Name(index));
             }
-            SideEffect::Replace { target, contents } => {
+            SideEffect::Replace {
+                target,
+                contents,
+                before,
+            } => {
                 let (target, contents) = (*target, *contents);
-                if let Val::Dict(_) = &self.plan.values[contents] {
+                if let Some(stores) = dict_stores(self.plan.values, contents, before) {
+                    // target[key] = value, for each item added or changed
+                    for (key, value) in stores {
+                        self.value(value)?;
+                        self.source(target)?;
+                        self.value(key)?;
+                        self.emit(Op::StoreSubscr, Arg::None);
+                    }
+                } else if let Val::Dict(_) = &self.plan.values[contents] {
                     // new = contents; target.clear(); target.update(new)
                     self.value(contents)?;
                     self.emit(Op::StoreFast, Arg::Var(self.contents_var));

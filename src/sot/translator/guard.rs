@@ -83,7 +83,7 @@ pub enum Check {
     Equals(StrongRef),
     /// `len(value) == n` (the type is guarded apart).
     Len(usize),
-    /// `tuple(value) == K` for a dict's keys, in order.
+    /// `type(value) is dict and tuple(value) == K`: a dict's keys, in order.
     Keys(StrongRef),
     /// A tensor: `type(value) is T`, then each of the backend's meta attributes
     /// equal to what the translation saw.
@@ -136,6 +136,79 @@ impl Check {
             _ => false,
         }
     }
+
+    /// Whether every value this check passes also passes `other`, for any state of the
+    /// objects (so `other` on the same source adds nothing).
+    fn implies(&self, other: &Check) -> bool {
+        if self.same(other) {
+            return true;
+        }
+        match (self, other) {
+            // `x is O` fixes `type(x)` only where `O.__class__` cannot be assigned.
+            (Check::Id(o), Check::Type(t)) => type_of(o) == t.as_ptr() && class_is_fixed(o),
+            // ... and `len(x)` only where O cannot change size.
+            (Check::Id(o), Check::Len(n)) => is_immutable_sized(o) && len_of(o) == Some(*n),
+            // Equals checks the type first (`x is V` also passes it: V's class is fixed).
+            (Check::Equals(v), Check::Type(t)) => type_of(v) == t.as_ptr() && class_is_fixed(v),
+            // Equal builtin sequences, mappings and sets have equal lengths.
+            (Check::Equals(v), Check::Len(n)) => is_builtin_sized(v) && len_of(v) == Some(*n),
+            (Check::Keys(_), Check::Type(t)) => t.as_ptr() == std::ptr::addr_of_mut!(ffi::PyDict_Type).cast(),
+            (Check::Keys(keys), Check::Len(n)) => len_of(keys) == Some(*n),
+            (Check::Tensor { ty, .. }, Check::Type(t)) => ty.as_ptr() == t.as_ptr(),
+            _ => false,
+        }
+    }
+}
+
+fn type_of(o: &StrongRef) -> *mut ffi::PyObject {
+    // SAFETY: a live object's type.
+    unsafe { ffi::Py_TYPE(o.as_ptr()).cast() }
+}
+
+/// Whether `o.__class__ = C` always fails: CPython assigns `__class__` only between heap
+/// (3.10+: mutable) types or between module types; static types are neither.
+fn class_is_fixed(o: &StrongRef) -> bool {
+    // SAFETY: a live object and its type; reading flags only.
+    unsafe {
+        let ty = ffi::Py_TYPE(o.as_ptr());
+        ffi::PyType_GetFlags(ty) & ffi::Py_TPFLAGS_HEAPTYPE == 0
+            && ffi::PyType_IsSubtype(ty, std::ptr::addr_of_mut!(ffi::PyModule_Type)) == 0
+    }
+}
+
+/// Exact tuples, strings, bytes and frozensets: their length is fixed.
+fn is_immutable_sized(o: &StrongRef) -> bool {
+    // SAFETY: live objects; exact type checks only.
+    unsafe {
+        let o = o.as_ptr();
+        ffi::PyTuple_CheckExact(o) != 0
+            || ffi::PyUnicode_CheckExact(o) != 0
+            || ffi::PyBytes_CheckExact(o) != 0
+            || ffi::PyFrozenSet_CheckExact(o) != 0
+    }
+}
+
+/// Builtin containers whose `==` compares lengths (no `__len__` of a subclass).
+fn is_builtin_sized(o: &StrongRef) -> bool {
+    // SAFETY: live objects; exact type checks only.
+    is_immutable_sized(o)
+        || unsafe {
+            let o = o.as_ptr();
+            ffi::PyList_CheckExact(o) != 0
+                || ffi::PyDict_CheckExact(o) != 0
+                || ffi::PyAnySet_CheckExact(o) != 0
+        }
+}
+
+fn len_of(o: &StrongRef) -> Option<usize> {
+    // SAFETY: a live object of a builtin type (the callers check it); an error is cleared.
+    let len = unsafe { ffi::PyObject_Size(o.as_ptr()) };
+    if len < 0 {
+        // SAFETY: attached (translation time).
+        unsafe { ffi::PyErr_Clear() };
+        return None;
+    }
+    Some(len as usize)
 }
 
 fn truncate(text: &str) -> String {
@@ -223,8 +296,51 @@ impl SourceTable {
         }
     }
 
-    pub fn dedupe_guard(guards: &[Guard], source: SourceId, check: &Check) -> bool {
-        guards.iter().any(|g| g.source == source && g.check.same(check))
+    /// Adds `check` of `source` to `guards` unless a guard of the source already implies
+    /// it. Where it implies guards of the source, it takes the first one's place (checked
+    /// as early, never before the guards that make fetching the source safe) and the others
+    /// go.
+    pub fn add_guard(guards: &mut Vec<Guard>, source: SourceId, check: Check) {
+        if guards
+            .iter()
+            .any(|g| g.source == source && g.check.implies(&check))
+        {
+            return;
+        }
+        let implied = |g: &Guard| g.source == source && check.implies(&g.check);
+        match guards.iter().position(implied) {
+            Some(first) => {
+                let mut index = 0;
+                guards.retain(|g| {
+                    index += 1;
+                    index - 1 == first || !implied(g)
+                });
+                guards[first].check = check;
+            }
+            None => guards.push(Guard { source, check }),
+        }
+    }
+
+    /// Where a child (attribute or item) of `parent` is interned: under the first source
+    /// whose guards pin the object that `parent`'s guards pin (`Check::Id`). Every frame
+    /// that passes both identity guards holds one object at the two sources, so their
+    /// children are one value and guarded once. The first pin comes before `parent`'s,
+    /// and the child's guards come after both.
+    pub fn pinned_alias(guards: &[Guard], parent: SourceId) -> SourceId {
+        let pinned = guards.iter().find_map(|g| match &g.check {
+            Check::Id(o) if g.source == parent => Some(o.as_ptr()),
+            _ => None,
+        });
+        let Some(pinned) = pinned else {
+            return parent;
+        };
+        guards
+            .iter()
+            .find_map(|g| match &g.check {
+                Check::Id(o) if o.as_ptr() == pinned => Some(g.source),
+                _ => None,
+            })
+            .unwrap_or(parent)
     }
 }
 
@@ -322,10 +438,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 }
                 len == *n as ffi::Py_ssize_t
             }
-            Check::Keys(keys) => value
-                .cast::<PyDict>()
-                .ok()
-                .is_some_and(|d| PyTuple::new(py, d.keys()).is_ok_and(|t| rich_equal(py, t.as_any(), keys))),
+            Check::Keys(keys) => value.cast_exact::<PyDict>().is_ok_and(|d| same_keys(py, d, keys)),
             Check::Tensor { ty, attributes } => {
                 type_ptr(&value) == ty.as_ptr()
                     && attributes.iter().all(|(name, expected)| {
@@ -345,6 +458,35 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
         };
         holds
     }
+}
+
+/// Whether the exact dict `dict` has the keys of the tuple `keys`, in order (each by
+/// identity, else `==`), without making a tuple of them.
+fn same_keys(py: Python<'_>, dict: &Bound<'_, PyDict>, keys: &StrongRef) -> bool {
+    let keys = keys.bind(py);
+    let Ok(keys) = keys.cast::<PyTuple>() else {
+        return false;
+    };
+    if dict.len() != keys.len() {
+        return false;
+    }
+    let (mut position, mut index) = (0, 0);
+    let (mut key, mut value) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: an exact dict, iterated with PyDict_Next (which stays in bounds if an `==`
+    // run below changes the dict; the guard then fails on the size or a key). The key it
+    // lends is owned (`from_borrowed_ptr`) before anything can run.
+    while unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut position, &mut key, &mut value) } != 0 {
+        // SAFETY: a live key lent by PyDict_Next, now owned.
+        let key = unsafe { Bound::from_borrowed_ptr(py, key) };
+        let Ok(expected) = keys.get_item(index) else {
+            return false;
+        };
+        index += 1;
+        if !key.is(&expected) && !rich_equal(py, &key, &StrongRef::new(&expected)) {
+            return false;
+        }
+    }
+    index == keys.len()
 }
 
 fn type_ptr(value: &Bound<'_, PyAny>) -> *mut ffi::PyObject {

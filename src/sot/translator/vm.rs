@@ -267,6 +267,9 @@ pub enum SideEffect {
     Replace {
         target: SourceId,
         contents: Vid,
+        /// A dict's items as the frame held them (what its guards say), for replaying
+        /// only the stores: see `codegen::dict_stores`. Empty for a list.
+        before: Vec<(Vid, Vid)>,
     },
 }
 
@@ -598,14 +601,23 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     pub fn add_guard(&mut self, source: SourceId, check: Check) {
-        if !SourceTable::dedupe_guard(&self.guards, source, &check) {
-            self.guards.push(Guard { source, check });
-        }
+        SourceTable::add_guard(&mut self.guards, source, check);
+    }
+
+    /// The id of `source`; an attribute or item of an object pinned by identity is one
+    /// source with the same child of the first source pinned to it (`pinned_alias`).
+    fn intern(&mut self, source: Source) -> SourceId {
+        let source = match source {
+            Source::Attr(parent, name) => Source::Attr(SourceTable::pinned_alias(&self.guards, parent), name),
+            Source::Item(parent, key) => Source::Item(SourceTable::pinned_alias(&self.guards, parent), key),
+            other => other,
+        };
+        self.sources.intern(source)
     }
 
     /// The value of a source, made once.
     fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
-        let id = self.sources.intern(source);
+        let id = self.intern(source);
         if let Some(vid) = self.by_source.get(&id) {
             return *vid;
         }
@@ -2866,12 +2878,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             return unsupported(format!("deleting {name}, which the object's __dict__ lacks"));
         }
         self.guard_type(owner);
-        let dict_source = self
-            .sources
-            .intern(Source::Attr(source, name_ref(self.py, "__dict__")));
-        let entry = self
-            .sources
-            .intern(Source::Item(dict_source, StrongRef::new(&key)));
+        let dict_source = self.intern(Source::Attr(source, name_ref(self.py, "__dict__")));
+        let entry = self.intern(Source::Item(dict_source, StrongRef::new(&key)));
         self.add_guard(entry, Check::Present);
         self.side_effects.push(SideEffect::DeleteAttr {
             target: owner,
@@ -3487,7 +3495,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let key = self.concrete(item)?;
                 self.check_native_key(&key)?;
                 let found = obj.contains(&key)?;
-                let key_source = self.sources.intern(Source::Item(s, StrongRef::new(&key)));
+                let key_source = self.intern(Source::Item(s, StrongRef::new(&key)));
                 self.add_guard(key_source, if found { Check::Present } else { Check::Absent });
                 return Ok(found);
             }
@@ -3653,9 +3661,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
             return Ok(Some(*copy));
         }
-        let copy = if obj.is_exact_instance_of::<PyList>() {
+        let (copy, before) = if obj.is_exact_instance_of::<PyList>() {
             let items = self.items_of(container)?;
-            self.push_val(Val::List(items))
+            (self.push_val(Val::List(items)), Vec::new())
         } else if obj.is_exact_instance_of::<PyDict>() {
             let keys = self.items_of(container)?;
             let mut items = Vec::with_capacity(keys.len());
@@ -3663,7 +3671,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let v = self.subscript(container, k)?;
                 items.push((k, v));
             }
-            self.push_val(Val::Dict(items))
+            (self.push_val(Val::Dict(items.clone())), items)
         } else {
             return Ok(None);
         };
@@ -3671,6 +3679,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.side_effects.push(SideEffect::Replace {
             target: s,
             contents: copy,
+            before,
         });
         Ok(Some(copy))
     }
@@ -4570,13 +4579,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             match source {
                 Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
                     self.add_guard(s, Check::Type(StrongRef::new(&self.ops.function_type)));
-                    let code_source = self
-                        .sources
-                        .intern(Source::Attr(s, name_ref(self.py, "__code__")));
+                    let code_source = self.intern(Source::Attr(s, name_ref(self.py, "__code__")));
                     self.add_guard(code_source, Check::Id(StrongRef::new(&obj.getattr("__code__")?)));
-                    let globals_source = self
-                        .sources
-                        .intern(Source::Attr(s, name_ref(self.py, "__globals__")));
+                    let globals_source = self.intern(Source::Attr(s, name_ref(self.py, "__globals__")));
                     self.add_guard(
                         globals_source,
                         Check::Id(StrongRef::new(&obj.getattr("__globals__")?)),
@@ -4932,9 +4937,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let mut defaults = Vec::new();
         let raw_defaults = obj.getattr("__defaults__")?;
         if let Some(s) = source {
-            let defaults_source = self
-                .sources
-                .intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
+            let defaults_source = self.intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
             if raw_defaults.is_none() {
                 self.add_guard(defaults_source, Check::Id(StrongRef::new(&raw_defaults)));
             } else {
@@ -4946,9 +4949,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let d = d?;
                 defaults.push(match source {
                     Some(s) => {
-                        let defaults_source = self
-                            .sources
-                            .intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
+                        let defaults_source = self.intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
                         let key = i.into_pyobject(self.py)?.into_any();
                         self.value_of_source(Source::Item(defaults_source, StrongRef::new(&key)), d)
                     }
@@ -4959,9 +4960,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let mut kwdefaults = Vec::new();
         let raw_kwdefaults = obj.getattr("__kwdefaults__")?;
         if let Some(s) = source {
-            let kw_source = self
-                .sources
-                .intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
+            let kw_source = self.intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
             if raw_kwdefaults.is_none() {
                 self.add_guard(kw_source, Check::Id(StrongRef::new(&raw_kwdefaults)));
             }
@@ -4970,9 +4969,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             for (k, v) in dict.iter() {
                 let value = match source {
                     Some(s) => {
-                        let kw_source = self
-                            .sources
-                            .intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
+                        let kw_source = self.intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
                         self.add_guard(
                             kw_source,
                             Check::Keys(StrongRef::new(PyTuple::new(self.py, dict.keys())?.as_any())),
@@ -4997,14 +4994,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 let cell_source = match source {
                     Some(s) => {
-                        let closure_source = self
-                            .sources
-                            .intern(Source::Attr(s, name_ref(self.py, "__closure__")));
+                        let closure_source = self.intern(Source::Attr(s, name_ref(self.py, "__closure__")));
                         let index_key = index.into_pyobject(self.py)?.into_any();
-                        self.sources
-                            .intern(Source::Item(closure_source, StrongRef::new(&index_key)))
+                        self.intern(Source::Item(closure_source, StrongRef::new(&index_key)))
                     }
-                    None => self.sources.intern(Source::Held(StrongRef::new(&cell))),
+                    None => self.intern(Source::Held(StrongRef::new(&cell))),
                 };
                 let content = match cell.getattr("cell_contents") {
                     Ok(content) => Some(match source {
@@ -5066,7 +5060,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Some(s) => Source::Attr(s, name_ref(self.py, "__globals__")),
                     None => Source::Held(StrongRef::new(&function.globals)),
                 };
-                frame.globals_source = Some(self.sources.intern(globals));
+                frame.globals_source = Some(self.intern(globals));
             }
         }
         self.bind_arguments(&mut frame, &info, function, args, kwargs)?;
