@@ -436,6 +436,26 @@ def test_a_container_holding_objects_used_as_a_value_breaks():
     assert reasons and "holding objects" in reasons[0]
 
 
+def test_a_callee_whose_kwdefaults_is_a_dict_subclass_breaks_and_hits_the_cache():
+    class Defaults(dict):
+        pass
+
+    def scale(x, *, k=2.0):
+        return x * k
+
+    scale.__kwdefaults__ = Defaults(k=3.0)
+
+    def f(x):
+        return scale(x + 1) - 1
+
+    fast = sot.translate(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks] == ["a function whose __kwdefaults__ is a dict subclass"]
+    assert st.cache_hits >= 2 and st.recompilations == 0
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

@@ -4963,6 +4963,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             let kw_source = self.intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
             if raw_kwdefaults.is_none() {
                 self.add_guard(kw_source, Check::Id(StrongRef::new(&raw_kwdefaults)));
+            } else if !raw_kwdefaults.is_exact_instance_of::<PyDict>() {
+                // The keys guard holds only for exact dicts: a subclass would never hit the cache.
+                return graph_break("a function whose __kwdefaults__ is a dict subclass");
             }
         }
         if let Ok(dict) = raw_kwdefaults.cast::<PyDict>() {
