@@ -1080,6 +1080,46 @@ def test_a_missing_attribute_of_a_made_container_raises_attributeerror():
     assert st.own_frame == "translated" and st.graph_breaks == [] and st.fallbacks == []
 
 
+class Bag:
+    pass
+
+
+def _bag(**attrs):
+    bag = Bag()
+    bag.__dict__.update(attrs)
+    return bag
+
+
+def _store_then_pop(o, x):
+    o.b = 2
+    o.__dict__.pop("z")
+    return x + 1
+
+
+def _pop_then_read(o, x):
+    o.__dict__.pop("z")
+    return x + 1, getattr(o, "z", "gone")
+
+
+def _item_then_store(o, x):
+    o.__dict__["z"] = 5
+    o.c = o.z
+    return x + 1
+
+
+@pytest.mark.parametrize("function", [_store_then_pop, _pop_then_read, _item_then_store])
+def test_attributes_and_the_dict_they_live_in_change_together(function):
+    fast = sot.translate(function)
+    for _ in range(2):
+        eager_bag, bag = _bag(z=1), _bag(z=1)
+        want, got = function(eager_bag, np.ones(2)), fast(bag, np.ones(2))
+        assert bag.__dict__ == eager_bag.__dict__
+        assert repr(got) == repr(want)
+    st = sot.stats(fast)
+    assert st.graphs >= 1 and st.fallbacks == []
+    assert any("__dict__" in b.reason and "the translation changed" in b.reason for b in st.graph_breaks)
+
+
 def test_dropping_an_object_with_del_from_a_dict_runs_natively():
     class Noisy(int):
         def __del__(self):

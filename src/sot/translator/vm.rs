@@ -2845,6 +2845,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.overrides_object(&obj, "__setattr__")? || !obj.hasattr("__dict__")? {
             return unsupported("attribute assignment on an object with __setattr__ or slots");
         }
+        if self.dict_changed(&obj) {
+            return graph_break(format!(
+                "assignment to {name} of an object whose __dict__ the translation changed"
+            ));
+        }
         self.guard_type(owner);
         self.side_effects.push(SideEffect::StoreAttr {
             target: owner,
@@ -2872,6 +2877,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         {
             return unsupported("attribute deletion on an object with __delattr__ or slots");
         }
+        if self.dict_changed(&obj) {
+            return graph_break(format!(
+                "deleting {name} of an object whose __dict__ the translation changed"
+            ));
+        }
         let dict = obj.getattr("__dict__")?;
         let key = PyString::intern(self.py, &name).into_any();
         if !dict.contains(&key)? {
@@ -2887,6 +2897,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         });
         self.stored_attrs.push((obj.as_ptr() as usize, name, None));
         Ok(())
+    }
+
+    /// Whether the translation changed the `__dict__` of `obj` through the dict itself
+    /// (`obj.__dict__.pop(k)`): its symbolic copy, not `obj`, has the attributes now.
+    fn dict_changed(&self, obj: &Bound<'py, PyAny>) -> bool {
+        !self.mutated.is_empty()
+            && obj
+                .getattr("__dict__")
+                .is_ok_and(|dict| self.mutated.contains_key(&(dict.as_ptr() as usize)))
     }
 
     /// Whether the object's type overrides `object`'s `method` (`__setattr__`, `__delattr__`).
@@ -2988,6 +3007,21 @@ impl<'py, 'b> Vm<'py, 'b> {
                             name: name.to_owned(),
                         }));
                     }
+                }
+                // The attribute stores and the copy of `__dict__` are replayed in order, but
+                // neither sees the other while translating: the real code reads on from here.
+                if name == "__dict__"
+                    && self
+                        .stored_attrs
+                        .iter()
+                        .any(|(p, ..)| *p == obj.as_ptr() as usize)
+                {
+                    return graph_break("the __dict__ of an object whose attributes the translation changed");
+                }
+                if name != "__dict__" && self.dict_changed(&obj) {
+                    return graph_break(format!(
+                        "attribute {name} of an object whose __dict__ the translation changed"
+                    ));
                 }
                 if let Some((_, _, stored)) = self
                     .stored_attrs
