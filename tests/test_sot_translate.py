@@ -1120,6 +1120,48 @@ def test_attributes_and_the_dict_they_live_in_change_together(function):
     assert any("__dict__" in b.reason and "the translation changed" in b.reason for b in st.graph_breaks)
 
 
+class _List(list):
+    pass
+
+
+class _Set(set):
+    pass
+
+
+def _grow_list(s, x):
+    s.append(len(s))
+    return x + len(s)
+
+
+def _grow_set(s, x):
+    s.add(len(s))
+    return x + len(s)
+
+
+def _describe_and_grow(s, x):
+    text = str(s)
+    s.append(0)
+    return x + 1, text
+
+
+@pytest.mark.parametrize(("function", "make", "reason"), [
+    (_grow_list, _List, "list's __getattribute__, written in C"),
+    (_grow_set, _Set, "set's __getattribute__, written in C"),
+    (_describe_and_grow, _List, "its contents cannot be guarded"),
+])
+def test_a_container_subclass_from_the_frame_is_read_as_each_call_holds_it(function, make, reason):
+    # The same object each call, grown by each: an identity guard would hold while its
+    # length and contents change.
+    fast = sot.translate(function)
+    eager_held, held = make(), make()
+    for _ in range(4):
+        assert repr(fast(held, np.zeros(2))) == repr(function(eager_held, np.zeros(2)))
+        assert held == eager_held
+    st = sot.stats(fast)
+    assert st.graphs >= 1 and st.fallbacks == []
+    assert any(reason in b.reason for b in st.graph_breaks)
+
+
 def test_dropping_an_object_with_del_from_a_dict_runs_natively():
     class Noisy(int):
         def __del__(self):

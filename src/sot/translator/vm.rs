@@ -471,6 +471,15 @@ fn is_mutable_container(obj: &Bound<'_, PyAny>) -> bool {
         || obj.is_exact_instance_of::<pyo3::types::PySet>()
 }
 
+/// Instances of the builtin containers whose contents may change under the same identity,
+/// subclasses included.
+fn is_builtin_container(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyDict>()
+        || obj.is_instance_of::<pyo3::types::PySet>()
+        || obj.is_instance_of::<pyo3::types::PyByteArray>()
+}
+
 /// Whether a container holds values only (nested containers of values included, to a
 /// depth that also stops at a container holding itself).
 fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool> {
@@ -825,6 +834,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             let copy = import(self.py, "copy")?.getattr("deepcopy")?.call1((obj,))?;
             self.add_guard(source, Check::Equals(StrongRef::new(&copy)));
+        } else if is_builtin_container(obj) {
+            // A subclass of list, dict or set, or a bytearray: a pin fixes the object, not what
+            // it holds, and whoever takes it as a value (a builtin called with it) reads that.
+            return graph_break(format!(
+                "a {} from the frame used as a Python value (its contents cannot be guarded)",
+                obj.get_type().name()?
+            ));
         } else {
             self.pin(source, obj)?;
         }
@@ -2908,6 +2924,24 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .is_ok_and(|dict| self.mutated.contains_key(&(dict.as_ptr() as usize)))
     }
 
+    /// Whether `len(obj)` is a builtin container's own length: an instance of one, or of a
+    /// subclass that leaves `__len__` alone (a `Len` guard then fixes it, with its type).
+    fn has_builtin_len(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let ty = obj.get_type();
+        for base in [
+            self.py.get_type::<PyList>(),
+            self.py.get_type::<PyTuple>(),
+            self.py.get_type::<PyDict>(),
+            self.py.get_type::<pyo3::types::PySet>(),
+            self.py.get_type::<PyFrozenSet>(),
+        ] {
+            if ty.is_subclass(&base)? {
+                return Ok(ty.getattr("__len__")?.is(&base.getattr("__len__")?));
+            }
+        }
+        Ok(false)
+    }
+
     /// Whether the object's type overrides `object`'s `method` (`__setattr__`, `__delattr__`).
     fn overrides_object(&self, obj: &Bound<'py, PyAny>, method: &str) -> PyResult<bool> {
         let default = self.ops.builtins.getattr("object")?.getattr(method)?;
@@ -3128,8 +3162,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         let getattribute = ty.getattr("__getattribute__")?;
         if !getattribute.is(&self.ops.object_getattribute) || self.type_lookup(&ty, "__getattr__")?.is_some()
         {
+            // `set`, exceptions and other C types define their own slot wrapper (often of
+            // the generic lookup): say so rather than blame a Python override.
+            let why = if getattribute.is_instance(&self.ops.object_getattribute.get_type())?
+                && self.type_lookup(&ty, "__getattr__")?.is_none()
+            {
+                let owner = getattribute.getattr("__objclass__")?.getattr("__qualname__")?;
+                format!("{owner}'s __getattribute__, written in C, is not simulated")
+            } else {
+                "custom __getattribute__ or __getattr__".to_owned()
+            };
             return unsupported(format!(
-                "attribute {name} of {} (custom __getattribute__ or __getattr__)",
+                "attribute {name} of {} ({why})",
                 ty.getattr("__qualname__")?
             ));
         }
@@ -5525,7 +5569,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                         source: Some(s),
                     } if o.is_exact_instance_of::<PyList>()
                         || o.is_exact_instance_of::<PyTuple>()
-                        || o.is_exact_instance_of::<PyDict>() =>
+                        || o.is_exact_instance_of::<PyDict>()
+                        || self.has_builtin_len(&o)? =>
                     {
                         if let Some(copy) = self.mutated.get(&(o.as_ptr() as usize)).copied() {
                             return self.call_builtin(obj, None, &[copy], kwargs);
