@@ -335,6 +335,8 @@ struct Ops<'py> {
     property_type: Bound<'py, PyAny>,
     /// A `__slots__` entry's descriptor.
     member_descriptor_type: Bound<'py, PyAny>,
+    /// The C descriptor of `__dict__` (and other computed attributes of C types).
+    getset_descriptor_type: Bound<'py, PyAny>,
     staticmethod_type: Bound<'py, PyAny>,
     classmethod_type: Bound<'py, PyAny>,
     /// Methods of builtin types (`str.join`, `object.__init__`): unbound C functions.
@@ -357,6 +359,7 @@ impl<'py> Ops<'py> {
             module_type: types.getattr("ModuleType")?,
             property_type: builtins.getattr("property")?,
             member_descriptor_type: types.getattr("MemberDescriptorType")?,
+            getset_descriptor_type: types.getattr("GetSetDescriptorType")?,
             staticmethod_type: builtins.getattr("staticmethod")?,
             classmethod_type: builtins.getattr("classmethod")?,
             c_method_types: PyTuple::new(
@@ -2861,7 +2864,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.overrides_object(&obj, "__setattr__")? || !obj.hasattr("__dict__")? {
             return unsupported("attribute assignment on an object with __setattr__ or slots");
         }
-        if self.dict_changed(&obj) {
+        if self.dict_changed(&obj)? {
             return graph_break(format!(
                 "assignment to {name} of an object whose __dict__ the translation changed"
             ));
@@ -2893,7 +2896,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         {
             return unsupported("attribute deletion on an object with __delattr__ or slots");
         }
-        if self.dict_changed(&obj) {
+        if self.dict_changed(&obj)? {
             return graph_break(format!(
                 "deleting {name} of an object whose __dict__ the translation changed"
             ));
@@ -2916,12 +2919,22 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// Whether the translation changed the `__dict__` of `obj` through the dict itself
-    /// (`obj.__dict__.pop(k)`): its symbolic copy, not `obj`, has the attributes now.
-    fn dict_changed(&self, obj: &Bound<'py, PyAny>) -> bool {
-        !self.mutated.is_empty()
+    /// (`obj.__dict__.pop(k)`): its symbolic copy, not `obj`, has the attributes now. The
+    /// dict is read only through the C descriptor every class with instance dicts has
+    /// (anything else, a property named `__dict__`, is not run while translating).
+    fn dict_changed(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if self.mutated.is_empty() {
+            return Ok(false);
+        }
+        let ty = obj.get_type().into_any();
+        let plain = ty.getattr("__getattribute__")?.is(&self.ops.object_getattribute)
+            && self
+                .type_lookup(&ty, "__dict__")?
+                .is_some_and(|d| d.is_instance(&self.ops.getset_descriptor_type).unwrap_or(false));
+        Ok(plain
             && obj
                 .getattr("__dict__")
-                .is_ok_and(|dict| self.mutated.contains_key(&(dict.as_ptr() as usize)))
+                .is_ok_and(|dict| self.mutated.contains_key(&(dict.as_ptr() as usize))))
     }
 
     /// Whether `len(obj)` is a builtin container's own length: an instance of one, or of a
@@ -3052,7 +3065,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 {
                     return graph_break("the __dict__ of an object whose attributes the translation changed");
                 }
-                if name != "__dict__" && self.dict_changed(&obj) {
+                if name != "__dict__" && self.dict_changed(&obj)? {
                     return graph_break(format!(
                         "attribute {name} of an object whose __dict__ the translation changed"
                     ));
