@@ -256,7 +256,7 @@ def _holds_ref(value: Any, ref_type: type) -> bool:
     return False
 
 
-def _operand_refs(value: Any, ref_type: type) -> list:
+def _operand_refs(value: Any, ref_type: Any) -> list:
     """The symbols an argument holds, nested ones included."""
     if isinstance(value, ref_type):
         return [value.index]
@@ -426,9 +426,10 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         """The array the elementwise node of ``symbol`` can write its result into: one the
         graph made, not returned, of the result's type, shape, dtype and axis order (the
         array numpy would allocate), read last by this node or before it, operands first.
-        None where there is none."""
-        if not _is_array(result):
+        None where there is none (always without examples: nothing is known of the arrays)."""
+        if values is None or not _is_array(result):
             return None
+        known = values
         order = axes_order(args, result.shape)
         operands = [a.index for a in args if isinstance(a, SotRef)]
 
@@ -437,7 +438,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 return False
             if last_read.get(index, -1) > symbol or operand and last_read.get(index) != symbol:
                 return False
-            array = values[index]
+            array = known[index]
             if array.shape != result.shape or array.dtype != result.dtype:
                 return False
             # An operand of C order gives the result C order (C order wins where operands
