@@ -5580,11 +5580,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Val::Obj {
                         obj: o,
                         source: Some(s),
-                    } if o.is_exact_instance_of::<PyList>()
-                        || o.is_exact_instance_of::<PyTuple>()
-                        || o.is_exact_instance_of::<PyDict>()
-                        || self.has_builtin_len(&o)? =>
-                    {
+                    } if self.has_builtin_len(&o)? => {
                         if let Some(copy) = self.mutated.get(&(o.as_ptr() as usize)).copied() {
                             return self.call_builtin(obj, None, &[copy], kwargs);
                         }
