@@ -1144,9 +1144,17 @@ def _describe_and_grow(s, x):
     return x + 1, text
 
 
+def _mutator_break(base: type, method: str) -> str:
+    # Up to 3.13 list and set name their own __getattribute__ (a C slot wrapper), which the
+    # VM does not simulate; from 3.14 they inherit object's, and the method call breaks.
+    if "__getattribute__" in base.__dict__:
+        return f"{base.__name__}'s __getattribute__, written in C"
+    return f"unsupported call: {base.__name__}.{method}"
+
+
 @pytest.mark.parametrize(("function", "make", "reason"), [
-    (_grow_list, _List, "list's __getattribute__, written in C"),
-    (_grow_set, _Set, "set's __getattribute__, written in C"),
+    (_grow_list, _List, _mutator_break(list, "append")),
+    (_grow_set, _Set, _mutator_break(set, "add")),
     (_describe_and_grow, _List, "its contents cannot be guarded"),
 ])
 def test_a_container_subclass_from_the_frame_is_read_as_each_call_holds_it(function, make, reason):
