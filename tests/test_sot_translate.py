@@ -456,6 +456,62 @@ def test_a_callee_whose_kwdefaults_is_a_dict_subclass_breaks_and_hits_the_cache(
     assert st.cache_hits >= 2 and st.recompilations == 0
 
 
+def _make_tagged_scale(x):
+    def scale(v: "np.ndarray", bias=0.0, *, k: float = 2.0) -> "np.ndarray":
+        return v * k + bias
+
+    scale.tag = "made"  # an attribute stored on a function the translation made: a break
+    return scale, scale(x)
+
+
+def _make_scale_with_new_kwdefaults(x):
+    def scale(v, *, k=2.0):
+        return v * k
+
+    scale.__kwdefaults__ = {"k": 3.0}
+    return scale(x)
+
+
+def test_a_function_made_while_translating_is_one_object_with_all_make_function_gave_it():
+    # Up to its break the generated code makes the function once (the attribute store and
+    # the rest of the frame see one object), with its annotations, keyword-only defaults
+    # and qualified name.
+    fast = sot.translate(_make_tagged_scale)
+    for _ in range(2):
+        made, result = fast(np.ones(2))
+        expected, eager_result = _make_tagged_scale(np.ones(2))
+        assert made.tag == "made"
+        for attribute in ("__annotations__", "__kwdefaults__", "__defaults__", "__qualname__", "__name__"):
+            assert getattr(made, attribute) == getattr(expected, attribute), attribute
+        np.testing.assert_array_equal(result, eager_result)
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks] == ["attribute assignment on a value made by the translated code"]
+    assert st.graphs >= 1 and st.ops_captured >= 2 and st.fallbacks == []
+
+    fast = sot.translate(_make_scale_with_new_kwdefaults)
+    np.testing.assert_array_equal(fast(np.ones(2)), np.full(2, 3.0))
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks] == ["attribute assignment on a value made by the translated code"]
+    assert st.graphs >= 1 and st.ops_captured >= 1
+
+
+def _variables_after_a_break(x):
+    a = [x, x]
+    import os  # an import breaks
+
+    b = (os.sep, len(a))
+    return sorted(vars()), sorted(locals()), b
+
+
+def test_a_resume_function_shows_only_the_originals_variables():
+    fast = sot.translate(_variables_after_a_break)
+    assert fast(3) == _variables_after_a_break(3)
+    # The resume function runs its own code from the import on (vars() reads its frame).
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks] == ["import"]
+    assert [f.reason for f in st.fallbacks] == ["vars() reads the frame that calls it"]
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

@@ -296,6 +296,12 @@ trait Emit<'py>: Sized {
         self.load_const(py.None().into_bound(py));
         self.emit(Op::StoreFast, Arg::Var(var));
     }
+
+    /// `del var`: a local of the translation's own, unbound once read, so that the
+    /// function's `locals()` and `vars()` show only the original's variables.
+    fn unbind(&mut self, var: u32) {
+        self.emit(Op::DeleteFast, Arg::Var(var));
+    }
 }
 
 impl<'py> Writer<'py> {
@@ -458,6 +464,8 @@ fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
         Val::TensorMethod { tensor, .. } => vec![*tensor],
         Val::Function(function) => {
             let mut held = function.defaults.clone();
+            held.extend(function.kwdefaults.iter().map(|(_, v)| *v));
+            held.extend(function.annotations.iter().chain(&function.annotate));
             held.extend(function.closure.iter().filter_map(|c| cells[*c]));
             held
         }
@@ -566,8 +574,9 @@ fn shared_paths(
 const MAX_CHAIN: usize = 8;
 
 /// The objects the translation made that the generated code rebuilds, and the local
-/// each is made in (named before any instruction is emitted): objects, exceptions, and
-/// lists, dicts and sets held in more than one place (one object, as in the frame).
+/// each is made in (named before any instruction is emitted): objects, exceptions,
+/// functions, and lists, dicts and sets held in more than one place (one object, as in
+/// the frame).
 fn made_objects(
     values: &[Val<'_>],
     cells: &[Option<Vid>],
@@ -587,7 +596,7 @@ fn made_objects(
     reached
         .into_iter()
         .filter(|vid| match &values[*vid] {
-            Val::Object { .. } => true,
+            Val::Object { .. } | Val::Function(_) => true,
             Val::List(_) | Val::Dict(_) | Val::Set(_) => references[*vid] > 1,
             value => made_exception(value).is_some(),
         })
@@ -798,6 +807,13 @@ impl<'a, 'py> Emitter<'a, 'py> {
             })?;
             self.emit(Op::StoreFast, Arg::Var(var));
         }
+        // Functions after the objects and containers their defaults may hold, each after
+        // the functions it holds (made before it: lower values).
+        for &(vid, var) in &objects {
+            if matches!(self.plan.values[vid], Val::Function(_)) {
+                self.new_function(vid, var)?;
+            }
+        }
         for (vid, var) in objects {
             if let Some(exception) = made_exception(&self.plan.values[vid]) {
                 let exception = exception.clone();
@@ -810,9 +826,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 Val::Object { attrs, .. } => {
                     for (name, value) in attrs.clone() {
                         self.value(value)?;
-                        self.emit(Op::LoadFast, Arg::Var(var));
-                        let index = self.w.pools.name(&name);
-                        self.emit(Op::StoreAttr, Arg::Name(index));
+                        self.store_attr_of(var, &name);
                     }
                 }
                 Val::List(_) | Val::Dict(_) | Val::Set(_) => self.fill_container(vid, var)?,
@@ -1176,58 +1190,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let index = self.w.pools.name(&name);
                 self.emit(Op::LoadAttr, Arg::Name(index));
             }
-            Val::Function(function) => {
-                if !function.kwdefaults.is_empty() {
-                    return Err(self.cannot_rebuild(vid, "a function made while translating, with keyword-only defaults"));
-                }
-                let closure_vars = function
-                    .closure
-                    .iter()
-                    .map(|c| {
-                        self.plan
-                            .frame_cells
-                            .iter()
-                            .find(|(cell, _)| cell == c)
-                            .map(|(_, var)| self.var_of(*var) as usize)
-                    })
-                    .collect::<Option<Vec<usize>>>()
-                    .ok_or_else(|| self.cannot_rebuild(vid, "a closure over cells of an inlined function"))?;
-                let function_type = import(py, "types")?.getattr("FunctionType")?;
-                let (code, name, defaults) = (function.code.clone(), function.name.clone(), function.defaults.clone());
-                let own_globals = function.globals.is(&self.plan.globals);
-                let globals = function.globals.clone();
-                let closure_op = self.w.closure_op();
-                self.call_constant(
-                    function_type,
-                    |e| {
-                        e.load_const(code);
-                        if own_globals {
-                            let globals_builtin = import(py, "builtins")?.getattr("globals")?;
-                            e.call_constant(globals_builtin, |_| Ok(0))?;
-                        } else {
-                            e.load_const(globals);
-                        }
-                        e.load_const(name.into_pyobject(py)?.into_any());
-                        if defaults.is_empty() {
-                            e.load_const(py.None().into_bound(py));
-                        } else {
-                            for d in &defaults {
-                                e.value(*d)?;
-                            }
-                            e.build_tuple(defaults.len());
-                        }
-                        if closure_vars.is_empty() {
-                            e.load_const(py.None().into_bound(py));
-                        } else {
-                            for var in &closure_vars {
-                                e.emit(closure_op, Arg::Var(*var as u32));
-                            }
-                            e.build_tuple(closure_vars.len());
-                        }
-                        Ok(5)
-                    },
-                )?;
-            }
+            Val::Function(_) => self.made(vid)?,
             Val::Cell(c) => match self.plan.cells[*c] {
                 Some(content) => self.value(content)?,
                 None => return Err(pyo3::exceptions::PyValueError::new_err("an empty cell")),
@@ -1240,6 +1203,106 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
         }
         Ok(())
+    }
+
+    /// Makes the function the translation made as `vid` into `var`: `types.FunctionType`
+    /// of its code, globals, name, defaults and closure, then what MAKE_FUNCTION sets
+    /// beside them (keyword-only defaults, annotations, a qualified name the code does
+    /// not carry).
+    fn new_function(&mut self, vid: Vid, var: u32) -> PyResult<()> {
+        let py = self.w.pools.py;
+        let Val::Function(function) = &self.plan.values[vid] else {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a function made without its value",
+            ));
+        };
+        let closure_vars = function
+            .closure
+            .iter()
+            .map(|c| {
+                self.plan
+                    .frame_cells
+                    .iter()
+                    .find(|(cell, _)| cell == c)
+                    .map(|(_, var)| self.var_of(*var))
+            })
+            .collect::<Option<Vec<u32>>>()
+            .ok_or_else(|| self.cannot_rebuild(vid, "a closure over cells of an inlined function"))?;
+        let function_type = import(py, "types")?.getattr("FunctionType")?;
+        let (code, name, defaults) = (
+            function.code.clone(),
+            function.name.clone(),
+            function.defaults.clone(),
+        );
+        // What FunctionType names it (the code's qualified name from 3.11, else its name).
+        let default_qualname: String = code
+            .getattr("co_qualname")
+            .map_or_else(|_| Ok(name.clone()), |q| q.extract())?;
+        let qualname = (function.qualname != default_qualname).then(|| function.qualname.clone());
+        let (kwdefaults, annotations, annotate) = (
+            function.kwdefaults.clone(),
+            function.annotations,
+            function.annotate,
+        );
+        let own_globals = function.globals.is(&self.plan.globals);
+        let globals = function.globals.clone();
+        let closure_op = self.w.closure_op();
+        self.call_constant(function_type, |e| {
+            e.load_const(code);
+            if own_globals {
+                let globals_builtin = import(py, "builtins")?.getattr("globals")?;
+                e.call_constant(globals_builtin, |_| Ok(0))?;
+            } else {
+                e.load_const(globals);
+            }
+            e.load_const(name.into_pyobject(py)?.into_any());
+            if defaults.is_empty() {
+                e.load_const(py.None().into_bound(py));
+            } else {
+                for d in &defaults {
+                    e.value(*d)?;
+                }
+                e.build_tuple(defaults.len());
+            }
+            if closure_vars.is_empty() {
+                e.load_const(py.None().into_bound(py));
+            } else {
+                for var in &closure_vars {
+                    e.emit(closure_op, Arg::Var(*var));
+                }
+                e.build_tuple(closure_vars.len());
+            }
+            Ok(5)
+        })?;
+        self.emit(Op::StoreFast, Arg::Var(var));
+        if !kwdefaults.is_empty() {
+            for (key, value) in &kwdefaults {
+                self.load_const(key.into_pyobject(py)?.into_any());
+                self.value(*value)?;
+            }
+            self.emit(Op::BuildMap, Arg::Int(kwdefaults.len() as u32));
+            self.store_attr_of(var, "__kwdefaults__");
+        }
+        if let Some(annotations) = annotations {
+            self.value(annotations)?;
+            self.store_attr_of(var, "__annotations__");
+        }
+        if let Some(annotate) = annotate {
+            self.value(annotate)?;
+            self.store_attr_of(var, "__annotate__");
+        }
+        if let Some(qualname) = qualname {
+            self.load_const(qualname.into_pyobject(py)?.into_any());
+            self.store_attr_of(var, "__qualname__");
+        }
+        Ok(())
+    }
+
+    /// `var.<name> = <the value on top>`.
+    fn store_attr_of(&mut self, var: u32, name: &str) {
+        self.emit(Op::LoadFast, Arg::Var(var));
+        let index = self.w.pools.name(name);
+        self.emit(Op::StoreAttr, Arg::Name(index));
     }
 
     fn cannot_rebuild(&self, vid: Vid, what: &str) -> PyErr {
@@ -1496,7 +1559,7 @@ pub fn resume_code<'py>(
         let everything = pyo3::types::PySlice::full(code.py()).into_any();
         w.load_const(everything);
         w.emit(Op::DeleteSubscr, Arg::None);
-        w.release(0);
+        w.unbind(0);
     }
     // Instructions whose targets are the original's: moved past what comes before the
     // copy of the original once its start is known.
@@ -1536,7 +1599,7 @@ pub fn resume_code<'py>(
             // The stack holds it now, as the original's did, and drops it when it does (a
             // bridge hands the handled exception on after its step).
             if !(handled && bridge.is_some()) {
-                w.release(var);
+                w.unbind(var);
             }
         }
     }

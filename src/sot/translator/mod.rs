@@ -1072,7 +1072,7 @@ impl<'py> Translation<'_, 'py, '_> {
             // A variable the rest never reads but stores again is not handed on: its value
             // goes about when the original drops it, not when the resume function returns.
             // One never stored again is, as the original frame holds it to the end, unless
-            // it holds None (a resume function's box and stack locals, once emptied).
+            // it holds None (nothing can tell).
             .filter(|(i, vid)| {
                 liveness.map_or(true, |l| {
                     l.is_live(point.pc, *i) || (!l.may_be_stored(point.pc, *i) && !vm.is_none(**vid))

@@ -147,10 +147,15 @@ pub struct Function<'py> {
     pub code: Bound<'py, PyAny>,
     pub globals: Bound<'py, PyAny>,
     pub name: String,
+    pub qualname: String,
     pub defaults: Vec<Vid>,
     pub kwdefaults: Vec<(String, Vid)>,
     /// Cells of the closure, as the VM's cell indices.
     pub closure: Vec<usize>,
+    /// `__annotations__` as a dict value (MAKE_FUNCTION's tuple of pairs made a dict).
+    pub annotations: Option<Vid>,
+    /// `__annotate__` (3.14, PEP 649): the function computing the annotations.
+    pub annotate: Option<Vid>,
     /// The function object, when it exists outside the translation.
     pub object: Option<Bound<'py, PyAny>>,
 }
@@ -185,9 +190,12 @@ impl<'py> Val<'py> {
                 code: f.code.clone(),
                 globals: f.globals.clone(),
                 name: f.name.clone(),
+                qualname: f.qualname.clone(),
                 defaults: f.defaults.clone(),
                 kwdefaults: f.kwdefaults.clone(),
                 closure: f.closure.clone(),
+                annotations: f.annotations,
+                annotate: f.annotate,
                 object: f.object.clone(),
             })),
             Val::Method { function, receiver } => Val::Method {

@@ -3011,7 +3011,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Val::Function(f) => {
                 let value = match name {
-                    "__name__" | "__qualname__" => PyString::new(self.py, &f.name).into_any(),
+                    "__name__" => PyString::new(self.py, &f.name).into_any(),
+                    "__qualname__" => PyString::new(self.py, &f.qualname).into_any(),
                     "__code__" => f.code.clone(),
                     _ => return unsupported(format!("attribute {name} of a function")),
                 };
@@ -4543,17 +4544,25 @@ impl<'py, 'b> Vm<'py, 'b> {
         let code_vid = top.remove(0);
         let code = self.concrete(code_vid)?;
         let name: String = code.getattr("co_name")?.extract()?;
+        // Before 3.11 the qualified name comes on the stack, after it in the code object.
+        let qualname = match top.first() {
+            Some(qualname) => self.concrete(*qualname)?,
+            None => code.getattr("co_qualname")?,
+        };
         let function = Function {
             code,
             globals: frame.globals.clone(),
             name,
+            qualname: qualname.extract()?,
             defaults: Vec::new(),
             kwdefaults: Vec::new(),
             closure: Vec::new(),
+            annotations: None,
+            annotate: None,
             object: None,
         };
         let vid = self.push_val(Val::Function(Box::new(function)));
-        for flag in [8, 4, 2, 1] {
+        for flag in [16, 8, 4, 2, 1] {
             if flags & flag != 0 {
                 let attribute = Self::pop(frame)?;
                 self.set_function_attribute(vid, flag, attribute)?;
@@ -4587,14 +4596,29 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             })
             .collect();
+        // Annotations come as a dict (3.9) or as a tuple of name, value pairs, which the
+        // function's `__annotations__` turns into the dict this is.
+        let annotations = if flag != 4 {
+            None
+        } else if matches!(self.val(attribute), Val::Dict(_))
+            || matches!(self.val(attribute), Val::Obj { obj, .. } if obj.is_exact_instance_of::<PyDict>())
+        {
+            Some(attribute)
+        } else {
+            let items = self.items_of(attribute)?;
+            let pairs = items.chunks_exact(2).map(|pair| (pair[0], pair[1])).collect();
+            Some(self.push_val(Val::Dict(pairs)))
+        };
         let Val::Function(f) = &mut self.values[function] else {
             return unsupported("SET_FUNCTION_ATTRIBUTE on a value that is no function");
         };
         match flag {
             1 => f.defaults = items,
             2 => f.kwdefaults = names,
+            4 => f.annotations = annotations,
             8 => f.closure = cells,
-            _ => {}
+            16 => f.annotate = Some(attribute),
+            _ => return unsupported(format!("function attribute flag {flag}")),
         }
         Ok(())
     }
@@ -5117,9 +5141,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             code,
             globals: obj.getattr("__globals__")?,
             name: obj.getattr("__name__")?.extract()?,
+            qualname: obj.getattr("__qualname__")?.extract()?,
             defaults,
             kwdefaults,
             closure,
+            annotations: None,
+            annotate: None,
             object: Some(obj.clone()),
         })
     }
