@@ -512,6 +512,37 @@ def test_a_resume_function_shows_only_the_originals_variables():
     assert [f.reason for f in st.fallbacks] == ["vars() reads the frame that calls it"]
 
 
+class _Counter:
+    def __init__(self):
+        self.count = 0
+
+    def __repr__(self):
+        return f"Counter({self.count})"
+
+    def __len__(self):
+        return self.count
+
+
+def _describe_counter(x, counter):
+    return x * len(counter), repr(counter), str(counter), f"{counter}", f"{counter!r:>12}"
+
+
+def test_builtins_read_an_objects_state_as_each_call_holds_it():
+    # One object each call, its state changed between calls: its Python __repr__ and
+    # __len__ run in the translation (inlined), not once while translating.
+    fast = sot.translate(_describe_counter)
+    counter = _Counter()
+    for count in range(1, 4):
+        counter.count = count
+        got, want = fast(np.ones(2), counter), _describe_counter(np.ones(2), counter)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:] == ((f"Counter({count})",) * 3 + (f"{'Counter(' + str(count) + ')':>12}",))
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.fallbacks == [] and st.graphs == st.translations
+    assert st.translations <= 3  # a guard on the count (the same count hits the cache)
+    assert fast(np.ones(2), counter)[1] == "Counter(3)" and sot.stats(fast).cache_hits >= 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)
@@ -1211,7 +1242,7 @@ def _mutator_break(base: type, method: str) -> str:
 @pytest.mark.parametrize(("function", "make", "reason"), [
     (_grow_list, _List, _mutator_break(list, "append")),
     (_grow_set, _Set, _mutator_break(set, "add")),
-    (_describe_and_grow, _List, "its contents cannot be guarded"),
+    (_describe_and_grow, _List, "builtin str() of a _List object (its __repr__ is not simulated)"),
 ])
 def test_a_container_subclass_from_the_frame_is_read_as_each_call_holds_it(function, make, reason):
     # The same object each call, grown by each: an identity guard would hold while its

@@ -11,7 +11,9 @@ use framehook_bytecode::table::{CallLayout, ExceptionModel};
 use framehook_bytecode::Table;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{
+    PyBool, PyCFunction, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyRange, PyString, PyTuple, PyType,
+};
 
 use super::backend::Backend;
 use super::guard::{name_ref, Check, Guard, Source, SourceId, SourceTable};
@@ -156,6 +158,8 @@ pub const MAX_NESTING: usize = 200;
 /// Items of a list or tuple the translation makes by repetition at most (past it the
 /// graph breaks, and the instruction runs natively).
 const MAX_MADE_ITEMS: usize = 100_000;
+/// How deep a builtin's argument is looked into before computing with it while translating.
+const MAX_FOLDED_DEPTH: usize = 16;
 /// Instructions one translation simulates at most (loops unroll, calls inline): past it the
 /// graph breaks, so that translating stays cheap next to running.
 const MAX_STEPS: usize = 5_000;
@@ -508,14 +512,30 @@ fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool> {
     Ok(true)
 }
 
-/// Whether a builtin computing with `obj` while translating (its result then a constant)
-/// would read or change state that a later call may find different: an iterator's
-/// position, a weak proxy's referent, a mutable container's contents (unless values).
-fn has_state_a_call_sees(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let py = obj.py();
-    Ok(obj.get_type().hasattr("__next__")?
-        || obj.is_instance(&import(py, "weakref")?.getattr("ProxyTypes")?)?
-        || is_mutable_container(obj) && !holds_values_only(obj, 16)?)
+/// The methods a builtin that reads its argument runs, in the order it falls back to them
+/// (`str()` of an object whose `__str__` is `object`'s runs `__repr__`).
+fn methods_of_builtin(builtin: &str) -> &'static [&'static str] {
+    match builtin {
+        "repr" | "ascii" => &["__repr__"],
+        "str" => &["__str__", "__repr__"],
+        "format" => &["__format__", "__str__", "__repr__"],
+        "hash" => &["__hash__"],
+        "len" => &["__len__"],
+        _ => &[],
+    }
+}
+
+/// Instances of a class made by a `class` statement (its methods may be Python code).
+fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
+    Ok(obj.get_type().getattr("__flags__")?.extract::<u64>()? & HEAP_TYPE != 0)
+}
+
+/// `dict.keys()`, `values()` or `items()` (of a dict the translation reads or made).
+fn is_dict_view(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let ty = obj.get_type();
+    Ok(ty.getattr("__module__")?.extract::<String>()? == "builtins"
+        && matches!(ty.name()?.to_str()?, "dict_keys" | "dict_values" | "dict_items"))
 }
 
 /// An int or a float (not a bool): what a dynamic source may hold.
@@ -4087,13 +4107,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         } else {
             self.convert(v, conversion)?
         };
-        let value = self.concrete(converted)?;
         let spec = match spec {
-            Some(s) => self.concrete(s)?,
-            None => PyString::new(self.py, "").into_any(),
+            Some(s) => s,
+            None => self.constant(PyString::new(self.py, "").into_any()),
         };
-        let text = self.ops.builtins.getattr("format")?.call1((value, spec))?;
-        Ok(self.constant(text))
+        self.text_of("format", converted, &[spec])
     }
 
     fn convert(&mut self, v: Vid, conversion: usize) -> Res<Vid> {
@@ -4103,8 +4121,30 @@ impl<'py, 'b> Vm<'py, 'b> {
             3 => "ascii",
             _ => return unsupported("a conversion"),
         };
-        let value = self.concrete(v)?;
-        let text = self.ops.builtins.getattr(name)?.call1((value,))?;
+        self.text_of(name, v, &[])
+    }
+
+    /// An f-string's `str()`, `repr()`, `ascii()` or `format()` of `v`.
+    fn text_of(&mut self, builtin: &str, v: Vid, rest: &[Vid]) -> Res<Vid> {
+        if let Some(text) = self.inline_builtin_method(builtin, v, rest)? {
+            return Ok(text);
+        }
+        let Some(value) = self.folded_argument(v, builtin)? else {
+            let class = self.type_of(v)?;
+            return graph_break(format!(
+                "unsupported call: builtin {builtin}() of a {} object",
+                qualname(&class)
+            ));
+        };
+        let mut args = vec![value];
+        for arg in rest {
+            args.push(self.concrete(*arg)?);
+        }
+        let text = self
+            .ops
+            .builtins
+            .getattr(builtin)?
+            .call1(PyTuple::new(self.py, args)?)?;
         Ok(self.constant(text))
     }
 
@@ -5617,7 +5657,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                         self.int_value(n)?
                     }
                     _ => {
-                        let o = self.concrete(x)?;
+                        if let Some(length) = self.inline_builtin_method("len", x, &[])? {
+                            return Ok(Some(length));
+                        }
+                        let Some(o) = self.folded_argument(x, "len")? else {
+                            let class = self.type_of(x)?;
+                            return graph_break(format!(
+                                "unsupported call: builtin len() of a {} object",
+                                qualname(&class)
+                            ));
+                        };
                         self.int_value(o.len()?)?
                     }
                 }
@@ -5875,7 +5924,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 })
             }
             (other, _) if PURE_BUILTINS.contains(&other) => {
-                let Some((positional, kw)) = self.pure_arguments(args, kwargs, other == "callable")? else {
+                if let [x, rest @ ..] = args {
+                    if let Some(result) = self.inline_builtin_method(other, *x, rest)? {
+                        return Ok(Some(result));
+                    }
+                }
+                let Some((positional, kw)) = self.pure_arguments(args, kwargs, other)? else {
                     return graph_break(format!(
                         "unsupported call: builtin {name}() of an iterator, weak proxy or mutable container"
                     ));
@@ -5918,39 +5972,196 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return graph_break(format!("tensor to python: {} of a tensor", qualname(obj)));
         }
-        let Some((positional, kw)) = self.pure_arguments(args, kwargs, false)? else {
+        // `"{}".format(x)` formats `x`; other methods read their arguments as values.
+        let reads = if receiver.is_instance_of::<PyString>() {
+            "format"
+        } else {
+            ""
+        };
+        let Some((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
             return Ok(None);
         };
         let result = obj.call(positional, Some(&kw))?;
         Ok(Some(self.wrap_result(result)))
     }
 
-    /// The arguments of a call made while translating (its result then a constant), or
-    /// None where one has state the call reads or changes (`has_state_a_call_sees`): the
-    /// call then runs in Python, each time. `any_object`: the call looks at types only.
+    /// The arguments of a call of `builtin` made while translating (its result then a
+    /// constant), or None where the call may read state a later call finds changed under
+    /// the same guards (`computes_the_same_later`): it then runs in Python, each time.
+    /// `callable()` looks at types only.
     fn pure_arguments(
         &mut self,
         args: &[Vid],
         kwargs: &[(String, Vid)],
-        any_object: bool,
+        builtin: &str,
     ) -> Res<Option<(Bound<'py, PyTuple>, Bound<'py, PyDict>)>> {
         let mut positional = Vec::with_capacity(args.len());
         for arg in args {
-            let value = self.concrete(*arg)?;
-            if !any_object && has_state_a_call_sees(&value)? {
-                return Ok(None);
+            match self.folded_argument(*arg, builtin)? {
+                Some(value) => positional.push(value),
+                None => return Ok(None),
             }
-            positional.push(value);
         }
         let kw = PyDict::new(self.py);
         for (k, v) in kwargs {
-            let value = self.concrete(*v)?;
-            if !any_object && has_state_a_call_sees(&value)? {
-                return Ok(None);
+            match self.folded_argument(*v, builtin)? {
+                Some(value) => kw.set_item(k, value)?,
+                None => return Ok(None),
             }
-            kw.set_item(k, value)?;
         }
         Ok(Some((PyTuple::new(self.py, positional)?, kw)))
+    }
+
+    /// The value `builtin` computes with now, or None where it may compute otherwise on a
+    /// later call. An exception the translation made or caught is its own (the generated
+    /// code makes it again from the same arguments).
+    fn folded_argument(&mut self, vid: Vid, builtin: &str) -> Res<Option<Bound<'py, PyAny>>> {
+        let value = self.concrete(vid)?;
+        let own_exception = matches!(self.val(vid), Val::Obj { source: None, .. })
+            && value.is_instance_of::<pyo3::exceptions::PyBaseException>();
+        let fixed = builtin == "callable"
+            || own_exception
+            || self.computes_the_same_later(&value, builtin, MAX_FOLDED_DEPTH)?;
+        Ok(fixed.then_some(value))
+    }
+
+    /// Whether `builtin` computing with `obj` now gives what it gives on any later call
+    /// that passes the guards: values, types, the backend's constants, builtin functions
+    /// of no object, builtin containers of those, and instances whose methods for the
+    /// builtin are `object`'s (which read the type and identity only). An iterator, a
+    /// weak proxy, an object of any other C type, an instance with methods of its own
+    /// may give another result under the same identity.
+    fn computes_the_same_later(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        builtin: &str,
+        depth: usize,
+    ) -> PyResult<bool> {
+        if is_immutable(obj) || self.backend.is_constant_operand(obj) || obj.is_exact_instance_of::<PyRange>()
+        {
+            return Ok(true);
+        }
+        if obj.is_exact_instance_of::<PyCFunction>() {
+            // `len`, `math.sqrt`: of no object, or of a module.
+            let receiver = obj.getattr("__self__")?;
+            return Ok(receiver.is_none() || receiver.is_instance(&self.ops.module_type)?);
+        }
+        let sized_for_good =
+            obj.is_exact_instance_of::<PyTuple>() || obj.is_exact_instance_of::<PyFrozenSet>();
+        if builtin == "len" && sized_for_good {
+            return Ok(true);
+        }
+        if depth == 0 {
+            return Ok(false);
+        }
+        if let Ok(dict) = obj.cast_exact::<PyDict>() {
+            for (key, value) in dict.iter() {
+                if !self.computes_the_same_later(&key, builtin, depth - 1)?
+                    || !self.computes_the_same_later(&value, builtin, depth - 1)?
+                {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        if sized_for_good
+            || obj.is_exact_instance_of::<PyList>()
+            || obj.is_exact_instance_of::<pyo3::types::PySet>()
+            || is_dict_view(obj)?
+        {
+            for item in obj.try_iter()? {
+                if !self.computes_the_same_later(&item?, builtin, depth - 1)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        Ok(is_heap_instance(obj)?
+            && !methods_of_builtin(builtin).is_empty()
+            && self.own_builtin_method(obj, builtin)?.is_none())
+    }
+
+    /// The first of the methods `builtin` runs that the class of `obj` defines other than
+    /// `object`'s, by name; None where every one is `object`'s.
+    fn own_builtin_method(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        builtin: &str,
+    ) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
+        let ty = obj.get_type().into_any();
+        let object_methods = self.ops.builtins.getattr("object")?.getattr("__dict__")?;
+        for name in methods_of_builtin(builtin) {
+            let found = self.type_lookup(&ty, name)?;
+            let default = object_methods.get_item(*name).ok();
+            match (found, default) {
+                (Some(found), Some(default)) if found.is(&default) => continue,
+                (Some(found), _) => return Ok(Some((name, found))),
+                // `len()` of an object without `__len__` (CPython raises TypeError).
+                (None, _) => return Ok(Some((name, self.ops.none.clone()))),
+            }
+        }
+        Ok(None)
+    }
+
+    /// `builtin(x, *rest)` (`repr`, `str`, `format`, `len`) where `x` holds an instance of
+    /// a class written in Python whose method for it is Python code: that method inlined,
+    /// as CPython calls it, since it may read state that changes under the same identity.
+    /// None where the builtin may compute now; a break where the method is not Python.
+    fn inline_builtin_method(&mut self, builtin: &str, x: Vid, rest: &[Vid]) -> Res<Option<Vid>> {
+        let x = self.realize(x)?;
+        let Val::Obj { obj, .. } = self.val(x) else {
+            return Ok(None);
+        };
+        let obj = obj.clone();
+        if is_immutable(&obj) || !is_heap_instance(&obj)? {
+            return Ok(None);
+        }
+        let Some((name, method)) = self.own_builtin_method(&obj, builtin)? else {
+            return Ok(None);
+        };
+        let spec_is_empty = match rest.first() {
+            Some(spec) => self
+                .concrete(*spec)?
+                .cast::<PyString>()
+                .is_ok_and(|s| s.is_empty().unwrap_or(false)),
+            None => true,
+        };
+        let simulated = matches!(builtin, "repr" | "str" | "format" | "len")
+            && method.is_instance(&self.ops.function_type)?
+            // `object.__format__` takes an empty spec only.
+            && (name == "__format__" || spec_is_empty);
+        if !simulated {
+            return graph_break(format!(
+                "builtin {builtin}() of a {} object (its {name} is not simulated)",
+                qualname(&obj.get_type().into_any())
+            ));
+        }
+        self.guard_type(x);
+        let function = self.constant(method);
+        let mut args = vec![x];
+        if name == "__format__" {
+            match rest.first() {
+                Some(spec) => args.push(*spec),
+                None => args.push(self.constant(PyString::new(self.py, "").into_any())),
+            }
+        }
+        let result = self.call(function, args, vec![])?;
+        // What CPython requires of the method's result (else it raises TypeError).
+        let result = self.realize(result)?;
+        let fits = match self.val(result) {
+            Val::Obj { obj, .. } if builtin == "len" => {
+                obj.is_exact_instance_of::<PyInt>() && obj.extract::<i64>().is_ok_and(|n| n >= 0)
+            }
+            Val::Obj { obj, .. } => obj.is_exact_instance_of::<PyString>(),
+            _ => false,
+        };
+        if !fits {
+            return graph_break(format!(
+                "builtin {builtin}() of a {} object: its {name} gave a value CPython would check",
+                qualname(&obj.get_type().into_any())
+            ));
+        }
+        Ok(Some(result))
     }
 }
 
