@@ -543,6 +543,55 @@ def test_builtins_read_an_objects_state_as_each_call_holds_it():
     assert fast(np.ones(2), counter)[1] == "Counter(3)" and sot.stats(fast).cache_hits >= 1
 
 
+class _Logged:
+    def __init__(self):
+        self.log = []
+
+    def __radd__(self, other):
+        self.log.append("__radd__")
+        return other + 1
+
+    def __neg__(self):
+        self.log.append("__neg__")
+        return -1
+
+    def __contains__(self, item):
+        self.log.append("__contains__")
+        return True
+
+
+def _operators_of(x, o):
+    return x + (1 + o), -o, 2 in o
+
+
+def test_operators_on_an_object_run_its_methods_on_every_call():
+    fast = sot.translate(_operators_of)
+    eager_object, translated_object = _Logged(), _Logged()
+    for _ in range(3):
+        got, want = fast(np.ones(2), translated_object), _operators_of(np.ones(2), eager_object)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:]
+    assert translated_object.log == eager_object.log
+    st = sot.stats(fast)
+    assert st.graph_breaks and all("may answer otherwise on a later call" in b.reason for b in st.graph_breaks)
+    assert st.graphs >= 1 and st.fallbacks == []
+
+
+def _any_with_a_walrus(x, numbers):
+    found = any((last := n) == 1 for n in numbers)
+    return x + last, found
+
+
+def test_any_and_all_stop_at_the_first_deciding_item():
+    fast = sot.translate(_any_with_a_walrus)
+    for _ in range(2):
+        got, want = fast(np.ones(2), [1, 2, 3]), _any_with_a_walrus(np.ones(2), [1, 2, 3])
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] is True
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.fallbacks == [] and st.graphs == 1 and st.cache_hits == 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

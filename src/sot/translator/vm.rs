@@ -520,7 +520,15 @@ fn methods_of_builtin(builtin: &str) -> &'static [&'static str] {
         "str" => &["__str__", "__repr__"],
         "format" => &["__format__", "__str__", "__repr__"],
         "hash" => &["__hash__"],
+        "in" => &["__contains__"],
         "len" => &["__len__"],
+        // Operators: those `object` defines (identity, NotImplemented for an order).
+        "eq" => &["__eq__"],
+        "ne" => &["__ne__", "__eq__"],
+        "lt" => &["__lt__"],
+        "le" => &["__le__"],
+        "gt" => &["__gt__"],
+        "ge" => &["__ge__"],
         _ => &[],
     }
 }
@@ -1343,12 +1351,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         if args.iter().any(|a| self.contains_tensor(*a)) {
             return self.record(&function, args, vec![]);
         }
-        self.pure_call(&function, &args)
-    }
-
-    /// A pure function of known values, computed now.
-    fn pure_call(&mut self, function: &Bound<'py, PyAny>, args: &[Vid]) -> Res<Vid> {
-        let objs = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
+        // Computed now, where every later call passing the guards computes the same.
+        let mut objs = Vec::with_capacity(args.len());
+        for arg in &args {
+            match self.folded_argument(*arg, name)? {
+                Some(obj) => objs.push(obj),
+                None => return self.refuse_folding(&format!("operator {name}"), *arg),
+            }
+        }
         let result = function.call1(PyTuple::new(self.py, objs)?)?;
         Ok(self.wrap_result(result))
     }
@@ -3634,9 +3644,18 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(false);
             }
         }
-        let c = self.concrete(container)?;
-        let i = self.concrete(item)?;
-        Ok(c.contains(i)?)
+        // Computed now where no method of either runs Python code that may answer otherwise
+        // on a later call (a container's `__contains__`, an item's `__hash__` or `__eq__`).
+        let c = self.folded_argument(container, "in")?;
+        let i = match self.folded_argument(item, "hash")? {
+            Some(_) => self.folded_argument(item, "eq")?,
+            None => None,
+        };
+        match (c, i) {
+            (Some(c), Some(i)) => Ok(c.contains(i)?),
+            (None, _) => self.refuse_folding("`in`", container),
+            (_, None) => self.refuse_folding("`in`", item),
+        }
     }
 
     fn subscript(&mut self, container: Vid, key: Vid) -> Res<Vid> {
@@ -4130,11 +4149,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(text);
         }
         let Some(value) = self.folded_argument(v, builtin)? else {
-            let class = self.type_of(v)?;
-            return graph_break(format!(
-                "unsupported call: builtin {builtin}() of a {} object",
-                qualname(&class)
-            ));
+            return self.refuse_folding(&format!("builtin {builtin}()"), v);
         };
         let mut args = vec![value];
         for arg in rest {
@@ -5661,11 +5676,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                             return Ok(Some(length));
                         }
                         let Some(o) = self.folded_argument(x, "len")? else {
-                            let class = self.type_of(x)?;
-                            return graph_break(format!(
-                                "unsupported call: builtin len() of a {} object",
-                                qualname(&class)
-                            ));
+                            return self.refuse_folding("builtin len()", x);
                         };
                         self.int_value(o.len()?)?
                     }
@@ -5890,9 +5901,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             ("any" | "all", [x]) => {
+                // Item by item: the first decisive one stops it (a generator is left there).
                 let want = name == "any";
                 let mut result = !want;
-                for item in self.items_of(*x)? {
+                let it = self.iterator(*x)?;
+                while let Some(item) = self.advance(it)? {
                     if self.truthy(item)? == want {
                         result = want;
                         break;
@@ -5929,10 +5942,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                         return Ok(Some(result));
                     }
                 }
-                let Some((positional, kw)) = self.pure_arguments(args, kwargs, other)? else {
-                    return graph_break(format!(
-                        "unsupported call: builtin {name}() of an iterator, weak proxy or mutable container"
-                    ));
+                let (positional, kw) = match self.pure_arguments(args, kwargs, other)? {
+                    Ok(arguments) => arguments,
+                    Err(refused) => return self.refuse_folding(&format!("builtin {name}()"), refused),
                 };
                 let result = obj.call(positional, Some(&kw))?;
                 self.wrap_result(result)
@@ -5978,7 +5990,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         } else {
             ""
         };
-        let Some((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
+        let Ok((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
             return Ok(None);
         };
         let result = obj.call(positional, Some(&kw))?;
@@ -5986,30 +5998,42 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// The arguments of a call of `builtin` made while translating (its result then a
-    /// constant), or None where the call may read state a later call finds changed under
-    /// the same guards (`computes_the_same_later`): it then runs in Python, each time.
-    /// `callable()` looks at types only.
+    /// constant), or the first one with which the call may compute otherwise on a later
+    /// call passing the same guards (`computes_the_same_later`): it then runs in Python,
+    /// each time. `callable()` looks at types only.
     fn pure_arguments(
         &mut self,
         args: &[Vid],
         kwargs: &[(String, Vid)],
         builtin: &str,
-    ) -> Res<Option<(Bound<'py, PyTuple>, Bound<'py, PyDict>)>> {
+    ) -> Res<Result<(Bound<'py, PyTuple>, Bound<'py, PyDict>), Vid>> {
         let mut positional = Vec::with_capacity(args.len());
         for arg in args {
             match self.folded_argument(*arg, builtin)? {
                 Some(value) => positional.push(value),
-                None => return Ok(None),
+                None => return Ok(Err(*arg)),
             }
         }
         let kw = PyDict::new(self.py);
         for (k, v) in kwargs {
             match self.folded_argument(*v, builtin)? {
                 Some(value) => kw.set_item(k, value)?,
-                None => return Ok(None),
+                None => return Ok(Err(*v)),
             }
         }
-        Ok(Some((PyTuple::new(self.py, positional)?, kw)))
+        Ok(Ok((PyTuple::new(self.py, positional)?, kw)))
+    }
+
+    /// The break where `what` (a builtin's call, an operator) cannot compute with `vid` now.
+    fn refuse_folding<T>(&mut self, what: &str, vid: Vid) -> Res<T> {
+        if self.backend.is_tensor(&self.concrete(vid)?) {
+            return graph_break(format!("tensor to python: {what} of a tensor (data-dependent)"));
+        }
+        let class = self.type_of(vid)?;
+        graph_break(format!(
+            "{what} of a {} object (it may answer otherwise on a later call)",
+            qualname(&class)
+        ))
     }
 
     /// The value `builtin` computes with now, or None where it may compute otherwise on a
@@ -6063,6 +6087,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             return Ok(true);
+        }
+        if self.is_template(obj) {
+            // Its strings, and the values of its interpolations.
+            return self.computes_the_same_later(&obj.getattr("values")?, builtin, depth - 1);
         }
         if sized_for_good
             || obj.is_exact_instance_of::<PyList>()
