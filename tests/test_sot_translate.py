@@ -592,6 +592,22 @@ def test_any_and_all_stop_at_the_first_deciding_item():
     assert st.graph_breaks == [] and st.fallbacks == [] and st.graphs == 1 and st.cache_hits == 1
 
 
+def _sums(x, numbers):
+    return x + sum(numbers), sum([0.1] * 10), sum([x, x], 1.0)
+
+
+def test_sum_is_cpythons_sum_of_values_and_adds_tensors_in_the_graph():
+    # 3.12's sum() of floats compensates rounding: 1.0 here, where adding one by one gives
+    # 0.9999999999999999.
+    fast = sot.translate(_sums)
+    got, want = fast(np.ones(2), [0.1] * 10), _sums(np.ones(2), [0.1] * 10)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert got[1] == want[1] and type(got[1]) is float
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.graphs == 1 and st.ops_captured >= 3
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

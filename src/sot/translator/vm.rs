@@ -5815,6 +5815,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Some(start) => *start,
                     None => self.int_value(0)?,
                 };
+                if !items.iter().chain([&total]).any(|v| self.contains_tensor(*v)) {
+                    // CPython's own sum of known values (floats are summed with compensation).
+                    let values = self.push_val(Val::List(items));
+                    return self
+                        .folded_builtin_call(obj, &name, &[values, total], kwargs)
+                        .map(Some);
+                }
                 for item in items {
                     total = self.operator_call("add", vec![total, item])?;
                 }
@@ -5942,16 +5949,28 @@ impl<'py, 'b> Vm<'py, 'b> {
                         return Ok(Some(result));
                     }
                 }
-                let (positional, kw) = match self.pure_arguments(args, kwargs, other)? {
-                    Ok(arguments) => arguments,
-                    Err(refused) => return self.refuse_folding(&format!("builtin {name}()"), refused),
-                };
-                let result = obj.call(positional, Some(&kw))?;
-                self.wrap_result(result)
+                self.folded_builtin_call(obj, other, args, kwargs)?
             }
             _ => return graph_break(format!("unsupported call: builtin {name}()")),
         };
         Ok(Some(result))
+    }
+
+    /// The builtin `name` called now, with arguments it computes the same with on every
+    /// call passing the guards (else a break).
+    fn folded_builtin_call(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        name: &str,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Vid> {
+        let (positional, kw) = match self.pure_arguments(args, kwargs, name)? {
+            Ok(arguments) => arguments,
+            Err(refused) => return self.refuse_folding(&format!("builtin {name}()"), refused),
+        };
+        let result = obj.call(positional, Some(&kw))?;
+        Ok(self.wrap_result(result))
     }
 
     /// Methods of immutable values (`"{}".format`, `str.join`) and pure modules' functions.
