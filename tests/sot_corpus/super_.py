@@ -130,3 +130,43 @@ def isinstance_of_subclass(x):
     if isinstance(c, _Base) and issubclass(_Grandchild, _Child):
         return c.forward(x)
     return x
+
+
+class _PlainFunctions:
+    def doubled(k):  # noqa: N805 (called through the class: a plain function)
+        return k * 2
+
+
+class _ThroughSuperOfTheClass(_PlainFunctions):
+    @classmethod
+    def scale(cls, k):
+        # super() of a class (here in a classmethod) gives a function unbound, as
+        # CPython's super does (`super().__new__(cls)` works so).
+        return super().doubled(k)
+
+
+class _ReportsSuper(_Base):
+    def kind(self):
+        return super().__class__
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def super_of_a_class_gives_functions_unbound(x):
+    return x * _ThroughSuperOfTheClass.scale(1.5)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def super_class_attribute_is_super(x):
+    return x + 1, _ReportsSuper(1.0).kind() is super
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, raises=TypeError)
+def super_of_a_non_type_raises(x):
+    y = x + 1
+    return super(1, int), y
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, raises=TypeError)
+def super_of_an_unrelated_object_raises(x):
+    y = x + 1
+    return super(_Base, 1), y

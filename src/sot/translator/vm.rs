@@ -3324,10 +3324,45 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(None)
     }
 
+    /// `super(class, receiver)`, checked as CPython checks it (its TypeErrors).
+    fn make_super(&mut self, class: Bound<'py, PyAny>, receiver: Vid) -> Res<Vid> {
+        if !class.is_instance_of::<PyType>() {
+            return Err(Problem::Python(PyTypeError::new_err(format!(
+                "super() argument 1 must be a type, not {}",
+                class.get_type().name()?
+            ))));
+        }
+        let instance_type = self.type_of(receiver)?;
+        let subclass = |ty: &Bound<'py, PyAny>| -> PyResult<bool> {
+            ty.cast::<PyType>().map_or(Ok(false), |t| t.is_subclass(&class))
+        };
+        if !self.super_of_a_class(&class, receiver)? && !subclass(&instance_type)? {
+            return Err(Problem::Python(PyTypeError::new_err(
+                "super(type, obj): obj must be an instance or subtype of type",
+            )));
+        }
+        Ok(self.push_val(Val::Super { class, receiver }))
+    }
+
+    /// Whether `super(class, receiver)` is of a class (a classmethod's, `__new__`'s):
+    /// `receiver` a subclass of `class`, whose functions it then gives unbound.
+    fn super_of_a_class(&mut self, class: &Bound<'py, PyAny>, receiver: Vid) -> Res<bool> {
+        let is_type = matches!(self.val(receiver), Val::Obj { obj, .. } if obj.is_instance_of::<PyType>());
+        if !is_type {
+            return Ok(false);
+        }
+        let receiver = self.concrete(receiver)?;
+        Ok(receiver
+            .cast::<PyType>()
+            .map_or(Ok(false), |t| t.is_subclass(class))?)
+    }
+
     fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid> {
-        // super() in a classmethod is bound to the class itself.
-        let receiver_is_class =
-            matches!(self.val(receiver), Val::Obj { obj, .. } if obj.is_instance_of::<PyType>());
+        if name == "__class__" {
+            // The super object's own class, not its receiver's.
+            return Ok(self.constant(self.builtin("super")?));
+        }
+        let receiver_is_class = self.super_of_a_class(&class, receiver)?;
         let ty = if receiver_is_class {
             self.concrete(receiver)?
         } else {
@@ -3337,11 +3372,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         let start = mro.iter().position(|c| c.is(&class)).map_or(mro.len(), |p| p + 1);
         for base in mro.iter().skip(start) {
             if let Ok(raw) = base.getattr("__dict__")?.get_item(name) {
+                if receiver_is_class && raw.is_instance(&self.ops.function_type)? {
+                    // Of the class itself, a function is given unbound (`super().__new__`).
+                    return Ok(self.constant(raw));
+                }
                 let class_value = receiver_is_class.then_some(receiver);
                 if let Some(bound) = self.bind_class_function(&raw, receiver, &ty, class_value)? {
                     return Ok(bound);
                 }
-                if raw.is_instance(&self.ops.property_type)? {
+                if raw.is_instance(&self.ops.property_type)? && !receiver_is_class {
                     let function = self.constant(raw.getattr("fget")?);
                     return self.call(function, vec![receiver], vec![]);
                 }
@@ -4547,7 +4586,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         }
                         _ => frame.locals[0],
                     };
-                    let made = self.push_val(Val::Super { class, receiver });
+                    let made = self.make_super(class, receiver)?;
                     frame.stack.push(made);
                     return Ok(());
                 }
@@ -5938,10 +5977,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             ("super", []) => return unsupported("super() without its frame"),
             ("super", [class, receiver]) => {
                 let class = self.concrete(*class)?;
-                self.push_val(Val::Super {
-                    class,
-                    receiver: *receiver,
-                })
+                self.make_super(class, *receiver)?
             }
             (other, _) if PURE_BUILTINS.contains(&other) => {
                 if let [x, rest @ ..] = args {
