@@ -608,6 +608,30 @@ def test_sum_is_cpythons_sum_of_values_and_adds_tensors_in_the_graph():
     assert st.graph_breaks == [] and st.graphs == 1 and st.ops_captured >= 3
 
 
+class _Frozen:
+    def __setattr__(self, name, value):
+        raise AttributeError(f"frozen: {name}")
+
+
+def _store_on_a_frozen_object(x):
+    made = _Frozen()
+    try:
+        made.value = 1
+    except AttributeError as error:
+        return x + 1, str(error), hasattr(made, "value")
+    return x, "stored", hasattr(made, "value")
+
+
+def test_an_object_made_while_translating_stores_through_its_classs_setattr():
+    fast = sot.translate(_store_on_a_frozen_object)
+    got, want = fast(np.ones(2)), _store_on_a_frozen_object(np.ones(2))
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1:] == want[1:] == ("frozen: value", False)
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks][0] == "attribute assignment on an object with __setattr__ or slots"
+    assert st.graphs >= 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

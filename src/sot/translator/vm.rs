@@ -2856,6 +2856,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
         let owner = self.realize(owner)?;
         if let Val::Object { class, mut attrs } = self.val(owner).clone_val() {
+            let object_setattr = self.ops.builtins.getattr("object")?.getattr("__setattr__")?;
+            if !class.getattr("__setattr__")?.is(&object_setattr) {
+                // Its own `__setattr__` (a frozen dataclass's raises) is not simulated.
+                return unsupported("attribute assignment on an object with __setattr__ or slots");
+            }
             let class_attr = self.type_lookup(&class, &name)?;
             let is_slot = self.is_slot(class_attr.as_ref())?;
             if !is_slot && !has_instance_dict(&class) {
