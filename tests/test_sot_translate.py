@@ -632,6 +632,28 @@ def test_an_object_made_while_translating_stores_through_its_classs_setattr():
     assert st.graphs >= 1
 
 
+class _Plain:
+    pass
+
+
+def _init_again_with_an_argument(x):
+    y = x + 1
+    try:
+        _Plain().__init__(42)  # object.__init__, bound to the new object
+    except TypeError as error:
+        return y, str(error)
+    return y, "no error"
+
+
+def test_a_builtin_bases_method_of_an_object_made_while_translating_is_bound_to_it():
+    fast = sot.translate(_init_again_with_an_argument)
+    got, want = fast(np.ones(2)), _init_again_with_an_argument(np.ones(2))
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1] and "takes exactly one argument" in got[1]
+    st = sot.stats(fast)
+    assert st.graphs >= 1 and any("object.__init__" in b.reason for b in st.graph_breaks)
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

@@ -5121,6 +5121,21 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         let unset_slot = self.is_slot(class_attr.as_ref())?;
+        if let Some(raw) = &class_attr {
+            if raw.is_instance(self.ops.c_method_types.as_any())? {
+                // A builtin base's method (`object.__init__`): bound to the object.
+                let function = self.constant(raw.clone());
+                return Ok(self.push_val(Val::Method {
+                    function,
+                    receiver: owner,
+                }));
+            }
+            if !unset_slot && raw.get_type().hasattr("__get__")? && !raw.is_instance_of::<PyType>() {
+                return unsupported(format!(
+                    "class attribute {name} of an object the translation made: a descriptor not simulated"
+                ));
+            }
+        }
         match class_attr {
             Some(raw) if !unset_slot && (is_immutable(&raw) || raw.is_callable()) => Ok(self.constant(raw)),
             Some(_) if !unset_slot => unsupported(format!(
