@@ -654,6 +654,25 @@ def test_a_builtin_bases_method_of_an_object_made_while_translating_is_bound_to_
     assert st.graphs >= 1 and any("object.__init__" in b.reason for b in st.graph_breaks)
 
 
+def _exceptions_initialised_again(x):
+    plain = ValueError("plain")
+    keyed = ImportError("keyed", name="module", path="file")
+    before = (plain.args, keyed.name, keyed.path)
+    plain.__init__()
+    keyed.__init__()
+    return x + 1, before, (plain.args, keyed.args, keyed.name, keyed.path)
+
+
+def test_an_exception_made_while_translating_keeps_its_keywords_and_its_own_methods():
+    # `plain.__init__` binds to the exception the generated code makes (not the one made
+    # while translating); ImportError's keywords are not lost to `type(e)(*e.args)`.
+    fast = sot.translate(_exceptions_initialised_again)
+    got, want = fast(np.ones(2)), _exceptions_initialised_again(np.ones(2))
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1:] == want[1:] == ((("plain",), "module", "file"), ((), (), None, None))
+    assert sot.stats(fast).graphs >= 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

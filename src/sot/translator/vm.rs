@@ -3199,6 +3199,25 @@ impl<'py, 'b> Vm<'py, 'b> {
             if let Some(s) = source {
                 self.guard_value(s, &obj)?;
             }
+            if exception && source.is_none() {
+                // The generated code makes its own exception: a method is bound to that one
+                // (the class's C method with it as first argument), not to this one.
+                let ty = obj.get_type().into_any();
+                if let Some(raw) = self.type_lookup(&ty, name)? {
+                    if raw.is_instance(self.ops.c_method_types.as_any())? {
+                        let function = self.constant(raw);
+                        return Ok(self.push_val(Val::Method {
+                            function,
+                            receiver: owner,
+                        }));
+                    }
+                }
+                let value = obj.getattr(name)?;
+                if value.getattr("__self__").is_ok_and(|bound_to| bound_to.is(&obj)) {
+                    return unsupported(format!("method {name} of an exception the translation made"));
+                }
+                return Ok(self.constant(value));
+            }
             let value = obj.getattr(name)?;
             return Ok(self.constant(value));
         }
@@ -4894,7 +4913,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             .map_err(PyErr::from)?
             .is_subclass(&base_exception)?
         {
-            if python_init.is_some() || python_new.is_some() || args.iter().any(|a| self.contains_tensor(*a))
+            // The generated code makes it again as `type(e)(*e.args)`: keyword arguments
+            // (ImportError's name and path) would be lost.
+            if python_init.is_some()
+                || python_new.is_some()
+                || !kwargs.is_empty()
+                || args.iter().any(|a| self.contains_tensor(*a))
             {
                 return Ok(None);
             }
