@@ -673,6 +673,22 @@ def test_an_exception_made_while_translating_keeps_its_keywords_and_its_own_meth
     assert sot.stats(fast).graphs >= 1
 
 
+def _make_a_class(x):
+    made = type("Made", (), {})
+    return x + 1, made.__module__
+
+
+def test_a_class_made_by_type_takes_the_functions_module_not_its_callers():
+    fast = sot.translate(_make_a_class)
+    caller_globals = {"fast": fast, "x": np.ones(2), "__name__": "a_caller_elsewhere"}
+    got = eval("fast(x)", caller_globals)
+    np.testing.assert_array_equal(got[0], np.full(2, 2.0))
+    assert got[1] == _make_a_class(np.ones(2))[1] == __name__
+    assert [b.reason for b in sot.stats(fast).graph_breaks] == [
+        "type() making a class (it reads the calling frame's globals)"
+    ]
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

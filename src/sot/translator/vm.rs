@@ -5775,6 +5775,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let ty = self.type_of(*x)?;
                 self.constant(ty)
             }
+            // A new class takes its `__module__` from the globals of the frame calling
+            // type(): run by the generated code, that is the function's own.
+            ("type", _) => {
+                return graph_break("type() making a class (it reads the calling frame's globals)")
+            }
             ("range", _) => {
                 let objs = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
                 let range = obj.call1(PyTuple::new(self.py, objs)?)?;
