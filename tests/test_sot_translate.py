@@ -689,6 +689,32 @@ def test_a_class_made_by_type_takes_the_functions_module_not_its_callers():
     ]
 
 
+def _counted(log, n):
+    for i in range(n):
+        log.append(i)
+        yield i
+
+
+def _pull_generators_lazily(x):
+    log = []
+    pairs = list(zip(_counted(log, 5), [10, 20]))  # pulls a third item, then stops
+    first = next(iter(enumerate(_counted(log, 3), 1)))  # pulls one
+    evens = list(filter(lambda v: v % 2 == 0, _counted(log, 4)))
+    products = list(map(lambda a, b: a * b, [1, 2, 3], _counted(log, 2)))
+    return x + len(log), pairs, first, evens, products, log
+
+
+def test_zip_enumerate_map_and_filter_pull_their_iterators_as_cpython_does():
+    fast = sot.translate(_pull_generators_lazily)
+    for _ in range(2):
+        got, want = fast(np.ones(2)), _pull_generators_lazily(np.ones(2))
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:]
+        assert got[-1] == [0, 1, 2, 0, 0, 1, 2, 3, 0, 1]
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.fallbacks == [] and st.graphs == 1 and st.cache_hits == 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

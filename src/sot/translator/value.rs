@@ -81,6 +81,10 @@ pub enum Val<'py> {
         list: Vid,
         next: Option<usize>,
     },
+    /// `zip()`, `enumerate()`, `map()` or `filter()` of the translation's iterators: each
+    /// step pulls them as CPython's does (a generator runs only as far as it is pulled, a
+    /// list is read live).
+    Lazy(Lazy),
     /// A cell of a closure.
     Cell(usize),
     /// An instance of a Python class the translated code made, with its attributes.
@@ -102,6 +106,19 @@ pub enum Val<'py> {
 }
 
 /// What a dict view shows, and its iterator yields: named as the dict's method.
+/// A lazy iterator builtin over iterators (`Val::Iter`, `Val::ListIter`...).
+#[derive(Clone)]
+pub enum Lazy {
+    /// `zip(*iterators)`: a tuple of one item of each, in order, until one is exhausted.
+    Zip(Vec<Vid>),
+    /// `enumerate(iterator, start)`: `(count, item)`.
+    Enumerate { iterator: Vid, count: i64 },
+    /// `map(function, *iterators)`.
+    Map { function: Vid, iterators: Vec<Vid> },
+    /// `filter(function, iterator)`; without a function (None), the true items.
+    Filter { function: Option<Vid>, iterator: Vid },
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum DictPart {
     Keys,
@@ -219,6 +236,7 @@ impl<'py> Val<'py> {
                 items: items.clone(),
                 next: *next,
             },
+            Val::Lazy(lazy) => Val::Lazy(lazy.clone()),
             Val::ListIter { list, next } => Val::ListIter {
                 list: *list,
                 next: *next,

@@ -18,7 +18,7 @@ use pyo3::types::{
 use super::backend::Backend;
 use super::guard::{name_ref, Check, Guard, Source, SourceId, SourceTable};
 use super::value::{
-    DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Node, NodeKind, Sym, Val, Vid,
+    DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Lazy, Node, NodeKind, Sym, Val, Vid,
 };
 use crate::hookapi::pyobject::{import, StrongRef};
 
@@ -843,6 +843,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::ContainerMethod { .. }
             | Val::Iter { .. }
             | Val::ListIter { .. }
+            | Val::Lazy(_)
             | Val::DictIter(_)
             | Val::Generator(_)
             | Val::Cell(_)
@@ -959,6 +960,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             | Val::ContainerMethod { .. }
             | Val::Iter { .. }
             | Val::ListIter { .. }
+            | Val::Lazy(_)
             | Val::Generator(_)
             | Val::Interpolation(_)
             | Val::Template(_) => Ok(true),
@@ -1014,7 +1016,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Ok(items)
             }
-            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) => {
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) | Val::Lazy(_) => {
                 let mut items = Vec::new();
                 while let Some(item) = self.advance(vid)? {
                     items.push(item);
@@ -4246,6 +4248,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 Ok(Some(item))
             }
+            Val::Lazy(lazy) => self.advance_lazy(it, lazy),
             Val::ListIter { next: None, .. } => Ok(None),
             Val::ListIter {
                 list,
@@ -4488,10 +4491,62 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.constant(made))
     }
 
+    /// The next item of a lazy builtin iterator `it`, pulling its iterators as CPython's
+    /// `zip`, `enumerate`, `map` and `filter` do.
+    fn advance_lazy(&mut self, it: Vid, lazy: Lazy) -> Res<Option<Vid>> {
+        match lazy {
+            Lazy::Zip(iterators) => {
+                let mut items = Vec::with_capacity(iterators.len());
+                for iterator in &iterators {
+                    match self.advance(*iterator)? {
+                        Some(item) => items.push(item),
+                        None => return Ok(None),
+                    }
+                }
+                Ok((!iterators.is_empty()).then(|| self.tuple_of(items)))
+            }
+            Lazy::Enumerate { iterator, count } => {
+                let Some(item) = self.advance(iterator)? else {
+                    return Ok(None);
+                };
+                self.values[it] = Val::Lazy(Lazy::Enumerate {
+                    iterator,
+                    count: count + 1,
+                });
+                let index = self.constant(count.into_pyobject(self.py)?.into_any());
+                Ok(Some(self.tuple_of(vec![index, item])))
+            }
+            Lazy::Map { function, iterators } => {
+                let mut items = Vec::with_capacity(iterators.len());
+                for iterator in &iterators {
+                    match self.advance(*iterator)? {
+                        Some(item) => items.push(item),
+                        None => return Ok(None),
+                    }
+                }
+                self.call(function, items, vec![]).map(Some)
+            }
+            Lazy::Filter { function, iterator } => {
+                while let Some(item) = self.advance(iterator)? {
+                    let verdict = match function {
+                        Some(function) => self.call(function, vec![item], vec![])?,
+                        None => item,
+                    };
+                    if self.truthy(verdict)? {
+                        return Ok(Some(item));
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
     fn iterator(&mut self, v: Vid) -> Res<Vid> {
         let v = self.realize(v)?;
         match self.val(v) {
-            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) => return Ok(v),
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) | Val::Lazy(_) => {
+                return Ok(v)
+            }
             Val::List(_) => {
                 return Ok(self.push_val(Val::ListIter {
                     list: v,
@@ -5791,30 +5846,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                     ([], [(k, s)]) if k == "start" => self.concrete(*s)?.extract::<i64>()?,
                     _ => 0,
                 };
-                let items = self.items_of(*it)?;
-                let pairs = items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, v)| {
-                        let index = self.constant((start + i as i64).into_pyobject(self.py)?.into_any());
-                        Ok(self.tuple_of(vec![index, v]))
-                    })
-                    .collect::<Res<Vec<_>>>()?;
-                self.push_val(Val::Iter {
-                    items: pairs,
-                    next: 0,
-                })
+                let iterator = self.iterator(*it)?;
+                self.push_val(Val::Lazy(Lazy::Enumerate {
+                    iterator,
+                    count: start,
+                }))
             }
             ("zip", its) if kwargs.is_empty() => {
-                let lists = its.iter().map(|i| self.items_of(*i)).collect::<Res<Vec<_>>>()?;
-                let n = lists.iter().map(Vec::len).min().unwrap_or(0);
-                let tuples = (0..n)
-                    .map(|k| self.tuple_of(lists.iter().map(|l| l[k]).collect()))
-                    .collect();
-                self.push_val(Val::Iter {
-                    items: tuples,
-                    next: 0,
-                })
+                let iterators = its.iter().map(|i| self.iterator(*i)).collect::<Res<Vec<_>>>()?;
+                self.push_val(Val::Lazy(Lazy::Zip(iterators)))
             }
             ("reversed", [x]) => {
                 let mut items = self.items_of(*x)?;
@@ -5916,33 +5956,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                 total
             }
             ("map", [function, its @ ..]) if !its.is_empty() => {
-                let lists = its.iter().map(|i| self.items_of(*i)).collect::<Res<Vec<_>>>()?;
-                let n = lists.iter().map(Vec::len).min().unwrap_or(0);
-                let mut results = Vec::with_capacity(n);
-                for k in 0..n {
-                    results.push(self.call(*function, lists.iter().map(|l| l[k]).collect(), vec![])?);
-                }
-                self.push_val(Val::Iter {
-                    items: results,
-                    next: 0,
-                })
+                let iterators = its.iter().map(|i| self.iterator(*i)).collect::<Res<Vec<_>>>()?;
+                self.push_val(Val::Lazy(Lazy::Map {
+                    function: *function,
+                    iterators,
+                }))
             }
             ("filter", [function, it]) => {
-                let items = self.items_of(*it)?;
                 let none = self.none();
-                let keep_all = self.identical(*function, none)?;
-                let mut kept = Vec::new();
-                for item in items {
-                    let verdict = if keep_all {
-                        item
-                    } else {
-                        self.call(*function, vec![item], vec![])?
-                    };
-                    if self.truthy(verdict)? {
-                        kept.push(item);
-                    }
-                }
-                self.push_val(Val::Iter { items: kept, next: 0 })
+                let function = (!self.identical(*function, none)?).then_some(*function);
+                let iterator = self.iterator(*it)?;
+                self.push_val(Val::Lazy(Lazy::Filter { function, iterator }))
             }
             ("getattr" | "hasattr", [x, attribute, rest @ ..]) => {
                 let attribute: String = self.concrete(*attribute)?.extract()?;
