@@ -614,11 +614,12 @@ class _Frozen:
 
 
 def _store_on_a_frozen_object(x):
+    y = x + 1
     made = _Frozen()
     try:
         made.value = 1
     except AttributeError as error:
-        return x + 1, str(error), hasattr(made, "value")
+        return y, str(error), hasattr(made, "value")
     return x, "stored", hasattr(made, "value")
 
 
