@@ -716,6 +716,29 @@ def test_zip_enumerate_map_and_filter_pull_their_iterators_as_cpython_does():
     assert st.graph_breaks == [] and st.fallbacks == [] and st.graphs == 1 and st.cache_hits == 1
 
 
+def _describe_plainly(x, o):
+    return x + 1, repr(o)  # object's repr: folded, the object pinned by identity
+
+
+def test_an_object_pinned_by_identity_is_not_kept_alive_by_the_guard():
+    import gc
+    import weakref
+
+    fast = sot.translate(_describe_plainly)
+    pinned = _Plain()
+    probe = weakref.ref(pinned)
+    for _ in range(2):
+        assert fast(np.ones(2), pinned)[1] == repr(pinned)
+    assert sot.stats(fast).cache_hits == 1 and sot.stats(fast).graph_breaks == []
+    del pinned
+    gc.collect()
+    assert probe() is None
+    # Another object (maybe at the same address) fails the guard and is translated for.
+    other = _Plain()
+    assert fast(np.ones(2), other)[1] == repr(other)
+    assert sot.stats(fast).guard_failures == 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

@@ -7,7 +7,7 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyInt, PyString, PyTuple, PyWeakrefMethods, PyWeakrefReference};
 
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::HookContext;
@@ -73,12 +73,63 @@ fn same_key(a: &StrongRef, b: &StrongRef) -> bool {
     equal
 }
 
+/// The object an identity guard pins: weakly where it takes weak references, so that a
+/// translation does not keep alive what the frame drops (a weak reference or a finalizer
+/// sees it die as without hooks), and the guard fails once it died, even for another
+/// object at its address.
+pub enum Pin {
+    Strong(StrongRef),
+    Weak { reference: StrongRef, address: usize },
+}
+
+impl Pin {
+    pub fn new(object: &Bound<'_, PyAny>) -> Pin {
+        match PyWeakrefReference::new(object) {
+            Ok(reference) => Pin::Weak {
+                reference: StrongRef::from_owned(reference.into_any()),
+                address: object.as_ptr() as usize,
+            },
+            // Not weakly referenceable (ints, tuples, builtin functions): held.
+            Err(_) => Pin::Strong(StrongRef::new(object)),
+        }
+    }
+
+    pub fn address(&self) -> usize {
+        match self {
+            Pin::Strong(object) => object.as_ptr() as usize,
+            Pin::Weak { address, .. } => *address,
+        }
+    }
+
+    /// The pinned object, while it lives.
+    pub fn object<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        match self {
+            Pin::Strong(object) => Some(object.bind(py)),
+            Pin::Weak { reference, .. } => reference
+                .bind(py)
+                .cast_into::<PyWeakrefReference>()
+                .ok()
+                .and_then(|reference| reference.upgrade()),
+        }
+    }
+
+    /// The pinned object, while it lives (translation time: the thread is attached).
+    fn strong(&self) -> Option<StrongRef> {
+        Python::attach(|py| self.object(py).map(|o| StrongRef::new(&o)))
+    }
+
+    /// Whether `value` is the pinned object.
+    fn holds(&self, value: &Bound<'_, PyAny>) -> bool {
+        value.as_ptr() as usize == self.address() && self.object(value.py()).is_some_and(|o| o.is(value))
+    }
+}
+
 /// What a guard checks of its source's value.
 pub enum Check {
     /// `type(value) is T`.
     Type(StrongRef),
     /// `value is O`.
-    Id(StrongRef),
+    Id(Pin),
     /// `type(value) is type(V) and value == V`.
     Equals(StrongRef),
     /// `len(value) == n` (the type is guarded apart).
@@ -111,7 +162,10 @@ impl Check {
         };
         match self {
             Check::Type(t) => format!("type is {}", type_name(t)),
-            Check::Id(o) => format!("is {}", truncate(&repr(o))),
+            Check::Id(pin) => match pin.object(py) {
+                Some(o) => format!("is {}", truncate(&repr(&StrongRef::new(&o)))),
+                None => "is <an object that died>".to_owned(),
+            },
             Check::Equals(v) => format!("== {}", truncate(&repr(v))),
             Check::Len(n) => format!("len == {n}"),
             Check::Keys(k) => format!("keys == {}", truncate(&repr(k))),
@@ -129,7 +183,8 @@ impl Check {
 
     fn same(&self, other: &Check) -> bool {
         match (self, other) {
-            (Check::Type(a), Check::Type(b)) | (Check::Id(a), Check::Id(b)) => a.as_ptr() == b.as_ptr(),
+            (Check::Type(a), Check::Type(b)) => a.as_ptr() == b.as_ptr(),
+            (Check::Id(a), Check::Id(b)) => a.address() == b.address(),
             (Check::Equals(a), Check::Equals(b)) | (Check::Keys(a), Check::Keys(b)) => same_key(a, b),
             (Check::Len(a), Check::Len(b)) => a == b,
             (Check::Absent, Check::Absent) | (Check::Present, Check::Present) => true,
@@ -145,9 +200,13 @@ impl Check {
         }
         match (self, other) {
             // `x is O` fixes `type(x)` only where `O.__class__` cannot be assigned.
-            (Check::Id(o), Check::Type(t)) => type_of(o) == t.as_ptr() && class_is_fixed(o),
+            (Check::Id(pin), Check::Type(t)) => pin
+                .strong()
+                .is_some_and(|o| type_of(&o) == t.as_ptr() && class_is_fixed(&o)),
             // ... and `len(x)` only where O cannot change size.
-            (Check::Id(o), Check::Len(n)) => is_immutable_sized(o) && len_of(o) == Some(*n),
+            (Check::Id(pin), Check::Len(n)) => pin
+                .strong()
+                .is_some_and(|o| is_immutable_sized(&o) && len_of(&o) == Some(*n)),
             // Equals checks the type first (`x is V` also passes it: V's class is fixed).
             (Check::Equals(v), Check::Type(t)) => type_of(v) == t.as_ptr() && class_is_fixed(v),
             // Equal builtin sequences, mappings and sets have equal lengths.
@@ -328,7 +387,7 @@ impl SourceTable {
     /// and the child's guards come after both.
     pub fn pinned_alias(guards: &[Guard], parent: SourceId) -> SourceId {
         let pinned = guards.iter().find_map(|g| match &g.check {
-            Check::Id(o) if g.source == parent => Some(o.as_ptr()),
+            Check::Id(pin) if g.source == parent => Some(pin.address()),
             _ => None,
         });
         let Some(pinned) = pinned else {
@@ -337,7 +396,7 @@ impl SourceTable {
         guards
             .iter()
             .find_map(|g| match &g.check {
-                Check::Id(o) if o.as_ptr() == pinned => Some(g.source),
+                Check::Id(pin) if pin.address() == pinned => Some(g.source),
                 _ => None,
             })
             .unwrap_or(parent)
@@ -425,7 +484,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             Check::Absent => false,
             Check::Present => true,
             Check::Type(t) => type_ptr(&value) == t.as_ptr(),
-            Check::Id(o) => value.as_ptr() == o.as_ptr(),
+            Check::Id(pin) => pin.holds(&value),
             Check::Equals(v) => {
                 value.as_ptr() == v.as_ptr()
                     || (type_ptr(&value) == type_ptr(&v.bind(py)) && rich_equal(py, &value, v))

@@ -16,7 +16,7 @@ use pyo3::types::{
 };
 
 use super::backend::Backend;
-use super::guard::{name_ref, Check, Guard, Source, SourceId, SourceTable};
+use super::guard::{name_ref, Check, Guard, Pin, Source, SourceId, SourceTable};
 use super::value::{
     DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Lazy, Node, NodeKind, Sym, Val, Vid,
 };
@@ -886,7 +886,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if obj.is_instance(&self.py.get_type::<pyo3::exceptions::PyBaseException>())? {
             return graph_break("an exception from the frame used as a value");
         }
-        self.add_guard(source, Check::Id(StrongRef::new(obj)));
+        self.add_guard(source, Check::Id(Pin::new(obj)));
         Ok(())
     }
 
@@ -3168,7 +3168,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         // Modules and classes: the object is pinned by identity, the attribute guarded on use.
         if obj.is_instance_of::<PyType>() || obj.is_instance(&self.ops.module_type)? {
             if let Some(s) = source {
-                self.add_guard(s, Check::Id(StrongRef::new(&obj)));
+                self.add_guard(s, Check::Id(Pin::new(&obj)));
             }
             if obj.is_instance_of::<PyType>() {
                 if let Some(raw) = self.type_lookup(&obj, name)? {
@@ -3285,7 +3285,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Some(raw) if raw.get_type().hasattr("__get__")? => {
                 // Another non-data descriptor: what it gives depends on the object.
                 if let Some(s) = source {
-                    self.add_guard(s, Check::Id(StrongRef::new(&obj)));
+                    self.add_guard(s, Check::Id(Pin::new(&obj)));
                 }
                 let value = obj.getattr(name)?;
                 Ok(self.constant(value))
@@ -4853,7 +4853,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let pin = |vm: &mut Self| {
             if let Some(s) = source {
-                vm.add_guard(s, Check::Id(StrongRef::new(&obj)));
+                vm.add_guard(s, Check::Id(Pin::new(&obj)));
             }
         };
         if self.backend.is_op(&obj)? {
@@ -4868,12 +4868,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
                     self.add_guard(s, Check::Type(StrongRef::new(&self.ops.function_type)));
                     let code_source = self.intern(Source::Attr(s, name_ref(self.py, "__code__")));
-                    self.add_guard(code_source, Check::Id(StrongRef::new(&obj.getattr("__code__")?)));
+                    self.add_guard(code_source, Check::Id(Pin::new(&obj.getattr("__code__")?)));
                     let globals_source = self.intern(Source::Attr(s, name_ref(self.py, "__globals__")));
-                    self.add_guard(
-                        globals_source,
-                        Check::Id(StrongRef::new(&obj.getattr("__globals__")?)),
-                    );
+                    self.add_guard(globals_source, Check::Id(Pin::new(&obj.getattr("__globals__")?)));
                 }
                 _ => pin(self),
             }
@@ -4949,7 +4946,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let pin = |vm: &mut Self| {
             if let Some(s) = source {
-                vm.add_guard(s, Check::Id(StrongRef::new(cls)));
+                vm.add_guard(s, Check::Id(Pin::new(cls)));
             }
         };
         if self.type_lookup(cls, "__del__")?.is_some() {
@@ -5247,7 +5244,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(s) = source {
             let defaults_source = self.intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
             if raw_defaults.is_none() {
-                self.add_guard(defaults_source, Check::Id(StrongRef::new(&raw_defaults)));
+                self.add_guard(defaults_source, Check::Id(Pin::new(&raw_defaults)));
             } else {
                 self.add_guard(defaults_source, Check::Len(raw_defaults.len()?));
             }
@@ -5270,7 +5267,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(s) = source {
             let kw_source = self.intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
             if raw_kwdefaults.is_none() {
-                self.add_guard(kw_source, Check::Id(StrongRef::new(&raw_kwdefaults)));
+                self.add_guard(kw_source, Check::Id(Pin::new(&raw_kwdefaults)));
             } else if !raw_kwdefaults.is_exact_instance_of::<PyDict>() {
                 // The keys guard holds only for exact dicts: a subclass would never hit the cache.
                 return graph_break("a function whose __kwdefaults__ is a dict subclass");
@@ -5782,7 +5779,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             _ => return self.call_bound_builtin(obj, args, kwargs),
         };
         if let Some(s) = source {
-            self.add_guard(s, Check::Id(StrongRef::new(obj)));
+            self.add_guard(s, Check::Id(Pin::new(obj)));
         }
         let any_tensor = args.iter().any(|a| self.contains_tensor(*a));
         let result = match (name.as_str(), args) {
