@@ -739,6 +739,23 @@ def test_an_object_pinned_by_identity_is_not_kept_alive_by_the_guard():
     assert sot.stats(fast).guard_failures == 1
 
 
+def _first_of_a_huge_range(x):
+    positions = iter(range(3, sys.maxsize, 2))
+    first, second = next(positions), next(positions)
+    pairs = list(zip(range(sys.maxsize), "ab"))
+    return x + first + second, pairs
+
+
+def test_a_range_is_iterated_lazily_however_long():
+    fast = sot.translate(_first_of_a_huge_range)
+    for _ in range(2):
+        got, want = fast(np.ones(2)), _first_of_a_huge_range(np.ones(2))
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] == [(0, "a"), (1, "b")]
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.graphs == 1 and st.cache_hits == 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

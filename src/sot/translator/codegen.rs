@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PyTuple};
 use std::collections::HashMap;
 
 use super::guard::{Source, SourceId, SourceTable};
-use super::value::{Graph, Sym, Val, Vid};
+use super::value::{Graph, Lazy, Sym, Val, Vid};
 use super::vm::{SideEffect, MAX_NESTING};
 use crate::hookapi::pyobject::import;
 
@@ -1160,6 +1160,15 @@ impl<'a, 'py> Emitter<'a, 'py> {
                         Ok(1)
                     },
                 )?;
+            }
+            Val::Lazy(Lazy::Range { next, stop, step }) => {
+                // `iter(range(next, stop, step))`: the rest of the range, as an iterator.
+                let range = import(py, "builtins")?.getattr("range")?.call1((*next, *stop, *step))?;
+                let iter = import(py, "builtins")?.getattr("iter")?;
+                self.call_constant(iter, |e| {
+                    e.load_const(range);
+                    Ok(1)
+                })?;
             }
             Val::ListIter { list, next } => {
                 let (list, next) = (*list, *next);

@@ -109,6 +109,8 @@ pub enum Val<'py> {
 /// A lazy iterator builtin over iterators (`Val::Iter`, `Val::ListIter`...).
 #[derive(Clone)]
 pub enum Lazy {
+    /// `iter(range(...))` (bounds within i64): its next value, stop and step.
+    Range { next: i64, stop: i64, step: i64 },
     /// `zip(*iterators)`: a tuple of one item of each, in order, until one is exhausted.
     Zip(Vec<Vid>),
     /// `enumerate(iterator, start)`: `(count, item)`.

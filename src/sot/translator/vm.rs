@@ -1069,6 +1069,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return unsupported(format!("iteration over {}", obj.get_type().name()?));
                 }
                 let obj = self.concrete(vid)?;
+                if obj.len()? > MAX_MADE_ITEMS {
+                    // `range(sys.maxsize)`: iterated lazily (`iterator`), never listed.
+                    return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
+                }
                 let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
                 Ok(items.into_iter().map(|i| self.constant(i)).collect())
             }
@@ -4505,6 +4509,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Ok((!iterators.is_empty()).then(|| self.tuple_of(items)))
             }
+            Lazy::Range { next, stop, step } => {
+                if (step > 0 && next >= stop) || (step < 0 && next <= stop) {
+                    return Ok(None);
+                }
+                // Past i64 the iterator is exhausted (its stop fits in i64).
+                let after = next.checked_add(step).unwrap_or(stop);
+                self.values[it] = Val::Lazy(Lazy::Range {
+                    next: after,
+                    stop,
+                    step,
+                });
+                Ok(Some(self.constant(next.into_pyobject(self.py)?.into_any())))
+            }
             Lazy::Enumerate { iterator, count } => {
                 let Some(item) = self.advance(iterator)? else {
                     return Ok(None);
@@ -4564,6 +4581,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return self.dict_iterator(v, DictPart::Keys)
             }
             Val::DictView { dict, part } => return self.dict_iterator(*dict, *part),
+            Val::Obj { obj, .. } if obj.get_type().is(&self.ops.range_type) => {
+                let bound = |name: &str| obj.getattr(name).and_then(|n| n.extract::<i64>()).ok();
+                if let (Some(next), Some(stop), Some(step)) = (bound("start"), bound("stop"), bound("step")) {
+                    return Ok(self.push_val(Val::Lazy(Lazy::Range { next, stop, step })));
+                }
+            }
             _ => {}
         }
         let items = self.items_of(v)?;
