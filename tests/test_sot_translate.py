@@ -756,6 +756,26 @@ def test_a_range_is_iterated_lazily_however_long():
     assert st.graph_breaks == [] and st.graphs == 1 and st.cache_hits == 1
 
 
+def _iterator_used_twice_across_a_break(x, items):
+    it = iter(items)
+    numbers = iter(range(10, 20, 2))
+    numbers.__setstate__(2)  # a break; the iterator is the one read after it
+    alias = it
+    print(end="")  # a break
+    next(alias)
+    return x + 1, list(it), list(numbers), type(numbers).__name__
+
+
+def test_an_iterator_held_in_two_places_across_a_break_is_one_iterator():
+    fast = sot.translate(_iterator_used_twice_across_a_break)
+    for _ in range(2):
+        got, want = fast(np.ones(2), [1, 2, 3]), _iterator_used_twice_across_a_break(np.ones(2), [1, 2, 3])
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:] == ([2, 3], [14, 16, 18], "range_iterator")
+    st = sot.stats(fast)
+    assert st.graphs >= 1 and any("print" in b.reason for b in st.graph_breaks)
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

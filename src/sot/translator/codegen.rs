@@ -597,7 +597,12 @@ fn made_objects(
         .into_iter()
         .filter(|vid| match &values[*vid] {
             Val::Object { .. } | Val::Function(_) => true,
-            Val::List(_) | Val::Dict(_) | Val::Set(_) => references[*vid] > 1,
+            // Held in more than one place: one object, as in the frame (an iterator
+            // advanced through one is advanced for the other).
+            Val::List(_) | Val::Dict(_) | Val::Set(_) | Val::Iter { .. } | Val::ListIter { .. } => {
+                references[*vid] > 1
+            }
+            Val::Lazy(Lazy::Range { .. }) => references[*vid] > 1,
             value => made_exception(value).is_some(),
         })
         .map(|vid| {
@@ -807,11 +812,16 @@ impl<'a, 'py> Emitter<'a, 'py> {
             })?;
             self.emit(Op::StoreFast, Arg::Var(var));
         }
-        // Functions after the objects and containers their defaults may hold, each after
-        // the functions it holds (made before it: lower values).
+        // Functions and iterators after the objects and containers they may hold, each
+        // after the functions it holds (made before it: lower values).
         for &(vid, var) in &objects {
-            if matches!(self.plan.values[vid], Val::Function(_)) {
-                self.new_function(vid, var)?;
+            match self.plan.values[vid] {
+                Val::Function(_) => self.new_function(vid, var)?,
+                Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(Lazy::Range { .. }) => {
+                    self.new_iterator(vid)?;
+                    self.emit(Op::StoreFast, Arg::Var(var));
+                }
+                _ => {}
             }
         }
         for (vid, var) in objects {
@@ -1147,49 +1157,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     },
                 )?;
             }
-            Val::Iter { items, next } => {
-                let rest = items[*next..].to_vec();
-                let iter = import(py, "builtins")?.getattr("iter")?;
-                self.call_constant(
-                    iter,
-                    |e| {
-                        for item in &rest {
-                            e.value(*item)?;
-                        }
-                        e.build_tuple(rest.len());
-                        Ok(1)
-                    },
-                )?;
-            }
-            Val::Lazy(Lazy::Range { next, stop, step }) => {
-                // `iter(range(next, stop, step))`: the rest of the range, as an iterator.
-                let range = import(py, "builtins")?.getattr("range")?.call1((*next, *stop, *step))?;
-                let iter = import(py, "builtins")?.getattr("iter")?;
-                self.call_constant(iter, |e| {
-                    e.load_const(range);
-                    Ok(1)
-                })?;
-            }
-            Val::ListIter { list, next } => {
-                let (list, next) = (*list, *next);
-                let list_iterator = import(py, "framehook.sot._translate")?.getattr("_list_iterator")?;
-                self.call_constant(
-                    list_iterator,
-                    |e| {
-                        match next {
-                            Some(next) => {
-                                e.value(list)?;
-                                e.load_const(next.into_pyobject(py)?.into_any());
-                            }
-                            // Exhausted: it no longer holds the list.
-                            None => {
-                                e.emit(Op::BuildList, Arg::Int(0));
-                                e.load_const(py.None().into_bound(py));
-                            }
-                        }
-                        Ok(2)
-                    },
-                )?;
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(Lazy::Range { .. }) => {
+                if self.objects.iter().any(|(v, _)| *v == vid) {
+                    self.made(vid)?;
+                } else {
+                    self.new_iterator(vid)?;
+                }
             }
             Val::Interpolation(parts) => self.templatelib_object("Interpolation", parts.to_vec())?,
             Val::Template(parts) => self.templatelib_object("Template", parts.clone())?,
@@ -1303,6 +1276,60 @@ impl<'a, 'py> Emitter<'a, 'py> {
         if let Some(qualname) = qualname {
             self.load_const(qualname.into_pyobject(py)?.into_any());
             self.store_attr_of(var, "__qualname__");
+        }
+        Ok(())
+    }
+
+    /// Pushes a new iterator of the rest of what the translation's iterator `vid` has
+    /// left: the rest of its items, of its list (live), of its range.
+    fn new_iterator(&mut self, vid: Vid) -> PyResult<()> {
+        let py = self.w.pools.py;
+        match &self.plan.values[vid] {
+            Val::Iter { items, next } => {
+                let rest = items[*next..].to_vec();
+                let iter = import(py, "builtins")?.getattr("iter")?;
+                self.call_constant(iter, |e| {
+                    for item in &rest {
+                        e.value(*item)?;
+                    }
+                    e.build_tuple(rest.len());
+                    Ok(1)
+                })?;
+            }
+            Val::Lazy(Lazy::Range { next, stop, step }) => {
+                // `iter(range(next, stop, step))`: the rest of the range, as an iterator.
+                let range = import(py, "builtins")?
+                    .getattr("range")?
+                    .call1((*next, *stop, *step))?;
+                let iter = import(py, "builtins")?.getattr("iter")?;
+                self.call_constant(iter, |e| {
+                    e.load_const(range);
+                    Ok(1)
+                })?;
+            }
+            Val::ListIter { list, next } => {
+                let (list, next) = (*list, *next);
+                let list_iterator = import(py, "framehook.sot._translate")?.getattr("_list_iterator")?;
+                self.call_constant(list_iterator, |e| {
+                    match next {
+                        Some(next) => {
+                            e.value(list)?;
+                            e.load_const(next.into_pyobject(py)?.into_any());
+                        }
+                        // Exhausted: it no longer holds the list.
+                        None => {
+                            e.emit(Op::BuildList, Arg::Int(0));
+                            e.load_const(py.None().into_bound(py));
+                        }
+                    }
+                    Ok(2)
+                })?;
+            }
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "an iterator the generated code cannot rebuild",
+                ))
+            }
         }
         Ok(())
     }

@@ -940,6 +940,20 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Method { .. } => self.ops.method_type.clone(),
             Val::Object { class, .. } => class.clone(),
             Val::Generator(_) => import(self.py, "types")?.getattr("GeneratorType")?,
+            Val::Lazy(lazy) => {
+                let builtins = &self.ops.builtins;
+                match lazy {
+                    Lazy::Range { .. } => builtins
+                        .getattr("iter")?
+                        .call1((builtins.getattr("range")?.call1((0,))?,))?
+                        .get_type()
+                        .into_any(),
+                    Lazy::Zip(_) => builtins.getattr("zip")?,
+                    Lazy::Enumerate { .. } => builtins.getattr("enumerate")?,
+                    Lazy::Map { .. } => builtins.getattr("map")?,
+                    Lazy::Filter { .. } => builtins.getattr("filter")?,
+                }
+            }
             Val::Interpolation(_) => self.templatelib("Interpolation")?,
             Val::Template(_) => self.templatelib("Template")?,
             _ => return unsupported("the type of an internal value"),
