@@ -5938,7 +5938,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                         .iter()
                         .map(|u| self.concrete(*u))
                         .collect::<Res<Vec<_>>>()?;
-                    let made = PyFrozenSet::new(self.py, objs)?.into_any();
+                    // The builtin itself: before 3.10 an empty frozenset is a singleton.
+                    let made = obj.call1((PyTuple::new(self.py, objs)?,))?;
                     self.constant(made)
                 }
             }
