@@ -790,6 +790,31 @@ def test_frozensets_made_while_translating_are_the_builtins():
     assert sot.stats(fast).graphs == 1
 
 
+def _who_called(_):
+    return sys._getframe(1).f_code.co_name
+
+
+class _Callees:
+    who_called = staticmethod(_who_called)
+
+
+def _break_inside_the_arguments(x):
+    y = x + 1
+    # A method-style call (LOAD_METHOD leaves its NULL slot) set up when the break comes.
+    return y, _Callees().who_called(print(end=""))
+
+
+def test_a_call_resumed_after_a_break_in_its_arguments_has_the_functions_frame_as_caller():
+    # The call's NULL slot, handed to the resume function, is stood for on 3.9/3.10 by a
+    # native callable: no frame of its own comes between caller and callee.
+    fast = sot.translate(_break_inside_the_arguments)
+    got = fast(np.ones(2))
+    np.testing.assert_array_equal(got[0], np.full(2, 2.0))
+    assert got[1] == "_break_inside_the_arguments"
+    st = sot.stats(fast)
+    assert st.graphs >= 1 and any("print" in b.reason for b in st.graph_breaks)
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

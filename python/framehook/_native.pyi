@@ -12,6 +12,7 @@ __all__ = [
     "HookHandle",
     "SotRef",
     "SotTranslated",
+    "_sot_call_with",
     "_sot_reset",
     "add_frame_hook",
     "build_info",
@@ -128,6 +129,7 @@ class SotRef:
     def index(self) -> int: ...
 
 def _sot_reset() -> None: ...
+def _sot_call_with(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
 
 # framehook.bytecode's binding (main interpreter only): rows of
 # (name, arg, argval, argrepr, target, positions, handler).

@@ -175,12 +175,6 @@ def reset() -> None:
     _native._sot_reset()
 
 
-def _call_with(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """What SOT's generated code puts in a call's NULL slot on 3.9/3.10 (no PUSH_NULL there):
-    ``CALL_METHOD`` calls it with the callable above it, as if the slot were NULL."""
-    return function(*args, **kwargs)
-
-
 def _list_iterator(items: list[Any], position: Optional[int]) -> Iterator[Any]:
     """A list iterator that SOT's generated code rebuilds at a graph break: over the live
     list, ``position`` items on; exhausted where ``position`` is None (it stays so)."""

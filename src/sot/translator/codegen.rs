@@ -1445,14 +1445,12 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
 }
 
 /// What stands for a call's NULL slot where the version has no `PUSH_NULL` (3.9, 3.10):
-/// `framehook.sot._translate._call_with`, which calls its first argument with the rest.
+/// `framehook._native._sot_call_with`, which calls its first argument with the rest.
 fn null_substitute<'py>(table: &Table, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
     if table.has("PUSH_NULL") {
         return Ok(None);
     }
-    Ok(Some(
-        import(py, "framehook.sot._translate")?.getattr("_call_with")?,
-    ))
+    Ok(Some(import(py, "framehook._native")?.getattr("_sot_call_with")?))
 }
 
 /// Where a resume function starts: the original instruction index, and which of the

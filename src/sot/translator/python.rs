@@ -238,9 +238,23 @@ fn _sot_reset() {
     super::reset();
 }
 
+/// What SOT's generated code puts in a call's NULL slot on 3.9/3.10 (no `PUSH_NULL`
+/// there): `CALL_METHOD` calls it with the callable above it, as if the slot were NULL.
+/// Native, so that no frame of its own stands between the caller and the callee (what
+/// `sys._getframe().f_back` and tracebacks see).
+#[pyfunction(signature = (function, *args, **kwargs))]
+fn _sot_call_with<'py>(
+    function: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    function.call(args, kwargs)
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Translated>()?;
     module.add_class::<Ref>()?;
     module.add_function(wrap_pyfunction!(_sot_reset, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
     Ok(())
 }
