@@ -123,13 +123,18 @@ _TIMES_ITS_TRANSLATION = (
     "the test times a region of its own code on its first call and skips itself when the region "
     "runs fast: the region includes the translation of the code after the break that starts it, "
     "so it is slow enough to measure and the test runs (and passes) instead of skipping")
+_ONE_FRAME_MORE = (
+    "the test walks the traceback's frames: an exception raised under the frame's own handlers (or "
+    "a with block's) is raised from a bridge (a resume function the generated code calls), one "
+    "frame more than the original")
 SOT_INHERENT: dict[str, str] = {
     "test.test_int.IntStrDigitLimitsTests.test_denial_of_service_prevented_str_to_int": _TIMES_ITS_TRANSLATION,
     "test.test_int.IntSubclassStrDigitLimitsTests.test_denial_of_service_prevented_str_to_int": (
         _TIMES_ITS_TRANSLATION),
-    "test.test_exceptions.PEP626Tests.test_lineno_in_try": (
-        "the test walks the traceback's frames: an exception raised under the frame's own handlers "
-        "is raised from a bridge (a resume function), one frame more than the original"),
+    **{f"test.test_exceptions.PEP626Tests.{name}": _ONE_FRAME_MORE for name in (
+        "test_lineno_in_try", "test_lineno_after_other_except", "test_lineno_after_raise_in_except",
+        "test_lineno_after_raise_in_with_exit", "test_lineno_after_with", "test_lineno_in_finally_except",
+        "test_lineno_in_named_except")},
 }
 SOT_REASONS_SHOWN = 10
 # The driver's overall result, compared as one more "test".
