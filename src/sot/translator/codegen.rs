@@ -767,6 +767,32 @@ impl<'a, 'py> Emitter<'a, 'py> {
             .expect("the original's variables are kept") as u32
     }
 
+    /// Before a step the generated code runs itself: the frame's variables hold what the
+    /// original's hold there (the live ones their values, the rest None), and the generated
+    /// code's own locals nothing, so that an object the original no longer holds dies when
+    /// it would (`del obj; gc.collect()`). The values are all pushed before any is stored:
+    /// one may be read from a variable another replaces.
+    fn settle_variables(&mut self, live: &[(usize, Vid)]) -> PyResult<()> {
+        for (_, value) in live {
+            self.value(*value)?;
+        }
+        for (var, _) in live.iter().rev() {
+            let var = self.var_of(*var);
+            self.emit(Op::StoreFast, Arg::Var(var));
+        }
+        let settled: Vec<u32> = live.iter().map(|(var, _)| self.var_of(*var)).collect();
+        let vars = &self.w.vars;
+        let released: Vec<u32> = (0..vars.varnames.len())
+            .filter(|i| !vars.cellvars.contains(&vars.varnames[*i]))
+            .map(|i| i as u32)
+            .filter(|var| !settled.contains(var))
+            .collect();
+        for var in released {
+            self.release(var);
+        }
+        Ok(())
+    }
+
     /// Stores the frame's cells' contents as the translation left them (what a resume
     /// function or a rebuilt closure then shares), where they are the frame's own.
     fn store_cells(&mut self) -> PyResult<()> {
@@ -1953,6 +1979,14 @@ pub fn generate_break<'py>(
             emitter.value(exception.unwrap_or(*v))?;
         }
     }
+    // A call or another instruction run here (a call may collect garbage, a finalizer or a
+    // weak reference's callback run) finds the frame as the original's would be.
+    // (Not a call with keyword names: they are loaded just before it, with the step.)
+    let keyword_call = matches!(instr.arg, Arg::Call { kw_names: true, .. });
+    let settled = run_here && matches!(continuation.step, Step::RunHere { .. }) && !keyword_call;
+    if settled {
+        emitter.settle_variables(live)?;
+    }
     let covered_from = emitter.w.out.len();
     if !continuation.bridged {
         emit_step(&mut emitter, instr, &continuation.step, |e| {
@@ -1961,8 +1995,13 @@ pub fn generate_break<'py>(
     }
     let covered_to = emitter.w.out.len();
     let push_live = |e: &mut Emitter<'_, 'py>| {
-        for (_, value) in live {
-            e.value(*value)?;
+        for (var, value) in live {
+            if settled {
+                let var = e.var_of(*var);
+                e.emit(Op::LoadFast, Arg::Var(var));
+            } else {
+                e.value(*value)?;
+            }
         }
         Ok(live.len())
     };

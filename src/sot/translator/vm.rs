@@ -1083,8 +1083,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return unsupported(format!("iteration over {}", obj.get_type().name()?));
                 }
                 let obj = self.concrete(vid)?;
-                if obj.len()? > MAX_MADE_ITEMS {
-                    // `range(sys.maxsize)`: iterated lazily (`iterator`), never listed.
+                // `range(sys.maxsize)` (its length may not even fit): iterated lazily
+                // (`iterator`), never listed.
+                if obj.get_type().is(&self.ops.range_type) && obj.len().map_or(true, |n| n > MAX_MADE_ITEMS) {
                     return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
                 }
                 let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
