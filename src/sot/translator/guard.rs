@@ -118,9 +118,13 @@ impl Pin {
         Python::attach(|py| self.object(py).map(|o| StrongRef::new(&o)))
     }
 
-    /// Whether `value` is the pinned object.
+    /// Whether `value` is the pinned object (a weakly pinned one only while it lives).
     fn holds(&self, value: &Bound<'_, PyAny>) -> bool {
-        value.as_ptr() as usize == self.address() && self.object(value.py()).is_some_and(|o| o.is(value))
+        value.as_ptr() as usize == self.address()
+            && match self {
+                Pin::Strong(_) => true,
+                Pin::Weak { .. } => self.object(value.py()).is_some_and(|o| o.is(value)),
+            }
     }
 }
 

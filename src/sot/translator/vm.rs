@@ -512,15 +512,18 @@ fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool> {
     Ok(true)
 }
 
-/// The methods a builtin that reads its argument runs, in the order it falls back to them
-/// (`str()` of an object whose `__str__` is `object`'s runs `__repr__`).
+/// The methods of its argument's class a builtin or an operation runs, in the order it
+/// falls back to them (`str()` of an object whose `__str__` is `object`'s runs `__repr__`).
+/// With none listed (an operator's `__add__`, `abs()`), it runs one `object` lacks.
 fn methods_of_builtin(builtin: &str) -> &'static [&'static str] {
     match builtin {
         "repr" | "ascii" => &["__repr__"],
         "str" => &["__str__", "__repr__"],
         "format" => &["__format__", "__str__", "__repr__"],
         "hash" => &["__hash__"],
+        // `x in container`: the container's `__contains__`, the item's hash and `==`.
         "in" => &["__contains__"],
+        "member" => &["__hash__", "__eq__"],
         "len" => &["__len__"],
         _ => &[],
     }
@@ -3731,10 +3734,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         // Computed now where no method of either runs Python code that may answer otherwise
         // on a later call (a container's `__contains__`, an item's `__hash__` or `__eq__`).
         let c = self.folded_argument(container, "in")?;
-        let i = match self.folded_argument(item, "hash")? {
-            Some(_) => self.folded_argument(item, "eq")?,
-            None => None,
-        };
+        let i = self.folded_argument(item, "member")?;
         match (c, i) {
             (Some(c), Some(i)) => Ok(c.contains(i)?),
             (None, _) => self.refuse_folding("`in`", container),
