@@ -542,6 +542,9 @@ fn is_dict_view(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
         && matches!(ty.name()?.to_str()?, "dict_keys" | "dict_values" | "dict_items"))
 }
 
+/// A call's positional and keyword arguments, as Python values.
+type CallArguments<'py> = (Bound<'py, PyTuple>, Bound<'py, PyDict>);
+
 /// An int or a float (not a bool): what a dynamic source may hold.
 fn is_number(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_exact_instance_of::<PyInt>() || obj.is_exact_instance_of::<PyFloat>()
@@ -6170,7 +6173,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
         builtin: &str,
-    ) -> Res<Result<(Bound<'py, PyTuple>, Bound<'py, PyDict>), Vid>> {
+    ) -> Res<Result<CallArguments<'py>, Vid>> {
         let mut positional = Vec::with_capacity(args.len());
         for arg in args {
             match self.folded_argument(*arg, builtin)? {
