@@ -308,10 +308,11 @@ def test_special_methods_run_on_every_call(use):
     assert translated_object.log == eager_object.log
 
 
-@pytest.mark.parametrize(("use", "method", "lie"), [pytest.param(use_eq, "__eq__", "alternating", marks=ASKED_ONCE_XFAIL),
-                                                    (use_bool, "__bool__", "alternating"),
-                                                    (use_len, "__len__", "changing")],
-                         ids=["eq", "bool", "len"])
+@pytest.mark.parametrize(("use", "method", "lie"), [
+    pytest.param(use_eq, "__eq__", "alternating", marks=ASKED_ONCE_XFAIL),
+    (use_bool, "__bool__", "alternating"),
+    (use_len, "__len__", "changing"),
+], ids=["eq", "bool", "len"])
 def test_a_special_method_whose_answer_changes_is_asked_again(use, method, lie):
     want, got, _, _ = run_both(use, {method: lie})
     for each, expected in zip(got, want):
