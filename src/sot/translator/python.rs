@@ -242,7 +242,7 @@ fn _sot_reset() {
 /// there): `CALL_METHOD` calls it with the callable above it, as if the slot were NULL.
 /// Native, so that no frame of its own stands between the caller and the callee (what
 /// `sys._getframe().f_back` and tracebacks see).
-#[pyfunction(signature = (function, *args, **kwargs))]
+#[pyfunction(signature = (function, /, *args, **kwargs))]
 fn _sot_call_with<'py>(
     function: &Bound<'py, PyAny>,
     args: &Bound<'py, PyTuple>,
