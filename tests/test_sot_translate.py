@@ -838,6 +838,21 @@ def test_a_call_run_at_a_break_finds_what_the_frame_dropped_gone():
     assert any("collect" in b.reason for b in st.graph_breaks) and st.graphs >= 1
 
 
+def _sum_over(x, numbers):
+    total = 0
+    for n in numbers:
+        total += n
+    return x + total
+
+
+def test_a_range_from_the_frame_is_guarded_by_its_value():
+    fast = sot.translate(_sum_over)
+    for numbers in (range(4), range(4), range(2, 10, 3), range(4)):
+        np.testing.assert_array_equal(fast(np.ones(2), numbers), _sum_over(np.ones(2), numbers))
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.cache_hits == 2 and st.translations == 2
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

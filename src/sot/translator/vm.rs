@@ -466,6 +466,7 @@ fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
         || obj.is_exact_instance_of::<PyString>()
         || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
         || obj.is_exact_instance_of::<pyo3::types::PyComplex>()
+        || obj.is_exact_instance_of::<PyRange>()
         || obj
             .cast::<PyTuple>()
             .is_ok_and(|t| t.is_exact_instance_of::<PyTuple>() && t.iter().all(|i| is_value_type(&i)))
@@ -4600,7 +4601,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Val::DictView { dict, part } => return self.dict_iterator(*dict, *part),
             Val::Obj { obj, .. } if obj.get_type().is(&self.ops.range_type) => {
-                let bound = |name: &str| obj.getattr(name).and_then(|n| n.extract::<i64>()).ok();
+                // Its bounds, as the value the guards pin (one from the frame is guarded).
+                let range = self.concrete(v)?;
+                let bound = |name: &str| range.getattr(name).and_then(|n| n.extract::<i64>()).ok();
                 if let (Some(next), Some(stop), Some(step)) = (bound("start"), bound("stop"), bound("step")) {
                     return Ok(self.push_val(Val::Lazy(Lazy::Range { next, stop, step })));
                 }
