@@ -853,6 +853,28 @@ def test_a_range_from_the_frame_is_guarded_by_its_value():
     assert st.graph_breaks == [] and st.cache_hits == 2 and st.translations == 2
 
 
+class _SetsThroughSuper:
+    def __setattr__(self, name, value):
+        if name == "frozen":
+            raise AttributeError(name)
+        super().__setattr__(name, value)  # object.__setattr__, bound to self
+
+
+def _store_through_super(x, target):
+    target.tag = "set"
+    return x + 1, target.tag
+
+
+def test_super_gives_objects_c_methods_bound():
+    fast = sot.translate(_store_through_super)
+    for _ in range(2):
+        target = _SetsThroughSuper()
+        got = fast(np.ones(2), target)
+        np.testing.assert_array_equal(got[0], np.full(2, 2.0))
+        assert got[1] == "set" and target.__dict__ == {"tag": "set"}
+    assert sot.stats(fast).graphs >= 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

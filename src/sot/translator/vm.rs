@@ -3437,9 +3437,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return self.call(function, vec![receiver], vec![]);
                 }
                 if base.is(&self.ops.builtins.getattr("object")?) {
-                    // object.__init__ and friends on a plain instance: nothing to do.
-                    let noop = self.ops.builtins.getattr("object")?.getattr(name)?;
-                    return Ok(self.constant(noop));
+                    if name == "__init__" {
+                        // object.__init__ on a plain instance: nothing to do.
+                        let noop = self.ops.builtins.getattr("object")?.getattr(name)?;
+                        return Ok(self.constant(noop));
+                    }
+                    if !receiver_is_class && raw.is_instance(self.ops.c_method_types.as_any())? {
+                        // object.__setattr__ and the like, bound to the receiver (a frozen
+                        // dataclass's __setattr__ calls super().__setattr__(name, value)).
+                        let function = self.constant(raw);
+                        return Ok(self.push_val(Val::Method { function, receiver }));
+                    }
                 }
                 return unsupported(format!("super().{name} of a builtin base"));
             }
