@@ -875,6 +875,25 @@ def test_super_gives_objects_c_methods_bound():
     assert sot.stats(fast).graphs >= 1
 
 
+def _listed_through_a_module(x):
+    import itertools
+
+    y = x + 1
+    # LOAD_METHOD of a module's function leaves a NULL slot (3.9/3.10: a substitute), which
+    # the resume function after the break in the arguments receives.
+    return y, list(itertools.compress(print(end="") or "ABCDEF", [1, 0, 1, 0, 1, 1]))
+
+
+def test_a_call_whose_null_slot_crossed_a_break_runs_once():
+    fast = sot.translate(_listed_through_a_module)
+    for _ in range(2):
+        got = fast(np.ones(2))
+        np.testing.assert_array_equal(got[0], np.full(2, 2.0))
+        assert got[1] == list("ACEF")
+    st = sot.stats(fast)
+    assert st.graphs >= 1 and all("_sot_call_with" not in b.reason for b in st.graph_breaks)
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

@@ -1472,7 +1472,7 @@ pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py,
 
 /// What stands for a call's NULL slot where the version has no `PUSH_NULL` (3.9, 3.10):
 /// `framehook._native._sot_call_with`, which calls its first argument with the rest.
-fn null_substitute<'py>(table: &Table, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+pub(super) fn null_substitute<'py>(table: &Table, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
     if table.has("PUSH_NULL") {
         return Ok(None);
     }

@@ -298,6 +298,9 @@ pub struct Vm<'py, 'b> {
     mutated: HashMap<usize, Vid>,
     depth: usize,
     ops: Ops<'py>,
+    /// What the generated code pushes for a call's NULL slot before 3.11 (a resume
+    /// function translated reads it as the NULL it stands for).
+    null_substitute: Option<Bound<'py, PyAny>>,
     /// The argument count of the top frame (its sources are its arguments).
     top_arguments: usize,
     top_freevars: usize,
@@ -597,6 +600,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             mutated: HashMap::new(),
             depth: 0,
             ops: Ops::new(py)?,
+            null_substitute: super::codegen::null_substitute(table, py)?,
             top_arguments: 0,
             top_freevars: 0,
             top_globals: None,
@@ -1899,7 +1903,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Pops `n` stack slots of the version's call layout: the callable and the
     /// positional arguments (a non-NULL self slot is the first argument).
     fn pop_callable(&self, slots: Vec<Vid>) -> Res<(Vid, Vec<Vid>)> {
-        let is_null = |vm: &Self, v: Vid| matches!(vm.val(v), Val::Null);
+        let is_null = |vm: &Self, v: Vid| match vm.val(v) {
+            Val::Null => true,
+            Val::Obj { obj, .. } => vm.null_substitute.as_ref().is_some_and(|s| obj.is(s)),
+            _ => false,
+        };
         match (self.table.call_layout, slots.as_slice()) {
             (_, [callable]) => Ok((*callable, vec![])),
             (CallLayout::CallableFirst, [callable, receiver]) => {
