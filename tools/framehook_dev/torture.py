@@ -128,9 +128,9 @@ _ONE_FRAME_MORE = (
     "a with block's) is raised from a bridge (a resume function the generated code calls), one "
     "frame more than the original")
 SOT_INHERENT: dict[str, str] = {
-    "test.test_int.IntStrDigitLimitsTests.test_denial_of_service_prevented_str_to_int": _TIMES_ITS_TRANSLATION,
-    "test.test_int.IntSubclassStrDigitLimitsTests.test_denial_of_service_prevented_str_to_int": (
-        _TIMES_ITS_TRANSLATION),
+    **{f"test.test_int.{case}.test_denial_of_service_prevented_{way}": _TIMES_ITS_TRANSLATION
+       for case in ("IntStrDigitLimitsTests", "IntSubclassStrDigitLimitsTests")
+       for way in ("str_to_int", "int_to_str")},
     **{f"test.test_exceptions.PEP626Tests.{name}": _ONE_FRAME_MORE for name in (
         "test_lineno_in_try", "test_lineno_after_other_except", "test_lineno_after_raise_in_except",
         "test_lineno_after_raise_in_with_exit", "test_lineno_after_with", "test_lineno_in_finally_except",
