@@ -894,6 +894,23 @@ def test_a_call_whose_null_slot_crossed_a_break_runs_once():
     assert st.graphs >= 1 and all("_sot_call_with" not in b.reason for b in st.graph_breaks)
 
 
+def _call_after_new_defaults(x, scale):
+    scale.__kwdefaults__ = {"k": 3.0}
+    return scale(x)
+
+
+def test_a_function_whose_defaults_the_frame_replaces_is_called_with_the_new_ones():
+    def scale(v, *, k=2.0):
+        return v * k
+
+    fast = sot.translate(_call_after_new_defaults)
+    np.testing.assert_array_equal(fast(np.ones(2), scale), np.full(2, 3.0))
+    assert scale.__kwdefaults__ == {"k": 3.0}
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks] == ["assignment to __kwdefaults__ of a function"]
+    assert st.graphs >= 1
+
+
 def test_a_list_holding_itself_used_as_a_value_breaks():
     def f(x, items):
         return x + 1, str(items)

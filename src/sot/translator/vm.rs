@@ -2935,6 +2935,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.overrides_object(&obj, "__setattr__")? || !obj.hasattr("__dict__")? {
             return unsupported("attribute assignment on an object with __setattr__ or slots");
         }
+        if obj.is_instance(&self.ops.function_type)? && name.starts_with("__") {
+            // A call after it is inlined from what the function holds now (its defaults,
+            // its code): the store must have happened.
+            return graph_break(format!("assignment to {name} of a function"));
+        }
         if self.dict_changed(&obj)? {
             return graph_break(format!(
                 "assignment to {name} of an object whose __dict__ the translation changed"
