@@ -599,10 +599,12 @@ fn made_objects(
             Val::Object { .. } | Val::Function(_) => true,
             // Held in more than one place: one object, as in the frame (an iterator
             // advanced through one is advanced for the other).
-            Val::List(_) | Val::Dict(_) | Val::Set(_) | Val::Iter { .. } | Val::ListIter { .. } => {
-                references[*vid] > 1
-            }
-            Val::Lazy(Lazy::Range { .. }) => references[*vid] > 1,
+            Val::List(_)
+            | Val::Dict(_)
+            | Val::Set(_)
+            | Val::Iter { .. }
+            | Val::ListIter { .. }
+            | Val::Lazy(Lazy::Range { .. }) => references[*vid] > 1,
             value => made_exception(value).is_some(),
         })
         .map(|vid| {
