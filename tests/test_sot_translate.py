@@ -884,7 +884,7 @@ def _listed_through_a_module(x):
     return y, list(itertools.compress(print(end="") or "ABCDEF", [1, 0, 1, 0, 1, 1]))
 
 
-def test_a_call_whose_null_slot_crossed_a_break_runs_once():
+def test_a_null_slot_handed_over_a_break_is_read_as_the_null_it_stands_for():
     fast = sot.translate(_listed_through_a_module)
     for _ in range(2):
         got = fast(np.ones(2))
