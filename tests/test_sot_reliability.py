@@ -27,13 +27,6 @@ IMMORTAL_ON_313T = ("on free-threaded 3.13, once a thread has run, CPython never
                     "translation leaks its generated and resume codes, their constants (the emptied graph holder) "
                     "and the numpy backend's graph function (a top-level def it execs per graph)")
 CALLS = 20_000  # 200 rounds: 51 of warm-up (a reset among them), then two halves of 74
-PYO3_LEAKS = ("PyO3 0.28.3's tp_dealloc releases neither an instance's reference to its heap type "
-              "(PyO3 #6223, fixed in 0.29.1 by #6224) nor its __dict__ (PyO3 #5953, fixed by #6198); 0.29 "
-              "no longer builds for free-threaded 3.13, so framehook stays on 0.28: "
-              "every sot.translate() keeps a reference to SotTranslated and an emptied dict, every graph "
-              "compiled one reference to SotRef per symbol of its description")
-
-
 @pytest.fixture(autouse=True)
 def fresh_translator():
     sot.reset()
@@ -80,20 +73,19 @@ def test_the_calls_hit_caches_recompile_fail_guards_and_break(soak):
 def test_no_reference_kept_on_the_workload(soak):
     """The workload's functions, codes, globals, backend operation and long-lived
     translations: no reference to them piles up per round."""
-    framehook_types = ("SotTranslated type", "SotRef type")  # test_a_dropped_translation_releases_...
     for name, drifts in soak["held_refs"].items():
-        if name not in framehook_types:
-            assert max(map(abs, drifts)) <= drift_limit(soak), (name, drifts)
+        assert max(map(abs, drifts)) <= drift_limit(soak), (name, drifts)
 
 
 @pytest.mark.xfail(FREE_THREADED_313, strict=True, reason=IMMORTAL_ON_313T)
-@pytest.mark.xfail(sys.version_info >= (3, 14), strict=True,
-                   reason=f"{PYO3_LEAKS} (from 3.14 the GC keeps tracking an emptied dict)")
 def test_no_gc_object_kept_per_round(soak):
     assert max(map(abs, soak["gc_objects"])) <= drift_limit(soak), soak["gc_objects"]
 
 
-@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
+@pytest.mark.xfail(strict=True, reason="the fast profile's warm-up is shorter than the allocator's: over "
+                                       "successive hundreds of rounds the blocks grow by about 590, 180, 100, "
+                                       "55, 15, 30 (3.12), not by a constant; the full soak "
+                                       "(framehook_dev.sot_soak, 10,000 rounds) checks them flat")
 def test_no_object_kept_per_round(soak):
     """Blocks of Python's allocator: objects GC does not track (strings, codes, emptied dicts)."""
     assert max(map(abs, soak["allocated_blocks"])) <= drift_limit(soak), soak["allocated_blocks"]
@@ -115,7 +107,6 @@ def test_rss_stays_flat(soak):
 
 
 @pytest.mark.skipif(not DEBUG, reason="sys.gettotalrefcount exists on debug builds only")
-@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
 def test_total_refcount_stays_flat(soak):
     if soak["kit"] == "numpy":
         pytest.skip("numpy's release-built wheels move a debug interpreter's total (sot_vectors)")
@@ -318,7 +309,6 @@ def test_graphs_of_one_shape_share_one_code(recording):
     assert len({id(graph().__code__) for graph in graphs}) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
 def test_a_dropped_translation_releases_its_type_and_attribute_dict():
     translated_type = type(sot.translate(long_lived))
     collect()
@@ -333,7 +323,23 @@ def test_a_dropped_translation_releases_its_type_and_attribute_dict():
     assert (sys.getrefcount(translated_type), sys.getrefcount(attributes)) == (before, held - 1)
 
 
-@pytest.mark.xfail(strict=True, reason=PYO3_LEAKS)
+def test_a_translated_function_in_a_reference_cycle_is_collected():
+    """A recursive closure translated in place: translation -> function -> cell -> translation,
+    and its attribute dict back to the function (functools.update_wrapper's __wrapped__)."""
+    def make():
+        def countdown(n):
+            return n if n <= 0 else fast(n - 1)
+        fast = sot.translate(countdown)
+        return fast
+
+    fast = make()
+    assert fast(3) == 0
+    gone = weakref.ref(fast)
+    del fast
+    collect()
+    assert gone() is None
+
+
 def test_compiled_graphs_release_their_symbols_type():
     fast = sot.translate(long_lived)
     fast(np.ones(2))

@@ -11,7 +11,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::pyobject::{
-    ffi_body, getset, instance_value, native_getter, CTable, NativeType, StrongRef, TypeSpec, GETSET_END,
+    ffi_body, getset, instance_value, native_getter, CTable, NativeType, NativeValue, StrongRef, TypeSpec,
+    GETSET_END,
 };
 use crate::pep523_backend::{new_error, FrameView, RawFrameView};
 
@@ -24,6 +25,8 @@ pub struct Frame {
     code: Mutex<StrongRef>,
     locals: Mutex<Option<StrongRef>>,
 }
+
+impl NativeValue for Frame {}
 
 impl Frame {
     pub(crate) fn new(py: Python<'_>, view: &FrameView<'_>) -> Self {
@@ -168,6 +171,8 @@ pub(crate) fn new_type(py: Python<'_>) -> PyResult<NativeType<Frame>> {
                     pfunc: frame_repr as *mut c_void,
                 },
             ],
+            attributes: false,
+            vectorcall: None,
         },
     )
 }

@@ -264,17 +264,36 @@ pub const fn method(
     }
 }
 
-/// An instance of a [`NativeType`]: the object header, then the Rust value.
+/// CPython's fields of an instance, null unless its type asks for them (see [`TypeSpec`]).
+#[repr(C)]
+struct Extras {
+    dict: *mut ffi::PyObject,
+    weak_references: *mut ffi::PyObject,
+    vectorcall: Option<ffi::vectorcallfunc>,
+}
+
+/// An instance of a [`NativeType`]: the object header, CPython's fields, then the Rust value.
 #[repr(C)]
 struct Instance<T> {
     head: ffi::PyObject,
+    extras: Extras,
     value: T,
+}
+
+/// A Rust value carried by the instances of a [`NativeType`].
+pub trait NativeValue: Send + Sync + 'static {
+    /// The objects the value holds, which the cycle collector visits in types whose
+    /// instances have attributes (and so may be part of a cycle).
+    fn held(&self) -> &[StrongRef] {
+        &[]
+    }
 }
 
 /// A final heap type whose instances carry a `T`, made in one interpreter
 /// and used only there.
 pub struct NativeType<T> {
     object: StrongRef,
+    vectorcall: Option<ffi::vectorcallfunc>,
     _values: PhantomData<fn() -> T>,
 }
 
@@ -285,6 +304,11 @@ pub struct TypeSpec {
     pub doc: &'static CStr,
     /// Extra slots (getters, methods, repr, hash, comparison, a `tp_new`...).
     pub slots: Vec<ffi::PyType_Slot>,
+    /// Instances have a `__dict__` and take weak references; the cycle collector
+    /// tracks them, visiting what their value holds ([`NativeValue::held`]).
+    pub attributes: bool,
+    /// Calls of an instance run this (vectorcall, and `tp_call` through it).
+    pub vectorcall: Option<ffi::vectorcallfunc>,
 }
 
 unsafe extern "C" fn dealloc<T>(object: *mut ffi::PyObject) {
@@ -293,11 +317,76 @@ unsafe extern "C" fn dealloc<T>(object: *mut ffi::PyObject) {
     // (each holds a reference to it, released last).
     unsafe {
         let type_object = ffi::Py_TYPE(object);
-        ptr::drop_in_place(ptr::addr_of_mut!((*object.cast::<Instance<T>>()).value));
+        let instance = object.cast::<Instance<T>>();
+        if ffi::PyType_IS_GC(type_object) != 0 {
+            ffi::PyObject_GC_UnTrack(object.cast());
+        }
+        if !(*instance).extras.weak_references.is_null() {
+            ffi::PyObject_ClearWeakRefs(object);
+        }
+        ffi::Py_CLEAR(ptr::addr_of_mut!((*instance).extras.dict));
+        ptr::drop_in_place(ptr::addr_of_mut!((*instance).value));
         let free = ffi::PyType_GetSlot(type_object, ffi::Py_tp_free);
         let free: ffi::freefunc = std::mem::transmute(free);
         free(object.cast());
         ffi::Py_DecRef(type_object.cast());
+    }
+}
+
+unsafe extern "C" fn traverse<T: NativeValue>(
+    object: *mut ffi::PyObject,
+    visit: ffi::visitproc,
+    arg: *mut c_void,
+) -> c_int {
+    // SAFETY: CPython calls tp_traverse attached (or with the world stopped), with a
+    // live instance of a NativeType<T> with attributes; each object visited is alive.
+    unsafe {
+        let instance = object.cast::<Instance<T>>();
+        // An instance of a heap type holds a reference to its type.
+        let type_object = ffi::Py_TYPE(object).cast::<ffi::PyObject>();
+        let dict = (*instance).extras.dict;
+        let held = (*instance).value.held().iter().map(StrongRef::as_ptr);
+        for visited in [type_object, dict].into_iter().chain(held) {
+            if !visited.is_null() {
+                let status = visit(visited, arg);
+                if status != 0 {
+                    return status;
+                }
+            }
+        }
+        0
+    }
+}
+
+/// Breaks cycles through an instance's `__dict__` (what its value holds stays:
+/// cycles through it are broken by the objects it leads to).
+unsafe extern "C" fn clear<T>(object: *mut ffi::PyObject) -> c_int {
+    // SAFETY: CPython calls tp_clear attached, with a live instance of a NativeType<T>.
+    unsafe { ffi::Py_CLEAR(ptr::addr_of_mut!((*object.cast::<Instance<T>>()).extras.dict)) };
+    0
+}
+
+/// The `__dict__` of instances of types with attributes (such types have no other getters).
+static DICT_GETSET: CTable<[ffi::PyGetSetDef; 2]> = CTable([
+    ffi::PyGetSetDef {
+        name: c"__dict__".as_ptr(),
+        get: Some(ffi::PyObject_GenericGetDict),
+        set: Some(ffi::PyObject_GenericSetDict),
+        doc: ptr::null(),
+        closure: ptr::null_mut(),
+    },
+    GETSET_END,
+]);
+
+/// A read-only `Py_ssize_t` member: how `PyType_FromSpec` learns the offsets of
+/// CPython's fields (`__dictoffset__`, `__weaklistoffset__`, `__vectorcalloffset__`).
+fn offset_member(name: &'static CStr, offset: usize) -> ffi::PyMemberDef {
+    ffi::PyMemberDef {
+        name: name.as_ptr(),
+        type_code: ffi::Py_T_PYSSIZET,
+        offset: ffi::Py_ssize_t::try_from(offset).expect("small instances"),
+        flags: ffi::Py_READONLY,
+        doc: ptr::null(),
     }
 }
 
@@ -309,16 +398,18 @@ unsafe extern "C" fn refuse_new(
     // SAFETY: CPython calls tp_new attached.
     unsafe {
         ffi_body(|py| {
-            let name = Bound::from_borrowed_ptr(py, subtype.cast()).getattr("__qualname__")?;
+            let type_object = Bound::from_borrowed_ptr(py, subtype.cast());
+            let module = type_object.getattr("__module__")?;
+            let name = type_object.getattr("__qualname__")?;
             Err(new_error::<PyTypeError>(
                 py,
-                format!("cannot create 'framehook.{name}' instances: framehook makes them"),
+                format!("cannot create '{module}.{name}' instances: framehook makes them"),
             ))
         })
     }
 }
 
-impl<T: Send + Sync + 'static> NativeType<T> {
+impl<T: NativeValue> NativeType<T> {
     /// Makes the type in the current interpreter. Instances cannot be made from
     /// Python unless `spec` has its own `Py_tp_new`.
     pub fn new(py: Python<'_>, spec: TypeSpec) -> PyResult<Self> {
@@ -338,6 +429,54 @@ impl<T: Send + Sync + 'static> NativeType<T> {
                 pfunc: refuse_new as *mut c_void,
             });
         }
+        let extras = std::mem::offset_of!(Instance<T>, extras);
+        let mut flags = ffi::Py_TPFLAGS_DEFAULT;
+        let mut members = Vec::new();
+        if spec.attributes {
+            flags |= ffi::Py_TPFLAGS_HAVE_GC;
+            members.push(offset_member(
+                c"__dictoffset__",
+                extras + std::mem::offset_of!(Extras, dict),
+            ));
+            members.push(offset_member(
+                c"__weaklistoffset__",
+                extras + std::mem::offset_of!(Extras, weak_references),
+            ));
+            slots.push(ffi::PyType_Slot {
+                slot: ffi::Py_tp_traverse,
+                pfunc: traverse::<T> as *mut c_void,
+            });
+            slots.push(ffi::PyType_Slot {
+                slot: ffi::Py_tp_clear,
+                pfunc: clear::<T> as *mut c_void,
+            });
+            assert!(
+                !spec.slots.iter().any(|slot| slot.slot == ffi::Py_tp_getset),
+                "a type with attributes has no getters besides __dict__"
+            );
+            slots.push(ffi::PyType_Slot {
+                slot: ffi::Py_tp_getset,
+                pfunc: DICT_GETSET.as_mut_ptr(),
+            });
+        }
+        if spec.vectorcall.is_some() {
+            flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
+            members.push(offset_member(
+                c"__vectorcalloffset__",
+                extras + std::mem::offset_of!(Extras, vectorcall),
+            ));
+            slots.push(ffi::PyType_Slot {
+                slot: ffi::Py_tp_call,
+                pfunc: ffi::PyVectorcall_Call as *mut c_void,
+            });
+        }
+        if !members.is_empty() {
+            members.push(ffi::PyMemberDef::default());
+            slots.push(ffi::PyType_Slot {
+                slot: ffi::Py_tp_members,
+                pfunc: members.as_mut_ptr().cast(),
+            });
+        }
         slots.extend(spec.slots);
         slots.push(ffi::PyType_Slot {
             slot: 0,
@@ -347,14 +486,15 @@ impl<T: Send + Sync + 'static> NativeType<T> {
             name: spec.name.as_ptr(),
             basicsize: c_int::try_from(std::mem::size_of::<Instance<T>>()).expect("small instances"),
             itemsize: 0,
-            flags: ffi::Py_TPFLAGS_DEFAULT as _,
+            flags: flags as _,
             slots: slots.as_mut_ptr(),
         };
-        // SAFETY: attached; the spec and slots are valid for the call (CPython copies
-        // what it keeps, except the name, the doc and the tables, which are static).
+        // SAFETY: attached; the spec, slots and members are valid for the call (CPython
+        // copies what it keeps, except the name, the doc and the tables, which are static).
         let object = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_FromSpec(&mut type_spec)) }?;
         Ok(Self {
             object: StrongRef::from_owned(object),
+            vectorcall: spec.vectorcall,
             _values: PhantomData,
         })
     }
@@ -372,12 +512,13 @@ impl<T: Send + Sync + 'static> NativeType<T> {
         // SAFETY: attached; the type is a live heap type of this interpreter whose
         // instances are `Instance<T>`s (its basicsize).
         unsafe {
+            // Zeroed, and tracked by the cycle collector if the type is: nothing runs
+            // it before the value is written.
             let object = ffi::PyType_GenericAlloc(self.type_ptr(), 0);
             let object = Bound::from_owned_ptr_or_err(py, object)?;
-            ptr::write(
-                ptr::addr_of_mut!((*object.as_ptr().cast::<Instance<T>>()).value),
-                value,
-            );
+            let instance = object.as_ptr().cast::<Instance<T>>();
+            ptr::write(ptr::addr_of_mut!((*instance).extras.vectorcall), self.vectorcall);
+            ptr::write(ptr::addr_of_mut!((*instance).value), value);
             Ok(object)
         }
     }

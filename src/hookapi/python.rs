@@ -15,7 +15,7 @@ use super::dispatch;
 use super::frame::{self, Frame};
 use super::pyobject::{
     bool_object, discard, ffi_body, ffi_status, getset, instance_value, method, native_getter, type_name,
-    CTable, NativeType, StrongRef, TypeSpec, GETSET_END,
+    CTable, NativeType, NativeValue, StrongRef, TypeSpec, GETSET_END,
 };
 use super::registry::{Hook, Observer, OnError, Registry, Transform};
 use crate::pep523_backend::new_error;
@@ -63,8 +63,12 @@ impl HookHandle {
     }
 }
 
+impl NativeValue for HookHandle {}
+
 /// `with framehook.disabled():` frames started on this thread inside are not hooked.
 pub struct Disabled;
+
+impl NativeValue for Disabled {}
 
 /// The types of one interpreter's Python surface.
 pub struct PythonTypes {
@@ -270,6 +274,8 @@ fn handle_type(py: Python<'_>) -> PyResult<NativeType<HookHandle>> {
                 slot(ffi::Py_tp_hash, handle_hash as *mut c_void),
                 slot(ffi::Py_tp_richcompare, handle_richcompare as *mut c_void),
             ],
+            attributes: false,
+            vectorcall: None,
         },
     )
 }
@@ -347,6 +353,8 @@ fn disabled_type(py: Python<'_>) -> PyResult<NativeType<Disabled>> {
                 slot(ffi::Py_tp_new, disabled_new as *mut c_void),
                 slot(ffi::Py_tp_methods, DISABLED_METHODS.as_mut_ptr()),
             ],
+            attributes: false,
+            vectorcall: None,
         },
     )
 }
@@ -369,7 +377,7 @@ fn repr_text(object: &Bound<'_, PyAny>) -> String {
 ///
 /// # Safety
 /// `args` is a tuple and `kwargs` a dict or NULL, both borrowed and alive.
-unsafe fn parse_arguments<'py>(
+pub(crate) unsafe fn parse_arguments<'py>(
     py: Python<'py>,
     function: &str,
     args: *mut ffi::PyObject,

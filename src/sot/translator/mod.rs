@@ -166,11 +166,12 @@ impl Drop for Config {
         // them the resume functions) go now, not when their code is next translated.
         let caches = std::mem::take(self.caches.get_mut());
         let id = self.id;
-        Python::attach(|_py| {
-            for entries in caches.iter().filter_map(Weak::upgrade) {
-                drop(entries.remove(|e| e.config == id));
-            }
-        });
+        // The entries release Python objects: a config is dropped attached, by its
+        // translated function's dealloc or at the end of the function's last call (possibly
+        // while the interpreter finalizes, where `Python::attach` refuses to run).
+        for entries in caches.iter().filter_map(Weak::upgrade) {
+            drop(entries.remove(|e| e.config == id));
+        }
     }
 }
 

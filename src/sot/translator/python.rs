@@ -2,41 +2,54 @@
 //! `framehook.sot.translate` returns), the graph description backends compile,
 //! and the counters `sot.stats` reads.
 
-use std::sync::Arc;
+use std::ffi::c_void;
+use std::sync::{Arc, OnceLock};
 
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::value::{Graph, GraphArg, NodeKind};
 use super::{Config, Translator};
-use crate::hookapi::pyobject::{import, StrongRef};
+use crate::hookapi::pyobject::{
+    ffi_body, getset, import, instance_value, method, native_getter, CTable, NativeType, NativeValue,
+    StrongRef, TypeSpec, GETSET_END,
+};
+use crate::hookapi::python::parse_arguments;
 use crate::hookapi::registry::Registry;
+use crate::pep523_backend::new_error;
 
 /// A function whose calls run translated.
-#[pyclass(module = "framehook._native", name = "SotTranslated", dict, weakref)]
 pub struct Translated {
-    function: Py<PyAny>,
+    function: StrongRef,
     config: Arc<Config>,
     translator: Arc<Translator>,
 }
 
-#[pymethods]
+impl NativeValue for Translated {
+    fn held(&self) -> &[StrongRef] {
+        std::slice::from_ref(&self.function)
+    }
+}
+
 impl Translated {
-    #[new]
-    #[pyo3(signature = (function, backend, full_graph, cache_size, traced_prefixes))]
     fn new(
         py: Python<'_>,
-        function: Bound<'_, PyAny>,
-        backend: Bound<'_, PyAny>,
+        function: &Bound<'_, PyAny>,
+        backend: &Bound<'_, PyAny>,
         full_graph: bool,
         cache_size: usize,
         traced_prefixes: Vec<String>,
     ) -> PyResult<Self> {
         if !function.is_callable() {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "sot.translate() takes a callable, not {}",
-                function.get_type().name()?
-            )));
+            return Err(new_error::<PyTypeError>(
+                py,
+                format!(
+                    "sot.translate() takes a callable, not {}",
+                    function.get_type().name()?
+                ),
+            ));
         }
         // The code whose frame is the call's own: a function's, or a bound method's.
         let own_code = function
@@ -48,53 +61,24 @@ impl Translated {
         let tracing = !traced_prefixes.is_empty();
         let translator = Translator::get(py)?;
         let config = Config::new(
-            StrongRef::new(&backend),
+            StrongRef::new(backend),
             full_graph,
             cache_size,
             traced_prefixes,
             own_code,
         );
         translator.function_made(py)?;
+        // Made now, so that an error below still counts the function dropped.
+        let translated = Self {
+            function: StrongRef::new(function),
+            config,
+            translator,
+        };
         if tracing {
             // Library codes whose skip was remembered are asked about again.
             Registry::current(py)?.invalidate_decisions(py);
         }
-        Ok(Self {
-            function: function.unbind(),
-            config,
-            translator,
-        })
-    }
-
-    #[pyo3(signature = (*args, **kwargs))]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Py<PyAny>> {
-        self.translator.ensure_registered(py)?;
-        let function = self.function.bind(py);
-        super::with_session(Some(Arc::clone(&self.config)), || function.call(args, kwargs)).map(Bound::unbind)
-    }
-
-    fn __get__(
-        slf: Bound<'_, Self>,
-        instance: Option<Bound<'_, PyAny>>,
-        _owner: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        match instance {
-            None => Ok(slf.into_any().unbind()),
-            Some(instance) => {
-                let method_type = import(slf.py(), "types")?.getattr("MethodType")?;
-                Ok(method_type.call1((slf, instance))?.unbind())
-            }
-        }
-    }
-
-    /// The counters, breaks, fallbacks and explanations, as a dict.
-    fn _stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        super::stats_dict(py, &self.config)
+        Ok(translated)
     }
 }
 
@@ -106,23 +90,219 @@ impl Drop for Translated {
     }
 }
 
+/// Runs `body` of a function CPython called as PyO3's own trampolines run theirs: with
+/// PyO3 counting the thread attached, so that what the translator drops below (errors it
+/// does not raise, among them) is released at once, not leaked (.cargo/config.toml).
+///
+/// # Safety
+/// The thread is attached to the main interpreter (SOT's types exist only there), where
+/// `PyGILState_Ensure` finds the thread's own state.
+unsafe fn counted_attached<F>(body: F) -> *mut ffi::PyObject
+where
+    F: for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>>,
+{
+    // SAFETY: guaranteed by the caller; `attach_unchecked` leaves out the checks that
+    // refuse while the interpreter finalizes, when translated functions may still run.
+    unsafe { Python::attach_unchecked(|_| ffi_body(body)) }
+}
+
+/// `SotTranslated(function, backend, full_graph, cache_size, traced_prefixes)`.
+unsafe extern "C" fn translated_new(
+    _subtype: *mut ffi::PyTypeObject,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    const NAMES: [&str; 5] = [
+        "function",
+        "backend",
+        "full_graph",
+        "cache_size",
+        "traced_prefixes",
+    ];
+    // SAFETY: CPython calls tp_new attached (in the main interpreter, whose module has
+    // the type), with a tuple and a dict or NULL.
+    unsafe {
+        counted_attached(|py| {
+            let values = parse_arguments(py, "SotTranslated", args, kwargs, &NAMES, &[])?;
+            let mut given = Vec::with_capacity(NAMES.len());
+            for (value, name) in values.into_iter().zip(NAMES) {
+                given.push(value.ok_or_else(|| {
+                    new_error::<PyTypeError>(
+                        py,
+                        format!("SotTranslated() missing required argument '{name}'"),
+                    )
+                })?);
+            }
+            let [function, backend, full_graph, cache_size, traced_prefixes] = given.as_slice() else {
+                unreachable!("one value per name")
+            };
+            let translated = Translated::new(
+                py,
+                function,
+                backend,
+                full_graph.extract()?,
+                cache_size.extract()?,
+                traced_prefixes.extract()?,
+            )?;
+            types(py)?.translated.instantiate(py, translated)
+        })
+    }
+}
+
+/// A call of a translated function: the function's call, in a session of its config.
+unsafe extern "C" fn translated_call(
+    callable: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls vectorcall functions attached, with a live instance of the
+    // type whose instances carry this function (main interpreter only), and the call's
+    // arguments, passed on as they came (the function may use the slot before `args` as
+    // the caller allows).
+    unsafe {
+        counted_attached(|py| {
+            let translated = instance_value::<Translated>(callable);
+            translated.translator.ensure_registered(py)?;
+            let function = translated.function.as_ptr();
+            super::with_session(Some(Arc::clone(&translated.config)), || {
+                Bound::from_owned_ptr_or_err(py, ffi::PyObject_Vectorcall(function, args, nargsf, kwnames))
+            })
+        })
+    }
+}
+
+extern "C" {
+    /// A bound method (CPython's C API; pyo3-ffi does not declare it).
+    fn PyMethod_New(function: *mut ffi::PyObject, instance: *mut ffi::PyObject) -> *mut ffi::PyObject;
+}
+
+/// `__get__`: bound to an instance, as a function is.
+unsafe extern "C" fn translated_get(
+    object: *mut ffi::PyObject,
+    instance: *mut ffi::PyObject,
+    _owner: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_descr_get attached, with a live instance, and an
+    // instance or NULL/None when read from a class.
+    unsafe {
+        ffi_body(|py| {
+            if instance.is_null() || instance == ffi::Py_None() {
+                Ok(Bound::from_borrowed_ptr(py, object))
+            } else {
+                Bound::from_owned_ptr_or_err(py, PyMethod_New(object, instance))
+            }
+        })
+    }
+}
+
+/// `_stats()`: the counters, breaks, fallbacks and explanations, as a dict.
+unsafe extern "C" fn translated_stats(
+    object: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls methods attached, with a live instance.
+    unsafe {
+        ffi_body(|py| {
+            let translated = instance_value::<Translated>(object);
+            Ok(super::stats_dict(py, &translated.config)?.into_any())
+        })
+    }
+}
+
+static TRANSLATED_METHODS: CTable<[ffi::PyMethodDef; 2]> = CTable([
+    method(
+        c"_stats",
+        ffi::PyMethodDefPointer {
+            PyCFunction: translated_stats,
+        },
+        ffi::METH_NOARGS,
+        c"The counters, breaks, fallbacks and explanations, as a dict.",
+    ),
+    ffi::PyMethodDef::zeroed(),
+]);
+
 /// A reference to a graph symbol in a graph description (inputs first, then one per node).
-#[pyclass(module = "framehook._native", name = "SotRef", frozen)]
 pub struct Ref {
-    #[pyo3(get)]
     index: usize,
 }
 
-#[pymethods]
-impl Ref {
-    fn __repr__(&self) -> String {
-        format!("%{}", self.index)
+impl NativeValue for Ref {}
+
+native_getter!(ref_index, Ref, |py, reference| Ok(reference
+    .index
+    .into_pyobject(py)?
+    .into_any()));
+
+unsafe extern "C" fn ref_repr(object: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_repr attached, with a live instance.
+    unsafe {
+        ffi_body(|py| {
+            let reference = instance_value::<Ref>(object);
+            Ok(PyString::new(py, &format!("%{}", reference.index)).into_any())
+        })
     }
+}
+
+static REF_GETSET: CTable<[ffi::PyGetSetDef; 2]> = CTable([
+    getset(c"index", ref_index, None, c"The symbol's index."),
+    GETSET_END,
+]);
+
+/// SOT's types, made once with the main interpreter's module (SOT runs only there).
+struct SotTypes {
+    translated: NativeType<Translated>,
+    reference: NativeType<Ref>,
+}
+
+static TYPES: OnceLock<SotTypes> = OnceLock::new();
+
+fn types(py: Python<'_>) -> PyResult<&'static SotTypes> {
+    TYPES
+        .get()
+        .ok_or_else(|| new_error::<PyRuntimeError>(py, "framehook: SOT's types are not made yet"))
+}
+
+fn slot(slot: std::ffi::c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
+    ffi::PyType_Slot { slot, pfunc }
+}
+
+fn make_types(py: Python<'_>) -> PyResult<SotTypes> {
+    Ok(SotTypes {
+        translated: NativeType::new(
+            py,
+            TypeSpec {
+                name: c"framehook._native.SotTranslated",
+                doc: c"SotTranslated(function, backend, full_graph, cache_size, traced_prefixes)\n--\n\n\
+                       A function whose calls run translated (what framehook.sot.translate returns).",
+                slots: vec![
+                    slot(ffi::Py_tp_new, translated_new as *mut c_void),
+                    slot(ffi::Py_tp_descr_get, translated_get as *mut c_void),
+                    slot(ffi::Py_tp_methods, TRANSLATED_METHODS.as_mut_ptr()),
+                ],
+                attributes: true,
+                vectorcall: Some(translated_call),
+            },
+        )?,
+        reference: NativeType::new(
+            py,
+            TypeSpec {
+                name: c"framehook._native.SotRef",
+                doc: c"A symbol in a graph description a backend compiles: inputs first, then one per node.",
+                slots: vec![
+                    slot(ffi::Py_tp_getset, REF_GETSET.as_mut_ptr()),
+                    slot(ffi::Py_tp_repr, ref_repr as *mut c_void),
+                ],
+                attributes: false,
+                vectorcall: None,
+            },
+        )?,
+    })
 }
 
 fn arg_object<'py>(py: Python<'py>, arg: &GraphArg<'py>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match arg {
-        GraphArg::Sym(index) => Bound::new(py, Ref { index: *index })?.into_any(),
+        GraphArg::Sym(index) => types(py)?.reference.instantiate(py, Ref { index: *index })?,
         GraphArg::Const(value) => value.clone(),
         GraphArg::Tuple(items) => PyTuple::new(
             py,
@@ -252,8 +432,14 @@ fn _sot_call_with<'py>(
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_class::<Translated>()?;
-    module.add_class::<Ref>()?;
+    let py = module.py();
+    if TYPES.get().is_none() {
+        // Under the import lock: no other thread makes them meanwhile.
+        let _ = TYPES.set(make_types(py)?);
+    }
+    let types = types(py)?;
+    module.add("SotTranslated", types.translated.type_object(py))?;
+    module.add("SotRef", types.reference.type_object(py))?;
     module.add_function(wrap_pyfunction!(_sot_reset, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
     Ok(())
