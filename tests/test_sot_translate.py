@@ -875,6 +875,31 @@ def test_super_gives_objects_c_methods_bound():
     assert sot.stats(fast).graphs >= 1
 
 
+class _Base:
+    def scaled(self, x):
+        return x * 2
+
+
+class _SuperAfterABreak(_Base):
+    def scaled(self, x):
+        y = x + 1
+        print(end="")  # a graph break: the rest runs in a resume function
+        parent = super()  # zero-argument: reads the frame's first local and __class__
+        return parent.scaled(y), super().scaled(y) + 1
+
+
+def test_zero_argument_super_in_a_resume_function_finds_the_first_argument():
+    obj = _SuperAfterABreak()
+    fast = sot.translate(obj.scaled)
+    for _ in range(2):
+        got = fast(np.ones(2))
+        for have, want in zip(got, obj.scaled(np.ones(2))):
+            np.testing.assert_array_equal(have, want)
+    st = sot.stats(fast)
+    assert st.graphs >= 1
+    assert [b.reason for b in st.graph_breaks] and all("print" in b.reason for b in st.graph_breaks)
+
+
 def _listed_through_a_module(x):
     import itertools
 

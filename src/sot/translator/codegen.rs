@@ -1510,6 +1510,8 @@ pub struct Bridge<'a, 'py> {
 
 /// A resume function's one argument: the list of the values handed to it.
 const RESUME_BOX: &str = "__sot_box";
+/// The locals a resume function takes stack slots in.
+const RESUME_STACK: &str = "__sot_stack";
 
 /// The locals a resume function takes its box and stack slots in. `level` counts the
 /// resume functions it is made from, so that one made from another keeps both sets apart.
@@ -1518,8 +1520,21 @@ struct ResumeNames {
 }
 
 impl ResumeNames {
+    /// The level after those of the resume functions `old_names` shows (its box or stack
+    /// locals; one that has neither left no names to keep apart).
     fn new(old_names: &[String]) -> Self {
-        let level = old_names.iter().filter(|n| n.starts_with(RESUME_BOX)).count();
+        let level_of = |name: &String| -> Option<usize> {
+            let rest = name
+                .strip_prefix(RESUME_BOX)
+                .or_else(|| name.strip_prefix(RESUME_STACK))?;
+            rest.split('_').next()?.parse().ok()
+        };
+        let level = old_names
+            .iter()
+            .filter_map(level_of)
+            .map(|l| l + 1)
+            .max()
+            .unwrap_or(0);
         Self { level }
     }
 
@@ -1528,7 +1543,7 @@ impl ResumeNames {
     }
 
     fn stack(&self, index: usize) -> String {
-        format!("__sot_stack{}_{index}", self.level)
+        format!("{RESUME_STACK}{}_{index}", self.level)
     }
 }
 
@@ -1553,13 +1568,22 @@ pub fn resume_code<'py>(
         .collect();
     handed.extend(key.live.iter().map(|v| old_all[*v].clone()));
     let boxed = handed.len();
-    let mut varnames: Vec<String> = if boxed > 0 {
+    // The original's first argument, when handed on, is the resume function's first local
+    // too, and the parameter that takes the box: a zero-argument `super()` reads it there.
+    let first_handed = key.live.contains(&0) && code.getattr("co_argcount")?.extract::<usize>()? > 0;
+    let mut varnames: Vec<String> = if first_handed {
+        vec![old_all[0].clone()]
+    } else if boxed > 0 {
         vec![names.resume_box()]
     } else {
         Vec::new()
     };
     let argcount = varnames.len();
-    varnames.extend(handed);
+    for name in &handed {
+        if !varnames.contains(name) {
+            varnames.push(name.clone());
+        }
+    }
     for name in &vars.varnames {
         if !varnames.contains(name) && !vars.cellvars.contains(name) {
             varnames.push(name.clone());
@@ -1612,16 +1636,26 @@ pub fn resume_code<'py>(
     if boxed > 0 {
         // Unpack the box, then empty it: the caller's stack holds the box until this
         // function returns, but not its values, so each dies when this frame drops it.
+        // (Where the first argument takes the box, unpacking stores over it: the stack
+        // keeps the box for emptying.)
         w.emit(Op::LoadFast, Arg::Var(0));
+        if first_handed {
+            w.emit(Op::Copy, Arg::Int(1));
+        }
         w.emit(Op::UnpackSequence, Arg::Int(boxed as u32));
-        for var in 1..=boxed {
+        for name in &handed {
+            let var = new_all.iter().position(|n| n == name).expect("a handed variable");
             w.emit(Op::StoreFast, Arg::Var(var as u32));
         }
-        w.emit(Op::LoadFast, Arg::Var(0));
+        if !first_handed {
+            w.emit(Op::LoadFast, Arg::Var(0));
+        }
         let everything = pyo3::types::PySlice::full(code.py()).into_any();
         w.load_const(everything);
         w.emit(Op::DeleteSubscr, Arg::None);
-        w.unbind(0);
+        if !first_handed {
+            w.unbind(0);
+        }
     }
     // Instructions whose targets are the original's: moved past what comes before the
     // copy of the original once its start is known.
