@@ -18,7 +18,6 @@ use crate::hookapi::pyobject::{
 };
 use crate::hookapi::python::parse_arguments;
 use crate::hookapi::registry::Registry;
-use crate::pep523_backend::new_error;
 
 /// A function whose calls run translated.
 pub struct Translated {
@@ -43,13 +42,10 @@ impl Translated {
         traced_prefixes: Vec<String>,
     ) -> PyResult<Self> {
         if !function.is_callable() {
-            return Err(new_error::<PyTypeError>(
-                py,
-                format!(
-                    "sot.translate() takes a callable, not {}",
-                    function.get_type().name()?
-                ),
-            ));
+            return Err(PyTypeError::new_err(format!(
+                "sot.translate() takes a callable, not {}",
+                function.get_type().name()?
+            )));
         }
         // The code whose frame is the call's own: a function's, or a bound method's.
         let own_code = function
@@ -127,10 +123,7 @@ unsafe extern "C" fn translated_new(
             let mut given = Vec::with_capacity(NAMES.len());
             for (value, name) in values.into_iter().zip(NAMES) {
                 given.push(value.ok_or_else(|| {
-                    new_error::<PyTypeError>(
-                        py,
-                        format!("SotTranslated() missing required argument '{name}'"),
-                    )
+                    PyTypeError::new_err(format!("SotTranslated() missing required argument '{name}'"))
                 })?);
             }
             let [function, backend, full_graph, cache_size, traced_prefixes] = given.as_slice() else {
@@ -144,7 +137,7 @@ unsafe extern "C" fn translated_new(
                 cache_size.extract()?,
                 traced_prefixes.extract()?,
             )?;
-            types(py)?.translated.instantiate(py, translated)
+            types()?.translated.instantiate(py, translated)
         })
     }
 }
@@ -257,10 +250,10 @@ struct SotTypes {
 
 static TYPES: OnceLock<SotTypes> = OnceLock::new();
 
-fn types(py: Python<'_>) -> PyResult<&'static SotTypes> {
+fn types() -> PyResult<&'static SotTypes> {
     TYPES
         .get()
-        .ok_or_else(|| new_error::<PyRuntimeError>(py, "framehook: SOT's types are not made yet"))
+        .ok_or_else(|| PyRuntimeError::new_err("framehook: SOT's types are not made yet"))
 }
 
 fn slot(slot: std::ffi::c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
@@ -302,7 +295,7 @@ fn make_types(py: Python<'_>) -> PyResult<SotTypes> {
 
 fn arg_object<'py>(py: Python<'py>, arg: &GraphArg<'py>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match arg {
-        GraphArg::Sym(index) => types(py)?.reference.instantiate(py, Ref { index: *index })?,
+        GraphArg::Sym(index) => types()?.reference.instantiate(py, Ref { index: *index })?,
         GraphArg::Const(value) => value.clone(),
         GraphArg::Tuple(items) => PyTuple::new(
             py,
@@ -437,7 +430,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         // Under the import lock: no other thread makes them meanwhile.
         let _ = TYPES.set(make_types(py)?);
     }
-    let types = types(py)?;
+    let types = types()?;
     module.add("SotTranslated", types.translated.type_object(py))?;
     module.add("SotRef", types.reference.type_object(py))?;
     module.add_function(wrap_pyfunction!(_sot_reset, module)?)?;
