@@ -11,8 +11,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::pyobject::{
-    ffi_body, getset, instance_value, native_getter, CTable, NativeType, NativeValue, StrongRef, TypeSpec,
-    GETSET_END,
+    ffi_body, getset, instance_value, native_getter, slot, CTable, NativeType, NativeValue, StrongRef,
+    TypeSpec, GETSET_END,
 };
 use crate::pep523_backend::{new_error, FrameView, RawFrameView};
 
@@ -162,14 +162,8 @@ pub(crate) fn new_type(py: Python<'_>) -> PyResult<NativeType<Frame>> {
             name: c"framehook.Frame",
             doc: c"The frame a hook receives; valid only until the hook returns.",
             slots: vec![
-                ffi::PyType_Slot {
-                    slot: ffi::Py_tp_getset,
-                    pfunc: GETTERS.as_mut_ptr(),
-                },
-                ffi::PyType_Slot {
-                    slot: ffi::Py_tp_repr,
-                    pfunc: frame_repr as *mut c_void,
-                },
+                slot(ffi::Py_tp_getset, GETTERS.as_mut_ptr()),
+                slot(ffi::Py_tp_repr, frame_repr as *mut c_void),
             ],
             attributes: false,
             vectorcall: None,

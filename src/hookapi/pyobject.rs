@@ -264,6 +264,11 @@ pub const fn method(
     }
 }
 
+/// A type slot, as `TypeSpec::slots` lists them.
+pub fn slot(slot: c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
+    ffi::PyType_Slot { slot, pfunc }
+}
+
 /// CPython's fields of an instance, null unless its type asks for them (see [`TypeSpec`]).
 #[repr(C)]
 struct Extras {
@@ -414,20 +419,11 @@ impl<T: NativeValue> NativeType<T> {
     /// Python unless `spec` has its own `Py_tp_new`.
     pub fn new(py: Python<'_>, spec: TypeSpec) -> PyResult<Self> {
         let mut slots = vec![
-            ffi::PyType_Slot {
-                slot: ffi::Py_tp_dealloc,
-                pfunc: dealloc::<T> as *mut c_void,
-            },
-            ffi::PyType_Slot {
-                slot: ffi::Py_tp_doc,
-                pfunc: spec.doc.as_ptr().cast_mut().cast(),
-            },
+            slot(ffi::Py_tp_dealloc, dealloc::<T> as *mut c_void),
+            slot(ffi::Py_tp_doc, spec.doc.as_ptr().cast_mut().cast()),
         ];
         if !spec.slots.iter().any(|slot| slot.slot == ffi::Py_tp_new) {
-            slots.push(ffi::PyType_Slot {
-                slot: ffi::Py_tp_new,
-                pfunc: refuse_new as *mut c_void,
-            });
+            slots.push(slot(ffi::Py_tp_new, refuse_new as *mut c_void));
         }
         let extras = std::mem::offset_of!(Instance<T>, extras);
         let mut flags = ffi::Py_TPFLAGS_DEFAULT;
@@ -442,22 +438,13 @@ impl<T: NativeValue> NativeType<T> {
                 c"__weaklistoffset__",
                 extras + std::mem::offset_of!(Extras, weak_references),
             ));
-            slots.push(ffi::PyType_Slot {
-                slot: ffi::Py_tp_traverse,
-                pfunc: traverse::<T> as *mut c_void,
-            });
-            slots.push(ffi::PyType_Slot {
-                slot: ffi::Py_tp_clear,
-                pfunc: clear::<T> as *mut c_void,
-            });
+            slots.push(slot(ffi::Py_tp_traverse, traverse::<T> as *mut c_void));
+            slots.push(slot(ffi::Py_tp_clear, clear::<T> as *mut c_void));
             assert!(
                 !spec.slots.iter().any(|slot| slot.slot == ffi::Py_tp_getset),
                 "a type with attributes has no getters besides __dict__"
             );
-            slots.push(ffi::PyType_Slot {
-                slot: ffi::Py_tp_getset,
-                pfunc: DICT_GETSET.as_mut_ptr(),
-            });
+            slots.push(slot(ffi::Py_tp_getset, DICT_GETSET.as_mut_ptr()));
         }
         if spec.vectorcall.is_some() {
             flags |= ffi::Py_TPFLAGS_HAVE_VECTORCALL;
@@ -465,23 +452,14 @@ impl<T: NativeValue> NativeType<T> {
                 c"__vectorcalloffset__",
                 extras + std::mem::offset_of!(Extras, vectorcall),
             ));
-            slots.push(ffi::PyType_Slot {
-                slot: ffi::Py_tp_call,
-                pfunc: ffi::PyVectorcall_Call as *mut c_void,
-            });
+            slots.push(slot(ffi::Py_tp_call, ffi::PyVectorcall_Call as *mut c_void));
         }
         if !members.is_empty() {
             members.push(ffi::PyMemberDef::default());
-            slots.push(ffi::PyType_Slot {
-                slot: ffi::Py_tp_members,
-                pfunc: members.as_mut_ptr().cast(),
-            });
+            slots.push(slot(ffi::Py_tp_members, members.as_mut_ptr().cast()));
         }
         slots.extend(spec.slots);
-        slots.push(ffi::PyType_Slot {
-            slot: 0,
-            pfunc: ptr::null_mut(),
-        });
+        slots.push(slot(0, ptr::null_mut()));
         let mut type_spec = ffi::PyType_Spec {
             name: spec.name.as_ptr(),
             basicsize: c_int::try_from(std::mem::size_of::<Instance<T>>()).expect("small instances"),

@@ -14,8 +14,8 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use super::dispatch;
 use super::frame::{self, Frame};
 use super::pyobject::{
-    bool_object, discard, ffi_body, ffi_status, getset, instance_value, method, native_getter, type_name,
-    CTable, NativeType, NativeValue, StrongRef, TypeSpec, GETSET_END,
+    bool_object, discard, ffi_body, ffi_status, getset, instance_value, method, native_getter, slot,
+    type_name, CTable, NativeType, NativeValue, StrongRef, TypeSpec, GETSET_END,
 };
 use super::registry::{Hook, Observer, OnError, Registry, Transform};
 use crate::pep523_backend::new_error;
@@ -257,10 +257,6 @@ static HANDLE_GETSET: CTable<[ffi::PyGetSetDef; 10]> = CTable([
     ),
     GETSET_END,
 ]);
-
-fn slot(slot: c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
-    ffi::PyType_Slot { slot, pfunc }
-}
 
 fn handle_type(py: Python<'_>) -> PyResult<NativeType<HookHandle>> {
     NativeType::new(

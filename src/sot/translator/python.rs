@@ -13,7 +13,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use super::value::{Graph, GraphArg, NodeKind};
 use super::{Config, Translator};
 use crate::hookapi::pyobject::{
-    ffi_body, getset, import, instance_value, method, native_getter, CTable, NativeType, NativeValue,
+    ffi_body, getset, import, instance_value, method, native_getter, slot, CTable, NativeType, NativeValue,
     StrongRef, TypeSpec, GETSET_END,
 };
 use crate::hookapi::python::parse_arguments;
@@ -254,10 +254,6 @@ fn types() -> PyResult<&'static SotTypes> {
     TYPES
         .get()
         .ok_or_else(|| PyRuntimeError::new_err("framehook: SOT's types are not made yet"))
-}
-
-fn slot(slot: std::ffi::c_int, pfunc: *mut c_void) -> ffi::PyType_Slot {
-    ffi::PyType_Slot { slot, pfunc }
 }
 
 fn make_types(py: Python<'_>) -> PyResult<SotTypes> {
