@@ -26,6 +26,8 @@ print(sys.executable)
 ";
 
 const SHIM_DIR: &str = "src/pep523_backend";
+/// Standard C, no Python: the floating-point flags SOT's fused kernels read.
+const FP_FLAGS: &str = "src/sot/elementwise/fp_flags.c";
 /// The shim's C files, by concern (see `contract.h` and `shim_internal.h`).
 const SHIM_FILES: &[&str] = &[
     "eval.c",
@@ -43,6 +45,7 @@ fn main() {
     println!("cargo:rerun-if-changed={SHIM_DIR}");
     println!("cargo:rerun-if-changed=src/hookapi/capi_layout.c");
     println!("cargo:rerun-if-changed=python/framehook/include/framehook.h");
+    println!("cargo:rerun-if-changed={FP_FLAGS}");
     println!("cargo:rerun-if-env-changed=PYO3_PYTHON");
     println!("cargo:rerun-if-env-changed=PYTHON_SYS_EXECUTABLE");
 
@@ -110,4 +113,10 @@ fn main() {
         // A missing internal header must fail the build, not leave an undefined symbol.
         .flag_if_supported("-Werror=implicit-function-declaration")
         .compile("framehook_shim");
+
+    cc::Build::new()
+        .file(FP_FLAGS)
+        .std("c11")
+        .warnings(true)
+        .compile("framehook_fp_flags");
 }

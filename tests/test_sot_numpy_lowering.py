@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import framehook.sot as sot
+from framehook import _native
 from framehook.sot._numpy_backend import NumpyBackend
 
 METHODS = np.ndarray.__dict__
@@ -187,13 +188,18 @@ def written_into(source):
     return [m.group(0) for m in calls if m and m.group(2) in m.group(1).split(", ")]
 
 
+def fused_runs(source):
+    """How many fused elementwise runs the graph calls."""
+    return len(re.findall(r"^    _f\d+ = ", source, re.MULTILINE))
+
+
 def same_layout(actual, expected):
     return all(identical(a, e) and a.strides == e.strides for a, e in zip(actual, expected))
 
 
 def test_an_elementwise_result_goes_into_a_dead_array_the_graph_made():
     def f(x, bias):
-        h = x * 2.0
+        h = np.tanh(x)
         h = h + bias  # into h (the bias cannot order the axes)
         h = np.tanh(h)  # into h
         return h, h * 0.5  # h is returned: a new array for the product
@@ -282,8 +288,9 @@ def test_in_place_operators_on_numbers_are_graph_arithmetic():
     source = backend.compiled[-1].__sot_source__
     assert not any(v is operator.iadd for v in called(backend.compiled[-1])), source
     assert " + " in source, source
-    # What follows the number is known while compiling: the array's result is written into.
-    assert len(written_into(source)) == 1, source
+    # What follows the number is known while compiling: the product and the quotient are
+    # one fused run.
+    assert fused_runs(source) == 1, source
 
 
 def test_a_result_goes_into_an_array_no_later_node_reads_of_its_order():
@@ -307,3 +314,168 @@ def test_a_result_goes_into_an_array_no_later_node_reads_of_its_order():
         source = backend.compiled[0].__sot_source__
         tanh = re.search(r"(v\d+) = c\d+\(v0\)", source).group(1)
         assert bool(re.search(rf"v\d+ = c\d+\(v\d+, {tanh}\)", source)) == reused, source
+
+
+# ---------------------------------------------------------------- fused elementwise runs
+
+
+class KernelCalls:
+    """The fused-kernel calls since it was made: run, or given up (numpy's calls ran)."""
+
+    def __init__(self):
+        self.start = _native._sot_fused_calls()
+
+    @property
+    def ran(self):
+        return _native._sot_fused_calls()[0] - self.start[0]
+
+    @property
+    def gave_up(self):
+        return _native._sot_fused_calls()[1] - self.start[1]
+
+
+def layer(x, bias, scale, k):
+    """Elementwise code of every fused operation: numbers (constant, argument, int), a
+    broadcast bias, a mean's division, powers numpy runs as other ufuncs."""
+    centered = x - x.mean(axis=-1, keepdims=True)
+    y = centered / ((centered * centered).mean(axis=-1, keepdims=True) + 1e-5) ** 0.5
+    y = -(y * scale + bias) * k
+    z = np.abs(y) ** 2 + np.sqrt(np.square(y) + 1.0) - (y + 3.0) ** -1
+    return y, np.positive(z) * 0.5, np.reciprocal(z + 2) - np.subtract(z, 1.5)
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 8), (2, 3, 4)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_fused_runs_give_eager_results_bit_for_bit(dtype, shape):
+    fast, backend = translate(layer)
+    rng = np.random.default_rng(1)
+    for call in range(4):
+        x = (rng.standard_normal(shape) * 4).astype(dtype)
+        bias = rng.standard_normal(shape[-1:]).astype(dtype)
+        # A Python float and int that change on every call (graph inputs from the second).
+        scale, k = float(rng.uniform(0.5, 2)), call + 2
+        expected = layer(x, bias, scale, k)
+        assert same_layout(fast(x, bias, scale, k), expected)
+    # Every elementwise operation is in one of two runs, cut by the second mean's sum.
+    graphs = backend.compiled
+    assert [fused_runs(graph.__sot_source__) for graph in graphs] == [2] * len(graphs)
+    calls = KernelCalls()
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    assert same_layout(fast(x, bias, 1.25, 9), layer(x, bias, 1.25, 9))
+    assert (calls.ran, calls.gave_up) == (2, 0)
+
+
+@pytest.mark.parametrize(
+    ("function", "x", "message"),
+    [
+        (lambda x: x * 1e30 * 1e30, 10.0, "overflow encountered in multiply"),
+        (lambda x: (x - 1.0) / (x - x), 2.0, "divide by zero encountered in divide"),
+        (lambda x: np.sqrt(x - 5.0) + 1.0, 2.0, "invalid value encountered in sqrt"),
+    ],
+    ids=["overflow", "divide", "invalid"],
+)
+def test_what_numpy_warns_of_is_warned_of_by_numpy(function, x, message):
+    # The kernel gives up where the hardware raised a flag numpy reports; numpy's calls then
+    # warn, or raise under np.errstate, as eagerly.
+    fast, backend = translate(function)
+    x = np.full((2, 3), x, np.float32)
+    with pytest.warns(RuntimeWarning, match=message):
+        expected = function(x)
+    with pytest.warns(RuntimeWarning, match=message):
+        assert same_layout((fast(x),), (expected,))
+    calls = KernelCalls()
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError, match=message):
+        fast(x)
+    assert calls.gave_up == 1 and calls.ran == 0
+    # Quiet NaN and infinity pass through the arithmetic without a flag, as in numpy.
+    quiet = np.array([[np.nan, np.inf, -np.inf], [0.0, -0.0, np.nan]], np.float32)
+    if message.startswith("overflow"):
+        with np.errstate(all="raise"):
+            assert same_layout((fast(quiet),), (function(quiet),))
+        assert calls.ran == 1
+
+
+def test_underflow_numpy_ignores_by_default_is_raised_where_asked():
+    def f(x):
+        return x * 1e-30 * 1e-30
+
+    fast, backend = translate(f)
+    x = np.full(4, 3.0, np.float32)
+    assert same_layout((fast(x),), (f(x),))
+    with np.errstate(under="raise"), pytest.raises(FloatingPointError, match="underflow encountered in multiply"):
+        fast(x)
+
+
+def test_operands_of_any_strides_and_c_order_by_strides():
+    def f(x, y):
+        return (x + y) * 2.0 - y
+
+    fast, backend = translate(f)
+    base = np.arange(96, dtype=np.float64).reshape(8, 12)
+    x, y = base[:4, :6].copy(), base[4:, 6:].copy()
+    assert same_layout((fast(x, y),), (f(x, y),))
+    calls = KernelCalls()
+    # Slices of a larger array (axes still in C order by their strides) run in the kernel;
+    # an F-order operand (numpy gives the result its order) and reversed rows go to numpy.
+    cases = [
+        ((base[:4, :6], base[4:, 6:]), True),
+        ((base[:4, ::2][:, :6], base[::2, :6][:4]), True),
+        ((np.asfortranarray(x), y), False),
+        ((base[3::-1, :6], y), False),
+    ]
+    for args, in_kernel in cases:
+        before = calls.ran
+        result = fast(*args)
+        assert same_layout((result,), (f(*args),))
+        assert (calls.ran > before) == in_kernel
+    # A vector may step any way: it has one layout.
+    v, w = base[0, ::-2], base[1, :6]
+    fast(v, w)  # compiled for vectors
+    before = calls.ran
+    assert same_layout((fast(v, w),), (f(v, w),))
+    assert calls.ran == before + 1
+
+
+def test_numbers_the_dtype_cannot_hold_exactly_go_to_numpy():
+    def f(x, k):
+        return (x + k) * 3.0
+
+    fast, backend = translate(f)
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    for k in (1, 2):
+        assert same_layout((fast(x, k),), (f(x, k),))
+    calls = KernelCalls()
+    for k in (5, 2**24, 2**24 + 1, 2**40):
+        assert same_layout((fast(x, k),), (f(x, k),))
+    # Ints past 2**24 are not exactly float32 values: numpy converts them.
+    assert (calls.ran, calls.gave_up) == (2, 2)
+
+
+def test_what_is_not_fused():
+    def f(x, h, i):
+        a = np.tanh(x) * 2.0 + 1.0  # tanh: numpy's own approximation, left to numpy
+        b = np.exp(a)  # one operation between two calls: nothing to fuse
+        return b, h * 2.0 + 1.0, i * 2 + 1  # float16 and integers: not fused
+
+    fast, backend = translate(f)
+    x = np.linspace(-1, 1, 6)
+    args = (x, x.astype(np.float16), np.arange(6))
+    assert identical(fast(*args), f(*args))
+    source = backend.compiled[0].__sot_source__
+    assert fused_runs(source) == 1, source  # tanh(x) * 2.0 + 1.0's two operations
+
+
+def test_the_kernels_check_numpys_array_layout_and_their_programs():
+    sample = np.arange(24.0).reshape(4, 6)[::2, 1:]
+    data_address = sample.__array_interface__["data"][0]
+    check = _native._sot_fused_check_layout
+    assert check(sample, np.ndarray, data_address, list(sample.shape), list(sample.strides))
+    assert not check(sample, np.ndarray, data_address + 8, list(sample.shape), list(sample.strides))
+    assert not check(sample, np.ndarray, data_address, [2, 6], list(sample.strides))
+    assert not check([1, 2], np.ndarray, 0, [2, 1], [8, 8])
+    with pytest.raises(ValueError, match="not a fused elementwise program: .*ends early"):
+        _native._sot_fused_kernel(b"\x04\x00\x00\x00")
+    with pytest.raises(ValueError, match="operation code 99"):
+        _native._sot_fused_kernel(np.array([8, 1, 1, 1, 4, 0, 1, 99, 0, 0xFFFFFFFF, 1, 4, 1], "<u4").tobytes())
+    with pytest.raises(ValueError, match="expected tuple of length 5"):
+        _native._sot_fused((None, None), np.zeros(4))

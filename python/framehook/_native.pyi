@@ -13,6 +13,10 @@ __all__ = [
     "SotRef",
     "SotTranslated",
     "_sot_call_with",
+    "_sot_fused",
+    "_sot_fused_calls",
+    "_sot_fused_check_layout",
+    "_sot_fused_kernel",
     "_sot_reset",
     "add_frame_hook",
     "build_info",
@@ -130,6 +134,15 @@ class SotRef:
 
 def _sot_reset() -> None: ...
 def _sot_call_with(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
+
+# The numpy backend's fused elementwise kernels (src/sot/elementwise): a plan is
+# (kernel, array type, dtype, numpy.empty, result layouts).
+def _sot_fused_kernel(program: bytes) -> object: ...  # a capsule
+def _sot_fused(plan: tuple[Any, ...], *operands: Any) -> tuple[Any, ...] | None: ...
+def _sot_fused_calls() -> tuple[int, int]: ...
+def _sot_fused_check_layout(
+    array: object, array_type: type, data: int, shape: list[int], strides: list[int]
+) -> bool: ...
 
 # framehook.bytecode's binding (main interpreter only): rows of
 # (name, arg, argval, argrepr, target, positions, handler).

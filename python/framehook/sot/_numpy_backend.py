@@ -216,6 +216,14 @@ def _dtype_constant(number: Any, dtype: np.dtype) -> Any:
     return converted if math.isfinite(number) == bool(np.isfinite(converted)) else None
 
 
+def _mean_items(source: Any, axis: Any) -> Any:
+    """The count a mean over ``axis`` of ``source`` divides by, where the lowering makes
+    it numpy's ``_mean`` (an inexact dtype of 4 bytes or more), else None."""
+    if source.dtype.kind not in "fc" or source.dtype.itemsize < 4:
+        return None
+    return _axis_items(axis, source.shape)
+
+
 def _is_array(value: Any, kinds: str = "") -> bool:
     return type(value) is _ARRAY_TYPE and (not kinds or value.dtype.kind in kinds)
 
@@ -302,11 +310,242 @@ def _votes_on_layout(value: Any) -> bool:
     return type(value) is _ARRAY_TYPE and value.ndim > 0 and sum(extent > 1 for extent in value.shape) > 1
 
 
+# ---------------------------------------------------------------- fused elementwise runs
+#
+# A run of elementwise nodes on float32 or float64 arrays is computed by one call of a fused
+# kernel (``framehook._native._sot_fused``) where numpy makes one ufunc call and one new
+# array per node. The kernel fuses only what IEEE 754 rounds exactly, in the arrays' dtype,
+# so its results are numpy's bit for bit; where numpy would warn (a value not finite, an
+# underflow) or an operand is not as compiled (its layout is not guarded), it returns None
+# and the run's nodes are called as lowered above, which then warn or raise as numpy does.
+
+_FUSED_CODES = _ById({
+    np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3, np.negative: 4,
+    np.positive: 5, np.square: 6, np.sqrt: 7, np.reciprocal: 8, np.absolute: 9,
+})
+_DIVIDE_CODE = 3
+# ``a ** e`` on an inexact array: the ufunc ``ndarray.__pow__`` calls for these exponents.
+_POWER_CODES = {2: 6, 0.5: 7, -1: 8}
+_FUSED_MAX_DIMENSIONS = 8
+# A run's source slot: a call operand (an array or a number), or an earlier node of the run.
+_OPERAND, _REGISTER, _CONSTANT = 0, 1 << 30, 2 << 30
+_NO_SOURCE = 0xFFFFFFFF
+
+
+class _MeanSum:
+    """The sum a lowered mean divides (its first statement's result, under the mean's own
+    name): the first operand of the mean's division in a run."""
+
+    def __init__(self, symbol: int, value: Any):
+        self.symbol = symbol
+        self.value = value
+
+
+def _exact_number(value: Any, dtype: np.dtype) -> bool:
+    """A Python number numpy converts exactly beside an array of ``dtype`` (NEP 50's weak
+    scalars: a float by a C cast; an int only where it is exactly a ``dtype`` value)."""
+    if type(value) is float:
+        return True
+    mantissa = 24 if dtype.itemsize == 4 else 53
+    return type(value) is int and abs(value) <= 1 << mantissa
+
+
+def _fused_operation(function: Any, args: tuple, kwargs: dict, value_of: Callable[[Any], Any],
+                     result: Any, ref_type: Any) -> Any:
+    """``(code, sources)`` of a node a fused kernel computes as numpy does, else None:
+    an elementwise operation of the kernels on arrays of the result's inexact dtype and
+    Python numbers, making a new array of one dimension or more."""
+    if not _is_array(result, "f") or result.dtype.itemsize not in (4, 8) or result.size == 0:
+        return None
+    if not 1 <= result.ndim <= _FUSED_MAX_DIMENSIONS:
+        return None
+    if function is operator.pow and len(args) == 2 and not kwargs and type(args[1]) in (int, float):
+        code = _POWER_CODES.get(args[1])
+        sources: tuple = args[:1]
+        if code is None or not _is_array(value_of(args[0])):
+            return None
+    else:
+        ufunc = _elementwise_ufunc(function, args, kwargs)
+        if ufunc is None or not _FUSED_CODES.has(ufunc):
+            return None
+        code, sources = _FUSED_CODES.of(ufunc), args
+    for source in sources:
+        value = value_of(source) if isinstance(source, ref_type) else source
+        if _is_array(value):
+            if value.dtype != result.dtype or value.ndim > _FUSED_MAX_DIMENSIONS:
+                return None
+        elif not _exact_number(value, result.dtype):
+            return None
+    return code, list(sources)
+
+
+def _mean_division(function: Any, args: tuple, kwargs: dict, value_of: Callable[[Any], Any],
+                   result: Any, symbol: int, ref_type: Any) -> Any:
+    """``(code, sources)`` of a lowered mean's division by its count (a float64 division
+    rounded to the dtype: the same as the division in the dtype, the count being exact
+    there), or None where the mean is not lowered so or not fusable."""
+    if not _MEANS.has(function) or not _is_array(result, "f") or not 1 <= result.ndim <= _FUSED_MAX_DIMENSIONS:
+        return None
+    reduction = _reduction_arguments(args, kwargs, ref_type)
+    source = value_of(args[0]) if args else _UNKNOWN
+    if reduction is None or not _is_array(source) or source.dtype != result.dtype:
+        return None
+    axis, keepdims = reduction
+    items = _mean_items(source, axis)
+    if not items or not _exact_number(items, result.dtype):
+        return None
+    add_reduce: Any = np.add.reduce
+    total = add_reduce(source, axis, None, None, keepdims)
+    return _DIVIDE_CODE, [_MeanSum(symbol, total), float(items)]
+
+
+def _hoistable(function: Any, args: tuple, kwargs: dict, value_of: Callable[[Any], Any], ref_type: Any) -> bool:
+    """Whether a node may run before the fused run it sits in: pure, and neither raising
+    nor warning on the guarded types (arithmetic and comparisons of Python numbers that
+    cannot fail, views of arrays at constant indices)."""
+    if kwargs:
+        return False
+    values = [value_of(a) if isinstance(a, ref_type) else a for a in args]
+    numbers = all(type(v) in _NUMBERS for v in values)
+    if numbers and (_INFIX.has(function) or _IN_PLACE.has(function)) and len(args) == 2:
+        symbol = _INFIX.of(function) if _INFIX.has(function) else _IN_PLACE.of(function)
+        return symbol in ("+", "-", "*", "<", "<=", "==", "!=", ">", ">=")
+    if numbers and _PREFIX.has(function) and _PREFIX.of(function) in "-+":
+        return True
+    if len(args) == 2 and _is_array(values[0]) and not _holds_ref(args[1], ref_type):
+        return function is operator.getitem or _SHAPE_METHODS.has(function)
+    return False
+
+
+class _FusedRun:
+    """Consecutive elementwise nodes of one dtype, and the nodes between them that may run
+    before them (``hoisted``)."""
+
+    def __init__(self, dtype: np.dtype):
+        self.dtype = dtype
+        self.members: list[int] = []  # symbols, in order
+        self.operations: dict[int, tuple[int, list]] = {}
+        self.means: set[int] = set()  # members whose lowering's first statement runs before the run
+
+    def add(self, symbol: int, operation: tuple[int, list], mean: bool) -> None:
+        self.members.append(symbol)
+        self.operations[symbol] = operation
+        if mean:
+            self.means.add(symbol)
+
+
+def _fusion_available() -> bool:
+    """Whether the fused kernels can read this numpy's arrays: their fields are where the
+    kernels read them (checked once, on an array of known data address and layout)."""
+    if not _LAYOUT_CHECKED:
+        from .._native import _sot_fused_check_layout
+
+        sample = np.arange(60, dtype=np.float32).reshape(3, 4, 5)[::2, 1:, ::-2]
+        _LAYOUT_CHECKED.append(bool(_sot_fused_check_layout(
+            sample, _ARRAY_TYPE, sample.__array_interface__["data"][0], list(sample.shape), list(sample.strides))))
+    return _LAYOUT_CHECKED[0]
+
+
+_LAYOUT_CHECKED: list[bool] = []
+
+
+def _plan_fused_runs(nodes: tuple, inputs: int, values: list, ref_type: Any) -> list[_FusedRun]:
+    """The runs of two operations or more a fused kernel computes."""
+    if not _fusion_available():
+        return []
+    runs: list[_FusedRun] = []
+    current: Any = None
+
+    def value_of(arg: Any) -> Any:
+        return values[arg.index] if isinstance(arg, ref_type) else arg
+
+    def close() -> None:
+        if current is not None and len(current.members) >= 2:
+            runs.append(current)
+
+    for index, (function, args, kwargs, _, _) in enumerate(nodes):
+        symbol = inputs + index
+        result = values[symbol]
+        mean = _mean_division(function, args, kwargs, value_of, result, symbol, ref_type)
+        operation = mean or _fused_operation(function, args, kwargs, value_of, result, ref_type)
+        if operation is not None:
+            # A mean's sum is computed before the run its division joins: a run starts there.
+            if current is None or mean is not None or current.dtype != result.dtype:
+                close()
+                current = _FusedRun(result.dtype)
+            current.add(symbol, operation, mean is not None)
+            continue
+        if current is not None:
+            reads = {ref for arg in list(args) + list(kwargs.values()) for ref in _operand_refs(arg, ref_type)}
+            if not reads & set(current.members) and _hoistable(function, args, kwargs, value_of, ref_type):
+                continue
+            close()
+            current = None
+    close()
+    return runs
+
+
+def _fused_kernel(run: _FusedRun, values: list, returned: set[int], ref_type: Any) -> Any:
+    """``(plan, operand names, returned members)`` of a run: the plan ``_sot_fused`` takes,
+    checked on the examples against numpy's results; None where the kernel's results differ."""
+    from .._native import _sot_fused, _sot_fused_kernel
+
+    operands: list = []  # (name, example) per call operand
+    operand_at: dict[str, int] = {}
+    constants: list[float] = []
+    register_of = {symbol: at for at, symbol in enumerate(run.members)}
+    words = [run.dtype.itemsize]
+    instructions: list[int] = []
+    outputs = [symbol for symbol in run.members if symbol in returned]
+
+    def source(value: Any) -> int:
+        if isinstance(value, ref_type) and value.index in register_of:
+            return _REGISTER | register_of[value.index]
+        if isinstance(value, (ref_type, _MeanSum)):
+            name = f"v{value.index if isinstance(value, ref_type) else value.symbol}"
+            if name not in operand_at:
+                operand_at[name] = len(operands)
+                operands.append((name, values[value.index] if isinstance(value, ref_type) else value.value))
+            return _OPERAND | operand_at[name]
+        constants.append(float(value))
+        return _CONSTANT | (len(constants) - 1)
+
+    for symbol in run.members:
+        code, sources = run.operations[symbol]
+        slots = [source(s) for s in sources] + [_NO_SOURCE]
+        shape = values[symbol].shape
+        output = outputs.index(symbol) + 1 if symbol in outputs else 0
+        instructions += [code, slots[0], slots[1], len(shape), *shape, output]
+    words.append(len(operands))
+    for _, example in operands:
+        if _is_array(example):
+            words += [1, example.ndim, *example.shape]
+        else:
+            words.append(0)
+    words.append(len(constants))
+    for constant in constants:
+        bits = int.from_bytes(np.float64(constant).tobytes(), "little")
+        words += [bits & 0xFFFFFFFF, bits >> 32]
+    words += [len(run.members), *instructions]
+    program = b"".join(word.to_bytes(4, "little") for word in words)
+    dtype = np.dtype(run.dtype.type)  # numpy's own object for the dtype, as its arrays hold
+    layouts = tuple((values[symbol].shape, dtype) for symbol in outputs)
+    plan = (_sot_fused_kernel(program), _ARRAY_TYPE, dtype, np.empty, layouts)
+    results = _sot_fused(plan, *(example for _, example in operands))
+    if results is not None:
+        for symbol, computed in zip(outputs, results):
+            expected = values[symbol]
+            if (computed.shape != expected.shape or computed.strides != expected.strides
+                    or computed.tobytes() != expected.tobytes()):
+                return None
+    return plan, [name for name, _ in operands], outputs
+
+
 def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     """``graph`` is ``(inputs, nodes, outputs)``, nodes ``(function, args, kwargs, filename,
     line)`` whose arguments hold ``framehook._native.SotRef`` symbols; ``examples``, where
     given, the inputs' values while translating (the nodes are then lowered for their types)."""
-    from .._native import SotRef
+    from .._native import SotRef, _sot_fused
 
     inputs, nodes, outputs = graph
     constants: dict[str, Any] = {}
@@ -360,9 +599,9 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             if _REDUCTIONS.has(function):
                 umr = constant(_REDUCTIONS.of(function))
                 return [f"{target} = {umr}({operand(args[0])}, {operand(axis)}, None, None, {keepdims})"]
-            if _MEANS.has(function) and source.dtype.kind in "fc" and source.dtype.itemsize >= 4:
+            if _MEANS.has(function):
                 # numpy's ``_mean``: the sum, divided in place by the count (an intp).
-                items = _axis_items(axis, source.shape)
+                items = _mean_items(source, axis)
                 if items:
                     umr, divide = constant(np.add.reduce), constant(np.true_divide)
                     count = constant(np.intp(items))
@@ -453,8 +692,28 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 return index
         return None
 
+    # Fused runs, by member: the kernel's plan, the names of its operands, and the members
+    # it returns (those read after the run or returned by the graph).
+    run_of: dict[int, _FusedRun] = {}
+    kernels: dict[int, tuple] = {}
+    if values is not None:
+        read_by: dict[int, set[int]] = {}
+        for index, (_, args, kwargs, _, _) in enumerate(nodes):
+            for arg in list(args) + list(kwargs.values()):
+                for ref in _operand_refs(arg, SotRef):
+                    read_by.setdefault(ref, set()).add(inputs + index)
+        for planned in _plan_fused_runs(nodes, inputs, values, SotRef):
+            members = set(planned.members)
+            needed = {m for m in planned.members if m in output_set or read_by.get(m, set()) - members}
+            kernel = _fused_kernel(planned, values, needed, SotRef)
+            if kernel is not None:
+                kernels[id(planned)] = kernel
+                run_of.update((member, planned) for member in planned.members)
+    fallback: list[tuple[str, int]] = []  # the current run's nodes as lowered, where the kernel gives up
+
     params = ", ".join(f"v{i}" for i in range(inputs))
-    statements: list[tuple[str, int]] = []
+    # Statements: (text, line, the lines of the statements an ``if`` holds, or None).
+    statements: list[tuple[str, int, Any]] = []
     filename = nodes[0][3] if nodes else "<sot graph>"
     for index, (function, args, kwargs, node_file, line) in enumerate(nodes):
         target = f"v{inputs + index}"
@@ -467,8 +726,10 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         if into is not None:
             out = (constant(ufunc), f"out=v{into}" if _KEYWORD_OUT.has(ufunc) else f"v{into}")
         lines = lowered(target, function, args, kwargs, result, out)
+        run = run_of.get(inputs + index)
         if _is_array(result) and _makes_new_array(function, kwargs):
-            fresh.add(inputs + index)
+            if run is None or inputs + index in kernels[id(run)][2]:
+                fresh.add(inputs + index)  # a run's other members exist only where it gives up
             if not _votes_on_layout(result) or _MATMUL.has(function) and result.ndim == 2:
                 # Varying along one axis at most, an array has one dense layout; a 2-d
                 # matrix product has C order (no loop axis for numpy to order).
@@ -483,22 +744,49 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         if lines is None:
             call_args = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
             lines = [f"{target} = {operand(function)}({', '.join(call_args)})"]
-        statements.extend((statement, line if node_file == filename else 0) for statement in lines)
+        placed_at = line if node_file == filename else 0
+        if run is None:
+            statements.extend((statement, placed_at, None) for statement in lines)
+            continue
+        if inputs + index in run.means:  # the sum, before the run
+            statements.append((lines[0], placed_at, None))
+            lines = lines[1:]
+        fallback.extend((statement, placed_at) for statement in lines)
+        if inputs + index == run.members[-1]:
+            plan, operand_names, returned_members = kernels[id(run)]
+            results = f"_f{run.members[0]}"
+            first_line = next((at for _, at in fallback if at > 0), 0)
+            call = f"{results} = {constant(_sot_fused)}({constant(plan)}, {', '.join(operand_names)})"
+            unpack = "".join(f"v{m}, " for m in returned_members)
+            block = (f"if {results} is None:\n" + "".join(f"    {text}\n" for text, _ in fallback)
+                     + f"else:\n    {unpack}= {results}")
+            statements.append((call, first_line, None))
+            statements.append((block, first_line, [at for _, at in fallback]))
+            fallback = []
     returned = "".join(f"v{o}, " for o in outputs)
-    source = f"def __sot_graph({params}):\n" + "".join(f"    {s}\n" for s, _ in statements)
+    source = f"def __sot_graph({params}):\n"
+    source += "".join("".join(f"    {text}\n" for text in s.split("\n")) for s, _, _ in statements)
     source += f"    return ({returned})\n"
     tree = ast.parse(source)
     definition = tree.body[0]
     assert isinstance(definition, ast.FunctionDef)
-    lines = [line for _, line in statements if line > 0] or [1]
-    placed = [line if line > 0 else min(lines) for _, line in statements] + [max(lines)]
-    for node, line in zip(definition.body, placed):
+    lines = [line for _, line, _ in statements if line > 0] or [1]
+    placed = [line if line > 0 else min(lines) for _, line, _ in statements] + [max(lines)]
+    inner = [held for _, _, held in statements] + [None]
+    for node, line, held in zip(definition.body, placed, inner):
         for child in ast.walk(node):
             if isinstance(child, (ast.stmt, ast.expr)):
                 child.lineno = child.end_lineno = line
+        if held is not None:  # a fused run's fallback: each node at its own line
+            assert isinstance(node, ast.If)
+            node.end_lineno = max([line, *held])
+            for statement, at in zip(node.body, held):
+                for child in ast.walk(statement):
+                    if isinstance(child, (ast.stmt, ast.expr)):
+                        child.lineno = child.end_lineno = at if at > 0 else line
     definition.lineno = min(lines)
     definition.end_lineno = max(lines)
-    key = (filename, source, tuple(placed))
+    key = (filename, source, tuple(placed), tuple(tuple(held) if held else None for held in inner))
     code = _CODES.get(key)
     if code is None:
         module_code = compile(tree, filename, "exec")

@@ -1,0 +1,349 @@
+//! The numpy backend's face of the fused kernels: `_sot_fused_kernel(program)`
+//! decodes a program once, at graph compile time, into a capsule, and
+//! `_sot_fused(plan, *operands)` runs it, where `plan` is `(capsule, array
+//! type, dtype, allocate, layouts)`: the exact array type and dtype object of
+//! the array operands, and the `numpy.empty` that makes each result of its
+//! `(shape, dtype)` layout.
+//!
+//! Arrays are read as numpy's own C API reads them, through the fields of
+//! numpy's array object ([`ArrayFields`]): the buffer protocol would make numpy
+//! describe every new array it exports (a format string, shape and strides
+//! copied), which costs more than the arithmetic on small arrays. The layout is
+//! checked against the running numpy (`_sot_fused_check_layout`) before any
+//! kernel runs. `_sot_fused` returns the results, or None where the operands
+//! are not as the program describes them (type, dtype, shape, an unaligned
+//! array, one whose axes are not in C order by their strides, where numpy would
+//! order its results likewise) or the kernel gave up: the caller then runs the
+//! operations through numpy.
+
+use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyCapsule, PyFloat, PyInt, PyTuple};
+
+use super::{run, Float, Input, OperandSpec, Program, MAX_DIMENSIONS};
+
+const CAPSULE_NAME: &CStr = c"framehook.sot.fused_kernel";
+
+/// The head of numpy's `PyArrayObject_fields` (numpy/ndarraytypes.h), the
+/// fields the `PyArray_DATA`, `PyArray_NDIM`, `PyArray_DIMS`,
+/// `PyArray_STRIDES`, `PyArray_DESCR` and `PyArray_FLAGS` macros of its C API
+/// read: the same in numpy 1.x and 2.x, after the build's `PyObject` head.
+#[repr(C)]
+struct ArrayFields {
+    head: ffi::PyObject,
+    data: *mut u8,
+    nd: c_int,
+    dimensions: *const ffi::Py_ssize_t,
+    strides: *const ffi::Py_ssize_t,
+    base: *mut ffi::PyObject,
+    descr: *mut ffi::PyObject,
+    flags: c_int,
+}
+
+// numpy's array flags (numpy/ndarraytypes.h).
+const C_CONTIGUOUS: c_int = 0x0001;
+const ALIGNED: c_int = 0x0100;
+const WRITEABLE: c_int = 0x0400;
+
+/// Whether `_sot_fused_check_layout` found [`ArrayFields`] to be numpy's.
+static LAYOUT_CHECKED: AtomicBool = AtomicBool::new(false);
+
+/// Kernel calls that returned results, and that gave up (`_sot_fused_calls`).
+static RAN: AtomicU64 = AtomicU64::new(0);
+static GAVE_UP: AtomicU64 = AtomicU64::new(0);
+
+/// `_sot_fused_calls() -> (ran, gave_up)`: the process's fused-kernel calls that
+/// returned results, and those that returned None (numpy's calls ran instead).
+#[pyfunction]
+fn _sot_fused_calls() -> (u64, u64) {
+    (RAN.load(Ordering::Relaxed), GAVE_UP.load(Ordering::Relaxed))
+}
+
+/// An array's fields, read through [`ArrayFields`]: its shape and strides are
+/// numpy's own, borrowed while the array is held.
+struct ArrayView<'a> {
+    data: *mut u8,
+    shape: &'a [ffi::Py_ssize_t],
+    strides: &'a [ffi::Py_ssize_t],
+    descr: *mut ffi::PyObject,
+    flags: c_int,
+}
+
+impl ArrayView<'_> {
+    fn has_shape(&self, shape: &[usize]) -> bool {
+        self.shape.len() == shape.len()
+            && self
+                .shape
+                .iter()
+                .zip(shape)
+                .all(|(&extent, &expected)| extent as usize == expected)
+    }
+}
+
+/// The fields of `array`, an exact `numpy.ndarray` (its type checked by the
+/// caller), once the layout is checked; None before.
+fn array_view<'a>(array: &'a Bound<'_, PyAny>) -> Option<ArrayView<'a>> {
+    // SAFETY: the layout is checked, and `array` is an exact numpy.ndarray.
+    LAYOUT_CHECKED
+        .load(Ordering::Acquire)
+        .then(|| unsafe { read_fields(array) })
+}
+
+/// # Safety
+///
+/// `array` is an exact `numpy.ndarray`, whose object begins with the fields
+/// `ArrayFields` mirrors.
+unsafe fn read_fields<'a>(array: &'a Bound<'_, PyAny>) -> ArrayView<'a> {
+    // SAFETY: as the caller guarantees.
+    let fields = unsafe { &*array.as_ptr().cast::<ArrayFields>() };
+    let dimensions = usize::try_from(fields.nd).unwrap_or(0);
+    let (shape, strides): (&[ffi::Py_ssize_t], &[ffi::Py_ssize_t]) = if dimensions == 0 {
+        (&[], &[])
+    } else {
+        // SAFETY: numpy's `dimensions` and `strides` hold `nd` items each, and
+        // live as long as the array, which `array` holds.
+        unsafe {
+            (
+                std::slice::from_raw_parts(fields.dimensions, dimensions),
+                std::slice::from_raw_parts(fields.strides, dimensions),
+            )
+        }
+    };
+    ArrayView {
+        data: fields.data,
+        shape,
+        strides,
+        descr: fields.descr,
+        flags: fields.flags,
+    }
+}
+
+/// `_sot_fused_check_layout(array, array_type, data, shape, strides) -> bool`:
+/// whether numpy's array fields are where [`ArrayFields`] puts them, judged on
+/// an array of more than one dimension whose data address, shape and strides
+/// Python read (through `__array_interface__`); from then on kernels may run.
+#[pyfunction]
+fn _sot_fused_check_layout(
+    array: &Bound<'_, PyAny>,
+    array_type: &Bound<'_, PyAny>,
+    data: usize,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+) -> bool {
+    if !array.get_type().is(array_type) || shape.len() < 2 {
+        return false;
+    }
+    // SAFETY: an exact numpy.ndarray is at least as large as these fields (its
+    // object is numpy's `PyArrayObject_fields`, of which they are the head).
+    // Only the data pointer and the dimension count are read before they are
+    // found where the mirror puts them.
+    let fields = unsafe { &*array.as_ptr().cast::<ArrayFields>() };
+    if fields.data as usize != data || usize::try_from(fields.nd).ok() != Some(shape.len()) {
+        return false;
+    }
+    // SAFETY: an exact ndarray, whose data and dimension count are where the
+    // mirror puts them.
+    let view = unsafe { read_fields(array) };
+    let matches = view.has_shape(&shape) && view.strides == strides;
+    if matches {
+        LAYOUT_CHECKED.store(true, Ordering::Release);
+    }
+    matches
+}
+
+/// `_sot_fused_kernel(program: bytes) -> capsule`.
+#[pyfunction]
+fn _sot_fused_kernel<'py>(program: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyCapsule>> {
+    let decoded = Program::decode(program.as_bytes())
+        .map_err(|reason| PyValueError::new_err(format!("not a fused elementwise program: {reason}")))?;
+    PyCapsule::new(program.py(), decoded, Some(CAPSULE_NAME.to_owned()))
+}
+
+/// `(capsule, array type, dtype, allocate, layouts)`.
+type Plan<'py> = (
+    Bound<'py, PyCapsule>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    Bound<'py, PyTuple>,
+);
+
+/// `_sot_fused(plan, *operands) -> tuple | None`.
+#[pyfunction(signature = (plan, *operands))]
+fn _sot_fused<'py>(
+    plan: &Bound<'py, PyTuple>,
+    operands: &Bound<'py, PyTuple>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let (capsule, array_type, dtype, allocate, layouts): Plan<'py> = plan.extract()?;
+    let pointer = capsule.pointer_checked(Some(CAPSULE_NAME))?;
+    // SAFETY: a capsule of this name is made only by `_sot_fused_kernel`, from
+    // a `Program` it owns until it is freed; `capsule` keeps it alive here.
+    let program = unsafe { pointer.cast::<Program>().as_ref() };
+    let arrays = Arrays {
+        array_type: &array_type,
+        dtype: dtype.as_ptr(),
+    };
+    let results = if program.item_size == f32::ITEM_SIZE {
+        fused::<f32>(program, &arrays, &allocate, &layouts, operands)
+    } else {
+        fused::<f64>(program, &arrays, &allocate, &layouts, operands)
+    }?;
+    let counter = if results.is_some() { &RAN } else { &GAVE_UP };
+    counter.fetch_add(1, Ordering::Relaxed);
+    Ok(results)
+}
+
+/// What every array operand and result is: of this exact type and dtype object.
+struct Arrays<'a, 'py> {
+    array_type: &'a Bound<'py, PyAny>,
+    dtype: *mut ffi::PyObject,
+}
+
+impl Arrays<'_, '_> {
+    /// An array's fields, where it is one of these arrays, aligned.
+    fn view<'a>(&self, value: &'a Bound<'_, PyAny>) -> Option<ArrayView<'a>> {
+        if !value.get_type().is(self.array_type) {
+            return None;
+        }
+        array_view(value).filter(|view| view.descr == self.dtype && view.flags & ALIGNED != 0)
+    }
+}
+
+/// An array operand as the kernel reads it, where it is as the program
+/// describes it: the slice spanning its items, and where item 0 lies in it.
+fn array_input<'a, T: Float>(view: &ArrayView<'_>, shape: &[usize]) -> Option<Input<'a, T>> {
+    let item = std::mem::size_of::<T>() as isize;
+    if !view.has_shape(shape) || view.strides.iter().any(|stride| stride % item != 0) {
+        return None;
+    }
+    // numpy orders a new array's axes by its operands' strides where they step
+    // along two axes or more: results in C order need operands whose strides
+    // fall, axis after axis, where they vary (a slice of a larger array too).
+    let mut varying = shape
+        .iter()
+        .zip(view.strides)
+        .filter(|(&extent, _)| extent > 1)
+        .map(|(_, &stride)| stride);
+    if let Some(first) = varying.next() {
+        let mut previous = first;
+        for stride in varying {
+            if stride >= previous || stride <= 0 {
+                return None;
+            }
+            previous = stride;
+        }
+    }
+    let mut strides = [0; MAX_DIMENSIONS];
+    for (to, &stride) in strides.iter_mut().zip(view.strides) {
+        *to = stride / item;
+    }
+    let (mut lowest, mut highest) = (0isize, 0isize);
+    for (&extent, &stride) in shape.iter().zip(&strides) {
+        let reach = (extent as isize - 1) * stride;
+        if reach < 0 {
+            lowest += reach;
+        } else {
+            highest += reach;
+        }
+    }
+    // SAFETY: numpy's shape and strides address valid, aligned items of the
+    // array (alive while the caller holds it, until the kernel ends); these are
+    // the lowest and highest of them. Another thread writing the array
+    // meanwhile races with this read as it would with numpy's own loops.
+    let items = unsafe {
+        std::slice::from_raw_parts(
+            view.data.cast::<T>().offset(lowest).cast_const(),
+            (highest - lowest + 1) as usize,
+        )
+    };
+    Some(Input::Array {
+        items,
+        origin: (-lowest) as usize,
+        strides,
+    })
+}
+
+fn fused<'py, T: Float>(
+    program: &Program,
+    arrays: &Arrays<'_, 'py>,
+    allocate: &Bound<'py, PyAny>,
+    layouts: &Bound<'py, PyTuple>,
+    operands: &Bound<'py, PyTuple>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let py = operands.py();
+    if operands.len() != program.operands.len() || layouts.len() != program.outputs() {
+        return Ok(None);
+    }
+    let mut inputs: Vec<Input<'_, T>> = Vec::with_capacity(operands.len());
+    for (value, spec) in operands.iter().zip(&program.operands) {
+        let input = match spec {
+            OperandSpec::Number => number(&value, program.item_size).map(Input::Number),
+            OperandSpec::Array(shape) => arrays.view(&value).and_then(|view| array_input(&view, shape)),
+        };
+        match input {
+            Some(input) => inputs.push(input),
+            None => return Ok(None),
+        }
+    }
+    let results: Vec<Bound<'py, PyAny>> = layouts
+        .iter()
+        .map(|layout| allocate.call1(layout.cast_into::<PyTuple>()?))
+        .collect::<PyResult<_>>()?;
+    let mut outputs: Vec<&mut [T]> = Vec::with_capacity(results.len());
+    for (result, register) in results.iter().zip(
+        program
+            .registers
+            .iter()
+            .filter(|register| register.output.is_some()),
+    ) {
+        let view = arrays.view(result).filter(|view| {
+            view.flags & C_CONTIGUOUS != 0 && view.flags & WRITEABLE != 0 && view.has_shape(&register.shape)
+        });
+        let Some(view) = view else {
+            return Err(PyValueError::new_err(
+                "a fused kernel's result is not a new C-order array of its shape",
+            ));
+        };
+        // SAFETY: a new, writable, aligned, C-contiguous array of the register's
+        // items that no one else holds yet; `results` keeps it alive.
+        outputs.push(unsafe { std::slice::from_raw_parts_mut(view.data.cast::<T>(), register.items()) });
+    }
+    let ran = run(program, &inputs, &mut outputs);
+    drop((outputs, inputs));
+    match ran {
+        Ok(()) => Ok(Some(PyTuple::new(py, results)?)),
+        Err(_) => Ok(None),
+    }
+}
+
+/// A Python number as the kernel takes it: a float, or an int an array of this
+/// item size holds exactly (NEP 50 converts both beside an array; the kernel
+/// converts them to the item type, where a flag the cast raises is seen).
+fn number(value: &Bound<'_, PyAny>, item_size: u32) -> Option<f64> {
+    if value.is_exact_instance_of::<PyFloat>() {
+        return value.extract::<f64>().ok();
+    }
+    if value.is_exact_instance_of::<PyInt>() {
+        let integer = value.extract::<i64>().ok()?;
+        let mantissa = if item_size == f32::ITEM_SIZE {
+            f32::MANTISSA_DIGITS
+        } else {
+            f64::MANTISSA_DIGITS
+        };
+        #[allow(clippy::cast_precision_loss)]
+        return (integer.unsigned_abs() <= 1u64 << mantissa).then_some(integer as f64);
+    }
+    None
+}
+
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(_sot_fused_check_layout, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_fused_calls, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_fused_kernel, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_fused, module)?)?;
+    Ok(())
+}
