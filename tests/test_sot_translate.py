@@ -637,24 +637,6 @@ class _Plain:
     pass
 
 
-def _init_again_with_an_argument(x):
-    y = x + 1
-    try:
-        _Plain().__init__(42)  # object.__init__, bound to the new object
-    except TypeError as error:
-        return y, str(error)
-    return y, "no error"
-
-
-def test_a_builtin_bases_method_of_an_object_made_while_translating_is_bound_to_it():
-    fast = sot.translate(_init_again_with_an_argument)
-    got, want = fast(np.ones(2)), _init_again_with_an_argument(np.ones(2))
-    np.testing.assert_array_equal(got[0], want[0])
-    assert got[1] == want[1] and "takes exactly one argument" in got[1]
-    st = sot.stats(fast)
-    assert st.graphs >= 1 and any("object.__init__" in b.reason for b in st.graph_breaks)
-
-
 def _exceptions_initialised_again(x):
     plain = ValueError("plain")
     keyed = ImportError("keyed", name="module", path="file")
@@ -898,6 +880,39 @@ def test_zero_argument_super_in_a_resume_function_finds_the_first_argument():
     st = sot.stats(fast)
     assert st.graphs >= 1
     assert [b.reason for b in st.graph_breaks] and all("print" in b.reason for b in st.graph_breaks)
+
+
+class _InitOnly:
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+def _object_init_messages(x):
+    messages = []
+    for make in (_Plain, _InitOnly):
+        try:
+            make().__init__(42)
+            messages.append(None)
+        except TypeError as error:
+            messages.append(str(error))
+    # Without arguments, object.__init__ does nothing.
+    return x * 2.0, messages, _InitOnly().__init__()
+
+
+def test_object_init_of_a_made_object_raises_cpythons_errors_for_arguments():
+    fast = sot.translate(_object_init_messages)
+    x = np.ones(2)
+    expected = _object_init_messages(x)
+    assert expected[1] == [
+        "_Plain.__init__() takes exactly one argument (the instance to initialize)",
+        "object.__init__() takes exactly one argument (the instance to initialize)",
+    ]
+    for _ in range(2):
+        got = fast(x)
+        np.testing.assert_array_equal(got[0], expected[0])
+        assert got[1:] == expected[1:]
+    st = sot.stats(fast)
+    assert st.graphs == 1 and st.ops_captured == 1 and st.graph_breaks == [] and st.fallbacks == []
 
 
 def _listed_through_a_module(x):

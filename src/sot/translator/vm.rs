@@ -3409,6 +3409,26 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.push_val(Val::Super { class, receiver }))
     }
 
+    /// `object.__init__` of an instance of `class`: nothing, or CPython's error for
+    /// arguments (`object_init`), which names the class where it defines neither
+    /// `__init__` nor `__new__`.
+    fn object_init(&mut self, class: &Bound<'py, PyAny>, arguments: bool) -> Res<Vid> {
+        let object = self.ops.builtins.getattr("object")?;
+        let own = |name: &str| -> PyResult<bool> { Ok(!class.getattr(name)?.is(&object.getattr(name)?)) };
+        if arguments && own("__init__")? {
+            return Err(Problem::Python(PyTypeError::new_err(
+                "object.__init__() takes exactly one argument (the instance to initialize)",
+            )));
+        }
+        if arguments && !own("__new__")? {
+            return Err(Problem::Python(PyTypeError::new_err(format!(
+                "{}.__init__() takes exactly one argument (the instance to initialize)",
+                class.getattr("__name__")?
+            ))));
+        }
+        Ok(self.constant(self.ops.none.clone()))
+    }
+
     /// Whether `super(class, receiver)` is of a class (a classmethod's, `__new__`'s):
     /// `receiver` a subclass of `class`, whose functions it then gives unbound.
     fn super_of_a_class(&mut self, class: &Bound<'py, PyAny>, receiver: Vid) -> Res<bool> {
@@ -3450,11 +3470,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return self.call(function, vec![receiver], vec![]);
                 }
                 if base.is(&self.ops.builtins.getattr("object")?) {
-                    if name == "__init__" {
-                        // object.__init__ on a plain instance: nothing to do.
-                        let noop = self.ops.builtins.getattr("object")?.getattr(name)?;
-                        return Ok(self.constant(noop));
-                    }
                     if !receiver_is_class && raw.is_instance(self.ops.c_method_types.as_any())? {
                         // object.__setattr__ and the like, bound to the receiver (a frozen
                         // dataclass's __setattr__ calls super().__setattr__(name, value)).
@@ -4867,6 +4882,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         match self.val(callable).clone_val() {
             Val::Function(f) => self.inline(&f, args, kwargs, None),
             Val::Method { function, receiver } => {
+                let object_init = self.ops.builtins.getattr("object")?.getattr("__init__")?;
+                if matches!(self.val(function), Val::Obj { obj, .. } if obj.is(&object_init)) {
+                    let class = self.type_of(receiver)?;
+                    return self.object_init(&class, !args.is_empty() || !kwargs.is_empty());
+                }
                 let mut all = vec![receiver];
                 all.extend(args);
                 self.call(function, all, kwargs)
