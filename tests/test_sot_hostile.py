@@ -281,11 +281,7 @@ def substitute(result, mine, theirs):
     return ("ok", theirs if result[1] is mine else result[1])
 
 
-ASKED_ONCE = ("the translator calls a Python __eq__ of an argument once, while translating, and bakes "
-              "the answer into the generated code: later calls neither run the method (its side effects) "
-              "nor see a new answer")
-ASKED_ONCE_XFAIL = pytest.mark.xfail(strict=True, reason=ASKED_ONCE)
-# The other special methods run on every call: bool() and `in` of such an object break,
+# Special methods run on every call: bool(), `in` and comparisons of such an object break,
 # len() inlines its __len__.
 
 
@@ -301,7 +297,7 @@ def run_both(use, behaviour, calls=2):
     return want, got, eager_object, translated_object
 
 
-@pytest.mark.parametrize("use", [pytest.param(use_eq, marks=ASKED_ONCE_XFAIL), use_bool, use_len, use_set],
+@pytest.mark.parametrize("use", [use_eq, use_bool, use_len, use_set],
                          ids=lambda use: use.__name__)
 def test_special_methods_run_on_every_call(use):
     _, _, eager_object, translated_object = run_both(use, {})
@@ -309,7 +305,7 @@ def test_special_methods_run_on_every_call(use):
 
 
 @pytest.mark.parametrize(("use", "method", "lie"), [
-    pytest.param(use_eq, "__eq__", "alternating", marks=ASKED_ONCE_XFAIL),
+    (use_eq, "__eq__", "alternating"),
     (use_bool, "__bool__", "alternating"),
     (use_len, "__len__", "changing"),
 ], ids=["eq", "bool", "len"])

@@ -1986,3 +1986,29 @@ def test_a_path_shared_by_the_graphs_inputs_is_read_once():
     reads = [i for i in dis.get_instructions(code) if i.opname.startswith("LOAD_ATTR") and i.argval == "inner"]
     assert len(reads) == 1, list(dis.get_instructions(code))
     assert sot.stats(fast).own_frame == "translated" and sot.stats(fast).cache_hits == 1
+
+
+class _LoudMeta(type):
+    shown = 0
+
+    def __repr__(cls):
+        _LoudMeta.shown += 1
+        return "loud"
+
+
+class _LoudConfig(metaclass=_LoudMeta):
+    scale = 2.0
+
+
+def _scaled_by_a_pinned_class(x):
+    return x * _LoudConfig.scale
+
+
+def test_explain_describes_guarded_values_without_running_their_code():
+    # A guard's description showed repr(): a __repr__ with side effects ran while
+    # translating (a list appending to itself as it was shown never ended).
+    fast = sot.translate(_scaled_by_a_pinned_class)
+    fast(np.ones(2))
+    text = sot.explain(fast, np.ones(2))
+    assert _LoudMeta.shown == 0
+    assert "G[_LoudConfig] is <class '_LoudConfig'>" in text, text

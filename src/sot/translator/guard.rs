@@ -154,11 +154,13 @@ pub enum Check {
 
 impl Check {
     pub fn describe(&self, py: Python<'_>) -> String {
+        // A tensor's meta attributes are the backend's (a dtype, a shape): their own repr.
         let repr = |o: &StrongRef| {
             o.bind(py)
                 .repr()
                 .map_or_else(|_| "?".to_owned(), |r| r.to_string())
         };
+        let value = |o: &StrongRef| describe_value(&o.bind(py), DESCRIBED_DEPTH);
         let type_name = |o: &StrongRef| {
             o.bind(py)
                 .getattr("__qualname__")
@@ -167,12 +169,12 @@ impl Check {
         match self {
             Check::Type(t) => format!("type is {}", type_name(t)),
             Check::Id(pin) => match pin.object(py) {
-                Some(o) => format!("is {}", truncate(&repr(&StrongRef::new(&o)))),
+                Some(o) => format!("is {}", truncate(&describe_value(&o, DESCRIBED_DEPTH))),
                 None => "is <an object that died>".to_owned(),
             },
-            Check::Equals(v) => format!("== {}", truncate(&repr(v))),
+            Check::Equals(v) => format!("== {}", truncate(&value(v))),
             Check::Len(n) => format!("len == {n}"),
-            Check::Keys(k) => format!("keys == {}", truncate(&repr(k))),
+            Check::Keys(k) => format!("keys == {}", truncate(&value(k))),
             Check::Tensor { ty, attributes } => {
                 let attrs: Vec<String> = attributes
                     .iter()
@@ -272,6 +274,96 @@ fn len_of(o: &StrongRef) -> Option<usize> {
         return None;
     }
     Some(len as usize)
+}
+
+/// How deep `describe_value` goes into containers, and how many items of each it shows.
+const DESCRIBED_DEPTH: usize = 3;
+const DESCRIBED_ITEMS: usize = 8;
+
+/// A guarded value as `explain` shows it, without running any code of the value's own:
+/// a `__repr__` written in Python may have side effects (a list that grows as it is
+/// shown never ends), and a large container's repr costs its size. Numbers, strings,
+/// classes, modules, functions and code by their repr (CPython's own, of the type
+/// only); the builtin containers item by item, to a few; anything else by its type.
+fn describe_value(obj: &Bound<'_, PyAny>, depth: usize) -> String {
+    use pyo3::types::{
+        PyBool, PyBytes, PyCFunction, PyCode, PyComplex, PyFrozenSet, PyFunction, PyList, PyModule, PySet,
+        PyType,
+    };
+    let own_repr = || obj.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string());
+    let qualname = |ty: &Bound<'_, PyAny>| {
+        ty.getattr("__qualname__")
+            .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+    };
+    if obj.is_none()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyComplex>()
+        || obj.is_exact_instance_of::<PyFunction>()
+        || obj.is_exact_instance_of::<PyCFunction>()
+        || obj.is_exact_instance_of::<PyCode>()
+    {
+        return own_repr();
+    }
+    if obj.is_exact_instance_of::<PyInt>() {
+        // Past CPython's digit limit an int has no repr.
+        return obj
+            .repr()
+            .map_or_else(|_| "<a large int>".to_owned(), |r| r.to_string());
+    }
+    if obj.is_exact_instance_of::<PyString>() || obj.is_exact_instance_of::<PyBytes>() {
+        let head = obj
+            .len()
+            .ok()
+            .filter(|&len| len > 60)
+            .and_then(|_| obj.get_item(pyo3::types::PySlice::new(obj.py(), 0, 60, 1)).ok());
+        return head.map_or_else(own_repr, |head| format!("{}...", describe_value(&head, 0)));
+    }
+    if obj.is_instance_of::<PyType>() {
+        return format!("<class '{}'>", qualname(obj));
+    }
+    if obj.is_exact_instance_of::<PyModule>() {
+        return format!(
+            "<module '{}'>",
+            obj.getattr("__name__")
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        );
+    }
+    let container = if obj.is_exact_instance_of::<PyTuple>() {
+        Some(("(", ")"))
+    } else if obj.is_exact_instance_of::<PyList>() {
+        Some(("[", "]"))
+    } else if obj.is_exact_instance_of::<PySet>()
+        || obj.is_exact_instance_of::<PyFrozenSet>()
+        || obj.is_exact_instance_of::<PyDict>()
+    {
+        Some(("{", "}"))
+    } else {
+        None
+    };
+    let Some((open, close)) = container.filter(|_| depth > 0) else {
+        return format!("<{} object>", qualname(&obj.get_type().into_any()));
+    };
+    let mut shown = Vec::new();
+    let length = obj.len().unwrap_or(0);
+    if let Ok(dict) = obj.cast_exact::<PyDict>() {
+        for (key, value) in dict.iter().take(DESCRIBED_ITEMS) {
+            shown.push(format!(
+                "{}: {}",
+                describe_value(&key, depth - 1),
+                describe_value(&value, depth - 1)
+            ));
+        }
+    } else if let Ok(items) = obj.try_iter() {
+        for item in items.take(DESCRIBED_ITEMS).flatten() {
+            shown.push(describe_value(&item, depth - 1));
+        }
+    }
+    if length > DESCRIBED_ITEMS {
+        shown.push("...".to_owned());
+    }
+    let trailing = if length == 1 && open == "(" { "," } else { "" };
+    format!("{open}{}{trailing}{close}", shown.join(", "))
 }
 
 fn truncate(text: &str) -> String {

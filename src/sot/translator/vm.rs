@@ -529,6 +529,10 @@ fn methods_of_builtin(builtin: &str) -> &'static [&'static str] {
         "in" => &["__contains__"],
         "member" => &["__hash__", "__eq__"],
         "len" => &["__len__"],
+        // Either side's, reflected ones included, and `==` of the items of containers.
+        "lt" | "le" | "eq" | "ne" | "gt" | "ge" => {
+            &["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"]
+        }
         _ => &[],
     }
 }
@@ -1377,15 +1381,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             return self.record(&function, args, vec![]);
         }
         // Computed now, where every later call passing the guards computes the same.
-        // Comparisons still fold with any object (a class's own __eq__ is asked once): a
-        // break at a comparison of lists of such objects followed by formatting them
-        // (test_class's assertCallStack) made the formatting run without end.
         let mut objs = Vec::with_capacity(args.len());
         for arg in &args {
-            if COMPARE_NAMES.contains(&name) {
-                objs.push(self.concrete(*arg)?);
-                continue;
-            }
             match self.folded_argument(*arg, name)? {
                 Some(obj) => objs.push(obj),
                 None => return self.refuse_folding(&format!("operator {name}"), *arg),
@@ -3469,13 +3466,14 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let function = self.constant(raw.getattr("fget")?);
                     return self.call(function, vec![receiver], vec![]);
                 }
-                if base.is(&self.ops.builtins.getattr("object")?) {
-                    if !receiver_is_class && raw.is_instance(self.ops.c_method_types.as_any())? {
-                        // object.__setattr__ and the like, bound to the receiver (a frozen
-                        // dataclass's __setattr__ calls super().__setattr__(name, value)).
-                        let function = self.constant(raw);
-                        return Ok(self.push_val(Val::Method { function, receiver }));
-                    }
+                if base.is(&self.ops.builtins.getattr("object")?)
+                    && !receiver_is_class
+                    && raw.is_instance(self.ops.c_method_types.as_any())?
+                {
+                    // object.__init__, __setattr__ and the like, bound to the receiver (a
+                    // frozen dataclass's __setattr__ calls super().__setattr__(name, value)).
+                    let function = self.constant(raw);
+                    return Ok(self.push_val(Val::Method { function, receiver }));
                 }
                 return unsupported(format!("super().{name} of a builtin base"));
             }
