@@ -324,6 +324,8 @@ _FUSED_CODES = _ById({
     np.positive: 5, np.square: 6, np.sqrt: 7, np.reciprocal: 8, np.absolute: 9,
 })
 _DIVIDE_CODE = 3
+# Reductions over the last axis, keeping it.
+_LAST_AXIS_CODES = {np.maximum.reduce: 10, np.minimum.reduce: 11}
 # ``a ** e`` on an inexact array: the ufunc ``ndarray.__pow__`` calls for these exponents.
 _POWER_CODES = {2: 6, 0.5: 7, -1: 8}
 _FUSED_MAX_DIMENSIONS = 8
@@ -359,6 +361,20 @@ def _fused_operation(function: Any, args: tuple, kwargs: dict, value_of: Callabl
         return None
     if not 1 <= result.ndim <= _FUSED_MAX_DIMENSIONS:
         return None
+    if _REDUCTIONS.has(function) and _REDUCTIONS.of(function) in (np.maximum.reduce, np.minimum.reduce):
+        # Over the last axis, kept: the kernels find the same extreme (or give up where
+        # numpy's order of visiting the items could matter).
+        reduction = _reduction_arguments(args, kwargs, ref_type)
+        source = value_of(args[0]) if args else _UNKNOWN
+        if reduction is None or not _is_array(source) or source.dtype != result.dtype:
+            return None
+        axis, keepdims = reduction
+        last = (-1, source.ndim - 1)
+        if not keepdims or not (axis in last or type(axis) is tuple and len(axis) == 1 and axis[0] in last):
+            return None
+        if type(axis) not in (int, tuple) or result.shape != source.shape[:-1] + (1,):
+            return None
+        return _LAST_AXIS_CODES[_REDUCTIONS.of(function)], [args[0]]
     if function is operator.pow and len(args) == 2 and not kwargs and type(args[1]) in (int, float):
         code = _POWER_CODES.get(args[1])
         sources: tuple = args[:1]

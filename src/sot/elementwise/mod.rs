@@ -76,10 +76,14 @@ pub enum Operation {
     Sqrt,
     Reciprocal,
     Absolute,
+    /// `maximum.reduce` over the last axis, keeping it (of extent 1).
+    MaximumLast,
+    /// `minimum.reduce` over the last axis, keeping it.
+    MinimumLast,
 }
 
 /// The operations in the order of their codes in a program.
-const OPERATIONS: [Operation; 10] = [
+const OPERATIONS: [Operation; 12] = [
     Operation::Add,
     Operation::Subtract,
     Operation::Multiply,
@@ -90,11 +94,17 @@ const OPERATIONS: [Operation; 10] = [
     Operation::Sqrt,
     Operation::Reciprocal,
     Operation::Absolute,
+    Operation::MaximumLast,
+    Operation::MinimumLast,
 ];
 
 impl Operation {
     fn binary(self) -> bool {
         matches!(self, Self::Add | Self::Subtract | Self::Multiply | Self::Divide)
+    }
+
+    fn reduction(self) -> bool {
+        matches!(self, Self::MaximumLast | Self::MinimumLast)
     }
 
     #[inline(always)]
@@ -110,6 +120,21 @@ impl Operation {
             Self::Sqrt => a.sqrt(),
             Self::Reciprocal => T::ONE / a,
             Self::Absolute => a.abs(),
+            // The reductions' step (see `reduce_last`).
+            Self::MaximumLast => {
+                if b > a {
+                    b
+                } else {
+                    a
+                }
+            }
+            Self::MinimumLast => {
+                if b < a {
+                    b
+                } else {
+                    a
+                }
+            }
         }
     }
 }
@@ -325,7 +350,16 @@ impl Program {
                     continue;
                 }
                 let (source, source_shape) = decode_source(word)?;
-                if source_shape.is_some_and(|from| !broadcasts(from, &shape)) {
+                if operation.reduction() {
+                    // An array whose last axis the result keeps with extent 1.
+                    let last = shape.len() - 1;
+                    let reduces = source_shape.is_some_and(|from| {
+                        from.len() == shape.len() && from[..last] == shape[..last] && shape[last] == 1 && from[last] > 0
+                    });
+                    if !reduces {
+                        return Err(format!("instruction {index} reduces a source that does not reduce to {shape:?}"));
+                    }
+                } else if source_shape.is_some_and(|from| !broadcasts(from, &shape)) {
                     return Err(format!(
                         "instruction {index} reads a source that does not broadcast to {shape:?}"
                     ));
@@ -525,7 +559,8 @@ fn evaluate<T: Float>(
 ) {
     let (shape, a, b) = coalesce(shape, a, b);
     let shape = &shape.extents[..shape.len];
-    // One loop per operation, chosen once: the operation is a constant in each.
+    // One loop per operation, chosen once: the operation is a constant in each. (The
+    // reductions go to `reduce_last`; their arms here only complete the match.)
     macro_rules! each {
         ($($name:ident),*) => {
             match operation {
@@ -533,7 +568,7 @@ fn evaluate<T: Float>(
             }
         };
     }
-    each!(Add, Subtract, Multiply, Divide, Negative, Positive, Square, Sqrt, Reciprocal, Absolute);
+    each!(Add, Subtract, Multiply, Divide, Negative, Positive, Square, Sqrt, Reciprocal, Absolute, MaximumLast, MinimumLast);
 }
 
 fn rows<T: Float>(
@@ -571,14 +606,49 @@ fn rows<T: Float>(
                 }
             }
         }
-        for (index, &extent) in outer.iter_mut().zip(outer_shape).rev() {
-            *index += 1;
-            if *index < extent {
-                break;
-            }
-            *index = 0;
-        }
+        advance(outer, outer_shape);
     }
+}
+
+/// The next multi-index of `shape`, in C order.
+fn advance(index: &mut [usize], shape: &[usize]) {
+    for (at, &extent) in index.iter_mut().zip(shape).rev() {
+        *at += 1;
+        if *at < extent {
+            break;
+        }
+        *at = 0;
+    }
+}
+
+/// `maximum.reduce` or `minimum.reduce` of `source` (of `shape`) over its last axis into
+/// `result`, one item per row; false where numpy's answer may differ: a NaN among the
+/// items (numpy's loops propagate it), or an extreme of zero (they pick between +0 and -0
+/// by the order they visit the items in). Any other extreme is the same bits whichever
+/// of its equals is found first.
+fn reduce_last<T: Float>(operation: Operation, result: &mut [T], shape: &[usize], source: View<'_, T>) -> bool {
+    let (outer_shape, length) = (&shape[..shape.len() - 1], shape[shape.len() - 1]);
+    let mut outer_index = [0usize; MAX_DIMENSIONS];
+    let outer = &mut outer_index[..outer_shape.len()];
+    for out in result.iter_mut() {
+        let row = source.row(outer, length);
+        let mut extreme = row.at(0);
+        #[allow(clippy::eq_op)] // NaN is the value not equal to itself
+        let mut nan = extreme != extreme;
+        for column in 1..length {
+            let item = row.at(column);
+            #[allow(clippy::eq_op)]
+            let item_nan = item != item;
+            nan |= item_nan;
+            extreme = operation.apply(extreme, item);
+        }
+        if nan || extreme == T::ZERO {
+            return false;
+        }
+        *out = extreme;
+        advance(outer, outer_shape);
+    }
+    true
 }
 
 mod fp_flags {
@@ -640,6 +710,9 @@ pub fn run<T: Float>(
             offsets[index]
         });
         let (outputs_before, outputs_rest) = outputs.split_at_mut(register.output.unwrap_or(program.outputs));
+        // A reduction reads its source as it is; any other instruction broadcasts its
+        // sources to its result.
+        let reduction = instruction.operation.reduction();
         let view = |source: Source| -> Result<View<'_, T>, Unexact> {
             Ok(match source {
                 Source::Constant(at) => View::Scalar(T::from_f64(program.constants[at])),
@@ -652,7 +725,10 @@ pub fn run<T: Float>(
                             strides,
                         },
                         OperandSpec::Array(shape),
-                    ) => View::strided(items, *origin, shape, &strides[..shape.len()], &register.shape),
+                    ) => {
+                        let target = if reduction { shape } else { &register.shape };
+                        View::strided(items, *origin, shape, &strides[..shape.len()], target)
+                    }
                     _ => return Err(Unexact),
                 },
                 Source::Register(at) => {
@@ -661,7 +737,7 @@ pub fn run<T: Float>(
                         Some(position) => &outputs_before[position][..],
                         None => &scratch_before[offsets[at]..offsets[at] + source.items()],
                     };
-                    View::dense(items, &source.shape, &register.shape)
+                    View::dense(items, &source.shape, if reduction { &source.shape } else { &register.shape })
                 }
             })
         };
@@ -670,7 +746,21 @@ pub fn run<T: Float>(
             Some(_) => &mut outputs_rest[0][..],
             None => &mut scratch_rest[..register.items()],
         };
-        evaluate(instruction.operation, result, &register.shape, a, b);
+        if reduction {
+            let reduced = match instruction.sources[0] {
+                Source::Operand(at) => match &program.operands[at] {
+                    OperandSpec::Array(shape) => shape,
+                    OperandSpec::Number => return Err(Unexact),
+                },
+                Source::Register(at) => &program.registers[at].shape,
+                Source::Constant(_) => return Err(Unexact),
+            };
+            if !reduce_last(instruction.operation, result, reduced, a) {
+                return Err(Unexact);
+            }
+        } else {
+            evaluate(instruction.operation, result, &register.shape, a, b);
+        }
     }
     if fp_flags::reported(&scratch) {
         return Err(Unexact);
@@ -816,6 +906,40 @@ mod tests {
             let ran = run(&program, &inputs, &mut [&mut result[..]]);
             assert_eq!(ran.is_err(), gives_up, "operation {operation}: {result:?}");
         }
+    }
+
+    #[test]
+    fn a_reduction_over_the_last_axis_gives_up_on_nan_and_zero_extremes() {
+        // r0 = maximum.reduce(x, -1, keepdims) of a 2x3 x; r1 = x - r0.
+        let program = Program::decode(&words(&[
+            8, 1, 1, 2, 2, 3, 0, 2, //
+            10, 0, NO_SOURCE, 2, 2, 1, 1, //
+            1, 0, REGISTER, 2, 2, 3, 2,
+        ]))
+        .unwrap();
+        let cases: [([f64; 6], Option<[f64; 2]>); 4] = [
+            ([1.0, 5.0, -2.0, -7.0, -3.0, -4.0], Some([5.0, -3.0])),
+            ([1.0, f64::NAN, 2.0, 1.0, 1.0, 1.0], None),
+            ([-1.0, 0.0, -0.0, 1.0, 2.0, 3.0], None),
+            ([-1.0, -2.0, -3.0, f64::INFINITY, 2.0, 3.0], Some([-1.0, f64::INFINITY])),
+        ];
+        for (x, expected) in cases {
+            let inputs = [Input::Array { items: &x[..], origin: 0, strides: strides(&[3, 1]) }];
+            let (mut extremes, mut centered) = ([0.0; 2], [0.0; 6]);
+            let ran = run(&program, &inputs, &mut [&mut extremes[..], &mut centered[..]]);
+            match expected {
+                Some(expected) if expected[1].is_finite() => {
+                    assert_eq!(ran, Ok(()));
+                    assert_eq!(extremes, expected);
+                    assert_eq!(centered[..3], [x[0] - expected[0], x[1] - expected[0], x[2] - expected[0]]);
+                }
+                // inf - inf is invalid: the flags give up where the reduction did not.
+                Some(_) => assert_eq!(ran, Err(Unexact)),
+                None => assert_eq!(ran, Err(Unexact), "{x:?}"),
+            }
+        }
+        let reduces_wrong = words(&[8, 1, 1, 2, 2, 3, 0, 1, 10, 0, NO_SOURCE, 2, 2, 3, 1]);
+        assert!(Program::decode(&reduces_wrong).unwrap_err().contains("does not reduce"));
     }
 
     #[test]
