@@ -354,10 +354,15 @@ impl Program {
                     // An array whose last axis the result keeps with extent 1.
                     let last = shape.len() - 1;
                     let reduces = source_shape.is_some_and(|from| {
-                        from.len() == shape.len() && from[..last] == shape[..last] && shape[last] == 1 && from[last] > 0
+                        from.len() == shape.len()
+                            && from[..last] == shape[..last]
+                            && shape[last] == 1
+                            && from[last] > 0
                     });
                     if !reduces {
-                        return Err(format!("instruction {index} reduces a source that does not reduce to {shape:?}"));
+                        return Err(format!(
+                            "instruction {index} reduces a source that does not reduce to {shape:?}"
+                        ));
                     }
                 } else if source_shape.is_some_and(|from| !broadcasts(from, &shape)) {
                     return Err(format!(
@@ -549,8 +554,38 @@ struct Shape {
     len: usize,
 }
 
-/// `operation` over `result` (C order, of `shape`), from two sources.
+/// `operation` over `result` (C order, of `shape`), from two sources: with AVX2's
+/// wider vectors where the processor has them (the same IEEE arithmetic, item by item:
+/// nothing is contracted into a fused multiply-add).
 fn evaluate<T: Float>(
+    operation: Operation,
+    result: &mut [T],
+    shape: &[usize],
+    a: View<'_, T>,
+    b: View<'_, T>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2 (just checked).
+        return unsafe { evaluate_avx2(operation, result, shape, a, b) };
+    }
+    evaluate_portable(operation, result, shape, a, b);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn evaluate_avx2<T: Float>(
+    operation: Operation,
+    result: &mut [T],
+    shape: &[usize],
+    a: View<'_, T>,
+    b: View<'_, T>,
+) {
+    evaluate_portable(operation, result, shape, a, b);
+}
+
+#[inline(always)]
+fn evaluate_portable<T: Float>(
     operation: Operation,
     result: &mut [T],
     shape: &[usize],
@@ -568,9 +603,23 @@ fn evaluate<T: Float>(
             }
         };
     }
-    each!(Add, Subtract, Multiply, Divide, Negative, Positive, Square, Sqrt, Reciprocal, Absolute, MaximumLast, MinimumLast);
+    each!(
+        Add,
+        Subtract,
+        Multiply,
+        Divide,
+        Negative,
+        Positive,
+        Square,
+        Sqrt,
+        Reciprocal,
+        Absolute,
+        MaximumLast,
+        MinimumLast
+    );
 }
 
+#[inline(always)]
 fn rows<T: Float>(
     result: &mut [T],
     shape: &[usize],
@@ -626,7 +675,12 @@ fn advance(index: &mut [usize], shape: &[usize]) {
 /// items (numpy's loops propagate it), or an extreme of zero (they pick between +0 and -0
 /// by the order they visit the items in). Any other extreme is the same bits whichever
 /// of its equals is found first.
-fn reduce_last<T: Float>(operation: Operation, result: &mut [T], shape: &[usize], source: View<'_, T>) -> bool {
+fn reduce_last<T: Float>(
+    operation: Operation,
+    result: &mut [T],
+    shape: &[usize],
+    source: View<'_, T>,
+) -> bool {
     let (outer_shape, length) = (&shape[..shape.len() - 1], shape[shape.len() - 1]);
     let mut outer_index = [0usize; MAX_DIMENSIONS];
     let outer = &mut outer_index[..outer_shape.len()];
@@ -737,7 +791,11 @@ pub fn run<T: Float>(
                         Some(position) => &outputs_before[position][..],
                         None => &scratch_before[offsets[at]..offsets[at] + source.items()],
                     };
-                    View::dense(items, &source.shape, if reduction { &source.shape } else { &register.shape })
+                    View::dense(
+                        items,
+                        &source.shape,
+                        if reduction { &source.shape } else { &register.shape },
+                    )
                 }
             })
         };
@@ -921,17 +979,27 @@ mod tests {
             ([1.0, 5.0, -2.0, -7.0, -3.0, -4.0], Some([5.0, -3.0])),
             ([1.0, f64::NAN, 2.0, 1.0, 1.0, 1.0], None),
             ([-1.0, 0.0, -0.0, 1.0, 2.0, 3.0], None),
-            ([-1.0, -2.0, -3.0, f64::INFINITY, 2.0, 3.0], Some([-1.0, f64::INFINITY])),
+            (
+                [-1.0, -2.0, -3.0, f64::INFINITY, 2.0, 3.0],
+                Some([-1.0, f64::INFINITY]),
+            ),
         ];
         for (x, expected) in cases {
-            let inputs = [Input::Array { items: &x[..], origin: 0, strides: strides(&[3, 1]) }];
+            let inputs = [Input::Array {
+                items: &x[..],
+                origin: 0,
+                strides: strides(&[3, 1]),
+            }];
             let (mut extremes, mut centered) = ([0.0; 2], [0.0; 6]);
             let ran = run(&program, &inputs, &mut [&mut extremes[..], &mut centered[..]]);
             match expected {
                 Some(expected) if expected[1].is_finite() => {
                     assert_eq!(ran, Ok(()));
                     assert_eq!(extremes, expected);
-                    assert_eq!(centered[..3], [x[0] - expected[0], x[1] - expected[0], x[2] - expected[0]]);
+                    assert_eq!(
+                        centered[..3],
+                        [x[0] - expected[0], x[1] - expected[0], x[2] - expected[0]]
+                    );
                 }
                 // inf - inf is invalid: the flags give up where the reduction did not.
                 Some(_) => assert_eq!(ran, Err(Unexact)),
@@ -939,7 +1007,9 @@ mod tests {
             }
         }
         let reduces_wrong = words(&[8, 1, 1, 2, 2, 3, 0, 1, 10, 0, NO_SOURCE, 2, 2, 3, 1]);
-        assert!(Program::decode(&reduces_wrong).unwrap_err().contains("does not reduce"));
+        assert!(Program::decode(&reduces_wrong)
+            .unwrap_err()
+            .contains("does not reduce"));
     }
 
     #[test]
