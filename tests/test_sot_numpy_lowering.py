@@ -479,3 +479,28 @@ def test_the_kernels_check_numpys_array_layout_and_their_programs():
         _native._sot_fused_kernel(np.array([8, 1, 1, 1, 4, 0, 1, 99, 0, 0xFFFFFFFF, 1, 4, 1], "<u4").tobytes())
     with pytest.raises(ValueError, match="expected tuple of length 5"):
         _native._sot_fused((None, None), np.zeros(4))
+
+
+def stable_scores(x, mask):
+    scores = x * 0.25 + mask
+    return scores - scores.max(axis=-1, keepdims=True), np.min(scores, axis=2, keepdims=True) * 2.0
+
+
+def test_a_row_maximum_joins_a_run_and_gives_up_where_numpys_order_could_show():
+    fast, backend = translate(stable_scores)
+    rng = np.random.default_rng(3)
+    mask = np.triu(np.full((4, 4), -1e9, np.float32), 1)
+    x = rng.standard_normal((2, 4, 4)).astype(np.float32)
+    assert same_layout(fast(x, mask), stable_scores(x, mask))
+    (graph,) = backend.compiled
+    assert fused_runs(graph.__sot_source__) == 1, graph.__sot_source__
+    calls = KernelCalls()
+    for case in range(4):
+        y = rng.standard_normal((2, 4, 4)).astype(np.float32)
+        if case == 1:
+            y[0, 1, 2] = np.nan  # numpy's maximum propagates it
+        if case == 2:
+            y[1, 3, :] = [0.0, -0.0, -1e10, -1e10]  # a row of scores whose maximum is zero
+        with np.errstate(invalid="ignore"):
+            assert same_layout(fast(y, mask), stable_scores(y, mask))
+    assert (calls.ran, calls.gave_up) == (2, 2)
