@@ -465,19 +465,40 @@ def test_what_is_not_fused():
     assert fused_runs(source) == 1, source  # tanh(x) * 2.0 + 1.0's two operations
 
 
-def test_the_kernels_check_numpys_array_layout_and_their_programs():
+def test_the_kernels_check_numpys_array_layout_and_their_arguments():
     sample = np.arange(24.0).reshape(4, 6)[::2, 1:]
     data_address = sample.__array_interface__["data"][0]
     check = _native._sot_fused_check_layout
-    assert check(sample, np.ndarray, data_address, list(sample.shape), list(sample.strides))
-    assert not check(sample, np.ndarray, data_address + 8, list(sample.shape), list(sample.strides))
-    assert not check(sample, np.ndarray, data_address, [2, 6], list(sample.strides))
-    assert not check([1, 2], np.ndarray, 0, [2, 1], [8, 8])
+    assert check(sample, data_address, list(sample.shape), list(sample.strides))
+    assert not check(sample, data_address + 8, list(sample.shape), list(sample.strides))
+    assert not check(sample, data_address, [2, 6], list(sample.strides))
+    assert not check([1, 2], 0, [2, 1], [8, 8])
+    subclassed = sample.view(type("Sub", (np.ndarray,), {}))  # only numpy.ndarray itself
+    assert not check(subclassed, data_address, list(sample.shape), list(sample.strides))
+    float32 = np.dtype(np.float32)
     with pytest.raises(ValueError, match="not a fused elementwise program: .*ends early"):
-        _native._sot_fused_kernel(b"\x04\x00\x00\x00")
+        _native._sot_fused_kernel(b"\x04\x00\x00\x00", float32)
+    # -x of 4 float32s: item size, one operand (an array of shape (4,)), no constants, one
+    # instruction (negative of operand 0, shape (4,), the first result).
+    words = [4, 1, 1, 1, 4, 0, 1, 4, 0, 0xFFFFFFFF, 1, 4, 1]
+    program = np.array(words, "<u4")
     with pytest.raises(ValueError, match="operation code 99"):
-        _native._sot_fused_kernel(np.array([8, 1, 1, 1, 4, 0, 1, 99, 0, 0xFFFFFFFF, 1, 4, 1], "<u4").tobytes())
-    with pytest.raises(ValueError, match="expected tuple of length 5"):
+        _native._sot_fused_kernel(np.array(words[:7] + [99] + words[8:], "<u4").tobytes(), float32)
+    for wrong in (np.dtype(np.float64), np.dtype(">f4"), np.dtype(np.int32)):
+        with pytest.raises(ValueError, match="must be a native float of 4 bytes"):
+            _native._sot_fused_kernel(program.tobytes(), wrong)
+    kernel = _native._sot_fused_kernel(program.tobytes(), float32)
+    x = np.arange(4, dtype=np.float32)
+    (negated,) = _native._sot_fused((kernel, np.empty, (((4,), float32),)), x)
+    assert negated.tolist() == [-0.0, -1.0, -2.0, -3.0]
+    # An operand of another type or dtype: None (numpy's calls run instead).
+    assert _native._sot_fused((kernel, np.empty, (((4,), float32),)), x.astype(np.float64)) is None
+    assert _native._sot_fused((kernel, np.empty, (((4,), float32),)), [0.0, 1.0, 2.0, 3.0]) is None
+    # An allocator that hands back an array someone else holds, or a view: refused.
+    for allocate in (lambda shape, dtype: x, lambda shape, dtype: np.empty(8, dtype)[::2]):
+        with pytest.raises(ValueError, match="did not make a new C-order array"):
+            _native._sot_fused((kernel, allocate, (((4,), float32),)), x)
+    with pytest.raises(ValueError, match="expected tuple of length 3"):
         _native._sot_fused((None, None), np.zeros(4))
 
 

@@ -9,6 +9,7 @@ import builtins
 import math
 import operator
 import os
+import struct
 import types
 import warnings
 import weakref
@@ -392,6 +393,8 @@ def _fused_operation(function: Any, args: tuple, kwargs: dict, value_of: Callabl
                 return None
         elif not _exact_number(value, result.dtype):
             return None
+        elif not isinstance(source, ref_type) and _dtype_constant(value, result.dtype) is None:
+            return None  # a constant the dtype cannot hold: the kernel would give up every call
     return code, list(sources)
 
 
@@ -422,11 +425,13 @@ def _hoistable(function: Any, args: tuple, kwargs: dict, value_of: Callable[[Any
     if kwargs:
         return False
     values = [value_of(a) if isinstance(a, ref_type) else a for a in args]
-    numbers = all(type(v) in _NUMBERS for v in values)
-    if numbers and (_INFIX.has(function) or _IN_PLACE.has(function)) and len(args) == 2:
+    types = {float if type(v) is float else int if type(v) in (bool, int) else None for v in values}
+    if None not in types and (_INFIX.has(function) or _IN_PLACE.has(function)) and len(args) == 2:
         symbol = _INFIX.of(function) if _INFIX.has(function) else _IN_PLACE.of(function)
-        return symbol in ("+", "-", "*", "<", "<=", "==", "!=", ">", ">=")
-    if numbers and _PREFIX.has(function) and _PREFIX.of(function) in "-+":
+        # Ints compare with floats exactly; arithmetic mixing them converts the int, which
+        # raises OverflowError past the floats' range.
+        return symbol in ("<", "<=", "==", "!=", ">", ">=") or symbol in "+-*" and len(types) == 1
+    if None not in types and _PREFIX.has(function) and _PREFIX.of(function) in "-+":
         return True
     if len(args) == 2 and _is_array(values[0]) and not _holds_ref(args[1], ref_type):
         return function is operator.getitem or _SHAPE_METHODS.has(function)
@@ -434,8 +439,8 @@ def _hoistable(function: Any, args: tuple, kwargs: dict, value_of: Callable[[Any
 
 
 class _FusedRun:
-    """Consecutive elementwise nodes of one dtype, and the nodes between them that may run
-    before them (``hoisted``)."""
+    """Consecutive elementwise nodes of one dtype (the nodes between them that may run
+    before them stay where they are: the run's call comes after its last member)."""
 
     def __init__(self, dtype: np.dtype):
         self.dtype = dtype
@@ -458,7 +463,7 @@ def _fusion_available() -> bool:
 
         sample = np.arange(60, dtype=np.float32).reshape(3, 4, 5)[::2, 1:, ::-2]
         _LAYOUT_CHECKED.append(bool(_sot_fused_check_layout(
-            sample, _ARRAY_TYPE, sample.__array_interface__["data"][0], list(sample.shape), list(sample.strides))))
+            sample, sample.__array_interface__["data"][0], list(sample.shape), list(sample.strides))))
     return _LAYOUT_CHECKED[0]
 
 
@@ -540,13 +545,13 @@ def _fused_kernel(run: _FusedRun, values: list, returned: set[int], ref_type: An
             words.append(0)
     words.append(len(constants))
     for constant in constants:
-        bits = int.from_bytes(np.float64(constant).tobytes(), "little")
-        words += [bits & 0xFFFFFFFF, bits >> 32]
+        low, high = struct.unpack("<II", struct.pack("<d", constant))
+        words += [low, high]
     words += [len(run.members), *instructions]
     program = b"".join(word.to_bytes(4, "little") for word in words)
     dtype = np.dtype(run.dtype.type)  # numpy's own object for the dtype, as its arrays hold
     layouts = tuple((values[symbol].shape, dtype) for symbol in outputs)
-    plan = (_sot_fused_kernel(program), _ARRAY_TYPE, dtype, np.empty, layouts)
+    plan = (_sot_fused_kernel(program, dtype), np.empty, layouts)
     results = _sot_fused(plan, *(example for _, example in operands))
     if results is not None:
         for symbol, computed in zip(outputs, results):

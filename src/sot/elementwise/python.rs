@@ -1,28 +1,28 @@
-//! The numpy backend's face of the fused kernels: `_sot_fused_kernel(program)`
-//! decodes a program once, at graph compile time, into a capsule, and
-//! `_sot_fused(plan, *operands)` runs it, where `plan` is `(capsule, array
-//! type, dtype, allocate, layouts)`: the exact array type and dtype object of
-//! the array operands, and the `numpy.empty` that makes each result of its
-//! `(shape, dtype)` layout.
+//! The numpy backend's face of the fused kernels: `_sot_fused_kernel(program,
+//! dtype)` decodes a program once, at graph compile time, into a capsule with
+//! the dtype object its arrays hold, and `_sot_fused(plan, *operands)` runs it,
+//! where `plan` is `(capsule, allocate, layouts)`: the `numpy.empty` that makes
+//! each result of its `(shape, dtype)` layout.
 //!
 //! Arrays are read as numpy's own C API reads them, through the fields of
 //! numpy's array object ([`ArrayFields`]): the buffer protocol would make numpy
 //! describe every new array it exports (a format string, shape and strides
 //! copied), which costs more than the arithmetic on small arrays. The layout is
 //! checked against the running numpy (`_sot_fused_check_layout`) before any
-//! kernel runs. `_sot_fused` returns the results, or None where the operands
+//! kernel runs, and only exact instances of the array type checked so are read. `_sot_fused` returns the results, or None where the operands
 //! are not as the program describes them (type, dtype, shape, an unaligned
 //! array, one whose axes are not in C order by their strides, where numpy would
 //! order its results likewise) or the kernel gave up: the caller then runs the
 //! operations through numpy.
 
 use std::ffi::{c_int, CStr};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyBytes, PyCapsule, PyFloat, PyInt, PyTuple, PyType};
 
 use super::{run, Float, Input, OperandSpec, Program, MAX_DIMENSIONS};
 
@@ -49,8 +49,9 @@ const C_CONTIGUOUS: c_int = 0x0001;
 const ALIGNED: c_int = 0x0100;
 const WRITEABLE: c_int = 0x0400;
 
-/// Whether `_sot_fused_check_layout` found [`ArrayFields`] to be numpy's.
-static LAYOUT_CHECKED: AtomicBool = AtomicBool::new(false);
+/// numpy's array type, once `_sot_fused_check_layout` found [`ArrayFields`] to be
+/// its layout: the only type whose instances the kernels read.
+static ARRAY_TYPE: OnceLock<Py<PyType>> = OnceLock::new();
 
 /// Kernel calls that returned results, and that gave up (`_sot_fused_calls`).
 static RAN: AtomicU64 = AtomicU64::new(0);
@@ -67,6 +68,7 @@ fn _sot_fused_calls() -> (u64, u64) {
 /// numpy's own, borrowed while the array is held.
 struct ArrayView<'a> {
     data: *mut u8,
+    base: *mut ffi::PyObject,
     shape: &'a [ffi::Py_ssize_t],
     strides: &'a [ffi::Py_ssize_t],
     descr: *mut ffi::PyObject,
@@ -84,12 +86,14 @@ impl ArrayView<'_> {
     }
 }
 
-/// The fields of `array`, an exact `numpy.ndarray` (its type checked by the
-/// caller), once the layout is checked; None before.
+/// The fields of `array` where it is an exact instance of numpy's array type, its
+/// layout checked; None otherwise.
 fn array_view<'a>(array: &'a Bound<'_, PyAny>) -> Option<ArrayView<'a>> {
-    // SAFETY: the layout is checked, and `array` is an exact numpy.ndarray.
-    LAYOUT_CHECKED
-        .load(Ordering::Acquire)
+    let checked = ARRAY_TYPE.get()?;
+    // SAFETY: an exact instance of the array type whose layout was checked.
+    array
+        .get_type()
+        .is(checked.bind(array.py()))
         .then(|| unsafe { read_fields(array) })
 }
 
@@ -115,6 +119,7 @@ unsafe fn read_fields<'a>(array: &'a Bound<'_, PyAny>) -> ArrayView<'a> {
     };
     ArrayView {
         data: fields.data,
+        base: fields.base,
         shape,
         strides,
         descr: fields.descr,
@@ -122,55 +127,93 @@ unsafe fn read_fields<'a>(array: &'a Bound<'_, PyAny>) -> ArrayView<'a> {
     }
 }
 
-/// `_sot_fused_check_layout(array, array_type, data, shape, strides) -> bool`:
-/// whether numpy's array fields are where [`ArrayFields`] puts them, judged on
-/// an array of more than one dimension whose data address, shape and strides
-/// Python read (through `__array_interface__`); from then on kernels may run.
+/// `_sot_fused_check_layout(array, data, shape, strides) -> bool`: whether
+/// numpy's array fields are where [`ArrayFields`] puts them, judged on a
+/// `numpy.ndarray` of more than one dimension whose data address, shape and
+/// strides Python read (through `__array_interface__`); from then on kernels
+/// may read that type's exact instances.
 #[pyfunction]
 fn _sot_fused_check_layout(
     array: &Bound<'_, PyAny>,
-    array_type: &Bound<'_, PyAny>,
     data: usize,
     shape: Vec<usize>,
     strides: Vec<isize>,
 ) -> bool {
-    if !array.get_type().is(array_type) || shape.len() < 2 {
+    let ty = array.get_type();
+    let named = |attribute: &str, expected: &str| {
+        ty.getattr(attribute)
+            .and_then(|v| v.extract::<String>())
+            .is_ok_and(|v| v == expected)
+    };
+    let large_enough = ty
+        .getattr("__basicsize__")
+        .and_then(|size| size.extract::<usize>())
+        .is_ok_and(|size| size >= std::mem::size_of::<ArrayFields>());
+    if !named("__module__", "numpy") || !named("__qualname__", "ndarray") || !large_enough || shape.len() < 2
+    {
         return false;
     }
-    // SAFETY: an exact numpy.ndarray is at least as large as these fields (its
-    // object is numpy's `PyArrayObject_fields`, of which they are the head).
-    // Only the data pointer and the dimension count are read before they are
-    // found where the mirror puts them.
+    // SAFETY: the object is at least as large as these fields (its type's basic
+    // size). Only the data pointer and the dimension count are read before they
+    // are found where the mirror puts them.
     let fields = unsafe { &*array.as_ptr().cast::<ArrayFields>() };
     if fields.data as usize != data || usize::try_from(fields.nd).ok() != Some(shape.len()) {
         return false;
     }
-    // SAFETY: an exact ndarray, whose data and dimension count are where the
-    // mirror puts them.
+    // SAFETY: numpy's array, whose data and dimension count are where the mirror
+    // puts them.
     let view = unsafe { read_fields(array) };
     let matches = view.has_shape(&shape) && view.strides == strides;
     if matches {
-        LAYOUT_CHECKED.store(true, Ordering::Release);
+        let checked = ARRAY_TYPE.get_or_init(|| ty.clone().unbind());
+        return checked.bind(array.py()).is(&ty);
     }
-    matches
+    false
 }
 
-/// `_sot_fused_kernel(program: bytes) -> capsule`.
+/// A decoded program and the dtype object of its arrays (checked to be a native
+/// float of the program's item size).
+struct Kernel {
+    program: Program,
+    dtype: Py<PyAny>,
+}
+
+/// `_sot_fused_kernel(program: bytes, dtype) -> capsule`.
 #[pyfunction]
-fn _sot_fused_kernel<'py>(program: &Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyCapsule>> {
+fn _sot_fused_kernel<'py>(
+    program: &Bound<'py, PyBytes>,
+    dtype: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyCapsule>> {
     let decoded = Program::decode(program.as_bytes())
         .map_err(|reason| PyValueError::new_err(format!("not a fused elementwise program: {reason}")))?;
-    PyCapsule::new(program.py(), decoded, Some(CAPSULE_NAME.to_owned()))
+    let float_of_size = dtype
+        .getattr("kind")
+        .and_then(|k| k.extract::<String>())
+        .is_ok_and(|k| k == "f")
+        && dtype
+            .getattr("isnative")
+            .and_then(|n| n.extract::<bool>())
+            .unwrap_or(false)
+        && dtype
+            .getattr("itemsize")
+            .and_then(|n| n.extract::<u32>())
+            .is_ok_and(|n| n == decoded.item_size);
+    if !float_of_size {
+        return Err(PyValueError::new_err(format!(
+            "a fused kernel's dtype must be a native float of {} bytes, not {}",
+            decoded.item_size,
+            dtype.repr()?
+        )));
+    }
+    let kernel = Kernel {
+        program: decoded,
+        dtype: dtype.clone().unbind(),
+    };
+    PyCapsule::new(program.py(), kernel, Some(CAPSULE_NAME.to_owned()))
 }
 
-/// `(capsule, array type, dtype, allocate, layouts)`.
-type Plan<'py> = (
-    Bound<'py, PyCapsule>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyAny>,
-    Bound<'py, PyTuple>,
-);
+/// `(capsule, allocate, layouts)`.
+type Plan<'py> = (Bound<'py, PyCapsule>, Bound<'py, PyAny>, Bound<'py, PyTuple>);
 
 /// `_sot_fused(plan, *operands) -> tuple | None`.
 #[pyfunction(signature = (plan, *operands))]
@@ -178,15 +221,15 @@ fn _sot_fused<'py>(
     plan: &Bound<'py, PyTuple>,
     operands: &Bound<'py, PyTuple>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    let (capsule, array_type, dtype, allocate, layouts): Plan<'py> = plan.extract()?;
+    let (capsule, allocate, layouts): Plan<'py> = plan.extract()?;
     let pointer = capsule.pointer_checked(Some(CAPSULE_NAME))?;
     // SAFETY: a capsule of this name is made only by `_sot_fused_kernel`, from
-    // a `Program` it owns until it is freed; `capsule` keeps it alive here.
-    let program = unsafe { pointer.cast::<Program>().as_ref() };
+    // a `Kernel` it owns until it is freed; `capsule` keeps it alive here.
+    let kernel = unsafe { pointer.cast::<Kernel>().as_ref() };
     let arrays = Arrays {
-        array_type: &array_type,
-        dtype: dtype.as_ptr(),
+        dtype: kernel.dtype.as_ptr(),
     };
+    let program = &kernel.program;
     let results = if program.item_size == f32::ITEM_SIZE {
         fused::<f32>(program, &arrays, &allocate, &layouts, operands)
     } else {
@@ -197,18 +240,14 @@ fn _sot_fused<'py>(
     Ok(results)
 }
 
-/// What every array operand and result is: of this exact type and dtype object.
-struct Arrays<'a, 'py> {
-    array_type: &'a Bound<'py, PyAny>,
+/// What every array operand and result is: numpy's array, of this dtype object.
+struct Arrays {
     dtype: *mut ffi::PyObject,
 }
 
-impl Arrays<'_, '_> {
+impl Arrays {
     /// An array's fields, where it is one of these arrays, aligned.
     fn view<'a>(&self, value: &'a Bound<'_, PyAny>) -> Option<ArrayView<'a>> {
-        if !value.get_type().is(self.array_type) {
-            return None;
-        }
         array_view(value).filter(|view| view.descr == self.dtype && view.flags & ALIGNED != 0)
     }
 }
@@ -269,7 +308,7 @@ fn array_input<'a, T: Float>(view: &ArrayView<'_>, shape: &[usize]) -> Option<In
 
 fn fused<'py, T: Float>(
     program: &Program,
-    arrays: &Arrays<'_, 'py>,
+    arrays: &Arrays,
     allocate: &Bound<'py, PyAny>,
     layouts: &Bound<'py, PyTuple>,
     operands: &Bound<'py, PyTuple>,
@@ -300,16 +339,25 @@ fn fused<'py, T: Float>(
             .iter()
             .filter(|register| register.output.is_some()),
     ) {
+        // A new array: held here only, owning its memory (no base), so that no
+        // other slice of the kernel's reaches it.
+        // SAFETY: `result` is a live object.
+        let alone = unsafe { ffi::Py_REFCNT(result.as_ptr()) } == 1;
         let view = arrays.view(result).filter(|view| {
-            view.flags & C_CONTIGUOUS != 0 && view.flags & WRITEABLE != 0 && view.has_shape(&register.shape)
+            alone
+                && view.base.is_null()
+                && view.flags & C_CONTIGUOUS != 0
+                && view.flags & WRITEABLE != 0
+                && view.has_shape(&register.shape)
         });
         let Some(view) = view else {
             return Err(PyValueError::new_err(
-                "a fused kernel's result is not a new C-order array of its shape",
+                "a fused kernel's allocator did not make a new C-order array of the result's shape and dtype",
             ));
         };
         // SAFETY: a new, writable, aligned, C-contiguous array of the register's
-        // items that no one else holds yet; `results` keeps it alive.
+        // items, of the kernel's dtype (its item size checked), that no one else
+        // holds; `results` keeps it alive.
         outputs.push(unsafe { std::slice::from_raw_parts_mut(view.data.cast::<T>(), register.items()) });
     }
     let ran = run(program, &inputs, &mut outputs);
