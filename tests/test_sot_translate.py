@@ -3,6 +3,7 @@ GraphBreakError, register_backend; guards and the per-code cache; composition wi
 hooks; bad input; threads. The differential corpus is tests/test_sot_corpus.py."""
 
 import logging
+import re
 import sys
 import threading
 import traceback
@@ -2012,3 +2013,54 @@ def test_explain_describes_guarded_values_without_running_their_code():
     text = sot.explain(fast, np.ones(2))
     assert _LoudMeta.shown == 0
     assert "G[_LoudConfig] is <class '_LoudConfig'>" in text, text
+
+
+def _super_without_arguments():
+    super()
+
+
+def _super_after_deleting_self(self):
+    del self
+    super()
+
+
+class _SuperWithEmptyCell:
+    def f(self):
+        nonlocal __class__  # noqa: F821 - the compiler's implicit cell
+        del __class__
+        super()
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (_super_without_arguments, r"super\(\): no arguments"),
+    (lambda: _super_after_deleting_self(None), r"super\(\): arg\[0\] deleted"),
+    (lambda: _SuperWithEmptyCell().f(), r"super\(\): empty __class__ cell"),
+], ids=["no arguments", "first deleted", "empty cell"])
+def test_zero_argument_super_raises_cpythons_errors(call, message):
+    # The generated code raising at super() held None where the original had deleted
+    # the first argument: "__class__ cell not found" instead of "arg[0] deleted".
+    def use():
+        try:
+            call()
+        except RuntimeError as error:
+            return str(error)
+        return None
+
+    fast = sot.translate(use)
+    for _ in range(2):
+        assert re.fullmatch(message, fast() or "") and fast() == use()
+    assert sot.stats(fast).fallbacks == []
+
+
+class _ClassAttributeNamedClass:
+    __class__ = 413
+
+
+def _class_of_a_made_object(x):
+    return x * 2.0, _ClassAttributeNamedClass().__class__
+
+
+def test_a_class_defining_its_own_class_attribute_answers_it():
+    fast = sot.translate(_class_of_a_made_object)
+    assert fast(np.ones(2))[1] == 413 == _class_of_a_made_object(np.ones(2))[1]
+    assert sot.stats(fast).graph_breaks == []

@@ -770,11 +770,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
     }
 
     /// Before a step the generated code runs itself: the frame's variables hold what the
-    /// original's hold there (the live ones their values, the rest None), and the generated
-    /// code's own locals nothing, so that an object the original no longer holds dies when
-    /// it would (`del obj; gc.collect()`). The values are all pushed before any is stored:
-    /// one may be read from a variable another replaces.
-    fn settle_variables(&mut self, live: &[(usize, Vid)]) -> PyResult<()> {
+    /// original's hold there (the live ones their values, those it has unbound nothing,
+    /// the rest None), and the generated code's own locals nothing, so that an object the
+    /// original no longer holds dies when it would (`del obj; gc.collect()`), and what reads
+    /// the frame sees its variables (`super()` after `del self`). The values are all pushed
+    /// before any is stored: one may be read from a variable another replaces.
+    fn settle_variables(&mut self, live: &[(usize, Vid)], unbound: &[usize]) -> PyResult<()> {
         for (_, value) in live {
             self.value(*value)?;
         }
@@ -782,7 +783,17 @@ impl<'a, 'py> Emitter<'a, 'py> {
             let var = self.var_of(*var);
             self.emit(Op::StoreFast, Arg::Var(var));
         }
-        let settled: Vec<u32> = live.iter().map(|(var, _)| self.var_of(*var)).collect();
+        let unbound: Vec<u32> = unbound.iter().map(|var| self.var_of(*var)).collect();
+        for &var in &unbound {
+            // Bound first (to None): deleting an unbound variable raises.
+            self.release(var);
+            self.unbind(var);
+        }
+        let settled: Vec<u32> = live
+            .iter()
+            .map(|(var, _)| self.var_of(*var))
+            .chain(unbound)
+            .collect();
         let vars = &self.w.vars;
         let released: Vec<u32> = (0..vars.varnames.len())
             .filter(|i| !vars.cellvars.contains(&vars.varnames[*i]))
@@ -1977,6 +1988,7 @@ pub fn generate_break<'py>(
     instr: &Instruction,
     stack: &[Vid],
     live: &[(usize, Vid)],
+    unbound: &[usize],
     continuation: &Continuation,
     handled: &[(usize, Vid)],
     resume: Option<&ResumeCall<'py>>,
@@ -2021,7 +2033,7 @@ pub fn generate_break<'py>(
     let keyword_call = matches!(instr.arg, Arg::Call { kw_names: true, .. });
     let settled = run_here && matches!(continuation.step, Step::RunHere { .. }) && !keyword_call;
     if settled {
-        emitter.settle_variables(live)?;
+        emitter.settle_variables(live, unbound)?;
     }
     let covered_from = emitter.w.out.len();
     if !continuation.bridged {

@@ -1082,6 +1082,13 @@ impl<'py> Translation<'_, 'py, '_> {
             .map(|(i, vid)| (i, *vid))
             .collect();
         let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();
+        // Variables the original has unbound there (`del x`, or not yet assigned).
+        let unbound: Vec<usize> = point.locals[..first_free]
+            .iter()
+            .enumerate()
+            .filter(|(_, vid)| matches!(&vm.values[**vid], value::Val::Null))
+            .map(|(i, _)| i)
+            .collect();
         let handled_slots: Vec<usize> = point.handled.iter().map(|(slot, _)| *slot).collect();
         let step = &continuation.step;
         // The resume function after the step (the bridge's, where the step is bridged).
@@ -1143,6 +1150,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 &point.instr,
                 &point.stack,
                 &live,
+                &unbound,
                 continuation,
                 &point.handled,
                 resume.as_ref(),

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op, Vars};
 use framehook_bytecode::table::{CallLayout, ExceptionModel};
 use framehook_bytecode::Table;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyCFunction, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyRange, PyString, PyTuple, PyType,
@@ -181,6 +181,8 @@ pub(super) struct Frame<'py> {
     in_loop: Vec<bool>,
     /// The class of `super()` (the `__class__` cell's contents), if any.
     class_cell: Option<usize>,
+    /// The code's `co_argcount` (zero-argument `super()` needs a first argument).
+    argcount: usize,
     /// Where this frame's globals come from, when they are not the top frame's.
     globals_source: Option<SourceId>,
     /// Blocks set up by `SETUP_*` and exception handlers running (3.9, 3.10).
@@ -1554,6 +1556,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             yielded: None,
             in_loop: loop_membership(&info.instrs),
             class_cell: None,
+            argcount: info.argcount,
             globals_source: None,
             blocks: Vec::new(),
             resumed: false,
@@ -4730,19 +4733,32 @@ impl<'py, 'b> Vm<'py, 'b> {
         if argc == 0 && positional.is_empty() {
             if let Val::Obj { obj, .. } = self.val(callable) {
                 if obj.is(&self.builtin("super")?) {
-                    let Some(cell) = frame.class_cell else {
-                        return unsupported("super() without __class__");
-                    };
-                    let class = match self.cells[cell] {
-                        Some(c) => self.concrete(c)?,
-                        None => return unsupported("super() before __class__ is set"),
-                    };
+                    // CPython's checks, in its order (`super_init_without_args`).
+                    let fail = |message: String| Err(Problem::Python(PyRuntimeError::new_err(message)));
+                    if frame.argcount == 0 {
+                        return fail("super(): no arguments".to_owned());
+                    }
                     let receiver = match self.val(frame.locals[0]) {
-                        Val::Cell(c) => {
-                            self.cells[*c].map_or_else(|| unsupported("super() without self"), Ok)?
-                        }
-                        _ => frame.locals[0],
+                        Val::Cell(c) => self.cells[*c],
+                        Val::Null => None,
+                        _ => Some(frame.locals[0]),
                     };
+                    let Some(receiver) = receiver else {
+                        return fail("super(): arg[0] deleted".to_owned());
+                    };
+                    let Some(cell) = frame.class_cell else {
+                        return fail("super(): __class__ cell not found".to_owned());
+                    };
+                    let Some(class) = self.cells[cell] else {
+                        return fail("super(): empty __class__ cell".to_owned());
+                    };
+                    let class = self.concrete(class)?;
+                    if !class.is_instance_of::<PyType>() {
+                        return fail(format!(
+                            "super(): __class__ is not a type ({})",
+                            class.get_type().name()?
+                        ));
+                    }
                     let made = self.make_super(class, receiver)?;
                     frame.stack.push(made);
                     return Ok(());
@@ -5260,11 +5276,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         attrs: &[(String, Vid)],
         name: &str,
     ) -> Res<Vid> {
-        if name == "__class__" {
-            // Its class is fixed when the translation makes it.
+        let class_attr = self.type_lookup(&class, name)?;
+        let object_class = self
+            .ops
+            .builtins
+            .getattr("object")?
+            .getattr("__dict__")?
+            .get_item("__class__")?;
+        if name == "__class__" && class_attr.as_ref().is_some_and(|found| found.is(&object_class)) {
+            // Its class is fixed when the translation makes it (unless the class defines
+            // a `__class__` of its own).
             return Ok(self.constant(class));
         }
-        let class_attr = self.type_lookup(&class, name)?;
         if let Some(descriptor) = &class_attr {
             if descriptor.is_instance(&self.ops.property_type)? {
                 let getter = self.constant(descriptor.getattr("fget")?);
