@@ -2024,17 +2024,20 @@ def _super_after_deleting_self(self):
     super()
 
 
-class _SuperWithEmptyCell:
-    def f(self):
-        nonlocal __class__  # noqa: F821 - the compiler's implicit cell
-        del __class__
-        super()
+def _super_with_an_empty_cell():
+    class Emptied:  # made on each call: deleting __class__ empties the class's cell for good
+        def f(self):
+            nonlocal __class__  # noqa: F821 - the compiler's implicit cell
+            del __class__
+            super()
+
+    Emptied().f()
 
 
 @pytest.mark.parametrize(("call", "message"), [
     (_super_without_arguments, r"super\(\): no arguments"),
     (lambda: _super_after_deleting_self(None), r"super\(\): arg\[0\] deleted"),
-    (lambda: _SuperWithEmptyCell().f(), r"super\(\): empty __class__ cell"),
+    (_super_with_an_empty_cell, r"super\(\): empty __class__ cell"),
 ], ids=["no arguments", "first deleted", "empty cell"])
 def test_zero_argument_super_raises_cpythons_errors(call, message):
     # The generated code raising at super() held None where the original had deleted
