@@ -5277,16 +5277,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         name: &str,
     ) -> Res<Vid> {
         let class_attr = self.type_lookup(&class, name)?;
-        let object_class = self
-            .ops
-            .builtins
-            .getattr("object")?
-            .getattr("__dict__")?
-            .get_item("__class__")?;
-        if name == "__class__" && class_attr.as_ref().is_some_and(|found| found.is(&object_class)) {
-            // Its class is fixed when the translation makes it (unless the class defines
-            // a `__class__` of its own).
-            return Ok(self.constant(class));
+        if name == "__class__" {
+            let object_class = self
+                .ops
+                .builtins
+                .getattr("object")?
+                .getattr("__dict__")?
+                .get_item(name)?;
+            if class_attr.as_ref().is_some_and(|found| found.is(&object_class)) {
+                // Its class is fixed when the translation makes it (unless the class
+                // defines a `__class__` of its own).
+                return Ok(self.constant(class));
+            }
         }
         if let Some(descriptor) = &class_attr {
             if descriptor.is_instance(&self.ops.property_type)? {
