@@ -2067,3 +2067,26 @@ def test_a_class_defining_its_own_class_attribute_answers_it():
     fast = sot.translate(_class_of_a_made_object)
     assert fast(np.ones(2))[1] == 413 == _class_of_a_made_object(np.ones(2))[1]
     assert sot.stats(fast).graph_breaks == []
+
+
+def _raise_booh(self):
+    raise AttributeError("booh")
+
+
+class _InitIsAProperty:
+    __init__ = property(_raise_booh)
+
+
+def _make_one_whose_init_is_a_property(x):
+    try:
+        _InitIsAProperty()
+    except AttributeError as error:
+        return x * 2.0, str(error)
+    return x * 2.0, "masked"
+
+
+def test_a_class_whose_init_is_not_a_function_is_called_as_it_is():
+    # Made as if its __init__ were object's, the object hid the property's error.
+    fast = sot.translate(_make_one_whose_init_is_a_property)
+    for _ in range(2):
+        assert fast(np.ones(2))[1] == "booh" == _make_one_whose_init_is_a_property(np.ones(2))[1]

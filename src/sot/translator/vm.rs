@@ -5052,9 +5052,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             // Made while translating, it would also die there, running its `__del__`.
             return Ok(None);
         }
-        let python_init = self
-            .type_lookup(cls, "__init__")?
-            .filter(|init| init.is_instance(&self.ops.function_type).unwrap_or(false));
+        let init = self.type_lookup(cls, "__init__")?;
+        // object's own, a Python function's, or another the VM does not run (a property, a
+        // C type's, a callable object): then the class is called as it is.
+        let object_init = object.getattr("__init__")?;
+        let default_init = init.as_ref().is_some_and(|i| i.is(&object_init));
+        let python_init = init.filter(|init| init.is_instance(&self.ops.function_type).unwrap_or(false));
         let python_new = self.type_lookup(cls, "__new__")?.filter(|new| {
             new.is_instance(&self.ops.staticmethod_type).unwrap_or(false)
                 || new.is_instance(&self.ops.function_type).unwrap_or(false)
@@ -5100,7 +5103,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         // Without a __dict__, a Python class with the default __new__ keeps its
         // attributes in `__slots__` (see `is_slot`).
         let slotted = !has_dict && cls.hasattr("__slots__")?;
-        if !is_python_class || !(has_dict || slotted) || !default_new {
+        if !is_python_class
+            || !(has_dict || slotted)
+            || !default_new
+            || python_init.is_none() && !default_init
+        {
             return Ok(None);
         }
         pin(self);
