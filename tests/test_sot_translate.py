@@ -2090,3 +2090,37 @@ def test_a_class_whose_init_is_not_a_function_is_called_as_it_is():
     fast = sot.translate(_make_one_whose_init_is_a_property)
     for _ in range(2):
         assert fast(np.ones(2))[1] == "booh" == _make_one_whose_init_is_a_property(np.ones(2))[1]
+
+
+class _CountingDescriptor:
+    def __init__(self):
+        self.reads = 0
+
+    def __get__(self, instance, owner=None):
+        self.reads += 1
+        return self.reads
+
+
+class _WithACountingDescriptor:
+    value = _CountingDescriptor()
+
+
+def _read_a_descriptor_twice(x, o):
+    return x * 2.0, o.value, o.value
+
+
+def test_a_descriptor_written_in_python_runs_its_get_on_every_read():
+    # Read while translating, its value was the first call's and __get__ ran once more
+    # than eagerly (test_dataclasses' test_getting_field_calls_get, through a Mock).
+    eager_object, translated_object = _WithACountingDescriptor(), _WithACountingDescriptor()
+    _WithACountingDescriptor.__dict__["value"].reads = 0
+    want = [_read_a_descriptor_twice(np.ones(2), eager_object)[1:] for _ in range(3)]
+    _WithACountingDescriptor.__dict__["value"].reads = 0
+    fast = sot.translate(_read_a_descriptor_twice)
+    got = [fast(np.ones(2), translated_object)[1:] for _ in range(3)]
+    assert got == want == [(1, 2), (3, 4), (5, 6)]
+    # Its __get__ is inlined; its store on the descriptor (found through the class, a
+    # constant without a source) is a break.
+    st = sot.stats(fast)
+    assert st.graphs >= 1 and st.fallbacks == []
+    assert {b.reason for b in st.graph_breaks} == {"attribute assignment on an object without a source"}

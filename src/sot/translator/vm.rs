@@ -3296,6 +3296,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             let descriptor_type = descriptor.get_type();
             if descriptor_type.hasattr("__set__")? && descriptor_type.hasattr("__get__")? {
+                if let Some(value) = self.python_descriptor_get(descriptor, owner, &ty, name)? {
+                    return Ok(value);
+                }
                 // Slots and other data descriptors written in C: read now, guarded by source.
                 let value = obj.getattr(name)?;
                 return Ok(attr_source(self, value));
@@ -3322,7 +3325,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }))
             }
             Some(raw) if raw.get_type().hasattr("__get__")? => {
-                // Another non-data descriptor: what it gives depends on the object.
+                if let Some(value) = self.python_descriptor_get(&raw, owner, &ty, name)? {
+                    return Ok(value);
+                }
+                // Another non-data descriptor written in C: what it gives depends on the
+                // object.
                 if let Some(s) = source {
                     self.add_guard(s, Check::Id(Pin::new(&obj)));
                 }
@@ -3336,6 +3343,38 @@ impl<'py, 'b> Vm<'py, 'b> {
             None => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
                 format!("'{}' object has no attribute '{name}'", ty.getattr("__name__")?),
             ))),
+        }
+    }
+
+    /// `descriptor.__get__(owner, ty)` for a descriptor whose class is written in Python:
+    /// its `__get__` inlined where it is a Python function (it may read state, or have
+    /// effects, on every call), a break where it is anything else (a `Mock`); None for a
+    /// descriptor of a C type, which the caller reads as such.
+    fn python_descriptor_get(
+        &mut self,
+        descriptor: &Bound<'py, PyAny>,
+        owner: Vid,
+        ty: &Bound<'py, PyAny>,
+        name: &str,
+    ) -> Res<Option<Vid>> {
+        if !is_heap_instance(descriptor)? {
+            return Ok(None);
+        }
+        let descriptor_type = descriptor.get_type().into_any();
+        match self.type_lookup(&descriptor_type, "__get__")? {
+            Some(get) if get.is_instance(&self.ops.function_type)? => {
+                let get = self.constant(get);
+                let arguments = vec![
+                    self.constant(descriptor.clone()),
+                    owner,
+                    self.constant(ty.clone()),
+                ];
+                Ok(Some(self.call(get, arguments, vec![])?))
+            }
+            _ => unsupported(format!(
+                "attribute {name}: a {} descriptor, whose __get__ is not a Python function",
+                qualname(&descriptor_type)
+            )),
         }
     }
 
