@@ -342,7 +342,18 @@ fn describe_value(obj: &Bound<'_, PyAny>, depth: usize) -> String {
         None
     };
     let Some((open, close)) = container.filter(|_| depth > 0) else {
-        return format!("<{} object>", qualname(&obj.get_type().into_any()));
+        let type_name = qualname(&obj.get_type().into_any());
+        // A C type's object with a name of its own (a numpy ufunc, a builtin method):
+        // read through the type's own getter, which runs no code of the object's.
+        let c_type = super::vm::is_heap_instance(obj).is_ok_and(|heap| !heap);
+        let name = c_type
+            .then(|| obj.getattr("__name__").ok())
+            .flatten()
+            .filter(|name| name.is_exact_instance_of::<PyString>());
+        return match name {
+            Some(name) => format!("<{type_name} '{name}'>"),
+            None => format!("<{type_name} object>"),
+        };
     };
     let mut shown = Vec::new();
     let length = obj.len().unwrap_or(0);

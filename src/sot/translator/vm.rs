@@ -540,7 +540,7 @@ fn methods_of_builtin(builtin: &str) -> &'static [&'static str] {
 }
 
 /// Instances of a class made by a `class` statement (its methods may be Python code).
-fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub(super) fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
     Ok(obj.get_type().getattr("__flags__")?.extract::<u64>()? & HEAP_TYPE != 0)
 }
