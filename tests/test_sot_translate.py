@@ -2124,3 +2124,25 @@ def test_a_descriptor_written_in_python_runs_its_get_on_every_read():
     st = sot.stats(fast)
     assert st.graphs >= 1 and st.fallbacks == []
     assert {b.reason for b in st.graph_breaks} == {"attribute assignment on an object without a source"}
+
+
+def _reversed_while_the_dict_grows(x):
+    d = dict.fromkeys(range(4))
+    it = reversed(d)
+    first = next(it)
+    d[99] = None
+    try:
+        next(it)
+    except RuntimeError as error:
+        return x * 2.0, first, str(error)
+    return x * 2.0, first, "no error"
+
+
+def test_reversed_of_a_dict_sees_the_dict_change():
+    # reversed() took a snapshot of the keys: a dict changed under it raised nothing.
+    fast = sot.translate(_reversed_while_the_dict_grows)
+    for _ in range(2):
+        got, want = fast(np.ones(2))[1:], _reversed_while_the_dict_grows(np.ones(2))[1:]
+        assert got == want == (3, "dictionary changed size during iteration")
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert "reversed() of a dict or a dict view (its iterator watches the dict)" in reasons, reasons

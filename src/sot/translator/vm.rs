@@ -6008,6 +6008,18 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.push_val(Val::Lazy(Lazy::Zip(iterators)))
             }
             ("reversed", [x]) => {
+                // A dict's reverse iterator checks, item by item, that the dict's keys did
+                // not change (3.14 raises where they did): not simulated.
+                let dict_like = match self.val(*x) {
+                    Val::Dict(_) | Val::DictView { .. } => true,
+                    Val::Obj { obj, .. } => obj.is_instance_of::<PyDict>() || is_dict_view(obj)?,
+                    _ => false,
+                };
+                if dict_like {
+                    return graph_break(
+                        "reversed() of a dict or a dict view (its iterator watches the dict)",
+                    );
+                }
                 let mut items = self.items_of(*x)?;
                 items.reverse();
                 self.push_val(Val::Iter { items, next: 0 })
