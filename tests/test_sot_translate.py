@@ -2146,3 +2146,35 @@ def test_reversed_of_a_dict_sees_the_dict_change():
         assert got == want == (3, "dictionary changed size during iteration")
     reasons = [b.reason for b in sot.stats(fast).graph_breaks]
     assert "reversed() of a dict or a dict view (its iterator watches the dict)" in reasons, reasons
+
+
+def test_generated_code_calls_cpythons_builtins_while_they_are_patched():
+    """What the generated code calls of its own (here `int()`, which drops the NULL slot of
+    the call a break interrupts) is CPython's builtin even while `builtins.int` is patched,
+    as `mock.patch('builtins.int')` does: calling the patch ran the translated function
+    again, without end (test_builtin's test_envar_good_path_builtin)."""
+    import functools
+    from unittest import mock
+
+    calls = []
+
+    def record(args):
+        calls.append(args)
+        return args
+
+    class Recorder:
+        def __init__(self):
+            self.check = functools.partial(record)  # a C callable: the call breaks
+
+        def __call__(self, *args, **kwargs):
+            return str(self.check(args, **kwargs))  # str's NULL slot waits below the break
+
+    recorder = Recorder()
+    fast = sot.translate(Recorder.__call__)
+    with mock.patch("builtins.int", recorder):
+        assert fast(recorder, 7) == "(7,)"
+        assert fast(recorder, 8) == "(8,)"
+    assert calls == [(7,), (8,)]
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.fallbacks == []
+    assert [b.reason for b in st.graph_breaks] == ["unsupported call: partial"]

@@ -13,6 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PyTuple};
 use std::collections::HashMap;
 
 use super::guard::{Source, SourceId, SourceTable};
+use super::python::builtin;
 use super::value::{Graph, Lazy, Sym, Val, Vid};
 use super::vm::{SideEffect, MAX_NESTING};
 use crate::hookapi::pyobject::import;
@@ -177,7 +178,7 @@ trait Emit<'py>: Sized {
             self.emit(Op::PopTop, Arg::None);
             return Ok(());
         }
-        let noop = import(self.writer().pools.py, "builtins")?.getattr("int")?;
+        let noop = builtin(self.writer().pools.py, "int")?;
         self.load_const(noop);
         if layout == CallLayout::CallableFirst {
             self.emit(Op::Swap, Arg::Int(2));
@@ -245,7 +246,7 @@ trait Emit<'py>: Sized {
                 }
                 // types.FunctionType(code, globals(), name, None, closure)
                 let function_type = import(py, "types")?.getattr("FunctionType")?;
-                let globals = import(py, "builtins")?.getattr("globals")?;
+                let globals = builtin(py, "globals")?;
                 e.call_constant(function_type, |e| {
                     let name = target.getattr("co_name")?;
                     e.load_const(target);
@@ -827,7 +828,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// their attributes (which may refer to one another).
     fn make_objects(&mut self) -> PyResult<()> {
         let py = self.w.pools.py;
-        let new = import(py, "builtins")?.getattr("object")?.getattr("__new__")?;
+        let new = builtin(py, "object")?.getattr("__new__")?;
         let objects = self.distinct_objects();
         for &(vid, var) in &objects {
             if let Some(exception) = made_exception(&self.plan.values[vid]) {
@@ -1271,7 +1272,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         self.call_constant(function_type, |e| {
             e.load_const(code);
             if own_globals {
-                let globals_builtin = import(py, "builtins")?.getattr("globals")?;
+                let globals_builtin = builtin(py, "globals")?;
                 e.call_constant(globals_builtin, |_| Ok(0))?;
             } else {
                 e.load_const(globals);
@@ -1326,7 +1327,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         match &self.plan.values[vid] {
             Val::Iter { items, next } => {
                 let rest = items[*next..].to_vec();
-                let iter = import(py, "builtins")?.getattr("iter")?;
+                let iter = builtin(py, "iter")?;
                 self.call_constant(iter, |e| {
                     for item in &rest {
                         e.value(*item)?;
@@ -1337,10 +1338,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
             Val::Lazy(Lazy::Range { next, stop, step }) => {
                 // `iter(range(next, stop, step))`: the rest of the range, as an iterator.
-                let range = import(py, "builtins")?
-                    .getattr("range")?
-                    .call1((*next, *stop, *step))?;
-                let iter = import(py, "builtins")?.getattr("iter")?;
+                let range = builtin(py, "range")?.call1((*next, *stop, *step))?;
+                let iter = builtin(py, "iter")?;
                 self.call_constant(iter, |e| {
                     e.load_const(range);
                     Ok(1)
@@ -1464,7 +1463,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     // target[:] = contents
                     self.value(contents)?;
                     self.source(target)?;
-                    let whole = import(py, "builtins")?.getattr("slice")?.call1((py.None(),))?;
+                    let whole = builtin(py, "slice")?.call1((py.None(),))?;
                     self.load_const(whole);
                     self.emit(Op::StoreSubscr, Arg::None);
                 }
@@ -1804,7 +1803,7 @@ fn emit_step<'py, E: Emit<'py>>(
 ) -> PyResult<()> {
     match step {
         Step::BranchOnTruth => {
-            let truth = import(e.writer().pools.py, "builtins")?.getattr("bool")?;
+            let truth = builtin(e.writer().pools.py, "bool")?;
             e.call_constant(truth, |e| {
                 condition(e)?;
                 Ok(1)

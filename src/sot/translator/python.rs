@@ -311,11 +311,7 @@ fn arg_object<'py>(py: Python<'py>, arg: &GraphArg<'py>) -> PyResult<Bound<'py, 
         .into_any(),
         GraphArg::Slice(parts) => {
             let [a, b, c] = parts.as_ref();
-            import(py, "builtins")?.getattr("slice")?.call1((
-                arg_object(py, a)?,
-                arg_object(py, b)?,
-                arg_object(py, c)?,
-            ))?
+            builtin(py, "slice")?.call1((arg_object(py, a)?, arg_object(py, b)?, arg_object(py, c)?))?
         }
     })
 }
@@ -420,11 +416,32 @@ fn _sot_call_with<'py>(
     function.call(args, kwargs)
 }
 
+/// The builtins as they were when framehook was imported: what the generated code calls
+/// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
+/// `builtins.int` with a mock (calling the mock ran the translated mock again, without end).
+static BUILTINS: OnceLock<Py<PyDict>> = OnceLock::new();
+
+/// The builtin `name` as framehook found it at import.
+pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    let builtins = BUILTINS
+        .get()
+        .ok_or_else(|| PyRuntimeError::new_err("framehook: SOT's builtins are not read yet"))?;
+    builtins
+        .bind(py)
+        .get_item(name)?
+        .ok_or_else(|| PyRuntimeError::new_err(format!("framehook: no builtin named {name}")))
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     if TYPES.get().is_none() {
         // Under the import lock: no other thread makes them meanwhile.
         let _ = TYPES.set(make_types(py)?);
+        let builtins = import(py, "builtins")?
+            .getattr("__dict__")?
+            .cast_into::<PyDict>()?
+            .copy()?;
+        let _ = BUILTINS.set(builtins.unbind());
     }
     let types = types()?;
     module.add("SotTranslated", types.translated.type_object(py))?;

@@ -17,6 +17,7 @@ use pyo3::types::{
 
 use super::backend::Backend;
 use super::guard::{name_ref, Check, Guard, Pin, Source, SourceId, SourceTable};
+use super::python::builtin;
 use super::value::{
     DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Lazy, Node, NodeKind, Sym, Val, Vid,
 };
@@ -338,6 +339,8 @@ pub struct Vm<'py, 'b> {
 /// Python objects the VM uses, looked up once per translation.
 struct Ops<'py> {
     operator: Bound<'py, PyAny>,
+    /// The module `builtins` as it is now, for the names user code reads (the VM's own
+    /// uses of builtins are `python::builtin`'s).
     builtins: Bound<'py, PyAny>,
     function_type: Bound<'py, PyAny>,
     method_type: Bound<'py, PyAny>,
@@ -359,18 +362,17 @@ struct Ops<'py> {
 impl<'py> Ops<'py> {
     fn new(py: Python<'py>) -> PyResult<Self> {
         let types = import(py, "types")?;
-        let builtins = import(py, "builtins")?;
-        let object = builtins.getattr("object")?;
+        let object = builtin(py, "object")?;
         Ok(Self {
             operator: import(py, "operator")?.into_any(),
             function_type: types.getattr("FunctionType")?,
             method_type: types.getattr("MethodType")?,
             module_type: types.getattr("ModuleType")?,
-            property_type: builtins.getattr("property")?,
+            property_type: builtin(py, "property")?,
             member_descriptor_type: types.getattr("MemberDescriptorType")?,
             getset_descriptor_type: types.getattr("GetSetDescriptorType")?,
-            staticmethod_type: builtins.getattr("staticmethod")?,
-            classmethod_type: builtins.getattr("classmethod")?,
+            staticmethod_type: builtin(py, "staticmethod")?,
+            classmethod_type: builtin(py, "classmethod")?,
             c_method_types: PyTuple::new(
                 py,
                 [
@@ -378,9 +380,9 @@ impl<'py> Ops<'py> {
                     types.getattr("WrapperDescriptorType")?,
                 ],
             )?,
-            range_type: builtins.getattr("range")?,
+            range_type: builtin(py, "range")?,
             object_getattribute: object.getattr("__getattribute__")?,
-            builtins: builtins.into_any(),
+            builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),
         })
     }
@@ -822,7 +824,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::DictView { dict, part } => Ok(self.concrete(dict)?.call_method0(part.method())?),
             Val::Slice(a, b, c) => {
                 let (a, b, c) = (self.concrete(a)?, self.concrete(b)?, self.concrete(c)?);
-                Ok(self.ops.builtins.getattr("slice")?.call1((a, b, c))?)
+                Ok(builtin(self.py, "slice")?.call1((a, b, c))?)
             }
             Val::Function(f) => match &f.object {
                 Some(object) if f.closure.is_empty() => Ok(object.clone()),
@@ -950,20 +952,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Method { .. } => self.ops.method_type.clone(),
             Val::Object { class, .. } => class.clone(),
             Val::Generator(_) => import(self.py, "types")?.getattr("GeneratorType")?,
-            Val::Lazy(lazy) => {
-                let builtins = &self.ops.builtins;
-                match lazy {
-                    Lazy::Range { .. } => builtins
-                        .getattr("iter")?
-                        .call1((builtins.getattr("range")?.call1((0,))?,))?
-                        .get_type()
-                        .into_any(),
-                    Lazy::Zip(_) => builtins.getattr("zip")?,
-                    Lazy::Enumerate { .. } => builtins.getattr("enumerate")?,
-                    Lazy::Map { .. } => builtins.getattr("map")?,
-                    Lazy::Filter { .. } => builtins.getattr("filter")?,
-                }
-            }
+            Val::Lazy(lazy) => match lazy {
+                Lazy::Range { .. } => builtin(self.py, "iter")?
+                    .call1((builtin(self.py, "range")?.call1((0,))?,))?
+                    .get_type()
+                    .into_any(),
+                Lazy::Zip(_) => builtin(self.py, "zip")?,
+                Lazy::Enumerate { .. } => builtin(self.py, "enumerate")?,
+                Lazy::Map { .. } => builtin(self.py, "map")?,
+                Lazy::Filter { .. } => builtin(self.py, "filter")?,
+            },
             Val::Interpolation(_) => self.templatelib("Interpolation")?,
             Val::Template(_) => self.templatelib("Template")?,
             _ => return unsupported("the type of an internal value"),
@@ -1133,7 +1131,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let (a, ea) = self.graph_arg(a)?;
                 let (b, eb) = self.graph_arg(b)?;
                 let (c, ec) = self.graph_arg(c)?;
-                let example = self.ops.builtins.getattr("slice")?.call1((ea, eb, ec))?;
+                let example = builtin(self.py, "slice")?.call1((ea, eb, ec))?;
                 (GraphArg::Slice(Box::new([a, b, c])), example)
             }
             _ => {
@@ -2069,7 +2067,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let Arg::Enum(name) = arg else {
                     return unsupported("LOAD_COMMON_CONSTANT without a name");
                 };
-                let value = self.ops.builtins.getattr(name)?;
+                let value = builtin(self.py, name)?;
                 let v = self.constant(value);
                 frame.stack.push(v);
             }
@@ -2892,7 +2890,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
         let owner = self.realize(owner)?;
         if let Val::Object { class, mut attrs } = self.val(owner).clone_val() {
-            let object_setattr = self.ops.builtins.getattr("object")?.getattr("__setattr__")?;
+            let object_setattr = builtin(self.py, "object")?.getattr("__setattr__")?;
             if !class.getattr("__setattr__")?.is(&object_setattr) {
                 // Its own `__setattr__` (a frozen dataclass's raises) is not simulated.
                 return unsupported("attribute assignment on an object with __setattr__ or slots");
@@ -3033,7 +3031,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Whether the object's type overrides `object`'s `method` (`__setattr__`, `__delattr__`).
     fn overrides_object(&self, obj: &Bound<'py, PyAny>, method: &str) -> PyResult<bool> {
-        let default = self.ops.builtins.getattr("object")?.getattr(method)?;
+        let default = builtin(self.py, "object")?.getattr(method)?;
         Ok(!obj.get_type().getattr(method)?.is(&default))
     }
 
@@ -3452,7 +3450,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// arguments (`object_init`), which names the class where it defines neither
     /// `__init__` nor `__new__`.
     fn object_init(&mut self, class: &Bound<'py, PyAny>, arguments: bool) -> Res<Vid> {
-        let object = self.ops.builtins.getattr("object")?;
+        let object = builtin(self.py, "object")?;
         let own = |name: &str| -> PyResult<bool> { Ok(!class.getattr(name)?.is(&object.getattr(name)?)) };
         if arguments && own("__init__")? {
             return Err(Problem::Python(PyTypeError::new_err(
@@ -3508,7 +3506,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let function = self.constant(raw.getattr("fget")?);
                     return self.call(function, vec![receiver], vec![]);
                 }
-                if base.is(&self.ops.builtins.getattr("object")?)
+                if base.is(&builtin(self.py, "object")?)
                     && !receiver_is_class
                     && raw.is_instance(self.ops.c_method_types.as_any())?
                 {
@@ -3653,9 +3651,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // `object.__ne__` answers the inverse of `__eq__` (unless that declines).
             let inverse_of_eq = method == "ne"
                 && found.as_ref().is_some_and(|f| {
-                    self.ops
-                        .builtins
-                        .getattr("object")
+                    builtin(self.py, "object")
                         .and_then(|o| o.getattr("__ne__"))
                         .is_ok_and(|default| f.is(&default))
                 });
@@ -3842,10 +3838,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                     return Ok(items[at as usize]);
                 }
-                let indices = self
-                    .ops
-                    .builtins
-                    .getattr("range")?
+                let indices = builtin(self.py, "range")?
                     .call1((items.len(),))?
                     .get_item(&key_obj)?;
                 let picked: Vec<Vid> = indices
@@ -4250,7 +4243,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return Ok(false);
         }
-        let slot_wrapper = self.ops.builtins.getattr("object")?.getattr("__eq__")?.get_type();
+        let slot_wrapper = builtin(self.py, "object")?.getattr("__eq__")?.get_type();
         let ty = obj.get_type().into_any();
         for method in ["__hash__", "__eq__"] {
             if let Some(found) = self.type_lookup(&ty, method)? {
@@ -4267,7 +4260,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if is_value_type(obj) {
             return Ok(false);
         }
-        let default = self.ops.builtins.getattr("object")?.getattr("__eq__")?;
+        let default = builtin(self.py, "object")?.getattr("__eq__")?;
         Ok(self
             .type_lookup(&obj.get_type().into_any(), "__eq__")?
             .is_some_and(|eq| eq.is(&default)))
@@ -4319,11 +4312,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         for arg in rest {
             args.push(self.concrete(*arg)?);
         }
-        let text = self
-            .ops
-            .builtins
-            .getattr(builtin)?
-            .call1(PyTuple::new(self.py, args)?)?;
+        let text = super::python::builtin(self.py, builtin)?.call1(PyTuple::new(self.py, args)?)?;
         Ok(self.constant(text))
     }
 
@@ -4433,9 +4422,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// them (a naked exception that matches is wrapped in a group; None where nothing is).
     fn exception_group_match(&mut self, exception: Vid, kinds: Vid) -> Res<(Vid, Vid)> {
         let (exc, kinds) = (self.concrete(exception)?, self.concrete(kinds)?);
-        let builtins = &self.ops.builtins;
-        let group_type = builtins.getattr("BaseExceptionGroup")?;
-        let issubclass = builtins.getattr("issubclass")?;
+        let group_type = builtin(self.py, "BaseExceptionGroup")?;
+        let issubclass = builtin(self.py, "issubclass")?;
         let kind_list: Vec<Bound<'py, PyAny>> = match kinds.cast::<PyTuple>() {
             Ok(tuple) => tuple.iter().collect(),
             Err(_) => vec![kinds.clone()],
@@ -4935,7 +4923,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         match self.val(callable).clone_val() {
             Val::Function(f) => self.inline(&f, args, kwargs, None),
             Val::Method { function, receiver } => {
-                let object_init = self.ops.builtins.getattr("object")?.getattr("__init__")?;
+                let object_init = builtin(self.py, "object")?.getattr("__init__")?;
                 if matches!(self.val(function), Val::Obj { obj, .. } if obj.is(&object_init)) {
                     let class = self.type_of(receiver)?;
                     return self.object_init(&class, !args.is_empty() || !kwargs.is_empty());
@@ -5075,10 +5063,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let builtins = self.ops.builtins.clone();
-        let base_exception = builtins.getattr("BaseException")?;
-        let type_type = builtins.getattr("type")?;
-        let object = builtins.getattr("object")?;
+        let base_exception = builtin(self.py, "BaseException")?;
+        let type_type = builtin(self.py, "type")?;
+        let object = builtin(self.py, "object")?;
         if !cls.get_type().is(&type_type) {
             return Ok(None);
         }
@@ -5324,12 +5311,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     ) -> Res<Vid> {
         let class_attr = self.type_lookup(&class, name)?;
         if name == "__class__" {
-            let object_class = self
-                .ops
-                .builtins
-                .getattr("object")?
-                .getattr("__dict__")?
-                .get_item(name)?;
+            let object_class = builtin(self.py, "object")?.getattr("__dict__")?.get_item(name)?;
             if class_attr.as_ref().is_some_and(|found| found.is(&object_class)) {
                 // Its class is fixed when the translation makes it (unless the class
                 // defines a `__class__` of its own).
@@ -5909,7 +5891,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn builtin(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        self.ops.builtins.getattr(name)
+        builtin(self.py, name)
     }
 
     fn tuple_of(&mut self, items: Vec<Vid>) -> Vid {
@@ -6409,7 +6391,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         builtin: &str,
     ) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
         let ty = obj.get_type().into_any();
-        let object_methods = self.ops.builtins.getattr("object")?.getattr("__dict__")?;
+        let object_methods = super::python::builtin(self.py, "object")?.getattr("__dict__")?;
         for name in methods_of_builtin(builtin) {
             let found = self.type_lookup(&ty, name)?;
             let default = object_methods.get_item(*name).ok();
