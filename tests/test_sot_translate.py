@@ -2178,3 +2178,35 @@ def test_generated_code_calls_cpythons_builtins_while_they_are_patched():
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == []
     assert [b.reason for b in st.graph_breaks] == ["unsupported call: partial"]
+
+
+def test_a_guard_never_runs_the_users_eq():
+    """The keys guard of a dict compares keys by identity, and by `==` only where both are
+    values: a key whose `__eq__` is the user's (here one that clears the dict, as in
+    CPython's gh-140551 test) is never compared by a guard. The guard ran it, and its frame
+    asked the hook, whose guard ran it again: C recursion until the stack overflowed."""
+
+    def clear_at_lookup():
+        class Key:
+            def __hash__(self):
+                return 1
+
+            def __eq__(self, other):
+                nonlocal d
+                d.clear()
+
+        d = {}
+        for _ in range(10):
+            d[Key()] = None
+        first = len(d)
+        d = {}
+        for _ in range(10):
+            d.setdefault(Key(), None)
+        return first, len(d)
+
+    fast = sot.translate(clear_at_lookup)
+    for _ in range(3):
+        assert fast() == clear_at_lookup() == (1, 1)
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
+    assert any("Key key (its __hash__ or __eq__ runs Python code)" in b.reason for b in st.graph_breaks)

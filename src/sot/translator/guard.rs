@@ -627,7 +627,9 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
 }
 
 /// Whether the exact dict `dict` has the keys of the tuple `keys`, in order (each by
-/// identity, else `==`), without making a tuple of them.
+/// identity, else, for values, `==`), without making a tuple of them. Other keys are
+/// never compared with `==`: a guard must not run the user's `__eq__` (which may change
+/// the dict, or be a frame that asks this hook again without end).
 fn same_keys(py: Python<'_>, dict: &Bound<'_, PyDict>, keys: &StrongRef) -> bool {
     let keys = keys.bind(py);
     let Ok(keys) = keys.cast::<PyTuple>() else {
@@ -648,11 +650,33 @@ fn same_keys(py: Python<'_>, dict: &Bound<'_, PyDict>, keys: &StrongRef) -> bool
             return false;
         };
         index += 1;
-        if !key.is(&expected) && !rich_equal(py, &key, &StrongRef::new(&expected)) {
+        let equal_values = || {
+            type_ptr(&key) == type_ptr(&expected)
+                && is_value_type(&expected)
+                && is_value_type(&key)
+                && rich_equal(py, &key, &StrongRef::new(&expected))
+        };
+        if !key.is(&expected) && !equal_values() {
             return false;
         }
     }
     index == keys.len()
+}
+
+/// Types whose values are immutable and compared by value: guarded with `==` (whose
+/// comparison runs no code of the user's).
+pub fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_none()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<pyo3::types::PyBool>()
+        || obj.is_exact_instance_of::<PyString>()
+        || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
+        || obj.is_exact_instance_of::<pyo3::types::PyComplex>()
+        || obj.is_exact_instance_of::<pyo3::types::PyRange>()
+        || obj
+            .cast::<PyTuple>()
+            .is_ok_and(|t| t.is_exact_instance_of::<PyTuple>() && t.iter().all(|i| is_value_type(&i)))
 }
 
 fn type_ptr(value: &Bound<'_, PyAny>) -> *mut ffi::PyObject {

@@ -16,7 +16,7 @@ use pyo3::types::{
 };
 
 use super::backend::Backend;
-use super::guard::{name_ref, Check, Guard, Pin, Source, SourceId, SourceTable};
+use super::guard::{is_value_type, name_ref, Check, Guard, Pin, Source, SourceId, SourceTable};
 use super::python::builtin;
 use super::value::{
     DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Lazy, Node, NodeKind, Sym, Val, Vid,
@@ -463,21 +463,6 @@ const PURE_BUILTINS: &[&str] = &[
     "getattr",
     "slice",
 ];
-
-/// Types whose values are immutable and compared by value: guarded with `==`.
-fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
-    obj.is_none()
-        || obj.is_exact_instance_of::<PyInt>()
-        || obj.is_exact_instance_of::<PyFloat>()
-        || obj.is_exact_instance_of::<PyBool>()
-        || obj.is_exact_instance_of::<PyString>()
-        || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
-        || obj.is_exact_instance_of::<pyo3::types::PyComplex>()
-        || obj.is_exact_instance_of::<PyRange>()
-        || obj
-            .cast::<PyTuple>()
-            .is_ok_and(|t| t.is_exact_instance_of::<PyTuple>() && t.iter().all(|i| is_value_type(&i)))
-}
 
 /// The builtin containers whose contents may change under the same identity.
 fn is_mutable_container(obj: &Bound<'_, PyAny>) -> bool {
