@@ -2210,3 +2210,39 @@ def test_a_guard_never_runs_the_users_eq():
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
     assert any("Key key (its __hash__ or __eq__ runs Python code)" in b.reason for b in st.graph_breaks)
+
+
+def test_a_list_iterator_is_one_only_while_its_argument_is_a_list():
+    """`iter(x)` of a list from the frame is the translation's list iterator (read live,
+    made again at a break): guarded on the list's type, so that a later call with an object
+    whose `__iter__` returns itself does not get a list iterator made over that object
+    (test_itertools' tee recipe: `_list_iterator` was called with a `_tee`)."""
+    import functools
+
+    class Countdown:
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            self.n -= 1
+            return self.n
+
+    seen = []
+    probe = functools.partial(seen.append)  # a C callable: the call breaks
+
+    def first_two(iterable):
+        it = iter(iterable)
+        probe(it)  # `it` is made again by the generated code past this break
+        return next(it), next(it)
+
+    fast = sot.translate(first_two)
+    assert fast([5, 6, 7]) == first_two([5, 6, 7]) == (5, 6)
+    assert fast(Countdown(3)) == first_two(Countdown(3)) == (2, 1)
+    assert fast([8, 9]) == (8, 9)
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.fallbacks == []
+    assert st.guard_failures >= 1 and st.cache_hits >= 1
+    assert any("partial" in b.reason for b in st.graph_breaks)

@@ -4639,10 +4639,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }))
             }
             Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyList>() => {
+                // Read live as it is iterated, but a list's iterator only while it is one (a
+                // later call may hand an object whose `__iter__` is its own).
+                self.guard_type(v);
                 return Ok(self.push_val(Val::ListIter {
                     list: v,
                     next: Some(0),
-                }))
+                }));
             }
             Val::Dict(_) => return self.dict_iterator(v, DictPart::Keys),
             Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyDict>() => {
