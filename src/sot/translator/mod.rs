@@ -15,8 +15,8 @@ pub mod python;
 mod value;
 mod vm;
 
-use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::HashSet;
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
 
@@ -725,7 +725,7 @@ impl Translator {
             .getattr("co_qualname")
             .or_else(|_| code.getattr("co_name"))?
             .extract()?;
-        let mut break_before = HashSet::new();
+        let mut break_before = HashMap::new();
         let (mut vm, action, explanation) = loop {
             let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
             vm.break_before = break_before.clone();
@@ -742,13 +742,14 @@ impl Translator {
                 vm: &vm,
                 recompiling,
                 qualname: &qualname,
-                restart: Cell::new(None),
+                restart: RefCell::new(None),
                 liveness: OnceCell::new(),
             };
             let (action, explanation) = match ending {
                 Ok(Ending::Return(returned, locals)) => {
-                    let built = translation
-                        .generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
+                    let built = translation.generated_code(&locals, &[returned], Some(returned), |plan| {
+                        codegen::generate(plan, returned)
+                    });
                     translation.counted(built, -1)?
                 }
                 Ok(Ending::Break(point, stop)) => {
@@ -771,7 +772,7 @@ impl Translator {
                     };
                     let record = Record { reason, ..record };
                     let built = continuation.map(|c| translation.build_break(&point, &c));
-                    if translation.restart.get().is_some() {
+                    if translation.restart.borrow().is_some() {
                         (Action::Original, String::new())
                     } else {
                         report(
@@ -832,9 +833,9 @@ impl Translator {
                     )
                 }
             };
-            match translation.restart.get() {
-                Some(pc) if break_before.len() < MAX_RESTARTS => {
-                    break_before.insert(pc);
+            match translation.restart.take() {
+                Some((pc, why)) if break_before.len() < MAX_RESTARTS => {
+                    break_before.insert(pc, why);
                 }
                 _ => break (vm, action, explanation),
             }
@@ -931,8 +932,8 @@ struct Translation<'t, 'py, 'b> {
     recompiling: bool,
     qualname: &'t str,
     /// Set when the code cannot be made because of a value an earlier top-frame
-    /// instruction made: translating again breaks before that instruction.
-    restart: Cell<Option<usize>>,
+    /// instruction made: translating again breaks before that instruction (and says why).
+    restart: RefCell<Option<(usize, String)>>,
     /// Which variables the rest of the code may read (see `Translation::liveness`).
     liveness: OnceCell<Option<Liveness>>,
 }
@@ -975,7 +976,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 );
                 Ok((action, explain(py, qualname, info, vm, graph_text.as_deref())))
             }
-            Err(_) if self.restart.get().is_some() => Ok((Action::Original, String::new())),
+            Err(_) if self.restart.borrow().is_some() => Ok((Action::Original, String::new())),
             Err(err) => {
                 let record = Record {
                     reason: format!("code generation: {}", err.value(py)),
@@ -994,6 +995,7 @@ impl<'py> Translation<'_, 'py, '_> {
         &self,
         locals: &[usize],
         rebuilt: &[usize],
+        returned: Option<usize>,
         generate: impl FnOnce(&codegen::Plan<'_, 'py>) -> PyResult<Bound<'py, PyAny>>,
     ) -> PyResult<(Action, Option<String>)> {
         let vm = self.vm;
@@ -1010,6 +1012,8 @@ impl<'py> Translation<'_, 'py, '_> {
             frame_cells_of(vm, locals),
             vm_globals(vm)?,
             rebuilt,
+            returned,
+            &vm.caught_exceptions,
         );
         let (graph, outputs) = vm.graph.without_dead_arithmetic(&plan.outputs);
         let compiled = if graph.nodes.is_empty() {
@@ -1025,10 +1029,10 @@ impl<'py> Translation<'_, 'py, '_> {
             )?)
         };
         plan.holder = compiled.as_ref().map(|(holder, _)| holder.clone());
-        let generated = generate(&plan).inspect_err(|_| {
+        let generated = generate(&plan).inspect_err(|err| {
             let made_at = plan.unrebuildable.get().and_then(|vid| vm.made_at(vid));
-            if let Some(pc) = made_at.filter(|pc| !vm.break_before.contains(pc)) {
-                self.restart.set(Some(pc));
+            if let Some(pc) = made_at.filter(|pc| !vm.break_before.contains_key(pc)) {
+                self.restart.replace(Some((pc, err.value(self.py).to_string())));
             }
         })?;
         Ok((
@@ -1147,7 +1151,7 @@ impl<'py> Translation<'_, 'py, '_> {
         let mut rebuilt: Vec<usize> = point.stack.clone();
         rebuilt.extend(live.iter().map(|(_, v)| *v));
         rebuilt.extend(point.handled.iter().map(|(_, exception)| *exception));
-        self.generated_code(&point.locals, &rebuilt, |plan| {
+        self.generated_code(&point.locals, &rebuilt, None, |plan| {
             codegen::generate_break(
                 plan,
                 &point.instr,

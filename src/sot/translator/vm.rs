@@ -329,11 +329,14 @@ pub struct Vm<'py, 'b> {
     unhandled_groups: std::collections::HashSet<Vid>,
     /// Per value, the top frame's instruction that made it (`usize::MAX`: before the first).
     made_at: Vec<usize>,
+    /// The exceptions a handler of the translation caught, by address: CPython gave them a
+    /// traceback, which the generated code cannot give an exception it makes again.
+    pub caught_exceptions: std::collections::HashSet<usize>,
     /// The top frame's instruction being simulated.
     top_pc: usize,
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
-    /// a value a previous attempt's generated code could not rebuild.
-    pub break_before: std::collections::HashSet<usize>,
+    /// a value a previous attempt's generated code could not rebuild (what it was).
+    pub break_before: HashMap<usize, String>,
 }
 
 /// Python objects the VM uses, looked up once per translation.
@@ -607,8 +610,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             exception_slots: HashMap::new(),
             unhandled_groups: std::collections::HashSet::new(),
             made_at: Vec::new(),
+            caught_exceptions: std::collections::HashSet::new(),
             top_pc: usize::MAX,
-            break_before: std::collections::HashSet::new(),
+            break_before: HashMap::new(),
         })
     }
 
@@ -1620,9 +1624,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             let handled_depth = self.exc_stack.len();
             let snapshot = Snapshot::take(self);
             self.top_pc = pc;
-            let (outcome, caught) = if self.break_before.contains(&pc) {
-                let made = "it makes a value that generated code cannot rebuild, needed after a later break";
-                (Err(Problem::Break(made.to_owned())), false)
+            let (outcome, caught) = if let Some(why) = self.break_before.get(&pc) {
+                (Err(Problem::Break(format!("it makes {why}"))), false)
             } else {
                 match self.step(&mut frame) {
                     Err(Problem::Python(err)) => match self.catch(&mut frame, err) {
@@ -1749,7 +1752,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(handler) = frame.instrs.get(index).and_then(|i| i.handler) else {
             return Err(Problem::Python(err));
         };
-        let exception = self.constant(err.value(self.py).clone().into_any());
+        let caught = err.value(self.py).clone().into_any();
+        self.caught_exceptions.insert(caught.as_ptr() as usize);
+        let exception = self.constant(caught);
         frame.stack.truncate(handler.depth as usize);
         if handler.lasti {
             let lasti = self.constant(index.into_pyobject(self.py)?.into_any());
@@ -1787,6 +1792,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             frame.stack.extend(previous);
             let value = err.value(self.py).clone().into_any();
             let kind = self.constant(value.get_type().into_any());
+            self.caught_exceptions.insert(value.as_ptr() as usize);
             let exception = self.constant(value);
             self.exc_stack.push(exception);
             frame.stack.extend([none, exception, kind]);
