@@ -2274,3 +2274,73 @@ def test_an_exception_caught_and_returned_keeps_its_traceback():
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == [] and st.graphs == 1
     assert any("raised, caught and leaves the frame" in b.reason for b in st.graph_breaks)
+
+
+def test_an_error_raised_while_handling_is_chained_to_the_handled_exception():
+    """An error an operation raises inside an `except` block (a missing key) has the handled
+    exception as its `__context__`, as CPython's `PyErr_SetObject` chains it (3.14's
+    test_keyerror_context)."""
+
+    def keyerror_in_handler(x):
+        y = x + 1
+        first = second = None
+        try:
+            d = {}
+            try:
+                raise ValueError("bug")
+            except ValueError as exc:
+                first = exc
+                d[1]
+        except KeyError as exc:
+            second = exc
+        return y, type(first), type(second), second.__context__ is first, second.args
+
+    fast = sot.translate(keyerror_in_handler)
+    x = np.arange(3.0)
+    for _ in range(2):
+        y, *rest = fast(x)
+        np.testing.assert_array_equal(y, x + 1)
+        assert rest == [ValueError, KeyError, True, (1,)] == list(keyerror_in_handler(x)[1:])
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.ops_captured, st.cache_hits) == (1, 1, 1, 1)
+    assert st.graph_breaks == [] and st.fallbacks == []
+
+
+def test_a_store_through_a_data_descriptor_of_a_frame_object_runs_its_setter_there():
+    """A store to an attribute that the object's class defines as a data descriptor runs its
+    setter where the original does, so that what the setter changes besides is read right
+    after it: `e.__cause__ = None` sets `__suppress_context__` (3.14's
+    testChainingDescriptors); a property's Python setter is inlined."""
+
+    class Celsius:
+        def __init__(self):
+            self._kelvin = 273.15
+
+        @property
+        def degrees(self):
+            return self._kelvin - 273.15
+
+        @degrees.setter
+        def degrees(self, value):
+            self._kelvin = value + 273.15
+
+    def stores(x, error, temperature):
+        y = x * 2
+        before = error.__suppress_context__
+        error.__cause__ = None
+        temperature.degrees = 10.0
+        return y, before, error.__suppress_context__, temperature._kelvin
+
+    fast = sot.translate(stores)
+    x = np.arange(3.0)
+    for _ in range(2):
+        y, *rest = fast(x, ValueError(), Celsius())
+        np.testing.assert_array_equal(y, x * 2)
+        assert rest == [False, True, 283.15] == list(stores(x, ValueError(), Celsius())[1:])
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
+    breaks = [b.reason for b in st.graph_breaks]
+    # The exception's attributes break (up to 3.13 already at reading them: BaseException's
+    # own __getattribute__); the property's Python setter is inlined.
+    assert any("__cause__" in r or "BaseException" in r for r in breaks), breaks
+    assert not any("degrees" in r or "Celsius" in r for r in breaks), breaks

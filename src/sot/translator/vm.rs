@@ -329,6 +329,9 @@ pub struct Vm<'py, 'b> {
     unhandled_groups: std::collections::HashSet<Vid>,
     /// Per value, the top frame's instruction that made it (`usize::MAX`: before the first).
     made_at: Vec<usize>,
+    /// The exceptions raised in the translation whose chaining is decided (by address; see
+    /// `chain_to_handled`).
+    chained: std::collections::HashSet<usize>,
     /// The exceptions a handler of the translation caught, by address: CPython gave them a
     /// traceback, which the generated code cannot give an exception it makes again.
     pub caught_exceptions: std::collections::HashSet<usize>,
@@ -610,6 +613,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             exception_slots: HashMap::new(),
             unhandled_groups: std::collections::HashSet::new(),
             made_at: Vec::new(),
+            chained: std::collections::HashSet::new(),
             caught_exceptions: std::collections::HashSet::new(),
             top_pc: usize::MAX,
             break_before: HashMap::new(),
@@ -1745,6 +1749,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Sends the exception the instruction just run raised to its handler in `frame`
     /// (exception tables, 3.11+; 3.9/3.10's blocks), or on out of the frame.
     fn catch(&mut self, frame: &mut Frame<'py>, err: PyErr) -> Res<()> {
+        self.chain_to_handled(&err)?;
         if self.table.exceptions == ExceptionModel::BlockStack {
             return self.unwind_blocks(frame, err);
         }
@@ -1763,6 +1768,25 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         frame.stack.push(exception);
         frame.pc = handler.target;
+        Ok(())
+    }
+
+    /// CPython chains an exception raised while another is handled to that one where it is
+    /// raised (C code's `PyErr_SetObject`, as `raise` does): an error a step raised while
+    /// translating (a missing key, a failed conversion) is chained where it first reaches
+    /// a frame of the translation, once; `raise` has decided for its own.
+    fn chain_to_handled(&mut self, err: &PyErr) -> Res<()> {
+        let exc = err.value(self.py).clone().into_any();
+        if !self.chained.insert(exc.as_ptr() as usize) {
+            return Ok(());
+        }
+        let Some(handled) = self.exc_stack.last().copied() else {
+            return Ok(());
+        };
+        let handled = self.concrete(handled)?;
+        if !handled.is(&exc) && exc.getattr("__context__")?.is_none() {
+            chain_context(&exc, &handled)?;
+        }
         Ok(())
     }
 
@@ -1810,6 +1834,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Ok(exc) => exc,
             Err(problem) => return problem,
         };
+        self.chained.insert(exc.as_ptr() as usize);
         // Raised while one is handled: chained to it, as CPython chains (the generated code
         // cannot make such an exception again: one that reaches it falls back).
         if let (true, Some(handled)) = (made, self.exc_stack.last().copied()) {
@@ -2894,15 +2919,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             if let Some(descriptor) =
                 class_attr.filter(|d| !is_slot && d.get_type().hasattr("__set__").unwrap_or(false))
             {
-                // A property's Python setter runs inlined; other data descriptors are not
-                // simulated.
-                let setter = if descriptor.is_instance(&self.ops.property_type)? {
-                    Some(descriptor.getattr("fset")?)
-                        .filter(|f| f.is_instance(&self.ops.function_type).unwrap_or(false))
-                } else {
-                    None
-                };
-                let Some(setter) = setter else {
+                let Some(setter) = self.python_setter(&descriptor)? else {
                     return unsupported(format!("assignment to the data descriptor {name}"));
                 };
                 let setter = self.constant(setter);
@@ -2934,6 +2951,22 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "assignment to {name} of an object whose __dict__ the translation changed"
             ));
         }
+        let class_attr = self.type_lookup(&obj.get_type().into_any(), &name)?;
+        if let Some(descriptor) = class_attr.filter(|d| d.get_type().hasattr("__set__").unwrap_or(false)) {
+            if !self.is_slot(Some(&descriptor))? {
+                // A setter may change more than the attribute (`e.__cause__ = None` sets
+                // `__suppress_context__`), which replaying the store later would hide from
+                // the reads between: a property's Python setter runs inlined, any other
+                // runs as it is.
+                self.guard_type(owner);
+                let Some(setter) = self.python_setter(&descriptor)? else {
+                    return graph_break(format!("assignment to the data descriptor {name}"));
+                };
+                let setter = self.constant(setter);
+                self.call(setter, vec![owner, value], vec![])?;
+                return Ok(());
+            }
+        }
         self.guard_type(owner);
         self.side_effects.push(SideEffect::StoreAttr {
             target: owner,
@@ -2942,6 +2975,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         });
         self.stored_attrs.push((obj.as_ptr() as usize, name, Some(value)));
         Ok(())
+    }
+
+    /// A property's setter when it is a Python function (the VM inlines it); None for any
+    /// other data descriptor.
+    fn python_setter(&self, descriptor: &Bound<'py, PyAny>) -> Res<Option<Bound<'py, PyAny>>> {
+        if !descriptor.is_instance(&self.ops.property_type)? {
+            return Ok(None);
+        }
+        let setter = descriptor.getattr("fset")?;
+        Ok(setter.is_instance(&self.ops.function_type)?.then_some(setter))
     }
 
     /// `del obj.name` on an object from the frame: guarded to have it in its `__dict__`,
