@@ -34,7 +34,14 @@ def except_star_without_raise(x):
     return y
 
 
-@case(args=lambda: (arr(3),), graphs=0, ops=0, raises=ExceptionGroup)
+# The group is raised for real (a break), with its traceback.
+@case(
+    args=lambda: (arr(3),),
+    graphs=0,
+    ops=0,
+    raises=ExceptionGroup,
+    breaks=["raised and caught in the translation", "exception from the frame", "exception from the frame"],
+)
 def unmatched_group_propagates(x):
     try:
         raise ExceptionGroup("g", [TypeError("t")])

@@ -95,7 +95,14 @@ def suppressing_exit(x, log):
     return y
 
 
-@case(args=lambda: (arr(3), []), graphs=0, ops=0, raises=KeyError)
+# The KeyError __exit__ sees is raised for real (a break), with its traceback.
+@case(
+    args=lambda: (arr(3), []),
+    graphs=0,
+    ops=0,
+    raises=KeyError,
+    breaks=["raised and caught in the translation", "exception from the frame"],
+)
 def not_suppressing_exit(x, log):
     with _Recorder(log):
         raise KeyError("loud")

@@ -389,9 +389,9 @@ pub struct Plan<'a, 'py> {
     /// cannot make again (a generator, a method of a made list...): the translator then
     /// breaks where it was made, for the value to exist as a real object.
     pub unrebuildable: std::cell::Cell<Option<Vid>>,
-    /// The exceptions a handler of the translation caught that leave the frame (returned,
-    /// or stored by a side effect), by address: made again, they would have no traceback.
-    escaping_caught: Vec<usize>,
+    /// The exceptions a handler of the translation caught, by address: made again, they
+    /// would have no traceback (see `Vm::caught_exceptions`).
+    caught_exceptions: &'a std::collections::HashSet<usize>,
 }
 
 impl<'a, 'py> Plan<'a, 'py> {
@@ -410,17 +410,9 @@ impl<'a, 'py> Plan<'a, 'py> {
         frame_cells: Vec<(usize, usize)>,
         globals: Bound<'py, PyAny>,
         rebuilt: &[Vid],
-        returned: Option<Vid>,
-        caught_exceptions: &std::collections::HashSet<usize>,
+        caught_exceptions: &'a std::collections::HashSet<usize>,
     ) -> Self {
         let mut roots = side_effect_roots(values, side_effects);
-        let leaving: Vec<Vid> = roots.iter().copied().chain(returned).collect();
-        let escaping_caught = reachable(values, cells, &leaving)
-            .into_iter()
-            .filter_map(|vid| made_exception(&values[vid]))
-            .map(|exception| exception.as_ptr() as usize)
-            .filter(|address| caught_exceptions.contains(address))
-            .collect();
         roots.extend_from_slice(rebuilt);
         roots.extend(cell_roots(cells, &frame_cells, vars));
         let outputs = needed_outputs(values, cells, graph, &roots);
@@ -439,7 +431,7 @@ impl<'a, 'py> Plan<'a, 'py> {
             roots,
             outputs,
             unrebuildable: std::cell::Cell::new(None),
-            escaping_caught,
+            caught_exceptions,
         }
     }
 }
@@ -845,12 +837,18 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let objects = self.distinct_objects();
         for &(vid, var) in &objects {
             if let Some(exception) = made_exception(&self.plan.values[vid]) {
-                if self.plan.escaping_caught.contains(&(exception.as_ptr() as usize)) {
-                    // Where it was raised, the generated code raises it for real.
+                if self
+                    .plan
+                    .caught_exceptions
+                    .contains(&(exception.as_ptr() as usize))
+                {
+                    // Where it was raised, the generated code raises it for real: a copy
+                    // would have no traceback (an `except` block's `logging.exception()`
+                    // after a break printed none), nor be the same object.
                     return Err(self.cannot_rebuild(
                         vid,
-                        "an exception that is raised, caught and leaves the frame (made again by the \
-                         generated code, it would have no traceback)",
+                        "an exception raised and caught in the translation, needed after it (made \
+                         again by the generated code, it would have no traceback)",
                     ));
                 }
                 let exception = exception.clone();

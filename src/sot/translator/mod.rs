@@ -747,9 +747,8 @@ impl Translator {
             };
             let (action, explanation) = match ending {
                 Ok(Ending::Return(returned, locals)) => {
-                    let built = translation.generated_code(&locals, &[returned], Some(returned), |plan| {
-                        codegen::generate(plan, returned)
-                    });
+                    let built = translation
+                        .generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
                     translation.counted(built, -1)?
                 }
                 Ok(Ending::Break(point, stop)) => {
@@ -995,7 +994,6 @@ impl<'py> Translation<'_, 'py, '_> {
         &self,
         locals: &[usize],
         rebuilt: &[usize],
-        returned: Option<usize>,
         generate: impl FnOnce(&codegen::Plan<'_, 'py>) -> PyResult<Bound<'py, PyAny>>,
     ) -> PyResult<(Action, Option<String>)> {
         let vm = self.vm;
@@ -1012,7 +1010,6 @@ impl<'py> Translation<'_, 'py, '_> {
             frame_cells_of(vm, locals),
             vm_globals(vm)?,
             rebuilt,
-            returned,
             &vm.caught_exceptions,
         );
         let (graph, outputs) = vm.graph.without_dead_arithmetic(&plan.outputs);
@@ -1151,7 +1148,7 @@ impl<'py> Translation<'_, 'py, '_> {
         let mut rebuilt: Vec<usize> = point.stack.clone();
         rebuilt.extend(live.iter().map(|(_, v)| *v));
         rebuilt.extend(point.handled.iter().map(|(_, exception)| *exception));
-        self.generated_code(&point.locals, &rebuilt, None, |plan| {
+        self.generated_code(&point.locals, &rebuilt, |plan| {
             codegen::generate_break(
                 plan,
                 &point.instr,
