@@ -857,7 +857,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 continue;
             }
             if matches!(self.plan.values[vid], Val::List(_) | Val::Dict(_) | Val::Set(_)) {
-                self.make_container(vid, var);
+                self.make_container(vid, var)?;
                 continue;
             }
             let Val::Object { class, .. } = &self.plan.values[vid] else {
@@ -982,25 +982,49 @@ impl<'a, 'py> Emitter<'a, 'py> {
     }
 
     /// An empty list, dict or set made once for `vid` (its contents are added after every
-    /// made object exists, so that they may hold one another).
-    fn make_container(&mut self, vid: Vid, var: u32) {
-        let op = match &self.plan.values[vid] {
-            Val::List(_) => Op::BuildList,
-            Val::Dict(_) => Op::BuildMap,
-            _ => Op::BuildSet,
-        };
-        self.emit(op, Arg::Int(0));
+    /// made object exists, so that they may hold one another). A list is `[None] * n`, of
+    /// its final length: its contents replace the Nones, and it has the size CPython's own
+    /// lists of n items have (`sys.getsizeof`), where one extended from empty has more.
+    fn make_container(&mut self, vid: Vid, var: u32) -> PyResult<()> {
+        match &self.plan.values[vid] {
+            Val::List(items) if !items.is_empty() => {
+                let py = self.w.pools.py;
+                self.load_const(py.None().into_bound(py));
+                self.emit(Op::BuildList, Arg::Int(1));
+                self.load_const(items.len().into_pyobject(py)?.into_any());
+                self.emit(
+                    Op::BinaryOp,
+                    Arg::BinaryOp {
+                        op: BinOp::Multiply,
+                        inplace: false,
+                    },
+                );
+            }
+            Val::List(_) => self.emit(Op::BuildList, Arg::Int(0)),
+            Val::Dict(_) => self.emit(Op::BuildMap, Arg::Int(0)),
+            _ => self.emit(Op::BuildSet, Arg::Int(0)),
+        }
         self.emit(Op::StoreFast, Arg::Var(var));
+        Ok(())
     }
 
-    /// `list.extend(made, (items...))`, `dict.update(made, {...})` or `set.update(made, (...))`.
+    /// `list.__setitem__(made, slice(None), (items...))`, `dict.update(made, {...})` or
+    /// `set.update(made, (...))`.
     fn fill_container(&mut self, vid: Vid, var: u32) -> PyResult<()> {
         let py = self.w.pools.py;
+        if let Val::List(items) = &self.plan.values[vid] {
+            let contents = Val::Tuple(items.clone());
+            let whole = builtin(py, "slice")?.call1((py.None(),))?;
+            self.call_constant(py.get_type::<PyList>().getattr("__setitem__")?, |e| {
+                e.emit(Op::LoadFast, Arg::Var(var));
+                e.load_const(whole);
+                e.contents(&contents)?;
+                Ok(3)
+            })?;
+            self.emit(Op::PopTop, Arg::None);
+            return Ok(());
+        }
         let (method, contents) = match &self.plan.values[vid] {
-            Val::List(items) => (
-                py.get_type::<PyList>().getattr("extend")?,
-                Val::Tuple(items.clone()),
-            ),
             Val::Set(items) => (
                 py.get_type::<PySet>().getattr("update")?,
                 Val::Tuple(items.clone()),
