@@ -2411,3 +2411,39 @@ def test_a_list_the_generated_code_makes_has_cpythons_size():
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
     assert any("getsizeof" in b.reason for b in st.graph_breaks)
+
+
+def test_a_frame_dict_is_changed_by_the_operations_that_changed_it():
+    """A dict from the frame that the translation changed is given its changes as CPython's
+    own operations give them: deletions, then stores (not cleared and refilled, which moves
+    nothing but leaves another table behind: 3.9/3.10's test_dict
+    test_splittable_setattr_after_pop saw an instance's split table where a pop leaves a
+    combined one)."""
+    try:
+        from _testcapi import dict_hassplittable  # 3.9, 3.10
+    except ImportError:
+        dict_hassplittable = None
+
+    class Plain:
+        pass
+
+    def change(d, obj):
+        d.pop("b")
+        d["z"] = 1
+        del d["a"]
+        obj.__dict__.pop("x")
+        print(end="")  # a break: the changes are made before it
+        split = dict_hassplittable(obj.__dict__) if dict_hassplittable else None
+        return list(d.items()), split
+
+    def fresh():
+        obj = Plain()
+        obj.x = 1
+        return {"a": 1, "b": 2, "c": 3}, obj
+
+    fast = sot.translate(change)
+    for _ in range(2):
+        assert fast(*fresh()) == change(*fresh()) == ([("c", 3), ("z", 1)], False if dict_hassplittable else None)
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
+    assert [b.reason for b in st.graph_breaks][0].startswith("print()")

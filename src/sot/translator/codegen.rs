@@ -660,23 +660,34 @@ fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars
         .collect()
 }
 
-/// The items to store into a dict from the frame for it to hold `contents` where it held
-/// `before`: those added or given another value, in order. That makes the same dict where
-/// `before`'s keys are the first of `contents`' in the same order (a store keeps a key's
-/// place, a new key goes last); None where a key went or moved (replaced whole then).
-/// Keys are compared as values of the translation: a stored key keeps its first value.
-fn dict_stores(values: &[Val<'_>], contents: Vid, before: &[(Vid, Vid)]) -> Option<Vec<(Vid, Vid)>> {
+/// How a dict from the frame that held `before` comes to hold `contents`: the keys to
+/// delete, then the items to store (added or given another value), in order. That makes
+/// the same dict, and as CPython's operations leave its table (a deletion makes 3.9's
+/// split table combined), where the keys of `before` that remain are the first of
+/// `contents`' in the same order (a store keeps a key's place, a new key goes last); None
+/// where a remaining key moved (replaced whole then). Keys are compared as values of the
+/// translation: a stored key keeps its first value.
+struct DictChanges {
+    deleted: Vec<Vid>,
+    stored: Vec<(Vid, Vid)>,
+}
+
+fn dict_changes(values: &[Val<'_>], contents: Vid, before: &[(Vid, Vid)]) -> Option<DictChanges> {
     let Val::Dict(after) = &values[contents] else {
         return None;
     };
-    let kept = after.len() >= before.len() && before.iter().zip(after).all(|((k, _), (a, _))| k == a);
-    kept.then(|| {
-        after
+    let (remaining, deleted): (Vec<&(Vid, Vid)>, Vec<&(Vid, Vid)>) = before
+        .iter()
+        .partition(|(key, _)| after.iter().any(|(k, _)| k == key));
+    let kept = remaining.len() <= after.len() && remaining.iter().zip(after).all(|((k, _), (a, _))| k == a);
+    kept.then(|| DictChanges {
+        deleted: deleted.iter().map(|(key, _)| *key).collect(),
+        stored: after
             .iter()
             .enumerate()
-            .filter(|(index, (_, value))| before.get(*index).map_or(true, |(_, old)| old != value))
+            .filter(|(index, (_, value))| remaining.get(*index).map_or(true, |(_, old)| old != value))
             .map(|(_, item)| *item)
-            .collect()
+            .collect(),
     })
 }
 
@@ -690,8 +701,12 @@ fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec<Vid
             SideEffect::StoreGlobal { value, .. } => vec![*value],
             SideEffect::DeleteGlobal { .. } => vec![],
             SideEffect::StoreFree { value, .. } | SideEffect::StoreCell { value, .. } => vec![*value],
-            SideEffect::Replace { contents, before, .. } => match dict_stores(values, *contents, before) {
-                Some(stores) => stores.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+            SideEffect::Replace { contents, before, .. } => match dict_changes(values, *contents, before) {
+                Some(changes) => changes
+                    .deleted
+                    .into_iter()
+                    .chain(changes.stored.into_iter().flat_map(|(k, v)| [k, v]))
+                    .collect(),
                 None => vec![*contents],
             },
         })
@@ -1479,9 +1494,15 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 before,
             } => {
                 let (target, contents) = (*target, *contents);
-                if let Some(stores) = dict_stores(self.plan.values, contents, before) {
-                    // target[key] = value, for each item added or changed
-                    for (key, value) in stores {
+                if let Some(changes) = dict_changes(self.plan.values, contents, before) {
+                    // del target[key], for each key gone; target[key] = value, for each
+                    // item added or changed
+                    for key in changes.deleted {
+                        self.source(target)?;
+                        self.value(key)?;
+                        self.emit(Op::DeleteSubscr, Arg::None);
+                    }
+                    for (key, value) in changes.stored {
                         self.value(value)?;
                         self.source(target)?;
                         self.value(key)?;

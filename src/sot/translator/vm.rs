@@ -275,7 +275,7 @@ pub enum SideEffect {
         target: SourceId,
         contents: Vid,
         /// A dict's items as the frame held them (what its guards say), for replaying
-        /// only the stores: see `codegen::dict_stores`. Empty for a list.
+        /// only the changes: see `codegen::dict_changes`. Empty for a list.
         before: Vec<(Vid, Vid)>,
     },
 }
