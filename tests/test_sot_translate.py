@@ -127,8 +127,10 @@ def test_graph_break_resumes_and_counts():
 def test_a_value_dropped_after_a_break_is_freed_when_dropped():
     """The frame that waits on a resume function holds none of its locals, nor the values
     it handed on: what the rest of the function drops is freed then, as in one frame
-    (also a value live at the break, dropped after it, through two resume functions), and
-    what it never stores again lives to the end."""
+    (also a value live at the break, dropped after it, through two resume functions); a
+    value never read after the break lives until the store over it (which breaks where
+    the dropped object's death is watched: a weak reference's callback), and what it
+    never stores again lives to the end."""
     import weakref
 
     class Held:
@@ -149,13 +151,21 @@ def test_a_value_dropped_after_a_break_is_freed_when_dropped():
         obj = None
         return (freed == [True], probe() is None)
 
+    def hold_until_stored_over(box, freed):
+        obj = box.pop()
+        probe = weakref.ref(obj, lambda _: freed.append(True))
+        print("a break")  # obj is never read again, but the frame holds it until the store
+        held = probe() is not None and freed == []
+        obj = None
+        return (held and freed == [True], probe() is None)
+
     def keep_to_the_end(box, freed):
         obj = box.pop()
         probe = weakref.ref(obj, lambda _: freed.append(True))
         print("a break")
         return (freed == [], probe() is not None)  # obj is never stored again: kept
 
-    for function in (drop_after_break, drop_what_was_live_at_breaks, keep_to_the_end):
+    for function in (drop_after_break, drop_what_was_live_at_breaks, hold_until_stored_over, keep_to_the_end):
         fast = sot.translate(function)
         for _ in range(2):
             freed = []
@@ -2447,3 +2457,32 @@ def test_a_frame_dict_is_changed_by_the_operations_that_changed_it():
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
     assert [b.reason for b in st.graph_breaks][0].startswith("print()")
+
+
+def test_a_proxied_object_lives_until_the_frame_stores_over_it():
+    """functools' test_weakref through SOT: a partial object behind a weak proxy, read
+    after a break through the proxy, lives until the frame stores None over it, and is gone
+    after (the generated code dropped it at the break, as nothing read it again: the proxy
+    raised ReferenceError one line early)."""
+    import functools
+    import gc
+    import weakref
+
+    def proxied():
+        f = functools.partial(int, base=16)
+        p = weakref.proxy(f)
+        same = f.func is p.func
+        f = None
+        gc.collect()
+        try:
+            p.func
+        except ReferenceError:
+            return same, "gone"
+        return same, "alive"
+
+    fast = sot.translate(proxied)
+    for _ in range(2):
+        assert fast() == proxied() == (True, "gone")
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
+    assert any("a store over the frame's only reference" in b.reason for b in st.graph_breaks)

@@ -1,6 +1,5 @@
-//! Which local variables a canonical instruction sequence may still read, and which it
-//! may still store or delete: backward dataflows over its control flow, exception edges
-//! included. A variable is live before an instruction when some path from it reads the
+//! Which local variables a canonical instruction sequence may still read: a backward
+//! dataflow over its control flow, exception edges included. A variable is live before an instruction when some path from it reads the
 //! variable before storing it again.
 //!
 //! The answer errs towards live: every instruction may fall through unless it always
@@ -9,20 +8,17 @@
 
 use crate::canonical::{Arg, Instruction, Op};
 
-/// The live variables before each instruction, and those some path from it stores or
-/// deletes, over canonical variable indices below `locals` (those above, cells and free
-/// variables, are never fast locals).
+/// The live variables before each instruction, over canonical variable indices below
+/// `locals` (those above, cells and free variables, are never fast locals).
 pub struct Liveness {
     words: usize,
     live: Vec<u64>,
-    stored: Vec<u64>,
 }
 
 impl Liveness {
     pub fn new(instrs: &[Instruction], locals: usize) -> Liveness {
         let words = locals.div_ceil(64);
         let mut live = vec![0u64; words * (instrs.len() + 1)];
-        let mut stored = vec![0u64; words * (instrs.len() + 1)];
         let block_handlers: Vec<usize> = instrs
             .iter()
             .filter(|i| matches!(i.op, Op::SetupFinally | Op::SetupWith | Op::SetupAsyncWith))
@@ -40,13 +36,9 @@ impl Liveness {
             changed = false;
             for (pc, instr) in instrs.iter().enumerate().rev() {
                 let mut out = vec![0u64; words];
-                let mut stored_after = vec![0u64; words];
                 let mut join = |from: usize| {
                     let range = from.min(instrs.len()) * words..(from.min(instrs.len()) + 1) * words;
-                    for (word, bits) in out.iter_mut().zip(&live[range.clone()]) {
-                        *word |= bits;
-                    }
-                    for (word, bits) in stored_after.iter_mut().zip(&stored[range]) {
+                    for (word, bits) in out.iter_mut().zip(&live[range]) {
                         *word |= bits;
                     }
                 };
@@ -64,9 +56,6 @@ impl Liveness {
                 }
                 if let Some(var) = local(&instr.arg) {
                     let (word, bit) = (var / 64, 1u64 << (var % 64));
-                    if matches!(instr.op, Op::StoreFast | Op::DeleteFast) {
-                        stored_after[word] |= bit;
-                    }
                     match instr.op {
                         Op::StoreFast => out[word] &= !bit,
                         // Deleting needs the variable bound; saving it for a comprehension
@@ -82,24 +71,14 @@ impl Liveness {
                     before.copy_from_slice(&out);
                     changed = true;
                 }
-                let before = &mut stored[pc * words..(pc + 1) * words];
-                if before != stored_after.as_slice() {
-                    before.copy_from_slice(&stored_after);
-                    changed = true;
-                }
             }
         }
-        Liveness { words, live, stored }
+        Liveness { words, live }
     }
 
     /// Whether `var` may be read from instruction `pc` on before it is stored again.
     pub fn is_live(&self, pc: usize, var: usize) -> bool {
         Self::has(&self.live, self.words, pc, var)
-    }
-
-    /// Whether some path from instruction `pc` on stores or deletes `var`.
-    pub fn may_be_stored(&self, pc: usize, var: usize) -> bool {
-        Self::has(&self.stored, self.words, pc, var)
     }
 
     fn has(bits: &[u64], words: usize, pc: usize, var: usize) -> bool {
@@ -145,7 +124,6 @@ mod tests {
         let live = Liveness::new(&code, 2);
         assert!(!live.is_live(1, 0) && live.is_live(1, 1));
         assert!(!live.is_live(5, 1));
-        assert!(live.may_be_stored(1, 0) && !live.may_be_stored(1, 1) && !live.may_be_stored(4, 0));
     }
 
     #[test]

@@ -1593,6 +1593,12 @@ struct ResumeNames {
     level: usize,
 }
 
+/// Whether `name` is a resume function's own local (its box, a stack slot), not one of the
+/// original's variables.
+pub(super) fn is_resume_local(name: &str) -> bool {
+    name.starts_with(RESUME_BOX) || name.starts_with(RESUME_STACK)
+}
+
 impl ResumeNames {
     /// The level after those of the resume functions `old_names` shows (its box or stack
     /// locals; one that has neither left no names to keep apart).

@@ -1074,15 +1074,11 @@ impl<'py> Translation<'_, 'py, '_> {
             .enumerate()
             // Cells reach a resume function as its closure, not as arguments.
             .filter(|(_, vid)| !matches!(&vm.values[**vid], value::Val::Null | value::Val::Cell(_)))
-            // A variable the rest never reads but stores again is not handed on: its value
-            // goes about when the original drops it, not when the resume function returns.
-            // One never stored again is, as the original frame holds it to the end, unless
-            // it holds None (nothing can tell).
-            .filter(|(i, vid)| {
-                liveness.map_or(true, |l| {
-                    l.is_live(point.pc, *i) || (!l.may_be_stored(point.pc, *i) && !vm.is_none(**vid))
-                })
-            })
+            // A variable the rest never reads is handed on too, unless it holds None (nothing
+            // can tell): the original frame holds its value until it stores over it or
+            // returns, and so does the resume function (which empties the box it takes its
+            // values from, and breaks at a store that drops a watched one).
+            .filter(|(i, vid)| liveness.map_or(true, |l| l.is_live(point.pc, *i) || !vm.is_none(**vid)))
             .map(|(i, vid)| (i, *vid))
             .collect();
         let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();

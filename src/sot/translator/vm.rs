@@ -2105,12 +2105,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                 frame.stack.push(v);
                 frame.locals[slot] = self.push_val(Val::Null);
             }
-            Op::StoreFast => {
-                let v = Self::pop(frame)?;
-                frame.locals[Self::var_at(arg)?] = v;
-            }
-            Op::DeleteFast => {
-                frame.locals[Self::var_at(arg)?] = self.push_val(Val::Null);
+            Op::StoreFast | Op::DeleteFast => {
+                let slot = Self::var_at(arg)?;
+                let own_variable = !super::codegen::is_resume_local(frame.vars.all()[slot]);
+                if self.depth == 0 && own_variable && self.drops_a_watched_object(frame.locals[slot])? {
+                    return graph_break(
+                        "a store over the frame's only reference to an object with weak references or \
+                         a finalizer (they run where the original drops it)",
+                    );
+                }
+                frame.locals[slot] = match instr.op {
+                    Op::StoreFast => Self::pop(frame)?,
+                    _ => self.push_val(Val::Null),
+                };
             }
             Op::LoadDeref | Op::LoadClassderef => {
                 let cell = self.cell_of(frame, arg)?;
@@ -2975,6 +2982,51 @@ impl<'py, 'b> Vm<'py, 'b> {
         });
         self.stored_attrs.push((obj.as_ptr() as usize, name, Some(value)));
         Ok(())
+    }
+
+    /// Whether storing over (or deleting) a variable of the top frame holding `old` drops
+    /// an object whose death is watched, that nothing else the translation knows holds: an
+    /// item of a list from the frame that the translation emptied (what a resume function
+    /// takes from its box). The generated code stores at its end or at a break, later than
+    /// the original drops it.
+    fn drops_a_watched_object(&self, old: Vid) -> Res<bool> {
+        let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(old)
+        else {
+            return Ok(false);
+        };
+        let Source::Item(container, _) = &self.sources.sources[*source] else {
+            return Ok(false);
+        };
+        let emptied = self
+            .by_source
+            .get(container)
+            .and_then(|list| match self.val(*list) {
+                Val::Obj { obj: list, .. } => self.mutated.get(&(list.as_ptr() as usize)).copied(),
+                _ => None,
+            })
+            .is_some_and(|copy| matches!(self.val(copy), Val::List(items) if items.is_empty()));
+        if !emptied {
+            return Ok(false);
+        }
+        // Watched: a proxy (using it raises once the object died), a reference with a
+        // callback (a WeakValueDictionary's, a WeakSet's...), a `__del__`. A plain reference
+        // without one is not counted: framehook's own identity guards hold such ones.
+        let weakref = import(self.py, "weakref")?;
+        let proxies = (
+            weakref.getattr("ProxyType")?,
+            weakref.getattr("CallableProxyType")?,
+        );
+        for reference in weakref.getattr("getweakrefs")?.call1((obj,))?.try_iter()? {
+            let reference = reference?;
+            let kind = reference.get_type();
+            if kind.is(&proxies.0) || kind.is(&proxies.1) || !reference.getattr("__callback__")?.is_none() {
+                return Ok(true);
+            }
+        }
+        Ok(self.type_lookup(&obj.get_type().into_any(), "__del__")?.is_some())
     }
 
     /// A property's setter when it is a Python function (the VM inlines it); None for any
