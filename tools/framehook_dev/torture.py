@@ -127,6 +127,11 @@ _ONE_FRAME_MORE = (
     "the test walks the traceback's frames: an exception raised under the frame's own handlers (or "
     "a with block's) is raised from a bridge (a resume function the generated code calls), one "
     "frame more than the original")
+_RESUME_NESTING = (
+    "the test lowers the recursion limit to a few frames above its own depth "
+    "(support.infinite_recursion): translated, what follows each graph break runs in a resume "
+    "function that the generated code calls, one frame deeper per break (a recursive function "
+    "that breaks at its recursive call takes two frames a level), so the limit is reached earlier")
 _LAZY_NORMALIZATION = (
     "3.9/3.10 normalize an exception that C code set as a class and an argument only when a "
     "handler takes it; where making the instance fails, its constructor's error replaces it with "
@@ -143,6 +148,8 @@ SOT_INHERENT: dict[str, str] = {
         "test_lineno_after_raise_in_with_exit", "test_lineno_after_with", "test_lineno_in_finally_except",
         "test_lineno_in_named_except")},
     "test.test_exceptions.ExceptionTests.testSettingException": _LAZY_NORMALIZATION,
+    "test.test_richcmp.MiscTest.test_recursion": _RESUME_NESTING,
+    "test.test_functools.TestLRUPy.test_lru_recursion": _RESUME_NESTING,
 }
 SOT_REASONS_SHOWN = 10
 # The driver's overall result, compared as one more "test".
