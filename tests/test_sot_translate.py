@@ -2319,8 +2319,10 @@ def test_an_error_raised_while_handling_is_chained_to_the_handled_exception():
 def test_a_store_through_a_data_descriptor_of_a_frame_object_runs_its_setter_there():
     """A store to an attribute that the object's class defines as a data descriptor runs its
     setter where the original does, so that what the setter changes besides is read right
-    after it: `e.__cause__ = None` sets `__suppress_context__` (3.14's
-    testChainingDescriptors); a property's Python setter is inlined."""
+    after it (`e.__cause__ = None` sets `__suppress_context__`: 3.14's
+    testChainingDescriptors), and what it raises is raised there, under the handlers (a C
+    type's member refuses a value of another type; replayed after the `try`, the error
+    escaped it); a property's Python setter is inlined."""
 
     class Celsius:
         def __init__(self):
@@ -2338,15 +2340,20 @@ def test_a_store_through_a_data_descriptor_of_a_frame_object_runs_its_setter_the
         y = x * 2
         before = error.__suppress_context__
         error.__cause__ = None
+        after = error.__suppress_context__
         temperature.degrees = 10.0
-        return y, before, error.__suppress_context__, temperature._kelvin
+        try:
+            error.__suppress_context__ = 1  # a C type's member checks its value: TypeError
+        except TypeError:
+            refused = True
+        return y, before, after, refused, error.__suppress_context__, temperature._kelvin
 
     fast = sot.translate(stores)
     x = np.arange(3.0)
     for _ in range(2):
         y, *rest = fast(x, ValueError(), Celsius())
         np.testing.assert_array_equal(y, x * 2)
-        assert rest == [False, True, 283.15] == list(stores(x, ValueError(), Celsius())[1:])
+        assert rest == [False, True, True, True, 283.15] == list(stores(x, ValueError(), Celsius())[1:])
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
     breaks = [b.reason for b in st.graph_breaks]

@@ -2960,7 +2960,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let class_attr = self.type_lookup(&obj.get_type().into_any(), &name)?;
         if let Some(descriptor) = class_attr.filter(|d| d.get_type().hasattr("__set__").unwrap_or(false)) {
-            if !self.is_slot(Some(&descriptor))? {
+            if !self.is_python_slot(&descriptor)? {
                 // A setter may change more than the attribute (`e.__cause__ = None` sets
                 // `__suppress_context__`), which replaying the store later would hide from
                 // the reads between: a property's Python setter runs inlined, any other
@@ -3027,6 +3027,21 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         Ok(self.type_lookup(&obj.get_type().into_any(), "__del__")?.is_some())
+    }
+
+    /// Whether `descriptor` is a slot of a class written in Python (`__slots__`), which
+    /// stores any value as it is; a C type's members check theirs (`__suppress_context__`
+    /// takes only a bool).
+    fn is_python_slot(&self, descriptor: &Bound<'py, PyAny>) -> PyResult<bool> {
+        const HEAP_TYPE: u64 = 1 << 9;
+        if !self.is_slot(Some(descriptor))? {
+            return Ok(false);
+        }
+        let flags: u64 = descriptor
+            .getattr("__objclass__")?
+            .getattr("__flags__")?
+            .extract()?;
+        Ok(flags & HEAP_TYPE != 0)
     }
 
     /// A property's setter when it is a Python function (the VM inlines it); None for any
