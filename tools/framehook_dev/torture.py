@@ -569,7 +569,7 @@ def coverage_markdown(report: dict, modules: list[str]) -> str:
     most frequent reasons per interpreter."""
     labels = [label for label, py in report["pythons"].items()
               if any((e or {}).get("sot_coverage") for e in py["modules"].values())]
-    lines = ["| interpreter | modules same as without hooks | test methods run | translated | "
+    lines = ["| interpreter | modules as without hooks (or inherent) | test methods run | translated | "
              "translated, no break or fallback |", "| --- | ---: | ---: | ---: | ---: |"]
     for label in labels:
         t = coverage_totals(report["pythons"][label], modules)
