@@ -676,12 +676,16 @@ fn dict_changes(values: &[Val<'_>], contents: Vid, before: &[(Vid, Vid)]) -> Opt
     let Val::Dict(after) = &values[contents] else {
         return None;
     };
-    let (remaining, deleted): (Vec<&(Vid, Vid)>, Vec<&(Vid, Vid)>) = before
+    let stays = |key: &Vid| after.iter().any(|(k, _)| k == key);
+    let remaining: Vec<&(Vid, Vid)> = before.iter().filter(|(key, _)| stays(key)).collect();
+    let deleted: Vec<Vid> = before
         .iter()
-        .partition(|(key, _)| after.iter().any(|(k, _)| k == key));
+        .map(|(key, _)| *key)
+        .filter(|key| !stays(key))
+        .collect();
     let kept = remaining.len() <= after.len() && remaining.iter().zip(after).all(|((k, _), (a, _))| k == a);
     kept.then(|| DictChanges {
-        deleted: deleted.iter().map(|(key, _)| *key).collect(),
+        deleted,
         stored: after
             .iter()
             .enumerate()
@@ -2104,7 +2108,14 @@ pub fn generate_break<'py>(
     if settled {
         emitter.settle_variables(live, unbound)?;
     }
-    let covered_from = emitter.w.out.len();
+    // The step's exception-table entry also covers the instruction before it (an argument
+    // or a variable settled, part of the original's try body, as in CPython's own tables):
+    // 3.13 looks up the handler of a frame that an inlined call left with an error (a
+    // class's `__init__` run by CALL_ALLOC_AND_ENTER_INIT) one code unit before the call.
+    let covered_from = match emitter.w.out.last() {
+        Some(before) if before.op != Op::Resume => emitter.w.out.len() - 1,
+        _ => emitter.w.out.len(),
+    };
     if !continuation.bridged {
         emit_step(&mut emitter, instr, &continuation.step, |e| {
             e.value(*stack.last().expect("a branch has its condition"))
