@@ -660,6 +660,12 @@ fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars
         .collect()
 }
 
+/// What a dict from the frame is given: keys to delete, then items to store.
+struct DictChanges {
+    deleted: Vec<Vid>,
+    stored: Vec<(Vid, Vid)>,
+}
+
 /// How a dict from the frame that held `before` comes to hold `contents`: the keys to
 /// delete, then the items to store (added or given another value), in order. That makes
 /// the same dict, and as CPython's operations leave its table (a deletion makes 3.9's
@@ -667,11 +673,6 @@ fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars
 /// `contents`' in the same order (a store keeps a key's place, a new key goes last); None
 /// where a remaining key moved (replaced whole then). Keys are compared as values of the
 /// translation: a stored key keeps its first value.
-struct DictChanges {
-    deleted: Vec<Vid>,
-    stored: Vec<(Vid, Vid)>,
-}
-
 fn dict_changes(values: &[Val<'_>], contents: Vid, before: &[(Vid, Vid)]) -> Option<DictChanges> {
     let Val::Dict(after) = &values[contents] else {
         return None;
