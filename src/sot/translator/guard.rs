@@ -594,7 +594,13 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             Check::Id(pin) => pin.holds(&value),
             Check::Equals(v) => {
                 value.as_ptr() == v.as_ptr()
-                    || (type_ptr(&value) == type_ptr(&v.bind(py)) && rich_equal(py, &value, v))
+                    || (type_ptr(&value) == type_ptr(&v.bind(py)) && {
+                        // A list, dict or set of values compared with what the frame holds now
+                        // runs its items' `__eq__`, the user's too: as a hook's own code, whose
+                        // frames are not asked again (a guard must not recurse through SOT).
+                        let _unhooked = (!is_value_type(&v.bind(py))).then(|| self.context.suspend_tracing());
+                        rich_equal(py, &value, v)
+                    })
             }
             Check::Len(n) => {
                 // SAFETY: a live object; -1 (with an error) fails the guard.

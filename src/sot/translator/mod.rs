@@ -498,9 +498,6 @@ impl RustHook for Translator {
         let mut failed_guard = None;
         let mut changed_numbers = Vec::new();
         if let Some(state) = cache.entries.state.load_full() {
-            // What a guard's `==` runs (a list's items' own `__eq__`) runs as a hook does:
-            // its frames are not asked again, so a guard cannot recurse through this hook.
-            let _hooks_suspended = context.suspend_tracing();
             let mut fetcher = Fetcher::new(context, &state.sources);
             for (index, entry) in state.entries.iter().enumerate() {
                 if entry.config != config.id || entry.epoch != epoch {
