@@ -2496,3 +2496,32 @@ def test_a_proxied_object_lives_until_the_frame_stores_over_it():
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
     assert any("a store over the frame's only reference" in b.reason for b in st.graph_breaks)
+
+
+def test_a_guard_on_a_list_of_values_runs_no_eq_of_the_users():
+    """A list from the frame used as a value is guarded by `==` with a copy of its values;
+    a later call's list is compared only where it holds values too: one holding an object
+    whose `__eq__` is the user's fails the guard without running that `__eq__` (the
+    original never calls it)."""
+    calls = []
+
+    class Loud:
+        def __eq__(self, other):
+            calls.append(other)
+            return NotImplemented
+
+        __hash__ = object.__hash__
+
+        def __repr__(self):
+            return "Loud()"
+
+    def describe(items):
+        return str(items)
+
+    fast = sot.translate(describe)
+    assert fast([1, 2]) == "[1, 2]"
+    assert fast([Loud(), 2]) == describe([Loud(), 2]) == "[Loud(), 2]"
+    assert fast([1, 2]) == "[1, 2]"
+    assert calls == []
+    st = sot.stats(fast)
+    assert st.own_frame == "translated" and st.guard_failures >= 1 and st.cache_hits >= 1

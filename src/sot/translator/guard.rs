@@ -594,13 +594,12 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             Check::Id(pin) => pin.holds(&value),
             Check::Equals(v) => {
                 value.as_ptr() == v.as_ptr()
-                    || (type_ptr(&value) == type_ptr(&v.bind(py)) && {
-                        // A list, dict or set of values compared with what the frame holds now
-                        // runs its items' `__eq__`, the user's too: as a hook's own code, whose
-                        // frames are not asked again (a guard must not recurse through SOT).
-                        let _unhooked = (!is_value_type(&v.bind(py))).then(|| self.context.suspend_tracing());
-                        rich_equal(py, &value, v)
-                    })
+                    || (type_ptr(&value) == type_ptr(&v.bind(py))
+                        // A list, dict or set compared with its copy runs its items' `__eq__`:
+                        // only where they are values, never the user's (a guard must run no
+                        // code of the user's, nor recurse through SOT).
+                        && holds_values_only(&value, VALUE_NESTING).unwrap_or(false)
+                        && rich_equal(py, &value, v))
             }
             Check::Len(n) => {
                 // SAFETY: a live object; -1 (with an error) fails the guard.
@@ -683,6 +682,41 @@ pub fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
         || obj
             .cast::<PyTuple>()
             .is_ok_and(|t| t.is_exact_instance_of::<PyTuple>() && t.iter().all(|i| is_value_type(&i)))
+}
+
+/// The builtin containers whose contents may change under the same identity.
+pub fn is_mutable_container(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<pyo3::types::PyList>()
+        || obj.is_exact_instance_of::<PyDict>()
+        || obj.is_exact_instance_of::<pyo3::types::PySet>()
+}
+
+/// How deep a container of values guarded by `==` may nest.
+pub const VALUE_NESTING: usize = 16;
+
+/// Whether a container holds values only (nested containers of values included, to a
+/// depth that also stops at a container holding itself).
+pub fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool> {
+    if is_value_type(obj) {
+        return Ok(true);
+    }
+    if !is_mutable_container(obj) || depth == 0 {
+        return Ok(false);
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        for (key, value) in dict.iter() {
+            if !is_value_type(&key) || !holds_values_only(&value, depth - 1)? {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    for item in obj.try_iter()? {
+        if !holds_values_only(&item?, depth - 1)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn type_ptr(value: &Bound<'_, PyAny>) -> *mut ffi::PyObject {

@@ -16,7 +16,10 @@ use pyo3::types::{
 };
 
 use super::backend::Backend;
-use super::guard::{is_value_type, name_ref, Check, Guard, Pin, Source, SourceId, SourceTable};
+use super::guard::{
+    holds_values_only, is_mutable_container, is_value_type, name_ref, Check, Guard, Pin, Source, SourceId,
+    SourceTable, VALUE_NESTING,
+};
 use super::python::builtin;
 use super::value::{
     DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Lazy, Node, NodeKind, Sym, Val, Vid,
@@ -470,13 +473,6 @@ const PURE_BUILTINS: &[&str] = &[
     "slice",
 ];
 
-/// The builtin containers whose contents may change under the same identity.
-fn is_mutable_container(obj: &Bound<'_, PyAny>) -> bool {
-    obj.is_exact_instance_of::<PyList>()
-        || obj.is_exact_instance_of::<PyDict>()
-        || obj.is_exact_instance_of::<pyo3::types::PySet>()
-}
-
 /// Instances of the builtin containers whose contents may change under the same identity,
 /// subclasses included.
 fn is_builtin_container(obj: &Bound<'_, PyAny>) -> bool {
@@ -484,31 +480,6 @@ fn is_builtin_container(obj: &Bound<'_, PyAny>) -> bool {
         || obj.is_instance_of::<PyDict>()
         || obj.is_instance_of::<pyo3::types::PySet>()
         || obj.is_instance_of::<pyo3::types::PyByteArray>()
-}
-
-/// Whether a container holds values only (nested containers of values included, to a
-/// depth that also stops at a container holding itself).
-fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool> {
-    if is_value_type(obj) {
-        return Ok(true);
-    }
-    if !is_mutable_container(obj) || depth == 0 {
-        return Ok(false);
-    }
-    if let Ok(dict) = obj.cast::<PyDict>() {
-        for (key, value) in dict.iter() {
-            if !is_value_type(&key) || !holds_values_only(&value, depth - 1)? {
-                return Ok(false);
-            }
-        }
-        return Ok(true);
-    }
-    for item in obj.try_iter()? {
-        if !holds_values_only(&item?, depth - 1)? {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 /// The methods of its argument's class a builtin or an operation runs, in the order it
@@ -863,7 +834,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if is_value_type(obj) {
             self.add_guard(source, Check::Equals(StrongRef::new(obj)));
         } else if is_mutable_container(obj) {
-            if !holds_values_only(obj, 16)? {
+            if !holds_values_only(obj, VALUE_NESTING)? {
                 return graph_break(format!(
                     "a {} from the frame holding objects, used as a Python value (its contents cannot be guarded)",
                     obj.get_type().name()?
