@@ -554,3 +554,31 @@ def test_generator_created_inside_hook_chain_is_replaced_once():
     g = gen()
     assert next(g) == 2
     assert g.gi_code.co_name == "gen"
+
+
+@pytest.mark.xfail(
+    sys.version_info[:3] == (3, 13, 0),
+    strict=True,
+    reason="CPython 3.13.0 runs a class's __init__ past the PEP 523 function once its call "
+    "site is specialized (CALL_ALLOC_AND_ENTER_INIT); later 3.13 releases do not",
+)
+def test_a_class_init_frame_is_handed_to_hooks_on_every_call():
+    """A class's `__init__`, called from the same call site again and again, is a frame
+    the hooks see each time (the site's CALL is specialized from the second call on)."""
+    seen = []
+
+    class Made:
+        def __init__(self):
+            self.ready = True
+
+    def make():
+        return Made()
+
+    def hook(frame):
+        if frame.f_code is Made.__init__.__code__:
+            seen.append(frame.f_code)
+
+    with framehook.frame_hook(hook):
+        for _ in range(6):
+            assert make().ready
+    assert len(seen) == 6
