@@ -1,6 +1,6 @@
 //! Which local variables a canonical instruction sequence may still read: a backward
-//! dataflow over its control flow, exception edges included. A variable is live before an instruction when some path from it reads the
-//! variable before storing it again.
+//! dataflow over its control flow, exception edges included. A variable is live before an
+//! instruction when some path from it reads the variable before storing it again.
 //!
 //! The answer errs towards live: every instruction may fall through unless it always
 //! leaves, and in ≤ 3.10 code (handlers set up by `SETUP_*` blocks rather than an
@@ -78,12 +78,12 @@ impl Liveness {
 
     /// Whether `var` may be read from instruction `pc` on before it is stored again.
     pub fn is_live(&self, pc: usize, var: usize) -> bool {
-        Self::has(&self.live, self.words, pc, var)
-    }
-
-    fn has(bits: &[u64], words: usize, pc: usize, var: usize) -> bool {
         let (word, bit) = (var / 64, 1u64 << (var % 64));
-        word < words && bits.get(pc * words + word).is_some_and(|w| w & bit != 0)
+        word < self.words
+            && self
+                .live
+                .get(pc * self.words + word)
+                .is_some_and(|w| w & bit != 0)
     }
 }
 

@@ -9,7 +9,7 @@ use framehook_bytecode::raw::{self, Code};
 use framehook_bytecode::table::{CallLayout, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PySlice, PyTuple};
 use std::collections::HashMap;
 
 use super::guard::{Source, SourceId, SourceTable};
@@ -1032,33 +1032,32 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// `set.update(made, (...))`.
     fn fill_container(&mut self, vid: Vid, var: u32) -> PyResult<()> {
         let py = self.w.pools.py;
-        if let Val::List(items) = &self.plan.values[vid] {
-            let contents = Val::Tuple(items.clone());
-            let whole = builtin(py, "slice")?.call1((py.None(),))?;
-            self.call_constant(py.get_type::<PyList>().getattr("__setitem__")?, |e| {
-                e.emit(Op::LoadFast, Arg::Var(var));
-                e.load_const(whole);
-                e.contents(&contents)?;
-                Ok(3)
-            })?;
-            self.emit(Op::PopTop, Arg::None);
-            return Ok(());
-        }
-        let (method, contents) = match &self.plan.values[vid] {
+        let (method, whole, contents) = match &self.plan.values[vid] {
+            Val::List(items) => (
+                py.get_type::<PyList>().getattr("__setitem__")?,
+                Some(PySlice::full(py).into_any()),
+                Val::Tuple(items.clone()),
+            ),
             Val::Set(items) => (
                 py.get_type::<PySet>().getattr("update")?,
+                None,
                 Val::Tuple(items.clone()),
             ),
             Val::Dict(items) => (
                 py.get_type::<PyDict>().getattr("update")?,
+                None,
                 Val::Dict(items.clone()),
             ),
             _ => return Ok(()),
         };
         self.call_constant(method, |e| {
             e.emit(Op::LoadFast, Arg::Var(var));
+            let sliced = whole.is_some();
+            if let Some(whole) = whole {
+                e.load_const(whole);
+            }
             e.contents(&contents)?;
-            Ok(2)
+            Ok(2 + usize::from(sliced))
         })?;
         self.emit(Op::PopTop, Arg::None);
         Ok(())
@@ -1532,8 +1531,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     // target[:] = contents
                     self.value(contents)?;
                     self.source(target)?;
-                    let whole = builtin(py, "slice")?.call1((py.None(),))?;
-                    self.load_const(whole);
+                    self.load_const(PySlice::full(py).into_any());
                     self.emit(Op::StoreSubscr, Arg::None);
                 }
             }
@@ -1735,7 +1733,7 @@ pub fn resume_code<'py>(
         if !first_handed {
             w.emit(Op::LoadFast, Arg::Var(0));
         }
-        let everything = pyo3::types::PySlice::full(code.py()).into_any();
+        let everything = PySlice::full(code.py()).into_any();
         w.load_const(everything);
         w.emit(Op::DeleteSubscr, Arg::None);
         if !first_handed {

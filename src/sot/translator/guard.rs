@@ -592,15 +592,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             Check::Present => true,
             Check::Type(t) => type_ptr(&value) == t.as_ptr(),
             Check::Id(pin) => pin.holds(&value),
-            Check::Equals(v) => {
-                value.as_ptr() == v.as_ptr()
-                    || (type_ptr(&value) == type_ptr(&v.bind(py))
-                        // A list, dict or set compared with its copy runs its items' `__eq__`:
-                        // only where they are values, never the user's (a guard must run no
-                        // code of the user's, nor recurse through SOT).
-                        && holds_values_only(&value, VALUE_NESTING).unwrap_or(false)
-                        && rich_equal(py, &value, v))
-            }
+            Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, &value, v),
             Check::Len(n) => {
                 // SAFETY: a live object; -1 (with an error) fails the guard.
                 let len = unsafe { ffi::PyObject_Size(value.as_ptr()) };
@@ -632,9 +624,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
 }
 
 /// Whether the exact dict `dict` has the keys of the tuple `keys`, in order (each by
-/// identity, else, for values, `==`), without making a tuple of them. Other keys are
-/// never compared with `==`: a guard must not run the user's `__eq__` (which may change
-/// the dict, or be a frame that asks this hook again without end).
+/// identity, else, for values, `==`: `equal_to_values`), without making a tuple of them.
 fn same_keys(py: Python<'_>, dict: &Bound<'_, PyDict>, keys: &StrongRef) -> bool {
     let keys = keys.bind(py);
     let Ok(keys) = keys.cast::<PyTuple>() else {
@@ -655,13 +645,9 @@ fn same_keys(py: Python<'_>, dict: &Bound<'_, PyDict>, keys: &StrongRef) -> bool
             return false;
         };
         index += 1;
-        let equal_values = || {
-            type_ptr(&key) == type_ptr(&expected)
-                && is_value_type(&expected)
-                && is_value_type(&key)
-                && rich_equal(py, &key, &StrongRef::new(&expected))
-        };
-        if !key.is(&expected) && !equal_values() {
+        let same = key.is(&expected)
+            || (is_value_type(&expected) && equal_to_values(py, &key, &StrongRef::new(&expected)));
+        if !same {
             return false;
         }
     }
@@ -717,6 +703,16 @@ pub fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool>
         }
     }
     Ok(true)
+}
+
+/// Whether `value` equals `expected`, values only (of a value type, or a list, dict or set
+/// of them, as `holds_values_only` says): `==` runs only where neither side can run a
+/// `__eq__` of the user's. A guard must run no code of the user's (which the original does
+/// not run there, and whose frames would ask this hook again, without end).
+fn equal_to_values(py: Python<'_>, value: &Bound<'_, PyAny>, expected: &StrongRef) -> bool {
+    type_ptr(value) == type_ptr(&expected.bind(py))
+        && holds_values_only(value, VALUE_NESTING).unwrap_or(false)
+        && rich_equal(py, value, expected)
 }
 
 fn type_ptr(value: &Bound<'_, PyAny>) -> *mut ffi::PyObject {
