@@ -316,6 +316,48 @@ def test_graphs_of_one_shape_share_one_code(recording):
     assert len({id(graph().__code__) for graph in graphs}) == 1
 
 
+def make_scaled(k):
+    def scaled(x, y):
+        return x * k + y
+
+    return scaled
+
+
+def test_a_code_translated_again_and_again_keeps_no_generated_code_per_translation(recording):
+    """A closure made, translated and dropped per round (for two dtypes: two entries each
+    round). Where CPython frees codes, each round's generated codes go with its translation;
+    free-threaded 3.13 never frees a code object once a thread has run (gh-117696), so
+    there later rounds take the codes dropped translations made, with their own graphs."""
+    thread = threading.Thread(target=lambda: None)
+    thread.start()
+    thread.join()
+    scaled_code = make_scaled(1).__code__
+    ran = {}
+
+    def observer(event, code, original_code):
+        if original_code is scaled_code and code is not original_code:
+            ran.setdefault(id(code), weakref.ref(code))
+
+    inputs = [(np.arange(3.0), np.ones(3)), (np.arange(3, dtype=np.float32), np.ones(3, dtype=np.float32))]
+    with framehook.frame_hook(lambda frame: None, observer=observer):
+        for round_ in range(12):
+            function = make_scaled(round_ % 3 + 1)  # another graph for each k
+            fast = sot.translate(function, backend="recording")
+            for x, y in inputs:
+                result = fast(x, y)
+                np.testing.assert_array_equal(result, function(x, y))
+                assert result.dtype == x.dtype
+            assert sot.stats(fast).translations == 2
+            del fast, function
+            collect()
+    assert len(recording.graphs) == 24 and recording.alive() == []
+    alive = [ref for ref in ran.values() if ref() is not None]
+    if FREE_THREADED_313:
+        assert len(ran) == 2 and len(alive) == 2
+    else:
+        assert len(ran) >= 2 and alive == []
+
+
 def test_a_dropped_translation_releases_its_type_and_attribute_dict():
     translated_type = type(sot.translate(long_lived))
     collect()

@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
-use crate::pep523_backend::new_error;
+use crate::pep523_backend::{self, new_error};
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -110,6 +110,12 @@ pub fn discard(py: Python<'_>, err: PyErr) {
 /// `True` or `False`.
 pub fn bool_object(py: Python<'_>, value: bool) -> PyResult<Bound<'_, PyAny>> {
     Ok(pyo3::types::PyBool::new(py, value).to_owned().into_any())
+}
+
+/// Whether CPython never frees `object`: immortal objects (3.12+), every code object
+/// on free-threaded 3.13 once a thread has run (gh-117696).
+pub fn is_immortal(object: &Bound<'_, PyAny>) -> bool {
+    pep523_backend::is_immortal(object)
 }
 
 /// The name of `object`'s type, for messages.

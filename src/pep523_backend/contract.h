@@ -180,6 +180,10 @@ void fh_leave_hook_context(PyThreadState *tstate);
 /* 1 if `code` is a code object with an exception table (3.11+; 0 before). */
 int fh_code_has_exception_table(PyObject *code);
 
+/* 1 if CPython never frees `object` (3.12+; free-threaded 3.13 makes every code
+ * object immortal once a thread has run, gh-117696). */
+int fh_is_immortal(PyObject *object);
+
 /* Per-code storage (co_extra), safe on free-threaded builds. The index is per
  * interpreter. fh_code_get_extra returns NULL when nothing is stored.
  * fh_code_extra_or_store stores `extra` unless a value is stored already, and

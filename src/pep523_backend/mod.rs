@@ -248,6 +248,12 @@ pub fn has_exception_table(code: &Bound<'_, PyAny>) -> bool {
     unsafe { contract::fh_code_has_exception_table(code.as_ptr()) != 0 }
 }
 
+/// Whether CPython never frees `object` (immortal objects, 3.12+).
+pub fn is_immortal(object: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: `object` is a live object.
+    unsafe { contract::fh_is_immortal(object.as_ptr()) != 0 }
+}
+
 /// An identity for the calling thread's interpreter, used to key per-interpreter state.
 pub fn current_interpreter(_py: Python<'_>) -> usize {
     // SAFETY: attached, so the thread has an interpreter.

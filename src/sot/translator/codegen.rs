@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PySet, PySlice, PyTuple};
 use std::collections::HashMap;
 
+use super::code_pool::Generated;
 use super::guard::{Source, SourceId, SourceTable};
 use super::python::builtin;
 use super::value::{Graph, Lazy, Sym, Val, Vid};
@@ -340,6 +341,16 @@ impl<'py> Writer<'py> {
     /// `code` with these instructions, names and variables (and `arguments` positional
     /// arguments, where they change).
     fn finish(mut self, code: &Bound<'py, PyAny>, arguments: Option<usize>) -> PyResult<Bound<'py, PyAny>> {
+        let changes = self.changes(code, arguments)?;
+        code.call_method("replace", (), Some(&changes))
+    }
+
+    /// What `code.replace` takes to make the code `finish` makes.
+    fn changes(
+        &mut self,
+        code: &Bound<'py, PyAny>,
+        arguments: Option<usize>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let first_line: i32 = code.getattr("co_firstlineno")?.extract()?;
         let changes = encode_changes(self.table, &self.vars, &self.out, &mut self.pools, first_line)?;
         if let Some(count) = arguments {
@@ -349,7 +360,7 @@ impl<'py> Writer<'py> {
             changes.set_item("co_kwonlyargcount", 0)?;
             changes.set_item("co_flags", flags & !(0x04 | 0x08))?;
         }
-        code.call_method("replace", (), Some(&changes))
+        Ok(changes)
     }
 }
 
@@ -768,8 +779,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
     }
 
     /// The code object: the original with these instructions and names.
-    fn finish(self) -> PyResult<Bound<'py, PyAny>> {
-        self.w.finish(self.plan.code, None)
+    fn finish(mut self) -> PyResult<Generated> {
+        let changes = self.w.changes(self.plan.code, None)?;
+        Generated::make(self.plan.code, &changes, self.plan.holder.as_ref())
     }
 
     fn subscript_const(&mut self, key: Bound<'py, PyAny>) {
@@ -1541,7 +1553,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
 }
 
 /// A new code object for `plan.code`: the graph called, side effects replayed, `returned` returned.
-pub fn generate<'py>(plan: &Plan<'_, 'py>, returned: Vid) -> PyResult<Bound<'py, PyAny>> {
+pub fn generate(plan: &Plan<'_, '_>, returned: Vid) -> PyResult<Generated> {
     let first_line: i32 = plan.code.getattr("co_firstlineno")?.extract()?;
     let mut emitter = Emitter::begin(plan, plan.vars.clone(), Location::line(first_line), false)?;
     emitter.value(returned)?;
@@ -2065,7 +2077,7 @@ pub fn generate_break<'py>(
     handled: &[(usize, Vid)],
     resume: Option<&ResumeCall<'py>>,
     pad: Option<LandingPad<'_, 'py>>,
-) -> PyResult<Bound<'py, PyAny>> {
+) -> PyResult<Generated> {
     let mut vars = plan.vars.clone();
     // Every local is named before any instruction is emitted: a new name shifts the
     // cells' and free variables' indices.

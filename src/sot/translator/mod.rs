@@ -9,6 +9,7 @@
 //! translate runs as the original code, recorded as a fallback or a graph break.
 
 mod backend;
+mod code_pool;
 mod codegen;
 mod guard;
 pub mod python;
@@ -27,6 +28,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use self::backend::Backend;
+use self::code_pool::Generated;
 use self::guard::{Fetcher, Guard, SourceId, SourceTable};
 use self::value::Graph;
 use self::vm::{CodeInfo, Ending, Stop, Vm};
@@ -198,11 +200,8 @@ fn current_session() -> Option<Arc<Config>> {
 
 /// What a cache entry runs.
 enum Action {
-    /// The generated code; its graph's holder (cleared when the entry goes).
-    Run {
-        code: StrongRef,
-        holder: Option<StrongRef>,
-    },
+    /// The generated code.
+    Run(Generated),
     /// The original code (a fallback, or a break inside a loop).
     Original,
 }
@@ -212,19 +211,6 @@ struct Entry {
     epoch: u64,
     guards: Vec<Guard>,
     action: Action,
-}
-
-impl Drop for Entry {
-    fn drop(&mut self) {
-        if let Action::Run {
-            holder: Some(holder), ..
-        } = &self.action
-        {
-            // SAFETY: entries are dropped attached (under the cache's writers, or with their code).
-            let py = unsafe { Python::assume_attached() };
-            let _ = holder.bind(py).call_method0("clear");
-        }
-    }
 }
 
 struct CacheState {
@@ -540,11 +526,11 @@ impl RustHook for Translator {
                         move_to_front(cache, index);
                     }
                     return Ok(match &entry.action {
-                        Action::Run { code, holder } => {
-                            if holder.is_some() {
+                        Action::Run(generated) => {
+                            if generated.has_graph() {
                                 keep_while_running(context, Arc::clone(entry));
                             }
-                            Some(code.bind(context.py()).clone())
+                            Some(generated.code(context.py()))
                         }
                         Action::Original => None,
                     });
@@ -605,11 +591,11 @@ impl RustHook for Translator {
         });
         outcome.map(|answer| {
             answer.map(|entry| {
-                let Action::Run { code, holder } = &entry.action else {
+                let Action::Run(generated) = &entry.action else {
                     unreachable!("translate answers with the entries that run generated code")
                 };
-                let code = code.bind(context.py()).clone();
-                if holder.is_some() {
+                let code = generated.code(context.py());
+                if generated.has_graph() {
                     keep_while_running(context, entry);
                 }
                 code
@@ -991,7 +977,7 @@ impl<'py> Translation<'_, 'py, '_> {
         &self,
         locals: &[usize],
         rebuilt: &[usize],
-        generate: impl FnOnce(&codegen::Plan<'_, 'py>) -> PyResult<Bound<'py, PyAny>>,
+        generate: impl FnOnce(&codegen::Plan<'_, 'py>) -> PyResult<Generated>,
     ) -> PyResult<(Action, Option<String>)> {
         let vm = self.vm;
         let cells = vm.cell_contents();
@@ -1029,13 +1015,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 self.restart.replace(Some((pc, err.value(self.py).to_string())));
             }
         })?;
-        Ok((
-            Action::Run {
-                code: StrongRef::new(&generated),
-                holder: plan.holder.as_ref().map(StrongRef::new),
-            },
-            compiled.map(|(_, text)| text),
-        ))
+        Ok((Action::Run(generated), compiled.map(|(_, text)| text)))
     }
 
     /// Which variables the rest of the code may read, from each instruction on; None
