@@ -22,10 +22,6 @@ from framehook.sot._numpy_backend import NumpyBackend
 from framehook_dev import sot_soak, stress
 
 DEBUG = hasattr(sys, "gettotalrefcount")
-IMMORTAL_ON_313T = ("on free-threaded 3.13, once a thread has run, CPython never frees a new code object, its "
-                    "constants, nor a function top-level code makes (it makes them immortal, gh-117696): every "
-                    "translation leaks its generated and resume codes, their constants (the emptied graph holder) "
-                    "and the numpy backend's graph function (a top-level def it execs per graph)")
 CALLS = 20_000  # 200 rounds: 51 of warm-up (a reset among them), then two halves of 74
 # Retranslating after each sot.reset() warms something up for longer than that warm-up: the
 # allocator's blocks grow by about 750, 460, 300, 225, 145 per 20 resets on 3.12 (3.14d's
@@ -85,7 +81,6 @@ def test_no_reference_kept_on_the_workload(soak):
         assert max(map(abs, drifts)) <= drift_limit(soak), (name, drifts)
 
 
-@pytest.mark.xfail(FREE_THREADED_313, strict=True, reason=IMMORTAL_ON_313T)
 def test_no_gc_object_kept_per_round(soak):
     assert max(map(abs, soak["gc_objects"])) <= drift_limit(soak), soak["gc_objects"]
 
@@ -100,9 +95,6 @@ def test_no_object_kept_per_round(soak):
 def test_no_allocation_kept_per_call(soak):
     """Native memory (Rust allocates with malloc): a leaked allocation per call would exceed
     8 bytes per measured call."""
-    if FREE_THREADED_313 and soak["kit"] == "numpy":
-        pytest.skip("3.13t leaks every translation (test_no_gc_object_kept_per_round), and how much of it "
-                    "malloc holds varies from run to run")
     measured_calls = soak["measured_rounds"] * sot_soak.CALLS_PER_ROUND
     assert sum(soak["malloc_bytes"]) < 8 * measured_calls
 

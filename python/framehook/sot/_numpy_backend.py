@@ -562,6 +562,28 @@ def _fused_kernel(run: _FusedRun, values: list, returned: set[int], ref_type: An
     return plan, [name for name, _ in operands], outputs
 
 
+def _operand_source(value: Any, constant: Callable[[Any], str], ref_type: Any) -> str:
+    """The source of a node's operand: a symbol, a literal, or a constant's name (``constant``
+    names one). Not a closure of ``compile_graph``: one calling itself through its cell
+    would leave each graph's compilation to the cycle collector, which free-threaded 3.13
+    runs only once its heap has grown by a part."""
+    if isinstance(value, ref_type):
+        return f"v{value.index}"
+    if isinstance(value, (tuple, slice)) and not _holds_ref(value, ref_type):
+        # Immutable and constant: made once, not at every call.
+        return constant(value)
+    if isinstance(value, tuple):
+        return "(" + "".join(_operand_source(v, constant, ref_type) + ", " for v in value) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_operand_source(v, constant, ref_type) for v in value) + "]"
+    if isinstance(value, slice):
+        parts = (_operand_source(part, constant, ref_type) for part in (value.start, value.stop, value.step))
+        return "_slice({}, {}, {})".format(*parts)
+    if value is None or type(value) in (bool, str):
+        return repr(value)
+    return constant(value)
+
+
 def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     """``graph`` is ``(inputs, nodes, outputs)``, nodes ``(function, args, kwargs, filename,
     line)`` whose arguments hold ``framehook._native.SotRef`` symbols; ``examples``, where
@@ -581,20 +603,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         return name
 
     def operand(value: Any) -> str:
-        if isinstance(value, SotRef):
-            return f"v{value.index}"
-        if isinstance(value, (tuple, slice)) and not _holds_ref(value, SotRef):
-            # Immutable and constant: made once, not at every call.
-            return constant(value)
-        if isinstance(value, tuple):
-            return "(" + "".join(operand(v) + ", " for v in value) + ")"
-        if isinstance(value, list):
-            return "[" + ", ".join(operand(v) for v in value) + "]"
-        if isinstance(value, slice):
-            return f"_slice({operand(value.start)}, {operand(value.stop)}, {operand(value.step)})"
-        if value is None or type(value) in (bool, str):
-            return repr(value)
-        return constant(value)
+        return _operand_source(value, constant, SotRef)
 
     def lowered(target: str, function: Any, args: tuple, kwargs: dict, result: Any, out: Any) -> Any:
         """The statements for ``target = function(*args, **kwargs)`` by a lowering rule, or
