@@ -3,6 +3,7 @@
     python -m framehook_dev.sot_workloads_bench                    # all eight interpreters
     python -m framehook_dev.sot_workloads_bench --only 3.13 --fast # a quick, rough run on one
     python -m framehook_dev.sot_workloads_bench --report-only      # the tables from the saved results
+    python -m framehook_dev.sot_workloads_bench --instructions --only 3.13,3.14  # callgrind counts
 
 For each interpreter: the venv of framehook_dev.matrix with a release build of framehook and
 pyperf, as framehook_dev.bench prepares them, then one pyperf run of
@@ -11,6 +12,12 @@ generated code alone and on their first call; the 2-op hot call; Paddle's SOT fi
 where paddle is installed), which writes benches/results/sot-workloads-<name>.json. Ends
 with the tables over every interpreter with results, and each target met or missed, printed
 and written between their markers in docs/performance.md.
+
+With ``--instructions``, the same venvs run benches/sot_instructions.py instead: instructions
+per call of each workload eager and translated, counted by callgrind (valgrind installed on
+first need), in benches/results/sot-instructions-<name>.json, for where timings on a shared
+machine are too noisy to compare interpreters by a few percent; its table (and 3.14 beside
+3.13 by these counts) goes between its own markers.
 """
 
 from __future__ import annotations
@@ -20,11 +27,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from . import bench, matrix
+from . import bench, matrix, provision
 
 SCRIPT = matrix.REPO / "benches" / "sot_workloads.py"
+INSTRUCTIONS_SCRIPT = matrix.REPO / "benches" / "sot_instructions.py"
 TABLE_START = "<!-- sot-workloads-table-start -->"
 TABLE_END = "<!-- sot-workloads-table-end -->"
+INSTRUCTIONS_START = "<!-- sot-instructions-table-start -->"
+INSTRUCTIONS_END = "<!-- sot-instructions-table-end -->"
 # pyperf's processes, values and warmups per process, minimum seconds per value: twice the
 # processes of framehook_dev.bench, as the run is short (about two minutes per interpreter)
 # and the ratios are judged per workload, not averaged over several.
@@ -36,10 +46,17 @@ AGAINST_313 = 1.03
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fast", action="store_true", help="a quick, rough run (fewer pyperf processes and values)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per call with callgrind instead of timing (needs valgrind)")
 
 
 def pyperf_options(args: argparse.Namespace, name: str) -> list[str]:
     return bench.FAST if args.fast else PYPERF
+
+
+def instruction_options(args: argparse.Namespace, name: str) -> list[str]:
+    provision.ensure_valgrind(matrix.resolve(name).in_sid)
+    return []
 
 
 def build_kind(report: dict[str, Any]) -> str:
@@ -49,19 +66,26 @@ def build_kind(report: dict[str, Any]) -> str:
 
 
 def against_313(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per workload: 3.14's translated/eager ratio within AGAINST_313 of 3.13's."""
+    """Per workload: 3.14's translated/eager ratio within AGAINST_313 of 3.13's (timed, or
+    counted in instructions where the reports are sot_instructions.py's)."""
     if "3.13" not in reports or "3.14" not in reports:
         return []
     checks = []
-    for workload, old in reports["3.13"]["workloads"].items():
-        new = reports["3.14"]["workloads"].get(workload)
-        if new is None:
-            continue
-        old_ratio = old["translated_us"] / old["eager_us"]
-        new_ratio = new["translated_us"] / new["eager_us"]
-        checks.append({"workload": workload, "ratio_313": old_ratio, "ratio_314": new_ratio,
-                       "met": new_ratio <= AGAINST_313 * old_ratio})
+    old_report = reports["3.13"]
+    workloads = old_report.get("instructions_per_call") or old_report["workloads"]
+    for workload in (name for name in workloads if name != "two_ops"):
+        old, new = (translated_to_eager(reports[name], workload) for name in ("3.13", "3.14"))
+        if old is not None and new is not None:
+            checks.append({"workload": workload, "ratio_313": old, "ratio_314": new, "met": new <= AGAINST_313 * old})
     return checks
+
+
+def translated_to_eager(report: dict[str, Any], workload: str) -> Optional[float]:
+    if "instructions_per_call" in report:
+        counts = report["instructions_per_call"].get(workload)
+        return None if counts is None else counts["translated"] / counts["eager"]
+    row = report["workloads"].get(workload)
+    return None if row is None else row["translated_us"] / row["eager_us"]
 
 
 def verdict(report: dict[str, Any], workload: str) -> Optional[bool]:
@@ -105,6 +129,30 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def instruction_tables(reports: dict[str, dict[str, Any]]) -> str:
+    lines = ["Release builds, numpy backend: instructions per call counted by callgrind "
+             "(`--instructions`; exact and repeatable, where the timings above vary by more than the 3% "
+             "judged here), after the first calls.", "",
+             "| interpreter | workload | eager | translated | translated/eager |", "| --- | --- |" + " ---: |" * 3]
+    for name, report in reports.items():
+        for workload, counts in report["instructions_per_call"].items():
+            lines.append(f"| {name} | {workload} | {counts['eager']:,.0f} | {counts['translated']:,.0f} | "
+                         f"{counts['ratio']:.3f} |")
+    checks = against_313(reports)
+    if checks:
+        lines += ["", f"3.14 beside 3.13, translated/eager in instructions (target: 3.14's at most {AGAINST_313}x "
+                  "3.13's): " + "; ".join(f"{c['workload']} {c['ratio_314']:.3f} against {c['ratio_313']:.3f} "
+                                          f"({'met' if c['met'] else '**missed**'})" for c in checks) + "."]
+    return "\n".join(lines)
+
+
+def print_instruction_targets(reports: dict[str, dict[str, Any]]) -> None:
+    print()
+    for check in against_313(reports):
+        print(f"{'met ' if check['met'] else 'MISS'}  3.14   {check['workload']}: translated/eager in instructions "
+              f"{check['ratio_314']:.3f}, at most {AGAINST_313} x 3.13's {check['ratio_313']:.3f}")
+
+
 def print_targets(reports: dict[str, dict[str, Any]]) -> None:
     print()
     for name, report in reports.items():
@@ -116,7 +164,13 @@ def print_targets(reports: dict[str, dict[str, Any]]) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    return bench.script_bench_main(argv, description=__doc__.splitlines()[0], script=SCRIPT, prefix="sot-workloads",
+    description = __doc__.splitlines()[0]
+    if "--instructions" in (sys.argv[1:] if argv is None else argv):
+        return bench.script_bench_main(argv, description=description, script=INSTRUCTIONS_SCRIPT,
+                                       prefix="sot-instructions", markers=(INSTRUCTIONS_START, INSTRUCTIONS_END),
+                                       tables=instruction_tables, after_report=print_instruction_targets,
+                                       add_options=add_options, script_options=instruction_options)
+    return bench.script_bench_main(argv, description=description, script=SCRIPT, prefix="sot-workloads",
                                    markers=(TABLE_START, TABLE_END), tables=markdown_tables,
                                    after_report=print_targets, add_options=add_options,
                                    script_options=pyperf_options)
