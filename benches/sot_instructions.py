@@ -48,7 +48,8 @@ def instructions(name: str, kind: str, calls: int) -> int:
         out = os.path.join(directory, "callgrind.out")
         # One BLAS thread: a pool's threads spin for a varying number of instructions (the
         # workloads' small matrices run on one thread anyway).
-        subprocess.run(["env", "PYTHONHASHSEED=0", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+        subprocess.run(["env", "PYTHONHASHSEED=0", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
+                        "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                         sys.executable, os.path.abspath(__file__), "--worker", name, kind, str(calls)],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(out) as profile:

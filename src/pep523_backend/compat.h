@@ -176,6 +176,17 @@ static inline int fh_code_has_exception_entries(PyCodeObject *code)
 #endif
 }
 
+/* Whether CPython never frees `object`: immortal objects are 3.12+. */
+static inline int fh_compat_is_immortal(PyObject *object)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return _Py_IsImmortal(object);
+#else
+    (void)object;
+    return 0;
+#endif
+}
+
 /* ----------------------------------------------------------------- frames */
 
 static inline PyCodeObject *fh_frame_code(fh_frame *frame)

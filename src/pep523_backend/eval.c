@@ -170,15 +170,7 @@ int fh_code_has_exception_table(PyObject *code)
     return PyCode_Check(code) && fh_code_has_exception_entries((PyCodeObject *)code);
 }
 
-int fh_is_immortal(PyObject *object)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    return _Py_IsImmortal(object);
-#else
-    (void)object;
-    return 0; /* no immortal objects before 3.12 */
-#endif
-}
+int fh_is_immortal(PyObject *object) { return fh_compat_is_immortal(object); }
 
 /* Threads inside framehook.disabled(): hooks are asked nothing for them, which
  * only the Rust side can tell per thread. */

@@ -130,7 +130,7 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
 
 
 def instruction_tables(reports: dict[str, dict[str, Any]]) -> str:
-    lines = ["Release builds, numpy backend: instructions per call counted by callgrind "
+    lines = ["Release builds (3.14d: its debug build), numpy backend: instructions per call counted by callgrind "
              "(`--instructions`; exact and repeatable, where the timings above vary by more than the 3% "
              "judged here), after the first calls.", "",
              "| interpreter | workload | eager | translated | translated/eager |", "| --- | --- |" + " ---: |" * 3]
