@@ -77,14 +77,20 @@ def worker(config, workload, iterations):
         run()
 
 
-def instructions(config, workload, iterations):
+def callgrind_instructions(argv, env=()):
+    """The instructions callgrind counts over this interpreter running ``argv`` (every
+    thread), with ``env`` (``NAME=value`` settings) beside a fixed hash seed."""
     with tempfile.TemporaryDirectory() as directory:
         out = os.path.join(directory, "callgrind.out")
-        subprocess.run(["env", "PYTHONHASHSEED=0", "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                        sys.executable, os.path.abspath(__file__), "--worker", config, workload, str(iterations)],
+        subprocess.run(["env", "PYTHONHASHSEED=0", *env, "valgrind", "--tool=callgrind",
+                        f"--callgrind-out-file={out}", sys.executable, *argv],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(out) as profile:
             return int(re.search(r"^summary: (\d+)", profile.read(), re.M).group(1))
+
+
+def instructions(config, workload, iterations):
+    return callgrind_instructions([os.path.abspath(__file__), "--worker", config, workload, str(iterations)])
 
 
 def frames_per_iteration(workload):

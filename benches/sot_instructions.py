@@ -18,14 +18,12 @@ import argparse
 import json
 import os
 import platform
-import re
-import subprocess
 import sys
-import tempfile
 from typing import Any, Callable
 
 # Run as a script: its directory is sys.path[0], so its neighbours import.
 import sot_workloads
+from instructions import callgrind_instructions
 
 FEW, MORE = 10, 60
 WARMUP = 5  # the calls before either count: translation and the recompilations of first calls
@@ -44,16 +42,10 @@ def worker(name: str, kind: str, calls: int) -> None:
 
 
 def instructions(name: str, kind: str, calls: int) -> int:
-    with tempfile.TemporaryDirectory() as directory:
-        out = os.path.join(directory, "callgrind.out")
-        # One BLAS thread: a pool's threads spin for a varying number of instructions (the
-        # workloads' small matrices run on one thread anyway).
-        subprocess.run(["env", "PYTHONHASHSEED=0", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
-                        "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                        sys.executable, os.path.abspath(__file__), "--worker", name, kind, str(calls)],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        with open(out) as profile:
-            return int(re.search(r"^summary: (\d+)", profile.read(), re.M).group(1))
+    # One BLAS thread: a pool's threads spin for a varying number of instructions (the
+    # workloads' small matrices run on one thread anyway).
+    return callgrind_instructions([os.path.abspath(__file__), "--worker", name, kind, str(calls)],
+                                  env=("OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1"))
 
 
 def main() -> int:
