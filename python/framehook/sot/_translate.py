@@ -62,16 +62,32 @@ def register_backend(name: str, backend: Any) -> None:
         _BACKENDS[name] = backend
 
 
+def _numpy_backend() -> Any:
+    from ._numpy_backend import NumpyBackend
+
+    return NumpyBackend()
+
+
+def _paddle_backend() -> Any:
+    try:
+        from ._paddle_backend import PaddleBackend
+    except ImportError as error:
+        raise ValueError(f"SOT backend 'paddle' needs the paddlepaddle package ({error})") from None
+    return PaddleBackend()
+
+
+# Made on first use: importing paddle takes about a second.
+_BUILTIN_BACKENDS: dict[str, Callable[[], Any]] = {"numpy": _numpy_backend, "paddle": _paddle_backend}
+
+
 def _backend(name: str) -> Any:
     with _BACKENDS_LOCK:
-        if name not in _BACKENDS and name == "numpy":
-            from ._numpy_backend import NumpyBackend
-
-            _BACKENDS[name] = NumpyBackend()
+        if name not in _BACKENDS and name in _BUILTIN_BACKENDS:
+            _BACKENDS[name] = _BUILTIN_BACKENDS[name]()
         try:
             return _BACKENDS[name]
         except KeyError:
-            known = ", ".join(sorted(set(_BACKENDS) | {"numpy"}))
+            known = ", ".join(sorted(set(_BACKENDS) | set(_BUILTIN_BACKENDS)))
             raise ValueError(f"unknown SOT backend {name!r} (known: {known})") from None
 
 
@@ -93,6 +109,7 @@ def translate(fn: Optional[Callable[..., Any]] = None, *, backend: str = "numpy"
     def wrap(function: Callable[..., Any]) -> Any:
         translated = _native.SotTranslated(function, backend_object, bool(full_graph), cache_size, traced)
         functools.update_wrapper(translated, function)
+        translated._sot_backend = backend  # for explain()
         return translated
 
     return wrap if fn is None else wrap(fn)
@@ -145,9 +162,9 @@ def stats(fast: Any) -> SotStats:
 def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
     """Translates and runs ``fn(*args, **kwargs)`` once and says what happened: each
     translation's graph and its operations, the guards, each graph break and fallback with
-    its reason and source line."""
+    its reason and source line. A function made by ``translate`` is explained with its backend."""
     target = getattr(fn, "__wrapped__", fn) if isinstance(fn, _native.SotTranslated) else fn
-    fast = translate(target)
+    fast = translate(target, backend=getattr(fn, "_sot_backend", "numpy"))
     try:
         fast(*args, **kwargs)
         outcome = "ran"

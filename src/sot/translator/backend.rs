@@ -13,6 +13,16 @@ use super::guard::Check;
 use super::vm::CodeInfo;
 use crate::hookapi::pyobject::StrongRef;
 
+/// An attribute a backend may leave out.
+fn optional<'py>(object: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match object.getattr(name) {
+        Ok(value) if !value.is_none() => Ok(Some(value)),
+        Ok(_) => Ok(None),
+        Err(error) if error.is_instance_of::<pyo3::exceptions::PyAttributeError>(object.py()) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
 pub struct Backend<'py> {
     pub object: Bound<'py, PyAny>,
     table: &'static Table,
@@ -25,6 +35,13 @@ pub struct Backend<'py> {
     is_op: Bound<'py, PyAny>,
     is_constant_operand: Bound<'py, PyAny>,
     example: Bound<'py, PyAny>,
+    /// `forward_of(obj)`: the function a layer's call runs, to translate in its place.
+    forward_of: Option<Bound<'py, PyAny>>,
+    /// Attributes of a layer guarded with its identity (`training`).
+    layer_attributes: Vec<String>,
+    /// Classes of model layers: pinned by identity and `layer_attributes`, their attributes
+    /// read through their `__getattr__` (which only looks in the layer's own tables).
+    layer_types: Option<Bound<'py, PyTuple>>,
     code_infos: RefCell<HashMap<usize, Rc<CodeInfo>>>,
 }
 
@@ -48,6 +65,14 @@ impl<'py> Backend<'py> {
             is_op: object.getattr("is_op")?,
             is_constant_operand: object.getattr("is_constant_operand")?,
             example: object.getattr("example")?,
+            forward_of: optional(&object, "forward_of")?,
+            layer_attributes: match optional(&object, "layer_attributes")? {
+                Some(names) => names.extract()?,
+                None => Vec::new(),
+            },
+            layer_types: optional(&object, "layer_types")?
+                .map(|types| types.cast_into::<PyTuple>())
+                .transpose()?,
             object,
             code_infos: RefCell::default(),
         })
@@ -76,6 +101,36 @@ impl<'py> Backend<'py> {
     /// Methods of a tensor that turn it into a Python value.
     pub fn is_conversion(&self, name: &str) -> bool {
         self.conversions.iter().any(|c| c == name)
+    }
+
+    /// For an object whose call runs a Python function the backend names (a model layer's
+    /// `forward`, when no hook runs around it), that function, called as `function(obj, *args)`.
+    pub fn forward_of(&self, value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match &self.forward_of {
+            Some(forward_of) => {
+                let function = forward_of.call1((value,))?;
+                Ok((!function.is_none()).then_some(function))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The attributes guarded by value on a layer called or translated (none for
+    /// another object).
+    pub fn layer_attributes(&self, value: &Bound<'py, PyAny>) -> &[String] {
+        if self.is_layer(value) {
+            &self.layer_attributes
+        } else {
+            &[]
+        }
+    }
+
+    /// Whether `obj` is a model layer: its `__getattr__` only reads the layer's own tables
+    /// (parameters, sublayers), so the translator may read attributes through it.
+    pub fn is_layer(&self, obj: &Bound<'py, PyAny>) -> bool {
+        self.layer_types
+            .as_ref()
+            .is_some_and(|types| obj.is_instance(types.as_any()).unwrap_or(false))
     }
 
     /// What the translation computes with in place of `value` (a copy, so that

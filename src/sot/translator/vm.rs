@@ -3339,7 +3339,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         // running anything but properties (inlined).
         let ty = obj.get_type().into_any();
         let getattribute = ty.getattr("__getattribute__")?;
-        if !getattribute.is(&self.ops.object_getattribute) || self.type_lookup(&ty, "__getattr__")?.is_some()
+        let reads_through_getattr = self.backend.is_layer(&obj);
+        if !getattribute.is(&self.ops.object_getattribute)
+            || self.type_lookup(&ty, "__getattr__")?.is_some() && !reads_through_getattr
         {
             // `set`, exceptions and other C types define their own slot wrapper (often of
             // the generic lookup): say so rather than blame a Python override.
@@ -3407,6 +3409,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(self.constant(value))
             }
             Some(_) => {
+                let value = obj.getattr(name)?;
+                Ok(attr_source(self, value))
+            }
+            // A layer's parameter or sublayer, read through its `__getattr__` (as the guard
+            // reads it again).
+            None if reads_through_getattr => {
                 let value = obj.getattr(name)?;
                 Ok(attr_source(self, value))
             }
@@ -5058,7 +5066,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         };
         if self.backend.is_op(&obj)? {
-            pin(self);
+            match source {
+                Some(s) if is_class_bound_builtin(&obj)? => self.pin_class_bound_builtin(s, &obj)?,
+                _ => pin(self),
+            }
+            self.guard_layer(&obj, source)?;
             return self.record(&obj, args, kwargs);
         }
         if obj.is_instance(&self.ops.function_type)? {
@@ -5114,6 +5126,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         if obj.is_instance_of::<PyType>() {
             return graph_break(format!("unsupported call: creating a {} object", qualname(&obj)));
         }
+        if let Some(forward) = self.backend.forward_of(&obj)? {
+            // A model layer: its forward translated, the layer pinned with its mode.
+            pin(self);
+            self.guard_layer(&obj, source)?;
+            let function = self.constant(forward);
+            let mut all = vec![callable];
+            all.extend(args);
+            return self.call(function, all, kwargs);
+        }
         // An object with a Python __call__ (layers, modules of a model).
         let ty = obj.get_type().into_any();
         if let Some(call) = self.type_lookup(&ty, "__call__")? {
@@ -5126,6 +5147,30 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         graph_break(format!("unsupported call: {}", qualname(&obj)))
+    }
+
+    /// A layer's attributes that decide what its call computes (`training`), guarded by value.
+    fn guard_layer(&mut self, obj: &Bound<'py, PyAny>, source: Option<SourceId>) -> Res<()> {
+        let Some(s) = source else {
+            return Ok(());
+        };
+        for name in self.backend.layer_attributes(obj).to_vec() {
+            let value = obj.getattr(name.as_str())?;
+            let attribute = self.intern(Source::Attr(s, name_ref(self.py, &name)));
+            self.guard_value(attribute, &value)?;
+        }
+        Ok(())
+    }
+
+    /// A C function bound to a class (`MyLayer.apply`) is made anew at each attribute read:
+    /// pinned by the class it is bound to and its name.
+    fn pin_class_bound_builtin(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
+        self.add_guard(source, Check::Type(StrongRef::new(&obj.get_type().into_any())));
+        let owner = self.intern(Source::Attr(source, name_ref(self.py, "__self__")));
+        self.add_guard(owner, Check::Id(Pin::new(&obj.getattr("__self__")?)));
+        let name = self.intern(Source::Attr(source, name_ref(self.py, "__name__")));
+        self.add_guard(name, Check::Equals(StrongRef::new(&obj.getattr("__name__")?)));
+        Ok(())
     }
 
     /// `cls(*args, **kwargs)` for a class whose instances the VM can make: exceptions
@@ -5902,6 +5947,14 @@ impl<'py, 'b> Vm<'py, 'b> {
             _ => unsupported(format!("method {name} of a list, dict or set")),
         }
     }
+}
+
+/// A C function bound to a class (a classmethod written in C, as `PyLayer.apply`).
+fn is_class_bound_builtin(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(obj.is_instance_of::<pyo3::types::PyCFunction>()
+        && obj
+            .getattr("__self__")
+            .is_ok_and(|owner| owner.is_instance_of::<PyType>()))
 }
 
 fn qualname(obj: &Bound<'_, PyAny>) -> String {
