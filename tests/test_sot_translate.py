@@ -407,6 +407,24 @@ def test_register_backend_plugs_a_backend_in():
     assert inputs == 2 and [e.tolist() for e in examples] == [[1.0, 1.0], [3.0, 3.0]]
 
 
+def test_an_error_of_a_graph_reaches_the_caller_of_a_translated_function_used_once():
+    """The translated function is freed as the error unwinds (the callable of the call that
+    raised); freeing it must leave the error pending (it was lost: a SystemError)."""
+    from framehook.sot._numpy_backend import NumpyBackend
+
+    class Failing(NumpyBackend):
+        def compile_with_examples(self, graph, examples):
+            def run(*inputs):
+                raise ValueError("the graph failed")
+
+            return run
+
+    sot.register_backend("failing", Failing())
+    for _ in range(2):
+        with pytest.raises(ValueError, match="the graph failed"):
+            sot.translate(two_ops, backend="failing")(np.ones(2), np.ones(2))
+
+
 @pytest.mark.parametrize(
     ("container", "mutate"),
     [

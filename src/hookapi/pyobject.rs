@@ -335,8 +335,15 @@ unsafe extern "C" fn dealloc<T>(object: *mut ffi::PyObject) {
         if !(*instance).extras.weak_references.is_null() {
             ffi::PyObject_ClearWeakRefs(object);
         }
+        // Deallocated while an exception unwinds (the callable of a call that raised),
+        // the exception stays pending: what the instance releases may run Python code.
+        let py = Python::assume_attached();
+        let pending = PyErr::take(py);
         ffi::Py_CLEAR(ptr::addr_of_mut!((*instance).extras.dict));
         ptr::drop_in_place(ptr::addr_of_mut!((*instance).value));
+        if let Some(err) = pending {
+            err.restore(py);
+        }
         let free = ffi::PyType_GetSlot(type_object, ffi::Py_tp_free);
         let free: ffi::freefunc = std::mem::transmute(free);
         free(object.cast());

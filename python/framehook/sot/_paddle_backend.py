@@ -12,7 +12,9 @@ backward is the user's ``backward``."""
 
 from __future__ import annotations
 
+import copy
 import inspect
+import operator
 import os
 import threading
 from typing import Any, Callable
@@ -21,11 +23,13 @@ import paddle
 from paddle.autograd import PyLayer
 
 from .. import disabled as _unhooked
+from .._native import SotRef as _SotRef
 
 _PADDLE_DIR = os.path.dirname(paddle.__file__) + os.sep
 _TENSOR = paddle.Tensor
 _VALUE = paddle.pir.Value
 _LAYER = paddle.nn.Layer
+_CONSTANT_OPERANDS = (paddle.dtype, paddle.base.libpaddle.Place, paddle.CPUPlace, paddle.base.libpaddle.Size, type)
 
 # Public modules whose functions (their ``__all__``) compute on tensors.
 _API_MODULES = ("", "nn.functional", "linalg", "signal", "fft", "vision.ops", "incubate.nn.functional",
@@ -111,7 +115,9 @@ class PaddleBackend:
         return _is_pylayer_apply(function) or _is_paddle_layer(function)
 
     def is_constant_operand(self, value: Any) -> bool:
-        return isinstance(value, (paddle.dtype, paddle.base.libpaddle.Place, paddle.CPUPlace, type))
+        """Dtypes, places and shapes (``paddle.Size``, a list whose contents the tensor's
+        guard fixes): values the translation reads, indexes and passes to operations."""
+        return isinstance(value, _CONSTANT_OPERANDS)
 
     def example(self, value: Any) -> Any:
         """A copy to compute with while translating: in-place operations then leave the
@@ -134,17 +140,27 @@ class PaddleBackend:
         return _StaticGraph(graph, self._methods)
 
 
-class _StaticGraph:
-    """A graph's static programs, one per tuple of the numbers among its inputs (a number
-    is a constant of the program; its type only is guarded), built on first use."""
+# ``operator`` functions of a tensor and a number: the number may be a 0-d tensor of the
+# tensor's dtype instead (a program input), which is how Paddle computes them eagerly too.
+_NUMBER_OPERATORS = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.iadd,
+                     operator.isub, operator.imul, operator.itruediv, operator.lt, operator.le, operator.gt,
+                     operator.ge, operator.eq, operator.ne)
 
-    # Past this many programs for one graph (a number that changes on every call), the
-    # graph's operations run eagerly.
+
+class _StaticGraph:
+    """A graph's static programs, built on first use. The graph's inputs that are numbers
+    (their types only guarded) do not make programs of their own where they meet a
+    tensor in arithmetic: there each is fed as a 0-d tensor of that tensor's dtype.
+    Elsewhere (an argument of an API function) a number is a constant of the program,
+    one program per value, and past ``MAX_PROGRAMS`` the graph runs eagerly. Arithmetic on
+    numbers alone runs in Python on every call."""
+
     MAX_PROGRAMS = 8
 
     def __init__(self, graph: tuple, methods: dict[int, str]):
         self._inputs, self._nodes, self._outputs = graph
         self._methods = methods
+        self._plan: _Plan | None = None
         self._programs: dict[tuple, _Program] = {}
         self._lock = threading.Lock()
 
@@ -152,43 +168,106 @@ class _StaticGraph:
         # Compiled code: nothing it calls is translated (Paddle's static build runs code
         # of its own making, outside its directory).
         with _unhooked():
-            numbers = tuple(a for a in args if not isinstance(a, _TENSOR))
-            program = self._programs.get(numbers)
+            plan = self._plan
+            if plan is None:
+                with self._lock:
+                    plan = self._plan = self._plan or _Plan(self, args)
+            values = plan.numbers(args)
+            key = tuple(values[i] for i in plan.specialized)
+            program = self._programs.get(key)
             if program is None:
                 if len(self._programs) >= self.MAX_PROGRAMS:
-                    return self._replay(args, eager=True)
+                    return self._replay(values, eager=True)
                 with self._lock:
-                    program = self._programs.get(numbers)
+                    program = self._programs.get(key)
                     if program is None:
-                        program = self._programs[numbers] = _Program(self, args)
-            return program(args)
+                        program = self._build(plan, values)
+            return program(values)
 
-    def _replay(self, args: tuple, eager: bool) -> tuple:
-        """The graph's operations on ``args`` (eager tensors, or the static program's inputs):
-        the value of every output."""
-        values = list(args)
-        for function, node_args, kwargs, _, _ in self._nodes:
+    def _build(self, plan: _Plan, values: list) -> _Program:
+        while True:
+            try:
+                program = _Program(self, plan, values)
+            except _Specialize as specialize:
+                # The programs made so far feed it: a new plan, and they go.
+                plan = self._plan = plan.specializing(specialize.symbol)
+                self._programs.clear()
+                continue
+            self._programs[tuple(values[i] for i in plan.specialized)] = program
+            return program
+
+    def _replay(self, values: list, eager: bool, fed: dict[int, int] | None = None) -> tuple:
+        """The graph's operations on ``values`` (its inputs, eager tensors or the static
+        program's values, then whatever is known of its nodes' results): every output.
+        ``fed``: the static values that stand for numbers, by identity, to their symbols."""
+        values = list(values) + [None] * (self._inputs + len(self._nodes) - len(values))
+        for index, (function, node_args, kwargs, _, _) in enumerate(self._nodes):
+            symbol = self._inputs + index
+            if values[symbol] is not None:
+                continue
             call_args = _resolve(node_args, values)
             call_kwargs = {k: _resolve(v, values) for k, v in kwargs.items()}
-            values.append(function(*call_args, **call_kwargs) if eager else
-                          self._static_call(function, call_args, call_kwargs))
+            values[symbol] = (function(*call_args, **call_kwargs) if eager else
+                              self._static_call(function, call_args, call_kwargs, fed or {}))
         return tuple(values[o] for o in self._outputs)
 
-    def _static_call(self, function: Any, args: tuple, kwargs: dict) -> Any:
+    def _static_call(self, function: Any, args: tuple, kwargs: dict, fed: dict[int, int]) -> Any:
+        if fed and any(id(a) in fed for a in args):
+            args = _with_fed_numbers(args, fed)
         name = self._methods.get(id(function))
         if name is not None and args and isinstance(args[0], _VALUE):
             return getattr(args[0], name)(*args[1:], **kwargs)
         if _is_pylayer_apply(function):
-            from paddle.jit.dy2static.py_layer import StaticPyLayer
-
-            return StaticPyLayer(function.__self__).apply(*args, **kwargs)
+            return _static_pylayer(function.__self__, args, kwargs)
         return function(*args, **kwargs)
 
 
-def _resolve(value: Any, values: list) -> Any:
-    from .._native import SotRef
+def _static_pylayer(cls: type, args: tuple, kwargs: dict) -> Any:
+    """``cls.apply(*args, **kwargs)`` in a static program: Paddle's ``pylayer`` operation,
+    its forward and backward blocks built from the user's ``forward`` and ``backward``
+    (``ctx.save_for_backward``/``ctx.saved_tensor`` carry values between them)."""
+    from paddle.jit.dy2static.py_layer import StaticPyLayer
 
-    if isinstance(value, SotRef):
+    layer = StaticPyLayer(cls)
+    backward = layer.backward_fn_with_ctx
+    inputs = sum(isinstance(a, _VALUE) for a in (*args, *kwargs.values()))
+
+    def checked_backward(*grads: Any) -> Any:
+        result = backward(*grads)
+        count = len(result) if isinstance(result, (tuple, list)) else 1
+        if count != inputs:
+            raise ValueError(f"{cls.__qualname__}.backward returned {count} gradients; its forward takes "
+                             f"{inputs} tensor input{'s' if inputs != 1 else ''}, one gradient each")
+        return result
+
+    layer.backward_fn_with_ctx = checked_backward
+    return layer.apply(*args, **kwargs)
+
+
+# The largest int a float64 holds exactly, with every int below it.
+_EXACT_INT = 2**53
+
+
+class _Specialize(Exception):
+    """A fed number meets no floating-point tensor: the program takes its value instead."""
+
+    def __init__(self, symbol: int):
+        self.symbol = symbol
+
+
+def _with_fed_numbers(args: tuple, fed: dict[int, int]) -> tuple:
+    """An operator's arguments with its fed number (a float64 0-d value) cast to
+    the dtype of the floating-point tensor beside it, the conversion Paddle's eager
+    arithmetic makes of a Python number."""
+    tensors = [a for a in args if isinstance(a, _VALUE) and id(a) not in fed]
+    if len(tensors) != 1 or not paddle.is_floating_point(tensors[0]):
+        raise _Specialize(next(fed[id(a)] for a in args if id(a) in fed))
+    dtype = tensors[0].dtype
+    return tuple(paddle.cast(a, dtype) if id(a) in fed else a for a in args)
+
+
+def _resolve(value: Any, values: list) -> Any:
+    if isinstance(value, _SotRef):
         return values[value.index]
     if isinstance(value, tuple):
         return tuple(_resolve(v, values) for v in value)
@@ -201,57 +280,164 @@ def _resolve(value: Any, values: list) -> Any:
     return value
 
 
-class _Program:
-    """One static program of a graph: its tensor inputs fed, its parameters (those of
-    Paddle's layers it calls) bound, its outputs the graph's tensor results; the graph's
-    other results (numbers, an input returned as it is) are kept or passed through."""
+def _refs(value: Any) -> list[int]:
+    """The symbols ``value`` (a node's argument) refers to."""
+    if isinstance(value, _SotRef):
+        return [value.index]
+    if isinstance(value, (tuple, list)):
+        return [r for v in value for r in _refs(v)]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in _refs(v)]
+    if isinstance(value, slice):
+        return _refs((value.start, value.stop, value.step))
+    return []
+
+
+class _Plan:
+    """What a graph computes where, from the kinds of its inputs (tensor or number: fixed
+    by the guards): the nodes on numbers alone (run in Python on each call), the numbers
+    fed to the program as 0-d tensors, the numbers the program is specialized on."""
 
     def __init__(self, graph: _StaticGraph, args: tuple):
+        self.graph = graph
+        self.tensors = [i for i, a in enumerate(args) if isinstance(a, _TENSOR)]
+        numbers = {i for i, a in enumerate(args) if not isinstance(a, _TENSOR)}
+        self.number_nodes: list[int] = []
+        fed: set[int] = set()
+        specialized: set[int] = set()
+        for index, (function, node_args, kwargs, _, _) in enumerate(graph._nodes):
+            refs = _refs(node_args) + _refs(kwargs)
+            on_numbers = [r for r in refs if r in numbers]
+            if refs and len(on_numbers) == len(refs):
+                numbers.add(graph._inputs + index)
+                self.number_nodes.append(index)
+            elif any(function is op for op in _NUMBER_OPERATORS) and not kwargs:
+                fed.update(on_numbers)
+            else:
+                specialized.update(on_numbers)
+        fed -= specialized
+        self.fed = sorted(fed)
+        self.specialized = sorted(specialized)
+        self._padding = [None] * len(graph._nodes)
+        self._prelude = _prelude(graph._nodes, graph._inputs, self.number_nodes)
+
+    def specializing(self, symbol: int) -> _Plan:
+        """This plan with ``symbol`` a constant of the programs, not fed."""
+        plan = copy.copy(self)
+        plan.fed = [i for i in self.fed if i != symbol]
+        plan.specialized = sorted([*self.specialized, symbol])
+        return plan
+
+    def numbers(self, args: tuple) -> list:
+        """The inputs, then the values of the nodes on numbers alone (None for others)."""
+        values = [*args, *self._padding]
+        self._prelude(values)
+        return values
+
+
+def _prelude(nodes: list, inputs: int, indices: list[int]) -> Callable[[list], None]:
+    """A function computing the nodes ``indices`` (on numbers alone) into a graph's values,
+    generated: it runs on every call."""
+    namespace: dict[str, Any] = {}
+
+    def source(value: Any) -> str:
+        if isinstance(value, _SotRef):
+            return f"v[{value.index}]"
+        if isinstance(value, (tuple, list)) and _refs(value):
+            items = "".join(f"{source(v)}, " for v in value)
+            return f"({items})" if isinstance(value, tuple) else f"[{items}]"
+        name = f"c{len(namespace)}"
+        namespace[name] = value
+        return name
+
+    lines = ["def prelude(v):", "    pass"]
+    for index in indices:
+        function, args, kwargs, _, _ = nodes[index]
+        call = [source(a) for a in args] + [f"{k}={source(a)}" for k, a in kwargs.items()]
+        lines.append(f"    v[{inputs + index}] = {source(function)}({', '.join(call)})")
+    exec(compile("\n".join(lines), "<sot paddle numbers>", "exec"), namespace)
+    return namespace["prelude"]
+
+
+class _Program:
+    """One static program of a graph: its tensor inputs and fed numbers are its inputs, the
+    parameters of Paddle's layers it calls are bound, its outputs the graph's tensor results;
+    the graph's other results (numbers, an input returned as it is) are passed through."""
+
+    def __init__(self, graph: _StaticGraph, plan: _Plan, values: list):
         from paddle.static import InputSpec
 
-        self._tensor_positions = [i for i, a in enumerate(args) if isinstance(a, _TENSOR)]
-        specs = [InputSpec(shape=list(args[i].shape), dtype=args[i].dtype, name=f"sot_input_{i}",
-                           stop_gradient=args[i].stop_gradient) for i in self._tensor_positions]
-        positions = self._tensor_positions
-        template = list(args)
-        # Per graph output: ("program", k) the program's k-th output, ("input", i) the
-        # call's i-th argument, ("constant", value) a value fixed by the numbers.
-        self._results: list[tuple[str, Any]] = []
+        self._graph = graph
+        self._plan = plan
+        tensors = plan.tensors
+        specs = [InputSpec(shape=list(values[i].shape), dtype=values[i].dtype, name=f"sot_input_{i}",
+                           stop_gradient=values[i].stop_gradient) for i in tensors]
+        # Per graph output: ("program", k) the program's k-th output, else ("value", symbol).
+        self._results: list[tuple[str, int]] = []
         results = self._results
+        template = list(values)
+        specializing: list[int] = []
 
         @paddle.jit.not_to_static
         def build(feeds: list) -> list:
             inputs = list(template)
-            for position, feed in zip(positions, feeds):
+            for position, feed in zip(tensors, feeds):
                 inputs[position] = feed
+            fed = {}
+            for k, position in enumerate(plan.fed):
+                inputs[position] = feed = feeds[len(tensors)][k]
+                fed[id(feed)] = position
             produced = []
-            for index, value in zip(graph._outputs, graph._replay(tuple(inputs), eager=False)):
-                if index < graph._inputs and index in positions:
-                    results.append(("input", index))
-                elif isinstance(value, _VALUE):
+            try:
+                outputs = graph._replay(inputs, eager=False, fed=fed)
+            except _Specialize as specialize:
+                # Raised outside Paddle's build, which would rewrap it.
+                specializing.append(specialize.symbol)
+                return []
+            for index, value in zip(graph._outputs, outputs):
+                if isinstance(value, _VALUE) and not (index in tensors or index in plan.fed):
                     results.append(("program", len(produced)))
                     produced.append(value)
                 else:
-                    results.append(("constant", value))
+                    results.append(("value", index))
             return produced
 
+        if plan.fed:
+            specs.append(InputSpec(shape=[len(plan.fed)], dtype="float64", name="sot_numbers"))
         static = paddle.jit.to_static(build, input_spec=[specs], full_graph=True)
-        feeds = [args[i] for i in positions]
+        feeds = self._feeds(values)
+        if feeds is None:
+            raise _Specialize(next(i for i in plan.fed if type(values[i]) not in (int, float, bool)
+                                   or abs(values[i]) > _EXACT_INT))
         _, self._partial = static.get_concrete_program(feeds)
+        if specializing:
+            raise _Specialize(specializing[0])
         self._produces = any(kind == "program" for kind, _ in results)
         self._run = self._partial.sot_call
 
-    def __call__(self, args: tuple) -> tuple:
-        produced = self._run([args[i] for i in self._tensor_positions]) if self._produces else []
+    def _feeds(self, values: list) -> list:
+        """The program's inputs: the tensors, then the fed numbers as one float64 tensor
+        (one tensor made per call; an int is exact in it up to 2**53)."""
+        feeds = [values[i] for i in self._plan.tensors]
+        if self._plan.fed:
+            numbers = [values[i] for i in self._plan.fed]
+            if not all(type(n) is float or type(n) in (int, bool) and abs(n) <= _EXACT_INT for n in numbers):
+                return None
+            feeds.append(paddle.to_tensor(numbers, dtype="float64"))
+        return feeds
+
+    def __call__(self, values: list) -> tuple:
+        feeds = self._feeds(values)
+        if feeds is None:
+            # A number the float64 feed cannot hold exactly (a complex, a huge int).
+            return self._graph._replay(values, eager=True)
+        produced = self._run(feeds) if self._produces else []
         out = []
         for kind, what in self._results:
             if kind == "program":
                 tensor = produced[what]
                 tensor.name = ""  # run_program names its results after the program's variables
                 out.append(tensor)
-            elif kind == "input":
-                out.append(args[what])
             else:
-                out.append(what)
+                out.append(values[what])
         return tuple(out)
-

@@ -93,6 +93,12 @@ impl<'py> Backend<'py> {
             .unwrap_or(false)
     }
 
+    /// A constant operand that is a value, not a class (a dtype, a shape): read, indexed
+    /// and iterated as it is while translating.
+    pub fn is_constant_value(&self, value: &Bound<'py, PyAny>) -> bool {
+        !value.is_instance_of::<pyo3::types::PyType>() && self.is_constant_operand(value)
+    }
+
     pub fn is_meta_attribute(&self, name: &str) -> bool {
         self.meta_attributes.iter().any(|m| m == name)
             || matches!(name, "ndim" | "size" | "itemsize" | "nbytes")

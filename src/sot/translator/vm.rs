@@ -1050,7 +1050,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                     || obj.is_exact_instance_of::<PyFrozenSet>()
                     || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
                     || obj.get_type().is(&self.ops.range_type)
-                    || self.is_template(&obj);
+                    || self.is_template(&obj)
+                    || self.backend.is_constant_value(&obj);
                 if !safe {
                     return unsupported(format!("iteration over {}", obj.get_type().name()?));
                 }
@@ -3953,7 +3954,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let plain = obj.is_exact_instance_of::<PyList>()
                     || obj.is_exact_instance_of::<PyTuple>()
                     || obj.is_exact_instance_of::<PyDict>()
-                    || is_immutable(&obj);
+                    || is_immutable(&obj)
+                    || self.backend.is_constant_value(&obj);
                 if !plain {
                     let getitem = self.type_lookup(&obj.get_type().into_any(), "__getitem__")?;
                     if let Some(getitem) =

@@ -1,0 +1,249 @@
+"""framehook's own translator with the paddle backend (``sot.translate(fn, backend="paddle")``)
+on the real paddlepaddle wheel: graphs become static programs run by Paddle's
+``run_program``, gradients flow through them, guards on dtype/shape/stop_gradient and on a
+layer's identity and ``training``, PyLayer captured with the user's backward. Every test
+asserts what was translated (translations, graphs, operations, breaks) besides results."""
+
+from __future__ import annotations
+
+import pytest
+
+paddle = pytest.importorskip("paddle", reason="paddlepaddle 3.3.1 wheels are installed on 3.10 and 3.13 in the matrix")
+
+import numpy as np  # noqa: E402  (comes with paddle)
+
+import framehook.sot as sot  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    sot.reset()
+    yield
+    sot.reset()
+
+
+def translate(fn, **kw):
+    return sot.translate(fn, backend="paddle", full_graph=True, **kw)
+
+
+def whole(fast, graphs=1, ops=None):
+    """The translation made ``graphs`` graphs (of ``ops`` operations) and no break."""
+    stats = sot.stats(fast)
+    assert stats.graph_breaks == [] and stats.fallbacks == [], sot.explain(fast)
+    assert stats.graphs == graphs, stats
+    if ops is not None:
+        assert stats.ops_captured == ops, stats
+    return stats
+
+
+def close(a, b, rtol=1e-6):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=rtol, atol=1e-7)
+
+
+def test_a_graph_of_api_calls_and_operators_runs_as_a_static_program():
+    def f(x, y):
+        return paddle.nn.functional.relu(paddle.matmul(x, y)) * 2.0 + 1
+
+    x, y = paddle.randn([3, 4]), paddle.randn([4, 5])
+    fast = translate(f)
+    for _ in range(3):
+        close(fast(x, y), f(x, y))
+    stats = whole(fast, ops=4)
+    assert stats.translations == 1 and stats.cache_hits == 2
+
+
+def test_gradients_flow_through_the_program_as_through_eager_code():
+    def loss_of(x, w, b):
+        return paddle.tanh(x @ w + b).pow(2).mean()
+
+    x = paddle.randn([4, 3])
+    grads = []
+    for function in (loss_of, translate(loss_of)):
+        w = paddle.to_tensor(np.linspace(-1, 1, 6, dtype="float32").reshape(3, 2), stop_gradient=False)
+        b = paddle.zeros([2])
+        b.stop_gradient = False
+        loss = function(x, w, b)
+        loss.backward()
+        grads.append((float(loss), w.grad.numpy(), b.grad.numpy()))
+    (eager_loss, eager_w, eager_b), (loss, w_grad, b_grad) = grads
+    assert loss == pytest.approx(eager_loss, rel=1e-6)
+    np.testing.assert_allclose(w_grad, eager_w, rtol=1e-5)
+    np.testing.assert_allclose(b_grad, eager_b, rtol=1e-5)
+
+
+def test_dtype_shape_and_stop_gradient_are_guarded():
+    def f(x):
+        return x * 3 - 1
+
+    fast = translate(f)
+    cases = [paddle.ones([2, 3]), paddle.ones([2, 3], dtype="float64"), paddle.ones([4]), paddle.ones([2, 3])]
+    cases[-1].stop_gradient = False
+    for x in cases:
+        out = fast(x)
+        close(out, f(x))
+        assert out.dtype == x.dtype and out.shape == x.shape and out.stop_gradient == x.stop_gradient
+    stats = whole(fast, graphs=4)
+    assert stats.translations == 4 and stats.guard_failures == 3
+    fast(cases[1])
+    assert sot.stats(fast).cache_hits == 1
+
+
+def test_numbers_changing_between_calls_are_fed_to_one_program():
+    def step(p, m, lr, beta):
+        m2 = m * beta + p * (1 - beta)
+        return p - lr * m2, m2
+
+    fast = translate(step)
+    p, m = paddle.randn([5]), paddle.zeros([5])
+    for count in range(1, 12):
+        lr, beta = 0.1 / count, 0.9 - 0.01 * count
+        got, expected = fast(p, m, lr, beta), step(p, m, lr, beta)
+        for a, b in zip(got, expected):
+            close(a, b, rtol=1e-5)
+    stats = whole(fast, graphs=sot.stats(fast).translations)
+    # The numbers became graph inputs after they changed once: no translation per value.
+    assert stats.translations <= 3 and stats.cache_hits >= 8
+
+
+class Block(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.linear = paddle.nn.Linear(4, 4)
+        self.dropout = paddle.nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.dropout(paddle.nn.functional.gelu(self.linear(x))) + x
+
+
+def test_a_layer_is_translated_through_forward_and_guarded_on_training():
+    paddle.seed(0)
+    block = Block()
+    fast = translate(block)
+    x = paddle.randn([3, 4])
+    block.eval()
+    close(fast(x), block(x))
+    stats = whole(fast, ops=4)
+    block.train()
+    out = fast(x)  # dropout now drops: another program
+    assert float((out - x).abs().sum()) != pytest.approx(float((block.eval() or block)(x).sub(x).abs().sum()))
+    block.eval()
+    close(fast(x), block(x))
+    stats = sot.stats(fast)
+    assert stats.translations == 2 and stats.guard_failures >= 1, stats
+
+
+class cus_tanh(paddle.autograd.PyLayer):
+    @staticmethod
+    def forward(ctx, x):
+        y = paddle.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensor()
+        return dy * (1 - paddle.square(y))
+
+
+class wrong_tanh(paddle.autograd.PyLayer):
+    """tanh whose backward is twice the true gradient."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = paddle.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensor()
+        return 2 * dy * (1 - paddle.square(y))
+
+
+class SimpleNet(paddle.nn.Layer):
+    def __init__(self, activation):
+        super().__init__()
+        self.linear = paddle.nn.Linear(4, 8)
+        self.activation = activation
+
+    def forward(self, x):
+        y = self.linear(x)
+        return self.activation.apply(y).mean()
+
+
+def train(net, step, steps=10):
+    optimizer = paddle.optimizer.SGD(learning_rate=0.1, parameters=net.parameters())
+    rng = np.random.default_rng(0)
+    losses = []
+    for _ in range(steps):
+        loss = step(paddle.to_tensor(rng.standard_normal((2, 4)).astype("float32")))
+        loss.backward()
+        optimizer.step()
+        optimizer.clear_grad()
+        losses.append(float(loss))
+    return losses, net.linear.weight.numpy()
+
+
+@pytest.mark.parametrize("activation", [cus_tanh, wrong_tanh])
+def test_pylayer_is_one_operation_whose_backward_is_the_users(activation):
+    paddle.seed(3)
+    eager_net = SimpleNet(activation)
+    paddle.seed(3)
+    net = SimpleNet(activation)
+    eager_losses, eager_weight = train(eager_net, eager_net)
+    fast = translate(net)
+    losses, weight = train(net, fast)
+    np.testing.assert_allclose(losses, eager_losses, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(weight, eager_weight, rtol=1e-5, atol=1e-6)
+    stats = whole(fast, ops=3)  # Linear, the PyLayer, mean: one graph
+    assert stats.translations == 1 and stats.cache_hits == 9
+    assert "apply" in sot.explain(fast, paddle.randn([2, 4]))
+
+
+def test_the_wrong_backward_trains_otherwise_than_the_right_one():
+    weights = []
+    for activation in (cus_tanh, wrong_tanh):
+        paddle.seed(3)
+        net = SimpleNet(activation)
+        weights.append(train(net, translate(net))[1])
+    assert not np.allclose(weights[0], weights[1])
+
+
+def test_an_unknown_backend_is_named():
+    with pytest.raises(ValueError, match="unknown SOT backend 'padle'.*paddle"):
+        sot.translate(lambda x: x, backend="padle")
+
+
+class two_grads(paddle.autograd.PyLayer):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy * 2, dy  # one input: one gradient expected
+
+
+def test_a_pylayer_backward_with_too_many_gradients_raises_as_a_python_error():
+    def f(x):
+        return two_grads.apply(x).sum()
+
+    x = paddle.ones([3])
+    x.stop_gradient = False
+    with pytest.raises(ValueError, match="PyLayer.backward"):
+        f(x).backward()  # eager: when the backward runs
+    fast = sot.translate(f, backend="paddle")
+    # Translated: when the program (its backward block too) is built, naming the layer.
+    with pytest.raises(ValueError, match=r"two_grads.backward returned 2 gradients; its forward takes 1 tensor input"):
+        fast(x).backward()
+    assert sot.stats(fast).graphs == 1
+
+
+def test_a_non_tensor_where_a_tensor_is_required_raises_as_eager():
+    def f(x):
+        return paddle.matmul(x, "not a tensor")
+
+    with pytest.raises(Exception) as eager_error:
+        f(paddle.ones([2, 2]))
+    with pytest.raises(type(eager_error.value)):
+        sot.translate(f, backend="paddle")(paddle.ones([2, 2]))
