@@ -247,3 +247,39 @@ def test_a_non_tensor_where_a_tensor_is_required_raises_as_eager():
         f(paddle.ones([2, 2]))
     with pytest.raises(type(eager_error.value)):
         sot.translate(f, backend="paddle")(paddle.ones([2, 2]))
+
+
+def test_the_trained_simple_net_saved_loads_and_gives_the_same_outputs(tmp_path):
+    from paddle.static import InputSpec
+
+    paddle.seed(3)
+    net = SimpleNet(cus_tanh)
+    fast = translate(net)
+    train(net, fast)
+    path = str(tmp_path / "simple_net")
+    sot.save(fast, path, input_spec=[InputSpec([-1, 4], "float32")])
+    loaded = paddle.jit.load(path)
+    for batch in (1, 2, 7):  # the batch dimension stays free
+        x = paddle.randn([batch, 4])
+        close(loaded(x), net(x), rtol=1e-5)
+    assert sot.stats(fast).graphs == 1
+
+
+def test_save_refuses_what_it_cannot_save(tmp_path):
+    from paddle.static import InputSpec
+
+    def with_break(x):
+        y = x * 2
+        print("", end="")  # a library call: a graph break
+        return y + 1
+
+    spec = [InputSpec([2], "float32")]
+    path = str(tmp_path / "m")
+    with pytest.raises(ValueError, match="does not translate to one graph"):
+        sot.save(sot.translate(with_break, backend="paddle"), path, input_spec=spec)
+    with pytest.raises(TypeError, match="InputSpec"):
+        sot.save(translate(SimpleNet(cus_tanh)), path, input_spec=[paddle.ones([2])])
+    with pytest.raises(ValueError, match="paddle backend, not 'numpy'"):
+        sot.save(sot.translate(with_break), path, input_spec=spec)
+    with pytest.raises(TypeError, match="sot.translate"):
+        sot.save(with_break, path, input_spec=spec)

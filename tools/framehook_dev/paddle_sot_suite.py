@@ -3,11 +3,17 @@
 Each test file runs in its own process, as Paddle's CI runs them (``test/sot/CMakeLists.txt``):
 the environment gets ``SOT_LOG_LEVEL=0 COST_MODEL=False MIN_GRAPH_SIZE=0 STRICT_MODE=1
 FLAGS_cudnn_deterministic=True`` and the working directory is the test directory, so that
-``import test_case_base`` finds Paddle's harness. Two modes:
+``import test_case_base`` finds Paddle's harness. Three modes:
 
 * ``native``: Paddle's own C eval frame (``python -m unittest -v test_x`` in effect);
 * ``framehook``: the same, after ``framehook.sot.paddle.install()`` has swapped framehook's
-  eval-frame functions into ``paddle.base.core`` (before ``paddle.jit.sot`` is imported).
+  eval-frame functions into ``paddle.base.core`` (before ``paddle.jit.sot`` is imported);
+* ``translator``: Paddle's ``symbolic_translate`` is framehook's own translator with the paddle
+  backend (``framehook.sot.translate(fn, backend="paddle")``). Tests that inspect Paddle's
+  translator (its cache, executor, cost model) are listed in ``NOT_APPLICABLE`` with the reason,
+  and not compared. For each test that passes in both, the graph breaks are compared:
+  framehook's records against Paddle's (``SOT_COLLECT_INFO=breakgraph_reason``); more is a
+  difference.
 
 The child runs ``unittest`` with verbosity 2 and a result class that also appends one JSON
 line per test event to a file, so outcomes are known per test case even when Paddle's C++
@@ -17,9 +23,10 @@ logging interleaves with unittest's output, and even when the process crashes or
 
 The report (JSON, ``--report``) has, per interpreter, mode and file: the exit status, the
 duration, every test's outcome with the first line of its error, and the tail of the log
-(full logs go to ``--logs``); and per interpreter and file the tests whose outcome differs
-between the modes. A test passes when its outcome is ``pass`` or ``xfail``; the command
-exits 1 when, for some interpreter, the sets of passing tests differ between the modes,
+(full logs go to ``--logs``); and per interpreter, mode and file the tests whose outcome
+differs from native's (in translator mode, also those with more graph breaks). A test
+passes when its outcome is ``pass`` or ``xfail``; the command exits 1 when, for some
+interpreter and mode, a test differs from native,
 2 when a requested mode cannot run at all (e.g. framehook is not installed in that
 interpreter), and 0 otherwise.
 
@@ -59,7 +66,12 @@ from .provision import CACHE
 DEFAULT_TESTS = CACHE / "paddle-test-sot"
 DEFAULT_REPORT = CACHE / "paddle-sot-report.json"
 DEFAULT_LOGS = CACHE / "paddle-sot-logs"
-MODES = ("native", "framehook")
+MODES = ("native", "framehook", "translator")
+
+# Tests (``module.test_name``, or a whole module) that inspect Paddle's own translator rather
+# than compare translated results with eager ones: not run against framehook's translator's
+# outcome, each with the reason.
+NOT_APPLICABLE: dict[str, str] = {}
 
 # test/sot/CMakeLists.txt: py_test_modules(... ENVS SOT_LOG_LEVEL=0 COST_MODEL=False
 # MIN_GRAPH_SIZE=0 STRICT_MODE=True FLAGS_cudnn_deterministic=True); run_all.sh uses STRICT_MODE=1.
@@ -69,6 +81,8 @@ CI_ENV = {
     "MIN_GRAPH_SIZE": "0",
     "STRICT_MODE": "1",
     "FLAGS_cudnn_deterministic": "True",
+    # Paddle's SOT records each graph break's reason (counted per test, beside framehook's).
+    "SOT_COLLECT_INFO": "breakgraph_reason",
 }
 
 # Outcomes a test can have; the first group counts as passing.
@@ -84,11 +98,36 @@ def emit(**fields):
     sink.write(json.dumps(fields) + "\n")
     sink.flush()
 installed = None
+made = []  # translator mode: the functions the current test translated
 if mode == "framehook":
     import framehook.sot.paddle
     framehook.sot.paddle.install()
     installed = framehook.sot.paddle.installed()
+elif mode == "translator":
+    import framehook.sot as fsot
+    import paddle.jit.sot
+    def symbolic_translate(fn, **kwargs):
+        fast = fsot.translate(fn, backend="paddle")
+        made.append(fast)
+        return fast
+    # Before the test module (and test_case_base) import it.
+    paddle.jit.sot.symbolic_translate = symbolic_translate
+    paddle.jit.sot.translate.symbolic_translate = symbolic_translate
 emit(event="begin", mode=mode, python=sys.version, installed=installed)
+def breaks():
+    # Graph breaks of the current test: framehook's records, or Paddle's (SOT_COLLECT_INFO).
+    if mode == "translator":
+        return sum(len(fsot.stats(fast).graph_breaks) for fast in made)
+    collector = sys.modules.get("paddle.jit.sot.utils.info_collector")
+    if collector is None:
+        return 0
+    info = collector.InfoCollector().get_info_dict(collector.InfoType.E2E_INFO)
+    return len(info.get("BreakGraphReasonInfo", []))
+def clear_breaks():
+    made.clear()
+    collector = sys.modules.get("paddle.jit.sot.utils.info_collector")
+    if collector is not None:
+        collector.InfoCollector().clear()
 def first_line(err):
     text = "".join(traceback.format_exception_only(err[0], err[1])).strip()
     for line in text.splitlines():
@@ -97,11 +136,12 @@ def first_line(err):
     return err[0].__name__
 class Recording(unittest.TextTestResult):
     def startTest(self, test):
+        clear_breaks()
         emit(event="start", test=test.id())
         super().startTest(test)
     def addSuccess(self, test):
         super().addSuccess(test)
-        emit(event="pass", test=test.id())
+        emit(event="pass", test=test.id(), breaks=breaks())
     def addFailure(self, test, err):
         super().addFailure(test, err)
         emit(event="fail", test=test.id(), message=first_line(err))
@@ -255,6 +295,8 @@ def run_file(
                 entry["outcome"] = outcome
                 if event.get("message"):
                     entry["message"] = event["message"]
+            if "breaks" in event:
+                entry["breaks"] = event["breaks"]
     log_lines = log_path.read_text(errors="replace").splitlines()
     unfinished = "timeout" if timed_out else "crash"
     why = f"{unfinished} while this test ran (exit status {rc})"
@@ -313,21 +355,29 @@ def count(result: dict) -> tuple[int, int]:
     return passed, len(tests)
 
 
-def compare(native: dict, framehook: dict) -> list[dict]:
+def not_applicable(mode: str, test: str) -> str | None:
+    """Why ``test`` says nothing of ``mode`` (it inspects Paddle's translator), or None."""
+    if mode != "translator":
+        return None
+    module, _, rest = test.partition(".")
+    return NOT_APPLICABLE.get(f"{module}.{rest.rsplit('.', 1)[-1]}") or NOT_APPLICABLE.get(module)
+
+
+def compare(native: dict, other: dict, mode: str) -> list[dict]:
+    """The tests whose passing differs between native and ``mode`` (those not applicable to
+    it apart), and, for the translator, those with more graph breaks than native's."""
     differing = []
-    for test in sorted(set(native["tests"]) | set(framehook["tests"])):
+    for test in sorted(set(native["tests"]) | set(other["tests"])):
         n = native["tests"].get(test, {"outcome": "missing"})
-        f = framehook["tests"].get(test, {"outcome": "missing"})
-        if pass_class(n["outcome"]) != pass_class(f["outcome"]):
-            differing.append(
-                {
-                    "test": test,
-                    "native": n["outcome"],
-                    "framehook": f["outcome"],
-                    "native_message": n.get("message"),
-                    "framehook_message": f.get("message"),
-                }
-            )
+        o = other["tests"].get(test, {"outcome": "missing"})
+        if not_applicable(mode, test):
+            continue
+        entry = {"test": test, "native": n["outcome"], mode: o["outcome"], "native_message": n.get("message"),
+                 f"{mode}_message": o.get("message")}
+        if pass_class(n["outcome"]) != pass_class(o["outcome"]):
+            differing.append(entry)
+        elif mode == "translator" and o.get("breaks", 0) > n.get("breaks", 0):
+            differing.append({**entry, "native_breaks": n.get("breaks", 0), "translator_breaks": o["breaks"]})
     return differing
 
 
@@ -344,14 +394,12 @@ def cell(result: dict | None) -> str:
     return text
 
 
-def print_table(label: str, files: list[str], runs: dict, comparison: dict, show_failures: bool) -> None:
+def print_table(label: str, files: list[str], runs: dict, comparisons: dict, show_failures: bool) -> None:
     modes = [m for m in MODES if m in runs]
     width = max([len("file")] + [len(f[:-3]) for f in files])
     header = f"{'file':<{width}}  " + "  ".join(f"{m:<18}" for m in modes)
-    if len(modes) == 2:
-        header += "  differing"
     log(f"\n== CPython {label}: tests passed / tests run (skipped tests apart), per file ==")
-    log(header)
+    log(header + ("  differing" if comparisons else ""))
     log("-" * len(header))
     totals = {m: [0, 0, 0] for m in modes}
     for f in files:
@@ -364,25 +412,34 @@ def print_table(label: str, files: list[str], runs: dict, comparison: dict, show
                 totals[m][0] += p
                 totals[m][1] += t
                 totals[m][2] += sum(1 for x in r["tests"].values() if x["outcome"] == "skip")
-        if len(modes) == 2:
-            diff = comparison.get(f, [])
-            row += ", ".join(d["test"].split(".", 1)[-1] for d in diff)
+        row += ", ".join(f"{mode}: {d['test'].split('.', 1)[-1]}" for mode, comparison in comparisons.items()
+                         for d in comparison.get(f, []))
         log(row.rstrip())
     log("-" * len(header))
     log(
         (f"{'total':<{width}}  " + "  ".join(f"{f'{p}/{t - k} +{k} skip':<18}" for p, t, k in totals.values())).rstrip()
     )
-    if len(modes) == 2:
+    for mode, comparison in comparisons.items():
         diffs = [d for f in files for d in comparison.get(f, [])]
-        if diffs:
-            log(f"\n{len(diffs)} test(s) differ between native and framehook on {label}:")
-            for d in diffs:
-                log(f"  {d['test']}: native {d['native']}, framehook {d['framehook']}")
-                for side in ("native", "framehook"):
-                    if d[side] not in PASSING and d.get(f"{side}_message"):
-                        log(f"      {side}: {d[f'{side}_message']}")
-        else:
-            log(f"\nnative and framehook pass the same tests on {label}.")
+        if not diffs:
+            log(f"\nnative and {mode} pass the same tests on {label}"
+                + (", with no more graph breaks" if mode == "translator" else "") + ".")
+            continue
+        log(f"\n{len(diffs)} test(s) differ between native and {mode} on {label}:")
+        for d in diffs:
+            breaks = (f" (graph breaks: native {d['native_breaks']}, translator {d['translator_breaks']})"
+                      if "native_breaks" in d else "")
+            log(f"  {d['test']}: native {d['native']}, {mode} {d[mode]}{breaks}")
+            for side in ("native", mode):
+                if d[side] not in PASSING and d.get(f"{side}_message"):
+                    log(f"      {side}: {d[f'{side}_message']}")
+    if "translator" in runs:
+        skipped = sorted({(test, why) for r in runs["translator"].values() for test in r["tests"]
+                          if (why := not_applicable("translator", test))})
+        if skipped:
+            log(f"\n{len(skipped)} test(s) not applicable to the translator on {label} (not compared):")
+            for test, why in skipped:
+                log(f"  {test}: {why}")
     if show_failures:
         for m in modes:
             failing = [
@@ -414,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PY",
         help="interpreter with paddlepaddle (and framehook) installed; repeatable",
     )
-    parser.add_argument("--mode", action="append", choices=MODES, help="native, framehook, or both (default both)")
+    parser.add_argument("--mode", action="append", choices=MODES, help="native, framehook or translator; repeatable (default all three)")
     parser.add_argument(
         "-k",
         "--only",
@@ -536,21 +593,26 @@ def main(argv: list[str] | None = None) -> int:
     summary: dict[str, dict] = {}
     for _python, label, _info, usable in interpreters:
         runs = results[label]
-        comparison: dict[str, list] = {}
-        if len(usable) == 2:
+        comparison_by_mode: dict[str, dict[str, list]] = {}
+        for mode in usable:
+            if mode == "native" or "native" not in usable:
+                continue
+            comparison: dict[str, list] = {}
             for f in files:
-                diff = compare(runs["native"][f], runs["framehook"][f])
+                diff = compare(runs["native"][f], runs[mode][f], mode)
                 if diff:
                     comparison[f] = diff
             if comparison:
                 exit_code = max(exit_code, 1)
+            comparison_by_mode[mode] = comparison
+        if "framehook" in usable:
             not_installed = [f for f, r in runs["framehook"].items() if r.get("framehook_installed") is False]
             if not_installed:
                 log(
                     "paddle_sot_suite: warning: framehook was not installed at the end of "
                     f"{', '.join(not_installed)} on {label}"
                 )
-        comparisons[label] = comparison
+        comparisons[label] = comparison_by_mode
         summary[label] = {
             m: {
                 "passed": sum(count(r)[0] for r in runs[m].values()),
@@ -559,8 +621,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             for m in usable
         }
-        summary[label]["differing"] = sum(len(d) for d in comparison.values())
-        print_table(label, files, runs, comparison, args.show_failures)
+        summary[label]["differing"] = {mode: sum(len(d) for d in comparison.values())
+                                       for mode, comparison in comparison_by_mode.items()}
+        print_table(label, files, runs, comparison_by_mode, args.show_failures)
     if unavailable:
         exit_code = 2 if exit_code == 0 else exit_code
 

@@ -50,6 +50,7 @@ from ._translate import (
     explain,
     register_backend,
     reset,
+    save,
     stats,
     translate,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "explain",
     "register_backend",
     "reset",
+    "save",
     "stats",
     "translate",
     "eval_frame_no_skip_codes",

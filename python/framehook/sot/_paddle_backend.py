@@ -103,6 +103,8 @@ class PaddleBackend:
     # sublayers are read through their ``__getattr__``.
     layer_types = (_LAYER,)
     layer_attributes = ("training",)
+    # Paddle's own code translated all the same: a container's forward calls its sublayers.
+    traced_codes = (paddle.nn.Sequential.forward.__code__,)
 
     def __init__(self) -> None:
         self._api = _api_functions()
@@ -441,3 +443,87 @@ class _Program:
             else:
                 out.append(values[what])
         return tuple(out)
+
+
+# ---------------------------------------------------------------- export
+
+
+class _Recording(PaddleBackend):
+    """The paddle backend, remembering each graph it compiles with the objects its inputs
+    were taken from (the tensors the translation copied, by identity)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.graphs: list[tuple[tuple, list]] = []
+        self._originals: dict[int, tuple[Any, Any]] = {}
+
+    def example(self, value: Any) -> Any:
+        copy = super().example(value)
+        self._originals[id(copy)] = (copy, value)
+        return copy
+
+    def compile_with_examples(self, graph: tuple, examples: tuple) -> Callable[..., tuple]:
+        originals = [self._originals.get(id(e), (None, e))[1] for e in examples]
+        self.graphs.append((graph, originals))
+        return self.compile(graph)
+
+
+def save(function: Callable[..., Any], path: str, input_spec: Any) -> None:
+    """Translates ``function`` on zeros of ``input_spec``'s shapes (a dimension of -1 or
+    None taken as 2) and saves its one graph for inference as ``paddle.jit.save`` does:
+    the inputs are ``input_spec``'s (dimensions left free stay free), the other tensors the
+    graph reads (a layer's parameters and buffers) its persistable parameters."""
+    from paddle.static import InputSpec
+
+    from .. import _native
+    from ._translate import stats
+
+    if isinstance(input_spec, InputSpec) or not all(isinstance(s, InputSpec) for s in input_spec):
+        raise TypeError("input_spec takes a list of paddle.static.InputSpec, one per argument")
+    specs = list(input_spec)
+    arguments = [paddle.zeros([2 if d is None or d < 0 else d for d in spec.shape], dtype=spec.dtype)
+                 for spec in specs]
+    recording = _Recording()
+    fast = _native.SotTranslated(function, recording, False, 1, [])
+    with paddle.no_grad():
+        fast(*arguments)
+    counters = stats(fast)
+    if len(recording.graphs) != 1 or counters.graph_breaks or counters.fallbacks:
+        why = [b.reason for b in counters.graph_breaks + counters.fallbacks] or [f"{len(recording.graphs)} graphs"]
+        raise ValueError(f"{getattr(function, '__qualname__', function)!s} does not translate to one graph "
+                         f"for these inputs, so it cannot be saved as one program: {'; '.join(why)}")
+    graph, originals = recording.graphs[0]
+    position = {id(argument): k for k, argument in enumerate(arguments)}
+    if any(o is None for o in originals):
+        raise ValueError("the graph reads a tensor the translation no longer holds; it cannot be saved")
+    static_graph = _StaticGraph(graph, recording._methods)
+
+    @paddle.jit.not_to_static
+    def inference(feeds: list) -> list:
+        values = [feeds[position[id(o)]] if id(o) in position else
+                  paddle.pir.core._convert_into_value(o) if isinstance(o, _TENSOR) else o for o in originals]
+        return [v for v in static_graph._replay(values, eager=False) if isinstance(v, _VALUE)]
+
+    held = [o for o in originals if isinstance(o, _TENSOR) and id(o) not in position]
+    layers = [node[0] for node in graph[1] if isinstance(node[0], _LAYER)]
+    with _unhooked():
+        paddle.jit.save(_Exported(inference, held, layers), path, input_spec=[specs])
+
+
+class _Exported(_LAYER):
+    """What ``paddle.jit.save`` saves: a layer whose forward runs a graph, holding the
+    tensors and layers the graph reads (whose state the saved parameters are)."""
+
+    def __init__(self, inference: Callable[[list], list], tensors: list, layers: list):
+        super().__init__()
+        self._inference = inference
+        for k, tensor in enumerate(tensors):
+            if isinstance(tensor, paddle.base.framework.EagerParamBase):
+                self.add_parameter(f"tensor_{k}", tensor)
+            else:
+                self.register_buffer(f"tensor_{k}", tensor)
+        for k, layer in enumerate(layers):
+            self.add_sublayer(f"layer_{k}", layer)
+
+    def forward(self, feeds: list) -> list:
+        return self._inference(feeds)

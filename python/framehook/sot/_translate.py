@@ -48,6 +48,12 @@ def register_backend(name: str, backend: Any) -> None:
     ``skip_prefixes`` (files never translated), and the methods ``is_op(function)``,
     ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``.
 
+    Optional: ``forward_of(obj)`` (the function a model layer's call runs, translated in
+    its place, or None), ``layer_types`` and ``layer_attributes`` (layers are pinned by
+    identity and those attributes, and read through their ``__getattr__``),
+    ``traced_codes`` (codes under ``skip_prefixes`` translated all the same) and
+    ``compile_with_examples(graph, examples)``.
+
     A graph's inputs and results may also be Python ints and floats (numbers that changed
     between calls), its nodes ``operator`` functions on them and on tensors; a backend's
     tensor combined with such a number must give a result whose meta attributes do not
@@ -179,6 +185,23 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
         for reason, filename, lineno in records:
             lines.append(f"{kind}: {reason}\n    at {filename}:{lineno}: {_source_line(filename, lineno)}")
     return "\n".join(lines) + "\n"
+
+
+def save(fast: Any, path: str, *, input_spec: Any) -> None:
+    """Saves ``fast`` (made by ``translate``; its call must translate to one graph) for
+    inference, as its backend saves a graph: with ``backend="paddle"``, the files
+    ``paddle.jit.save(…, path)`` writes, which ``paddle.jit.load(path)`` loads.
+    ``input_spec``: the arguments' ``paddle.static.InputSpec``s."""
+    translated = _native_of(fast)
+    name = getattr(translated, "_sot_backend", "numpy")
+    if name != "paddle":
+        raise ValueError(f"sot.save() saves translations of the paddle backend, not {name!r}")
+    from ._paddle_backend import save as save_paddle
+
+    target = getattr(translated, "__wrapped__", None)
+    if target is None:
+        raise TypeError("sot.save() takes a function made by sot.translate()")
+    save_paddle(target, path, input_spec)
 
 
 def _source_line(filename: str, lineno: int) -> str:

@@ -42,6 +42,8 @@ pub struct Backend<'py> {
     /// Classes of model layers: pinned by identity and `layer_attributes`, their attributes
     /// read through their `__getattr__` (which only looks in the layer's own tables).
     layer_types: Option<Bound<'py, PyTuple>>,
+    /// Codes under a skip prefix translated all the same (a container layer's forward).
+    traced_codes: Vec<StrongRef>,
     code_infos: RefCell<HashMap<usize, Rc<CodeInfo>>>,
 }
 
@@ -68,6 +70,13 @@ impl<'py> Backend<'py> {
             forward_of: optional(&object, "forward_of")?,
             layer_attributes: match optional(&object, "layer_attributes")? {
                 Some(names) => names.extract()?,
+                None => Vec::new(),
+            },
+            traced_codes: match optional(&object, "traced_codes")? {
+                Some(codes) => codes
+                    .try_iter()?
+                    .map(|code| code.map(|code| StrongRef::new(&code)))
+                    .collect::<PyResult<_>>()?,
                 None => Vec::new(),
             },
             layer_types: optional(&object, "layer_types")?
@@ -171,6 +180,13 @@ impl<'py> Backend<'py> {
     }
 
     pub fn is_skipped_code(&self, code: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if self
+            .traced_codes
+            .iter()
+            .any(|traced| traced.as_ptr() == code.as_ptr())
+        {
+            return Ok(false);
+        }
         let filename: String = code.getattr("co_filename")?.extract()?;
         Ok(self.is_skipped_file(&filename))
     }
