@@ -283,3 +283,37 @@ def test_save_refuses_what_it_cannot_save(tmp_path):
         sot.save(sot.translate(with_break), path, input_spec=spec)
     with pytest.raises(TypeError, match="sot.translate"):
         sot.save(with_break, path, input_spec=spec)
+
+
+def test_a_graph_static_mode_cannot_build_runs_eagerly_and_says_why(caplog):
+    def f(x, axis):
+        return paddle.nn.functional.softmax(x * 2, axis=axis)  # eager reads the 1-element tensor as an int
+
+    x, axis = paddle.to_tensor([[1.0, 2.0], [3.0, 4.0]]), paddle.to_tensor(1)
+    fast = translate(f)
+    with caplog.at_level("WARNING", logger="framehook.sot"):
+        for _ in range(2):
+            close(fast(x, axis), f(x, axis))
+    assert [r.getMessage() for r in caplog.records if "runs eagerly" in r.getMessage()][:1], caplog.text
+    whole(fast, ops=2)
+
+
+def test_writes_into_tensors_are_seen_by_later_operations_and_by_the_caller():
+    def f(x, y):
+        x[0] = 1.0
+        z = [y]
+        y[1] = 5.0
+        y.add_(x)
+        return x[0] + x[1] + z[0][1] + y[0], x
+
+    made = []
+    fast = translate(f)
+    for function in (f, fast, fast):
+        x, y = paddle.to_tensor([7.0, 2.0]), paddle.to_tensor([3.0, 4.0])
+        total, returned = function(x, y)
+        assert returned is x
+        made.append((total.numpy(), x.numpy(), y.numpy()))
+    for eager, *translated in zip(*made):
+        for value in translated:
+            np.testing.assert_array_equal(value, eager)
+    whole(fast)

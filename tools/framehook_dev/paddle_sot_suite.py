@@ -68,10 +68,22 @@ DEFAULT_REPORT = CACHE / "paddle-sot-report.json"
 DEFAULT_LOGS = CACHE / "paddle-sot-logs"
 MODES = ("native", "framehook", "translator")
 
-# Tests (``module.test_name``, or a whole module) that inspect Paddle's own translator rather
-# than compare translated results with eager ones: not run against framehook's translator's
-# outcome, each with the reason.
-NOT_APPLICABLE: dict[str, str] = {}
+# Test files that test Paddle's own translator rather than compare translated results with
+# eager ones: not compared in translator mode, each with the reason (a test elsewhere whose
+# source names Paddle's internals is likewise, by the child's INTERNALS).
+NOT_APPLICABLE: dict[str, str] = {
+    "test_envs": "tests Paddle's SOT environment variables",
+    "test_info_collect": "tests Paddle's info collector",
+    "test_psdb": "tests Paddle's SOT debugger (psdb)",
+    "test_step_profiler": "tests Paddle's step profiler",
+    "test_guard_tree": "tests Paddle's native guard tree",
+    "test_guard_fastpath_strategy": "tests Paddle's guard fast path",
+    "test_faster_guard": "tests Paddle's faster guards",
+    "test_instruction_translator_cache": "tests Paddle's executor cache",
+    "test_min_graph_size": "tests Paddle's MIN_GRAPH_SIZE cost model",
+    "test_sir_rollback": "tests Paddle's SIR rollback",
+    "test_execution_base": "tests Paddle's execution base helpers",
+}
 
 # test/sot/CMakeLists.txt: py_test_modules(... ENVS SOT_LOG_LEVEL=0 COST_MODEL=False
 # MIN_GRAPH_SIZE=0 STRICT_MODE=True FLAGS_cudnn_deterministic=True); run_all.sh uses STRICT_MODE=1.
@@ -123,6 +135,27 @@ def breaks():
         return 0
     info = collector.InfoCollector().get_info_dict(collector.InfoType.E2E_INFO)
     return len(info.get("BreakGraphReasonInfo", []))
+# What a test reads of Paddle's translator itself, by the names in its source.
+INTERNALS = {
+    "translate_count": "counts translations in Paddle's executor cache",
+    "OpcodeExecutorCache": "reads Paddle's executor cache",
+    "GuardTree": "runs Paddle's native guard tree",
+    "InfoCollector": "reads Paddle's info collector",
+    "StepInfoManager": "reads Paddle's step profiler",
+    "psdb": "uses Paddle's SOT debugger (psdb)",
+    "FallbackError": "expects Paddle's FallbackError",
+    "InnerError": "expects Paddle's InnerError",
+}
+def internals_read(test):
+    if mode != "translator":
+        return None
+    import inspect
+    try:
+        source = inspect.getsource(getattr(test, test._testMethodName))
+    except (OSError, TypeError, AttributeError):
+        return None
+    found = [why for name, why in INTERNALS.items() if name in source]
+    return "; ".join(found) or None
 def clear_breaks():
     made.clear()
     collector = sys.modules.get("paddle.jit.sot.utils.info_collector")
@@ -137,7 +170,7 @@ def first_line(err):
 class Recording(unittest.TextTestResult):
     def startTest(self, test):
         clear_breaks()
-        emit(event="start", test=test.id())
+        emit(event="start", test=test.id(), not_applicable=internals_read(test))
         super().startTest(test)
     def addSuccess(self, test):
         super().addSuccess(test)
@@ -285,7 +318,9 @@ def run_file(
             end = event
         elif kind == "start":
             pending.add(event["test"])
-            tests.setdefault(event["test"], {"outcome": None})
+            entry = tests.setdefault(event["test"], {"outcome": None})
+            if event.get("not_applicable"):
+                entry["not_applicable"] = event["not_applicable"]
         else:
             test = event["test"]
             pending.discard(test)
@@ -355,12 +390,13 @@ def count(result: dict) -> tuple[int, int]:
     return passed, len(tests)
 
 
-def not_applicable(mode: str, test: str) -> str | None:
-    """Why ``test`` says nothing of ``mode`` (it inspects Paddle's translator), or None."""
+def not_applicable(mode: str, test: str, result: dict | None = None) -> str | None:
+    """Why ``test`` says nothing of ``mode`` (it inspects Paddle's translator), or None: its
+    file is listed in NOT_APPLICABLE, or its source names Paddle's internals (the child's
+    INTERNALS, recorded in ``result``)."""
     if mode != "translator":
         return None
-    module, _, rest = test.partition(".")
-    return NOT_APPLICABLE.get(f"{module}.{rest.rsplit('.', 1)[-1]}") or NOT_APPLICABLE.get(module)
+    return NOT_APPLICABLE.get(test.partition(".")[0]) or (result or {}).get("not_applicable")
 
 
 def compare(native: dict, other: dict, mode: str) -> list[dict]:
@@ -370,7 +406,7 @@ def compare(native: dict, other: dict, mode: str) -> list[dict]:
     for test in sorted(set(native["tests"]) | set(other["tests"])):
         n = native["tests"].get(test, {"outcome": "missing"})
         o = other["tests"].get(test, {"outcome": "missing"})
-        if not_applicable(mode, test):
+        if not_applicable(mode, test, o):
             continue
         entry = {"test": test, "native": n["outcome"], mode: o["outcome"], "native_message": n.get("message"),
                  f"{mode}_message": o.get("message")}
@@ -434,8 +470,8 @@ def print_table(label: str, files: list[str], runs: dict, comparisons: dict, sho
                 if d[side] not in PASSING and d.get(f"{side}_message"):
                     log(f"      {side}: {d[f'{side}_message']}")
     if "translator" in runs:
-        skipped = sorted({(test, why) for r in runs["translator"].values() for test in r["tests"]
-                          if (why := not_applicable("translator", test))})
+        skipped = sorted({(test, why) for r in runs["translator"].values() for test, t in r["tests"].items()
+                          if (why := not_applicable("translator", test, t))})
         if skipped:
             log(f"\n{len(skipped)} test(s) not applicable to the translator on {label} (not compared):")
             for test, why in skipped:
@@ -471,7 +507,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PY",
         help="interpreter with paddlepaddle (and framehook) installed; repeatable",
     )
-    parser.add_argument("--mode", action="append", choices=MODES, help="native, framehook or translator; repeatable (default all three)")
+    parser.add_argument(
+        "--mode", action="append", choices=MODES, help="native, framehook or translator; repeatable (default all three)"
+    )
     parser.add_argument(
         "-k",
         "--only",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import operator
 import os
 import threading
@@ -155,7 +156,11 @@ class _StaticGraph:
     tensor in arithmetic: there each is fed as a 0-d tensor of that tensor's dtype.
     Elsewhere (an argument of an API function) a number is a constant of the program,
     one program per value, and past ``MAX_PROGRAMS`` the graph runs eagerly. Arithmetic on
-    numbers alone runs in Python on every call."""
+    numbers alone runs in Python on every call.
+
+    Where Paddle's static mode cannot build what eager mode ran (an API that reads a
+    tensor argument as a Python number, say), the graph's operations run eagerly, as they
+    were recorded, from then on; the reason is logged ("framehook.sot")."""
 
     MAX_PROGRAMS = 8
 
@@ -164,6 +169,7 @@ class _StaticGraph:
         self._methods = methods
         self._plan: _Plan | None = None
         self._programs: dict[tuple, _Program] = {}
+        self._eager = False
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> tuple:
@@ -178,15 +184,18 @@ class _StaticGraph:
             key = tuple(values[i] for i in plan.specialized)
             program = self._programs.get(key)
             if program is None:
-                if len(self._programs) >= self.MAX_PROGRAMS:
+                if self._eager or len(self._programs) >= self.MAX_PROGRAMS:
                     return self._replay(values, eager=True)
                 with self._lock:
                     program = self._programs.get(key)
                     if program is None:
                         program = self._build(plan, values)
+                if program is None:
+                    return self._replay(values, eager=True)
             return program(values)
 
-    def _build(self, plan: _Plan, values: list) -> _Program:
+    def _build(self, plan: _Plan, values: list) -> _Program | None:
+        """A program for ``values``, or None where static mode cannot build the graph."""
         while True:
             try:
                 program = _Program(self, plan, values)
@@ -195,23 +204,47 @@ class _StaticGraph:
                 plan = self._plan = plan.specializing(specialize.symbol)
                 self._programs.clear()
                 continue
+            except _BackwardMismatch:
+                raise
+            except Exception as error:  # static mode's own limits: the graph runs eagerly
+                self._eager = True
+                first = next(iter(str(error).strip().splitlines()[-1:]), "")
+                logging.getLogger("framehook.sot").warning(
+                    "a graph runs eagerly: Paddle's static mode cannot build it (%s: %s)", type(error).__name__,
+                    first)
+                return None
             self._programs[tuple(values[i] for i in plan.specialized)] = program
             return program
 
     def _replay(self, values: list, eager: bool, fed: dict[int, int] | None = None) -> tuple:
         """The graph's operations on ``values`` (its inputs, eager tensors or the static
         program's values, then whatever is known of its nodes' results): every output.
-        ``fed``: the static values that stand for numbers, by identity, to their symbols."""
-        values = list(values) + [None] * (self._inputs + len(self._nodes) - len(values))
+        ``fed``: the static values that stand for numbers, by identity, to their symbols.
+        Statically, an operation that writes into a tensor makes a new value: the symbol
+        of the tensor written into stands for it from then on (``values`` shows them)."""
+        values[:] = list(values) + [None] * (self._inputs + len(self._nodes) - len(values))
         for index, (function, node_args, kwargs, _, _) in enumerate(self._nodes):
             symbol = self._inputs + index
             if values[symbol] is not None:
                 continue
             call_args = _resolve(node_args, values)
             call_kwargs = {k: _resolve(v, values) for k, v in kwargs.items()}
-            values[symbol] = (function(*call_args, **call_kwargs) if eager else
-                              self._static_call(function, call_args, call_kwargs, fed or {}))
+            if eager:
+                values[symbol] = function(*call_args, **call_kwargs)
+                continue
+            target = node_args[0] if node_args and isinstance(node_args[0], _SotRef) else None
+            if function is operator.setitem and target is not None and isinstance(call_args[0], _VALUE):
+                values[target.index] = paddle.static.setitem(*call_args)
+                continue
+            values[symbol] = self._static_call(function, call_args, call_kwargs, fed or {})
+            if target is not None and isinstance(call_args[0], _VALUE) and self._writes_into_first(function):
+                values[target.index] = values[symbol]
         return tuple(values[o] for o in self._outputs)
+
+    def _writes_into_first(self, function: Any) -> bool:
+        """Paddle's in-place operations (``x.add_(y)``, ``paddle.tanh_(x)``) end in ``_``."""
+        name = self._methods.get(id(function)) or getattr(function, "__name__", "")
+        return name.endswith("_") and not name.endswith("__")
 
     def _static_call(self, function: Any, args: tuple, kwargs: dict, fed: dict[int, int]) -> Any:
         if fed and any(id(a) in fed for a in args):
@@ -222,6 +255,10 @@ class _StaticGraph:
         if _is_pylayer_apply(function):
             return _static_pylayer(function.__self__, args, kwargs)
         return function(*args, **kwargs)
+
+
+class _BackwardMismatch(ValueError):
+    """A PyLayer's backward returns a gradient count other than its forward's inputs."""
 
 
 def _static_pylayer(cls: type, args: tuple, kwargs: dict) -> Any:
@@ -238,7 +275,7 @@ def _static_pylayer(cls: type, args: tuple, kwargs: dict) -> Any:
         result = backward(*grads)
         count = len(result) if isinstance(result, (tuple, list)) else 1
         if count != inputs:
-            raise ValueError(f"{cls.__qualname__}.backward returned {count} gradients; its forward takes "
+            raise _BackwardMismatch(f"{cls.__qualname__}.backward returned {count} gradients; its forward takes "
                              f"{inputs} tensor input{'s' if inputs != 1 else ''}, one gradient each")
         return result
 
@@ -379,6 +416,9 @@ class _Program:
         results = self._results
         template = list(values)
         specializing: list[int] = []
+        # (input position, program output) of each caller's tensor the graph writes into.
+        self._written: list[tuple[int, int]] = []
+        written = self._written
 
         @paddle.jit.not_to_static
         def build(feeds: list) -> list:
@@ -390,6 +430,7 @@ class _Program:
                 inputs[position] = feed = feeds[len(tensors)][k]
                 fed[id(feed)] = position
             produced = []
+            fed_values = list(inputs)
             try:
                 outputs = graph._replay(inputs, eager=False, fed=fed)
             except _Specialize as specialize:
@@ -397,11 +438,17 @@ class _Program:
                 specializing.append(specialize.symbol)
                 return []
             for index, value in zip(graph._outputs, outputs):
-                if isinstance(value, _VALUE) and not (index in tensors or index in plan.fed):
+                # A caller's tensor returned is returned itself (written into below, if so).
+                if isinstance(value, _VALUE) and index not in tensors and index not in plan.fed:
                     results.append(("program", len(produced)))
                     produced.append(value)
                 else:
                     results.append(("value", index))
+            # A caller's tensor the graph wrote into: its new value is written back.
+            for position in tensors:
+                if inputs[position] is not fed_values[position]:
+                    written.append((position, len(produced)))
+                    produced.append(inputs[position])
             return produced
 
         if plan.fed:
@@ -414,7 +461,6 @@ class _Program:
         _, self._partial = static.get_concrete_program(feeds)
         if specializing:
             raise _Specialize(specializing[0])
-        self._produces = any(kind == "program" for kind, _ in results)
         self._run = self._partial.sot_call
 
     def _feeds(self, values: list) -> list:
@@ -433,7 +479,9 @@ class _Program:
         if feeds is None:
             # A number the float64 feed cannot hold exactly (a complex, a huge int).
             return self._graph._replay(values, eager=True)
-        produced = self._run(feeds) if self._produces else []
+        produced = self._run(feeds)
+        for position, output in self._written:
+            paddle.assign(produced[output], output=values[position])
         out = []
         for kind, what in self._results:
             if kind == "program":
