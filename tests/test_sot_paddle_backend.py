@@ -317,3 +317,31 @@ def test_writes_into_tensors_are_seen_by_later_operations_and_by_the_caller():
         for value in translated:
             np.testing.assert_array_equal(value, eager)
     whole(fast)
+
+
+class Stack(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.head = paddle.nn.Sequential(paddle.nn.Linear(4, 8), paddle.nn.ReLU(), paddle.nn.Linear(8, 4))
+        self.blocks = paddle.nn.LayerList([paddle.nn.Linear(4, 4) for _ in range(3)])
+        self.norm = paddle.nn.LayerNorm(4)
+
+    def forward(self, x):
+        x = self.head(x)
+        for block in self.blocks:
+            x = x + block(x)
+        return self.norm(x).sum(axis=-1)
+
+
+def test_container_layers_are_translated_through_their_sublayers():
+    paddle.seed(1)
+    net = Stack()
+    fast = translate(net)
+    x = paddle.randn([2, 4])
+    for _ in range(2):
+        close(fast(x), net(x), rtol=1e-5)
+    whole(fast, ops=11)  # 3 + 3 * 2 + 1 + 1: one graph
+    net.blocks.append(paddle.nn.Linear(4, 4))  # another sublayer: the guard on the table fails
+    close(fast(x), net(x), rtol=1e-5)
+    stats = sot.stats(fast)
+    assert stats.translations == 2 and stats.guard_failures == 1, stats

@@ -407,6 +407,36 @@ def test_register_backend_plugs_a_backend_in():
     assert inputs == 2 and [e.tolist() for e in examples] == [[1.0, 1.0], [3.0, 3.0]]
 
 
+def test_iteration_runs_a_python_iter_and_reads_ordered_dicts_in_their_order():
+    import collections
+
+    class Bag:
+        def __init__(self, table):
+            self.table = table
+
+        def __iter__(self):
+            return iter(self.table.values())
+
+    def total(x, bag):
+        for scale in bag:
+            x = x * scale
+        return x, list(bag.table)
+
+    fast = sot.translate(total, full_graph=True)
+    table = collections.OrderedDict(a=2.0, b=3.0, c=5.0)
+    table.move_to_end("a")  # its own order, not the underlying dict's
+    bag, x = Bag(table), np.ones(2)
+    for _ in range(2):
+        got, want = fast(x, bag), total(x, bag)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] == ["b", "c", "a"]
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graphs, stats.ops_captured) == (1, 1, 3), stats
+    table.move_to_end("b")  # the same keys in another order: the guard fails
+    assert fast(x, bag)[1] == ["c", "a", "b"]
+    assert sot.stats(fast).guard_failures == 1
+
+
 def test_an_error_of_a_graph_reaches_the_caller_of_a_translated_function_used_once():
     """The translated function is freed as the error unwinds (the callable of the call that
     raised); freeing it must leave the error pending (it was lost: a SystemError)."""

@@ -104,8 +104,10 @@ class PaddleBackend:
     # sublayers are read through their ``__getattr__``.
     layer_types = (_LAYER,)
     layer_attributes = ("training",)
-    # Paddle's own code translated all the same: a container's forward calls its sublayers.
-    traced_codes = (paddle.nn.Sequential.forward.__code__,)
+    # Paddle's own code translated all the same: the container layers' methods (a
+    # Sequential's forward calls its sublayers, a LayerList iterates them).
+    traced_codes = tuple(function.__code__ for container in _CONTAINERS for function in vars(container).values()
+                         if inspect.isfunction(function))
 
     def __init__(self) -> None:
         self._api = _api_functions()

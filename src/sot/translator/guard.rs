@@ -140,6 +140,9 @@ pub enum Check {
     Len(usize),
     /// `type(value) is dict and tuple(value) == K`: a dict's keys, in order.
     Keys(StrongRef),
+    /// `type(value) is T and tuple(value) == K`, T `collections.OrderedDict` (a layer's
+    /// table of sublayers): its keys, in its own order.
+    OrderedKeys { ty: StrongRef, keys: StrongRef },
     /// A tensor: `type(value) is T`, then each of the backend's meta attributes
     /// equal to what the translation saw.
     Tensor {
@@ -174,7 +177,7 @@ impl Check {
             },
             Check::Equals(v) => format!("== {}", truncate(&value(v))),
             Check::Len(n) => format!("len == {n}"),
-            Check::Keys(k) => format!("keys == {}", truncate(&value(k))),
+            Check::Keys(k) | Check::OrderedKeys { keys: k, .. } => format!("keys == {}", truncate(&value(k))),
             Check::Tensor { ty, attributes } => {
                 let attrs: Vec<String> = attributes
                     .iter()
@@ -192,6 +195,9 @@ impl Check {
             (Check::Type(a), Check::Type(b)) => a.as_ptr() == b.as_ptr(),
             (Check::Id(a), Check::Id(b)) => a.address() == b.address(),
             (Check::Equals(a), Check::Equals(b)) | (Check::Keys(a), Check::Keys(b)) => same_key(a, b),
+            (Check::OrderedKeys { ty: t, keys: a }, Check::OrderedKeys { ty: u, keys: b }) => {
+                t.as_ptr() == u.as_ptr() && same_key(a, b)
+            }
             (Check::Len(a), Check::Len(b)) => a == b,
             (Check::Absent, Check::Absent) | (Check::Present, Check::Present) => true,
             _ => false,
@@ -218,7 +224,8 @@ impl Check {
             // Equal builtin sequences, mappings and sets have equal lengths.
             (Check::Equals(v), Check::Len(n)) => is_builtin_sized(v) && len_of(v) == Some(*n),
             (Check::Keys(_), Check::Type(t)) => t.as_ptr() == std::ptr::addr_of_mut!(ffi::PyDict_Type).cast(),
-            (Check::Keys(keys), Check::Len(n)) => len_of(keys) == Some(*n),
+            (Check::Keys(keys) | Check::OrderedKeys { keys, .. }, Check::Len(n)) => len_of(keys) == Some(*n),
+            (Check::OrderedKeys { ty, .. }, Check::Type(t)) => ty.as_ptr() == t.as_ptr(),
             (Check::Tensor { ty, .. }, Check::Type(t)) => ty.as_ptr() == t.as_ptr(),
             _ => false,
         }
@@ -602,6 +609,9 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 len == *n as ffi::Py_ssize_t
             }
             Check::Keys(keys) => value.cast_exact::<PyDict>().is_ok_and(|d| same_keys(py, d, keys)),
+            Check::OrderedKeys { ty, keys } => {
+                type_ptr(&value) == ty.as_ptr() && same_ordered_keys(py, &value, keys)
+            }
             Check::Tensor { ty, attributes } => {
                 type_ptr(&value) == ty.as_ptr()
                     && attributes.iter().all(|(name, expected)| {
@@ -642,6 +652,30 @@ fn same_keys(py: Python<'_>, dict: &Bound<'_, PyDict>, keys: &StrongRef) -> bool
         // SAFETY: a live key lent by PyDict_Next, now owned.
         let key = unsafe { Bound::from_borrowed_ptr(py, key) };
         let Ok(expected) = keys.get_item(index) else {
+            return false;
+        };
+        index += 1;
+        let same = key.is(&expected)
+            || (is_value_type(&expected) && equal_to_values(py, &key, &StrongRef::new(&expected)));
+        if !same {
+            return false;
+        }
+    }
+    index == keys.len()
+}
+
+/// `tuple(mapping) == keys`, iterating the mapping as Python does (an OrderedDict's own
+/// order); an error counts as different.
+fn same_ordered_keys(py: Python<'_>, mapping: &Bound<'_, PyAny>, keys: &StrongRef) -> bool {
+    let keys = keys.bind(py);
+    let (Ok(keys), Ok(iterator)) = (keys.cast::<PyTuple>(), mapping.try_iter()) else {
+        clear_error::<()>(py);
+        return false;
+    };
+    let mut index = 0;
+    for key in iterator {
+        let (Ok(key), Ok(expected)) = (key, keys.get_item(index)) else {
+            clear_error::<()>(py);
             return false;
         };
         index += 1;

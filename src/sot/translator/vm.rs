@@ -365,6 +365,8 @@ struct Ops<'py> {
     object_getattribute: Bound<'py, PyAny>,
     module_type: Bound<'py, PyAny>,
     range_type: Bound<'py, PyAny>,
+    /// `collections.OrderedDict`: read as a dict (a layer's table of sublayers).
+    ordered_dict_type: Bound<'py, PyAny>,
     none: Bound<'py, PyAny>,
 }
 
@@ -390,6 +392,7 @@ impl<'py> Ops<'py> {
                 ],
             )?,
             range_type: builtin(py, "range")?,
+            ordered_dict_type: import(py, "collections")?.getattr("OrderedDict")?,
             object_getattribute: object.getattr("__getattribute__")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),
@@ -1042,6 +1045,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                         let keys = PyTuple::new(self.py, obj.cast::<PyDict>().map_err(PyErr::from)?.keys())?;
                         self.guard_type(vid);
                         self.add_guard(source, Check::Keys(StrongRef::new(keys.as_any())));
+                        return Ok(keys.iter().map(|k| self.constant(k)).collect());
+                    }
+                    if self.is_ordered_dict(&obj) {
+                        // Its own order (the dict's may differ after `move_to_end`).
+                        let keys = PyTuple::new(self.py, obj.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+                        let check = Check::OrderedKeys {
+                            ty: StrongRef::new(&self.ops.ordered_dict_type),
+                            keys: StrongRef::new(keys.as_any()),
+                        };
+                        self.add_guard(source, check);
                         return Ok(keys.iter().map(|k| self.constant(k)).collect());
                     }
                 }
@@ -3166,7 +3179,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(self.constant(value))
             }
             Val::Obj { obj, source } => {
-                let container = obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyDict>();
+                let container = obj.is_exact_instance_of::<PyList>()
+                    || obj.is_exact_instance_of::<PyDict>()
+                    || self.is_ordered_dict(&obj);
                 if container && source.is_some() {
                     // A method of a list or dict from the frame works on its symbolic copy,
                     // written back after the graph if the method mutates it.
@@ -3184,7 +3199,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                             | "setdefault"
                             | "popitem"
                     );
-                    if obj.is_exact_instance_of::<PyDict>() && matches!(name, "keys" | "values" | "items") {
+                    if (obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(&obj))
+                        && matches!(name, "keys" | "values" | "items")
+                    {
                         // A view shows the dict as it is when used (its copy once mutated).
                         return Ok(self.push_val(Val::ContainerMethod {
                             container: owner,
@@ -3954,6 +3971,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let plain = obj.is_exact_instance_of::<PyList>()
                     || obj.is_exact_instance_of::<PyTuple>()
                     || obj.is_exact_instance_of::<PyDict>()
+                    || self.is_ordered_dict(&obj)
                     || is_immutable(&obj)
                     || self.backend.is_constant_value(&obj);
                 if !plain {
@@ -3966,7 +3984,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                     return unsupported(format!("indexing a {}", obj.get_type().name()?));
                 }
-                if obj.is_exact_instance_of::<PyDict>() {
+                let mapping = obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(&obj);
+                if mapping {
                     self.check_native_key(&key_obj)?;
                 }
                 let value = obj.get_item(&key_obj)?;
@@ -3974,7 +3993,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Some(s) if !is_immutable(&obj) => {
                         self.guard_type(container);
                         if !key_obj.is_instance_of::<pyo3::types::PySlice>() {
-                            if obj.is_exact_instance_of::<PyDict>() {
+                            if mapping {
                                 return Ok(
                                     self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value)
                                 );
@@ -4745,7 +4764,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }));
             }
             Val::Dict(_) => return self.dict_iterator(v, DictPart::Keys),
-            Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyDict>() => {
+            Val::Obj { obj, source: Some(_) }
+                if obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(obj) =>
+            {
                 return self.dict_iterator(v, DictPart::Keys)
             }
             Val::DictView { dict, part } => return self.dict_iterator(*dict, *part),
@@ -4759,8 +4780,29 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             _ => {}
         }
+        if let Some(iter) = self.python_iter(v)? {
+            // `iter(x)` of an object whose class defines `__iter__` in Python: its result.
+            self.guard_type(v);
+            let function = self.constant(iter);
+            let made = self.call(function, vec![v], vec![])?;
+            return self.iterator(made);
+        }
         let items = self.items_of(v)?;
         Ok(self.push_val(Val::Iter { items, next: 0 }))
+    }
+
+    /// The `__iter__` of a frame object's class, where it is a Python function.
+    fn python_iter(&self, v: Vid) -> Res<Option<Bound<'py, PyAny>>> {
+        let Val::Obj { obj, source: Some(_) } = self.val(v) else {
+            return Ok(None);
+        };
+        let iter = self.type_lookup(&obj.get_type().into_any(), "__iter__")?;
+        Ok(iter.filter(|i| i.is_instance(&self.ops.function_type).unwrap_or(false)))
+    }
+
+    /// An `OrderedDict` (exactly): read as a dict is, in its own order; never written into.
+    fn is_ordered_dict(&self, obj: &Bound<'py, PyAny>) -> bool {
+        obj.get_type().is(&self.ops.ordered_dict_type)
     }
 
     /// An iterator over a dict the translation made, or one from the frame (over its
