@@ -109,9 +109,10 @@ def calibrate(call: Callable[[], Any], min_time: float) -> int:
     return loops
 
 
-def timed_call(call: Callable[[], Any]) -> float:
+def timed_call(function: Callable[..., Any], *args: Any) -> float:
+    """Milliseconds of one call ``function(*args)``."""
     start = time.perf_counter()
-    call()
+    function(*args)
     return (time.perf_counter() - start) * 1e3
 
 
@@ -132,7 +133,7 @@ def main() -> int:
     for name in WORKLOADS:
         made = workload(name)
         cases[name] = (made.function, made.args)
-    for name, (function, case_args) in cases.items():
+    for name, (function, _) in cases.items():
         ours = sot.translate(function, backend="paddle")
         theirs = symbolic_translate(function)
         # Each translator's own state (Adam's step count) must not leak into the other's.
@@ -162,20 +163,19 @@ def main() -> int:
 
     firsts: dict[str, list[float]] = {}
     for repeat in range(args.first_repeats):
-        function = fresh_two_ops(2 * repeat)
-        firsts.setdefault("two_ops/paddle_sot", []).append(timed_call(lambda: symbolic_translate(function)(x, y)))
-        function = fresh_two_ops(2 * repeat + 1)
-        firsts.setdefault("two_ops/framehook", []).append(
-            timed_call(lambda: sot.translate(function, backend="paddle")(x, y)))
+        theirs = symbolic_translate(fresh_two_ops(2 * repeat))
+        firsts.setdefault("two_ops/paddle_sot", []).append(timed_call(theirs, x, y))
+        ours = sot.translate(fresh_two_ops(2 * repeat + 1), backend="paddle")
+        firsts.setdefault("two_ops/framehook", []).append(timed_call(ours, x, y))
         for name in WORKLOADS:
             made = workload(name)
             paddle_cache.clear()
-            fast = symbolic_translate(made.function)
-            firsts.setdefault(f"{name}/paddle_sot", []).append(timed_call(lambda: fast(*made.args)))
+            firsts.setdefault(f"{name}/paddle_sot", []).append(timed_call(symbolic_translate(made.function),
+                                                                           *made.args))
             made = workload(name)
             sot.reset()
-            ours = sot.translate(made.function, backend="paddle")
-            firsts.setdefault(f"{name}/framehook", []).append(timed_call(lambda: ours(*made.args)))
+            firsts.setdefault(f"{name}/framehook", []).append(
+                timed_call(sot.translate(made.function, backend="paddle"), *made.args))
     first_ms = {name: statistics.median(values) for name, values in firsts.items()}
 
     targets = []

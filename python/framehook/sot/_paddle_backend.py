@@ -20,8 +20,8 @@ import os
 import threading
 from typing import Any, Callable
 
-import paddle
-from paddle.autograd import PyLayer
+import paddle  # type: ignore[import-not-found]  # (typed nowhere; absent where mypy checks the stubs)
+from paddle.autograd import PyLayer  # type: ignore[import-not-found]
 
 from .. import disabled as _unhooked
 from .._native import SotRef as _SotRef
@@ -245,7 +245,7 @@ class _StaticGraph:
 
     def _writes_into_first(self, function: Any) -> bool:
         """Paddle's in-place operations (``x.add_(y)``, ``paddle.tanh_(x)``) end in ``_``."""
-        name = self._methods.get(id(function)) or getattr(function, "__name__", "")
+        name = self._methods.get(id(function)) or getattr(function, "__name__", None) or ""
         return name.endswith("_") and not name.endswith("__")
 
     def _static_call(self, function: Any, args: tuple, kwargs: dict, fed: dict[int, int]) -> Any:
@@ -267,7 +267,7 @@ def _static_pylayer(cls: type, args: tuple, kwargs: dict) -> Any:
     """``cls.apply(*args, **kwargs)`` in a static program: Paddle's ``pylayer`` operation,
     its forward and backward blocks built from the user's ``forward`` and ``backward``
     (``ctx.save_for_backward``/``ctx.saved_tensor`` carry values between them)."""
-    from paddle.jit.dy2static.py_layer import StaticPyLayer
+    from paddle.jit.dy2static.py_layer import StaticPyLayer  # type: ignore[import-not-found]
 
     layer = StaticPyLayer(cls)
     backward = layer.backward_fn_with_ctx
@@ -406,7 +406,7 @@ class _Program:
     the graph's other results (numbers, an input returned as it is) are passed through."""
 
     def __init__(self, graph: _StaticGraph, plan: _Plan, values: list):
-        from paddle.static import InputSpec
+        from paddle.static import InputSpec  # type: ignore[import-not-found]
 
         self._graph = graph
         self._plan = plan
@@ -431,7 +431,7 @@ class _Program:
             for k, position in enumerate(plan.fed):
                 inputs[position] = feed = feeds[len(tensors)][k]
                 fed[id(feed)] = position
-            produced = []
+            produced: list[Any] = []
             fed_values = list(inputs)
             try:
                 outputs = graph._replay(inputs, eager=False, fed=fed)
@@ -465,7 +465,7 @@ class _Program:
             raise _Specialize(specializing[0])
         self._run = self._partial.sot_call
 
-    def _feeds(self, values: list) -> list:
+    def _feeds(self, values: list) -> list | None:
         """The program's inputs: the tensors, then the fed numbers as one float64 tensor
         (one tensor made per call; an int is exact in it up to 2**53)."""
         feeds = [values[i] for i in self._plan.tensors]
@@ -523,7 +523,7 @@ def save(function: Callable[..., Any], path: str, input_spec: Any) -> None:
     None taken as 2) and saves its one graph for inference as ``paddle.jit.save`` does:
     the inputs are ``input_spec``'s (dimensions left free stay free), the other tensors the
     graph reads (a layer's parameters and buffers) its persistable parameters."""
-    from paddle.static import InputSpec
+    from paddle.static import InputSpec  # type: ignore[import-not-found]
 
     from .. import _native
     from ._translate import stats
@@ -560,7 +560,7 @@ def save(function: Callable[..., Any], path: str, input_spec: Any) -> None:
         paddle.jit.save(_Exported(inference, held, layers), path, input_spec=[specs])
 
 
-class _Exported(_LAYER):
+class _Exported(paddle.nn.Layer):
     """What ``paddle.jit.save`` saves: a layer whose forward runs a graph, holding the
     tensors and layers the graph reads (whose state the saved parameters are)."""
 

@@ -115,7 +115,7 @@ def translate(fn: Optional[Callable[..., Any]] = None, *, backend: str = "numpy"
     def wrap(function: Callable[..., Any]) -> Any:
         translated = _native.SotTranslated(function, backend_object, bool(full_graph), cache_size, traced)
         functools.update_wrapper(translated, function)
-        translated._sot_backend = backend  # for explain()
+        translated.__dict__["_sot_backend"] = backend  # for explain() and save()
         return translated
 
     return wrap if fn is None else wrap(fn)
