@@ -126,6 +126,11 @@ elif mode == "translator":
     paddle.jit.sot.symbolic_translate = symbolic_translate
     paddle.jit.sot.translate.symbolic_translate = symbolic_translate
 emit(event="begin", mode=mode, python=sys.version, installed=installed)
+def break_reasons():
+    # framehook's graph break reasons in the current test (translator mode), a few.
+    if mode != "translator":
+        return []
+    return [b.reason[:160] for fast in made for b in fsot.stats(fast).graph_breaks][:4]
 def breaks():
     # Graph breaks of the current test: framehook's records, or Paddle's (SOT_COLLECT_INFO).
     if mode == "translator":
@@ -174,7 +179,7 @@ class Recording(unittest.TextTestResult):
         super().startTest(test)
     def addSuccess(self, test):
         super().addSuccess(test)
-        emit(event="pass", test=test.id(), breaks=breaks())
+        emit(event="pass", test=test.id(), breaks=breaks(), break_reasons=break_reasons())
     def addFailure(self, test, err):
         super().addFailure(test, err)
         emit(event="fail", test=test.id(), message=first_line(err))
@@ -332,6 +337,8 @@ def run_file(
                     entry["message"] = event["message"]
             if "breaks" in event:
                 entry["breaks"] = event["breaks"]
+            if event.get("break_reasons"):
+                entry["break_reasons"] = event["break_reasons"]
     log_lines = log_path.read_text(errors="replace").splitlines()
     unfinished = "timeout" if timed_out else "crash"
     why = f"{unfinished} while this test ran (exit status {rc})"
@@ -410,10 +417,13 @@ def compare(native: dict, other: dict, mode: str) -> list[dict]:
             continue
         entry = {"test": test, "native": n["outcome"], mode: o["outcome"], "native_message": n.get("message"),
                  f"{mode}_message": o.get("message")}
+        if mode == "translator" and pass_class(n["outcome"]) != "pass":
+            continue  # the judge: what passes natively passes translated (more passing is no difference)
         if pass_class(n["outcome"]) != pass_class(o["outcome"]):
             differing.append(entry)
         elif mode == "translator" and o.get("breaks", 0) > n.get("breaks", 0):
-            differing.append({**entry, "native_breaks": n.get("breaks", 0), "translator_breaks": o["breaks"]})
+            differing.append({**entry, "native_breaks": n.get("breaks", 0), "translator_breaks": o["breaks"],
+                              "translator_break_reasons": o.get("break_reasons", [])})
     return differing
 
 
@@ -466,6 +476,8 @@ def print_table(label: str, files: list[str], runs: dict, comparisons: dict, sho
             breaks = (f" (graph breaks: native {d['native_breaks']}, translator {d['translator_breaks']})"
                       if "native_breaks" in d else "")
             log(f"  {d['test']}: native {d['native']}, {mode} {d[mode]}{breaks}")
+            for reason in d.get("translator_break_reasons", []):
+                log(f"      break: {reason}")
             for side in ("native", mode):
                 if d[side] not in PASSING and d.get(f"{side}_message"):
                     log(f"      {side}: {d[f'{side}_message']}")
