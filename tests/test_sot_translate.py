@@ -407,6 +407,26 @@ def test_register_backend_plugs_a_backend_in():
     assert inputs == 2 and [e.tolist() for e in examples] == [[1.0, 1.0], [3.0, 3.0]]
 
 
+def test_operator_functions_run_as_the_operations_they_name():
+    import operator
+
+    def f(x, d, items):
+        a = operator.add(x, 1)
+        b = operator.mul(a, operator.getitem(items, 1))
+        operator.setitem(d, "k", 4)
+        if operator.contains(items, 2) and operator.not_(operator.is_(d, None)):
+            b = operator.truediv(b, d["k"])
+        return operator.neg(b), operator.lt(1, 2), operator.iadd([1], [2]), operator.truth(items)
+
+    fast = sot.translate(f, full_graph=True)
+    for _ in range(2):
+        got, want = fast(np.ones(2), {}, [1, 2]), f(np.ones(2), {}, [1, 2])
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:]
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graphs, stats.ops_captured) == (1, 1, 4), stats
+
+
 def test_iteration_runs_a_python_iter_and_reads_ordered_dicts_in_their_order():
     import collections
 

@@ -438,6 +438,24 @@ fn binop_name(op: BinOp, inplace: bool) -> &'static str {
 
 const COMPARE_NAMES: [&str; 6] = ["lt", "le", "eq", "ne", "gt", "ge"];
 
+/// The binary operators, for `operator`'s functions of them (`binop_name` names each).
+const BINARY_OPS: [BinOp; 14] = [
+    BinOp::Add,
+    BinOp::And,
+    BinOp::FloorDivide,
+    BinOp::Lshift,
+    BinOp::MatrixMultiply,
+    BinOp::Multiply,
+    BinOp::Remainder,
+    BinOp::Or,
+    BinOp::Power,
+    BinOp::Rshift,
+    BinOp::Subtract,
+    BinOp::TrueDivide,
+    BinOp::Xor,
+    BinOp::Subscr,
+];
+
 /// Builtins that are pure on constants: called on known values while translating.
 const PURE_BUILTINS: &[&str] = &[
     "abs",
@@ -5117,6 +5135,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.guard_layer(&obj, source)?;
             return self.record(&obj, args, kwargs);
         }
+        if let Some(result) = self.operator_function(&obj, source, &args, &kwargs)? {
+            return Ok(result);
+        }
         if obj.is_instance(&self.ops.function_type)? {
             // A function is pinned by its code, not its identity: closures made anew on
             // each call (and handed to resume functions) keep their translation; what
@@ -5191,6 +5212,62 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         graph_break(format!("unsupported call: {}", qualname(&obj)))
+    }
+
+    /// `operator.add(a, b)` and the module's other functions of the operations the VM runs
+    /// (`a + b`, `a < b`, `a[k]`, `a[k] = v`, `b in a`, `a is b`, `not a`, `-a`), run as those
+    /// operations are; None for another callable.
+    fn operator_function(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let Ok(name) = obj.getattr("__name__").and_then(|n| n.extract::<String>()) else {
+            return Ok(None);
+        };
+        if !kwargs.is_empty() || !self.ops.op(&name).is_ok_and(|f| f.is(obj)) {
+            return Ok(None);
+        }
+        let binary = BINARY_OPS
+            .iter()
+            .flat_map(|op| [(*op, false), (*op, true)])
+            .find(|(op, inplace)| binop_name(*op, *inplace) == name);
+        let result = match (name.as_str(), args) {
+            (_, [a, b]) if binary.is_some() => {
+                let (op, inplace) = binary.expect("matched");
+                self.binary(*a, *b, op, inplace)?
+            }
+            (name, [a, b]) if COMPARE_NAMES.contains(&name) => {
+                match self.compare_made_objects(name, *a, *b)? {
+                    Some(r) => r,
+                    None => self.operator_call(name, vec![*a, *b])?,
+                }
+            }
+            ("neg" | "pos" | "invert", [a]) => self.operator_call(&name, vec![*a])?,
+            ("setitem", [container, key, value]) => {
+                self.store_subscript(*container, *key, *value)?;
+                self.none()
+            }
+            ("contains", [container, item]) => {
+                let found = self.contains(*container, *item)?;
+                self.boolean(found)
+            }
+            ("is_" | "is_not", [a, b]) => {
+                let same = self.identical(*a, *b)?;
+                self.boolean(same == (name == "is_"))
+            }
+            ("truth" | "not_", [a]) => {
+                let truth = self.truthy(*a)?;
+                self.boolean(truth == (name == "truth"))
+            }
+            _ => return Ok(None),
+        };
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(Pin::new(obj)));
+        }
+        Ok(Some(result))
     }
 
     /// A layer's attributes that decide what its call computes (`training`), guarded by value.
