@@ -118,6 +118,19 @@ pub fn is_immortal(object: &Bound<'_, PyAny>) -> bool {
     pep523_backend::is_immortal(object)
 }
 
+/// Whether instances of the class `ty`, one defined in Python (a heap type), look their
+/// attributes up as `object.__getattribute__` does (a `namedtuple`'s class: its base
+/// `tuple` keeps the generic lookup), though its `__getattribute__` is its C base's.
+pub fn has_generic_getattro(ty: &Bound<'_, pyo3::types::PyType>) -> bool {
+    // SAFETY: `ty` is a live type; PyType_GetSlot reads a heap type's slot (the only kind
+    // asked, as 3.9 allows no other), lending a function pointer compared, never called.
+    unsafe {
+        let raw = ty.as_type_ptr();
+        ffi::PyType_HasFeature(raw, ffi::Py_TPFLAGS_HEAPTYPE) != 0
+            && ffi::PyType_GetSlot(raw, ffi::Py_tp_getattro) == ffi::PyObject_GenericGetAttr as *mut c_void
+    }
+}
+
 /// The name of `object`'s type, for messages.
 pub fn type_name(object: &Bound<'_, PyAny>) -> String {
     match object.get_type().name() {

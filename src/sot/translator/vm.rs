@@ -24,7 +24,7 @@ use super::python::builtin;
 use super::value::{
     DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Lazy, Node, NodeKind, Sym, Val, Vid,
 };
-use crate::hookapi::pyobject::{import, StrongRef};
+use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
 
 /// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
 /// handler), or a handler that is running (none); `level` is the stack depth it restores.
@@ -3376,9 +3376,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let ty = obj.get_type().into_any();
         let getattribute = ty.getattr("__getattribute__")?;
         let reads_through_getattr = self.backend.is_layer(&obj);
-        if !getattribute.is(&self.ops.object_getattribute)
-            || self.type_lookup(&ty, "__getattr__")?.is_some() && !reads_through_getattr
-        {
+        let generic_lookup =
+            getattribute.is(&self.ops.object_getattribute) || has_generic_getattro(&obj.get_type());
+        if !generic_lookup || self.type_lookup(&ty, "__getattr__")?.is_some() && !reads_through_getattr {
             // `set`, exceptions and other C types define their own slot wrapper (often of
             // the generic lookup): say so rather than blame a Python override.
             let why = if getattribute.is_instance(&self.ops.object_getattribute.get_type())?
@@ -5138,6 +5138,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(result) = self.operator_function(&obj, source, &args, &kwargs)? {
             return Ok(result);
         }
+        if let Some(result) = self.reduce(&obj, source, &args, &kwargs)? {
+            return Ok(result);
+        }
         if obj.is_instance(&self.ops.function_type)? {
             // A function is pinned by its code, not its identity: closures made anew on
             // each call (and handed to resume functions) keep their translation; what
@@ -5268,6 +5271,41 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.add_guard(s, Check::Id(Pin::new(obj)));
         }
         Ok(Some(result))
+    }
+
+    /// `functools.reduce(function, iterable[, initial])`: the calls it makes, followed
+    /// through; None for another callable.
+    fn reduce(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if !kwargs.is_empty() || !import(self.py, "functools")?.getattr("reduce")?.is(obj) {
+            return Ok(None);
+        }
+        let (function, iterable, initial) = match args {
+            [function, iterable] => (*function, *iterable, None),
+            [function, iterable, initial] => (*function, *iterable, Some(*initial)),
+            _ => return Ok(None),
+        };
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(Pin::new(obj)));
+        }
+        let iterator = self.iterator(iterable)?;
+        let mut accumulated = match initial {
+            Some(initial) => initial,
+            None => self.advance(iterator)?.ok_or_else(|| {
+                Problem::Python(PyTypeError::new_err(
+                    "reduce() of empty iterable with no initial value",
+                ))
+            })?,
+        };
+        while let Some(item) = self.advance(iterator)? {
+            accumulated = self.call(function, vec![accumulated, item], vec![])?;
+        }
+        Ok(Some(accumulated))
     }
 
     /// A layer's attributes that decide what its call computes (`training`), guarded by value.
