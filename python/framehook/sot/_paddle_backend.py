@@ -18,6 +18,8 @@ import logging
 import operator
 import os
 import threading
+import time
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import paddle  # type: ignore[import-not-found]  # (typed nowhere; absent where mypy checks the stubs)
@@ -65,6 +67,15 @@ def _api_functions() -> dict[int, Any]:
     return found
 
 
+def _devices_beside_the_cpu() -> bool:
+    """Whether this Paddle can hold a tensor elsewhere than on the CPU (a CPU-only wheel
+    cannot: there every tensor's place is the CPU, and comparing places, about 3 µs a
+    tensor, is left out of the guards)."""
+    compiled = ("is_compiled_with_cuda", "is_compiled_with_rocm", "is_compiled_with_xpu", "is_compiled_with_ipu")
+    return (any(getattr(paddle, name)() for name in compiled if hasattr(paddle, name))
+            or bool(paddle.device.get_all_custom_device_type()))
+
+
 def _tensor_methods() -> dict[int, str]:
     """The eager tensor's methods by identity: each is called by name on the static value."""
     methods = {}
@@ -93,8 +104,9 @@ class PaddleBackend:
 
     name = "paddle"
     tensor_types = (_TENSOR,)
-    # What a tensor's guard compares (its exact type is compared too).
-    meta_attributes = ("dtype", "shape", "place", "stop_gradient")
+    # What a tensor's guard compares (its exact type is compared too); "place" only where a
+    # tensor can be anywhere but the CPU (``__init__``).
+    meta_attributes: tuple[str, ...] = ("dtype", "shape", "stop_gradient")
     # Tensor methods whose result is a Python value, or that act outside the graph.
     conversions = ("item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__", "__index__",
                    "__len__", "backward", "register_hook", "clear_grad", "clear_gradient", "set_value",
@@ -112,6 +124,8 @@ class PaddleBackend:
     def __init__(self) -> None:
         self._api = _api_functions()
         self._methods = _tensor_methods()
+        if _devices_beside_the_cpu():
+            self.meta_attributes = (*self.meta_attributes, "place")
 
     def is_op(self, function: Any) -> bool:
         entry = self._api.get(id(function))
@@ -165,6 +179,8 @@ class _StaticGraph:
     were recorded, from then on; the reason is logged ("framehook.sot")."""
 
     MAX_PROGRAMS = 8
+    # Calls timed each way before the cost model chooses.
+    TRIALS = 3
 
     def __init__(self, graph: tuple, methods: dict[int, str]):
         self._inputs, self._nodes, self._outputs = graph
@@ -172,6 +188,12 @@ class _StaticGraph:
         self._plan: _Plan | None = None
         self._programs: dict[tuple, _Program] = {}
         self._eager = False
+        # The cost model: Paddle's executor costs several µs per operation, more than
+        # small tensors' eager kernels take, so a graph's first calls after its first
+        # program is built time that program beside its operations called eagerly (the
+        # generated `_Plan.eager`), and the faster runs from then on.
+        self._timings: dict[str, list[float]] = {"static": [], "eager": []}
+        self._static: bool | None = None
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> tuple:
@@ -182,19 +204,40 @@ class _StaticGraph:
             if plan is None:
                 with self._lock:
                     plan = self._plan = self._plan or _Plan(self, args)
+            if plan.tensors_only and self._static:
+                # The common case: tensors in, one program.
+                return self._programs[()](args)
             values = plan.numbers(args)
+            if self._eager or self._static is False:
+                return plan.eager(values)
             key = tuple(values[i] for i in plan.specialized)
             program = self._programs.get(key)
             if program is None:
-                if self._eager or len(self._programs) >= self.MAX_PROGRAMS:
-                    return self._replay(values, eager=True)
+                if len(self._programs) >= self.MAX_PROGRAMS:
+                    return plan.eager(values)
                 with self._lock:
                     program = self._programs.get(key)
                     if program is None:
                         program = self._build(plan, values)
                 if program is None:
-                    return self._replay(values, eager=True)
+                    return plan.eager(values)
+                return program(values)  # its first run (set-up included) is not timed
+            if self._static is None:
+                return self._timed(plan, program, values)
             return program(values)
+
+    def _timed(self, plan: _Plan, program: _Program, values: list) -> tuple:
+        """A call of the cost model's trials: the program or the eager calls, alternately."""
+        timings = self._timings
+        way = "static" if len(timings["static"]) <= len(timings["eager"]) else "eager"
+        start = time.perf_counter()
+        result = program(values) if way == "static" else plan.eager(values)
+        elapsed = time.perf_counter() - start
+        with self._lock:
+            timings[way].append(elapsed)
+            if self._static is None and min(len(t) for t in timings.values()) >= self.TRIALS:
+                self._static = min(timings["static"]) <= min(timings["eager"])
+        return result
 
     def _build(self, plan: _Plan, values: list) -> _Program | None:
         """A program for ``values``, or None where static mode cannot build the graph."""
@@ -218,10 +261,10 @@ class _StaticGraph:
             self._programs[tuple(values[i] for i in plan.specialized)] = program
             return program
 
-    def _replay(self, values: list, eager: bool, fed: dict[int, int] | None = None) -> tuple:
-        """The graph's operations on ``values`` (its inputs, eager tensors or the static
-        program's values, then whatever is known of its nodes' results): every output.
-        ``fed``: the static values that stand for numbers, by identity, to their symbols.
+    def _replay(self, values: list, fed: dict[int, int] | None = None) -> tuple:
+        """The graph's operations on static values ``values`` (its inputs, then whatever is
+        known of its nodes' results), building a program: every output. ``fed``: the
+        static values that stand for numbers, by identity, to their symbols.
         Statically, an operation that writes into a tensor makes a new value: the symbol
         of the tensor written into stands for it from then on (``values`` shows them)."""
         values[:] = list(values) + [None] * (self._inputs + len(self._nodes) - len(values))
@@ -231,9 +274,6 @@ class _StaticGraph:
                 continue
             call_args = _resolve(node_args, values)
             call_kwargs = {k: _resolve(v, values) for k, v in kwargs.items()}
-            if eager:
-                values[symbol] = function(*call_args, **call_kwargs)
-                continue
             target = node_args[0] if node_args and isinstance(node_args[0], _SotRef) else None
             if function is operator.setitem and target is not None and isinstance(call_args[0], _VALUE):
                 values[target.index] = paddle.static.setitem(*call_args)
@@ -360,44 +400,59 @@ class _Plan:
         self.fed = sorted(fed)
         self.specialized = sorted(specialized)
         self._padding = [None] * len(graph._nodes)
-        self._prelude = _prelude(graph._nodes, graph._inputs, self.number_nodes)
+        self._prelude = _generated(graph._nodes, graph._inputs, self.number_nodes)
+        others = sorted(set(range(len(graph._nodes))) - set(self.number_nodes))
+        # The graph's other operations as eager calls (see _StaticGraph's cost model).
+        self.eager = _generated(graph._nodes, graph._inputs, others, graph._outputs)
+        # Every input a tensor: one program, called with the arguments as they come.
+        self.tensors_only = len(self.tensors) == len(args)
 
     def specializing(self, symbol: int) -> _Plan:
         """This plan with ``symbol`` a constant of the programs, not fed."""
         plan = copy.copy(self)
         plan.fed = [i for i in self.fed if i != symbol]
         plan.specialized = sorted([*self.specialized, symbol])
+        plan.tensors_only = False
         return plan
 
-    def numbers(self, args: tuple) -> list:
+    def numbers(self, args: Sequence[Any]) -> list:
         """The inputs, then the values of the nodes on numbers alone (None for others)."""
         values = [*args, *self._padding]
         self._prelude(values)
         return values
 
 
-def _prelude(nodes: list, inputs: int, indices: list[int]) -> Callable[[list], None]:
-    """A function computing the nodes ``indices`` (on numbers alone) into a graph's values,
-    generated: it runs on every call."""
-    namespace: dict[str, Any] = {}
 
-    def source(value: Any) -> str:
-        if isinstance(value, _SotRef):
-            return f"v[{value.index}]"
-        if isinstance(value, (tuple, list)) and _refs(value):
-            items = "".join(f"{source(v)}, " for v in value)
-            return f"({items})" if isinstance(value, tuple) else f"[{items}]"
+def _generated(nodes: list, inputs: int, indices: list[int], outputs: tuple | None = None) -> Callable[[list], Any]:
+    """A function computing the nodes ``indices`` into a graph's values ``v`` (symbol by
+    symbol), each recorded call made as it was recorded, and returning the values of
+    ``outputs`` where given: generated, it runs on every call."""
+    namespace: dict[str, Any] = {"_resolve": _resolve}
+
+    def constant(value: Any) -> str:
         name = f"c{len(namespace)}"
         namespace[name] = value
         return name
 
-    lines = ["def prelude(v):", "    pass"]
+    def source(value: Any) -> str:
+        if isinstance(value, _SotRef):
+            return f"v[{value.index}]"
+        if not _refs(value):
+            return constant(value)
+        if isinstance(value, (tuple, list)):
+            items = "".join(f"{source(v)}, " for v in value)
+            return f"({items})" if isinstance(value, tuple) else f"[{items}]"
+        return f"_resolve({constant(value)}, v)"  # a slice or a dict holding symbols
+
+    lines = ["def run(v):", "    pass"]
     for index in indices:
         function, args, kwargs, _, _ = nodes[index]
         call = [source(a) for a in args] + [f"{k}={source(a)}" for k, a in kwargs.items()]
-        lines.append(f"    v[{inputs + index}] = {source(function)}({', '.join(call)})")
-    exec(compile("\n".join(lines), "<sot paddle numbers>", "exec"), namespace)
-    return namespace["prelude"]
+        lines.append(f"    v[{inputs + index}] = {constant(function)}({', '.join(call)})")
+    if outputs is not None:
+        lines.append(f"    return ({''.join(f'v[{o}], ' for o in outputs)})")
+    exec(compile("\n".join(lines), "<sot paddle graph>", "exec"), namespace)
+    return namespace["run"]
 
 
 class _Program:
@@ -434,7 +489,7 @@ class _Program:
             produced: list[Any] = []
             fed_values = list(inputs)
             try:
-                outputs = graph._replay(inputs, eager=False, fed=fed)
+                outputs = graph._replay(inputs, fed=fed)
             except _Specialize as specialize:
                 # Raised outside Paddle's build, which would rewrap it.
                 specializing.append(specialize.symbol)
@@ -465,7 +520,7 @@ class _Program:
             raise _Specialize(specializing[0])
         self._run = self._partial.sot_call
 
-    def _feeds(self, values: list) -> list | None:
+    def _feeds(self, values: Sequence[Any]) -> list | None:
         """The program's inputs: the tensors, then the fed numbers as one float64 tensor
         (one tensor made per call; an int is exact in it up to 2**53)."""
         feeds = [values[i] for i in self._plan.tensors]
@@ -476,23 +531,19 @@ class _Program:
             feeds.append(paddle.to_tensor(numbers, dtype="float64"))
         return feeds
 
-    def __call__(self, values: list) -> tuple:
+    def __call__(self, values: Sequence[Any]) -> tuple:
+        """The graph's outputs for ``values`` (the graph's inputs, then, where the plan has
+        numbers, the values of its nodes on numbers alone)."""
         feeds = self._feeds(values)
         if feeds is None:
             # A number the float64 feed cannot hold exactly (a complex, a huge int).
-            return self._graph._replay(values, eager=True)
+            return self._plan.eager(list(values))
         produced = self._run(feeds)
+        for tensor in produced:
+            tensor.name = ""  # run_program names its results after the program's variables
         for position, output in self._written:
             paddle.assign(produced[output], output=values[position])
-        out = []
-        for kind, what in self._results:
-            if kind == "program":
-                tensor = produced[what]
-                tensor.name = ""  # run_program names its results after the program's variables
-                out.append(tensor)
-            else:
-                out.append(values[what])
-        return tuple(out)
+        return tuple(produced[what] if kind == "program" else values[what] for kind, what in self._results)
 
 
 # ---------------------------------------------------------------- export
@@ -552,7 +603,7 @@ def save(function: Callable[..., Any], path: str, input_spec: Any) -> None:
     def inference(feeds: list) -> list:
         values = [feeds[position[id(o)]] if id(o) in position else
                   paddle.pir.core._convert_into_value(o) if isinstance(o, _TENSOR) else o for o in originals]
-        return [v for v in static_graph._replay(values, eager=False) if isinstance(v, _VALUE)]
+        return [v for v in static_graph._replay(values) if isinstance(v, _VALUE)]
 
     held = [o for o in originals if isinstance(o, _TENSOR) and id(o) not in position]
     layers = [node[0] for node in graph[1] if isinstance(node[0], _LAYER)]
