@@ -121,9 +121,12 @@ class PaddleBackend:
     traced_codes = tuple(function.__code__ for container in _CONTAINERS for function in vars(container).values()
                          if inspect.isfunction(function))
 
-    def __init__(self) -> None:
+    def __init__(self, cost_model: bool = True) -> None:
+        """``cost_model=False``: every graph runs as its static program (else a graph's
+        first calls choose between the program and its operations called eagerly)."""
         self._api = _api_functions()
         self._methods = _tensor_methods()
+        self._cost_model = cost_model
         if _devices_beside_the_cpu():
             self.meta_attributes = (*self.meta_attributes, "place")
 
@@ -156,7 +159,7 @@ class PaddleBackend:
         return forward if inspect.isfunction(forward) else None
 
     def compile(self, graph: tuple) -> Callable[..., tuple]:
-        return _StaticGraph(graph, self._methods)
+        return _StaticGraph(graph, self._methods, self._cost_model)
 
 
 # ``operator`` functions of a tensor and a number: the number may be a 0-d tensor of the
@@ -182,7 +185,7 @@ class _StaticGraph:
     # Calls timed each way before the cost model chooses.
     TRIALS = 3
 
-    def __init__(self, graph: tuple, methods: dict[int, str]):
+    def __init__(self, graph: tuple, methods: dict[int, str], cost_model: bool = True):
         self._inputs, self._nodes, self._outputs = graph
         self._methods = methods
         self._plan: _Plan | None = None
@@ -193,7 +196,7 @@ class _StaticGraph:
         # program is built time that program beside its operations called eagerly (the
         # generated `_Plan.eager`), and the faster runs from then on.
         self._timings: dict[str, list[float]] = {"static": [], "eager": []}
-        self._static: bool | None = None
+        self._static: bool | None = None if cost_model else True
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> tuple:
