@@ -345,3 +345,27 @@ def test_container_layers_are_translated_through_their_sublayers():
     close(fast(x), net(x), rtol=1e-5)
     stats = sot.stats(fast)
     assert stats.translations == 2 and stats.guard_failures == 1, stats
+
+
+@pytest.mark.parametrize("cost_model", [True, False])
+def test_every_call_gives_eager_results_whichever_way_the_graph_runs(cost_model):
+    from framehook.sot._paddle_backend import PaddleBackend
+
+    def step(x, w, lr):
+        loss = ((x @ w).tanh() * lr).sum()
+        return loss, x * 2
+
+    sot.register_backend(f"paddle-cost-{cost_model}", PaddleBackend(cost_model=cost_model))
+    fast = sot.translate(step, backend=f"paddle-cost-{cost_model}", full_graph=True)
+    x = paddle.randn([3, 4])
+    for call in range(12):  # the first call, the cost model's trials, then its choice
+        grads = []
+        for function in (step, fast):
+            w = paddle.to_tensor(np.linspace(-1, 1, 8, dtype="float32").reshape(4, 2), stop_gradient=False)
+            loss, doubled = function(x, w, 0.1 * (call + 1))
+            loss.backward()
+            grads.append((loss.numpy(), doubled.numpy(), w.grad.numpy()))
+        for eager, translated in zip(*grads):
+            np.testing.assert_allclose(translated, eager, rtol=1e-5, atol=1e-6)
+    stats = whole(fast, graphs=sot.stats(fast).translations)
+    assert stats.translations <= 2 and stats.cache_hits >= 10, stats

@@ -209,7 +209,9 @@ class _StaticGraph:
                     plan = self._plan = self._plan or _Plan(self, args)
             if plan.tensors_only and self._static:
                 # The common case: tensors in, one program.
-                return self._programs[()](args)
+                only = self._programs.get(())
+                if only is not None:
+                    return only(args)
             values = plan.numbers(args)
             if self._eager or self._static is False:
                 return plan.eager(values)
