@@ -477,6 +477,22 @@ def test_iteration_runs_a_python_iter_and_reads_ordered_dicts_in_their_order():
             x = x * scale
         return x, list(bag.table)
 
+    class Made:
+        def __init__(self):
+            self.items = [1, 2]
+
+        def __iter__(self):
+            return iter(self.items)
+
+    def made_here(x):
+        for item in Made():  # an object the translation makes, iterated through its __iter__
+            x = x + item
+        return x
+
+    fast = sot.translate(made_here, full_graph=True)
+    np.testing.assert_array_equal(fast(np.ones(2)), made_here(np.ones(2)))
+    assert sot.stats(fast).ops_captured == 2
+
     fast = sot.translate(total, full_graph=True)
     table = collections.OrderedDict(a=2.0, b=3.0, c=5.0)
     table.move_to_end("a")  # its own order, not the underlying dict's

@@ -120,6 +120,10 @@ class PaddleBackend:
     # Sequential's forward calls its sublayers, a LayerList iterates them).
     traced_codes = tuple(function.__code__ for container in _CONTAINERS for function in vars(container).values()
                          if inspect.isfunction(function))
+    # And the functions of Paddle's SOT debugging module (``psdb.assert_true``, the markers
+    # ``breakgraph`` and ``fallback``), plain Python: named by path, as importing
+    # ``paddle.jit.sot`` here would take the place ``framehook.sot.paddle.install()`` needs.
+    traced_files = (os.path.join(_PADDLE_DIR, "jit", "sot", "psdb.py"),)
 
     def __init__(self, cost_model: bool = True) -> None:
         """``cost_model=False``: every graph runs as its static program (else a graph's

@@ -51,7 +51,8 @@ def register_backend(name: str, backend: Any) -> None:
     Optional: ``forward_of(obj)`` (the function a model layer's call runs, translated in
     its place, or None), ``layer_types`` and ``layer_attributes`` (layers are pinned by
     identity and those attributes, and read through their ``__getattr__``),
-    ``traced_codes`` (codes under ``skip_prefixes`` translated all the same) and
+    ``traced_codes`` and ``traced_files`` (codes and files under ``skip_prefixes`` translated
+    all the same) and
     ``compile_with_examples(graph, examples)``.
 
     A graph's inputs and results may also be Python ints and floats (numbers that changed

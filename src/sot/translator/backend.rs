@@ -57,6 +57,10 @@ impl<'py> Backend<'py> {
         let strings = |name: &str| -> PyResult<Vec<String>> { object.getattr(name)?.extract() };
         let mut prefixes = strings("skip_prefixes")?;
         prefixes.extend(skip_prefixes);
+        let mut traced_prefixes = traced_prefixes;
+        if let Some(files) = optional(&object, "traced_files")? {
+            traced_prefixes.extend(files.extract::<Vec<String>>()?);
+        }
         Ok(Self {
             table,
             tensor_types: object.getattr("tensor_types")?.cast_into::<PyTuple>()?,

@@ -4809,12 +4809,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.push_val(Val::Iter { items, next: 0 }))
     }
 
-    /// The `__iter__` of a frame object's class, where it is a Python function.
+    /// The `__iter__` of the class of a frame object or of one the translation made, where
+    /// it is a Python function.
     fn python_iter(&self, v: Vid) -> Res<Option<Bound<'py, PyAny>>> {
-        let Val::Obj { obj, source: Some(_) } = self.val(v) else {
-            return Ok(None);
+        let class = match self.val(v) {
+            Val::Obj { obj, source: Some(_) } => obj.get_type().into_any(),
+            Val::Object { class, .. } => class.clone(),
+            _ => return Ok(None),
         };
-        let iter = self.type_lookup(&obj.get_type().into_any(), "__iter__")?;
+        let iter = self.type_lookup(&class, "__iter__")?;
         Ok(iter.filter(|i| i.is_instance(&self.ops.function_type).unwrap_or(false)))
     }
 
