@@ -6526,7 +6526,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
         let Ok(receiver) = obj.getattr("__self__") else {
-            return Ok(None);
+            return self.call_unbound_builtin_method(obj, args, kwargs);
         };
         let pure_module = receiver
             .getattr("__name__")
@@ -6550,6 +6550,41 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         // `"{}".format(x)` formats `x`; other methods read their arguments as values.
         let reads = if receiver.is_instance_of::<PyString>() {
+            "format"
+        } else {
+            ""
+        };
+        let Ok((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
+            return Ok(None);
+        };
+        let result = obj.call(positional, Some(&kw))?;
+        Ok(Some(self.wrap_result(result)))
+    }
+
+    /// `str.split(text, ",")`: a method of an immutable builtin type called through its
+    /// class, computed now as the bound call is (None for another callable).
+    fn call_unbound_builtin_method(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if !obj.is_instance(self.ops.c_method_types.as_any())? {
+            return Ok(None);
+        }
+        let owner = obj.getattr("__objclass__")?;
+        let immutable_type = ["str", "bytes", "int", "float", "complex", "tuple", "frozenset"]
+            .iter()
+            .any(|name| self.builtin(name).is_ok_and(|t| t.is(&owner)));
+        if !immutable_type
+            || args
+                .iter()
+                .chain(kwargs.iter().map(|(_, v)| v))
+                .any(|a| self.contains_tensor(*a))
+        {
+            return Ok(None);
+        }
+        let reads = if self.builtin("str").is_ok_and(|t| t.is(&owner)) {
             "format"
         } else {
             ""
