@@ -477,6 +477,23 @@ def test_a_builtin_types_method_called_through_its_class_is_computed_as_the_boun
     assert (stats.translations, stats.graphs, stats.graph_breaks) == (2, 2, []), stats
 
 
+def test_dict_popitem_and_fromkeys_make_dicts_in_the_translation():
+    def popitem(x, y):
+        z = {1: x, 2: y + 1, 3: y}
+        last = z.popitem()
+        return z, last
+
+    def fromkeys(x, y):
+        return dict.fromkeys([x, y], 1), dict.fromkeys((1, 2)), dict.fromkeys([x, x])
+
+    for function, args, ops in ((popitem, (1, np.ones(2)), 1), (fromkeys, (1, 2), 0)):
+        fast = sot.translate(function, full_graph=True)
+        for _ in range(2):
+            assert repr(fast(*args)) == repr(function(*args))
+        stats = sot.stats(fast)
+        assert (stats.translations, stats.ops_captured, stats.graph_breaks) == (1, ops, []), stats
+
+
 def test_iteration_runs_a_python_iter_and_reads_ordered_dicts_in_their_order():
     import collections
 

@@ -6106,6 +6106,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             (Val::Dict(items), "copy", []) => Ok(self.push_val(Val::Dict(items))),
+            (Val::Dict(mut items), "popitem", []) => {
+                let Some((k, v)) = items.pop() else {
+                    return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                        "popitem(): dictionary is empty",
+                    )));
+                };
+                self.values[container] = Val::Dict(items);
+                self.note_keys_removed(container);
+                Ok(self.tuple_of(vec![k, v]))
+            }
             _ => unsupported(format!("method {name} of a list, dict or set")),
         }
     }
@@ -6528,6 +6538,21 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Ok(receiver) = obj.getattr("__self__") else {
             return self.call_unbound_builtin_method(obj, args, kwargs);
         };
+        let from_keys = self.builtin("dict").is_ok_and(|dict| dict.is(&receiver))
+            && obj.getattr("__name__").is_ok_and(|n| n.to_string() == "fromkeys");
+        if from_keys && kwargs.is_empty() {
+            // `dict.fromkeys(keys[, value])`: a dict the translation makes.
+            let (keys, value) = match args {
+                [keys] => (*keys, self.none()),
+                [keys, value] => (*keys, *value),
+                _ => return Ok(None),
+            };
+            let mut items = Vec::new();
+            for key in self.items_of(keys)? {
+                self.dict_set(&mut items, key, value)?;
+            }
+            return Ok(Some(self.push_val(Val::Dict(items))));
+        }
         let pure_module = receiver
             .getattr("__name__")
             .ok()
