@@ -414,6 +414,8 @@ def test_operator_functions_run_as_the_operations_they_name():
         a = operator.add(x, 1)
         b = operator.mul(a, operator.getitem(items, 1))
         operator.setitem(d, "k", 4)
+        operator.setitem(d, "gone", 0)
+        operator.delitem(d, "gone")
         if operator.contains(items, 2) and operator.not_(operator.is_(d, None)):
             b = operator.truediv(b, d["k"])
         return operator.neg(b), operator.lt(1, 2), operator.iadd([1], [2]), operator.truth(items)

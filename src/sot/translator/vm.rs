@@ -5221,8 +5221,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// `operator.add(a, b)` and the module's other functions of the operations the VM runs
-    /// (`a + b`, `a < b`, `a[k]`, `a[k] = v`, `b in a`, `a is b`, `not a`, `-a`), run as those
-    /// operations are; None for another callable.
+    /// (`a + b`, `a < b`, `a[k]`, `a[k] = v`, `del a[k]`, `b in a`, `a is b`, `not a`, `-a`),
+    /// run as those operations are; None for another callable.
     fn operator_function(
         &mut self,
         obj: &Bound<'py, PyAny>,
@@ -5254,6 +5254,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             ("neg" | "pos" | "invert", [a]) => self.operator_call(&name, vec![*a])?,
             ("setitem", [container, key, value]) => {
                 self.store_subscript(*container, *key, *value)?;
+                self.none()
+            }
+            ("delitem", [container, key]) => {
+                self.delete_subscript(*container, *key)?;
                 self.none()
             }
             ("contains", [container, item]) => {
