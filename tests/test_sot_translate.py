@@ -443,7 +443,9 @@ def test_functools_reduce_is_followed_through_its_calls():
             np.testing.assert_array_equal(got, want)
     stats = sot.stats(fast)
     assert (stats.translations, stats.graphs, stats.ops_captured) == (1, 1, 8), stats
-    with pytest.raises(TypeError, match="reduce\\(\\) of empty iterable with no initial value"):
+    with pytest.raises(TypeError) as eager:
+        functools.reduce(operator.add, [])
+    with pytest.raises(TypeError, match=re.escape(str(eager.value))):
         sot.translate(lambda items: functools.reduce(operator.add, items), full_graph=True)([])
 
 

@@ -76,14 +76,21 @@ def _devices_beside_the_cpu() -> bool:
             or bool(paddle.device.get_all_custom_device_type()))
 
 
-def _tensor_methods() -> dict[int, str]:
-    """The eager tensor's methods by identity: each is called by name on the static value."""
-    methods = {}
-    for name in dir(_TENSOR):
-        member = inspect.getattr_static(_TENSOR, name, None)
-        if callable(member) and hasattr(_VALUE, name):
-            methods[id(getattr(_TENSOR, name))] = name
-    return methods
+class _TensorMethods:
+    """The eager tensor's methods, by identity: each is called by name on the static value.
+    Only the members the class hands out as the same object each time (functions, method
+    descriptors), each kept, so that an identity is never a freed object's."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Any, str]] = {}
+        for name in dir(_TENSOR):
+            member = getattr(_TENSOR, name, None)
+            if callable(member) and hasattr(_VALUE, name) and getattr(_TENSOR, name) is member:
+                self._by_id[id(member)] = (member, name)
+
+    def name_of(self, function: Any) -> str | None:
+        entry = self._by_id.get(id(function))
+        return entry[1] if entry is not None and entry[0] is function else None
 
 
 def _is_pylayer_apply(function: Any) -> bool:
@@ -129,7 +136,7 @@ class PaddleBackend:
         """``cost_model=False``: every graph runs as its static program (else a graph's
         first calls choose between the program and its operations called eagerly)."""
         self._api = _api_functions()
-        self._methods = _tensor_methods()
+        self._methods = _TensorMethods()
         self._cost_model = cost_model
         if _devices_beside_the_cpu():
             self.meta_attributes = (*self.meta_attributes, "place")
@@ -189,7 +196,7 @@ class _StaticGraph:
     # Calls timed each way before the cost model chooses.
     TRIALS = 3
 
-    def __init__(self, graph: tuple, methods: dict[int, str], cost_model: bool = True):
+    def __init__(self, graph: tuple, methods: _TensorMethods, cost_model: bool = True):
         self._inputs, self._nodes, self._outputs = graph
         self._methods = methods
         self._plan: _Plan | None = None
@@ -294,13 +301,13 @@ class _StaticGraph:
 
     def _writes_into_first(self, function: Any) -> bool:
         """Paddle's in-place operations (``x.add_(y)``, ``paddle.tanh_(x)``) end in ``_``."""
-        name = self._methods.get(id(function)) or getattr(function, "__name__", None) or ""
+        name = self._methods.name_of(function) or getattr(function, "__name__", None) or ""
         return name.endswith("_") and not name.endswith("__")
 
     def _static_call(self, function: Any, args: tuple, kwargs: dict, fed: dict[int, int]) -> Any:
         if fed and any(id(a) in fed for a in args):
             args = _with_fed_numbers(args, fed)
-        name = self._methods.get(id(function))
+        name = self._methods.name_of(function)
         if name is not None and args and isinstance(args[0], _VALUE):
             return getattr(args[0], name)(*args[1:], **kwargs)
         if _is_pylayer_apply(function):

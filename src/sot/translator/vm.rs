@@ -5138,11 +5138,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.guard_layer(&obj, source)?;
             return self.record(&obj, args, kwargs);
         }
-        if let Some(result) = self.operator_function(&obj, source, &args, &kwargs)? {
-            return Ok(result);
-        }
-        if let Some(result) = self.reduce(&obj, source, &args, &kwargs)? {
-            return Ok(result);
+        if obj.is_exact_instance_of::<PyCFunction>() {
+            if let Some(result) = self.operator_function(&obj, source, &args, &kwargs)? {
+                return Ok(result);
+            }
+            if let Some(result) = self.reduce(&obj, source, &args, &kwargs)? {
+                return Ok(result);
+            }
         }
         if obj.is_instance(&self.ops.function_type)? {
             // A function is pinned by its code, not its identity: closures made anew on
@@ -5303,11 +5305,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         let iterator = self.iterator(iterable)?;
         let mut accumulated = match initial {
             Some(initial) => initial,
-            None => self.advance(iterator)?.ok_or_else(|| {
-                Problem::Python(PyTypeError::new_err(
-                    "reduce() of empty iterable with no initial value",
-                ))
-            })?,
+            None => match self.advance(iterator)? {
+                Some(first) => first,
+                // The interpreter's own error (its wording changed in 3.10).
+                None => {
+                    let empty = obj.call1((builtin(self.py, "max")?, PyTuple::empty(self.py)));
+                    return Err(Problem::Python(empty.expect_err("reduce() of nothing raises")));
+                }
+            },
         };
         while let Some(item) = self.advance(iterator)? {
             accumulated = self.call(function, vec![accumulated, item], vec![])?;
