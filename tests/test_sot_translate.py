@@ -498,6 +498,30 @@ def test_dict_popitem_and_fromkeys_make_dicts_in_the_translation():
         assert (stats.translations, stats.ops_captured, stats.graph_breaks) == (1, ops, []), stats
 
 
+def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
+    import enum
+
+    class Direction(enum.IntEnum):
+        UP = 1
+        DOWN = 2
+
+    class Name(str):
+        pass
+
+    def f(x, a, b, name):
+        y = x * 2 if a == b else x * 3
+        return (y + 1 if a != 1 else y), name == "k", a < b
+
+    fast = sot.translate(f, full_graph=True)
+    name = Name("k")
+    for a, b in ((Direction.UP, Direction.UP), (Direction.UP, Direction.DOWN), (Direction.UP, Direction.UP)):
+        got, want = fast(np.ones(2), a, b, name), f(np.ones(2), a, b, name)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:]
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
+
+
 def test_iteration_runs_a_python_iter_and_reads_ordered_dicts_in_their_order():
     import collections
 

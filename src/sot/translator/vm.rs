@@ -6737,9 +6737,42 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return Ok(true);
         }
+        if is_heap_instance(obj)? && self.reads_an_immutable_base_only(obj, builtin)? {
+            return Ok(true);
+        }
         Ok(is_heap_instance(obj)?
             && !methods_of_builtin(builtin).is_empty()
             && self.own_builtin_method(obj, builtin)?.is_none())
+    }
+
+    /// Whether `obj`, an instance of a Python subclass of an immutable scalar type (an
+    /// `IntEnum` member, a `str` subclass), runs for `builtin` only methods of that type or
+    /// of `object`: they read its immutable value (or type and identity) only.
+    fn reads_an_immutable_base_only(&self, obj: &Bound<'py, PyAny>, builtin: &str) -> PyResult<bool> {
+        let methods = methods_of_builtin(builtin);
+        if methods.is_empty() {
+            return Ok(false);
+        }
+        let ty = obj.get_type().into_any();
+        let object_methods = super::python::builtin(self.py, "object")?.getattr("__dict__")?;
+        for base_name in ["int", "float", "complex", "str", "bytes"] {
+            let base = super::python::builtin(self.py, base_name)?;
+            if !obj.is_instance(&base)? {
+                continue;
+            }
+            let base_methods = base.getattr("__dict__")?;
+            for name in methods {
+                let Some(found) = self.type_lookup(&ty, name)? else {
+                    return Ok(false);
+                };
+                let inherited = |table: &Bound<'py, PyAny>| table.get_item(*name).is_ok_and(|m| m.is(&found));
+                if !inherited(&base_methods) && !inherited(&object_methods) {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The first of the methods `builtin` runs that the class of `obj` defines other than
