@@ -522,6 +522,26 @@ def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
 
 
+def test_a_namedtuple_of_known_values_is_made_in_the_translation():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+    Quartet = collections.namedtuple("Quartet", "a b c d", defaults=(3, 4))
+
+    def f(x, k):
+        p = Pair(k, 2)
+        q = Quartet(1, k)
+        return x * p.a + q.d, p, q._fields, p[1]
+
+    fast = sot.translate(f, full_graph=True)
+    for k in (1, 1, 5):
+        got, want = fast(np.ones(2), k), f(np.ones(2), k)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:] and type(got[1]) is Pair
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
+
+
 def test_iteration_runs_a_python_iter_and_reads_ordered_dicts_in_their_order():
     import collections
 

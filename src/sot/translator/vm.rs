@@ -5412,6 +5412,20 @@ impl<'py, 'b> Vm<'py, 'b> {
             let made = cls.call(PyTuple::new(self.py, positional)?, Some(&kw))?;
             return Ok(Some(self.constant(made)));
         }
+        if let (Some(new), true) = (&python_new, default_init) {
+            // Instances its Python `__new__` makes (a namedtuple's class), `object.__init__`
+            // then doing nothing: the `__new__` inlined.
+            pin(self);
+            let function = if new.is_instance(&self.ops.staticmethod_type)? {
+                new.getattr("__func__")?
+            } else {
+                new.clone()
+            };
+            let function = self.constant(function);
+            let mut all = vec![self.constant(cls.clone())];
+            all.extend_from_slice(args);
+            return Ok(Some(self.call(function, all, kwargs.to_vec())?));
+        }
         let is_python_class = cls
             .getattr("__module__")
             .is_ok_and(|m| !m.eq("builtins").unwrap_or(true));
@@ -6547,6 +6561,24 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Ok(receiver) = obj.getattr("__self__") else {
             return self.call_unbound_builtin_method(obj, args, kwargs);
         };
+        let tuple_new = self.builtin("tuple").is_ok_and(|tuple| tuple.is(&receiver))
+            && obj.getattr("__name__").is_ok_and(|n| n.to_string() == "__new__");
+        if let ([cls, items], true) = (args, tuple_new && kwargs.is_empty()) {
+            // `tuple.__new__(cls, items)` (a namedtuple's `__new__`) of known values: made
+            // now, as immutable as its items.
+            let (Some(cls), Ok(items)) = (self.folded_argument(*cls, "")?, self.items_of(*items)) else {
+                return Ok(None);
+            };
+            let mut values = Vec::with_capacity(items.len());
+            for item in items {
+                match self.folded_argument(item, "")? {
+                    Some(value) if is_immutable(&value) => values.push(value),
+                    _ => return Ok(None),
+                }
+            }
+            let made = obj.call1((cls, PyTuple::new(self.py, values)?))?;
+            return Ok(Some(self.constant(made)));
+        }
         let from_keys = self.builtin("dict").is_ok_and(|dict| dict.is(&receiver))
             && obj.getattr("__name__").is_ok_and(|n| n.to_string() == "fromkeys");
         if from_keys && kwargs.is_empty() {
