@@ -369,3 +369,24 @@ def test_every_call_gives_eager_results_whichever_way_the_graph_runs(cost_model)
             np.testing.assert_allclose(translated, eager, rtol=1e-5, atol=1e-6)
     stats = whole(fast, graphs=sot.stats(fast).translations)
     assert stats.translations <= 2 and stats.cache_hits >= 10, stats
+
+
+def test_stop_gradient_set_on_a_tensor_the_graph_made_is_an_operation_of_the_graph():
+    def f(x, w):
+        y = x @ w
+        y.stop_gradient = True  # no gradient reaches w through y
+        return (y * w.sum()).sum()
+
+    x = paddle.randn([2, 3])
+    grads = []
+    fast = translate(f)
+    for function in (f, fast, fast):
+        w = paddle.ones([3, 3])
+        w.stop_gradient = False
+        loss = function(x, w)
+        loss.backward()
+        grads.append((loss.numpy(), w.grad.numpy()))
+    for got in grads[1:]:
+        np.testing.assert_allclose(got[0], grads[0][0], rtol=1e-5)
+        np.testing.assert_allclose(got[1], grads[0][1], rtol=1e-5)
+    whole(fast, ops=5)  # matmul, setattr, sum, mul, sum

@@ -2941,6 +2941,21 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.values[owner] = Val::Object { class, attrs };
             return Ok(());
         }
+        if let Val::Tensor { sym, example } = self.val(owner) {
+            // `y.stop_gradient = False` on a tensor the graph made: an operation of the graph
+            // (not on an input: a static program would set it on its own value only). Flags
+            // only: a shape or dtype set in place changes what the backend compiled for.
+            let flag = self.backend.is_meta_attribute(&name)
+                && example
+                    .getattr(name.as_str())
+                    .is_ok_and(|v| v.is_exact_instance_of::<PyBool>());
+            if *sym >= self.graph.inputs.len() && flag {
+                let setattr = builtin(self.py, "setattr")?;
+                let name = self.constant(PyString::new(self.py, &name).into_any());
+                self.record(&setattr, vec![owner, name, value], vec![])?;
+                return Ok(());
+            }
+        }
         let Val::Obj { obj, source } = self.val(owner) else {
             return unsupported("attribute assignment on a value made by the translated code");
         };
@@ -3471,7 +3486,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         ty: &Bound<'py, PyAny>,
         name: &str,
     ) -> Res<Option<Vid>> {
-        if !is_heap_instance(descriptor)? {
+        // A namedtuple's field reads an item (its type is a heap type from 3.13 on).
+        let tuple_getter = import(self.py, "collections")?.getattr("_tuplegetter")?;
+        if !is_heap_instance(descriptor)? || descriptor.get_type().is(&tuple_getter) {
             return Ok(None);
         }
         let descriptor_type = descriptor.get_type().into_any();
