@@ -20,7 +20,8 @@ The functions are Paddle's five eval-frame functions with Paddle's meaning
   codes are never given up.
 
 framehook's own translator: ``translate(fn, backend="numpy", full_graph=False,
-cache_size=8)``, ``stats``, ``explain``, ``reset``, ``GraphBreakError`` and
+cache_size=8)`` (backends "numpy" and "paddle"), ``stats``, ``explain``, ``reset``,
+``save`` (a paddle translation for inference), ``GraphBreakError`` and
 ``register_backend`` (``framehook.sot._translate``).
 
 SOT is one frame hook among others: while a thread has a callback, the hook
