@@ -174,8 +174,8 @@ class PaddleBackend:
         return _StaticGraph(graph, self._methods, self._cost_model)
 
 
-# ``operator`` functions of a tensor and a number: the number may be a 0-d tensor of the
-# tensor's dtype instead (a program input), which is how Paddle computes them eagerly too.
+# ``operator`` functions of a tensor and a number: the number may be a program input cast
+# to the tensor's dtype instead, which is how Paddle's eager arithmetic converts it too.
 _NUMBER_OPERATORS = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.iadd,
                      operator.isub, operator.imul, operator.itruediv, operator.lt, operator.le, operator.gt,
                      operator.ge, operator.eq, operator.ne)
@@ -184,7 +184,8 @@ _NUMBER_OPERATORS = (operator.add, operator.sub, operator.mul, operator.truediv,
 class _StaticGraph:
     """A graph's static programs, built on first use. The graph's inputs that are numbers
     (their types only guarded) do not make programs of their own where they meet a
-    tensor in arithmetic: there each is fed as a 0-d tensor of that tensor's dtype.
+    tensor in arithmetic: there they are fed (one float64 tensor of them per call), each
+    cast to that tensor's dtype.
     Elsewhere (an argument of an API function) a number is a constant of the program,
     one program per value, and past ``MAX_PROGRAMS`` the graph runs eagerly. Arithmetic on
     numbers alone runs in Python on every call.
@@ -394,7 +395,8 @@ def _refs(value: Any) -> list[int]:
 class _Plan:
     """What a graph computes where, from the kinds of its inputs (tensor or number: fixed
     by the guards): the nodes on numbers alone (run in Python on each call), the numbers
-    fed to the program as 0-d tensors, the numbers the program is specialized on."""
+    fed to the program, the numbers the program is specialized on; and the graph's other
+    operations as generated eager calls (``eager``)."""
 
     def __init__(self, graph: _StaticGraph, args: tuple):
         self.graph = graph
