@@ -57,14 +57,12 @@ sot.register_backend("paddle-static", PaddleBackend(cost_model=False))
 
 # Run as a script: its directory is sys.path[0].
 import sot_models  # noqa: E402
+from sot import batch, calibrate, two_ops  # noqa: E402
+from sot_workloads import as_numpy  # noqa: E402
 
 WORKLOADS = ["mlp", "adam", "attention"]
 HOT_RATIO_BAR = 0.5
 FIRST_RATIO_BAR = 0.25
-
-
-def two_ops(x, y):
-    return x * 2.0 + y
 
 
 def fresh_two_ops(k: int) -> Callable[..., Any]:
@@ -73,14 +71,6 @@ def fresh_two_ops(k: int) -> Callable[..., Any]:
     namespace: dict[str, Any] = {}
     exec(compile(f"def two_ops_{k}(x, y):\n    return x * {k + 2}.0 + y\n", f"<two_ops_{k}>", "exec"), namespace)
     return namespace[f"two_ops_{k}"]
-
-
-def as_numpy(value: Any) -> Any:
-    if isinstance(value, (tuple, list)):
-        return type(value)(as_numpy(v) for v in value)
-    if isinstance(value, dict):
-        return {key: as_numpy(v) for key, v in value.items()}
-    return value.numpy() if isinstance(value, paddle.Tensor) else value
 
 
 def check_same(name: str, got: Any, expected: Any) -> None:
@@ -99,20 +89,6 @@ def check_same(name: str, got: Any, expected: Any) -> None:
 
 def workload(name: str) -> sot_models.Workload:
     return sot_models.workloads(paddle.to_tensor, paddle.nn.functional)[name]
-
-
-def batch(call: Callable[[], Any], loops: int) -> float:
-    start = time.perf_counter()
-    for _ in range(loops):
-        call()
-    return (time.perf_counter() - start) / loops
-
-
-def calibrate(call: Callable[[], Any], min_time: float) -> int:
-    loops = 1
-    while batch(call, loops) * loops < min_time:
-        loops *= 2
-    return loops
 
 
 def timed_call(function: Callable[..., Any], *args: Any) -> float:

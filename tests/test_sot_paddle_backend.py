@@ -145,14 +145,8 @@ class cus_tanh(paddle.autograd.PyLayer):
         return dy * (1 - paddle.square(y))
 
 
-class wrong_tanh(paddle.autograd.PyLayer):
+class wrong_tanh(cus_tanh):
     """tanh whose backward is twice the true gradient."""
-
-    @staticmethod
-    def forward(ctx, x):
-        y = paddle.tanh(x)
-        ctx.save_for_backward(y)
-        return y
 
     @staticmethod
     def backward(ctx, dy):

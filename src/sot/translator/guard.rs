@@ -655,13 +655,17 @@ fn same_keys(py: Python<'_>, dict: &Bound<'_, PyDict>, keys: &StrongRef) -> bool
             return false;
         };
         index += 1;
-        let same = key.is(&expected)
-            || (is_value_type(&expected) && equal_to_values(py, &key, &StrongRef::new(&expected)));
-        if !same {
+        if !is_recorded_key(py, &key, &expected) {
             return false;
         }
     }
     index == keys.len()
+}
+
+/// A mapping's key is the one recorded: the same object, or an equal value (compared
+/// without running code of the user's).
+fn is_recorded_key(py: Python<'_>, key: &Bound<'_, PyAny>, expected: &Bound<'_, PyAny>) -> bool {
+    key.is(expected) || (is_value_type(expected) && equal_to_values(py, key, &StrongRef::new(expected)))
 }
 
 /// `tuple(mapping) == keys`, iterating the mapping as Python does (an OrderedDict's own
@@ -679,9 +683,7 @@ fn same_ordered_keys(py: Python<'_>, mapping: &Bound<'_, PyAny>, keys: &StrongRe
             return false;
         };
         index += 1;
-        let same = key.is(&expected)
-            || (is_value_type(&expected) && equal_to_values(py, &key, &StrongRef::new(&expected)));
-        if !same {
+        if !is_recorded_key(py, &key, &expected) {
             return false;
         }
     }

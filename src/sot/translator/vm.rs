@@ -367,12 +367,16 @@ struct Ops<'py> {
     range_type: Bound<'py, PyAny>,
     /// `collections.OrderedDict`: read as a dict (a layer's table of sublayers).
     ordered_dict_type: Bound<'py, PyAny>,
+    /// The type of a namedtuple's fields, a C descriptor reading an item (a heap type from
+    /// 3.13 on).
+    tuple_getter_type: Bound<'py, PyAny>,
     none: Bound<'py, PyAny>,
 }
 
 impl<'py> Ops<'py> {
     fn new(py: Python<'py>) -> PyResult<Self> {
         let types = import(py, "types")?;
+        let collections = import(py, "collections")?;
         let object = builtin(py, "object")?;
         Ok(Self {
             operator: import(py, "operator")?.into_any(),
@@ -392,7 +396,8 @@ impl<'py> Ops<'py> {
                 ],
             )?,
             range_type: builtin(py, "range")?,
-            ordered_dict_type: import(py, "collections")?.getattr("OrderedDict")?,
+            ordered_dict_type: collections.getattr("OrderedDict")?,
+            tuple_getter_type: collections.getattr("_tuplegetter")?,
             object_getattribute: object.getattr("__getattribute__")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),
@@ -3486,9 +3491,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         ty: &Bound<'py, PyAny>,
         name: &str,
     ) -> Res<Option<Vid>> {
-        // A namedtuple's field reads an item (its type is a heap type from 3.13 on).
-        let tuple_getter = import(self.py, "collections")?.getattr("_tuplegetter")?;
-        if !is_heap_instance(descriptor)? || descriptor.get_type().is(&tuple_getter) {
+        if !is_heap_instance(descriptor)? || descriptor.get_type().is(&self.ops.tuple_getter_type) {
             return Ok(None);
         }
         let descriptor_type = descriptor.get_type().into_any();
@@ -6631,12 +6634,20 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return graph_break(format!("tensor to python: {} of a tensor", qualname(obj)));
         }
-        // `"{}".format(x)` formats `x`; other methods read their arguments as values.
-        let reads = if receiver.is_instance_of::<PyString>() {
-            "format"
-        } else {
-            ""
-        };
+        self.computed_now(obj, args, kwargs, receiver.is_instance_of::<PyString>())
+    }
+
+    /// The call `obj(*args, **kwargs)` of a builtin method on values, made now where every
+    /// later call passing the guards computes the same (None where one may not). A `str`
+    /// method formats its arguments (`"{}".format(x)`); others read them as values.
+    fn computed_now(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+        of_str: bool,
+    ) -> Res<Option<Vid>> {
+        let reads = if of_str { "format" } else { "" };
         let Ok((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
             return Ok(None);
         };
@@ -6667,16 +6678,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         {
             return Ok(None);
         }
-        let reads = if self.builtin("str").is_ok_and(|t| t.is(&owner)) {
-            "format"
-        } else {
-            ""
-        };
-        let Ok((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
-            return Ok(None);
-        };
-        let result = obj.call(positional, Some(&kw))?;
-        Ok(Some(self.wrap_result(result)))
+        let of_str = self.builtin("str").is_ok_and(|t| t.is(&owner));
+        self.computed_now(obj, args, kwargs, of_str)
     }
 
     /// The arguments of a call of `builtin` made while translating (its result then a
