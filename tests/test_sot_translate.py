@@ -498,6 +498,66 @@ def test_dict_popitem_and_fromkeys_make_dicts_in_the_translation():
         assert (stats.translations, stats.ops_captured, stats.graph_breaks) == (1, ops, []), stats
 
 
+def test_sequence_index_count_and_remove_match_by_identity_then_equality():
+    def by_identity(x, t):
+        z = (t, x, t)
+        items = [t, x, t]
+        items.remove(t)  # found first, by identity: t == x is never asked
+        return z.index(t), (x, x, 2, 1).count(x), [x, 2, x].index(2), items, t * 2
+
+    def from_the_frame(pair, x):
+        return pair.count(x), pair.index(x), x in pair
+
+    fast = sot.translate(by_identity, full_graph=True)
+    t = np.ones(2)
+    got, want = fast(1, t), by_identity(1, t)
+    assert got[:3] == want[:3] == (0, 3, 1)
+    assert got[3][0] == 1 and got[3][1] is t and len(got[3]) == len(want[3]) == 2
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.ops_captured, stats.graph_breaks) == (1, 1, []), stats
+
+    fast = sot.translate(from_the_frame, full_graph=True)
+    for pair, x in (((1, 2), 2), ((1, 2), 2), ((3, 4), 4)):
+        assert fast(pair, x) == from_the_frame(pair, x)
+    assert sot.stats(fast).graph_breaks == []
+
+    # Not found: the interpreter's own ValueError.
+    def missing(x, items):
+        return items.index(x)
+
+    for args in ((5, [1, 2]), (5, (1, 2))):
+        with pytest.raises(ValueError) as translated:
+            sot.translate(missing)(*args)
+        with pytest.raises(ValueError) as eager:
+            missing(*args)
+        assert str(translated.value) == str(eager.value)
+
+
+def test_sequence_search_comparing_tensors_breaks_on_the_data_dependent_truth():
+    def count_tensor(x, items):
+        return items.count(x) + 1
+
+    fast = sot.translate(count_tensor)
+    a, b = np.ones(1), np.zeros(1)
+    assert fast(a, (a, b, a)) == count_tensor(a, (a, b, a)) == 3
+    breaks = sot.stats(fast).graph_breaks
+    assert [b.reason for b in breaks] == ["data-dependent branch on a tensor's value"], breaks
+    with pytest.raises(sot.GraphBreakError, match="data-dependent"):
+        sot.translate(count_tensor, full_graph=True)(a, (a, b))
+
+    # The break is at the call: the frame's own list is the one changed, once.
+    def remove_tensor(items, x):
+        items.append(x + 1)
+        items.remove(x)
+        return len(items)
+
+    fast = sot.translate(remove_tensor)
+    items = [b, a]
+    assert fast(items, a) == 2
+    assert len(items) == 2 and items[0] is b and items[1][0] == 2.0
+    assert [b.reason for b in sot.stats(fast).graph_breaks] == ["data-dependent branch on a tensor's value"]
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 
@@ -1418,26 +1478,34 @@ def test_empty_tuples_out_of_a_graph_and_made_by_generated_code():
 
 
 def test_a_generator_made_before_a_break_is_made_by_the_real_code():
-    # Generated code cannot make a half-run generator or a bound method of a list it made
-    # again: translating again breaks where they are made, so that they are real objects.
+    # Generated code cannot make a half-run generator again: translating again breaks where
+    # it is made, so that it is a real object.
     def name_of_a_generator(n):
         squares = (i * i for i in range(n))
         first = next(squares)
         return squares.__name__, first, list(squares)
 
+    fast = sot.translate(name_of_a_generator)
+    assert fast(4) == name_of_a_generator(4)
+    assert fast(4) == name_of_a_generator(4)
+    assert_translated_with_breaks(fast)
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert any("cannot rebuild" in r for r in reasons), reasons
+
+
+def test_a_bound_method_of_a_list_made_before_a_break_is_bound_to_that_list():
     def appends(items):
         made = list(items)
         add = made.append
         add(print("", end=""))  # a break while the bound method is live
         return made
 
-    for function, argument in ((name_of_a_generator, 4), (appends, (1, 2))):
-        fast = sot.translate(function)
-        assert fast(argument) == function(argument)
-        assert fast(argument) == function(argument)
-        assert_translated_with_breaks(fast)
-        reasons = [b.reason for b in sot.stats(fast).graph_breaks]
-        assert any("cannot rebuild" in r for r in reasons), reasons
+    fast = sot.translate(appends)
+    assert fast((1, 2)) == appends((1, 2)) == [1, 2, None]
+    assert fast((1, 2)) == [1, 2, None]
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert reasons[0] == "print() is a side effect the graph cannot hold (print)", reasons
+    assert not any("cannot rebuild" in r for r in reasons), reasons
 
 
 def test_repeating_a_made_list_past_memory_raises_as_python_does():

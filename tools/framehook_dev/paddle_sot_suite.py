@@ -12,8 +12,11 @@ FLAGS_cudnn_deterministic=True`` and the working directory is the test directory
   backend (``framehook.sot.translate(fn, backend="paddle")``). Tests that inspect Paddle's
   translator (its cache, executor, cost model) are listed in ``NOT_APPLICABLE`` with the reason,
   and not compared. For each test that passes in both, the graph breaks are compared:
-  framehook's records against Paddle's (``SOT_COLLECT_INFO=breakgraph_reason``); more is a
-  difference.
+  framehook's records against Paddle's. Paddle's are the reasons it collects
+  (``SOT_COLLECT_INFO=breakgraph_reason``, one per ``BreakGraphError``) plus the two ways out of
+  a graph that record none, counted by wrapping them: a split at a data-dependent ``if`` in the
+  frame it translates (``OpcodeExecutor._break_graph_when_if``) and a ``FallbackError`` (the whole
+  frame eager, counted as one break, as framehook counts its own). More is a difference.
 
 The child runs ``unittest`` with verbosity 2 and a result class that also appends one JSON
 line per test event to a file, so outcomes are known per test case even when Paddle's C++
@@ -127,6 +130,26 @@ elif mode == "translator":
     # Before the test module (and test_case_base) import it.
     paddle.jit.sot.symbolic_translate = symbolic_translate
     paddle.jit.sot.translate.symbolic_translate = symbolic_translate
+unrecorded_breaks = [0]  # native modes: Paddle's breaks that record no reason
+if mode != "translator":
+    # Paddle records a reason only where it raises BreakGraphError. Two more ways out of a graph
+    # record none: a data-dependent `if` in the frame being translated splits it
+    # (_break_graph_when_if), and a fallback runs the whole frame eagerly (start_translate gives
+    # no code but a guard, where strict mode is off). Both are counted here, a fallback as one
+    # break, as framehook counts its own.
+    from paddle.jit.sot.opcode_translator.executor import executor_cache, opcode_executor
+    split_at_if = opcode_executor.OpcodeExecutor._break_graph_when_if
+    def counted_split_at_if(self, *args, **kwargs):
+        unrecorded_breaks[0] += 1
+        return split_at_if(self, *args, **kwargs)
+    opcode_executor.OpcodeExecutor._break_graph_when_if = counted_split_at_if
+    translate_frame = executor_cache.start_translate
+    def counted_translate_frame(frame, **kwargs):
+        custom_code, guard, guard_chain = translate_frame(frame, **kwargs)
+        if custom_code.code is None and guard is not None:
+            unrecorded_breaks[0] += 1
+        return custom_code, guard, guard_chain
+    executor_cache.start_translate = counted_translate_frame
 emit(event="begin", mode=mode, python=sys.version, installed=installed)
 def break_reasons():
     # framehook's graph break reasons in the current test (translator mode), a few.
@@ -134,14 +157,15 @@ def break_reasons():
         return []
     return [b.reason[:160] for fast in made for b in fsot.stats(fast).graph_breaks][:4]
 def breaks():
-    # Graph breaks of the current test: framehook's records, or Paddle's (SOT_COLLECT_INFO).
+    # Graph breaks of the current test: framehook's records, or Paddle's (the reasons it
+    # collects, SOT_COLLECT_INFO, and the breaks it records no reason for).
     if mode == "translator":
         return sum(len(fsot.stats(fast).graph_breaks) for fast in made)
     collector = sys.modules.get("paddle.jit.sot.utils.info_collector")
     if collector is None:
-        return 0
+        return unrecorded_breaks[0]
     info = collector.InfoCollector().get_info_dict(collector.InfoType.E2E_INFO)
-    return len(info.get("BreakGraphReasonInfo", []))
+    return len(info.get("BreakGraphReasonInfo", [])) + unrecorded_breaks[0]
 # What a test reads of Paddle's translator itself, by the names in its source.
 INTERNALS = {
     "translate_count": "counts translations in Paddle's executor cache",
@@ -165,6 +189,7 @@ def internals_read(test):
     return "; ".join(found) or None
 def clear_breaks():
     made.clear()
+    unrecorded_breaks[0] = 0
     collector = sys.modules.get("paddle.jit.sot.utils.info_collector")
     if collector is not None:
         collector.InfoCollector().clear()

@@ -479,6 +479,7 @@ fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
         Val::Cell(c) => cells[*c].into_iter().collect(),
         Val::Object { attrs, .. } => attrs.iter().map(|(_, v)| *v).collect(),
         Val::TensorMethod { tensor, .. } => vec![*tensor],
+        Val::ContainerMethod { container, .. } => vec![*container],
         Val::Function(function) => {
             let mut held = function.defaults.clone();
             held.extend(function.kwdefaults.iter().map(|(_, v)| *v));
@@ -1283,6 +1284,21 @@ impl<'a, 'py> Emitter<'a, 'py> {
             Val::TensorMethod { tensor, name } => {
                 let (tensor, name) = (*tensor, name.clone());
                 self.value(tensor)?;
+                let index = self.w.pools.name(&name);
+                self.emit(Op::LoadAttr, Arg::Name(index));
+            }
+            Val::ContainerMethod { container, name } => {
+                let (container, name) = (*container, name.clone());
+                // The method of a frame's list or dict the translation changed is the frame
+                // object's: its new contents are written back before this value is used.
+                let frame_object = self.plan.side_effects.iter().find_map(|effect| match effect {
+                    SideEffect::Replace { target, contents, .. } if *contents == container => Some(*target),
+                    _ => None,
+                });
+                match frame_object {
+                    Some(target) => self.source(target)?,
+                    None => self.value(container)?,
+                }
                 let index = self.w.pools.name(&name);
                 self.emit(Op::LoadAttr, Arg::Name(index));
             }

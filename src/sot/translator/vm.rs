@@ -3217,6 +3217,14 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(self.constant(value))
             }
             Val::Obj { obj, source } => {
+                if obj.is_exact_instance_of::<PyTuple>() && source.is_some() && matches!(name, "index" | "count") {
+                    let items = self.items_of(owner)?;
+                    let copy = self.push_val(Val::Tuple(items));
+                    return Ok(self.push_val(Val::ContainerMethod {
+                        container: copy,
+                        name: name.to_owned(),
+                    }));
+                }
                 let container = obj.is_exact_instance_of::<PyList>()
                     || obj.is_exact_instance_of::<PyDict>()
                     || self.is_ordered_dict(&obj);
@@ -3287,6 +3295,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 self.object_attr(owner, obj, source, name)
             }
+            Val::Tuple(_) if matches!(name, "index" | "count") => Ok(self.push_val(Val::ContainerMethod {
+                container: owner,
+                name: name.to_owned(),
+            })),
             Val::Tuple(_) | Val::Slice(..) => {
                 let obj = self.concrete(owner)?;
                 let value = obj.getattr(name)?;
@@ -3930,13 +3942,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 _ => true,
             };
             if sequence {
-                let key = self.concrete(item)?;
                 let elements = self.items_of(container)?;
                 if matches!(self.val(container), Val::Set(_)) {
+                    let key = self.concrete(item)?;
                     return Ok(self.find_key(&elements, &key)?.is_some());
                 }
                 for element in elements {
-                    if self.same_item(element, &key)? {
+                    if self.equal_items(element, item)? {
                         return Ok(true);
                     }
                 }
@@ -4317,9 +4329,29 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Whether the list or tuple item `element` is `value`, as CPython's sequences decide
     /// (`in`, `index`, `count`, `remove`): identity, then the element's `==`.
-    fn same_item(&mut self, element: Vid, value: &Bound<'py, PyAny>) -> Res<bool> {
-        let element = self.concrete(element)?;
-        Ok(element.is(value) || element.eq(value)?)
+    /// Whether a sequence's `element` matches `target` as CPython's `list.index`, `count`,
+    /// `remove` and `in` decide (`PyObject_RichCompareBool`): the same object, or `==` true.
+    /// A `==` between tensors gives a tensor, whose truth is data-dependent.
+    fn equal_items(&mut self, element: Vid, target: Vid) -> Res<bool> {
+        if self.identical(element, target)? {
+            return Ok(true);
+        }
+        let equal = match self.compare_made_objects("eq", element, target)? {
+            Some(r) => r,
+            None => self.operator_call("eq", vec![element, target])?,
+        };
+        self.truthy(equal)
+    }
+
+    /// The ValueError of `list.index`/`remove` or `tuple.index` not finding `target`, raised
+    /// by the method itself on an empty sequence, so that its message is the interpreter's.
+    fn raise_not_found(&mut self, sequence: Vid, name: &str, target: Vid) -> Res<Vid> {
+        let target = self.concrete(target)?;
+        let empty = self.type_of(sequence)?.call0()?;
+        match empty.call_method1(name, (target,)) {
+            Err(error) => Err(Problem::Python(error)),
+            Ok(_) => unsupported(format!("{name} found an item in an empty sequence")),
+        }
     }
 
     /// Where `key` is among a dict's or set's `stored` keys, found as CPython's hash tables
@@ -6004,22 +6036,20 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.values[container] = Val::List(items);
                 Ok(none)
             }
-            (Val::List(items), "index" | "count", [v]) => {
-                let target = self.concrete(*v)?;
-                let mut found = Vec::new();
-                for (i, item) in items.iter().enumerate() {
-                    if self.same_item(*item, &target)? {
-                        found.push(i);
+            (Val::List(items) | Val::Tuple(items), "count", [v]) => {
+                let mut count = 0usize;
+                for item in items {
+                    count += usize::from(self.equal_items(item, *v)?);
+                }
+                Ok(self.constant(count.into_pyobject(self.py)?.into_any()))
+            }
+            (Val::List(items) | Val::Tuple(items), "index", [v]) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    if self.equal_items(item, *v)? {
+                        return Ok(self.constant(i.into_pyobject(self.py)?.into_any()));
                     }
                 }
-                let result = if name == "count" {
-                    found.len()
-                } else {
-                    *found.first().ok_or_else(|| {
-                        Problem::Python(pyo3::exceptions::PyValueError::new_err("value is not in list"))
-                    })?
-                };
-                Ok(self.constant(result.into_pyobject(self.py)?.into_any()))
+                self.raise_not_found(container, name, *v)
             }
             (Val::List(_), "clear", []) => {
                 self.values[container] = Val::List(Vec::new());
@@ -6040,37 +6070,30 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Ok(none)
             }
-            (Val::List(mut items), "remove", [v]) | (Val::Set(mut items), "remove" | "discard", [v]) => {
-                let is_set = matches!(self.val(container), Val::Set(_));
-                let target = self.concrete(*v)?;
-                let mut found = None;
-                if is_set {
-                    found = self.find_key(&items, &target)?;
-                } else {
-                    for (i, item) in items.iter().enumerate() {
-                        if self.same_item(*item, &target)? {
-                            found = Some(i);
-                            break;
-                        }
+            (Val::List(mut items), "remove", [v]) => {
+                for i in 0..items.len() {
+                    if self.equal_items(items[i], *v)? {
+                        items.remove(i);
+                        self.values[container] = Val::List(items);
+                        return Ok(none);
                     }
                 }
-                match found {
+                self.raise_not_found(container, name, *v)
+            }
+            (Val::Set(mut items), "remove" | "discard", [v]) => {
+                let target = self.concrete(*v)?;
+                match self.find_key(&items, &target)? {
                     Some(i) => {
                         items.remove(i);
                     }
                     None if name == "discard" => {}
-                    None if is_set => {
+                    None => {
                         return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
                             target.unbind(),
                         )))
                     }
-                    None => {
-                        return Err(Problem::Python(pyo3::exceptions::PyValueError::new_err(
-                            "list.remove(x): x not in list",
-                        )))
-                    }
                 }
-                self.values[container] = if is_set { Val::Set(items) } else { Val::List(items) };
+                self.values[container] = Val::Set(items);
                 Ok(none)
             }
             (Val::List(items), "sort", []) => {
