@@ -558,6 +558,53 @@ def test_sequence_search_comparing_tensors_breaks_on_the_data_dependent_truth():
     assert [b.reason for b in sot.stats(fast).graph_breaks] == ["data-dependent branch on a tensor's value"]
 
 
+def test_truth_of_objects_runs_their_python_bool_or_len_in_the_translation():
+    import operator
+
+    class Plain:
+        pass
+
+    class WithBool:
+        def __init__(self):
+            self.on = False
+
+        def __bool__(self):
+            return self.on
+
+    class WithLen:
+        def __init__(self, items):
+            self.items = items
+
+        def __len__(self):
+            return len(self.items)
+
+    class WrongBool:
+        def __bool__(self):
+            return 1
+
+    def truths(x, obj):
+        y = x + 1 if obj else x - 1
+        return y, bool(obj), operator.truth(obj), not obj
+
+    fast = sot.translate(truths, full_graph=True)
+    x = np.ones(2)
+    with_bool, with_len = WithBool(), WithLen([])
+    for objects in ((Plain(), with_bool, with_len), (with_bool, with_len)):
+        for obj in objects:
+            got, want = fast(x, obj), truths(x, obj)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[1:] == want[1:]
+        with_bool.on, with_len.items = True, [1]  # the same objects answer otherwise now
+    stats = sot.stats(fast)
+    # One translation per class, and per answer of the state the methods read.
+    assert stats.graph_breaks == [] and stats.ops_captured == 5 and stats.translations == 5, stats
+
+    with pytest.raises(TypeError, match="__bool__ should return bool"):
+        sot.translate(truths)(x, WrongBool())
+    with pytest.raises(sot.GraphBreakError, match="its __bool__ gave a value CPython would check"):
+        sot.translate(truths, full_graph=True)(x, WrongBool())
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 

@@ -987,20 +987,62 @@ impl<'py, 'b> Vm<'py, 'b> {
                         self.add_guard(source, Check::Len(obj.len()?));
                         return Ok(obj.len()? > 0);
                     }
-                    if !is_value_type(&obj) && self.has_custom_truth(&obj)? {
-                        return unsupported("truth value of an object with __bool__ or __len__");
+                    if !is_value_type(&obj) {
+                        let class = obj.get_type().into_any();
+                        return match self.inlined_truth(vid, &class)? {
+                            Some(truth) => Ok(truth),
+                            None => {
+                                self.guard_type(vid);
+                                Ok(true)
+                            }
+                        };
                     }
                     self.guard_value(source, &obj)?;
                 }
                 Ok(obj.is_truthy()?)
             }
+            Val::Object { class, .. } => {
+                let class = class.clone();
+                Ok(self.inlined_truth(vid, &class)?.unwrap_or(true))
+            }
             _ => self.concrete(vid)?.is_truthy().map_err(Problem::from),
         }
     }
 
-    fn has_custom_truth(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
-        let ty = obj.get_type();
-        Ok(ty.hasattr("__bool__")? || ty.hasattr("__len__")?)
+    /// The truth of an instance of `class` as CPython finds it: its `__bool__`, else its
+    /// `__len__`, inlined where it is Python code (it may read state that changes under the
+    /// same identity), its result checked as CPython checks it. None where the class has
+    /// neither: the object is true.
+    fn inlined_truth(&mut self, vid: Vid, class: &Bound<'py, PyAny>) -> Res<Option<bool>> {
+        for name in ["__bool__", "__len__"] {
+            let Some(method) = self.type_lookup(class, name)? else {
+                continue;
+            };
+            if !method.is_instance(&self.ops.function_type)? {
+                return unsupported(format!(
+                    "truth value of a {} object (its {name} is not Python code)",
+                    qualname(class)
+                ));
+            }
+            self.guard_type(vid);
+            let function = self.constant(method);
+            let result = self.call(function, vec![vid], vec![])?;
+            let result_type = self.type_of(result)?;
+            let fits = if name == "__bool__" {
+                result_type.is(self.py.get_type::<PyBool>())
+            } else {
+                result_type.is(self.py.get_type::<PyInt>())
+                    && self.concrete(result)?.extract::<i64>().is_ok_and(|n| n >= 0)
+            };
+            if !fits {
+                return graph_break(format!(
+                    "truth value of a {} object: its {name} gave a value CPython would check",
+                    qualname(class)
+                ));
+            }
+            return self.truthy(result).map(Some);
+        }
+        Ok(None)
     }
 
     /// The items of an iterable, known while translating (iteration unrolls).
@@ -6558,6 +6600,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 _,
             ) if any_tensor => {
                 return graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"));
+            }
+            ("bool", [x]) => {
+                let truth = self.truthy(*x)?;
+                self.boolean(truth)
             }
             ("super", []) => return unsupported("super() without its frame"),
             ("super", [class, receiver]) => {
