@@ -384,3 +384,16 @@ def test_stop_gradient_set_on_a_tensor_the_graph_made_is_an_operation_of_the_gra
         np.testing.assert_allclose(got[0], grads[0][0], rtol=1e-5)
         np.testing.assert_allclose(got[1], grads[0][1], rtol=1e-5)
     whole(fast, ops=5)  # matmul, setattr, sum, mul, sum
+
+
+def test_the_builds_facts_are_read_while_translating():
+    def f(x):
+        on_gpu = paddle.is_compiled_with_cuda() or paddle.base.libpaddle.is_compiled_with_rocm()
+        return x * 2 if on_gpu else x + 1
+
+    x = paddle.ones([2])
+    fast = translate(f)
+    close(fast(x), f(x))
+    close(fast(x), f(x))
+    stats = whole(fast, ops=1)
+    assert stats.translations == 1 and stats.cache_hits == 1

@@ -605,6 +605,29 @@ def test_truth_of_objects_runs_their_python_bool_or_len_in_the_translation():
         sot.translate(truths, full_graph=True)(x, WrongBool())
 
 
+def test_namedtuples_of_tensors_made_in_the_translation_act_as_tuples():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(x):
+        y = Pair(x + 1, x * 2)
+        first, second = y
+        total = y.a + y[1] + first + second + sum(len(y) * v for v in y)
+        return Pair(total, y.b), y._fields, isinstance(y, tuple), y[-2:][0]
+
+    fast = sot.translate(f, full_graph=True)
+    x = np.arange(3.0)
+    for _ in range(2):
+        got, want = fast(x), f(x)
+        assert type(got[0]) is Pair and got[1:3] == want[1:3]
+        for g, w in zip(got[0] + (got[3],), want[0] + (want[3],)):
+            np.testing.assert_array_equal(g, w)
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graph_breaks) == (1, []), stats
+    assert stats.ops_captured >= 8, stats
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 

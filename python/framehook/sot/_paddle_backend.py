@@ -132,6 +132,10 @@ class PaddleBackend:
     # ``breakgraph`` and ``fallback``), plain Python: named by path, as importing
     # ``paddle.jit.sot`` here would take the place ``framehook.sot.paddle.install()`` needs.
     traced_files = (os.path.join(_PADDLE_DIR, "jit", "sot", "psdb.py"),)
+    # The build's facts (``is_compiled_with_cuda()`` and the like), the same all along.
+    fixed_functions = tuple({id(function): function for module in (paddle, paddle.device, paddle.base.libpaddle)
+                             for name, function in vars(module).items()
+                             if name.startswith("is_compiled_with_") and callable(function)}.values())
 
     def __init__(self, cost_model: bool = True) -> None:
         """``cost_model=False``: every graph runs as its static program (else a graph's

@@ -52,7 +52,8 @@ def register_backend(name: str, backend: Any) -> None:
     its place, or None), ``layer_types`` and ``layer_attributes`` (layers are pinned by
     identity and those attributes, and read through their ``__getattr__``),
     ``traced_codes`` and ``traced_files`` (codes and files under ``skip_prefixes`` translated
-    all the same) and
+    all the same), ``fixed_functions`` (functions whose result for the same arguments is the
+    same for the whole process, such as a build's facts: called while translating) and
     ``compile_with_examples(graph, examples)``.
 
     A graph's inputs and results may also be Python ints and floats (numbers that changed

@@ -44,6 +44,9 @@ pub struct Backend<'py> {
     layer_types: Option<Bound<'py, PyTuple>>,
     /// Codes under a skip prefix translated all the same (a container layer's forward).
     traced_codes: Vec<StrongRef>,
+    /// Functions whose result, for the same arguments, is the same for the whole process
+    /// (a build's facts: `is_compiled_with_cuda()`): called while translating.
+    fixed_functions: Vec<StrongRef>,
     code_infos: RefCell<HashMap<usize, Rc<CodeInfo>>>,
 }
 
@@ -83,6 +86,13 @@ impl<'py> Backend<'py> {
                     .collect::<PyResult<_>>()?,
                 None => Vec::new(),
             },
+            fixed_functions: match optional(&object, "fixed_functions")? {
+                Some(functions) => functions
+                    .try_iter()?
+                    .map(|function| function.map(|function| StrongRef::new(&function)))
+                    .collect::<PyResult<_>>()?,
+                None => Vec::new(),
+            },
             layer_types: optional(&object, "layer_types")?
                 .map(|types| types.cast_into::<PyTuple>())
                 .transpose()?,
@@ -97,6 +107,10 @@ impl<'py> Backend<'py> {
 
     pub fn is_op(&self, function: &Bound<'py, PyAny>) -> PyResult<bool> {
         self.is_op.call1((function,))?.is_truthy()
+    }
+
+    pub fn is_fixed_function(&self, function: &Bound<'py, PyAny>) -> bool {
+        self.fixed_functions.iter().any(|fixed| fixed.as_ptr() == function.as_ptr())
     }
 
     pub fn is_constant_operand(&self, value: &Bound<'py, PyAny>) -> bool {

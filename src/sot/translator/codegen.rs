@@ -469,6 +469,7 @@ struct Emitter<'a, 'py> {
 fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
     match value {
         Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => items.clone(),
+        Val::NamedTuple { items, .. } => items.clone(),
         Val::Interpolation(parts) => parts.to_vec(),
         Val::Iter { items, next } => items[*next..].to_vec(),
         Val::ListIter { list, next: Some(_) } => vec![*list],
@@ -1286,6 +1287,16 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.value(tensor)?;
                 let index = self.w.pools.name(&name);
                 self.emit(Op::LoadAttr, Arg::Name(index));
+            }
+            Val::NamedTuple { class, items } => {
+                // tuple.__new__(class, (items...)), as the class's own `__new__` makes it.
+                let (class, items) = (class.clone(), items.clone());
+                let tuple_new = py.get_type::<pyo3::types::PyTuple>().getattr("__new__")?;
+                self.call_constant(tuple_new, |e| {
+                    e.load_const(class);
+                    e.push_contents(&Val::Tuple(items))?;
+                    Ok(2)
+                })?;
             }
             Val::ContainerMethod { container, name } => {
                 let (container, name) = (*container, name.clone());

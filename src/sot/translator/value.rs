@@ -35,6 +35,12 @@ pub enum Val<'py> {
         deps: Vec<(SourceId, Bound<'py, PyAny>)>,
     },
     Tuple(Vec<Vid>),
+    /// An instance of a tuple subclass whose items and behaviour are the tuple's (a
+    /// namedtuple), made by the translated code from values of the translation.
+    NamedTuple {
+        class: Bound<'py, PyAny>,
+        items: Vec<Vid>,
+    },
     /// A list made by the translated code (lists from the frame are `Obj`s until mutated).
     List(Vec<Vid>),
     Dict(Vec<(Vid, Vid)>),
@@ -201,6 +207,10 @@ impl<'py> Val<'py> {
                 deps: deps.clone(),
             },
             Val::Tuple(items) => Val::Tuple(items.clone()),
+            Val::NamedTuple { class, items } => Val::NamedTuple {
+                class: class.clone(),
+                items: items.clone(),
+            },
             Val::List(items) => Val::List(items.clone()),
             Val::Dict(items) => Val::Dict(items.clone()),
             Val::Set(items) => Val::Set(items.clone()),

@@ -443,6 +443,20 @@ fn binop_name(op: BinOp, inplace: bool) -> &'static str {
 
 const COMPARE_NAMES: [&str; 6] = ["lt", "le", "eq", "ne", "gt", "ge"];
 
+/// The methods of a tuple subclass that must be tuple's for its instances to act as tuples.
+const TUPLE_BEHAVIOUR: &[&str] = &[
+    "__len__",
+    "__getitem__",
+    "__iter__",
+    "__bool__",
+    "__contains__",
+    "__eq__",
+    "__ne__",
+    "__hash__",
+    "__getattribute__",
+    "__init__",
+];
+
 /// The binary operators, for `operator`'s functions of them (`binop_name` names each).
 const BINARY_OPS: [BinOp; 14] = [
     BinOp::Add,
@@ -732,7 +746,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn realize_deep(&mut self, vid: Vid) -> Res<()> {
         self.realize(vid)?;
         let parts: Vec<Vid> = match self.val(vid) {
-            Val::Tuple(items) | Val::List(items) => items.clone(),
+            Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. } => items.clone(),
             Val::Slice(a, b, c) => vec![*a, *b, *c],
             _ => return Ok(()),
         };
@@ -794,6 +808,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Tuple(items) => {
                 let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
                 Ok(PyTuple::new(self.py, objs)?.into_any())
+            }
+            Val::NamedTuple { class, items } => {
+                let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
+                let tuple_new = self.py.get_type::<PyTuple>().getattr("__new__")?;
+                Ok(tuple_new.call1((class, PyTuple::new(self.py, objs)?))?)
             }
             Val::List(items) => {
                 let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
@@ -930,6 +949,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Val::Tensor { example, .. } => example.get_type().into_any(),
             Val::Tuple(_) => self.py.get_type::<PyTuple>().into_any(),
+            Val::NamedTuple { class, .. } => class.clone(),
             Val::List(_) => self.py.get_type::<PyList>().into_any(),
             Val::Dict(_) => self.py.get_type::<PyDict>().into_any(),
             Val::DictView { part, .. } => PyDict::new(self.py)
@@ -962,7 +982,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let vid = self.realize(vid)?;
         match self.val(vid) {
             Val::Tensor { .. } => graph_break("data-dependent branch on a tensor's value"),
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) => Ok(!items.is_empty()),
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::NamedTuple { items, .. } => {
+                Ok(!items.is_empty())
+            }
             Val::Dict(items) => Ok(!items.is_empty()),
             Val::DictView { dict, .. } => self.truthy(*dict),
             Val::Function(_)
@@ -1049,7 +1071,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>> {
         let vid = self.realize(vid)?;
         match self.val(vid).clone_val() {
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) => Ok(items),
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::NamedTuple { items, .. } => Ok(items),
             Val::Dict(items) => Ok(items.iter().map(|(k, _)| *k).collect()),
             Val::DictView { dict, part } => match part {
                 DictPart::Keys => self.items_of(dict),
@@ -1297,11 +1319,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         let mut containers_seen = Vec::new();
         while let Some(vid) = pending.pop() {
             match self.val(vid) {
-                Val::Tuple(items) | Val::List(items) if !containers_seen.contains(&vid) => {
+                Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. }
+                    if !containers_seen.contains(&vid) =>
+                {
                     containers_seen.push(vid);
                     pending.extend(items);
                 }
-                Val::Tuple(_) | Val::List(_) => {}
+                Val::Tuple(_) | Val::List(_) | Val::NamedTuple { .. } => {}
                 Val::Slice(a, b, c) => pending.extend([*a, *b, *c]),
                 _ if self.is_tensor_val(vid) => return true,
                 _ => {}
@@ -3337,6 +3361,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 self.object_attr(owner, obj, source, name)
             }
+            Val::NamedTuple { class, items } => self.named_tuple_attr(owner, &class, &items, name),
             Val::Tuple(_) if matches!(name, "index" | "count") => Ok(self.push_val(Val::ContainerMethod {
                 container: owner,
                 name: name.to_owned(),
@@ -4015,7 +4040,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let getitem = self.ops.op("getitem")?;
                 self.record(&getitem, vec![container, key], vec![])
             }
-            Val::Tuple(items) | Val::List(items) => {
+            Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. } => {
                 let is_list = matches!(self.val(container), Val::List(_));
                 let key_obj = self.concrete(key)?;
                 if let Ok(index) = key_obj.extract::<isize>() {
@@ -5232,6 +5257,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.guard_layer(&obj, source)?;
             return self.record(&obj, args, kwargs);
         }
+        if self.backend.is_fixed_function(&obj) {
+            pin(self);
+            if let Some(result) = self.computed_now(&obj, &args, &kwargs, false)? {
+                return Ok(result);
+            }
+            return graph_break(format!(
+                "unsupported call: {} with arguments that may differ on a later call",
+                qualname(&obj)
+            ));
+        }
         if obj.is_exact_instance_of::<PyCFunction>() {
             if let Some(result) = self.operator_function(&obj, source, &args, &kwargs)? {
                 return Ok(result);
@@ -6335,7 +6370,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                         let n = example.len()?;
                         self.int_value(n)?
                     }
-                    Val::Tuple(i) | Val::List(i) | Val::Set(i) => self.int_value(i.len())?,
+                    Val::Tuple(i) | Val::List(i) | Val::Set(i) | Val::NamedTuple { items: i, .. } => {
+                        self.int_value(i.len())?
+                    }
                     Val::Dict(i) => self.int_value(i.len())?,
                     Val::DictView { dict, .. } => return self.call_builtin(obj, None, &[dict], kwargs),
                     Val::Obj {
@@ -6659,14 +6696,24 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(None);
             };
             let mut values = Vec::with_capacity(items.len());
-            for item in items {
-                match self.folded_argument(item, "")? {
+            for item in &items {
+                if self.contains_tensor(*item) {
+                    break;
+                }
+                match self.folded_argument(*item, "")? {
                     Some(value) if is_immutable(&value) => values.push(value),
-                    _ => return Ok(None),
+                    _ => break,
                 }
             }
-            let made = obj.call1((cls, PyTuple::new(self.py, values)?))?;
-            return Ok(Some(self.constant(made)));
+            if values.len() == items.len() {
+                let made = obj.call1((cls, PyTuple::new(self.py, values)?))?;
+                return Ok(Some(self.constant(made)));
+            }
+            // Of values of the translation (tensors): a tuple subclass that acts as a tuple.
+            if self.acts_as_a_tuple(&cls)? {
+                return Ok(Some(self.push_val(Val::NamedTuple { class: cls, items })));
+            }
+            return Ok(None);
         }
         let from_keys = self.builtin("dict").is_ok_and(|dict| dict.is(&receiver))
             && obj.getattr("__name__").is_ok_and(|n| n.to_string() == "fromkeys");
@@ -6916,6 +6963,53 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         Ok(None)
+    }
+
+    /// Whether instances of `cls`, a subclass of tuple, hold nothing beside their items and
+    /// are read, compared and iterated by tuple's own methods (a namedtuple's class).
+    fn acts_as_a_tuple(&self, cls: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let tuple = self.py.get_type::<PyTuple>().into_any();
+        if !cls.is_instance_of::<PyType>() || !cls.cast::<PyType>()?.is_subclass(&tuple)? || has_instance_dict(cls) {
+            return Ok(false);
+        }
+        for name in TUPLE_BEHAVIOUR {
+            let same = match (self.type_lookup(cls, name)?, self.type_lookup(&tuple, name)?) {
+                (Some(found), Some(own)) => found.is(&own),
+                (found, own) => found.is_none() && own.is_none(),
+            };
+            if !same {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// An attribute of a namedtuple the translation made: a field (the class's
+    /// `_tuplegetter`) is its item; a Python method is bound to it; a plain class
+    /// attribute (`_fields`) or a classmethod is read from the class.
+    fn named_tuple_attr(&mut self, owner: Vid, class: &Bound<'py, PyAny>, items: &[Vid], name: &str) -> Res<Vid> {
+        let Some(found) = self.type_lookup(class, name)? else {
+            return unsupported(format!("attribute {name} of a {} the translation made", qualname(class)));
+        };
+        if found.get_type().is(&self.ops.tuple_getter_type) {
+            let index: usize = found.call_method0("__reduce__")?.get_item(1)?.get_item(0)?.extract()?;
+            return items
+                .get(index)
+                .copied()
+                .ok_or_else(|| Problem::Python(pyo3::exceptions::PyIndexError::new_err("tuple index out of range")));
+        }
+        if found.is_instance(&self.ops.function_type)? {
+            let function = self.constant(found);
+            return Ok(self.push_val(Val::Method {
+                function,
+                receiver: owner,
+            }));
+        }
+        let plain = !found.get_type().hasattr("__get__")?;
+        if plain || found.is_instance(&self.ops.classmethod_type)? {
+            return Ok(self.constant(class.getattr(name)?));
+        }
+        unsupported(format!("attribute {name} of a {} the translation made", qualname(class)))
     }
 
     /// `builtin(x, *rest)` (`repr`, `str`, `format`, `len`) where `x` holds an instance of
