@@ -1210,6 +1210,39 @@ class _SuperAfterABreak(_Base):
         return parent.scaled(y), super().scaled(y) + 1
 
 
+def test_super_reads_plain_class_attributes_and_a_super_object_passed_in():
+    class A:
+        a = 1
+
+        def scaled(self, x):
+            return x * 3
+
+    class B(A):
+        a = 111
+
+        def scaled(self, x):
+            return x * 5
+
+    class C(B):
+        def values(self, x):
+            return super().a + x, super(B, self).a + x
+
+    def through(spr, x):
+        return spr.scaled(x) + 1
+
+    x = np.ones(2)
+    fast = sot.translate(C().values, full_graph=True)
+    for got, want in zip(fast(x), C().values(x)):
+        np.testing.assert_array_equal(got, want)
+    fast = sot.translate(through, full_graph=True)
+    c = C()
+    for spr in (super(B, c), super(C, c), super(B, c)):
+        np.testing.assert_array_equal(fast(spr, x), through(spr, x))
+    stats = sot.stats(fast)
+    # The super object's class is guarded: one translation per class it starts after.
+    assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
+
+
 def test_zero_argument_super_in_a_resume_function_finds_the_first_argument():
     obj = _SuperAfterABreak()
     fast = sot.translate(obj.scaled)

@@ -9,7 +9,8 @@ FLAGS_cudnn_deterministic=True`` and the working directory is the test directory
 * ``framehook``: the same, after ``framehook.sot.paddle.install()`` has swapped framehook's
   eval-frame functions into ``paddle.base.core`` (before ``paddle.jit.sot`` is imported);
 * ``translator``: Paddle's ``symbolic_translate`` is framehook's own translator with the paddle
-  backend (``framehook.sot.translate(fn, backend="paddle")``). Tests that inspect Paddle's
+  backend (``framehook.sot.translate(fn, backend="paddle")``), one translation per function kept
+  across the calls that translate it, as Paddle keeps its cache per code object. Tests that inspect Paddle's
   translator (its cache, executor, cost model) are listed in ``NOT_APPLICABLE`` with the reason,
   and not compared. For each test that passes in both, the graph breaks are compared:
   framehook's records against Paddle's. Paddle's are the reasons it collects
@@ -115,7 +116,9 @@ def emit(**fields):
     sink.write(json.dumps(fields) + "\n")
     sink.flush()
 installed = None
-made = []  # translator mode: the functions the current test translated
+# translator mode: the translations the current test called, each with the number of graph
+# breaks it had recorded before the test.
+made = {}
 if mode == "framehook":
     import framehook.sot.paddle
     framehook.sot.paddle.install()
@@ -123,9 +126,13 @@ if mode == "framehook":
 elif mode == "translator":
     import framehook.sot as fsot
     import paddle.jit.sot
+    translations = {}
     def symbolic_translate(fn, **kwargs):
-        fast = fsot.translate(fn, backend="paddle")
-        made.append(fast)
+        # One translation per function, kept across calls as Paddle keeps its cache per code.
+        fast = translations.get(fn)
+        if fast is None:
+            fast = translations[fn] = fsot.translate(fn, backend="paddle")
+        made.setdefault(fast, len(fsot.stats(fast).graph_breaks))
         return fast
     # Before the test module (and test_case_base) import it.
     paddle.jit.sot.symbolic_translate = symbolic_translate
@@ -155,12 +162,12 @@ def break_reasons():
     # framehook's graph break reasons in the current test (translator mode), a few.
     if mode != "translator":
         return []
-    return [b.reason[:160] for fast in made for b in fsot.stats(fast).graph_breaks][:4]
+    return [b.reason[:160] for fast, before in made.items() for b in fsot.stats(fast).graph_breaks[before:]][:4]
 def breaks():
     # Graph breaks of the current test: framehook's records, or Paddle's (the reasons it
     # collects, SOT_COLLECT_INFO, and the breaks it records no reason for).
     if mode == "translator":
-        return sum(len(fsot.stats(fast).graph_breaks) for fast in made)
+        return sum(len(fsot.stats(fast).graph_breaks) - before for fast, before in made.items())
     collector = sys.modules.get("paddle.jit.sot.utils.info_collector")
     if collector is None:
         return unrecorded_breaks[0]

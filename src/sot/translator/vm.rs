@@ -3282,6 +3282,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 Ok(self.constant(value))
             }
+            Val::Obj { obj, source: Some(s) } if obj.get_type().is(self.builtin("super")?) => {
+                // A super object from the frame reads as one the translation made: its class
+                // pinned, its receiver read from it.
+                self.guard_type(owner);
+                let class = obj.getattr("__thisclass__")?;
+                let class_source = self.intern(Source::Attr(s, name_ref(self.py, "__thisclass__")));
+                self.add_guard(class_source, Check::Id(Pin::new(&class)));
+                let receiver = self.value_of_source(Source::Attr(s, name_ref(self.py, "__self__")), obj.getattr("__self__")?);
+                self.super_attr(class, receiver, name)
+            }
             Val::Obj { obj, source } => {
                 if obj.is_exact_instance_of::<PyTuple>() && source.is_some() && matches!(name, "index" | "count") {
                     let items = self.items_of(owner)?;
@@ -3729,6 +3739,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     // frozen dataclass's __setattr__ calls super().__setattr__(name, value)).
                     let function = self.constant(raw);
                     return Ok(self.push_val(Val::Method { function, receiver }));
+                }
+                if is_immutable(&raw) && !raw.get_type().hasattr("__get__")? {
+                    // A plain class attribute (`a = 1`), fixed as the class's methods are.
+                    return Ok(self.constant(raw));
                 }
                 return unsupported(format!("super().{name} of a builtin base"));
             }
