@@ -397,3 +397,18 @@ def test_the_builds_facts_are_read_while_translating():
     close(fast(x), f(x))
     stats = whole(fast, ops=1)
     assert stats.translations == 1 and stats.cache_hits == 1
+
+
+def test_a_dict_keyed_by_dtypes_is_read_with_the_dtype_as_key():
+    def f(x, cast_map):
+        out = paddle.cast(x, cast_map[x.dtype])
+        return out, out.dtype
+
+    cast_map = {paddle.float32: paddle.float64, paddle.int32: paddle.float32}
+    fast = translate(f)
+    for x in (paddle.ones([2]), paddle.ones([2], dtype="int32"), paddle.ones([3])):
+        got, want = fast(x, cast_map), f(x, cast_map)
+        close(got[0], want[0])
+        assert got[1] == want[1]
+    stats = whole(fast, graphs=2, ops=2)
+    assert stats.translations == 2, stats

@@ -628,6 +628,25 @@ def test_namedtuples_of_tensors_made_in_the_translation_act_as_tuples():
     assert stats.ops_captured >= 8, stats
 
 
+def test_an_enum_members_name_and_value_are_read_with_the_member_pinned():
+    import enum
+
+    class Color(enum.Enum):
+        RED = 1
+        BLUE = "b"
+
+    def f(x, color):
+        return x * 2, color.name, color.value
+
+    fast = sot.translate(f, full_graph=True)
+    for color in (Color.RED, Color.RED, Color.BLUE):
+        got, want = fast(np.ones(2), color), f(np.ones(2), color)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:]
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 
@@ -1578,6 +1597,35 @@ def test_empty_tuples_out_of_a_graph_and_made_by_generated_code():
         assert got[:2] == want[:2] and np.array_equal(got[2], want[2])
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.graphs >= 1 and st.fallbacks == []
+
+
+def test_values_sent_into_a_generator_are_what_its_yields_evaluate_to():
+    def accumulate(scale):
+        total = 0.0
+        while True:
+            got = yield total
+            total = total + got * scale
+
+    def f(x):
+        acc = accumulate(2.0)
+        first = next(acc)
+        a = acc.send(x)
+        b = acc.send(x + 1)
+        return first, a, b
+
+    fast = sot.translate(f, full_graph=True)
+    x = np.arange(3.0)
+    for _ in range(2):
+        for got, want in zip(fast(x), f(x)):
+            np.testing.assert_array_equal(got, want)
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graph_breaks) == (1, []), stats
+
+    def just_started(x):
+        return accumulate(1.0).send(x)
+
+    with pytest.raises(TypeError, match="can't send non-None value to a just-started generator"):
+        sot.translate(just_started)(1.0)
 
 
 def test_a_generator_made_before_a_break_is_made_by_the_real_code():

@@ -59,7 +59,7 @@ pub enum Val<'py> {
         tensor: Vid,
         name: String,
     },
-    /// A method of a list, dict or set the translated code made.
+    /// A method of a list, dict, set, tuple or generator the translated code made.
     ContainerMethod {
         container: Vid,
         name: String,

@@ -78,6 +78,8 @@ impl<'py> Snapshot<'py> {
 /// A generator the translated code made: its frame, suspended at its last `yield`.
 pub struct GeneratorState<'py> {
     frame: Frame<'py>,
+    /// Suspended at a yield, whose value the next `send` replaces (next() sends None).
+    suspended: bool,
     finished: bool,
     /// What the generator returned (the value of a `yield from` it was delegated to).
     returned: Option<Vid>,
@@ -370,6 +372,7 @@ struct Ops<'py> {
     /// The type of a namedtuple's fields, a C descriptor reading an item (a heap type from
     /// 3.13 on).
     tuple_getter_type: Bound<'py, PyAny>,
+    enum_type: Bound<'py, PyAny>,
     none: Bound<'py, PyAny>,
 }
 
@@ -398,6 +401,7 @@ impl<'py> Ops<'py> {
             range_type: builtin(py, "range")?,
             ordered_dict_type: collections.getattr("OrderedDict")?,
             tuple_getter_type: collections.getattr("_tuplegetter")?,
+            enum_type: import(py, "enum")?.getattr("Enum")?,
             object_getattribute: object.getattr("__getattribute__")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),
@@ -3372,6 +3376,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.object_attr(owner, obj, source, name)
             }
             Val::NamedTuple { class, items } => self.named_tuple_attr(owner, &class, &items, name),
+            Val::Generator(_) if name == "send" => Ok(self.push_val(Val::ContainerMethod {
+                container: owner,
+                name: name.to_owned(),
+            })),
             Val::Tuple(_) if matches!(name, "index" | "count") => Ok(self.push_val(Val::ContainerMethod {
                 container: owner,
                 name: name.to_owned(),
@@ -3479,6 +3487,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         if self.backend.is_tensor(&obj) {
             return unsupported("a tensor attribute outside the graph");
+        }
+        if matches!(name, "name" | "value" | "_name_" | "_value_") && obj.is_instance(&self.ops.enum_type)? {
+            // An enum member is one object for good: its name and value are fixed with it.
+            let value = obj.getattr(name)?;
+            if is_immutable(&value) {
+                if let Some(s) = source {
+                    self.add_guard(s, Check::Id(Pin::new(&obj)));
+                }
+                return Ok(self.constant(value));
+            }
         }
         // An instance: look the attribute up as object.__getattribute__ would, without
         // running anything but properties (inlined).
@@ -4484,7 +4502,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Whether hashing or comparing `obj` runs a class's own `__hash__` or `__eq__`
     /// (the items' too, for tuples and frozensets).
     fn hashes_in_python(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
-        if is_value_type(obj) {
+        // The backend's constant values (a dtype, a place) hash and compare as values.
+        if is_value_type(obj) || self.backend.is_constant_value(obj) {
             return Ok(false);
         }
         if obj.is_exact_instance_of::<PyTuple>() || obj.is_exact_instance_of::<PyFrozenSet>() {
@@ -4619,6 +4638,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     match self.step_handling(&mut state.frame) {
                         Ok(None) => {
                             if let Some(item) = state.frame.yielded.take() {
+                                state.suspended = true;
                                 break Ok(Some(item));
                             }
                         }
@@ -5964,6 +5984,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // Made, not run: it runs a step at a time as it is iterated.
             let state = GeneratorState {
                 frame,
+                suspended: false,
                 finished: false,
                 returned: None,
             };
@@ -6126,6 +6147,23 @@ impl<'py, 'b> Vm<'py, 'b> {
                 items.reverse();
                 self.values[container] = Val::List(items);
                 Ok(none)
+            }
+            (Val::Generator(state), "send", [v]) => {
+                let suspended = state.borrow().suspended;
+                if suspended {
+                    // What the suspended yield evaluates to (it left None on the stack).
+                    if let Some(top) = state.borrow_mut().frame.stack.last_mut() {
+                        *top = *v;
+                    }
+                } else if !self.concrete(*v)?.is_none() && !state.borrow().finished {
+                    return Err(Problem::Python(PyTypeError::new_err(
+                        "can't send non-None value to a just-started generator",
+                    )));
+                }
+                match self.advance(container)? {
+                    Some(item) => Ok(item),
+                    None => unsupported("generator.send() raised StopIteration"),
+                }
             }
             (Val::List(items) | Val::Tuple(items), "count", [v]) => {
                 let mut count = 0usize;
