@@ -647,6 +647,46 @@ def test_an_enum_members_name_and_value_are_read_with_the_member_pinned():
     assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
 
 
+def test_objects_the_backend_constructs_are_made_again_by_the_generated_code():
+    from framehook.sot._numpy_backend import NumpyBackend
+
+    class Scaler:
+        made = 0
+
+        def __init__(self, factor, offset=0.0):
+            Scaler.made += 1
+            self.factor, self.offset = factor, offset
+
+        def __call__(self, x):
+            return x * self.factor + self.offset
+
+    class Constructing(NumpyBackend):
+        constructed_types = (Scaler,)
+
+        def construct(self, cls, args, kwargs):
+            return cls(*args, **kwargs) if cls is Scaler else None
+
+    sot.register_backend("numpy-constructing", Constructing())
+
+    def f(x):
+        scale = Scaler(2.0, offset=1.0)
+        return scale(x), scale
+
+    fast = sot.translate(f, backend="numpy-constructing", full_graph=True)
+    x = np.arange(3.0)
+    made = []
+    for _ in range(2):
+        (y, scale), (want, _) = fast(x), f(x)
+        np.testing.assert_array_equal(y, want)
+        assert type(scale) is Scaler and (scale.factor, scale.offset) == (2.0, 1.0)
+        made.append(scale)
+    assert made[0] is not made[1]  # a new one per call, as eager code makes
+    # Once while translating, then once per call by the generated code (and once per eager call).
+    assert Scaler.made == 1 + 2 + 2
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.ops_captured, stats.graph_breaks) == (1, 2, []), stats
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 

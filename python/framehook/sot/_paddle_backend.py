@@ -49,6 +49,9 @@ _NOT_OPERATIONS = ("in_dynamic_mode", "save", "load", "seed", "get_rng_state", "
 _CONTAINERS = (paddle.nn.Sequential, paddle.nn.LayerList, paddle.nn.LayerDict, paddle.nn.ParameterList)
 # Layers whose forward Paddle's static mode cannot build (Python loops over time steps).
 _NOT_STATIC_LAYERS = (paddle.nn.RNN, paddle.nn.BiRNN)
+# Classes of plain values made from their arguments (distributed placements and meshes).
+_VALUE_CLASSES = (paddle.distributed.ProcessMesh, paddle.distributed.Shard, paddle.distributed.Replicate,
+                  paddle.distributed.Partial)
 
 
 def _api_functions() -> dict[int, Any]:
@@ -156,6 +159,23 @@ class PaddleBackend:
         """Dtypes, places and shapes (``paddle.Size``, a list whose contents the tensor's
         guard fixes): values the translation reads, indexes and passes to operations."""
         return isinstance(value, _CONSTANT_OPERANDS)
+
+    # The classes ``construct`` is asked about.
+    constructed_types = (_LAYER, *_VALUE_CLASSES)
+
+    def construct(self, cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``cls(*args, **kwargs)`` made while translating, to be made again by the generated
+        code, where making it touches nothing but the new object: Paddle's distributed
+        placements and meshes, and Paddle's own layers holding no parameters or buffers
+        (``nn.Softmax()``, whose call is then one operation). None for any other class."""
+        if cls in _VALUE_CLASSES:
+            return cls(*args, **kwargs)
+        if not (issubclass(cls, _LAYER) and (cls.__module__ or "").startswith("paddle.")
+                and not issubclass(cls, _CONTAINERS + _NOT_STATIC_LAYERS)):
+            return None
+        layer = cls(*args, **kwargs)
+        stateless = next(iter(layer.parameters()), None) is None and next(iter(layer.buffers()), None) is None
+        return layer if stateless else None
 
     def example(self, value: Any) -> Any:
         """A copy to compute with while translating: in-place operations then leave the

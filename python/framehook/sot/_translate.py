@@ -53,8 +53,10 @@ def register_backend(name: str, backend: Any) -> None:
     identity and those attributes, and read through their ``__getattr__``),
     ``traced_codes`` and ``traced_files`` (codes and files under ``skip_prefixes`` translated
     all the same), ``fixed_functions`` (functions whose result for the same arguments is the
-    same for the whole process, such as a build's facts: called while translating) and
-    ``compile_with_examples(graph, examples)``.
+    same for the whole process, such as a build's facts: called while translating),
+    ``construct(cls, args, kwargs)`` with ``constructed_types`` (for a subclass of those, an
+    object made while translating, its frames untranslated, that the generated code makes again
+    from the same arguments; or None) and ``compile_with_examples(graph, examples)``.
 
     A graph's inputs and results may also be Python ints and floats (numbers that changed
     between calls), its nodes ``operator`` functions on them and on tensors; a backend's

@@ -44,6 +44,10 @@ pub struct Backend<'py> {
     layer_types: Option<Bound<'py, PyTuple>>,
     /// Codes under a skip prefix translated all the same (a container layer's forward).
     traced_codes: Vec<StrongRef>,
+    /// `construct(cls, args, kwargs)`: an object the translation may make while translating
+    /// and the generated code makes again, or None; asked for subclasses of
+    /// `constructed_types` only.
+    construct: Option<(Bound<'py, PyAny>, Bound<'py, PyTuple>)>,
     /// Functions whose result, for the same arguments, is the same for the whole process
     /// (a build's facts: `is_compiled_with_cuda()`): called while translating.
     fixed_functions: Vec<StrongRef>,
@@ -86,6 +90,10 @@ impl<'py> Backend<'py> {
                     .collect::<PyResult<_>>()?,
                 None => Vec::new(),
             },
+            construct: match (optional(&object, "construct")?, optional(&object, "constructed_types")?) {
+                (Some(construct), Some(types)) => Some((construct, types.cast_into::<PyTuple>()?)),
+                _ => None,
+            },
             fixed_functions: match optional(&object, "fixed_functions")? {
                 Some(functions) => functions
                     .try_iter()?
@@ -107,6 +115,30 @@ impl<'py> Backend<'py> {
 
     pub fn is_op(&self, function: &Bound<'py, PyAny>) -> PyResult<bool> {
         self.is_op.call1((function,))?.is_truthy()
+    }
+
+    /// The object `cls(*args, **kwargs)` made now where the backend says that making it has
+    /// no effect beside the new object (a parameterless layer), else None.
+    /// Whether `cls` is one the backend may construct (a subclass of `constructed_types`).
+    pub fn constructs(&self, cls: &Bound<'py, PyAny>) -> bool {
+        self.construct.as_ref().is_some_and(|(_, types)| {
+            cls.cast::<pyo3::types::PyType>()
+                .is_ok_and(|cls| cls.is_subclass(types.as_any()).unwrap_or(false))
+        })
+    }
+
+    pub fn construct(
+        &self,
+        cls: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: &Bound<'py, pyo3::types::PyDict>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some((construct, _)) = self.construct.as_ref().filter(|_| self.constructs(cls)) else {
+            return Ok(None);
+        };
+        // Its frames run as they are: they belong to the backend's making, not to the translation.
+        let made = super::with_session(None, || construct.call1((cls, args, kwargs)))?;
+        Ok((!made.is_none()).then_some(made))
     }
 
     pub fn is_fixed_function(&self, function: &Bound<'py, PyAny>) -> bool {

@@ -470,6 +470,7 @@ fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
     match value {
         Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => items.clone(),
         Val::NamedTuple { items, .. } => items.clone(),
+        Val::Constructed { class, args, kwargs, .. } => vec![*class, *args, *kwargs],
         Val::Interpolation(parts) => parts.to_vec(),
         Val::Iter { items, next } => items[*next..].to_vec(),
         Val::ListIter { list, next: Some(_) } => vec![*list],
@@ -615,7 +616,7 @@ fn made_objects(
     reached
         .into_iter()
         .filter(|vid| match &values[*vid] {
-            Val::Object { .. } | Val::Function(_) => true,
+            Val::Object { .. } | Val::Function(_) | Val::Constructed { .. } => true,
             // Held in more than one place: one object, as in the frame (an iterator
             // advanced through one is advanced for the other).
             Val::List(_)
@@ -910,6 +911,17 @@ impl<'a, 'py> Emitter<'a, 'py> {
         for &(vid, var) in &objects {
             match self.plan.values[vid] {
                 Val::Function(_) => self.new_function(vid, var)?,
+                Val::Constructed { class, args, kwargs, .. } => {
+                    // _sot_construct(cls, args, kwargs): cls(*args, **kwargs), untranslated
+                    let construct = import(py, "framehook._native")?.getattr("_sot_construct")?;
+                    self.call_constant(construct, |e| {
+                        e.value(class)?;
+                        e.value(args)?;
+                        e.value(kwargs)?;
+                        Ok(3)
+                    })?;
+                    self.emit(Op::StoreFast, Arg::Var(var));
+                }
                 Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(Lazy::Range { .. }) => {
                     self.new_iterator(vid)?;
                     self.emit(Op::StoreFast, Arg::Var(var));
@@ -1229,7 +1241,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 None if made_exception(&self.plan.values[vid]).is_none() => self.load_const(obj.clone()),
                 None => self.made(vid)?,
             },
-            Val::Object { .. } => self.made(vid)?,
+            Val::Object { .. } | Val::Constructed { .. } => self.made(vid)?,
             Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => {
                 if *sym < self.plan.graph.inputs.len() {
                     self.source(self.plan.graph.inputs[*sym])?;

@@ -416,6 +416,18 @@ fn _sot_call_with<'py>(
     function.call(args, kwargs)
 }
 
+/// `cls(*args, **kwargs)`, untranslated: an object the backend made while translating
+/// (`construct`), made again by SOT's generated code. Its making is the backend's, as it was
+/// while translating: its frames run as they are (other frame hooks still see them).
+#[pyfunction]
+fn _sot_construct<'py>(
+    cls: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    kwargs: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    super::with_session(None, || cls.call(args, Some(kwargs)))
+}
+
 /// The builtins as they were when framehook was imported: what the generated code calls
 /// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
 /// `builtins.int` with a mock (calling the mock ran the translated mock again, without end).
@@ -448,5 +460,6 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("SotRef", types.reference.type_object(py))?;
     module.add_function(wrap_pyfunction!(_sot_reset, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     Ok(())
 }

@@ -41,6 +41,14 @@ pub enum Val<'py> {
         class: Bound<'py, PyAny>,
         items: Vec<Vid>,
     },
+    /// An object the backend made while translating (`backend.construct`) from arguments
+    /// the translation knows: the generated code makes it again from the same ones.
+    Constructed {
+        obj: Bound<'py, PyAny>,
+        class: Vid,
+        args: Vid,
+        kwargs: Vid,
+    },
     /// A list made by the translated code (lists from the frame are `Obj`s until mutated).
     List(Vec<Vid>),
     Dict(Vec<(Vid, Vid)>),
@@ -210,6 +218,17 @@ impl<'py> Val<'py> {
             Val::NamedTuple { class, items } => Val::NamedTuple {
                 class: class.clone(),
                 items: items.clone(),
+            },
+            Val::Constructed {
+                obj,
+                class,
+                args,
+                kwargs,
+            } => Val::Constructed {
+                obj: obj.clone(),
+                class: *class,
+                args: *args,
+                kwargs: *kwargs,
             },
             Val::List(items) => Val::List(items.clone()),
             Val::Dict(items) => Val::Dict(items.clone()),

@@ -813,6 +813,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
                 Ok(PyTuple::new(self.py, objs)?.into_any())
             }
+            Val::Constructed { obj, .. } => Ok(obj.clone()),
             Val::NamedTuple { class, items } => {
                 let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
                 let tuple_new = self.py.get_type::<PyTuple>().getattr("__new__")?;
@@ -954,6 +955,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Tensor { example, .. } => example.get_type().into_any(),
             Val::Tuple(_) => self.py.get_type::<PyTuple>().into_any(),
             Val::NamedTuple { class, .. } => class.clone(),
+            Val::Constructed { obj, .. } => obj.get_type().into_any(),
             Val::List(_) => self.py.get_type::<PyList>().into_any(),
             Val::Dict(_) => self.py.get_type::<PyDict>().into_any(),
             Val::DictView { part, .. } => PyDict::new(self.py)
@@ -3376,6 +3378,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.object_attr(owner, obj, source, name)
             }
             Val::NamedTuple { class, items } => self.named_tuple_attr(owner, &class, &items, name),
+            Val::Constructed { obj, .. } => {
+                // Made again by the generated code: what it reads of it must be a value.
+                let value = obj.getattr(name)?;
+                if !is_immutable(&value) {
+                    return unsupported(format!(
+                        "attribute {name} of a {} the translation made",
+                        qualname(&obj.get_type().into_any())
+                    ));
+                }
+                Ok(self.constant(value))
+            }
             Val::Generator(_) if name == "send" => Ok(self.push_val(Val::ContainerMethod {
                 container: owner,
                 name: name.to_owned(),
@@ -5256,6 +5269,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 _ => graph_break(format!("unsupported call: a {} object", qualname(&class))),
             },
             Val::Obj { obj, source } => self.call_object(callable, obj, source, args, kwargs),
+            Val::Constructed { obj, .. } => self.call_object(callable, obj, None, args, kwargs),
             _ => unsupported("calling an internal value"),
         }
     }
@@ -5352,6 +5366,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             return self.call(function, all, kwargs);
         }
         if obj.is_instance_of::<PyType>() {
+            if let Some(made) = self.construct(&obj, source, &args, &kwargs)? {
+                return Ok(made);
+            }
             if let Some(made) = self.instantiate(&obj, source, &args, &kwargs)? {
                 return Ok(made);
             }
@@ -5510,6 +5527,44 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// `cls(*args, **kwargs)` for a class whose instances the VM can make: exceptions
     /// built by C code (made now, from known arguments), and Python classes with the
     /// default `__new__` and a `__dict__` (a symbolic object, its `__init__` inlined).
+    /// `cls(*args, **kwargs)` made now where the backend makes it (`Backend::construct`)
+    /// from arguments the same on every call passing the guards.
+    fn construct(
+        &mut self,
+        cls: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if !self.backend.constructs(cls)
+            || args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|a| self.contains_tensor(*a))
+        {
+            return Ok(None);
+        }
+        let Ok((positional, kw)) = self.pure_arguments(args, kwargs, "")? else {
+            return Ok(None);
+        };
+        let Some(obj) = self.backend.construct(cls, &positional, &kw)? else {
+            return Ok(None);
+        };
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(Pin::new(cls)));
+        }
+        let class = self.constant(cls.clone());
+        let args = self.push_val(Val::Tuple(args.to_vec()));
+        let keywords = kwargs
+            .iter()
+            .map(|(k, v)| (self.constant(PyString::new(self.py, k).into_any()), *v))
+            .collect();
+        let kwargs = self.push_val(Val::Dict(keywords));
+        Ok(Some(self.push_val(Val::Constructed {
+            obj,
+            class,
+            args,
+            kwargs,
+        })))
+    }
+
     fn instantiate(
         &mut self,
         cls: &Bound<'py, PyAny>,
