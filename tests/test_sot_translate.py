@@ -687,6 +687,24 @@ def test_objects_the_backend_constructs_are_made_again_by_the_generated_code():
     assert (stats.translations, stats.ops_captured, stats.graph_breaks) == (1, 2, []), stats
 
 
+def test_lists_and_tuples_from_the_frame_concatenate_by_their_items():
+    def f(xs, ys, pair):
+        joined = sum((xs, ys), xs)  # xs + xs + ys
+        return joined, pair + (ys[0],), [t * 2 for t in joined]
+
+    fast = sot.translate(f, full_graph=True)
+    a, b = np.ones(2), np.zeros(2)
+    for xs, ys in (([a], [b]), ([a], [b]), ([a, b], [b])):
+        got, want = fast(xs, ys, (1,)), f(xs, ys, (1,))
+        assert [id(t) for t in got[0]] == [id(t) for t in want[0]]
+        assert got[1][0] == 1 and got[1][1] is want[1][1]
+        for g, w in zip(got[2], want[2]):
+            np.testing.assert_array_equal(g, w)
+    stats = sot.stats(fast)
+    # A list's length is guarded, not its contents' identities.
+    assert (stats.translations, stats.graph_breaks) == (2, []), stats
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 

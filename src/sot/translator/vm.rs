@@ -3823,6 +3823,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let left_is_list = match self.val(left) {
             Val::List(_) => Some(true),
             Val::Tuple(_) => Some(false),
+            // A list or tuple from the frame, by its items (guarded as it is read).
+            Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyList>() => Some(true),
+            Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyTuple>() => Some(false),
             _ => None,
         };
         if let Some(is_list) = left_is_list {
@@ -6641,7 +6644,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Some(start) => *start,
                     None => self.int_value(0)?,
                 };
-                if !items.iter().chain([&total]).any(|v| self.contains_tensor(*v)) {
+                if items.iter().chain([&total]).all(|v| self.is_constant(*v)) {
                     // CPython's own sum of known values (floats are summed with compensation).
                     let values = self.push_val(Val::List(items));
                     return self
@@ -6649,7 +6652,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         .map(Some);
                 }
                 for item in items {
-                    total = self.operator_call("add", vec![total, item])?;
+                    total = self.binary(total, item, BinOp::Add, false)?;
                 }
                 total
             }
