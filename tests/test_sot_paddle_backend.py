@@ -406,9 +406,47 @@ def test_a_dict_keyed_by_dtypes_is_read_with_the_dtype_as_key():
 
     cast_map = {paddle.float32: paddle.float64, paddle.int32: paddle.float32}
     fast = translate(f)
-    for x in (paddle.ones([2]), paddle.ones([2], dtype="int32"), paddle.ones([3])):
+    for x in (paddle.ones([2]), paddle.ones([2], dtype="int32"), paddle.full([2], 3.0)):
         got, want = fast(x, cast_map), f(x, cast_map)
         close(got[0], want[0])
         assert got[1] == want[1]
     stats = whole(fast, graphs=2, ops=2)
-    assert stats.translations == 2, stats
+    # One translation per dtype, the key it reads the map with.
+    assert (stats.translations, stats.cache_hits) == (2, 1), stats
+
+
+def test_layers_without_parameters_made_in_the_function_are_one_operation():
+    def f(x):
+        act = paddle.nn.Softmax(axis=-1)
+        return act(x) + paddle.nn.ReLU()(x), act
+
+    x = paddle.randn([2, 3])
+    fast = translate(f)
+    for _ in range(2):
+        (got, act), (want, _) = fast(x), f(x)
+        close(got, want)
+        assert type(act) is paddle.nn.Softmax and act._axis == -1
+    whole(fast, ops=3)
+
+    # A layer that makes parameters is made by each call, as in eager code: not captured.
+    def with_parameters(x):
+        return paddle.nn.Linear(3, 3)(x)
+
+    with pytest.raises(sot.GraphBreakError):
+        translate(with_parameters)(x)
+
+
+def test_distributed_placements_are_made_while_translating():
+    import paddle.distributed as dist
+
+    def f(x):
+        mesh = dist.ProcessMesh([[0, 1], [2, 3]], dim_names=["x", "y"])
+        placements = [dist.Shard(0), dist.Replicate(), dist.Partial()]
+        return x + 1, mesh, placements
+
+    fast = translate(f)
+    got, want = fast(paddle.ones([2])), f(paddle.ones([2]))
+    close(got[0], want[0])
+    assert got[1] == want[1] and got[1].dim_names == ["x", "y"]
+    assert [type(p) for p in got[2]] == [type(p) for p in want[2]] and got[2][0].get_dim() == 0
+    whole(fast, ops=1)

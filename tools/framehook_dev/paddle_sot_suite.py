@@ -16,8 +16,10 @@ FLAGS_cudnn_deterministic=True`` and the working directory is the test directory
   framehook's records against Paddle's. Paddle's are the reasons it collects
   (``SOT_COLLECT_INFO=breakgraph_reason``, one per ``BreakGraphError``) plus the two ways out of
   a graph that record none, counted by wrapping them: a split at a data-dependent ``if`` in the
-  frame it translates (``OpcodeExecutor._break_graph_when_if``) and a ``FallbackError`` (the whole
-  frame eager, counted as one break, as framehook counts its own). More is a difference.
+  frame it translates (``OpcodeExecutor._break_graph_when_if``), a fallback (the whole frame
+  eager), and on 3.11+ a function with an exception table, which Paddle's eval frame never
+  translates (a fallback and such a function count as one break, as framehook counts a frame it
+  runs eagerly). More is a difference.
 
 The child runs ``unittest`` with verbosity 2 and a result class that also appends one JSON
 line per test event to a file, so outcomes are known per test case even when Paddle's C++
@@ -157,6 +159,21 @@ if mode != "translator":
             unrecorded_breaks[0] += 1
         return custom_code, guard, guard_chain
     executor_cache.start_translate = counted_translate_frame
+    # On 3.11+ Paddle's eval frame never hands its translator a frame with an exception table
+    # (a try or with block, an inlined comprehension): the function runs eagerly, without a
+    # graph. Counted as one break per function a test translates, as a fallback is.
+    skipped_codes = set()
+    if sys.version_info >= (3, 11):
+        import paddle.jit.sot
+        translate_function = paddle.jit.sot.symbolic_translate
+        def counted_symbolic_translate(fn, **kwargs):
+            code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+            if code is not None and code.co_exceptiontable and code not in skipped_codes:
+                skipped_codes.add(code)
+                unrecorded_breaks[0] += 1
+            return translate_function(fn, **kwargs)
+        paddle.jit.sot.symbolic_translate = counted_symbolic_translate
+        paddle.jit.sot.translate.symbolic_translate = counted_symbolic_translate
 emit(event="begin", mode=mode, python=sys.version, installed=installed)
 def break_reasons():
     # framehook's graph break reasons in the current test (translator mode), a few.
@@ -197,6 +214,8 @@ def internals_read(test):
 def clear_breaks():
     made.clear()
     unrecorded_breaks[0] = 0
+    if mode != "translator":
+        skipped_codes.clear()
     collector = sys.modules.get("paddle.jit.sot.utils.info_collector")
     if collector is not None:
         collector.InfoCollector().clear()
