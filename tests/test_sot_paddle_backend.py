@@ -450,3 +450,43 @@ def test_distributed_placements_are_made_while_translating():
     assert got[1] == want[1] and got[1].dim_names == ["x", "y"]
     assert [type(p) for p in got[2]] == [type(p) for p in want[2]] and got[2][0].get_dim() == 0
     whole(fast, ops=1)
+
+
+def test_numpy_numbers_are_constants_of_the_program():
+    def f(x, k):
+        blocks = int(np.ceil(x.shape[0] / 7))  # a numpy ufunc of numbers, computed now
+        return x * blocks + k, blocks
+
+    x = paddle.ones([15])
+    fast = translate(f)
+    for k in (np.int64(2), np.int64(2), np.float32(0.5)):
+        got, want = fast(x, k), f(x, k)
+        close(got[0], want[0])
+        assert got[1] == want[1] == 3 and type(got[1]) is int
+    # A numpy scalar from the frame is pinned by identity: each new one is a translation.
+    stats = whole(fast, graphs=3, ops=6)
+    assert stats.translations == 3, stats
+
+
+def test_a_function_marked_for_paddles_ast_conversion_is_one_operation(caplog):
+    from paddle.jit.sot.utils import try_ast_func
+
+    from framehook.sot._paddle_backend import PaddleBackend
+
+    @try_ast_func
+    def calc(x, y):
+        if x.sum() < 5:  # control flow on a tensor: Paddle's AST conversion makes it a cond
+            return x + y
+        return x - y
+
+    def f(x, y):
+        return calc(x * 2, y) + 1
+
+    sot.register_backend("paddle-programs", PaddleBackend(cost_model=False))
+    fast = sot.translate(f, backend="paddle-programs", full_graph=True)
+    with caplog.at_level("WARNING", logger="framehook.sot"):
+        for x in (paddle.ones([2]), paddle.full([2], 3.0)):  # either branch, one program
+            close(fast(x, paddle.ones([2])), f(x, paddle.ones([2])))
+    assert not caplog.records, caplog.text  # built as a static program, not run eagerly
+    stats = whole(fast, ops=3)
+    assert stats.translations == 1, stats

@@ -18,11 +18,13 @@ import inspect
 import logging
 import operator
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Callable
 
+import numpy as np
 import paddle  # type: ignore[import-not-found]  # (typed nowhere; absent where mypy checks the stubs)
 from paddle.autograd import PyLayer  # type: ignore[import-not-found]
 
@@ -33,7 +35,9 @@ _PADDLE_DIR = os.path.dirname(paddle.__file__) + os.sep
 _TENSOR = paddle.Tensor
 _VALUE = paddle.pir.Value
 _LAYER = paddle.nn.Layer
-_CONSTANT_OPERANDS = (paddle.dtype, paddle.base.libpaddle.Place, paddle.CPUPlace, paddle.base.libpaddle.Size, type)
+# Numpy's scalars too: immutable numbers, constants of a program.
+_CONSTANT_OPERANDS = (paddle.dtype, paddle.base.libpaddle.Place, paddle.CPUPlace, paddle.base.libpaddle.Size, type,
+                      np.generic)
 
 # Public modules whose functions (their ``__all__``) compute on tensors.
 _API_MODULES = ("", "nn.functional", "linalg", "signal", "fft", "vision.ops", "incubate.nn.functional",
@@ -97,6 +101,15 @@ class _TensorMethods:
         return entry[1] if entry is not None and entry[0] is function else None
 
 
+def _is_ast_marked(function: Any) -> bool:
+    """A function Paddle's ``paddle.jit.sot.utils.try_ast_func`` marked: its control flow on
+    tensors is for Paddle's AST conversion to capture (read where the marks are: only code
+    that marked one has imported them)."""
+    marks = sys.modules.get("paddle.jit.sot.utils.call_ast_utils")
+    code = getattr(function, "__code__", None)
+    return marks is not None and code is not None and code in marks.try_ast_codes
+
+
 def _is_pylayer_apply(function: Any) -> bool:
     owner = getattr(function, "__self__", None)
     return (inspect.isbuiltin(function) and isinstance(owner, type) and issubclass(owner, PyLayer)
@@ -135,10 +148,12 @@ class PaddleBackend:
     # ``breakgraph`` and ``fallback``), plain Python: named by path, as importing
     # ``paddle.jit.sot`` here would take the place ``framehook.sot.paddle.install()`` needs.
     traced_files = (os.path.join(_PADDLE_DIR, "jit", "sot", "psdb.py"),)
-    # The build's facts (``is_compiled_with_cuda()`` and the like), the same all along.
-    fixed_functions = tuple({id(function): function for module in (paddle, paddle.device, paddle.base.libpaddle)
-                             for name, function in vars(module).items()
-                             if name.startswith("is_compiled_with_") and callable(function)}.values())
+    # The build's facts (``is_compiled_with_cuda()`` and the like), the same all along, and
+    # numpy's ufuncs (of numbers: the ones of a shape's arithmetic, ``np.ceil(n / 7)``).
+    fixed_functions = (*{id(function): function for module in (paddle, paddle.device, paddle.base.libpaddle)
+                         for name, function in vars(module).items()
+                         if name.startswith("is_compiled_with_") and callable(function)}.values(),
+                       *{id(ufunc): ufunc for ufunc in vars(np).values() if isinstance(ufunc, np.ufunc)}.values())
 
     def __init__(self, cost_model: bool = True) -> None:
         """``cost_model=False``: every graph runs as its static program (else a graph's
@@ -153,7 +168,7 @@ class PaddleBackend:
         entry = self._api.get(id(function))
         if entry is function:
             return True
-        return _is_pylayer_apply(function) or _is_paddle_layer(function)
+        return _is_pylayer_apply(function) or _is_paddle_layer(function) or _is_ast_marked(function)
 
     def is_constant_operand(self, value: Any) -> bool:
         """Dtypes, places and shapes (``paddle.Size``, a list whose contents the tensor's
@@ -338,6 +353,10 @@ class _StaticGraph:
             return getattr(args[0], name)(*args[1:], **kwargs)
         if _is_pylayer_apply(function):
             return _static_pylayer(function.__self__, args, kwargs)
+        if _is_ast_marked(function):
+            from paddle.jit.dy2static.convert_call_func import convert_call  # type: ignore[import-not-found]
+
+            return convert_call(function)(*args, **kwargs)
         return function(*args, **kwargs)
 
 

@@ -49,8 +49,8 @@ pub struct Backend<'py> {
     /// `constructed_types` only.
     construct: Option<(Bound<'py, PyAny>, Bound<'py, PyTuple>)>,
     /// Functions whose result, for the same arguments, is the same for the whole process
-    /// (a build's facts: `is_compiled_with_cuda()`): called while translating.
-    fixed_functions: Vec<StrongRef>,
+    /// (a build's facts: `is_compiled_with_cuda()`): called while translating. By address.
+    fixed_functions: HashMap<usize, StrongRef>,
     code_infos: RefCell<HashMap<usize, Rc<CodeInfo>>>,
 }
 
@@ -90,16 +90,21 @@ impl<'py> Backend<'py> {
                     .collect::<PyResult<_>>()?,
                 None => Vec::new(),
             },
-            construct: match (optional(&object, "construct")?, optional(&object, "constructed_types")?) {
+            construct: match (
+                optional(&object, "construct")?,
+                optional(&object, "constructed_types")?,
+            ) {
                 (Some(construct), Some(types)) => Some((construct, types.cast_into::<PyTuple>()?)),
                 _ => None,
             },
             fixed_functions: match optional(&object, "fixed_functions")? {
                 Some(functions) => functions
                     .try_iter()?
-                    .map(|function| function.map(|function| StrongRef::new(&function)))
+                    .map(|function| {
+                        function.map(|function| (function.as_ptr() as usize, StrongRef::new(&function)))
+                    })
                     .collect::<PyResult<_>>()?,
-                None => Vec::new(),
+                None => HashMap::new(),
             },
             layer_types: optional(&object, "layer_types")?
                 .map(|types| types.cast_into::<PyTuple>())
@@ -142,7 +147,7 @@ impl<'py> Backend<'py> {
     }
 
     pub fn is_fixed_function(&self, function: &Bound<'py, PyAny>) -> bool {
-        self.fixed_functions.iter().any(|fixed| fixed.as_ptr() == function.as_ptr())
+        self.fixed_functions.contains_key(&(function.as_ptr() as usize))
     }
 
     pub fn is_constant_operand(&self, value: &Bound<'py, PyAny>) -> bool {

@@ -470,7 +470,9 @@ fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
     match value {
         Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => items.clone(),
         Val::NamedTuple { items, .. } => items.clone(),
-        Val::Constructed { class, args, kwargs, .. } => vec![*class, *args, *kwargs],
+        Val::Constructed {
+            class, args, kwargs, ..
+        } => vec![*class, *args, *kwargs],
         Val::Interpolation(parts) => parts.to_vec(),
         Val::Iter { items, next } => items[*next..].to_vec(),
         Val::ListIter { list, next: Some(_) } => vec![*list],
@@ -911,7 +913,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
         for &(vid, var) in &objects {
             match self.plan.values[vid] {
                 Val::Function(_) => self.new_function(vid, var)?,
-                Val::Constructed { class, args, kwargs, .. } => {
+                Val::Constructed {
+                    class, args, kwargs, ..
+                } => {
                     // _sot_construct(cls, args, kwargs): cls(*args, **kwargs), untranslated
                     let construct = import(py, "framehook._native")?.getattr("_sot_construct")?;
                     self.call_constant(construct, |e| {

@@ -1077,7 +1077,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>> {
         let vid = self.realize(vid)?;
         match self.val(vid).clone_val() {
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::NamedTuple { items, .. } => Ok(items),
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::NamedTuple { items, .. } => {
+                Ok(items)
+            }
             Val::Dict(items) => Ok(items.iter().map(|(k, _)| *k).collect()),
             Val::DictView { dict, part } => match part {
                 DictPart::Keys => self.items_of(dict),
@@ -3295,11 +3297,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let class = obj.getattr("__thisclass__")?;
                 let class_source = self.intern(Source::Attr(s, name_ref(self.py, "__thisclass__")));
                 self.add_guard(class_source, Check::Id(Pin::new(&class)));
-                let receiver = self.value_of_source(Source::Attr(s, name_ref(self.py, "__self__")), obj.getattr("__self__")?);
+                let receiver = self.value_of_source(
+                    Source::Attr(s, name_ref(self.py, "__self__")),
+                    obj.getattr("__self__")?,
+                );
                 self.super_attr(class, receiver, name)
             }
             Val::Obj { obj, source } => {
-                if obj.is_exact_instance_of::<PyTuple>() && source.is_some() && matches!(name, "index" | "count") {
+                if obj.is_exact_instance_of::<PyTuple>()
+                    && source.is_some()
+                    && matches!(name, "index" | "count")
+                {
                     let items = self.items_of(owner)?;
                     let copy = self.push_val(Val::Tuple(items));
                     return Ok(self.push_val(Val::ContainerMethod {
@@ -5540,7 +5548,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
         if !self.backend.constructs(cls)
-            || args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|a| self.contains_tensor(*a))
+            || args
+                .iter()
+                .chain(kwargs.iter().map(|(_, v)| v))
+                .any(|a| self.contains_tensor(*a))
         {
             return Ok(None);
         }
@@ -7079,7 +7090,10 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// are read, compared and iterated by tuple's own methods (a namedtuple's class).
     fn acts_as_a_tuple(&self, cls: &Bound<'py, PyAny>) -> PyResult<bool> {
         let tuple = self.py.get_type::<PyTuple>().into_any();
-        if !cls.is_instance_of::<PyType>() || !cls.cast::<PyType>()?.is_subclass(&tuple)? || has_instance_dict(cls) {
+        if !cls.is_instance_of::<PyType>()
+            || !cls.cast::<PyType>()?.is_subclass(&tuple)?
+            || has_instance_dict(cls)
+        {
             return Ok(false);
         }
         for name in TUPLE_BEHAVIOUR {
@@ -7097,16 +7111,30 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// An attribute of a namedtuple the translation made: a field (the class's
     /// `_tuplegetter`) is its item; a Python method is bound to it; a plain class
     /// attribute (`_fields`) or a classmethod is read from the class.
-    fn named_tuple_attr(&mut self, owner: Vid, class: &Bound<'py, PyAny>, items: &[Vid], name: &str) -> Res<Vid> {
+    fn named_tuple_attr(
+        &mut self,
+        owner: Vid,
+        class: &Bound<'py, PyAny>,
+        items: &[Vid],
+        name: &str,
+    ) -> Res<Vid> {
         let Some(found) = self.type_lookup(class, name)? else {
-            return unsupported(format!("attribute {name} of a {} the translation made", qualname(class)));
+            return unsupported(format!(
+                "attribute {name} of a {} the translation made",
+                qualname(class)
+            ));
         };
         if found.get_type().is(&self.ops.tuple_getter_type) {
-            let index: usize = found.call_method0("__reduce__")?.get_item(1)?.get_item(0)?.extract()?;
-            return items
-                .get(index)
-                .copied()
-                .ok_or_else(|| Problem::Python(pyo3::exceptions::PyIndexError::new_err("tuple index out of range")));
+            let index: usize = found
+                .call_method0("__reduce__")?
+                .get_item(1)?
+                .get_item(0)?
+                .extract()?;
+            return items.get(index).copied().ok_or_else(|| {
+                Problem::Python(pyo3::exceptions::PyIndexError::new_err(
+                    "tuple index out of range",
+                ))
+            });
         }
         if found.is_instance(&self.ops.function_type)? {
             let function = self.constant(found);
@@ -7119,7 +7147,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         if plain || found.is_instance(&self.ops.classmethod_type)? {
             return Ok(self.constant(class.getattr(name)?));
         }
-        unsupported(format!("attribute {name} of a {} the translation made", qualname(class)))
+        unsupported(format!(
+            "attribute {name} of a {} the translation made",
+            qualname(class)
+        ))
     }
 
     /// `builtin(x, *rest)` (`repr`, `str`, `format`, `len`) where `x` holds an instance of
