@@ -490,3 +490,16 @@ def test_a_function_marked_for_paddles_ast_conversion_is_one_operation(caplog):
     assert not caplog.records, caplog.text  # built as a static program, not run eagerly
     stats = whole(fast, ops=3)
     assert stats.translations == 1, stats
+
+
+def test_a_tensor_arguments_name_place_and_persistable_are_its_own():
+    def f(a):
+        return a + 1, a.name, str(a.place), a.persistable
+
+    fast = translate(f)
+    for a in (paddle.ones([2]), paddle.zeros([2])):  # two tensors, two names: one translation
+        got, want = fast(a), f(a)
+        close(got[0], want[0])
+        assert got[1:] == want[1:] and got[1] == a.name
+    stats = whole(fast, ops=1)
+    assert (stats.translations, stats.cache_hits) == (1, 1), stats

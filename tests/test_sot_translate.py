@@ -705,6 +705,24 @@ def test_lists_and_tuples_from_the_frame_concatenate_by_their_items():
     assert (stats.translations, stats.graph_breaks) == (2, []), stats
 
 
+def test_other_attributes_of_a_tensor_argument_are_read_from_it():
+    def f(x):
+        y = x * 2
+        if x.strides[0] > 8:  # the argument's own strides (its example is a contiguous copy)
+            y = y + 1
+        return y, x.strides, x.flags.c_contiguous
+
+    fast = sot.translate(f, full_graph=True)
+    column_major = np.ones((2, 3)).T
+    for x in (column_major, column_major.copy(), column_major):
+        got, want = fast(x), f(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:]
+    stats = sot.stats(fast)
+    # The strides read are guarded: one translation per layout.
+    assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 

@@ -136,6 +136,9 @@ pub enum Check {
     Id(Pin),
     /// `type(value) is type(V) and value == V`.
     Equals(StrongRef),
+    /// The same, V a constant value of the backend (a dtype, a place), compared by its own
+    /// `==` (it holds no Python values to compare).
+    SameValue(StrongRef),
     /// `len(value) == n` (the type is guarded apart).
     Len(usize),
     /// `type(value) is dict and tuple(value) == K`: a dict's keys, in order.
@@ -175,7 +178,7 @@ impl Check {
                 Some(o) => format!("is {}", truncate(&describe_value(&o, DESCRIBED_DEPTH))),
                 None => "is <an object that died>".to_owned(),
             },
-            Check::Equals(v) => format!("== {}", truncate(&value(v))),
+            Check::Equals(v) | Check::SameValue(v) => format!("== {}", truncate(&value(v))),
             Check::Len(n) => format!("len == {n}"),
             Check::Keys(k) | Check::OrderedKeys { keys: k, .. } => format!("keys == {}", truncate(&value(k))),
             Check::Tensor { ty, attributes } => {
@@ -194,7 +197,9 @@ impl Check {
         match (self, other) {
             (Check::Type(a), Check::Type(b)) => a.as_ptr() == b.as_ptr(),
             (Check::Id(a), Check::Id(b)) => a.address() == b.address(),
-            (Check::Equals(a), Check::Equals(b)) | (Check::Keys(a), Check::Keys(b)) => same_key(a, b),
+            (Check::Equals(a), Check::Equals(b))
+            | (Check::SameValue(a), Check::SameValue(b))
+            | (Check::Keys(a), Check::Keys(b)) => same_key(a, b),
             (Check::OrderedKeys { ty: t, keys: a }, Check::OrderedKeys { ty: u, keys: b }) => {
                 t.as_ptr() == u.as_ptr() && same_key(a, b)
             }
@@ -600,6 +605,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             Check::Type(t) => type_ptr(&value) == t.as_ptr(),
             Check::Id(pin) => pin.holds(&value),
             Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, &value, v),
+            Check::SameValue(v) => type_ptr(&value) == type_ptr(&v.bind(py)) && rich_equal(py, &value, v),
             Check::Len(n) => {
                 // SAFETY: a live object; -1 (with an error) fails the guard.
                 let len = unsafe { ffi::PyObject_Size(value.as_ptr()) };

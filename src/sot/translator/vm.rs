@@ -297,6 +297,9 @@ pub struct Vm<'py, 'b> {
     pub side_effects: Vec<SideEffect>,
     /// Values already made for a source (so that a source is one symbol).
     by_source: HashMap<SourceId, Vid>,
+    /// The frame's tensors that are graph inputs, by symbol (their other attributes are read
+    /// from them, not from the examples, which are copies).
+    input_tensors: HashMap<Sym, Bound<'py, PyAny>>,
     /// Attributes stored on objects from the frame, as later loads see them.
     /// Attributes stored on (or, None, deleted from) objects from the frame, in order.
     stored_attrs: Vec<(usize, String, Option<Vid>)>,
@@ -609,6 +612,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             graph: Graph::default(),
             side_effects: Vec::new(),
             by_source: HashMap::new(),
+            input_tensors: HashMap::new(),
             stored_attrs: Vec::new(),
             stored_globals: Vec::new(),
             mutated: HashMap::new(),
@@ -722,6 +726,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.add_guard(source, check);
                 let example = self.backend.example(&obj)?;
                 let sym = self.add_input(source);
+                self.input_tensors.insert(sym, obj);
                 self.values[vid] = Val::Tensor { sym, example };
             }
         }
@@ -883,6 +888,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     fn guard_value(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
         if is_value_type(obj) {
             self.add_guard(source, Check::Equals(StrongRef::new(obj)));
+        } else if self.backend.is_constant_value(obj) {
+            // A dtype or a place read anew each time (`tensor.place`): equal, not the same object.
+            self.add_guard(source, Check::SameValue(StrongRef::new(obj)));
         } else if is_mutable_container(obj) {
             if !holds_values_only(obj, VALUE_NESTING)? {
                 return graph_break(format!(
@@ -3430,6 +3438,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.backend.is_tensor(&value) {
             let getter = self.ops.operator.getattr("attrgetter")?.call1((name,))?;
             return self.record(&getter, vec![owner], vec![]);
+        }
+        // Another attribute of a tensor from the frame (`name`, `persistable`): read from it,
+        // through its source (the generated code reads it again; used, it is guarded).
+        if let Val::Tensor { sym, .. } = self.val(owner) {
+            if let Some(tensor) = self.input_tensors.get(sym) {
+                let (source, value) = (self.graph.inputs[*sym], tensor.getattr(name)?);
+                return Ok(self.value_of_source(Source::Attr(source, name_ref(self.py, name)), value));
+            }
         }
         graph_break(format!("tensor to python: attribute {name} of a tensor"))
     }
@@ -7163,7 +7179,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         };
         let obj = obj.clone();
-        if is_immutable(&obj) || !is_heap_instance(&obj)? {
+        // A backend's constant value (a place, a dtype) computes as a value does.
+        if is_immutable(&obj) || !is_heap_instance(&obj)? || self.backend.is_constant_value(&obj) {
             return Ok(None);
         }
         let Some((name, method)) = self.own_builtin_method(&obj, builtin)? else {
