@@ -723,6 +723,23 @@ def test_other_attributes_of_a_tensor_argument_are_read_from_it():
     assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
 
 
+def test_a_list_argument_passed_to_an_operation_is_passed_by_its_items():
+    def f(xs, shape):
+        xs.append(xs[0] + 1)  # the list as the translation holds it is the one passed
+        return np.concatenate(xs) * 2, np.zeros(shape)
+
+    fast = sot.translate(f, full_graph=True)
+    for n in (2, 2, 3):
+        xs, ys = [np.ones(n), np.zeros(3)], [np.ones(n), np.zeros(3)]
+        got, want = fast(xs, [2, n]), f(ys, [2, n])
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        assert len(xs) == len(ys) == 3  # the caller's list is changed as eager code changes it
+    stats = sot.stats(fast)
+    # The shape list's numbers are guarded (constants of the graph), the tensors are inputs.
+    assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 

@@ -1208,6 +1208,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                     .unzip();
                 (GraphArg::List(args), PyList::new(self.py, examples)?.into_any())
             }
+            // A list or tuple from the frame, by its items (as the translation holds them
+            // now: a list it changed is its copy).
+            Val::Obj { obj, source: Some(_) }
+                if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() =>
+            {
+                let is_list = obj.is_exact_instance_of::<PyList>();
+                let items = self.items_of(vid)?;
+                let made = self.push_val(if is_list { Val::List(items) } else { Val::Tuple(items) });
+                self.graph_arg(made)?
+            }
             Val::Slice(a, b, c) => {
                 let (a, ea) = self.graph_arg(a)?;
                 let (b, eb) = self.graph_arg(b)?;
