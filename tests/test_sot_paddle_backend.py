@@ -505,3 +505,40 @@ def test_a_tensor_arguments_name_place_and_persistable_are_its_own():
         assert got[1:] == want[1:] and got[1] == a.name
     stats = whole(fast, ops=1)
     assert (stats.translations, stats.cache_hits) == (1, 1), stats
+
+
+def test_programs_and_tensors_go_with_the_translation_that_made_them():
+    """A soak of cache churn: more shapes than the cache holds, programs built and run each
+    time; when the translated function goes, its programs, its layer and the caller's
+    tensors go with it (nothing the backend made keeps them)."""
+    import gc
+    import weakref
+
+    from framehook.sot._paddle_backend import PaddleBackend
+
+    made = []
+
+    class Recording(PaddleBackend):
+        def compile(self, graph):
+            compiled = super().compile(graph)
+            made.append(weakref.ref(compiled))
+            return compiled
+
+    sot.register_backend("paddle-recording", Recording(cost_model=False))
+    layer = paddle.nn.Linear(4, 4)
+
+    def f(x):
+        return paddle.tanh(layer(x)).mean()
+
+    fast = sot.translate(f, backend="paddle-recording", cache_size=4)
+    inputs = [paddle.randn([n, 4]) for n in range(1, 11)]
+    for _ in range(3):
+        for x in inputs:
+            close(fast(x), f(x), rtol=1e-5)
+    stats = sot.stats(fast)
+    assert stats.graphs >= 4 and stats.graph_breaks == [], stats
+    gone = [weakref.ref(obj) for obj in (fast, layer, *inputs)]
+    del fast, f, layer, inputs, x
+    gc.collect()
+    assert [ref() for ref in gone] == [None] * len(gone)
+    assert [ref for ref in made if ref() is not None] == []
