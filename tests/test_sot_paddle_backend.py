@@ -507,6 +507,13 @@ def test_a_tensor_arguments_name_place_and_persistable_are_its_own():
     assert (stats.translations, stats.cache_hits) == (1, 1), stats
 
 
+def _tanh_mean_of(layer):
+    def f(x):
+        return paddle.tanh(layer(x)).mean()
+
+    return f
+
+
 def test_programs_and_tensors_go_with_the_translation_that_made_them():
     """A soak of cache churn: more shapes than the cache holds, programs built and run each
     time; when the translated function goes, its programs, its layer and the caller's
@@ -526,10 +533,7 @@ def test_programs_and_tensors_go_with_the_translation_that_made_them():
 
     sot.register_backend("paddle-recording", Recording(cost_model=False))
     layer = paddle.nn.Linear(4, 4)
-
-    def f(x):
-        return paddle.tanh(layer(x)).mean()
-
+    f = _tanh_mean_of(layer)
     fast = sot.translate(f, backend="paddle-recording", cache_size=4)
     inputs = [paddle.randn([n, 4]) for n in range(1, 11)]
     for _ in range(3):

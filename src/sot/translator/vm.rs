@@ -1215,7 +1215,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             {
                 let is_list = obj.is_exact_instance_of::<PyList>();
                 let items = self.items_of(vid)?;
-                let made = self.push_val(if is_list { Val::List(items) } else { Val::Tuple(items) });
+                let made = self.push_val(if is_list {
+                    Val::List(items)
+                } else {
+                    Val::Tuple(items)
+                });
                 self.graph_arg(made)?
             }
             Val::Slice(a, b, c) => {
