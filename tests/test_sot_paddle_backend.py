@@ -546,3 +546,18 @@ def test_programs_and_tensors_go_with_the_translation_that_made_them():
     gc.collect()
     assert [ref() for ref in gone] == [None] * len(gone)
     assert [ref for ref in made if ref() is not None] == []
+
+
+def test_the_current_device_and_grad_mode_are_read_and_guarded():
+    def f(x):
+        y = x + 1 if "cpu" in paddle.get_device() else x + 2
+        return y * 2 if paddle.is_grad_enabled() else y
+
+    fast = translate(f)
+    x = paddle.ones([2])
+    close(fast(x), f(x))
+    close(fast(x), f(x))
+    with paddle.no_grad():
+        close(fast(x), f(x))
+    stats = whole(fast, graphs=2, ops=3)
+    assert (stats.translations, stats.cache_hits) == (2, 1), stats

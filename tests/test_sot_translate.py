@@ -740,6 +740,41 @@ def test_a_list_argument_passed_to_an_operation_is_passed_by_its_items():
     assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
 
 
+_MODE = ["fast"]
+
+
+def current_mode():
+    return _MODE[0]
+
+
+def test_a_backends_guarded_function_is_read_while_translating_and_called_by_the_guards():
+    from framehook.sot._numpy_backend import NumpyBackend
+
+    class Guarding(NumpyBackend):
+        guarded_functions = (current_mode,)
+
+    sot.register_backend("numpy-guarding", Guarding())
+
+    def f(x):
+        y = x * 2 if current_mode() == "fast" else x * 3
+        return y, current_mode()
+
+    fast = sot.translate(f, backend="numpy-guarding", full_graph=True)
+    x = np.ones(2)
+    try:
+        for mode in ("fast", "fast", "slow", "fast"):
+            _MODE[0] = mode
+            got, want = fast(x), f(x)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[1] == want[1] == mode
+    finally:
+        _MODE[0] = "fast"
+    stats = sot.stats(fast)
+    # One graph per mode the branch saw: the guards called current_mode() again, and failed
+    # once, when it changed.
+    assert (stats.graphs, stats.guard_failures, stats.graph_breaks) == (2, 1, []), stats
+
+
 def test_int_enum_members_and_str_subclasses_compare_as_their_values_do():
     import enum
 

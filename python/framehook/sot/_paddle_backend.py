@@ -148,6 +148,9 @@ class PaddleBackend:
     # ``breakgraph`` and ``fallback``), plain Python: named by path, as importing
     # ``paddle.jit.sot`` here would take the place ``framehook.sot.paddle.install()`` needs.
     traced_files = (os.path.join(_PADDLE_DIR, "jit", "sot", "psdb.py"),)
+    # Readers of the process's state, guarded where their result is used (the guards call
+    # them again): the current device, whether gradients are recorded.
+    guarded_functions = (paddle.get_device, paddle.is_grad_enabled)
     # The build's facts (``is_compiled_with_cuda()`` and the like), the same all along, and
     # numpy's ufuncs (of numbers: the ones of a shape's arithmetic, ``np.ceil(n / 7)``).
     fixed_functions = (*{id(function): function for module in (paddle, paddle.device, paddle.base.libpaddle)

@@ -54,6 +54,9 @@ def register_backend(name: str, backend: Any) -> None:
     ``traced_codes`` and ``traced_files`` (codes and files under ``skip_prefixes`` translated
     all the same), ``fixed_functions`` (functions whose result for the same arguments is the
     same for the whole process, such as a build's facts: called while translating),
+    ``guarded_functions`` (functions of no arguments reading the process's state, such as the
+    current device: called while translating, and again by the guards where their result was
+    used),
     ``construct(cls, args, kwargs)`` with ``constructed_types`` (for a subclass of those, an
     object made while translating, its frames untranslated, that the generated code makes again
     from the same arguments; or None) and ``compile_with_examples(graph, examples)``.

@@ -23,6 +23,17 @@ fn optional<'py>(object: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Boun
     }
 }
 
+/// The functions a backend lists under `name`, by address (held, so the address stays theirs).
+fn functions_by_address(object: &Bound<'_, PyAny>, name: &str) -> PyResult<HashMap<usize, StrongRef>> {
+    match optional(object, name)? {
+        Some(functions) => functions
+            .try_iter()?
+            .map(|function| function.map(|function| (function.as_ptr() as usize, StrongRef::new(&function))))
+            .collect(),
+        None => Ok(HashMap::new()),
+    }
+}
+
 pub struct Backend<'py> {
     pub object: Bound<'py, PyAny>,
     table: &'static Table,
@@ -44,6 +55,9 @@ pub struct Backend<'py> {
     layer_types: Option<Bound<'py, PyTuple>>,
     /// Codes under a skip prefix translated all the same (a container layer's forward).
     traced_codes: Vec<StrongRef>,
+    /// Functions of no arguments reading the process's state (the current device): called
+    /// while translating, their result read through `Source::Called` (guarded where used).
+    guarded_functions: HashMap<usize, StrongRef>,
     /// `construct(cls, args, kwargs)`: an object the translation may make while translating
     /// and the generated code makes again, or None; asked for subclasses of
     /// `constructed_types` only.
@@ -97,15 +111,8 @@ impl<'py> Backend<'py> {
                 (Some(construct), Some(types)) => Some((construct, types.cast_into::<PyTuple>()?)),
                 _ => None,
             },
-            fixed_functions: match optional(&object, "fixed_functions")? {
-                Some(functions) => functions
-                    .try_iter()?
-                    .map(|function| {
-                        function.map(|function| (function.as_ptr() as usize, StrongRef::new(&function)))
-                    })
-                    .collect::<PyResult<_>>()?,
-                None => HashMap::new(),
-            },
+            fixed_functions: functions_by_address(&object, "fixed_functions")?,
+            guarded_functions: functions_by_address(&object, "guarded_functions")?,
             layer_types: optional(&object, "layer_types")?
                 .map(|types| types.cast_into::<PyTuple>())
                 .transpose()?,
@@ -144,6 +151,10 @@ impl<'py> Backend<'py> {
         // Its frames run as they are: they belong to the backend's making, not to the translation.
         let made = super::with_session(None, || construct.call1((cls, args, kwargs)))?;
         Ok((!made.is_none()).then_some(made))
+    }
+
+    pub fn is_guarded_function(&self, function: &Bound<'py, PyAny>) -> bool {
+        self.guarded_functions.contains_key(&(function.as_ptr() as usize))
     }
 
     pub fn is_fixed_function(&self, function: &Bound<'py, PyAny>) -> bool {

@@ -1176,6 +1176,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let index = self.w.pools.constant(held.bind(py));
                 self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
             }
+            Source::Called(function) => {
+                let function = *function;
+                self.call(|e| e.source(function), |_| Ok(0))?;
+            }
         }
         Ok(())
     }

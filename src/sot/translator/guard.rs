@@ -28,6 +28,9 @@ pub enum Source {
     /// An object the translation holds because it has no other way to it: the globals of
     /// another module's function reached without a source, a cell of such a function.
     Held(StrongRef),
+    /// What the source's function returns, called with no arguments: one of the backend's
+    /// `guarded_functions`, which read the process's state (the current device).
+    Called(SourceId),
 }
 
 impl Source {
@@ -41,6 +44,7 @@ impl Source {
                 p == q && same_key(a, b)
             }
             (Source::Held(a), Source::Held(b)) => a.as_ptr() == b.as_ptr(),
+            (Source::Called(a), Source::Called(b)) => a == b,
             _ => false,
         }
     }
@@ -54,6 +58,7 @@ impl Source {
             Source::Attr(p, n) => Source::Attr(*p, n.clone_ref(py)),
             Source::Item(p, k) => Source::Item(*p, k.clone_ref(py)),
             Source::Held(g) => Source::Held(g.clone_ref(py)),
+            Source::Called(p) => Source::Called(*p),
         }
     }
 }
@@ -464,6 +469,7 @@ impl SourceTable {
                 }
             }
             Source::Attr(p, n) => format!("{}.{}", self.describe(py, *p, varnames, freevars), n.bind(py)),
+            Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars)),
             Source::Item(p, k) => format!(
                 "{}[{}]",
                 self.describe(py, *p, varnames, freevars),
@@ -567,6 +573,11 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetItem(p.as_ptr(), key.as_ptr())) }
                     .or_else(|| clear_error(py))
             }),
+            // Untranslated (a guard's reading); a failed call is an absent value (its error
+            // cleared): the guard fails.
+            Source::Called(function) => self
+                .fetch(*function)
+                .and_then(|f| super::with_session(None, || f.call0()).map_or_else(|_| clear_error(py), Some)),
         };
         self.fetched[id] = Some(value.clone());
         value

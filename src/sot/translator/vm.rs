@@ -5346,6 +5346,14 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.guard_layer(&obj, source)?;
             return self.record(&obj, args, kwargs);
         }
+        if let (Some(s), true) = (source, args.is_empty() && kwargs.is_empty()) {
+            if self.backend.is_guarded_function(&obj) {
+                // Read now; the guards call it again where its result was used.
+                pin(self);
+                let value = super::with_session(None, || obj.call0())?;
+                return Ok(self.value_of_source(Source::Called(s), value));
+            }
+        }
         if self.backend.is_fixed_function(&obj) {
             pin(self);
             if let Some(result) = self.computed_now(&obj, &args, &kwargs, false)? {
