@@ -561,3 +561,18 @@ def test_the_current_device_and_grad_mode_are_read_and_guarded():
         close(fast(x), f(x))
     stats = whole(fast, graphs=2, ops=3)
     assert (stats.translations, stats.cache_hits) == (2, 1), stats
+
+
+def test_methods_the_meta_attributes_answer_are_computed_while_translating():
+    def f(x):
+        if x.dim() == 2 and x.is_floating_point() and x.is_tensor():
+            return x * x.element_size()
+        return x
+
+    fast = translate(f)
+    for x in (paddle.ones([2, 3]), paddle.ones([2, 3], dtype="float64"), paddle.ones([2, 3], dtype="int32")):
+        close(fast(x), f(x))
+    # One translation per dtype, which the guards tell apart; the int32 one returns x as it
+    # is (no graph). The methods are no operations.
+    stats = whole(fast, graphs=2, ops=2)
+    assert stats.translations == 3, stats

@@ -740,6 +740,27 @@ def test_a_list_argument_passed_to_an_operation_is_passed_by_its_items():
     assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
 
 
+def test_a_backends_meta_methods_are_computed_from_the_guarded_meta_attributes():
+    from framehook.sot._numpy_backend import NumpyBackend
+
+    class WithMetaMethods(NumpyBackend):
+        # An array's length is its shape's first number.
+        meta_methods = ("__len__",)
+        conversions = tuple(name for name in NumpyBackend.conversions if name != "__len__")
+
+    sot.register_backend("numpy-meta-methods", WithMetaMethods())
+
+    def f(x):
+        return x * 2 if x.__len__() > 2 else x * 3
+
+    fast = sot.translate(f, backend="numpy-meta-methods", full_graph=True)
+    for n in (3, 3, 2):
+        np.testing.assert_array_equal(fast(np.ones(n)), f(np.ones(n)))
+    stats = sot.stats(fast)
+    # The shape's guard tells the lengths apart: no op for the method, no break.
+    assert (stats.translations, stats.ops_captured, stats.graph_breaks) == (2, 2, []), stats
+
+
 _MODE = ["fast"]
 
 

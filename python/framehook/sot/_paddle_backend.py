@@ -131,6 +131,9 @@ class PaddleBackend:
     # What a tensor's guard compares (its exact type is compared too); "place" only where a
     # tensor can be anywhere but the CPU (``__init__``).
     meta_attributes: tuple[str, ...] = ("dtype", "shape", "stop_gradient")
+    # Tensor methods of no arguments whose result follows from the guarded meta attributes.
+    meta_methods = ("dim", "ndimension", "is_tensor", "is_floating_point", "is_complex", "is_integer",
+                    "element_size")
     # Tensor methods whose result is a Python value, or that act outside the graph.
     conversions = ("item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__", "__index__",
                    "__len__", "backward", "register_hook", "clear_grad", "clear_gradient", "set_value",

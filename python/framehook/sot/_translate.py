@@ -48,18 +48,19 @@ def register_backend(name: str, backend: Any) -> None:
     ``skip_prefixes`` (files never translated), and the methods ``is_op(function)``,
     ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``.
 
-    Optional: ``forward_of(obj)`` (the function a model layer's call runs, translated in
-    its place, or None), ``layer_types`` and ``layer_attributes`` (layers are pinned by
-    identity and those attributes, and read through their ``__getattr__``),
-    ``traced_codes`` and ``traced_files`` (codes and files under ``skip_prefixes`` translated
-    all the same), ``fixed_functions`` (functions whose result for the same arguments is the
-    same for the whole process, such as a build's facts: called while translating),
-    ``guarded_functions`` (functions of no arguments reading the process's state, such as the
-    current device: called while translating, and again by the guards where their result was
-    used),
-    ``construct(cls, args, kwargs)`` with ``constructed_types`` (for a subclass of those, an
-    object made while translating, its frames untranslated, that the generated code makes again
-    from the same arguments; or None) and ``compile_with_examples(graph, examples)``.
+    Optional: ``meta_methods`` (tensor methods of no arguments whose result follows from the
+    meta attributes, such as ``dim()``: computed while translating), ``forward_of(obj)`` (the
+    function a model layer's call runs, translated in its place, or None), ``layer_types`` and
+    ``layer_attributes`` (layers are pinned by identity and those attributes, and read through
+    their ``__getattr__``), ``traced_codes`` and ``traced_files`` (codes and files under
+    ``skip_prefixes`` translated all the same), ``fixed_functions`` (functions whose result for
+    the same arguments is the same for the whole process, such as a build's facts: called while
+    translating), ``guarded_functions`` (functions of no arguments reading the process's state,
+    such as the current device: called while translating, and again by the guards where their
+    result was used), ``construct(cls, args, kwargs)`` with ``constructed_types`` (for a
+    subclass of those, an object made while translating, its frames untranslated, that the
+    generated code makes again from the same arguments; or None) and
+    ``compile_with_examples(graph, examples)``.
 
     A graph's inputs and results may also be Python ints and floats (numbers that changed
     between calls), its nodes ``operator`` functions on them and on tensors; a backend's

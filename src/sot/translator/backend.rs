@@ -39,6 +39,9 @@ pub struct Backend<'py> {
     table: &'static Table,
     tensor_types: Bound<'py, PyTuple>,
     meta_attributes: Vec<String>,
+    /// Tensor methods of no arguments whose result follows from the meta attributes
+    /// (`dim()`): computed while translating.
+    meta_methods: Vec<String>,
     conversions: Vec<String>,
     skip_prefixes: Vec<String>,
     /// Under a skip prefix but translated (the session's `trace_modules`).
@@ -86,6 +89,10 @@ impl<'py> Backend<'py> {
             table,
             tensor_types: object.getattr("tensor_types")?.cast_into::<PyTuple>()?,
             meta_attributes: strings("meta_attributes")?,
+            meta_methods: match optional(&object, "meta_methods")? {
+                Some(names) => names.extract()?,
+                None => Vec::new(),
+            },
             conversions: strings("conversions")?,
             skip_prefixes: prefixes,
             traced_prefixes,
@@ -177,6 +184,10 @@ impl<'py> Backend<'py> {
     pub fn is_meta_attribute(&self, name: &str) -> bool {
         self.meta_attributes.iter().any(|m| m == name)
             || matches!(name, "ndim" | "size" | "itemsize" | "nbytes")
+    }
+
+    pub fn is_meta_method(&self, name: &str) -> bool {
+        self.meta_methods.iter().any(|m| m == name)
     }
 
     /// Methods of a tensor that turn it into a Python value.

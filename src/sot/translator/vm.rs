@@ -5294,6 +5294,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 if self.backend.is_conversion(&name) {
                     return graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"));
                 }
+                if self.backend.is_meta_method(&name) && args.is_empty() && kwargs.is_empty() {
+                    // `x.dim()`: what the guarded meta attributes say, computed now.
+                    let value = example.call_method0(name.as_str())?;
+                    return Ok(self.constant(value));
+                }
                 let unbound = example.get_type().getattr(name.as_str())?;
                 let mut all = vec![tensor];
                 all.extend(args);
