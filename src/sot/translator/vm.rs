@@ -5578,9 +5578,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(())
     }
 
-    /// `cls(*args, **kwargs)` for a class whose instances the VM can make: exceptions
-    /// built by C code (made now, from known arguments), and Python classes with the
-    /// default `__new__` and a `__dict__` (a symbolic object, its `__init__` inlined).
     /// `cls(*args, **kwargs)` made now where the backend makes it (`Backend::construct`)
     /// from arguments the same on every call passing the guards.
     fn construct(
@@ -5622,6 +5619,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         })))
     }
 
+    /// `cls(*args, **kwargs)` for a class whose instances the VM can make: exceptions
+    /// built by C code (made now, from known arguments), and Python classes with the
+    /// default `__new__` and a `__dict__` (a symbolic object, its `__init__` inlined).
     fn instantiate(
         &mut self,
         cls: &Bound<'py, PyAny>,
