@@ -136,8 +136,6 @@ impl<'py> Backend<'py> {
         self.is_op.call1((function,))?.is_truthy()
     }
 
-    /// The object `cls(*args, **kwargs)` made now where the backend says that making it has
-    /// no effect beside the new object (a parameterless layer), else None.
     /// Whether `cls` is one the backend may construct (a subclass of `constructed_types`).
     pub fn constructs(&self, cls: &Bound<'py, PyAny>) -> bool {
         self.construct.as_ref().is_some_and(|(_, types)| {
@@ -146,6 +144,8 @@ impl<'py> Backend<'py> {
         })
     }
 
+    /// The object `cls(*args, **kwargs)` made now where the backend says that making it has
+    /// no effect beside the new object (a parameterless layer), else None.
     pub fn construct(
         &self,
         cls: &Bound<'py, PyAny>,
