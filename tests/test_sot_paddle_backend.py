@@ -576,3 +576,19 @@ def test_methods_the_meta_attributes_answer_are_computed_while_translating():
     # is (no graph). The methods are no operations.
     stats = whole(fast, graphs=2, ops=2)
     assert stats.translations == 3, stats
+
+
+def test_an_lru_cached_function_of_tensors_is_part_of_the_graph():
+    import functools
+
+    @functools.lru_cache
+    def plus_one(x):
+        return x + 1
+
+    def f(x):
+        return plus_one(x) * 2 + plus_one(1)
+
+    fast = translate(f)
+    for x in (paddle.ones([2]), paddle.full([2], 3.0)):
+        close(fast(x), f(x))
+    whole(fast, ops=3)  # x + 1, * 2, + 2 (plus_one(1) computed while translating)

@@ -761,6 +761,41 @@ def test_a_backends_meta_methods_are_computed_from_the_guarded_meta_attributes()
     assert (stats.translations, stats.ops_captured, stats.graph_breaks) == (2, 2, []), stats
 
 
+def test_an_lru_cached_function_is_inlined_where_its_call_changes_nothing_outside_it():
+    import functools
+
+    seen = []
+
+    @functools.lru_cache
+    def width(n):
+        return n * 2
+
+    @functools.lru_cache
+    def noted(n):
+        seen.append(n)  # a cache hit would not append: the call runs as it is
+        return n
+
+    def pure(x, n):
+        return x * width(n) + width(3)
+
+    def noting(x, n):
+        return x * noted(n)
+
+    x = np.ones(2)
+    fast = sot.translate(pure, full_graph=True)
+    for n in (1, 1, 2):
+        np.testing.assert_array_equal(fast(x, n), pure(x, n))
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.cache_hits, stats.graph_breaks) == (2, 1, []), stats
+
+    fast = sot.translate(noting)
+    for n in (1, 1, 2):
+        np.testing.assert_array_equal(fast(x, n), noting(x, n))
+    assert seen == [1, 2]  # as eager calls alone would leave it: each n noted once
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert reasons and all("lru_cache'd function" in r for r in reasons), reasons
+
+
 _MODE = ["fast"]
 
 

@@ -121,7 +121,7 @@ pub enum Val<'py> {
 
 /// What a dict view shows, and its iterator yields: named as the dict's method.
 /// A lazy iterator builtin over iterators (`Val::Iter`, `Val::ListIter`...).
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum Lazy {
     /// `iter(range(...))` (bounds within i64): its next value, stop and step.
     Range { next: i64, stop: i64, step: i64 },
@@ -152,7 +152,7 @@ impl DictPart {
     }
 }
 
-#[derive(Clone)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct DictIter {
     /// The dict the translation made, or a frame dict's copy.
     pub dict: Vid,

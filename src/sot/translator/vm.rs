@@ -376,6 +376,8 @@ struct Ops<'py> {
     /// 3.13 on).
     tuple_getter_type: Bound<'py, PyAny>,
     enum_type: Bound<'py, PyAny>,
+    /// `functools.lru_cache`'s wrapper of a function.
+    lru_cache_type: Bound<'py, PyAny>,
     none: Bound<'py, PyAny>,
 }
 
@@ -405,6 +407,7 @@ impl<'py> Ops<'py> {
             ordered_dict_type: collections.getattr("OrderedDict")?,
             tuple_getter_type: collections.getattr("_tuplegetter")?,
             enum_type: import(py, "enum")?.getattr("Enum")?,
+            lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
             object_getattribute: object.getattr("__getattribute__")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),
@@ -5377,6 +5380,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(result);
             }
         }
+        if obj.is_instance(&self.ops.lru_cache_type)? {
+            pin(self);
+            return self.call_cached(&obj, source, args, kwargs);
+        }
         if obj.is_instance(&self.ops.function_type)? {
             // A function is pinned by its code, not its identity: closures made anew on
             // each call (and handed to resume functions) keep their translation; what
@@ -5454,6 +5461,106 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         graph_break(format!("unsupported call: {}", qualname(&obj)))
+    }
+
+    /// A call of a function `functools.lru_cache` wraps: the function inlined, as Paddle's and
+    /// Dynamo's translators do, where the call changes nothing that existed before it (a call
+    /// the cache answers would not make that change): else a break, the call run as it is.
+    fn call_cached(
+        &mut self,
+        wrapper: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        let before = Snapshot::take(self);
+        let inputs = self.graph.inputs.len();
+        let generators = self.generator_positions();
+        let wrapped = wrapper.getattr("__wrapped__")?;
+        // Through the wrapper (its closure read from there), or a constant the pin fixes.
+        let function = match source {
+            Some(s) => self.value_of_source(Source::Attr(s, name_ref(self.py, "__wrapped__")), wrapped),
+            None => self.constant(wrapped),
+        };
+        let result = self.call(function, args, kwargs)?;
+        if self.changed_since(&before, inputs, &generators) {
+            return graph_break(format!(
+                "a call of {}, an lru_cache'd function, changes what it was given or what is outside it (its \
+                 cache decides whether that happens)",
+                qualname(wrapper)
+            ));
+        }
+        Ok(result)
+    }
+
+    /// Where each generator the translation holds is suspended: `Val::Generator` shares its
+    /// state (a `Snapshot` holds the same one).
+    fn generator_positions(&self) -> Vec<(Vid, usize, bool)> {
+        self.values
+            .iter()
+            .enumerate()
+            .filter_map(|(vid, value)| match value {
+                Val::Generator(state) => state
+                    .try_borrow()
+                    .ok()
+                    .map(|state| (vid, state.frame.pc, state.finished)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether the translation changed, since `before`, a value that existed then: a
+    /// container's items, an object's attributes, an iterator's position, a tensor's symbol
+    /// (an in-place operation), a cell, or anything outside (a side effect, a frame
+    /// container's first change). `inputs`: the graph's inputs then (the symbols of later
+    /// operations move up as inputs are added); a value of the frame realized as an input or
+    /// a number specialized is the same value.
+    fn changed_since(
+        &self,
+        before: &Snapshot<'py>,
+        inputs: usize,
+        generators: &[(Vid, usize, bool)],
+    ) -> bool {
+        let added = self.graph.inputs.len() - inputs;
+        let moved = |sym: Sym| if sym >= inputs { sym + added } else { sym };
+        let same = |old: &Val<'py>, new: &Val<'py>| match (old, new) {
+            (Val::Obj { obj: a, source: s }, Val::Obj { obj: b, source: t }) => a.is(b) && s == t,
+            (Val::Obj { source: Some(_), .. }, Val::Tensor { .. } | Val::Scalar { .. }) => true,
+            (Val::Scalar { .. }, Val::Obj { .. }) => true,
+            (Val::Tensor { sym: a, .. }, Val::Tensor { sym: b, .. })
+            | (Val::Scalar { sym: a, .. }, Val::Scalar { sym: b, .. }) => moved(*a) == *b,
+            (Val::Tuple(a), Val::Tuple(b)) | (Val::List(a), Val::List(b)) | (Val::Set(a), Val::Set(b)) => {
+                a == b
+            }
+            (Val::Dict(a), Val::Dict(b)) => a == b,
+            (Val::Object { class: c, attrs: a }, Val::Object { class: d, attrs: b }) => c.is(d) && a == b,
+            (Val::Iter { items: a, next: m }, Val::Iter { items: b, next: n }) => a == b && m == n,
+            (Val::ListIter { list: a, next: m }, Val::ListIter { list: b, next: n }) => a == b && m == n,
+            (Val::DictIter(a), Val::DictIter(b)) => a == b,
+            (Val::Lazy(a), Val::Lazy(b)) => a == b,
+            (Val::Cell(a), Val::Cell(b)) => a == b,
+            // Generators are compared by position below; the rest never change once made.
+            (old, new) => std::mem::discriminant(old) == std::mem::discriminant(new),
+        };
+        self.side_effects.len() != before.side_effects
+            || self.stored_globals.len() != before.stored_globals
+            || self.stored_attrs.len() != before.stored_attrs
+            || self.mutated != before.mutated
+            || before
+                .cells
+                .iter()
+                .enumerate()
+                .any(|(i, cell)| self.cells[i] != *cell)
+            || before
+                .values
+                .iter()
+                .enumerate()
+                .any(|(vid, old)| !same(old, &self.values[vid]))
+            || self
+                .generator_positions()
+                .iter()
+                .take(generators.len())
+                .ne(generators.iter())
     }
 
     /// `operator.add(a, b)` and the module's other functions of the operations the VM runs
