@@ -795,6 +795,15 @@ def test_an_lru_cached_function_is_inlined_where_its_call_changes_nothing_outsid
     reasons = [b.reason for b in sot.stats(fast).graph_breaks]
     assert reasons and all("lru_cache'd function" in r for r in reasons), reasons
 
+    # An argument the cache cannot hash: the call raises as eager code's does.
+    def unhashable(x):
+        return x * width([1])
+
+    with pytest.raises(TypeError, match="unhashable type: 'list'"):
+        sot.translate(unhashable)(x)
+    with pytest.raises(sot.GraphBreakError, match="an argument it cannot hash"):
+        sot.translate(unhashable, full_graph=True)(x)
+
 
 _MODE = ["fast"]
 

@@ -4483,8 +4483,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
-    /// Whether the list or tuple item `element` is `value`, as CPython's sequences decide
-    /// (`in`, `index`, `count`, `remove`): identity, then the element's `==`.
     /// Whether a sequence's `element` matches `target` as CPython's `list.index`, `count`,
     /// `remove` and `in` decide (`PyObject_RichCompareBool`): the same object, or `==` true.
     /// A `==` between tensors gives a tensor, whose truth is data-dependent.
@@ -5473,6 +5471,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: Vec<Vid>,
         kwargs: Vec<(String, Vid)>,
     ) -> Res<Vid> {
+        // The cache hashes the arguments first: one it cannot hash raises, from the real call.
+        for arg in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
+            if !self.hashable(*arg)? {
+                return graph_break(format!(
+                    "a call of {}, an lru_cache'd function, with an argument it cannot hash",
+                    qualname(wrapper)
+                ));
+            }
+        }
         let before = Snapshot::take(self);
         let inputs = self.graph.inputs.len();
         let generators = self.generator_positions();
@@ -5491,6 +5498,29 @@ impl<'py, 'b> Vm<'py, 'b> {
             ));
         }
         Ok(result)
+    }
+
+    /// Whether `hash()` of the value succeeds, as a cache's key needs.
+    fn hashable(&mut self, vid: Vid) -> Res<bool> {
+        match self.val(vid).clone_val() {
+            Val::Tuple(items) | Val::NamedTuple { items, .. } => {
+                for item in items {
+                    if !self.hashable(item)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Val::List(_) | Val::Dict(_) | Val::Set(_) | Val::DictView { .. } => Ok(false),
+            Val::Tensor { example, .. } => Ok(example.hash().is_ok()),
+            Val::Obj { obj, .. } | Val::Constructed { obj, .. } => {
+                self.guard_type(vid);
+                Ok(obj.hash().is_ok())
+            }
+            // A class that defines `__eq__` alone has no `__hash__`.
+            Val::Object { class, .. } => Ok(!class.getattr("__hash__")?.is_none()),
+            _ => Ok(true),
+        }
     }
 
     /// Where each generator the translation holds is suspended: `Val::Generator` shares its
