@@ -118,6 +118,11 @@ def emit(**fields):
     sink.write(json.dumps(fields) + "\n")
     sink.flush()
 installed = None
+def use_symbolic_translate(function):
+    # Before the test module (and test_case_base) import it.
+    import paddle.jit.sot
+    paddle.jit.sot.symbolic_translate = function
+    paddle.jit.sot.translate.symbolic_translate = function
 # translator mode: the translations the current test called, each with the number of graph
 # breaks it had recorded before the test.
 made = {}
@@ -127,7 +132,6 @@ if mode == "framehook":
     installed = framehook.sot.paddle.installed()
 elif mode == "translator":
     import framehook.sot as fsot
-    import paddle.jit.sot
     translations = {}
     def symbolic_translate(fn, **kwargs):
         # One translation per function, kept across calls as Paddle keeps its cache per code.
@@ -136,16 +140,15 @@ elif mode == "translator":
             fast = translations[fn] = fsot.translate(fn, backend="paddle")
         made.setdefault(fast, len(fsot.stats(fast).graph_breaks))
         return fast
-    # Before the test module (and test_case_base) import it.
-    paddle.jit.sot.symbolic_translate = symbolic_translate
-    paddle.jit.sot.translate.symbolic_translate = symbolic_translate
+    use_symbolic_translate(symbolic_translate)
 unrecorded_breaks = [0]  # native modes: Paddle's breaks that record no reason
 if mode != "translator":
-    # Paddle records a reason only where it raises BreakGraphError. Two more ways out of a graph
-    # record none: a data-dependent `if` in the frame being translated splits it
-    # (_break_graph_when_if), and a fallback runs the whole frame eagerly (start_translate gives
-    # no code but a guard, where strict mode is off). Both are counted here, a fallback as one
-    # break, as framehook counts its own.
+    # Paddle records a reason only where it raises BreakGraphError. Three more ways out of a
+    # graph record none, counted here: a data-dependent `if` in the frame being translated splits
+    # it (_break_graph_when_if); a fallback runs the whole frame eagerly (start_translate gives no
+    # code but a guard, where strict mode is off); a function Paddle never translates (below).
+    # A fallback and such a function count as one break, as framehook counts a frame it runs
+    # eagerly.
     from paddle.jit.sot.opcode_translator.executor import executor_cache, opcode_executor
     split_at_if = opcode_executor.OpcodeExecutor._break_graph_when_if
     def counted_split_at_if(self, *args, **kwargs):
@@ -159,21 +162,19 @@ if mode != "translator":
             unrecorded_breaks[0] += 1
         return custom_code, guard, guard_chain
     executor_cache.start_translate = counted_translate_frame
-    # On 3.11+ Paddle's eval frame never hands its translator a frame with an exception table
-    # (a try or with block, an inlined comprehension): the function runs eagerly, without a
-    # graph. Counted as one break per function a test translates, as a fallback is.
+    # Paddle's eval frame never hands its translator a frame with an exception table (3.11+: a
+    # try or with block, an inlined comprehension): the function runs eagerly, without a graph.
+    # Counted once per function a test translates.
     skipped_codes = set()
-    if sys.version_info >= (3, 11):
-        import paddle.jit.sot
-        translate_function = paddle.jit.sot.symbolic_translate
-        def counted_symbolic_translate(fn, **kwargs):
-            code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-            if code is not None and code.co_exceptiontable and code not in skipped_codes:
-                skipped_codes.add(code)
-                unrecorded_breaks[0] += 1
-            return translate_function(fn, **kwargs)
-        paddle.jit.sot.symbolic_translate = counted_symbolic_translate
-        paddle.jit.sot.translate.symbolic_translate = counted_symbolic_translate
+    import paddle.jit.sot
+    translate_function = paddle.jit.sot.symbolic_translate
+    def counted_symbolic_translate(fn, **kwargs):
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        if getattr(code, "co_exceptiontable", b"") and code not in skipped_codes:
+            skipped_codes.add(code)
+            unrecorded_breaks[0] += 1
+        return translate_function(fn, **kwargs)
+    use_symbolic_translate(counted_symbolic_translate)
 emit(event="begin", mode=mode, python=sys.version, installed=installed)
 def break_reasons():
     # framehook's graph break reasons in the current test (translator mode), a few.

@@ -144,15 +144,16 @@ impl<'py> Backend<'py> {
         })
     }
 
-    /// The object `cls(*args, **kwargs)` made now where the backend says that making it has
-    /// no effect beside the new object (a parameterless layer), else None.
+    /// The object `cls(*args, **kwargs)`, for a class `constructs` accepts, made now where the
+    /// backend says that making it has no effect beside the new object (a parameterless
+    /// layer), else None.
     pub fn construct(
         &self,
         cls: &Bound<'py, PyAny>,
         args: &Bound<'py, PyTuple>,
         kwargs: &Bound<'py, pyo3::types::PyDict>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let Some((construct, _)) = self.construct.as_ref().filter(|_| self.constructs(cls)) else {
+        let Some((construct, _)) = &self.construct else {
             return Ok(None);
         };
         // Its frames run as they are: they belong to the backend's making, not to the translation.

@@ -3329,23 +3329,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.super_attr(class, receiver, name)
             }
             Val::Obj { obj, source } => {
-                if obj.is_exact_instance_of::<PyTuple>()
-                    && source.is_some()
-                    && matches!(name, "index" | "count")
-                {
-                    let items = self.items_of(owner)?;
-                    let copy = self.push_val(Val::Tuple(items));
-                    return Ok(self.push_val(Val::ContainerMethod {
-                        container: copy,
-                        name: name.to_owned(),
-                    }));
-                }
                 let container = obj.is_exact_instance_of::<PyList>()
                     || obj.is_exact_instance_of::<PyDict>()
-                    || self.is_ordered_dict(&obj);
+                    || self.is_ordered_dict(&obj)
+                    || obj.is_exact_instance_of::<PyTuple>() && matches!(name, "index" | "count");
                 if container && source.is_some() {
-                    // A method of a list or dict from the frame works on its symbolic copy,
-                    // written back after the graph if the method mutates it.
+                    // A method of a list, dict or tuple from the frame works on its symbolic
+                    // copy, written back after the graph if the method mutates it.
                     let mutates = matches!(
                         name,
                         "append"
@@ -4228,7 +4218,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
-    /// A symbolic copy of a list or dict from the frame for reading (the mutated copy
+    /// A symbolic copy of a list, tuple or dict from the frame for reading (the mutated copy
     /// once there is one).
     fn readonly_copy(&mut self, container: Vid) -> Res<Option<Vid>> {
         let Val::Obj { obj, source: Some(_) } = self.val(container) else {
@@ -4241,6 +4231,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         if obj.is_exact_instance_of::<PyList>() {
             let items = self.items_of(container)?;
             return Ok(Some(self.push_val(Val::List(items))));
+        }
+        if obj.is_exact_instance_of::<PyTuple>() {
+            let items = self.items_of(container)?;
+            return Ok(Some(self.push_val(Val::Tuple(items))));
         }
         let pairs = self.dict_items(container)?;
         Ok(Some(self.push_val(Val::Dict(pairs))))
