@@ -6,6 +6,8 @@ asserts what was translated (translations, graphs, operations, breaks) besides r
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 paddle = pytest.importorskip("paddle", reason="paddlepaddle 3.3.1 wheels are installed on 3.10 and 3.13 in the matrix")
@@ -592,3 +594,60 @@ def test_an_lru_cached_function_of_tensors_is_part_of_the_graph():
     for x in (paddle.ones([2]), paddle.full([2], 3.0)):
         close(fast(x), f(x))
     whole(fast, ops=3)  # x + 1, * 2, + 2 (plus_one(1) computed while translating)
+
+
+@pytest.mark.parametrize("cost_model", [True, False])
+def test_numpy_arrays_are_graph_inputs_guarded_on_dtype_and_shape(cost_model, caplog):
+    from framehook.sot._paddle_backend import PaddleBackend
+
+    def f(x, a, b):
+        c = np.multiply(a, b)  # numpy's own, in Python on every call
+        return x * c + a, c  # the arrays meet a tensor: fed to the program
+
+    sot.register_backend(f"paddle-arrays-{cost_model}", PaddleBackend(cost_model=cost_model))
+    fast = sot.translate(f, backend=f"paddle-arrays-{cost_model}", full_graph=True)
+    rng = np.random.default_rng(0)
+    with caplog.at_level("WARNING", logger="framehook.sot"):
+        for _ in range(6):  # new contents each call: read, not pinned
+            x, a, b = paddle.randn([3]), rng.random(3), rng.random(3).astype(np.float32)
+            for got, want in zip(fast(x, a, b), f(x, a, b)):
+                assert type(got) is type(want) and str(got.dtype) == str(want.dtype), (got, want)
+                np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    assert not caplog.records, caplog.text  # a program was built (or the cost model chose)
+    stats = whole(fast, ops=3)
+    assert (stats.translations, stats.cache_hits) == (1, 5), stats
+    for a, b in ((a.astype(np.float32), b), (rng.random(1), b[:1])):  # another dtype, another shape
+        for got, want in zip(fast(x, a, b), f(x, a, b)):
+            assert str(got.dtype) == str(want.dtype) and got.shape == want.shape, (got, want)
+    stats = whole(fast, graphs=3, ops=9)
+    assert stats.translations == 3 and stats.guard_failures == 2, stats
+
+
+def test_writes_into_numpy_arrays_reach_the_callers_array():
+    def f(a, x):
+        a[0] = 7.0  # numpy's, in Python
+        a += 1
+        a[1] = x.sum()  # a tensor written into an array: the graph runs eagerly, as written
+        return paddle.to_tensor(a) * x
+
+    fast = translate(f)
+    for _ in range(3):
+        x, a = paddle.randn([3]), np.random.rand(3)
+        mine = a.copy()
+        close(fast(mine, x), f(a, x))
+        np.testing.assert_allclose(mine, a)
+    assert sot.stats(fast).translations == 1
+    whole(fast, ops=6)  # setitem, +=, sum, setitem, to_tensor, *
+
+
+def test_a_numpy_ufunc_of_a_tensor_breaks_and_raises_as_eager():
+    def f(a, x):
+        return np.add(a, x)  # numpy would read the tensor as an array: Paddle's refuses
+
+    with pytest.raises(TypeError) as eager:
+        f(np.ones(2, dtype=np.float32), paddle.ones([2]))
+    fast = sot.translate(f, backend="paddle")
+    with pytest.raises(TypeError, match=re.escape(str(eager.value))):
+        fast(np.ones(2, dtype=np.float32), paddle.ones([2]))
+    assert [b.reason for b in sot.stats(fast).graph_breaks] == [
+        "tensor to python: add() of a tensor (it reads the tensor as an array: data-dependent)"]

@@ -53,6 +53,8 @@ _NOT_OPERATIONS = ("in_dynamic_mode", "save", "load", "seed", "get_rng_state", "
 _CONTAINERS = (paddle.nn.Sequential, paddle.nn.LayerList, paddle.nn.LayerDict, paddle.nn.ParameterList)
 # Layers whose forward Paddle's static mode cannot build (Python loops over time steps).
 _NOT_STATIC_LAYERS = (paddle.nn.RNN, paddle.nn.BiRNN)
+# Numpy's ufuncs, each once (some are bound to several names).
+_NUMPY_UFUNCS = tuple({id(ufunc): ufunc for ufunc in vars(np).values() if isinstance(ufunc, np.ufunc)}.values())
 # Classes of plain values made from their arguments (distributed placements and meshes).
 _VALUE_CLASSES = (paddle.distributed.ProcessMesh, paddle.distributed.Shard, paddle.distributed.Replicate,
                   paddle.distributed.Partial)
@@ -159,7 +161,15 @@ class PaddleBackend:
     fixed_functions = (*{id(function): function for module in (paddle, paddle.device, paddle.base.libpaddle)
                          for name, function in vars(module).items()
                          if name.startswith("is_compiled_with_") and callable(function)}.values(),
-                       *{id(ufunc): ufunc for ufunc in vars(np).values() if isinstance(ufunc, np.ufunc)}.values())
+                       *_NUMPY_UFUNCS)
+
+    # Numpy's arrays: graph values as tensors are (guarded on dtype and shape, never on their
+    # contents), computed on by numpy's ufuncs and the arrays' methods in Python on every
+    # call, and fed to a program, converted as eager arithmetic converts them
+    # (``paddle.to_tensor``), where they meet a tensor.
+    array_types = (np.ndarray,)
+    array_meta_attributes = ("dtype", "shape")
+    array_functions = _NUMPY_UFUNCS
 
     def __init__(self, cost_model: bool = True) -> None:
         """``cost_model=False``: every graph runs as its static program (else a graph's
@@ -201,6 +211,8 @@ class PaddleBackend:
     def example(self, value: Any) -> Any:
         """A copy to compute with while translating: in-place operations then leave the
         caller's tensor alone (the graph applies them once, on the real one)."""
+        if isinstance(value, np.ndarray):
+            return value.copy()
         copy = value.detach().clone()
         copy.stop_gradient = value.stop_gradient
         return copy
@@ -224,6 +236,19 @@ class PaddleBackend:
 _NUMBER_OPERATORS = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.iadd,
                      operator.isub, operator.imul, operator.itruediv, operator.lt, operator.le, operator.gt,
                      operator.ge, operator.eq, operator.ne)
+# Functions that write into their first operand where it is a numpy array: ``operator``'s
+# item assignments and in-place operators, and the arrays' methods that do.
+_ARRAY_WRITERS = (operator.setitem, operator.delitem, operator.iadd, operator.iand, operator.iconcat,
+                  operator.ifloordiv, operator.ilshift, operator.imatmul, operator.imod, operator.imul,
+                  operator.ior, operator.ipow, operator.irshift, operator.isub, operator.itruediv,
+                  operator.ixor, *(getattr(np.ndarray, name) for name in (
+                      "fill", "sort", "put", "partition", "resize", "setfield", "setflags", "byteswap", "itemset")
+                      if hasattr(np.ndarray, name)))
+
+
+def _writes_into_operand(graph: _StaticGraph, function: Any, kwargs: dict) -> bool:
+    """Whether a node may write into its first operand (or into an ``out=`` array)."""
+    return any(function is writer for writer in _ARRAY_WRITERS) or "out" in kwargs or graph._writes_into_first(function)
 
 
 class _StaticGraph:
@@ -262,16 +287,21 @@ class _StaticGraph:
         # of its own making, outside its directory).
         with _unhooked():
             plan = self._plan
+            values = None
             if plan is None:
                 with self._lock:
-                    plan = self._plan = self._plan or _Plan(self, args)
+                    plan = self._plan
+                    if plan is None:
+                        plan = self._plan = _Plan(self, args)
+                        values, plan.first_values = plan.first_values, None
             if plan.tensors_only and self._static:
                 # The common case: tensors in, one program.
                 only = self._programs.get(())
                 if only is not None:
                     return only(args)
-            values = plan.numbers(args)
-            if self._eager or self._static is False:
+            if values is None:
+                values = plan.numbers(args)
+            if self._eager or self._static is False or not plan.static:
                 return plan.eager(values)
             key = tuple(values[i] for i in plan.specialized)
             program = self._programs.get(key)
@@ -324,16 +354,17 @@ class _StaticGraph:
             self._programs[tuple(values[i] for i in plan.specialized)] = program
             return program
 
-    def _replay(self, values: list, fed: dict[int, int] | None = None) -> tuple:
+    def _replay(self, values: list, fed: dict[int, int] | None = None, host: frozenset[int] = frozenset()) -> tuple:
         """The graph's operations on static values ``values`` (its inputs, then whatever is
         known of its nodes' results), building a program: every output. ``fed``: the
-        static values that stand for numbers, by identity, to their symbols.
+        static values that stand for numbers, by identity, to their symbols; ``host``: the
+        nodes run in Python, whose results ``values`` holds.
         Statically, an operation that writes into a tensor makes a new value: the symbol
         of the tensor written into stands for it from then on (``values`` shows them)."""
         values[:] = list(values) + [None] * (self._inputs + len(self._nodes) - len(values))
         for index, (function, node_args, kwargs, _, _) in enumerate(self._nodes):
             symbol = self._inputs + index
-            if values[symbol] is not None:
+            if values[symbol] is not None or index in host:
                 continue
             call_args = _resolve(node_args, values)
             call_kwargs = {k: _resolve(v, values) for k, v in kwargs.items()}
@@ -442,34 +473,61 @@ def _refs(value: Any) -> list[int]:
 
 
 class _Plan:
-    """What a graph computes where, from the kinds of its inputs (tensor or number: fixed
-    by the guards): the nodes on numbers alone (run in Python on each call), the numbers
-    fed to the program, the numbers the program is specialized on; and the graph's other
-    operations as generated eager calls (``eager``)."""
+    """What a graph computes where, from the kinds of its inputs (tensor, number or numpy
+    array: fixed by the guards). The host nodes, on numbers and arrays alone, run in Python
+    on each call (numpy computes on its arrays). Of their values that the graph's other
+    operations take: the arrays and tensors are fed to the program as tensors, the numbers
+    either fed (one float64 tensor) or constants of a program per value (specialized). The
+    graph's other operations are also generated as eager calls (``eager``).
+    Made on the graph's first call, whose host values (``first_values``) show what the host
+    nodes give."""
 
     def __init__(self, graph: _StaticGraph, args: tuple):
         self.graph = graph
         self.tensors = [i for i, a in enumerate(args) if isinstance(a, _TENSOR)]
-        numbers = {i for i, a in enumerate(args) if not isinstance(a, _TENSOR)}
-        self.number_nodes: list[int] = []
-        fed: set[int] = set()
-        specialized: set[int] = set()
+        host = {i for i, a in enumerate(args) if not isinstance(a, _TENSOR)}
+        self.host_nodes: list[int] = []
+        program_nodes = []
+        writes_into_host_value = False
         for index, (function, node_args, kwargs, _, _) in enumerate(graph._nodes):
             refs = _refs(node_args) + _refs(kwargs)
-            on_numbers = [r for r in refs if r in numbers]
-            if refs and len(on_numbers) == len(refs):
-                numbers.add(graph._inputs + index)
-                self.number_nodes.append(index)
-            elif any(function is op for op in _NUMBER_OPERATORS) and not kwargs:
-                fed.update(on_numbers)
+            on_host = [r for r in refs if r in host]
+            target = node_args[0] if node_args and isinstance(node_args[0], _SotRef) else None
+            if target is not None and target.index in host and _writes_into_operand(graph, function, kwargs):
+                writes_into_host_value = True
+            if refs and len(on_host) == len(refs):
+                host.add(graph._inputs + index)
+                self.host_nodes.append(index)
             else:
-                specialized.update(on_numbers)
+                program_nodes.append((function, node_args, kwargs, on_host))
+        # A numpy array written into: every node runs eagerly, in the graph's order (run
+        # before the program, host nodes would read it before a program writes into it; a
+        # program writes into its own value of it, not the caller's).
+        if writes_into_host_value:
+            self.host_nodes, program_nodes = [], []
+        self.host = frozenset(self.host_nodes)
+        self._padding = [None] * len(graph._nodes)
+        self._prelude = _generated(graph._nodes, graph._inputs, self.host_nodes)
+        self.first_values: list | None = self.numbers(args)
+        values = self.first_values
+        fed: set[int] = set()
+        specialized: set[int] = set()
+        arrays: set[int] = set()
+        # A graph of host nodes alone has no program to build.
+        self.static = bool(program_nodes)
+        for function, node_args, kwargs, on_host in program_nodes:
+            held = {r for r in on_host if isinstance(values[r], (np.ndarray, _TENSOR))}
+            arrays |= held
+            numbers = [r for r in on_host if r not in held]
+            if any(function is op for op in _NUMBER_OPERATORS) and not kwargs:
+                fed.update(numbers)
+            else:
+                specialized.update(numbers)
         fed -= specialized
         self.fed = sorted(fed)
         self.specialized = sorted(specialized)
-        self._padding = [None] * len(graph._nodes)
-        self._prelude = _generated(graph._nodes, graph._inputs, self.number_nodes)
-        others = sorted(set(range(len(graph._nodes))) - set(self.number_nodes))
+        self.arrays = sorted(arrays)
+        others = sorted(set(range(len(graph._nodes))) - self.host)
         # The graph's other operations as eager calls (see _StaticGraph's cost model).
         self.eager = _generated(graph._nodes, graph._inputs, others, graph._outputs)
         # Every input a tensor: one program, called with the arguments as they come.
@@ -484,11 +542,10 @@ class _Plan:
         return plan
 
     def numbers(self, args: Sequence[Any]) -> list:
-        """The inputs, then the values of the nodes on numbers alone (None for others)."""
+        """The inputs, then the values of the host nodes (None for others)."""
         values = [*args, *self._padding]
         self._prelude(values)
         return values
-
 
 
 def _generated(nodes: list, inputs: int, indices: list[int], outputs: tuple | None = None) -> Callable[[list], Any]:
@@ -523,19 +580,27 @@ def _generated(nodes: list, inputs: int, indices: list[int], outputs: tuple | No
     return namespace["run"]
 
 
+def _input_spec(value: Any, name: str) -> Any:
+    """A program input's spec: a tensor's, or that of a numpy array as a tensor."""
+    from paddle.static import InputSpec  # type: ignore[import-not-found]
+
+    if isinstance(value, np.ndarray):
+        return InputSpec(shape=list(value.shape), dtype=str(value.dtype), name=name, stop_gradient=True)
+    return InputSpec(shape=list(value.shape), dtype=value.dtype, name=name, stop_gradient=value.stop_gradient)
+
+
 class _Program:
-    """One static program of a graph: its tensor inputs and fed numbers are its inputs, the
-    parameters of Paddle's layers it calls are bound, its outputs the graph's tensor results;
-    the graph's other results (numbers, an input returned as it is) are passed through."""
+    """One static program of a graph: its tensor inputs, the numpy arrays it takes (as
+    tensors) and fed numbers are its inputs, the parameters of Paddle's layers it calls are
+    bound, its outputs the graph's tensor results; the graph's other results (numbers, an
+    input returned as it is, what host nodes computed) are passed through."""
 
     def __init__(self, graph: _StaticGraph, plan: _Plan, values: list):
-        from paddle.static import InputSpec  # type: ignore[import-not-found]
-
         self._graph = graph
         self._plan = plan
-        tensors = plan.tensors
-        specs = [InputSpec(shape=list(values[i].shape), dtype=values[i].dtype, name=f"sot_input_{i}",
-                           stop_gradient=values[i].stop_gradient) for i in tensors]
+        # Fed as tensors: the tensor inputs, then the arrays and tensors of host nodes.
+        tensors = plan.tensors + plan.arrays
+        specs = [_input_spec(values[i], f"sot_input_{i}") for i in tensors]
         # Per graph output: ("program", k) the program's k-th output, else ("value", symbol).
         self._results: list[tuple[str, int]] = []
         results = self._results
@@ -557,7 +622,7 @@ class _Program:
             produced: list[Any] = []
             fed_values = list(inputs)
             try:
-                outputs = graph._replay(inputs, fed=fed)
+                outputs = graph._replay(inputs, fed=fed, host=plan.host)
             except _Specialize as specialize:
                 # Raised outside Paddle's build, which would rewrap it.
                 specializing.append(specialize.symbol)
@@ -570,13 +635,15 @@ class _Program:
                 else:
                     results.append(("value", index))
             # A caller's tensor the graph wrote into: its new value is written back.
-            for position in tensors:
+            for position in plan.tensors:
                 if inputs[position] is not fed_values[position]:
                     written.append((position, len(produced)))
                     produced.append(inputs[position])
             return produced
 
         if plan.fed:
+            from paddle.static import InputSpec  # type: ignore[import-not-found]
+
             specs.append(InputSpec(shape=[len(plan.fed)], dtype="float64", name="sot_numbers"))
         static = paddle.jit.to_static(build, input_spec=[specs], full_graph=True)
         feeds = self._feeds(values)
@@ -589,9 +656,12 @@ class _Program:
         self._run = self._partial.sot_call
 
     def _feeds(self, values: Sequence[Any]) -> list | None:
-        """The program's inputs: the tensors, then the fed numbers as one float64 tensor
-        (one tensor made per call; an int is exact in it up to 2**53)."""
+        """The program's inputs: the tensors, the arrays as tensors (converted as eager
+        arithmetic converts them), then the fed numbers as one float64 tensor (one tensor
+        made per call; an int is exact in it up to 2**53)."""
         feeds = [values[i] for i in self._plan.tensors]
+        feeds += [paddle.to_tensor(values[i]) if isinstance(values[i], np.ndarray) else values[i]
+                  for i in self._plan.arrays]
         if self._plan.fed:
             numbers = [values[i] for i in self._plan.fed]
             if not all(type(n) is float or type(n) in (int, bool) and abs(n) <= _EXACT_INT for n in numbers):

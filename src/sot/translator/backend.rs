@@ -39,6 +39,13 @@ pub struct Backend<'py> {
     table: &'static Table,
     tensor_types: Bound<'py, PyTuple>,
     meta_attributes: Vec<String>,
+    /// Arrays of another library the backend's operations also take (numpy's, for Paddle):
+    /// graph values as tensors are, guarded on `array_meta_attributes`.
+    array_types: Option<Bound<'py, PyTuple>>,
+    array_meta_attributes: Vec<String>,
+    /// Functions computing on those arrays only (numpy's ufuncs): an operation where they
+    /// meet one, a conversion (data-dependent) where they meet a tensor. By address.
+    array_functions: HashMap<usize, StrongRef>,
     /// Tensor methods of no arguments whose result follows from the meta attributes
     /// (`dim()`): computed while translating.
     meta_methods: Vec<String>,
@@ -89,6 +96,14 @@ impl<'py> Backend<'py> {
             table,
             tensor_types: object.getattr("tensor_types")?.cast_into::<PyTuple>()?,
             meta_attributes: strings("meta_attributes")?,
+            array_meta_attributes: match optional(&object, "array_types")? {
+                Some(_) => strings("array_meta_attributes")?,
+                None => Vec::new(),
+            },
+            array_types: optional(&object, "array_types")?
+                .map(|types| types.cast_into::<PyTuple>())
+                .transpose()?,
+            array_functions: functions_by_address(&object, "array_functions")?,
             meta_methods: match optional(&object, "meta_methods")? {
                 Some(names) => names.extract()?,
                 None => Vec::new(),
@@ -128,8 +143,19 @@ impl<'py> Backend<'py> {
         })
     }
 
+    /// A tensor, or an array the backend takes as one (`is_array`).
     pub fn is_tensor(&self, value: &Bound<'py, PyAny>) -> bool {
-        value.is_instance(self.tensor_types.as_any()).unwrap_or(false)
+        value.is_instance(self.tensor_types.as_any()).unwrap_or(false) || self.is_array(value)
+    }
+
+    pub fn is_array(&self, value: &Bound<'py, PyAny>) -> bool {
+        self.array_types
+            .as_ref()
+            .is_some_and(|types| value.is_instance(types.as_any()).unwrap_or(false))
+    }
+
+    pub fn is_array_function(&self, function: &Bound<'py, PyAny>) -> bool {
+        self.array_functions.contains_key(&(function.as_ptr() as usize))
     }
 
     pub fn is_op(&self, function: &Bound<'py, PyAny>) -> PyResult<bool> {
@@ -182,9 +208,18 @@ impl<'py> Backend<'py> {
         !value.is_instance_of::<pyo3::types::PyType>() && self.is_constant_operand(value)
     }
 
-    pub fn is_meta_attribute(&self, name: &str) -> bool {
-        self.meta_attributes.iter().any(|m| m == name)
+    /// Whether attribute `name` of `tensor` (a tensor or an array) follows from its guard.
+    pub fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool {
+        self.meta_attributes_of(tensor).iter().any(|m| m == name)
             || matches!(name, "ndim" | "size" | "itemsize" | "nbytes")
+    }
+
+    fn meta_attributes_of(&self, tensor: &Bound<'py, PyAny>) -> &[String] {
+        if self.is_array(tensor) {
+            &self.array_meta_attributes
+        } else {
+            &self.meta_attributes
+        }
     }
 
     pub fn is_meta_method(&self, name: &str) -> bool {
@@ -232,11 +267,11 @@ impl<'py> Backend<'py> {
         self.example.call1((value,))
     }
 
-    /// The guard of a tensor input: its exact type and meta attributes.
+    /// The guard of a tensor (or array) input: its exact type and meta attributes.
     pub fn tensor_check(&self, value: &Bound<'py, PyAny>) -> PyResult<Check> {
         let py = value.py();
         let attributes = self
-            .meta_attributes
+            .meta_attributes_of(value)
             .iter()
             .map(|name| {
                 let key = PyString::intern(py, name).into_any();

@@ -28,6 +28,15 @@ use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
 
 /// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
 /// handler), or a handler that is running (none); `level` is the stack depth it restores.
+/// The kinds of tensor a value holds (`Vm::tensor_kinds`).
+#[derive(Default)]
+struct TensorKinds {
+    /// The backend's arrays (`Backend::is_array`).
+    arrays: bool,
+    /// Its other tensors.
+    tensors: bool,
+}
+
 #[derive(Clone, Copy)]
 struct Block {
     handler: Option<usize>,
@@ -1347,8 +1356,15 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn contains_tensor(&self, vid: Vid) -> bool {
+        let kinds = self.tensor_kinds([vid]);
+        kinds.arrays || kinds.tensors
+    }
+
+    /// What tensors `vids` hold, in containers too: the backend's arrays, its other tensors.
+    fn tensor_kinds(&self, vids: impl IntoIterator<Item = Vid>) -> TensorKinds {
+        let mut kinds = TensorKinds::default();
         // Without recursion, and each container once: a list may hold itself.
-        let mut pending = vec![vid];
+        let mut pending: Vec<Vid> = vids.into_iter().collect();
         let mut containers_seen = Vec::new();
         while let Some(vid) = pending.pop() {
             match self.val(vid) {
@@ -1360,11 +1376,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Val::Tuple(_) | Val::List(_) | Val::NamedTuple { .. } => {}
                 Val::Slice(a, b, c) => pending.extend([*a, *b, *c]),
-                _ if self.is_tensor_val(vid) => return true,
+                Val::Tensor { example: obj, .. } | Val::Obj { obj, source: Some(_) }
+                    if self.backend.is_tensor(obj) =>
+                {
+                    if self.backend.is_array(obj) {
+                        kinds.arrays = true;
+                    } else {
+                        kinds.tensors = true;
+                    }
+                }
                 _ => {}
             }
         }
-        false
+        kinds
     }
 
     /// A number from a source seen to change between calls, not made a graph input yet.
@@ -3049,7 +3073,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // `y.stop_gradient = False` on a tensor the graph made: an operation of the graph
             // (not on an input: a static program would set it on its own value only). Flags
             // only: a shape or dtype set in place changes what the backend compiled for.
-            let flag = self.backend.is_meta_attribute(&name)
+            let flag = self.backend.is_meta_attribute(example, &name)
                 && example
                     .getattr(name.as_str())
                     .is_ok_and(|v| v.is_exact_instance_of::<PyBool>());
@@ -3430,7 +3454,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     fn tensor_attr(&mut self, owner: Vid, example: Bound<'py, PyAny>, name: &str) -> Res<Vid> {
-        if self.backend.is_meta_attribute(name) {
+        if self.backend.is_meta_attribute(&example, name) {
             // Shape, dtype and the like are what the tensor's guard pins.
             let value = example.getattr(name)?;
             return Ok(self.constant(value));
@@ -5294,6 +5318,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let value = example.call_method0(name.as_str())?;
                     return Ok(self.constant(value));
                 }
+                let operands = args.iter().copied().chain(kwargs.iter().map(|(_, v)| *v));
+                if self.backend.is_array(example) && self.tensor_kinds(operands).tensors {
+                    return graph_break(format!(
+                        "tensor to python: an array's {name}() of a tensor (it reads the tensor as an array: data-dependent)"
+                    ));
+                }
                 let unbound = example.get_type().getattr(name.as_str())?;
                 let mut all = vec![tensor];
                 all.extend(args);
@@ -5338,6 +5368,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                 vm.add_guard(s, Check::Id(Pin::new(&obj)));
             }
         };
+        if self.backend.is_array_function(&obj) {
+            let kinds = self.tensor_kinds(args.iter().copied().chain(kwargs.iter().map(|(_, v)| *v)));
+            if kinds.tensors {
+                return graph_break(format!(
+                    "tensor to python: {}() of a tensor (it reads the tensor as an array: data-dependent)",
+                    qualname(&obj)
+                ));
+            }
+            if kinds.arrays {
+                pin(self);
+                return self.record(&obj, args, kwargs);
+            }
+        }
         if self.backend.is_op(&obj)? {
             match source {
                 Some(s) if is_class_bound_builtin(&obj)? => self.pin_class_bound_builtin(s, &obj)?,
