@@ -616,8 +616,8 @@ def test_numpy_arrays_are_graph_inputs_guarded_on_dtype_and_shape(cost_model, ca
     assert not caplog.records, caplog.text  # a program was built (or the cost model chose)
     stats = whole(fast, ops=3)
     assert (stats.translations, stats.cache_hits) == (1, 5), stats
-    for a, b in ((a.astype(np.float32), b), (rng.random(1), b[:1])):  # another dtype, another shape
-        for got, want in zip(fast(x, a, b), f(x, a, b)):
+    for other_a, other_b in ((a.astype(np.float32), b), (rng.random(1), b[:1])):  # another dtype, shape
+        for got, want in zip(fast(x, other_a, other_b), f(x, other_a, other_b)):
             assert str(got.dtype) == str(want.dtype) and got.shape == want.shape, (got, want)
     stats = whole(fast, graphs=3, ops=9)
     assert stats.translations == 3 and stats.guard_failures == 2, stats

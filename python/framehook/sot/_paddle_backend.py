@@ -499,7 +499,7 @@ class _Plan:
                 host.add(graph._inputs + index)
                 self.host_nodes.append(index)
             else:
-                program_nodes.append((function, node_args, kwargs, on_host))
+                program_nodes.append((function, kwargs, on_host))
         # A numpy array written into: every node runs eagerly, in the graph's order (run
         # before the program, host nodes would read it before a program writes into it; a
         # program writes into its own value of it, not the caller's).
@@ -515,7 +515,7 @@ class _Plan:
         arrays: set[int] = set()
         # A graph of host nodes alone has no program to build.
         self.static = bool(program_nodes)
-        for function, node_args, kwargs, on_host in program_nodes:
+        for function, kwargs, on_host in program_nodes:
             held = {r for r in on_host if isinstance(values[r], (np.ndarray, _TENSOR))}
             arrays |= held
             numbers = [r for r in on_host if r not in held]
