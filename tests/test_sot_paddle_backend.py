@@ -651,3 +651,29 @@ def test_a_numpy_ufunc_of_a_tensor_breaks_and_raises_as_eager():
         fast(np.ones(2, dtype=np.float32), paddle.ones([2]))
     assert [b.reason for b in sot.stats(fast).graph_breaks] == [
         "tensor to python: add() of a tensor (it reads the tensor as an array: data-dependent)"]
+
+
+def test_a_sliced_layer_list_is_iterated_as_the_layers_it_holds():
+    class Net(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.layers = paddle.nn.LayerList([paddle.nn.Linear(5, 5) for _ in range(3)])
+
+        def forward(self, x):
+            out = self.layers[0](x)
+            for layer in self.layers[1:]:  # a new LayerList, of the same layers
+                out = layer(out)
+            return out
+
+    def f(net, x):
+        return net(x)
+
+    net, x = Net(), paddle.randn([2, 5])
+    fast = translate(f)
+    for _ in range(3):
+        close(fast(net, x), f(net, x))
+    stats = whole(fast, ops=3)
+    assert (stats.translations, stats.cache_hits) == (1, 2), stats
+    net.layers[2] = paddle.nn.Linear(5, 5)  # the layers are guarded, not the slice made of them
+    close(fast(net, x), f(net, x))
+    assert sot.stats(fast).translations == 2

@@ -197,16 +197,20 @@ class PaddleBackend:
     def construct(self, cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """``cls(*args, **kwargs)`` made while translating, to be made again by the generated
         code, where making it touches nothing but the new object: Paddle's distributed
-        placements and meshes, and Paddle's own layers holding no parameters or buffers
-        (``nn.Softmax()``, whose call is then one operation). None for any other class."""
+        placements and meshes, and Paddle's own layers holding no parameters or buffers of
+        their own and no sublayers but those passed to them (``nn.Softmax()``, whose call
+        is then one operation; ``nn.LayerList(layers[1:])``, iterated as those layers).
+        None for any other class."""
         if cls in _VALUE_CLASSES:
             return cls(*args, **kwargs)
         if not (issubclass(cls, _LAYER) and (cls.__module__ or "").startswith("paddle.")
-                and not issubclass(cls, _CONTAINERS + _NOT_STATIC_LAYERS)):
+                and not issubclass(cls, _NOT_STATIC_LAYERS)):
             return None
+        given = {id(a) for a in (*args, *kwargs.values()) for a in (a if isinstance(a, (list, tuple)) else [a])}
         layer = cls(*args, **kwargs)
-        stateless = next(iter(layer.parameters()), None) is None and next(iter(layer.buffers()), None) is None
-        return layer if stateless else None
+        own_state = (next(iter(layer.parameters(include_sublayers=False)), None) is not None
+                     or next(iter(layer.buffers(include_sublayers=False)), None) is not None)
+        return None if own_state or any(id(s) not in given for s in layer.children()) else layer
 
     def example(self, value: Any) -> Any:
         """A copy to compute with while translating: in-place operations then leave the

@@ -1127,6 +1127,26 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 Ok(items)
             }
+            Val::Constructed {
+                obj, args, kwargs, ..
+            } => {
+                // Made from arguments the same on every call, and iterating it (read only)
+                // yields what it was made of: each item is the argument that is that object.
+                let made_of = [args, kwargs];
+                let items: Vec<Bound<'py, PyAny>> =
+                    super::with_session(None, || obj.try_iter()?.collect::<PyResult<_>>())?;
+                items
+                    .into_iter()
+                    .map(|item| match self.argument_that_is(&made_of, &item) {
+                        Some(argument) => Ok(argument),
+                        None if is_immutable(&item) => Ok(self.constant(item)),
+                        None => unsupported(format!(
+                            "an item of a {} the translation made that is none of the objects it was made from",
+                            qualname(&obj.get_type().into_any())
+                        )),
+                    })
+                    .collect()
+            }
             Val::Tensor { example, .. } => {
                 let rows = example
                     .len()
@@ -5560,6 +5580,27 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
+    /// The value among `roots` (and the containers they are) whose object is `obj` itself.
+    fn argument_that_is(&self, roots: &[Vid], obj: &Bound<'py, PyAny>) -> Option<Vid> {
+        let mut pending = roots.to_vec();
+        let mut seen = Vec::new();
+        while let Some(vid) = pending.pop() {
+            if seen.contains(&vid) {
+                continue;
+            }
+            seen.push(vid);
+            match self.val(vid) {
+                Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. } => pending.extend(items),
+                Val::Dict(items) => pending.extend(items.iter().map(|(_, v)| *v)),
+                Val::Obj { obj: held, .. } | Val::Constructed { obj: held, .. } if held.is(obj) => {
+                    return Some(vid)
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// Where each generator the translation holds is suspended: `Val::Generator` shares its
     /// state (a `Snapshot` holds the same one).
     fn generator_positions(&self) -> Vec<(Vid, usize, bool)> {
@@ -5752,6 +5793,38 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(())
     }
 
+    /// An argument of `construct` as it is now, where it is the same on every call passing
+    /// the guards: a value (see `folded_argument`), a model layer pinned by identity (the
+    /// object made holds it, as its container does), one made the same way, or a list or
+    /// tuple the translation made of those. None for anything else.
+    fn constructor_argument(&mut self, vid: Vid) -> Res<Option<Bound<'py, PyAny>>> {
+        match self.val(vid).clone_val() {
+            Val::List(items) | Val::Tuple(items) => {
+                let is_list = matches!(self.val(vid), Val::List(_));
+                let mut values = Vec::with_capacity(items.len());
+                for item in items {
+                    match self.constructor_argument(item)? {
+                        Some(value) => values.push(value),
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(if is_list {
+                    PyList::new(self.py, values)?.into_any()
+                } else {
+                    PyTuple::new(self.py, values)?.into_any()
+                }))
+            }
+            Val::Obj { obj, source } if self.backend.is_layer(&obj) => {
+                if let Some(s) = source {
+                    self.add_guard(s, Check::Id(Pin::new(&obj)));
+                }
+                Ok(Some(obj))
+            }
+            Val::Constructed { obj, .. } => Ok(Some(obj)),
+            _ => self.folded_argument(vid, ""),
+        }
+    }
+
     /// `cls(*args, **kwargs)` made now where the backend makes it (`Backend::construct`)
     /// from arguments the same on every call passing the guards.
     fn construct(
@@ -5769,9 +5842,21 @@ impl<'py, 'b> Vm<'py, 'b> {
         {
             return Ok(None);
         }
-        let Ok((positional, kw)) = self.pure_arguments(args, kwargs, "")? else {
-            return Ok(None);
-        };
+        let mut positional = Vec::with_capacity(args.len());
+        for arg in args {
+            match self.constructor_argument(*arg)? {
+                Some(value) => positional.push(value),
+                None => return Ok(None),
+            }
+        }
+        let positional = PyTuple::new(self.py, positional)?;
+        let kw = PyDict::new(self.py);
+        for (name, arg) in kwargs {
+            match self.constructor_argument(*arg)? {
+                Some(value) => kw.set_item(name, value)?,
+                None => return Ok(None),
+            }
+        }
         let Some(obj) = self.backend.construct(cls, &positional, &kw)? else {
             return Ok(None);
         };
