@@ -494,6 +494,14 @@ def test_a_function_marked_for_paddles_ast_conversion_is_one_operation(caplog):
     assert not caplog.records, caplog.text  # built as a static program, not run eagerly
     stats = whole(fast, ops=3)
     assert stats.translations == 1, stats
+    # Translated itself: the one operation is the function, called with the frame's arguments.
+    whole_function = sot.translate(_branching, backend="paddle-programs", full_graph=True)
+    with caplog.at_level("WARNING", logger="framehook.sot"):
+        for x in (paddle.ones([2]), paddle.full([2], 3.0)):
+            close(whole_function(x, y=paddle.ones([2])), _branching(x, paddle.ones([2])))
+    assert not caplog.records, caplog.text
+    stats = whole(whole_function, ops=1)
+    assert stats.translations == 1, stats
 
 
 def test_a_tensor_arguments_name_place_and_persistable_are_its_own():

@@ -1765,6 +1765,21 @@ impl<'py, 'b> Vm<'py, 'b> {
             })
             .collect();
         self.setup_cells(&mut frame, &closure);
+        match self.top_as_one_operation(code, info, &frame) {
+            Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
+            Ok(None) => {}
+            Err(problem) => {
+                let reason = match problem {
+                    Problem::Break(why) | Problem::Fallback(why) | Problem::Eager(why) => why,
+                    Problem::Python(err) => err.to_string(),
+                };
+                return Err(Stop::Fallback {
+                    reason: format!("the function, one operation of the backend's: {reason}"),
+                    line: -1,
+                    filename: info.filename.clone(),
+                });
+            }
+        }
         // Where the exception the frame's handlers are running for arose (outside any
         // handler), and the state then: if it escapes the frame from inside a handler,
         // the generated code raises it there, under the original's handlers.
@@ -1869,6 +1884,47 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
+    }
+
+    /// Where the translated function is itself one of the backend's operations (a function
+    /// Paddle's AST conversion captures whole), its call with the frame's arguments, as a
+    /// call of it in another translated function would be; else None. The function is the
+    /// module-level one of the frame's code (it has no closure; the call passes every
+    /// argument, so its defaults do not matter).
+    fn top_as_one_operation(
+        &mut self,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        frame: &Frame<'py>,
+    ) -> Res<Option<Vid>> {
+        let plain_call = info.flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE_LIKE) == 0;
+        let Some(globals) = self
+            .top_globals
+            .clone()
+            .filter(|_| plain_call && self.top_freevars == 0)
+        else {
+            return Ok(None);
+        };
+        let Ok(globals) = globals.cast_into::<PyDict>() else {
+            return Ok(None);
+        };
+        let module_level = globals.values().into_iter().find(|value| {
+            value.is_exact_instance_of::<pyo3::types::PyFunction>()
+                && value.getattr("__code__").is_ok_and(|c| c.is(code))
+                && value.getattr("__closure__").is_ok_and(|c| c.is_none())
+        });
+        let Some(function) = module_level else {
+            return Ok(None);
+        };
+        if !self.backend.is_op(&function)? {
+            return Ok(None);
+        }
+        let names: Vec<String> = code.getattr("co_varnames")?.extract()?;
+        let args = frame.locals[..info.argcount].to_vec();
+        let kwargs = (info.argcount..info.argcount + info.kwonly)
+            .map(|index| (names[index].clone(), frame.locals[index]))
+            .collect();
+        self.record(&function, args, kwargs).map(Some)
     }
 
     fn located_top(&self, err: PyErr) -> Stop {
