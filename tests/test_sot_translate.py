@@ -2025,6 +2025,39 @@ def test_an_exhausted_list_iterator_live_at_a_break_stays_exhausted():
     assert "print" in sot.stats(fast).graph_breaks[0].reason
 
 
+def test_a_list_iterator_from_the_frame_is_advanced_by_the_translation_and_left_there():
+    def f(it, scale, x):
+        total = x * 0.0
+        for a, b in zip(it, scale):  # `it` stops the zip: `scale` is read one item more
+            total = total + x * a * b
+        return total, next(it, "exhausted")
+
+    def g(it, x):
+        first = next(it)
+        return x * first, it  # the caller's iterator, left one item on
+
+    fast_f, fast_g = sot.translate(f), sot.translate(g)
+    x = np.ones(2)
+    for items in ([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]):  # new iterators, each at the start
+        mine, theirs = iter(items), iter(items)
+        got, want = fast_f(mine, [1.0, 2.0, 3.0, 4.0], x), f(theirs, [1.0, 2.0, 3.0, 4.0], x)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1] == "exhausted"
+        assert list(mine) == list(theirs) == []  # exhausted, as the original leaves it
+        mine, theirs = iter(items), iter(items)
+        (got, same), (want, _) = fast_g(mine, x), g(theirs, x)
+        np.testing.assert_array_equal(got, want)
+        assert same is mine and list(mine) == list(theirs) == items[1:]
+    for fast in (fast_f, fast_g):
+        st = sot.stats(fast)
+        assert st.graph_breaks == [] and st.fallbacks == [], sot.explain(fast)
+        assert (st.translations, st.cache_hits) == (1, 1), st
+    advanced = iter([1.0, 2.0, 3.0])
+    next(advanced)  # another position: another translation
+    np.testing.assert_array_equal(fast_g(advanced, x)[0], x * 2.0)
+    assert sot.stats(fast_g).translations == 2
+
+
 def test_in_place_list_operators_keep_the_list():
     def f(frame_list):
         made = [1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -224,6 +225,16 @@ def _source_line(filename: str, lineno: int) -> str:
 def reset() -> None:
     """Forgets every translation, cache entry and counter."""
     _native._sot_reset()
+
+
+def _set_list_iterator_position(iterator: Any, position: Optional[int]) -> None:
+    """Where SOT's generated code leaves a list iterator from the frame that the
+    translation advanced: ``position`` items on; exhausted where ``position`` is None."""
+    if position is None:
+        iterator.__setstate__(sys.maxsize)
+        next(iterator, None)  # exhausted, it lets go of its list, as CPython's does
+    else:
+        iterator.__setstate__(position)
 
 
 def _list_iterator(items: list[Any], position: Optional[int]) -> Iterator[Any]:

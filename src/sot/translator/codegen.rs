@@ -475,7 +475,11 @@ fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
         } => vec![*class, *args, *kwargs],
         Val::Interpolation(parts) => parts.to_vec(),
         Val::Iter { items, next } => items[*next..].to_vec(),
-        Val::ListIter { list, next: Some(_) } => vec![*list],
+        Val::ListIter {
+            list,
+            next: Some(_),
+            frame: None,
+        } => vec![*list],
         Val::Dict(items) => items.iter().flat_map(|(k, v)| [*k, *v]).collect(),
         Val::Slice(a, b, c) => vec![*a, *b, *c],
         Val::DictView { dict, .. } => vec![*dict],
@@ -527,8 +531,8 @@ fn needed_outputs(values: &[Val<'_>], cells: &[Option<Vid>], graph: &Graph<'_>, 
 
 /// The sources the generated code would read after its side effects or a break's step,
 /// each with the local it is read into before them: the translation read them before any
-/// change it made, or the step makes. That includes the lists, dicts and cells the side
-/// effects change (an earlier side effect may rebind the path to them, or empty its
+/// change it made, or the step makes. That includes the lists, dicts, cells and iterators
+/// the side effects change (an earlier side effect may rebind the path to them, or empty its
 /// source: a resume function's box). An argument is the frame's own: nothing changes it.
 fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool) -> Vec<(SourceId, u32)> {
     if plan.side_effects.is_empty() && !before_a_step {
@@ -537,6 +541,10 @@ fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool)
     let targets = plan.side_effects.iter().filter_map(|effect| match effect {
         SideEffect::Replace { target, .. } => Some(*target),
         SideEffect::StoreCell { cell, .. } => Some(*cell),
+        SideEffect::IteratorPosition { iterator } => match &plan.values[*iterator] {
+            Val::ListIter { frame, .. } => *frame,
+            _ => None,
+        },
         _ => None,
     });
     let mut read: Vec<SourceId> = reachable(plan.values, plan.cells, &plan.roots)
@@ -719,6 +727,7 @@ fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec<Vid
         .flat_map(|effect| match effect {
             SideEffect::StoreAttr { target, value, .. } => vec![*target, *value],
             SideEffect::DeleteAttr { target, .. } => vec![*target],
+            SideEffect::IteratorPosition { .. } => vec![],
             SideEffect::StoreGlobal { value, .. } => vec![*value],
             SideEffect::DeleteGlobal { .. } => vec![],
             SideEffect::StoreFree { value, .. } | SideEffect::StoreCell { value, .. } => vec![*value],
@@ -1466,7 +1475,11 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     Ok(1)
                 })?;
             }
-            Val::ListIter { list, next } => {
+            // One from the frame is itself (its position set by a side effect).
+            Val::ListIter {
+                frame: Some(source), ..
+            } => self.source(*source)?,
+            Val::ListIter { list, next, .. } => {
                 let (list, next) = (*list, *next);
                 let list_iterator = import(py, "framehook.sot._translate")?.getattr("_list_iterator")?;
                 self.call_constant(list_iterator, |e| {
@@ -1539,6 +1552,30 @@ impl<'a, 'py> Emitter<'a, 'py> {
             SideEffect::DeleteGlobal { name } => {
                 let index = self.w.pools.name(name);
                 self.emit(Op::DeleteGlobal, Arg::Name(index));
+            }
+            SideEffect::IteratorPosition { iterator } => {
+                let Val::ListIter {
+                    next,
+                    frame: Some(source),
+                    ..
+                } = &self.plan.values[*iterator]
+                else {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "an iterator position of no frame iterator",
+                    ));
+                };
+                let (next, source) = (*next, *source);
+                let set_position =
+                    import(py, "framehook.sot._translate")?.getattr("_set_list_iterator_position")?;
+                self.call_constant(set_position, |e| {
+                    e.source(source)?;
+                    match next {
+                        Some(next) => e.load_const(next.into_pyobject(py)?.into_any()),
+                        None => e.load_const(py.None().into_bound(py)),
+                    }
+                    Ok(2)
+                })?;
+                self.emit(Op::PopTop, Arg::None);
             }
             SideEffect::StoreFree { index, value } => {
                 self.value(*value)?;

@@ -91,9 +91,12 @@ pub enum Val<'py> {
     },
     /// `iter(a_list)`: as CPython's list iterator, it indexes the live list, so it sees the
     /// list's later changes; `next` is None once exhausted (it then stays exhausted).
+    /// `frame`: the source of a list iterator from the frame this one is, which the
+    /// generated code leaves where the translation left this one (and passes on as itself).
     ListIter {
         list: Vid,
         next: Option<usize>,
+        frame: Option<SourceId>,
     },
     /// `zip()`, `enumerate()`, `map()` or `filter()` of the translation's iterators: each
     /// step pulls them as CPython's does (a generator runs only as far as it is pulled, a
@@ -268,9 +271,10 @@ impl<'py> Val<'py> {
                 next: *next,
             },
             Val::Lazy(lazy) => Val::Lazy(lazy.clone()),
-            Val::ListIter { list, next } => Val::ListIter {
+            Val::ListIter { list, next, frame } => Val::ListIter {
                 list: *list,
                 next: *next,
+                frame: *frame,
             },
             Val::Cell(c) => Val::Cell(*c),
             Val::Generator(state) => Val::Generator(std::rc::Rc::clone(state)),

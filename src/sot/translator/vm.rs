@@ -284,6 +284,11 @@ pub enum SideEffect {
     DeleteGlobal {
         name: String,
     },
+    /// A list iterator from the frame (`Val::ListIter` with a `frame` source), left where
+    /// the translation left it.
+    IteratorPosition {
+        iterator: Vid,
+    },
     /// A list or dict from the frame, whose new contents are the Vid's.
     Replace {
         target: SourceId,
@@ -379,6 +384,7 @@ struct Ops<'py> {
     object_getattribute: Bound<'py, PyAny>,
     module_type: Bound<'py, PyAny>,
     range_type: Bound<'py, PyAny>,
+    list_iterator_type: Bound<'py, PyAny>,
     /// `collections.OrderedDict`: read as a dict (a layer's table of sublayers).
     ordered_dict_type: Bound<'py, PyAny>,
     /// The type of a namedtuple's fields, a C descriptor reading an item (a heap type from
@@ -413,6 +419,10 @@ impl<'py> Ops<'py> {
                 ],
             )?,
             range_type: builtin(py, "range")?,
+            list_iterator_type: builtin(py, "iter")?
+                .call1((PyList::empty(py),))?
+                .get_type()
+                .into_any(),
             ordered_dict_type: collections.getattr("OrderedDict")?,
             tuple_getter_type: collections.getattr("_tuplegetter")?,
             enum_type: import(py, "enum")?.getattr("Enum")?,
@@ -4761,13 +4771,22 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::ListIter {
                 list,
                 next: Some(next),
+                frame,
             } => {
                 let item = self.list_item(list, next)?;
                 self.values[it] = Val::ListIter {
                     list,
                     next: item.map(|_| next + 1),
+                    frame,
                 };
                 Ok(item)
+            }
+            Val::Obj {
+                ref obj,
+                source: Some(_),
+            } if obj.get_type().is(&self.ops.list_iterator_type) => {
+                self.frame_list_iterator(it)?;
+                self.advance(it)
             }
             Val::Generator(state) => {
                 let mut state = state.try_borrow_mut().map_err(|_| {
@@ -4809,6 +4828,44 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             _ => unsupported("advancing a value that is no iterator"),
         }
+    }
+
+    /// A list iterator from the frame (at `vid`) as the translation's own over its list:
+    /// its list and position read through `__reduce__` (and guarded), its position set
+    /// again by the generated code. Every alias sees it advance, as they share the object.
+    fn frame_list_iterator(&mut self, vid: Vid) -> Res<()> {
+        let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(vid).clone_val()
+        else {
+            return unsupported("a list iterator without a source");
+        };
+        self.guard_type(vid);
+        let reduce = self.intern(Source::Attr(source, name_ref(self.py, "__reduce__")));
+        let state = self.intern(Source::Called(reduce));
+        let reduced = obj.call_method0("__reduce__")?;
+        // `(iter, (list,), position)`; an exhausted one has let go of its list: `(iter, ([],))`.
+        if reduced.len()? != 3 {
+            return unsupported("an exhausted list iterator from the frame");
+        }
+        let key = |vm: &Self, index: usize| -> PyResult<StrongRef> {
+            Ok(StrongRef::new(&index.into_pyobject(vm.py)?.into_any()))
+        };
+        let position_source = self.intern(Source::Item(state, key(self, 2)?));
+        let position = reduced.get_item(2)?;
+        self.guard_value(position_source, &position)?;
+        let arguments = self.intern(Source::Item(state, key(self, 1)?));
+        let list_source = Source::Item(arguments, key(self, 0)?);
+        let list = self.value_of_source(list_source, reduced.get_item(1)?.get_item(0)?);
+        self.values[vid] = Val::ListIter {
+            list,
+            next: Some(position.extract()?),
+            frame: Some(source),
+        };
+        self.side_effects
+            .push(SideEffect::IteratorPosition { iterator: vid });
+        Ok(())
     }
 
     /// The item at `index` of a list as it is now (None past its end): a list the
@@ -5072,6 +5129,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(self.push_val(Val::ListIter {
                     list: v,
                     next: Some(0),
+                    frame: None,
                 }))
             }
             Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyList>() => {
@@ -5081,7 +5139,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(self.push_val(Val::ListIter {
                     list: v,
                     next: Some(0),
+                    frame: None,
                 }));
+            }
+            Val::Obj { obj, source: Some(_) } if obj.get_type().is(&self.ops.list_iterator_type) => {
+                // `iter()` of an iterator is itself.
+                self.frame_list_iterator(v)?;
+                return Ok(v);
             }
             Val::Dict(_) => return self.dict_iterator(v, DictPart::Keys),
             Val::Obj { obj, source: Some(_) }
@@ -5699,7 +5763,18 @@ impl<'py, 'b> Vm<'py, 'b> {
             (Val::Dict(a), Val::Dict(b)) => a == b,
             (Val::Object { class: c, attrs: a }, Val::Object { class: d, attrs: b }) => c.is(d) && a == b,
             (Val::Iter { items: a, next: m }, Val::Iter { items: b, next: n }) => a == b && m == n,
-            (Val::ListIter { list: a, next: m }, Val::ListIter { list: b, next: n }) => a == b && m == n,
+            (
+                Val::ListIter {
+                    list: a,
+                    next: m,
+                    frame: f,
+                },
+                Val::ListIter {
+                    list: b,
+                    next: n,
+                    frame: g,
+                },
+            ) => a == b && m == n && f == g,
             (Val::DictIter(a), Val::DictIter(b)) => a == b,
             (Val::Lazy(a), Val::Lazy(b)) => a == b,
             (Val::Cell(a), Val::Cell(b)) => a == b,
