@@ -206,7 +206,8 @@ class PaddleBackend:
         if not (issubclass(cls, _LAYER) and (cls.__module__ or "").startswith("paddle.")
                 and not issubclass(cls, _NOT_STATIC_LAYERS)):
             return None
-        given = {id(a) for a in (*args, *kwargs.values()) for a in (a if isinstance(a, (list, tuple)) else [a])}
+        given = {id(item) for argument in (*args, *kwargs.values())
+                 for item in (argument if isinstance(argument, (list, tuple)) else [argument])}
         layer = cls(*args, **kwargs)
         own_state = (next(iter(layer.parameters(include_sublayers=False)), None) is not None
                      or next(iter(layer.buffers(include_sublayers=False)), None) is not None)
