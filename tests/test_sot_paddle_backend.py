@@ -107,6 +107,31 @@ def test_numbers_changing_between_calls_are_fed_to_one_program():
     assert stats.translations <= 3 and stats.cache_hits >= 8
 
 
+def test_in_place_arithmetic_on_a_changing_number_leaves_one_program():
+    from framehook.sot._paddle_backend import PaddleBackend
+
+    made = []
+
+    class Recording(PaddleBackend):
+        def compile(self, graph):
+            made.append(super().compile(graph))
+            return made[-1]
+
+    def step(p, state):
+        state["step"] += 1  # `+=` on a number: no write into anything the program reads
+        return p * (1.0 - 0.9 ** state["step"])
+
+    sot.register_backend("paddle-made", Recording(cost_model=False))
+    fast = sot.translate(step, backend="paddle-made", full_graph=True)
+    p, mine, theirs = paddle.randn([4]), {"step": 0}, {"step": 0}
+    for _ in range(6):
+        close(fast(p, mine), step(p, theirs), rtol=1e-6)
+        assert mine == theirs
+    whole(fast, graphs=sot.stats(fast).translations)
+    hot = made[-1]  # the graph with the step count an input (fed, not a constant)
+    assert hot._plan.static and len(hot._programs) == 1 and hot._plan.fed, vars(hot._plan)
+
+
 class Block(paddle.nn.Layer):
     def __init__(self):
         super().__init__()

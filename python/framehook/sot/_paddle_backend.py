@@ -491,24 +491,29 @@ class _Plan:
         self.graph = graph
         self.tensors = [i for i, a in enumerate(args) if isinstance(a, _TENSOR)]
         host = {i for i, a in enumerate(args) if not isinstance(a, _TENSOR)}
+        # The host values that may be numpy arrays (mutable): the array inputs and what host
+        # nodes compute from them; the rest are numbers.
+        arrays_maybe = {i for i, a in enumerate(args) if isinstance(a, np.ndarray)}
         self.host_nodes: list[int] = []
         program_nodes = []
-        writes_into_host_value = False
+        writes_into_array = False
         for index, (function, node_args, kwargs, _, _) in enumerate(graph._nodes):
             refs = _refs(node_args) + _refs(kwargs)
             on_host = [r for r in refs if r in host]
             target = node_args[0] if node_args and isinstance(node_args[0], _SotRef) else None
-            if target is not None and target.index in host and _writes_into_operand(graph, function, kwargs):
-                writes_into_host_value = True
+            if target is not None and target.index in arrays_maybe and _writes_into_operand(graph, function, kwargs):
+                writes_into_array = True
             if refs and len(on_host) == len(refs):
                 host.add(graph._inputs + index)
                 self.host_nodes.append(index)
+                if any(r in arrays_maybe for r in refs):
+                    arrays_maybe.add(graph._inputs + index)
             else:
                 program_nodes.append((function, kwargs, on_host))
         # A numpy array written into: every node runs eagerly, in the graph's order (run
         # before the program, host nodes would read it before a program writes into it; a
         # program writes into its own value of it, not the caller's).
-        if writes_into_host_value:
+        if writes_into_array:
             self.host_nodes, program_nodes = [], []
         self.host = frozenset(self.host_nodes)
         self._padding = [None] * len(graph._nodes)
