@@ -62,9 +62,10 @@ def register_backend(name: str, backend: Any) -> None:
     subclass of those, an object made while translating, its frames untranslated, that the
     generated code makes again from the same arguments; or None),
     ``compile_with_examples(graph, examples)``, and ``array_types`` with
-    ``array_meta_attributes`` and ``array_functions`` (another library's arrays the backend's
-    operations also take: graph values as tensors are, guarded on those attributes; the
-    functions compute on such arrays alone and break, as reading its values, on a tensor).
+    ``array_meta_attributes`` and ``array_functions`` (another library's arrays, which the
+    backend's operations also take: graph values as tensors are, guarded on those
+    attributes; ``array_functions`` compute on such arrays alone, an operation where they
+    meet one and a break, as reading its values, where they meet a tensor).
 
     A graph's inputs and results may also be Python ints and floats (numbers that changed
     between calls), its nodes ``operator`` functions on them and on tensors; a backend's
