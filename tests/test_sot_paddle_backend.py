@@ -663,14 +663,23 @@ def test_writes_into_numpy_arrays_reach_the_callers_array():
         a[1] = x.sum()  # a tensor written into an array: the graph runs eagerly, as written
         return paddle.to_tensor(a) * x
 
-    fast = translate(f)
+    def g(a, b, x):
+        y = x * b  # reads b before the ufunc below writes into it
+        np.add(1.0, a, b)  # a ufunc's output argument past its inputs
+        return y, paddle.to_tensor(b) + x
+
+    fast, fast_g = translate(f), translate(g)
     for _ in range(3):
-        x, a = paddle.randn([3]), np.random.rand(3)
-        mine = a.copy()
+        x, a, b = paddle.randn([3]), np.random.rand(3), np.random.rand(3)
+        mine, my_b = a.copy(), b.copy()
         close(fast(mine, x), f(a, x))
         np.testing.assert_allclose(mine, a)
+        for got, want in zip(fast_g(mine, my_b, x), g(a, b, x)):
+            close(got, want)
+        np.testing.assert_allclose(my_b, b)
     assert sot.stats(fast).translations == 1
     whole(fast, ops=6)  # setitem, +=, sum, setitem, to_tensor, *
+    whole(fast_g, ops=4)
 
 
 def test_a_numpy_ufunc_of_a_tensor_breaks_and_raises_as_eager():

@@ -251,9 +251,16 @@ _ARRAY_WRITERS = (operator.setitem, operator.delitem, operator.iadd, operator.ia
                       if hasattr(np.ndarray, name)))
 
 
-def _writes_into_operand(graph: _StaticGraph, function: Any, kwargs: dict) -> bool:
-    """Whether a node may write into its first operand (or into an ``out=`` array)."""
-    return any(function is writer for writer in _ARRAY_WRITERS) or "out" in kwargs or graph._writes_into_first(function)
+def _written_symbols(graph: _StaticGraph, function: Any, node_args: tuple, kwargs: dict) -> list[int]:
+    """The symbols a node may write into: its first operand where the function writes
+    into it, and a ufunc's outputs (``out=``, or its arguments past its inputs)."""
+    written = _refs(kwargs.get("out"))
+    if isinstance(function, np.ufunc):
+        written += _refs(node_args[function.nin:])
+    first = node_args[0] if node_args else None
+    if any(function is writer for writer in _ARRAY_WRITERS) or graph._writes_into_first(function):
+        written += _refs(first)
+    return written
 
 
 class _StaticGraph:
@@ -500,8 +507,7 @@ class _Plan:
         for index, (function, node_args, kwargs, _, _) in enumerate(graph._nodes):
             refs = _refs(node_args) + _refs(kwargs)
             on_host = [r for r in refs if r in host]
-            target = node_args[0] if node_args and isinstance(node_args[0], _SotRef) else None
-            if target is not None and target.index in arrays_maybe and _writes_into_operand(graph, function, kwargs):
+            if any(r in arrays_maybe for r in _written_symbols(graph, function, node_args, kwargs)):
                 writes_into_array = True
             if refs and len(on_host) == len(refs):
                 host.add(graph._inputs + index)
