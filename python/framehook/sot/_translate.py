@@ -241,10 +241,6 @@ def _set_list_iterator_position(iterator: Any, position: Optional[int]) -> None:
 def _list_iterator(items: list[Any], position: Optional[int]) -> Iterator[Any]:
     """A list iterator that SOT's generated code rebuilds at a graph break: over the live
     list, ``position`` items on; exhausted where ``position`` is None (it stays so)."""
-    if position is None:
-        exhausted: Iterator[Any] = iter([])
-        next(exhausted, None)  # an exhausted list iterator has let go of its list for good
-        return exhausted
-    iterator = iter(items)
-    iterator.__setstate__(position)  # type: ignore[attr-defined]
+    iterator = iter(items if position is not None else [])
+    _set_list_iterator_position(iterator, position)
     return iterator

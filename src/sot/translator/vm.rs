@@ -26,8 +26,6 @@ use super::value::{
 };
 use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
 
-/// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
-/// handler), or a handler that is running (none); `level` is the stack depth it restores.
 /// The kinds of tensor a value holds (`Vm::tensor_kinds`).
 #[derive(Default)]
 struct TensorKinds {
@@ -37,6 +35,8 @@ struct TensorKinds {
     tensors: bool,
 }
 
+/// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
+/// handler), or a handler that is running (none); `level` is the stack depth it restores.
 #[derive(Clone, Copy)]
 struct Block {
     handler: Option<usize>,
@@ -1421,6 +1421,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         kinds
     }
 
+    /// The kinds of tensor the operands of `what`, an operation on the backend's arrays, hold:
+    /// one of its other tensors breaks, as the operation would read its values as an array.
+    fn array_operands(&self, what: &str, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<TensorKinds> {
+        let kinds = self.tensor_kinds(args.iter().copied().chain(kwargs.iter().map(|(_, v)| *v)));
+        if kinds.tensors {
+            return graph_break(format!(
+                "tensor to python: {what}() of a tensor (it reads the tensor as an array: data-dependent)"
+            ));
+        }
+        Ok(kinds)
+    }
+
     /// A number from a source seen to change between calls, not made a graph input yet.
     fn is_dynamic_number(&self, vid: Vid) -> bool {
         match self.val(vid) {
@@ -1778,17 +1790,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         match self.top_as_one_operation(code, info, &frame) {
             Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
             Ok(None) => {}
-            Err(problem) => {
-                let reason = match problem {
-                    Problem::Break(why) | Problem::Fallback(why) | Problem::Eager(why) => why,
-                    Problem::Python(err) => err.to_string(),
-                };
-                return Err(Stop::Fallback {
-                    reason: format!("the function, one operation of the backend's: {reason}"),
-                    line: -1,
-                    filename: info.filename.clone(),
-                });
-            }
+            // Before the frame's first instruction there is nowhere to resume: it runs as it is.
+            Err(Problem::Break(reason)) => return Err(self.located(Problem::Fallback(reason))),
+            Err(problem) => return Err(self.located(problem)),
         }
         // Where the exception the frame's handlers are running for arose (outside any
         // handler), and the state then: if it escapes the frame from inside a handler,
@@ -1929,6 +1933,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !self.backend.is_op(&function)? {
             return Ok(None);
         }
+        self.location = (code.getattr("co_firstlineno")?.extract()?, info.filename.clone());
         let names: Vec<String> = code.getattr("co_varnames")?.extract()?;
         let args = frame.locals[..info.argcount].to_vec();
         let kwargs = (info.argcount..info.argcount + info.kwonly)
@@ -5458,11 +5463,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let value = example.call_method0(name.as_str())?;
                     return Ok(self.constant(value));
                 }
-                let operands = args.iter().copied().chain(kwargs.iter().map(|(_, v)| *v));
-                if self.backend.is_array(example) && self.tensor_kinds(operands).tensors {
-                    return graph_break(format!(
-                        "tensor to python: an array's {name}() of a tensor (it reads the tensor as an array: data-dependent)"
-                    ));
+                if self.backend.is_array(example) {
+                    self.array_operands(&format!("an array's {name}"), &args, &kwargs)?;
                 }
                 let unbound = example.get_type().getattr(name.as_str())?;
                 let mut all = vec![tensor];
@@ -5508,18 +5510,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 vm.add_guard(s, Check::Id(Pin::new(&obj)));
             }
         };
-        if self.backend.is_array_function(&obj) {
-            let kinds = self.tensor_kinds(args.iter().copied().chain(kwargs.iter().map(|(_, v)| *v)));
-            if kinds.tensors {
-                return graph_break(format!(
-                    "tensor to python: {}() of a tensor (it reads the tensor as an array: data-dependent)",
-                    qualname(&obj)
-                ));
-            }
-            if kinds.arrays {
-                pin(self);
-                return self.record(&obj, args, kwargs);
-            }
+        if self.backend.is_array_function(&obj)
+            && self.array_operands(&qualname(&obj), &args, &kwargs)?.arrays
+        {
+            pin(self);
+            return self.record(&obj, args, kwargs);
         }
         if self.backend.is_op(&obj)? {
             match source {
@@ -5973,21 +5968,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         {
             return Ok(None);
         }
-        let mut positional = Vec::with_capacity(args.len());
-        for arg in args {
-            match self.constructor_argument(*arg)? {
-                Some(value) => positional.push(value),
-                None => return Ok(None),
-            }
-        }
-        let positional = PyTuple::new(self.py, positional)?;
-        let kw = PyDict::new(self.py);
-        for (name, arg) in kwargs {
-            match self.constructor_argument(*arg)? {
-                Some(value) => kw.set_item(name, value)?,
-                None => return Ok(None),
-            }
-        }
+        let Ok((positional, kw)) = self.arguments_now(args, kwargs, Self::constructor_argument)? else {
+            return Ok(None);
+        };
         let Some(obj) = self.backend.construct(cls, &positional, &kw)? else {
             return Ok(None);
         };
@@ -7362,16 +7345,26 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: &[(String, Vid)],
         builtin: &str,
     ) -> Res<Result<CallArguments<'py>, Vid>> {
+        self.arguments_now(args, kwargs, |vm, vid| vm.folded_argument(vid, builtin))
+    }
+
+    /// A call's arguments as `value_of` gives each now, or the first it gives none for.
+    fn arguments_now(
+        &mut self,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+        mut value_of: impl FnMut(&mut Self, Vid) -> Res<Option<Bound<'py, PyAny>>>,
+    ) -> Res<Result<CallArguments<'py>, Vid>> {
         let mut positional = Vec::with_capacity(args.len());
         for arg in args {
-            match self.folded_argument(*arg, builtin)? {
+            match value_of(self, *arg)? {
                 Some(value) => positional.push(value),
                 None => return Ok(Err(*arg)),
             }
         }
         let kw = PyDict::new(self.py);
         for (k, v) in kwargs {
-            match self.folded_argument(*v, builtin)? {
+            match value_of(self, *v)? {
                 Some(value) => kw.set_item(k, value)?,
                 None => return Ok(Err(*v)),
             }
