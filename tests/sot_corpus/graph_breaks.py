@@ -125,7 +125,9 @@ def print_in_inlined_callee(x):
     return b * 2
 
 
-@case(args=lambda: (arr(3),), graphs=0, ops=0, breaks=["loop"], hot=False)
+# A break in a `for` loop: the loop runs in a bridge, as the original; the first
+# iteration's addition is a graph before it (what follows it is a translation of its own).
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["print"], hot=False)
 def print_in_loop(x):
     for i in range(3):
         x = x + i
@@ -133,7 +135,7 @@ def print_in_loop(x):
     return x
 
 
-@case(args=lambda: (arr(3),), graphs=0, ops=0, breaks=["loop"], hot=False)
+@case(args=lambda: (arr(3),), graphs=1, ops=2, breaks=["data-dependent"], hot=False)
 def data_dependent_break_in_loop(x):
     for _ in range(3):
         if x.sum() > 100:

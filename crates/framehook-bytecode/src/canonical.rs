@@ -425,6 +425,34 @@ fn is_conditional_jump(op: Op) -> bool {
 
 /// The running version's instructions as canonical instructions.
 pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec<Instruction>> {
+    raise_mapped(table, vars, instrs).map(|(out, _)| out)
+}
+
+/// Per canonical instruction of `code` raised: the stack's depth where a raw instruction
+/// starts there (every jump target and handler is such a place; before a keyword call,
+/// the canonical stack also holds the names 3.11/3.12's `KW_NAMES` keeps aside), None
+/// elsewhere and where no path reaches.
+pub fn entry_depths(table: &'static Table, vars: &Vars, code: &raw::Code) -> Result<Vec<Option<u32>>> {
+    let (canonical, first) = raise_mapped(table, vars, &code.instrs)?;
+    let raw_depths = raw::entry_depths(table, code)?;
+    let mut depths = vec![None; canonical.len()];
+    for (index, depth) in raw_depths.into_iter().enumerate().rev() {
+        // The first raw instruction of several that start at one canonical instruction
+        // (one that raises to nothing, such as 3.14's `NOT_TAKEN`) says its depth.
+        if let Some(slot) = depths.get_mut(first[index]) {
+            *slot = depth;
+        }
+    }
+    Ok(depths)
+}
+
+/// [`raise`], and per raw instruction the index of its first canonical one (one more
+/// entry: the end).
+fn raise_mapped(
+    table: &'static Table,
+    vars: &Vars,
+    instrs: &[Instr],
+) -> Result<(Vec<Instruction>, Vec<usize>)> {
     let mut out: Vec<Instruction> = Vec::with_capacity(instrs.len());
     // Per raw instruction: the index of its first canonical instruction.
     let mut first = Vec::with_capacity(instrs.len() + 1);
@@ -612,7 +640,7 @@ pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec
             }
         }
     }
-    Ok(out)
+    Ok((out, first))
 }
 
 /// Canonical instructions as the running version's instructions, ready for [`raw::encode`].

@@ -7,6 +7,7 @@
 //! * [`canonical`]: one instruction set for every version, raised from and lowered to the
 //!   running version's instructions.
 //! * [`liveness`]: which local variables canonical code may still read, per instruction.
+//! * [`loops`]: the loop around an instruction, and where control leaves it.
 //!
 //! No Python here: code objects come in as their byte strings and name lists.
 
@@ -16,6 +17,7 @@ pub mod exceptions;
 mod expr;
 pub mod linetable;
 pub mod liveness;
+pub mod loops;
 pub mod raw;
 mod stack;
 pub mod table;

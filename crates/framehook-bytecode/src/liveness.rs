@@ -88,7 +88,7 @@ impl Liveness {
 }
 
 /// Whether the next instruction may run after this one.
-fn falls_through(op: Op) -> bool {
+pub(crate) fn falls_through(op: Op) -> bool {
     !matches!(
         op,
         Op::Jump | Op::JumpNoInterrupt | Op::ReturnValue | Op::RaiseVarargs | Op::Reraise

@@ -297,6 +297,24 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
     Ok(Code { instrs, end_lines })
 }
 
+/// Per instruction of decoded `code`: the stack's depth when it starts (None where no
+/// path reaches it).
+pub fn entry_depths(table: &Table, code: &Code) -> Result<Vec<Option<u32>>> {
+    let instrs = &code.instrs[..];
+    let infos: Vec<&OpInfo> = instrs
+        .iter()
+        .enumerate()
+        .map(|(index, i)| op_info(table, i.opcode, index))
+        .collect::<Result<_>>()?;
+    let args: Vec<u32> = instrs.iter().map(|i| i.arg).collect();
+    let mut starts = vec![0usize; instrs.len() + 1];
+    for index in 0..instrs.len() {
+        starts[index + 1] =
+            starts[index] + prefixes(&instrs[index], args[index]) + 1 + usize::from(infos[index].caches);
+    }
+    stack::entry_depths(table, instrs, &infos, &args, &starts)
+}
+
 /// Encodes instructions: arguments of jumps from their targets, `EXTENDED_ARG` prefixes to
 /// a fixed point, caches, exception table, line table and stack size.
 pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> {

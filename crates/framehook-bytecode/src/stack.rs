@@ -15,6 +15,29 @@ pub fn max_depth(
     args: &[u32],
     starts: &[usize],
 ) -> Result<u32> {
+    walk(table, instrs, infos, args, starts).map(|(max, _)| max)
+}
+
+/// Per instruction: the stack's depth when it starts (None where no path reaches it).
+pub fn entry_depths(
+    table: &Table,
+    instrs: &[Instr],
+    infos: &[&OpInfo],
+    args: &[u32],
+    starts: &[usize],
+) -> Result<Vec<Option<u32>>> {
+    let (_, depths) = walk(table, instrs, infos, args, starts)?;
+    Ok(depths.into_iter().map(|d| u32::try_from(d).ok()).collect())
+}
+
+/// The deepest stack, and each instruction's depth on entry (-1: unreached).
+fn walk(
+    table: &Table,
+    instrs: &[Instr],
+    infos: &[&OpInfo],
+    args: &[u32],
+    starts: &[usize],
+) -> Result<(u32, Vec<i64>)> {
     let mut entry_depth: Vec<i64> = vec![-1; instrs.len()];
     let mut work: Vec<usize> = Vec::new();
     let mut max = 0i64;
@@ -81,10 +104,11 @@ pub fn max_depth(
             entry_depth[index] = depth;
         }
     }
-    u32::try_from(max).map_err(|_| Error::BadStack {
+    let max = u32::try_from(max).map_err(|_| Error::BadStack {
         offset: 0,
         why: "too deep".into(),
-    })
+    })?;
+    Ok((max, entry_depth))
 }
 
 /// The table's effect, except for `RETURN_GENERATOR`: the generator resumes after it with

@@ -1670,15 +1670,41 @@ pub struct ResumeKey {
     /// A bridge: it runs the break's step under the original's handlers, then calls the
     /// resume function after it (see `Continuation::bridged`).
     pub bridge: bool,
+    /// Variables that may hold [`unbound_marker`] for being unbound: a loop's bridge binds
+    /// to it those it is not handed, and again each one a `del` unbinds, and the resume
+    /// function at an exit unbinds those that hold it.
+    pub marked: Vec<usize>,
+}
+
+/// What stands in a variable for its being unbound while a loop's bridge runs, where an
+/// exit hands it on (a local read unbound would be NULL there).
+pub fn unbound_marker(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    static MARKER: std::sync::OnceLock<Py<PyAny>> = std::sync::OnceLock::new();
+    if let Some(marker) = MARKER.get() {
+        return Ok(marker.bind(py).clone());
+    }
+    let made = builtin(py, "object")?.call0()?.unbind();
+    Ok(MARKER.get_or_init(|| made).bind(py).clone())
 }
 
 /// What a bridge runs: the break's step, then `next` (the resume function after it,
-/// receiving `next_nulls`'s slots) with `blocks_after` blocks popped first.
+/// receiving `next_nulls`'s slots) with `blocks_after` blocks popped first. A loop's
+/// bridge runs the original from the break on, and calls `exits`' resume functions
+/// where control leaves the loop.
 pub struct Bridge<'a, 'py> {
     pub step: &'a Step,
     pub next: Option<&'a ResumeCall<'py>>,
     pub next_nulls: &'a [bool],
     pub blocks_after: usize,
+    pub exits: &'a [LoopExit<'py>],
+}
+
+/// Where control leaves a loop its bridge runs, the stack's depth there, and the resume
+/// function there.
+pub struct LoopExit<'py> {
+    pub pc: usize,
+    pub depth: usize,
+    pub resume: ResumeCall<'py>,
 }
 
 /// A resume function's one argument: the list of the values handed to it.
@@ -1807,6 +1833,31 @@ pub fn resume_code<'py>(
             .position(|n| n == name)
             .expect("every variable survives") as u32
     };
+    // A loop's bridge: its exits' stubs are written into the copy of the original.
+    let loop_exits: &[LoopExit<'py>] = bridge.as_ref().map_or(&[], |b| b.exits);
+    let exit_blocks = bridge.as_ref().map_or(0, |b| b.blocks_after);
+    let unhanded: &[usize] = match bridge.as_ref().map(|b| b.step) {
+        Some(Step::Loop(span)) => &span.unhanded,
+        _ => &[],
+    };
+    let (bridge, stub_slots) = match bridge {
+        Some(b) if matches!(b.step, Step::Loop(_)) => (None, handed_on.clone()),
+        other => (other, None),
+    };
+    let push_handed = |w: &mut Writer<'py>| {
+        for var in &key.live {
+            w.emit(Op::LoadFast, Arg::Var(remap(*var as u32)));
+        }
+        Ok(key.live.len())
+    };
+    // At a loop's exit: also what was unbound when its bridge started, bound since or marked.
+    let push_at_exit = |w: &mut Writer<'py>| {
+        for var in key.live.iter().chain(unhanded) {
+            w.emit(Op::LoadFast, Arg::Var(remap(*var as u32)));
+        }
+        Ok(key.live.len() + unhanded.len())
+    };
+    let marker = unbound_marker(code.py())?;
     let location = instrs.get(key.pc).map_or(Location::NONE, |i| i.location);
     let mut w = Writer::new(table, code, new_vars, location)?;
     for instruction in &mut w.out {
@@ -1836,6 +1887,24 @@ pub fn resume_code<'py>(
             w.unbind(0);
         }
     }
+    for original in &key.marked {
+        let var = remap(*original as u32);
+        if stub_slots.is_some() {
+            // A loop's bridge: marked where it was not handed the variable.
+            if !key.live.contains(original) {
+                w.load_const(marker.clone());
+                w.emit(Op::StoreFast, Arg::Var(var));
+            }
+        } else {
+            // `if var is marker: del var`
+            w.emit(Op::LoadFast, Arg::Var(var));
+            w.load_const(marker.clone());
+            w.emit(Op::IsOp, Arg::Int(0));
+            let skip = w.out.len() + 2;
+            w.emit(Op::PopJumpIfFalse, Arg::Target(skip));
+            w.emit(Op::DeleteFast, Arg::Var(var));
+        }
+    }
     // Instructions whose targets are the original's: moved past what comes before the
     // copy of the original once its start is known.
     let mut into_copy: Vec<usize> = Vec::new();
@@ -1846,8 +1915,8 @@ pub fn resume_code<'py>(
         }
     };
     // A bridged call with keyword names loads them as the original does, just before it.
-    let names_constant = match (&bridge, instrs.get(key.pc)) {
-        (Some(_), Some(call)) if matches!(call.arg, Arg::Call { kw_names: true, .. }) => {
+    let names_constant = match (key.bridge, instrs.get(key.pc)) {
+        (true, Some(call)) if matches!(call.arg, Arg::Call { kw_names: true, .. }) => {
             key.pc.checked_sub(1).map(|before| instrs[before].clone())
         }
         _ => None,
@@ -1908,36 +1977,29 @@ pub fn resume_code<'py>(
             for _ in 0..bridge.blocks_after {
                 w.emit(Op::PopBlock, Arg::None);
             }
-            let live = &key.live;
-            w.return_resumed(
-                &handed_on,
-                true,
-                |w| {
-                    for var in live {
-                        w.emit(Op::LoadFast, Arg::Var(remap(*var as u32)));
-                    }
-                    Ok(live.len())
-                },
-                bridge.next,
-            )?;
+            w.return_resumed(&handed_on, true, push_handed, bridge.next)?;
         }
         _ => {
+            // A call with keyword names (a loop's bridge) starts where they are loaded.
+            let entry = key.pc - usize::from(names_constant.is_some());
             into_copy.push(w.out.len());
-            w.emit(Op::Jump, Arg::Target(key.pc));
+            w.emit(Op::Jump, Arg::Target(entry));
         }
     }
-    let base = w.out.len();
-    for index in into_copy {
-        let instruction = &mut w.out[index];
-        if let Arg::Target(t) = &mut instruction.arg {
-            *t += base;
-        }
-        if let Some(handler) = &mut instruction.handler {
-            handler.target += base;
-        }
-    }
+    // The copy of the original, each loop exit's stub just before the instruction there.
+    let mut position = vec![0; instrs.len()];
+    let mut stub_at = vec![None; instrs.len()];
     let mut in_prologue = true;
-    for instruction in instrs {
+    for (index, instruction) in instrs.iter().enumerate() {
+        if let (Some(exit), Some(slots)) = (loop_exits.iter().find(|e| e.pc == index), &stub_slots) {
+            stub_at[index] = Some(w.out.len());
+            w.location = instruction.location;
+            for _ in 0..exit_blocks {
+                w.emit(Op::PopBlock, Arg::None);
+            }
+            w.return_resumed(&slots[..exit.depth], true, push_at_exit, Some(&exit.resume))?;
+        }
+        position[index] = w.out.len();
         let mut copy = instruction.clone();
         // The original's own prologue: done by the new one.
         in_prologue &= matches!(copy.op, Op::CopyFreeVars | Op::MakeCell | Op::Resume | Op::Nop);
@@ -1949,15 +2011,36 @@ pub fn resume_code<'py>(
                 handler: copy.handler,
             };
         }
-        match &mut copy.arg {
-            Arg::Var(v) => *v = remap(*v),
-            Arg::Target(t) => *t += base,
-            _ => {}
+        if let Arg::Var(v) = &mut copy.arg {
+            *v = remap(*v);
         }
-        if let Some(handler) = &mut copy.handler {
-            handler.target += base;
-        }
+        // A loop's bridge marks again what a `del` unbinds, for its exits to hand on.
+        let marked_again = match (instruction.arg, copy.arg) {
+            (Arg::Var(original), Arg::Var(var))
+                if copy.op == Op::DeleteFast
+                    && stub_slots.is_some()
+                    && key.marked.contains(&(original as usize)) =>
+            {
+                Some(var)
+            }
+            _ => None,
+        };
         w.out.push(copy);
+        into_copy.push(position[index]);
+        if let Some(var) = marked_again {
+            w.load_const(marker.clone());
+            w.emit(Op::StoreFast, Arg::Var(var));
+        }
+    }
+    // Jumps to an exit land on its stub; handlers and every other jump on the copy.
+    for index in into_copy {
+        let instruction = &mut w.out[index];
+        if let Arg::Target(t) = &mut instruction.arg {
+            *t = stub_at[*t].unwrap_or(position[*t]);
+        }
+        if let Some(handler) = &mut instruction.handler {
+            handler.target = position[handler.target];
+        }
     }
     w.finish(code, Some(argcount))
 }
@@ -1997,6 +2080,9 @@ fn emit_step<'py, E: Emit<'py>>(
             }
             Ok(())
         }
+        Step::Loop(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "a loop runs in its bridge, not as a step",
+        )),
     }
 }
 
@@ -2054,6 +2140,19 @@ pub enum Step {
     /// as the VM reads it: whether CPython's form would push a NULL is known only when it
     /// runs, and the resume function must know its NULL slots.
     BoundAttribute { null_first: bool },
+    /// The loop around the break, run in a bridge until control leaves it.
+    Loop(LoopSpan),
+}
+
+/// A loop a bridge runs: where control leaves it (original instruction index, and the
+/// stack's depth there), the stack slots below its iterator, which every exit keeps, and
+/// the variables each exit hands on besides those the bridge got (unbound there, marked).
+pub struct LoopSpan {
+    pub exits: Vec<(usize, usize)>,
+    pub kept: usize,
+    pub unhanded: Vec<usize>,
+    /// The variables that may hold the unbound marker (see `ResumeKey::marked`).
+    pub marked: Vec<usize>,
 }
 
 impl Step {
@@ -2062,6 +2161,7 @@ impl Step {
         match self {
             Step::RunHere { consumed, .. } => depth - consumed,
             Step::BranchOnTruth | Step::BoundAttribute { .. } => depth - 1,
+            Step::Loop(span) => span.kept,
         }
     }
 
@@ -2071,6 +2171,7 @@ impl Step {
             Step::RunHere { consumed, produced } => stack.len() - consumed + produced,
             Step::BranchOnTruth => stack.len(),
             Step::BoundAttribute { .. } => stack.len() + 1,
+            Step::Loop(span) => span.kept,
         };
         let kept = self.kept(stack.len());
         let made_null = match self {
@@ -2082,17 +2183,18 @@ impl Step {
             .collect()
     }
 
-    /// Where the resume function after the step starts, for a break at `pc`.
+    /// Where the resume function after the step starts, for a break at `pc` (a loop's
+    /// bridge resumes at its exits instead).
     pub fn resume_pc(&self, pc: usize) -> usize {
         match self {
             Step::RunHere { .. } | Step::BoundAttribute { .. } => pc + 1,
-            Step::BranchOnTruth => pc,
+            Step::BranchOnTruth | Step::Loop(_) => pc,
         }
     }
 
     /// Whether the break's instruction (or what stands for it) runs in the generated code.
     fn runs_here(&self) -> bool {
-        !matches!(self, Step::BranchOnTruth)
+        !matches!(self, Step::BranchOnTruth | Step::Loop(_))
     }
 }
 

@@ -727,6 +727,7 @@ impl Translator {
                 qualname: &qualname,
                 restart: RefCell::new(None),
                 liveness: OnceCell::new(),
+                depths: OnceCell::new(),
             };
             let (action, explanation) = match ending {
                 Ok(Ending::Return(returned, locals)) => {
@@ -736,15 +737,29 @@ impl Translator {
                 }
                 Ok(Ending::Break(point, stop)) => {
                     let record = record_of(&stop);
-                    let continuation = if point.in_loop {
-                        None
+                    let (continuation, eager_loop) = if point.in_loop {
+                        match translation.loop_continuation(&point)? {
+                            Ok(continuation) => (Some(continuation), None),
+                            Err(why) => {
+                                translation.break_before_loop(
+                                    &point,
+                                    &format!(
+                                        "the iterator of a loop that runs eagerly ({why}): {}",
+                                        record.reason
+                                    ),
+                                );
+                                (None, Some(why))
+                            }
+                        }
                     } else {
-                        continuation_of(table, &vm, &point)
+                        (continuation_of(table, &vm, &point), None)
                     };
                     let reason = match &continuation {
-                        _ if point.in_loop => {
-                            format!("graph break in a loop, the frame runs eagerly: {}", record.reason)
-                        }
+                        None if point.in_loop => format!(
+                            "graph break in a loop, the frame runs eagerly ({}): {}",
+                            eager_loop.unwrap_or_default(),
+                            record.reason
+                        ),
                         None if point.handling => format!(
                             "{} (the frame runs eagerly: an exception is being handled)",
                             record.reason
@@ -918,6 +933,8 @@ struct Translation<'t, 'py, 'b> {
     restart: RefCell<Option<(usize, String)>>,
     /// Which variables the rest of the code may read (see `Translation::liveness`).
     liveness: OnceCell<Option<Liveness>>,
+    /// The stack's depth at each jump target (see `Translation::depths`).
+    depths: OnceCell<Option<Vec<Option<u32>>>>,
 }
 
 impl<'py> Translation<'_, 'py, '_> {
@@ -1037,16 +1054,25 @@ impl<'py> Translation<'_, 'py, '_> {
 
     /// The code for a frame that breaks at `point`: its graph, the break, and the call
     /// of the resume function (made once per place and stack layout).
-    fn build_break(
-        &self,
-        point: &vm::BreakPoint,
-        continuation: &codegen::Continuation,
-    ) -> PyResult<(Action, Option<String>)> {
+    /// The stack's depth where each instruction starts, where a jump may land (None: the
+    /// code cannot be read so).
+    fn depths(&self) -> Option<&[Option<u32>]> {
+        self.depths
+            .get_or_init(|| {
+                let fields = crate::bytecode::CodeFields::read(self.table, self.code).ok()?;
+                let raw = fields.decode(self.table).ok()?;
+                framehook_bytecode::canonical::entry_depths(self.table, &fields.vars, &raw).ok()
+            })
+            .as_deref()
+    }
+
+    /// The variables handed on at `point` (canonical index, value): the bound ones, but
+    /// cells and those the rest never reads that hold None.
+    fn handed(&self, point: &vm::BreakPoint) -> PyResult<Vec<(usize, usize)>> {
         let (info, vm) = (self.info, self.vm);
-        let variables = info.vars.all().len();
-        let first_free = variables - info.vars.freevars.len();
+        let first_free = info.vars.all().len() - info.vars.freevars.len();
         let liveness = self.liveness()?;
-        let live: Vec<(usize, usize)> = point.locals[..first_free]
+        Ok(point.locals[..first_free]
             .iter()
             .enumerate()
             // Cells reach a resume function as its closure, not as arguments.
@@ -1057,7 +1083,134 @@ impl<'py> Translation<'_, 'py, '_> {
             // values from, and breaks at a store that drops a watched one).
             .filter(|(i, vid)| liveness.map_or(true, |l| l.is_live(point.pc, *i) || !vm.is_none(**vid)))
             .map(|(i, vid)| (i, *vid))
+            .collect())
+    }
+
+    /// How a break inside a loop goes on: a bridge runs the loop (the outermost around
+    /// it) as the original does, and each way out of it calls the resume function there.
+    /// Or why it cannot.
+    fn loop_continuation(
+        &self,
+        point: &vm::BreakPoint,
+    ) -> PyResult<Result<codegen::Continuation, &'static str>> {
+        use framehook_bytecode::canonical::{Arg, Op};
+        use framehook_bytecode::loops;
+        let (info, vm) = (self.info, self.vm);
+        let instrs = &info.instrs;
+        if point.handling || !point.handled.is_empty() {
+            return Ok(Err("an exception is being handled"));
+        }
+        let Some(liveness) = self.liveness()? else {
+            return Ok(Err("the code reads its frame's variables"));
+        };
+        let Some(a_loop) = loops::outermost_loop(instrs, point.pc) else {
+            return Ok(Err("no loop closes there"));
+        };
+        let head = a_loop.head;
+        let kept = match point.iterator_slots.get(&head) {
+            Some(slot) if instrs[head].op == Op::ForIter && *slot < point.stack.len() => *slot,
+            _ => return Ok(Err("the loop is not a `for` loop")),
+        };
+        let exits = match loops::loop_exits(self.table, instrs, &a_loop) {
+            Some(exits) if exits.iter().all(|exit| *exit < instrs.len()) => exits,
+            _ => return Ok(Err("its exits cannot be told")),
+        };
+        // Each exit's stack: what lies below the iterator, and the loop's own slots where a
+        // jump leaves before popping them (3.12+ put a `break`'s `POP_TOP` past the loop).
+        let depths = self.depths();
+        let depth_at = |pc: usize| {
+            depths
+                .and_then(|d| d.get(pc).copied().flatten())
+                .map(|d| d as usize)
+        };
+        if depth_at(head) != Some(kept + 1) {
+            return Ok(Err("its stack cannot be told"));
+        }
+        let Some(exits) = exits
+            .iter()
+            .map(|exit| {
+                depth_at(*exit)
+                    .filter(|depth| *depth >= kept)
+                    .map(|depth| (*exit, depth))
+            })
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Ok(Err("its stack cannot be told"));
+        };
+        let handed: Vec<usize> = self.handed(point)?.iter().map(|(var, _)| *var).collect();
+        let first_free = info.vars.all().len() - info.vars.freevars.len();
+        let exit_pcs: Vec<usize> = exits.iter().map(|(pc, _)| *pc).collect();
+        // What an exit reads that the bridge was not handed (a variable the loop assigns
+        // first) is marked until the loop stores it; so is a handed one after a `del`. No
+        // path may read one before the loop binds it.
+        let unhanded: Vec<usize> = (0..first_free)
+            .filter(|var| {
+                !handed.contains(var) && !matches!(vm.values[point.locals[*var]], value::Val::Cell(_))
+            })
+            .filter(|var| exit_pcs.iter().any(|exit| liveness.is_live(*exit, *var)))
             .collect();
+        let mut starts = vec![point.pc];
+        starts.extend(point.blocks.iter().map(|(handler, _)| *handler));
+        let reached = loops::reachable(instrs, &starts, &exit_pcs);
+        let deleted = instrs
+            .iter()
+            .zip(&reached)
+            .filter_map(|(instr, reached)| match instr.arg {
+                Arg::Var(var)
+                    if *reached && instr.op == Op::DeleteFast && handed.contains(&(var as usize)) =>
+                {
+                    Some(var as usize)
+                }
+                _ => None,
+            });
+        let mut marked: Vec<usize> = unhanded.iter().copied().chain(deleted).collect();
+        marked.sort_unstable();
+        marked.dedup();
+        let block_handlers: Vec<usize> = point.blocks.iter().map(|(handler, _)| *handler).collect();
+        let bound: Vec<usize> = marked
+            .iter()
+            .copied()
+            .filter(|var| handed.contains(var))
+            .collect();
+        if loops::reads_unbound(instrs, point.pc, &block_handlers, &exit_pcs, &marked, &bound) {
+            return Ok(Err("a variable may be read before the loop assigns it"));
+        }
+        Ok(Ok(codegen::Continuation {
+            step: codegen::Step::Loop(codegen::LoopSpan {
+                exits,
+                kept,
+                unhanded,
+                marked,
+            }),
+            bridged: true,
+        }))
+    }
+
+    /// A loop that cannot run in a bridge runs in the resume function of a break before
+    /// it (at the `GET_ITER` of the outermost loop around `point`), not the whole frame.
+    fn break_before_loop(&self, point: &vm::BreakPoint, reason: &str) {
+        use framehook_bytecode::canonical::Op;
+        let instrs = &self.info.instrs;
+        let Some(a_loop) = framehook_bytecode::loops::outermost_loop(instrs, point.pc) else {
+            return;
+        };
+        let Some(before) = a_loop.head.checked_sub(1) else {
+            return;
+        };
+        if instrs[before].op == Op::GetIter && !self.vm.break_before.contains_key(&before) {
+            self.restart.replace(Some((before, reason.to_owned())));
+        }
+    }
+
+    fn build_break(
+        &self,
+        point: &vm::BreakPoint,
+        continuation: &codegen::Continuation,
+    ) -> PyResult<(Action, Option<String>)> {
+        let (info, vm) = (self.info, self.vm);
+        let variables = info.vars.all().len();
+        let first_free = variables - info.vars.freevars.len();
+        let live = self.handed(point)?;
         let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();
         // Variables the original has unbound there (`del x`, or not yet assigned).
         let unbound: Vec<usize> = point.locals[..first_free]
@@ -1068,38 +1221,99 @@ impl<'py> Translation<'_, 'py, '_> {
             .collect();
         let handled_slots: Vec<usize> = point.handled.iter().map(|(slot, _)| *slot).collect();
         let step = &continuation.step;
-        // The resume function after the step (the bridge's, where the step is bridged).
-        let next_key = codegen::ResumeKey {
-            pc: step.resume_pc(point.pc),
-            nulls: step.slots_after(&vm.values, &point.stack),
-            live: live_vars.clone(),
-            blocks: point.blocks_after(),
-            handled: handled_slots.clone(),
-            bridge: false,
-        };
-        let next = if next_key.pc < info.instrs.len() && vm.falls_through(&point.instr) {
-            Some(self.resume_call(next_key.clone(), None)?)
-        } else {
-            None
-        };
-        let resume = if continuation.bridged {
+        let resume = if let codegen::Step::Loop(span) = step {
+            // Each exit's resume function gets the stack below the loop's iterator, the
+            // variables the bridge got, and the blocks set up outside the loop.
+            let nulls: Vec<bool> = point.stack[..span.kept]
+                .iter()
+                .map(|v| matches!(vm.values[*v], value::Val::Null))
+                .collect();
+            let blocks: Vec<(usize, usize)> = point
+                .blocks
+                .iter()
+                .filter(|(_, level)| *level <= span.kept)
+                .copied()
+                .collect();
+            let exits = span
+                .exits
+                .iter()
+                .map(|(exit, depth)| {
+                    // The loop's own slots left at an exit (its iterator) are no NULLs.
+                    let mut nulls = nulls.clone();
+                    nulls.resize(*depth, false);
+                    let key = codegen::ResumeKey {
+                        pc: *exit,
+                        nulls,
+                        live: live_vars.iter().chain(&span.unhanded).copied().collect(),
+                        blocks: blocks.clone(),
+                        handled: Vec::new(),
+                        bridge: false,
+                        marked: span.marked.clone(),
+                    };
+                    Ok(codegen::LoopExit {
+                        pc: *exit,
+                        depth: *depth,
+                        resume: self.resume_call(key, None)?,
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?;
             let key = codegen::ResumeKey {
                 pc: point.pc,
                 nulls: continuation.slots_after(&vm.values, &point.stack),
                 live: live_vars.clone(),
                 blocks: point.blocks.clone(),
-                handled: handled_slots,
+                handled: Vec::new(),
                 bridge: true,
+                marked: span.marked.clone(),
             };
+            // The bridge's locals for the stack at its exits, as deep as the deepest.
+            let mut exit_nulls = nulls;
+            exit_nulls.resize(exits.iter().map(|e| e.depth).max().unwrap_or(span.kept), false);
             let bridge = codegen::Bridge {
                 step,
-                next: next.as_ref(),
-                next_nulls: &next_key.nulls,
-                blocks_after: next_key.blocks.len(),
+                next: None,
+                next_nulls: &exit_nulls,
+                blocks_after: blocks.len(),
+                exits: &exits,
             };
             Some(self.resume_call(key, Some(bridge))?)
         } else {
-            next
+            // The resume function after the step (the bridge's, where the step is bridged).
+            let next_key = codegen::ResumeKey {
+                pc: step.resume_pc(point.pc),
+                nulls: step.slots_after(&vm.values, &point.stack),
+                live: live_vars.clone(),
+                blocks: point.blocks_after(),
+                handled: handled_slots.clone(),
+                bridge: false,
+                marked: Vec::new(),
+            };
+            let next = if next_key.pc < info.instrs.len() && vm.falls_through(&point.instr) {
+                Some(self.resume_call(next_key.clone(), None)?)
+            } else {
+                None
+            };
+            if continuation.bridged {
+                let key = codegen::ResumeKey {
+                    pc: point.pc,
+                    nulls: continuation.slots_after(&vm.values, &point.stack),
+                    live: live_vars.clone(),
+                    blocks: point.blocks.clone(),
+                    handled: handled_slots,
+                    bridge: true,
+                    marked: Vec::new(),
+                };
+                let bridge = codegen::Bridge {
+                    step,
+                    next: next.as_ref(),
+                    next_nulls: &next_key.nulls,
+                    blocks_after: next_key.blocks.len(),
+                    exits: &[],
+                };
+                Some(self.resume_call(key, Some(bridge))?)
+            } else {
+                next
+            }
         };
         let pad_resume = match landing_pad_depth(vm, point) {
             Some(depth) if !continuation.bridged => {
@@ -1113,6 +1327,7 @@ impl<'py> Translation<'_, 'py, '_> {
                     blocks: Vec::new(),
                     handled: Vec::new(),
                     bridge: false,
+                    marked: Vec::new(),
                 };
                 Some((depth, self.resume_call(pad_key, None)?))
             }

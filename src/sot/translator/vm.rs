@@ -194,6 +194,8 @@ pub(super) struct Frame<'py> {
     yielded: Option<Vid>,
     /// Per instruction: whether it lies inside a loop.
     in_loop: Vec<bool>,
+    /// Per `FOR_ITER` run: the stack slot of its iterator.
+    iterator_slots: HashMap<usize, usize>,
     /// The class of `super()` (the `__class__` cell's contents), if any.
     class_cell: Option<usize>,
     /// The code's `co_argcount` (zero-argument `super()` needs a first argument).
@@ -220,6 +222,8 @@ pub struct BreakPoint {
     pub stack: Vec<Vid>,
     pub locals: Vec<Vid>,
     pub in_loop: bool,
+    /// Per `FOR_ITER` run in the frame: the stack slot of its iterator.
+    pub iterator_slots: HashMap<usize, usize>,
     /// Inside a `try` or `with`: the instruction must run where its handler is.
     pub in_handler_scope: bool,
     /// 3.9/3.10: the `SETUP_*` blocks around it, (handler, stack level) outermost first.
@@ -385,6 +389,7 @@ struct Ops<'py> {
     module_type: Bound<'py, PyAny>,
     range_type: Bound<'py, PyAny>,
     list_iterator_type: Bound<'py, PyAny>,
+    generator_type: Bound<'py, PyAny>,
     /// `collections.OrderedDict`: read as a dict (a layer's table of sublayers).
     ordered_dict_type: Bound<'py, PyAny>,
     /// The type of a namedtuple's fields, a C descriptor reading an item (a heap type from
@@ -423,6 +428,7 @@ impl<'py> Ops<'py> {
                 .call1((PyList::empty(py),))?
                 .get_type()
                 .into_any(),
+            generator_type: types.getattr("GeneratorType")?,
             ordered_dict_type: collections.getattr("OrderedDict")?,
             tuple_getter_type: collections.getattr("_tuplegetter")?,
             enum_type: import(py, "enum")?.getattr("Enum")?,
@@ -1629,18 +1635,17 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 }
 
-/// Per instruction: whether a backward jump makes it part of a loop.
+/// Per instruction: whether it is in a loop's body (`loops::loops`).
 /// A `while` loop's first test of its condition precedes the back edge's target (CPython
 /// 3.10+ tests it again at the bottom): the test's line, ending in a conditional jump past
 /// the loop, belongs to the loop too.
 fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
     let mut in_loop = vec![false; instrs.len()];
-    for (index, instr) in instrs.iter().enumerate() {
-        let Arg::Target(target) = instr.arg else { continue };
-        if target > index {
-            continue;
+    for (index, a_loop) in framehook_bytecode::loops::loops(instrs) {
+        for (flag, in_body) in in_loop.iter_mut().zip(&a_loop.body) {
+            *flag |= in_body;
         }
-        in_loop[target..=index].iter_mut().for_each(|f| *f = true);
+        let target = a_loop.head;
         let Some(head) = target.checked_sub(1) else {
             continue;
         };
@@ -1719,6 +1724,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             filename: info.filename.clone(),
             yielded: None,
             in_loop: loop_membership(&info.instrs),
+            iterator_slots: HashMap::new(),
             class_cell: None,
             argcount: info.argcount,
             globals_source: None,
@@ -1838,6 +1844,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 BreakPoint {
                     pc,
                     in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
+                    iterator_slots: frame.iterator_slots.clone(),
                     in_handler_scope,
                     instr: frame.instrs[pc].clone(),
                     stack: stack_before,
@@ -2727,6 +2734,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 frame.stack.push(it);
             }
             Op::ForIter => {
+                frame
+                    .iterator_slots
+                    .insert(frame.pc - 1, frame.stack.len().saturating_sub(1));
                 let it = Self::top(frame)?;
                 if let Some(item) = self.advance(it)? {
                     frame.stack.push(item);
@@ -4831,6 +4841,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 outcome
             }
+            Val::Obj { ref obj, .. } => unsupported(format!("iteration over {}", obj.get_type().name()?)),
             _ => unsupported("advancing a value that is no iterator"),
         }
     }
@@ -5150,6 +5161,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Obj { obj, source: Some(_) } if obj.get_type().is(&self.ops.list_iterator_type) => {
                 // `iter()` of an iterator is itself.
                 self.frame_list_iterator(v)?;
+                return Ok(v);
+            }
+            Val::Obj { obj, source: Some(_) } if obj.get_type().is(&self.ops.generator_type) => {
+                // Itself too, advanced only by the original code (a loop over it runs there).
+                self.guard_type(v);
                 return Ok(v);
             }
             Val::Dict(_) => return self.dict_iterator(v, DictPart::Keys),

@@ -1,0 +1,418 @@
+//! Loops of a canonical instruction sequence: the instructions a backward jump closes, and
+//! where control goes on once it leaves them.
+
+use crate::canonical::{Arg, Instruction, Op};
+use crate::liveness::falls_through;
+use crate::table::Table;
+
+/// A loop: its head (where its back edges return) and, per instruction, whether it is in
+/// the loop's body (it can get back to the head without passing it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loop {
+    pub head: usize,
+    pub body: Vec<bool>,
+}
+
+impl Loop {
+    pub fn contains(&self, index: usize) -> bool {
+        self.body.get(index).copied().unwrap_or(false)
+    }
+}
+
+/// Every loop, with the back edge that closes it: a jump to an instruction at or before
+/// it that control gets back to the jump from (3.11+ also jump back from a handler to the
+/// code after its `try`, which is no loop). Its head is the jump's target, its body what
+/// lies on a path from the head to the jump (exception edges included: a handler that
+/// jumps back is part of the loop, though 3.11+ put it past the code after the loop).
+pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
+    let predecessors = predecessors(instrs);
+    instrs
+        .iter()
+        .enumerate()
+        .filter_map(|(jump, instr)| match instr.arg {
+            Arg::Target(head) if head <= jump && is_jump(instr.op) => {
+                let from_head = reachable(instrs, &[head], &[]);
+                if !from_head[jump] {
+                    return None;
+                }
+                let mut body = vec![false; instrs.len()];
+                body[head] = true;
+                let mut work = vec![jump];
+                while let Some(index) = work.pop() {
+                    if from_head[index] && !std::mem::replace(&mut body[index], true) {
+                        work.extend(&predecessors[index]);
+                    }
+                }
+                Some((jump, Loop { head, body }))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The outermost loop around `pc`: of the loops whose bodies hold it, the widest, with
+/// every loop of the same head. None outside every loop.
+pub fn outermost_loop(instrs: &[Instruction], pc: usize) -> Option<Loop> {
+    let loops: Vec<Loop> = loops(instrs).into_iter().map(|(_, l)| l).collect();
+    let widest = loops
+        .iter()
+        .filter(|l| l.contains(pc))
+        .max_by_key(|l| l.body.iter().filter(|b| **b).count())?;
+    let mut merged = Loop {
+        head: widest.head,
+        body: vec![false; instrs.len()],
+    };
+    for same_head in loops.iter().filter(|l| l.head == widest.head) {
+        for (into, from) in merged.body.iter_mut().zip(&same_head.body) {
+            *into |= *from;
+        }
+    }
+    Some(merged)
+}
+
+/// Per instruction: those control may come from (fall-through, jumps, handlers).
+fn predecessors(instrs: &[Instruction]) -> Vec<Vec<usize>> {
+    let mut predecessors = vec![Vec::new(); instrs.len()];
+    for (index, instr) in instrs.iter().enumerate() {
+        let mut successor = |to: usize| {
+            if let Some(p) = predecessors.get_mut(to) {
+                p.push(index);
+            }
+        };
+        if falls_through(instr.op) {
+            successor(index + 1);
+        }
+        if let Arg::Target(target) = instr.arg {
+            successor(target);
+        }
+        if let Some(handler) = instr.handler {
+            successor(handler.target);
+        }
+    }
+    predecessors
+}
+
+/// Where control goes on, in normal flow, once it leaves `a_loop`, sorted: the targets of
+/// jumps out of it, the instruction after one of it that falls through out of it, and
+/// for a `FOR_ITER` whose iterator runs out, the first instruction after the iterator is
+/// popped (3.12+ jump to an `END_FOR` the interpreter skips, 3.13 also a `POP_TOP`, 3.14
+/// runs a `POP_ITER`: the table's stack effects say where that is). None where an exit
+/// cannot be told (a `FOR_ITER` whose end runs into a jump).
+pub fn loop_exits(table: &Table, instrs: &[Instruction], a_loop: &Loop) -> Option<Vec<usize>> {
+    let mut exits = Vec::new();
+    for (index, instr) in instrs
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| a_loop.contains(*index))
+    {
+        if falls_through(instr.op) && !a_loop.contains(index + 1) {
+            exits.push(index + 1);
+        }
+        let Arg::Target(target) = instr.arg else { continue };
+        if a_loop.contains(target) {
+            continue;
+        }
+        match instr.op {
+            Op::ForIter => exits.push(iterator_popped(table, instrs, target)?),
+            op if is_jump(op) => exits.push(target),
+            // A handler's target: only an exception gets there.
+            _ => {}
+        }
+    }
+    exits.sort_unstable();
+    exits.dedup();
+    Some(exits)
+}
+
+/// Per instruction: whether control may get there from one of `starts` without passing
+/// one of `stops`, following fall-through, jumps and handlers.
+pub fn reachable(instrs: &[Instruction], starts: &[usize], stops: &[usize]) -> Vec<bool> {
+    let mut reached = vec![false; instrs.len()];
+    let mut work: Vec<usize> = starts.to_vec();
+    while let Some(index) = work.pop() {
+        if index >= instrs.len() || reached[index] || stops.contains(&index) {
+            continue;
+        }
+        reached[index] = true;
+        let instr = &instrs[index];
+        if falls_through(instr.op) {
+            work.push(index + 1);
+        }
+        if let Arg::Target(target) = instr.arg {
+            work.push(target);
+        }
+        if let Some(handler) = instr.handler {
+            work.push(handler.target);
+        }
+    }
+    reached
+}
+
+/// Whether some path from `start` (before `stops`) reads one of `tracked` (at most 64
+/// variables) where it may be unbound: not stored since `start`, or deleted since, unless
+/// it is among `bound` there. A read is a load or a `del` (it needs the variable bound);
+/// a comprehension's save of its variable (3.12+) unbinds it until restored. Handlers are entered with what every instruction the
+/// path reaches has in common where their edges are not per instruction (≤ 3.10's blocks,
+/// `block_handlers`).
+pub fn reads_unbound(
+    instrs: &[Instruction],
+    start: usize,
+    block_handlers: &[usize],
+    stops: &[usize],
+    tracked: &[usize],
+    bound: &[usize],
+) -> bool {
+    if tracked.len() > 64 {
+        return true;
+    }
+    let bit = |var: u32| tracked.iter().position(|t| *t == var as usize).map(|i| 1u64 << i);
+    let initially: u64 = bound.iter().filter_map(|v| bit(*v as u32)).fold(0, |a, b| a | b);
+    let all_handlers: Vec<usize> = instrs
+        .iter()
+        .filter(|i| matches!(i.op, Op::SetupFinally | Op::SetupWith | Op::SetupAsyncWith))
+        .filter_map(|i| match i.arg {
+            Arg::Target(target) => Some(target),
+            _ => None,
+        })
+        .chain(block_handlers.iter().copied())
+        .collect();
+    // What the block handlers are entered with: narrowed until every reached state has it.
+    let mut at_handlers = initially;
+    loop {
+        // Per instruction: the variables bound on every path reaching it (None: unreached).
+        let mut state: Vec<Option<u64>> = vec![None; instrs.len()];
+        let mut work: Vec<(usize, u64)> = vec![(start, initially)];
+        work.extend(all_handlers.iter().map(|h| (*h, at_handlers)));
+        let mut read_unbound = false;
+        while let Some((index, incoming)) = work.pop() {
+            if index >= instrs.len() || stops.contains(&index) {
+                continue;
+            }
+            let merged = state[index].map_or(incoming, |s| s & incoming);
+            if state[index] == Some(merged) {
+                continue;
+            }
+            state[index] = Some(merged);
+            let instr = &instrs[index];
+            let mut out = merged;
+            if let Arg::Var(var) = instr.arg {
+                if let Some(bit) = bit(var) {
+                    match instr.op {
+                        Op::StoreFast => out |= bit,
+                        Op::LoadFast | Op::LoadFastCheck => read_unbound |= merged & bit == 0,
+                        Op::DeleteFast => {
+                            read_unbound |= merged & bit == 0;
+                            out &= !bit;
+                        }
+                        Op::LoadFastAndClear => out &= !bit,
+                        _ => {}
+                    }
+                }
+            }
+            if falls_through(instr.op) {
+                work.push((index + 1, out));
+            }
+            if let Arg::Target(target) = instr.arg {
+                let entering = if all_handlers.contains(&target) {
+                    at_handlers
+                } else {
+                    out
+                };
+                work.push((target, entering));
+            }
+            if let Some(handler) = instr.handler {
+                work.push((handler.target, merged));
+            }
+        }
+        if read_unbound {
+            return true;
+        }
+        let common = state.iter().flatten().fold(at_handlers, |a, s| a & s);
+        if common == at_handlers {
+            return false;
+        }
+        at_handlers = common;
+    }
+}
+
+/// Jumps in normal flow (not the handlers `SETUP_*` names).
+fn is_jump(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Jump
+            | Op::JumpNoInterrupt
+            | Op::PopJumpIfTrue
+            | Op::PopJumpIfFalse
+            | Op::PopJumpIfNone
+            | Op::PopJumpIfNotNone
+            | Op::JumpIfTrueOrPop
+            | Op::JumpIfFalseOrPop
+            | Op::JumpIfNotExcMatch
+            | Op::ForIter
+    )
+}
+
+/// The first instruction from `target` on (where a `FOR_ITER` jumps once its iterator runs
+/// out) at which the stack no longer holds the iterator.
+fn iterator_popped(table: &Table, instrs: &[Instruction], target: usize) -> Option<usize> {
+    let effect = |op: Op, jump: bool| -> Option<i64> {
+        let info = table.op(table.number(op.name())?)?;
+        info.stack_effect(0, jump)
+    };
+    // Relative to the stack below the iterator.
+    let mut depth = 1 + effect(Op::ForIter, true)?;
+    let mut index = target;
+    while depth > 0 {
+        let instr = instrs.get(index)?;
+        if matches!(instr.arg, Arg::Target(_)) || !falls_through(instr.op) {
+            return None;
+        }
+        depth += effect(instr.op, false)?;
+        index += 1;
+    }
+    (depth == 0).then_some(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Location;
+
+    fn instr(op: Op, arg: Arg) -> Instruction {
+        Instruction {
+            op,
+            arg,
+            location: Location::NONE,
+            handler: None,
+        }
+    }
+
+    /// `for x in it: if x: break` then `return`, as 3.12 and 3.13 compile it.
+    fn for_loop(end: &[Op]) -> Vec<Instruction> {
+        let exit = 6 + end.len();
+        let mut code = vec![
+            instr(Op::GetIter, Arg::None),
+            instr(Op::ForIter, Arg::Target(6)),
+            instr(Op::StoreFast, Arg::Var(0)),
+            instr(Op::LoadFast, Arg::Var(0)),
+            instr(Op::PopJumpIfTrue, Arg::Target(exit + 10)),
+            instr(Op::Jump, Arg::Target(1)),
+        ];
+        code.extend(end.iter().map(|op| instr(*op, Arg::None)));
+        code.push(instr(Op::LoadConst, Arg::None));
+        code.push(instr(Op::ReturnValue, Arg::None));
+        code
+    }
+
+    #[test]
+    fn the_outermost_loop_takes_in_the_loops_it_overlaps() {
+        // 0 outer head, 1 inner head, 2 a `continue` of the outer loop, 3 back to 1, 4 to 0.
+        let code = [
+            instr(Op::ForIter, Arg::Target(5)),
+            instr(Op::ForIter, Arg::Target(4)),
+            instr(Op::PopJumpIfTrue, Arg::Target(0)),
+            instr(Op::Jump, Arg::Target(1)),
+            instr(Op::Jump, Arg::Target(0)),
+            instr(Op::ReturnValue, Arg::None),
+        ];
+        let outer = outermost_loop(&code, 3).unwrap();
+        assert_eq!(outer.head, 0);
+        assert_eq!(outer.body, [true, true, true, true, true, false]);
+        assert_eq!(outermost_loop(&code, 5), None);
+    }
+
+    #[test]
+    fn what_is_reachable_stops_at_the_exits() {
+        let code = for_loop(&[Op::EndFor]);
+        let reached = reachable(&code, &[3], &[7, 17]);
+        assert_eq!(reached, [false, true, true, true, true, true, true, false, false]);
+    }
+
+    #[test]
+    fn a_handler_jumping_back_to_the_code_after_its_try_closes_no_loop() {
+        // 0 raising (handler 2), 1 return; 2 handler: jump back to 1.
+        let mut raising = instr(Op::Nop, Arg::None);
+        raising.handler = Some(crate::canonical::Handler {
+            target: 2,
+            depth: 0,
+            lasti: false,
+        });
+        let code = [
+            raising,
+            instr(Op::ReturnValue, Arg::None),
+            instr(Op::Jump, Arg::Target(1)),
+        ];
+        assert_eq!(loops(&code), []);
+        assert_eq!(outermost_loop(&code, 0), None);
+    }
+
+    #[test]
+    fn a_variable_read_before_the_loop_stores_it_is_read_unbound() {
+        // for x in it: (y = x | print(y); y = x) — y read at 3 before its store at 4.
+        let store_then_read = [
+            instr(Op::ForIter, Arg::Target(5)),
+            instr(Op::StoreFast, Arg::Var(0)),
+            instr(Op::LoadFast, Arg::Var(0)),
+            instr(Op::StoreFast, Arg::Var(1)),
+            instr(Op::Jump, Arg::Target(0)),
+            instr(Op::LoadFast, Arg::Var(1)),
+            instr(Op::ReturnValue, Arg::None),
+        ];
+        assert!(!reads_unbound(&store_then_read, 0, &[], &[5], &[1], &[]));
+        let mut read_first = store_then_read.clone();
+        read_first[2] = instr(Op::LoadFast, Arg::Var(1));
+        read_first[3] = instr(Op::StoreFast, Arg::Var(1));
+        assert!(reads_unbound(&read_first, 0, &[], &[5], &[1], &[]));
+        assert!(!reads_unbound(&read_first, 0, &[], &[5], &[1], &[1]));
+        // A `del` leaves it unbound for the next iteration's read.
+        let deleted = [
+            instr(Op::ForIter, Arg::Target(4)),
+            instr(Op::LoadFast, Arg::Var(1)),
+            instr(Op::DeleteFast, Arg::Var(1)),
+            instr(Op::Jump, Arg::Target(0)),
+            instr(Op::ReturnValue, Arg::None),
+        ];
+        assert!(reads_unbound(&deleted, 0, &[], &[4], &[1], &[1]));
+    }
+
+    #[test]
+    fn a_for_loop_exits_past_what_pops_its_iterator() {
+        for (minor, end) in [(12, &[Op::EndFor][..]), (13, &[Op::EndFor, Op::PopTop][..])] {
+            let table = Table::for_version(3, minor).unwrap();
+            let code = for_loop(end);
+            let a_loop = outermost_loop(&code, 3).unwrap();
+            assert_eq!(a_loop.head, 1);
+            let exit = 6 + end.len();
+            assert_eq!(
+                loop_exits(table, &code, &a_loop),
+                Some(vec![exit, exit + 10]),
+                "3.{minor}"
+            );
+        }
+        let table = Table::for_version(3, 11).unwrap();
+        let code = for_loop(&[]);
+        let a_loop = outermost_loop(&code, 3).unwrap();
+        assert_eq!(loop_exits(table, &code, &a_loop), Some(vec![6, 16]));
+    }
+
+    #[test]
+    fn a_handler_past_the_code_after_the_loop_that_jumps_back_is_in_the_loop() {
+        // 0 FOR_ITER (to 3), 1 raising (handler 5), 2 back; 3 END_FOR, 4 return; 5 back.
+        let mut raising = instr(Op::Nop, Arg::None);
+        raising.handler = Some(crate::canonical::Handler {
+            target: 5,
+            depth: 1,
+            lasti: false,
+        });
+        let code = [
+            instr(Op::ForIter, Arg::Target(3)),
+            raising,
+            instr(Op::Jump, Arg::Target(0)),
+            instr(Op::EndFor, Arg::None),
+            instr(Op::ReturnValue, Arg::None),
+            instr(Op::Jump, Arg::Target(0)),
+        ];
+        let a_loop = outermost_loop(&code, 1).unwrap();
+        assert_eq!(a_loop.body, [true, true, true, false, false, true]);
+    }
+}
