@@ -349,24 +349,33 @@ def _nested_loops(x, items):
 def test_a_loops_bridge_hands_on_variables_it_binds_deletes_or_handles():
     """What the loop assigns first is read after it; a `del` in it, an exception handled
     in it or raised out of it, a `with` in it, nested loops and a closure: all as the
-    original runs them, and an unbound variable raises as it does there."""
-    cases = [
-        (_assigned_in_the_loop, 3),
-        (_deleted_in_the_loop, 3),
-        (_handled_in_the_loop, 3),
-        (_handled_in_the_loop, 1),
-        (_raised_out_of_the_loop, 4),
-        (_raised_out_of_the_loop, 2),
-        (_nested_loops, 3),
+    original runs them, and an unbound variable raises as it does there. (3.9/3.10 say
+    which handler an instruction raises to only as it runs: a loop with a `try` or `with`
+    in it runs in the resume function of a break before it.)"""
+    bridged = ["iteration over generator"]
+    why = "the loop sets up a `try` or `with` block (3.9/3.10)"
+    before_the_loop = [
+        f"it makes the iterator of a loop that runs eagerly ({why}): iteration over generator",
+        f"graph break in a loop, the frame runs eagerly ({why}): iteration over generator",
     ]
-    for function, items in cases:
+    blocks = before_the_loop if sys.version_info < (3, 11) else bridged
+    cases = [
+        (_assigned_in_the_loop, 3, bridged),
+        (_deleted_in_the_loop, 3, bridged),
+        (_handled_in_the_loop, 3, blocks),
+        (_handled_in_the_loop, 1, blocks),
+        (_raised_out_of_the_loop, 4, blocks),
+        (_raised_out_of_the_loop, 2, blocks),
+        (_nested_loops, 3, bridged),
+    ]
+    for function, items, reasons in cases:
         sot.reset()
         fast = sot.translate(function)
         for _ in range(2):
             np.testing.assert_array_equal(fast(np.ones(2), _numbers(items)), function(np.ones(2), _numbers(items)))
         st = sot.stats(fast)
-        assert st.fallbacks == [] and st.translations >= 2, (function, st)
-        assert st.graph_breaks and all(b.reason == "iteration over generator" for b in st.graph_breaks), st
+        assert st.fallbacks == [] and st.own_frame == "translated", (function, st)
+        assert {b.reason for b in st.graph_breaks} == set(reasons), (function, st)
     fast = sot.translate(_assigned_in_the_loop)
     with pytest.raises(UnboundLocalError):
         fast(np.ones(2), _numbers(0))
