@@ -91,8 +91,8 @@ def iterate_template_holding_array(x):
     return kinds, total
 
 
-# _render then runs as its own frame: str() of the array it holds breaks again, in its loop.
-@case(args=lambda: (arr(3),), graphs=1, ops=1,
-      breaks=["tensor to python", "graph break in a loop, the frame runs eagerly: tensor to python"])
+# _render then runs as its own frame: str() of the array it holds breaks again, in its loop,
+# which runs in a bridge from there.
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["tensor to python", "tensor to python"])
 def array_template_rendered(x):
     return _render(t"value {x + 1}"), x

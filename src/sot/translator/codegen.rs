@@ -1991,9 +1991,10 @@ pub fn resume_code<'py>(
     let mut stub_at = vec![None; instrs.len()];
     let mut in_prologue = true;
     for (index, instruction) in instrs.iter().enumerate() {
+        // What is written besides the copy (a stub, a marker stored) takes its line.
+        w.location = instruction.location;
         if let (Some(exit), Some(slots)) = (loop_exits.iter().find(|e| e.pc == index), &stub_slots) {
             stub_at[index] = Some(w.out.len());
-            w.location = instruction.location;
             for _ in 0..exit_blocks {
                 w.emit(Op::PopBlock, Arg::None);
             }

@@ -1110,7 +1110,8 @@ impl<'py> Translation<'_, 'py, '_> {
         // 3.9/3.10 say which handler an instruction raises to only as it runs (`SETUP_*`
         // blocks), and an exit inside a block needs it set up again: such a loop stays out.
         let sets_up_blocks = instrs.iter().enumerate().any(|(index, instr)| {
-            a_loop.contains(index) && matches!(instr.op, Op::SetupFinally | Op::SetupWith | Op::SetupAsyncWith)
+            a_loop.contains(index)
+                && matches!(instr.op, Op::SetupFinally | Op::SetupWith | Op::SetupAsyncWith)
         });
         if sets_up_blocks {
             return Ok(Err("the loop sets up a `try` or `with` block (3.9/3.10)"));
