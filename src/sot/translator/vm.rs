@@ -389,7 +389,6 @@ struct Ops<'py> {
     module_type: Bound<'py, PyAny>,
     range_type: Bound<'py, PyAny>,
     list_iterator_type: Bound<'py, PyAny>,
-    generator_type: Bound<'py, PyAny>,
     /// `collections.OrderedDict`: read as a dict (a layer's table of sublayers).
     ordered_dict_type: Bound<'py, PyAny>,
     /// The type of a namedtuple's fields, a C descriptor reading an item (a heap type from
@@ -428,7 +427,6 @@ impl<'py> Ops<'py> {
                 .call1((PyList::empty(py),))?
                 .get_type()
                 .into_any(),
-            generator_type: types.getattr("GeneratorType")?,
             ordered_dict_type: collections.getattr("OrderedDict")?,
             tuple_getter_type: collections.getattr("_tuplegetter")?,
             enum_type: import(py, "enum")?.getattr("Enum")?,
@@ -5163,11 +5161,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.frame_list_iterator(v)?;
                 return Ok(v);
             }
-            Val::Obj { obj, source: Some(_) } if obj.get_type().is(&self.ops.generator_type) => {
-                // Itself too, advanced only by the original code (a loop over it runs there).
-                self.guard_type(v);
-                return Ok(v);
-            }
             Val::Dict(_) => return self.dict_iterator(v, DictPart::Keys),
             Val::Obj { obj, source: Some(_) }
                 if obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(obj) =>
@@ -5191,6 +5184,17 @@ impl<'py, 'b> Vm<'py, 'b> {
             let function = self.constant(iter);
             let made = self.call(function, vec![v], vec![])?;
             return self.iterator(made);
+        }
+        if let Val::Obj { obj, source: Some(_) } = self.val(v) {
+            // An iterator of a C type from the frame (a generator, a range's iterator...):
+            // `iter()` of it is itself, which only the original code advances (a loop over
+            // it runs there). Its type, guarded, keeps its `iter()`.
+            let iterates_itself =
+                obj.get_type().hasattr("__next__").unwrap_or(false) && obj.try_iter().is_ok_and(|it| it.is(obj));
+            if iterates_itself {
+                self.guard_type(v);
+                return Ok(v);
+            }
         }
         let items = self.items_of(v)?;
         Ok(self.push_val(Val::Iter { items, next: 0 }))
