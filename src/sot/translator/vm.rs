@@ -193,7 +193,7 @@ pub(super) struct Frame<'py> {
     /// For a generator's frame: the value its last `YIELD_VALUE` gave, until taken.
     yielded: Option<Vid>,
     /// Per instruction: whether it lies inside a loop.
-    in_loop: Vec<bool>,
+    in_loop: std::rc::Rc<Vec<bool>>,
     /// Per `FOR_ITER` run: the stack slot of its iterator.
     iterator_slots: HashMap<usize, usize>,
     /// The class of `super()` (the `__class__` cell's contents), if any.
@@ -1667,6 +1667,8 @@ fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
 /// What the VM needs to know about a code object, decoded once.
 pub struct CodeInfo {
     pub instrs: std::rc::Rc<Vec<Instruction>>,
+    /// Per instruction: whether it lies inside a loop (`loop_membership`).
+    pub in_loop: std::rc::Rc<Vec<bool>>,
     pub vars: Vars,
     pub flags: u32,
     pub argcount: usize,
@@ -1682,6 +1684,7 @@ impl CodeInfo {
         let instrs = framehook_bytecode::canonical::raise(table, &fields.vars, &raw.instrs)
             .map_err(|e| fields.error("decode", e))?;
         Ok(CodeInfo {
+            in_loop: std::rc::Rc::new(loop_membership(&instrs)),
             instrs: std::rc::Rc::new(instrs),
             vars: fields.vars.clone(),
             flags: code.getattr("co_flags")?.extract()?,
@@ -1721,7 +1724,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             pc: 0,
             filename: info.filename.clone(),
             yielded: None,
-            in_loop: loop_membership(&info.instrs),
+            in_loop: std::rc::Rc::clone(&info.in_loop),
             iterator_slots: HashMap::new(),
             class_cell: None,
             argcount: info.argcount,
