@@ -3188,9 +3188,10 @@ def test_a_store_through_a_data_descriptor_of_a_frame_object_runs_its_setter_the
 
 def test_logging_exception_in_a_handler_after_a_break_prints_the_traceback():
     """An exception the translation raises and catches that is needed after a break (here
-    made current again for `logging.exception()`, which breaks) is raised for real where
-    the original raises it: the log shows its traceback, as without SOT (a copy made by the
-    generated code had none: the log showed `KeyError: 'missing'` alone)."""
+    made current again for `logging.exception()`, which breaks) has its traceback, as
+    without SOT (a copy made by the generated code had none: the log showed
+    `KeyError: 'missing'` alone): the generated code raises its copy where the top frame
+    raised it, and catches it there (3.11+)."""
     import io
 
     stream = io.StringIO()
@@ -3224,7 +3225,8 @@ def test_logging_exception_in_a_handler_after_a_break_prints_the_traceback():
     assert st.fallbacks == []
     if sys.version_info >= (3, 11):
         assert st.own_frame == "translated" and st.graphs >= 1
-        assert any("raised and caught in the translation" in b.reason for b in st.graph_breaks)
+        assert not any("raised and caught in the translation" in b.reason for b in st.graph_breaks), st
+        assert len(st.graph_breaks) == 1, st
     else:
         # 3.9/3.10 resume no frame inside a handler: the break there runs it eagerly.
         assert st.own_frame == "eager"
@@ -3232,6 +3234,35 @@ def test_logging_exception_in_a_handler_after_a_break_prints_the_traceback():
             "unsupported call: Logger.exception (a library function) (the frame runs eagerly: an "
             "exception is being handled)"
         ]
+
+
+def test_an_exception_a_callee_raised_keeps_its_traceback_after_a_break():
+    """Raised in a function the translation inlines, an exception's traceback has that
+    function's frame too, which generated code cannot give a copy: the original raises it
+    for real (a break before the call), and `traceback.format_exc()` after a later break
+    reads as without SOT."""
+    import traceback
+
+    def fetch(table):
+        return table["missing"]
+
+    def lookup(x):
+        y = x * 2
+        try:
+            fetch({})
+        except KeyError:
+            text = traceback.format_exc()
+        return y + 1, text
+
+    fast = sot.translate(lookup)
+    for _ in range(2):
+        (got, text), (want, want_text) = fast(np.ones(2)), lookup(np.ones(2))
+        np.testing.assert_array_equal(got, want)
+        assert text == want_text and 'return table["missing"]' in text and "fetch({})" in text
+    st = sot.stats(fast)
+    assert st.fallbacks == [] and st.own_frame == "translated", st
+    if sys.version_info >= (3, 11):
+        assert any("raised and caught in the translation" in b.reason for b in st.graph_breaks), st
 
 
 def test_a_list_the_generated_code_makes_has_cpythons_size():

@@ -3,6 +3,7 @@ harness (tests/test_sot_corpus.py) and eager self-checks."""
 
 import copy
 import math
+import traceback
 
 import numpy as np
 
@@ -22,6 +23,10 @@ def _same_float(a, b, rtol):
     if rtol is None:
         return a == b
     return math.isclose(a, b, rel_tol=rtol)
+
+
+def _raised_at(exception):
+    return [(frame.name, frame.lineno) for frame in traceback.extract_tb(exception.__traceback__)]
 
 
 def assert_same(expected, got, path="result", rtol=None):
@@ -57,6 +62,18 @@ def assert_same(expected, got, path="result", rtol=None):
     elif isinstance(expected, BaseException):
         if str(expected) != str(got):
             _fail(path, f"exception {got!r}, expected {expected!r}")
+        # Where it was raised (each frame's function and line), and what it chains to.
+        if _raised_at(expected) != _raised_at(got):
+            _fail(path, f"traceback {_raised_at(got)}, expected {_raised_at(expected)}")
+        for link in ("__cause__", "__context__"):
+            linked = getattr(expected, link)
+            if linked is None or path.count(".__") >= 3:
+                if linked is None and getattr(got, link) is not None:
+                    _fail(f"{path}.{link}", f"{getattr(got, link)!r}, expected None")
+                continue
+            assert_same(linked, getattr(got, link), f"{path}.{link}", rtol)
+        if expected.__suppress_context__ != got.__suppress_context__:
+            _fail(path, f"__suppress_context__ {got.__suppress_context__}, expected {expected.__suppress_context__}")
     elif type(expected).__name__ in ("Template", "Interpolation") and "templatelib" in type(expected).__module__:
         # Template (strings, interpolations) and Interpolation (value, expression, conversion, format_spec).
         for field in ("strings", "interpolations", "value", "expression", "conversion", "format_spec"):

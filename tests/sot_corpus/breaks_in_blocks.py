@@ -6,6 +6,10 @@ import time
 
 from ._case import arr, case
 
+# 3.11+ generated code raises and catches a copy of an exception the top frame raised,
+# where it raised it, for its traceback; 3.9/3.10 raise it for real (a break there).
+RAISED_FOR_REAL = [] if sys.version_info >= (3, 11) else ["raised and caught in the translation"]
+
 
 class _Recorder:
     def __init__(self, log):
@@ -57,9 +61,9 @@ def print_in_finally(x):
     return y * 2
 
 
-# Each exception the handler makes current again at a break is raised for real (a break
-# where it is raised), so that it has its traceback (`logging.exception()` prints it).
-@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["raised and caught in the translation", "print"])
+# Each exception the handler makes current again at a break has its traceback
+# (`logging.exception()` prints it).
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=[*RAISED_FOR_REAL, "print"])
 def print_in_except(x):
     try:
         raise ValueError("v")
@@ -201,7 +205,7 @@ def raise_after_break_under_with(x, log):
     return y
 
 
-@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["raised and caught in the translation", "exc_info"])
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=[*RAISED_FOR_REAL, "exc_info"])
 def exception_current_after_break_in_except(x):
     try:
         raise KeyError("k")
@@ -215,7 +219,7 @@ def exception_current_after_break_in_except(x):
     args=lambda: (arr(3),),
     graphs=1,
     ops=1,
-    breaks=["raised and caught in the translation", "exc_info", "exc_info"],
+    breaks=[*RAISED_FOR_REAL, "exc_info", "exc_info"],
 )
 def exception_cleared_after_handler(x):
     try:
@@ -227,16 +231,17 @@ def exception_cleared_after_handler(x):
 
 
 # repr() of the handled exception breaks too: pinned by identity, it would fail its guard
-# on every call (each call raises a new one) and keep its traceback's frames alive. The
-# outer exception is raised for real (it is current again after the inner handler's
-# break), and the resume function that handles it breaks at the inner one, an exception
-# from the frame there: the handlers run as they are, without a graph (more than the
-# translator can do yet; before exceptions kept their tracebacks, y = x * 2 was a graph).
+# on every call (each call raises a new one) and keep its traceback's frames alive. 3.11+:
+# y = x * 2 is a graph, each `sys.exc_info()` breaks and its resume function breaks at
+# repr() of an exception from the frame. 3.9/3.10: the outer exception is raised for real
+# (a break), and the resume function that handles it breaks at the inner one, an exception
+# from the frame there: the handlers run as they are, without a graph.
 @case(
     args=lambda: (arr(3),),
-    graphs=0,
-    ops=0,
-    breaks=["raised and caught in the translation", "exception from the frame"],
+    graphs=1 if sys.version_info >= (3, 11) else 0,
+    ops=1 if sys.version_info >= (3, 11) else 0,
+    breaks=(["exc_info", "exception from the frame", "exc_info", "exception from the frame"]
+            if sys.version_info >= (3, 11) else ["raised and caught in the translation", "exception from the frame"]),
 )
 def break_in_nested_handlers(x):
     try:

@@ -400,9 +400,10 @@ pub struct Plan<'a, 'py> {
     /// cannot make again (a generator, a method of a made list...): the translator then
     /// breaks where it was made, for the value to exist as a real object.
     pub unrebuildable: std::cell::Cell<Option<Vid>>,
-    /// The exceptions a handler of the translation caught, by address: made again, they
-    /// would have no traceback (see `Vm::caught_exceptions`).
-    caught_exceptions: &'a std::collections::HashSet<usize>,
+    /// The exceptions a handler of the translation caught, by address, with where the top
+    /// frame raised each whose traceback the generated code can give it again (see
+    /// `Vm::caught_exceptions`).
+    caught_exceptions: &'a HashMap<usize, Option<Location>>,
 }
 
 impl<'a, 'py> Plan<'a, 'py> {
@@ -421,7 +422,7 @@ impl<'a, 'py> Plan<'a, 'py> {
         frame_cells: Vec<(usize, usize)>,
         globals: Bound<'py, PyAny>,
         rebuilt: &[Vid],
-        caught_exceptions: &'a std::collections::HashSet<usize>,
+        caught_exceptions: &'a HashMap<usize, Option<Location>>,
     ) -> Self {
         let mut roots = side_effect_roots(values, side_effects);
         roots.extend_from_slice(rebuilt);
@@ -883,23 +884,26 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let objects = self.distinct_objects();
         for &(vid, var) in &objects {
             if let Some(exception) = made_exception(&self.plan.values[vid]) {
-                if self
-                    .plan
-                    .caught_exceptions
-                    .contains(&(exception.as_ptr() as usize))
-                {
+                let raised_at = match self.plan.caught_exceptions.get(&(exception.as_ptr() as usize)) {
                     // Where it was raised, the generated code raises it for real: a copy
                     // would have no traceback (an `except` block's `logging.exception()`
-                    // after a break printed none), nor be the same object.
-                    return Err(self.cannot_rebuild(
-                        vid,
-                        "an exception raised and caught in the translation, needed after it (made \
-                         again by the generated code, it would have no traceback)",
-                    ));
-                }
+                    // after a break printed none).
+                    Some(None) => {
+                        return Err(self.cannot_rebuild(
+                            vid,
+                            "an exception raised and caught in the translation, needed after it (made \
+                             again by the generated code, it would have no traceback)",
+                        ))
+                    }
+                    Some(Some(location)) => Some(*location),
+                    None => None,
+                };
                 let exception = exception.clone();
                 self.new_exception(&exception)?;
                 self.emit(Op::StoreFast, Arg::Var(var));
+                if let Some(location) = raised_at {
+                    self.raise_and_catch(var, location);
+                }
                 continue;
             }
             if matches!(self.plan.values[vid], Val::List(_) | Val::Dict(_) | Val::Set(_)) {
@@ -993,6 +997,25 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// Sets the `__context__` and `__cause__` of the exception on top of the stack (left
     /// there) as `exception` has them: the exceptions the generated code has already (made
     /// ones, the frame's), or new ones, chained in turn up to `depth` links.
+    /// Raises the exception in `var` at `location` and catches it there: its traceback is
+    /// then the original's, where the top frame raised it at `location` (the generated
+    /// code's frame shows the original's name, file and line). The stack is empty here.
+    fn raise_and_catch(&mut self, var: u32, location: Location) {
+        self.emit(Op::LoadFast, Arg::Var(var));
+        let caught = self.w.out.len() + 1;
+        self.w.out.push(Instruction {
+            op: Op::RaiseVarargs,
+            arg: Arg::Int(1),
+            location,
+            handler: Some(Handler {
+                target: caught,
+                depth: 0,
+                lasti: false,
+            }),
+        });
+        self.emit(Op::PopTop, Arg::None);
+    }
+
     fn chain_exception(&mut self, exception: &Bound<'py, PyAny>, depth: usize) -> PyResult<()> {
         for link in ["__context__", "__cause__"] {
             let linked = exception.getattr(link)?;

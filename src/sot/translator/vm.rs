@@ -359,8 +359,14 @@ pub struct Vm<'py, 'b> {
     /// `chain_to_handled`).
     chained: std::collections::HashSet<usize>,
     /// The exceptions a handler of the translation caught, by address: CPython gave them a
-    /// traceback, which the generated code cannot give an exception it makes again.
-    pub caught_exceptions: std::collections::HashSet<usize>,
+    /// traceback. Each with where the top frame raised it where that entry is all the
+    /// traceback holds (an instruction of the top frame raised it, caught once, with
+    /// exception tables): the generated code raises what it makes again there, for the same
+    /// traceback; it can give no other exception one.
+    pub caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
+    /// The exceptions some frame's handlers were looked up for, by address (the first
+    /// frame to look raised it).
+    seen_raised: std::collections::HashSet<usize>,
     /// The top frame's instruction being simulated.
     top_pc: usize,
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
@@ -659,7 +665,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             unhandled_groups: std::collections::HashSet::new(),
             made_at: Vec::new(),
             chained: std::collections::HashSet::new(),
-            caught_exceptions: std::collections::HashSet::new(),
+            caught_exceptions: HashMap::new(),
+            seen_raised: std::collections::HashSet::new(),
             top_pc: usize::MAX,
             break_before: HashMap::new(),
         })
@@ -1979,6 +1986,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Sends the exception the instruction just run raised to its handler in `frame`
     /// (exception tables, 3.11+; 3.9/3.10's blocks), or on out of the frame.
     fn catch(&mut self, frame: &mut Frame<'py>, err: PyErr) -> Res<()> {
+        // The first frame to see it raised it.
+        let raised_here = self.seen_raised.insert(err.value(self.py).as_ptr() as usize);
         self.chain_to_handled(&err)?;
         if self.table.exceptions == ExceptionModel::BlockStack {
             return self.unwind_blocks(frame, err);
@@ -1988,7 +1997,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Err(Problem::Python(err));
         };
         let caught = err.value(self.py).clone().into_any();
-        self.caught_exceptions.insert(caught.as_ptr() as usize);
+        // No Python frame run for real raised it (its traceback is empty yet).
+        let top_frame_only = raised_here && self.depth == 0 && caught.getattr("__traceback__")?.is_none();
+        match self.caught_exceptions.entry(caught.as_ptr() as usize) {
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                entry.insert(top_frame_only.then(|| frame.instrs[index].location));
+            }
+            // Raised again: its traceback has more entries.
+            std::collections::hash_map::Entry::Occupied(mut entry) => *entry.get_mut() = None,
+        }
         let exception = self.constant(caught);
         frame.stack.truncate(handler.depth as usize);
         if handler.lasti {
@@ -2013,7 +2030,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(handled) = self.exc_stack.last().copied() else {
             return Ok(());
         };
-        let handled = self.concrete(handled)?;
+        let handled = self.chained_to(handled)?;
         if !handled.is(&exc) && exc.getattr("__context__")?.is_none() {
             chain_context(&exc, &handled)?;
         }
@@ -2046,7 +2063,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             frame.stack.extend(previous);
             let value = err.value(self.py).clone().into_any();
             let kind = self.constant(value.get_type().into_any());
-            self.caught_exceptions.insert(value.as_ptr() as usize);
+            self.caught_exceptions.insert(value.as_ptr() as usize, None);
             let exception = self.constant(value);
             self.exc_stack.push(exception);
             frame.stack.extend([none, exception, kind]);
@@ -2068,7 +2085,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         // Raised while one is handled: chained to it, as CPython chains (the generated code
         // cannot make such an exception again: one that reaches it falls back).
         if let (true, Some(handled)) = (made, self.exc_stack.last().copied()) {
-            match self.concrete(handled) {
+            match self.chained_to(handled) {
                 Ok(handled) if !handled.is(&exc) => {
                     if let Err(err) = chain_context(&exc, &handled) {
                         return Problem::Python(err);
@@ -2079,6 +2096,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         Problem::Python(PyErr::from_value(exc))
+    }
+
+    /// The exception being handled, to chain a new one to. One from the frame is read,
+    /// not guarded: the generated code chains to it by its source, whichever exception
+    /// the call has there.
+    fn chained_to(&mut self, handled: Vid) -> Res<Bound<'py, PyAny>> {
+        match self.val(handled) {
+            Val::Obj { obj, source: Some(_) } => Ok(obj.clone()),
+            _ => self.concrete(handled),
+        }
     }
 
     /// The value on top of the stack, left there.
@@ -5192,8 +5219,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             // An iterator of a C type from the frame (a generator, a range's iterator...):
             // `iter()` of it is itself, which only the original code advances (a loop over
             // it runs there). Its type, guarded, keeps its `iter()`.
-            let iterates_itself =
-                obj.get_type().hasattr("__next__").unwrap_or(false) && obj.try_iter().is_ok_and(|it| it.is(obj));
+            let iterates_itself = obj.get_type().hasattr("__next__").unwrap_or(false)
+                && obj.try_iter().is_ok_and(|it| it.is(obj));
             if iterates_itself {
                 self.guard_type(v);
                 return Ok(v);
