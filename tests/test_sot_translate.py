@@ -3260,9 +3260,13 @@ def test_an_exception_a_callee_raised_keeps_its_traceback_after_a_break():
         np.testing.assert_array_equal(got, want)
         assert text == want_text and 'return table["missing"]' in text and "fetch({})" in text
     st = sot.stats(fast)
-    assert st.fallbacks == [] and st.own_frame == "translated", st
+    assert st.fallbacks == [], st
     if sys.version_info >= (3, 11):
+        assert st.own_frame == "translated", st
         assert any("raised and caught in the translation" in b.reason for b in st.graph_breaks), st
+    else:
+        # 3.9/3.10 resume no frame inside a handler: the break there runs it eagerly.
+        assert st.own_frame == "eager", st
 
 
 def test_a_list_the_generated_code_makes_has_cpythons_size():
