@@ -326,6 +326,19 @@ pub struct Instruction {
     pub handler: Option<Handler>,
 }
 
+#[cfg(test)]
+impl Instruction {
+    /// An instruction at no location, under no handler.
+    pub(crate) fn bare(op: Op, arg: Arg) -> Instruction {
+        Instruction {
+            op,
+            arg,
+            location: Location::NONE,
+            handler: None,
+        }
+    }
+}
+
 /// The variable names of a code object, which give variable arguments one index space.
 #[derive(Debug, Clone, Default)]
 pub struct Vars {

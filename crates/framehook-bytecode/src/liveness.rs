@@ -99,27 +99,17 @@ pub(crate) fn falls_through(op: Op) -> bool {
 mod tests {
     use super::*;
     use crate::canonical::Handler;
-    use crate::Location;
-
-    fn instr(op: Op, arg: Arg) -> Instruction {
-        Instruction {
-            op,
-            arg,
-            location: Location::NONE,
-            handler: None,
-        }
-    }
 
     #[test]
     fn a_variable_stored_again_before_any_read_is_dead() {
         // 0: x = ...; 1: print(); 2: x = None; 3: return y
         let code = [
-            instr(Op::StoreFast, Arg::Var(0)),
-            instr(Op::Nop, Arg::None),
-            instr(Op::LoadConst, Arg::None),
-            instr(Op::StoreFast, Arg::Var(0)),
-            instr(Op::LoadFast, Arg::Var(1)),
-            instr(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::StoreFast, Arg::Var(0)),
+            Instruction::bare(Op::Nop, Arg::None),
+            Instruction::bare(Op::LoadConst, Arg::None),
+            Instruction::bare(Op::StoreFast, Arg::Var(0)),
+            Instruction::bare(Op::LoadFast, Arg::Var(1)),
+            Instruction::bare(Op::ReturnValue, Arg::None),
         ];
         let live = Liveness::new(&code, 2);
         assert!(!live.is_live(1, 0) && live.is_live(1, 1));
@@ -128,20 +118,20 @@ mod tests {
 
     #[test]
     fn reads_on_a_jump_target_or_in_a_handler_keep_a_variable_live() {
-        let mut raising = instr(Op::Nop, Arg::None);
+        let mut raising = Instruction::bare(Op::Nop, Arg::None);
         raising.handler = Some(Handler {
             target: 5,
             depth: 0,
             lasti: false,
         });
         let code = [
-            instr(Op::PopJumpIfTrue, Arg::Target(3)),
+            Instruction::bare(Op::PopJumpIfTrue, Arg::Target(3)),
             raising,
-            instr(Op::ReturnValue, Arg::None),
-            instr(Op::LoadFast, Arg::Var(0)),
-            instr(Op::ReturnValue, Arg::None),
-            instr(Op::DeleteFast, Arg::Var(1)),
-            instr(Op::Reraise, Arg::None),
+            Instruction::bare(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::LoadFast, Arg::Var(0)),
+            Instruction::bare(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::DeleteFast, Arg::Var(1)),
+            Instruction::bare(Op::Reraise, Arg::None),
         ];
         let live = Liveness::new(&code, 2);
         assert!(live.is_live(0, 0) && live.is_live(0, 1));
@@ -152,13 +142,13 @@ mod tests {
     fn a_block_handler_is_reachable_from_everywhere() {
         // ≤ 3.10: try: x = ...; call() / except: return x
         let code = [
-            instr(Op::SetupFinally, Arg::Target(5)),
-            instr(Op::StoreFast, Arg::Var(0)),
-            instr(Op::Nop, Arg::None),
-            instr(Op::PopBlock, Arg::None),
-            instr(Op::ReturnValue, Arg::None),
-            instr(Op::LoadFast, Arg::Var(0)),
-            instr(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::SetupFinally, Arg::Target(5)),
+            Instruction::bare(Op::StoreFast, Arg::Var(0)),
+            Instruction::bare(Op::Nop, Arg::None),
+            Instruction::bare(Op::PopBlock, Arg::None),
+            Instruction::bare(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::LoadFast, Arg::Var(0)),
+            Instruction::bare(Op::ReturnValue, Arg::None),
         ];
         let live = Liveness::new(&code, 1);
         assert!(live.is_live(2, 0) && live.is_live(0, 0));

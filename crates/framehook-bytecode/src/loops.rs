@@ -276,31 +276,21 @@ fn iterator_popped(table: &Table, instrs: &[Instruction], target: usize) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Location;
-
-    fn instr(op: Op, arg: Arg) -> Instruction {
-        Instruction {
-            op,
-            arg,
-            location: Location::NONE,
-            handler: None,
-        }
-    }
 
     /// `for x in it: if x: break` then `return`, the loop ending with `end`.
     fn for_loop(end: &[Op]) -> Vec<Instruction> {
         let exit = 6 + end.len();
         let mut code = vec![
-            instr(Op::GetIter, Arg::None),
-            instr(Op::ForIter, Arg::Target(6)),
-            instr(Op::StoreFast, Arg::Var(0)),
-            instr(Op::LoadFast, Arg::Var(0)),
-            instr(Op::PopJumpIfTrue, Arg::Target(exit + 10)),
-            instr(Op::Jump, Arg::Target(1)),
+            Instruction::bare(Op::GetIter, Arg::None),
+            Instruction::bare(Op::ForIter, Arg::Target(6)),
+            Instruction::bare(Op::StoreFast, Arg::Var(0)),
+            Instruction::bare(Op::LoadFast, Arg::Var(0)),
+            Instruction::bare(Op::PopJumpIfTrue, Arg::Target(exit + 10)),
+            Instruction::bare(Op::Jump, Arg::Target(1)),
         ];
-        code.extend(end.iter().map(|op| instr(*op, Arg::None)));
-        code.push(instr(Op::LoadConst, Arg::None));
-        code.push(instr(Op::ReturnValue, Arg::None));
+        code.extend(end.iter().map(|op| Instruction::bare(*op, Arg::None)));
+        code.push(Instruction::bare(Op::LoadConst, Arg::None));
+        code.push(Instruction::bare(Op::ReturnValue, Arg::None));
         code
     }
 
@@ -308,12 +298,12 @@ mod tests {
     fn the_outermost_loop_takes_in_the_loops_it_overlaps() {
         // 0 outer head, 1 inner head, 2 a `continue` of the outer loop, 3 back to 1, 4 to 0.
         let code = [
-            instr(Op::ForIter, Arg::Target(5)),
-            instr(Op::ForIter, Arg::Target(4)),
-            instr(Op::PopJumpIfTrue, Arg::Target(0)),
-            instr(Op::Jump, Arg::Target(1)),
-            instr(Op::Jump, Arg::Target(0)),
-            instr(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::ForIter, Arg::Target(5)),
+            Instruction::bare(Op::ForIter, Arg::Target(4)),
+            Instruction::bare(Op::PopJumpIfTrue, Arg::Target(0)),
+            Instruction::bare(Op::Jump, Arg::Target(1)),
+            Instruction::bare(Op::Jump, Arg::Target(0)),
+            Instruction::bare(Op::ReturnValue, Arg::None),
         ];
         let outer = outermost_loop(&code, 3).unwrap();
         assert_eq!(outer.head, 0);
@@ -331,7 +321,7 @@ mod tests {
     #[test]
     fn a_handler_jumping_back_to_the_code_after_its_try_closes_no_loop() {
         // 0 raising (handler 2), 1 return; 2 handler: jump back to 1.
-        let mut raising = instr(Op::Nop, Arg::None);
+        let mut raising = Instruction::bare(Op::Nop, Arg::None);
         raising.handler = Some(crate::canonical::Handler {
             target: 2,
             depth: 0,
@@ -339,8 +329,8 @@ mod tests {
         });
         let code = [
             raising,
-            instr(Op::ReturnValue, Arg::None),
-            instr(Op::Jump, Arg::Target(1)),
+            Instruction::bare(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::Jump, Arg::Target(1)),
         ];
         assert_eq!(loops(&code), []);
         assert_eq!(outermost_loop(&code, 0), None);
@@ -350,27 +340,27 @@ mod tests {
     fn a_variable_read_before_the_loop_stores_it_is_read_unbound() {
         // for x in it: (y = x | print(y); y = x) — y read at 3 before its store at 4.
         let store_then_read = [
-            instr(Op::ForIter, Arg::Target(5)),
-            instr(Op::StoreFast, Arg::Var(0)),
-            instr(Op::LoadFast, Arg::Var(0)),
-            instr(Op::StoreFast, Arg::Var(1)),
-            instr(Op::Jump, Arg::Target(0)),
-            instr(Op::LoadFast, Arg::Var(1)),
-            instr(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::ForIter, Arg::Target(5)),
+            Instruction::bare(Op::StoreFast, Arg::Var(0)),
+            Instruction::bare(Op::LoadFast, Arg::Var(0)),
+            Instruction::bare(Op::StoreFast, Arg::Var(1)),
+            Instruction::bare(Op::Jump, Arg::Target(0)),
+            Instruction::bare(Op::LoadFast, Arg::Var(1)),
+            Instruction::bare(Op::ReturnValue, Arg::None),
         ];
         assert!(!reads_unbound(&store_then_read, 0, &[], &[5], &[1], &[]));
         let mut read_first = store_then_read.clone();
-        read_first[2] = instr(Op::LoadFast, Arg::Var(1));
-        read_first[3] = instr(Op::StoreFast, Arg::Var(1));
+        read_first[2] = Instruction::bare(Op::LoadFast, Arg::Var(1));
+        read_first[3] = Instruction::bare(Op::StoreFast, Arg::Var(1));
         assert!(reads_unbound(&read_first, 0, &[], &[5], &[1], &[]));
         assert!(!reads_unbound(&read_first, 0, &[], &[5], &[1], &[1]));
         // A `del` leaves it unbound for the next iteration's read.
         let deleted = [
-            instr(Op::ForIter, Arg::Target(4)),
-            instr(Op::LoadFast, Arg::Var(1)),
-            instr(Op::DeleteFast, Arg::Var(1)),
-            instr(Op::Jump, Arg::Target(0)),
-            instr(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::ForIter, Arg::Target(4)),
+            Instruction::bare(Op::LoadFast, Arg::Var(1)),
+            Instruction::bare(Op::DeleteFast, Arg::Var(1)),
+            Instruction::bare(Op::Jump, Arg::Target(0)),
+            Instruction::bare(Op::ReturnValue, Arg::None),
         ];
         assert!(reads_unbound(&deleted, 0, &[], &[4], &[1], &[1]));
     }
@@ -415,19 +405,19 @@ mod tests {
     #[test]
     fn a_handler_past_the_code_after_the_loop_that_jumps_back_is_in_the_loop() {
         // 0 FOR_ITER (to 3), 1 raising (handler 5), 2 back; 3 END_FOR, 4 return; 5 back.
-        let mut raising = instr(Op::Nop, Arg::None);
+        let mut raising = Instruction::bare(Op::Nop, Arg::None);
         raising.handler = Some(crate::canonical::Handler {
             target: 5,
             depth: 1,
             lasti: false,
         });
         let code = [
-            instr(Op::ForIter, Arg::Target(3)),
+            Instruction::bare(Op::ForIter, Arg::Target(3)),
             raising,
-            instr(Op::Jump, Arg::Target(0)),
-            instr(Op::EndFor, Arg::None),
-            instr(Op::ReturnValue, Arg::None),
-            instr(Op::Jump, Arg::Target(0)),
+            Instruction::bare(Op::Jump, Arg::Target(0)),
+            Instruction::bare(Op::EndFor, Arg::None),
+            Instruction::bare(Op::ReturnValue, Arg::None),
+            Instruction::bare(Op::Jump, Arg::Target(0)),
         ];
         let a_loop = outermost_loop(&code, 1).unwrap();
         assert_eq!(a_loop.body, [true, true, true, false, false, true]);
