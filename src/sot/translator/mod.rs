@@ -1052,8 +1052,6 @@ impl<'py> Translation<'_, 'py, '_> {
         Ok(self.liveness.get_or_init(|| computed).as_ref())
     }
 
-    /// The code for a frame that breaks at `point`: its graph, the break, and the call
-    /// of the resume function (made once per place and stack layout).
     /// The stack's depth where each instruction starts, where a jump may land (None: the
     /// code cannot be read so).
     fn depths(&self) -> Option<&[Option<u32>]> {
@@ -1211,6 +1209,8 @@ impl<'py> Translation<'_, 'py, '_> {
         }
     }
 
+    /// The code for a frame that breaks at `point`: its graph, the break, and the call
+    /// of the resume function (made once per place and stack layout).
     fn build_break(
         &self,
         point: &vm::BreakPoint,
