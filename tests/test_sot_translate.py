@@ -281,6 +281,17 @@ def test_a_break_in_a_for_loop_runs_the_loop_in_a_bridge_and_translates_what_fol
         # Either way out (a `return` in the loop is a way out too) is a graph of its own.
         assert st.graphs == 2 and st.fallbacks == [], (function, items, st)
         assert [b.reason for b in st.graph_breaks] == ["iteration over generator"], st
+    # Any C iterator from the frame is iterated so (`iter()` of it is itself).
+    for make in (lambda: iter(range(3)), lambda: map(int, "012")):
+        sot.reset()
+        fast = sot.translate(_loop_over_a_generator)
+        for _ in range(2):
+            np.testing.assert_array_equal(fast(np.ones(2), make()), _loop_over_a_generator(np.ones(2), make()))
+        st = sot.stats(fast)
+        assert st.graphs == 2 and [b.reason for b in st.graph_breaks] == [
+            f"iteration over {type(make()).__name__}"
+        ], st
+    sot.reset()
     fast = sot.translate(_print_in_a_loop)
     np.testing.assert_array_equal(fast(np.ones(2)), _print_in_a_loop(np.ones(2)))
     assert capsys.readouterr().out == "item 1;item 2;item 3;" * 2
