@@ -219,21 +219,34 @@ def test_branch_on_a_tensor_value_translates_the_branch_taken():
     assert st.graphs == 3  # before the branch, then each branch once
 
 
-def test_break_in_a_while_loop_runs_the_frame_eagerly():
-    def f(x):
+def test_a_break_in_a_while_loop_runs_the_loop_in_a_bridge():
+    """In its body or in its first test (3.10+ put that before the loop), a break runs the
+    `while` loop from there as the original does; what precedes and follows are graphs."""
+
+    def printing(x):
+        x = x + 1
         i = 0
         while i < 3:
             x = x + i
-            print(i)
+            print(i, end="")
             i += 1
-        return x
+        return x * 2
 
-    fast = sot.translate(f)
-    np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
-    st = sot.stats(fast)
-    assert st.translations == 0 and st.graphs == 0
-    [brk] = st.graph_breaks
-    assert "runs eagerly (the loop is not a `for` loop)" in brk.reason and "print" in brk.reason
+    def on_a_value(x):
+        x = x + 1
+        while (x < 3).any():
+            x = x + 1
+        return x * 2
+
+    for f, reason in ((printing, "print"), (on_a_value, "data-dependent")):
+        sot.reset()
+        fast = sot.translate(f)
+        for _ in range(2):
+            np.testing.assert_array_equal(fast(np.ones(2)), f(np.ones(2)))
+        st = sot.stats(fast)
+        assert st.graphs == 2 and st.fallbacks == [] and st.own_frame == "translated", st
+        [brk] = st.graph_breaks
+        assert reason in brk.reason, st
 
 
 def _numbers(n):
@@ -1808,9 +1821,9 @@ def test_own_frame_says_how_the_function_itself_ran():
     def loops(items):
         i = 0
         while i < len(items):
-            print(items[i], end="")  # a break inside a `while` loop: the frame runs eagerly
+            print(items[i], end="")  # a break in a loop of a frame read by locals(): eager
             i += 1
-        return len(items)
+        return len(locals())
 
     fast = sot.translate(two_ops)
     assert sot.stats(fast).own_frame == ""
@@ -1822,6 +1835,7 @@ def test_own_frame_says_how_the_function_itself_ran():
     assert library([1]) == "[1]" and sot.stats(library).own_frame == "skipped"
     eager = sot.translate(loops)
     assert eager("ab") == 2 and sot.stats(eager).own_frame == "eager"
+    assert "runs eagerly (the code reads its frame's variables)" in sot.stats(eager).graph_breaks[0].reason
 
 
 def test_trace_modules_translates_library_code_like_the_users():

@@ -144,7 +144,8 @@ def data_dependent_break_in_loop(x):
     return x
 
 
-@case(args=lambda: (arr(3),), graphs=0, ops=0, breaks=["loop"], hot=False)
+# The `while` loop runs in a bridge from its first test on; the test is a graph before it.
+@case(args=lambda: (arr(3),), graphs=1, ops=2, breaks=["data-dependent"], hot=False)
 def while_on_array_value(x):
     while (x < 3).any():
         x = x + 1

@@ -50,14 +50,48 @@ pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
         .collect()
 }
 
+/// A `while` loop's first test of its condition, which 3.10+ put before the loop (it tests
+/// again at the bottom): the instructions of the line that ends, just before the head, in a
+/// conditional jump past the loop's back edge `jump`. Empty where there is none.
+pub fn first_test(instrs: &[Instruction], jump: usize, a_loop: &Loop) -> std::ops::Range<usize> {
+    let Some(guard) = a_loop.head.checked_sub(1) else {
+        return 0..0;
+    };
+    let test = &instrs[guard];
+    let exits_past_loop = matches!(test.arg, Arg::Target(exit) if exit > jump);
+    let conditional = matches!(
+        test.op,
+        Op::PopJumpIfTrue | Op::PopJumpIfFalse | Op::PopJumpIfNone | Op::PopJumpIfNotNone
+    );
+    if !(conditional && exits_past_loop && test.location.line > 0) {
+        return 0..0;
+    }
+    let mut start = guard;
+    while start > 0 && instrs[start - 1].location.line == test.location.line {
+        start -= 1;
+    }
+    start..a_loop.head
+}
+
 /// The outermost loop around `pc`: of the loops whose bodies hold it, the widest, with
-/// every loop of the same head. None outside every loop.
+/// every loop of the same head; or, for a `while` loop's first test, that loop with the
+/// test. None outside every loop.
 pub fn outermost_loop(instrs: &[Instruction], pc: usize) -> Option<Loop> {
-    let loops: Vec<Loop> = loops(instrs).into_iter().map(|(_, l)| l).collect();
-    let widest = loops
+    let all = loops(instrs);
+    let loops: Vec<Loop> = all.iter().map(|(_, l)| l.clone()).collect();
+    let Some(widest) = loops
         .iter()
         .filter(|l| l.contains(pc))
-        .max_by_key(|l| l.body.iter().filter(|b| **b).count())?;
+        .max_by_key(|l| l.body.iter().filter(|b| **b).count())
+    else {
+        return all.into_iter().find_map(|(jump, mut a_loop)| {
+            let test = first_test(instrs, jump, &a_loop);
+            test.contains(&pc).then(|| {
+                a_loop.body[test].iter_mut().for_each(|b| *b = true);
+                a_loop
+            })
+        });
+    };
     let mut merged = Loop {
         head: widest.head,
         body: vec![false; instrs.len()],
@@ -400,6 +434,30 @@ mod tests {
                 "{major}.{minor}"
             );
         }
+    }
+
+    #[test]
+    fn a_while_loops_first_test_goes_with_the_loop() {
+        // 0-1 first test (line 1), jump past the loop; 2 body; 3-4 bottom test, back to 2.
+        let at_line = |mut instr: Instruction, line: i32| {
+            instr.location.line = line;
+            instr
+        };
+        let code = [
+            at_line(Instruction::bare(Op::LoadFast, Arg::Var(0)), 1),
+            at_line(Instruction::bare(Op::PopJumpIfFalse, Arg::Target(5)), 1),
+            at_line(Instruction::bare(Op::Nop, Arg::None), 2),
+            at_line(Instruction::bare(Op::LoadFast, Arg::Var(0)), 1),
+            at_line(Instruction::bare(Op::PopJumpIfTrue, Arg::Target(2)), 1),
+            at_line(Instruction::bare(Op::ReturnValue, Arg::None), 3),
+        ];
+        let [(jump, body)] = &loops(&code)[..] else {
+            panic!("one loop")
+        };
+        assert_eq!((*jump, body.head), (4, 2));
+        assert_eq!(first_test(&code, *jump, body), 0..2);
+        let with_test = outermost_loop(&code, 1).unwrap();
+        assert_eq!(with_test.body, [true, true, true, true, true, false]);
     }
 
     #[test]

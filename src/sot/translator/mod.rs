@@ -1114,23 +1114,25 @@ impl<'py> Translation<'_, 'py, '_> {
         if sets_up_blocks {
             return Ok(Err("the loop sets up a `try` or `with` block (3.9/3.10)"));
         }
-        let kept = match point.iterator_slots.get(&head) {
-            Some(slot) if instrs[head].op == Op::ForIter && *slot < point.stack.len() => *slot,
-            _ => return Ok(Err("the loop is not a `for` loop")),
-        };
         let exits = match loops::loop_exits(self.table, instrs, &a_loop) {
             Some(exits) if exits.iter().all(|exit| *exit < instrs.len()) => exits,
             _ => return Ok(Err("its exits cannot be told")),
         };
-        // Each exit's stack: what lies below the iterator, and the loop's own slots where a
-        // jump leaves before popping them (3.12+ put a `break`'s `POP_TOP` past the loop).
+        // Each exit's stack: what lies below the loop (a `for` loop's iterator apart), and
+        // the loop's own slots where a jump leaves before popping them (3.12+ put a
+        // `break`'s `POP_TOP` past the loop).
         let depths = self.depths();
         let depth_at = |pc: usize| {
             depths
                 .and_then(|d| d.get(pc).copied().flatten())
                 .map(|d| d as usize)
         };
-        if depth_at(head) != Some(kept + 1) {
+        let kept = match depth_at(head) {
+            Some(depth) if instrs[head].op == Op::ForIter && depth >= 1 => depth - 1,
+            Some(depth) if instrs[head].op != Op::ForIter => depth,
+            _ => return Ok(Err("its stack cannot be told")),
+        };
+        if kept > point.stack.len() {
             return Ok(Err("its stack cannot be told"));
         }
         let Some(exits) = exits

@@ -194,8 +194,6 @@ pub(super) struct Frame<'py> {
     yielded: Option<Vid>,
     /// Per instruction: whether it lies inside a loop.
     in_loop: std::rc::Rc<Vec<bool>>,
-    /// Per `FOR_ITER` run: the stack slot of its iterator.
-    iterator_slots: HashMap<usize, usize>,
     /// The class of `super()` (the `__class__` cell's contents), if any.
     class_cell: Option<usize>,
     /// The code's `co_argcount` (zero-argument `super()` needs a first argument).
@@ -222,8 +220,6 @@ pub struct BreakPoint {
     pub stack: Vec<Vid>,
     pub locals: Vec<Vid>,
     pub in_loop: bool,
-    /// Per `FOR_ITER` run in the frame: the stack slot of its iterator.
-    pub iterator_slots: HashMap<usize, usize>,
     /// Inside a `try` or `with`: the instruction must run where its handler is.
     pub in_handler_scope: bool,
     /// 3.9/3.10: the `SETUP_*` blocks around it, (handler, stack level) outermost first.
@@ -1640,33 +1636,18 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 }
 
-/// Per instruction: whether it is in a loop's body (`loops::loops`).
-/// A `while` loop's first test of its condition precedes the back edge's target (CPython
-/// 3.10+ tests it again at the bottom): the test's line, ending in a conditional jump past
-/// the loop, belongs to the loop too.
+/// Per instruction: whether it is in a loop's body or a `while` loop's first test
+/// (`loops::loops`, `loops::first_test`).
 fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
+    use framehook_bytecode::loops;
     let mut in_loop = vec![false; instrs.len()];
-    for (index, a_loop) in framehook_bytecode::loops::loops(instrs) {
+    for (jump, a_loop) in loops::loops(instrs) {
         for (flag, in_body) in in_loop.iter_mut().zip(&a_loop.body) {
             *flag |= in_body;
         }
-        let target = a_loop.head;
-        let Some(head) = target.checked_sub(1) else {
-            continue;
-        };
-        let guard = &instrs[head];
-        let exits_past_loop = matches!(guard.arg, Arg::Target(exit) if exit > index);
-        let conditional = matches!(
-            guard.op,
-            Op::PopJumpIfTrue | Op::PopJumpIfFalse | Op::PopJumpIfNone | Op::PopJumpIfNotNone
-        );
-        if conditional && exits_past_loop && guard.location.line > 0 {
-            let mut start = head;
-            while start > 0 && instrs[start - 1].location.line == guard.location.line {
-                start -= 1;
-            }
-            in_loop[start..target].iter_mut().for_each(|f| *f = true);
-        }
+        in_loop[loops::first_test(instrs, jump, &a_loop)]
+            .iter_mut()
+            .for_each(|f| *f = true);
     }
     in_loop
 }
@@ -1732,7 +1713,6 @@ impl<'py, 'b> Vm<'py, 'b> {
             filename: info.filename.clone(),
             yielded: None,
             in_loop: std::rc::Rc::clone(&info.in_loop),
-            iterator_slots: HashMap::new(),
             class_cell: None,
             argcount: info.argcount,
             globals_source: None,
@@ -1852,7 +1832,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 BreakPoint {
                     pc,
                     in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
-                    iterator_slots: frame.iterator_slots.clone(),
                     in_handler_scope,
                     instr: frame.instrs[pc].clone(),
                     stack: stack_before,
@@ -2762,9 +2741,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 frame.stack.push(it);
             }
             Op::ForIter => {
-                frame
-                    .iterator_slots
-                    .insert(frame.pc - 1, frame.stack.len().saturating_sub(1));
                 let it = Self::top(frame)?;
                 if let Some(item) = self.advance(it)? {
                     frame.stack.push(item);
