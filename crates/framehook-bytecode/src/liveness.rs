@@ -42,14 +42,8 @@ impl Liveness {
                         *word |= bits;
                     }
                 };
-                if falls_through(instr.op) {
-                    join(pc + 1);
-                }
-                if let Arg::Target(target) = instr.arg {
-                    join(target);
-                }
-                if let Some(handler) = instr.handler {
-                    join(handler.target);
+                for to in successors(pc, instr) {
+                    join(to);
                 }
                 for target in &block_handlers {
                     join(*target);
@@ -85,6 +79,19 @@ impl Liveness {
                 .get(pc * self.words + word)
                 .is_some_and(|w| w & bit != 0)
     }
+}
+
+/// Where control may go after the instruction at `index`: the next one (unless it always
+/// leaves), its jump (or `SETUP_*` handler) target, its exception-table handler.
+pub(crate) fn successors(index: usize, instr: &Instruction) -> impl Iterator<Item = usize> {
+    let next = falls_through(instr.op).then_some(index + 1);
+    let target = match instr.arg {
+        Arg::Target(target) => Some(target),
+        _ => None,
+    };
+    next.into_iter()
+        .chain(target)
+        .chain(instr.handler.map(|h| h.target))
 }
 
 /// Whether the next instruction may run after this one.

@@ -2,7 +2,7 @@
 //! where control goes on once it leaves them.
 
 use crate::canonical::{Arg, Instruction, Op};
-use crate::liveness::falls_through;
+use crate::liveness::{falls_through, successors};
 use crate::table::Table;
 
 /// A loop: its head (where its back edges return) and, per instruction, whether it is in
@@ -108,19 +108,10 @@ pub fn outermost_loop(instrs: &[Instruction], pc: usize) -> Option<Loop> {
 fn predecessors(instrs: &[Instruction]) -> Vec<Vec<usize>> {
     let mut predecessors = vec![Vec::new(); instrs.len()];
     for (index, instr) in instrs.iter().enumerate() {
-        let mut successor = |to: usize| {
+        for to in successors(index, instr) {
             if let Some(p) = predecessors.get_mut(to) {
                 p.push(index);
             }
-        };
-        if falls_through(instr.op) {
-            successor(index + 1);
-        }
-        if let Arg::Target(target) = instr.arg {
-            successor(target);
-        }
-        if let Some(handler) = instr.handler {
-            successor(handler.target);
         }
     }
     predecessors
@@ -168,16 +159,7 @@ pub fn reachable(instrs: &[Instruction], starts: &[usize], stops: &[usize]) -> V
             continue;
         }
         reached[index] = true;
-        let instr = &instrs[index];
-        if falls_through(instr.op) {
-            work.push(index + 1);
-        }
-        if let Arg::Target(target) = instr.arg {
-            work.push(target);
-        }
-        if let Some(handler) = instr.handler {
-            work.push(handler.target);
-        }
+        work.extend(successors(index, &instrs[index]));
     }
     reached
 }
