@@ -337,6 +337,18 @@ impl Instruction {
             handler: None,
         }
     }
+
+    /// A `NOP` whose exception goes to `target` with the stack cut to `depth`: where an
+    /// instruction may raise.
+    pub(crate) fn raising_to(target: usize, depth: u32) -> Instruction {
+        let mut raising = Instruction::bare(Op::Nop, Arg::None);
+        raising.handler = Some(Handler {
+            target,
+            depth,
+            lasti: false,
+        });
+        raising
+    }
 }
 
 /// The variable names of a code object, which give variable arguments one index space.

@@ -105,7 +105,6 @@ pub(crate) fn falls_through(op: Op) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canonical::Handler;
 
     #[test]
     fn a_variable_stored_again_before_any_read_is_dead() {
@@ -125,12 +124,7 @@ mod tests {
 
     #[test]
     fn reads_on_a_jump_target_or_in_a_handler_keep_a_variable_live() {
-        let mut raising = Instruction::bare(Op::Nop, Arg::None);
-        raising.handler = Some(Handler {
-            target: 5,
-            depth: 0,
-            lasti: false,
-        });
+        let raising = Instruction::raising_to(5, 0);
         let code = [
             Instruction::bare(Op::PopJumpIfTrue, Arg::Target(3)),
             raising,

@@ -337,12 +337,7 @@ mod tests {
     #[test]
     fn a_handler_jumping_back_to_the_code_after_its_try_closes_no_loop() {
         // 0 raising (handler 2), 1 return; 2 handler: jump back to 1.
-        let mut raising = Instruction::bare(Op::Nop, Arg::None);
-        raising.handler = Some(crate::canonical::Handler {
-            target: 2,
-            depth: 0,
-            lasti: false,
-        });
+        let raising = Instruction::raising_to(2, 0);
         let code = [
             raising,
             Instruction::bare(Op::ReturnValue, Arg::None),
@@ -445,12 +440,7 @@ mod tests {
     #[test]
     fn a_handler_past_the_code_after_the_loop_that_jumps_back_is_in_the_loop() {
         // 0 FOR_ITER (to 3), 1 raising (handler 5), 2 back; 3 END_FOR, 4 return; 5 back.
-        let mut raising = Instruction::bare(Op::Nop, Arg::None);
-        raising.handler = Some(crate::canonical::Handler {
-            target: 5,
-            depth: 1,
-            lasti: false,
-        });
+        let raising = Instruction::raising_to(5, 1);
         let code = [
             Instruction::bare(Op::ForIter, Arg::Target(3)),
             raising,

@@ -1867,14 +1867,9 @@ pub fn resume_code<'py>(
         Some(b) if matches!(b.step, Step::Loop(_)) => (None, handed_on.clone()),
         other => (other, None),
     };
+    // What the bridge hands on: its variables, and at a loop's exit also what was unbound
+    // when the bridge started, bound since or marked (none for a step's bridge).
     let push_handed = |w: &mut Writer<'py>| {
-        for var in &key.live {
-            w.emit(Op::LoadFast, Arg::Var(remap(*var as u32)));
-        }
-        Ok(key.live.len())
-    };
-    // At a loop's exit: also what was unbound when its bridge started, bound since or marked.
-    let push_at_exit = |w: &mut Writer<'py>| {
         for var in key.live.iter().chain(unhanded) {
             w.emit(Op::LoadFast, Arg::Var(remap(*var as u32)));
         }
@@ -2021,7 +2016,7 @@ pub fn resume_code<'py>(
             for _ in 0..exit_blocks {
                 w.emit(Op::PopBlock, Arg::None);
             }
-            w.return_resumed(&slots[..exit.depth], true, push_at_exit, Some(&exit.resume))?;
+            w.return_resumed(&slots[..exit.depth], true, push_handed, Some(&exit.resume))?;
         }
         position[index] = w.out.len();
         let mut copy = instruction.clone();
