@@ -719,3 +719,28 @@ def test_a_sliced_layer_list_is_iterated_as_the_layers_it_holds():
     net.layers[2] = paddle.nn.Linear(5, 5)  # the layers are guarded, not the slice made of them
     close(fast(net, x), f(net, x))
     assert sot.stats(fast).translations == 2
+
+
+def test_removing_a_tensor_from_a_list_compares_the_items_before_it_as_python_does():
+    """``z.remove(y)`` compares each item before ``y`` with ``==``, as CPython does: ``1 == y``
+    is a tensor whose truth is the data's, so the translation breaks there, and where it
+    holds the 1 goes, not ``y``. (Paddle's translator takes a tensor to be unequal to all
+    but itself and removes ``y``: with ``y == 1`` it returns ``[1, y]``, not eager's ``[y, y]``.)"""
+
+    def remove_both(x, y):
+        z = [x, x, y, y]
+        z.remove(x)
+        z.remove(y)
+        return z
+
+    fast = sot.translate(remove_both, backend="paddle")
+    for value in (2, 1, 2):
+        y = paddle.to_tensor(value)
+        got, expected = fast(1, y), remove_both(1, y)
+        assert [item if item is not y else "y" for item in got] == \
+            [item if item is not y else "y" for item in expected] == ([1, "y"] if value == 2 else ["y", "y"])
+    stats = sot.stats(fast)
+    # The break is before `z.remove(y)`, which then runs as it is; nothing before it is a graph.
+    assert (stats.translations, stats.graphs, stats.fallbacks) == (2, 0, []), stats
+    assert [(b.reason, b.lineno) for b in stats.graph_breaks] == [
+        ("data-dependent branch on a tensor's value", remove_both.__code__.co_firstlineno + 3)], stats
