@@ -14,6 +14,7 @@ __all__ = [
     "SotTranslated",
     "_sot_call_with",
     "_sot_construct",
+    "_sot_drop_caller_entry",
     "_sot_fused",
     "_sot_fused_calls",
     "_sot_fused_check_layout",
@@ -136,6 +137,7 @@ class SotRef:
 def _sot_reset() -> None: ...
 def _sot_call_with(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
 def _sot_construct(cls: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
+def _sot_drop_caller_entry(exception: BaseException) -> None: ...
 
 # The numpy backend's fused elementwise kernels (src/sot/elementwise): a plan is
 # (kernel, allocate, result layouts).

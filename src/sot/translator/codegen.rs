@@ -274,7 +274,35 @@ trait Emit<'py>: Sized {
                 Ok(usize::from(count > 0))
             },
         )?;
+        let call = self.writer().out.len() - 1;
         self.emit(Op::ReturnValue, Arg::None);
+        self.drop_own_entry_on_the_way_out(call)
+    }
+
+    /// Where an exception leaves the resume function called at `call` (3.11+): its
+    /// traceback's first entry, this frame's at the break, goes before it is raised on
+    /// (`RERAISE` adds none), so that the function's line shows once, as in the original's:
+    /// the resume function's frame, which shows where it was raised. The stack is empty
+    /// there. 3.9/3.10's block stack keeps the entry.
+    fn drop_own_entry_on_the_way_out(&mut self, call: usize) -> PyResult<()> {
+        let w = self.writer();
+        if w.table.exceptions != ExceptionModel::Table {
+            return Ok(());
+        }
+        let pad = w.out.len();
+        w.out[call].handler = Some(Handler {
+            target: pad,
+            depth: 0,
+            lasti: false,
+        });
+        let drop_entry = import(w.pools.py, "framehook._native")?.getattr("_sot_drop_caller_entry")?;
+        // The exception lies below the call's callable and NULL.
+        self.call_constant(drop_entry, |e| {
+            e.emit(Op::Copy, Arg::Int(3));
+            Ok(1)
+        })?;
+        self.emit(Op::PopTop, Arg::None);
+        self.emit(Op::Reraise, Arg::Int(0));
         Ok(())
     }
 

@@ -416,6 +416,30 @@ fn _sot_call_with<'py>(
     function.call(args, kwargs)
 }
 
+/// Run by SOT's generated code where an exception leaves a resume function it called: the
+/// exception's traceback loses its first entry where that entry is the caller's frame (the
+/// generated code's, at the break: native, this function has no frame of its own) and
+/// more follow, so that the traceback shows the function's frame once, where it raised.
+#[pyfunction]
+fn _sot_drop_caller_entry(exception: &Bound<'_, PyAny>) {
+    let py = exception.py();
+    // SAFETY: a live object; both calls return a new reference or NULL, with no error set.
+    let traceback =
+        unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyException_GetTraceback(exception.as_ptr())) };
+    // SAFETY: attached; a borrowed reference to the calling frame, or NULL.
+    let caller = unsafe { ffi::PyEval_GetFrame() };
+    let Some(traceback) = traceback else {
+        return;
+    };
+    let (Ok(frame), Ok(next)) = (traceback.getattr("tb_frame"), traceback.getattr("tb_next")) else {
+        return;
+    };
+    if frame.as_ptr() == caller.cast() && !next.is_none() {
+        // SAFETY: an exception instance (what RERAISE raises) and a traceback object.
+        unsafe { ffi::PyException_SetTraceback(exception.as_ptr(), next.as_ptr()) };
+    }
+}
+
 /// `cls(*args, **kwargs)`, untranslated: an object the backend made while translating
 /// (`construct`), made again by SOT's generated code. Its making is the backend's, as it was
 /// while translating: its frames run as they are (other frame hooks still see them).
@@ -461,5 +485,6 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_reset, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     Ok(())
 }

@@ -53,6 +53,11 @@ struct Snapshot<'py> {
     stored_globals: usize,
     stored_attrs: usize,
     mutated: HashMap<usize, Vid>,
+    /// What was raised and caught so far: what is raised after it (a raise past a break
+    /// point that goes back here) is raised again by the resume function, not beforehand
+    /// by the generated code.
+    caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
+    seen_raised: std::collections::HashSet<usize>,
 }
 
 impl<'py> Snapshot<'py> {
@@ -65,6 +70,8 @@ impl<'py> Snapshot<'py> {
             stored_globals: vm.stored_globals.len(),
             stored_attrs: vm.stored_attrs.len(),
             mutated: vm.mutated.clone(),
+            caught_exceptions: vm.caught_exceptions.clone(),
+            seen_raised: vm.seen_raised.clone(),
         }
     }
 
@@ -81,6 +88,8 @@ impl<'py> Snapshot<'py> {
         vm.stored_globals.truncate(self.stored_globals);
         vm.stored_attrs.truncate(self.stored_attrs);
         vm.mutated = self.mutated;
+        vm.caught_exceptions = self.caught_exceptions;
+        vm.seen_raised = self.seen_raised;
     }
 }
 
