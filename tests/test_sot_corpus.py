@@ -8,8 +8,6 @@ graph break inside a loop made the frame run eagerly, as the translator must). A
 call on fresh equal arguments must again match eager and be served from the cache.
 """
 
-import sys
-
 import pytest
 
 import framehook.sot as sot
@@ -89,10 +87,7 @@ class Run:
                 assert error is not None, f"translated returned {result!r}, eager raised {self.error!r}"
                 assert type(error) is type(self.error), f"translated raised {error!r}, eager {self.error!r}"
                 assert str(error) == str(self.error), f"translated raised {error!r}, eager {self.error!r}"
-                if sys.version_info >= (3, 11):
-                    # Its traceback and chain too (3.9/3.10's generated code leaves its own
-                    # frame's entry at a break in the traceback of an exception it passes on).
-                    assert_same(self.error, error, "raised", entry.rtol)
+                assert_same(self.error, error, "raised", entry.rtol)  # its traceback and chain too
             else:
                 if error is not None:
                     raise AssertionError(f"translated raised {error!r}, eager returned {self.result!r}") from error

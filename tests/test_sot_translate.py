@@ -3266,8 +3266,6 @@ def test_logging_exception_in_a_handler_after_a_break_prints_the_traceback():
         ]
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11),
-                    reason="3.9/3.10's generated code keeps its own entry (the block stack has no landing pad for it)")
 def test_an_exception_leaving_a_resume_function_has_the_originals_traceback():
     """An exception raised after a break leaves the resume function, then the generated code
     that called it: the generated code's own entry (its frame at the break) goes before it

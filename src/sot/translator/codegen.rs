@@ -239,6 +239,7 @@ trait Emit<'py>: Sized {
         let closure_op = w.closure_op();
         let target = resume.target.clone();
         let has_closure = resume.has_closure;
+        let block = self.open_block_for_the_way_out();
         self.call(
             |e| {
                 if !has_closure {
@@ -274,34 +275,66 @@ trait Emit<'py>: Sized {
                 Ok(usize::from(count > 0))
             },
         )?;
-        let call = self.writer().out.len() - 1;
-        self.emit(Op::ReturnValue, Arg::None);
-        self.drop_own_entry_on_the_way_out(call)
+        self.return_through(block)
     }
 
-    /// Where an exception leaves the resume function called at `call` (3.11+): its
-    /// traceback's first entry, this frame's at the break, goes before it is raised on
-    /// (`RERAISE` adds none), so that the function's line shows once, as in the original's:
-    /// the resume function's frame, which shows where it was raised. The stack is empty
-    /// there. 3.9/3.10's block stack keeps the entry.
-    fn drop_own_entry_on_the_way_out(&mut self, call: usize) -> PyResult<()> {
+    /// 3.9/3.10: opens the `SETUP_FINALLY` block of [`Self::return_through`] (its handler
+    /// set there), before a resume function is loaded and called.
+    fn open_block_for_the_way_out(&mut self) -> Option<usize> {
         let w = self.writer();
-        if w.table.exceptions != ExceptionModel::Table {
-            return Ok(());
+        if w.table.exceptions != ExceptionModel::BlockStack {
+            return None;
         }
+        self.emit(Op::SetupFinally, Arg::Target(0));
+        Some(self.writer().out.len() - 1)
+    }
+
+    /// Returns what the resume function just called returns. Where an exception leaves it
+    /// instead, the exception's first traceback entry, this frame's at the break, goes
+    /// before it is raised on (`RERAISE` adds none), so that the function shows once in
+    /// the traceback, as in the original's: the resume function's frame shows where it was
+    /// raised. Nothing is on the stack below the call. 3.11+: an exception-table entry on
+    /// the call; 3.9/3.10: the block opened before it (`block`), whose handler finds the
+    /// exception's (traceback, value, type) on top and raises it with the new traceback.
+    fn return_through(&mut self, block: Option<usize>) -> PyResult<()> {
+        let call = self.writer().out.len() - 1;
+        if block.is_some() {
+            self.emit(Op::PopBlock, Arg::None);
+        }
+        self.emit(Op::ReturnValue, Arg::None);
+        let w = self.writer();
         let pad = w.out.len();
-        w.out[call].handler = Some(Handler {
-            target: pad,
-            depth: 0,
-            lasti: false,
-        });
         let drop_entry = import(w.pools.py, "framehook._native")?.getattr("_sot_drop_caller_entry")?;
-        // The exception lies below the call's callable and NULL.
-        self.call_constant(drop_entry, |e| {
-            e.emit(Op::Copy, Arg::Int(3));
-            Ok(1)
-        })?;
-        self.emit(Op::PopTop, Arg::None);
+        match block {
+            None => {
+                w.out[call].handler = Some(Handler {
+                    target: pad,
+                    depth: 0,
+                    lasti: false,
+                });
+                // The exception lies below the call's callable and NULL.
+                self.call_constant(drop_entry, |e| {
+                    e.emit(Op::Copy, Arg::Int(3));
+                    Ok(1)
+                })?;
+                self.emit(Op::PopTop, Arg::None);
+            }
+            Some(setup) => {
+                w.out[setup].arg = Arg::Target(pad);
+                // (traceback, value, type) -> (type, traceback, value), then the new
+                // traceback in the old one's place.
+                self.emit(Op::RotN, Arg::Int(3));
+                self.emit(Op::Copy, Arg::Int(1));
+                self.call_constant(drop_entry, |e| {
+                    e.emit(Op::Swap, Arg::Int(2));
+                    Ok(1)
+                })?;
+                self.emit(Op::RotN, Arg::Int(4));
+                self.emit(Op::Swap, Arg::Int(2));
+                self.emit(Op::PopTop, Arg::None);
+                self.emit(Op::Swap, Arg::Int(2));
+            }
+        }
         self.emit(Op::Reraise, Arg::Int(0));
         Ok(())
     }

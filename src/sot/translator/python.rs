@@ -420,24 +420,24 @@ fn _sot_call_with<'py>(
 /// exception's traceback loses its first entry where that entry is the caller's frame (the
 /// generated code's, at the break: native, this function has no frame of its own) and
 /// more follow, so that the traceback shows the function's frame once, where it raised.
+/// Returns the traceback (which 3.9/3.10's `RERAISE` takes from the stack).
 #[pyfunction]
-fn _sot_drop_caller_entry(exception: &Bound<'_, PyAny>) {
+fn _sot_drop_caller_entry<'py>(exception: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
     let py = exception.py();
-    // SAFETY: a live object; both calls return a new reference or NULL, with no error set.
+    // SAFETY: a live object; a new reference or NULL, with no error set.
     let traceback =
-        unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyException_GetTraceback(exception.as_ptr())) };
+        unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyException_GetTraceback(exception.as_ptr())) }?;
     // SAFETY: attached; a borrowed reference to the calling frame, or NULL.
     let caller = unsafe { ffi::PyEval_GetFrame() };
-    let Some(traceback) = traceback else {
-        return;
-    };
     let (Ok(frame), Ok(next)) = (traceback.getattr("tb_frame"), traceback.getattr("tb_next")) else {
-        return;
+        return Some(traceback);
     };
-    if frame.as_ptr() == caller.cast() && !next.is_none() {
-        // SAFETY: an exception instance (what RERAISE raises) and a traceback object.
-        unsafe { ffi::PyException_SetTraceback(exception.as_ptr(), next.as_ptr()) };
+    if frame.as_ptr() != caller.cast() || next.is_none() {
+        return Some(traceback);
     }
+    // SAFETY: an exception instance (what the handler caught) and a traceback object.
+    unsafe { ffi::PyException_SetTraceback(exception.as_ptr(), next.as_ptr()) };
+    Some(next)
 }
 
 /// `cls(*args, **kwargs)`, untranslated: an object the backend made while translating
