@@ -3069,6 +3069,40 @@ def test_a_guard_never_runs_the_users_eq():
     assert eq_translations and all("d keys == (" in text for text in eq_translations)
 
 
+def test_a_missing_attribute_of_an_object_the_translation_made_goes_to_its_getattr():
+    """CPython calls a class's `__getattr__` where the lookup fails. For an object the
+    translation made, `__getattr__` is inlined (what it returns is the attribute), and an
+    `AttributeError` it raises is raised by the original (a break), where CPython gives it
+    the attribute's name and the object, which `Did you mean` reads (3.10+). The translation
+    raised its own, without either (CPython's `AttributeErrorTests` under SOT)."""
+
+    class Lazy:
+        def __init__(self, scale):
+            self.scale = scale
+
+        def __getattr__(self, name):
+            if name == "double":
+                return self.scale * 2
+            raise AttributeError()
+
+    def use(x):
+        lazy = Lazy(3.0)
+        y = x * lazy.double
+        try:
+            lazy.missing  # noqa: B018 (the lookup is the test)
+        except AttributeError as error:
+            return y, getattr(error, "name", None), type(getattr(error, "obj", None)).__name__
+
+    fast = sot.translate(use)
+    for _ in range(2):
+        got, want = fast(np.ones(2)), use(np.ones(2))
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:] == (("missing", "Lazy") if sys.version_info >= (3, 10) else (None, "NoneType"))
+    st = sot.stats(fast)
+    assert st.graphs >= 1 and st.fallbacks == [], st
+    assert st.graph_breaks[0].reason == "AttributeError from __getattr__ of an object the translation made (missing)"
+
+
 def test_a_list_iterator_is_one_only_while_its_argument_is_a_list():
     """`iter(x)` of a list from the frame is the translation's list iterator (read live,
     made again at a break): guarded on the list's type, so that a later call with an object

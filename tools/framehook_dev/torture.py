@@ -123,10 +123,6 @@ _TIMES_ITS_TRANSLATION = (
     "the test times a region of its own code on its first call and skips itself when the region "
     "runs fast: the region includes the translation of the code after the break that starts it, "
     "so it is slow enough to measure and the test runs (and passes) instead of skipping")
-_ONE_FRAME_MORE = (
-    "the test walks the traceback's frames: an exception raised under the frame's own handlers (or "
-    "a with block's) is raised from a bridge (a resume function the generated code calls), one "
-    "frame more than the original")
 _RESUME_NESTING = (
     "the test lowers the recursion limit to a few frames above its own depth "
     "(support.infinite_recursion): translated, what follows each graph break runs in a resume "
@@ -143,10 +139,6 @@ SOT_INHERENT: dict[str, str] = {
     **{f"test.test_int.{case}.test_denial_of_service_prevented_{way}": _TIMES_ITS_TRANSLATION
        for case in ("IntStrDigitLimitsTests", "IntSubclassStrDigitLimitsTests")
        for way in ("str_to_int", "int_to_str")},
-    **{f"test.test_exceptions.PEP626Tests.{name}": _ONE_FRAME_MORE for name in (
-        "test_lineno_in_try", "test_lineno_after_other_except", "test_lineno_after_raise_in_except",
-        "test_lineno_after_raise_in_with_exit", "test_lineno_after_with", "test_lineno_in_finally_except",
-        "test_lineno_in_named_except")},
     "test.test_exceptions.ExceptionTests.testSettingException": _LAZY_NORMALIZATION,
     "test.test_richcmp.MiscTest.test_recursion": _RESUME_NESTING,
     "test.test_functools.TestLRUPy.test_lru_recursion": _RESUME_NESTING,

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op, Vars};
 use framehook_bytecode::table::{CallLayout, ExceptionModel};
 use framehook_bytecode::Table;
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyCFunction, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyRange, PyString, PyTuple, PyType,
@@ -6297,6 +6297,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         attrs: &[(String, Vid)],
         name: &str,
     ) -> Res<Vid> {
+        if !class
+            .getattr("__getattribute__")?
+            .is(&self.ops.object_getattribute)
+        {
+            return unsupported(format!(
+                "attribute {name} of an object the translation made (custom __getattribute__)"
+            ));
+        }
         let class_attr = self.type_lookup(&class, name)?;
         if name == "__class__" {
             let object_class = builtin(self.py, "object")?.getattr("__dict__")?.get_item(name)?;
@@ -6341,12 +6349,28 @@ impl<'py, 'b> Vm<'py, 'b> {
             Some(_) if !unset_slot => unsupported(format!(
                 "mutable class attribute {name} of an object the translation made"
             )),
-            _ => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
-                format!(
+            _ => match self.type_lookup(&class, "__getattr__")? {
+                // Where the lookup fails, CPython calls the class's `__getattr__`.
+                Some(hook) if hook.is_instance(&self.ops.function_type)? => {
+                    let function = self.constant(hook);
+                    let name_value = self.constant(PyString::new(self.py, name).into_any());
+                    match self.call(function, vec![owner, name_value], vec![]) {
+                        // CPython gives the AttributeError it raises the attribute's name and
+                        // the object (what `Did you mean` reads): the original raises it.
+                        Err(Problem::Python(err)) if err.is_instance_of::<PyAttributeError>(self.py) => {
+                            unsupported(format!("AttributeError from __getattr__ of an object the translation made ({name})"))
+                        }
+                        other => other,
+                    }
+                }
+                Some(_) => unsupported(format!(
+                    "attribute {name} of an object the translation made (its __getattr__ is not a Python function)"
+                )),
+                None => Err(Problem::Python(PyAttributeError::new_err(format!(
                     "'{}' object has no attribute '{name}'",
                     class.getattr("__name__")?
-                ),
-            ))),
+                )))),
+            },
         }
     }
 
