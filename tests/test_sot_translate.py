@@ -3038,9 +3038,9 @@ def test_a_guard_never_runs_the_users_eq():
     translation guards the dict's keys) is never compared by a guard. The guard ran it, and
     its frame asked the hook, whose guard ran it again: C recursion until the stack
     overflowed. Each `__eq__` call is recorded, so one a guard made shows in the counts.
-    (CPython's gh-140551 test clears the dict in `__eq__` instead: on 3.11 and 3.12 that
-    reads freed memory during the insertion, and the untranslated function's result varies
-    from run to run.)"""
+    (CPython's gh-140551 test clears the dict in `__eq__` instead: on 3.11 and 3.12 the
+    insertion then reads past the end of a key's memory, taking it for a str, and the
+    untranslated function's result varies from run to run.)"""
 
     def lookups_seen():
         calls = []
