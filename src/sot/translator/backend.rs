@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
 use super::guard::Check;
-use super::vm::CodeInfo;
+use super::model::code::CodeInfo;
 use crate::hookapi::pyobject::StrongRef;
 
 /// An attribute a backend may leave out.
@@ -183,7 +183,7 @@ impl<'py> Backend<'py> {
             return Ok(None);
         };
         // Its frames run as they are: they belong to the backend's making, not to the translation.
-        let made = super::with_session(None, || construct.call1((cls, args, kwargs)))?;
+        let made = super::session::with_session(None, || construct.call1((cls, args, kwargs)))?;
         Ok((!made.is_none()).then_some(made))
     }
 

@@ -14,9 +14,11 @@ use std::collections::HashMap;
 
 use super::code_pool::Generated;
 use super::guard::{Source, SourceId, SourceTable};
-use super::python::builtin;
-use super::value::{Graph, Lazy, Sym, Val, Vid};
-use super::vm::{SideEffect, MAX_NESTING};
+use super::model::code::*;
+use super::model::frame::SideEffect;
+use super::model::graph::Graph;
+use super::model::value::{Lazy, Sym, Val, Vid};
+use super::pyutil::builtin;
 use crate::hookapi::pyobject::import;
 
 /// The name of the generated code's local holding the graph's outputs.
@@ -1729,48 +1731,6 @@ pub fn generate(plan: &Plan<'_, '_>, returned: Vid) -> PyResult<Generated> {
     emitter.finish()
 }
 
-/// What stands for a call's NULL slot where the version has no `PUSH_NULL` (3.9, 3.10):
-/// `framehook._native._sot_call_with`, which calls its first argument with the rest.
-pub(super) fn null_substitute<'py>(table: &Table, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if table.has("PUSH_NULL") {
-        return Ok(None);
-    }
-    Ok(Some(import(py, "framehook._native")?.getattr("_sot_call_with")?))
-}
-
-/// Where a resume function starts: the original instruction index, and which of the
-/// stack slots it receives are NULL.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub struct ResumeKey {
-    pub pc: usize,
-    pub nulls: Vec<bool>,
-    /// The variables (canonical indices of the original) it receives.
-    pub live: Vec<usize>,
-    /// 3.9/3.10: the blocks it sets up again, (handler, stack level) outermost first.
-    pub blocks: Vec<(usize, usize)>,
-    /// The stack slots that receive an exception being handled, which it makes current
-    /// (the slot then saves the previous one, as in the original).
-    pub handled: Vec<usize>,
-    /// A bridge: it runs the break's step under the original's handlers, then calls the
-    /// resume function after it (see `Continuation::bridged`).
-    pub bridge: bool,
-    /// Variables that may hold [`unbound_marker`] for being unbound: a loop's bridge binds
-    /// to it those it is not handed, and again each one a `del` unbinds, and the resume
-    /// function at an exit unbinds those that hold it.
-    pub marked: Vec<usize>,
-}
-
-/// What stands in a variable for its being unbound while a loop's bridge runs, where an
-/// exit hands it on (a local read unbound would be NULL there).
-pub fn unbound_marker(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    static MARKER: std::sync::OnceLock<Py<PyAny>> = std::sync::OnceLock::new();
-    if let Some(marker) = MARKER.get() {
-        return Ok(marker.bind(py).clone());
-    }
-    let made = builtin(py, "object")?.call0()?.unbind();
-    Ok(MARKER.get_or_init(|| made).bind(py).clone())
-}
-
 /// What a bridge runs: the break's step, then `next` (the resume function after it,
 /// receiving `next_nulls`'s slots) with `blocks_after` blocks popped first. A loop's
 /// bridge runs the original from the break on, and calls `exits`' resume functions
@@ -1791,21 +1751,10 @@ pub struct LoopExit<'py> {
     pub resume: ResumeCall<'py>,
 }
 
-/// A resume function's one argument: the list of the values handed to it.
-const RESUME_BOX: &str = "__sot_box";
-/// The locals a resume function takes stack slots in.
-const RESUME_STACK: &str = "__sot_stack";
-
 /// The locals a resume function takes its box and stack slots in. `level` counts the
 /// resume functions it is made from, so that one made from another keeps both sets apart.
 struct ResumeNames {
     level: usize,
-}
-
-/// Whether `name` is a resume function's own local (its box, a stack slot), not one of the
-/// original's variables.
-pub(super) fn is_resume_local(name: &str) -> bool {
-    name.starts_with(RESUME_BOX) || name.starts_with(RESUME_STACK)
 }
 
 impl ResumeNames {

@@ -362,7 +362,7 @@ fn describe_value(obj: &Bound<'_, PyAny>, depth: usize) -> String {
         let type_name = qualname(&obj.get_type().into_any());
         // A C type's object with a name of its own (a numpy ufunc, a builtin method):
         // read through the type's own getter, which runs no code of the object's.
-        let c_type = super::vm::is_heap_instance(obj).is_ok_and(|heap| !heap);
+        let c_type = super::pyutil::is_heap_instance(obj).is_ok_and(|heap| !heap);
         let name = c_type
             .then(|| obj.getattr("__name__").ok())
             .flatten()
@@ -575,9 +575,9 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             }),
             // Untranslated (a guard's reading); a failed call is an absent value (its error
             // cleared): the guard fails.
-            Source::Called(function) => self
-                .fetch(*function)
-                .and_then(|f| super::with_session(None, || f.call0()).map_or_else(|_| clear_error(py), Some)),
+            Source::Called(function) => self.fetch(*function).and_then(|f| {
+                super::session::with_session(None, || f.call0()).map_or_else(|_| clear_error(py), Some)
+            }),
         };
         self.fetched[id] = Some(value.clone());
         value

@@ -8,13 +8,14 @@ use std::sync::{Arc, OnceLock};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
-use super::value::{Graph, GraphArg, NodeKind};
-use super::{Config, Translator};
+use super::compile;
+use super::hook::Translator;
+use super::pyutil::BUILTINS;
+use super::session::Config;
 use crate::hookapi::pyobject::{
-    ffi_body, getset, import, instance_value, method, native_getter, slot, CTable, NativeType, NativeValue,
-    StrongRef, TypeSpec, GETSET_END,
+    ffi_body, import, instance_value, method, slot, CTable, NativeType, NativeValue, StrongRef, TypeSpec,
 };
 use crate::hookapi::python::parse_arguments;
 use crate::hookapi::registry::Registry;
@@ -158,7 +159,7 @@ unsafe extern "C" fn translated_call(
             let translated = instance_value::<Translated>(callable);
             translated.translator.ensure_registered(py)?;
             let function = translated.function.as_ptr();
-            super::with_session(Some(Arc::clone(&translated.config)), || {
+            super::session::with_session(Some(Arc::clone(&translated.config)), || {
                 Bound::from_owned_ptr_or_err(py, ffi::PyObject_Vectorcall(function, args, nargsf, kwnames))
             })
         })
@@ -198,7 +199,7 @@ unsafe extern "C" fn translated_stats(
     unsafe {
         ffi_body(|py| {
             let translated = instance_value::<Translated>(object);
-            Ok(super::stats_dict(py, &translated.config)?.into_any())
+            Ok(super::session::stats_dict(py, &translated.config)?.into_any())
         })
     }
 }
@@ -215,37 +216,9 @@ static TRANSLATED_METHODS: CTable<[ffi::PyMethodDef; 2]> = CTable([
     ffi::PyMethodDef::zeroed(),
 ]);
 
-/// A reference to a graph symbol in a graph description (inputs first, then one per node).
-pub struct Ref {
-    index: usize,
-}
-
-impl NativeValue for Ref {}
-
-native_getter!(ref_index, Ref, |py, reference| Ok(reference
-    .index
-    .into_pyobject(py)?
-    .into_any()));
-
-unsafe extern "C" fn ref_repr(object: *mut ffi::PyObject) -> *mut ffi::PyObject {
-    // SAFETY: CPython calls tp_repr attached, with a live instance.
-    unsafe {
-        ffi_body(|py| {
-            let reference = instance_value::<Ref>(object);
-            Ok(PyString::new(py, &format!("%{}", reference.index)).into_any())
-        })
-    }
-}
-
-static REF_GETSET: CTable<[ffi::PyGetSetDef; 2]> = CTable([
-    getset(c"index", ref_index, None, c"The symbol's index."),
-    GETSET_END,
-]);
-
 /// SOT's types, made once with the main interpreter's module (SOT runs only there).
 struct SotTypes {
     translated: NativeType<Translated>,
-    reference: NativeType<Ref>,
 }
 
 static TYPES: OnceLock<SotTypes> = OnceLock::new();
@@ -273,134 +246,13 @@ fn make_types(py: Python<'_>) -> PyResult<SotTypes> {
                 vectorcall: Some(translated_call),
             },
         )?,
-        reference: NativeType::new(
-            py,
-            TypeSpec {
-                name: c"framehook._native.SotRef",
-                doc: c"A symbol in a graph description a backend compiles: inputs first, then one per node.",
-                slots: vec![
-                    slot(ffi::Py_tp_getset, REF_GETSET.as_mut_ptr()),
-                    slot(ffi::Py_tp_repr, ref_repr as *mut c_void),
-                ],
-                attributes: false,
-                vectorcall: None,
-            },
-        )?,
     })
-}
-
-fn arg_object<'py>(py: Python<'py>, arg: &GraphArg<'py>) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match arg {
-        GraphArg::Sym(index) => types()?.reference.instantiate(py, Ref { index: *index })?,
-        GraphArg::Const(value) => value.clone(),
-        GraphArg::Tuple(items) => PyTuple::new(
-            py,
-            items
-                .iter()
-                .map(|i| arg_object(py, i))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
-        GraphArg::List(items) => PyList::new(
-            py,
-            items
-                .iter()
-                .map(|i| arg_object(py, i))
-                .collect::<PyResult<Vec<_>>>()?,
-        )?
-        .into_any(),
-        GraphArg::Slice(parts) => {
-            let [a, b, c] = parts.as_ref();
-            builtin(py, "slice")?.call1((arg_object(py, a)?, arg_object(py, b)?, arg_object(py, c)?))?
-        }
-    })
-}
-
-/// `(inputs, nodes, outputs)`: the number of inputs, one
-/// `(function, args, kwargs, filename, line)` per node, the output symbols.
-pub fn graph_description<'py>(
-    py: Python<'py>,
-    graph: &Graph<'py>,
-    outputs: &[usize],
-) -> PyResult<Bound<'py, PyAny>> {
-    let nodes = graph
-        .nodes
-        .iter()
-        .map(|node| {
-            let args = PyTuple::new(
-                py,
-                node.args
-                    .iter()
-                    .map(|a| arg_object(py, a))
-                    .collect::<PyResult<Vec<_>>>()?,
-            )?;
-            let kwargs = PyDict::new(py);
-            for (name, arg) in &node.kwargs {
-                kwargs.set_item(name, arg_object(py, arg)?)?;
-            }
-            PyTuple::new(
-                py,
-                [
-                    node.function.clone(),
-                    args.into_any(),
-                    kwargs.into_any(),
-                    node.filename.clone().into_pyobject(py)?.into_any(),
-                    node.line.into_pyobject(py)?.into_any(),
-                ],
-            )
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(PyTuple::new(
-        py,
-        [
-            graph.inputs.len().into_pyobject(py)?.into_any(),
-            PyList::new(py, nodes)?.into_any(),
-            PyTuple::new(py, outputs)?.into_any(),
-        ],
-    )?
-    .into_any())
-}
-
-/// The graph as text, one line per operation, for `sot.explain`.
-pub fn graph_text(py: Python<'_>, graph: &Graph<'_>, outputs: &[usize]) -> PyResult<String> {
-    let mut text = String::new();
-    let inputs = graph.inputs.len();
-    for (index, node) in graph.nodes.iter().enumerate() {
-        if node.kind == NodeKind::Projection {
-            continue;
-        }
-        let name = node
-            .function
-            .getattr("__qualname__")
-            .or_else(|_| node.function.getattr("__name__"))
-            .map_or_else(
-                |_| node.function.repr().map_or("?".into(), |r| r.to_string()),
-                |n| n.to_string(),
-            );
-        let args: Vec<String> = node
-            .args
-            .iter()
-            .map(|a| {
-                arg_object(py, a)
-                    .and_then(|o| o.repr())
-                    .map_or("?".into(), |r| r.to_string())
-            })
-            .collect();
-        text.push_str(&format!(
-            "    %{} = {name}({})    # line {}\n",
-            inputs + index,
-            args.join(", "),
-            node.line
-        ));
-    }
-    text.push_str(&format!("    outputs: {outputs:?}\n"));
-    Ok(text)
 }
 
 /// `sot.reset()`.
 #[pyfunction]
 fn _sot_reset() {
-    super::reset();
+    super::hook::reset();
 }
 
 /// What SOT's generated code puts in a call's NULL slot on 3.9/3.10 (no `PUSH_NULL`
@@ -449,23 +301,7 @@ fn _sot_construct<'py>(
     args: &Bound<'py, PyTuple>,
     kwargs: &Bound<'py, PyDict>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    super::with_session(None, || cls.call(args, Some(kwargs)))
-}
-
-/// The builtins as they were when framehook was imported: what the generated code calls
-/// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
-/// `builtins.int` with a mock (calling the mock ran the translated mock again, without end).
-static BUILTINS: OnceLock<Py<PyDict>> = OnceLock::new();
-
-/// The builtin `name` as framehook found it at import.
-pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    let builtins = BUILTINS
-        .get()
-        .ok_or_else(|| PyRuntimeError::new_err("framehook: SOT's builtins are not read yet"))?;
-    builtins
-        .bind(py)
-        .get_item(name)?
-        .ok_or_else(|| PyRuntimeError::new_err(format!("framehook: no builtin named {name}")))
+    super::session::with_session(None, || cls.call(args, Some(kwargs)))
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -481,7 +317,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     let types = types()?;
     module.add("SotTranslated", types.translated.type_object(py))?;
-    module.add("SotRef", types.reference.type_object(py))?;
+    module.add("SotRef", compile::ref_type(py)?.type_object(py))?;
     module.add_function(wrap_pyfunction!(_sot_reset, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op, Vars};
+use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op};
 use framehook_bytecode::table::{CallLayout, ExceptionModel};
 use framehook_bytecode::Table;
 use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
@@ -20,10 +20,12 @@ use super::guard::{
     holds_values_only, is_mutable_container, is_value_type, name_ref, Check, Guard, Pin, Source, SourceId,
     SourceTable, VALUE_NESTING,
 };
-use super::python::builtin;
-use super::value::{
-    DictIter, DictIterStatus, DictPart, Function, Graph, GraphArg, Lazy, Node, NodeKind, Sym, Val, Vid,
-};
+use super::model::code::*;
+use super::model::frame::*;
+use super::model::graph::{Graph, GraphArg, Node, NodeKind};
+use super::model::value::{DictIter, DictIterStatus, DictPart, Function, Lazy, Sym, Val, Vid};
+use super::pyutil::{builtin, is_heap_instance};
+use super::session::with_session;
 use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
 
 /// The kinds of tensor a value holds (`Vm::tensor_kinds`).
@@ -33,14 +35,6 @@ struct TensorKinds {
     arrays: bool,
     /// Its other tensors.
     tensors: bool,
-}
-
-/// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
-/// handler), or a handler that is running (none); `level` is the stack depth it restores.
-#[derive(Clone, Copy)]
-struct Block {
-    handler: Option<usize>,
-    level: usize,
 }
 
 /// The VM's state before an instruction of the translated frame, to go back to when the
@@ -93,44 +87,10 @@ impl<'py> Snapshot<'py> {
     }
 }
 
-/// A generator the translated code made: its frame, suspended at its last `yield`.
-pub struct GeneratorState<'py> {
-    frame: Frame<'py>,
-    /// Suspended at a yield, whose value the next `send` replaces (next() sends None).
-    suspended: bool,
-    finished: bool,
-    /// What the generator returned (the value of a `yield from` it was delegated to).
-    returned: Option<Vid>,
-}
-
 /// What sending None into an iterator gave (one step of `yield from`).
 enum Sent {
     Yielded(Vid),
     Returned(Vid),
-}
-
-/// Why a frame's translation stopped before its end.
-pub enum Stop {
-    /// Something the graph cannot hold: the graph breaks here.
-    Break {
-        reason: String,
-        line: i32,
-        filename: String,
-    },
-    /// Something the translator does not handle: the original code runs.
-    Fallback {
-        reason: String,
-        line: i32,
-        filename: String,
-    },
-}
-
-impl Stop {
-    pub fn reason(&self) -> &str {
-        match self {
-            Stop::Break { reason, .. } | Stop::Fallback { reason, .. } => reason,
-        }
-    }
 }
 
 /// An error before it knows where it happened.
@@ -170,15 +130,8 @@ fn graph_break<T>(reason: impl Into<String>) -> Res<T> {
     Err(Problem::Break(reason.into()))
 }
 
-const CO_VARARGS: u32 = 0x04;
-const CO_VARKEYWORDS: u32 = 0x08;
-const CO_GENERATOR: u32 = 0x20;
-const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
-
 /// The most frames deep inlining goes before a call runs as a call (graph break).
 const MAX_INLINE_DEPTH: usize = 24;
-/// How deep values nest in one another where the translator recurses over them.
-pub const MAX_NESTING: usize = 200;
 /// Items of a list or tuple the translation makes by repetition at most (past it the
 /// graph breaks, and the instruction runs natively).
 const MAX_MADE_ITEMS: usize = 100_000;
@@ -187,126 +140,6 @@ const MAX_FOLDED_DEPTH: usize = 16;
 /// Instructions one translation simulates at most (loops unroll, calls inline): past it the
 /// graph breaks, so that translating stays cheap next to running.
 const MAX_STEPS: usize = 5_000;
-
-/// A frame of the VM: the translated function's, or an inlined callee's.
-pub(super) struct Frame<'py> {
-    instrs: std::rc::Rc<Vec<Instruction>>,
-    consts: Bound<'py, PyTuple>,
-    names: Bound<'py, PyTuple>,
-    vars: Vars,
-    locals: Vec<Vid>,
-    globals: Bound<'py, PyAny>,
-    stack: Vec<Vid>,
-    pc: usize,
-    filename: String,
-    /// For a generator's frame: the value its last `YIELD_VALUE` gave, until taken.
-    yielded: Option<Vid>,
-    /// Per instruction: whether it lies inside a loop.
-    in_loop: std::rc::Rc<Vec<bool>>,
-    /// The class of `super()` (the `__class__` cell's contents), if any.
-    class_cell: Option<usize>,
-    /// The code's `co_argcount` (zero-argument `super()` needs a first argument).
-    argcount: usize,
-    /// Where this frame's globals come from, when they are not the top frame's.
-    globals_source: Option<SourceId>,
-    /// Blocks set up by `SETUP_*` and exception handlers running (3.9, 3.10).
-    blocks: Vec<Block>,
-    /// Past `RESUME`: the prologue's cells are made (`setup_cells`), and a `MAKE_CELL` now
-    /// is an inlined comprehension's (3.12+), which makes a new cell.
-    resumed: bool,
-}
-
-/// A free variable of the translated frame: its cell and the cell's contents.
-pub type FreeVariable<'py> = (Option<Bound<'py, PyAny>>, Option<Bound<'py, PyAny>>);
-
-/// Where the top frame stopped (a break) and with what state, for the code
-/// generator that resumes there.
-pub struct BreakPoint {
-    /// The instruction the graph breaks at, and its index.
-    pub pc: usize,
-    pub instr: Instruction,
-    /// The stack and the variables as they were before it.
-    pub stack: Vec<Vid>,
-    pub locals: Vec<Vid>,
-    pub in_loop: bool,
-    /// Inside a `try` or `with`: the instruction must run where its handler is.
-    pub in_handler_scope: bool,
-    /// 3.9/3.10: the `SETUP_*` blocks around it, (handler, stack level) outermost first.
-    pub blocks: Vec<(usize, usize)>,
-    /// The slots where `PUSH_EXC_INFO` saved the previous exception, and the exception
-    /// current from each on: a resume function makes them current again.
-    pub handled: Vec<(usize, Vid)>,
-    /// An exception is being handled (an `except` or exceptional `finally` body) that a
-    /// resume function cannot make current again (3.9/3.10's handlers; one not saved in
-    /// a slot of the stack).
-    pub handling: bool,
-}
-
-impl BreakPoint {
-    /// 3.9/3.10: the blocks once the break's instruction has run (`SETUP_WITH` sets one
-    /// up at the level of the `__exit__` it leaves in place of the manager).
-    pub fn blocks_after(&self) -> Vec<(usize, usize)> {
-        let mut blocks = self.blocks.clone();
-        if let (Op::SetupWith, Arg::Target(handler)) = (self.instr.op, &self.instr.arg) {
-            blocks.push((*handler, self.stack.len()));
-        }
-        blocks
-    }
-}
-
-/// What the top frame's translation ended with.
-pub enum Ending {
-    /// The returned value, and the frame's variables then (for its cells).
-    Return(Vid, Vec<Vid>),
-    Break(BreakPoint, Stop),
-    /// An exception nothing in the frame catches: the generated code runs the
-    /// instruction that raises it (it raises again, as the guards pin its inputs).
-    Raise(BreakPoint),
-}
-
-/// A recorded mutation of something outside the translation, replayed in order.
-pub enum SideEffect {
-    /// `nonlocal` assignment to free variable `index` of the translated function.
-    StoreFree {
-        index: usize,
-        value: Vid,
-    },
-    /// Assignment to a cell of an inlined function's closure (a cell that outlives the
-    /// call, made by a frame that is gone or elsewhere).
-    StoreCell {
-        cell: SourceId,
-        value: Vid,
-    },
-    StoreAttr {
-        target: Vid,
-        name: String,
-        value: Vid,
-    },
-    DeleteAttr {
-        target: Vid,
-        name: String,
-    },
-    StoreGlobal {
-        name: String,
-        value: Vid,
-    },
-    DeleteGlobal {
-        name: String,
-    },
-    /// A list iterator from the frame (`Val::ListIter` with a `frame` source), left where
-    /// the translation left it.
-    IteratorPosition {
-        iterator: Vid,
-    },
-    /// A list or dict from the frame, whose new contents are the Vid's.
-    Replace {
-        target: SourceId,
-        contents: Vid,
-        /// A dict's items as the frame held them (what its guards say), for replaying
-        /// only the changes: see `codegen::dict_changes`. Empty for a list.
-        before: Vec<(Vid, Vid)>,
-    },
-}
 
 pub struct Vm<'py, 'b> {
     py: Python<'py>,
@@ -587,12 +420,6 @@ fn methods_of_builtin(builtin: &str) -> &'static [&'static str] {
     }
 }
 
-/// Instances of a class made by a `class` statement (its methods may be Python code).
-pub(super) fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
-    Ok(obj.get_type().getattr("__flags__")?.extract::<u64>()? & HEAP_TYPE != 0)
-}
-
 /// `dict.keys()`, `values()` or `items()` (of a dict the translation reads or made).
 fn is_dict_view(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     let ty = obj.get_type();
@@ -655,7 +482,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             mutated: HashMap::new(),
             depth: 0,
             ops: Ops::new(py)?,
-            null_substitute: super::codegen::null_substitute(table, py)?,
+            null_substitute: null_substitute(table, py)?,
             top_arguments: 0,
             top_freevars: 0,
             top_globals: None,
@@ -1160,7 +987,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // yields what it was made of: each item is the argument that is that object.
                 let made_of = [args, kwargs];
                 let items: Vec<Bound<'py, PyAny>> =
-                    super::with_session(None, || obj.try_iter()?.collect::<PyResult<_>>())?;
+                    with_session(None, || obj.try_iter()?.collect::<PyResult<_>>())?;
                 items
                     .into_iter()
                     .map(|item| match self.argument_that_is(&made_of, &item) {
@@ -1642,62 +1469,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
-    }
-}
-
-/// Per instruction: whether it is in a loop's body or a `while` loop's first test
-/// (`loops::loops`, `loops::first_test`).
-fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
-    use framehook_bytecode::loops;
-    let mut in_loop = vec![false; instrs.len()];
-    for (jump, a_loop) in loops::loops(instrs) {
-        for (flag, in_body) in in_loop.iter_mut().zip(&a_loop.body) {
-            *flag |= in_body;
-        }
-        in_loop[loops::first_test(instrs, jump, &a_loop)]
-            .iter_mut()
-            .for_each(|f| *f = true);
-    }
-    in_loop
-}
-
-/// What the VM needs to know about a code object, decoded once.
-pub struct CodeInfo {
-    pub instrs: std::rc::Rc<Vec<Instruction>>,
-    /// Per instruction: whether it lies inside a loop (`loop_membership`).
-    pub in_loop: std::rc::Rc<Vec<bool>>,
-    pub vars: Vars,
-    pub flags: u32,
-    pub argcount: usize,
-    pub posonly: usize,
-    pub kwonly: usize,
-    pub filename: String,
-}
-
-impl CodeInfo {
-    pub fn read(table: &'static Table, code: &Bound<'_, PyAny>) -> PyResult<CodeInfo> {
-        let fields = crate::bytecode::CodeFields::read(table, code)?;
-        let raw = fields.decode(table)?;
-        let instrs = framehook_bytecode::canonical::raise(table, &fields.vars, &raw.instrs)
-            .map_err(|e| fields.error("decode", e))?;
-        Ok(CodeInfo {
-            in_loop: std::rc::Rc::new(loop_membership(&instrs)),
-            instrs: std::rc::Rc::new(instrs),
-            vars: fields.vars.clone(),
-            flags: code.getattr("co_flags")?.extract()?,
-            argcount: code.getattr("co_argcount")?.extract()?,
-            posonly: code.getattr("co_posonlyargcount")?.extract()?,
-            kwonly: code.getattr("co_kwonlyargcount")?.extract()?,
-            filename: code.getattr("co_filename")?.extract()?,
-        })
-    }
-
-    /// Arguments, `*args` and `**kwargs` included.
-    pub fn total_arguments(&self) -> usize {
-        self.argcount
-            + self.kwonly
-            + usize::from(self.flags & CO_VARARGS != 0)
-            + usize::from(self.flags & CO_VARKEYWORDS != 0)
     }
 }
 
@@ -2352,7 +2123,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Op::StoreFast | Op::DeleteFast => {
                 let slot = Self::var_at(arg)?;
-                let own_variable = !super::codegen::is_resume_local(frame.vars.all()[slot]);
+                let own_variable = !is_resume_local(frame.vars.all()[slot]);
                 if self.depth == 0 && own_variable && self.drops_a_watched_object(frame.locals[slot])? {
                     return graph_break(
                         "a store over the frame's only reference to an object with weak references or \
@@ -4770,7 +4541,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         for arg in rest {
             args.push(self.concrete(*arg)?);
         }
-        let text = super::python::builtin(self.py, builtin)?.call1(PyTuple::new(self.py, args)?)?;
+        let text = super::pyutil::builtin(self.py, builtin)?.call1(PyTuple::new(self.py, args)?)?;
         Ok(self.constant(text))
     }
 
@@ -5563,7 +5334,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             if self.backend.is_guarded_function(&obj) {
                 // Read now; the guards call it again where its result was used.
                 pin(self);
-                let value = super::with_session(None, || obj.call0())?;
+                let value = with_session(None, || obj.call0())?;
                 return Ok(self.value_of_source(Source::Called(s), value));
             }
         }
@@ -6886,19 +6657,6 @@ fn names_one_twice(py: Python<'_>, names: &[Bound<'_, PyAny>]) -> PyResult<bool>
 /// the subject itself.
 const MATCH_SELF_FLAG: u64 = 1 << 22;
 
-/// The functions that read the variables of the frame calling them (with no arguments,
-/// for `locals`, `vars` and `dir`; without a namespace, for `eval` and `exec`).
-pub const FRAME_READERS: [(&str, &str); 8] = [
-    ("builtins", "locals"),
-    ("builtins", "vars"),
-    ("builtins", "dir"),
-    ("builtins", "eval"),
-    ("builtins", "exec"),
-    ("sys", "_getframe"),
-    ("inspect", "currentframe"),
-    ("inspect", "stack"),
-];
-
 // ---- Builtins ----
 impl<'py, 'b> Vm<'py, 'b> {
     /// A call whose result depends on the frame making it (its locals, itself): run from
@@ -7528,9 +7286,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(false);
         }
         let ty = obj.get_type().into_any();
-        let object_methods = super::python::builtin(self.py, "object")?.getattr("__dict__")?;
+        let object_methods = super::pyutil::builtin(self.py, "object")?.getattr("__dict__")?;
         for base_name in ["int", "float", "complex", "str", "bytes"] {
-            let base = super::python::builtin(self.py, base_name)?;
+            let base = super::pyutil::builtin(self.py, base_name)?;
             if !obj.is_instance(&base)? {
                 continue;
             }
@@ -7557,7 +7315,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         builtin: &str,
     ) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
         let ty = obj.get_type().into_any();
-        let object_methods = super::python::builtin(self.py, "object")?.getattr("__dict__")?;
+        let object_methods = super::pyutil::builtin(self.py, "object")?.getattr("__dict__")?;
         for name in methods_of_builtin(builtin) {
             let found = self.type_lookup(&ty, name)?;
             let default = object_methods.get_item(*name).ok();

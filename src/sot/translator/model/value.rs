@@ -1,8 +1,9 @@
-//! The symbolic values the VM computes with, and the graph it records.
+//! The symbolic values the VM computes with.
 
 use pyo3::prelude::*;
 
-use super::guard::SourceId;
+use super::frame::GeneratorState;
+use crate::sot::translator::guard::SourceId;
 
 /// A value's index in the VM's arena: stack slots, locals and containers hold these,
 /// so a list mutated through one alias is seen through every other.
@@ -74,7 +75,7 @@ pub enum Val<'py> {
     },
     /// A generator the translated code made (a generator function called), run a step at
     /// a time as it is iterated.
-    Generator(std::rc::Rc<std::cell::RefCell<super::vm::GeneratorState<'py>>>),
+    Generator(std::rc::Rc<std::cell::RefCell<GeneratorState<'py>>>),
     /// `d.keys()`, `d.values()` or `d.items()`: a live view of `dict` (a dict the
     /// translation made, or one from the frame).
     DictView {
@@ -289,113 +290,5 @@ impl<'py> Val<'py> {
                 receiver: *receiver,
             },
         }
-    }
-}
-
-/// An operand of a graph operation.
-#[derive(Clone)]
-pub enum GraphArg<'py> {
-    Sym(Sym),
-    Const(Bound<'py, PyAny>),
-    Tuple(Vec<GraphArg<'py>>),
-    List(Vec<GraphArg<'py>>),
-    Slice(Box<[GraphArg<'py>; 3]>),
-}
-
-impl GraphArg<'_> {
-    /// Calls `f` on every symbol the operand reads.
-    pub fn visit_syms(&mut self, f: &mut impl FnMut(&mut Sym)) {
-        match self {
-            GraphArg::Sym(sym) => f(sym),
-            GraphArg::Tuple(items) | GraphArg::List(items) => items.iter_mut().for_each(|a| a.visit_syms(f)),
-            GraphArg::Slice(parts) => parts.iter_mut().for_each(|a| a.visit_syms(f)),
-            GraphArg::Const(_) => {}
-        }
-    }
-}
-
-impl Node<'_> {
-    pub fn visit_syms(&mut self, f: &mut impl FnMut(&mut Sym)) {
-        self.args.iter_mut().for_each(|a| a.visit_syms(f));
-        self.kwargs.iter_mut().for_each(|(_, a)| a.visit_syms(f));
-    }
-}
-
-/// What a node is, for counting operations.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum NodeKind {
-    /// A tensor operation.
-    Operation,
-    /// An element taken out of a multi-tensor result: not an operation of its own.
-    Projection,
-    /// Python arithmetic on dynamic numbers: computed in the graph, free as Python's is.
-    Arithmetic,
-}
-
-/// One recorded operation: `outputs[sym] = function(*args, **kwargs)`.
-#[derive(Clone)]
-pub struct Node<'py> {
-    pub function: Bound<'py, PyAny>,
-    pub args: Vec<GraphArg<'py>>,
-    pub kwargs: Vec<(String, GraphArg<'py>)>,
-    pub kind: NodeKind,
-    pub line: i32,
-    pub filename: String,
-}
-
-/// The backend-neutral graph of one translation: inputs, then one symbol per node.
-#[derive(Default, Clone)]
-pub struct Graph<'py> {
-    /// Per input symbol, the source it is read from.
-    pub inputs: Vec<SourceId>,
-    pub nodes: Vec<Node<'py>>,
-}
-
-impl Graph<'_> {
-    pub fn symbol_count(&self) -> usize {
-        self.inputs.len() + self.nodes.len()
-    }
-
-    pub fn ops(&self) -> usize {
-        self.nodes
-            .iter()
-            .filter(|n| n.kind == NodeKind::Operation)
-            .count()
-    }
-}
-
-impl<'py> Graph<'py> {
-    /// The graph without the arithmetic nodes no output needs (numbers specialized after
-    /// all), with `outputs` renumbered for it. Inputs stay as they are.
-    pub fn without_dead_arithmetic(&self, outputs: &[Sym]) -> (Graph<'py>, Vec<Sym>) {
-        let inputs = self.inputs.len();
-        let mut needed = vec![false; self.symbol_count()];
-        outputs.iter().for_each(|sym| needed[*sym] = true);
-        let mut live = vec![false; self.nodes.len()];
-        for (index, node) in self.nodes.iter().enumerate().rev() {
-            if node.kind == NodeKind::Arithmetic && !needed[inputs + index] {
-                continue;
-            }
-            live[index] = true;
-            node.clone().visit_syms(&mut |sym| needed[*sym] = true);
-        }
-        let mut renumbered: Vec<Sym> = (0..inputs).collect();
-        let mut nodes = Vec::with_capacity(self.nodes.len());
-        for (node, live) in self.nodes.iter().zip(live) {
-            if live {
-                let mut node = node.clone();
-                node.visit_syms(&mut |sym| *sym = renumbered[*sym]);
-                renumbered.push(inputs + nodes.len());
-                nodes.push(node);
-            } else {
-                // Never read: no live node needs a dead one.
-                renumbered.push(usize::MAX);
-            }
-        }
-        let graph = Graph {
-            inputs: self.inputs.clone(),
-            nodes,
-        };
-        (graph, outputs.iter().map(|sym| renumbered[*sym]).collect())
     }
 }

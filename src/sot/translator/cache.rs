@@ -1,0 +1,115 @@
+//! The per-code cache: each code's guarded entries (generated code or the original),
+//! its verdict, and the resume functions made from it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use parking_lot::Mutex;
+
+use super::code_pool::Generated;
+use super::guard::{Guard, SourceTable};
+use super::model::code::*;
+use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::rust_hook::HookContext;
+
+/// What a cache entry runs.
+pub enum Action {
+    /// The generated code.
+    Run(Generated),
+    /// The original code (a fallback, or a break inside a loop).
+    Original,
+}
+
+pub struct Entry {
+    pub config: u64,
+    pub epoch: u64,
+    pub guards: Vec<Guard>,
+    pub action: Action,
+}
+
+pub struct CacheState {
+    /// Shared by the states that only reorder or remove entries: a translation is stored
+    /// only if the table it extended is still the current one.
+    pub sources: Arc<SourceTable>,
+    pub entries: Vec<Arc<Entry>>,
+}
+
+/// A code's cache entries: shared with the configurations that have entries in them, so
+/// that a translated function takes its entries along when it goes, and `sot.reset()`
+/// frees them all.
+#[derive(Default)]
+pub struct Entries {
+    pub state: ArcSwapOption<CacheState>,
+    pub writer: Mutex<()>,
+}
+
+impl Entries {
+    /// Removes the entries `gone` picks; returns the old state, for the caller to drop
+    /// after the lock (dropping entries runs Python code: the graphs' release).
+    #[must_use]
+    pub fn remove(&self, gone: impl Fn(&Entry) -> bool) -> Option<Arc<CacheState>> {
+        let _writer = self.writer.lock();
+        let old = self.state.load_full()?;
+        if !old.entries.iter().any(|e| gone(e)) {
+            return None;
+        }
+        let entries = old.entries.iter().filter(|e| !gone(e)).cloned().collect();
+        self.state.store(Some(Arc::new(CacheState {
+            sources: Arc::clone(&old.sources),
+            entries,
+        })));
+        Some(old)
+    }
+}
+
+/// The translator's state of one code object, in its co_extra.
+#[derive(Default)]
+pub struct CodeCache {
+    pub entries: Arc<Entries>,
+    /// Codes the translator made (graphs) or must never enter.
+    pub never: AtomicBool,
+    /// UNJUDGED, TRANSLATED, NEVER or LIBRARY.
+    pub verdict: AtomicU64,
+    /// Resume functions (or codes, for frames with cells) made from this code, by where
+    /// they resume, held weakly: the generated codes that call one keep it alive, and a
+    /// resume function's globals must not be kept from co_extra (the GC does not see it:
+    /// globals -> function -> code -> co_extra -> resume function -> globals is a cycle
+    /// nothing could collect).
+    pub resumes: Mutex<Vec<(ResumeKey, StrongRef)>>,
+}
+
+/// `CodeCache::verdict`: whether frames of a code are translated.
+pub const UNJUDGED: u64 = 0;
+
+pub const TRANSLATED: u64 = 1;
+
+/// Never: made by the translator, or not a function's frame.
+pub const NEVER: u64 = 2;
+
+/// A library's file: only for sessions that trace it.
+pub const LIBRARY: u64 = 3;
+
+/// Keeps `entry` for as long as the frame runs its generated code: the code indexes its
+/// graph's holder, which dropping the entry clears (so that a generated code CPython keeps,
+/// immortal on free-threaded 3.13, does not keep the graph). Another thread may drop the
+/// entry meanwhile (`sot.reset()`, a retranslation, its translated function going).
+pub fn keep_while_running(context: &mut HookContext<'_, '_>, entry: Arc<Entry>) {
+    context.after_frame(Box::new(move |_py| drop(entry)));
+}
+
+pub fn move_to_front(cache: &CodeCache, index: usize) {
+    let cache = &*cache.entries;
+    let _writer = cache.writer.lock();
+    if let Some(state) = cache.state.load_full() {
+        if index < state.entries.len() {
+            let mut entries = state.entries.clone();
+            let hit = entries.remove(index);
+            entries.insert(0, hit);
+            cache.state.store(Some(Arc::new(CacheState {
+                sources: Arc::clone(&state.sources),
+                entries,
+            })));
+        }
+    }
+}

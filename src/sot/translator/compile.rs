@@ -1,0 +1,247 @@
+//! Graphs to the backend: the description it compiles, their example inputs, and the text
+//! `sot.explain` shows.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use super::backend::Backend;
+use super::hook::*;
+use super::model::code::*;
+use super::model::graph::*;
+use super::model::value::*;
+use super::vm::Vm;
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use super::pyutil::builtin;
+use crate::hookapi::pyobject::{
+    ffi_body, getset, instance_value, native_getter, slot, CTable, NativeType, NativeValue, TypeSpec,
+    GETSET_END,
+};
+use pyo3::ffi;
+
+/// Per graph input, the value it had while translating (None where the VM no longer
+/// holds it).
+pub fn input_examples<'py>(py: Python<'py>, vm: &Vm<'py, '_>, inputs: usize) -> Vec<Bound<'py, PyAny>> {
+    let mut examples = vec![py.None().into_bound(py); inputs];
+    let mut seen = vec![false; inputs];
+    for value in &vm.values {
+        if let Val::Tensor { sym, example } | Val::Scalar { sym, example, .. } = value {
+            if *sym < inputs && !seen[*sym] {
+                seen[*sym] = true;
+                examples[*sym] = example.clone();
+            }
+        }
+    }
+    examples
+}
+
+/// Compiles the graph with the backend for `outputs`: a holder `[compiled]` and the graph's text.
+pub fn compile_graph<'py>(
+    py: Python<'py>,
+    translator: &Translator,
+    backend: &Backend<'py>,
+    vm: &Vm<'py, '_>,
+    graph: &Graph<'py>,
+    outputs: &[usize],
+) -> PyResult<(Bound<'py, PyAny>, String)> {
+    let description = graph_description(py, graph, outputs)?;
+    // A backend that specialises on its inputs' types (their exact types and meta
+    // attributes are guarded) is given the values they had while translating.
+    let compiled = if backend.object.hasattr("compile_with_examples")? {
+        let examples = PyTuple::new(py, input_examples(py, vm, graph.inputs.len()))?;
+        backend
+            .object
+            .call_method1("compile_with_examples", (description, examples))?
+    } else {
+        backend.object.call_method1("compile", (description,))?
+    };
+    if let Ok(code) = compiled.getattr("__code__") {
+        translator.never_translate(&code)?;
+    }
+    let text = graph_text(py, graph, outputs)?;
+    Ok((PyList::new(py, [compiled])?.into_any(), text))
+}
+
+pub fn explain(
+    py: Python<'_>,
+    qualname: &str,
+    info: &CodeInfo,
+    vm: &Vm<'_, '_>,
+    graph: Option<&str>,
+) -> String {
+    let mut text = format!("{qualname}: translated ({}:{})\n", info.filename, vm.first_line());
+    match graph {
+        Some(graph) => text.push_str(&format!("  graph of {} ops:\n{graph}", vm.graph.ops())),
+        None => text.push_str("  no graph (no tensor operation)\n"),
+    }
+    text.push_str(&format!("  guards ({}):\n", vm.guards.len()));
+    for g in &vm.guards {
+        text.push_str(&format!(
+            "    {} {}\n",
+            vm.sources
+                .describe(py, g.source, &info.vars.varnames, &info.vars.freevars),
+            g.check.describe(py)
+        ));
+    }
+    text
+}
+
+pub fn arg_object<'py>(py: Python<'py>, arg: &GraphArg<'py>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match arg {
+        GraphArg::Sym(index) => ref_type(py)?.instantiate(py, Ref { index: *index })?,
+        GraphArg::Const(value) => value.clone(),
+        GraphArg::Tuple(items) => PyTuple::new(
+            py,
+            items
+                .iter()
+                .map(|i| arg_object(py, i))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+        GraphArg::List(items) => PyList::new(
+            py,
+            items
+                .iter()
+                .map(|i| arg_object(py, i))
+                .collect::<PyResult<Vec<_>>>()?,
+        )?
+        .into_any(),
+        GraphArg::Slice(parts) => {
+            let [a, b, c] = parts.as_ref();
+            builtin(py, "slice")?.call1((arg_object(py, a)?, arg_object(py, b)?, arg_object(py, c)?))?
+        }
+    })
+}
+
+/// `(inputs, nodes, outputs)`: the number of inputs, one
+/// `(function, args, kwargs, filename, line)` per node, the output symbols.
+pub fn graph_description<'py>(
+    py: Python<'py>,
+    graph: &Graph<'py>,
+    outputs: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    let nodes = graph
+        .nodes
+        .iter()
+        .map(|node| {
+            let args = PyTuple::new(
+                py,
+                node.args
+                    .iter()
+                    .map(|a| arg_object(py, a))
+                    .collect::<PyResult<Vec<_>>>()?,
+            )?;
+            let kwargs = PyDict::new(py);
+            for (name, arg) in &node.kwargs {
+                kwargs.set_item(name, arg_object(py, arg)?)?;
+            }
+            PyTuple::new(
+                py,
+                [
+                    node.function.clone(),
+                    args.into_any(),
+                    kwargs.into_any(),
+                    node.filename.clone().into_pyobject(py)?.into_any(),
+                    node.line.into_pyobject(py)?.into_any(),
+                ],
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(PyTuple::new(
+        py,
+        [
+            graph.inputs.len().into_pyobject(py)?.into_any(),
+            PyList::new(py, nodes)?.into_any(),
+            PyTuple::new(py, outputs)?.into_any(),
+        ],
+    )?
+    .into_any())
+}
+
+/// The graph as text, one line per operation, for `sot.explain`.
+pub fn graph_text(py: Python<'_>, graph: &Graph<'_>, outputs: &[usize]) -> PyResult<String> {
+    let mut text = String::new();
+    let inputs = graph.inputs.len();
+    for (index, node) in graph.nodes.iter().enumerate() {
+        if node.kind == NodeKind::Projection {
+            continue;
+        }
+        let name = node
+            .function
+            .getattr("__qualname__")
+            .or_else(|_| node.function.getattr("__name__"))
+            .map_or_else(
+                |_| node.function.repr().map_or("?".into(), |r| r.to_string()),
+                |n| n.to_string(),
+            );
+        let args: Vec<String> = node
+            .args
+            .iter()
+            .map(|a| {
+                arg_object(py, a)
+                    .and_then(|o| o.repr())
+                    .map_or("?".into(), |r| r.to_string())
+            })
+            .collect();
+        text.push_str(&format!(
+            "    %{} = {name}({})    # line {}\n",
+            inputs + index,
+            args.join(", "),
+            node.line
+        ));
+    }
+    text.push_str(&format!("    outputs: {outputs:?}\n"));
+    Ok(text)
+}
+
+/// A reference to a graph symbol in a graph description (inputs first, then one per node).
+pub struct Ref {
+    index: usize,
+}
+
+impl NativeValue for Ref {}
+
+native_getter!(ref_index, Ref, |py, reference| Ok(reference
+    .index
+    .into_pyobject(py)?
+    .into_any()));
+
+unsafe extern "C" fn ref_repr(object: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_repr attached, with a live instance.
+    unsafe {
+        ffi_body(|py| {
+            let reference = instance_value::<Ref>(object);
+            Ok(PyString::new(py, &format!("%{}", reference.index)).into_any())
+        })
+    }
+}
+
+static REF_GETSET: CTable<[ffi::PyGetSetDef; 2]> = CTable([
+    getset(c"index", ref_index, None, c"The symbol's index."),
+    GETSET_END,
+]);
+
+static REF_TYPE: OnceLock<NativeType<Ref>> = OnceLock::new();
+
+/// `framehook._native.SotRef`, made once (with the main interpreter's module: SOT runs
+/// only there).
+pub fn ref_type(py: Python<'_>) -> PyResult<&'static NativeType<Ref>> {
+    if let Some(made) = REF_TYPE.get() {
+        return Ok(made);
+    }
+    let made = NativeType::new(
+        py,
+        TypeSpec {
+            name: c"framehook._native.SotRef",
+            doc: c"A symbol in a graph description a backend compiles: inputs first, then one per node.",
+            slots: vec![
+                slot(ffi::Py_tp_getset, REF_GETSET.as_mut_ptr()),
+                slot(ffi::Py_tp_repr, ref_repr as *mut c_void),
+            ],
+            attributes: false,
+            vectorcall: None,
+        },
+    )?;
+    Ok(REF_TYPE.get_or_init(|| made))
+}

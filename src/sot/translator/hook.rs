@@ -1,0 +1,349 @@
+//! The translator hook: registered while a translated function lives, it looks each
+//! frame's code up in the cache and translates on a miss; `sot.reset()`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Weak};
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+
+use super::cache::*;
+use super::guard::Fetcher;
+use super::session::*;
+use super::translate::*;
+use crate::hookapi::per_code::PerCode;
+use crate::hookapi::pyobject::import;
+use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
+use crate::hookapi::rust_hook::{HookContext, RustHook};
+
+/// The translator hook of the main interpreter.
+pub struct Translator {
+    pub caches: PerCode<CodeCache>,
+    pub hook: Mutex<Option<Arc<Hook>>>,
+    pub live_functions: Mutex<usize>,
+    /// The registry generation in which the hook was last seen registered: while it is
+    /// current, no hook was added or removed, so a call need not look.
+    pub registered_in: AtomicU64,
+    pub skip_prefixes: Vec<String>,
+}
+
+pub static TRANSLATOR: LazyLock<Mutex<Option<Arc<Translator>>>> = LazyLock::new(Mutex::default);
+
+pub const CO_OPTIMIZED_NEWLOCALS: u32 = 0x01 | 0x02;
+
+pub const CO_GENERATOR_LIKE: u32 = 0x20 | 0x80 | 0x100 | 0x200;
+
+impl Translator {
+    pub fn get(py: Python<'_>) -> PyResult<Arc<Translator>> {
+        let mut slot = TRANSLATOR.lock();
+        if let Some(t) = slot.as_ref() {
+            return Ok(Arc::clone(t));
+        }
+        let sysconfig = import(py, "sysconfig")?;
+        let mut skip_prefixes = Vec::new();
+        for key in ["stdlib", "platstdlib"] {
+            if let Ok(path) = sysconfig
+                .call_method1("get_path", (key,))
+                .and_then(|p| p.extract::<String>())
+            {
+                skip_prefixes.push(format!("{path}/"));
+            }
+        }
+        let framehook_dir: String = import(py, "framehook")?
+            .getattr("__file__")?
+            .extract::<String>()
+            .map(|f| f.rsplit_once('/').map_or(f.clone(), |(d, _)| format!("{d}/")))?;
+        skip_prefixes.push(framehook_dir);
+        skip_prefixes.push("<frozen".to_owned());
+        let translator = Arc::new(Translator {
+            caches: PerCode::request(py)?,
+            hook: Mutex::default(),
+            live_functions: Mutex::default(),
+            registered_in: AtomicU64::new(0),
+            skip_prefixes,
+        });
+        *slot = Some(Arc::clone(&translator));
+        Ok(translator)
+    }
+
+    /// A translated function was made: the hook is in the chain while any lives.
+    pub fn function_made(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
+        *self.live_functions.lock() += 1;
+        self.ensure_registered(py)
+    }
+
+    /// Before each translated call: puts the hook back if it was removed
+    /// (`framehook.clear_frame_hooks()`); costs a snapshot scan when it is there.
+    pub fn ensure_registered(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
+        let registry = Registry::current(py)?;
+        if self.registered_in.load(Ordering::Acquire) == registry.generation().number() {
+            return Ok(());
+        }
+        let mut hook = self.hook.lock();
+        let registered = hook
+            .as_ref()
+            .is_some_and(|h| registry.snapshot().iter().any(|r| r.id == h.id));
+        if !registered {
+            let new_hook = Arc::new(Hook::new(
+                "sot.translate".to_owned(),
+                Some(Transform::Rust(Arc::clone(self) as Arc<dyn RustHook>)),
+                None,
+                false,
+                OnError::Raise,
+                None,
+            ));
+            registry.add(py, Arc::clone(&new_hook))?;
+            *hook = Some(new_hook);
+        }
+        self.registered_in
+            .store(registry.generation().number(), Ordering::Release);
+        Ok(())
+    }
+
+    pub fn function_dropped(&self, py: Python<'_>) {
+        let mut live = self.live_functions.lock();
+        *live -= 1;
+        if *live == 0 {
+            if let (Some(hook), Ok(registry)) = (self.hook.lock().take(), Registry::current(py)) {
+                self.registered_in.store(0, Ordering::Release);
+                registry.remove(py, hook.id);
+            }
+        }
+    }
+
+    pub fn cache<'c>(&self, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeCache> {
+        // SAFETY: the caller keeps the code alive while using the cache.
+        unsafe { self.caches.get_or_default(code) }
+    }
+
+    /// Marks a code the translator made (a compiled graph) as never translated.
+    pub fn never_translate(&self, code: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.cache(code)?.never.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Raises `sot.GraphBreakError` under `full_graph=True`.
+pub fn full_graph_error(py: Python<'_>, kind: &str, record: &Record) -> PyErr {
+    let message = format!(
+        "{kind} under full_graph=True: {} ({}:{})",
+        record.reason, record.filename, record.line
+    );
+    match import(py, "framehook.sot").and_then(|m| m.getattr("GraphBreakError")) {
+        Ok(class) => match class.call1((message,)) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(err) => err,
+        },
+        Err(err) => err,
+    }
+}
+
+impl RustHook for Translator {
+    fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(config) = current_session() else {
+            return Ok(None);
+        };
+        let code = context.code().clone();
+        if !code.is(context.original_code()) {
+            return Ok(None);
+        }
+        let cache = self.cache(&code)?;
+        let mut verdict = cache.verdict.load(Ordering::Relaxed);
+        if verdict == UNJUDGED {
+            verdict = if cache.never.load(Ordering::Relaxed) || !self.is_translatable_kind(&code)? {
+                NEVER
+            } else if self.is_library_file(&code)? {
+                LIBRARY
+            } else {
+                TRANSLATED
+            };
+            cache.verdict.store(verdict, Ordering::Relaxed);
+        }
+        if verdict != TRANSLATED {
+            let traced =
+                verdict == LIBRARY && config.traces(&code.getattr("co_filename")?.extract::<String>()?);
+            if !traced {
+                config.set_own_frame(&code, OwnFrame::Skipped);
+                if verdict == NEVER || TRACING_CONFIGS.load(Ordering::Acquire) == 0 {
+                    context.answer_holds_for_the_code();
+                }
+                return Ok(None);
+            }
+        }
+        // Under a trace function (a debugger, a line tracer) the frame runs its own code,
+        // so that the tracer sees the original's lines and events.
+        if context.thread_traced() {
+            return Ok(None);
+        }
+        let epoch = EPOCH.load(Ordering::Acquire);
+        let mut seen = 0;
+        let mut failed_guard = None;
+        let mut changed_numbers = Vec::new();
+        if let Some(state) = cache.entries.state.load_full() {
+            let mut fetcher = Fetcher::new(context, &state.sources);
+            for (index, entry) in state.entries.iter().enumerate() {
+                if entry.config != config.id || entry.epoch != epoch {
+                    continue;
+                }
+                seen += 1;
+                let failing = fetcher.first_failing(&entry.guards);
+                if failing.is_some_and(|g| fetcher.number_changed(g)) {
+                    // Every number of the entry seen to change, not only the first: numbers
+                    // that change together (a step count per parameter) are generalised by one
+                    // recompilation, not one each.
+                    for guard in &entry.guards {
+                        if fetcher.number_changed(guard)
+                            && fetcher.first_failing(std::slice::from_ref(guard)).is_some()
+                            && !changed_numbers.contains(&guard.source)
+                        {
+                            changed_numbers.push(guard.source);
+                        }
+                    }
+                }
+                if let (Some(guard), None) = (failing, &failed_guard) {
+                    // The most recent entry's reason, for the log.
+                    let names = |field: &str| -> Vec<String> {
+                        code.getattr(field).and_then(|n| n.extract()).unwrap_or_default()
+                    };
+                    failed_guard = Some(format!(
+                        "{} {}",
+                        state.sources.describe(
+                            context.py(),
+                            guard.source,
+                            &names("co_varnames"),
+                            &names("co_freevars")
+                        ),
+                        guard.check.describe(context.py())
+                    ));
+                }
+                if failing.is_none() {
+                    config.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    if index > 0 {
+                        move_to_front(cache, index);
+                    }
+                    return Ok(match &entry.action {
+                        Action::Run(generated) => {
+                            if generated.has_graph() {
+                                keep_while_running(context, Arc::clone(entry));
+                            }
+                            Some(generated.code(context.py()))
+                        }
+                        Action::Original => None,
+                    });
+                }
+            }
+        }
+        if seen > 0 {
+            config.stats.guard_failures.fetch_add(1, Ordering::Relaxed);
+            if let Some(guard) = failed_guard {
+                let name = code.getattr("co_qualname").or_else(|_| code.getattr("co_name"));
+                let name = name.map_or_else(|_| "?".to_owned(), |n| n.to_string());
+                log_event(
+                    context.py(),
+                    &format!("guard failure in {name}: no longer holds: {guard}"),
+                );
+            }
+        }
+        if seen >= config.cache_size {
+            // Past the limit: the original code runs, and its callees are not
+            // translated on its account.
+            config.set_own_frame(&code, OwnFrame::Eager);
+            SESSIONS.with(|s| s.borrow_mut().push(None));
+            context.after_frame(Box::new(|_py| {
+                SESSIONS.with(|s| s.borrow_mut().pop());
+            }));
+            return Ok(None);
+        }
+        let _tracing = context.suspend_tracing();
+        let outcome = Python::attach(|py| {
+            // An internal error never changes what the program does: the original runs.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.translate(
+                    py,
+                    context,
+                    &config,
+                    &code,
+                    cache,
+                    seen > 0,
+                    &changed_numbers,
+                    epoch,
+                )
+            }))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                let record = Record {
+                    reason: format!("internal translator error: {what}"),
+                    filename: code
+                        .getattr("co_filename")
+                        .map_or_else(|_| String::new(), |f| f.to_string()),
+                    line: -1,
+                };
+                self.fallback(py, &config, record).map(|()| None)
+            })
+        });
+        outcome.map(|answer| {
+            answer.map(|entry| {
+                let Action::Run(generated) = &entry.action else {
+                    unreachable!("translate answers with the entries that run generated code")
+                };
+                let code = generated.code(context.py());
+                if generated.has_graph() {
+                    keep_while_running(context, entry);
+                }
+                code
+            })
+        })
+    }
+}
+
+impl Translator {
+    /// A function's frame (not a module or class body, not a generator or coroutine).
+    pub fn is_translatable_kind(&self, code: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let flags: u32 = code.getattr("co_flags")?.extract()?;
+        Ok(flags & CO_OPTIMIZED_NEWLOCALS == CO_OPTIMIZED_NEWLOCALS && flags & CO_GENERATOR_LIKE == 0)
+    }
+
+    /// Code of the standard library or framehook, skipped unless a session traces it.
+    pub fn is_library_file(&self, code: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let filename: String = code.getattr("co_filename")?.extract()?;
+        Ok(self
+            .skip_prefixes
+            .iter()
+            .any(|p| filename.starts_with(p.as_str())))
+    }
+}
+
+/// Forgets every translation and counter (`sot.reset()`): every entry goes now (a call
+/// running one keeps it until it returns), with its generated code and graphs.
+pub fn reset() {
+    EPOCH.fetch_add(1, Ordering::AcqRel);
+    let configs: Vec<Arc<Config>> = CONFIGS.lock().iter().filter_map(|(_, c)| c.upgrade()).collect();
+    let mut removed = Vec::new();
+    for config in &configs {
+        let caches: Vec<Arc<Entries>> = config.caches.lock().iter().filter_map(Weak::upgrade).collect();
+        removed.extend(caches.iter().filter_map(|c| c.remove(|_| true)));
+    }
+    // Dropped with no lock held: dropping entries runs Python code (graphs' release).
+    drop(removed);
+    for config in &configs {
+        let stats = &config.stats;
+        for counter in [
+            &stats.translations,
+            &stats.cache_hits,
+            &stats.guard_failures,
+            &stats.recompilations,
+            &stats.graphs,
+            &stats.ops_captured,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        stats.breaks.lock().clear();
+        stats.fallbacks.lock().clear();
+        stats.explanations.lock().clear();
+        *stats.own_frame.lock() = OwnFrame::NotSeen;
+    }
+}

@@ -1,0 +1,143 @@
+//! What the translator knows of a code object (decoded once), its flags and limits, and
+//! the names and markers generated code shares with the VM.
+
+use framehook_bytecode::canonical::{Instruction, Vars};
+use framehook_bytecode::Table;
+use pyo3::prelude::*;
+
+use crate::hookapi::pyobject::import;
+use crate::sot::translator::pyutil::builtin;
+
+pub const CO_VARARGS: u32 = 0x04;
+
+pub const CO_VARKEYWORDS: u32 = 0x08;
+
+pub const CO_GENERATOR: u32 = 0x20;
+
+pub const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
+
+/// How deep values nest in one another where the translator recurses over them.
+pub const MAX_NESTING: usize = 200;
+
+/// Per instruction: whether it is in a loop's body or a `while` loop's first test
+/// (`loops::loops`, `loops::first_test`).
+pub fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
+    use framehook_bytecode::loops;
+    let mut in_loop = vec![false; instrs.len()];
+    for (jump, a_loop) in loops::loops(instrs) {
+        for (flag, in_body) in in_loop.iter_mut().zip(&a_loop.body) {
+            *flag |= in_body;
+        }
+        in_loop[loops::first_test(instrs, jump, &a_loop)]
+            .iter_mut()
+            .for_each(|f| *f = true);
+    }
+    in_loop
+}
+
+/// What the VM needs to know about a code object, decoded once.
+pub struct CodeInfo {
+    pub instrs: std::rc::Rc<Vec<Instruction>>,
+    /// Per instruction: whether it lies inside a loop (`loop_membership`).
+    pub in_loop: std::rc::Rc<Vec<bool>>,
+    pub vars: Vars,
+    pub flags: u32,
+    pub argcount: usize,
+    pub posonly: usize,
+    pub kwonly: usize,
+    pub filename: String,
+}
+
+impl CodeInfo {
+    pub fn read(table: &'static Table, code: &Bound<'_, PyAny>) -> PyResult<CodeInfo> {
+        let fields = crate::bytecode::CodeFields::read(table, code)?;
+        let raw = fields.decode(table)?;
+        let instrs = framehook_bytecode::canonical::raise(table, &fields.vars, &raw.instrs)
+            .map_err(|e| fields.error("decode", e))?;
+        Ok(CodeInfo {
+            in_loop: std::rc::Rc::new(loop_membership(&instrs)),
+            instrs: std::rc::Rc::new(instrs),
+            vars: fields.vars.clone(),
+            flags: code.getattr("co_flags")?.extract()?,
+            argcount: code.getattr("co_argcount")?.extract()?,
+            posonly: code.getattr("co_posonlyargcount")?.extract()?,
+            kwonly: code.getattr("co_kwonlyargcount")?.extract()?,
+            filename: code.getattr("co_filename")?.extract()?,
+        })
+    }
+
+    /// Arguments, `*args` and `**kwargs` included.
+    pub fn total_arguments(&self) -> usize {
+        self.argcount
+            + self.kwonly
+            + usize::from(self.flags & CO_VARARGS != 0)
+            + usize::from(self.flags & CO_VARKEYWORDS != 0)
+    }
+}
+
+/// The functions that read the variables of the frame calling them (with no arguments,
+/// for `locals`, `vars` and `dir`; without a namespace, for `eval` and `exec`).
+pub const FRAME_READERS: [(&str, &str); 8] = [
+    ("builtins", "locals"),
+    ("builtins", "vars"),
+    ("builtins", "dir"),
+    ("builtins", "eval"),
+    ("builtins", "exec"),
+    ("sys", "_getframe"),
+    ("inspect", "currentframe"),
+    ("inspect", "stack"),
+];
+
+/// What stands for a call's NULL slot where the version has no `PUSH_NULL` (3.9, 3.10):
+/// `framehook._native._sot_call_with`, which calls its first argument with the rest.
+pub fn null_substitute<'py>(table: &Table, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if table.has("PUSH_NULL") {
+        return Ok(None);
+    }
+    Ok(Some(import(py, "framehook._native")?.getattr("_sot_call_with")?))
+}
+
+/// Where a resume function starts: the original instruction index, and which of the
+/// stack slots it receives are NULL.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ResumeKey {
+    pub pc: usize,
+    pub nulls: Vec<bool>,
+    /// The variables (canonical indices of the original) it receives.
+    pub live: Vec<usize>,
+    /// 3.9/3.10: the blocks it sets up again, (handler, stack level) outermost first.
+    pub blocks: Vec<(usize, usize)>,
+    /// The stack slots that receive an exception being handled, which it makes current
+    /// (the slot then saves the previous one, as in the original).
+    pub handled: Vec<usize>,
+    /// A bridge: it runs the break's step under the original's handlers, then calls the
+    /// resume function after it (see `Continuation::bridged`).
+    pub bridge: bool,
+    /// Variables that may hold [`unbound_marker`] for being unbound: a loop's bridge binds
+    /// to it those it is not handed, and again each one a `del` unbinds, and the resume
+    /// function at an exit unbinds those that hold it.
+    pub marked: Vec<usize>,
+}
+
+/// What stands in a variable for its being unbound while a loop's bridge runs, where an
+/// exit hands it on (a local read unbound would be NULL there).
+pub fn unbound_marker(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    static MARKER: std::sync::OnceLock<Py<PyAny>> = std::sync::OnceLock::new();
+    if let Some(marker) = MARKER.get() {
+        return Ok(marker.bind(py).clone());
+    }
+    let made = builtin(py, "object")?.call0()?.unbind();
+    Ok(MARKER.get_or_init(|| made).bind(py).clone())
+}
+
+/// A resume function's one argument: the list of the values handed to it.
+pub const RESUME_BOX: &str = "__sot_box";
+
+/// The locals a resume function takes stack slots in.
+pub const RESUME_STACK: &str = "__sot_stack";
+
+/// Whether `name` is a resume function's own local (its box, a stack slot), not one of the
+/// original's variables.
+pub fn is_resume_local(name: &str) -> bool {
+    name.starts_with(RESUME_BOX) || name.starts_with(RESUME_STACK)
+}

@@ -1,0 +1,171 @@
+//! The VM's frames and what a translation ends with: where it stopped (a break point),
+//! why, and the side effects the generated code replays.
+
+use framehook_bytecode::canonical::{Arg, Instruction, Op, Vars};
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::value::Vid;
+use crate::sot::translator::guard::SourceId;
+
+/// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
+/// handler), or a handler that is running (none); `level` is the stack depth it restores.
+#[derive(Clone, Copy)]
+pub struct Block {
+    pub handler: Option<usize>,
+    pub level: usize,
+}
+
+/// A generator the translated code made: its frame, suspended at its last `yield`.
+pub struct GeneratorState<'py> {
+    pub frame: Frame<'py>,
+    /// Suspended at a yield, whose value the next `send` replaces (next() sends None).
+    pub suspended: bool,
+    pub finished: bool,
+    /// What the generator returned (the value of a `yield from` it was delegated to).
+    pub returned: Option<Vid>,
+}
+
+/// Why a frame's translation stopped before its end.
+pub enum Stop {
+    /// Something the graph cannot hold: the graph breaks here.
+    Break {
+        reason: String,
+        line: i32,
+        filename: String,
+    },
+    /// Something the translator does not handle: the original code runs.
+    Fallback {
+        reason: String,
+        line: i32,
+        filename: String,
+    },
+}
+
+impl Stop {
+    pub fn reason(&self) -> &str {
+        match self {
+            Stop::Break { reason, .. } | Stop::Fallback { reason, .. } => reason,
+        }
+    }
+}
+
+/// A frame of the VM: the translated function's, or an inlined callee's.
+pub struct Frame<'py> {
+    pub instrs: std::rc::Rc<Vec<Instruction>>,
+    pub consts: Bound<'py, PyTuple>,
+    pub names: Bound<'py, PyTuple>,
+    pub vars: Vars,
+    pub locals: Vec<Vid>,
+    pub globals: Bound<'py, PyAny>,
+    pub stack: Vec<Vid>,
+    pub pc: usize,
+    pub filename: String,
+    /// For a generator's frame: the value its last `YIELD_VALUE` gave, until taken.
+    pub yielded: Option<Vid>,
+    /// Per instruction: whether it lies inside a loop.
+    pub in_loop: std::rc::Rc<Vec<bool>>,
+    /// The class of `super()` (the `__class__` cell's contents), if any.
+    pub class_cell: Option<usize>,
+    /// The code's `co_argcount` (zero-argument `super()` needs a first argument).
+    pub argcount: usize,
+    /// Where this frame's globals come from, when they are not the top frame's.
+    pub globals_source: Option<SourceId>,
+    /// Blocks set up by `SETUP_*` and exception handlers running (3.9, 3.10).
+    pub blocks: Vec<Block>,
+    /// Past `RESUME`: the prologue's cells are made (`setup_cells`), and a `MAKE_CELL` now
+    /// is an inlined comprehension's (3.12+), which makes a new cell.
+    pub resumed: bool,
+}
+
+/// A free variable of the translated frame: its cell and the cell's contents.
+pub type FreeVariable<'py> = (Option<Bound<'py, PyAny>>, Option<Bound<'py, PyAny>>);
+
+/// Where the top frame stopped (a break) and with what state, for the code
+/// generator that resumes there.
+pub struct BreakPoint {
+    /// The instruction the graph breaks at, and its index.
+    pub pc: usize,
+    pub instr: Instruction,
+    /// The stack and the variables as they were before it.
+    pub stack: Vec<Vid>,
+    pub locals: Vec<Vid>,
+    pub in_loop: bool,
+    /// Inside a `try` or `with`: the instruction must run where its handler is.
+    pub in_handler_scope: bool,
+    /// 3.9/3.10: the `SETUP_*` blocks around it, (handler, stack level) outermost first.
+    pub blocks: Vec<(usize, usize)>,
+    /// The slots where `PUSH_EXC_INFO` saved the previous exception, and the exception
+    /// current from each on: a resume function makes them current again.
+    pub handled: Vec<(usize, Vid)>,
+    /// An exception is being handled (an `except` or exceptional `finally` body) that a
+    /// resume function cannot make current again (3.9/3.10's handlers; one not saved in
+    /// a slot of the stack).
+    pub handling: bool,
+}
+
+impl BreakPoint {
+    /// 3.9/3.10: the blocks once the break's instruction has run (`SETUP_WITH` sets one
+    /// up at the level of the `__exit__` it leaves in place of the manager).
+    pub fn blocks_after(&self) -> Vec<(usize, usize)> {
+        let mut blocks = self.blocks.clone();
+        if let (Op::SetupWith, Arg::Target(handler)) = (self.instr.op, &self.instr.arg) {
+            blocks.push((*handler, self.stack.len()));
+        }
+        blocks
+    }
+}
+
+/// What the top frame's translation ended with.
+pub enum Ending {
+    /// The returned value, and the frame's variables then (for its cells).
+    Return(Vid, Vec<Vid>),
+    Break(BreakPoint, Stop),
+    /// An exception nothing in the frame catches: the generated code runs the
+    /// instruction that raises it (it raises again, as the guards pin its inputs).
+    Raise(BreakPoint),
+}
+
+/// A recorded mutation of something outside the translation, replayed in order.
+pub enum SideEffect {
+    /// `nonlocal` assignment to free variable `index` of the translated function.
+    StoreFree {
+        index: usize,
+        value: Vid,
+    },
+    /// Assignment to a cell of an inlined function's closure (a cell that outlives the
+    /// call, made by a frame that is gone or elsewhere).
+    StoreCell {
+        cell: SourceId,
+        value: Vid,
+    },
+    StoreAttr {
+        target: Vid,
+        name: String,
+        value: Vid,
+    },
+    DeleteAttr {
+        target: Vid,
+        name: String,
+    },
+    StoreGlobal {
+        name: String,
+        value: Vid,
+    },
+    DeleteGlobal {
+        name: String,
+    },
+    /// A list iterator from the frame (`Val::ListIter` with a `frame` source), left where
+    /// the translation left it.
+    IteratorPosition {
+        iterator: Vid,
+    },
+    /// A list or dict from the frame, whose new contents are the Vid's.
+    Replace {
+        target: SourceId,
+        contents: Vid,
+        /// A dict's items as the frame held them (what its guards say), for replaying
+        /// only the changes: see `codegen::dict_changes`. Empty for a list.
+        before: Vec<(Vid, Vid)>,
+    },
+}

@@ -1,0 +1,226 @@
+//! One `sot.translate(...)`: its configuration and counters (`sot.stats`), and the
+//! thread's stack of translated calls running (`with_session`).
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Weak};
+
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+use super::cache::*;
+use crate::hookapi::pyobject::StrongRef;
+
+/// A graph break or fallback, where it happened.
+#[derive(Clone)]
+pub struct Record {
+    pub reason: String,
+    pub filename: String,
+    pub line: i32,
+}
+
+/// What `sot.stats` reports for one translated function.
+#[derive(Default)]
+pub struct Stats {
+    pub translations: AtomicU64,
+    pub cache_hits: AtomicU64,
+    pub guard_failures: AtomicU64,
+    pub recompilations: AtomicU64,
+    pub graphs: AtomicU64,
+    pub ops_captured: AtomicU64,
+    pub breaks: Mutex<Vec<Record>>,
+    pub fallbacks: Mutex<Vec<Record>>,
+    /// One text per translation, for `sot.explain`.
+    pub explanations: Mutex<Vec<String>>,
+    /// How the translated function's own frame ran when last decided.
+    pub own_frame: Mutex<OwnFrame>,
+}
+
+/// What became of the translated function's own frame (`SotStats.own_frame`).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub enum OwnFrame {
+    #[default]
+    NotSeen,
+    /// Generated code ran (with a graph or not, breaks resumed).
+    Translated,
+    /// A graph break it cannot resume from: the original code ran.
+    Eager,
+    Fallback,
+    /// Never translated: a library file, a generator, or the cache limit reached.
+    Skipped,
+}
+
+impl OwnFrame {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OwnFrame::NotSeen => "",
+            OwnFrame::Translated => "translated",
+            OwnFrame::Eager => "eager",
+            OwnFrame::Fallback => "fallback",
+            OwnFrame::Skipped => "skipped",
+        }
+    }
+}
+
+/// One `sot.translate(...)`: its backend and options, and its counters.
+pub struct Config {
+    pub id: u64,
+    pub backend: StrongRef,
+    pub full_graph: bool,
+    pub cache_size: usize,
+    /// File prefixes translated although a skip rule covers them (`trace_modules`).
+    pub traced_prefixes: Vec<String>,
+    /// The translated function's own code, whose outcome `Stats::own_frame` says.
+    pub own_code: Option<StrongRef>,
+    /// The code caches that hold entries of this configuration: they go with it.
+    pub caches: Mutex<Vec<Weak<Entries>>>,
+    pub stats: Stats,
+}
+
+pub static NEXT_CONFIG: AtomicU64 = AtomicU64::new(1);
+
+/// Bumped by `sot.reset()`: entries of earlier epochs are never used again.
+pub static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Every configuration, by id (`Weak::strong_count` tells which live without upgrading one,
+/// which could drop the last reference, and its entries, under the lock).
+pub static CONFIGS: LazyLock<Mutex<Vec<ConfigHandle>>> = LazyLock::new(Mutex::default);
+
+/// A configuration's id and a weak reference to it.
+pub type ConfigHandle = (u64, Weak<Config>);
+
+impl Config {
+    pub fn new(
+        backend: StrongRef,
+        full_graph: bool,
+        cache_size: usize,
+        traced_prefixes: Vec<String>,
+        own_code: Option<StrongRef>,
+    ) -> Arc<Config> {
+        if !traced_prefixes.is_empty() {
+            TRACING_CONFIGS.fetch_add(1, Ordering::AcqRel);
+        }
+        let config = Arc::new(Config {
+            id: NEXT_CONFIG.fetch_add(1, Ordering::Relaxed),
+            backend,
+            full_graph,
+            cache_size,
+            traced_prefixes,
+            own_code,
+            caches: Mutex::default(),
+            stats: Stats::default(),
+        });
+        let mut configs = CONFIGS.lock();
+        configs.retain(|(_, c)| c.strong_count() > 0);
+        configs.push((config.id, Arc::downgrade(&config)));
+        config
+    }
+}
+
+impl Config {
+    /// Whether `filename`, under a skip rule, is translated for this configuration.
+    pub fn traces(&self, filename: &str) -> bool {
+        self.traced_prefixes
+            .iter()
+            .any(|p| filename.starts_with(p.as_str()))
+    }
+
+    pub fn set_own_frame(&self, code: &Bound<'_, PyAny>, outcome: OwnFrame) {
+        if self
+            .own_code
+            .as_ref()
+            .is_some_and(|c| c.as_ptr() == code.as_ptr())
+        {
+            *self.stats.own_frame.lock() = outcome;
+        }
+    }
+}
+
+impl Drop for Config {
+    fn drop(&mut self) {
+        if !self.traced_prefixes.is_empty() {
+            TRACING_CONFIGS.fetch_sub(1, Ordering::AcqRel);
+        }
+        // The translated function is gone: its entries (generated code, graphs, and through
+        // them the resume functions) go now, not when their code is next translated.
+        let caches = std::mem::take(self.caches.get_mut());
+        let id = self.id;
+        // The entries release Python objects: a config is dropped attached, by its
+        // translated function's dealloc or at the end of the function's last call (possibly
+        // while the interpreter finalizes, where `Python::attach` refuses to run).
+        for entries in caches.iter().filter_map(Weak::upgrade) {
+            drop(entries.remove(|e| e.config == id));
+        }
+    }
+}
+
+/// Live configurations with `traced_prefixes`: while there is one, a skipped library
+/// frame's answer is not remembered for its code (another session may translate it).
+pub static TRACING_CONFIGS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The translated calls running on this thread, innermost last.
+    pub static SESSIONS: RefCell<Vec<Option<Arc<Config>>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `call` as a call of a function translated with `config` (None: untranslated).
+pub fn with_session<R>(config: Option<Arc<Config>>, call: impl FnOnce() -> R) -> R {
+    SESSIONS.with(|s| s.borrow_mut().push(config));
+    let result = call();
+    SESSIONS.with(|s| s.borrow_mut().pop());
+    result
+}
+
+pub fn current_session() -> Option<Arc<Config>> {
+    SESSIONS.with(|s| s.borrow().last().cloned().flatten())
+}
+
+/// The ids of the configurations whose translated function lives.
+pub fn live_configs() -> Vec<u64> {
+    CONFIGS
+        .lock()
+        .iter()
+        .filter(|(_, c)| c.strong_count() > 0)
+        .map(|(id, _)| *id)
+        .collect()
+}
+
+/// The counters of `config` as a dict (for `sot.stats`).
+pub fn stats_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, PyDict>> {
+    let stats = &config.stats;
+    let dict = PyDict::new(py);
+    for (name, counter) in [
+        ("translations", &stats.translations),
+        ("cache_hits", &stats.cache_hits),
+        ("guard_failures", &stats.guard_failures),
+        ("recompilations", &stats.recompilations),
+        ("graphs", &stats.graphs),
+        ("ops_captured", &stats.ops_captured),
+    ] {
+        dict.set_item(name, counter.load(Ordering::Relaxed))?;
+    }
+    let records = |records: &[Record]| -> PyResult<Bound<'py, PyList>> {
+        PyList::new(
+            py,
+            records
+                .iter()
+                .map(|r| {
+                    PyTuple::new(
+                        py,
+                        [
+                            r.reason.clone().into_pyobject(py)?.into_any(),
+                            r.filename.clone().into_pyobject(py)?.into_any(),
+                            r.line.into_pyobject(py)?.into_any(),
+                        ],
+                    )
+                })
+                .collect::<PyResult<Vec<_>>>()?,
+        )
+    };
+    dict.set_item("graph_breaks", records(&stats.breaks.lock())?)?;
+    dict.set_item("fallbacks", records(&stats.fallbacks.lock())?)?;
+    dict.set_item("explanations", PyList::new(py, stats.explanations.lock().iter())?)?;
+    dict.set_item("own_frame", stats.own_frame.lock().as_str())?;
+    Ok(dict)
+}
