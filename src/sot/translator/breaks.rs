@@ -3,12 +3,12 @@
 
 use pyo3::prelude::*;
 
-use super::cache::*;
+use super::cache::Action;
 use super::codegen;
-use super::model::code::*;
-use super::model::frame::*;
-use super::model::value::*;
-use super::translate::*;
+use super::model::code::ResumeKey;
+use super::model::frame::BreakPoint;
+use super::model::value::Val;
+use super::translate::{vm_globals, Translation};
 use super::vm::Vm;
 use crate::hookapi::pyobject::{import, StrongRef};
 

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 
 use super::code_pool::Generated;
 use super::guard::{Guard, SourceTable};
-use super::model::code::*;
+use super::model::code::ResumeKey;
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::HookContext;
 

@@ -5,10 +5,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::backend::Backend;
-use super::hook::*;
-use super::model::code::*;
-use super::model::graph::*;
-use super::model::value::*;
+use super::hook::Translator;
+use super::model::code::CodeInfo;
+use super::model::graph::{Graph, GraphArg, NodeKind};
+use super::model::value::Val;
 use super::vm::Vm;
 use std::ffi::c_void;
 use std::sync::OnceLock;

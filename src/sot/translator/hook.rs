@@ -7,10 +7,12 @@ use std::sync::{Arc, LazyLock, Weak};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
-use super::cache::*;
+use super::cache::{
+    keep_while_running, move_to_front, Action, CodeCache, Entries, LIBRARY, NEVER, TRANSLATED, UNJUDGED,
+};
 use super::guard::Fetcher;
-use super::session::*;
-use super::translate::*;
+use super::session::{current_session, Config, OwnFrame, Record, CONFIGS, EPOCH, SESSIONS, TRACING_CONFIGS};
+use super::translate::log_event;
 use crate::hookapi::per_code::PerCode;
 use crate::hookapi::pyobject::import;
 use crate::hookapi::registry::{Hook, OnError, Registry, Transform};

@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use super::cache::*;
+use super::cache::Entries;
 use crate::hookapi::pyobject::StrongRef;
 
 /// A graph break or fallback, where it happened.

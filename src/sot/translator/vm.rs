@@ -20,8 +20,11 @@ use super::guard::{
     holds_values_only, is_mutable_container, is_value_type, name_ref, Check, Guard, Pin, Source, SourceId,
     SourceTable, VALUE_NESTING,
 };
-use super::model::code::*;
-use super::model::frame::*;
+use super::model::code::{
+    is_resume_local, null_substitute, CodeInfo, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS, CO_VARKEYWORDS,
+    FRAME_READERS, MAX_NESTING,
+};
+use super::model::frame::{Block, BreakPoint, Ending, Frame, FreeVariable, GeneratorState, SideEffect, Stop};
 use super::model::graph::{Graph, GraphArg, Node, NodeKind};
 use super::model::value::{DictIter, DictIterStatus, DictPart, Function, Lazy, Sym, Val, Vid};
 use super::pyutil::{builtin, is_heap_instance};

@@ -1,0 +1,959 @@
+//! The generated code's body: the graph called with its inputs, values rebuilt, side
+//! effects replayed, exceptions made again.
+
+use framehook_bytecode::canonical::{Arg, BinOp, Const, Handler, Instruction, Op, Vars};
+use framehook_bytecode::Location;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PySet, PySlice};
+
+use crate::hookapi::pyobject::import;
+use crate::sot::translator::code_pool::Generated;
+use crate::sot::translator::guard::{Source, SourceId};
+use crate::sot::translator::model::code::MAX_NESTING;
+use crate::sot::translator::model::frame::SideEffect;
+use crate::sot::translator::model::value::{Lazy, Val, Vid};
+use crate::sot::translator::pyutil::builtin;
+
+use super::emit::{Emit, Writer, CONTENTS_LOCAL, OUTPUTS_LOCAL};
+use super::plan::{
+    dict_changes, made_exception, made_objects, shared_paths, sources_read_first, Plan, MAX_CHAIN,
+};
+
+pub struct Emitter<'a, 'py> {
+    pub plan: &'a Plan<'a, 'py>,
+    pub w: Writer<'py>,
+    /// Per graph symbol: its index among the graph's outputs.
+    pub outputs: Vec<Option<usize>>,
+    pub outputs_var: u32,
+    pub contents_var: u32,
+    /// Objects the translation made, by value, and their locals.
+    pub objects: Vec<(Vid, u32)>,
+    /// Sources read into a local before the side effects (which may change them).
+    pub read_first: Vec<(SourceId, u32)>,
+    /// While the code's start reads sources: the paths shared by several of them, each
+    /// with its local and whether it holds the path's value yet (see `shared_paths`).
+    pub paths: Vec<(SourceId, u32, bool)>,
+    /// How deep `contents` is in nested containers.
+    pub nesting: usize,
+}
+
+impl<'a, 'py> Emitter<'a, 'py> {
+    /// The generated code's start, the same for every plan: the prologue, the graph
+    /// called, the objects the translation made, the side effects, the frame's cells.
+    /// `vars` holds every local the caller needs already (see `OUTPUTS_LOCAL`).
+    pub fn begin(
+        plan: &'a Plan<'a, 'py>,
+        mut vars: Vars,
+        location: Location,
+        before_a_step: bool,
+    ) -> PyResult<Self> {
+        vars.varnames.push(OUTPUTS_LOCAL.to_owned());
+        let outputs_var = (vars.varnames.len() - 1) as u32;
+        vars.varnames.push(CONTENTS_LOCAL.to_owned());
+        let contents_var = (vars.varnames.len() - 1) as u32;
+        let objects = made_objects(plan.values, plan.cells, &plan.roots, &mut vars);
+        let read_first = sources_read_first(plan, &mut vars, before_a_step);
+        let paths = shared_paths(plan, &read_first, &mut vars);
+        let mut outputs = vec![None; plan.graph.symbol_count()];
+        for (index, sym) in plan.outputs.iter().enumerate() {
+            outputs[*sym] = Some(index);
+        }
+        let mut emitter = Emitter {
+            plan,
+            w: Writer::new(plan.table, plan.code, vars, location)?,
+            outputs,
+            outputs_var,
+            contents_var,
+            objects,
+            read_first: Vec::new(),
+            paths,
+            nesting: 0,
+        };
+        emitter.emit_graph_call()?;
+        for (source, var) in &read_first {
+            emitter.source(*source)?;
+            emitter.emit(Op::StoreFast, Arg::Var(*var));
+        }
+        emitter.read_first = read_first;
+        // Past the reads (straight-line code, only the graph run between them) a path's
+        // local may be unset or stale.
+        emitter.paths.clear();
+        emitter.make_objects()?;
+        for effect in plan.side_effects {
+            emitter.side_effect(effect)?;
+        }
+        emitter.store_cells()?;
+        Ok(emitter)
+    }
+
+    /// The code object: the original with these instructions and names.
+    pub fn finish(mut self) -> PyResult<Generated> {
+        let changes = self.w.changes(self.plan.code, None)?;
+        Generated::make(self.plan.code, &changes, self.plan.holder.as_ref())
+    }
+
+    pub fn subscript_const(&mut self, key: Bound<'py, PyAny>) {
+        self.load_const(key);
+        self.emit(
+            Op::BinaryOp,
+            Arg::BinaryOp {
+                op: BinOp::Subscr,
+                inplace: false,
+            },
+        );
+    }
+
+    /// The generated code's index of the original code's variable `var` (the generated
+    /// code's own locals come before the cells).
+    pub fn var_of(&self, var: usize) -> u32 {
+        let name = self.plan.vars.all()[var];
+        self.w
+            .vars
+            .all()
+            .iter()
+            .position(|n| *n == name)
+            .expect("the original's variables are kept") as u32
+    }
+
+    /// Before a step the generated code runs itself: the frame's variables hold what the
+    /// original's hold there (the live ones their values, those it has unbound nothing,
+    /// the rest None), and the generated code's own locals nothing, so that an object the
+    /// original no longer holds dies when it would (`del obj; gc.collect()`), and what reads
+    /// the frame sees its variables (`super()` after `del self`). The values are all pushed
+    /// before any is stored: one may be read from a variable another replaces.
+    pub fn settle_variables(&mut self, live: &[(usize, Vid)], unbound: &[usize]) -> PyResult<()> {
+        for (_, value) in live {
+            self.value(*value)?;
+        }
+        for (var, _) in live.iter().rev() {
+            let var = self.var_of(*var);
+            self.emit(Op::StoreFast, Arg::Var(var));
+        }
+        let unbound: Vec<u32> = unbound.iter().map(|var| self.var_of(*var)).collect();
+        for &var in &unbound {
+            // Bound first (to None): deleting an unbound variable raises.
+            self.release(var);
+            self.unbind(var);
+        }
+        let settled: Vec<u32> = live
+            .iter()
+            .map(|(var, _)| self.var_of(*var))
+            .chain(unbound)
+            .collect();
+        let vars = &self.w.vars;
+        let released: Vec<u32> = (0..vars.varnames.len())
+            .filter(|i| !vars.cellvars.contains(&vars.varnames[*i]))
+            .map(|i| i as u32)
+            .filter(|var| !settled.contains(var))
+            .collect();
+        for var in released {
+            self.release(var);
+        }
+        Ok(())
+    }
+
+    /// Stores the frame's cells' contents as the translation left them (what a resume
+    /// function or a rebuilt closure then shares), where they are the frame's own.
+    pub fn store_cells(&mut self) -> PyResult<()> {
+        let first_free = self.plan.vars.all().len() - self.plan.vars.freevars.len();
+        for (cell, var) in self.plan.frame_cells.clone() {
+            if var >= first_free {
+                continue;
+            }
+            if let Some(content) = self.plan.cells[cell] {
+                self.value(content)?;
+                let var = self.var_of(var);
+                self.emit(Op::StoreDeref, Arg::Var(var));
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the objects the translation made: each with `object.__new__(class)`, then
+    /// their attributes (which may refer to one another).
+    pub fn make_objects(&mut self) -> PyResult<()> {
+        let py = self.w.pools.py;
+        let new = builtin(py, "object")?.getattr("__new__")?;
+        let objects = self.distinct_objects();
+        for &(vid, var) in &objects {
+            if let Some(exception) = made_exception(&self.plan.values[vid]) {
+                let raised_at = match self.plan.caught_exceptions.get(&(exception.as_ptr() as usize)) {
+                    // Where it was raised, the generated code raises it for real: a copy
+                    // would have no traceback (an `except` block's `logging.exception()`
+                    // after a break printed none).
+                    Some(None) => {
+                        return Err(self.cannot_rebuild(
+                            vid,
+                            "an exception raised and caught in the translation, needed after it (made \
+                             again by the generated code, it would have no traceback)",
+                        ))
+                    }
+                    Some(Some(location)) => Some(*location),
+                    None => None,
+                };
+                let exception = exception.clone();
+                self.new_exception(&exception)?;
+                self.emit(Op::StoreFast, Arg::Var(var));
+                if let Some(location) = raised_at {
+                    self.raise_and_catch(var, location);
+                }
+                continue;
+            }
+            if matches!(self.plan.values[vid], Val::List(_) | Val::Dict(_) | Val::Set(_)) {
+                self.make_container(vid, var)?;
+                continue;
+            }
+            let Val::Object { class, .. } = &self.plan.values[vid] else {
+                continue;
+            };
+            let class = class.clone();
+            let new = new.clone();
+            self.call_constant(new, |e| {
+                e.load_const(class);
+                Ok(1)
+            })?;
+            self.emit(Op::StoreFast, Arg::Var(var));
+        }
+        // Functions and iterators after the objects and containers they may hold, each
+        // after the functions it holds (made before it: lower values).
+        for &(vid, var) in &objects {
+            match self.plan.values[vid] {
+                Val::Function(_) => self.new_function(vid, var)?,
+                Val::Constructed {
+                    class, args, kwargs, ..
+                } => {
+                    // _sot_construct(cls, args, kwargs): cls(*args, **kwargs), untranslated
+                    let construct = import(py, "framehook._native")?.getattr("_sot_construct")?;
+                    self.call_constant(construct, |e| {
+                        e.value(class)?;
+                        e.value(args)?;
+                        e.value(kwargs)?;
+                        Ok(3)
+                    })?;
+                    self.emit(Op::StoreFast, Arg::Var(var));
+                }
+                Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(Lazy::Range { .. }) => {
+                    self.new_iterator(vid)?;
+                    self.emit(Op::StoreFast, Arg::Var(var));
+                }
+                _ => {}
+            }
+        }
+        for (vid, var) in objects {
+            if let Some(exception) = made_exception(&self.plan.values[vid]) {
+                let exception = exception.clone();
+                self.emit(Op::LoadFast, Arg::Var(var));
+                self.chain_exception(&exception, MAX_CHAIN)?;
+                self.emit(Op::PopTop, Arg::None);
+                continue;
+            }
+            match &self.plan.values[vid] {
+                Val::Object { attrs, .. } => {
+                    for (name, value) in attrs.clone() {
+                        self.value(value)?;
+                        self.store_attr_of(var, &name);
+                    }
+                }
+                Val::List(_) | Val::Dict(_) | Val::Set(_) => self.fill_container(vid, var)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The made objects, one per local (values sharing a local are one object).
+    pub fn distinct_objects(&self) -> Vec<(Vid, u32)> {
+        let mut seen = Vec::new();
+        self.objects
+            .iter()
+            .filter(|(_, var)| {
+                let first = !seen.contains(var);
+                seen.push(*var);
+                first
+            })
+            .copied()
+            .collect()
+    }
+
+    /// Pushes `type(e)(*e.args)` for an exception the translation made.
+    pub fn new_exception(&mut self, exception: &Bound<'py, PyAny>) -> PyResult<()> {
+        let (class, args) = (exception.get_type().into_any(), exception.getattr("args")?);
+        let count = args.len()?;
+        self.call_constant(class, |e| {
+            for arg in args.try_iter()? {
+                e.load_const(arg?);
+            }
+            Ok(count)
+        })
+    }
+
+    /// Sets the `__context__` and `__cause__` of the exception on top of the stack (left
+    /// there) as `exception` has them: the exceptions the generated code has already (made
+    /// ones, the frame's), or new ones, chained in turn up to `depth` links.
+    /// Raises the exception in `var` at `location` and catches it there: its traceback is
+    /// then the original's, where the top frame raised it at `location` (the generated
+    /// code's frame shows the original's name, file and line). The stack is empty here.
+    pub fn raise_and_catch(&mut self, var: u32, location: Location) {
+        self.emit(Op::LoadFast, Arg::Var(var));
+        let caught = self.w.out.len() + 1;
+        self.w.out.push(Instruction {
+            op: Op::RaiseVarargs,
+            arg: Arg::Int(1),
+            location,
+            handler: Some(Handler {
+                target: caught,
+                depth: 0,
+                lasti: false,
+            }),
+        });
+        self.emit(Op::PopTop, Arg::None);
+    }
+
+    pub fn chain_exception(&mut self, exception: &Bound<'py, PyAny>, depth: usize) -> PyResult<()> {
+        for link in ["__context__", "__cause__"] {
+            let linked = exception.getattr(link)?;
+            if linked.is_none() {
+                continue;
+            }
+            if depth == 0 {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "an exception chained too deep to make again",
+                ));
+            }
+            self.emit(Op::Copy, Arg::Int(1));
+            let is_linked =
+                |vid: &Vid| matches!(&self.plan.values[*vid], Val::Obj { obj, .. } if obj.is(&linked));
+            let made = self.objects.iter().map(|(vid, _)| *vid).find(is_linked);
+            let read = (0..self.plan.values.len()).find(|vid| {
+                is_linked(vid) && matches!(self.plan.values[*vid], Val::Obj { source: Some(_), .. })
+            });
+            match (made, read) {
+                (Some(vid), _) => self.made(vid)?,
+                (None, Some(vid)) => self.value(vid)?,
+                (None, None) => {
+                    self.new_exception(&linked)?;
+                    self.chain_exception(&linked, depth - 1)?;
+                }
+            }
+            self.emit(Op::Swap, Arg::Int(2));
+            let index = self.w.pools.name(link);
+            self.emit(Op::StoreAttr, Arg::Name(index));
+        }
+        if exception.getattr("__cause__")?.is_none()
+            && exception.getattr("__suppress_context__")?.is_truthy()?
+        {
+            // `raise ... from None`
+            self.emit(Op::Copy, Arg::Int(1));
+            self.load_const(
+                pyo3::types::PyBool::new(self.w.pools.py, true)
+                    .to_owned()
+                    .into_any(),
+            );
+            self.emit(Op::Swap, Arg::Int(2));
+            let index = self.w.pools.name("__suppress_context__");
+            self.emit(Op::StoreAttr, Arg::Name(index));
+        }
+        Ok(())
+    }
+
+    /// An empty list, dict or set made once for `vid` (its contents are added after every
+    /// made object exists, so that they may hold one another). A list is `[None] * n`, of
+    /// its final length: its contents replace the Nones, and it has the size CPython's own
+    /// lists of n items have (`sys.getsizeof`), where one extended from empty has more.
+    pub fn make_container(&mut self, vid: Vid, var: u32) -> PyResult<()> {
+        match &self.plan.values[vid] {
+            Val::List(items) if !items.is_empty() => {
+                let py = self.w.pools.py;
+                self.load_const(py.None().into_bound(py));
+                self.emit(Op::BuildList, Arg::Int(1));
+                self.load_const(items.len().into_pyobject(py)?.into_any());
+                self.emit(
+                    Op::BinaryOp,
+                    Arg::BinaryOp {
+                        op: BinOp::Multiply,
+                        inplace: false,
+                    },
+                );
+            }
+            Val::List(_) => self.emit(Op::BuildList, Arg::Int(0)),
+            Val::Dict(_) => self.emit(Op::BuildMap, Arg::Int(0)),
+            _ => self.emit(Op::BuildSet, Arg::Int(0)),
+        }
+        self.emit(Op::StoreFast, Arg::Var(var));
+        Ok(())
+    }
+
+    /// `list.__setitem__(made, slice(None), (items...))`, `dict.update(made, {...})` or
+    /// `set.update(made, (...))`.
+    pub fn fill_container(&mut self, vid: Vid, var: u32) -> PyResult<()> {
+        let py = self.w.pools.py;
+        let (method, whole, contents) = match &self.plan.values[vid] {
+            Val::List(items) => (
+                py.get_type::<PyList>().getattr("__setitem__")?,
+                Some(PySlice::full(py).into_any()),
+                Val::Tuple(items.clone()),
+            ),
+            Val::Set(items) => (
+                py.get_type::<PySet>().getattr("update")?,
+                None,
+                Val::Tuple(items.clone()),
+            ),
+            Val::Dict(items) => (
+                py.get_type::<PyDict>().getattr("update")?,
+                None,
+                Val::Dict(items.clone()),
+            ),
+            _ => return Ok(()),
+        };
+        self.call_constant(method, |e| {
+            e.emit(Op::LoadFast, Arg::Var(var));
+            let sliced = whole.is_some();
+            if let Some(whole) = whole {
+                e.load_const(whole);
+            }
+            e.contents(&contents)?;
+            Ok(2 + usize::from(sliced))
+        })?;
+        self.emit(Op::PopTop, Arg::None);
+        Ok(())
+    }
+
+    /// `outputs = holder[0](*inputs)`, when there is a graph.
+    pub fn emit_graph_call(&mut self) -> PyResult<()> {
+        let Some(holder) = self.plan.holder.clone() else {
+            return Ok(());
+        };
+        let py = self.w.pools.py;
+        let inputs: Vec<SourceId> = self.plan.graph.inputs.clone();
+        self.call(
+            |e| {
+                e.load_const(holder);
+                e.subscript_const(0i32.into_pyobject(py)?.into_any());
+                Ok(())
+            },
+            |e| {
+                for input in &inputs {
+                    e.source(*input)?;
+                }
+                Ok(inputs.len())
+            },
+        )?;
+        self.emit(Op::StoreFast, Arg::Var(self.outputs_var));
+        Ok(())
+    }
+
+    pub fn is_cell_var(&self, index: usize) -> bool {
+        let all = self.w.vars.all();
+        let name = all[index];
+        self.w.vars.cellvars.iter().any(|c| c == name) || index >= all.len() - self.w.vars.freevars.len()
+    }
+
+    pub fn source(&mut self, id: SourceId) -> PyResult<()> {
+        if let Some((_, var)) = self.read_first.iter().find(|(s, _)| *s == id) {
+            self.emit(Op::LoadFast, Arg::Var(*var));
+            return Ok(());
+        }
+        if let Some(at) = self.paths.iter().position(|(s, ..)| *s == id) {
+            let (_, var, kept) = self.paths[at];
+            if !kept {
+                self.read_source(id)?;
+                self.emit(Op::StoreFast, Arg::Var(var));
+                self.paths[at].2 = true;
+            }
+            self.emit(Op::LoadFast, Arg::Var(var));
+            return Ok(());
+        }
+        self.read_source(id)
+    }
+
+    /// Reads `id` from its parent (through `source`, which may keep the parent).
+    pub fn read_source(&mut self, id: SourceId) -> PyResult<()> {
+        let py = self.w.pools.py;
+        match &self.plan.sources.sources[id] {
+            Source::Argument(i) => {
+                let op = if self.is_cell_var(*i) {
+                    Op::LoadDeref
+                } else {
+                    Op::LoadFast
+                };
+                self.emit(op, Arg::Var(*i as u32));
+            }
+            Source::Free(i) => {
+                let index = self.w.vars.all().len() - self.w.vars.freevars.len() + i;
+                self.emit(Op::LoadDeref, Arg::Var(index as u32));
+            }
+            Source::Global(name) | Source::Builtin(name) => {
+                let index = self.w.pools.name(&name.bind(py).extract::<String>()?);
+                self.emit(Op::LoadGlobal, Arg::Name(index));
+            }
+            Source::Attr(parent, name) => {
+                let (parent, name) = (*parent, name.bind(py).extract::<String>()?);
+                self.source(parent)?;
+                let index = self.w.pools.name(&name);
+                self.emit(Op::LoadAttr, Arg::Name(index));
+            }
+            Source::Item(parent, key) => {
+                let (parent, key) = (*parent, key.bind(py));
+                self.source(parent)?;
+                self.subscript_const(key);
+            }
+            Source::Held(held) => {
+                let index = self.w.pools.constant(held.bind(py));
+                self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
+            }
+            Source::Called(function) => {
+                let function = *function;
+                self.call(|e| e.source(function), |_| Ok(0))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes an object the generated code made (see `made_objects`).
+    pub fn made(&mut self, vid: Vid) -> PyResult<()> {
+        let var = self.objects.iter().find(|(v, _)| *v == vid).map(|(_, var)| *var);
+        let var =
+            var.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("an object made without its local"))?;
+        self.emit(Op::LoadFast, Arg::Var(var));
+        Ok(())
+    }
+
+    /// Pushes a new tuple, list, set or dict of the values `container` holds.
+    pub fn contents(&mut self, container: &Val<'py>) -> PyResult<()> {
+        if self.nesting >= MAX_NESTING {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "a value nested more than {MAX_NESTING} deep"
+            )));
+        }
+        self.nesting += 1;
+        let pushed = self.push_contents(container);
+        self.nesting -= 1;
+        pushed
+    }
+
+    pub fn push_contents(&mut self, container: &Val<'py>) -> PyResult<()> {
+        match container {
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) => {
+                for item in items {
+                    self.value(*item)?;
+                }
+                match container {
+                    Val::Tuple(_) => self.build_tuple(items.len()),
+                    Val::List(_) => self.emit(Op::BuildList, Arg::Int(items.len() as u32)),
+                    _ => self.emit(Op::BuildSet, Arg::Int(items.len() as u32)),
+                }
+            }
+            Val::Dict(items) => {
+                for (k, v) in items {
+                    self.value(*k)?;
+                    self.value(*v)?;
+                }
+                self.emit(Op::BuildMap, Arg::Int(items.len() as u32));
+            }
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "contents of a value that is not a container",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Emits code that pushes the value `vid` stands for.
+    pub fn value(&mut self, vid: Vid) -> PyResult<()> {
+        let py = self.w.pools.py;
+        match &self.plan.values[vid] {
+            Val::Obj { obj, source } => match source {
+                Some(s) => self.source(*s)?,
+                // A code object's constructor may replace a frozenset constant by an equal
+                // copy (interning its strings): `fs.copy()` is `fs` itself.
+                None if obj.is_exact_instance_of::<pyo3::types::PyFrozenSet>() => {
+                    let copy = obj.getattr("copy")?;
+                    self.call_constant(copy, |_| Ok(0))?;
+                }
+                None if made_exception(&self.plan.values[vid]).is_none() => self.load_const(obj.clone()),
+                None => self.made(vid)?,
+            },
+            Val::Object { .. } | Val::Constructed { .. } => self.made(vid)?,
+            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => {
+                if *sym < self.plan.graph.inputs.len() {
+                    self.source(self.plan.graph.inputs[*sym])?;
+                } else {
+                    let index = self.outputs[*sym].ok_or_else(|| {
+                        pyo3::exceptions::PyValueError::new_err("a tensor the graph does not output")
+                    })?;
+                    self.emit(Op::LoadFast, Arg::Var(self.outputs_var));
+                    self.subscript_const(index.into_pyobject(py)?.into_any());
+                }
+            }
+            Val::List(_) | Val::Dict(_) | Val::Set(_) if self.objects.iter().any(|(v, _)| *v == vid) => {
+                self.made(vid)?;
+            }
+            value @ (Val::Tuple(_) | Val::List(_) | Val::Set(_) | Val::Dict(_)) => self.contents(value)?,
+            Val::Slice(a, b, c) => {
+                for part in [*a, *b, *c] {
+                    self.value(part)?;
+                }
+                self.emit(Op::BuildSlice, Arg::Int(3));
+            }
+            Val::Method { function, receiver } => {
+                let (function, receiver) = (*function, *receiver);
+                let method_type = import(py, "types")?.getattr("MethodType")?;
+                self.call_constant(
+                    method_type,
+                    |e| {
+                        e.value(function)?;
+                        e.value(receiver)?;
+                        Ok(2)
+                    },
+                )?;
+            }
+            Val::DictView { dict, part } => {
+                let (dict, method) = (*dict, py.get_type::<PyDict>().getattr(part.method())?);
+                self.call_constant(
+                    method,
+                    |e| {
+                        e.value(dict)?;
+                        Ok(1)
+                    },
+                )?;
+            }
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(Lazy::Range { .. }) => {
+                if self.objects.iter().any(|(v, _)| *v == vid) {
+                    self.made(vid)?;
+                } else {
+                    self.new_iterator(vid)?;
+                }
+            }
+            Val::Interpolation(parts) => self.templatelib_object("Interpolation", parts.to_vec())?,
+            Val::Template(parts) => self.templatelib_object("Template", parts.clone())?,
+            Val::TensorMethod { tensor, name } => {
+                let (tensor, name) = (*tensor, name.clone());
+                self.value(tensor)?;
+                let index = self.w.pools.name(&name);
+                self.emit(Op::LoadAttr, Arg::Name(index));
+            }
+            Val::NamedTuple { class, items } => {
+                // tuple.__new__(class, (items...)), as the class's own `__new__` makes it.
+                let (class, items) = (class.clone(), items.clone());
+                let tuple_new = py.get_type::<pyo3::types::PyTuple>().getattr("__new__")?;
+                self.call_constant(tuple_new, |e| {
+                    e.load_const(class);
+                    e.push_contents(&Val::Tuple(items))?;
+                    Ok(2)
+                })?;
+            }
+            Val::ContainerMethod { container, name } => {
+                let (container, name) = (*container, name.clone());
+                // The method of a frame's list or dict the translation changed is the frame
+                // object's: its new contents are written back before this value is used.
+                let frame_object = self.plan.side_effects.iter().find_map(|effect| match effect {
+                    SideEffect::Replace { target, contents, .. } if *contents == container => Some(*target),
+                    _ => None,
+                });
+                match frame_object {
+                    Some(target) => self.source(target)?,
+                    None => self.value(container)?,
+                }
+                let index = self.w.pools.name(&name);
+                self.emit(Op::LoadAttr, Arg::Name(index));
+            }
+            Val::Function(_) => self.made(vid)?,
+            Val::Cell(c) => match self.plan.cells[*c] {
+                Some(content) => self.value(content)?,
+                None => return Err(pyo3::exceptions::PyValueError::new_err("an empty cell")),
+            },
+            _ => {
+                return Err(self.cannot_rebuild(
+                    vid,
+                    "a value the generated code cannot rebuild (a function, iterator or method made while translating)",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the function the translation made as `vid` into `var`: `types.FunctionType`
+    /// of its code, globals, name, defaults and closure, then what MAKE_FUNCTION sets
+    /// beside them (keyword-only defaults, annotations, a qualified name the code does
+    /// not carry).
+    pub fn new_function(&mut self, vid: Vid, var: u32) -> PyResult<()> {
+        let py = self.w.pools.py;
+        let Val::Function(function) = &self.plan.values[vid] else {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a function made without its value",
+            ));
+        };
+        let closure_vars = function
+            .closure
+            .iter()
+            .map(|c| {
+                self.plan
+                    .frame_cells
+                    .iter()
+                    .find(|(cell, _)| cell == c)
+                    .map(|(_, var)| self.var_of(*var))
+            })
+            .collect::<Option<Vec<u32>>>()
+            .ok_or_else(|| self.cannot_rebuild(vid, "a closure over cells of an inlined function"))?;
+        let function_type = import(py, "types")?.getattr("FunctionType")?;
+        let (code, name, defaults) = (
+            function.code.clone(),
+            function.name.clone(),
+            function.defaults.clone(),
+        );
+        // What FunctionType names it (the code's qualified name from 3.11, else its name).
+        let default_qualname: String = code
+            .getattr("co_qualname")
+            .map_or_else(|_| Ok(name.clone()), |q| q.extract())?;
+        let qualname = (function.qualname != default_qualname).then(|| function.qualname.clone());
+        let (kwdefaults, annotations, annotate) = (
+            function.kwdefaults.clone(),
+            function.annotations,
+            function.annotate,
+        );
+        let own_globals = function.globals.is(&self.plan.globals);
+        let globals = function.globals.clone();
+        let closure_op = self.w.closure_op();
+        self.call_constant(function_type, |e| {
+            e.load_const(code);
+            if own_globals {
+                let globals_builtin = builtin(py, "globals")?;
+                e.call_constant(globals_builtin, |_| Ok(0))?;
+            } else {
+                e.load_const(globals);
+            }
+            e.load_const(name.into_pyobject(py)?.into_any());
+            if defaults.is_empty() {
+                e.load_const(py.None().into_bound(py));
+            } else {
+                for d in &defaults {
+                    e.value(*d)?;
+                }
+                e.build_tuple(defaults.len());
+            }
+            if closure_vars.is_empty() {
+                e.load_const(py.None().into_bound(py));
+            } else {
+                for var in &closure_vars {
+                    e.emit(closure_op, Arg::Var(*var));
+                }
+                e.build_tuple(closure_vars.len());
+            }
+            Ok(5)
+        })?;
+        self.emit(Op::StoreFast, Arg::Var(var));
+        if !kwdefaults.is_empty() {
+            for (key, value) in &kwdefaults {
+                self.load_const(key.into_pyobject(py)?.into_any());
+                self.value(*value)?;
+            }
+            self.emit(Op::BuildMap, Arg::Int(kwdefaults.len() as u32));
+            self.store_attr_of(var, "__kwdefaults__");
+        }
+        if let Some(annotations) = annotations {
+            self.value(annotations)?;
+            self.store_attr_of(var, "__annotations__");
+        }
+        if let Some(annotate) = annotate {
+            self.value(annotate)?;
+            self.store_attr_of(var, "__annotate__");
+        }
+        if let Some(qualname) = qualname {
+            self.load_const(qualname.into_pyobject(py)?.into_any());
+            self.store_attr_of(var, "__qualname__");
+        }
+        Ok(())
+    }
+
+    /// Pushes a new iterator of the rest of what the translation's iterator `vid` has
+    /// left: the rest of its items, of its list (live), of its range.
+    pub fn new_iterator(&mut self, vid: Vid) -> PyResult<()> {
+        let py = self.w.pools.py;
+        match &self.plan.values[vid] {
+            Val::Iter { items, next } => {
+                let rest = items[*next..].to_vec();
+                let iter = builtin(py, "iter")?;
+                self.call_constant(iter, |e| {
+                    for item in &rest {
+                        e.value(*item)?;
+                    }
+                    e.build_tuple(rest.len());
+                    Ok(1)
+                })?;
+            }
+            Val::Lazy(Lazy::Range { next, stop, step }) => {
+                // `iter(range(next, stop, step))`: the rest of the range, as an iterator.
+                let range = builtin(py, "range")?.call1((*next, *stop, *step))?;
+                let iter = builtin(py, "iter")?;
+                self.call_constant(iter, |e| {
+                    e.load_const(range);
+                    Ok(1)
+                })?;
+            }
+            // One from the frame is itself (its position set by a side effect).
+            Val::ListIter {
+                frame: Some(source), ..
+            } => self.source(*source)?,
+            Val::ListIter { list, next, .. } => {
+                let (list, next) = (*list, *next);
+                let list_iterator = import(py, "framehook.sot._translate")?.getattr("_list_iterator")?;
+                self.call_constant(list_iterator, |e| {
+                    match next {
+                        Some(next) => {
+                            e.value(list)?;
+                            e.load_const(next.into_pyobject(py)?.into_any());
+                        }
+                        // Exhausted: it no longer holds the list.
+                        None => {
+                            e.emit(Op::BuildList, Arg::Int(0));
+                            e.load_const(py.None().into_bound(py));
+                        }
+                    }
+                    Ok(2)
+                })?;
+            }
+            _ => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "an iterator the generated code cannot rebuild",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// `var.<name> = <the value on top>`.
+    pub fn store_attr_of(&mut self, var: u32, name: &str) {
+        self.emit(Op::LoadFast, Arg::Var(var));
+        let index = self.w.pools.name(name);
+        self.emit(Op::StoreAttr, Arg::Name(index));
+    }
+
+    pub fn cannot_rebuild(&self, vid: Vid, what: &str) -> PyErr {
+        self.plan.unrebuildable.set(Some(vid));
+        pyo3::exceptions::PyValueError::new_err(what.to_owned())
+    }
+
+    /// `string.templatelib.<class>(*parts)`: a t-string's Interpolation(value, expression,
+    /// conversion, format_spec) or Template(*strings_and_interpolations).
+    pub fn templatelib_object(&mut self, class: &str, parts: Vec<Vid>) -> PyResult<()> {
+        let class = import(self.w.pools.py, "string.templatelib")?.getattr(class)?;
+        self.call_constant(class, |e| {
+            for part in &parts {
+                e.value(*part)?;
+            }
+            Ok(parts.len())
+        })
+    }
+
+    pub fn side_effect(&mut self, effect: &SideEffect) -> PyResult<()> {
+        let py = self.w.pools.py;
+        match effect {
+            SideEffect::StoreAttr { target, name, value } => {
+                self.value(*value)?;
+                self.value(*target)?;
+                let index = self.w.pools.name(name);
+                self.emit(Op::StoreAttr, Arg::Name(index));
+            }
+            SideEffect::DeleteAttr { target, name } => {
+                self.value(*target)?;
+                let index = self.w.pools.name(name);
+                self.emit(Op::DeleteAttr, Arg::Name(index));
+            }
+            SideEffect::StoreGlobal { name, value } => {
+                self.value(*value)?;
+                let index = self.w.pools.name(name);
+                self.emit(Op::StoreGlobal, Arg::Name(index));
+            }
+            SideEffect::DeleteGlobal { name } => {
+                let index = self.w.pools.name(name);
+                self.emit(Op::DeleteGlobal, Arg::Name(index));
+            }
+            SideEffect::IteratorPosition { iterator } => {
+                let Val::ListIter {
+                    next,
+                    frame: Some(source),
+                    ..
+                } = &self.plan.values[*iterator]
+                else {
+                    return Err(pyo3::exceptions::PyValueError::new_err(
+                        "an iterator position of no frame iterator",
+                    ));
+                };
+                let (next, source) = (*next, *source);
+                let set_position =
+                    import(py, "framehook.sot._translate")?.getattr("_set_list_iterator_position")?;
+                self.call_constant(set_position, |e| {
+                    e.source(source)?;
+                    match next {
+                        Some(next) => e.load_const(next.into_pyobject(py)?.into_any()),
+                        None => e.load_const(py.None().into_bound(py)),
+                    }
+                    Ok(2)
+                })?;
+                self.emit(Op::PopTop, Arg::None);
+            }
+            SideEffect::StoreFree { index, value } => {
+                self.value(*value)?;
+                let var = self.w.vars.all().len() - self.w.vars.freevars.len() + index;
+                self.emit(Op::StoreDeref, Arg::Var(var as u32));
+            }
+            SideEffect::StoreCell { cell, value } => {
+                self.value(*value)?;
+                self.source(*cell)?;
+                let index = self.w.pools.name("cell_contents");
+                self.emit(Op::StoreAttr, Arg::Name(index));
+            }
+            SideEffect::Replace {
+                target,
+                contents,
+                before,
+            } => {
+                let (target, contents) = (*target, *contents);
+                if let Some(changes) = dict_changes(self.plan.values, contents, before) {
+                    // del target[key], for each key gone; target[key] = value, for each
+                    // item added or changed
+                    for key in changes.deleted {
+                        self.source(target)?;
+                        self.value(key)?;
+                        self.emit(Op::DeleteSubscr, Arg::None);
+                    }
+                    for (key, value) in changes.stored {
+                        self.value(value)?;
+                        self.source(target)?;
+                        self.value(key)?;
+                        self.emit(Op::StoreSubscr, Arg::None);
+                    }
+                } else if let Val::Dict(_) = &self.plan.values[contents] {
+                    // new = contents; target.clear(); target.update(new)
+                    self.value(contents)?;
+                    self.emit(Op::StoreFast, Arg::Var(self.contents_var));
+                    for (method, with_contents) in [("clear", false), ("update", true)] {
+                        let unbound = py.get_type::<PyDict>().getattr(method)?;
+                        self.call_constant(unbound, |e| {
+                            e.source(target)?;
+                            if with_contents {
+                                e.emit(Op::LoadFast, Arg::Var(e.contents_var));
+                            }
+                            Ok(1 + usize::from(with_contents))
+                        })?;
+                        self.emit(Op::PopTop, Arg::None);
+                    }
+                } else {
+                    // target[:] = contents
+                    self.value(contents)?;
+                    self.source(target)?;
+                    self.load_const(PySlice::full(py).into_any());
+                    self.emit(Op::StoreSubscr, Arg::None);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'py> Emit<'py> for Emitter<'_, 'py> {
+    fn writer(&mut self) -> &mut Writer<'py> {
+        &mut self.w
+    }
+}

@@ -1,0 +1,367 @@
+//! What generated code is made of, and which values, graph outputs and sources it needs
+//! (reachability over the values it rebuilds).
+
+use framehook_bytecode::canonical::Vars;
+use framehook_bytecode::{Location, Table};
+use pyo3::prelude::*;
+use std::collections::HashMap;
+
+use crate::sot::translator::guard::{Source, SourceId, SourceTable};
+use crate::sot::translator::model::frame::SideEffect;
+use crate::sot::translator::model::graph::Graph;
+use crate::sot::translator::model::value::{Lazy, Sym, Val, Vid};
+
+/// What the generated code is made of.
+pub struct Plan<'a, 'py> {
+    pub table: &'static Table,
+    pub code: &'a Bound<'py, PyAny>,
+    pub vars: &'a Vars,
+    pub values: &'a [Val<'py>],
+    pub cells: &'a [Option<Vid>],
+    pub sources: &'a SourceTable,
+    pub graph: &'a Graph<'py>,
+    pub side_effects: &'a [SideEffect],
+    /// The compiled graph's holder (`holder[0](*inputs) -> outputs`), if there are operations.
+    pub holder: Option<Bound<'py, PyAny>>,
+    /// The frame's cells: (the VM's cell, the variable holding it).
+    pub frame_cells: Vec<(usize, usize)>,
+    pub globals: Bound<'py, PyAny>,
+    /// Every value the generated code rebuilds: the side effects', the frame's cells', and
+    /// what the plan was made for (the returned value; the stack and live variables).
+    pub roots: Vec<Vid>,
+    /// The graph symbols the generated code reads, in the order the graph returns them.
+    pub outputs: Vec<Sym>,
+    /// Set when generating fails on a value made while translating that generated code
+    /// cannot make again (a generator, a method of a made list...): the translator then
+    /// breaks where it was made, for the value to exist as a real object.
+    pub unrebuildable: std::cell::Cell<Option<Vid>>,
+    /// The exceptions a handler of the translation caught, by address, with where the top
+    /// frame raised each whose traceback the generated code can give it again (see
+    /// `Vm::caught_exceptions`).
+    pub caught_exceptions: &'a HashMap<usize, Option<Location>>,
+}
+
+impl<'a, 'py> Plan<'a, 'py> {
+    /// A plan rebuilding `rebuilt` (with the side effects and the frame's cells); the
+    /// holder of the compiled graph is set once the graph is compiled for `outputs`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        table: &'static Table,
+        code: &'a Bound<'py, PyAny>,
+        vars: &'a Vars,
+        values: &'a [Val<'py>],
+        cells: &'a [Option<Vid>],
+        sources: &'a SourceTable,
+        graph: &'a Graph<'py>,
+        side_effects: &'a [SideEffect],
+        frame_cells: Vec<(usize, usize)>,
+        globals: Bound<'py, PyAny>,
+        rebuilt: &[Vid],
+        caught_exceptions: &'a HashMap<usize, Option<Location>>,
+    ) -> Self {
+        let mut roots = side_effect_roots(values, side_effects);
+        roots.extend_from_slice(rebuilt);
+        roots.extend(cell_roots(cells, &frame_cells, vars));
+        let outputs = needed_outputs(values, cells, graph, &roots);
+        Plan {
+            table,
+            code,
+            vars,
+            values,
+            cells,
+            sources,
+            graph,
+            side_effects,
+            holder: None,
+            frame_cells,
+            globals,
+            roots,
+            outputs,
+            unrebuildable: std::cell::Cell::new(None),
+            caught_exceptions,
+        }
+    }
+}
+
+/// The values `value` holds, which the generated code rebuilds with it.
+pub fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
+    match value {
+        Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => items.clone(),
+        Val::NamedTuple { items, .. } => items.clone(),
+        Val::Constructed {
+            class, args, kwargs, ..
+        } => vec![*class, *args, *kwargs],
+        Val::Interpolation(parts) => parts.to_vec(),
+        Val::Iter { items, next } => items[*next..].to_vec(),
+        Val::ListIter {
+            list,
+            next: Some(_),
+            frame: None,
+        } => vec![*list],
+        Val::Dict(items) => items.iter().flat_map(|(k, v)| [*k, *v]).collect(),
+        Val::Slice(a, b, c) => vec![*a, *b, *c],
+        Val::DictView { dict, .. } => vec![*dict],
+        Val::Method { function, receiver } => vec![*function, *receiver],
+        Val::Cell(c) => cells[*c].into_iter().collect(),
+        Val::Object { attrs, .. } => attrs.iter().map(|(_, v)| *v).collect(),
+        Val::TensorMethod { tensor, .. } => vec![*tensor],
+        Val::ContainerMethod { container, .. } => vec![*container],
+        Val::Function(function) => {
+            let mut held = function.defaults.clone();
+            held.extend(function.kwdefaults.iter().map(|(_, v)| *v));
+            held.extend(function.annotations.iter().chain(&function.annotate));
+            held.extend(function.closure.iter().filter_map(|c| cells[*c]));
+            held
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Every value the generated code rebuilds from `roots`, each once.
+pub fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Vec<Vid> {
+    let mut seen = vec![false; values.len()];
+    let mut found = Vec::new();
+    let mut stack: Vec<Vid> = roots.to_vec();
+    while let Some(vid) = stack.pop() {
+        if std::mem::replace(&mut seen[vid], true) {
+            continue;
+        }
+        found.push(vid);
+        stack.extend(children(&values[vid], cells));
+    }
+    found.sort_unstable();
+    found
+}
+
+/// The graph symbols the generated code needs: those of the values it rebuilds.
+pub fn needed_outputs(
+    values: &[Val<'_>],
+    cells: &[Option<Vid>],
+    graph: &Graph<'_>,
+    roots: &[Vid],
+) -> Vec<Sym> {
+    let mut syms: Vec<Sym> = reachable(values, cells, roots)
+        .into_iter()
+        .filter_map(|vid| match &values[vid] {
+            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } if *sym >= graph.inputs.len() => Some(*sym),
+            _ => None,
+        })
+        .collect();
+    syms.sort_unstable();
+    syms.dedup();
+    syms
+}
+
+/// The sources the generated code would read after its side effects or a break's step,
+/// each with the local it is read into before them: the translation read them before any
+/// change it made, or the step makes. That includes the lists, dicts, cells and iterators
+/// the side effects change (an earlier side effect may rebind the path to them, or empty its
+/// source: a resume function's box). An argument is the frame's own: nothing changes it.
+pub fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool) -> Vec<(SourceId, u32)> {
+    if plan.side_effects.is_empty() && !before_a_step {
+        return Vec::new();
+    }
+    let targets = plan.side_effects.iter().filter_map(|effect| match effect {
+        SideEffect::Replace { target, .. } => Some(*target),
+        SideEffect::StoreCell { cell, .. } => Some(*cell),
+        SideEffect::IteratorPosition { iterator } => match &plan.values[*iterator] {
+            Val::ListIter { frame, .. } => *frame,
+            _ => None,
+        },
+        _ => None,
+    });
+    let mut read: Vec<SourceId> = reachable(plan.values, plan.cells, &plan.roots)
+        .into_iter()
+        .filter_map(|vid| match &plan.values[vid] {
+            Val::Obj { source, .. } => *source,
+            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => plan.graph.inputs.get(*sym).copied(),
+            _ => None,
+        })
+        .chain(targets)
+        .filter(|s| !matches!(plan.sources.sources[*s], Source::Argument(_) | Source::Held(_)))
+        .collect();
+    read.sort_unstable();
+    read.dedup();
+    read.into_iter()
+        .map(|source| {
+            vars.varnames.push(format!("__sot_read{source}"));
+            (source, (vars.varnames.len() - 1) as u32)
+        })
+        .collect()
+}
+
+/// The attributes and items on the way to two or more of the sources read at the code's
+/// start (the graph's inputs, the sources read before the side effects), each with the
+/// local that keeps it once read: `model.blocks[0]` is read once for all of the block's
+/// weights. Only the graph runs between those reads (the backend's operations, which
+/// change no attribute or item), so one read serves all.
+pub fn shared_paths(
+    plan: &Plan<'_, '_>,
+    read_first: &[(SourceId, u32)],
+    vars: &mut Vars,
+) -> Vec<(SourceId, u32, bool)> {
+    let mut read: Vec<SourceId> = plan.graph.inputs.clone();
+    read.extend(read_first.iter().map(|(source, _)| *source));
+    read.sort_unstable();
+    read.dedup();
+    let mut uses: HashMap<SourceId, usize> = HashMap::new();
+    for source in read {
+        let mut at = source;
+        while let Source::Attr(parent, _) | Source::Item(parent, _) = &plan.sources.sources[at] {
+            *uses.entry(at).or_default() += 1;
+            at = *parent;
+        }
+    }
+    let mut shared: Vec<SourceId> = uses.into_iter().filter(|(_, n)| *n > 1).map(|(s, _)| s).collect();
+    shared.sort_unstable();
+    shared
+        .into_iter()
+        .map(|source| {
+            vars.varnames.push(format!("__sot_path{source}"));
+            (source, (vars.varnames.len() - 1) as u32, false)
+        })
+        .collect()
+}
+
+/// How many `__context__`/`__cause__` links of a made exception the generated code makes.
+pub const MAX_CHAIN: usize = 8;
+
+/// The objects the translation made that the generated code rebuilds, and the local
+/// each is made in (named before any instruction is emitted): objects, exceptions,
+/// functions, and lists, dicts and sets held in more than one place (one object, as in
+/// the frame).
+pub fn made_objects(
+    values: &[Val<'_>],
+    cells: &[Option<Vid>],
+    roots: &[Vid],
+    vars: &mut Vars,
+) -> Vec<(Vid, u32)> {
+    let reached = reachable(values, cells, roots);
+    let mut made_exceptions: Vec<(Bound<'_, PyAny>, u32)> = Vec::new();
+    let mut references = vec![0_usize; values.len()];
+    for vid in roots
+        .iter()
+        .copied()
+        .chain(reached.iter().flat_map(|v| children(&values[*v], cells)))
+    {
+        references[vid] += 1;
+    }
+    reached
+        .into_iter()
+        .filter(|vid| match &values[*vid] {
+            Val::Object { .. } | Val::Function(_) | Val::Constructed { .. } => true,
+            // Held in more than one place: one object, as in the frame (an iterator
+            // advanced through one is advanced for the other).
+            Val::List(_)
+            | Val::Dict(_)
+            | Val::Set(_)
+            | Val::Iter { .. }
+            | Val::ListIter { .. }
+            | Val::Lazy(Lazy::Range { .. }) => references[*vid] > 1,
+            value => made_exception(value).is_some(),
+        })
+        .map(|vid| {
+            // One exception the translation raised and caught may sit under several
+            // values (raised, then caught): one object, one local.
+            let exception = made_exception(&values[vid]);
+            let same = exception.and_then(|e| {
+                made_exceptions
+                    .iter()
+                    .find(|(other, _)| e.is(other))
+                    .map(|(_, var)| *var)
+            });
+            let var = same.unwrap_or_else(|| {
+                vars.varnames.push(format!("__sot_object{vid}"));
+                (vars.varnames.len() - 1) as u32
+            });
+            if let (Some(e), None) = (exception, same) {
+                made_exceptions.push((e.clone(), var));
+            }
+            (vid, var)
+        })
+        .collect()
+}
+
+/// An exception the translation raised (not one read from the frame): the generated
+/// code makes its own, once (its handler and its `except ... as e` see the same one).
+pub fn made_exception<'a, 'py>(value: &'a Val<'py>) -> Option<&'a Bound<'py, PyAny>> {
+    match value {
+        Val::Obj { obj, source: None }
+            if obj
+                .is_instance(&obj.py().get_type::<pyo3::exceptions::PyBaseException>())
+                .unwrap_or(false) =>
+        {
+            Some(obj)
+        }
+        _ => None,
+    }
+}
+
+/// The contents of the frame's own cells, which the generated code stores back.
+pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars) -> Vec<Vid> {
+    let first_free = vars.all().len() - vars.freevars.len();
+    frame_cells
+        .iter()
+        .filter(|(_, var)| *var < first_free)
+        .filter_map(|(cell, _)| cells[*cell])
+        .collect()
+}
+
+/// What a dict from the frame is given: keys to delete, then items to store.
+pub struct DictChanges {
+    pub deleted: Vec<Vid>,
+    pub stored: Vec<(Vid, Vid)>,
+}
+
+/// How a dict from the frame that held `before` comes to hold `contents`: the keys to
+/// delete, then the items to store (added or given another value), in order. That makes
+/// the same dict, and as CPython's operations leave its table (a deletion makes 3.9's
+/// split table combined), where the keys of `before` that remain are the first of
+/// `contents`' in the same order (a store keeps a key's place, a new key goes last); None
+/// where a remaining key moved (replaced whole then). Keys are compared as values of the
+/// translation: a stored key keeps its first value.
+pub fn dict_changes(values: &[Val<'_>], contents: Vid, before: &[(Vid, Vid)]) -> Option<DictChanges> {
+    let Val::Dict(after) = &values[contents] else {
+        return None;
+    };
+    let stays = |key: &Vid| after.iter().any(|(k, _)| k == key);
+    let remaining: Vec<&(Vid, Vid)> = before.iter().filter(|(key, _)| stays(key)).collect();
+    let deleted: Vec<Vid> = before
+        .iter()
+        .map(|(key, _)| *key)
+        .filter(|key| !stays(key))
+        .collect();
+    let kept = remaining.len() <= after.len() && remaining.iter().zip(after).all(|((k, _), (a, _))| k == a);
+    kept.then(|| DictChanges {
+        deleted,
+        stored: after
+            .iter()
+            .enumerate()
+            .filter(|(index, (_, value))| remaining.get(*index).map_or(true, |(_, old)| old != value))
+            .map(|(_, item)| *item)
+            .collect(),
+    })
+}
+
+/// The roots every generated code rebuilds: side effects' values.
+pub fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec<Vid> {
+    side_effects
+        .iter()
+        .flat_map(|effect| match effect {
+            SideEffect::StoreAttr { target, value, .. } => vec![*target, *value],
+            SideEffect::DeleteAttr { target, .. } => vec![*target],
+            SideEffect::IteratorPosition { .. } => vec![],
+            SideEffect::StoreGlobal { value, .. } => vec![*value],
+            SideEffect::DeleteGlobal { .. } => vec![],
+            SideEffect::StoreFree { value, .. } | SideEffect::StoreCell { value, .. } => vec![*value],
+            SideEffect::Replace { contents, before, .. } => match dict_changes(values, *contents, before) {
+                Some(changes) => changes
+                    .deleted
+                    .into_iter()
+                    .chain(changes.stored.into_iter().flat_map(|(k, v)| [k, v]))
+                    .collect(),
+                None => vec![*contents],
+            },
+        })
+        .collect()
+}
