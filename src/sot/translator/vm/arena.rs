@@ -1,0 +1,128 @@
+//! The value arena and the sources values come from: making, reading and wrapping values.
+
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    pub(super) fn push_val(&mut self, val: Val<'py>) -> Vid {
+        self.values.push(val);
+        self.made_at.push(self.top_pc);
+        self.values.len() - 1
+    }
+
+    /// The top frame's instruction that made `vid`, if the translated code made it.
+    pub fn made_at(&self, vid: Vid) -> Option<usize> {
+        self.made_at.get(vid).copied().filter(|pc| *pc != usize::MAX)
+    }
+
+    pub(super) fn constant(&mut self, obj: Bound<'py, PyAny>) -> Vid {
+        self.push_val(Val::constant(obj))
+    }
+
+    pub(super) fn boolean(&mut self, value: bool) -> Vid {
+        let py = self.py;
+        self.constant(PyBool::new(py, value).to_owned().into_any())
+    }
+
+    pub(super) fn none(&mut self) -> Vid {
+        let none = self.ops.none.clone();
+        self.constant(none)
+    }
+
+    pub fn add_guard(&mut self, source: SourceId, check: Check) {
+        SourceTable::add_guard(&mut self.guards, source, check);
+    }
+
+    /// The id of `source`; an attribute or item of an object pinned by identity is one
+    /// source with the same child of the first source pinned to it (`pinned_alias`).
+    pub(super) fn intern(&mut self, source: Source) -> SourceId {
+        let source = match source {
+            Source::Attr(parent, name) => Source::Attr(SourceTable::pinned_alias(&self.guards, parent), name),
+            Source::Item(parent, key) => Source::Item(SourceTable::pinned_alias(&self.guards, parent), key),
+            other => other,
+        };
+        self.sources.intern(source)
+    }
+
+    /// The value of a source, made once.
+    pub(super) fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
+        let id = self.intern(source);
+        if let Some(vid) = self.by_source.get(&id) {
+            return *vid;
+        }
+        let vid = self.push_val(Val::Obj {
+            obj,
+            source: Some(id),
+        });
+        self.by_source.insert(id, vid);
+        vid
+    }
+
+    pub(super) fn val(&self, vid: Vid) -> &Val<'py> {
+        &self.values[vid]
+    }
+
+    /// A computed Python value: mutable containers become symbolic ones.
+    pub(super) fn wrap_result(&mut self, result: Bound<'py, PyAny>) -> Vid {
+        if result.is_exact_instance_of::<PyList>() {
+            let items: Vec<Vid> = result
+                .try_iter()
+                .map(|it| it.flatten().map(|i| self.wrap_result(i)).collect())
+                .unwrap_or_default();
+            return self.push_val(Val::List(items));
+        }
+        if let Ok(dict) = result.cast::<PyDict>() {
+            if dict.is_exact_instance_of::<PyDict>() {
+                let items: Vec<(Vid, Vid)> = dict
+                    .iter()
+                    .map(|(k, v)| (self.constant(k), self.wrap_result(v)))
+                    .collect();
+                return self.push_val(Val::Dict(items));
+            }
+        }
+        if result.is_exact_instance_of::<pyo3::types::PySet>() {
+            let items: Vec<Vid> = result
+                .try_iter()
+                .map(|it| it.flatten().map(|i| self.constant(i)).collect())
+                .unwrap_or_default();
+            return self.push_val(Val::Set(items));
+        }
+        self.constant(result)
+    }
+
+    pub(super) fn tuple_of(&mut self, items: Vec<Vid>) -> Vid {
+        self.push_val(Val::Tuple(items))
+    }
+
+    pub(super) fn int_value(&mut self, value: usize) -> Res<Vid> {
+        Ok(self.constant(value.into_pyobject(self.py)?.into_any()))
+    }
+
+    /// Whether `vid` is a constant of the translation or a value, or a tuple or list of
+    /// those: nothing that another call's frame may hold another of.
+    pub(super) fn is_constant(&self, vid: Vid) -> bool {
+        match self.val(vid) {
+            Val::Obj { obj, source } => source.is_none() || is_value_type(obj),
+            Val::Tuple(items) | Val::List(items) => items.iter().all(|i| self.is_constant(*i)),
+            _ => false,
+        }
+    }
+
+    /// Whether `vid` is the None constant.
+    pub fn is_none(&self, vid: Vid) -> bool {
+        matches!(&self.values[vid], Val::Obj { obj, .. } if obj.is(&self.ops.none))
+    }
+
+    /// The translated frame's globals.
+    pub fn globals(&self) -> Option<Bound<'py, PyAny>> {
+        self.top_globals.clone()
+    }
+
+    /// Each cell's contents, for the code generator.
+    pub fn cell_contents(&self) -> Vec<Option<Vid>> {
+        self.cells.clone()
+    }
+
+    pub fn first_line(&self) -> i32 {
+        self.graph.nodes.first().map_or(self.location.0, |n| n.line)
+    }
+}

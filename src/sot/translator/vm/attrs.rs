@@ -1,0 +1,827 @@
+//! Attributes of real objects and of objects the translation made: descriptors, slots, properties, special methods, super.
+
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    pub(super) fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
+        let owner = self.realize(owner)?;
+        if let Val::Object { class, mut attrs } = self.val(owner).clone_val() {
+            let object_setattr = builtin(self.py, "object")?.getattr("__setattr__")?;
+            if !class.getattr("__setattr__")?.is(&object_setattr) {
+                // Its own `__setattr__` (a frozen dataclass's raises) is not simulated.
+                return unsupported("attribute assignment on an object with __setattr__ or slots");
+            }
+            let class_attr = self.type_lookup(&class, &name)?;
+            let is_slot = self.is_slot(class_attr.as_ref())?;
+            if !is_slot && !has_instance_dict(&class) {
+                return unsupported("attribute assignment on an object without a __dict__");
+            }
+            if let Some(descriptor) =
+                class_attr.filter(|d| !is_slot && d.get_type().hasattr("__set__").unwrap_or(false))
+            {
+                let Some(setter) = self.python_setter(&descriptor)? else {
+                    return unsupported(format!("assignment to the data descriptor {name}"));
+                };
+                let setter = self.constant(setter);
+                self.call(setter, vec![owner, value], vec![])?;
+                return Ok(());
+            }
+            attrs.retain(|(n, _)| *n != name);
+            attrs.push((name, value));
+            self.values[owner] = Val::Object { class, attrs };
+            return Ok(());
+        }
+        if let Val::Tensor { sym, example } = self.val(owner) {
+            // `y.stop_gradient = False` on a tensor the graph made: an operation of the graph
+            // (not on an input: a static program would set it on its own value only). Flags
+            // only: a shape or dtype set in place changes what the backend compiled for.
+            let flag = self.backend.is_meta_attribute(example, &name)
+                && example
+                    .getattr(name.as_str())
+                    .is_ok_and(|v| v.is_exact_instance_of::<PyBool>());
+            if *sym >= self.graph.inputs.len() && flag {
+                let setattr = builtin(self.py, "setattr")?;
+                let name = self.constant(PyString::new(self.py, &name).into_any());
+                self.record(&setattr, vec![owner, name, value], vec![])?;
+                return Ok(());
+            }
+        }
+        let Val::Obj { obj, source } = self.val(owner) else {
+            return unsupported("attribute assignment on a value made by the translated code");
+        };
+        let (obj, source) = (obj.clone(), *source);
+        if source.is_none() || self.backend.is_tensor(&obj) {
+            return unsupported("attribute assignment on an object without a source");
+        }
+        if self.overrides_object(&obj, "__setattr__")? || !obj.hasattr("__dict__")? {
+            return unsupported("attribute assignment on an object with __setattr__ or slots");
+        }
+        if obj.is_instance(&self.ops.function_type)? && name.starts_with("__") {
+            // A call after it is inlined from what the function holds now (its defaults,
+            // its code): the store must have happened.
+            return graph_break(format!("assignment to {name} of a function"));
+        }
+        if self.dict_changed(&obj)? {
+            return graph_break(format!(
+                "assignment to {name} of an object whose __dict__ the translation changed"
+            ));
+        }
+        let class_attr = self.type_lookup(&obj.get_type().into_any(), &name)?;
+        if let Some(descriptor) = class_attr.filter(|d| d.get_type().hasattr("__set__").unwrap_or(false)) {
+            if !self.is_python_slot(&descriptor)? {
+                // A setter may change more than the attribute (`e.__cause__ = None` sets
+                // `__suppress_context__`), which replaying the store later would hide from
+                // the reads between: a property's Python setter runs inlined, any other
+                // runs as it is.
+                self.guard_type(owner);
+                let Some(setter) = self.python_setter(&descriptor)? else {
+                    return graph_break(format!("assignment to the data descriptor {name}"));
+                };
+                let setter = self.constant(setter);
+                self.call(setter, vec![owner, value], vec![])?;
+                return Ok(());
+            }
+        }
+        self.guard_type(owner);
+        self.side_effects.push(SideEffect::StoreAttr {
+            target: owner,
+            name: name.clone(),
+            value,
+        });
+        self.stored_attrs.push((obj.as_ptr() as usize, name, Some(value)));
+        Ok(())
+    }
+
+    /// Whether `descriptor` is a slot of a class written in Python (`__slots__`), which
+    /// stores any value as it is; a C type's members check theirs (`__suppress_context__`
+    /// takes only a bool).
+    pub(super) fn is_python_slot(&self, descriptor: &Bound<'py, PyAny>) -> PyResult<bool> {
+        const HEAP_TYPE: u64 = 1 << 9;
+        if !self.is_slot(Some(descriptor))? {
+            return Ok(false);
+        }
+        let flags: u64 = descriptor
+            .getattr("__objclass__")?
+            .getattr("__flags__")?
+            .extract()?;
+        Ok(flags & HEAP_TYPE != 0)
+    }
+
+    /// A property's setter when it is a Python function (the VM inlines it); None for any
+    /// other data descriptor.
+    pub(super) fn python_setter(&self, descriptor: &Bound<'py, PyAny>) -> Res<Option<Bound<'py, PyAny>>> {
+        if !descriptor.is_instance(&self.ops.property_type)? {
+            return Ok(None);
+        }
+        let setter = descriptor.getattr("fset")?;
+        Ok(setter.is_instance(&self.ops.function_type)?.then_some(setter))
+    }
+
+    /// `del obj.name` on an object from the frame: guarded to have it in its `__dict__`,
+    /// replayed after the graph.
+    pub(super) fn delete_attr(&mut self, owner: Vid, name: String) -> Res<()> {
+        let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(owner)
+        else {
+            return unsupported("attribute deletion on an object without a source");
+        };
+        let (obj, source) = (obj.clone(), *source);
+        if self.backend.is_tensor(&obj)
+            || self.overrides_object(&obj, "__delattr__")?
+            || !obj.hasattr("__dict__")?
+        {
+            return unsupported("attribute deletion on an object with __delattr__ or slots");
+        }
+        if self.dict_changed(&obj)? {
+            return graph_break(format!(
+                "deleting {name} of an object whose __dict__ the translation changed"
+            ));
+        }
+        let dict = obj.getattr("__dict__")?;
+        let key = PyString::intern(self.py, &name).into_any();
+        if !dict.contains(&key)? {
+            return unsupported(format!("deleting {name}, which the object's __dict__ lacks"));
+        }
+        self.guard_type(owner);
+        let dict_source = self.intern(Source::Attr(source, name_ref(self.py, "__dict__")));
+        let entry = self.intern(Source::Item(dict_source, StrongRef::new(&key)));
+        self.add_guard(entry, Check::Present);
+        self.side_effects.push(SideEffect::DeleteAttr {
+            target: owner,
+            name: name.clone(),
+        });
+        self.stored_attrs.push((obj.as_ptr() as usize, name, None));
+        Ok(())
+    }
+
+    /// Whether the translation changed the `__dict__` of `obj` through the dict itself
+    /// (`obj.__dict__.pop(k)`): its symbolic copy, not `obj`, has the attributes now. The
+    /// dict is read only through the C descriptor every class with instance dicts has
+    /// (anything else, a property named `__dict__`, is not run while translating).
+    pub(super) fn dict_changed(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if self.mutated.is_empty() {
+            return Ok(false);
+        }
+        let ty = obj.get_type().into_any();
+        let plain = ty.getattr("__getattribute__")?.is(&self.ops.object_getattribute)
+            && self
+                .type_lookup(&ty, "__dict__")?
+                .is_some_and(|d| d.is_instance(&self.ops.getset_descriptor_type).unwrap_or(false));
+        Ok(plain
+            && obj
+                .getattr("__dict__")
+                .is_ok_and(|dict| self.mutated.contains_key(&(dict.as_ptr() as usize))))
+    }
+
+    /// Whether `len(obj)` is a builtin container's own length: an instance of one, or of a
+    /// subclass that leaves `__len__` alone (a `Len` guard then fixes it, with its type).
+    pub(super) fn has_builtin_len(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let ty = obj.get_type();
+        for base in [
+            self.py.get_type::<PyList>(),
+            self.py.get_type::<PyTuple>(),
+            self.py.get_type::<PyDict>(),
+            self.py.get_type::<pyo3::types::PySet>(),
+            self.py.get_type::<PyFrozenSet>(),
+        ] {
+            if ty.is_subclass(&base)? {
+                return Ok(ty.getattr("__len__")?.is(&base.getattr("__len__")?));
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether the object's type overrides `object`'s `method` (`__setattr__`, `__delattr__`).
+    pub(super) fn overrides_object(&self, obj: &Bound<'py, PyAny>, method: &str) -> PyResult<bool> {
+        let default = builtin(self.py, "object")?.getattr(method)?;
+        Ok(!obj.get_type().getattr(method)?.is(&default))
+    }
+
+    /// Looks `name` up on the type's MRO without running descriptors.
+    pub(super) fn type_lookup(
+        &self,
+        ty: &Bound<'py, PyAny>,
+        name: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        for class in ty.getattr("__mro__")?.try_iter()? {
+            if let Ok(found) = class?.getattr("__dict__")?.get_item(name) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    pub(super) fn load_attr(&mut self, owner: Vid, name: &str) -> Res<Vid> {
+        let owner = self.realize(owner)?;
+        match self.val(owner).clone_val() {
+            Val::Tensor { example, .. } => self.tensor_attr(owner, example, name),
+            Val::List(_) | Val::Dict(_) | Val::Set(_) => {
+                // An attribute the type lacks raises CPython's AttributeError.
+                self.type_of(owner)?.call0()?.getattr(name)?;
+                Ok(self.push_val(Val::ContainerMethod {
+                    container: owner,
+                    name: name.to_owned(),
+                }))
+            }
+            Val::Super { class, receiver } => self.super_attr(class, receiver, name),
+            Val::Object { class, attrs } => self.made_object_attr(owner, class, &attrs, name),
+            Val::Interpolation(parts) => {
+                let index = ["value", "expression", "conversion", "format_spec"]
+                    .iter()
+                    .position(|field| *field == name);
+                match index {
+                    Some(index) => Ok(parts[index]),
+                    None => unsupported(format!("attribute {name} of an Interpolation holding a tensor")),
+                }
+            }
+            Val::Template(parts) => {
+                let picked: Vec<Vid> = match name {
+                    "strings" => parts.iter().step_by(2).copied().collect(),
+                    "interpolations" => parts.iter().skip(1).step_by(2).copied().collect(),
+                    "values" => {
+                        let interpolations: Vec<Vid> = parts.iter().skip(1).step_by(2).copied().collect();
+                        interpolations
+                            .into_iter()
+                            .map(|i| self.load_attr(i, "value"))
+                            .collect::<Res<_>>()?
+                    }
+                    _ => return unsupported(format!("attribute {name} of a Template holding a tensor")),
+                };
+                Ok(self.push_val(Val::Tuple(picked)))
+            }
+            Val::Function(f) => {
+                let value = match name {
+                    "__name__" => PyString::new(self.py, &f.name).into_any(),
+                    "__qualname__" => PyString::new(self.py, &f.qualname).into_any(),
+                    "__code__" => f.code.clone(),
+                    _ => return unsupported(format!("attribute {name} of a function")),
+                };
+                Ok(self.constant(value))
+            }
+            Val::Obj { obj, source: Some(s) } if obj.get_type().is(self.builtin("super")?) => {
+                // A super object from the frame reads as one the translation made: its class
+                // pinned, its receiver read from it.
+                self.guard_type(owner);
+                let class = obj.getattr("__thisclass__")?;
+                let class_source = self.intern(Source::Attr(s, name_ref(self.py, "__thisclass__")));
+                self.add_guard(class_source, Check::Id(Pin::new(&class)));
+                let receiver = self.value_of_source(
+                    Source::Attr(s, name_ref(self.py, "__self__")),
+                    obj.getattr("__self__")?,
+                );
+                self.super_attr(class, receiver, name)
+            }
+            Val::Obj { obj, source } => {
+                let container = obj.is_exact_instance_of::<PyList>()
+                    || obj.is_exact_instance_of::<PyDict>()
+                    || self.is_ordered_dict(&obj)
+                    || obj.is_exact_instance_of::<PyTuple>() && matches!(name, "index" | "count");
+                if container && source.is_some() {
+                    // A method of a list, dict or tuple from the frame works on its symbolic
+                    // copy, written back after the graph if the method mutates it.
+                    let mutates = matches!(
+                        name,
+                        "append"
+                            | "extend"
+                            | "insert"
+                            | "pop"
+                            | "remove"
+                            | "clear"
+                            | "reverse"
+                            | "sort"
+                            | "update"
+                            | "setdefault"
+                            | "popitem"
+                    );
+                    if (obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(&obj))
+                        && matches!(name, "keys" | "values" | "items")
+                    {
+                        // A view shows the dict as it is when used (its copy once mutated).
+                        return Ok(self.push_val(Val::ContainerMethod {
+                            container: owner,
+                            name: name.to_owned(),
+                        }));
+                    }
+                    let copy = if mutates {
+                        self.mutable_copy(owner)?
+                    } else {
+                        self.readonly_copy(owner)?
+                    };
+                    if let Some(copy) = copy {
+                        return Ok(self.push_val(Val::ContainerMethod {
+                            container: copy,
+                            name: name.to_owned(),
+                        }));
+                    }
+                }
+                // The attribute stores and the copy of `__dict__` are replayed in order, but
+                // neither sees the other while translating: the real code reads on from here.
+                if name == "__dict__"
+                    && self
+                        .stored_attrs
+                        .iter()
+                        .any(|(p, ..)| *p == obj.as_ptr() as usize)
+                {
+                    return graph_break("the __dict__ of an object whose attributes the translation changed");
+                }
+                if name != "__dict__" && self.dict_changed(&obj)? {
+                    return graph_break(format!(
+                        "attribute {name} of an object whose __dict__ the translation changed"
+                    ));
+                }
+                if let Some((_, _, stored)) = self
+                    .stored_attrs
+                    .iter()
+                    .rev()
+                    .find(|(p, n, _)| *p == obj.as_ptr() as usize && n == name)
+                {
+                    return match stored {
+                        Some(value) => Ok(*value),
+                        // What remains (a class attribute, or an AttributeError) is not simulated.
+                        None => unsupported(format!("reading {name} after deleting it")),
+                    };
+                }
+                self.object_attr(owner, obj, source, name)
+            }
+            Val::NamedTuple { class, items } => self.named_tuple_attr(owner, &class, &items, name),
+            Val::Constructed { obj, .. } => {
+                // Made again by the generated code: what it reads of it must be a value.
+                let value = obj.getattr(name)?;
+                if !is_immutable(&value) {
+                    return unsupported(format!(
+                        "attribute {name} of a {} the translation made",
+                        qualname(&obj.get_type().into_any())
+                    ));
+                }
+                Ok(self.constant(value))
+            }
+            Val::Generator(_) if name == "send" => Ok(self.push_val(Val::ContainerMethod {
+                container: owner,
+                name: name.to_owned(),
+            })),
+            Val::Tuple(_) if matches!(name, "index" | "count") => Ok(self.push_val(Val::ContainerMethod {
+                container: owner,
+                name: name.to_owned(),
+            })),
+            Val::Tuple(_) | Val::Slice(..) => {
+                let obj = self.concrete(owner)?;
+                let value = obj.getattr(name)?;
+                Ok(self.constant(value))
+            }
+            _ => unsupported(format!("attribute {name} of an internal value")),
+        }
+    }
+
+    pub(super) fn object_attr(
+        &mut self,
+        owner: Vid,
+        obj: Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        name: &str,
+    ) -> Res<Vid> {
+        let attr_source = |vm: &mut Self, value: Bound<'py, PyAny>| match source {
+            Some(s) => {
+                let key = PyString::intern(vm.py, name).into_any();
+                vm.value_of_source(Source::Attr(s, StrongRef::new(&key)), value)
+            }
+            None => vm.constant(value),
+        };
+        // Modules and classes: the object is pinned by identity, the attribute guarded on use.
+        if obj.is_instance_of::<PyType>() || obj.is_instance(&self.ops.module_type)? {
+            if let Some(s) = source {
+                self.add_guard(s, Check::Id(Pin::new(&obj)));
+            }
+            if obj.is_instance_of::<PyType>() {
+                if let Some(raw) = self.type_lookup(&obj, name)? {
+                    if raw.is_instance(&self.ops.classmethod_type)? {
+                        let function = self.constant(raw.getattr("__func__")?);
+                        return Ok(self.push_val(Val::Method {
+                            function,
+                            receiver: owner,
+                        }));
+                    }
+                }
+            }
+            let value = obj.getattr(name)?;
+            return Ok(attr_source(self, value));
+        }
+        let exception = obj.is_instance(&self.py.get_type::<pyo3::exceptions::PyBaseException>())?;
+        if exception && source.is_none() && name == "__traceback__" {
+            // The frames CPython's own raising gives it: the frame runs as it is (an inlined
+            // callee: as its own frame, from a break). Chaining is simulated (see `raise`).
+            let what = format!("{name} of an exception raised in the translation");
+            return Err(if self.depth == 0 {
+                Problem::Eager(what)
+            } else {
+                Problem::Break(what)
+            });
+        }
+        if is_immutable(&obj) || (exception && source.is_none()) {
+            // Immutable values (their attributes, bound methods included, follow from the
+            // value the guard pins), and exceptions the translation made or caught.
+            if let Some(s) = source {
+                self.guard_value(s, &obj)?;
+            }
+            if exception && source.is_none() {
+                // The generated code makes its own exception: a method is bound to that one
+                // (the class's C method with it as first argument), not to this one.
+                let ty = obj.get_type().into_any();
+                if let Some(raw) = self.type_lookup(&ty, name)? {
+                    if raw.is_instance(self.ops.c_method_types.as_any())? {
+                        let function = self.constant(raw);
+                        return Ok(self.push_val(Val::Method {
+                            function,
+                            receiver: owner,
+                        }));
+                    }
+                }
+                let value = obj.getattr(name)?;
+                if value.getattr("__self__").is_ok_and(|bound_to| bound_to.is(&obj)) {
+                    return unsupported(format!("method {name} of an exception the translation made"));
+                }
+                return Ok(self.constant(value));
+            }
+            let value = obj.getattr(name)?;
+            return Ok(self.constant(value));
+        }
+        if self.backend.is_tensor(&obj) {
+            return unsupported("a tensor attribute outside the graph");
+        }
+        if matches!(name, "name" | "value" | "_name_" | "_value_") && obj.is_instance(&self.ops.enum_type)? {
+            // An enum member is one object for good: its name and value are fixed with it.
+            let value = obj.getattr(name)?;
+            if is_immutable(&value) {
+                if let Some(s) = source {
+                    self.add_guard(s, Check::Id(Pin::new(&obj)));
+                }
+                return Ok(self.constant(value));
+            }
+        }
+        // An instance: look the attribute up as object.__getattribute__ would, without
+        // running anything but properties (inlined).
+        let ty = obj.get_type().into_any();
+        let getattribute = ty.getattr("__getattribute__")?;
+        let reads_through_getattr = self.backend.is_layer(&obj);
+        let generic_lookup =
+            getattribute.is(&self.ops.object_getattribute) || has_generic_getattro(&obj.get_type());
+        if !generic_lookup || self.type_lookup(&ty, "__getattr__")?.is_some() && !reads_through_getattr {
+            // `set`, exceptions and other C types define their own slot wrapper (often of
+            // the generic lookup): say so rather than blame a Python override.
+            let why = if getattribute.is_instance(&self.ops.object_getattribute.get_type())?
+                && self.type_lookup(&ty, "__getattr__")?.is_none()
+            {
+                let owner = getattribute.getattr("__objclass__")?.getattr("__qualname__")?;
+                format!("{owner}'s __getattribute__, written in C, is not simulated")
+            } else {
+                "custom __getattribute__ or __getattr__".to_owned()
+            };
+            return unsupported(format!(
+                "attribute {name} of {} ({why})",
+                ty.getattr("__qualname__")?
+            ));
+        }
+        self.guard_type(owner);
+        let class_attr = self.type_lookup(&ty, name)?;
+        if let Some(descriptor) = &class_attr {
+            if descriptor.is_instance(&self.ops.property_type)? {
+                let getter = descriptor.getattr("fget")?;
+                let function = self.constant(getter);
+                return self.call(function, vec![owner], vec![]);
+            }
+            let descriptor_type = descriptor.get_type();
+            if descriptor_type.hasattr("__set__")? && descriptor_type.hasattr("__get__")? {
+                if let Some(value) = self.python_descriptor_get(descriptor, owner, &ty, name)? {
+                    return Ok(value);
+                }
+                // Slots and other data descriptors written in C: read now, guarded by source.
+                let value = obj.getattr(name)?;
+                return Ok(attr_source(self, value));
+            }
+        }
+        if let Ok(dict) = obj.getattr("__dict__") {
+            if let Ok(value) = dict.get_item(name) {
+                return Ok(attr_source(self, value));
+            }
+        }
+        if let Some(raw) = &class_attr {
+            if let Some(bound) = self.bind_class_function(raw, owner, &ty, None)? {
+                return Ok(bound);
+            }
+        }
+        match class_attr {
+            Some(raw) if raw.is_instance(self.ops.c_method_types.as_any())? => {
+                // A method of a builtin base, bound to this object (not to the one seen
+                // now: the object itself is guarded on its type only).
+                let function = self.constant(raw);
+                Ok(self.push_val(Val::Method {
+                    function,
+                    receiver: owner,
+                }))
+            }
+            Some(raw) if raw.get_type().hasattr("__get__")? => {
+                if let Some(value) = self.python_descriptor_get(&raw, owner, &ty, name)? {
+                    return Ok(value);
+                }
+                // Another non-data descriptor written in C: what it gives depends on the
+                // object.
+                if let Some(s) = source {
+                    self.add_guard(s, Check::Id(Pin::new(&obj)));
+                }
+                let value = obj.getattr(name)?;
+                Ok(self.constant(value))
+            }
+            Some(_) => {
+                let value = obj.getattr(name)?;
+                Ok(attr_source(self, value))
+            }
+            // A layer's parameter or sublayer, read through its `__getattr__` (as the guard
+            // reads it again).
+            None if reads_through_getattr => {
+                let value = obj.getattr(name)?;
+                Ok(attr_source(self, value))
+            }
+            None => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
+                format!("'{}' object has no attribute '{name}'", ty.getattr("__name__")?),
+            ))),
+        }
+    }
+
+    /// `descriptor.__get__(owner, ty)` for a descriptor whose class is written in Python:
+    /// its `__get__` inlined where it is a Python function (it may read state, or have
+    /// effects, on every call), a break where it is anything else (a `Mock`); None for a
+    /// descriptor of a C type, which the caller reads as such.
+    pub(super) fn python_descriptor_get(
+        &mut self,
+        descriptor: &Bound<'py, PyAny>,
+        owner: Vid,
+        ty: &Bound<'py, PyAny>,
+        name: &str,
+    ) -> Res<Option<Vid>> {
+        if !is_heap_instance(descriptor)? || descriptor.get_type().is(&self.ops.tuple_getter_type) {
+            return Ok(None);
+        }
+        let descriptor_type = descriptor.get_type().into_any();
+        match self.type_lookup(&descriptor_type, "__get__")? {
+            Some(get) if get.is_instance(&self.ops.function_type)? => {
+                let get = self.constant(get);
+                let arguments = vec![
+                    self.constant(descriptor.clone()),
+                    owner,
+                    self.constant(ty.clone()),
+                ];
+                Ok(Some(self.call(get, arguments, vec![])?))
+            }
+            _ => unsupported(format!(
+                "attribute {name}: a {} descriptor, whose __get__ is not a Python function",
+                qualname(&descriptor_type)
+            )),
+        }
+    }
+
+    /// `type(owner).<name>` bound to `owner`, for `with` and the like.
+    pub(super) fn special_method(&mut self, owner: Vid, name: &str) -> Res<Vid> {
+        let ty = self.type_of(owner)?;
+        let Some(raw) = self.type_lookup(&ty, name)? else {
+            return Err(Problem::Python(PyTypeError::new_err(format!(
+                "'{}' object does not support the context manager protocol",
+                ty.getattr("__name__")?
+            ))));
+        };
+        if raw.is_instance(&self.ops.function_type)? {
+            let function = self.constant(raw);
+            return Ok(self.push_val(Val::Method {
+                function,
+                receiver: owner,
+            }));
+        }
+        graph_break(format!(
+            "unsupported call: {name} of {} written in C",
+            ty.getattr("__qualname__")?
+        ))
+    }
+
+    /// A function found in a class's namespace, bound as attribute lookup binds it: a
+    /// function to `instance`, a classmethod's to the class (`class_value`, or `class` as a
+    /// constant), a staticmethod's as it is. None for anything else.
+    pub(super) fn bind_class_function(
+        &mut self,
+        raw: &Bound<'py, PyAny>,
+        instance: Vid,
+        class: &Bound<'py, PyAny>,
+        class_value: Option<Vid>,
+    ) -> Res<Option<Vid>> {
+        if raw.is_instance(&self.ops.function_type)? {
+            let function = self.constant(raw.clone());
+            return Ok(Some(self.push_val(Val::Method {
+                function,
+                receiver: instance,
+            })));
+        }
+        if raw.is_instance(&self.ops.staticmethod_type)? {
+            return Ok(Some(self.constant(raw.getattr("__func__")?)));
+        }
+        if raw.is_instance(&self.ops.classmethod_type)? {
+            let function = self.constant(raw.getattr("__func__")?);
+            let receiver = class_value.unwrap_or_else(|| self.constant(class.clone()));
+            return Ok(Some(self.push_val(Val::Method { function, receiver })));
+        }
+        Ok(None)
+    }
+
+    /// `super(class, receiver)`, checked as CPython checks it (its TypeErrors).
+    pub(super) fn make_super(&mut self, class: Bound<'py, PyAny>, receiver: Vid) -> Res<Vid> {
+        if !class.is_instance_of::<PyType>() {
+            return Err(Problem::Python(PyTypeError::new_err(format!(
+                "super() argument 1 must be a type, not {}",
+                class.get_type().name()?
+            ))));
+        }
+        let instance_type = self.type_of(receiver)?;
+        let subclass = |ty: &Bound<'py, PyAny>| -> PyResult<bool> {
+            ty.cast::<PyType>().map_or(Ok(false), |t| t.is_subclass(&class))
+        };
+        if !self.super_of_a_class(&class, receiver)? && !subclass(&instance_type)? {
+            return Err(Problem::Python(PyTypeError::new_err(
+                "super(type, obj): obj must be an instance or subtype of type",
+            )));
+        }
+        Ok(self.push_val(Val::Super { class, receiver }))
+    }
+
+    /// `object.__init__` of an instance of `class`: nothing, or CPython's error for
+    /// arguments (`object_init`), which names the class where it defines neither
+    /// `__init__` nor `__new__`.
+    pub(super) fn object_init(&mut self, class: &Bound<'py, PyAny>, arguments: bool) -> Res<Vid> {
+        let object = builtin(self.py, "object")?;
+        let own = |name: &str| -> PyResult<bool> { Ok(!class.getattr(name)?.is(&object.getattr(name)?)) };
+        if arguments && own("__init__")? {
+            return Err(Problem::Python(PyTypeError::new_err(
+                "object.__init__() takes exactly one argument (the instance to initialize)",
+            )));
+        }
+        if arguments && !own("__new__")? {
+            return Err(Problem::Python(PyTypeError::new_err(format!(
+                "{}.__init__() takes exactly one argument (the instance to initialize)",
+                class.getattr("__name__")?
+            ))));
+        }
+        Ok(self.constant(self.ops.none.clone()))
+    }
+
+    /// Whether `super(class, receiver)` is of a class (a classmethod's, `__new__`'s):
+    /// `receiver` a subclass of `class`, whose functions it then gives unbound.
+    pub(super) fn super_of_a_class(&mut self, class: &Bound<'py, PyAny>, receiver: Vid) -> Res<bool> {
+        let is_type = matches!(self.val(receiver), Val::Obj { obj, .. } if obj.is_instance_of::<PyType>());
+        if !is_type {
+            return Ok(false);
+        }
+        let receiver = self.concrete(receiver)?;
+        Ok(receiver
+            .cast::<PyType>()
+            .map_or(Ok(false), |t| t.is_subclass(class))?)
+    }
+
+    pub(super) fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid> {
+        if name == "__class__" {
+            // The super object's own class, not its receiver's.
+            return Ok(self.constant(self.builtin("super")?));
+        }
+        let receiver_is_class = self.super_of_a_class(&class, receiver)?;
+        let ty = if receiver_is_class {
+            self.concrete(receiver)?
+        } else {
+            self.type_of(receiver)?
+        };
+        let mro = ty.getattr("__mro__")?.cast_into::<PyTuple>()?;
+        let start = mro.iter().position(|c| c.is(&class)).map_or(mro.len(), |p| p + 1);
+        for base in mro.iter().skip(start) {
+            if let Ok(raw) = base.getattr("__dict__")?.get_item(name) {
+                if receiver_is_class && raw.is_instance(&self.ops.function_type)? {
+                    // Of the class itself, a function is given unbound (`super().__new__`).
+                    return Ok(self.constant(raw));
+                }
+                let class_value = receiver_is_class.then_some(receiver);
+                if let Some(bound) = self.bind_class_function(&raw, receiver, &ty, class_value)? {
+                    return Ok(bound);
+                }
+                if raw.is_instance(&self.ops.property_type)? && !receiver_is_class {
+                    let function = self.constant(raw.getattr("fget")?);
+                    return self.call(function, vec![receiver], vec![]);
+                }
+                if base.is(&builtin(self.py, "object")?)
+                    && !receiver_is_class
+                    && raw.is_instance(self.ops.c_method_types.as_any())?
+                {
+                    // object.__init__, __setattr__ and the like, bound to the receiver (a
+                    // frozen dataclass's __setattr__ calls super().__setattr__(name, value)).
+                    let function = self.constant(raw);
+                    return Ok(self.push_val(Val::Method { function, receiver }));
+                }
+                if is_immutable(&raw) && !raw.get_type().hasattr("__get__")? {
+                    // A plain class attribute (`a = 1`), fixed as the class's methods are.
+                    return Ok(self.constant(raw));
+                }
+                return unsupported(format!("super().{name} of a builtin base"));
+            }
+        }
+        Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
+            format!("'super' object has no attribute '{name}'"),
+        )))
+    }
+
+    /// An attribute of an object the translation made.
+    pub(super) fn made_object_attr(
+        &mut self,
+        owner: Vid,
+        class: Bound<'py, PyAny>,
+        attrs: &[(String, Vid)],
+        name: &str,
+    ) -> Res<Vid> {
+        if !class
+            .getattr("__getattribute__")?
+            .is(&self.ops.object_getattribute)
+        {
+            return unsupported(format!(
+                "attribute {name} of an object the translation made (custom __getattribute__)"
+            ));
+        }
+        let class_attr = self.type_lookup(&class, name)?;
+        if name == "__class__" {
+            let object_class = builtin(self.py, "object")?.getattr("__dict__")?.get_item(name)?;
+            if class_attr.as_ref().is_some_and(|found| found.is(&object_class)) {
+                // Its class is fixed when the translation makes it (unless the class
+                // defines a `__class__` of its own).
+                return Ok(self.constant(class));
+            }
+        }
+        if let Some(descriptor) = &class_attr {
+            if descriptor.is_instance(&self.ops.property_type)? {
+                let getter = self.constant(descriptor.getattr("fget")?);
+                return self.call(getter, vec![owner], vec![]);
+            }
+        }
+        if let Some((_, v)) = attrs.iter().rev().find(|(n, _)| n == name) {
+            return Ok(*v);
+        }
+        if let Some(raw) = &class_attr {
+            if let Some(bound) = self.bind_class_function(raw, owner, &class, None)? {
+                return Ok(bound);
+            }
+        }
+        let unset_slot = self.is_slot(class_attr.as_ref())?;
+        if let Some(raw) = &class_attr {
+            if raw.is_instance(self.ops.c_method_types.as_any())? {
+                // A builtin base's method (`object.__init__`): bound to the object.
+                let function = self.constant(raw.clone());
+                return Ok(self.push_val(Val::Method {
+                    function,
+                    receiver: owner,
+                }));
+            }
+            if !unset_slot && raw.get_type().hasattr("__get__")? && !raw.is_instance_of::<PyType>() {
+                return unsupported(format!(
+                    "class attribute {name} of an object the translation made: a descriptor not simulated"
+                ));
+            }
+        }
+        match class_attr {
+            Some(raw) if !unset_slot && (is_immutable(&raw) || raw.is_callable()) => Ok(self.constant(raw)),
+            Some(_) if !unset_slot => unsupported(format!(
+                "mutable class attribute {name} of an object the translation made"
+            )),
+            _ => match self.type_lookup(&class, "__getattr__")? {
+                // Where the lookup fails, CPython calls the class's `__getattr__`.
+                Some(hook) if hook.is_instance(&self.ops.function_type)? => {
+                    let function = self.constant(hook);
+                    let name_value = self.constant(PyString::new(self.py, name).into_any());
+                    match self.call(function, vec![owner, name_value], vec![]) {
+                        // CPython gives the AttributeError it raises the attribute's name and
+                        // the object (what `Did you mean` reads): the original raises it.
+                        Err(Problem::Python(err)) if err.is_instance_of::<PyAttributeError>(self.py) => {
+                            unsupported(format!("AttributeError from __getattr__ of an object the translation made ({name})"))
+                        }
+                        other => other,
+                    }
+                }
+                Some(_) => unsupported(format!(
+                    "attribute {name} of an object the translation made (its __getattr__ is not a Python function)"
+                )),
+                None => Err(Problem::Python(PyAttributeError::new_err(format!(
+                    "'{}' object has no attribute '{name}'",
+                    class.getattr("__name__")?
+                )))),
+            },
+        }
+    }
+
+    /// Whether a class attribute is a `__slots__` entry (a member descriptor), where an
+    /// object the translation made keeps that attribute like any other.
+    pub(super) fn is_slot(&self, class_attr: Option<&Bound<'py, PyAny>>) -> PyResult<bool> {
+        let Some(attr) = class_attr else {
+            return Ok(false);
+        };
+        attr.is_instance(&self.ops.member_descriptor_type)
+    }
+}

@@ -1,0 +1,465 @@
+//! Calls: who handles a callee (inlined, a builtin, a recorded operation, the backend), lru_cache, reduce, operator functions.
+
+use super::snapshot::Snapshot;
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    pub(super) fn do_call(&mut self, frame: &mut Frame<'py>, op: Op, argc: usize, kw_names: bool) -> Res<()> {
+        let names: Vec<String> = if kw_names {
+            let names = Self::pop(frame)?;
+            let names = self.concrete(names)?;
+            names.extract()?
+        } else {
+            Vec::new()
+        };
+        let mut args = Self::pop_n(frame, argc)?;
+        let slots = Self::pop_n(frame, self.callable_slots(op))?;
+        let (callable, mut positional) = self.pop_callable(slots)?;
+        if argc == 0 && positional.is_empty() {
+            if let Val::Obj { obj, .. } = self.val(callable) {
+                if obj.is(&self.builtin("super")?) {
+                    // CPython's checks, in its order (`super_init_without_args`).
+                    let fail = |message: String| Err(Problem::Python(PyRuntimeError::new_err(message)));
+                    if frame.argcount == 0 {
+                        return fail("super(): no arguments".to_owned());
+                    }
+                    let receiver = match self.val(frame.locals[0]) {
+                        Val::Cell(c) => self.cells[*c],
+                        Val::Null => None,
+                        _ => Some(frame.locals[0]),
+                    };
+                    let Some(receiver) = receiver else {
+                        return fail("super(): arg[0] deleted".to_owned());
+                    };
+                    let Some(cell) = frame.class_cell else {
+                        return fail("super(): __class__ cell not found".to_owned());
+                    };
+                    let Some(class) = self.cells[cell] else {
+                        return fail("super(): empty __class__ cell".to_owned());
+                    };
+                    let class = self.concrete(class)?;
+                    if !class.is_instance_of::<PyType>() {
+                        return fail(format!(
+                            "super(): __class__ is not a type ({})",
+                            class.get_type().name()?
+                        ));
+                    }
+                    let made = self.make_super(class, receiver)?;
+                    frame.stack.push(made);
+                    return Ok(());
+                }
+            }
+        }
+        if names.len() > args.len() {
+            return unsupported("more keyword names than arguments");
+        }
+        let keyword_values = args.split_off(args.len() - names.len());
+        let kwargs: Vec<(String, Vid)> = names.into_iter().zip(keyword_values).collect();
+        positional.extend(args);
+        let result = self.call(callable, positional, kwargs)?;
+        frame.stack.push(result);
+        Ok(())
+    }
+
+    pub(super) fn call_function_ex(&mut self, frame: &mut Frame<'py>, arg: Arg) -> Res<()> {
+        let flags = match arg {
+            Arg::Int(n) => n as i64,
+            _ => 0,
+        };
+        let effect = |oparg: u32| self.stack_effect("CALL_FUNCTION_EX", oparg, false);
+        let popped = (1 - effect(flags as u32)?) as usize;
+        let kwargs_slot = effect(0)? == effect(1)? || flags & 1 != 0;
+        let mut slots = Self::pop_n(frame, popped)?;
+        let kwargs = if kwargs_slot { slots.pop() } else { None };
+        let args = slots.pop().map_or_else(|| unsupported("stack underflow"), Ok)?;
+        let (callable, mut positional) = self.pop_callable(slots)?;
+        positional.extend(self.items_of(args)?);
+        let mut keywords = Vec::new();
+        if let Some(kwargs) = kwargs.filter(|k| !matches!(self.val(*k), Val::Null)) {
+            for (k, v) in self.dict_items(kwargs)? {
+                keywords.push((self.concrete(k)?.extract::<String>()?, v));
+            }
+        }
+        let result = self.call(callable, positional, keywords)?;
+        frame.stack.push(result);
+        Ok(())
+    }
+
+    /// Calls a value: an operation, an inlined function, a supported builtin, or a break.
+    pub(super) fn call(&mut self, callable: Vid, args: Vec<Vid>, kwargs: Vec<(String, Vid)>) -> Res<Vid> {
+        let callable = self.realize(callable)?;
+        match self.val(callable).clone_val() {
+            Val::Function(f) => self.inline(&f, args, kwargs, None),
+            Val::Method { function, receiver } => {
+                let object_init = builtin(self.py, "object")?.getattr("__init__")?;
+                if matches!(self.val(function), Val::Obj { obj, .. } if obj.is(&object_init)) {
+                    let class = self.type_of(receiver)?;
+                    return self.object_init(&class, !args.is_empty() || !kwargs.is_empty());
+                }
+                let mut all = vec![receiver];
+                all.extend(args);
+                self.call(function, all, kwargs)
+            }
+            Val::TensorMethod { tensor, name } => {
+                let Val::Tensor { example, .. } = self.val(tensor) else {
+                    return unsupported("a tensor method without its tensor");
+                };
+                if self.backend.is_conversion(&name) {
+                    return graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"));
+                }
+                if self.backend.is_meta_method(&name) && args.is_empty() && kwargs.is_empty() {
+                    // `x.dim()`: what the guarded meta attributes say, computed now.
+                    let value = example.call_method0(name.as_str())?;
+                    return Ok(self.constant(value));
+                }
+                if self.backend.is_array(example) {
+                    self.array_operands(&format!("an array's {name}"), &args, &kwargs)?;
+                }
+                let unbound = example.get_type().getattr(name.as_str())?;
+                let mut all = vec![tensor];
+                all.extend(args);
+                self.record(&unbound, all, kwargs)
+            }
+            Val::ContainerMethod { container, name } => self.container_method(container, &name, args, kwargs),
+            Val::Object { class, .. } => match self.type_lookup(&class, "__call__")? {
+                Some(call) if call.is_instance(&self.ops.function_type)? => {
+                    let function = self.constant(call);
+                    let mut all = vec![callable];
+                    all.extend(args);
+                    self.call(function, all, kwargs)
+                }
+                _ => graph_break(format!("unsupported call: a {} object", qualname(&class))),
+            },
+            Val::Obj { obj, source } => self.call_object(callable, obj, source, args, kwargs),
+            Val::Constructed { obj, .. } => self.call_object(callable, obj, None, args, kwargs),
+            _ => unsupported("calling an internal value"),
+        }
+    }
+
+    pub(super) fn call_object(
+        &mut self,
+        callable: Vid,
+        obj: Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        if self.reads_callers_frame(&obj, &args, &kwargs)? {
+            let what = format!("{}() reads the frame that calls it", qualname(&obj));
+            // In the translated frame, run as it is; in an inlined callee, a break runs
+            // the callee as its own frame.
+            return Err(if self.depth == 0 {
+                Problem::Eager(what)
+            } else {
+                Problem::Break(what)
+            });
+        }
+        let pin = |vm: &mut Self| {
+            if let Some(s) = source {
+                vm.add_guard(s, Check::Id(Pin::new(&obj)));
+            }
+        };
+        if self.backend.is_array_function(&obj)
+            && self.array_operands(&qualname(&obj), &args, &kwargs)?.arrays
+        {
+            pin(self);
+            return self.record(&obj, args, kwargs);
+        }
+        if self.backend.is_op(&obj)? {
+            match source {
+                Some(s) if is_class_bound_builtin(&obj)? => self.pin_class_bound_builtin(s, &obj)?,
+                _ => pin(self),
+            }
+            self.guard_layer(&obj, source)?;
+            return self.record(&obj, args, kwargs);
+        }
+        if let (Some(s), true) = (source, args.is_empty() && kwargs.is_empty()) {
+            if self.backend.is_guarded_function(&obj) {
+                // Read now; the guards call it again where its result was used.
+                pin(self);
+                let value = with_session(None, || obj.call0())?;
+                return Ok(self.value_of_source(Source::Called(s), value));
+            }
+        }
+        if self.backend.is_fixed_function(&obj) {
+            pin(self);
+            if let Some(result) = self.computed_now(&obj, &args, &kwargs, false)? {
+                return Ok(result);
+            }
+            return graph_break(format!(
+                "unsupported call: {} with arguments that may differ on a later call",
+                qualname(&obj)
+            ));
+        }
+        if obj.is_exact_instance_of::<PyCFunction>() {
+            if let Some(result) = self.operator_function(&obj, source, &args, &kwargs)? {
+                return Ok(result);
+            }
+            if let Some(result) = self.reduce(&obj, source, &args, &kwargs)? {
+                return Ok(result);
+            }
+        }
+        if obj.is_instance(&self.ops.lru_cache_type)? {
+            pin(self);
+            return self.call_cached(&obj, source, args, kwargs);
+        }
+        if obj.is_instance(&self.ops.function_type)? {
+            // A function is pinned by its code, not its identity: closures made anew on
+            // each call (and handed to resume functions) keep their translation; what
+            // else the call reads of it (defaults, closure, globals) has its own source.
+            match source {
+                Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
+                    self.add_guard(s, Check::Type(StrongRef::new(&self.ops.function_type)));
+                    let code_source = self.intern(Source::Attr(s, name_ref(self.py, "__code__")));
+                    self.add_guard(code_source, Check::Id(Pin::new(&obj.getattr("__code__")?)));
+                    let globals_source = self.intern(Source::Attr(s, name_ref(self.py, "__globals__")));
+                    self.add_guard(globals_source, Check::Id(Pin::new(&obj.getattr("__globals__")?)));
+                }
+                _ => pin(self),
+            }
+            if self.backend.is_skipped_code(&obj.getattr("__code__")?)? {
+                return graph_break(format!(
+                    "unsupported call: {} (a library function)",
+                    qualname(&obj)
+                ));
+            }
+            let function = self.function_of(&obj, source)?;
+            return self.inline(&function, args, kwargs, source);
+        }
+        if obj.is_instance(&self.ops.method_type)? {
+            let function = obj.getattr("__func__")?;
+            let receiver = obj.getattr("__self__")?;
+            let (function, receiver) = match source {
+                Some(s) => {
+                    // Made anew at each attribute read (a `with`'s `__exit__` handed to a
+                    // resume function): pinned by type, its function and its receiver.
+                    self.add_guard(s, Check::Type(StrongRef::new(&self.ops.method_type)));
+                    (
+                        self.value_of_source(Source::Attr(s, name_ref(self.py, "__func__")), function),
+                        self.value_of_source(Source::Attr(s, name_ref(self.py, "__self__")), receiver),
+                    )
+                }
+                None => (self.constant(function), self.constant(receiver)),
+            };
+            let mut all = vec![receiver];
+            all.extend(args);
+            return self.call(function, all, kwargs);
+        }
+        if obj.is_instance_of::<PyType>() {
+            if let Some(made) = self.construct(&obj, source, &args, &kwargs)? {
+                return Ok(made);
+            }
+            if let Some(made) = self.instantiate(&obj, source, &args, &kwargs)? {
+                return Ok(made);
+            }
+        }
+        if let Some(result) = self.call_builtin(&obj, source, &args, &kwargs)? {
+            return Ok(result);
+        }
+        if obj.is_instance_of::<PyType>() {
+            return graph_break(format!("unsupported call: creating a {} object", qualname(&obj)));
+        }
+        if let Some(forward) = self.backend.forward_of(&obj)? {
+            // A model layer: its forward translated, the layer pinned with its mode.
+            pin(self);
+            self.guard_layer(&obj, source)?;
+            let function = self.constant(forward);
+            let mut all = vec![callable];
+            all.extend(args);
+            return self.call(function, all, kwargs);
+        }
+        // An object with a Python __call__ (layers, modules of a model).
+        let ty = obj.get_type().into_any();
+        if let Some(call) = self.type_lookup(&ty, "__call__")? {
+            if call.is_instance(&self.ops.function_type)? {
+                self.guard_type(callable);
+                let function = self.constant(call);
+                let mut all = vec![callable];
+                all.extend(args);
+                return self.call(function, all, kwargs);
+            }
+        }
+        graph_break(format!("unsupported call: {}", qualname(&obj)))
+    }
+
+    /// A call of a function `functools.lru_cache` wraps: the function inlined, as Paddle's and
+    /// Dynamo's translators do, where the call changes nothing that existed before it (a call
+    /// the cache answers would not make that change): else a break, the call run as it is.
+    pub(super) fn call_cached(
+        &mut self,
+        wrapper: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        // The cache hashes the arguments first: one it cannot hash raises, from the real call.
+        for arg in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
+            if !self.hashable(*arg)? {
+                return graph_break(format!(
+                    "a call of {}, an lru_cache'd function, with an argument it cannot hash",
+                    qualname(wrapper)
+                ));
+            }
+        }
+        let before = Snapshot::take(self);
+        let inputs = self.graph.inputs.len();
+        let generators = self.generator_positions();
+        let wrapped = wrapper.getattr("__wrapped__")?;
+        // Through the wrapper (its closure read from there), or a constant the pin fixes.
+        let function = match source {
+            Some(s) => self.value_of_source(Source::Attr(s, name_ref(self.py, "__wrapped__")), wrapped),
+            None => self.constant(wrapped),
+        };
+        let result = self.call(function, args, kwargs)?;
+        if self.changed_since(&before, inputs, &generators) {
+            return graph_break(format!(
+                "a call of {}, an lru_cache'd function, changes what it was given or what is outside it (its \
+                 cache decides whether that happens)",
+                qualname(wrapper)
+            ));
+        }
+        Ok(result)
+    }
+
+    /// Whether `hash()` of the value succeeds, as a cache's key needs.
+    pub(super) fn hashable(&mut self, vid: Vid) -> Res<bool> {
+        match self.val(vid).clone_val() {
+            Val::Tuple(items) | Val::NamedTuple { items, .. } => {
+                for item in items {
+                    if !self.hashable(item)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Val::List(_) | Val::Dict(_) | Val::Set(_) | Val::DictView { .. } => Ok(false),
+            Val::Tensor { example, .. } => Ok(example.hash().is_ok()),
+            Val::Obj { obj, .. } | Val::Constructed { obj, .. } => {
+                self.guard_type(vid);
+                Ok(obj.hash().is_ok())
+            }
+            // A class that defines `__eq__` alone has no `__hash__`.
+            Val::Object { class, .. } => Ok(!class.getattr("__hash__")?.is_none()),
+            _ => Ok(true),
+        }
+    }
+
+    /// The value among `roots` (and the containers they are) whose object is `obj` itself.
+    pub(super) fn argument_that_is(&self, roots: &[Vid], obj: &Bound<'py, PyAny>) -> Option<Vid> {
+        let mut pending = roots.to_vec();
+        let mut seen = Vec::new();
+        while let Some(vid) = pending.pop() {
+            if seen.contains(&vid) {
+                continue;
+            }
+            seen.push(vid);
+            match self.val(vid) {
+                Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. } => pending.extend(items),
+                Val::Dict(items) => pending.extend(items.iter().map(|(_, v)| *v)),
+                Val::Obj { obj: held, .. } | Val::Constructed { obj: held, .. } if held.is(obj) => {
+                    return Some(vid)
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// `operator.add(a, b)` and the module's other functions of the operations the VM runs
+    /// (`a + b`, `a < b`, `a[k]`, `a[k] = v`, `del a[k]`, `b in a`, `a is b`, `not a`, `-a`),
+    /// run as those operations are; None for another callable.
+    pub(super) fn operator_function(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let Ok(name) = obj.getattr("__name__").and_then(|n| n.extract::<String>()) else {
+            return Ok(None);
+        };
+        if !kwargs.is_empty() || !self.ops.op(&name).is_ok_and(|f| f.is(obj)) {
+            return Ok(None);
+        }
+        let binary = BINARY_OPS
+            .iter()
+            .flat_map(|op| [(*op, false), (*op, true)])
+            .find(|(op, inplace)| binop_name(*op, *inplace) == name);
+        let result = match (name.as_str(), args) {
+            (_, [a, b]) if binary.is_some() => {
+                let (op, inplace) = binary.expect("matched");
+                self.binary(*a, *b, op, inplace)?
+            }
+            (name, [a, b]) if COMPARE_NAMES.contains(&name) => {
+                match self.compare_made_objects(name, *a, *b)? {
+                    Some(r) => r,
+                    None => self.operator_call(name, vec![*a, *b])?,
+                }
+            }
+            ("neg" | "pos" | "invert", [a]) => self.operator_call(&name, vec![*a])?,
+            ("setitem", [container, key, value]) => {
+                self.store_subscript(*container, *key, *value)?;
+                self.none()
+            }
+            ("delitem", [container, key]) => {
+                self.delete_subscript(*container, *key)?;
+                self.none()
+            }
+            ("contains", [container, item]) => {
+                let found = self.contains(*container, *item)?;
+                self.boolean(found)
+            }
+            ("is_" | "is_not", [a, b]) => {
+                let same = self.identical(*a, *b)?;
+                self.boolean(same == (name == "is_"))
+            }
+            ("truth" | "not_", [a]) => {
+                let truth = self.truthy(*a)?;
+                self.boolean(truth == (name == "truth"))
+            }
+            _ => return Ok(None),
+        };
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(Pin::new(obj)));
+        }
+        Ok(Some(result))
+    }
+
+    /// `functools.reduce(function, iterable[, initial])`: the calls it makes, followed
+    /// through; None for another callable.
+    pub(super) fn reduce(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if !kwargs.is_empty() || !import(self.py, "functools")?.getattr("reduce")?.is(obj) {
+            return Ok(None);
+        }
+        let (function, iterable, initial) = match args {
+            [function, iterable] => (*function, *iterable, None),
+            [function, iterable, initial] => (*function, *iterable, Some(*initial)),
+            _ => return Ok(None),
+        };
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(Pin::new(obj)));
+        }
+        let iterator = self.iterator(iterable)?;
+        let mut accumulated = match initial {
+            Some(initial) => initial,
+            None => match self.advance(iterator)? {
+                Some(first) => first,
+                // The interpreter's own error (its wording changed in 3.10).
+                None => {
+                    let empty = obj.call1((builtin(self.py, "max")?, PyTuple::empty(self.py)));
+                    return Err(Problem::Python(empty.expect_err("reduce() of nothing raises")));
+                }
+            },
+        };
+        while let Some(item) = self.advance(iterator)? {
+            accumulated = self.call(function, vec![accumulated, item], vec![])?;
+        }
+        Ok(Some(accumulated))
+    }
+}

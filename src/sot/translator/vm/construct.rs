@@ -1,0 +1,228 @@
+//! Objects constructed while translating: classes instantiated, backend layers, constructor arguments.
+
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    /// A layer's attributes that decide what its call computes (`training`), guarded by value.
+    pub(super) fn guard_layer(&mut self, obj: &Bound<'py, PyAny>, source: Option<SourceId>) -> Res<()> {
+        let Some(s) = source else {
+            return Ok(());
+        };
+        for name in self.backend.layer_attributes(obj).to_vec() {
+            let value = obj.getattr(name.as_str())?;
+            let attribute = self.intern(Source::Attr(s, name_ref(self.py, &name)));
+            self.guard_value(attribute, &value)?;
+        }
+        Ok(())
+    }
+
+    /// A C function bound to a class (`MyLayer.apply`) is made anew at each attribute read:
+    /// pinned by the class it is bound to and its name.
+    pub(super) fn pin_class_bound_builtin(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
+        self.add_guard(source, Check::Type(StrongRef::new(&obj.get_type().into_any())));
+        let owner = self.intern(Source::Attr(source, name_ref(self.py, "__self__")));
+        self.add_guard(owner, Check::Id(Pin::new(&obj.getattr("__self__")?)));
+        let name = self.intern(Source::Attr(source, name_ref(self.py, "__name__")));
+        self.add_guard(name, Check::Equals(StrongRef::new(&obj.getattr("__name__")?)));
+        Ok(())
+    }
+
+    /// An argument of `construct` as it is now, where it is the same on every call passing
+    /// the guards: a value (see `folded_argument`), a model layer pinned by identity (the
+    /// object made holds it, as its container does), one made the same way, or a list or
+    /// tuple the translation made of those. None for anything else.
+    pub(super) fn constructor_argument(&mut self, vid: Vid) -> Res<Option<Bound<'py, PyAny>>> {
+        match self.val(vid).clone_val() {
+            Val::List(items) | Val::Tuple(items) => {
+                let is_list = matches!(self.val(vid), Val::List(_));
+                let mut values = Vec::with_capacity(items.len());
+                for item in items {
+                    match self.constructor_argument(item)? {
+                        Some(value) => values.push(value),
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(if is_list {
+                    PyList::new(self.py, values)?.into_any()
+                } else {
+                    PyTuple::new(self.py, values)?.into_any()
+                }))
+            }
+            Val::Obj { obj, source } if self.backend.is_layer(&obj) => {
+                if let Some(s) = source {
+                    self.add_guard(s, Check::Id(Pin::new(&obj)));
+                }
+                Ok(Some(obj))
+            }
+            Val::Constructed { obj, .. } => Ok(Some(obj)),
+            _ => self.folded_argument(vid, ""),
+        }
+    }
+
+    /// `cls(*args, **kwargs)` made now where the backend makes it (`Backend::construct`)
+    /// from arguments the same on every call passing the guards.
+    pub(super) fn construct(
+        &mut self,
+        cls: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if !self.backend.constructs(cls)
+            || args
+                .iter()
+                .chain(kwargs.iter().map(|(_, v)| v))
+                .any(|a| self.contains_tensor(*a))
+        {
+            return Ok(None);
+        }
+        let Ok((positional, kw)) = self.arguments_now(args, kwargs, Self::constructor_argument)? else {
+            return Ok(None);
+        };
+        let Some(obj) = self.backend.construct(cls, &positional, &kw)? else {
+            return Ok(None);
+        };
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(Pin::new(cls)));
+        }
+        let class = self.constant(cls.clone());
+        let args = self.push_val(Val::Tuple(args.to_vec()));
+        let keywords = kwargs
+            .iter()
+            .map(|(k, v)| (self.constant(PyString::new(self.py, k).into_any()), *v))
+            .collect();
+        let kwargs = self.push_val(Val::Dict(keywords));
+        Ok(Some(self.push_val(Val::Constructed {
+            obj,
+            class,
+            args,
+            kwargs,
+        })))
+    }
+
+    /// `cls(*args, **kwargs)` for a class whose instances the VM can make: exceptions
+    /// built by C code (made now, from known arguments), and Python classes with the
+    /// default `__new__` and a `__dict__` (a symbolic object, its `__init__` inlined).
+    pub(super) fn instantiate(
+        &mut self,
+        cls: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let base_exception = builtin(self.py, "BaseException")?;
+        let type_type = builtin(self.py, "type")?;
+        let object = builtin(self.py, "object")?;
+        if !cls.get_type().is(&type_type) {
+            return Ok(None);
+        }
+        let pin = |vm: &mut Self| {
+            if let Some(s) = source {
+                vm.add_guard(s, Check::Id(Pin::new(cls)));
+            }
+        };
+        if self.type_lookup(cls, "__del__")?.is_some() {
+            // Made while translating, it would also die there, running its `__del__`.
+            return Ok(None);
+        }
+        let init = self.type_lookup(cls, "__init__")?;
+        // object's own, a Python function's, or another the VM does not run (a property, a
+        // C type's, a callable object): then the class is called as it is.
+        let object_init = object.getattr("__init__")?;
+        let default_init = init.as_ref().is_some_and(|i| i.is(&object_init));
+        let python_init = init.filter(|init| init.is_instance(&self.ops.function_type).unwrap_or(false));
+        let python_new = self.type_lookup(cls, "__new__")?.filter(|new| {
+            new.is_instance(&self.ops.staticmethod_type).unwrap_or(false)
+                || new.is_instance(&self.ops.function_type).unwrap_or(false)
+        });
+        if cls
+            .cast::<PyType>()
+            .map_err(PyErr::from)?
+            .is_subclass(&base_exception)?
+        {
+            // The generated code makes it again as `type(e)(*e.args)`: keyword arguments
+            // (ImportError's name and path) would be lost.
+            if python_init.is_some()
+                || python_new.is_some()
+                || !kwargs.is_empty()
+                || args.iter().any(|a| self.contains_tensor(*a))
+            {
+                return Ok(None);
+            }
+            // The generated code makes it again from its arguments as constants: no object
+            // from the frame but values (another would be the first call's, and would live
+            // as long as the code).
+            if !args
+                .iter()
+                .chain(kwargs.iter().map(|(_, v)| v))
+                .all(|a| self.is_constant(*a))
+            {
+                return graph_break("an exception made with an object from the frame");
+            }
+            pin(self);
+            let positional = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
+            let kw = PyDict::new(self.py);
+            for (k, v) in kwargs {
+                kw.set_item(k, self.concrete(*v)?)?;
+            }
+            let made = cls.call(PyTuple::new(self.py, positional)?, Some(&kw))?;
+            return Ok(Some(self.constant(made)));
+        }
+        if let (Some(new), true) = (&python_new, default_init) {
+            // Instances its Python `__new__` makes (a namedtuple's class), `object.__init__`
+            // then doing nothing: the `__new__` inlined.
+            pin(self);
+            let function = if new.is_instance(&self.ops.staticmethod_type)? {
+                new.getattr("__func__")?
+            } else {
+                new.clone()
+            };
+            let function = self.constant(function);
+            let mut all = vec![self.constant(cls.clone())];
+            all.extend_from_slice(args);
+            return Ok(Some(self.call(function, all, kwargs.to_vec())?));
+        }
+        let is_python_class = cls
+            .getattr("__module__")
+            .is_ok_and(|m| !m.eq("builtins").unwrap_or(true));
+        let has_dict = has_instance_dict(cls);
+        let default_new = cls.getattr("__new__")?.is(&object.getattr("__new__")?);
+        // Without a __dict__, a Python class with the default __new__ keeps its
+        // attributes in `__slots__` (see `is_slot`).
+        let slotted = !has_dict && cls.hasattr("__slots__")?;
+        if !is_python_class
+            || !(has_dict || slotted)
+            || !default_new
+            || python_init.is_none() && !default_init
+        {
+            return Ok(None);
+        }
+        pin(self);
+        let made = self.push_val(Val::Object {
+            class: cls.clone(),
+            attrs: Vec::new(),
+        });
+        match python_init {
+            Some(init) => {
+                let init = self.constant(init);
+                let mut all = vec![made];
+                all.extend_from_slice(args);
+                let returned = self.call(init, all, kwargs.to_vec())?;
+                let none = self.none();
+                if !self.identical(returned, none)? {
+                    return Err(Problem::Python(PyTypeError::new_err(
+                        "__init__() should return None",
+                    )));
+                }
+            }
+            None if !args.is_empty() || !kwargs.is_empty() => {
+                return Err(Problem::Python(PyTypeError::new_err(format!(
+                    "{}() takes no arguments",
+                    qualname(cls)
+                ))));
+            }
+            None => {}
+        }
+        Ok(Some(made))
+    }
+}

@@ -1,0 +1,505 @@
+//! Lists, tuples, dicts and sets: their items, keys and methods.
+
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    /// `items` sorted as `sorted(items, key=key, reverse=reverse)` would (stable), by
+    /// their known keys.
+    pub(super) fn sort_items(&mut self, items: Vec<Vid>, key: Option<Vid>, reverse: bool) -> Res<Vec<Vid>> {
+        let order = self.order_by_keys(&items, key, "sorted", reverse, None)?;
+        let order: Vec<usize> = order.extract()?;
+        Ok(order.into_iter().map(|i| items[i]).collect())
+    }
+
+    /// `builtin(range(len(items)), key=<the items' known keys>, ...)`.
+    pub(super) fn order_by_keys(
+        &mut self,
+        items: &[Vid],
+        key: Option<Vid>,
+        builtin: &str,
+        reverse: bool,
+        default: Option<Bound<'py, PyAny>>,
+    ) -> Res<Bound<'py, PyAny>> {
+        let none = self.none();
+        let key = match key {
+            Some(k) if !self.identical(k, none)? => Some(k),
+            _ => None,
+        };
+        let mut keys = Vec::with_capacity(items.len());
+        for item in items {
+            let k = match key {
+                Some(f) => self.call(f, vec![*item], vec![])?,
+                None => *item,
+            };
+            if self.contains_tensor(k) {
+                return graph_break(format!(
+                    "tensor to python: {builtin}() comparing tensors (data-dependent)"
+                ));
+            }
+            keys.push(self.concrete(k)?);
+        }
+        let keys = PyList::new(self.py, keys)?;
+        let kwargs = PyDict::new(self.py);
+        kwargs.set_item("key", keys.getattr("__getitem__")?)?;
+        if reverse {
+            kwargs.set_item("reverse", true)?;
+        }
+        if let Some(default) = default {
+            kwargs.set_item("default", default)?;
+        }
+        let indices = self.builtin("range")?.call1((items.len(),))?;
+        Ok(self.builtin(builtin)?.call((indices,), Some(&kwargs))?)
+    }
+
+    /// Appends to a list, or adds to a set (once per equal value), the translation made.
+    pub(super) fn add_items(&mut self, target: Vid, new_items: Vec<Vid>) -> Res<()> {
+        match self.val(target).clone_val() {
+            Val::List(mut items) => {
+                items.extend(new_items);
+                self.values[target] = Val::List(items);
+            }
+            Val::Set(mut items) => {
+                self.add_keys(&mut items, new_items)?;
+                self.values[target] = Val::Set(items);
+            }
+            _ => return unsupported("adding to a list or set from outside the translation"),
+        }
+        Ok(())
+    }
+
+    /// Adds to a set's `items` the `new` ones it does not hold yet.
+    pub(super) fn add_keys(&mut self, items: &mut Vec<Vid>, new: Vec<Vid>) -> Res<()> {
+        for new in new {
+            let value = self.concrete(new)?;
+            if self.find_key(items, &value)?.is_none() {
+                items.push(new);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `vid` is exactly a tuple (`name` "tuple") or a frozenset, guarding its type.
+    pub(super) fn is_exact(&mut self, vid: Vid, name: &str) -> bool {
+        let exact = match self.val(vid) {
+            Val::Tuple(_) => name == "tuple",
+            Val::Obj { obj, .. } if name == "tuple" => obj.is_exact_instance_of::<PyTuple>(),
+            Val::Obj { obj, .. } => obj.is_exact_instance_of::<PyFrozenSet>(),
+            _ => false,
+        };
+        if exact {
+            self.guard_type(vid);
+        }
+        exact
+    }
+
+    pub(super) fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()> {
+        let key_obj = self.concrete(key)?;
+        match self.find_dict_key(items, &key_obj)? {
+            Some(index) => {
+                self.check_droppable(items[index].1)?;
+                items[index].1 = value;
+            }
+            None => items.push((key, value)),
+        }
+        Ok(())
+    }
+
+    /// Fails where `value`, leaving a container, may be the last reference to an object
+    /// with `__del__`: when that runs (and what it does) is not simulated.
+    pub(super) fn check_droppable(&self, value: Vid) -> Res<()> {
+        if let Val::Obj { obj, .. } = self.val(value) {
+            if obj.get_type().hasattr("__del__")? {
+                return unsupported(format!(
+                    "dropping a {} (it has __del__) from a container",
+                    obj.get_type().name()?
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes that keys left the dict the translation made `dict`, for the iterators over it.
+    pub(super) fn note_keys_removed(&mut self, dict: Vid) {
+        let iterating: Vec<Vid> = (0..self.values.len())
+            .filter(|vid| matches!(&self.values[*vid], Val::DictIter(it) if self.iterated_dict(it) == dict))
+            .collect();
+        for vid in iterating {
+            if let Val::DictIter(it) = &mut self.values[vid] {
+                it.keys_removed = true;
+            }
+        }
+    }
+
+    /// Whether a sequence's `element` matches `target` as CPython's `list.index`, `count`,
+    /// `remove` and `in` decide (`PyObject_RichCompareBool`): the same object, or `==` true.
+    /// A `==` between tensors gives a tensor, whose truth is data-dependent.
+    pub(super) fn equal_items(&mut self, element: Vid, target: Vid) -> Res<bool> {
+        if self.identical(element, target)? {
+            return Ok(true);
+        }
+        let equal = match self.compare_made_objects("eq", element, target)? {
+            Some(r) => r,
+            None => self.operator_call("eq", vec![element, target])?,
+        };
+        self.truthy(equal)
+    }
+
+    /// The ValueError of `list.index`/`remove` or `tuple.index` not finding `target`, raised
+    /// by the method itself on an empty sequence, so that its message is the interpreter's.
+    pub(super) fn raise_not_found(&mut self, sequence: Vid, name: &str, target: Vid) -> Res<Vid> {
+        let target = self.concrete(target)?;
+        let empty = self.type_of(sequence)?.call0()?;
+        match empty.call_method1(name, (target,)) {
+            Err(error) => Err(Problem::Python(error)),
+            Ok(_) => unsupported(format!("{name} found an item in an empty sequence")),
+        }
+    }
+
+    /// Where `key` is among a dict's or set's `stored` keys, found as CPython's hash tables
+    /// find it: `key` hashed once, then per stored key identity, equal hashes and the
+    /// stored key's `==`. Keys whose hashing or comparing runs Python code are not
+    /// simulated: CPython's count and order of those calls would be ours only by chance.
+    pub(super) fn find_key(&mut self, stored: &[Vid], key: &Bound<'py, PyAny>) -> Res<Option<usize>> {
+        self.check_native_key(key)?;
+        let hash = key.hash()?;
+        let key_by_identity = self.compares_by_identity(key)?;
+        for (index, stored) in stored.iter().enumerate() {
+            let stored = self.concrete(*stored)?;
+            if stored.is(key) {
+                return Ok(Some(index));
+            }
+            // Neither `==` can be true: CPython's cached hash would spare the comparison.
+            if key_by_identity && self.compares_by_identity(&stored)? {
+                continue;
+            }
+            if self.hashes_in_python(&stored)? {
+                return unsupported(format!(
+                    "a dict or set holding a {} key (its __hash__ or __eq__ runs Python code)",
+                    stored.get_type().name()?
+                ));
+            }
+            if stored.hash()? == hash && stored.eq(key)? {
+                return Ok(Some(index));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Fails for a dict or set key whose hashing or comparing runs Python code.
+    pub(super) fn check_native_key(&self, key: &Bound<'py, PyAny>) -> Res<()> {
+        if self.hashes_in_python(key)? {
+            return unsupported(format!(
+                "a {} key (its __hash__ or __eq__ runs Python code)",
+                key.get_type().name()?
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn find_dict_key(
+        &mut self,
+        items: &[(Vid, Vid)],
+        key: &Bound<'py, PyAny>,
+    ) -> Res<Option<usize>> {
+        let keys: Vec<Vid> = items.iter().map(|(k, _)| *k).collect();
+        self.find_key(&keys, key)
+    }
+
+    /// Whether hashing or comparing `obj` runs a class's own `__hash__` or `__eq__`
+    /// (the items' too, for tuples and frozensets).
+    pub(super) fn hashes_in_python(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        // The backend's constant values (a dtype, a place) hash and compare as values.
+        if is_value_type(obj) || self.backend.is_constant_value(obj) {
+            return Ok(false);
+        }
+        if obj.is_exact_instance_of::<PyTuple>() || obj.is_exact_instance_of::<PyFrozenSet>() {
+            for item in obj.try_iter()? {
+                if self.hashes_in_python(&item?)? {
+                    return Ok(true);
+                }
+            }
+            return Ok(false);
+        }
+        let slot_wrapper = builtin(self.py, "object")?.getattr("__eq__")?.get_type();
+        let ty = obj.get_type().into_any();
+        for method in ["__hash__", "__eq__"] {
+            if let Some(found) = self.type_lookup(&ty, method)? {
+                if !found.is_none() && !found.get_type().is(&slot_wrapper) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether `obj`'s `==` is `object`'s: true for itself only.
+    pub(super) fn compares_by_identity(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
+        if is_value_type(obj) {
+            return Ok(false);
+        }
+        let default = builtin(self.py, "object")?.getattr("__eq__")?;
+        Ok(self
+            .type_lookup(&obj.get_type().into_any(), "__eq__")?
+            .is_some_and(|eq| eq.is(&default)))
+    }
+
+    pub(super) fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>> {
+        let vid = self.realize(vid)?;
+        if let Val::Dict(items) = self.val(vid) {
+            return Ok(items.clone());
+        }
+        let keys = self.items_of(vid)?;
+        keys.into_iter()
+            .map(|k| Ok((k, self.subscript(vid, k)?)))
+            .collect()
+    }
+
+    /// The item at `index` of a list as it is now (None past its end): a list the
+    /// translation made, or one from the frame (guarded on its length, then the item).
+    pub(super) fn list_item(&mut self, list: Vid, index: usize) -> Res<Option<Vid>> {
+        match self.val(list).clone_val() {
+            Val::List(items) => Ok(items.get(index).copied()),
+            Val::Obj {
+                obj,
+                source: Some(source),
+            } => {
+                if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
+                    return self.list_item(copy, index);
+                }
+                self.guard_type(list);
+                self.add_guard(source, Check::Len(obj.len()?));
+                if index >= obj.len()? {
+                    return Ok(None);
+                }
+                let key = index.into_pyobject(self.py)?.into_any();
+                let item = obj.get_item(index)?;
+                Ok(Some(self.value_of_source(
+                    Source::Item(source, StrongRef::new(&key)),
+                    item,
+                )))
+            }
+            _ => unsupported("indexing a value that is no list"),
+        }
+    }
+
+    pub(super) fn container_method(
+        &mut self,
+        container: Vid,
+        name: &str,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        if !kwargs.is_empty() && !matches!(name, "update" | "sort") {
+            return unsupported(format!("keyword arguments to {name}"));
+        }
+        let value = self.val(container).clone_val();
+        let none = self.none();
+        match (value, name, args.as_slice()) {
+            (Val::List(mut items), "append", [v]) => {
+                items.push(*v);
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::List(mut items), "extend", [v]) => {
+                items.extend(self.items_of(*v)?);
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::List(mut items), "insert", [at, v]) => {
+                let at = self.concrete(*at)?.extract::<isize>()?;
+                let len = items.len() as isize;
+                let at = if at < 0 { (at + len).max(0) } else { at.min(len) } as usize;
+                items.insert(at, *v);
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::List(mut items), "pop", rest) => {
+                let at = match rest {
+                    [] => -1,
+                    [i] => self.concrete(*i)?.extract::<isize>()?,
+                    _ => return unsupported("list.pop arguments"),
+                };
+                let len = items.len() as isize;
+                let index = if at < 0 { at + len } else { at };
+                if index < 0 || index >= len {
+                    return Err(Problem::Python(pyo3::exceptions::PyIndexError::new_err(
+                        "pop index out of range",
+                    )));
+                }
+                let v = items.remove(index as usize);
+                self.values[container] = Val::List(items);
+                Ok(v)
+            }
+            (Val::List(items), "copy", []) => Ok(self.push_val(Val::List(items))),
+            (Val::List(mut items), "reverse", []) => {
+                items.reverse();
+                self.values[container] = Val::List(items);
+                Ok(none)
+            }
+            (Val::Generator(state), "send", [v]) => {
+                let suspended = state.borrow().suspended;
+                if suspended {
+                    // What the suspended yield evaluates to (it left None on the stack).
+                    if let Some(top) = state.borrow_mut().frame.stack.last_mut() {
+                        *top = *v;
+                    }
+                } else if !self.concrete(*v)?.is_none() && !state.borrow().finished {
+                    return Err(Problem::Python(PyTypeError::new_err(
+                        "can't send non-None value to a just-started generator",
+                    )));
+                }
+                match self.advance(container)? {
+                    Some(item) => Ok(item),
+                    None => unsupported("generator.send() raised StopIteration"),
+                }
+            }
+            (Val::List(items) | Val::Tuple(items), "count", [v]) => {
+                let mut count = 0usize;
+                for item in items {
+                    count += usize::from(self.equal_items(item, *v)?);
+                }
+                Ok(self.constant(count.into_pyobject(self.py)?.into_any()))
+            }
+            (Val::List(items) | Val::Tuple(items), "index", [v]) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    if self.equal_items(item, *v)? {
+                        return Ok(self.constant(i.into_pyobject(self.py)?.into_any()));
+                    }
+                }
+                self.raise_not_found(container, name, *v)
+            }
+            (Val::List(_), "clear", []) => {
+                self.values[container] = Val::List(Vec::new());
+                Ok(none)
+            }
+            (Val::Set(_), "clear", []) => {
+                self.values[container] = Val::Set(Vec::new());
+                Ok(none)
+            }
+            (Val::Dict(items), "clear", []) => {
+                for (k, v) in &items {
+                    self.check_droppable(*k)?;
+                    self.check_droppable(*v)?;
+                }
+                self.values[container] = Val::Dict(Vec::new());
+                if !items.is_empty() {
+                    self.note_keys_removed(container);
+                }
+                Ok(none)
+            }
+            (Val::List(mut items), "remove", [v]) => {
+                for i in 0..items.len() {
+                    if self.equal_items(items[i], *v)? {
+                        items.remove(i);
+                        self.values[container] = Val::List(items);
+                        return Ok(none);
+                    }
+                }
+                self.raise_not_found(container, name, *v)
+            }
+            (Val::Set(mut items), "remove" | "discard", [v]) => {
+                let target = self.concrete(*v)?;
+                match self.find_key(&items, &target)? {
+                    Some(i) => {
+                        items.remove(i);
+                    }
+                    None if name == "discard" => {}
+                    None => {
+                        return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                            target.unbind(),
+                        )))
+                    }
+                }
+                self.values[container] = Val::Set(items);
+                Ok(none)
+            }
+            (Val::List(items), "sort", []) => {
+                let key = kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
+                let reverse = match kwargs.iter().find(|(k, _)| k == "reverse") {
+                    Some((_, r)) => self.truthy(*r)?,
+                    None => false,
+                };
+                let sorted = self.sort_items(items, key, reverse)?;
+                self.values[container] = Val::List(sorted);
+                Ok(none)
+            }
+            (Val::Set(_), "add", [v]) => {
+                self.add_items(container, vec![*v])?;
+                Ok(none)
+            }
+            (Val::Dict(_) | Val::Obj { .. }, "keys" | "values" | "items", []) => {
+                let part = match name {
+                    "keys" => DictPart::Keys,
+                    "values" => DictPart::Values,
+                    _ => DictPart::Items,
+                };
+                Ok(self.push_val(Val::DictView {
+                    dict: container,
+                    part,
+                }))
+            }
+            (Val::Dict(items), "get", [key, rest @ ..]) => {
+                let key_obj = self.concrete(*key)?;
+                match self.find_dict_key(&items, &key_obj)? {
+                    Some(index) => Ok(items[index].1),
+                    None => Ok(rest.first().copied().unwrap_or(none)),
+                }
+            }
+            (Val::Dict(mut items), "update", rest) => {
+                for other in rest {
+                    for (k, v) in self.dict_items(*other)? {
+                        self.dict_set(&mut items, k, v)?;
+                    }
+                }
+                for (name, v) in kwargs {
+                    let k = self.constant(PyString::new(self.py, &name).into_any());
+                    self.dict_set(&mut items, k, v)?;
+                }
+                self.values[container] = Val::Dict(items);
+                Ok(none)
+            }
+            (Val::Dict(mut items), "setdefault", [key, rest @ ..]) => {
+                let key_obj = self.concrete(*key)?;
+                if let Some(index) = self.find_dict_key(&items, &key_obj)? {
+                    return Ok(items[index].1);
+                }
+                let v = rest.first().copied().unwrap_or(none);
+                items.push((*key, v));
+                self.values[container] = Val::Dict(items);
+                Ok(v)
+            }
+            (Val::Dict(mut items), "pop", [key, rest @ ..]) => {
+                let key_obj = self.concrete(*key)?;
+                let found = match self.find_dict_key(&items, &key_obj)? {
+                    Some(index) => {
+                        let (k, v) = items.remove(index);
+                        self.check_droppable(k)?;
+                        self.values[container] = Val::Dict(items);
+                        self.note_keys_removed(container);
+                        Some(v)
+                    }
+                    None => None,
+                };
+                match (found, rest.first()) {
+                    (Some(v), _) => Ok(v),
+                    (None, Some(v)) => Ok(*v),
+                    (None, None) => Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                        key_obj.unbind(),
+                    ))),
+                }
+            }
+            (Val::Dict(items), "copy", []) => Ok(self.push_val(Val::Dict(items))),
+            (Val::Dict(mut items), "popitem", []) => {
+                let Some((k, v)) = items.pop() else {
+                    return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                        "popitem(): dictionary is empty",
+                    )));
+                };
+                self.values[container] = Val::Dict(items);
+                self.note_keys_removed(container);
+                Ok(self.tuple_of(vec![k, v]))
+            }
+            _ => unsupported(format!("method {name} of a list, dict or set")),
+        }
+    }
+}

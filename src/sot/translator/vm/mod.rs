@@ -1,0 +1,504 @@
+//! The symbolic VM: runs canonical instructions over symbolic values, with the
+//! real values of the frame being translated at hand. Python values it depends
+//! on are guarded where the dependence arises; tensor operations are recorded
+//! into the graph (and run on example values, which stand for their meta);
+//! user functions are inlined; what it cannot translate stops it with a reason.
+
+mod arena;
+mod attrs;
+mod builtins;
+mod calls;
+mod concrete;
+mod construct;
+mod containers;
+mod exceptions;
+mod inline;
+mod iterators;
+mod matching;
+mod names;
+mod protocol;
+mod record;
+mod run;
+mod snapshot;
+mod step;
+mod strings;
+
+use std::collections::HashMap;
+
+use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op};
+use framehook_bytecode::table::{CallLayout, ExceptionModel};
+use framehook_bytecode::Table;
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{
+    PyBool, PyCFunction, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyRange, PyString, PyTuple, PyType,
+};
+
+use super::backend::Backend;
+use super::guard::{
+    holds_values_only, is_mutable_container, is_value_type, name_ref, Check, Guard, Pin, Source, SourceId,
+    SourceTable, VALUE_NESTING,
+};
+use super::model::code::{
+    is_resume_local, null_substitute, CodeInfo, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS, CO_VARKEYWORDS,
+    FRAME_READERS, MAX_NESTING,
+};
+use super::model::frame::{Block, BreakPoint, Ending, Frame, FreeVariable, GeneratorState, SideEffect, Stop};
+use super::model::graph::{Graph, GraphArg, Node, NodeKind};
+use super::model::value::{DictIter, DictIterStatus, DictPart, Function, Lazy, Sym, Val, Vid};
+use super::pyutil::{builtin, is_heap_instance};
+use super::session::with_session;
+use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
+
+/// The kinds of tensor a value holds (`Vm::tensor_kinds`).
+#[derive(Default)]
+struct TensorKinds {
+    /// The backend's arrays (`Backend::is_array`).
+    arrays: bool,
+    /// Its other tensors.
+    tensors: bool,
+}
+
+/// What sending None into an iterator gave (one step of `yield from`).
+enum Sent {
+    Yielded(Vid),
+    Returned(Vid),
+}
+
+/// An error before it knows where it happened.
+enum Problem {
+    Break(String),
+    Fallback(String),
+    /// The translated frame must run as it is (it reads its own frame: `locals()`).
+    Eager(String),
+    Python(PyErr),
+}
+
+impl From<PyErr> for Problem {
+    fn from(err: PyErr) -> Self {
+        Problem::Python(err)
+    }
+}
+
+impl From<std::convert::Infallible> for Problem {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl From<pyo3::CastIntoError<'_>> for Problem {
+    fn from(err: pyo3::CastIntoError<'_>) -> Self {
+        Problem::Python(err.into())
+    }
+}
+
+type Res<T> = Result<T, Problem>;
+
+fn unsupported<T>(what: impl Into<String>) -> Res<T> {
+    Err(Problem::Fallback(what.into()))
+}
+
+fn graph_break<T>(reason: impl Into<String>) -> Res<T> {
+    Err(Problem::Break(reason.into()))
+}
+
+/// The most frames deep inlining goes before a call runs as a call (graph break).
+const MAX_INLINE_DEPTH: usize = 24;
+/// Items of a list or tuple the translation makes by repetition at most (past it the
+/// graph breaks, and the instruction runs natively).
+const MAX_MADE_ITEMS: usize = 100_000;
+/// How deep a builtin's argument is looked into before computing with it while translating.
+const MAX_FOLDED_DEPTH: usize = 16;
+/// Instructions one translation simulates at most (loops unroll, calls inline): past it the
+/// graph breaks, so that translating stays cheap next to running.
+const MAX_STEPS: usize = 5_000;
+
+pub struct Vm<'py, 'b> {
+    py: Python<'py>,
+    table: &'static Table,
+    backend: &'b Backend<'py>,
+    pub values: Vec<Val<'py>>,
+    cells: Vec<Option<Vid>>,
+    pub sources: SourceTable,
+    pub guards: Vec<Guard>,
+    pub graph: Graph<'py>,
+    pub side_effects: Vec<SideEffect>,
+    /// Values already made for a source (so that a source is one symbol).
+    by_source: HashMap<SourceId, Vid>,
+    /// The frame's tensors that are graph inputs, by symbol (their other attributes are read
+    /// from them, not from the examples, which are copies).
+    input_tensors: HashMap<Sym, Bound<'py, PyAny>>,
+    /// Attributes stored on objects from the frame, as later loads see them.
+    /// Attributes stored on (or, None, deleted from) objects from the frame, in order.
+    stored_attrs: Vec<(usize, String, Option<Vid>)>,
+    stored_globals: Vec<(String, Option<Vid>)>,
+    /// Lists and dicts from the frame that were mutated: their symbolic copy, by the
+    /// object's identity (one object may be reached from several sources).
+    mutated: HashMap<usize, Vid>,
+    depth: usize,
+    ops: Ops<'py>,
+    /// What the generated code pushes for a call's NULL slot before 3.11 (a resume
+    /// function translated reads it as the NULL it stands for).
+    null_substitute: Option<Bound<'py, PyAny>>,
+    /// The argument count of the top frame (its sources are its arguments).
+    top_arguments: usize,
+    top_freevars: usize,
+    top_globals: Option<Bound<'py, PyAny>>,
+    /// The line and file of the instruction being run, for recorded nodes.
+    location: (i32, String),
+    /// Real cell objects the translation reads, by identity, and their VM cells.
+    cell_objects: HashMap<usize, usize>,
+    /// The VM cells that are cells of inlined functions' closures, with their sources.
+    outside_cells: HashMap<usize, SourceId>,
+    /// Instructions simulated so far (see `MAX_STEPS`).
+    steps: usize,
+    /// How deep `concrete` is in nested values.
+    nesting: usize,
+    /// The exceptions being handled, innermost last.
+    exc_stack: Vec<Vid>,
+    /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
+    lasti_values: std::collections::HashSet<Vid>,
+    /// Slots where `PUSH_EXC_INFO` saved the previous exception, and the exception it
+    /// made current (what a resume function makes current again).
+    exception_slots: HashMap<Vid, Vid>,
+    /// What `except*` clauses left unhandled (CHECK_EG_MATCH's rest).
+    unhandled_groups: std::collections::HashSet<Vid>,
+    /// Per value, the top frame's instruction that made it (`usize::MAX`: before the first).
+    made_at: Vec<usize>,
+    /// The exceptions raised in the translation whose chaining is decided (by address; see
+    /// `chain_to_handled`).
+    chained: std::collections::HashSet<usize>,
+    /// The exceptions a handler of the translation caught, by address: CPython gave them a
+    /// traceback. Each with where the top frame raised it where that entry is all the
+    /// traceback holds (an instruction of the top frame raised it, caught once, with
+    /// exception tables): the generated code raises what it makes again there, for the same
+    /// traceback; it can give no other exception one.
+    pub caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
+    /// The exceptions some frame's handlers were looked up for, by address (the first
+    /// frame to look raised it).
+    seen_raised: std::collections::HashSet<usize>,
+    /// The top frame's instruction being simulated.
+    top_pc: usize,
+    /// Top-frame instructions the graph breaks before, so that they run natively: they made
+    /// a value a previous attempt's generated code could not rebuild (what it was).
+    pub break_before: HashMap<usize, String>,
+}
+
+/// Python objects the VM uses, looked up once per translation.
+struct Ops<'py> {
+    operator: Bound<'py, PyAny>,
+    /// The module `builtins` as it is now, for the names user code reads (the VM's own
+    /// uses of builtins are `python::builtin`'s).
+    builtins: Bound<'py, PyAny>,
+    function_type: Bound<'py, PyAny>,
+    method_type: Bound<'py, PyAny>,
+    property_type: Bound<'py, PyAny>,
+    /// A `__slots__` entry's descriptor.
+    member_descriptor_type: Bound<'py, PyAny>,
+    /// The C descriptor of `__dict__` (and other computed attributes of C types).
+    getset_descriptor_type: Bound<'py, PyAny>,
+    staticmethod_type: Bound<'py, PyAny>,
+    classmethod_type: Bound<'py, PyAny>,
+    /// Methods of builtin types (`str.join`, `object.__init__`): unbound C functions.
+    c_method_types: Bound<'py, PyTuple>,
+    object_getattribute: Bound<'py, PyAny>,
+    module_type: Bound<'py, PyAny>,
+    range_type: Bound<'py, PyAny>,
+    list_iterator_type: Bound<'py, PyAny>,
+    /// `collections.OrderedDict`: read as a dict (a layer's table of sublayers).
+    ordered_dict_type: Bound<'py, PyAny>,
+    /// The type of a namedtuple's fields, a C descriptor reading an item (a heap type from
+    /// 3.13 on).
+    tuple_getter_type: Bound<'py, PyAny>,
+    enum_type: Bound<'py, PyAny>,
+    /// `functools.lru_cache`'s wrapper of a function.
+    lru_cache_type: Bound<'py, PyAny>,
+    none: Bound<'py, PyAny>,
+}
+
+impl<'py> Ops<'py> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
+        let types = import(py, "types")?;
+        let collections = import(py, "collections")?;
+        let object = builtin(py, "object")?;
+        Ok(Self {
+            operator: import(py, "operator")?.into_any(),
+            function_type: types.getattr("FunctionType")?,
+            method_type: types.getattr("MethodType")?,
+            module_type: types.getattr("ModuleType")?,
+            property_type: builtin(py, "property")?,
+            member_descriptor_type: types.getattr("MemberDescriptorType")?,
+            getset_descriptor_type: types.getattr("GetSetDescriptorType")?,
+            staticmethod_type: builtin(py, "staticmethod")?,
+            classmethod_type: builtin(py, "classmethod")?,
+            c_method_types: PyTuple::new(
+                py,
+                [
+                    types.getattr("MethodDescriptorType")?,
+                    types.getattr("WrapperDescriptorType")?,
+                ],
+            )?,
+            range_type: builtin(py, "range")?,
+            list_iterator_type: builtin(py, "iter")?
+                .call1((PyList::empty(py),))?
+                .get_type()
+                .into_any(),
+            ordered_dict_type: collections.getattr("OrderedDict")?,
+            tuple_getter_type: collections.getattr("_tuplegetter")?,
+            enum_type: import(py, "enum")?.getattr("Enum")?,
+            lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
+            object_getattribute: object.getattr("__getattribute__")?,
+            builtins: import(py, "builtins")?.into_any(),
+            none: py.None().into_bound(py),
+        })
+    }
+
+    fn op(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.operator.getattr(name)
+    }
+}
+
+fn binop_name(op: BinOp, inplace: bool) -> &'static str {
+    match (op, inplace) {
+        (BinOp::Add, false) => "add",
+        (BinOp::And, false) => "and_",
+        (BinOp::FloorDivide, false) => "floordiv",
+        (BinOp::Lshift, false) => "lshift",
+        (BinOp::MatrixMultiply, false) => "matmul",
+        (BinOp::Multiply, false) => "mul",
+        (BinOp::Remainder, false) => "mod",
+        (BinOp::Or, false) => "or_",
+        (BinOp::Power, false) => "pow",
+        (BinOp::Rshift, false) => "rshift",
+        (BinOp::Subtract, false) => "sub",
+        (BinOp::TrueDivide, false) => "truediv",
+        (BinOp::Xor, false) => "xor",
+        (BinOp::Subscr, _) => "getitem",
+        (BinOp::Add, true) => "iadd",
+        (BinOp::And, true) => "iand",
+        (BinOp::FloorDivide, true) => "ifloordiv",
+        (BinOp::Lshift, true) => "ilshift",
+        (BinOp::MatrixMultiply, true) => "imatmul",
+        (BinOp::Multiply, true) => "imul",
+        (BinOp::Remainder, true) => "imod",
+        (BinOp::Or, true) => "ior",
+        (BinOp::Power, true) => "ipow",
+        (BinOp::Rshift, true) => "irshift",
+        (BinOp::Subtract, true) => "isub",
+        (BinOp::TrueDivide, true) => "itruediv",
+        (BinOp::Xor, true) => "ixor",
+    }
+}
+
+const COMPARE_NAMES: [&str; 6] = ["lt", "le", "eq", "ne", "gt", "ge"];
+
+/// The methods of a tuple subclass that must be tuple's for its instances to act as tuples.
+const TUPLE_BEHAVIOUR: &[&str] = &[
+    "__len__",
+    "__getitem__",
+    "__iter__",
+    "__bool__",
+    "__contains__",
+    "__eq__",
+    "__ne__",
+    "__hash__",
+    "__getattribute__",
+    "__init__",
+];
+
+/// The binary operators, for `operator`'s functions of them (`binop_name` names each).
+const BINARY_OPS: [BinOp; 14] = [
+    BinOp::Add,
+    BinOp::And,
+    BinOp::FloorDivide,
+    BinOp::Lshift,
+    BinOp::MatrixMultiply,
+    BinOp::Multiply,
+    BinOp::Remainder,
+    BinOp::Or,
+    BinOp::Power,
+    BinOp::Rshift,
+    BinOp::Subtract,
+    BinOp::TrueDivide,
+    BinOp::Xor,
+    BinOp::Subscr,
+];
+
+/// Builtins that are pure on constants: called on known values while translating.
+const PURE_BUILTINS: &[&str] = &[
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "callable",
+    "chr",
+    "complex",
+    "divmod",
+    "float",
+    "format",
+    "frozenset",
+    "hash",
+    "hex",
+    "int",
+    "isinstance",
+    "issubclass",
+    "len",
+    "max",
+    "min",
+    "oct",
+    "ord",
+    "pow",
+    "repr",
+    "round",
+    "sorted",
+    "str",
+    "sum",
+    "type",
+    "bytes",
+    "hasattr",
+    "getattr",
+    "slice",
+];
+
+/// Instances of the builtin containers whose contents may change under the same identity,
+/// subclasses included.
+fn is_builtin_container(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyDict>()
+        || obj.is_instance_of::<pyo3::types::PySet>()
+        || obj.is_instance_of::<pyo3::types::PyByteArray>()
+}
+
+/// The methods of its argument's class a builtin or an operation runs, in the order it
+/// falls back to them (`str()` of an object whose `__str__` is `object`'s runs `__repr__`).
+/// With none listed (an operator's `__add__`, `abs()`), it runs one `object` lacks.
+fn methods_of_builtin(builtin: &str) -> &'static [&'static str] {
+    match builtin {
+        "repr" | "ascii" => &["__repr__"],
+        "str" => &["__str__", "__repr__"],
+        "format" => &["__format__", "__str__", "__repr__"],
+        "hash" => &["__hash__"],
+        // `x in container`: the container's `__contains__`, the item's hash and `==`.
+        "in" => &["__contains__"],
+        "member" => &["__hash__", "__eq__"],
+        "len" => &["__len__"],
+        // Either side's, reflected ones included, and `==` of the items of containers.
+        "lt" | "le" | "eq" | "ne" | "gt" | "ge" => {
+            &["__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"]
+        }
+        _ => &[],
+    }
+}
+
+/// `dict.keys()`, `values()` or `items()` (of a dict the translation reads or made).
+fn is_dict_view(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let ty = obj.get_type();
+    Ok(ty.getattr("__module__")?.extract::<String>()? == "builtins"
+        && matches!(ty.name()?.to_str()?, "dict_keys" | "dict_values" | "dict_items"))
+}
+
+/// A call's positional and keyword arguments, as Python values.
+type CallArguments<'py> = (Bound<'py, PyTuple>, Bound<'py, PyDict>);
+
+/// An int or a float (not a bool): what a dynamic source may hold.
+fn is_number(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<PyInt>() || obj.is_exact_instance_of::<PyFloat>()
+}
+
+/// `items` repeated `times` times (none for a negative count), as `sequence * times`.
+fn repeated(items: &[Vid], times: isize) -> Res<Vec<Vid>> {
+    let times = times.max(0) as usize;
+    if items.len().saturating_mul(times) > MAX_MADE_ITEMS {
+        return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
+    }
+    Ok(items.repeat(times))
+}
+
+/// Immutable values a translation may embed as constants.
+fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    is_value_type(obj)
+        || obj.is(py.Ellipsis())
+        || obj.is(py.NotImplemented())
+        || obj.is_instance_of::<PyType>()
+        || obj.is_exact_instance_of::<PyFrozenSet>()
+        || obj.is_exact_instance_of::<pyo3::types::PySlice>()
+        || obj
+            .cast::<PyTuple>()
+            .is_ok_and(|t| t.iter().all(|i| is_immutable(&i)))
+}
+
+impl<'py, 'b> Vm<'py, 'b> {
+    pub fn new(
+        py: Python<'py>,
+        table: &'static Table,
+        backend: &'b Backend<'py>,
+        sources: SourceTable,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            py,
+            table,
+            backend,
+            values: Vec::new(),
+            cells: Vec::new(),
+            sources,
+            guards: Vec::new(),
+            graph: Graph::default(),
+            side_effects: Vec::new(),
+            by_source: HashMap::new(),
+            input_tensors: HashMap::new(),
+            stored_attrs: Vec::new(),
+            stored_globals: Vec::new(),
+            mutated: HashMap::new(),
+            depth: 0,
+            ops: Ops::new(py)?,
+            null_substitute: null_substitute(table, py)?,
+            top_arguments: 0,
+            top_freevars: 0,
+            top_globals: None,
+            location: (-1, String::new()),
+            exc_stack: Vec::new(),
+            cell_objects: HashMap::new(),
+            outside_cells: HashMap::new(),
+            steps: 0,
+            nesting: 0,
+            lasti_values: std::collections::HashSet::new(),
+            exception_slots: HashMap::new(),
+            unhandled_groups: std::collections::HashSet::new(),
+            made_at: Vec::new(),
+            chained: std::collections::HashSet::new(),
+            caught_exceptions: HashMap::new(),
+            seen_raised: std::collections::HashSet::new(),
+            top_pc: usize::MAX,
+            break_before: HashMap::new(),
+        })
+    }
+}
+
+/// Whether the class's instances have a `__dict__` (else only their slots).
+fn has_instance_dict(class: &Bound<'_, PyAny>) -> bool {
+    class
+        .getattr("__dictoffset__")
+        .and_then(|d| d.extract::<isize>())
+        .unwrap_or(0)
+        != 0
+}
+
+/// A C function bound to a class (a classmethod written in C, as `PyLayer.apply`).
+fn is_class_bound_builtin(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(obj.is_instance_of::<pyo3::types::PyCFunction>()
+        && obj
+            .getattr("__self__")
+            .is_ok_and(|owner| owner.is_instance_of::<PyType>()))
+}
+
+fn qualname(obj: &Bound<'_, PyAny>) -> String {
+    obj.getattr("__qualname__")
+        .or_else(|_| obj.getattr("__name__"))
+        .map_or_else(
+            |_| obj.get_type().name().map_or("?".into(), |n| n.to_string()),
+            |n| n.to_string(),
+        )
+}

@@ -1,0 +1,151 @@
+//! Variables, cells and globals.
+
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    pub(super) fn global(&mut self, frame: &Frame<'py>, name: &str) -> Res<Vid> {
+        if let Some((_, stored)) = self.stored_globals.iter().rev().find(|(n, _)| n == name) {
+            return match stored {
+                Some(vid) => Ok(*vid),
+                None => Err(Problem::Python(pyo3::exceptions::PyNameError::new_err(format!(
+                    "name '{name}' is not defined"
+                )))),
+            };
+        }
+        let key = PyString::new(self.py, name);
+        let in_globals = frame.globals.get_item(&key).ok();
+        let top_globals = self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g));
+        if let Some(value) = in_globals {
+            if top_globals {
+                return Ok(self.value_of_source(Source::Global(name_ref(self.py, name)), value));
+            }
+            return self.foreign_global(frame, name, value);
+        }
+        // The builtins' namespace, not the module's attributes (a module has
+        // `__annotations__` and the like that no name lookup finds).
+        let value = self
+            .ops
+            .builtins
+            .getattr("__dict__")?
+            .get_item(name)
+            .map_err(|_| {
+                Problem::Python(pyo3::exceptions::PyNameError::new_err(format!(
+                    "name '{name}' is not defined"
+                )))
+            })?;
+        if top_globals {
+            return Ok(self.value_of_source(Source::Builtin(name_ref(self.py, name)), value));
+        }
+        // A builtin read by a callee of another module: a constant of the translation.
+        Ok(self.constant(value))
+    }
+
+    /// A global of an inlined function from another module: read through the
+    /// function's `__globals__` where the function has a source, else a constant
+    /// only if it is immutable or callable (module-level functions and classes).
+    pub(super) fn foreign_global(
+        &mut self,
+        frame: &Frame<'py>,
+        name: &str,
+        value: Bound<'py, PyAny>,
+    ) -> Res<Vid> {
+        if let Some(globals) = frame.globals_source {
+            let key = PyString::new(self.py, name).into_any();
+            return Ok(self.value_of_source(Source::Item(globals, StrongRef::new(&key)), value));
+        }
+        if is_immutable(&value) || value.is_callable() {
+            Ok(self.constant(value))
+        } else {
+            unsupported(format!(
+                "global {name} of another module, reached without a source"
+            ))
+        }
+    }
+
+    pub(super) fn cell_of(&self, frame: &Frame<'py>, arg: Arg) -> Res<usize> {
+        match self.val(frame.locals[Self::var_at(arg)?]) {
+            Val::Cell(c) => Ok(*c),
+            _ => unsupported("a cell variable without its cell"),
+        }
+    }
+
+    pub(super) fn store_cell(&mut self, cell: usize, value: Option<Vid>) -> Res<()> {
+        // A cell of the translated function's closure lives on after the call: its
+        // new contents are stored after the graph runs.
+        if cell < self.top_freevars {
+            let Some(value) = value else {
+                return unsupported("deletion of a variable of an enclosing function");
+            };
+            self.side_effects
+                .push(SideEffect::StoreFree { index: cell, value });
+        } else if let Some(source) = self.outside_cells.get(&cell).copied() {
+            let Some(value) = value else {
+                return unsupported("deletion of a variable of an enclosing function");
+            };
+            self.side_effects
+                .push(SideEffect::StoreCell { cell: source, value });
+        }
+        self.cells[cell] = value;
+        Ok(())
+    }
+
+    pub(super) fn store_global(&mut self, frame: &Frame<'py>, name: String, value: Option<Vid>) -> Res<()> {
+        if !self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g)) {
+            return unsupported("assignment to a global of another module");
+        }
+        self.side_effects.push(match value {
+            Some(value) => SideEffect::StoreGlobal {
+                name: name.clone(),
+                value,
+            },
+            None => SideEffect::DeleteGlobal { name: name.clone() },
+        });
+        self.stored_globals.push((name, value));
+        Ok(())
+    }
+
+    /// Whether storing over (or deleting) a variable of the top frame holding `old` drops
+    /// an object whose death is watched, that nothing else the translation knows holds: an
+    /// item of a list from the frame that the translation emptied (what a resume function
+    /// takes from its box). The generated code stores at its end or at a break, later than
+    /// the original drops it.
+    pub(super) fn drops_a_watched_object(&self, old: Vid) -> Res<bool> {
+        let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(old)
+        else {
+            return Ok(false);
+        };
+        let Source::Item(container, _) = &self.sources.sources[*source] else {
+            return Ok(false);
+        };
+        let emptied = self
+            .by_source
+            .get(container)
+            .and_then(|list| match self.val(*list) {
+                Val::Obj { obj: list, .. } => self.mutated.get(&(list.as_ptr() as usize)).copied(),
+                _ => None,
+            })
+            .is_some_and(|copy| matches!(self.val(copy), Val::List(items) if items.is_empty()));
+        if !emptied {
+            return Ok(false);
+        }
+        // Watched: a proxy (using it raises once the object died), a reference with a
+        // callback (a WeakValueDictionary's, a WeakSet's...), a `__del__`. A plain reference
+        // without one is not counted: framehook's own identity guards hold such ones.
+        let weakref = import(self.py, "weakref")?;
+        let proxies = (
+            weakref.getattr("ProxyType")?,
+            weakref.getattr("CallableProxyType")?,
+        );
+        for reference in weakref.getattr("getweakrefs")?.call1((obj,))?.try_iter()? {
+            let reference = reference?;
+            let kind = reference.get_type();
+            if kind.is(&proxies.0) || kind.is(&proxies.1) || !reference.getattr("__callback__")?.is_none() {
+                return Ok(true);
+            }
+        }
+        Ok(self.type_lookup(&obj.get_type().into_any(), "__del__")?.is_some())
+    }
+}

@@ -1,0 +1,760 @@
+//! The object protocol over values: truth, items, binary operators, comparison and identity, containment, subscripts.
+
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    pub(super) fn truthy(&mut self, vid: Vid) -> Res<bool> {
+        let vid = self.realize(vid)?;
+        match self.val(vid) {
+            Val::Tensor { .. } => graph_break("data-dependent branch on a tensor's value"),
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::NamedTuple { items, .. } => {
+                Ok(!items.is_empty())
+            }
+            Val::Dict(items) => Ok(!items.is_empty()),
+            Val::DictView { dict, .. } => self.truthy(*dict),
+            Val::Function(_)
+            | Val::Method { .. }
+            | Val::DictIter(_)
+            | Val::TensorMethod { .. }
+            | Val::ContainerMethod { .. }
+            | Val::Iter { .. }
+            | Val::ListIter { .. }
+            | Val::Lazy(_)
+            | Val::Generator(_)
+            | Val::Interpolation(_)
+            | Val::Template(_) => Ok(true),
+            Val::Obj { obj, source } => {
+                let (obj, source) = (obj.clone(), *source);
+                if let Some(source) = source {
+                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
+                        return self.truthy(copy);
+                    }
+                    if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyDict>() {
+                        self.guard_type(vid);
+                        self.add_guard(source, Check::Len(obj.len()?));
+                        return Ok(obj.len()? > 0);
+                    }
+                    if !is_value_type(&obj) {
+                        let class = obj.get_type().into_any();
+                        return match self.inlined_truth(vid, &class)? {
+                            Some(truth) => Ok(truth),
+                            None => {
+                                self.guard_type(vid);
+                                Ok(true)
+                            }
+                        };
+                    }
+                    self.guard_value(source, &obj)?;
+                }
+                Ok(obj.is_truthy()?)
+            }
+            Val::Object { class, .. } => {
+                let class = class.clone();
+                Ok(self.inlined_truth(vid, &class)?.unwrap_or(true))
+            }
+            _ => self.concrete(vid)?.is_truthy().map_err(Problem::from),
+        }
+    }
+
+    /// The truth of an instance of `class` as CPython finds it: its `__bool__`, else its
+    /// `__len__`, inlined where it is Python code (it may read state that changes under the
+    /// same identity), its result checked as CPython checks it. None where the class has
+    /// neither: the object is true.
+    pub(super) fn inlined_truth(&mut self, vid: Vid, class: &Bound<'py, PyAny>) -> Res<Option<bool>> {
+        for name in ["__bool__", "__len__"] {
+            let Some(method) = self.type_lookup(class, name)? else {
+                continue;
+            };
+            if !method.is_instance(&self.ops.function_type)? {
+                return unsupported(format!(
+                    "truth value of a {} object (its {name} is not Python code)",
+                    qualname(class)
+                ));
+            }
+            self.guard_type(vid);
+            let function = self.constant(method);
+            let result = self.call(function, vec![vid], vec![])?;
+            let result_type = self.type_of(result)?;
+            let fits = if name == "__bool__" {
+                result_type.is(self.py.get_type::<PyBool>())
+            } else {
+                result_type.is(self.py.get_type::<PyInt>())
+                    && self.concrete(result)?.extract::<i64>().is_ok_and(|n| n >= 0)
+            };
+            if !fits {
+                return graph_break(format!(
+                    "truth value of a {} object: its {name} gave a value CPython would check",
+                    qualname(class)
+                ));
+            }
+            return self.truthy(result).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// The items of an iterable, known while translating (iteration unrolls).
+    pub(super) fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>> {
+        let vid = self.realize(vid)?;
+        match self.val(vid).clone_val() {
+            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::NamedTuple { items, .. } => {
+                Ok(items)
+            }
+            Val::Dict(items) => Ok(items.iter().map(|(k, _)| *k).collect()),
+            Val::DictView { dict, part } => match part {
+                DictPart::Keys => self.items_of(dict),
+                DictPart::Values => Ok(self.dict_items(dict)?.into_iter().map(|(_, v)| v).collect()),
+                DictPart::Items => Ok(self
+                    .dict_items(dict)?
+                    .into_iter()
+                    .map(|(k, v)| self.tuple_of(vec![k, v]))
+                    .collect()),
+            },
+            // A template iterates over its non-empty strings and its interpolations.
+            Val::Template(parts) => {
+                let mut items = Vec::with_capacity(parts.len());
+                for (index, part) in parts.into_iter().enumerate() {
+                    if index % 2 == 1 || !self.concrete(part)?.is_empty()? {
+                        items.push(part);
+                    }
+                }
+                Ok(items)
+            }
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) | Val::Lazy(_) => {
+                let mut items = Vec::new();
+                while let Some(item) = self.advance(vid)? {
+                    items.push(item);
+                }
+                Ok(items)
+            }
+            Val::Constructed {
+                obj, args, kwargs, ..
+            } => {
+                // Made from arguments the same on every call, and iterating it (read only)
+                // yields what it was made of: each item is the argument that is that object.
+                let made_of = [args, kwargs];
+                let items: Vec<Bound<'py, PyAny>> =
+                    with_session(None, || obj.try_iter()?.collect::<PyResult<_>>())?;
+                items
+                    .into_iter()
+                    .map(|item| match self.argument_that_is(&made_of, &item) {
+                        Some(argument) => Ok(argument),
+                        None if is_immutable(&item) => Ok(self.constant(item)),
+                        None => unsupported(format!(
+                            "an item of a {} the translation made that is none of the objects it was made from",
+                            qualname(&obj.get_type().into_any())
+                        )),
+                    })
+                    .collect()
+            }
+            Val::Tensor { example, .. } => {
+                let rows = example
+                    .len()
+                    .map_err(|_| Problem::Break("iteration over a 0-d tensor".into()))?;
+                let getitem = self.ops.op("getitem")?;
+                (0..rows)
+                    .map(|i| {
+                        let index = self.constant(i.into_pyobject(self.py)?.into_any());
+                        self.record(&getitem, vec![vid, index], vec![])
+                    })
+                    .collect()
+            }
+            Val::Obj { obj, source } => {
+                if let Some(source) = source {
+                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
+                        return self.items_of(*copy);
+                    }
+                    if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
+                        self.guard_type(vid);
+                        let len = obj.len()?;
+                        self.add_guard(source, Check::Len(len));
+                        return (0..len)
+                            .map(|i| {
+                                let item = obj.get_item(i)?;
+                                let key = i.into_pyobject(self.py)?.into_any();
+                                Ok(self.value_of_source(Source::Item(source, StrongRef::new(&key)), item))
+                            })
+                            .collect();
+                    }
+                    if obj.is_exact_instance_of::<PyDict>() {
+                        let keys = PyTuple::new(self.py, obj.cast::<PyDict>().map_err(PyErr::from)?.keys())?;
+                        self.guard_type(vid);
+                        self.add_guard(source, Check::Keys(StrongRef::new(keys.as_any())));
+                        return Ok(keys.iter().map(|k| self.constant(k)).collect());
+                    }
+                    if self.is_ordered_dict(&obj) {
+                        // Its own order (the dict's may differ after `move_to_end`).
+                        let keys = PyTuple::new(self.py, obj.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+                        let check = Check::OrderedKeys {
+                            ty: StrongRef::new(&self.ops.ordered_dict_type),
+                            keys: StrongRef::new(keys.as_any()),
+                        };
+                        self.add_guard(source, check);
+                        return Ok(keys.iter().map(|k| self.constant(k)).collect());
+                    }
+                }
+                let safe = obj.is_exact_instance_of::<PyString>()
+                    || obj.is_exact_instance_of::<PyTuple>()
+                    || obj.is_exact_instance_of::<PyFrozenSet>()
+                    || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
+                    || obj.get_type().is(&self.ops.range_type)
+                    || self.is_template(&obj)
+                    || self.backend.is_constant_value(&obj);
+                if !safe {
+                    return unsupported(format!("iteration over {}", obj.get_type().name()?));
+                }
+                let obj = self.concrete(vid)?;
+                // `range(sys.maxsize)` (its length may not even fit): iterated lazily
+                // (`iterator`), never listed.
+                if obj.get_type().is(&self.ops.range_type) && obj.len().map_or(true, |n| n > MAX_MADE_ITEMS) {
+                    return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
+                }
+                let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
+                Ok(items.into_iter().map(|i| self.constant(i)).collect())
+            }
+            _ => unsupported("iteration over an internal value"),
+        }
+    }
+
+    /// The items of sequence `left` `+` `right` (where `may_add`: `right`'s items
+    /// appended) or `*` an exact int; None for any other operation.
+    pub(super) fn joined_items(
+        &mut self,
+        op: BinOp,
+        left: Vid,
+        right: Vid,
+        may_add: bool,
+    ) -> Res<Option<Vec<Vid>>> {
+        Ok(match op {
+            BinOp::Add if may_add => {
+                let mut items = self.items_of(left)?;
+                items.extend(self.items_of(right)?);
+                Some(items)
+            }
+            BinOp::Multiply => match self.exact_int(right)? {
+                Some(times) => Some(repeated(&self.items_of(left)?, times)?),
+                None => None,
+            },
+            _ => None,
+        })
+    }
+
+    pub(super) fn binary(&mut self, left: Vid, right: Vid, op: BinOp, inplace: bool) -> Res<Vid> {
+        if op == BinOp::Subscr {
+            return self.subscript(left, right);
+        }
+        let left = self.realize_tensor(left)?;
+        // A list's `+=` (extend, by any iterable) and `*=` change it in place (one from the
+        // frame through its mutable copy).
+        let changes_a_list = match self.val(left) {
+            Val::List(_) => true,
+            Val::Obj { obj, source: Some(_) } => obj.is_exact_instance_of::<PyList>(),
+            _ => false,
+        };
+        if inplace && changes_a_list {
+            if let Some(items) = self.joined_items(op, left, right, true)? {
+                let list = self.mutable_copy(left)?.unwrap_or(left);
+                self.values[list] = Val::List(items);
+                return Ok(left);
+            }
+        }
+        // Concatenating and repeating containers the translation made (list + list,
+        // tuple + tuple, by an int); anything else is Python's operator on real values.
+        let left_is_list = match self.val(left) {
+            Val::List(_) => Some(true),
+            Val::Tuple(_) => Some(false),
+            // A list or tuple from the frame, by its items (guarded as it is read).
+            Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyList>() => Some(true),
+            Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyTuple>() => Some(false),
+            _ => None,
+        };
+        if let Some(is_list) = left_is_list {
+            let may_add = op == BinOp::Add && self.is_exact_sequence(right, is_list);
+            if let Some(items) = self.joined_items(op, left, right, may_add)? {
+                return Ok(self.push_val(if is_list {
+                    Val::List(items)
+                } else {
+                    Val::Tuple(items)
+                }));
+            }
+        }
+        // Computed while translating, an in-place operator would change the object then
+        // (and the result would be a copy): only immutable values are.
+        let mutable = match self.val(left) {
+            Val::List(_) | Val::Dict(_) | Val::Set(_) => true,
+            Val::Obj { obj, .. } => !is_immutable(obj) && !self.backend.is_tensor(obj),
+            _ => false,
+        };
+        if inplace && mutable {
+            return unsupported("an in-place operator on a mutable value");
+        }
+        self.operator_call(binop_name(op, inplace), vec![left, right])
+    }
+
+    /// Whether `vid` is a list (`list`) or a tuple, of exactly that type.
+    pub(super) fn is_exact_sequence(&self, vid: Vid, list: bool) -> bool {
+        match self.val(vid) {
+            Val::List(_) => list,
+            Val::Tuple(_) => !list,
+            Val::Obj { obj, .. } if list => obj.is_exact_instance_of::<PyList>(),
+            Val::Obj { obj, .. } => obj.is_exact_instance_of::<PyTuple>(),
+            _ => false,
+        }
+    }
+
+    /// The value of `vid` when it is an `int` or a `bool` that fits an `isize` (specialized).
+    pub(super) fn exact_int(&mut self, vid: Vid) -> Res<Option<isize>> {
+        let is_int = match self.val(vid) {
+            Val::Obj { obj, .. } | Val::Scalar { example: obj, .. } => {
+                obj.is_exact_instance_of::<PyInt>() || obj.is_exact_instance_of::<PyBool>()
+            }
+            _ => false,
+        };
+        if !is_int {
+            return Ok(None);
+        }
+        Ok(self.concrete(vid)?.extract::<isize>().ok())
+    }
+
+    /// `left <name> right` where an operand is an object the translation made: its class's
+    /// Python rich comparison, inlined, then the other operand's reflected one (first where
+    /// its class is a subclass of the left's) when missing or `NotImplemented`; past both,
+    /// `==` and `!=` compare identity. None when neither operand is such an object.
+    pub(super) fn compare_made_objects(&mut self, name: &str, left: Vid, right: Vid) -> Res<Option<Vid>> {
+        let class_of = |vm: &Self, v: Vid| match vm.val(v) {
+            Val::Object { class, .. } => Some(class.clone()),
+            _ => None,
+        };
+        let (left_class, right_class) = (class_of(self, left), class_of(self, right));
+        if left_class.is_none() && right_class.is_none() {
+            return Ok(None);
+        }
+        let reflected = match name {
+            "lt" => "gt",
+            "le" => "ge",
+            "gt" => "lt",
+            "ge" => "le",
+            same => same,
+        };
+        let right_first = match (&left_class, &right_class) {
+            (Some(l), Some(r)) => !l.is(r) && r.cast::<PyType>().map_err(PyErr::from)?.is_subclass(l)?,
+            _ => false,
+        };
+        let mut attempts = [
+            (left, &left_class, name, right),
+            (right, &right_class, reflected, left),
+        ];
+        if right_first {
+            attempts.swap(0, 1);
+        }
+        for (receiver, class, method, other) in attempts {
+            let Some(class) = class else { continue };
+            let found = self.type_lookup(class, &format!("__{method}__"))?;
+            let is_python = |f: &Bound<'py, PyAny>| f.is_instance(&self.ops.function_type).unwrap_or(false);
+            // `object.__ne__` answers the inverse of `__eq__` (unless that declines).
+            let inverse_of_eq = method == "ne"
+                && found.as_ref().is_some_and(|f| {
+                    builtin(self.py, "object")
+                        .and_then(|o| o.getattr("__ne__"))
+                        .is_ok_and(|default| f.is(&default))
+                });
+            let function = if inverse_of_eq {
+                self.type_lookup(class, "__eq__")?.filter(is_python)
+            } else {
+                found.filter(is_python)
+            };
+            let Some(function) = function else { continue };
+            let function = self.constant(function);
+            let result = self.call(function, vec![receiver, other], vec![])?;
+            let declined =
+                matches!(self.val(result), Val::Obj { obj, .. } if obj.is(self.py.NotImplemented()));
+            if declined {
+                continue;
+            }
+            if inverse_of_eq {
+                let equal = self.truthy(result)?;
+                return Ok(Some(self.boolean(!equal)));
+            }
+            return Ok(Some(result));
+        }
+        match name {
+            "eq" | "ne" => {
+                let same = self.identical(left, right)?;
+                Ok(Some(self.boolean(same == (name == "eq"))))
+            }
+            _ => {
+                let symbol = match name {
+                    "lt" => "<",
+                    "le" => "<=",
+                    "gt" => ">",
+                    _ => ">=",
+                };
+                let (left_type, right_type) = (self.type_of(left)?, self.type_of(right)?);
+                Err(Problem::Python(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "'{symbol}' not supported between instances of '{}' and '{}'",
+                    left_type.getattr("__name__")?,
+                    right_type.getattr("__name__")?
+                ))))
+            }
+        }
+    }
+
+    pub(super) fn identical(&mut self, left: Vid, right: Vid) -> Res<bool> {
+        if left == right {
+            return Ok(true);
+        }
+        let (left, right) = (self.realize(left)?, self.realize(right)?);
+        let kind = |v: &Val<'py>| match v {
+            Val::Obj { .. } => 0,
+            Val::Tensor { .. } => 1,
+            _ => 2,
+        };
+        match (kind(self.val(left)), kind(self.val(right))) {
+            (0, 0) => {
+                let sourced = |vm: &Self, v: Vid| matches!(vm.val(v), Val::Obj { source: Some(_), .. });
+                let (a, b) = match (self.val(left), self.val(right)) {
+                    (Val::Obj { obj: a, .. }, Val::Obj { obj: b, .. }) => (a.clone(), b.clone()),
+                    _ => unreachable!(),
+                };
+                let same = a.is(&b);
+                // `x is None` and the like: when they differ, x's type (not its identity)
+                // says so whenever the constant's type has one value only.
+                for (value, other, constant) in [(left, &b, right), (right, &a, left)] {
+                    let singleton = other.is_none()
+                        || other.is_exact_instance_of::<PyBool>()
+                        || other.is(self.py.Ellipsis())
+                        || other.is(self.py.NotImplemented());
+                    if singleton && sourced(self, value) && !sourced(self, constant) {
+                        let value_type = self.type_of(value)?;
+                        if same || value_type.is(other.get_type()) {
+                            self.concrete(value)?;
+                        }
+                        return Ok(same);
+                    }
+                }
+                let (a, b) = (self.identity_of(left)?, self.identity_of(right)?);
+                Ok(a.is(&b))
+            }
+            (1, 1) => {
+                let (Val::Tensor { example: a, .. }, Val::Tensor { example: b, .. }) =
+                    (self.val(left), self.val(right))
+                else {
+                    unreachable!()
+                };
+                Ok(a.is(b))
+            }
+            // A tensor, container or function of the translation is never a frame object.
+            _ => {
+                for v in [left, right] {
+                    if let Val::Obj { obj, .. } = self.val(v) {
+                        let obj = obj.clone();
+                        self.guard_type(v);
+                        if obj.is_none() {
+                            let _ = self.concrete(v)?;
+                        }
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    pub(super) fn contains(&mut self, container: Vid, item: Vid) -> Res<bool> {
+        let container = self.realize(container)?;
+        if let Val::Dict(items) = self.val(container).clone_val() {
+            let key = self.concrete(item)?;
+            return Ok(self.find_dict_key(&items, &key)?.is_some());
+        }
+        if let Val::DictView {
+            dict,
+            part: DictPart::Keys,
+        } = self.val(container)
+        {
+            return self.contains(*dict, item);
+        }
+        if self.is_tensor_val(container) || self.is_tensor_val(item) {
+            return graph_break("tensor to python: `in` on tensors (data-dependent)");
+        }
+        if let Val::Obj { obj, source: Some(s) } = self.val(container) {
+            let (obj, s) = (obj.clone(), *s);
+            if !self.mutated.contains_key(&(obj.as_ptr() as usize)) && obj.is_exact_instance_of::<PyDict>() {
+                // Only the key's presence is guarded, not the whole dict.
+                self.guard_type(container);
+                let key = self.concrete(item)?;
+                self.check_native_key(&key)?;
+                let found = obj.contains(&key)?;
+                let key_source = self.intern(Source::Item(s, StrongRef::new(&key)));
+                self.add_guard(key_source, if found { Check::Present } else { Check::Absent });
+                return Ok(found);
+            }
+        }
+        if let Val::Tuple(_) | Val::List(_) | Val::Set(_) | Val::Obj { .. } = self.val(container) {
+            let sequence = match self.val(container) {
+                Val::Obj { obj, source: Some(_) } => {
+                    obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>()
+                }
+                Val::Obj { .. } => false,
+                _ => true,
+            };
+            if sequence {
+                let elements = self.items_of(container)?;
+                if matches!(self.val(container), Val::Set(_)) {
+                    let key = self.concrete(item)?;
+                    return Ok(self.find_key(&elements, &key)?.is_some());
+                }
+                for element in elements {
+                    if self.equal_items(element, item)? {
+                        return Ok(true);
+                    }
+                }
+                return Ok(false);
+            }
+        }
+        // Computed now where no method of either runs Python code that may answer otherwise
+        // on a later call (a container's `__contains__`, an item's `__hash__` or `__eq__`).
+        let c = self.folded_argument(container, "in")?;
+        let i = self.folded_argument(item, "member")?;
+        match (c, i) {
+            (Some(c), Some(i)) => Ok(c.contains(i)?),
+            (None, _) => self.refuse_folding("`in`", container),
+            (_, None) => self.refuse_folding("`in`", item),
+        }
+    }
+
+    pub(super) fn subscript(&mut self, container: Vid, key: Vid) -> Res<Vid> {
+        let container = self.realize(container)?;
+        match self.val(container).clone_val() {
+            Val::Tensor { .. } => {
+                let getitem = self.ops.op("getitem")?;
+                self.record(&getitem, vec![container, key], vec![])
+            }
+            Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. } => {
+                let is_list = matches!(self.val(container), Val::List(_));
+                let key_obj = self.concrete(key)?;
+                if let Ok(index) = key_obj.extract::<isize>() {
+                    let len = items.len() as isize;
+                    let at = if index < 0 { index + len } else { index };
+                    if at < 0 || at >= len {
+                        return Err(Problem::Python(pyo3::exceptions::PyIndexError::new_err(
+                            "index out of range",
+                        )));
+                    }
+                    return Ok(items[at as usize]);
+                }
+                let indices = builtin(self.py, "range")?
+                    .call1((items.len(),))?
+                    .get_item(&key_obj)?;
+                let picked: Vec<Vid> = indices
+                    .try_iter()?
+                    .map(|i| Ok(items[i?.extract::<usize>()?]))
+                    .collect::<PyResult<_>>()?;
+                Ok(self.push_val(if is_list {
+                    Val::List(picked)
+                } else {
+                    Val::Tuple(picked)
+                }))
+            }
+            Val::Dict(items) => {
+                let key_obj = self.concrete(key)?;
+                match self.find_dict_key(&items, &key_obj)? {
+                    Some(index) => Ok(items[index].1),
+                    None => Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                        key_obj.unbind(),
+                    ))),
+                }
+            }
+            Val::Obj { obj, source } => {
+                if source.is_some() {
+                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
+                        return self.subscript(copy, key);
+                    }
+                }
+                if self.contains_tensor(key) {
+                    return graph_break("tensor to python: indexing a Python container with a tensor");
+                }
+                let key_obj = self.concrete(key)?;
+                let plain = obj.is_exact_instance_of::<PyList>()
+                    || obj.is_exact_instance_of::<PyTuple>()
+                    || obj.is_exact_instance_of::<PyDict>()
+                    || self.is_ordered_dict(&obj)
+                    || is_immutable(&obj)
+                    || self.backend.is_constant_value(&obj);
+                if !plain {
+                    let getitem = self.type_lookup(&obj.get_type().into_any(), "__getitem__")?;
+                    if let Some(getitem) =
+                        getitem.filter(|g| g.is_instance(&self.ops.function_type).unwrap_or(false))
+                    {
+                        let function = self.constant(getitem);
+                        return self.call(function, vec![container, key], vec![]);
+                    }
+                    return unsupported(format!("indexing a {}", obj.get_type().name()?));
+                }
+                let mapping = obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(&obj);
+                if mapping {
+                    self.check_native_key(&key_obj)?;
+                }
+                let value = obj.get_item(&key_obj)?;
+                match source {
+                    Some(s) if !is_immutable(&obj) => {
+                        self.guard_type(container);
+                        if !key_obj.is_instance_of::<pyo3::types::PySlice>() {
+                            if mapping {
+                                return Ok(
+                                    self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value)
+                                );
+                            }
+                            self.add_guard(s, Check::Len(obj.len()?));
+                            return Ok(self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value));
+                        }
+                        // A slice of a list or tuple from the frame: its items, each from
+                        // its source, in a container of the same type.
+                        let items = self.items_of(container)?;
+                        let key = self.constant(key_obj);
+                        let copy = self.push_val(if obj.is_exact_instance_of::<PyTuple>() {
+                            Val::Tuple(items)
+                        } else {
+                            Val::List(items)
+                        });
+                        self.subscript(copy, key)
+                    }
+                    _ => {
+                        let _ = self.concrete(container)?;
+                        Ok(self.wrap_result(value))
+                    }
+                }
+            }
+            _ => unsupported("indexing an internal value"),
+        }
+    }
+
+    /// A symbolic copy of a list, tuple or dict from the frame for reading (the mutated copy
+    /// once there is one).
+    pub(super) fn readonly_copy(&mut self, container: Vid) -> Res<Option<Vid>> {
+        let Val::Obj { obj, source: Some(_) } = self.val(container) else {
+            return Ok(None);
+        };
+        let obj = obj.clone();
+        if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
+            return Ok(Some(*copy));
+        }
+        if obj.is_exact_instance_of::<PyList>() {
+            let items = self.items_of(container)?;
+            return Ok(Some(self.push_val(Val::List(items))));
+        }
+        if obj.is_exact_instance_of::<PyTuple>() {
+            let items = self.items_of(container)?;
+            return Ok(Some(self.push_val(Val::Tuple(items))));
+        }
+        let pairs = self.dict_items(container)?;
+        Ok(Some(self.push_val(Val::Dict(pairs))))
+    }
+
+    /// The symbolic copy of a list or dict from the frame, made on its first mutation
+    /// and written back to it after the graph runs.
+    pub(super) fn mutable_copy(&mut self, container: Vid) -> Res<Option<Vid>> {
+        let Val::Obj { obj, source: Some(s) } = self.val(container) else {
+            return Ok(None);
+        };
+        let (obj, s) = (obj.clone(), *s);
+        if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
+            return Ok(Some(*copy));
+        }
+        let (copy, before) = if obj.is_exact_instance_of::<PyList>() {
+            let items = self.items_of(container)?;
+            (self.push_val(Val::List(items)), Vec::new())
+        } else if obj.is_exact_instance_of::<PyDict>() {
+            let keys = self.items_of(container)?;
+            let mut items = Vec::with_capacity(keys.len());
+            for k in keys {
+                let v = self.subscript(container, k)?;
+                items.push((k, v));
+            }
+            (self.push_val(Val::Dict(items.clone())), items)
+        } else {
+            return Ok(None);
+        };
+        self.mutated.insert(obj.as_ptr() as usize, copy);
+        self.side_effects.push(SideEffect::Replace {
+            target: s,
+            contents: copy,
+            before,
+        });
+        Ok(Some(copy))
+    }
+
+    pub(super) fn store_subscript(&mut self, container: Vid, key: Vid, value: Vid) -> Res<()> {
+        let container = self.realize(container)?;
+        let container = self.mutable_copy(container)?.unwrap_or(container);
+        match self.val(container).clone_val() {
+            Val::Tensor { .. } => {
+                let setitem = self.ops.op("setitem")?;
+                self.record(&setitem, vec![container, key, value], vec![])?;
+                Ok(())
+            }
+            Val::List(mut items) => {
+                let key_obj = self.concrete(key)?;
+                if let Ok(index) = key_obj.extract::<isize>() {
+                    let len = items.len() as isize;
+                    let at = if index < 0 { index + len } else { index };
+                    if at < 0 || at >= len {
+                        return Err(Problem::Python(pyo3::exceptions::PyIndexError::new_err(
+                            "list assignment index out of range",
+                        )));
+                    }
+                    items[at as usize] = value;
+                } else {
+                    // A slice assignment: done on index lists.
+                    let new_items = self.items_of(value)?;
+                    let indices = PyList::new(self.py, 0..items.len())?;
+                    let replacement = PyList::new(self.py, (0..new_items.len()).map(|i| items.len() + i))?;
+                    indices.set_item(0, 0).ok();
+                    indices.as_any().set_item(&key_obj, replacement)?;
+                    let all: Vec<Vid> = items.iter().copied().chain(new_items).collect();
+                    items = indices
+                        .iter()
+                        .map(|i| Ok(all[i.extract::<usize>()?]))
+                        .collect::<PyResult<_>>()?;
+                }
+                self.values[container] = Val::List(items);
+                Ok(())
+            }
+            Val::Dict(mut items) => {
+                self.dict_set(&mut items, key, value)?;
+                self.values[container] = Val::Dict(items);
+                Ok(())
+            }
+            _ => unsupported("item assignment to an object"),
+        }
+    }
+
+    pub(super) fn delete_subscript(&mut self, container: Vid, key: Vid) -> Res<()> {
+        let container = self.realize(container)?;
+        let container = self.mutable_copy(container)?.unwrap_or(container);
+        let key_obj = self.concrete(key)?;
+        match self.val(container).clone_val() {
+            Val::List(items) => {
+                let indices = PyList::new(self.py, 0..items.len())?;
+                indices.as_any().del_item(&key_obj)?;
+                let kept = indices
+                    .iter()
+                    .map(|i| Ok(items[i.extract::<usize>()?]))
+                    .collect::<PyResult<_>>()?;
+                self.values[container] = Val::List(kept);
+                Ok(())
+            }
+            Val::Dict(mut items) => {
+                let Some(index) = self.find_dict_key(&items, &key_obj)? else {
+                    return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
+                        key_obj.unbind(),
+                    )));
+                };
+                let (k, v) = items.remove(index);
+                self.check_droppable(k)?;
+                self.check_droppable(v)?;
+                self.values[container] = Val::Dict(items);
+                self.note_keys_removed(container);
+                Ok(())
+            }
+            _ => unsupported("item deletion on an object"),
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! The graph: inputs, recorded operations and their results, tensor kinds, dynamic numbers.
+
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    /// A frame value that is a tensor becomes a graph input; anything else stays.
+    pub(super) fn realize_tensor(&mut self, vid: Vid) -> Res<Vid> {
+        if let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(vid)
+        {
+            if self.backend.is_tensor(obj) {
+                let (obj, source) = (obj.clone(), *source);
+                let check = self.backend.tensor_check(&obj)?;
+                self.add_guard(source, check);
+                let example = self.backend.example(&obj)?;
+                let sym = self.add_input(source);
+                self.input_tensors.insert(sym, obj);
+                self.values[vid] = Val::Tensor { sym, example };
+            }
+        }
+        Ok(vid)
+    }
+
+    /// A dynamic number from the frame as a graph input (guarded on its type only).
+    pub(super) fn scalar_input(&mut self, vid: Vid) -> Vid {
+        if let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(vid)
+        {
+            let (obj, source) = (obj.clone(), *source);
+            self.guard_type(vid);
+            let sym = self.add_input(source);
+            self.values[vid] = Val::Scalar {
+                sym,
+                example: obj.clone(),
+                deps: vec![(source, obj)],
+            };
+        }
+        vid
+    }
+
+    /// A new graph input's symbol. Inputs come first: met after operations were recorded,
+    /// the symbols of the operations' results are renumbered.
+    pub(super) fn add_input(&mut self, source: SourceId) -> Sym {
+        let inputs = self.graph.inputs.len();
+        self.graph.inputs.push(source);
+        if self.graph.nodes.is_empty() {
+            return inputs;
+        }
+        let shift = |sym: &mut Sym| {
+            if *sym >= inputs {
+                *sym += 1;
+            }
+        };
+        for value in &mut self.values {
+            if let Val::Tensor { sym, .. } | Val::Scalar { sym, .. } = value {
+                shift(sym);
+            }
+        }
+        for node in &mut self.graph.nodes {
+            node.visit_syms(&mut |sym| shift(sym));
+        }
+        inputs
+    }
+
+    pub(super) fn graph_arg(&mut self, vid: Vid) -> Res<(GraphArg<'py>, Bound<'py, PyAny>)> {
+        let vid = self.realize(vid)?;
+        Ok(match self.val(vid).clone_val() {
+            Val::Tensor { sym, example } => (GraphArg::Sym(sym), example),
+            Val::Tuple(items) => {
+                let (args, examples): (Vec<_>, Vec<_>) = items
+                    .iter()
+                    .map(|i| self.graph_arg(*i))
+                    .collect::<Res<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
+                (GraphArg::Tuple(args), PyTuple::new(self.py, examples)?.into_any())
+            }
+            Val::List(items) => {
+                let (args, examples): (Vec<_>, Vec<_>) = items
+                    .iter()
+                    .map(|i| self.graph_arg(*i))
+                    .collect::<Res<Vec<_>>>()?
+                    .into_iter()
+                    .unzip();
+                (GraphArg::List(args), PyList::new(self.py, examples)?.into_any())
+            }
+            // A list or tuple from the frame, by its items (as the translation holds them
+            // now: a list it changed is its copy).
+            Val::Obj { obj, source: Some(_) }
+                if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() =>
+            {
+                let is_list = obj.is_exact_instance_of::<PyList>();
+                let items = self.items_of(vid)?;
+                let made = self.push_val(if is_list {
+                    Val::List(items)
+                } else {
+                    Val::Tuple(items)
+                });
+                self.graph_arg(made)?
+            }
+            Val::Slice(a, b, c) => {
+                let (a, ea) = self.graph_arg(a)?;
+                let (b, eb) = self.graph_arg(b)?;
+                let (c, ec) = self.graph_arg(c)?;
+                let example = builtin(self.py, "slice")?.call1((ea, eb, ec))?;
+                (GraphArg::Slice(Box::new([a, b, c])), example)
+            }
+            _ => {
+                let obj = self.concrete(vid)?;
+                if !is_immutable(&obj) && !obj.is_callable() && !self.is_dtype_like(&obj) {
+                    return unsupported(format!(
+                        "a mutable {} passed to a tensor operation",
+                        obj.get_type().name()?
+                    ));
+                }
+                (GraphArg::Const(obj.clone()), obj)
+            }
+        })
+    }
+
+    pub(super) fn is_dtype_like(&self, obj: &Bound<'py, PyAny>) -> bool {
+        self.backend.is_constant_operand(obj)
+    }
+
+    /// Records `function(*args, **kwargs)` as an operation; its result is a tensor
+    /// (or a container of tensors) computed on the example values.
+    pub(super) fn record(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        // Inputs first: realizing one renumbers the symbols of the operations' results.
+        for arg in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
+            self.realize_deep(*arg)?;
+        }
+        let mut graph_args = Vec::with_capacity(args.len());
+        let mut examples = Vec::with_capacity(args.len());
+        for arg in args {
+            let (g, e) = self.graph_arg(arg)?;
+            graph_args.push(g);
+            examples.push(e);
+        }
+        let kw = PyDict::new(self.py);
+        let mut graph_kwargs = Vec::with_capacity(kwargs.len());
+        for (name, arg) in kwargs {
+            let (g, e) = self.graph_arg(arg)?;
+            kw.set_item(&name, e)?;
+            graph_kwargs.push((name, g));
+        }
+        let result = function.call(PyTuple::new(self.py, examples)?, Some(&kw))?;
+        let sym = self.push_node(function, graph_args, graph_kwargs, NodeKind::Operation);
+        self.result_value(sym, result)
+    }
+
+    /// Adds a node at the current location; its result's symbol.
+    pub(super) fn push_node(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        args: Vec<GraphArg<'py>>,
+        kwargs: Vec<(String, GraphArg<'py>)>,
+        kind: NodeKind,
+    ) -> Sym {
+        let (line, filename) = self.location.clone();
+        self.graph.nodes.push(Node {
+            function: function.clone(),
+            args,
+            kwargs,
+            kind,
+            line,
+            filename,
+        });
+        self.graph.symbol_count() - 1
+    }
+
+    /// The value of an operation's result `example` held by symbol `sym`.
+    pub(super) fn result_value(&mut self, sym: Sym, example: Bound<'py, PyAny>) -> Res<Vid> {
+        if self.backend.is_tensor(&example) {
+            return Ok(self.push_val(Val::Tensor { sym, example }));
+        }
+        if example.is_none() {
+            return Ok(self.none());
+        }
+        let is_tuple = example.is_exact_instance_of::<PyTuple>();
+        if is_tuple || example.is_exact_instance_of::<PyList>() {
+            let items: Vec<Bound<'py, PyAny>> = example.try_iter()?.collect::<PyResult<_>>()?;
+            if items.iter().all(|i| self.backend.is_tensor(i)) {
+                let getitem = self.ops.op("getitem")?;
+                let mut vids = Vec::with_capacity(items.len());
+                for (index, item) in items.into_iter().enumerate() {
+                    let args = vec![
+                        GraphArg::Sym(sym),
+                        GraphArg::Const(index.into_pyobject(self.py)?.into_any()),
+                    ];
+                    let item_sym = self.push_node(&getitem, args, vec![], NodeKind::Projection);
+                    vids.push(self.push_val(Val::Tensor {
+                        sym: item_sym,
+                        example: item,
+                    }));
+                }
+                return Ok(self.push_val(if is_tuple {
+                    Val::Tuple(vids)
+                } else {
+                    Val::List(vids)
+                }));
+            }
+        }
+        graph_break(format!(
+            "tensor to python: an operation returned a {} computed from tensor values",
+            example.get_type().name()?
+        ))
+    }
+
+    pub(super) fn is_tensor_val(&self, vid: Vid) -> bool {
+        match self.val(vid) {
+            Val::Tensor { .. } => true,
+            Val::Obj { obj, source: Some(_) } => self.backend.is_tensor(obj),
+            _ => false,
+        }
+    }
+
+    pub(super) fn contains_tensor(&self, vid: Vid) -> bool {
+        let kinds = self.tensor_kinds([vid]);
+        kinds.arrays || kinds.tensors
+    }
+
+    /// What tensors `vids` hold, in containers too: the backend's arrays, its other tensors.
+    pub(super) fn tensor_kinds(&self, vids: impl IntoIterator<Item = Vid>) -> TensorKinds {
+        let mut kinds = TensorKinds::default();
+        // Without recursion, and each container once: a list may hold itself.
+        let mut pending: Vec<Vid> = vids.into_iter().collect();
+        let mut containers_seen = Vec::new();
+        while let Some(vid) = pending.pop() {
+            match self.val(vid) {
+                Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. }
+                    if !containers_seen.contains(&vid) =>
+                {
+                    containers_seen.push(vid);
+                    pending.extend(items);
+                }
+                Val::Tuple(_) | Val::List(_) | Val::NamedTuple { .. } => {}
+                Val::Slice(a, b, c) => pending.extend([*a, *b, *c]),
+                Val::Tensor { example: obj, .. } | Val::Obj { obj, source: Some(_) }
+                    if self.backend.is_tensor(obj) =>
+                {
+                    if self.backend.is_array(obj) {
+                        kinds.arrays = true;
+                    } else {
+                        kinds.tensors = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        kinds
+    }
+
+    /// The kinds of tensor the operands of `what`, an operation on the backend's arrays, hold:
+    /// one of its other tensors breaks, as the operation would read its values as an array.
+    pub(super) fn array_operands(
+        &self,
+        what: &str,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<TensorKinds> {
+        let kinds = self.tensor_kinds(args.iter().copied().chain(kwargs.iter().map(|(_, v)| *v)));
+        if kinds.tensors {
+            return graph_break(format!(
+                "tensor to python: {what}() of a tensor (it reads the tensor as an array: data-dependent)"
+            ));
+        }
+        Ok(kinds)
+    }
+
+    /// A number from a source seen to change between calls, not made a graph input yet.
+    pub(super) fn is_dynamic_number(&self, vid: Vid) -> bool {
+        match self.val(vid) {
+            Val::Obj {
+                obj,
+                source: Some(source),
+            } => self.sources.is_dynamic(*source) && is_number(obj),
+            _ => false,
+        }
+    }
+
+    /// Arithmetic on a dynamic number, recorded so that the number is not guarded on its
+    /// value. Only operators whose result's kind cannot depend on the numbers' values: a
+    /// tensor's meta attributes are kept by a Python number operand (numpy's NEP 50); of
+    /// numbers alone, a division (always a float) and a float's power of an int (always a
+    /// float) too, which may raise for a value the translation did not see (a division by
+    /// zero, an overflow): the graph raises it, at the operation's line.
+    /// None when the operation is computed the usual way.
+    pub(super) fn dynamic_arithmetic(
+        &mut self,
+        name: &str,
+        function: &Bound<'py, PyAny>,
+        args: &[Vid],
+    ) -> Res<Option<Vid>> {
+        const ON_NUMBERS: &[&str] = &[
+            "add", "sub", "mul", "iadd", "isub", "imul", "neg", "pos", "lt", "le", "eq", "ne", "gt", "ge",
+        ];
+        const ON_TENSORS: &[&str] = &["truediv", "floordiv", "mod", "itruediv", "ifloordiv", "imod"];
+        const FLOAT_RESULTS: &[&str] = &["truediv", "itruediv", "pow", "ipow"];
+        let dynamic =
+            |vm: &Self, a: &Vid| vm.is_dynamic_number(*a) || matches!(vm.val(*a), Val::Scalar { .. });
+        if !args.iter().any(|a| dynamic(self, a)) {
+            return Ok(None);
+        }
+        let with_tensor = args.iter().any(|a| self.is_tensor_val(*a));
+        let float_result = !with_tensor && FLOAT_RESULTS.contains(&name);
+        if !(ON_NUMBERS.contains(&name) || with_tensor && ON_TENSORS.contains(&name) || float_result) {
+            return Ok(None);
+        }
+        let mut examples = Vec::with_capacity(args.len());
+        for &arg in args {
+            let arg = self.realize_tensor(arg)?;
+            match self.val(arg) {
+                Val::Tensor { example, .. } | Val::Scalar { example, .. } => examples.push(example.clone()),
+                Val::Obj { obj, .. } if is_number(obj) || obj.is_exact_instance_of::<PyBool>() => {
+                    examples.push(obj.clone())
+                }
+                _ => return Ok(None),
+            }
+        }
+        if float_result && name.ends_with("pow") {
+            let float_of_int = examples.len() == 2
+                && examples[0].is_exact_instance_of::<PyFloat>()
+                && examples[1].is_exact_instance_of::<PyInt>();
+            if !float_of_int {
+                return Ok(None);
+            }
+        }
+        let result = function.call1(PyTuple::new(self.py, examples)?)?;
+        if float_result && !result.is_exact_instance_of::<PyFloat>() {
+            return Ok(None);
+        }
+        let tensor_result = self.backend.is_tensor(&result);
+        let number_result = is_number(&result) || result.is_exact_instance_of::<PyBool>();
+        if !(tensor_result || !with_tensor && number_result) {
+            return Ok(None);
+        }
+        // Inputs first: making one renumbers the symbols of the operations' results.
+        for &arg in args {
+            if self.is_dynamic_number(arg) {
+                self.scalar_input(arg);
+            }
+        }
+        let mut graph_args = Vec::with_capacity(args.len());
+        let mut deps: Vec<(SourceId, Bound<'py, PyAny>)> = Vec::new();
+        for &arg in args {
+            if let Val::Scalar { sym, deps: own, .. } = self.val(arg) {
+                graph_args.push(GraphArg::Sym(*sym));
+                for dep in own {
+                    if !deps.iter().any(|(source, _)| *source == dep.0) {
+                        deps.push(dep.clone());
+                    }
+                }
+            } else {
+                graph_args.push(self.graph_arg(arg)?.0);
+            }
+        }
+        let kind = if tensor_result {
+            NodeKind::Operation
+        } else {
+            NodeKind::Arithmetic
+        };
+        let sym = self.push_node(function, graph_args, vec![], kind);
+        Ok(Some(if tensor_result {
+            self.result_value(sym, result)?
+        } else {
+            self.push_val(Val::Scalar {
+                sym,
+                example: result,
+                deps,
+            })
+        }))
+    }
+
+    /// `operator.<name>(*args)`: an operation if a tensor takes part, else computed now.
+    pub(super) fn operator_call(&mut self, name: &str, args: Vec<Vid>) -> Res<Vid> {
+        let function = self.ops.op(name)?;
+        if let Some(result) = self.dynamic_arithmetic(name, &function, &args)? {
+            return Ok(result);
+        }
+        if args.iter().any(|a| self.contains_tensor(*a)) {
+            return self.record(&function, args, vec![]);
+        }
+        // Computed now, where every later call passing the guards computes the same.
+        let mut objs = Vec::with_capacity(args.len());
+        for arg in &args {
+            match self.folded_argument(*arg, name)? {
+                Some(obj) => objs.push(obj),
+                None => return self.refuse_folding(&format!("operator {name}"), *arg),
+            }
+        }
+        let result = function.call1(PyTuple::new(self.py, objs)?)?;
+        Ok(self.wrap_result(result))
+    }
+
+    pub(super) fn tensor_attr(&mut self, owner: Vid, example: Bound<'py, PyAny>, name: &str) -> Res<Vid> {
+        if self.backend.is_meta_attribute(&example, name) {
+            // Shape, dtype and the like are what the tensor's guard pins.
+            let value = example.getattr(name)?;
+            return Ok(self.constant(value));
+        }
+        let value = example.getattr(name)?;
+        if value.is_callable() {
+            return Ok(self.push_val(Val::TensorMethod {
+                tensor: owner,
+                name: name.to_owned(),
+            }));
+        }
+        if self.backend.is_tensor(&value) {
+            let getter = self.ops.operator.getattr("attrgetter")?.call1((name,))?;
+            return self.record(&getter, vec![owner], vec![]);
+        }
+        // Another attribute of a tensor from the frame (`name`, `persistable`): read from it,
+        // through its source (the generated code reads it again; used, it is guarded).
+        if let Val::Tensor { sym, .. } = self.val(owner) {
+            if let Some(tensor) = self.input_tensors.get(sym) {
+                let (source, value) = (self.graph.inputs[*sym], tensor.getattr(name)?);
+                return Ok(self.value_of_source(Source::Attr(source, name_ref(self.py, name)), value));
+            }
+        }
+        graph_break(format!("tensor to python: attribute {name} of a tensor"))
+    }
+}

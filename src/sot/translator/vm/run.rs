@@ -1,0 +1,486 @@
+//! Frames and the run loop: the top frame run to its end or a break, inlined frames, operand and stack helpers.
+
+use super::snapshot::Snapshot;
+use super::*;
+
+impl<'py, 'b> Vm<'py, 'b> {
+    /// Where the problem arose: the innermost instruction running (in an inlined
+    /// callee, the callee's line).
+    pub(super) fn located(&self, problem: Problem) -> Stop {
+        let (line, filename) = self.location.clone();
+        match problem {
+            Problem::Break(reason) => Stop::Break {
+                reason,
+                line,
+                filename,
+            },
+            Problem::Fallback(reason) | Problem::Eager(reason) => Stop::Fallback {
+                reason,
+                line,
+                filename,
+            },
+            Problem::Python(err) => {
+                let reason = format!(
+                    "{}: {}",
+                    err.get_type(self.py).name().map_or("?".into(), |n| n.to_string()),
+                    err.value(self.py)
+                );
+                Stop::Fallback {
+                    reason: format!("raised while translating: {reason}"),
+                    line,
+                    filename,
+                }
+            }
+        }
+    }
+
+    pub(super) fn new_frame(
+        &mut self,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        globals: Bound<'py, PyAny>,
+    ) -> PyResult<Frame<'py>> {
+        let all = info.vars.all().len();
+        let null = self.push_val(Val::Null);
+        Ok(Frame {
+            instrs: std::rc::Rc::clone(&info.instrs),
+            consts: code.getattr("co_consts")?.cast_into::<PyTuple>()?,
+            names: code.getattr("co_names")?.cast_into::<PyTuple>()?,
+            vars: info.vars.clone(),
+            locals: vec![null; all],
+            globals,
+            stack: Vec::new(),
+            pc: 0,
+            filename: info.filename.clone(),
+            yielded: None,
+            in_loop: std::rc::Rc::clone(&info.in_loop),
+            class_cell: None,
+            argcount: info.argcount,
+            globals_source: None,
+            blocks: Vec::new(),
+            resumed: false,
+        })
+    }
+
+    /// Makes a cell for every cell variable (holding its argument, if it is one)
+    /// and puts the closure's cells in the free variables' slots.
+    pub(super) fn setup_cells(&mut self, frame: &mut Frame<'py>, closure: &[usize]) {
+        let all: Vec<String> = frame.vars.all().iter().map(|s| s.to_string()).collect();
+        for cell in frame.vars.cellvars.clone() {
+            let slot = all.iter().position(|n| *n == cell).expect("cells are variables");
+            let initial = match self.val(frame.locals[slot]) {
+                Val::Null => None,
+                _ => Some(frame.locals[slot]),
+            };
+            self.cells.push(initial);
+            let index = self.cells.len() - 1;
+            if cell == "__class__" {
+                frame.class_cell = Some(index);
+            }
+            frame.locals[slot] = self.push_val(Val::Cell(index));
+        }
+        let first_free = all.len() - frame.vars.freevars.len();
+        for (i, cell) in closure.iter().enumerate() {
+            if frame.vars.freevars[i] == "__class__" {
+                frame.class_cell = Some(*cell);
+            }
+            frame.locals[first_free + i] = self.push_val(Val::Cell(*cell));
+        }
+    }
+
+    /// Translates the frame about to run, given its arguments and free variables.
+    pub fn run_top(
+        &mut self,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        globals: Bound<'py, PyAny>,
+        arguments: Vec<Option<Bound<'py, PyAny>>>,
+        frees: Vec<FreeVariable<'py>>,
+    ) -> Result<Ending, Stop> {
+        self.top_globals = Some(globals.clone());
+        let mut frame = self
+            .new_frame(code, info, globals)
+            .map_err(|e| self.located_top(e))?;
+        self.top_arguments = info.total_arguments();
+        self.top_freevars = frees.len();
+        for (index, value) in arguments.into_iter().enumerate() {
+            if let Some(value) = value {
+                frame.locals[index] = self.value_of_source(Source::Argument(index), value);
+            }
+        }
+        let closure: Vec<usize> = frees
+            .into_iter()
+            .enumerate()
+            .map(|(index, (cell, value))| {
+                let content = value.map(|v| self.value_of_source(Source::Free(index), v));
+                self.cells.push(content);
+                if let Some(cell) = cell {
+                    self.cell_objects
+                        .insert(cell.as_ptr() as usize, self.cells.len() - 1);
+                }
+                self.cells.len() - 1
+            })
+            .collect();
+        self.setup_cells(&mut frame, &closure);
+        match self.top_as_one_operation(code, info, &frame) {
+            Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
+            Ok(None) => {}
+            // Before the frame's first instruction there is nowhere to resume: it runs as it is.
+            Err(Problem::Break(reason)) => return Err(self.located(Problem::Fallback(reason))),
+            Err(problem) => return Err(self.located(problem)),
+        }
+        // Where the exception the frame's handlers are running for arose (outside any
+        // handler), and the state then: if it escapes the frame from inside a handler,
+        // the generated code raises it there, under the original's handlers.
+        let mut first_caught: Option<(BreakPoint, Snapshot<'py>)> = None;
+        loop {
+            let pc = frame.pc;
+            let stack_before = frame.stack.clone();
+            let locals_before = frame.locals.clone();
+            let blocks_before = frame.blocks.clone();
+            let handling = !self.exc_stack.is_empty() || blocks_before.iter().any(|b| b.handler.is_none());
+            let unguarded = !handling && blocks_before.is_empty();
+            let handled_depth = self.exc_stack.len();
+            let snapshot = Snapshot::take(self);
+            self.top_pc = pc;
+            let (outcome, caught) = if let Some(why) = self.break_before.get(&pc) {
+                (Err(Problem::Break(format!("it makes {why}"))), false)
+            } else {
+                match self.step(&mut frame) {
+                    Err(Problem::Python(err)) => match self.catch(&mut frame, err) {
+                        Ok(()) => (Ok(None), true),
+                        Err(problem) => (Err(problem), false),
+                    },
+                    other => (other, false),
+                }
+            };
+            // A handler's saved instruction offset on the stack cannot be handed on.
+            let offset_on_stack = stack_before.iter().any(|v| self.lasti_values.contains(v));
+            let point = |vm: &Self, frame: &Frame<'py>, in_handler_scope: bool| {
+                let handled: Vec<(usize, Vid)> = stack_before
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(slot, v)| Some((slot, *vm.exception_slots.get(v)?)))
+                    .collect();
+                // Each exception handled must be the one its slot saved (an `except*`
+                // clause handles only the part of the group it matched).
+                let resumable = vm.table.exceptions == ExceptionModel::Table
+                    && handled.len() == handled_depth
+                    && handled
+                        .iter()
+                        .zip(&vm.exc_stack)
+                        .all(|((_, saved), current)| saved == current);
+                BreakPoint {
+                    pc,
+                    in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
+                    in_handler_scope,
+                    instr: frame.instrs[pc].clone(),
+                    stack: stack_before,
+                    locals: locals_before,
+                    blocks: blocks_before
+                        .iter()
+                        .filter_map(|b| Some((b.handler?, b.level)))
+                        .collect(),
+                    handled,
+                    handling: handling && !resumable,
+                }
+            };
+            match outcome {
+                Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
+                Ok(None) => {
+                    if caught && !handling {
+                        first_caught = Some((point(self, &frame, true), snapshot));
+                    }
+                }
+                // A re-raise of what a handler caught (what `except*` clauses left) is
+                // raised where it first arose, below.
+                Err(Problem::Python(_))
+                    if unguarded
+                        && !offset_on_stack
+                        && !(frame.instrs[pc].op == Op::Reraise && first_caught.is_some()) =>
+                {
+                    // Nothing catches it: the generated code raises it where it arose.
+                    snapshot.restore(self);
+                    return Ok(Ending::Raise(point(self, &frame, false)));
+                }
+                Err(Problem::Python(_)) if first_caught.is_some() => {
+                    let (arose, state) = first_caught.take().expect("checked");
+                    state.restore(self);
+                    return Ok(Ending::Raise(arose));
+                }
+                Err(problem) => {
+                    // What the translator does not simulate ends the graph here too: the
+                    // instruction runs natively and a resume function goes on after it.
+                    let stop = match problem {
+                        Problem::Eager(_) => return Err(self.located(problem)),
+                        Problem::Fallback(reason) => self.located(Problem::Break(reason)),
+                        problem => self.located(problem),
+                    };
+                    if offset_on_stack {
+                        return Err(Stop::Fallback {
+                            reason: format!(
+                                "{} (inside an exception handler that cannot resume)",
+                                stop.reason()
+                            ),
+                            line: self.location.0,
+                            filename: self.location.1.clone(),
+                        });
+                    }
+                    let in_handler_scope = frame.instrs[pc].handler.is_some() || !frame.blocks.is_empty();
+                    // The graph and state as they were before the instruction.
+                    snapshot.restore(self);
+                    return Ok(Ending::Break(point(self, &frame, in_handler_scope), stop));
+                }
+            }
+        }
+    }
+
+    /// Where the translated function is itself one of the backend's operations (a function
+    /// Paddle's AST conversion captures whole), its call with the frame's arguments, as a
+    /// call of it in another translated function would be; else None. The function is the
+    /// module-level one of the frame's code (it has no closure; the call passes every
+    /// argument, so its defaults do not matter).
+    pub(super) fn top_as_one_operation(
+        &mut self,
+        code: &Bound<'py, PyAny>,
+        info: &CodeInfo,
+        frame: &Frame<'py>,
+    ) -> Res<Option<Vid>> {
+        let plain_call = info.flags & (CO_VARARGS | CO_VARKEYWORDS | CO_GENERATOR | CO_COROUTINE_LIKE) == 0;
+        let Some(globals) = self
+            .top_globals
+            .clone()
+            .filter(|_| plain_call && self.top_freevars == 0)
+        else {
+            return Ok(None);
+        };
+        let Ok(globals) = globals.cast_into::<PyDict>() else {
+            return Ok(None);
+        };
+        let module_level = globals.values().into_iter().find(|value| {
+            value.is_exact_instance_of::<pyo3::types::PyFunction>()
+                && value.getattr("__code__").is_ok_and(|c| c.is(code))
+                && value.getattr("__closure__").is_ok_and(|c| c.is_none())
+        });
+        let Some(function) = module_level else {
+            return Ok(None);
+        };
+        if !self.backend.is_op(&function)? {
+            return Ok(None);
+        }
+        self.location = (code.getattr("co_firstlineno")?.extract()?, info.filename.clone());
+        let names: Vec<String> = code.getattr("co_varnames")?.extract()?;
+        let args = frame.locals[..info.argcount].to_vec();
+        let kwargs = (info.argcount..info.argcount + info.kwonly)
+            .map(|index| (names[index].clone(), frame.locals[index]))
+            .collect();
+        self.record(&function, args, kwargs).map(Some)
+    }
+
+    pub(super) fn located_top(&self, err: PyErr) -> Stop {
+        Stop::Fallback {
+            reason: format!("cannot read the code: {err}"),
+            line: -1,
+            filename: String::new(),
+        }
+    }
+
+    /// Runs an inlined frame to its return.
+    pub(super) fn run_inlined(&mut self, frame: &mut Frame<'py>) -> Res<Vid> {
+        loop {
+            if let Some(returned) = self.step_handling(frame)? {
+                return Ok(returned);
+            }
+        }
+    }
+
+    /// Runs one instruction; an exception it raises goes to its handler, as CPython
+    /// would unwind.
+    pub(super) fn step_handling(&mut self, frame: &mut Frame<'py>) -> Res<Option<Vid>> {
+        match self.step(frame) {
+            Err(Problem::Python(err)) => self.catch(frame, err).map(|()| None),
+            other => other,
+        }
+    }
+
+    /// The value on top of the stack, left there.
+    pub(super) fn top(frame: &Frame<'py>) -> Res<Vid> {
+        frame
+            .stack
+            .last()
+            .copied()
+            .map_or_else(|| unsupported("stack underflow"), Ok)
+    }
+
+    pub(super) fn pop(frame: &mut Frame<'py>) -> Res<Vid> {
+        frame
+            .stack
+            .pop()
+            .map_or_else(|| unsupported("stack underflow"), Ok)
+    }
+
+    pub(super) fn pop_n(frame: &mut Frame<'py>, n: usize) -> Res<Vec<Vid>> {
+        if frame.stack.len() < n {
+            return unsupported("stack underflow");
+        }
+        Ok(frame.stack.split_off(frame.stack.len() - n))
+    }
+
+    pub(super) fn jump(frame: &mut Frame<'py>, arg: Arg) -> Res<()> {
+        match arg {
+            Arg::Target(target) => {
+                frame.pc = target;
+                Ok(())
+            }
+            _ => unsupported("a jump without a target"),
+        }
+    }
+
+    pub(super) fn const_at(&mut self, frame: &Frame<'py>, arg: Arg) -> Res<Vid> {
+        let obj = match arg {
+            Arg::Const(Const::Index(i)) => frame.consts.get_item(i as usize)?,
+            Arg::Const(Const::SmallInt(v)) => v.into_pyobject(self.py)?.into_any(),
+            _ => return unsupported("a constant without an index"),
+        };
+        Ok(self.constant(obj))
+    }
+
+    pub(super) fn name_at(frame: &Frame<'py>, arg: Arg) -> Res<String> {
+        match arg {
+            Arg::Name(i) | Arg::NameFlags(i, _) => Ok(frame.names.get_item(i as usize)?.extract()?),
+            _ => unsupported("a name without an index"),
+        }
+    }
+
+    pub(super) fn var_at(arg: Arg) -> Res<usize> {
+        match arg {
+            Arg::Var(v) => Ok(v as usize),
+            _ => unsupported("a variable without an index"),
+        }
+    }
+
+    pub(super) fn int_arg(arg: Arg) -> Res<usize> {
+        match arg {
+            Arg::Int(n) => Ok(n as usize),
+            _ => unsupported("an instruction without its count"),
+        }
+    }
+
+    /// Pops `n` stack slots of the version's call layout: the callable and the
+    /// positional arguments (a non-NULL self slot is the first argument).
+    pub(super) fn pop_callable(&self, slots: Vec<Vid>) -> Res<(Vid, Vec<Vid>)> {
+        let is_null = |vm: &Self, v: Vid| match vm.val(v) {
+            Val::Null => true,
+            Val::Obj { obj, .. } => vm.null_substitute.as_ref().is_some_and(|s| obj.is(s)),
+            _ => false,
+        };
+        match (self.table.call_layout, slots.as_slice()) {
+            (_, [callable]) => Ok((*callable, vec![])),
+            (CallLayout::CallableFirst, [callable, receiver]) => {
+                let args = if is_null(self, *receiver) {
+                    vec![]
+                } else {
+                    vec![*receiver]
+                };
+                Ok((*callable, args))
+            }
+            (_, [first, second]) => {
+                if is_null(self, *first) {
+                    Ok((*second, vec![]))
+                } else {
+                    Ok((*first, vec![*second]))
+                }
+            }
+            _ => unsupported("a call layout"),
+        }
+    }
+
+    /// How many slots a call's callable takes on this version.
+    pub(super) fn callable_slots(&self, op: Op) -> usize {
+        match (self.table.call_layout, op) {
+            (CallLayout::Plain, Op::CallMethod) => 2,
+            (CallLayout::Plain, _) => 1,
+            _ => 2,
+        }
+    }
+
+    /// The stack slots `instr` takes and leaves, for the instructions a graph can
+    /// break at and that the generated code then runs itself.
+    pub fn native_effect(&self, instr: &Instruction) -> Option<(usize, usize)> {
+        Some(match (instr.op, instr.arg) {
+            (Op::Call, Arg::Call { argc, kw_names }) => (
+                argc as usize + usize::from(kw_names) + self.callable_slots(Op::Call),
+                1,
+            ),
+            (Op::CallMethod, Arg::Int(argc)) => (argc as usize + 2, 1),
+            (Op::CallFunctionEx, arg) => {
+                let oparg = if let Arg::Int(n) = arg { n } else { 0 };
+                (
+                    (1 - self.stack_effect("CALL_FUNCTION_EX", oparg, false).ok()?) as usize,
+                    1,
+                )
+            }
+            (
+                Op::ToBool
+                | Op::UnaryNot
+                | Op::UnaryNegative
+                | Op::UnaryPositive
+                | Op::UnaryInvert
+                | Op::FormatSimple
+                | Op::ConvertValue
+                | Op::GetIter
+                | Op::LoadAttr,
+                _,
+            ) => (1, 1),
+            (Op::BeforeWith | Op::SetupWith, _) => (1, 2),
+            (Op::FormatValue, Arg::Int(flags)) => (1 + usize::from(flags & 4 != 0), 1),
+            (Op::FormatWithSpec | Op::BinaryOp | Op::CompareOp | Op::ContainsOp | Op::IsOp, _) => (2, 1),
+            (Op::BinarySlice, _) => (3, 1),
+            (Op::UnpackSequence, Arg::Int(n)) => (1, n as usize),
+            (Op::UnpackEx, Arg::Int(n)) => (1, (n & 0xff) as usize + (n >> 8) as usize + 1),
+            (Op::RaiseVarargs, Arg::Int(n)) => (n as usize, 0),
+            (Op::LoadBuildClass | Op::LoadCommonConstant, _) => (0, 1),
+            (Op::ImportName, _) => (2, 1),
+            (Op::ImportFrom, _) => (1, 2),
+            (Op::GetLen, _) => (1, 2),
+            (Op::StoreAttr, _) => (2, 0),
+            (Op::DeleteAttr | Op::StoreGlobal, _) => (1, 0),
+            (Op::StoreSubscr, _) => (3, 0),
+            (Op::DeleteSubscr, _) => (2, 0),
+            (Op::StoreSlice, _) => (4, 0),
+            (Op::ListToTuple | Op::CallIntrinsic1, _) => (1, 1),
+            (Op::CallIntrinsic2, _) => (2, 1),
+            // These change a container deeper in the stack, which the generated code has.
+            (
+                Op::ListAppend | Op::SetAdd | Op::ListExtend | Op::SetUpdate | Op::DictUpdate | Op::DictMerge,
+                _,
+            ) => (1, 0),
+            (Op::MapAdd, _) => (2, 0),
+            (
+                Op::BuildTuple | Op::BuildList | Op::BuildSet | Op::BuildString | Op::BuildSlice,
+                Arg::Int(n),
+            ) => (n as usize, 1),
+            (Op::BuildMap, Arg::Int(n)) => (2 * n as usize, 1),
+            (Op::BuildConstKeyMap, Arg::Int(n)) => (n as usize + 1, 1),
+            // Both leave the subject (and the keys) as they found them, and what they push.
+            (Op::MatchClass, _) => (3, (3 + self.stack_effect("MATCH_CLASS", 0, false).ok()?) as usize),
+            (Op::MatchKeys, _) => (2, (2 + self.stack_effect("MATCH_KEYS", 0, false).ok()?) as usize),
+            (Op::MakeFunction, arg) => {
+                let oparg = if let Arg::Int(n) = arg { n } else { 0 };
+                (
+                    (1 - self.stack_effect("MAKE_FUNCTION", oparg, false).ok()?) as usize,
+                    1,
+                )
+            }
+            _ => return None,
+        })
+    }
+
+    /// Whether execution can go on after `instr` (a `raise` ends it).
+    pub fn falls_through(&self, instr: &Instruction) -> bool {
+        self.table
+            .number(instr.op.name())
+            .and_then(|number| self.table.op(number))
+            .map_or(true, |info| !info.terminator)
+    }
+}

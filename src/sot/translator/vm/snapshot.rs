@@ -1,0 +1,136 @@
+//! Snapshots of the VM before each top-frame instruction, and what changed since one.
+
+use super::*;
+
+/// The VM's state before an instruction of the translated frame, to go back to when the
+/// instruction breaks the graph or raises (the generated code then runs it itself).
+pub(super) struct Snapshot<'py> {
+    values: Vec<Val<'py>>,
+    cells: Vec<Option<Vid>>,
+    graph: Graph<'py>,
+    side_effects: usize,
+    stored_globals: usize,
+    stored_attrs: usize,
+    mutated: HashMap<usize, Vid>,
+    /// What was raised and caught so far: what is raised after it (a raise past a break
+    /// point that goes back here) is raised again by the resume function, not beforehand
+    /// by the generated code.
+    caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
+    seen_raised: std::collections::HashSet<usize>,
+}
+
+impl<'py> Snapshot<'py> {
+    pub(super) fn take(vm: &Vm<'py, '_>) -> Self {
+        Snapshot {
+            values: vm.values.iter().map(Val::clone_val).collect(),
+            cells: vm.cells.clone(),
+            graph: vm.graph.clone(),
+            side_effects: vm.side_effects.len(),
+            stored_globals: vm.stored_globals.len(),
+            stored_attrs: vm.stored_attrs.len(),
+            mutated: vm.mutated.clone(),
+            caught_exceptions: vm.caught_exceptions.clone(),
+            seen_raised: vm.seen_raised.clone(),
+        }
+    }
+
+    pub(super) fn restore(self, vm: &mut Vm<'py, '_>) {
+        vm.values = self.values;
+        vm.made_at.truncate(vm.values.len());
+        vm.cells = self.cells;
+        // Cells made since (an inlined function's closure) are gone.
+        let cells = vm.cells.len();
+        vm.cell_objects.retain(|_, cell| *cell < cells);
+        vm.outside_cells.retain(|cell, _| *cell < cells);
+        vm.graph = self.graph;
+        vm.side_effects.truncate(self.side_effects);
+        vm.stored_globals.truncate(self.stored_globals);
+        vm.stored_attrs.truncate(self.stored_attrs);
+        vm.mutated = self.mutated;
+        vm.caught_exceptions = self.caught_exceptions;
+        vm.seen_raised = self.seen_raised;
+    }
+}
+
+impl<'py, 'b> Vm<'py, 'b> {
+    /// Where each generator the translation holds is suspended: `Val::Generator` shares its
+    /// state (a `Snapshot` holds the same one).
+    pub(super) fn generator_positions(&self) -> Vec<(Vid, usize, bool)> {
+        self.values
+            .iter()
+            .enumerate()
+            .filter_map(|(vid, value)| match value {
+                Val::Generator(state) => state
+                    .try_borrow()
+                    .ok()
+                    .map(|state| (vid, state.frame.pc, state.finished)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether the translation changed, since `before`, a value that existed then: a
+    /// container's items, an object's attributes, an iterator's position, a tensor's symbol
+    /// (an in-place operation), a cell, or anything outside (a side effect, a frame
+    /// container's first change). `inputs`: the graph's inputs then (the symbols of later
+    /// operations move up as inputs are added); a value of the frame realized as an input or
+    /// a number specialized is the same value.
+    pub(super) fn changed_since(
+        &self,
+        before: &Snapshot<'py>,
+        inputs: usize,
+        generators: &[(Vid, usize, bool)],
+    ) -> bool {
+        let added = self.graph.inputs.len() - inputs;
+        let moved = |sym: Sym| if sym >= inputs { sym + added } else { sym };
+        let same = |old: &Val<'py>, new: &Val<'py>| match (old, new) {
+            (Val::Obj { obj: a, source: s }, Val::Obj { obj: b, source: t }) => a.is(b) && s == t,
+            (Val::Obj { source: Some(_), .. }, Val::Tensor { .. } | Val::Scalar { .. }) => true,
+            (Val::Scalar { .. }, Val::Obj { .. }) => true,
+            (Val::Tensor { sym: a, .. }, Val::Tensor { sym: b, .. })
+            | (Val::Scalar { sym: a, .. }, Val::Scalar { sym: b, .. }) => moved(*a) == *b,
+            (Val::Tuple(a), Val::Tuple(b)) | (Val::List(a), Val::List(b)) | (Val::Set(a), Val::Set(b)) => {
+                a == b
+            }
+            (Val::Dict(a), Val::Dict(b)) => a == b,
+            (Val::Object { class: c, attrs: a }, Val::Object { class: d, attrs: b }) => c.is(d) && a == b,
+            (Val::Iter { items: a, next: m }, Val::Iter { items: b, next: n }) => a == b && m == n,
+            (
+                Val::ListIter {
+                    list: a,
+                    next: m,
+                    frame: f,
+                },
+                Val::ListIter {
+                    list: b,
+                    next: n,
+                    frame: g,
+                },
+            ) => a == b && m == n && f == g,
+            (Val::DictIter(a), Val::DictIter(b)) => a == b,
+            (Val::Lazy(a), Val::Lazy(b)) => a == b,
+            (Val::Cell(a), Val::Cell(b)) => a == b,
+            // Generators are compared by position below; the rest never change once made.
+            (old, new) => std::mem::discriminant(old) == std::mem::discriminant(new),
+        };
+        self.side_effects.len() != before.side_effects
+            || self.stored_globals.len() != before.stored_globals
+            || self.stored_attrs.len() != before.stored_attrs
+            || self.mutated != before.mutated
+            || before
+                .cells
+                .iter()
+                .enumerate()
+                .any(|(i, cell)| self.cells[i] != *cell)
+            || before
+                .values
+                .iter()
+                .enumerate()
+                .any(|(vid, old)| !same(old, &self.values[vid]))
+            || self
+                .generator_positions()
+                .iter()
+                .take(generators.len())
+                .ne(generators.iter())
+    }
+}
