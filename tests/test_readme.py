@@ -1,6 +1,6 @@
-"""The README's Python examples run, and print what the README says they print.
+"""The Python examples of the README and of docs/ run, and print what the pages say they print.
 
-Conventions in README.md (Markdown comments, invisible when rendered):
+Conventions in README.md and docs/*.md (Markdown comments, invisible when rendered):
 
 - Every ```python block is a complete program: it runs alone, in a fresh
   subprocess of the current interpreter, in an empty temporary directory, and
@@ -34,11 +34,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+# The pages whose examples run: the README and every page of docs/.
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
+# Pages that hold runnable examples: if one of them is not found, or parsed to none, the
+# examples silently stop running.
+PAGES_WITH_EXAMPLES = {"README.md", "docs/api.md", "docs/sot.md", "docs/paddle.md"}
 MARKER = re.compile(r"^<!--\s*([\w-]+)\s*:?\s*(.*?)\s*-->$")
 FENCE = re.compile(r"^```(\S*)\s*$")
 
 
 class Block(NamedTuple):
+    page: str  # relative to the repository, e.g. docs/api.md
     line: int  # of the opening fence, 1-based
     language: str
     code: str
@@ -51,8 +57,8 @@ class Example(NamedTuple):
     expected_output: Optional[str]
 
 
-def parse_blocks(text: str) -> list[Block]:
-    """Every fenced block, with the markers on the lines just before it."""
+def parse_blocks(text: str, page: str) -> list[Block]:
+    """Every fenced block of a page, with the markers on the lines just before it."""
     lines = text.splitlines()
     blocks: list[Block] = []
     heading = ""
@@ -74,25 +80,26 @@ def parse_blocks(text: str) -> list[Block]:
         end = index + 1
         while end < len(lines) and lines[end].rstrip() != "```":
             end += 1
-        assert end < len(lines), f"README.md line {index + 1}: unclosed code block"
-        blocks.append(Block(index + 1, fence.group(1), "\n".join(lines[index + 1:end]) + "\n", markers, heading))
+        assert end < len(lines), f"{page} line {index + 1}: unclosed code block"
+        blocks.append(Block(page, index + 1, fence.group(1), "\n".join(lines[index + 1:end]) + "\n", markers, heading))
         index = end + 1
     return blocks
 
 
-def readme_examples() -> list[Example]:
-    blocks = parse_blocks(README.read_text(encoding="utf-8"))
+def page_examples(page: Path) -> list[Example]:
+    name = page.relative_to(REPO).as_posix()
+    blocks = parse_blocks(page.read_text(encoding="utf-8"), name)
     examples = []
     for position, block in enumerate(blocks):
         if block.language != "python":
             assert "output" not in block.markers or block.language == "text", (
-                f"README.md line {block.line}: <!-- output --> marks a ```text block"
+                f"{name} line {block.line}: <!-- output --> marks a ```text block"
             )
             continue
         expected = None
         following = blocks[position + 1] if position + 1 < len(blocks) else None
         if following is not None and "output" in following.markers:
-            assert following.language == "text", f"README.md line {following.line}: output blocks are ```text"
+            assert following.language == "text", f"{name} line {following.line}: output blocks are ```text"
             expected = following.code
         examples.append(Example(block, expected))
     return examples
@@ -100,15 +107,16 @@ def readme_examples() -> list[Example]:
 
 def example_id(example: Example) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", example.block.heading.lower()).strip("-")
-    return f"line{example.block.line}-{slug}"
+    return f"{example.block.page}-line{example.block.line}-{slug}"
 
 
-EXAMPLES = readme_examples()
+EXAMPLES = [example for page in PAGES for example in page_examples(page)]
 
 
-def test_the_readme_has_runnable_examples():
+def test_the_pages_have_runnable_examples():
     runnable = [example for example in EXAMPLES if "not-run" not in example.block.markers]
-    assert len(runnable) >= 5
+    assert len(runnable) >= 10
+    assert PAGES_WITH_EXAMPLES <= {example.block.page for example in runnable}
     # Each marked output belongs to a runnable block.
     assert all(example.expected_output is None or "not-run" not in example.block.markers for example in EXAMPLES)
 
@@ -117,19 +125,20 @@ def test_the_examples_are_python_3_9():
     """Every runnable example parses with 3.9's grammar (3.9 also runs them, in the matrix)."""
     for example in EXAMPLES:
         if "not-run" not in example.block.markers:
-            ast.parse(example.block.code, f"README.md line {example.block.line}", feature_version=(3, 9))
+            ast.parse(example.block.code, f"{example.block.page} line {example.block.line}", feature_version=(3, 9))
 
 
 RUNNABLE = [example for example in EXAMPLES if "not-run" not in example.block.markers]
 
 
 @pytest.mark.parametrize("example", RUNNABLE, ids=[example_id(example) for example in RUNNABLE])
-def test_readme_example_runs(example: Example, tmp_path: Path):
+def test_example_runs(example: Example, tmp_path: Path):
     block = example.block
+    where = f"{block.page} line {block.line}"
     for module in filter(None, re.split(r"[,\s]+", block.markers.get("requires", ""))):
         if importlib.util.find_spec(module) is None:
-            pytest.skip(f"README.md line {block.line} needs {module}, which is not installed here")
-    script = tmp_path / f"readme_line_{block.line}.py"
+            pytest.skip(f"{where} needs {module}, which is not installed here")
+    script = tmp_path / f"{Path(block.page).stem.lower()}_line_{block.line}.py"
     script.write_text(block.code, encoding="utf-8")
     result = subprocess.run(
         [sys.executable, str(script)],
@@ -139,19 +148,19 @@ def test_readme_example_runs(example: Example, tmp_path: Path):
         timeout=120,
     )
     assert result.returncode == 0, (
-        f"README.md line {block.line} exited {result.returncode}\n"
+        f"{where} exited {result.returncode}\n"
         f"--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
     )
     if example.expected_output is not None:
         assert result.stdout.rstrip().splitlines() == example.expected_output.rstrip().splitlines(), (
-            f"README.md line {block.line} printed something else than the README shows\n"
+            f"{where} printed something else than the page shows\n"
             f"--- stderr\n{result.stderr}"
         )
 
 
 # ------------------------------------------------------------------ links
 
-DOCUMENTS = [README, REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCUMENTS = [*PAGES, REPO / "CHANGELOG.md"]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 
 

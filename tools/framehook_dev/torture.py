@@ -108,7 +108,7 @@ DEFAULT_MODULES = [
     "test_iter", "test_richcmp", "test_copy", "test_operator", "test_builtin",
 ]
 
-# The sot mode's modules: those of Dynamo's CPython-tests port and more (issue 18).
+# The sot mode's modules: those of Dynamo's CPython-tests port and more.
 SOT_MODULES = [
     "test_grammar", "test_scope", "test_generators", "test_exceptions", "test_with", "test_contextlib",
     "test_listcomps", "test_genexps", "test_int", "test_float", "test_list", "test_dict", "test_set",

@@ -2,11 +2,11 @@
  *
  * framehook publishes this API as a capsule on `framehook._native`. A native
  * hook takes part in the same ordered chain as Python hooks and follows the
- * same rules (see the framehook README): it sees each frame about to run and
- * may return a replacement code object, costing no Python call per frame. A
- * hook may also observe evaluation: call/return/exception events, and
- * yield/resume events of generators and coroutines, each carrying the code
- * object that actually runs (the original or the replacement).
+ * same rules (docs/api.md in framehook's repository): it sees each frame
+ * about to run and may return a replacement code object, costing no Python
+ * call per frame. A hook may also observe evaluation: call/return/exception
+ * events, and yield/resume events of generators and coroutines, each carrying
+ * the code object that actually runs (the original or the replacement).
  *
  *     #include "framehook.h"      // -I$(python -c "import framehook; print(framehook.get_include())")
  *
