@@ -9,7 +9,7 @@ use framehook_bytecode::Table;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
-use super::guard::Check;
+use super::guard::check::Check;
 use super::model::code::CodeInfo;
 use crate::hookapi::pyobject::StrongRef;
 

@@ -8,7 +8,7 @@ use super::codegen;
 use super::model::code::ResumeKey;
 use super::model::frame::BreakPoint;
 use super::model::value::Val;
-use super::translate::{vm_globals, Translation};
+use super::translation::{vm_globals, Translation};
 use super::vm::Vm;
 use crate::hookapi::pyobject::{import, StrongRef};
 
@@ -385,7 +385,7 @@ impl<'py> Translation<'_, 'py, '_> {
                     codegen::resume_code(self.table, self.code, &info.vars, &info.instrs, &key, bridge)?;
                 if key.bridge {
                     // Its first step is the break: translating it would break there again.
-                    self.translator.never_translate(&resume_code)?;
+                    self.caches.never_translate(&resume_code)?;
                 }
                 let target = if has_closure {
                     resume_code

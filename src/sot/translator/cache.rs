@@ -1,15 +1,18 @@
 //! The per-code cache: each code's guarded entries (generated code or the original),
 //! its verdict, and the resume functions made from it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
+use pyo3::prelude::*;
 
 use super::code_pool::Generated;
-use super::guard::{Guard, SourceTable};
+use super::guard::source::Guard;
+use super::guard::source::SourceTable;
 use super::model::code::ResumeKey;
+use crate::hookapi::per_code::PerCode;
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::HookContext;
 
@@ -111,5 +114,25 @@ pub fn move_to_front(cache: &CodeCache, index: usize) {
                 entries,
             })));
         }
+    }
+}
+
+/// Every code's [`CodeCache`], in its co_extra.
+pub struct CodeCaches(PerCode<CodeCache>);
+
+impl CodeCaches {
+    pub fn request(py: Python<'_>) -> PyResult<Self> {
+        Ok(Self(PerCode::request(py)?))
+    }
+
+    pub fn get<'c>(&self, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeCache> {
+        // SAFETY: the caller keeps the code alive while using the cache.
+        unsafe { self.0.get_or_default(code) }
+    }
+
+    /// Marks a code the translator made (a compiled graph) as never translated.
+    pub fn never_translate(&self, code: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.get(code)?.never.store(true, Ordering::Relaxed);
+        Ok(())
     }
 }

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use super::backend::Backend;
-use super::hook::Translator;
+use super::cache::CodeCaches;
 use super::model::code::CodeInfo;
 use super::model::graph::{Graph, GraphArg, NodeKind};
 use super::model::value::Val;
@@ -39,7 +39,7 @@ pub fn input_examples<'py>(py: Python<'py>, vm: &Vm<'py, '_>, inputs: usize) -> 
 /// Compiles the graph with the backend for `outputs`: a holder `[compiled]` and the graph's text.
 pub fn compile_graph<'py>(
     py: Python<'py>,
-    translator: &Translator,
+    caches: &CodeCaches,
     backend: &Backend<'py>,
     vm: &Vm<'py, '_>,
     graph: &Graph<'py>,
@@ -57,7 +57,7 @@ pub fn compile_graph<'py>(
         backend.object.call_method1("compile", (description,))?
     };
     if let Ok(code) = compiled.getattr("__code__") {
-        translator.never_translate(&code)?;
+        caches.never_translate(&code)?;
     }
     let text = graph_text(py, graph, outputs)?;
     Ok((PyList::new(py, [compiled])?.into_any(), text))

@@ -8,19 +8,18 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 
 use super::cache::{
-    keep_while_running, move_to_front, Action, CodeCache, Entries, LIBRARY, NEVER, TRANSLATED, UNJUDGED,
+    keep_while_running, move_to_front, Action, CodeCaches, Entries, LIBRARY, NEVER, TRANSLATED, UNJUDGED,
 };
-use super::guard::Fetcher;
+use super::guard::fetch::Fetcher;
 use super::session::{current_session, Config, OwnFrame, Record, CONFIGS, EPOCH, SESSIONS, TRACING_CONFIGS};
-use super::translate::log_event;
-use crate::hookapi::per_code::PerCode;
+use super::translate::{fallback, log_event, translate};
 use crate::hookapi::pyobject::import;
 use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
 use crate::hookapi::rust_hook::{HookContext, RustHook};
 
 /// The translator hook of the main interpreter.
 pub struct Translator {
-    pub caches: PerCode<CodeCache>,
+    pub caches: CodeCaches,
     pub hook: Mutex<Option<Arc<Hook>>>,
     pub live_functions: Mutex<usize>,
     /// The registry generation in which the hook was last seen registered: while it is
@@ -58,7 +57,7 @@ impl Translator {
         skip_prefixes.push(framehook_dir);
         skip_prefixes.push("<frozen".to_owned());
         let translator = Arc::new(Translator {
-            caches: PerCode::request(py)?,
+            caches: CodeCaches::request(py)?,
             hook: Mutex::default(),
             live_functions: Mutex::default(),
             registered_in: AtomicU64::new(0),
@@ -112,32 +111,6 @@ impl Translator {
             }
         }
     }
-
-    pub fn cache<'c>(&self, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeCache> {
-        // SAFETY: the caller keeps the code alive while using the cache.
-        unsafe { self.caches.get_or_default(code) }
-    }
-
-    /// Marks a code the translator made (a compiled graph) as never translated.
-    pub fn never_translate(&self, code: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.cache(code)?.never.store(true, Ordering::Relaxed);
-        Ok(())
-    }
-}
-
-/// Raises `sot.GraphBreakError` under `full_graph=True`.
-pub fn full_graph_error(py: Python<'_>, kind: &str, record: &Record) -> PyErr {
-    let message = format!(
-        "{kind} under full_graph=True: {} ({}:{})",
-        record.reason, record.filename, record.line
-    );
-    match import(py, "framehook.sot").and_then(|m| m.getattr("GraphBreakError")) {
-        Ok(class) => match class.call1((message,)) {
-            Ok(instance) => PyErr::from_value(instance),
-            Err(err) => err,
-        },
-        Err(err) => err,
-    }
 }
 
 impl RustHook for Translator {
@@ -149,7 +122,7 @@ impl RustHook for Translator {
         if !code.is(context.original_code()) {
             return Ok(None);
         }
-        let cache = self.cache(&code)?;
+        let cache = self.caches.get(&code)?;
         let mut verdict = cache.verdict.load(Ordering::Relaxed);
         if verdict == UNJUDGED {
             verdict = if cache.never.load(Ordering::Relaxed) || !self.is_translatable_kind(&code)? {
@@ -260,7 +233,9 @@ impl RustHook for Translator {
         let outcome = Python::attach(|py| {
             // An internal error never changes what the program does: the original runs.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.translate(
+                translate(
+                    &self.caches,
+                    &self.skip_prefixes,
                     py,
                     context,
                     &config,
@@ -284,7 +259,7 @@ impl RustHook for Translator {
                         .map_or_else(|_| String::new(), |f| f.to_string()),
                     line: -1,
                 };
-                self.fallback(py, &config, record).map(|()| None)
+                fallback(py, &config, record).map(|()| None)
             })
         });
         outcome.map(|answer| {

@@ -21,4 +21,5 @@ pub mod python;
 mod pyutil;
 mod session;
 mod translate;
+mod translation;
 mod vm;

@@ -6,20 +6,18 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use framehook_bytecode::liveness::Liveness;
 use pyo3::prelude::*;
 
 use super::backend::Backend;
 use super::breaks::continuation_of;
-use super::cache::{Action, CacheState, CodeCache, Entry, LIBRARY};
-use super::code_pool::Generated;
+use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entry, LIBRARY};
 use super::codegen;
-use super::compile::{compile_graph, explain};
-use super::guard::SourceId;
-use super::hook::{full_graph_error, Translator};
-use super::model::code::{CodeInfo, FRAME_READERS};
+use super::compile::explain;
+use super::guard::source::SourceId;
+use super::translation::Translation;
+
+use super::model::code::CodeInfo;
 use super::model::frame::{BreakPoint, Ending, FreeVariable, Stop};
-use super::model::value::Val;
 use super::session::{live_configs, Config, OwnFrame, Record};
 use super::vm::Vm;
 use crate::hookapi::pyobject::import;
@@ -27,29 +25,6 @@ use crate::hookapi::rust_hook::HookContext;
 
 /// Times one translation starts again, breaking earlier (see `Translation::restart`).
 pub const MAX_RESTARTS: usize = 8;
-
-/// One translation's fixed inputs, read throughout the making of its code (the generated
-/// code, breaks, resume functions, counting).
-pub struct Translation<'t, 'py, 'b> {
-    pub translator: &'t Translator,
-    pub py: Python<'py>,
-    pub config: &'t Config,
-    pub backend: &'t Backend<'py>,
-    pub table: &'static framehook_bytecode::Table,
-    pub code: &'t Bound<'py, PyAny>,
-    pub info: &'t CodeInfo,
-    pub cache: &'t CodeCache,
-    pub vm: &'t Vm<'py, 'b>,
-    pub recompiling: bool,
-    pub qualname: &'t str,
-    /// Set when the code cannot be made because of a value an earlier top-frame
-    /// instruction made: translating again breaks before that instruction (and says why).
-    pub restart: RefCell<Option<(usize, String)>>,
-    /// Which variables the rest of the code may read (see `Translation::liveness`).
-    pub liveness: OnceCell<Option<Liveness>>,
-    /// The stack's depth at each jump target (see `Translation::depths`).
-    pub depths: OnceCell<Option<Vec<Option<u32>>>>,
-}
 
 impl<'py> Translation<'_, 'py, '_> {
     /// The generated code at a break (or an escaping exception), counted; a fallback
@@ -100,86 +75,10 @@ impl<'py> Translation<'_, 'py, '_> {
                     filename: info.filename.clone(),
                     line,
                 };
-                self.translator.fallback(py, config, record)?;
+                fallback(py, config, record)?;
                 Ok((Action::Original, String::new()))
             }
         }
-    }
-
-    /// The code that runs instead of the frame: a plan rebuilding `rebuilt` with the frame's
-    /// variables `locals`, its graph compiled for what the plan reads, and `generate`'s code.
-    pub fn generated_code(
-        &self,
-        locals: &[usize],
-        rebuilt: &[usize],
-        generate: impl FnOnce(&codegen::Plan<'_, 'py>) -> PyResult<Generated>,
-    ) -> PyResult<(Action, Option<String>)> {
-        let vm = self.vm;
-        let cells = vm.cell_contents();
-        let mut plan = codegen::Plan::new(
-            self.table,
-            self.code,
-            &self.info.vars,
-            &vm.values,
-            &cells,
-            &vm.sources,
-            &vm.graph,
-            &vm.side_effects,
-            frame_cells_of(vm, locals),
-            vm_globals(vm)?,
-            rebuilt,
-            &vm.caught_exceptions,
-        );
-        let (graph, outputs) = vm.graph.without_dead_arithmetic(&plan.outputs);
-        let compiled = if graph.nodes.is_empty() {
-            None
-        } else {
-            Some(compile_graph(
-                self.py,
-                self.translator,
-                self.backend,
-                vm,
-                &graph,
-                &outputs,
-            )?)
-        };
-        plan.holder = compiled.as_ref().map(|(holder, _)| holder.clone());
-        let generated = generate(&plan).inspect_err(|err| {
-            let made_at = plan.unrebuildable.get().and_then(|vid| vm.made_at(vid));
-            if let Some(pc) = made_at.filter(|pc| !vm.break_before.contains_key(pc)) {
-                self.restart.replace(Some((pc, err.value(self.py).to_string())));
-            }
-        })?;
-        Ok((Action::Run(generated), compiled.map(|(_, text)| text)))
-    }
-
-    /// Which variables the rest of the code may read, from each instruction on; None
-    /// where the code names a function that reads its frame's variables (`locals()`,
-    /// `super()`...): then a resume function gets every bound one.
-    pub fn liveness(&self) -> PyResult<Option<&Liveness>> {
-        if let Some(liveness) = self.liveness.get() {
-            return Ok(liveness.as_ref());
-        }
-        let names: Vec<String> = self.code.getattr("co_names")?.extract()?;
-        let reads_frame = names
-            .iter()
-            .any(|n| n == "super" || FRAME_READERS.iter().any(|(_, reader)| reader == n));
-        let vars = &self.info.vars;
-        let locals = vars.all().len() - vars.freevars.len();
-        let computed = (!reads_frame).then(|| Liveness::new(&self.info.instrs, locals));
-        Ok(self.liveness.get_or_init(|| computed).as_ref())
-    }
-
-    /// The stack's depth where each instruction starts, where a jump may land (None: the
-    /// code cannot be read so).
-    pub fn depths(&self) -> Option<&[Option<u32>]> {
-        self.depths
-            .get_or_init(|| {
-                let fields = crate::bytecode::CodeFields::read(self.table, self.code).ok()?;
-                let raw = fields.decode(self.table).ok()?;
-                framehook_bytecode::canonical::entry_depths(self.table, &fields.vars, &raw).ok()
-            })
-            .as_deref()
     }
 }
 
@@ -194,23 +93,6 @@ pub fn report(py: Python<'_>, config: &Config, kind: &str, what: &str, record: &
         &format!("{what}: {} ({}:{})", record.reason, record.filename, record.line),
     );
     Ok(())
-}
-
-/// The frame's cells: (the VM's cell, the variable that holds it).
-pub fn frame_cells_of(vm: &Vm<'_, '_>, locals: &[usize]) -> Vec<(usize, usize)> {
-    locals
-        .iter()
-        .enumerate()
-        .filter_map(|(var, vid)| match &vm.values[*vid] {
-            Val::Cell(c) => Some((*c, var)),
-            _ => None,
-        })
-        .collect()
-}
-
-pub fn vm_globals<'py>(vm: &Vm<'py, '_>) -> PyResult<Bound<'py, PyAny>> {
-    vm.globals()
-        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no globals"))
 }
 
 pub fn record_of(stop: &Stop) -> Record {
@@ -240,273 +122,288 @@ pub fn log_event(py: Python<'_>, message: &str) {
     }
 }
 
-impl Translator {
-    #[allow(clippy::too_many_arguments)]
-    pub fn translate(
-        &self,
-        py: Python<'_>,
-        context: &HookContext<'_, '_>,
-        config: &Arc<Config>,
-        code: &Bound<'_, PyAny>,
-        cache: &CodeCache,
-        recompiling: bool,
-        changed_numbers: &[SourceId],
-        epoch: u64,
-    ) -> PyResult<Option<Arc<Entry>>> {
-        let code = code.clone().unbind().into_bound(py);
-        let table = crate::bytecode::running_table(py)?;
-        let backend_object = config.backend.bind(py);
-        let backend = Backend::new(
-            table,
-            backend_object.clone(),
-            self.skip_prefixes.clone(),
-            config.traced_prefixes.clone(),
-        )?;
-        if backend.is_skipped_code(&code)? {
-            // The backend's own files: a library for every session but those tracing it.
-            cache.verdict.store(LIBRARY, Ordering::Relaxed);
-            config.set_own_frame(&code, OwnFrame::Skipped);
-            return Ok(None);
-        }
-        let info = CodeInfo::read(table, &code)?;
-        let arguments: Vec<Option<Bound<'_, PyAny>>> = (0..info.total_arguments())
-            .map(|i| context.argument(i).map(|b| b.to_owned().unbind().into_bound(py)))
-            .collect();
-        let frees: Vec<FreeVariable<'_>> = (0..info.vars.freevars.len())
-            .map(|i| {
-                (
-                    context.free_cell(i).map(|b| b.to_owned().unbind().into_bound(py)),
-                    context
-                        .free_variable(i)
-                        .map(|b| b.to_owned().unbind().into_bound(py)),
-                )
-            })
-            .collect();
-        let globals = context.globals().unbind().into_bound(py);
-        // The state this translation extends: its entries' guards index its source table.
-        let started = cache.entries.state.load_full();
-        let mut sources = started
-            .as_ref()
-            // With no entry left (a dropped translation's went), the table starts afresh:
-            // what only they read (values they held, their names) goes with them.
-            .filter(|s| !s.entries.is_empty())
-            .map(|s| s.sources.clone_ref(py))
-            .unwrap_or_default();
-        if !recompiling {
-            // A first translation (or the first since `sot.reset()`) specializes every number.
-            sources.forget_dynamic();
-        }
-        for source in changed_numbers {
-            sources.mark_dynamic(*source);
-        }
-        let fallbacks_before = config.stats.fallbacks.lock().len();
-        let stats = &config.stats;
-        let qualname: String = code
-            .getattr("co_qualname")
-            .or_else(|_| code.getattr("co_name"))?
-            .extract()?;
-        let mut break_before = HashMap::new();
-        let (mut vm, action, explanation) = loop {
-            let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
-            vm.break_before = break_before.clone();
-            let ending = vm.run_top(&code, &info, globals.clone(), arguments.clone(), frees.clone());
-            let translation = Translation {
-                translator: self,
-                py,
-                config,
-                backend: &backend,
-                table,
-                code: &code,
-                info: &info,
-                cache,
-                vm: &vm,
-                recompiling,
-                qualname: &qualname,
-                restart: RefCell::new(None),
-                liveness: OnceCell::new(),
-                depths: OnceCell::new(),
-            };
-            let (action, explanation) = match ending {
-                Ok(Ending::Return(returned, locals)) => {
-                    let built = translation
-                        .generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
-                    translation.counted(built, -1)?
-                }
-                Ok(Ending::Break(point, stop)) => {
-                    let record = record_of(&stop);
-                    let (continuation, eager_loop) = if point.in_loop {
-                        match translation.loop_continuation(&point)? {
-                            Ok(continuation) => (Some(continuation), None),
-                            Err(why) => {
-                                translation.break_before_loop(
-                                    &point,
-                                    &format!(
-                                        "the iterator of a loop that runs eagerly ({why}): {}",
-                                        record.reason
-                                    ),
-                                );
-                                (None, Some(why))
-                            }
-                        }
-                    } else {
-                        (continuation_of(table, &vm, &point), None)
-                    };
-                    let reason = match &continuation {
-                        None if point.in_loop => format!(
-                            "graph break in a loop, the frame runs eagerly ({}): {}",
-                            eager_loop.unwrap_or_default(),
-                            record.reason
-                        ),
-                        None if point.handling => format!(
-                            "{} (the frame runs eagerly: an exception is being handled)",
-                            record.reason
-                        ),
-                        None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
-                        Some(_) => record.reason.clone(),
-                    };
-                    let record = Record { reason, ..record };
-                    let built = continuation.map(|c| translation.build_break(&point, &c));
-                    if translation.restart.borrow().is_some() {
-                        (Action::Original, String::new())
-                    } else {
-                        report(
-                            py,
-                            config,
-                            "graph break",
-                            &format!("graph break in {qualname}"),
-                            &record,
-                        )?;
-                        stats.breaks.lock().push(record.clone());
-                        let mut explanation = format!(
-                            "{qualname}: graph break at {}:{}: {}\n",
-                            record.filename, record.line, record.reason
-                        );
-                        let action = match built {
-                            None => Action::Original,
-                            Some(built) => {
-                                let (action, text) = translation.counted(built, point.instr.location.line)?;
-                                explanation.push_str(&text);
-                                action
-                            }
-                        };
-                        (action, explanation)
-                    }
-                }
-                Ok(Ending::Raise(point)) => {
-                    // Where handlers of the frame ran for it, they run again for real: the
-                    // generated code raises it under them (in a bridge).
-                    let continuation = continuation_of(table, &vm, &point).map(|c| codegen::Continuation {
-                        bridged: c.bridged || point.in_handler_scope,
-                        ..c
-                    });
-                    match continuation {
-                        Some(continuation) => translation.break_code(&point, &continuation)?,
-                        None => {
-                            let record = Record {
-                                reason: format!(
-                                    "an exception escapes at {} (cannot raise it from generated code)",
-                                    point.instr.op.name()
-                                ),
-                                filename: info.filename.clone(),
-                                line: point.instr.location.line,
-                            };
-                            self.fallback(py, config, record)?;
-                            (Action::Original, String::new())
-                        }
-                    }
-                }
-                Err(stop) => {
-                    let record = record_of(&stop);
-                    self.fallback(py, config, record.clone())?;
-                    (
-                        Action::Original,
-                        format!(
-                            "{qualname}: fallback at {}:{}: {}\n",
-                            record.filename, record.line, record.reason
-                        ),
-                    )
-                }
-            };
-            match translation.restart.take() {
-                Some((pc, why)) if break_before.len() < MAX_RESTARTS => {
-                    break_before.insert(pc, why);
-                }
-                _ => break (vm, action, explanation),
-            }
-        };
-        if !explanation.is_empty() {
-            stats.explanations.lock().push(explanation);
-        }
-        let own_frame = match action {
-            Action::Run { .. } => OwnFrame::Translated,
-            Action::Original if stats.fallbacks.lock().len() > fallbacks_before => OwnFrame::Fallback,
-            Action::Original => OwnFrame::Eager,
-        };
-        config.set_own_frame(&code, own_frame);
-        let guards = if matches!(action, Action::Original) {
-            Vec::new()
-        } else {
-            std::mem::take(&mut vm.guards)
-        };
-        let entry = Arc::new(Entry {
-            config: config.id,
-            epoch,
-            guards,
-            action,
-        });
-        let answer = matches!(entry.action, Action::Run { .. }).then(|| Arc::clone(&entry));
-        let entries = &cache.entries;
-        {
-            let mut caches = config.caches.lock();
-            if !caches
-                .iter()
-                .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(entries)))
-            {
-                caches.retain(|c| c.strong_count() > 0);
-                caches.push(Arc::downgrade(entries));
-            }
-        }
-        let _writer = entries.writer.lock();
-        let old = entries.state.load_full();
-        let same_table = match (&old, &started) {
-            (Some(old), Some(started)) => Arc::ptr_eq(&old.sources, &started.sources),
-            (None, None) => true,
-            _ => false,
-        };
-        if !same_table {
-            // Another thread stored entries meanwhile, whose guards index a table this
-            // translation's does not extend: this one runs once, uncached (the next call
-            // translates again if none of those entries fits).
-            drop(_writer);
-            drop(old);
-            return Ok(answer);
-        }
-        let mut kept: Vec<Arc<Entry>> = old
-            .as_ref()
-            .map(|s| {
-                // Entries of earlier epochs and of translated functions that are gone go.
-                let live = live_configs();
-                s.entries
-                    .iter()
-                    .filter(|e| e.epoch == epoch && live.contains(&e.config))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        kept.insert(0, entry);
-        entries.state.store(Some(Arc::new(CacheState {
-            sources: Arc::new(vm.sources.clone_ref(py)),
-            entries: kept,
-        })));
-        drop(_writer);
-        // The entries that went are dropped here, after the lock: dropping one runs Python code.
-        drop(old);
-        Ok(answer)
+#[allow(clippy::too_many_arguments)]
+pub fn translate(
+    caches: &CodeCaches,
+    skip_prefixes: &[String],
+    py: Python<'_>,
+    context: &HookContext<'_, '_>,
+    config: &Arc<Config>,
+    code: &Bound<'_, PyAny>,
+    cache: &CodeCache,
+    recompiling: bool,
+    changed_numbers: &[SourceId],
+    epoch: u64,
+) -> PyResult<Option<Arc<Entry>>> {
+    let code = code.clone().unbind().into_bound(py);
+    let table = crate::bytecode::running_table(py)?;
+    let backend_object = config.backend.bind(py);
+    let backend = Backend::new(
+        table,
+        backend_object.clone(),
+        skip_prefixes.to_vec(),
+        config.traced_prefixes.clone(),
+    )?;
+    if backend.is_skipped_code(&code)? {
+        // The backend's own files: a library for every session but those tracing it.
+        cache.verdict.store(LIBRARY, Ordering::Relaxed);
+        config.set_own_frame(&code, OwnFrame::Skipped);
+        return Ok(None);
     }
+    let info = CodeInfo::read(table, &code)?;
+    let arguments: Vec<Option<Bound<'_, PyAny>>> = (0..info.total_arguments())
+        .map(|i| context.argument(i).map(|b| b.to_owned().unbind().into_bound(py)))
+        .collect();
+    let frees: Vec<FreeVariable<'_>> = (0..info.vars.freevars.len())
+        .map(|i| {
+            (
+                context.free_cell(i).map(|b| b.to_owned().unbind().into_bound(py)),
+                context
+                    .free_variable(i)
+                    .map(|b| b.to_owned().unbind().into_bound(py)),
+            )
+        })
+        .collect();
+    let globals = context.globals().unbind().into_bound(py);
+    // The state this translation extends: its entries' guards index its source table.
+    let started = cache.entries.state.load_full();
+    let mut sources = started
+        .as_ref()
+        // With no entry left (a dropped translation's went), the table starts afresh:
+        // what only they read (values they held, their names) goes with them.
+        .filter(|s| !s.entries.is_empty())
+        .map(|s| s.sources.clone_ref(py))
+        .unwrap_or_default();
+    if !recompiling {
+        // A first translation (or the first since `sot.reset()`) specializes every number.
+        sources.forget_dynamic();
+    }
+    for source in changed_numbers {
+        sources.mark_dynamic(*source);
+    }
+    let fallbacks_before = config.stats.fallbacks.lock().len();
+    let stats = &config.stats;
+    let qualname: String = code
+        .getattr("co_qualname")
+        .or_else(|_| code.getattr("co_name"))?
+        .extract()?;
+    let mut break_before = HashMap::new();
+    let (mut vm, action, explanation) = loop {
+        let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
+        vm.break_before = break_before.clone();
+        let ending = vm.run_top(&code, &info, globals.clone(), arguments.clone(), frees.clone());
+        let translation = Translation {
+            caches,
+            py,
+            config,
+            backend: &backend,
+            table,
+            code: &code,
+            info: &info,
+            cache,
+            vm: &vm,
+            recompiling,
+            qualname: &qualname,
+            restart: RefCell::new(None),
+            liveness: OnceCell::new(),
+            depths: OnceCell::new(),
+        };
+        let (action, explanation) = match ending {
+            Ok(Ending::Return(returned, locals)) => {
+                let built = translation
+                    .generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
+                translation.counted(built, -1)?
+            }
+            Ok(Ending::Break(point, stop)) => {
+                let record = record_of(&stop);
+                let (continuation, eager_loop) = if point.in_loop {
+                    match translation.loop_continuation(&point)? {
+                        Ok(continuation) => (Some(continuation), None),
+                        Err(why) => {
+                            translation.break_before_loop(
+                                &point,
+                                &format!(
+                                    "the iterator of a loop that runs eagerly ({why}): {}",
+                                    record.reason
+                                ),
+                            );
+                            (None, Some(why))
+                        }
+                    }
+                } else {
+                    (continuation_of(table, &vm, &point), None)
+                };
+                let reason = match &continuation {
+                    None if point.in_loop => format!(
+                        "graph break in a loop, the frame runs eagerly ({}): {}",
+                        eager_loop.unwrap_or_default(),
+                        record.reason
+                    ),
+                    None if point.handling => format!(
+                        "{} (the frame runs eagerly: an exception is being handled)",
+                        record.reason
+                    ),
+                    None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
+                    Some(_) => record.reason.clone(),
+                };
+                let record = Record { reason, ..record };
+                let built = continuation.map(|c| translation.build_break(&point, &c));
+                if translation.restart.borrow().is_some() {
+                    (Action::Original, String::new())
+                } else {
+                    report(
+                        py,
+                        config,
+                        "graph break",
+                        &format!("graph break in {qualname}"),
+                        &record,
+                    )?;
+                    stats.breaks.lock().push(record.clone());
+                    let mut explanation = format!(
+                        "{qualname}: graph break at {}:{}: {}\n",
+                        record.filename, record.line, record.reason
+                    );
+                    let action = match built {
+                        None => Action::Original,
+                        Some(built) => {
+                            let (action, text) = translation.counted(built, point.instr.location.line)?;
+                            explanation.push_str(&text);
+                            action
+                        }
+                    };
+                    (action, explanation)
+                }
+            }
+            Ok(Ending::Raise(point)) => {
+                // Where handlers of the frame ran for it, they run again for real: the
+                // generated code raises it under them (in a bridge).
+                let continuation = continuation_of(table, &vm, &point).map(|c| codegen::Continuation {
+                    bridged: c.bridged || point.in_handler_scope,
+                    ..c
+                });
+                match continuation {
+                    Some(continuation) => translation.break_code(&point, &continuation)?,
+                    None => {
+                        let record = Record {
+                            reason: format!(
+                                "an exception escapes at {} (cannot raise it from generated code)",
+                                point.instr.op.name()
+                            ),
+                            filename: info.filename.clone(),
+                            line: point.instr.location.line,
+                        };
+                        fallback(py, config, record)?;
+                        (Action::Original, String::new())
+                    }
+                }
+            }
+            Err(stop) => {
+                let record = record_of(&stop);
+                fallback(py, config, record.clone())?;
+                (
+                    Action::Original,
+                    format!(
+                        "{qualname}: fallback at {}:{}: {}\n",
+                        record.filename, record.line, record.reason
+                    ),
+                )
+            }
+        };
+        match translation.restart.take() {
+            Some((pc, why)) if break_before.len() < MAX_RESTARTS => {
+                break_before.insert(pc, why);
+            }
+            _ => break (vm, action, explanation),
+        }
+    };
+    if !explanation.is_empty() {
+        stats.explanations.lock().push(explanation);
+    }
+    let own_frame = match action {
+        Action::Run { .. } => OwnFrame::Translated,
+        Action::Original if stats.fallbacks.lock().len() > fallbacks_before => OwnFrame::Fallback,
+        Action::Original => OwnFrame::Eager,
+    };
+    config.set_own_frame(&code, own_frame);
+    let guards = if matches!(action, Action::Original) {
+        Vec::new()
+    } else {
+        std::mem::take(&mut vm.guards)
+    };
+    let entry = Arc::new(Entry {
+        config: config.id,
+        epoch,
+        guards,
+        action,
+    });
+    let answer = matches!(entry.action, Action::Run { .. }).then(|| Arc::clone(&entry));
+    let entries = &cache.entries;
+    {
+        let mut caches = config.caches.lock();
+        if !caches
+            .iter()
+            .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(entries)))
+        {
+            caches.retain(|c| c.strong_count() > 0);
+            caches.push(Arc::downgrade(entries));
+        }
+    }
+    let _writer = entries.writer.lock();
+    let old = entries.state.load_full();
+    let same_table = match (&old, &started) {
+        (Some(old), Some(started)) => Arc::ptr_eq(&old.sources, &started.sources),
+        (None, None) => true,
+        _ => false,
+    };
+    if !same_table {
+        // Another thread stored entries meanwhile, whose guards index a table this
+        // translation's does not extend: this one runs once, uncached (the next call
+        // translates again if none of those entries fits).
+        drop(_writer);
+        drop(old);
+        return Ok(answer);
+    }
+    let mut kept: Vec<Arc<Entry>> = old
+        .as_ref()
+        .map(|s| {
+            // Entries of earlier epochs and of translated functions that are gone go.
+            let live = live_configs();
+            s.entries
+                .iter()
+                .filter(|e| e.epoch == epoch && live.contains(&e.config))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    kept.insert(0, entry);
+    entries.state.store(Some(Arc::new(CacheState {
+        sources: Arc::new(vm.sources.clone_ref(py)),
+        entries: kept,
+    })));
+    drop(_writer);
+    // The entries that went are dropped here, after the lock: dropping one runs Python code.
+    drop(old);
+    Ok(answer)
+}
 
-    pub fn fallback(&self, py: Python<'_>, config: &Config, record: Record) -> PyResult<()> {
-        report(py, config, "fallback", "fallback", &record)?;
-        config.stats.fallbacks.lock().push(record);
-        Ok(())
+/// A fallback: reported, and counted for `sot.stats`.
+pub fn fallback(py: Python<'_>, config: &Config, record: Record) -> PyResult<()> {
+    report(py, config, "fallback", "fallback", &record)?;
+    config.stats.fallbacks.lock().push(record);
+    Ok(())
+}
+
+/// Raises `sot.GraphBreakError` under `full_graph=True`.
+pub fn full_graph_error(py: Python<'_>, kind: &str, record: &Record) -> PyErr {
+    let message = format!(
+        "{kind} under full_graph=True: {} ({}:{})",
+        record.reason, record.filename, record.line
+    );
+    match import(py, "framehook.sot").and_then(|m| m.getattr("GraphBreakError")) {
+        Ok(class) => match class.call1((message,)) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(err) => err,
+        },
+        Err(err) => err,
     }
 }

@@ -8,7 +8,7 @@ use pyo3::types::{PyDict, PyList, PySet, PySlice};
 
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::code_pool::Generated;
-use crate::sot::translator::guard::{Source, SourceId};
+use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::model::code::MAX_NESTING;
 use crate::sot::translator::model::frame::SideEffect;
 use crate::sot::translator::model::value::{Lazy, Val, Vid};

@@ -6,7 +6,7 @@ use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
-use crate::sot::translator::guard::{Source, SourceId, SourceTable};
+use crate::sot::translator::guard::source::{Source, SourceId, SourceTable};
 use crate::sot::translator::model::frame::SideEffect;
 use crate::sot::translator::model::graph::Graph;
 use crate::sot::translator::model::value::{Lazy, Sym, Val, Vid};

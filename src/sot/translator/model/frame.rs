@@ -5,8 +5,8 @@ use framehook_bytecode::canonical::{Arg, Instruction, Op, Vars};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::value::Vid;
-use crate::sot::translator::guard::SourceId;
+use super::Vid;
+use crate::sot::translator::guard::source::SourceId;
 
 /// A block of 3.9/3.10's block stack: set up by `SETUP_FINALLY`/`SETUP_WITH` (its
 /// handler), or a handler that is running (none); `level` is the stack depth it restores.

@@ -3,8 +3,8 @@
 
 use pyo3::prelude::*;
 
-use super::value::Sym;
-use crate::sot::translator::guard::SourceId;
+use super::Sym;
+use crate::sot::translator::guard::source::SourceId;
 
 /// An operand of a graph operation.
 #[derive(Clone)]

@@ -5,3 +5,10 @@ pub mod code;
 pub mod frame;
 pub mod graph;
 pub mod value;
+
+/// A value's index in the VM's arena: stack slots, locals and containers hold these,
+/// so a list mutated through one alias is seen through every other.
+pub type Vid = usize;
+
+/// A symbol of the graph: an input (from a source) or an operation's result.
+pub type Sym = usize;

@@ -3,14 +3,8 @@
 use pyo3::prelude::*;
 
 use super::frame::GeneratorState;
-use crate::sot::translator::guard::SourceId;
-
-/// A value's index in the VM's arena: stack slots, locals and containers hold these,
-/// so a list mutated through one alias is seen through every other.
-pub type Vid = usize;
-
-/// A symbol of the graph: an input (from a source) or an operation's result.
-pub type Sym = usize;
+pub use super::{Sym, Vid};
+use crate::sot::translator::guard::source::SourceId;
 
 pub enum Val<'py> {
     /// The NULL slot of a call, or an unbound variable.

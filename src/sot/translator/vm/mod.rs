@@ -35,10 +35,11 @@ use pyo3::types::{
 };
 
 use super::backend::Backend;
-use super::guard::{
-    holds_values_only, is_mutable_container, is_value_type, name_ref, Check, Guard, Pin, Source, SourceId,
-    SourceTable, VALUE_NESTING,
+use super::guard::check::{
+    holds_values_only, is_mutable_container, is_value_type, Check, Pin, VALUE_NESTING,
 };
+use super::guard::source::Guard;
+use super::guard::source::{name_ref, Source, SourceId, SourceTable};
 use super::model::code::{
     is_resume_local, null_substitute, CodeInfo, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS, CO_VARKEYWORDS,
     FRAME_READERS, MAX_NESTING,

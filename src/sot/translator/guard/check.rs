@@ -1,0 +1,398 @@
+//! What a translation assumed about a value (a check on its source), and how checks
+//! and values are described to users.
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyFloat, PyInt, PyString, PyTuple, PyWeakrefMethods, PyWeakrefReference};
+
+use crate::hookapi::pyobject::StrongRef;
+
+/// Names and keys are compared by value (interned strings are the common case).
+pub fn same_key(a: &StrongRef, b: &StrongRef) -> bool {
+    if a.as_ptr() == b.as_ptr() {
+        return true;
+    }
+    // SAFETY: both are live objects; the comparison runs attached (translation time).
+    let equal = unsafe {
+        ffi::Py_TYPE(a.as_ptr()) == ffi::Py_TYPE(b.as_ptr())
+            && ffi::PyObject_RichCompareBool(a.as_ptr(), b.as_ptr(), ffi::Py_EQ) == 1
+    };
+    // SAFETY: attached; a failed comparison counts as different.
+    unsafe { ffi::PyErr_Clear() };
+    equal
+}
+
+/// The object an identity guard pins: weakly where it takes weak references, so that a
+/// translation does not keep alive what the frame drops (a weak reference or a finalizer
+/// sees it die as without hooks), and the guard fails once it died, even for another
+/// object at its address.
+pub enum Pin {
+    Strong(StrongRef),
+    Weak { reference: StrongRef, address: usize },
+}
+
+impl Pin {
+    pub fn new(object: &Bound<'_, PyAny>) -> Pin {
+        match PyWeakrefReference::new(object) {
+            Ok(reference) => Pin::Weak {
+                reference: StrongRef::from_owned(reference.into_any()),
+                address: object.as_ptr() as usize,
+            },
+            // Not weakly referenceable (ints, tuples, builtin functions): held.
+            Err(_) => Pin::Strong(StrongRef::new(object)),
+        }
+    }
+
+    pub fn address(&self) -> usize {
+        match self {
+            Pin::Strong(object) => object.as_ptr() as usize,
+            Pin::Weak { address, .. } => *address,
+        }
+    }
+
+    /// The pinned object, while it lives.
+    pub fn object<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        match self {
+            Pin::Strong(object) => Some(object.bind(py)),
+            Pin::Weak { reference, .. } => reference
+                .bind(py)
+                .cast_into::<PyWeakrefReference>()
+                .ok()
+                .and_then(|reference| reference.upgrade()),
+        }
+    }
+
+    /// The pinned object, while it lives (translation time: the thread is attached).
+    pub fn strong(&self) -> Option<StrongRef> {
+        Python::attach(|py| self.object(py).map(|o| StrongRef::new(&o)))
+    }
+
+    /// Whether `value` is the pinned object (a weakly pinned one only while it lives).
+    pub fn holds(&self, value: &Bound<'_, PyAny>) -> bool {
+        value.as_ptr() as usize == self.address()
+            && match self {
+                Pin::Strong(_) => true,
+                Pin::Weak { .. } => self.object(value.py()).is_some_and(|o| o.is(value)),
+            }
+    }
+}
+
+/// What a guard checks of its source's value.
+pub enum Check {
+    /// `type(value) is T`.
+    Type(StrongRef),
+    /// `value is O`.
+    Id(Pin),
+    /// `type(value) is type(V) and value == V`.
+    Equals(StrongRef),
+    /// The same, V a constant value of the backend (a dtype, a place), compared by its own
+    /// `==` (it holds no Python values to compare).
+    SameValue(StrongRef),
+    /// `len(value) == n` (the type is guarded apart).
+    Len(usize),
+    /// `type(value) is dict and tuple(value) == K`: a dict's keys, in order.
+    Keys(StrongRef),
+    /// `type(value) is T and tuple(value) == K`, T `collections.OrderedDict` (a layer's
+    /// table of sublayers): its keys, in its own order.
+    OrderedKeys { ty: StrongRef, keys: StrongRef },
+    /// A tensor: `type(value) is T`, then each of the backend's meta attributes
+    /// equal to what the translation saw.
+    Tensor {
+        ty: StrongRef,
+        attributes: Vec<(StrongRef, StrongRef)>,
+    },
+    /// The source holds nothing (a global that is not defined, a missing key).
+    Absent,
+    /// The source holds something (a key that is present).
+    Present,
+}
+
+impl Check {
+    pub fn describe(&self, py: Python<'_>) -> String {
+        // A tensor's meta attributes are the backend's (a dtype, a shape): their own repr.
+        let repr = |o: &StrongRef| {
+            o.bind(py)
+                .repr()
+                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+        };
+        let value = |o: &StrongRef| describe_value(&o.bind(py), DESCRIBED_DEPTH);
+        let type_name = |o: &StrongRef| {
+            o.bind(py)
+                .getattr("__qualname__")
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        };
+        match self {
+            Check::Type(t) => format!("type is {}", type_name(t)),
+            Check::Id(pin) => match pin.object(py) {
+                Some(o) => format!("is {}", truncate(&describe_value(&o, DESCRIBED_DEPTH))),
+                None => "is <an object that died>".to_owned(),
+            },
+            Check::Equals(v) | Check::SameValue(v) => format!("== {}", truncate(&value(v))),
+            Check::Len(n) => format!("len == {n}"),
+            Check::Keys(k) | Check::OrderedKeys { keys: k, .. } => format!("keys == {}", truncate(&value(k))),
+            Check::Tensor { ty, attributes } => {
+                let attrs: Vec<String> = attributes
+                    .iter()
+                    .map(|(name, value)| format!("{}={}", name.bind(py), repr(value)))
+                    .collect();
+                format!("tensor {} {}", type_name(ty), attrs.join(" "))
+            }
+            Check::Absent => "is absent".to_owned(),
+            Check::Present => "is present".to_owned(),
+        }
+    }
+
+    pub fn same(&self, other: &Check) -> bool {
+        match (self, other) {
+            (Check::Type(a), Check::Type(b)) => a.as_ptr() == b.as_ptr(),
+            (Check::Id(a), Check::Id(b)) => a.address() == b.address(),
+            (Check::Equals(a), Check::Equals(b))
+            | (Check::SameValue(a), Check::SameValue(b))
+            | (Check::Keys(a), Check::Keys(b)) => same_key(a, b),
+            (Check::OrderedKeys { ty: t, keys: a }, Check::OrderedKeys { ty: u, keys: b }) => {
+                t.as_ptr() == u.as_ptr() && same_key(a, b)
+            }
+            (Check::Len(a), Check::Len(b)) => a == b,
+            (Check::Absent, Check::Absent) | (Check::Present, Check::Present) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether every value this check passes also passes `other`, for any state of the
+    /// objects (so `other` on the same source adds nothing).
+    pub fn implies(&self, other: &Check) -> bool {
+        if self.same(other) {
+            return true;
+        }
+        match (self, other) {
+            // `x is O` fixes `type(x)` only where `O.__class__` cannot be assigned.
+            (Check::Id(pin), Check::Type(t)) => pin
+                .strong()
+                .is_some_and(|o| type_of(&o) == t.as_ptr() && class_is_fixed(&o)),
+            // ... and `len(x)` only where O cannot change size.
+            (Check::Id(pin), Check::Len(n)) => pin
+                .strong()
+                .is_some_and(|o| is_immutable_sized(&o) && len_of(&o) == Some(*n)),
+            // Equals checks the type first (`x is V` also passes it: V's class is fixed).
+            (Check::Equals(v), Check::Type(t)) => type_of(v) == t.as_ptr() && class_is_fixed(v),
+            // Equal builtin sequences, mappings and sets have equal lengths.
+            (Check::Equals(v), Check::Len(n)) => is_builtin_sized(v) && len_of(v) == Some(*n),
+            (Check::Keys(_), Check::Type(t)) => t.as_ptr() == std::ptr::addr_of_mut!(ffi::PyDict_Type).cast(),
+            (Check::Keys(keys) | Check::OrderedKeys { keys, .. }, Check::Len(n)) => len_of(keys) == Some(*n),
+            (Check::OrderedKeys { ty, .. }, Check::Type(t)) => ty.as_ptr() == t.as_ptr(),
+            (Check::Tensor { ty, .. }, Check::Type(t)) => ty.as_ptr() == t.as_ptr(),
+            _ => false,
+        }
+    }
+}
+
+pub fn type_of(o: &StrongRef) -> *mut ffi::PyObject {
+    // SAFETY: a live object's type.
+    unsafe { ffi::Py_TYPE(o.as_ptr()).cast() }
+}
+
+/// Whether `o.__class__ = C` always fails: CPython assigns `__class__` only between heap
+/// (3.10+: mutable) types or between module types; static types are neither.
+pub fn class_is_fixed(o: &StrongRef) -> bool {
+    // SAFETY: a live object and its type; reading flags only.
+    unsafe {
+        let ty = ffi::Py_TYPE(o.as_ptr());
+        ffi::PyType_GetFlags(ty) & ffi::Py_TPFLAGS_HEAPTYPE == 0
+            && ffi::PyType_IsSubtype(ty, std::ptr::addr_of_mut!(ffi::PyModule_Type)) == 0
+    }
+}
+
+/// Exact tuples, strings, bytes and frozensets: their length is fixed.
+pub fn is_immutable_sized(o: &StrongRef) -> bool {
+    // SAFETY: live objects; exact type checks only.
+    unsafe {
+        let o = o.as_ptr();
+        ffi::PyTuple_CheckExact(o) != 0
+            || ffi::PyUnicode_CheckExact(o) != 0
+            || ffi::PyBytes_CheckExact(o) != 0
+            || ffi::PyFrozenSet_CheckExact(o) != 0
+    }
+}
+
+/// Builtin containers whose `==` compares lengths (no `__len__` of a subclass).
+pub fn is_builtin_sized(o: &StrongRef) -> bool {
+    // SAFETY: live objects; exact type checks only.
+    is_immutable_sized(o)
+        || unsafe {
+            let o = o.as_ptr();
+            ffi::PyList_CheckExact(o) != 0
+                || ffi::PyDict_CheckExact(o) != 0
+                || ffi::PyAnySet_CheckExact(o) != 0
+        }
+}
+
+pub fn len_of(o: &StrongRef) -> Option<usize> {
+    // SAFETY: a live object of a builtin type (the callers check it); an error is cleared.
+    let len = unsafe { ffi::PyObject_Size(o.as_ptr()) };
+    if len < 0 {
+        // SAFETY: attached (translation time).
+        unsafe { ffi::PyErr_Clear() };
+        return None;
+    }
+    Some(len as usize)
+}
+
+/// How deep `describe_value` goes into containers, and how many items of each it shows.
+pub const DESCRIBED_DEPTH: usize = 3;
+pub const DESCRIBED_ITEMS: usize = 8;
+
+/// A guarded value as `explain` shows it, without running any code of the value's own:
+/// a `__repr__` written in Python may have side effects (a list that grows as it is
+/// shown never ends), and a large container's repr costs its size. Numbers, strings,
+/// classes, modules, functions and code by their repr (CPython's own, of the type
+/// only); the builtin containers item by item, to a few; anything else by its type.
+pub fn describe_value(obj: &Bound<'_, PyAny>, depth: usize) -> String {
+    use pyo3::types::{
+        PyBool, PyBytes, PyCFunction, PyCode, PyComplex, PyFrozenSet, PyFunction, PyList, PyModule, PySet,
+        PyType,
+    };
+    let own_repr = || obj.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string());
+    let qualname = |ty: &Bound<'_, PyAny>| {
+        ty.getattr("__qualname__")
+            .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+    };
+    if obj.is_none()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyComplex>()
+        || obj.is_exact_instance_of::<PyFunction>()
+        || obj.is_exact_instance_of::<PyCFunction>()
+        || obj.is_exact_instance_of::<PyCode>()
+    {
+        return own_repr();
+    }
+    if obj.is_exact_instance_of::<PyInt>() {
+        // Past CPython's digit limit an int has no repr.
+        return obj
+            .repr()
+            .map_or_else(|_| "<a large int>".to_owned(), |r| r.to_string());
+    }
+    if obj.is_exact_instance_of::<PyString>() || obj.is_exact_instance_of::<PyBytes>() {
+        let head = obj
+            .len()
+            .ok()
+            .filter(|&len| len > 60)
+            .and_then(|_| obj.get_item(pyo3::types::PySlice::new(obj.py(), 0, 60, 1)).ok());
+        return head.map_or_else(own_repr, |head| format!("{}...", describe_value(&head, 0)));
+    }
+    if obj.is_instance_of::<PyType>() {
+        return format!("<class '{}'>", qualname(obj));
+    }
+    if obj.is_exact_instance_of::<PyModule>() {
+        return format!(
+            "<module '{}'>",
+            obj.getattr("__name__")
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string())
+        );
+    }
+    let container = if obj.is_exact_instance_of::<PyTuple>() {
+        Some(("(", ")"))
+    } else if obj.is_exact_instance_of::<PyList>() {
+        Some(("[", "]"))
+    } else if obj.is_exact_instance_of::<PySet>()
+        || obj.is_exact_instance_of::<PyFrozenSet>()
+        || obj.is_exact_instance_of::<PyDict>()
+    {
+        Some(("{", "}"))
+    } else {
+        None
+    };
+    let Some((open, close)) = container.filter(|_| depth > 0) else {
+        let type_name = qualname(&obj.get_type().into_any());
+        // A C type's object with a name of its own (a numpy ufunc, a builtin method):
+        // read through the type's own getter, which runs no code of the object's.
+        let c_type = crate::sot::translator::pyutil::is_heap_instance(obj).is_ok_and(|heap| !heap);
+        let name = c_type
+            .then(|| obj.getattr("__name__").ok())
+            .flatten()
+            .filter(|name| name.is_exact_instance_of::<PyString>());
+        return match name {
+            Some(name) => format!("<{type_name} '{name}'>"),
+            None => format!("<{type_name} object>"),
+        };
+    };
+    let mut shown = Vec::new();
+    let length = obj.len().unwrap_or(0);
+    if let Ok(dict) = obj.cast_exact::<PyDict>() {
+        for (key, value) in dict.iter().take(DESCRIBED_ITEMS) {
+            shown.push(format!(
+                "{}: {}",
+                describe_value(&key, depth - 1),
+                describe_value(&value, depth - 1)
+            ));
+        }
+    } else if let Ok(items) = obj.try_iter() {
+        for item in items.take(DESCRIBED_ITEMS).flatten() {
+            shown.push(describe_value(&item, depth - 1));
+        }
+    }
+    if length > DESCRIBED_ITEMS {
+        shown.push("...".to_owned());
+    }
+    let trailing = if length == 1 && open == "(" { "," } else { "" };
+    format!("{open}{}{trailing}{close}", shown.join(", "))
+}
+
+pub fn truncate(text: &str) -> String {
+    if text.chars().count() > 60 {
+        format!("{}...", text.chars().take(57).collect::<String>())
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Types whose values are immutable and compared by value: guarded with `==` (whose
+/// comparison runs no code of the user's).
+pub fn is_value_type(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_none()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<pyo3::types::PyBool>()
+        || obj.is_exact_instance_of::<PyString>()
+        || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
+        || obj.is_exact_instance_of::<pyo3::types::PyComplex>()
+        || obj.is_exact_instance_of::<pyo3::types::PyRange>()
+        || obj
+            .cast::<PyTuple>()
+            .is_ok_and(|t| t.is_exact_instance_of::<PyTuple>() && t.iter().all(|i| is_value_type(&i)))
+}
+
+/// The builtin containers whose contents may change under the same identity.
+pub fn is_mutable_container(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<pyo3::types::PyList>()
+        || obj.is_exact_instance_of::<PyDict>()
+        || obj.is_exact_instance_of::<pyo3::types::PySet>()
+}
+
+/// How deep a container of values guarded by `==` may nest.
+pub const VALUE_NESTING: usize = 16;
+
+/// Whether a container holds values only (nested containers of values included, to a
+/// depth that also stops at a container holding itself).
+pub fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool> {
+    if is_value_type(obj) {
+        return Ok(true);
+    }
+    if !is_mutable_container(obj) || depth == 0 {
+        return Ok(false);
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        for (key, value) in dict.iter() {
+            if !is_value_type(&key) || !holds_values_only(&value, depth - 1)? {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    for item in obj.try_iter()? {
+        if !holds_values_only(&item?, depth - 1)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

@@ -1,0 +1,235 @@
+//! Guards evaluated on a frame: each source fetched once, straight from the frame, and
+//! each check compared with what it found.
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
+
+use super::check::{holds_values_only, is_value_type, Check, VALUE_NESTING};
+use super::source::Guard;
+use super::source::{Source, SourceId, SourceTable};
+use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::rust_hook::HookContext;
+
+/// Fetches sources from one frame, each at most once per lookup.
+pub struct Fetcher<'c, 'a, 'py> {
+    pub context: &'c HookContext<'a, 'py>,
+    pub table: &'c SourceTable,
+    /// Per source: not fetched yet, fetched (Some(value) or None when absent).
+    pub fetched: Vec<Option<Option<Bound<'py, PyAny>>>>,
+}
+
+impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
+    pub fn new(context: &'c HookContext<'a, 'py>, table: &'c SourceTable) -> Self {
+        Self {
+            context,
+            table,
+            fetched: vec![None; table.sources.len()],
+        }
+    }
+
+    pub fn fetch(&mut self, id: SourceId) -> Option<Bound<'py, PyAny>> {
+        if let Some(done) = &self.fetched[id] {
+            return done.clone();
+        }
+        let py = self.context.py();
+        let value = match &self.table.sources[id] {
+            Source::Argument(i) => self.context.argument(*i).map(|b| b.to_owned()),
+            Source::Free(i) => self.context.free_variable(*i).map(|b| b.to_owned()),
+            Source::Global(name) => dict_get(&self.context.globals(), name),
+            Source::Builtin(name) => {
+                let globals = self.context.globals();
+                if dict_get(&globals, name).is_some() {
+                    None
+                } else {
+                    dict_get(&self.context.builtins(), name)
+                }
+            }
+            Source::Held(held) => Some(held.bind(py)),
+            Source::Attr(parent, name) => self.fetch(*parent).and_then(|p| {
+                // SAFETY: both live; a failed lookup is an absent value (the error is cleared).
+                unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetAttr(p.as_ptr(), name.as_ptr())) }
+                    .or_else(|| clear_error(py))
+            }),
+            Source::Item(parent, key) => self.fetch(*parent).and_then(|p| {
+                // SAFETY: as for attributes.
+                unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetItem(p.as_ptr(), key.as_ptr())) }
+                    .or_else(|| clear_error(py))
+            }),
+            // Untranslated (a guard's reading); a failed call is an absent value (its error
+            // cleared): the guard fails.
+            Source::Called(function) => self.fetch(*function).and_then(|f| {
+                crate::sot::translator::session::with_session(None, || f.call0())
+                    .map_or_else(|_| clear_error(py), Some)
+            }),
+        };
+        self.fetched[id] = Some(value.clone());
+        value
+    }
+
+    /// Whether every guard holds for this frame.
+    /// The first guard that does not hold for this frame, or None when all hold.
+    pub fn first_failing<'g>(&mut self, guards: &'g [Guard]) -> Option<&'g Guard> {
+        guards.iter().find(|guard| !self.check(guard))
+    }
+
+    /// Whether `guard` pinned a number (int or float) that the frame now holds another
+    /// number of the same type in: a candidate for a dynamic source.
+    pub fn number_changed(&mut self, guard: &Guard) -> bool {
+        let Check::Equals(pinned) = &guard.check else {
+            return false;
+        };
+        let py = self.context.py();
+        let pinned = pinned.bind(py);
+        let is_number = pinned.is_exact_instance_of::<PyInt>() || pinned.is_exact_instance_of::<PyFloat>();
+        is_number
+            && self
+                .fetch(guard.source)
+                .is_some_and(|now| type_ptr(&now) == type_ptr(&pinned))
+    }
+
+    pub fn check(&mut self, guard: &Guard) -> bool {
+        let py = self.context.py();
+        let value = self.fetch(guard.source);
+        let Some(value) = value else {
+            return matches!(guard.check, Check::Absent);
+        };
+        let holds = match &guard.check {
+            Check::Absent => false,
+            Check::Present => true,
+            Check::Type(t) => type_ptr(&value) == t.as_ptr(),
+            Check::Id(pin) => pin.holds(&value),
+            Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, &value, v),
+            Check::SameValue(v) => type_ptr(&value) == type_ptr(&v.bind(py)) && rich_equal(py, &value, v),
+            Check::Len(n) => {
+                // SAFETY: a live object; -1 (with an error) fails the guard.
+                let len = unsafe { ffi::PyObject_Size(value.as_ptr()) };
+                if len < 0 {
+                    clear_error::<()>(py);
+                }
+                len == *n as ffi::Py_ssize_t
+            }
+            Check::Keys(keys) => value.cast_exact::<PyDict>().is_ok_and(|d| same_keys(py, d, keys)),
+            Check::OrderedKeys { ty, keys } => {
+                type_ptr(&value) == ty.as_ptr() && same_ordered_keys(py, &value, keys)
+            }
+            Check::Tensor { ty, attributes } => {
+                type_ptr(&value) == ty.as_ptr()
+                    && attributes.iter().all(|(name, expected)| {
+                        // SAFETY: live objects; a failed lookup fails the guard.
+                        let got = unsafe {
+                            Bound::from_owned_ptr_or_opt(
+                                py,
+                                ffi::PyObject_GetAttr(value.as_ptr(), name.as_ptr()),
+                            )
+                        };
+                        match got {
+                            Some(got) => got.as_ptr() == expected.as_ptr() || rich_equal(py, &got, expected),
+                            None => clear_error::<bool>(py).unwrap_or(false),
+                        }
+                    })
+            }
+        };
+        holds
+    }
+}
+
+/// Whether the exact dict `dict` has the keys of the tuple `keys`, in order (each by
+/// identity, else, for values, `==`: `equal_to_values`), without making a tuple of them.
+pub fn same_keys(py: Python<'_>, dict: &Bound<'_, PyDict>, keys: &StrongRef) -> bool {
+    let keys = keys.bind(py);
+    let Ok(keys) = keys.cast::<PyTuple>() else {
+        return false;
+    };
+    if dict.len() != keys.len() {
+        return false;
+    }
+    let (mut position, mut index) = (0, 0);
+    let (mut key, mut value) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: an exact dict, iterated with PyDict_Next (which stays in bounds if an `==`
+    // run below changes the dict; the guard then fails on the size or a key). The key it
+    // lends is owned (`from_borrowed_ptr`) before anything can run.
+    while unsafe { ffi::PyDict_Next(dict.as_ptr(), &mut position, &mut key, &mut value) } != 0 {
+        // SAFETY: a live key lent by PyDict_Next, now owned.
+        let key = unsafe { Bound::from_borrowed_ptr(py, key) };
+        let Ok(expected) = keys.get_item(index) else {
+            return false;
+        };
+        index += 1;
+        if !is_recorded_key(py, &key, &expected) {
+            return false;
+        }
+    }
+    index == keys.len()
+}
+
+/// A mapping's key is the one recorded: the same object, or an equal value (compared
+/// without running code of the user's).
+pub fn is_recorded_key(py: Python<'_>, key: &Bound<'_, PyAny>, expected: &Bound<'_, PyAny>) -> bool {
+    key.is(expected) || (is_value_type(expected) && equal_to_values(py, key, &StrongRef::new(expected)))
+}
+
+/// `tuple(mapping) == keys`, iterating the mapping as Python does (an OrderedDict's own
+/// order); an error counts as different.
+pub fn same_ordered_keys(py: Python<'_>, mapping: &Bound<'_, PyAny>, keys: &StrongRef) -> bool {
+    let keys = keys.bind(py);
+    let (Ok(keys), Ok(iterator)) = (keys.cast::<PyTuple>(), mapping.try_iter()) else {
+        clear_error::<()>(py);
+        return false;
+    };
+    let mut index = 0;
+    for key in iterator {
+        let (Ok(key), Ok(expected)) = (key, keys.get_item(index)) else {
+            clear_error::<()>(py);
+            return false;
+        };
+        index += 1;
+        if !is_recorded_key(py, &key, &expected) {
+            return false;
+        }
+    }
+    index == keys.len()
+}
+
+/// Whether `value` equals `expected`, values only (of a value type, or a list, dict or set
+/// of them, as `holds_values_only` says): `==` runs only where neither side can run a
+/// `__eq__` of the user's. A guard must run no code of the user's (which the original does
+/// not run there, and whose frames would ask this hook again, without end).
+pub fn equal_to_values(py: Python<'_>, value: &Bound<'_, PyAny>, expected: &StrongRef) -> bool {
+    type_ptr(value) == type_ptr(&expected.bind(py))
+        && holds_values_only(value, VALUE_NESTING).unwrap_or(false)
+        && rich_equal(py, value, expected)
+}
+
+pub fn type_ptr(value: &Bound<'_, PyAny>) -> *mut ffi::PyObject {
+    // SAFETY: a live object's type.
+    unsafe { ffi::Py_TYPE(value.as_ptr()).cast() }
+}
+
+pub fn rich_equal(py: Python<'_>, a: &Bound<'_, PyAny>, b: &StrongRef) -> bool {
+    // SAFETY: live objects; an error counts as unequal and is cleared.
+    let result = unsafe { ffi::PyObject_RichCompareBool(a.as_ptr(), b.as_ptr(), ffi::Py_EQ) };
+    if result < 0 {
+        clear_error::<()>(py);
+    }
+    result == 1
+}
+
+pub fn dict_get<'py>(dict: &Bound<'py, PyAny>, key: &StrongRef) -> Option<Bound<'py, PyAny>> {
+    // SAFETY: `dict` is a frame's globals or builtins dict (exact dicts on every path
+    // framehook hooks), `key` a str; PyDict_GetItemWithError returns a borrowed reference.
+    unsafe {
+        let found = ffi::PyDict_GetItemWithError(dict.as_ptr(), key.as_ptr());
+        if found.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(Bound::from_borrowed_ptr(dict.py(), found))
+    }
+}
+
+pub fn clear_error<T>(_py: Python<'_>) -> Option<T> {
+    // SAFETY: attached (the token); a failed fetch is an absent value.
+    unsafe { ffi::PyErr_Clear() };
+    None
+}

@@ -1,0 +1,190 @@
+//! Sources: where a value came from, as a path from the frame (an argument, a free
+//! variable, a global, an attribute or item of another source), interned in a table.
+
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+use super::check::{same_key, Check};
+use crate::hookapi::pyobject::StrongRef;
+
+pub type SourceId = usize;
+
+/// How to fetch a value from a frame about to run.
+pub enum Source {
+    /// An argument, by its `co_varnames` index.
+    Argument(usize),
+    /// A free variable's contents, by its `co_freevars` index.
+    Free(usize),
+    Global(StrongRef),
+    /// A builtin that no global of the same name shadows.
+    Builtin(StrongRef),
+    Attr(SourceId, StrongRef),
+    Item(SourceId, StrongRef),
+    /// An object the translation holds because it has no other way to it: the globals of
+    /// another module's function reached without a source, a cell of such a function.
+    Held(StrongRef),
+    /// What the source's function returns, called with no arguments: one of the backend's
+    /// `guarded_functions`, which read the process's state (the current device).
+    Called(SourceId),
+}
+
+impl Source {
+    pub fn same(&self, other: &Source) -> bool {
+        match (self, other) {
+            (Source::Argument(a), Source::Argument(b)) | (Source::Free(a), Source::Free(b)) => a == b,
+            (Source::Global(a), Source::Global(b)) | (Source::Builtin(a), Source::Builtin(b)) => {
+                same_key(a, b)
+            }
+            (Source::Attr(p, a), Source::Attr(q, b)) | (Source::Item(p, a), Source::Item(q, b)) => {
+                p == q && same_key(a, b)
+            }
+            (Source::Held(a), Source::Held(b)) => a.as_ptr() == b.as_ptr(),
+            (Source::Called(a), Source::Called(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    pub fn clone_ref(&self, py: Python<'_>) -> Source {
+        match self {
+            Source::Argument(i) => Source::Argument(*i),
+            Source::Free(i) => Source::Free(*i),
+            Source::Global(n) => Source::Global(n.clone_ref(py)),
+            Source::Builtin(n) => Source::Builtin(n.clone_ref(py)),
+            Source::Attr(p, n) => Source::Attr(*p, n.clone_ref(py)),
+            Source::Item(p, k) => Source::Item(*p, k.clone_ref(py)),
+            Source::Held(g) => Source::Held(g.clone_ref(py)),
+            Source::Called(p) => Source::Called(*p),
+        }
+    }
+}
+
+/// The sources of one code object's cache entries, shared by them.
+#[derive(Default)]
+pub struct SourceTable {
+    pub sources: Vec<Source>,
+    /// Sources holding a number that changed between calls: later translations compute
+    /// with them in the graph instead of guarding their value (automatic dynamic, as
+    /// Dynamo's: specialize first, generalize what was seen to change).
+    pub dynamic: Vec<SourceId>,
+}
+
+impl SourceTable {
+    /// The id of `source`, added if new.
+    pub fn intern(&mut self, source: Source) -> SourceId {
+        if let Some(found) = self.sources.iter().position(|s| s.same(&source)) {
+            return found;
+        }
+        self.sources.push(source);
+        self.sources.len() - 1
+    }
+
+    pub fn clone_ref(&self, py: Python<'_>) -> SourceTable {
+        SourceTable {
+            sources: self.sources.iter().map(|s| s.clone_ref(py)).collect(),
+            dynamic: self.dynamic.clone(),
+        }
+    }
+
+    pub fn mark_dynamic(&mut self, source: SourceId) {
+        if !self.dynamic.contains(&source) {
+            self.dynamic.push(source);
+        }
+    }
+
+    pub fn forget_dynamic(&mut self) {
+        self.dynamic.clear();
+    }
+
+    pub fn is_dynamic(&self, source: SourceId) -> bool {
+        self.dynamic.contains(&source)
+    }
+
+    /// How the source reads in Python, for `explain` and logs.
+    pub fn describe(&self, py: Python<'_>, id: SourceId, varnames: &[String], freevars: &[String]) -> String {
+        match &self.sources[id] {
+            Source::Argument(i) => varnames.get(*i).cloned().unwrap_or_else(|| format!("<arg {i}>")),
+            Source::Free(i) => freevars.get(*i).cloned().unwrap_or_else(|| format!("<free {i}>")),
+            Source::Global(n) => format!("G[{}]", n.bind(py)),
+            Source::Builtin(n) => format!("builtins.{}", n.bind(py)),
+            Source::Held(held) => {
+                let held = held.bind(py);
+                match held.get_item("__name__") {
+                    Ok(name) => format!("<globals of {name}>"),
+                    Err(_) => format!(
+                        "<{}>",
+                        held.get_type()
+                            .name()
+                            .map_or_else(|_| "?".into(), |n| n.to_string())
+                    ),
+                }
+            }
+            Source::Attr(p, n) => format!("{}.{}", self.describe(py, *p, varnames, freevars), n.bind(py)),
+            Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars)),
+            Source::Item(p, k) => format!(
+                "{}[{}]",
+                self.describe(py, *p, varnames, freevars),
+                k.bind(py)
+                    .repr()
+                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            ),
+        }
+    }
+
+    /// Adds `check` of `source` to `guards` unless a guard of the source already implies
+    /// it. Where it implies guards of the source, it takes the first one's place (checked
+    /// as early, never before the guards that make fetching the source safe) and the others
+    /// go.
+    pub fn add_guard(guards: &mut Vec<Guard>, source: SourceId, check: Check) {
+        if guards
+            .iter()
+            .any(|g| g.source == source && g.check.implies(&check))
+        {
+            return;
+        }
+        let implied = |g: &Guard| g.source == source && check.implies(&g.check);
+        match guards.iter().position(implied) {
+            Some(first) => {
+                let mut index = 0;
+                guards.retain(|g| {
+                    index += 1;
+                    index - 1 == first || !implied(g)
+                });
+                guards[first].check = check;
+            }
+            None => guards.push(Guard { source, check }),
+        }
+    }
+
+    /// Where a child (attribute or item) of `parent` is interned: under the first source
+    /// whose guards pin the object that `parent`'s guards pin (`Check::Id`). Every frame
+    /// that passes both identity guards holds one object at the two sources, so their
+    /// children are one value and guarded once. The first pin comes before `parent`'s,
+    /// and the child's guards come after both.
+    pub fn pinned_alias(guards: &[Guard], parent: SourceId) -> SourceId {
+        let pinned = guards.iter().find_map(|g| match &g.check {
+            Check::Id(pin) if g.source == parent => Some(pin.address()),
+            _ => None,
+        });
+        let Some(pinned) = pinned else {
+            return parent;
+        };
+        guards
+            .iter()
+            .find_map(|g| match &g.check {
+                Check::Id(pin) if pin.address() == pinned => Some(g.source),
+                _ => None,
+            })
+            .unwrap_or(parent)
+    }
+}
+
+/// A name as the key of a source.
+pub fn name_ref(py: Python<'_>, name: &str) -> StrongRef {
+    StrongRef::from_owned(PyString::intern(py, name).into_any())
+}
+
+/// One guard: a check of a source's value.
+pub struct Guard {
+    pub source: SourceId,
+    pub check: Check,
+}

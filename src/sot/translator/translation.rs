@@ -1,0 +1,135 @@
+//! One translation's fixed inputs, and what the driver and break planning share: the
+//! generated code of a plan (its graph compiled), liveness and stack depths.
+
+use std::cell::{OnceCell, RefCell};
+
+use framehook_bytecode::liveness::Liveness;
+use pyo3::prelude::*;
+
+use super::backend::Backend;
+use super::cache::{Action, CodeCache, CodeCaches};
+use super::code_pool::Generated;
+use super::codegen;
+use super::compile::compile_graph;
+use super::model::code::{CodeInfo, FRAME_READERS};
+use super::model::value::Val;
+use super::session::Config;
+use super::vm::Vm;
+
+/// One translation's fixed inputs, read throughout the making of its code (the generated
+/// code, breaks, resume functions, counting).
+pub struct Translation<'t, 'py, 'b> {
+    pub caches: &'t CodeCaches,
+    pub py: Python<'py>,
+    pub config: &'t Config,
+    pub backend: &'t Backend<'py>,
+    pub table: &'static framehook_bytecode::Table,
+    pub code: &'t Bound<'py, PyAny>,
+    pub info: &'t CodeInfo,
+    pub cache: &'t CodeCache,
+    pub vm: &'t Vm<'py, 'b>,
+    pub recompiling: bool,
+    pub qualname: &'t str,
+    /// Set when the code cannot be made because of a value an earlier top-frame
+    /// instruction made: translating again breaks before that instruction (and says why).
+    pub restart: RefCell<Option<(usize, String)>>,
+    /// Which variables the rest of the code may read (see `Translation::liveness`).
+    pub liveness: OnceCell<Option<Liveness>>,
+    /// The stack's depth at each jump target (see `Translation::depths`).
+    pub depths: OnceCell<Option<Vec<Option<u32>>>>,
+}
+
+impl<'py> Translation<'_, 'py, '_> {
+    /// The code that runs instead of the frame: a plan rebuilding `rebuilt` with the frame's
+    /// variables `locals`, its graph compiled for what the plan reads, and `generate`'s code.
+    pub fn generated_code(
+        &self,
+        locals: &[usize],
+        rebuilt: &[usize],
+        generate: impl FnOnce(&codegen::Plan<'_, 'py>) -> PyResult<Generated>,
+    ) -> PyResult<(Action, Option<String>)> {
+        let vm = self.vm;
+        let cells = vm.cell_contents();
+        let mut plan = codegen::Plan::new(
+            self.table,
+            self.code,
+            &self.info.vars,
+            &vm.values,
+            &cells,
+            &vm.sources,
+            &vm.graph,
+            &vm.side_effects,
+            frame_cells_of(vm, locals),
+            vm_globals(vm)?,
+            rebuilt,
+            &vm.caught_exceptions,
+        );
+        let (graph, outputs) = vm.graph.without_dead_arithmetic(&plan.outputs);
+        let compiled = if graph.nodes.is_empty() {
+            None
+        } else {
+            Some(compile_graph(
+                self.py,
+                self.caches,
+                self.backend,
+                vm,
+                &graph,
+                &outputs,
+            )?)
+        };
+        plan.holder = compiled.as_ref().map(|(holder, _)| holder.clone());
+        let generated = generate(&plan).inspect_err(|err| {
+            let made_at = plan.unrebuildable.get().and_then(|vid| vm.made_at(vid));
+            if let Some(pc) = made_at.filter(|pc| !vm.break_before.contains_key(pc)) {
+                self.restart.replace(Some((pc, err.value(self.py).to_string())));
+            }
+        })?;
+        Ok((Action::Run(generated), compiled.map(|(_, text)| text)))
+    }
+
+    /// Which variables the rest of the code may read, from each instruction on; None
+    /// where the code names a function that reads its frame's variables (`locals()`,
+    /// `super()`...): then a resume function gets every bound one.
+    pub fn liveness(&self) -> PyResult<Option<&Liveness>> {
+        if let Some(liveness) = self.liveness.get() {
+            return Ok(liveness.as_ref());
+        }
+        let names: Vec<String> = self.code.getattr("co_names")?.extract()?;
+        let reads_frame = names
+            .iter()
+            .any(|n| n == "super" || FRAME_READERS.iter().any(|(_, reader)| reader == n));
+        let vars = &self.info.vars;
+        let locals = vars.all().len() - vars.freevars.len();
+        let computed = (!reads_frame).then(|| Liveness::new(&self.info.instrs, locals));
+        Ok(self.liveness.get_or_init(|| computed).as_ref())
+    }
+
+    /// The stack's depth where each instruction starts, where a jump may land (None: the
+    /// code cannot be read so).
+    pub fn depths(&self) -> Option<&[Option<u32>]> {
+        self.depths
+            .get_or_init(|| {
+                let fields = crate::bytecode::CodeFields::read(self.table, self.code).ok()?;
+                let raw = fields.decode(self.table).ok()?;
+                framehook_bytecode::canonical::entry_depths(self.table, &fields.vars, &raw).ok()
+            })
+            .as_deref()
+    }
+}
+
+/// The frame's cells: (the VM's cell, the variable that holds it).
+pub fn frame_cells_of(vm: &Vm<'_, '_>, locals: &[usize]) -> Vec<(usize, usize)> {
+    locals
+        .iter()
+        .enumerate()
+        .filter_map(|(var, vid)| match &vm.values[*vid] {
+            Val::Cell(c) => Some((*c, var)),
+            _ => None,
+        })
+        .collect()
+}
+
+pub fn vm_globals<'py>(vm: &Vm<'py, '_>) -> PyResult<Bound<'py, PyAny>> {
+    vm.globals()
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no globals"))
+}
