@@ -7,6 +7,7 @@ use super::cache::Action;
 use super::codegen;
 use super::model::code::ResumeKey;
 use super::model::frame::BreakPoint;
+use super::model::step::{LoopSpan, Step};
 use super::model::value::Val;
 use super::translation::{vm_globals, Translation};
 use super::vm::Vm;
@@ -36,19 +37,12 @@ pub fn continuation_of(
         // What runs the rest would see another exception as the one being handled.
         return None;
     }
-    let step = if matches!(point.instr.op, Op::PopJumpIfTrue | Op::PopJumpIfFalse) {
-        codegen::Step::BranchOnTruth
-    } else if point.instr.op == Op::LoadMethod {
-        codegen::Step::BoundAttribute {
-            null_first: table.call_layout != framehook_bytecode::table::CallLayout::CallableFirst,
-        }
-    } else {
-        let (consumed, produced) = vm.native_effect(&point.instr)?;
+    let step = vm.at_break(&point.instr)?;
+    if let Step::RunHere { consumed, .. } = step {
         if consumed > point.stack.len() {
             return None;
         }
-        codegen::Step::RunHere { consumed, produced }
-    };
+    }
     // The generated code has none of 3.9/3.10's blocks (nor can it set one up for the
     // resume function), and a landing pad resumes only where CPython pushes no
     // instruction offset for the handler (`except` clauses; not `finally` or `with`).
@@ -179,7 +173,7 @@ impl<'py> Translation<'_, 'py, '_> {
             return Ok(Err("a variable may be read before the loop assigns it"));
         }
         Ok(Ok(codegen::Continuation {
-            step: codegen::Step::Loop(codegen::LoopSpan {
+            step: Step::Loop(LoopSpan {
                 exits,
                 kept,
                 unhanded,
@@ -226,7 +220,7 @@ impl<'py> Translation<'_, 'py, '_> {
             .collect();
         let handled_slots: Vec<usize> = point.handled.iter().map(|(slot, _)| *slot).collect();
         let step = &continuation.step;
-        let resume = if let codegen::Step::Loop(span) = step {
+        let resume = if let Step::Loop(span) = step {
             // Each exit's resume function gets the stack below the loop's iterator, the
             // variables the bridge got, and the blocks set up outside the loop.
             let nulls: Vec<bool> = point.stack[..span.kept]

@@ -7,6 +7,7 @@ use framehook_bytecode::Location;
 use pyo3::prelude::*;
 
 use super::code_pool::Generated;
+use super::model::step::Step;
 use super::model::value::{Val, Vid};
 
 mod emit;

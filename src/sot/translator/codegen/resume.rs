@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PySlice;
 
 use crate::sot::translator::model::code::{unbound_marker, ResumeKey, RESUME_BOX, RESUME_STACK};
+use crate::sot::translator::model::step::Step;
 use crate::sot::translator::model::value::{Val, Vid};
 use crate::sot::translator::pyutil::builtin;
 
@@ -393,76 +394,6 @@ pub fn emit_step<'py, E: Emit<'py>>(
         Step::Loop(_) => Err(pyo3::exceptions::PyRuntimeError::new_err(
             "a loop runs in its bridge, not as a step",
         )),
-    }
-}
-
-/// What a break runs before the resume function takes over.
-pub enum Step {
-    /// The instruction itself, then resume after it; it takes `consumed` slots and
-    /// leaves `produced`.
-    RunHere { consumed: usize, produced: usize },
-    /// `bool()` of the top of the stack (a branch on a tensor's value), then resume at
-    /// the branch with that bool.
-    BranchOnTruth,
-    /// A `LOAD_METHOD` run as `LOAD_ATTR` beside a NULL slot (below it when `null_first`),
-    /// as the VM reads it: whether CPython's form would push a NULL is known only when it
-    /// runs, and the resume function must know its NULL slots.
-    BoundAttribute { null_first: bool },
-    /// The loop around the break, run in a bridge until control leaves it.
-    Loop(LoopSpan),
-}
-
-/// A loop a bridge runs: where control leaves it (original instruction index, and the
-/// stack's depth there), the stack slots below its iterator, which every exit keeps, and
-/// the variables each exit hands on besides those the bridge got (unbound there, marked).
-pub struct LoopSpan {
-    pub exits: Vec<(usize, usize)>,
-    pub kept: usize,
-    pub unhanded: Vec<usize>,
-    /// The variables that may hold the unbound marker (see `ResumeKey::marked`).
-    pub marked: Vec<usize>,
-}
-
-impl Step {
-    /// The stack slots below the break instruction it keeps.
-    pub fn kept(&self, depth: usize) -> usize {
-        match self {
-            Step::RunHere { consumed, .. } => depth - consumed,
-            Step::BranchOnTruth | Step::BoundAttribute { .. } => depth - 1,
-            Step::Loop(span) => span.kept,
-        }
-    }
-
-    /// Per stack slot the resume function after the step receives: whether it is NULL.
-    pub fn slots_after(&self, values: &[Val<'_>], stack: &[Vid]) -> Vec<bool> {
-        let after = match self {
-            Step::RunHere { consumed, produced } => stack.len() - consumed + produced,
-            Step::BranchOnTruth => stack.len(),
-            Step::BoundAttribute { .. } => stack.len() + 1,
-            Step::Loop(span) => span.kept,
-        };
-        let kept = self.kept(stack.len());
-        let made_null = match self {
-            Step::BoundAttribute { null_first } => Some(kept + usize::from(!null_first)),
-            _ => None,
-        };
-        (0..after)
-            .map(|i| (i < kept && matches!(values[stack[i]], Val::Null)) || Some(i) == made_null)
-            .collect()
-    }
-
-    /// Where the resume function after the step starts, for a break at `pc` (a loop's
-    /// bridge resumes at its exits instead).
-    pub fn resume_pc(&self, pc: usize) -> usize {
-        match self {
-            Step::RunHere { .. } | Step::BoundAttribute { .. } => pc + 1,
-            Step::BranchOnTruth | Step::Loop(_) => pc,
-        }
-    }
-
-    /// Whether the break's instruction (or what stands for it) runs in the generated code.
-    pub fn runs_here(&self) -> bool {
-        !matches!(self, Step::BranchOnTruth | Step::Loop(_))
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod code;
 pub mod frame;
 pub mod graph;
+pub mod step;
 pub mod value;
 
 /// A value's index in the VM's arena: stack slots, locals and containers hold these,

@@ -16,11 +16,11 @@ mod inline;
 mod iterators;
 mod matching;
 mod names;
+mod ops;
 mod protocol;
 mod record;
 mod run;
 mod snapshot;
-mod step;
 mod strings;
 
 use std::collections::HashMap;

@@ -1,0 +1,84 @@
+//! Calls and function making.
+
+use super::*;
+
+pub(super) const OPS: &[OpSpec] = &[
+    OpSpec::unsupported(Op::LoadBuildClass, "class definition", Native(0, 1)),
+    OpSpec::run(Op::Call, call, NativeBy(call_effect)),
+    OpSpec::run(Op::CallMethod, call, NativeBy(call_method_effect)),
+    OpSpec::run(
+        Op::CallFunctionEx,
+        call_function_ex,
+        NativeBy(call_function_ex_effect),
+    ),
+    OpSpec::run(Op::MakeFunction, make_function, NativeBy(make_function_effect)),
+    OpSpec::run(Op::SetFunctionAttribute, set_function_attribute, Breaks),
+];
+
+/// `CALL`: the callable's slots, the arguments and the keyword names' tuple.
+fn call_effect(vm: &Vm<'_, '_>, instr: &Instruction) -> Option<(usize, usize)> {
+    let Arg::Call { argc, kw_names } = instr.arg else {
+        return None;
+    };
+    Some((
+        argc as usize + usize::from(kw_names) + vm.callable_slots(Op::Call),
+        1,
+    ))
+}
+
+/// `CALL_METHOD` (3.9/3.10): the method, its receiver or NULL, and the arguments.
+fn call_method_effect(_vm: &Vm<'_, '_>, instr: &Instruction) -> Option<(usize, usize)> {
+    Some((count(instr)? + 2, 1))
+}
+
+fn call_function_ex_effect(vm: &Vm<'_, '_>, instr: &Instruction) -> Option<(usize, usize)> {
+    by_stack_effect(vm, "CALL_FUNCTION_EX", instr)
+}
+
+fn make_function_effect(vm: &Vm<'_, '_>, instr: &Instruction) -> Option<(usize, usize)> {
+    by_stack_effect(vm, "MAKE_FUNCTION", instr)
+}
+
+/// `CALL`, `CALL_METHOD`.
+fn call<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
+    let arg = instr.arg;
+    let Arg::Call { argc, kw_names } = arg else {
+        let argc = Vm::int_arg(arg)?;
+        return vm.do_call(frame, instr.op, argc, false).map(|()| None);
+    };
+    vm.do_call(frame, instr.op, argc as usize, kw_names)?;
+    Ok(None)
+}
+
+/// `CALL_FUNCTION_EX`.
+fn call_function_ex<'py>(
+    vm: &mut Vm<'py, '_>,
+    frame: &mut Frame<'py>,
+    instr: &Instruction,
+) -> Res<Option<Vid>> {
+    let arg = instr.arg;
+    vm.call_function_ex(frame, arg)?;
+    Ok(None)
+}
+
+/// `MAKE_FUNCTION`.
+fn make_function<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
+    let arg = instr.arg;
+    vm.make_function(frame, arg)?;
+    Ok(None)
+}
+
+/// `SET_FUNCTION_ATTRIBUTE`.
+fn set_function_attribute<'py>(
+    vm: &mut Vm<'py, '_>,
+    frame: &mut Frame<'py>,
+    instr: &Instruction,
+) -> Res<Option<Vid>> {
+    let arg = instr.arg;
+    let flag = Vm::int_arg(arg)?;
+    let function = Vm::pop(frame)?;
+    let attribute = Vm::pop(frame)?;
+    vm.set_function_attribute(function, flag, attribute)?;
+    frame.stack.push(function);
+    Ok(None)
+}

@@ -1,0 +1,229 @@
+//! The opcode table: one entry per canonical opcode, in its family's file, with its handler
+//! beside what the generated code does with it where the graph breaks there. `Vm::step`
+//! looks an instruction's entry up; an opcode without a handler falls back, naming it.
+
+mod attrs;
+mod build;
+mod calls;
+mod control;
+mod exceptions;
+mod matching;
+mod names;
+mod operators;
+mod stack;
+
+use std::sync::LazyLock;
+
+use framehook_bytecode::canonical::ALL_OPS;
+
+use crate::sot::translator::model::step::Step;
+
+use super::*;
+use AtBreak::{BoundAttribute, BranchOnTruth, Breaks, Native, NativeBy};
+
+/// Runs one instruction (the frame's `pc` is already past it); `Some(value)` when the frame
+/// returns.
+type Handler =
+    for<'py, 'b, 'v, 'f> fn(&'v mut Vm<'py, 'b>, &'f mut Frame<'py>, &Instruction) -> Res<Option<Vid>>;
+
+/// How the VM runs an opcode.
+#[derive(Clone, Copy)]
+enum Run {
+    Handler(Handler),
+    /// Not modelled: the frame falls back to the original code, for this reason.
+    Unsupported(&'static str),
+    /// Not modelled by any family (`NOT_MODELLED`): the frame falls back, naming the opcode.
+    NotModelled,
+}
+
+/// What the generated code does with an instruction the graph breaks at.
+#[derive(Clone, Copy)]
+enum AtBreak {
+    /// Nothing: it cannot run the instruction itself, so the break has no continuation.
+    Breaks,
+    /// Runs it as it is: it takes this many stack slots and leaves that many.
+    Native(usize, usize),
+    /// Runs it as it is, taking and leaving the slots this gives for the instruction (its
+    /// argument, the version's stack effects), if it knows them.
+    NativeBy(fn(&Vm<'_, '_>, &Instruction) -> Option<(usize, usize)>),
+    /// A conditional jump: the generated code branches on the condition's truth.
+    BranchOnTruth,
+    /// `LOAD_METHOD`: the generated code loads the bound attribute beside a NULL slot.
+    BoundAttribute,
+}
+
+/// An opcode's entry.
+#[derive(Clone, Copy)]
+struct OpSpec {
+    op: Op,
+    run: Run,
+    at_break: AtBreak,
+}
+
+impl OpSpec {
+    /// An opcode the VM runs with `handler`.
+    const fn run(op: Op, handler: Handler, at_break: AtBreak) -> Self {
+        Self {
+            op,
+            run: Run::Handler(handler),
+            at_break,
+        }
+    }
+
+    /// An opcode the VM does not run: the frame falls back, for `reason`.
+    const fn unsupported(op: Op, reason: &'static str, at_break: AtBreak) -> Self {
+        Self {
+            op,
+            run: Run::Unsupported(reason),
+            at_break,
+        }
+    }
+}
+
+/// Every family's entries.
+const FAMILIES: [&[OpSpec]; 9] = [
+    stack::OPS,
+    names::OPS,
+    attrs::OPS,
+    operators::OPS,
+    build::OPS,
+    control::OPS,
+    calls::OPS,
+    exceptions::OPS,
+    matching::OPS,
+];
+
+/// Opcodes no family models (async code, class bodies and module-level names, and
+/// interpreter internals): the frame falls back, naming the opcode.
+const NOT_MODELLED: &[Op] = &[
+    Op::LoadFromDictOrDeref,
+    Op::LoadFromDictOrGlobals,
+    Op::StoreName,
+    Op::DeleteName,
+    Op::LoadLocals,
+    Op::GetAiter,
+    Op::GetAnext,
+    Op::GetAwaitable,
+    Op::EndAsyncFor,
+    Op::CleanupThrow,
+    Op::SetupAsyncWith,
+    Op::BeforeAsyncWith,
+    Op::SetupAnnotations,
+    Op::PrintExpr,
+    Op::ExitInitCheck,
+    Op::AsyncGenWrap,
+];
+
+/// The entries indexed by opcode (`Op` is fieldless, so `op as usize` indexes it).
+static TABLE: LazyLock<Vec<Option<OpSpec>>> = LazyLock::new(|| {
+    let mut table = vec![None; ALL_OPS.len()];
+    for spec in FAMILIES.iter().flat_map(|family| family.iter()) {
+        table[spec.op as usize] = Some(*spec);
+    }
+    for op in NOT_MODELLED {
+        table[*op as usize] = Some(OpSpec {
+            op: *op,
+            run: Run::NotModelled,
+            at_break: AtBreak::Breaks,
+        });
+    }
+    table
+});
+
+impl<'py> Vm<'py, '_> {
+    /// Runs one instruction; `Some(value)` when the frame returns.
+    pub(super) fn step(&mut self, frame: &mut Frame<'py>) -> Res<Option<Vid>> {
+        let Some(instr) = frame.instrs.get(frame.pc).cloned() else {
+            return unsupported("ran past the end of the code");
+        };
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return graph_break(format!(
+                "translation too long: more than {MAX_STEPS} instructions simulated"
+            ));
+        }
+        if instr.location.line > 0 {
+            self.location = (instr.location.line, frame.filename.clone());
+        }
+        frame.pc += 1;
+        match TABLE[instr.op as usize].map(|spec| spec.run) {
+            Some(Run::Handler(run)) => run(self, frame, &instr),
+            Some(Run::Unsupported(reason)) => unsupported(reason),
+            Some(Run::NotModelled) | None => unsupported(format!("opcode {}", instr.op.name())),
+        }
+    }
+
+    /// What the generated code does with `instr` where the graph breaks at it: None where
+    /// it cannot run it.
+    pub fn at_break(&self, instr: &Instruction) -> Option<Step> {
+        Some(match TABLE[instr.op as usize]?.at_break {
+            AtBreak::Breaks => return None,
+            AtBreak::Native(consumed, produced) => Step::RunHere { consumed, produced },
+            AtBreak::NativeBy(effect) => {
+                let (consumed, produced) = effect(self, instr)?;
+                Step::RunHere { consumed, produced }
+            }
+            AtBreak::BranchOnTruth => Step::BranchOnTruth,
+            AtBreak::BoundAttribute => Step::BoundAttribute {
+                null_first: self.table.call_layout != CallLayout::CallableFirst,
+            },
+        })
+    }
+}
+
+/// The slots an instruction takes (`1 - effect` of one that leaves one) where its stack
+/// effect is the version's (`CALL_FUNCTION_EX`, `MAKE_FUNCTION`).
+fn by_stack_effect(vm: &Vm<'_, '_>, name: &str, instr: &Instruction) -> Option<(usize, usize)> {
+    let oparg = if let Arg::Int(n) = instr.arg { n } else { 0 };
+    Some(((1 - vm.stack_effect(name, oparg, false).ok()?) as usize, 1))
+}
+
+/// The `n` of an instruction whose argument is a count.
+fn count(instr: &Instruction) -> Option<usize> {
+    match instr.arg {
+        Arg::Int(n) => Some(n as usize),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use framehook_bytecode::Table;
+
+    use super::*;
+
+    #[test]
+    fn every_opcode_has_one_entry_or_is_listed_as_not_modelled() {
+        let mut entries = vec![0; ALL_OPS.len()];
+        for op in FAMILIES
+            .iter()
+            .flat_map(|family| family.iter().map(|spec| spec.op))
+            .chain(NOT_MODELLED.iter().copied())
+        {
+            entries[op as usize] += 1;
+        }
+        let wrong: Vec<String> = ALL_OPS
+            .iter()
+            .filter(|op| entries[**op as usize] != 1)
+            .map(|op| format!("{} ({} entries)", op.name(), entries[*op as usize]))
+            .collect();
+        assert!(wrong.is_empty(), "opcodes without exactly one entry: {wrong:?}");
+    }
+
+    #[test]
+    fn every_opcode_of_every_version_table_is_handled_or_listed() {
+        for (major, minor) in Table::versions() {
+            let table = Table::for_version(major, minor).expect("a checked-in table");
+            let missing: Vec<&str> = (0..=255u8)
+                .filter_map(|number| table.op(number).map(|info| info.name.as_str()))
+                .filter_map(Op::from_name)
+                .filter(|op| TABLE[*op as usize].is_none())
+                .map(Op::name)
+                .collect();
+            assert!(
+                missing.is_empty(),
+                "{major}.{minor}: opcodes without an entry: {missing:?}"
+            );
+        }
+    }
+}
