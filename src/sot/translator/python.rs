@@ -13,10 +13,9 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use super::value::{Graph, GraphArg, NodeKind};
 use super::{Config, Translator};
 use crate::hookapi::pyobject::{
-    ffi_body, getset, import, instance_value, method, native_getter, slot, CTable, NativeType, NativeValue,
-    StrongRef, TypeSpec, GETSET_END,
+    ffi_body, getset, import, instance_value, method, native_getter, parse_arguments, slot, CTable,
+    NativeType, NativeValue, StrongRef, TypeSpec, GETSET_END,
 };
-use crate::hookapi::python::parse_arguments;
 use crate::hookapi::registry::Registry;
 
 /// A function whose calls run translated.
