@@ -15,6 +15,7 @@ use pyo3::types::{PyBool, PyList, PyString};
 
 use super::pyobject::{discard, ffi_body, method, parse_arguments, type_name, CTable, StrongRef};
 use super::registry::{Hook, Observer, OnError, Registry, Transform};
+use super::upcalls::UPCALLS;
 use crate::pep523_backend::new_error;
 
 // ------------------------------------------------------------------- functions
@@ -97,7 +98,7 @@ unsafe fn module_registry(py: Python<'_>, module: *mut ffi::PyObject) -> PyResul
 /// # Safety
 /// `module` is a new module object made from framehook's module definition.
 pub unsafe fn exec_module(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<()> {
-    let registry = Registry::for_import(py)?;
+    let registry = Registry::for_import(py, UPCALLS)?;
     // SAFETY: guaranteed by the caller: its state is a zeroed ModuleState, written once here.
     unsafe { *ffi::PyModule_GetState(module.as_ptr()).cast::<ModuleState>() = Some(Arc::clone(&registry)) };
     module.setattr("HookHandle", registry.types.handle.type_object(py))?;

@@ -25,7 +25,7 @@ use super::pyobject::{
     bool_object, ffi_body, ffi_status, getset, instance_value, native_getter, slot, type_name, CTable,
     NativeType, NativeValue, StrongRef, TypeSpec, GETSET_END,
 };
-use crate::pep523_backend::{self, new_error, Context, NativeLink, Uninstalled};
+use crate::pep523_backend::{self, new_error, Context, NativeLink, Uninstalled, Upcalls};
 
 /// What to do when a hook raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,8 +309,10 @@ impl Registry {
     }
 
     /// The current interpreter's registry, made on the first import of
-    /// framehook there; None once the interpreter is exiting.
-    pub(crate) fn for_import(py: Python<'_>) -> PyResult<Arc<Registry>> {
+    /// framehook there; None once the interpreter is exiting. A registry made
+    /// here installs its context with `upcalls`: the caller passes
+    /// `upcalls::UPCALLS`, whose functions call the dispatch, above the registry.
+    pub(crate) fn for_import(py: Python<'_>, upcalls: Upcalls) -> PyResult<Arc<Registry>> {
         if let Some(registry) = Self::find(py) {
             return Ok(registry);
         }
@@ -323,11 +325,7 @@ impl Registry {
         let _writer = REGISTRIES_WRITER.lock();
         let code_states = PerCode::<CodeState>::request(py)?;
         let registry = Arc::new(Registry {
-            head: Context::new(
-                Generation::first().0,
-                code_states.index(),
-                super::upcalls::UPCALLS,
-            ),
+            head: Context::new(Generation::first().0, code_states.index(), upcalls),
             interpreter: InterpreterKey::current(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             observers: ArcSwapOption::empty(),
