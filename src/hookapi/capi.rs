@@ -10,8 +10,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use super::pyobject::type_name;
-use super::python::HookHandle;
-use super::registry::{Hook, NativeData, Observer, OnError, Registry, Transform};
+use super::registry::{Hook, HookHandle, NativeData, Observer, OnError, Registry, Transform};
 use crate::pep523_backend::{new_error, FrameView, NativeFrameRaw};
 
 /// What a native hook function receives as its `framehook_frame`: the

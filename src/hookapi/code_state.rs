@@ -11,7 +11,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyWeakrefReference;
 
 use super::pyobject::StrongRef;
-use super::registry::Registry;
 use crate::pep523_backend::{self, CodeStateHead};
 
 /// How many distinct replacements are remembered per original code.
@@ -82,20 +81,6 @@ pub(crate) struct CodeState {
 const _: () = assert!(std::mem::offset_of!(CodeState, head) == 0);
 
 impl CodeState {
-    /// The state stored on `code`, if any. It lives as long as the code.
-    #[inline]
-    pub fn existing<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> Option<&'c CodeState> {
-        // SAFETY: callers keep the code alive while they use its state (the frame
-        // being dispatched holds it).
-        unsafe { registry.code_states.get(code) }
-    }
-
-    /// The state stored on `code`, created on first use. It lives as long as the code.
-    pub fn of<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeState> {
-        // SAFETY: as in `existing`.
-        unsafe { registry.code_states.get_or_default(code) }
-    }
-
     /// The chain's decision remembered for `generation`, if any.
     #[inline]
     pub fn final_decision(&self, generation: u64) -> Option<FinalDecision> {

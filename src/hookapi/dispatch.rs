@@ -1,6 +1,5 @@
 //! The hot path: what happens to every hookable frame while hooks are installed.
 
-use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
@@ -13,39 +12,17 @@ use pyo3::types::PyCode;
 use super::capi::NativeFrame;
 use super::code_state::{CodeState, FinalDecision, Plan};
 use super::compat;
+use super::disabled::disabled_here;
 use super::frame::Frame;
 use super::pyobject::{discard, instance_value, StrongRef};
 use super::registry::{Generation, Hook, Observer, ObserverSet, OnError, Registry, Transform};
 use super::rust_hook::{AfterFrame, HookContext};
 use crate::pep523_backend::{
-    self, new_error, Context, Decision as RawDecision, FrameView, NativeLink, TracingSuspended,
+    new_error, Context, Decision as RawDecision, FrameView, NativeLink, TracingSuspended,
 };
 
 // Hooks and observers run inside a `TracingSuspended`, as trace functions do:
 // the eval function passes the frames they start through unhooked.
-
-thread_local! {
-    /// Depth of `framehook.disabled()` blocks on this thread.
-    static DISABLED_DEPTH: Cell<u32> = const { Cell::new(0) };
-}
-
-pub(crate) fn enter_disabled() {
-    DISABLED_DEPTH.with(|depth| {
-        if depth.get() == 0 {
-            pep523_backend::disabled_threads_add(1);
-        }
-        depth.set(depth.get() + 1);
-    });
-}
-
-pub(crate) fn exit_disabled() {
-    DISABLED_DEPTH.with(|depth| {
-        if depth.get() == 1 {
-            pep523_backend::disabled_threads_add(-1);
-        }
-        depth.set(depth.get().saturating_sub(1));
-    });
-}
 
 const RUN_ORIGINAL: RawDecision = RawDecision {
     code: ptr::null_mut(),
@@ -54,13 +31,6 @@ const RUN_ORIGINAL: RawDecision = RawDecision {
     observers: ptr::null_mut(),
     after_frame: ptr::null_mut(),
 };
-
-/// Whether frames starting now on this thread are out of the hooks' sight.
-#[inline]
-fn disabled_here() -> bool {
-    // Thread locals cost a call in a shared library: read only when some thread is disabled.
-    pep523_backend::disabled_threads() && DISABLED_DEPTH.with(Cell::get) > 0
-}
 
 #[inline]
 fn observers_token(registry: &Registry, generation: Generation) -> *mut c_void {

@@ -13,7 +13,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::dispatch;
+use super::disabled;
 use super::pyobject::discard;
 
 const DEBUG: u8 = 10;
@@ -37,7 +37,7 @@ pub fn error_with(py: Python<'_>, message: &str, args: Bound<'_, pyo3::types::Py
 fn emit(py: Python<'_>, level: u8, message: &str, details: Option<(Bound<'_, pyo3::types::PyTuple>, PyErr)>) {
     // Hooks do not see framehook's own logging; nor does an exception pending
     // in the caller (a hook's, being handled) get mixed up with logging's.
-    dispatch::enter_disabled();
+    disabled::enter_disabled();
     let pending = PyErr::take(py);
     let logged = (|| -> PyResult<()> {
         if level < WARNING && !py.import("sys")?.getattr("modules")?.contains("logging")? {
@@ -71,5 +71,5 @@ fn emit(py: Python<'_>, level: u8, message: &str, details: Option<(Bound<'_, pyo
     if let Some(pending) = pending {
         pending.restore(py);
     }
-    dispatch::exit_disabled();
+    disabled::exit_disabled();
 }

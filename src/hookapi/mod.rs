@@ -8,6 +8,7 @@
 pub mod capi;
 pub(crate) mod code_state;
 pub(crate) mod compat;
+pub mod disabled;
 pub(crate) mod dispatch;
 pub mod frame;
 mod log;

@@ -19,6 +19,7 @@ use crate::pep523_backend::{self, new_error};
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 /// A strong reference released on drop with a plain `Py_DecRef`. Everything
 /// framehook keeps is dropped by threads attached to the object's interpreter
@@ -542,4 +543,60 @@ impl<T: NativeValue> NativeType<T> {
 pub unsafe fn instance_value<'a, T>(object: *mut ffi::PyObject) -> &'a T {
     // SAFETY: guaranteed by the caller.
     unsafe { &(*object.cast::<Instance<T>>()).value }
+}
+
+/// The arguments of a function taking `positional` then keyword-only
+/// `keywords`, all optional here (callers check what they require), in that
+/// order; errors worded as CPython words them.
+///
+/// # Safety
+/// `args` is a tuple and `kwargs` a dict or NULL, both borrowed and alive.
+pub(crate) unsafe fn parse_arguments<'py>(
+    py: Python<'py>,
+    function: &str,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+    positional: &[&str],
+    keywords: &[&str],
+) -> PyResult<Vec<Option<Bound<'py, PyAny>>>> {
+    // SAFETY: guaranteed by the caller.
+    // CPython passes a tuple, a dict or NULL, and str keys (checked casts would make lazy errors).
+    let args = unsafe { Bound::from_borrowed_ptr(py, args).cast_into_unchecked::<PyTuple>() };
+    // SAFETY: as above.
+    let kwargs = unsafe { Bound::from_borrowed_ptr_or_opt(py, kwargs) };
+    if args.len() > positional.len() {
+        return Err(new_error::<PyTypeError>(
+            py,
+            format!(
+                "{function}() takes {} positional argument{} but {} were given",
+                positional.len(),
+                if positional.len() == 1 { "" } else { "s" },
+                args.len()
+            ),
+        ));
+    }
+    let mut values: Vec<Option<Bound<'py, PyAny>>> = args.iter().map(Some).collect();
+    values.resize(positional.len() + keywords.len(), None);
+    if let Some(kwargs) = kwargs {
+        // SAFETY: as above.
+        for (key, value) in unsafe { kwargs.cast_into_unchecked::<PyDict>() }.iter() {
+            // SAFETY: as above.
+            let key = unsafe { key.cast_into_unchecked::<PyString>() };
+            let key = key.to_str()?;
+            let Some(index) = positional.iter().chain(keywords).position(|name| *name == key) else {
+                return Err(new_error::<PyTypeError>(
+                    py,
+                    format!("{function}() got an unexpected keyword argument '{key}'"),
+                ));
+            };
+            if values[index].is_some() {
+                return Err(new_error::<PyTypeError>(
+                    py,
+                    format!("{function}() got multiple values for argument '{key}'"),
+                ));
+            }
+            values[index] = Some(value);
+        }
+    }
+    Ok(values)
 }

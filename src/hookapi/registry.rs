@@ -1,23 +1,31 @@
 //! Per-interpreter hook registries. Readers (the eval function, on every frame)
 //! take a snapshot without locking; writers are serialised per interpreter.
+//! Each registry holds its interpreter's code states and Python types, among
+//! them `HookHandle`, the handle of a registered hook, which holds its registry.
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyString};
 
 use framehook_capi::ffi as capi_ffi;
 
 use super::code_state::CodeState;
+use super::disabled::{disabled_type, Disabled};
+use super::frame::{self, Frame};
 use super::log;
 use super::per_code::PerCode;
-use super::pyobject::StrongRef;
-use super::python::PythonTypes;
-use crate::pep523_backend::{self, new_error, Context, NativeLink, Uninstalled};
+use super::pyobject::{
+    bool_object, ffi_body, ffi_status, getset, instance_value, native_getter, slot, type_name, CTable,
+    NativeType, NativeValue, StrongRef, TypeSpec, GETSET_END,
+};
+use crate::pep523_backend::{self, new_error, Context, NativeLink, Uninstalled, Upcalls};
 
 /// What to do when a hook raises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,8 +309,10 @@ impl Registry {
     }
 
     /// The current interpreter's registry, made on the first import of
-    /// framehook there; None once the interpreter is exiting.
-    pub(crate) fn for_import(py: Python<'_>) -> PyResult<Arc<Registry>> {
+    /// framehook there; None once the interpreter is exiting. A registry made
+    /// here installs its context with `upcalls`: the caller passes
+    /// `upcalls::UPCALLS`, whose functions call the dispatch, above the registry.
+    pub(crate) fn for_import(py: Python<'_>, upcalls: Upcalls) -> PyResult<Arc<Registry>> {
         if let Some(registry) = Self::find(py) {
             return Ok(registry);
         }
@@ -315,11 +325,7 @@ impl Registry {
         let _writer = REGISTRIES_WRITER.lock();
         let code_states = PerCode::<CodeState>::request(py)?;
         let registry = Arc::new(Registry {
-            head: Context::new(
-                Generation::first().0,
-                code_states.index(),
-                super::upcalls::UPCALLS,
-            ),
+            head: Context::new(Generation::first().0, code_states.index(), upcalls),
             interpreter: InterpreterKey::current(py),
             hooks: ArcSwap::from_pointee(Vec::new()),
             observers: ArcSwapOption::empty(),
@@ -527,6 +533,274 @@ impl Registry {
             ),
         }
     }
+}
+
+// A code's state is found through the registry, which owns the co_extra slot.
+impl CodeState {
+    /// The state stored on `code`, if any. It lives as long as the code.
+    #[inline]
+    pub fn existing<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> Option<&'c CodeState> {
+        // SAFETY: callers keep the code alive while they use its state (the frame
+        // being dispatched holds it).
+        unsafe { registry.code_states.get(code) }
+    }
+
+    /// The state stored on `code`, created on first use. It lives as long as the code.
+    pub fn of<'c>(registry: &Registry, code: &Bound<'_, PyAny>) -> PyResult<&'c CodeState> {
+        // SAFETY: as in `existing`.
+        unsafe { registry.code_states.get_or_default(code) }
+    }
+}
+
+/// The types of one interpreter's Python surface.
+pub struct PythonTypes {
+    pub handle: NativeType<HookHandle>,
+    pub frame: NativeType<Frame>,
+    pub disabled: NativeType<Disabled>,
+}
+
+impl PythonTypes {
+    pub fn new(py: Python<'_>) -> PyResult<Self> {
+        Ok(Self {
+            handle: handle_type(py)?,
+            frame: frame::new_type(py)?,
+            disabled: disabled_type(py)?,
+        })
+    }
+
+    /// A new handle object for `hook` of `registry`.
+    pub(crate) fn new_handle<'py>(
+        &self,
+        py: Python<'py>,
+        hook: Arc<Hook>,
+        registry: Arc<Registry>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.handle.instantiate(py, HookHandle::new(hook, registry))
+    }
+}
+
+/// A registered hook. Compare with `is` or `==`; disable with `handle.enabled = False`.
+pub struct HookHandle {
+    pub(super) hook: Arc<Hook>,
+    registry: Arc<Registry>,
+}
+
+impl HookHandle {
+    pub(crate) fn new(hook: Arc<Hook>, registry: Arc<Registry>) -> Self {
+        Self { hook, registry }
+    }
+
+    pub(crate) fn remove(&self, py: Python<'_>) -> PyResult<()> {
+        if self.registry.remove(py, self.hook.id) {
+            Ok(())
+        } else {
+            Err(new_error::<PyValueError>(
+                py,
+                format!("frame hook {:?} is not registered", self.hook.name),
+            ))
+        }
+    }
+
+    pub(crate) fn set_enabled_in(&self, py: Python<'_>, enabled: bool) {
+        self.registry.set_enabled(py, &self.hook, enabled);
+    }
+
+    fn repr(&self) -> String {
+        format!(
+            "<framehook.HookHandle {:?}{}{} cache={} on_error={:?}{}>",
+            self.hook.name,
+            if self.hook.is_native() { " native" } else { "" },
+            match (self.hook.transform.is_some(), self.hook.observer.is_some()) {
+                (true, true) => " transforms+observes",
+                (false, true) => " observes",
+                _ => "",
+            },
+            if self.hook.cache { "True" } else { "False" },
+            self.hook.on_error.as_str(),
+            if self.hook.enabled() { "" } else { " disabled" }
+        )
+    }
+}
+
+impl NativeValue for HookHandle {}
+
+// ------------------------------------------------------------------ HookHandle
+
+native_getter!(handle_name, HookHandle, |py, handle| Ok(PyString::new(
+    py,
+    &handle.hook.name
+)
+.into_any()));
+// The Python hook callable; None for observe-only and native hooks.
+native_getter!(handle_hook, HookHandle, |py, handle| Ok(
+    match &handle.hook.transform {
+        Some(Transform::Python(callable)) => callable.bind(py),
+        _ => py.None().into_bound(py),
+    }
+));
+// The Python observer callable; None when the hook does not observe or is native.
+native_getter!(handle_observer, HookHandle, |py, handle| Ok(
+    match &handle.hook.observer {
+        Some(Observer::Python(callable)) => callable.bind(py),
+        _ => py.None().into_bound(py),
+    }
+));
+native_getter!(handle_native, HookHandle, |py, handle| bool_object(
+    py,
+    handle.hook.is_native()
+));
+native_getter!(handle_observes, HookHandle, |py, handle| bool_object(
+    py,
+    handle.hook.observer.is_some()
+));
+native_getter!(handle_cache, HookHandle, |py, handle| bool_object(
+    py,
+    handle.hook.cache
+));
+native_getter!(handle_on_error, HookHandle, |py, handle| Ok(PyString::new(
+    py,
+    handle.hook.on_error.as_str()
+)
+.into_any()));
+native_getter!(handle_enabled, HookHandle, |py, handle| bool_object(
+    py,
+    handle.hook.enabled()
+));
+// True while the hook is registered.
+native_getter!(handle_registered, HookHandle, |py, handle| bool_object(
+    py,
+    handle
+        .registry
+        .snapshot()
+        .iter()
+        .any(|hook| hook.id == handle.hook.id)
+));
+
+unsafe extern "C" fn handle_set_enabled(
+    object: *mut ffi::PyObject,
+    value: *mut ffi::PyObject,
+    _closure: *mut c_void,
+) -> c_int {
+    // SAFETY: CPython calls setters attached, with a live instance of the HookHandle type
+    // and a borrowed value (NULL when deleting).
+    unsafe {
+        ffi_status(|py| {
+            let handle = instance_value::<HookHandle>(object);
+            let value = Bound::from_borrowed_ptr_or_opt(py, value)
+                .ok_or_else(|| new_error::<PyAttributeError>(py, "cannot delete HookHandle.enabled"))?;
+            let enabled = value.cast::<PyBool>().map_err(|_| {
+                new_error::<PyTypeError>(
+                    py,
+                    format!("HookHandle.enabled must be a bool, not {}", type_name(&value)),
+                )
+            })?;
+            handle.set_enabled_in(py, enabled.is_true());
+            Ok(())
+        })
+    }
+}
+
+unsafe extern "C" fn handle_repr(object: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_repr attached, with a live instance of the HookHandle type.
+    unsafe {
+        ffi_body(|py| {
+            let handle = instance_value::<HookHandle>(object);
+            Ok(PyString::new(py, &handle.repr()).into_any())
+        })
+    }
+}
+
+unsafe extern "C" fn handle_hash(object: *mut ffi::PyObject) -> ffi::Py_hash_t {
+    // SAFETY: CPython calls tp_hash attached, with a live instance of the HookHandle type.
+    let id = unsafe { instance_value::<HookHandle>(object) }.hook.id;
+    // Ids start at 1 and stay far below Py_hash_t's maximum: never -1 (the error value).
+    ffi::Py_hash_t::try_from(id).unwrap_or(ffi::Py_hash_t::MAX)
+}
+
+unsafe extern "C" fn handle_richcompare(
+    object: *mut ffi::PyObject,
+    other: *mut ffi::PyObject,
+    op: c_int,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_richcompare attached, with a live instance of the
+    // HookHandle type and a live object; an object of the same type is a handle.
+    unsafe {
+        ffi_body(|py| {
+            let same_type = ffi::Py_TYPE(object) == ffi::Py_TYPE(other);
+            if !same_type || (op != ffi::Py_EQ && op != ffi::Py_NE) {
+                return Ok(py.NotImplemented().into_bound(py));
+            }
+            let equal =
+                instance_value::<HookHandle>(object).hook.id == instance_value::<HookHandle>(other).hook.id;
+            bool_object(py, equal == (op == ffi::Py_EQ))
+        })
+    }
+}
+
+static HANDLE_GETSET: CTable<[ffi::PyGetSetDef; 10]> = CTable([
+    getset(c"name", handle_name, None, c"The hook's name."),
+    getset(
+        c"hook",
+        handle_hook,
+        None,
+        c"The Python hook callable; None for observe-only and native hooks.",
+    ),
+    getset(
+        c"observer",
+        handle_observer,
+        None,
+        c"The Python observer callable; None when the hook does not observe or is native.",
+    ),
+    getset(
+        c"native",
+        handle_native,
+        None,
+        c"Whether the hook was registered through the C API.",
+    ),
+    getset(
+        c"observes",
+        handle_observes,
+        None,
+        c"Whether the hook observes evaluation events.",
+    ),
+    getset(
+        c"cache",
+        handle_cache,
+        None,
+        c"Whether the hook's answers are cached per code.",
+    ),
+    getset(c"on_error", handle_on_error, None, c"'raise' or 'log'."),
+    getset(
+        c"enabled",
+        handle_enabled,
+        Some(handle_set_enabled),
+        c"Whether the hook is asked (and told); set it to switch the hook off and on.",
+    ),
+    getset(
+        c"registered",
+        handle_registered,
+        None,
+        c"True while the hook is registered.",
+    ),
+    GETSET_END,
+]);
+
+fn handle_type(py: Python<'_>) -> PyResult<NativeType<HookHandle>> {
+    NativeType::new(
+        py,
+        TypeSpec {
+            name: c"framehook.HookHandle",
+            doc: c"A registered hook. Compare with `is` or `==`; disable with `handle.enabled = False`.",
+            slots: vec![
+                slot(ffi::Py_tp_getset, HANDLE_GETSET.as_mut_ptr()),
+                slot(ffi::Py_tp_repr, handle_repr as *mut c_void),
+                slot(ffi::Py_tp_hash, handle_hash as *mut c_void),
+                slot(ffi::Py_tp_richcompare, handle_richcompare as *mut c_void),
+            ],
+            attributes: false,
+            vectorcall: None,
+        },
+    )
 }
 
 #[cfg(test)]

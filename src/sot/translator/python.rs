@@ -15,9 +15,9 @@ use super::hook::Translator;
 use super::pyutil::BUILTINS;
 use super::session::Config;
 use crate::hookapi::pyobject::{
-    ffi_body, import, instance_value, method, slot, CTable, NativeType, NativeValue, StrongRef, TypeSpec,
+    ffi_body, import, instance_value, method, parse_arguments, slot, CTable, NativeType, NativeValue,
+    StrongRef, TypeSpec,
 };
-use crate::hookapi::python::parse_arguments;
 use crate::hookapi::registry::Registry;
 
 /// A function whose calls run translated.
