@@ -788,3 +788,106 @@ fn the_cycle_checker_reads_uses_and_finds_cycles() {
         [["x", "y", "z", "x"]]
     );
 }
+
+#[test]
+fn sot_has_no_import_cycle() {
+    let graph = module_graph("src/sot/translator", "crate::sot::translator");
+    assert!(
+        graph.uses("translate", "vm") && graph.uses("vm", "model"),
+        "the module graph of src/sot/translator misses known uses: {:?}",
+        graph.edges
+    );
+    for (dir, module) in [
+        ("src/sot", "crate::sot"),
+        ("src/sot/translator", "crate::sot::translator"),
+        ("src/sot/translator/vm", "crate::sot::translator::vm"),
+        ("src/sot/translator/vm/ops", "crate::sot::translator::vm::ops"),
+        ("src/sot/translator/codegen", "crate::sot::translator::codegen"),
+        ("src/sot/translator/guard", "crate::sot::translator::guard"),
+        ("src/sot/translator/model", "crate::sot::translator::model"),
+    ] {
+        assert_no_import_cycle(dir, module);
+    }
+}
+
+/// The translator's layers, lowest first (docs/design.md, "The translator's layers"): a
+/// module uses only modules of the layers before its own.
+const TRANSLATOR_LAYERS: &[&[&str]] = &[
+    &["pyutil", "code_pool"],
+    &["guard"],
+    &["model"],
+    &["cache"],
+    &["session"],
+    &["fetch", "backend"],
+    &["vm"],
+    &["codegen"],
+    &["compile"],
+    &["translation"],
+    &["breaks"],
+    &["translate"],
+    &["hook"],
+    &["python"],
+    &["mod"],
+];
+
+#[test]
+fn the_translators_layers_point_one_way() {
+    let graph = module_graph("src/sot/translator", "crate::sot::translator");
+    let layer_of = |module: &str| TRANSLATOR_LAYERS.iter().position(|layer| layer.contains(&module));
+    let mut wrong = Vec::new();
+    for (from, uses) in &graph.edges {
+        let Some(from_layer) = layer_of(from) else {
+            wrong.push(format!("{from}: in no layer of TRANSLATOR_LAYERS"));
+            continue;
+        };
+        for (to, place) in uses {
+            match layer_of(to) {
+                Some(to_layer) if to_layer < from_layer => {}
+                Some(_) => wrong.push(format!("{from} -> {to} ({place}): not a layer below")),
+                None => wrong.push(format!("{to}: in no layer of TRANSLATOR_LAYERS")),
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "the translator's layers point the wrong way:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Inside the VM, the opcode table (`vm/ops`) uses the rest of the VM; the rest never names it
+/// (`Vm::step` is its one entry, a method).
+#[test]
+fn only_the_opcode_table_knows_opcode_handlers() {
+    let graph = module_graph("src/sot/translator/vm", "crate::sot::translator::vm");
+    let users: Vec<String> = graph
+        .edges
+        .iter()
+        .filter(|(from, uses)| from.as_str() != "ops" && uses.contains_key("ops"))
+        .map(|(from, uses)| format!("{from} ({})", uses["ops"]))
+        .collect();
+    assert!(
+        users.is_empty(),
+        "VM modules that name the opcode table: {users:?}"
+    );
+}
+
+/// No source file a newcomer cannot read: every Rust and C file under src/ and crates/ is at
+/// most this long.
+const MAX_SOURCE_LINES: usize = 1_500;
+
+#[test]
+fn no_source_file_is_over_the_line_limit() {
+    let mut files = sources("src", &["rs", "c", "h"]);
+    files.extend(sources("crates", &["rs", "c", "h"]));
+    let long: Vec<String> = files
+        .iter()
+        .filter(|(_, text)| text.lines().count() > MAX_SOURCE_LINES)
+        .map(|(path, text)| format!("{}: {} lines", path.display(), text.lines().count()))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "source files over {MAX_SOURCE_LINES} lines (split them by concern):\n{}",
+        long.join("\n")
+    );
+}

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use super::cache::{
     keep_while_running, move_to_front, Action, CodeCaches, Entries, LIBRARY, NEVER, TRANSLATED, UNJUDGED,
 };
-use super::guard::fetch::Fetcher;
+use super::fetch::Fetcher;
 use super::session::{current_session, Config, OwnFrame, Record, CONFIGS, EPOCH, SESSIONS, TRACING_CONFIGS};
 use super::translate::{fallback, log_event, translate};
 use crate::hookapi::pyobject::import;

@@ -6,5 +6,4 @@
 //! guard).
 
 pub mod check;
-pub mod fetch;
 pub mod source;

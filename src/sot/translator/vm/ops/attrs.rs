@@ -1,6 +1,8 @@
 //! Attributes: loads (methods, special methods, super), stores and deletes.
 
-use super::*;
+use super::spec::AtBreak::{BoundAttribute, Breaks, Native};
+use super::spec::OpSpec;
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::LoadAttr, load_attr, Native(1, 1)),

@@ -1,6 +1,8 @@
 //! Building and unpacking containers and strings: BUILD_*, the comprehension appends, unpacking, formatting, t-strings, intrinsics.
 
-use super::*;
+use super::spec::AtBreak::{Breaks, Native, NativeBy};
+use super::spec::{count, OpSpec};
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::BuildSlice, build_slice, NativeBy(build_effect)),

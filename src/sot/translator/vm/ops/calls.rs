@@ -1,6 +1,8 @@
 //! Calls and function making.
 
-use super::*;
+use super::spec::AtBreak::{Breaks, Native, NativeBy};
+use super::spec::{by_stack_effect, count, OpSpec};
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::unsupported(Op::LoadBuildClass, "class definition", Native(0, 1)),

@@ -1,6 +1,8 @@
 //! Control flow: jumps, iteration, returns, generators (send, yield).
 
-use super::*;
+use super::spec::AtBreak::{BranchOnTruth, Breaks, Native};
+use super::spec::OpSpec;
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::GetIter, get_iter, Native(1, 1)),

@@ -1,6 +1,8 @@
 //! Exceptions and blocks: 3.9/3.10's SETUP_*, raising, handlers, with statements, except*.
 
-use super::*;
+use super::spec::AtBreak::{Breaks, Native, NativeBy};
+use super::spec::{count, OpSpec};
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::SetupFinally, setup_finally, Breaks),

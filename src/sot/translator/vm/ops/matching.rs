@@ -1,6 +1,8 @@
 //! Pattern matching (match statements).
 
-use super::*;
+use super::spec::AtBreak::{Breaks, Native, NativeBy};
+use super::spec::OpSpec;
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::MatchMapping, match_kind_of_subject, Breaks),

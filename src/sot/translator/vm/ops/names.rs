@@ -1,6 +1,8 @@
 //! Variables, cells and globals: loads, stores and deletes; imports.
 
-use super::*;
+use super::spec::AtBreak::{Breaks, Native};
+use super::spec::OpSpec;
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::unsupported(Op::ImportName, "import", Native(2, 1)),

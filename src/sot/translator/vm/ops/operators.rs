@@ -1,6 +1,8 @@
 //! Operators: unary, binary, comparisons, identity, containment, subscripts and slices.
 
-use super::*;
+use super::spec::AtBreak::Native;
+use super::spec::OpSpec;
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::UnaryNegative, unary_arithmetic, Native(1, 1)),

@@ -1,6 +1,8 @@
 //! Stack and frame housekeeping: no-ops, the stack's own shuffles, constants.
 
-use super::*;
+use super::spec::AtBreak::{Breaks, Native};
+use super::spec::OpSpec;
+use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::Resume, resume, Breaks),

@@ -5,9 +5,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
 
-use super::check::{holds_values_only, is_value_type, Check, VALUE_NESTING};
-use super::source::Guard;
-use super::source::{Source, SourceId, SourceTable};
+use super::guard::check::{holds_values_only, is_value_type, Check, VALUE_NESTING};
+use super::guard::source::Guard;
+use super::guard::source::{Source, SourceId, SourceTable};
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::HookContext;
 
