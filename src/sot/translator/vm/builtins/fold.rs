@@ -1,11 +1,12 @@
-//! Builtin functions: calls of builtins and their methods, and constant folding.
+//! Builtins computed while translating: constant folding, and methods of immutable values
+//! and pure modules (bound builtins).
 
-use super::*;
+use crate::sot::translator::vm::*;
 
 impl<'py, 'b> Vm<'py, 'b> {
     /// A call whose result depends on the frame making it (its locals, itself): run from
     /// generated code, it would see that code's frame.
-    pub(super) fn reads_callers_frame(
+    pub(in crate::sot::translator::vm) fn reads_callers_frame(
         &self,
         obj: &Bound<'py, PyAny>,
         args: &[Vid],
@@ -31,328 +32,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         }))
     }
 
-    pub(super) fn builtin(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    pub(in crate::sot::translator::vm) fn builtin(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
         builtin(self.py, name)
-    }
-
-    /// `obj(*args, **kwargs)` for the builtins the VM knows; None when `obj` is none of them.
-    pub(super) fn call_builtin(
-        &mut self,
-        obj: &Bound<'py, PyAny>,
-        source: Option<SourceId>,
-        args: &[Vid],
-        kwargs: &[(String, Vid)],
-    ) -> Res<Option<Vid>> {
-        let name = match obj.getattr("__name__").and_then(|n| n.extract::<String>()) {
-            Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => name,
-            _ => return self.call_bound_builtin(obj, args, kwargs),
-        };
-        if let Some(s) = source {
-            self.add_guard(s, Check::Id(Pin::new(obj)));
-        }
-        let any_tensor = args.iter().any(|a| self.contains_tensor(*a));
-        let result = match (name.as_str(), args) {
-            ("print", _) => return graph_break("print() is a side effect the graph cannot hold (print)"),
-            ("len", [x]) => {
-                let x = self.realize(*x)?;
-                match self.val(x).clone_val() {
-                    Val::Tensor { example, .. } => {
-                        let n = example.len()?;
-                        self.int_value(n)?
-                    }
-                    Val::Tuple(i) | Val::List(i) | Val::Set(i) | Val::NamedTuple { items: i, .. } => {
-                        self.int_value(i.len())?
-                    }
-                    Val::Dict(i) => self.int_value(i.len())?,
-                    Val::DictView { dict, .. } => return self.call_builtin(obj, None, &[dict], kwargs),
-                    Val::Obj {
-                        obj: o,
-                        source: Some(s),
-                    } if self.has_builtin_len(&o)? => {
-                        if let Some(copy) = self.mutated.get(&(o.as_ptr() as usize)).copied() {
-                            return self.call_builtin(obj, None, &[copy], kwargs);
-                        }
-                        self.guard_type(x);
-                        let n = o.len()?;
-                        self.add_guard(s, Check::Len(n));
-                        self.int_value(n)?
-                    }
-                    _ => {
-                        if let Some(length) = self.inline_builtin_method("len", x, &[])? {
-                            return Ok(Some(length));
-                        }
-                        let Some(o) = self.folded_argument(x, "len")? else {
-                            return self.refuse_folding("builtin len()", x);
-                        };
-                        self.int_value(o.len()?)?
-                    }
-                }
-            }
-            ("isinstance", [x, classes]) => {
-                let ty = self.type_of(*x)?;
-                let classes = self.concrete(*classes)?;
-                let result = self.builtin("issubclass")?.call1((ty, classes))?;
-                self.constant(result)
-            }
-            ("type", [x]) => {
-                let ty = self.type_of(*x)?;
-                self.constant(ty)
-            }
-            // A new class takes its `__module__` from the globals of the frame calling
-            // type(): run by the generated code, that is the function's own.
-            ("type", _) => {
-                return graph_break("type() making a class (it reads the calling frame's globals)")
-            }
-            ("range", _) => {
-                let objs = args.iter().map(|a| self.concrete(*a)).collect::<Res<Vec<_>>>()?;
-                let range = obj.call1(PyTuple::new(self.py, objs)?)?;
-                self.constant(range)
-            }
-            ("enumerate", [it, rest @ ..]) => {
-                let start = match (rest, kwargs) {
-                    ([s], _) => self.concrete(*s)?.extract::<i64>()?,
-                    ([], [(k, s)]) if k == "start" => self.concrete(*s)?.extract::<i64>()?,
-                    _ => 0,
-                };
-                let iterator = self.iterator(*it)?;
-                self.push_val(Val::Lazy(Lazy::Enumerate {
-                    iterator,
-                    count: start,
-                }))
-            }
-            ("zip", its) if kwargs.is_empty() => {
-                let iterators = its.iter().map(|i| self.iterator(*i)).collect::<Res<Vec<_>>>()?;
-                self.push_val(Val::Lazy(Lazy::Zip(iterators)))
-            }
-            ("reversed", [x]) => {
-                // A dict's reverse iterator checks, item by item, that the dict's keys did
-                // not change (3.14 raises where they did): not simulated.
-                let dict_like = match self.val(*x) {
-                    Val::Dict(_) | Val::DictView { .. } => true,
-                    Val::Obj { obj, .. } => obj.is_instance_of::<PyDict>() || is_dict_view(obj)?,
-                    _ => false,
-                };
-                if dict_like {
-                    return graph_break(
-                        "reversed() of a dict or a dict view (its iterator watches the dict)",
-                    );
-                }
-                let mut items = self.items_of(*x)?;
-                items.reverse();
-                self.push_val(Val::Iter { items, next: 0 })
-            }
-            ("iter", [x]) => self.iterator(*x)?,
-            ("next", [it, rest @ ..]) => {
-                let it = self.realize(*it)?;
-                if let Some(item) = self.advance(it)? {
-                    item
-                } else if let Some(default) = rest.first() {
-                    *default
-                } else {
-                    return unsupported("next() raised StopIteration");
-                }
-            }
-            // They take no keyword arguments (CPython raises TypeError: a break runs that).
-            ("list" | "tuple" | "set" | "frozenset", _) if !kwargs.is_empty() => {
-                return graph_break(format!(
-                    "unsupported call: builtin {name}() with keyword arguments"
-                ))
-            }
-            ("list" | "tuple" | "set", []) => self.push_val(match name.as_str() {
-                "list" => Val::List(vec![]),
-                "tuple" => Val::Tuple(vec![]),
-                _ => Val::Set(vec![]),
-            }),
-            // An exact tuple or frozenset is its own copy.
-            ("tuple" | "frozenset", [x]) if self.is_exact(*x, &name) => *x,
-            ("list" | "tuple", [x]) => {
-                let items = self.items_of(*x)?;
-                self.push_val(if name == "list" {
-                    Val::List(items)
-                } else {
-                    Val::Tuple(items)
-                })
-            }
-            ("set" | "frozenset", [x]) if !any_tensor => {
-                let mut unique = Vec::new();
-                let items = self.items_of(*x)?;
-                self.add_keys(&mut unique, items)?;
-                if name == "set" {
-                    self.push_val(Val::Set(unique))
-                } else {
-                    let objs = unique
-                        .iter()
-                        .map(|u| self.concrete(*u))
-                        .collect::<Res<Vec<_>>>()?;
-                    // The builtin itself: before 3.10 an empty frozenset is a singleton.
-                    let made = obj.call1((PyTuple::new(self.py, objs)?,))?;
-                    self.constant(made)
-                }
-            }
-            ("dict", rest) if rest.len() <= 1 => {
-                let mut items = Vec::new();
-                if let Some(x) = rest.first() {
-                    let x = self.realize(*x)?;
-                    let pairs = if matches!(self.val(x), Val::Dict(_))
-                        || matches!(self.val(x), Val::Obj { obj: o, .. } if o.is_exact_instance_of::<PyDict>())
-                    {
-                        self.dict_items(x)?
-                    } else {
-                        let mut pairs = Vec::new();
-                        for pair in self.items_of(x)? {
-                            let kv = self.items_of(pair)?;
-                            if kv.len() != 2 {
-                                return unsupported("dict() of sequences that are not pairs");
-                            }
-                            pairs.push((kv[0], kv[1]));
-                        }
-                        pairs
-                    };
-                    for (k, v) in pairs {
-                        self.dict_set(&mut items, k, v)?;
-                    }
-                }
-                for (k, v) in kwargs {
-                    let key = self.constant(PyString::new(self.py, k).into_any());
-                    self.dict_set(&mut items, key, *v)?;
-                }
-                self.push_val(Val::Dict(items))
-            }
-            ("sum", [it, rest @ ..]) if kwargs.is_empty() => {
-                let items = self.items_of(*it)?;
-                let mut total = match rest.first() {
-                    Some(start) => *start,
-                    None => self.int_value(0)?,
-                };
-                if items.iter().chain([&total]).all(|v| self.is_constant(*v)) {
-                    // CPython's own sum of known values (floats are summed with compensation).
-                    let values = self.push_val(Val::List(items));
-                    return self
-                        .folded_builtin_call(obj, &name, &[values, total], kwargs)
-                        .map(Some);
-                }
-                for item in items {
-                    total = self.binary(total, item, BinOp::Add, false)?;
-                }
-                total
-            }
-            ("map", [function, its @ ..]) if !its.is_empty() => {
-                let iterators = its.iter().map(|i| self.iterator(*i)).collect::<Res<Vec<_>>>()?;
-                self.push_val(Val::Lazy(Lazy::Map {
-                    function: *function,
-                    iterators,
-                }))
-            }
-            ("filter", [function, it]) => {
-                let none = self.none();
-                let function = (!self.identical(*function, none)?).then_some(*function);
-                let iterator = self.iterator(*it)?;
-                self.push_val(Val::Lazy(Lazy::Filter { function, iterator }))
-            }
-            ("getattr" | "hasattr", [x, attribute, rest @ ..]) => {
-                let attribute: String = self.concrete(*attribute)?.extract()?;
-                match self.load_attr(*x, &attribute) {
-                    Ok(v) if name == "getattr" => v,
-                    Ok(_) => self.boolean(true),
-                    Err(Problem::Python(err))
-                        if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) =>
-                    {
-                        if name == "hasattr" {
-                            self.boolean(false)
-                        } else if let Some(default) = rest.first() {
-                            *default
-                        } else {
-                            return Err(Problem::Python(err));
-                        }
-                    }
-                    Err(other) => return Err(other),
-                }
-            }
-            ("sorted", [x]) => {
-                let items = self.items_of(*x)?;
-                let key = kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
-                let reverse = match kwargs.iter().find(|(k, _)| k == "reverse") {
-                    Some((_, r)) => self.truthy(*r)?,
-                    None => false,
-                };
-                let sorted = self.sort_items(items, key, reverse)?;
-                self.push_val(Val::List(sorted))
-            }
-            ("min" | "max", [first, rest @ ..]) => {
-                let items = if rest.is_empty() {
-                    self.items_of(*first)?
-                } else {
-                    args.to_vec()
-                };
-                let key = kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
-                let default = kwargs.iter().find(|(k, _)| k == "default").map(|(_, d)| *d);
-                if items.is_empty() {
-                    match default {
-                        Some(d) => d,
-                        None => {
-                            return Err(Problem::Python(pyo3::exceptions::PyValueError::new_err(format!(
-                                "{name}() iterable argument is empty"
-                            ))))
-                        }
-                    }
-                } else {
-                    let index: usize = self.order_by_keys(&items, key, &name, false, None)?.extract()?;
-                    items[index]
-                }
-            }
-            ("any" | "all", [x]) => {
-                // Item by item: the first decisive one stops it (a generator is left there).
-                let want = name == "any";
-                let mut result = !want;
-                let it = self.iterator(*x)?;
-                while let Some(item) = self.advance(it)? {
-                    if self.truthy(item)? == want {
-                        result = want;
-                        break;
-                    }
-                }
-                self.boolean(result)
-            }
-            ("abs", [x]) if any_tensor => {
-                let abs = self.builtin("abs")?;
-                self.record(&abs, vec![*x], vec![])?
-            }
-            ("pow", [_, _]) if any_tensor => {
-                let pow = self.ops.op("pow")?;
-                self.record(&pow, args.to_vec(), vec![])?
-            }
-            (
-                "float" | "int" | "bool" | "complex" | "str" | "repr" | "format" | "round" | "min" | "max"
-                | "all" | "any" | "sorted" | "hash",
-                _,
-            ) if any_tensor => {
-                return graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"));
-            }
-            ("bool", [x]) => {
-                let truth = self.truthy(*x)?;
-                self.boolean(truth)
-            }
-            ("super", []) => return unsupported("super() without its frame"),
-            ("super", [class, receiver]) => {
-                let class = self.concrete(*class)?;
-                self.make_super(class, *receiver)?
-            }
-            (other, _) if PURE_BUILTINS.contains(&other) => {
-                if let [x, rest @ ..] = args {
-                    if let Some(result) = self.inline_builtin_method(other, *x, rest)? {
-                        return Ok(Some(result));
-                    }
-                }
-                self.folded_builtin_call(obj, other, args, kwargs)?
-            }
-            _ => return graph_break(format!("unsupported call: builtin {name}()")),
-        };
-        Ok(Some(result))
     }
 
     /// The builtin `name` called now, with arguments it computes the same with on every
     /// call passing the guards (else a break).
-    pub(super) fn folded_builtin_call(
+    pub(in crate::sot::translator::vm) fn folded_builtin_call(
         &mut self,
         obj: &Bound<'py, PyAny>,
         name: &str,
@@ -368,7 +54,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// Methods of immutable values (`"{}".format`, `str.join`) and pure modules' functions.
-    pub(super) fn call_bound_builtin(
+    pub(in crate::sot::translator::vm) fn call_bound_builtin(
         &mut self,
         obj: &Bound<'py, PyAny>,
         args: &[Vid],
@@ -446,7 +132,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// The call `obj(*args, **kwargs)` of a builtin method on values, made now where every
     /// later call passing the guards computes the same (None where one may not). A `str`
     /// method formats its arguments (`"{}".format(x)`); others read them as values.
-    pub(super) fn computed_now(
+    pub(in crate::sot::translator::vm) fn computed_now(
         &mut self,
         obj: &Bound<'py, PyAny>,
         args: &[Vid],
@@ -463,7 +149,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// `str.split(text, ",")`: a method of an immutable builtin type called through its
     /// class, computed now as the bound call is (None for another callable).
-    pub(super) fn call_unbound_builtin_method(
+    pub(in crate::sot::translator::vm) fn call_unbound_builtin_method(
         &mut self,
         obj: &Bound<'py, PyAny>,
         args: &[Vid],
@@ -492,7 +178,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// constant), or the first one with which the call may compute otherwise on a later
     /// call passing the same guards (`computes_the_same_later`): it then runs in Python,
     /// each time. `callable()` looks at types only.
-    pub(super) fn pure_arguments(
+    pub(in crate::sot::translator::vm) fn pure_arguments(
         &mut self,
         args: &[Vid],
         kwargs: &[(String, Vid)],
@@ -502,7 +188,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// A call's arguments as `value_of` gives each now, or the first it gives none for.
-    pub(super) fn arguments_now(
+    pub(in crate::sot::translator::vm) fn arguments_now(
         &mut self,
         args: &[Vid],
         kwargs: &[(String, Vid)],
@@ -526,7 +212,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// The break where `what` (a builtin's call, an operator) cannot compute with `vid` now.
-    pub(super) fn refuse_folding<T>(&mut self, what: &str, vid: Vid) -> Res<T> {
+    pub(in crate::sot::translator::vm) fn refuse_folding<T>(&mut self, what: &str, vid: Vid) -> Res<T> {
         if self.backend.is_tensor(&self.concrete(vid)?) {
             return graph_break(format!("tensor to python: {what} of a tensor (data-dependent)"));
         }
@@ -540,7 +226,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// The value `builtin` computes with now, or None where it may compute otherwise on a
     /// later call. An exception the translation made or caught is its own (the generated
     /// code makes it again from the same arguments).
-    pub(super) fn folded_argument(&mut self, vid: Vid, builtin: &str) -> Res<Option<Bound<'py, PyAny>>> {
+    pub(in crate::sot::translator::vm) fn folded_argument(
+        &mut self,
+        vid: Vid,
+        builtin: &str,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
         let value = self.concrete(vid)?;
         let own_exception = matches!(self.val(vid), Val::Obj { source: None, .. })
             && value.is_instance_of::<pyo3::exceptions::PyBaseException>();
@@ -556,7 +246,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// builtin are `object`'s (which read the type and identity only). An iterator, a
     /// weak proxy, an object of any other C type, an instance with methods of its own
     /// may give another result under the same identity.
-    pub(super) fn computes_the_same_later(
+    pub(in crate::sot::translator::vm) fn computes_the_same_later(
         &self,
         obj: &Bound<'py, PyAny>,
         builtin: &str,
@@ -616,7 +306,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Whether `obj`, an instance of a Python subclass of an immutable scalar type (an
     /// `IntEnum` member, a `str` subclass), runs for `builtin` only methods of that type or
     /// of `object`: they read its immutable value (or type and identity) only.
-    pub(super) fn reads_an_immutable_base_only(
+    pub(in crate::sot::translator::vm) fn reads_an_immutable_base_only(
         &self,
         obj: &Bound<'py, PyAny>,
         builtin: &str,
@@ -650,7 +340,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// The first of the methods `builtin` runs that the class of `obj` defines other than
     /// `object`'s, by name; None where every one is `object`'s.
-    pub(super) fn own_builtin_method(
+    pub(in crate::sot::translator::vm) fn own_builtin_method(
         &self,
         obj: &Bound<'py, PyAny>,
         builtin: &str,
@@ -673,7 +363,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Whether instances of `cls`, a subclass of tuple, hold nothing beside their items and
     /// are read, compared and iterated by tuple's own methods (a namedtuple's class).
-    pub(super) fn acts_as_a_tuple(&self, cls: &Bound<'py, PyAny>) -> PyResult<bool> {
+    pub(in crate::sot::translator::vm) fn acts_as_a_tuple(&self, cls: &Bound<'py, PyAny>) -> PyResult<bool> {
         let tuple = self.py.get_type::<PyTuple>().into_any();
         if !cls.is_instance_of::<PyType>()
             || !cls.cast::<PyType>()?.is_subclass(&tuple)?
@@ -696,7 +386,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// An attribute of a namedtuple the translation made: a field (the class's
     /// `_tuplegetter`) is its item; a Python method is bound to it; a plain class
     /// attribute (`_fields`) or a classmethod is read from the class.
-    pub(super) fn named_tuple_attr(
+    pub(in crate::sot::translator::vm) fn named_tuple_attr(
         &mut self,
         owner: Vid,
         class: &Bound<'py, PyAny>,
@@ -742,7 +432,12 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// a class written in Python whose method for it is Python code: that method inlined,
     /// as CPython calls it, since it may read state that changes under the same identity.
     /// None where the builtin may compute now; a break where the method is not Python.
-    pub(super) fn inline_builtin_method(&mut self, builtin: &str, x: Vid, rest: &[Vid]) -> Res<Option<Vid>> {
+    pub(in crate::sot::translator::vm) fn inline_builtin_method(
+        &mut self,
+        builtin: &str,
+        x: Vid,
+        rest: &[Vid],
+    ) -> Res<Option<Vid>> {
         let x = self.realize(x)?;
         let Val::Obj { obj, .. } = self.val(x) else {
             return Ok(None);

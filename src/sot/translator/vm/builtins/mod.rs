@@ -1,0 +1,497 @@
+//! The builtin functions the VM knows: a table from a builtin's name to its handler. A
+//! handler that does not take the call's shape declines (`Ok(None)`), and the common rules
+//! then apply: a builtin that would read a tensor's data breaks; a pure builtin is computed
+//! now from arguments that compute the same on every call passing the guards; any other
+//! call breaks.
+
+mod fold;
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use crate::sot::translator::vm::*;
+
+/// A call of a builtin, as its handler sees it.
+struct BuiltinCall<'c, 'py> {
+    /// The builtin itself.
+    obj: &'c Bound<'py, PyAny>,
+    name: &'c str,
+    args: &'c [Vid],
+    kwargs: &'c [(String, Vid)],
+    /// Whether an argument holds a tensor.
+    any_tensor: bool,
+}
+
+/// A builtin's handler: its result, or None where it does not take the call's shape.
+type Handler = for<'py, 'b, 'v, 'c> fn(&'v mut Vm<'py, 'b>, &BuiltinCall<'c, 'py>) -> Res<Option<Vid>>;
+
+/// The builtins the VM models, by name.
+const BUILTINS: &[(&str, Handler)] = &[
+    ("print", print),
+    ("len", len),
+    ("isinstance", isinstance),
+    ("type", type_),
+    ("range", range),
+    ("enumerate", enumerate),
+    ("zip", zip),
+    ("reversed", reversed),
+    ("iter", iter),
+    ("next", next),
+    ("list", collection),
+    ("tuple", collection),
+    ("set", collection),
+    ("frozenset", collection),
+    ("dict", dict),
+    ("sum", sum),
+    ("map", map),
+    ("filter", filter),
+    ("getattr", getattr_or_hasattr),
+    ("hasattr", getattr_or_hasattr),
+    ("sorted", sorted),
+    ("min", min_or_max),
+    ("max", min_or_max),
+    ("any", any_or_all),
+    ("all", any_or_all),
+    ("abs", abs),
+    ("pow", pow),
+    ("bool", bool_),
+    ("super", super_),
+];
+
+static HANDLERS: LazyLock<HashMap<&'static str, Handler>> =
+    LazyLock::new(|| BUILTINS.iter().copied().collect());
+
+/// Builtins that read a tensor's data (a conversion to a Python value): with a tensor
+/// argument, the graph breaks.
+const TENSOR_TO_PYTHON: &[&str] = &[
+    "float", "int", "bool", "complex", "str", "repr", "format", "round", "min", "max", "all", "any",
+    "sorted", "hash",
+];
+
+impl<'py> Vm<'py, '_> {
+    /// `obj(*args, **kwargs)` for the builtins the VM knows; None when `obj` is none of them.
+    pub(super) fn call_builtin(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let name = match obj.getattr("__name__").and_then(|n| n.extract::<String>()) {
+            Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => name,
+            _ => return self.call_bound_builtin(obj, args, kwargs),
+        };
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(Pin::new(obj)));
+        }
+        let call = BuiltinCall {
+            obj,
+            name: &name,
+            args,
+            kwargs,
+            any_tensor: args.iter().any(|a| self.contains_tensor(*a)),
+        };
+        if let Some(handler) = HANDLERS.get(name.as_str()) {
+            if let Some(result) = handler(self, &call)? {
+                return Ok(Some(result));
+            }
+        }
+        if call.any_tensor && TENSOR_TO_PYTHON.contains(&call.name) {
+            return tensor_to_python(call.name);
+        }
+        if PURE_BUILTINS.contains(&call.name) {
+            if let [x, rest @ ..] = args {
+                if let Some(result) = self.inline_builtin_method(call.name, *x, rest)? {
+                    return Ok(Some(result));
+                }
+            }
+            return self.folded_builtin_call(obj, call.name, args, kwargs).map(Some);
+        }
+        graph_break(format!("unsupported call: builtin {name}()"))
+    }
+}
+
+fn tensor_to_python<T>(name: &str) -> Res<T> {
+    graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"))
+}
+
+fn print(_vm: &mut Vm<'_, '_>, _call: &BuiltinCall<'_, '_>) -> Res<Option<Vid>> {
+    graph_break("print() is a side effect the graph cannot hold (print)")
+}
+
+fn len<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [x] = call.args else {
+        return Ok(None);
+    };
+    let x = vm.realize(*x)?;
+    let length = match vm.val(x).clone_val() {
+        Val::Tensor { example, .. } => {
+            let n = example.len()?;
+            vm.int_value(n)?
+        }
+        Val::Tuple(i) | Val::List(i) | Val::Set(i) | Val::NamedTuple { items: i, .. } => {
+            vm.int_value(i.len())?
+        }
+        Val::Dict(i) => vm.int_value(i.len())?,
+        Val::DictView { dict, .. } => return vm.call_builtin(call.obj, None, &[dict], call.kwargs),
+        Val::Obj {
+            obj: o,
+            source: Some(s),
+        } if vm.has_builtin_len(&o)? => {
+            if let Some(copy) = vm.mutated.get(&(o.as_ptr() as usize)).copied() {
+                return vm.call_builtin(call.obj, None, &[copy], call.kwargs);
+            }
+            vm.guard_type(x);
+            let n = o.len()?;
+            vm.add_guard(s, Check::Len(n));
+            vm.int_value(n)?
+        }
+        _ => {
+            if let Some(length) = vm.inline_builtin_method("len", x, &[])? {
+                return Ok(Some(length));
+            }
+            let Some(o) = vm.folded_argument(x, "len")? else {
+                return vm.refuse_folding("builtin len()", x);
+            };
+            vm.int_value(o.len()?)?
+        }
+    };
+    Ok(Some(length))
+}
+
+fn isinstance<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [x, classes] = call.args else {
+        return Ok(None);
+    };
+    let ty = vm.type_of(*x)?;
+    let classes = vm.concrete(*classes)?;
+    let result = vm.builtin("issubclass")?.call1((ty, classes))?;
+    Ok(Some(vm.constant(result)))
+}
+
+fn type_<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [x] = call.args else {
+        // A new class takes its `__module__` from the globals of the frame calling
+        // type(): run by the generated code, that is the function's own.
+        return graph_break("type() making a class (it reads the calling frame's globals)");
+    };
+    let ty = vm.type_of(*x)?;
+    Ok(Some(vm.constant(ty)))
+}
+
+fn range<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let objs = call
+        .args
+        .iter()
+        .map(|a| vm.concrete(*a))
+        .collect::<Res<Vec<_>>>()?;
+    let range = call.obj.call1(PyTuple::new(vm.py, objs)?)?;
+    Ok(Some(vm.constant(range)))
+}
+
+fn enumerate<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [it, rest @ ..] = call.args else {
+        return Ok(None);
+    };
+    let start = match (rest, call.kwargs) {
+        ([s], _) => vm.concrete(*s)?.extract::<i64>()?,
+        ([], [(k, s)]) if k == "start" => vm.concrete(*s)?.extract::<i64>()?,
+        _ => 0,
+    };
+    let iterator = vm.iterator(*it)?;
+    Ok(Some(vm.push_val(Val::Lazy(Lazy::Enumerate {
+        iterator,
+        count: start,
+    }))))
+}
+
+fn zip<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    if !call.kwargs.is_empty() {
+        return Ok(None);
+    }
+    let iterators = call
+        .args
+        .iter()
+        .map(|i| vm.iterator(*i))
+        .collect::<Res<Vec<_>>>()?;
+    Ok(Some(vm.push_val(Val::Lazy(Lazy::Zip(iterators)))))
+}
+
+fn reversed<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [x] = call.args else {
+        return Ok(None);
+    };
+    // A dict's reverse iterator checks, item by item, that the dict's keys did not change
+    // (3.14 raises where they did): not simulated.
+    let dict_like = match vm.val(*x) {
+        Val::Dict(_) | Val::DictView { .. } => true,
+        Val::Obj { obj, .. } => obj.is_instance_of::<PyDict>() || is_dict_view(obj)?,
+        _ => false,
+    };
+    if dict_like {
+        return graph_break("reversed() of a dict or a dict view (its iterator watches the dict)");
+    }
+    let mut items = vm.items_of(*x)?;
+    items.reverse();
+    Ok(Some(vm.push_val(Val::Iter { items, next: 0 })))
+}
+
+fn iter<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [x] = call.args else {
+        return Ok(None);
+    };
+    vm.iterator(*x).map(Some)
+}
+
+fn next<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [it, rest @ ..] = call.args else {
+        return Ok(None);
+    };
+    let it = vm.realize(*it)?;
+    if let Some(item) = vm.advance(it)? {
+        Ok(Some(item))
+    } else if let Some(default) = rest.first() {
+        Ok(Some(*default))
+    } else {
+        unsupported("next() raised StopIteration")
+    }
+}
+
+/// `list`, `tuple`, `set` and `frozenset`.
+fn collection<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let name = call.name;
+    if !call.kwargs.is_empty() {
+        // They take no keyword arguments (CPython raises TypeError: a break runs that).
+        return graph_break(format!(
+            "unsupported call: builtin {name}() with keyword arguments"
+        ));
+    }
+    let made = match (name, call.args) {
+        ("list" | "tuple" | "set", []) => vm.push_val(match name {
+            "list" => Val::List(vec![]),
+            "tuple" => Val::Tuple(vec![]),
+            _ => Val::Set(vec![]),
+        }),
+        // An exact tuple or frozenset is its own copy.
+        ("tuple" | "frozenset", [x]) if vm.is_exact(*x, name) => *x,
+        ("list" | "tuple", [x]) => {
+            let items = vm.items_of(*x)?;
+            vm.push_val(if name == "list" {
+                Val::List(items)
+            } else {
+                Val::Tuple(items)
+            })
+        }
+        ("set" | "frozenset", [x]) if !call.any_tensor => {
+            let mut unique = Vec::new();
+            let items = vm.items_of(*x)?;
+            vm.add_keys(&mut unique, items)?;
+            if name == "set" {
+                vm.push_val(Val::Set(unique))
+            } else {
+                let objs = unique.iter().map(|u| vm.concrete(*u)).collect::<Res<Vec<_>>>()?;
+                // The builtin itself: before 3.10 an empty frozenset is a singleton.
+                let made = call.obj.call1((PyTuple::new(vm.py, objs)?,))?;
+                vm.constant(made)
+            }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(made))
+}
+
+fn dict<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    if call.args.len() > 1 {
+        return Ok(None);
+    }
+    let mut items = Vec::new();
+    if let Some(x) = call.args.first() {
+        let x = vm.realize(*x)?;
+        let pairs = if matches!(vm.val(x), Val::Dict(_))
+            || matches!(vm.val(x), Val::Obj { obj: o, .. } if o.is_exact_instance_of::<PyDict>())
+        {
+            vm.dict_items(x)?
+        } else {
+            let mut pairs = Vec::new();
+            for pair in vm.items_of(x)? {
+                let kv = vm.items_of(pair)?;
+                if kv.len() != 2 {
+                    return unsupported("dict() of sequences that are not pairs");
+                }
+                pairs.push((kv[0], kv[1]));
+            }
+            pairs
+        };
+        for (k, v) in pairs {
+            vm.dict_set(&mut items, k, v)?;
+        }
+    }
+    for (k, v) in call.kwargs {
+        let key = vm.constant(PyString::new(vm.py, k).into_any());
+        vm.dict_set(&mut items, key, *v)?;
+    }
+    Ok(Some(vm.push_val(Val::Dict(items))))
+}
+
+fn sum<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let ([it, rest @ ..], []) = (call.args, call.kwargs) else {
+        return Ok(None);
+    };
+    let items = vm.items_of(*it)?;
+    let mut total = match rest.first() {
+        Some(start) => *start,
+        None => vm.int_value(0)?,
+    };
+    if items.iter().chain([&total]).all(|v| vm.is_constant(*v)) {
+        // CPython's own sum of known values (floats are summed with compensation).
+        let values = vm.push_val(Val::List(items));
+        return vm
+            .folded_builtin_call(call.obj, call.name, &[values, total], call.kwargs)
+            .map(Some);
+    }
+    for item in items {
+        total = vm.binary(total, item, BinOp::Add, false)?;
+    }
+    Ok(Some(total))
+}
+
+fn map<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [function, its @ ..] = call.args else {
+        return Ok(None);
+    };
+    if its.is_empty() {
+        return Ok(None);
+    }
+    let iterators = its.iter().map(|i| vm.iterator(*i)).collect::<Res<Vec<_>>>()?;
+    Ok(Some(vm.push_val(Val::Lazy(Lazy::Map {
+        function: *function,
+        iterators,
+    }))))
+}
+
+fn filter<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [function, it] = call.args else {
+        return Ok(None);
+    };
+    let none = vm.none();
+    let function = (!vm.identical(*function, none)?).then_some(*function);
+    let iterator = vm.iterator(*it)?;
+    Ok(Some(vm.push_val(Val::Lazy(Lazy::Filter { function, iterator }))))
+}
+
+fn getattr_or_hasattr<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [x, attribute, rest @ ..] = call.args else {
+        return Ok(None);
+    };
+    let attribute: String = vm.concrete(*attribute)?.extract()?;
+    let found = match vm.load_attr(*x, &attribute) {
+        Ok(v) if call.name == "getattr" => v,
+        Ok(_) => vm.boolean(true),
+        Err(Problem::Python(err)) if err.is_instance_of::<PyAttributeError>(vm.py) => {
+            if call.name == "hasattr" {
+                vm.boolean(false)
+            } else if let Some(default) = rest.first() {
+                *default
+            } else {
+                return Err(Problem::Python(err));
+            }
+        }
+        Err(other) => return Err(other),
+    };
+    Ok(Some(found))
+}
+
+fn sorted<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [x] = call.args else {
+        return Ok(None);
+    };
+    let items = vm.items_of(*x)?;
+    let key = call.kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
+    let reverse = match call.kwargs.iter().find(|(k, _)| k == "reverse") {
+        Some((_, r)) => vm.truthy(*r)?,
+        None => false,
+    };
+    let sorted = vm.sort_items(items, key, reverse)?;
+    Ok(Some(vm.push_val(Val::List(sorted))))
+}
+
+fn min_or_max<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [first, rest @ ..] = call.args else {
+        return Ok(None);
+    };
+    let items = if rest.is_empty() {
+        vm.items_of(*first)?
+    } else {
+        call.args.to_vec()
+    };
+    let key = call.kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
+    let default = call.kwargs.iter().find(|(k, _)| k == "default").map(|(_, d)| *d);
+    if items.is_empty() {
+        return match default {
+            Some(d) => Ok(Some(d)),
+            None => Err(Problem::Python(pyo3::exceptions::PyValueError::new_err(format!(
+                "{}() iterable argument is empty",
+                call.name
+            )))),
+        };
+    }
+    let index: usize = vm.order_by_keys(&items, key, call.name, false, None)?.extract()?;
+    Ok(Some(items[index]))
+}
+
+fn any_or_all<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let [x] = call.args else {
+        return Ok(None);
+    };
+    // Item by item: the first decisive one stops it (a generator is left there).
+    let want = call.name == "any";
+    let mut result = !want;
+    let it = vm.iterator(*x)?;
+    while let Some(item) = vm.advance(it)? {
+        if vm.truthy(item)? == want {
+            result = want;
+            break;
+        }
+    }
+    Ok(Some(vm.boolean(result)))
+}
+
+/// `abs()` of a tensor: an operation of the graph.
+fn abs<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let ([x], true) = (call.args, call.any_tensor) else {
+        return Ok(None);
+    };
+    let abs = vm.builtin("abs")?;
+    vm.record(&abs, vec![*x], vec![]).map(Some)
+}
+
+/// `pow()` of a tensor, with two arguments: an operation of the graph.
+fn pow<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let ([_, _], true) = (call.args, call.any_tensor) else {
+        return Ok(None);
+    };
+    let pow = vm.ops.op("pow")?;
+    vm.record(&pow, call.args.to_vec(), vec![]).map(Some)
+}
+
+fn bool_<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    if call.any_tensor {
+        return tensor_to_python(call.name);
+    }
+    let [x] = call.args else {
+        return Ok(None);
+    };
+    let truth = vm.truthy(*x)?;
+    Ok(Some(vm.boolean(truth)))
+}
+
+fn super_<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    match call.args {
+        [] => unsupported("super() without its frame"),
+        [class, receiver] => {
+            let class = vm.concrete(*class)?;
+            vm.make_super(class, *receiver).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
