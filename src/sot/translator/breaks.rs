@@ -5,10 +5,10 @@ use pyo3::prelude::*;
 
 use super::cache::Action;
 use super::codegen;
-use super::model::code::ResumeKey;
+use super::model::code::{is_resume_local, ResumeKey};
 use super::model::frame::BreakPoint;
 use super::model::step::{LoopSpan, Step};
-use super::model::value::Val;
+use super::model::value::{Val, Vid};
 use super::translation::{vm_globals, Translation};
 use super::vm::Vm;
 use crate::hookapi::pyobject::{import, StrongRef};
@@ -252,7 +252,7 @@ impl<'py> Translation<'_, 'py, '_> {
                     Ok(codegen::LoopExit {
                         pc: *exit,
                         depth: *depth,
-                        resume: self.resume_call(key, None)?,
+                        resume: self.resume_call(key, None, point, span.kept)?,
                     })
                 })
                 .collect::<PyResult<Vec<_>>>()?;
@@ -275,7 +275,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 blocks_after: blocks.len(),
                 exits: &exits,
             };
-            Some(self.resume_call(key, Some(bridge))?)
+            Some(self.resume_call(key, Some(bridge), point, point.stack.len())?)
         } else {
             // The resume function after the step (the bridge's, where the step is bridged).
             let next_key = ResumeKey {
@@ -288,7 +288,8 @@ impl<'py> Translation<'_, 'py, '_> {
                 marked: Vec::new(),
             };
             let next = if next_key.pc < info.instrs.len() && vm.falls_through(&point.instr) {
-                Some(self.resume_call(next_key.clone(), None)?)
+                let kept = step.kept(point.stack.len());
+                Some(self.resume_call(next_key.clone(), None, point, kept)?)
             } else {
                 None
             };
@@ -309,7 +310,7 @@ impl<'py> Translation<'_, 'py, '_> {
                     blocks_after: next_key.blocks.len(),
                     exits: &[],
                 };
-                Some(self.resume_call(key, Some(bridge))?)
+                Some(self.resume_call(key, Some(bridge), point, point.stack.len())?)
             } else {
                 next
             }
@@ -328,7 +329,7 @@ impl<'py> Translation<'_, 'py, '_> {
                     bridge: false,
                     marked: Vec::new(),
                 };
-                Some((depth, self.resume_call(pad_key, None)?))
+                Some((depth, self.resume_call(pad_key, None, point, depth)?))
             }
             _ => None,
         };
@@ -353,11 +354,14 @@ impl<'py> Translation<'_, 'py, '_> {
         })
     }
 
-    /// The resume function (or `bridge`) for `key`, made once per place and stack layout.
+    /// The resume function (or `bridge`) for `key`, made once per place and stack layout;
+    /// the first `kept` stack slots it receives are those of the break at `point`.
     pub fn resume_call(
         &self,
         key: ResumeKey,
         bridge: Option<codegen::Bridge<'_, 'py>>,
+        point: &BreakPoint,
+        kept: usize,
     ) -> PyResult<codegen::ResumeCall<'py>> {
         let (py, info, cache, vm) = (self.py, self.info, self.cache, self.vm);
         let has_closure = !info.vars.freevars.is_empty() || !info.vars.cellvars.is_empty();
@@ -377,6 +381,8 @@ impl<'py> Translation<'_, 'py, '_> {
             None => {
                 let resume_code =
                     codegen::resume_code(self.table, self.code, &info.vars, &info.instrs, &key, bridge)?;
+                let handed = self.handed_names(point, &key, kept);
+                *self.caches.get(&resume_code)?.handed_names.lock() = handed;
                 if key.bridge {
                     // Its first step is the break: translating it would break there again.
                     self.caches.never_translate(&resume_code)?;
@@ -396,5 +402,72 @@ impl<'py> Translation<'_, 'py, '_> {
             }
         };
         Ok(codegen::ResumeCall { target, has_closure })
+    }
+
+    /// What the values handed to the resume function for `key` were in the user's frame,
+    /// in the order its box holds them (`codegen::resume_code`): each stack slot by what
+    /// it holds (`stack_value_name`), the first `kept` being the break's own at `point`, a
+    /// branch's condition as the truth of the tensor it tested, any other by its place;
+    /// each variable by its name.
+    fn handed_names(&self, point: &BreakPoint, key: &ResumeKey, kept: usize) -> Vec<String> {
+        let vars = self.info.vars.all();
+        let line = self
+            .info
+            .instrs
+            .get(key.pc)
+            .map_or(point.instr.location.line, |i| i.location.line);
+        // A branch on a tensor's value resumes at the branch with the tensor's truth.
+        let branches = matches!(self.vm.at_break(&point.instr), Some(Step::BranchOnTruth));
+        let condition = (!key.bridge && key.pc == point.pc && branches)
+            .then(|| key.nulls.len().checked_sub(1))
+            .flatten();
+        let mut names: Vec<String> = (0..key.nulls.len())
+            .filter(|slot| !key.nulls[*slot])
+            .map(|slot| {
+                let value = point.stack.get(slot).filter(|_| slot < kept);
+                match value.and_then(|vid| self.stack_value_name(point, *vid)) {
+                    Some(name) => name,
+                    None if Some(slot) == condition => {
+                        let tested = point
+                            .stack
+                            .last()
+                            .and_then(|vid| self.stack_value_name(point, *vid));
+                        format!(
+                            "bool({})",
+                            tested.unwrap_or_else(|| format!("<tensor at line {line}>"))
+                        )
+                    }
+                    None => format!("<stack {slot} at line {line}>"),
+                }
+            })
+            .collect();
+        names.extend(key.live.iter().map(|var| vars[*var].to_string()));
+        names
+    }
+
+    /// A value on the stack at `point` as the user wrote it, where that is known: the
+    /// variable holding it there, else where it came from into the frame (its source).
+    fn stack_value_name(&self, point: &BreakPoint, vid: Vid) -> Option<String> {
+        let (py, info, vm) = (self.py, self.info, self.vm);
+        let vars = info.vars.all();
+        let first_free = vars.len() - info.vars.freevars.len();
+        let variable = point.locals[..first_free]
+            .iter()
+            .position(|v| *v == vid)
+            .map(|var| vars[var].to_string())
+            .filter(|name| !is_resume_local(name));
+        if variable.is_some() {
+            return variable;
+        }
+        let source = match &vm.values[vid] {
+            Val::Obj { source, .. } => *source,
+            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => vm.graph.inputs.get(*sym).copied(),
+            _ => None,
+        }?;
+        let handed = self.cache.handed_names.lock().clone();
+        Some(
+            vm.sources
+                .describe(py, source, &info.vars.varnames, &info.vars.freevars, &handed),
+        )
     }
 }

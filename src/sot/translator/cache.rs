@@ -80,6 +80,9 @@ pub struct CodeCache {
     /// globals -> function -> code -> co_extra -> resume function -> globals is a cycle
     /// nothing could collect).
     pub resumes: Mutex<Vec<(ResumeKey, StrongRef)>>,
+    /// Where the code is a resume function: what each value it is handed was in the user's
+    /// frame, in its box's order (`Translation::handed_names`), for `explain` and logs.
+    pub handed_names: Mutex<Vec<String>>,
 }
 
 /// `CodeCache::verdict`: whether frames of a code are translated.

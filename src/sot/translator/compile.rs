@@ -69,6 +69,7 @@ pub fn explain(
     info: &CodeInfo,
     vm: &Vm<'_, '_>,
     graph: Option<&str>,
+    handed: &[String],
 ) -> String {
     let mut text = format!("{qualname}: translated ({}:{})\n", info.filename, vm.first_line());
     match graph {
@@ -80,7 +81,7 @@ pub fn explain(
         text.push_str(&format!(
             "    {} {}\n",
             vm.sources
-                .describe(py, g.source, &info.vars.varnames, &info.vars.freevars),
+                .describe(py, g.source, &info.vars.varnames, &info.vars.freevars, handed),
             g.check.describe(py)
         ));
     }

@@ -180,13 +180,15 @@ impl RustHook for Translator {
                     let names = |field: &str| -> Vec<String> {
                         code.getattr(field).and_then(|n| n.extract()).unwrap_or_default()
                     };
+                    let handed = cache.handed_names.lock().clone();
                     failed_guard = Some(format!(
                         "{} {}",
                         state.sources.describe(
                             context.py(),
                             guard.source,
                             &names("co_varnames"),
-                            &names("co_freevars")
+                            &names("co_freevars"),
+                            &handed
                         ),
                         guard.check.describe(context.py())
                     ));

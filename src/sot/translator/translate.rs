@@ -66,7 +66,11 @@ impl<'py> Translation<'_, 'py, '_> {
                         vm.guards.len()
                     ),
                 );
-                Ok((action, explain(py, qualname, info, vm, graph_text.as_deref())))
+                let handed = self.cache.handed_names.lock().clone();
+                Ok((
+                    action,
+                    explain(py, qualname, info, vm, graph_text.as_deref(), &handed),
+                ))
             }
             Err(_) if self.restart.borrow().is_some() => Ok((Action::Original, String::new())),
             Err(err) => {

@@ -2,7 +2,7 @@
 //! variable, a global, an attribute or item of another source), interned in a table.
 
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyInt, PyString};
 
 use super::check::{same_key, Check};
 use crate::hookapi::pyobject::StrongRef;
@@ -99,8 +99,20 @@ impl SourceTable {
         self.dynamic.contains(&source)
     }
 
-    /// How the source reads in Python, for `explain` and logs.
-    pub fn describe(&self, py: Python<'_>, id: SourceId, varnames: &[String], freevars: &[String]) -> String {
+    /// How the source reads in Python, for `explain` and logs. `handed`: where the code is
+    /// a resume function, what each value handed to it was in the user's frame (see
+    /// `handed_name`); empty for any other code.
+    pub fn describe(
+        &self,
+        py: Python<'_>,
+        id: SourceId,
+        varnames: &[String],
+        freevars: &[String],
+        handed: &[String],
+    ) -> String {
+        if let Some(name) = self.handed_name(py, id, handed) {
+            return name;
+        }
         match &self.sources[id] {
             Source::Argument(i) => varnames.get(*i).cloned().unwrap_or_else(|| format!("<arg {i}>")),
             Source::Free(i) => freevars.get(*i).cloned().unwrap_or_else(|| format!("<free {i}>")),
@@ -118,15 +130,40 @@ impl SourceTable {
                     ),
                 }
             }
-            Source::Attr(p, n) => format!("{}.{}", self.describe(py, *p, varnames, freevars), n.bind(py)),
-            Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars)),
+            Source::Attr(p, n) => format!(
+                "{}.{}",
+                self.describe(py, *p, varnames, freevars, handed),
+                n.bind(py)
+            ),
+            Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars, handed)),
             Source::Item(p, k) => format!(
                 "{}[{}]",
-                self.describe(py, *p, varnames, freevars),
+                self.describe(py, *p, varnames, freevars, handed),
                 k.bind(py)
                     .repr()
                     .map_or_else(|_| "?".to_owned(), |r| r.to_string())
             ),
+        }
+    }
+
+    /// A resume function's one argument, the box of the values a graph break handed on
+    /// (`codegen::resume_code`), and each value in it by what it was in the user's frame
+    /// (`handed`, in the box's order): the guards read them as items of the box, which the
+    /// user never wrote.
+    fn handed_name(&self, py: Python<'_>, id: SourceId, handed: &[String]) -> Option<String> {
+        if handed.is_empty() {
+            return None;
+        }
+        match &self.sources[id] {
+            Source::Argument(0) => Some("<values handed on>".to_owned()),
+            Source::Item(parent, key) if matches!(self.sources[*parent], Source::Argument(0)) => {
+                let key = key.bind(py);
+                let index: usize = key
+                    .is_exact_instance_of::<PyInt>()
+                    .then(|| key.extract().ok())??;
+                handed.get(index).cloned()
+            }
+            _ => None,
         }
     }
 
