@@ -28,3 +28,12 @@ pub fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
     Ok(obj.get_type().getattr("__flags__")?.extract::<u64>()? & HEAP_TYPE != 0)
 }
+
+pub fn qualname(obj: &Bound<'_, PyAny>) -> String {
+    obj.getattr("__qualname__")
+        .or_else(|_| obj.getattr("__name__"))
+        .map_or_else(
+            |_| obj.get_type().name().map_or("?".into(), |n| n.to_string()),
+            |n| n.to_string(),
+        )
+}

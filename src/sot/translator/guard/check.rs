@@ -3,7 +3,9 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyInt, PyString, PyTuple, PyWeakrefMethods, PyWeakrefReference};
+use pyo3::types::{
+    PyDict, PyFloat, PyFrozenSet, PyInt, PyString, PyTuple, PyType, PyWeakrefMethods, PyWeakrefReference,
+};
 
 use crate::hookapi::pyobject::StrongRef;
 
@@ -395,4 +397,18 @@ pub fn holds_values_only(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<bool>
         }
     }
     Ok(true)
+}
+
+/// Immutable values a translation may embed as constants.
+pub fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    is_value_type(obj)
+        || obj.is(py.Ellipsis())
+        || obj.is(py.NotImplemented())
+        || obj.is_instance_of::<PyType>()
+        || obj.is_exact_instance_of::<PyFrozenSet>()
+        || obj.is_exact_instance_of::<pyo3::types::PySlice>()
+        || obj
+            .cast::<PyTuple>()
+            .is_ok_and(|t| t.iter().all(|i| is_immutable(&i)))
 }

@@ -141,3 +141,7 @@ pub const RESUME_STACK: &str = "__sot_stack";
 pub fn is_resume_local(name: &str) -> bool {
     name.starts_with(RESUME_BOX) || name.starts_with(RESUME_STACK)
 }
+
+/// Items of a list or tuple the translation makes by repetition at most (past it the
+/// graph breaks, and the instruction runs natively).
+pub const MAX_MADE_ITEMS: usize = 100_000;

@@ -4,6 +4,8 @@
 pub mod code;
 pub mod frame;
 pub mod graph;
+pub mod known;
+pub mod problem;
 pub mod step;
 pub mod value;
 

@@ -36,18 +36,20 @@ use pyo3::types::{
 
 use super::backend::Backend;
 use super::guard::check::{
-    holds_values_only, is_mutable_container, is_value_type, Check, Pin, VALUE_NESTING,
+    holds_values_only, is_immutable, is_mutable_container, is_value_type, Check, Pin, VALUE_NESTING,
 };
 use super::guard::source::Guard;
 use super::guard::source::{name_ref, Source, SourceId, SourceTable};
 use super::model::code::{
     is_resume_local, null_substitute, CodeInfo, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS, CO_VARKEYWORDS,
-    FRAME_READERS, MAX_NESTING,
+    FRAME_READERS, MAX_MADE_ITEMS, MAX_NESTING,
 };
 use super::model::frame::{Block, BreakPoint, Ending, Frame, FreeVariable, GeneratorState, SideEffect, Stop};
 use super::model::graph::{Graph, GraphArg, Node, NodeKind};
+use super::model::known::Known;
+use super::model::problem::{graph_break, unsupported, Problem, Res};
 use super::model::value::{DictIter, DictIterStatus, DictPart, Function, Lazy, Sym, Val, Vid};
-use super::pyutil::{builtin, is_heap_instance};
+use super::pyutil::{builtin, is_heap_instance, qualname};
 use super::session::with_session;
 use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
 
@@ -66,48 +68,8 @@ enum Sent {
     Returned(Vid),
 }
 
-/// An error before it knows where it happened.
-enum Problem {
-    Break(String),
-    Fallback(String),
-    /// The translated frame must run as it is (it reads its own frame: `locals()`).
-    Eager(String),
-    Python(PyErr),
-}
-
-impl From<PyErr> for Problem {
-    fn from(err: PyErr) -> Self {
-        Problem::Python(err)
-    }
-}
-
-impl From<std::convert::Infallible> for Problem {
-    fn from(never: std::convert::Infallible) -> Self {
-        match never {}
-    }
-}
-
-impl From<pyo3::CastIntoError<'_>> for Problem {
-    fn from(err: pyo3::CastIntoError<'_>) -> Self {
-        Problem::Python(err.into())
-    }
-}
-
-type Res<T> = Result<T, Problem>;
-
-fn unsupported<T>(what: impl Into<String>) -> Res<T> {
-    Err(Problem::Fallback(what.into()))
-}
-
-fn graph_break<T>(reason: impl Into<String>) -> Res<T> {
-    Err(Problem::Break(reason.into()))
-}
-
 /// The most frames deep inlining goes before a call runs as a call (graph break).
 const MAX_INLINE_DEPTH: usize = 24;
-/// Items of a list or tuple the translation makes by repetition at most (past it the
-/// graph breaks, and the instruction runs natively).
-const MAX_MADE_ITEMS: usize = 100_000;
 /// How deep a builtin's argument is looked into before computing with it while translating.
 const MAX_FOLDED_DEPTH: usize = 16;
 /// Instructions one translation simulates at most (loops unroll, calls inline): past it the
@@ -137,7 +99,7 @@ pub struct Vm<'py, 'b> {
     /// object's identity (one object may be reached from several sources).
     mutated: HashMap<usize, Vid>,
     depth: usize,
-    ops: Ops<'py>,
+    ops: Known<'py>,
     /// What the generated code pushes for a call's NULL slot before 3.11 (a resume
     /// function translated reads it as the NULL it stands for).
     null_substitute: Option<Bound<'py, PyAny>>,
@@ -183,80 +145,6 @@ pub struct Vm<'py, 'b> {
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
     /// a value a previous attempt's generated code could not rebuild (what it was).
     pub break_before: HashMap<usize, String>,
-}
-
-/// Python objects the VM uses, looked up once per translation.
-struct Ops<'py> {
-    operator: Bound<'py, PyAny>,
-    /// The module `builtins` as it is now, for the names user code reads (the VM's own
-    /// uses of builtins are `python::builtin`'s).
-    builtins: Bound<'py, PyAny>,
-    function_type: Bound<'py, PyAny>,
-    method_type: Bound<'py, PyAny>,
-    property_type: Bound<'py, PyAny>,
-    /// A `__slots__` entry's descriptor.
-    member_descriptor_type: Bound<'py, PyAny>,
-    /// The C descriptor of `__dict__` (and other computed attributes of C types).
-    getset_descriptor_type: Bound<'py, PyAny>,
-    staticmethod_type: Bound<'py, PyAny>,
-    classmethod_type: Bound<'py, PyAny>,
-    /// Methods of builtin types (`str.join`, `object.__init__`): unbound C functions.
-    c_method_types: Bound<'py, PyTuple>,
-    object_getattribute: Bound<'py, PyAny>,
-    module_type: Bound<'py, PyAny>,
-    range_type: Bound<'py, PyAny>,
-    list_iterator_type: Bound<'py, PyAny>,
-    /// `collections.OrderedDict`: read as a dict (a layer's table of sublayers).
-    ordered_dict_type: Bound<'py, PyAny>,
-    /// The type of a namedtuple's fields, a C descriptor reading an item (a heap type from
-    /// 3.13 on).
-    tuple_getter_type: Bound<'py, PyAny>,
-    enum_type: Bound<'py, PyAny>,
-    /// `functools.lru_cache`'s wrapper of a function.
-    lru_cache_type: Bound<'py, PyAny>,
-    none: Bound<'py, PyAny>,
-}
-
-impl<'py> Ops<'py> {
-    fn new(py: Python<'py>) -> PyResult<Self> {
-        let types = import(py, "types")?;
-        let collections = import(py, "collections")?;
-        let object = builtin(py, "object")?;
-        Ok(Self {
-            operator: import(py, "operator")?.into_any(),
-            function_type: types.getattr("FunctionType")?,
-            method_type: types.getattr("MethodType")?,
-            module_type: types.getattr("ModuleType")?,
-            property_type: builtin(py, "property")?,
-            member_descriptor_type: types.getattr("MemberDescriptorType")?,
-            getset_descriptor_type: types.getattr("GetSetDescriptorType")?,
-            staticmethod_type: builtin(py, "staticmethod")?,
-            classmethod_type: builtin(py, "classmethod")?,
-            c_method_types: PyTuple::new(
-                py,
-                [
-                    types.getattr("MethodDescriptorType")?,
-                    types.getattr("WrapperDescriptorType")?,
-                ],
-            )?,
-            range_type: builtin(py, "range")?,
-            list_iterator_type: builtin(py, "iter")?
-                .call1((PyList::empty(py),))?
-                .get_type()
-                .into_any(),
-            ordered_dict_type: collections.getattr("OrderedDict")?,
-            tuple_getter_type: collections.getattr("_tuplegetter")?,
-            enum_type: import(py, "enum")?.getattr("Enum")?,
-            lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
-            object_getattribute: object.getattr("__getattribute__")?,
-            builtins: import(py, "builtins")?.into_any(),
-            none: py.None().into_bound(py),
-        })
-    }
-
-    fn op(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        self.operator.getattr(name)
-    }
 }
 
 fn binop_name(op: BinOp, inplace: bool) -> &'static str {
@@ -417,20 +305,6 @@ fn repeated(items: &[Vid], times: isize) -> Res<Vec<Vid>> {
     Ok(items.repeat(times))
 }
 
-/// Immutable values a translation may embed as constants.
-fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
-    let py = obj.py();
-    is_value_type(obj)
-        || obj.is(py.Ellipsis())
-        || obj.is(py.NotImplemented())
-        || obj.is_instance_of::<PyType>()
-        || obj.is_exact_instance_of::<PyFrozenSet>()
-        || obj.is_exact_instance_of::<pyo3::types::PySlice>()
-        || obj
-            .cast::<PyTuple>()
-            .is_ok_and(|t| t.iter().all(|i| is_immutable(&i)))
-}
-
 impl<'py, 'b> Vm<'py, 'b> {
     pub fn new(
         py: Python<'py>,
@@ -454,7 +328,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             stored_globals: Vec::new(),
             mutated: HashMap::new(),
             depth: 0,
-            ops: Ops::new(py)?,
+            ops: Known::new(py)?,
             null_substitute: null_substitute(table, py)?,
             top_arguments: 0,
             top_freevars: 0,
@@ -493,13 +367,4 @@ fn is_class_bound_builtin(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
         && obj
             .getattr("__self__")
             .is_ok_and(|owner| owner.is_instance_of::<PyType>()))
-}
-
-fn qualname(obj: &Bound<'_, PyAny>) -> String {
-    obj.getattr("__qualname__")
-        .or_else(|_| obj.getattr("__name__"))
-        .map_or_else(
-            |_| obj.get_type().name().map_or("?".into(), |n| n.to_string()),
-            |n| n.to_string(),
-        )
 }

@@ -1,0 +1,81 @@
+//! Python objects the VM compares with and calls, looked up once per translation.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::hookapi::pyobject::import;
+use crate::sot::translator::pyutil::builtin;
+
+/// Python objects the VM uses, looked up once per translation.
+pub struct Known<'py> {
+    pub operator: Bound<'py, PyAny>,
+    /// The module `builtins` as it is now, for the names user code reads (the VM's own
+    /// uses of builtins are `python::builtin`'s).
+    pub builtins: Bound<'py, PyAny>,
+    pub function_type: Bound<'py, PyAny>,
+    pub method_type: Bound<'py, PyAny>,
+    pub property_type: Bound<'py, PyAny>,
+    /// A `__slots__` entry's descriptor.
+    pub member_descriptor_type: Bound<'py, PyAny>,
+    /// The C descriptor of `__dict__` (and other computed attributes of C types).
+    pub getset_descriptor_type: Bound<'py, PyAny>,
+    pub staticmethod_type: Bound<'py, PyAny>,
+    pub classmethod_type: Bound<'py, PyAny>,
+    /// Methods of builtin types (`str.join`, `object.__init__`): unbound C functions.
+    pub c_method_types: Bound<'py, PyTuple>,
+    pub object_getattribute: Bound<'py, PyAny>,
+    pub module_type: Bound<'py, PyAny>,
+    pub range_type: Bound<'py, PyAny>,
+    pub list_iterator_type: Bound<'py, PyAny>,
+    /// `collections.OrderedDict`: read as a dict (a layer's table of sublayers).
+    pub ordered_dict_type: Bound<'py, PyAny>,
+    /// The type of a namedtuple's fields, a C descriptor reading an item (a heap type from
+    /// 3.13 on).
+    pub tuple_getter_type: Bound<'py, PyAny>,
+    pub enum_type: Bound<'py, PyAny>,
+    /// `functools.lru_cache`'s wrapper of a function.
+    pub lru_cache_type: Bound<'py, PyAny>,
+    pub none: Bound<'py, PyAny>,
+}
+
+impl<'py> Known<'py> {
+    pub fn new(py: Python<'py>) -> PyResult<Self> {
+        let types = import(py, "types")?;
+        let collections = import(py, "collections")?;
+        let object = builtin(py, "object")?;
+        Ok(Self {
+            operator: import(py, "operator")?.into_any(),
+            function_type: types.getattr("FunctionType")?,
+            method_type: types.getattr("MethodType")?,
+            module_type: types.getattr("ModuleType")?,
+            property_type: builtin(py, "property")?,
+            member_descriptor_type: types.getattr("MemberDescriptorType")?,
+            getset_descriptor_type: types.getattr("GetSetDescriptorType")?,
+            staticmethod_type: builtin(py, "staticmethod")?,
+            classmethod_type: builtin(py, "classmethod")?,
+            c_method_types: PyTuple::new(
+                py,
+                [
+                    types.getattr("MethodDescriptorType")?,
+                    types.getattr("WrapperDescriptorType")?,
+                ],
+            )?,
+            range_type: builtin(py, "range")?,
+            list_iterator_type: builtin(py, "iter")?
+                .call1((PyList::empty(py),))?
+                .get_type()
+                .into_any(),
+            ordered_dict_type: collections.getattr("OrderedDict")?,
+            tuple_getter_type: collections.getattr("_tuplegetter")?,
+            enum_type: import(py, "enum")?.getattr("Enum")?,
+            lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
+            object_getattribute: object.getattr("__getattribute__")?,
+            builtins: import(py, "builtins")?.into_any(),
+            none: py.None().into_bound(py),
+        })
+    }
+
+    pub fn op(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.operator.getattr(name)
+    }
+}
