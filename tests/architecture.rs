@@ -819,6 +819,7 @@ const TRANSLATOR_LAYERS: &[&[&str]] = &[
     &["cache"],
     &["session"],
     &["fetch", "backend"],
+    &["kinds"],
     &["vm"],
     &["codegen"],
     &["compile"],

@@ -17,6 +17,7 @@ mod compile;
 mod fetch;
 mod guard;
 mod hook;
+mod kinds;
 mod model;
 pub mod python;
 mod pyutil;

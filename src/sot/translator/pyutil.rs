@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyTuple};
 
 /// The builtins as they were when framehook was imported: what the generated code calls
 /// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
@@ -36,4 +36,30 @@ pub fn qualname(obj: &Bound<'_, PyAny>) -> String {
             |_| obj.get_type().name().map_or("?".into(), |n| n.to_string()),
             |n| n.to_string(),
         )
+}
+
+/// Whether `len(obj)` is a builtin container's own length: an instance of one, or of a
+/// subclass that leaves `__len__` alone (a `Len` guard then fixes it, with its type).
+pub fn has_builtin_len(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let ty = obj.get_type();
+    for base in [
+        obj.py().get_type::<PyList>(),
+        obj.py().get_type::<PyTuple>(),
+        obj.py().get_type::<PyDict>(),
+        obj.py().get_type::<PySet>(),
+        obj.py().get_type::<PyFrozenSet>(),
+    ] {
+        if ty.is_subclass(&base)? {
+            return Ok(ty.getattr("__len__")?.is(&base.getattr("__len__")?));
+        }
+    }
+    Ok(false)
+}
+
+/// A t-string's template (3.14), made from known values: immutable, iterated as is.
+pub fn is_template(obj: &Bound<'_, PyAny>) -> bool {
+    let ty = obj.get_type();
+    ty.getattr("__module__")
+        .is_ok_and(|m| m.eq("string.templatelib").unwrap_or(false))
+        && ty.name().is_ok_and(|n| n == "Template")
 }

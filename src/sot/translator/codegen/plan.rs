@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use std::collections::HashMap;
 
 use crate::sot::translator::guard::source::{Source, SourceId, SourceTable};
+use crate::sot::translator::kinds::kind_of;
 use crate::sot::translator::model::frame::SideEffect;
 use crate::sot::translator::model::graph::Graph;
 use crate::sot::translator::model::value::{Lazy, Sym, Val, Vid};
@@ -85,36 +86,9 @@ impl<'a, 'py> Plan<'a, 'py> {
 
 /// The values `value` holds, which the generated code rebuilds with it.
 pub fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
-    match value {
-        Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::Template(items) => items.clone(),
-        Val::NamedTuple { items, .. } => items.clone(),
-        Val::Constructed {
-            class, args, kwargs, ..
-        } => vec![*class, *args, *kwargs],
-        Val::Interpolation(parts) => parts.to_vec(),
-        Val::Iter { items, next } => items[*next..].to_vec(),
-        Val::ListIter {
-            list,
-            next: Some(_),
-            frame: None,
-        } => vec![*list],
-        Val::Dict(items) => items.iter().flat_map(|(k, v)| [*k, *v]).collect(),
-        Val::Slice(a, b, c) => vec![*a, *b, *c],
-        Val::DictView { dict, .. } => vec![*dict],
-        Val::Method { function, receiver } => vec![*function, *receiver],
-        Val::Cell(c) => cells[*c].into_iter().collect(),
-        Val::Object { attrs, .. } => attrs.iter().map(|(_, v)| *v).collect(),
-        Val::TensorMethod { tensor, .. } => vec![*tensor],
-        Val::ContainerMethod { container, .. } => vec![*container],
-        Val::Function(function) => {
-            let mut held = function.defaults.clone();
-            held.extend(function.kwdefaults.iter().map(|(_, v)| *v));
-            held.extend(function.annotations.iter().chain(&function.annotate));
-            held.extend(function.closure.iter().filter_map(|c| cells[*c]));
-            held
-        }
-        _ => Vec::new(),
-    }
+    let mut held = Vec::new();
+    kind_of(value).children(value, cells, &mut held);
+    held
 }
 
 /// Every value the generated code rebuilds from `roots`, each once.

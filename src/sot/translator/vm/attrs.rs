@@ -175,24 +175,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .is_ok_and(|dict| self.mutated.contains_key(&(dict.as_ptr() as usize))))
     }
 
-    /// Whether `len(obj)` is a builtin container's own length: an instance of one, or of a
-    /// subclass that leaves `__len__` alone (a `Len` guard then fixes it, with its type).
-    pub(super) fn has_builtin_len(&self, obj: &Bound<'py, PyAny>) -> PyResult<bool> {
-        let ty = obj.get_type();
-        for base in [
-            self.py.get_type::<PyList>(),
-            self.py.get_type::<PyTuple>(),
-            self.py.get_type::<PyDict>(),
-            self.py.get_type::<pyo3::types::PySet>(),
-            self.py.get_type::<PyFrozenSet>(),
-        ] {
-            if ty.is_subclass(&base)? {
-                return Ok(ty.getattr("__len__")?.is(&base.getattr("__len__")?));
-            }
-        }
-        Ok(false)
-    }
-
     /// Whether the object's type overrides `object`'s `method` (`__setattr__`, `__delattr__`).
     pub(super) fn overrides_object(&self, obj: &Bound<'py, PyAny>, method: &str) -> PyResult<bool> {
         let default = builtin(self.py, "object")?.getattr(method)?;

@@ -321,27 +321,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(result)
     }
 
-    /// Whether `hash()` of the value succeeds, as a cache's key needs.
+    /// Whether `hash(vid)` succeeds, by its kind.
     pub(super) fn hashable(&mut self, vid: Vid) -> Res<bool> {
-        match self.val(vid).clone_val() {
-            Val::Tuple(items) | Val::NamedTuple { items, .. } => {
-                for item in items {
-                    if !self.hashable(item)? {
-                        return Ok(false);
-                    }
-                }
-                Ok(true)
-            }
-            Val::List(_) | Val::Dict(_) | Val::Set(_) | Val::DictView { .. } => Ok(false),
-            Val::Tensor { example, .. } => Ok(example.hash().is_ok()),
-            Val::Obj { obj, .. } | Val::Constructed { obj, .. } => {
-                self.guard_type(vid);
-                Ok(obj.hash().is_ok())
-            }
-            // A class that defines `__eq__` alone has no `__hash__`.
-            Val::Object { class, .. } => Ok(!class.getattr("__hash__")?.is_none()),
-            _ => Ok(true),
-        }
+        let val = self.val(vid).clone_val();
+        Ok(kind_of(&val).hashable(self, vid, &val)?.unwrap_or(true))
     }
 
     /// The value among `roots` (and the containers they are) whose object is `obj` itself.

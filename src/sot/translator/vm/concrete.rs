@@ -42,84 +42,10 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn make_concrete(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
         let vid = self.realize(vid)?;
-        match self.val(vid).clone_val() {
-            Val::Obj { obj, source } => {
-                if let Some(source) = source {
-                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
-                        // Its contents as the translation has changed them.
-                        return self.concrete(copy);
-                    }
-                    self.guard_value(source, &obj)?;
-                }
-                Ok(obj)
-            }
-            Val::Tensor { .. } => graph_break("tensor to python value (data-dependent)"),
-            Val::Scalar { .. } => unreachable!("realize specializes a dynamic number"),
-            Val::Tuple(items) => {
-                let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
-                Ok(PyTuple::new(self.py, objs)?.into_any())
-            }
-            Val::Constructed { obj, .. } => Ok(obj.clone()),
-            Val::NamedTuple { class, items } => {
-                let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
-                let tuple_new = self.py.get_type::<PyTuple>().getattr("__new__")?;
-                Ok(tuple_new.call1((class, PyTuple::new(self.py, objs)?))?)
-            }
-            Val::List(items) => {
-                let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
-                Ok(PyList::new(self.py, objs)?.into_any())
-            }
-            Val::Set(items) => {
-                let objs = items.iter().map(|i| self.concrete(*i)).collect::<Res<Vec<_>>>()?;
-                Ok(pyo3::types::PySet::new(self.py, objs)?.into_any())
-            }
-            Val::Dict(items) => {
-                let dict = PyDict::new(self.py);
-                for (k, v) in items {
-                    dict.set_item(self.concrete(k)?, self.concrete(v)?)?;
-                }
-                Ok(dict.into_any())
-            }
-            // A view of the dict as it is now: what is done with it now sees the same.
-            Val::DictView { dict, part } => Ok(self.concrete(dict)?.call_method0(part.method())?),
-            Val::Slice(a, b, c) => {
-                let (a, b, c) = (self.concrete(a)?, self.concrete(b)?, self.concrete(c)?);
-                Ok(builtin(self.py, "slice")?.call1((a, b, c))?)
-            }
-            Val::Function(f) => match &f.object {
-                Some(object) if f.closure.is_empty() => Ok(object.clone()),
-                _ => unsupported("a function made by the translated code used as a value"),
-            },
-            Val::Method { function, receiver } => {
-                let (f, r) = (self.concrete(function)?, self.concrete(receiver)?);
-                Ok(self.ops.method_type.call1((f, r))?)
-            }
-            Val::TensorMethod { .. } => graph_break("tensor method used as a value (tensor to python)"),
-            Val::Null => unsupported("NULL used as a value"),
-            Val::Object { class, .. } => unsupported(format!(
-                "a {} object the translation made, used as a Python value",
-                qualname(&class)
-            )),
-            Val::Interpolation(parts) => {
-                let parts = parts.iter().map(|p| self.concrete(*p)).collect::<Res<Vec<_>>>()?;
-                Ok(self
-                    .templatelib("Interpolation")?
-                    .call1(PyTuple::new(self.py, parts)?)?)
-            }
-            Val::Template(parts) => {
-                let parts = parts.iter().map(|p| self.concrete(*p)).collect::<Res<Vec<_>>>()?;
-                Ok(self
-                    .templatelib("Template")?
-                    .call1(PyTuple::new(self.py, parts)?)?)
-            }
-            Val::ContainerMethod { .. }
-            | Val::Iter { .. }
-            | Val::ListIter { .. }
-            | Val::Lazy(_)
-            | Val::DictIter(_)
-            | Val::Generator(_)
-            | Val::Cell(_)
-            | Val::Super { .. } => unsupported("an iterator, cell or bound container method used as a value"),
+        let val = self.val(vid).clone_val();
+        match kind_of(&val).concrete(self, vid, &val)? {
+            Some(obj) => Ok(obj),
+            None => unsupported("an iterator, cell or bound container method used as a value"),
         }
     }
 
@@ -192,44 +118,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
-    /// The type of a value, guarding only that.
+    /// `type(vid)`, by its kind (guarded where it came from the frame).
     pub(super) fn type_of(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
         let vid = self.realize(vid)?;
-        Ok(match self.val(vid) {
-            Val::Obj { obj, .. } => {
-                let ty = obj.get_type().into_any();
-                self.guard_type(vid);
-                ty
-            }
-            Val::Tensor { example, .. } => example.get_type().into_any(),
-            Val::Tuple(_) => self.py.get_type::<PyTuple>().into_any(),
-            Val::NamedTuple { class, .. } => class.clone(),
-            Val::Constructed { obj, .. } => obj.get_type().into_any(),
-            Val::List(_) => self.py.get_type::<PyList>().into_any(),
-            Val::Dict(_) => self.py.get_type::<PyDict>().into_any(),
-            Val::DictView { part, .. } => PyDict::new(self.py)
-                .call_method0(part.method())?
-                .get_type()
-                .into_any(),
-            Val::Set(_) => self.py.get_type::<pyo3::types::PySet>().into_any(),
-            Val::Slice(..) => self.py.get_type::<pyo3::types::PySlice>().into_any(),
-            Val::Function(_) => self.ops.function_type.clone(),
-            Val::Method { .. } => self.ops.method_type.clone(),
-            Val::Object { class, .. } => class.clone(),
-            Val::Generator(_) => import(self.py, "types")?.getattr("GeneratorType")?,
-            Val::Lazy(lazy) => match lazy {
-                Lazy::Range { .. } => builtin(self.py, "iter")?
-                    .call1((builtin(self.py, "range")?.call1((0,))?,))?
-                    .get_type()
-                    .into_any(),
-                Lazy::Zip(_) => builtin(self.py, "zip")?,
-                Lazy::Enumerate { .. } => builtin(self.py, "enumerate")?,
-                Lazy::Map { .. } => builtin(self.py, "map")?,
-                Lazy::Filter { .. } => builtin(self.py, "filter")?,
-            },
-            Val::Interpolation(_) => self.templatelib("Interpolation")?,
-            Val::Template(_) => self.templatelib("Template")?,
-            _ => return unsupported("the type of an internal value"),
-        })
+        let val = self.val(vid).clone_val();
+        match kind_of(&val).python_type(self, vid, &val)? {
+            Some(ty) => Ok(ty),
+            None => unsupported("the type of an internal value"),
+        }
     }
 }

@@ -13,6 +13,7 @@ mod construct;
 mod containers;
 mod exceptions;
 mod inline;
+mod interp;
 mod iterators;
 mod matching;
 mod names;
@@ -40,6 +41,7 @@ use super::guard::check::{
 };
 use super::guard::source::Guard;
 use super::guard::source::{name_ref, Source, SourceId, SourceTable};
+use super::kinds::{kind_of, Interp};
 use super::model::code::{
     is_resume_local, null_substitute, CodeInfo, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS, CO_VARKEYWORDS,
     FRAME_READERS, MAX_MADE_ITEMS, MAX_NESTING,
@@ -49,7 +51,7 @@ use super::model::graph::{Graph, GraphArg, Node, NodeKind};
 use super::model::known::Known;
 use super::model::problem::{graph_break, unsupported, Problem, Res};
 use super::model::value::{DictIter, DictIterStatus, DictPart, Function, Lazy, Sym, Val, Vid};
-use super::pyutil::{builtin, is_heap_instance, qualname};
+use super::pyutil::{builtin, is_heap_instance, is_template, qualname};
 use super::session::with_session;
 use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
 

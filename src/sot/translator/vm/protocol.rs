@@ -3,56 +3,13 @@
 use super::*;
 
 impl<'py, 'b> Vm<'py, 'b> {
+    /// `bool(vid)`, by its kind (else the object's own truth).
     pub(super) fn truthy(&mut self, vid: Vid) -> Res<bool> {
         let vid = self.realize(vid)?;
-        match self.val(vid) {
-            Val::Tensor { .. } => graph_break("data-dependent branch on a tensor's value"),
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::NamedTuple { items, .. } => {
-                Ok(!items.is_empty())
-            }
-            Val::Dict(items) => Ok(!items.is_empty()),
-            Val::DictView { dict, .. } => self.truthy(*dict),
-            Val::Function(_)
-            | Val::Method { .. }
-            | Val::DictIter(_)
-            | Val::TensorMethod { .. }
-            | Val::ContainerMethod { .. }
-            | Val::Iter { .. }
-            | Val::ListIter { .. }
-            | Val::Lazy(_)
-            | Val::Generator(_)
-            | Val::Interpolation(_)
-            | Val::Template(_) => Ok(true),
-            Val::Obj { obj, source } => {
-                let (obj, source) = (obj.clone(), *source);
-                if let Some(source) = source {
-                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
-                        return self.truthy(copy);
-                    }
-                    if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyDict>() {
-                        self.guard_type(vid);
-                        self.add_guard(source, Check::Len(obj.len()?));
-                        return Ok(obj.len()? > 0);
-                    }
-                    if !is_value_type(&obj) {
-                        let class = obj.get_type().into_any();
-                        return match self.inlined_truth(vid, &class)? {
-                            Some(truth) => Ok(truth),
-                            None => {
-                                self.guard_type(vid);
-                                Ok(true)
-                            }
-                        };
-                    }
-                    self.guard_value(source, &obj)?;
-                }
-                Ok(obj.is_truthy()?)
-            }
-            Val::Object { class, .. } => {
-                let class = class.clone();
-                Ok(self.inlined_truth(vid, &class)?.unwrap_or(true))
-            }
-            _ => self.concrete(vid)?.is_truthy().map_err(Problem::from),
+        let val = self.val(vid).clone_val();
+        match kind_of(&val).truth(self, vid, &val)? {
+            Some(truth) => Ok(truth),
+            None => self.concrete(vid)?.is_truthy().map_err(Problem::from),
         }
     }
 
@@ -92,127 +49,31 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(None)
     }
 
-    /// The items of an iterable, known while translating (iteration unrolls).
+    /// What iterating `vid` yields, all of it, by its kind.
     pub(super) fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>> {
         let vid = self.realize(vid)?;
-        match self.val(vid).clone_val() {
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) | Val::NamedTuple { items, .. } => {
-                Ok(items)
-            }
-            Val::Dict(items) => Ok(items.iter().map(|(k, _)| *k).collect()),
-            Val::DictView { dict, part } => match part {
-                DictPart::Keys => self.items_of(dict),
-                DictPart::Values => Ok(self.dict_items(dict)?.into_iter().map(|(_, v)| v).collect()),
-                DictPart::Items => Ok(self
-                    .dict_items(dict)?
-                    .into_iter()
-                    .map(|(k, v)| self.tuple_of(vec![k, v]))
-                    .collect()),
-            },
-            // A template iterates over its non-empty strings and its interpolations.
-            Val::Template(parts) => {
-                let mut items = Vec::with_capacity(parts.len());
-                for (index, part) in parts.into_iter().enumerate() {
-                    if index % 2 == 1 || !self.concrete(part)?.is_empty()? {
-                        items.push(part);
-                    }
-                }
-                Ok(items)
-            }
-            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) | Val::Lazy(_) => {
-                let mut items = Vec::new();
-                while let Some(item) = self.advance(vid)? {
-                    items.push(item);
-                }
-                Ok(items)
-            }
-            Val::Constructed {
-                obj, args, kwargs, ..
-            } => {
-                // Made from arguments the same on every call, and iterating it (read only)
-                // yields what it was made of: each item is the argument that is that object.
-                let made_of = [args, kwargs];
-                let items: Vec<Bound<'py, PyAny>> =
-                    with_session(None, || obj.try_iter()?.collect::<PyResult<_>>())?;
-                items
-                    .into_iter()
-                    .map(|item| match self.argument_that_is(&made_of, &item) {
-                        Some(argument) => Ok(argument),
-                        None if is_immutable(&item) => Ok(self.constant(item)),
-                        None => unsupported(format!(
-                            "an item of a {} the translation made that is none of the objects it was made from",
-                            qualname(&obj.get_type().into_any())
-                        )),
-                    })
-                    .collect()
-            }
-            Val::Tensor { example, .. } => {
-                let rows = example
-                    .len()
-                    .map_err(|_| Problem::Break("iteration over a 0-d tensor".into()))?;
-                let getitem = self.ops.op("getitem")?;
-                (0..rows)
-                    .map(|i| {
-                        let index = self.constant(i.into_pyobject(self.py)?.into_any());
-                        self.record(&getitem, vec![vid, index], vec![])
-                    })
-                    .collect()
-            }
-            Val::Obj { obj, source } => {
-                if let Some(source) = source {
-                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
-                        return self.items_of(*copy);
-                    }
-                    if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
-                        self.guard_type(vid);
-                        let len = obj.len()?;
-                        self.add_guard(source, Check::Len(len));
-                        return (0..len)
-                            .map(|i| {
-                                let item = obj.get_item(i)?;
-                                let key = i.into_pyobject(self.py)?.into_any();
-                                Ok(self.value_of_source(Source::Item(source, StrongRef::new(&key)), item))
-                            })
-                            .collect();
-                    }
-                    if obj.is_exact_instance_of::<PyDict>() {
-                        let keys = PyTuple::new(self.py, obj.cast::<PyDict>().map_err(PyErr::from)?.keys())?;
-                        self.guard_type(vid);
-                        self.add_guard(source, Check::Keys(StrongRef::new(keys.as_any())));
-                        return Ok(keys.iter().map(|k| self.constant(k)).collect());
-                    }
-                    if self.is_ordered_dict(&obj) {
-                        // Its own order (the dict's may differ after `move_to_end`).
-                        let keys = PyTuple::new(self.py, obj.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
-                        let check = Check::OrderedKeys {
-                            ty: StrongRef::new(&self.ops.ordered_dict_type),
-                            keys: StrongRef::new(keys.as_any()),
-                        };
-                        self.add_guard(source, check);
-                        return Ok(keys.iter().map(|k| self.constant(k)).collect());
-                    }
-                }
-                let safe = obj.is_exact_instance_of::<PyString>()
-                    || obj.is_exact_instance_of::<PyTuple>()
-                    || obj.is_exact_instance_of::<PyFrozenSet>()
-                    || obj.is_exact_instance_of::<pyo3::types::PyBytes>()
-                    || obj.get_type().is(&self.ops.range_type)
-                    || self.is_template(&obj)
-                    || self.backend.is_constant_value(&obj);
-                if !safe {
-                    return unsupported(format!("iteration over {}", obj.get_type().name()?));
-                }
-                let obj = self.concrete(vid)?;
-                // `range(sys.maxsize)` (its length may not even fit): iterated lazily
-                // (`iterator`), never listed.
-                if obj.get_type().is(&self.ops.range_type) && obj.len().map_or(true, |n| n > MAX_MADE_ITEMS) {
-                    return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
-                }
-                let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
-                Ok(items.into_iter().map(|i| self.constant(i)).collect())
-            }
-            _ => unsupported("iteration over an internal value"),
+        let val = self.val(vid).clone_val();
+        match kind_of(&val).items(self, vid, &val)? {
+            Some(items) => Ok(items),
+            None => unsupported("iteration over an internal value"),
         }
+    }
+
+    /// `len(vid)` as the builtin computes it: by its kind, else by the method of an immutable
+    /// value, else computed now from a value the same on every call (else a break).
+    pub(super) fn len_of(&mut self, vid: Vid) -> Res<Vid> {
+        let vid = self.realize(vid)?;
+        let val = self.val(vid).clone_val();
+        if let Some(length) = kind_of(&val).len(self, vid, &val)? {
+            return Ok(length);
+        }
+        if let Some(length) = self.inline_builtin_method("len", vid, &[])? {
+            return Ok(length);
+        }
+        let Some(o) = self.folded_argument(vid, "len")? else {
+            return self.refuse_folding("builtin len()", vid);
+        };
+        self.int_value(o.len()?)
     }
 
     /// The items of sequence `left` `+` `right` (where `may_add`: `right`'s items

@@ -43,14 +43,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.constant(text))
     }
 
-    /// A t-string's template (3.14), made from known values: immutable, iterated as is.
-    pub(super) fn is_template(&self, obj: &Bound<'py, PyAny>) -> bool {
-        let ty = obj.get_type();
-        ty.getattr("__module__")
-            .is_ok_and(|m| m.eq("string.templatelib").unwrap_or(false))
-            && ty.name().is_ok_and(|n| n == "Template")
-    }
-
     pub(super) fn interpolation(
         &mut self,
         value: Vid,

@@ -279,7 +279,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return Ok(true);
         }
-        if self.is_template(obj) {
+        if is_template(obj) {
             // Its strings, and the values of its interpolations.
             return self.computes_the_same_later(&obj.getattr("values")?, builtin, depth - 1);
         }

@@ -123,40 +123,7 @@ fn len<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid
     let [x] = call.args else {
         return Ok(None);
     };
-    let x = vm.realize(*x)?;
-    let length = match vm.val(x).clone_val() {
-        Val::Tensor { example, .. } => {
-            let n = example.len()?;
-            vm.int_value(n)?
-        }
-        Val::Tuple(i) | Val::List(i) | Val::Set(i) | Val::NamedTuple { items: i, .. } => {
-            vm.int_value(i.len())?
-        }
-        Val::Dict(i) => vm.int_value(i.len())?,
-        Val::DictView { dict, .. } => return vm.call_builtin(call.obj, None, &[dict], call.kwargs),
-        Val::Obj {
-            obj: o,
-            source: Some(s),
-        } if vm.has_builtin_len(&o)? => {
-            if let Some(copy) = vm.mutated.get(&(o.as_ptr() as usize)).copied() {
-                return vm.call_builtin(call.obj, None, &[copy], call.kwargs);
-            }
-            vm.guard_type(x);
-            let n = o.len()?;
-            vm.add_guard(s, Check::Len(n));
-            vm.int_value(n)?
-        }
-        _ => {
-            if let Some(length) = vm.inline_builtin_method("len", x, &[])? {
-                return Ok(Some(length));
-            }
-            let Some(o) = vm.folded_argument(x, "len")? else {
-                return vm.refuse_folding("builtin len()", x);
-            };
-            vm.int_value(o.len()?)?
-        }
-    };
-    Ok(Some(length))
+    vm.len_of(*x).map(Some)
 }
 
 fn isinstance<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {

@@ -1,0 +1,65 @@
+//! Functions the VM inlines (made by the translated code, or real function objects),
+//! methods bound to a receiver, and methods of containers the translation made.
+
+use pyo3::prelude::*;
+
+use super::{Interp, Kind, Res, Val, Vid};
+use crate::sot::translator::model::problem::unsupported;
+
+pub struct Function;
+
+impl Kind for Function {
+    fn python_type<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        Ok(match val {
+            Val::Function(_) => Some(cx.known().function_type.clone()),
+            Val::Method { .. } => Some(cx.known().method_type.clone()),
+            _ => None,
+        })
+    }
+
+    fn truth<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(true))
+    }
+
+    fn concrete<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        match val {
+            Val::Function(f) => match &f.object {
+                Some(object) if f.closure.is_empty() => Ok(Some(object.clone())),
+                _ => unsupported("a function made by the translated code used as a value"),
+            },
+            Val::Method { function, receiver } => {
+                let (f, r) = (cx.concrete(*function)?, cx.concrete(*receiver)?);
+                Ok(Some(cx.known().method_type.call1((f, r))?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(true))
+    }
+
+    fn children(&self, val: &Val<'_>, cells: &[Option<Vid>], out: &mut Vec<Vid>) {
+        match val {
+            Val::Function(function) => {
+                out.extend(&function.defaults);
+                out.extend(function.kwdefaults.iter().map(|(_, v)| *v));
+                out.extend(function.annotations.iter().chain(&function.annotate));
+                out.extend(function.closure.iter().filter_map(|c| cells[*c]));
+            }
+            Val::Method { function, receiver } => out.extend([*function, *receiver]),
+            Val::ContainerMethod { container, .. } => out.push(*container),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The VM's own values: a call's NULL slot (or an unbound variable), and a closure's cell.
+//! Neither is a Python value a program can use.
+
+use pyo3::prelude::*;
+
+use super::{Interp, Kind, Res, Val, Vid};
+use crate::sot::translator::model::problem::unsupported;
+
+pub struct Internal;
+
+impl Kind for Internal {
+    fn concrete<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        match val {
+            Val::Null => unsupported("NULL used as a value"),
+            _ => Ok(None),
+        }
+    }
+
+    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(true))
+    }
+
+    fn children(&self, val: &Val<'_>, cells: &[Option<Vid>], out: &mut Vec<Vid>) {
+        if let Val::Cell(cell) = val {
+            out.extend(cells[*cell]);
+        }
+    }
+}

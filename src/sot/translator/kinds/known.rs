@@ -1,0 +1,177 @@
+//! A real Python object: from the frame (with its source, guarded where the translation
+//! depends on it) or a constant of the translation. What a kind of the translation does not
+//! model falls back to the object itself.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PyString, PyTuple};
+
+use super::{Interp, Kind, Res, Val, Vid};
+use crate::hookapi::pyobject::StrongRef;
+use crate::sot::translator::guard::check::{is_value_type, Check};
+use crate::sot::translator::guard::source::Source;
+use crate::sot::translator::model::code::MAX_MADE_ITEMS;
+use crate::sot::translator::model::problem::{graph_break, unsupported};
+use crate::sot::translator::pyutil::{has_builtin_len, is_template};
+
+pub struct Known;
+
+/// The object and its source.
+fn object<'a, 'py>(val: &'a Val<'py>) -> Option<(&'a Bound<'py, PyAny>, Option<usize>)> {
+    match val {
+        Val::Obj { obj, source } => Some((obj, *source)),
+        _ => None,
+    }
+}
+
+impl Kind for Known {
+    fn python_type<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        let Some((obj, _)) = object(val) else {
+            return Ok(None);
+        };
+        let ty = obj.get_type().into_any();
+        cx.guard_type(v);
+        Ok(Some(ty))
+    }
+
+    /// An object from the frame: a list's or dict's length is guarded, another container's
+    /// own `__bool__` or `__len__` inlined, a value's truth guarded on the value.
+    fn truth<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
+        let Some((obj, source)) = object(val) else {
+            return Ok(None);
+        };
+        if let Some(source) = source {
+            if let Some(copy) = cx.mutated_copy(obj) {
+                return cx.truthy(copy).map(Some);
+            }
+            if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyDict>() {
+                cx.guard_type(v);
+                cx.add_guard(source, Check::Len(obj.len()?));
+                return Ok(Some(obj.len()? > 0));
+            }
+            if !is_value_type(obj) {
+                let class = obj.get_type().into_any();
+                return match cx.inlined_truth(v, &class)? {
+                    Some(truth) => Ok(Some(truth)),
+                    None => {
+                        cx.guard_type(v);
+                        Ok(Some(true))
+                    }
+                };
+            }
+            cx.guard_value(source, obj)?;
+        }
+        Ok(Some(obj.is_truthy()?))
+    }
+
+    /// The length of an object from the frame whose type's `__len__` is a builtin
+    /// container's, guarded.
+    fn len<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+        let Some((obj, Some(source))) = object(val) else {
+            return Ok(None);
+        };
+        if !has_builtin_len(obj)? {
+            return Ok(None);
+        }
+        if let Some(copy) = cx.mutated_copy(obj) {
+            return cx.len_of(copy).map(Some);
+        }
+        cx.guard_type(v);
+        let n = obj.len()?;
+        cx.add_guard(source, Check::Len(n));
+        cx.int_value(n).map(Some)
+    }
+
+    /// A list's or tuple's items from the frame read by index (each a source), a dict's
+    /// keys guarded; an immutable sequence's items are constants.
+    fn items<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
+        let Some((obj, source)) = object(val) else {
+            return Ok(None);
+        };
+        let py = cx.py();
+        if let Some(source) = source {
+            if let Some(copy) = cx.mutated_copy(obj) {
+                return cx.items_of(copy).map(Some);
+            }
+            if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
+                cx.guard_type(v);
+                let len = obj.len()?;
+                cx.add_guard(source, Check::Len(len));
+                return (0..len)
+                    .map(|i| {
+                        let item = obj.get_item(i)?;
+                        let key = i.into_pyobject(py)?.into_any();
+                        Ok(cx.value_of_source(Source::Item(source, StrongRef::new(&key)), item))
+                    })
+                    .collect::<Res<Vec<_>>>()
+                    .map(Some);
+            }
+            if obj.is_exact_instance_of::<PyDict>() {
+                let keys = PyTuple::new(py, obj.cast::<PyDict>().map_err(PyErr::from)?.keys())?;
+                cx.guard_type(v);
+                cx.add_guard(source, Check::Keys(StrongRef::new(keys.as_any())));
+                return Ok(Some(keys.iter().map(|k| cx.constant(k)).collect()));
+            }
+            if obj.get_type().is(&cx.known().ordered_dict_type) {
+                // Its own order (the dict's may differ after `move_to_end`).
+                let keys = PyTuple::new(py, obj.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+                let check = Check::OrderedKeys {
+                    ty: StrongRef::new(&cx.known().ordered_dict_type),
+                    keys: StrongRef::new(keys.as_any()),
+                };
+                cx.add_guard(source, check);
+                return Ok(Some(keys.iter().map(|k| cx.constant(k)).collect()));
+            }
+        }
+        let range_type = cx.known().range_type.clone();
+        let safe = obj.is_exact_instance_of::<PyString>()
+            || obj.is_exact_instance_of::<PyTuple>()
+            || obj.is_exact_instance_of::<PyFrozenSet>()
+            || obj.is_exact_instance_of::<PyBytes>()
+            || obj.get_type().is(&range_type)
+            || is_template(obj)
+            || cx.is_backend_constant(obj);
+        if !safe {
+            return unsupported(format!("iteration over {}", obj.get_type().name()?));
+        }
+        let obj = cx.concrete(v)?;
+        // `range(sys.maxsize)` (its length may not even fit): iterated lazily
+        // (`iterator`), never listed.
+        if obj.get_type().is(&range_type) && obj.len().map_or(true, |n| n > MAX_MADE_ITEMS) {
+            return graph_break(format!("a sequence of more than {MAX_MADE_ITEMS} items"));
+        }
+        let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
+        Ok(Some(items.into_iter().map(|i| cx.constant(i)).collect()))
+    }
+
+    fn concrete<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        let Some((obj, source)) = object(val) else {
+            return Ok(None);
+        };
+        if let Some(source) = source {
+            if let Some(copy) = cx.mutated_copy(obj) {
+                // Its contents as the translation has changed them.
+                return cx.concrete(copy).map(Some);
+            }
+            cx.guard_value(source, obj)?;
+        }
+        Ok(Some(obj.clone()))
+    }
+
+    fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
+        let Some((obj, _)) = object(val) else {
+            return Ok(None);
+        };
+        cx.guard_type(v);
+        Ok(Some(obj.hash().is_ok()))
+    }
+}

@@ -1,0 +1,151 @@
+//! One module per kind of value: each kind's behaviour under the protocols the VM runs
+//! (its type, truth, length, items, hashing, the Python object it stands for) and what the
+//! generated code rebuilds it from, in one place.
+//!
+//! Kind code sees the VM only through [`Interp`], which the VM implements: a kind asks the
+//! VM for what it needs (a value, a guard, the truth of an item) and never reaches into its
+//! state. Every [`Kind`] method defaults to "not this kind's" (`Ok(None)`), where the VM's
+//! protocol applies its general rule. Adding a kind is a new module here, a `Val` variant,
+//! and one arm of [`kind_of`], whose exhaustive `match` makes the compiler ask for it.
+
+mod dict;
+mod function;
+mod instance;
+mod internal;
+mod iter;
+mod known;
+mod list;
+mod set;
+mod template;
+mod tensor;
+mod tuple;
+
+use pyo3::prelude::*;
+
+use super::guard::check::Check;
+use super::guard::source::{Source, SourceId};
+use super::model::known::Known;
+use super::model::problem::Res;
+use super::model::value::Val;
+use super::model::Vid;
+
+/// What kind code may ask of the VM. A method added here is a kind reaching up: keep it
+/// to what kinds need.
+pub trait Interp<'py> {
+    fn py(&self) -> Python<'py>;
+    /// The Python objects the VM looked up once.
+    fn known(&self) -> &Known<'py>;
+    fn push_val(&mut self, val: Val<'py>) -> Vid;
+    /// A constant of the translation.
+    fn constant(&mut self, obj: Bound<'py, PyAny>) -> Vid;
+    fn int_value(&mut self, value: usize) -> Res<Vid>;
+    /// The value read from `source` (one value per source).
+    fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid;
+
+    /// Guards the type of `vid`, where it came from the frame.
+    fn guard_type(&mut self, vid: Vid);
+    fn add_guard(&mut self, source: SourceId, check: Check);
+    /// Guards `source` on `obj` as a whole (its value, or its identity).
+    fn guard_value(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()>;
+    /// The translation's copy of a list or dict from the frame that it changed.
+    fn mutated_copy(&self, obj: &Bound<'py, PyAny>) -> Option<Vid>;
+
+    /// The protocols, for the values a kind holds.
+    fn truthy(&mut self, vid: Vid) -> Res<bool>;
+    /// `len(vid)`, as the builtin computes it.
+    fn len_of(&mut self, vid: Vid) -> Res<Vid>;
+    fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>>;
+    fn concrete(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>>;
+    fn hashable(&mut self, vid: Vid) -> Res<bool>;
+    /// A dict's (or a dict from the frame's) items, in order.
+    fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>>;
+    /// The next item of an iterator of the translation; None once it is exhausted.
+    fn advance(&mut self, iterator: Vid) -> Res<Option<Vid>>;
+    /// The truth of an instance of `class` by its `__bool__` or `__len__`, inlined.
+    fn inlined_truth(&mut self, vid: Vid, class: &Bound<'py, PyAny>) -> Res<Option<bool>>;
+    /// `op(*args)` recorded into the graph.
+    fn record(&mut self, op: &Bound<'py, PyAny>, args: Vec<Vid>) -> Res<Vid>;
+    /// The value among `roots` (and the containers they are) whose object is `obj` itself.
+    fn argument_that_is(&self, roots: &[Vid], obj: &Bound<'py, PyAny>) -> Option<Vid>;
+    /// Whether the backend reads `obj` as a constant (a dtype, a place).
+    fn is_backend_constant(&self, obj: &Bound<'py, PyAny>) -> bool;
+}
+
+/// A kind of value: its behaviour under each protocol. `val` is the value `v` holds (a
+/// variant this kind owns, see [`kind_of`]).
+pub trait Kind: Sync {
+    /// `type(v)`.
+    fn python_type<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        _val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        Ok(None)
+    }
+
+    /// `bool(v)`.
+    fn truth<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(None)
+    }
+
+    /// `len(v)`, as the builtin's result, where the kind knows it.
+    fn len<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<Vid>> {
+        Ok(None)
+    }
+
+    /// What iterating `v` yields, all of it (an iterator is exhausted by it).
+    fn items<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
+        Ok(None)
+    }
+
+    /// The Python object `v` stands for, made now (guarding what that depends on).
+    fn concrete<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        _val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        Ok(None)
+    }
+
+    /// Whether `hash(v)` succeeds.
+    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(None)
+    }
+
+    /// The values `val` holds, which generated code rebuilds with it; `cells` are the VM's
+    /// cells' contents.
+    fn children(&self, _val: &Val<'_>, _cells: &[Option<Vid>], _out: &mut Vec<Vid>) {}
+}
+
+/// The kind of `val`.
+pub fn kind_of(val: &Val<'_>) -> &'static dyn Kind {
+    match val {
+        Val::Null | Val::Cell(_) => &internal::Internal,
+        Val::Obj { .. } => &known::Known,
+        Val::Tensor { .. } | Val::Scalar { .. } | Val::TensorMethod { .. } => &tensor::Tensor,
+        Val::Tuple(_) | Val::NamedTuple { .. } | Val::Slice(..) => &tuple::Tuple,
+        Val::List(_) | Val::ListIter { .. } => &list::List,
+        Val::Dict(_) | Val::DictView { .. } | Val::DictIter(_) => &dict::Dict,
+        Val::Set(_) => &set::Set,
+        Val::Iter { .. } | Val::Lazy(_) | Val::Generator(_) => &iter::Iterators,
+        Val::Function(_) | Val::Method { .. } | Val::ContainerMethod { .. } => &function::Function,
+        Val::Object { .. } | Val::Constructed { .. } | Val::Super { .. } => &instance::Instance,
+        Val::Interpolation(_) | Val::Template(_) => &template::Template,
+    }
+}
+
+/// The items of a value, exhausting it where it is an iterator of the translation.
+fn drain<'py>(cx: &mut dyn Interp<'py>, iterator: Vid) -> Res<Vec<Vid>> {
+    let mut items = Vec::new();
+    while let Some(item) = cx.advance(iterator)? {
+        items.push(item);
+    }
+    Ok(items)
+}
+
+/// The objects `items` stand for.
+fn concrete_all<'py>(cx: &mut dyn Interp<'py>, items: &[Vid]) -> Res<Vec<Bound<'py, PyAny>>> {
+    items.iter().map(|item| cx.concrete(*item)).collect()
+}

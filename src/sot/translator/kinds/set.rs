@@ -1,0 +1,57 @@
+//! Sets the translation made.
+
+use pyo3::prelude::*;
+use pyo3::types::PySet;
+
+use super::{concrete_all, Interp, Kind, Res, Val, Vid};
+
+pub struct Set;
+
+impl Kind for Set {
+    fn python_type<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        _val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        Ok(Some(cx.py().get_type::<PySet>().into_any()))
+    }
+
+    fn truth<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(!items(val).is_empty()))
+    }
+
+    fn len<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+        cx.int_value(items(val).len()).map(Some)
+    }
+
+    fn items<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
+        Ok(Some(items(val).to_vec()))
+    }
+
+    fn concrete<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        let objs = concrete_all(cx, items(val))?;
+        Ok(Some(PySet::new(cx.py(), objs)?.into_any()))
+    }
+
+    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(false))
+    }
+
+    fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
+        out.extend(items(val));
+    }
+}
+
+/// The set's items (`kind_of` gives this kind `Val::Set` alone).
+fn items<'a>(val: &'a Val<'_>) -> &'a [Vid] {
+    match val {
+        Val::Set(items) => items,
+        _ => &[],
+    }
+}

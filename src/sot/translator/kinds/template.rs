@@ -1,0 +1,74 @@
+//! A t-string's `Interpolation` and `Template` (3.14) holding values only the graph has.
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::{concrete_all, Interp, Kind, Res, Val, Vid};
+use crate::hookapi::pyobject::import;
+
+pub struct Template;
+
+/// The class from `string.templatelib` for `val`, and its parts.
+fn class_and_parts<'a>(val: &'a Val<'_>) -> Option<(&'static str, &'a [Vid])> {
+    match val {
+        Val::Interpolation(parts) => Some(("Interpolation", parts)),
+        Val::Template(parts) => Some(("Template", parts)),
+        _ => None,
+    }
+}
+
+impl Kind for Template {
+    fn python_type<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        let Some((class, _)) = class_and_parts(val) else {
+            return Ok(None);
+        };
+        Ok(Some(import(cx.py(), "string.templatelib")?.getattr(class)?))
+    }
+
+    fn truth<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(true))
+    }
+
+    /// A template iterates over its non-empty strings and its interpolations.
+    fn items<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
+        let Val::Template(parts) = val else {
+            return Ok(None);
+        };
+        let mut items = Vec::with_capacity(parts.len());
+        for (index, part) in parts.iter().enumerate() {
+            if index % 2 == 1 || !cx.concrete(*part)?.is_empty()? {
+                items.push(*part);
+            }
+        }
+        Ok(Some(items))
+    }
+
+    fn concrete<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        let Some((class, parts)) = class_and_parts(val) else {
+            return Ok(None);
+        };
+        let parts = concrete_all(cx, parts)?;
+        let class = import(cx.py(), "string.templatelib")?.getattr(class)?;
+        Ok(Some(class.call1(PyTuple::new(cx.py(), parts)?)?))
+    }
+
+    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(true))
+    }
+
+    fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
+        if let Some((_, parts)) = class_and_parts(val) {
+            out.extend(parts);
+        }
+    }
+}

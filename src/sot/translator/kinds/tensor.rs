@@ -1,0 +1,82 @@
+//! Tensors of the graph (with the value each had while translating), Python numbers the
+//! graph computes from numbers that change between calls, and methods of a tensor.
+
+use pyo3::prelude::*;
+
+use super::{Interp, Kind, Res, Val, Vid};
+use crate::sot::translator::model::problem::{graph_break, Problem};
+
+pub struct Tensor;
+
+impl Kind for Tensor {
+    fn python_type<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        Ok(match val {
+            Val::Tensor { example, .. } => Some(example.get_type().into_any()),
+            _ => None,
+        })
+    }
+
+    fn truth<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
+        match val {
+            Val::Tensor { .. } => graph_break("data-dependent branch on a tensor's value"),
+            Val::TensorMethod { .. } => Ok(Some(true)),
+            _ => Ok(None),
+        }
+    }
+
+    fn len<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+        match val {
+            Val::Tensor { example, .. } => cx.int_value(example.len()?).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// A tensor's rows, each an operation of the graph.
+    fn items<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
+        let Val::Tensor { example, .. } = val else {
+            return Ok(None);
+        };
+        let rows = example
+            .len()
+            .map_err(|_| Problem::Break("iteration over a 0-d tensor".into()))?;
+        let getitem = cx.known().op("getitem")?;
+        (0..rows)
+            .map(|i| {
+                let index = cx.constant(i.into_pyobject(cx.py())?.into_any());
+                cx.record(&getitem, vec![v, index])
+            })
+            .collect::<Res<Vec<_>>>()
+            .map(Some)
+    }
+
+    fn concrete<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        match val {
+            Val::Tensor { .. } => graph_break("tensor to python value (data-dependent)"),
+            Val::Scalar { .. } => unreachable!("realize specializes a dynamic number"),
+            _ => graph_break("tensor method used as a value (tensor to python)"),
+        }
+    }
+
+    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(match val {
+            Val::Tensor { example, .. } => example.hash().is_ok(),
+            _ => true,
+        }))
+    }
+
+    fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
+        if let Val::TensorMethod { tensor, .. } = val {
+            out.push(*tensor);
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Tuples the translation made, instances of a tuple subclass that acts as a tuple (a
+//! namedtuple), and slices.
+
+use pyo3::prelude::*;
+use pyo3::types::{PySlice, PyTuple};
+
+use super::{concrete_all, Interp, Kind, Res, Val, Vid};
+use crate::sot::translator::pyutil::builtin;
+
+pub struct Tuple;
+
+/// A tuple's or a namedtuple's items.
+fn items<'a>(val: &'a Val<'_>) -> Option<&'a Vec<Vid>> {
+    match val {
+        Val::Tuple(items) | Val::NamedTuple { items, .. } => Some(items),
+        _ => None,
+    }
+}
+
+impl Kind for Tuple {
+    fn python_type<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        Ok(Some(match val {
+            Val::NamedTuple { class, .. } => class.clone(),
+            Val::Slice(..) => cx.py().get_type::<PySlice>().into_any(),
+            _ => cx.py().get_type::<PyTuple>().into_any(),
+        }))
+    }
+
+    fn truth<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(items(val).map(|items| !items.is_empty()))
+    }
+
+    fn len<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+        items(val).map(|items| cx.int_value(items.len())).transpose()
+    }
+
+    fn items<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
+        Ok(items(val).cloned())
+    }
+
+    fn concrete<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        let py = cx.py();
+        Ok(Some(match val {
+            Val::Tuple(items) => PyTuple::new(py, concrete_all(cx, items)?)?.into_any(),
+            Val::NamedTuple { class, items } => {
+                let objs = concrete_all(cx, items)?;
+                let tuple_new = py.get_type::<PyTuple>().getattr("__new__")?;
+                tuple_new.call1((class, PyTuple::new(py, objs)?))?
+            }
+            Val::Slice(a, b, c) => {
+                let (a, b, c) = (cx.concrete(*a)?, cx.concrete(*b)?, cx.concrete(*c)?);
+                builtin(py, "slice")?.call1((a, b, c))?
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
+        let Some(items) = items(val) else {
+            return Ok(Some(true));
+        };
+        for item in items {
+            if !cx.hashable(*item)? {
+                return Ok(Some(false));
+            }
+        }
+        Ok(Some(true))
+    }
+
+    fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
+        match val {
+            Val::Tuple(items) | Val::NamedTuple { items, .. } => out.extend(items),
+            Val::Slice(a, b, c) => out.extend([*a, *b, *c]),
+            _ => {}
+        }
+    }
+}

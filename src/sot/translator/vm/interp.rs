@@ -1,0 +1,91 @@
+//! The VM as kind code sees it (`kinds::Interp`): each method the VM's own.
+
+use super::*;
+use crate::sot::translator::guard::source::Source;
+use crate::sot::translator::model::known::Known;
+
+impl<'py> Interp<'py> for Vm<'py, '_> {
+    fn py(&self) -> Python<'py> {
+        self.py
+    }
+
+    fn known(&self) -> &Known<'py> {
+        &self.ops
+    }
+
+    fn push_val(&mut self, val: Val<'py>) -> Vid {
+        Vm::push_val(self, val)
+    }
+
+    fn constant(&mut self, obj: Bound<'py, PyAny>) -> Vid {
+        Vm::constant(self, obj)
+    }
+
+    fn int_value(&mut self, value: usize) -> Res<Vid> {
+        Vm::int_value(self, value)
+    }
+
+    fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
+        Vm::value_of_source(self, source, obj)
+    }
+
+    fn guard_type(&mut self, vid: Vid) {
+        Vm::guard_type(self, vid);
+    }
+
+    fn add_guard(&mut self, source: SourceId, check: Check) {
+        Vm::add_guard(self, source, check);
+    }
+
+    fn guard_value(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
+        Vm::guard_value(self, source, obj)
+    }
+
+    fn mutated_copy(&self, obj: &Bound<'py, PyAny>) -> Option<Vid> {
+        self.mutated.get(&(obj.as_ptr() as usize)).copied()
+    }
+
+    fn truthy(&mut self, vid: Vid) -> Res<bool> {
+        Vm::truthy(self, vid)
+    }
+
+    fn len_of(&mut self, vid: Vid) -> Res<Vid> {
+        Vm::len_of(self, vid)
+    }
+
+    fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>> {
+        Vm::items_of(self, vid)
+    }
+
+    fn concrete(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
+        Vm::concrete(self, vid)
+    }
+
+    fn hashable(&mut self, vid: Vid) -> Res<bool> {
+        Vm::hashable(self, vid)
+    }
+
+    fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>> {
+        Vm::dict_items(self, vid)
+    }
+
+    fn advance(&mut self, iterator: Vid) -> Res<Option<Vid>> {
+        Vm::advance(self, iterator)
+    }
+
+    fn inlined_truth(&mut self, vid: Vid, class: &Bound<'py, PyAny>) -> Res<Option<bool>> {
+        Vm::inlined_truth(self, vid, class)
+    }
+
+    fn record(&mut self, op: &Bound<'py, PyAny>, args: Vec<Vid>) -> Res<Vid> {
+        Vm::record(self, op, args, vec![])
+    }
+
+    fn argument_that_is(&self, roots: &[Vid], obj: &Bound<'py, PyAny>) -> Option<Vid> {
+        Vm::argument_that_is(self, roots, obj)
+    }
+
+    fn is_backend_constant(&self, obj: &Bound<'py, PyAny>) -> bool {
+        self.backend.is_constant_value(obj)
+    }
+}
