@@ -5,7 +5,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::{drain, Interp, Kind, Res, Val, Vid};
-use crate::sot::translator::model::value::DictPart;
+use crate::sot::translator::model::problem::{unsupported, Problem};
+use crate::sot::translator::model::value::{DictIter, DictIterStatus, DictPart};
 
 pub struct Dict;
 
@@ -40,6 +41,24 @@ impl Kind for Dict {
             Val::DictView { dict, .. } => cx.len_of(*dict).map(Some),
             _ => Ok(None),
         }
+    }
+
+    fn iter<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+        match val {
+            Val::Dict(_) => dict_iterator(cx, v, DictPart::Keys).map(Some),
+            Val::DictView { dict, part } => dict_iterator(cx, *dict, *part).map(Some),
+            _ => Ok(Some(v)),
+        }
+    }
+
+    fn next<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Option<Vid>>> {
+        let Val::DictIter(state) = val else {
+            return Ok(None);
+        };
+        let mut state = state.clone();
+        let item = dict_iter_next(cx, &mut state);
+        cx.set_val(v, Val::DictIter(state));
+        item.map(Some)
     }
 
     fn items<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
@@ -89,4 +108,69 @@ impl Kind for Dict {
             _ => {}
         }
     }
+}
+
+/// An iterator over a dict the translation made, or one from the frame (over its
+/// copy, or its mutable copy once there is one).
+pub(super) fn dict_iterator<'py>(cx: &mut dyn Interp<'py>, dict: Vid, part: DictPart) -> Res<Vid> {
+    let (copy, frame_dict) = match cx.readonly_copy(dict)? {
+        Some(copy) => (copy, Some(dict)),
+        None => (dict, None),
+    };
+    let Val::Dict(items) = cx.val(copy) else {
+        return unsupported("iteration over a dict from outside");
+    };
+    let size = items.len();
+    Ok(cx.push_val(Val::DictIter(DictIter {
+        dict: copy,
+        frame_dict,
+        part,
+        size,
+        next: 0,
+        keys_removed: false,
+        status: DictIterStatus::Running,
+    })))
+}
+
+/// The made dict an iterator reads: its frame dict's mutable copy once there is one.
+pub fn iterated_dict<'py>(cx: &dyn Interp<'py>, it: &DictIter) -> Vid {
+    let mutated = it.frame_dict.and_then(|frame_dict| match cx.val(frame_dict) {
+        Val::Obj { obj, .. } => cx.mutated_copy(obj),
+        _ => None,
+    });
+    mutated.unwrap_or(it.dict)
+}
+
+/// CPython's `dictiter_iternext*`: the entry at the iterator's position, read now.
+fn dict_iter_next<'py>(cx: &mut dyn Interp<'py>, it: &mut DictIter) -> Res<Option<Vid>> {
+    let size_changed = || {
+        Err(Problem::Python(pyo3::exceptions::PyRuntimeError::new_err(
+            "dictionary changed size during iteration",
+        )))
+    };
+    match it.status {
+        DictIterStatus::Exhausted => return Ok(None),
+        DictIterStatus::SizeChanged => return size_changed(),
+        DictIterStatus::Running => {}
+    }
+    let Val::Dict(items) = cx.val(iterated_dict(cx, it)) else {
+        return unsupported("iteration over a dict from outside");
+    };
+    if items.len() != it.size {
+        it.status = DictIterStatus::SizeChanged;
+        return size_changed();
+    }
+    if it.keys_removed {
+        return unsupported("iteration over a dict whose keys changed (at the same size) meanwhile");
+    }
+    let Some(&(key, value)) = items.get(it.next) else {
+        it.status = DictIterStatus::Exhausted;
+        return Ok(None);
+    };
+    it.next += 1;
+    Ok(Some(match it.part {
+        DictPart::Keys => key,
+        DictPart::Values => value,
+        DictPart::Items => cx.push_val(Val::Tuple(vec![key, value])),
+    }))
 }

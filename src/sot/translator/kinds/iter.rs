@@ -39,6 +39,31 @@ impl Kind for Iterators {
         Ok(Some(true))
     }
 
+    /// An iterator is its own.
+    fn iter<'py>(&self, _cx: &mut dyn Interp<'py>, v: Vid, _val: &Val<'py>) -> Res<Option<Vid>> {
+        Ok(Some(v))
+    }
+
+    fn next<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Option<Vid>>> {
+        match val {
+            Val::Iter { items, next } => {
+                let Some(item) = items.get(*next).copied() else {
+                    return Ok(Some(None));
+                };
+                cx.set_val(
+                    v,
+                    Val::Iter {
+                        items: items.clone(),
+                        next: next + 1,
+                    },
+                );
+                Ok(Some(Some(item)))
+            }
+            Val::Lazy(lazy) => lazy_next(cx, v, lazy).map(Some),
+            _ => cx.resume_generator(v).map(Some),
+        }
+    }
+
     fn items<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, _val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
         drain(cx, v).map(Some)
     }
@@ -50,6 +75,75 @@ impl Kind for Iterators {
     fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
         if let Val::Iter { items, next } = val {
             out.extend(&items[*next..]);
+        }
+    }
+}
+
+/// The next item of a lazy builtin iterator `it`, pulling its iterators as CPython's
+/// `zip`, `enumerate`, `map` and `filter` do.
+fn lazy_next<'py>(cx: &mut dyn Interp<'py>, it: Vid, lazy: &Lazy) -> Res<Option<Vid>> {
+    match lazy.clone() {
+        Lazy::Zip(iterators) => {
+            let mut items = Vec::with_capacity(iterators.len());
+            for iterator in &iterators {
+                match cx.advance(*iterator)? {
+                    Some(item) => items.push(item),
+                    None => return Ok(None),
+                }
+            }
+            Ok((!iterators.is_empty()).then(|| cx.push_val(Val::Tuple(items))))
+        }
+        Lazy::Range { next, stop, step } => {
+            if (step > 0 && next >= stop) || (step < 0 && next <= stop) {
+                return Ok(None);
+            }
+            // Past i64 the iterator is exhausted (its stop fits in i64).
+            let after = next.checked_add(step).unwrap_or(stop);
+            cx.set_val(
+                it,
+                Val::Lazy(Lazy::Range {
+                    next: after,
+                    stop,
+                    step,
+                }),
+            );
+            Ok(Some(cx.constant(next.into_pyobject(cx.py())?.into_any())))
+        }
+        Lazy::Enumerate { iterator, count } => {
+            let Some(item) = cx.advance(iterator)? else {
+                return Ok(None);
+            };
+            cx.set_val(
+                it,
+                Val::Lazy(Lazy::Enumerate {
+                    iterator,
+                    count: count + 1,
+                }),
+            );
+            let index = cx.constant(count.into_pyobject(cx.py())?.into_any());
+            Ok(Some(cx.push_val(Val::Tuple(vec![index, item]))))
+        }
+        Lazy::Map { function, iterators } => {
+            let mut items = Vec::with_capacity(iterators.len());
+            for iterator in &iterators {
+                match cx.advance(*iterator)? {
+                    Some(item) => items.push(item),
+                    None => return Ok(None),
+                }
+            }
+            cx.call(function, items).map(Some)
+        }
+        Lazy::Filter { function, iterator } => {
+            while let Some(item) = cx.advance(iterator)? {
+                let verdict = match function {
+                    Some(function) => cx.call(function, vec![item])?,
+                    None => item,
+                };
+                if cx.truthy(verdict)? {
+                    return Ok(Some(item));
+                }
+            }
+            Ok(None)
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::sot::translator::guard::check::{is_value_type, Check};
 use crate::sot::translator::guard::source::Source;
 use crate::sot::translator::model::code::MAX_MADE_ITEMS;
 use crate::sot::translator::model::problem::{graph_break, unsupported};
+use crate::sot::translator::model::value::{DictPart, Lazy};
 use crate::sot::translator::pyutil::{has_builtin_len, is_template};
 
 pub struct Known;
@@ -146,6 +147,55 @@ impl Kind for Known {
         }
         let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
         Ok(Some(items.into_iter().map(|i| cx.constant(i)).collect()))
+    }
+
+    /// A list from the frame is read live as it is iterated, but through a list's iterator
+    /// only while it is one (a later call may hand an object whose `__iter__` is its own); a
+    /// list iterator from the frame is its own; a dict from the frame is iterated over its
+    /// copy; a range by its bounds.
+    fn iter<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+        let Some((obj, source)) = object(val) else {
+            return Ok(None);
+        };
+        let ty = obj.get_type();
+        if source.is_some() {
+            if obj.is_exact_instance_of::<PyList>() {
+                cx.guard_type(v);
+                return Ok(Some(cx.push_val(Val::ListIter {
+                    list: v,
+                    next: Some(0),
+                    frame: None,
+                })));
+            }
+            if ty.is(&cx.known().list_iterator_type) {
+                // `iter()` of an iterator is itself.
+                cx.frame_list_iterator(v)?;
+                return Ok(Some(v));
+            }
+            if obj.is_exact_instance_of::<PyDict>() || ty.is(&cx.known().ordered_dict_type) {
+                return super::dict::dict_iterator(cx, v, DictPart::Keys).map(Some);
+            }
+        }
+        if ty.is(&cx.known().range_type) {
+            // Its bounds, as the value the guards pin (one from the frame is guarded).
+            let range = cx.concrete(v)?;
+            let bound = |name: &str| range.getattr(name).and_then(|n| n.extract::<i64>()).ok();
+            if let (Some(next), Some(stop), Some(step)) = (bound("start"), bound("stop"), bound("step")) {
+                return Ok(Some(cx.push_val(Val::Lazy(Lazy::Range { next, stop, step }))));
+            }
+        }
+        Ok(None)
+    }
+
+    fn next<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Option<Vid>>> {
+        let Some((obj, source)) = object(val) else {
+            return Ok(None);
+        };
+        if source.is_some() && obj.get_type().is(&cx.known().list_iterator_type) {
+            cx.frame_list_iterator(v)?;
+            return cx.advance(v).map(Some);
+        }
+        unsupported(format!("iteration over {}", obj.get_type().name()?))
     }
 
     fn concrete<'py>(

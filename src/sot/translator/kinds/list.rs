@@ -42,6 +42,41 @@ impl Kind for List {
         }
     }
 
+    /// A list's iterator reads the live list, as CPython's does; an iterator is its own.
+    fn iter<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+        Ok(Some(match val {
+            Val::List(_) => cx.push_val(Val::ListIter {
+                list: v,
+                next: Some(0),
+                frame: None,
+            }),
+            _ => v,
+        }))
+    }
+
+    fn next<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Option<Vid>>> {
+        match *val {
+            Val::ListIter { next: None, .. } => Ok(Some(None)),
+            Val::ListIter {
+                list,
+                next: Some(next),
+                frame,
+            } => {
+                let item = cx.list_item(list, next)?;
+                cx.set_val(
+                    v,
+                    Val::ListIter {
+                        list,
+                        next: item.map(|_| next + 1),
+                        frame,
+                    },
+                );
+                Ok(Some(item))
+            }
+            _ => Ok(None),
+        }
+    }
+
     fn concrete<'py>(
         &self,
         cx: &mut dyn Interp<'py>,

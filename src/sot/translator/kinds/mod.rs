@@ -22,6 +22,8 @@ mod tuple;
 
 use pyo3::prelude::*;
 
+pub use self::dict::iterated_dict;
+
 use super::guard::check::Check;
 use super::guard::source::{Source, SourceId};
 use super::model::known::Known;
@@ -34,6 +36,10 @@ use super::model::Vid;
 pub trait Interp<'py> {
     fn py(&self) -> Python<'py>;
     /// The Python objects the VM looked up once.
+    /// The value `vid` holds now.
+    fn val(&self, vid: Vid) -> &Val<'py>;
+    /// Replaces the value `vid` holds (an iterator's position, say).
+    fn set_val(&mut self, vid: Vid, val: Val<'py>);
     fn known(&self) -> &Known<'py>;
     fn push_val(&mut self, val: Val<'py>) -> Vid;
     /// A constant of the translation.
@@ -61,6 +67,19 @@ pub trait Interp<'py> {
     fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>>;
     /// The next item of an iterator of the translation; None once it is exhausted.
     fn advance(&mut self, iterator: Vid) -> Res<Option<Vid>>;
+    /// Runs a generator the translated code made up to its next `yield`: what it yields,
+    /// None once it returned.
+    fn resume_generator(&mut self, generator: Vid) -> Res<Option<Vid>>;
+    /// `callable(*args)`, inlined where it is Python code.
+    fn call(&mut self, callable: Vid, args: Vec<Vid>) -> Res<Vid>;
+    /// Item `index` of a list of the translation or from the frame, read now.
+    fn list_item(&mut self, list: Vid, index: usize) -> Res<Option<Vid>>;
+    /// A dict from the frame as a dict of the translation that reads it (None for one of
+    /// the translation's own).
+    fn readonly_copy(&mut self, dict: Vid) -> Res<Option<Vid>>;
+    /// Makes a list iterator from the frame the translation's own over its list (its
+    /// position guarded, and set again by the generated code).
+    fn frame_list_iterator(&mut self, iterator: Vid) -> Res<()>;
     /// The truth of an instance of `class` by its `__bool__` or `__len__`, inlined.
     fn inlined_truth(&mut self, vid: Vid, class: &Bound<'py, PyAny>) -> Res<Option<bool>>;
     /// `op(*args)` recorded into the graph.
@@ -106,6 +125,17 @@ pub trait Kind: Sync {
         _v: Vid,
         _val: &Val<'py>,
     ) -> Res<Option<Bound<'py, PyAny>>> {
+        Ok(None)
+    }
+
+    /// `iter(v)`, where this kind makes its own iterator (an iterator is its own).
+    fn iter<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<Vid>> {
+        Ok(None)
+    }
+
+    /// `next(v)` of an iterator of this kind: `Some(None)` once it is exhausted; None where
+    /// `v` is no iterator of this kind.
+    fn next<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<Option<Vid>>> {
         Ok(None)
     }
 

@@ -121,7 +121,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Notes that keys left the dict the translation made `dict`, for the iterators over it.
     pub(super) fn note_keys_removed(&mut self, dict: Vid) {
         let iterating: Vec<Vid> = (0..self.values.len())
-            .filter(|vid| matches!(&self.values[*vid], Val::DictIter(it) if self.iterated_dict(it) == dict))
+            .filter(|vid| matches!(&self.values[*vid], Val::DictIter(it) if iterated_dict(self, it) == dict))
             .collect();
         for vid in iterating {
             if let Val::DictIter(it) = &mut self.values[vid] {

@@ -9,6 +9,14 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         self.py
     }
 
+    fn val(&self, vid: Vid) -> &Val<'py> {
+        Vm::val(self, vid)
+    }
+
+    fn set_val(&mut self, vid: Vid, val: Val<'py>) {
+        self.values[vid] = val;
+    }
+
     fn known(&self) -> &Known<'py> {
         &self.ops
     }
@@ -71,6 +79,26 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
 
     fn advance(&mut self, iterator: Vid) -> Res<Option<Vid>> {
         Vm::advance(self, iterator)
+    }
+
+    fn resume_generator(&mut self, generator: Vid) -> Res<Option<Vid>> {
+        Vm::resume_generator(self, generator)
+    }
+
+    fn call(&mut self, callable: Vid, args: Vec<Vid>) -> Res<Vid> {
+        Vm::call(self, callable, args, vec![])
+    }
+
+    fn list_item(&mut self, list: Vid, index: usize) -> Res<Option<Vid>> {
+        Vm::list_item(self, list, index)
+    }
+
+    fn readonly_copy(&mut self, dict: Vid) -> Res<Option<Vid>> {
+        Vm::readonly_copy(self, dict)
+    }
+
+    fn frame_list_iterator(&mut self, iterator: Vid) -> Res<()> {
+        Vm::frame_list_iterator(self, iterator)
     }
 
     fn inlined_truth(&mut self, vid: Vid, class: &Bound<'py, PyAny>) -> Res<Option<bool>> {

@@ -3,89 +3,57 @@
 use super::*;
 
 impl<'py, 'b> Vm<'py, 'b> {
-    /// The next item of an iterator, or None when it is exhausted. A generator runs up to
-    /// its next `yield`, so that its side effects interleave with its consumer's.
+    /// The next item of an iterator, or None when it is exhausted, by its kind.
     pub(super) fn advance(&mut self, it: Vid) -> Res<Option<Vid>> {
-        match self.val(it).clone_val() {
-            Val::DictIter(mut state) => {
-                let item = self.dict_iter_next(&mut state);
-                self.values[it] = Val::DictIter(state);
-                item
-            }
-            Val::Iter { items, next } => {
-                if next >= items.len() {
-                    return Ok(None);
-                }
-                let item = items[next];
-                self.values[it] = Val::Iter {
-                    items,
-                    next: next + 1,
-                };
-                Ok(Some(item))
-            }
-            Val::Lazy(lazy) => self.advance_lazy(it, lazy),
-            Val::ListIter { next: None, .. } => Ok(None),
-            Val::ListIter {
-                list,
-                next: Some(next),
-                frame,
-            } => {
-                let item = self.list_item(list, next)?;
-                self.values[it] = Val::ListIter {
-                    list,
-                    next: item.map(|_| next + 1),
-                    frame,
-                };
-                Ok(item)
-            }
-            Val::Obj {
-                ref obj,
-                source: Some(_),
-            } if obj.get_type().is(&self.ops.list_iterator_type) => {
-                self.frame_list_iterator(it)?;
-                self.advance(it)
-            }
-            Val::Generator(state) => {
-                let mut state = state.try_borrow_mut().map_err(|_| {
-                    Problem::Python(pyo3::exceptions::PyValueError::new_err(
-                        "generator already executing",
-                    ))
-                })?;
-                if state.finished {
-                    return Ok(None);
-                }
-                if self.depth >= MAX_INLINE_DEPTH {
-                    return graph_break("unsupported call: inlining too deep (generators)");
-                }
-                self.depth += 1;
-                let saved_location = self.location.clone();
-                let outcome = loop {
-                    match self.step_handling(&mut state.frame) {
-                        Ok(None) => {
-                            if let Some(item) = state.frame.yielded.take() {
-                                state.suspended = true;
-                                break Ok(Some(item));
-                            }
-                        }
-                        Ok(Some(returned)) => {
-                            state.returned = Some(returned);
-                            break Ok(None);
-                        }
-                        Err(problem) => break Err(problem),
-                    }
-                };
-                self.depth -= 1;
-                if !matches!(outcome, Ok(Some(_))) {
-                    state.finished = true;
-                }
-                if outcome.is_ok() {
-                    self.location = saved_location;
-                }
-                outcome
-            }
-            Val::Obj { ref obj, .. } => unsupported(format!("iteration over {}", obj.get_type().name()?)),
-            _ => unsupported("advancing a value that is no iterator"),
+        let val = self.val(it).clone_val();
+        match kind_of(&val).next(self, it, &val)? {
+            Some(item) => Ok(item),
+            None => unsupported("advancing a value that is no iterator"),
         }
+    }
+
+    /// Runs a generator the translated code made up to its next `yield`, so that its side
+    /// effects interleave with its consumer's: what it yields, None once it returned.
+    pub(super) fn resume_generator(&mut self, generator: Vid) -> Res<Option<Vid>> {
+        let Val::Generator(state) = self.val(generator).clone_val() else {
+            return unsupported("advancing a value that is no iterator");
+        };
+        let mut state = state.try_borrow_mut().map_err(|_| {
+            Problem::Python(pyo3::exceptions::PyValueError::new_err(
+                "generator already executing",
+            ))
+        })?;
+        if state.finished {
+            return Ok(None);
+        }
+        if self.depth >= MAX_INLINE_DEPTH {
+            return graph_break("unsupported call: inlining too deep (generators)");
+        }
+        self.depth += 1;
+        let saved_location = self.location.clone();
+        let outcome = loop {
+            match self.step_handling(&mut state.frame) {
+                Ok(None) => {
+                    if let Some(item) = state.frame.yielded.take() {
+                        state.suspended = true;
+                        break Ok(Some(item));
+                    }
+                }
+                Ok(Some(returned)) => {
+                    state.returned = Some(returned);
+                    break Ok(None);
+                }
+                Err(problem) => break Err(problem),
+            }
+        };
+        self.depth -= 1;
+        if !matches!(outcome, Ok(Some(_))) {
+            state.finished = true;
+        }
+        if outcome.is_ok() {
+            self.location = saved_location;
+        }
+        outcome
     }
 
     /// A list iterator from the frame (at `vid`) as the translation's own over its list:
@@ -142,113 +110,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(Sent::Returned(returned.unwrap_or_else(|| self.none())))
     }
 
-    /// The next item of a lazy builtin iterator `it`, pulling its iterators as CPython's
-    /// `zip`, `enumerate`, `map` and `filter` do.
-    pub(super) fn advance_lazy(&mut self, it: Vid, lazy: Lazy) -> Res<Option<Vid>> {
-        match lazy {
-            Lazy::Zip(iterators) => {
-                let mut items = Vec::with_capacity(iterators.len());
-                for iterator in &iterators {
-                    match self.advance(*iterator)? {
-                        Some(item) => items.push(item),
-                        None => return Ok(None),
-                    }
-                }
-                Ok((!iterators.is_empty()).then(|| self.tuple_of(items)))
-            }
-            Lazy::Range { next, stop, step } => {
-                if (step > 0 && next >= stop) || (step < 0 && next <= stop) {
-                    return Ok(None);
-                }
-                // Past i64 the iterator is exhausted (its stop fits in i64).
-                let after = next.checked_add(step).unwrap_or(stop);
-                self.values[it] = Val::Lazy(Lazy::Range {
-                    next: after,
-                    stop,
-                    step,
-                });
-                Ok(Some(self.constant(next.into_pyobject(self.py)?.into_any())))
-            }
-            Lazy::Enumerate { iterator, count } => {
-                let Some(item) = self.advance(iterator)? else {
-                    return Ok(None);
-                };
-                self.values[it] = Val::Lazy(Lazy::Enumerate {
-                    iterator,
-                    count: count + 1,
-                });
-                let index = self.constant(count.into_pyobject(self.py)?.into_any());
-                Ok(Some(self.tuple_of(vec![index, item])))
-            }
-            Lazy::Map { function, iterators } => {
-                let mut items = Vec::with_capacity(iterators.len());
-                for iterator in &iterators {
-                    match self.advance(*iterator)? {
-                        Some(item) => items.push(item),
-                        None => return Ok(None),
-                    }
-                }
-                self.call(function, items, vec![]).map(Some)
-            }
-            Lazy::Filter { function, iterator } => {
-                while let Some(item) = self.advance(iterator)? {
-                    let verdict = match function {
-                        Some(function) => self.call(function, vec![item], vec![])?,
-                        None => item,
-                    };
-                    if self.truthy(verdict)? {
-                        return Ok(Some(item));
-                    }
-                }
-                Ok(None)
-            }
-        }
-    }
-
+    /// `iter(v)`: its kind's own iterator, else the result of its class's `__iter__` written
+    /// in Python, an iterator from the frame itself, or an iterator over its items.
     pub(super) fn iterator(&mut self, v: Vid) -> Res<Vid> {
         let v = self.realize(v)?;
-        match self.val(v) {
-            Val::Iter { .. } | Val::ListIter { .. } | Val::Generator(_) | Val::DictIter(_) | Val::Lazy(_) => {
-                return Ok(v)
-            }
-            Val::List(_) => {
-                return Ok(self.push_val(Val::ListIter {
-                    list: v,
-                    next: Some(0),
-                    frame: None,
-                }))
-            }
-            Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyList>() => {
-                // Read live as it is iterated, but a list's iterator only while it is one (a
-                // later call may hand an object whose `__iter__` is its own).
-                self.guard_type(v);
-                return Ok(self.push_val(Val::ListIter {
-                    list: v,
-                    next: Some(0),
-                    frame: None,
-                }));
-            }
-            Val::Obj { obj, source: Some(_) } if obj.get_type().is(&self.ops.list_iterator_type) => {
-                // `iter()` of an iterator is itself.
-                self.frame_list_iterator(v)?;
-                return Ok(v);
-            }
-            Val::Dict(_) => return self.dict_iterator(v, DictPart::Keys),
-            Val::Obj { obj, source: Some(_) }
-                if obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(obj) =>
-            {
-                return self.dict_iterator(v, DictPart::Keys)
-            }
-            Val::DictView { dict, part } => return self.dict_iterator(*dict, *part),
-            Val::Obj { obj, .. } if obj.get_type().is(&self.ops.range_type) => {
-                // Its bounds, as the value the guards pin (one from the frame is guarded).
-                let range = self.concrete(v)?;
-                let bound = |name: &str| range.getattr(name).and_then(|n| n.extract::<i64>()).ok();
-                if let (Some(next), Some(stop), Some(step)) = (bound("start"), bound("stop"), bound("step")) {
-                    return Ok(self.push_val(Val::Lazy(Lazy::Range { next, stop, step })));
-                }
-            }
-            _ => {}
+        let val = self.val(v).clone_val();
+        if let Some(iterator) = kind_of(&val).iter(self, v, &val)? {
+            return Ok(iterator);
         }
         if let Some(iter) = self.python_iter(v)? {
             // `iter(x)` of an object whose class defines `__iter__` in Python: its result.
@@ -287,70 +155,5 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// An `OrderedDict` (exactly): read as a dict is, in its own order; never written into.
     pub(super) fn is_ordered_dict(&self, obj: &Bound<'py, PyAny>) -> bool {
         obj.get_type().is(&self.ops.ordered_dict_type)
-    }
-
-    /// An iterator over a dict the translation made, or one from the frame (over its
-    /// copy, or its mutable copy once there is one).
-    pub(super) fn dict_iterator(&mut self, dict: Vid, part: DictPart) -> Res<Vid> {
-        let (copy, frame_dict) = match self.readonly_copy(dict)? {
-            Some(copy) => (copy, Some(dict)),
-            None => (dict, None),
-        };
-        let Val::Dict(items) = self.val(copy) else {
-            return unsupported("iteration over a dict from outside");
-        };
-        let size = items.len();
-        Ok(self.push_val(Val::DictIter(DictIter {
-            dict: copy,
-            frame_dict,
-            part,
-            size,
-            next: 0,
-            keys_removed: false,
-            status: DictIterStatus::Running,
-        })))
-    }
-
-    /// The made dict an iterator reads: its frame dict's mutable copy once there is one.
-    pub(super) fn iterated_dict(&self, it: &DictIter) -> Vid {
-        let mutated = it.frame_dict.and_then(|frame_dict| match self.val(frame_dict) {
-            Val::Obj { obj, .. } => self.mutated.get(&(obj.as_ptr() as usize)).copied(),
-            _ => None,
-        });
-        mutated.unwrap_or(it.dict)
-    }
-
-    /// CPython's `dictiter_iternext*`: the entry at the iterator's position, read now.
-    pub(super) fn dict_iter_next(&mut self, it: &mut DictIter) -> Res<Option<Vid>> {
-        let size_changed = || {
-            Err(Problem::Python(pyo3::exceptions::PyRuntimeError::new_err(
-                "dictionary changed size during iteration",
-            )))
-        };
-        match it.status {
-            DictIterStatus::Exhausted => return Ok(None),
-            DictIterStatus::SizeChanged => return size_changed(),
-            DictIterStatus::Running => {}
-        }
-        let Val::Dict(items) = self.val(self.iterated_dict(it)) else {
-            return unsupported("iteration over a dict from outside");
-        };
-        if items.len() != it.size {
-            it.status = DictIterStatus::SizeChanged;
-            return size_changed();
-        }
-        if it.keys_removed {
-            return unsupported("iteration over a dict whose keys changed (at the same size) meanwhile");
-        }
-        let Some(&(key, value)) = items.get(it.next) else {
-            it.status = DictIterStatus::Exhausted;
-            return Ok(None);
-        };
-        it.next += 1;
-        Ok(Some(match it.part {
-            DictPart::Keys => key,
-            DictPart::Values => value,
-            DictPart::Items => self.tuple_of(vec![key, value]),
-        }))
     }
 }

@@ -41,7 +41,7 @@ use super::guard::check::{
 };
 use super::guard::source::Guard;
 use super::guard::source::{name_ref, Source, SourceId, SourceTable};
-use super::kinds::{kind_of, Interp};
+use super::kinds::{iterated_dict, kind_of, Interp};
 use super::model::code::{
     is_resume_local, null_substitute, CodeInfo, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS, CO_VARKEYWORDS,
     FRAME_READERS, MAX_MADE_ITEMS, MAX_NESTING,
@@ -50,7 +50,7 @@ use super::model::frame::{Block, BreakPoint, Ending, Frame, FreeVariable, Genera
 use super::model::graph::{Graph, GraphArg, Node, NodeKind};
 use super::model::known::Known;
 use super::model::problem::{graph_break, unsupported, Problem, Res};
-use super::model::value::{DictIter, DictIterStatus, DictPart, Function, Lazy, Sym, Val, Vid};
+use super::model::value::{DictPart, Function, Lazy, Sym, Val, Vid};
 use super::pyutil::{builtin, is_heap_instance, is_template, qualname};
 use super::session::with_session;
 use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
