@@ -1,8 +1,9 @@
 //! Dicts the translation made, live views of a dict (`keys()`, `values()`, `items()`), and
 //! iterators over a dict or a view.
 
+use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyString};
 
 use super::{drain, Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
@@ -75,6 +76,96 @@ impl Kind for Dict {
             },
             _ => drain(cx, v)?,
         }))
+    }
+
+    fn method<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        name: &str,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let Val::Dict(items) = val else {
+            return Ok(None);
+        };
+        let mut items = items.clone();
+        let none = cx.none();
+        match (name, args) {
+            ("clear", []) => {
+                for (k, v) in &items {
+                    cx.check_droppable(*k)?;
+                    cx.check_droppable(*v)?;
+                }
+                cx.set_val(v, Val::Dict(Vec::new()));
+                if !items.is_empty() {
+                    cx.note_keys_removed(v);
+                }
+                Ok(Some(none))
+            }
+            ("keys" | "values" | "items", []) => Ok(Some(view(cx, v, name))),
+            ("get", [key, rest @ ..]) => {
+                let key_obj = cx.concrete(*key)?;
+                Ok(Some(match cx.find_dict_key(&items, &key_obj)? {
+                    Some(index) => items[index].1,
+                    None => rest.first().copied().unwrap_or(none),
+                }))
+            }
+            ("update", rest) => {
+                for other in rest {
+                    for (k, value) in cx.dict_items(*other)? {
+                        cx.dict_set(&mut items, k, value)?;
+                    }
+                }
+                for (name, value) in kwargs {
+                    let k = cx.constant(PyString::new(cx.py(), name).into_any());
+                    cx.dict_set(&mut items, k, *value)?;
+                }
+                cx.set_val(v, Val::Dict(items));
+                Ok(Some(none))
+            }
+            ("setdefault", [key, rest @ ..]) => {
+                let key_obj = cx.concrete(*key)?;
+                if let Some(index) = cx.find_dict_key(&items, &key_obj)? {
+                    return Ok(Some(items[index].1));
+                }
+                let value = rest.first().copied().unwrap_or(none);
+                items.push((*key, value));
+                cx.set_val(v, Val::Dict(items));
+                Ok(Some(value))
+            }
+            ("pop", [key, rest @ ..]) => {
+                let key_obj = cx.concrete(*key)?;
+                let found = match cx.find_dict_key(&items, &key_obj)? {
+                    Some(index) => {
+                        let (k, value) = items.remove(index);
+                        cx.check_droppable(k)?;
+                        cx.set_val(v, Val::Dict(items));
+                        cx.note_keys_removed(v);
+                        Some(value)
+                    }
+                    None => None,
+                };
+                match (found, rest.first()) {
+                    (Some(value), _) => Ok(Some(value)),
+                    (None, Some(default)) => Ok(Some(*default)),
+                    (None, None) => Err(Problem::Python(PyKeyError::new_err(key_obj.unbind()))),
+                }
+            }
+            ("copy", []) => Ok(Some(cx.push_val(Val::Dict(items)))),
+            ("popitem", []) => {
+                let Some((k, value)) = items.pop() else {
+                    return Err(Problem::Python(PyKeyError::new_err(
+                        "popitem(): dictionary is empty",
+                    )));
+                };
+                cx.set_val(v, Val::Dict(items));
+                cx.note_keys_removed(v);
+                Ok(Some(cx.push_val(Val::Tuple(vec![k, value]))))
+            }
+            _ => Ok(None),
+        }
     }
 
     fn concrete<'py>(
@@ -173,4 +264,14 @@ fn dict_iter_next<'py>(cx: &mut dyn Interp<'py>, it: &mut DictIter) -> Res<Optio
         DictPart::Values => value,
         DictPart::Items => cx.push_val(Val::Tuple(vec![key, value])),
     }))
+}
+
+/// `dict.keys()`, `values()` or `items()` (`name`): a live view of `dict`.
+pub(super) fn view<'py>(cx: &mut dyn Interp<'py>, dict: Vid, name: &str) -> Vid {
+    let part = match name {
+        "keys" => DictPart::Keys,
+        "values" => DictPart::Values,
+        _ => DictPart::Items,
+    };
+    cx.push_val(Val::DictView { dict, part })
 }

@@ -2,10 +2,12 @@
 //! `enumerate`, `map`, `filter`), and generators the translated code made. Each is true,
 //! hashable, and yields what it has left.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
 use super::{drain, Interp, Kind, Res, Val, Vid};
 use crate::hookapi::pyobject::import;
+use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::Lazy;
 use crate::sot::translator::pyutil::builtin;
 
@@ -61,6 +63,36 @@ impl Kind for Iterators {
             }
             Val::Lazy(lazy) => lazy_next(cx, v, lazy).map(Some),
             _ => cx.resume_generator(v).map(Some),
+        }
+    }
+
+    /// `generator.send(value)`: the value the suspended `yield` evaluates to.
+    fn method<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        name: &str,
+        args: &[Vid],
+        _kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let (Val::Generator(state), "send", [sent]) = (val, name, args) else {
+            return Ok(None);
+        };
+        let suspended = state.borrow().suspended;
+        if suspended {
+            // What the suspended yield evaluates to (it left None on the stack).
+            if let Some(top) = state.borrow_mut().frame.stack.last_mut() {
+                *top = *sent;
+            }
+        } else if !cx.concrete(*sent)?.is_none() && !state.borrow().finished {
+            return Err(Problem::Python(PyTypeError::new_err(
+                "can't send non-None value to a just-started generator",
+            )));
+        }
+        match cx.advance(v)? {
+            Some(item) => Ok(Some(item)),
+            None => unsupported("generator.send() raised StopIteration"),
         }
     }
 

@@ -198,6 +198,22 @@ impl Kind for Known {
         unsupported(format!("iteration over {}", obj.get_type().name()?))
     }
 
+    /// A dict's views, of any object from the frame the VM reads as a dict.
+    fn method<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        _val: &Val<'py>,
+        name: &str,
+        args: &[Vid],
+        _kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        Ok(match (name, args) {
+            ("keys" | "values" | "items", []) => Some(super::dict::view(cx, v, name)),
+            _ => None,
+        })
+    }
+
     fn concrete<'py>(
         &self,
         cx: &mut dyn Interp<'py>,

@@ -4,7 +4,11 @@
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
+use pyo3::exceptions::PyIndexError;
+
+use super::tuple::{count, index};
 use super::{concrete_all, drain, Interp, Kind, Res, Val, Vid};
+use crate::sot::translator::model::problem::{unsupported, Problem};
 
 pub struct List;
 
@@ -90,6 +94,89 @@ impl Kind for List {
             }
             _ => Ok(None),
         }
+    }
+
+    fn method<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        name: &str,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let Val::List(items) = val else {
+            return Ok(None);
+        };
+        let mut items = items.clone();
+        let none = cx.none();
+        let changed = match (name, args) {
+            ("append", [item]) => {
+                items.push(*item);
+                none
+            }
+            ("extend", [other]) => {
+                items.extend(cx.items_of(*other)?);
+                none
+            }
+            ("insert", [at, item]) => {
+                let at = cx.concrete(*at)?.extract::<isize>()?;
+                let len = items.len() as isize;
+                let at = if at < 0 { (at + len).max(0) } else { at.min(len) } as usize;
+                items.insert(at, *item);
+                none
+            }
+            ("pop", rest) => {
+                let at = match rest {
+                    [] => -1,
+                    [i] => cx.concrete(*i)?.extract::<isize>()?,
+                    _ => return unsupported("list.pop arguments"),
+                };
+                let len = items.len() as isize;
+                let index = if at < 0 { at + len } else { at };
+                if index < 0 || index >= len {
+                    return Err(Problem::Python(PyIndexError::new_err("pop index out of range")));
+                }
+                items.remove(index as usize)
+            }
+            ("copy", []) => return Ok(Some(cx.push_val(Val::List(items)))),
+            ("reverse", []) => {
+                items.reverse();
+                none
+            }
+            ("count", [target]) => return count(cx, &items, *target).map(Some),
+            ("index", [target]) => return index(cx, v, &items, *target).map(Some),
+            ("clear", []) => {
+                items.clear();
+                none
+            }
+            ("remove", [target]) => {
+                let mut found = None;
+                for (i, item) in items.iter().enumerate() {
+                    if cx.equal_items(*item, *target)? {
+                        found = Some(i);
+                        break;
+                    }
+                }
+                let Some(i) = found else {
+                    return cx.raise_not_found(v, name, *target).map(Some);
+                };
+                items.remove(i);
+                none
+            }
+            ("sort", []) => {
+                let key = kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
+                let reverse = match kwargs.iter().find(|(k, _)| k == "reverse") {
+                    Some((_, r)) => cx.truthy(*r)?,
+                    None => false,
+                };
+                items = cx.sort_items(items, key, reverse)?;
+                none
+            }
+            _ => return Ok(None),
+        };
+        cx.set_val(v, Val::List(items));
+        Ok(Some(changed))
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

@@ -42,6 +42,8 @@ pub trait Interp<'py> {
     fn set_val(&mut self, vid: Vid, val: Val<'py>);
     fn known(&self) -> &Known<'py>;
     fn push_val(&mut self, val: Val<'py>) -> Vid;
+    /// The value None.
+    fn none(&mut self) -> Vid;
     /// A constant of the translation.
     fn constant(&mut self, obj: Bound<'py, PyAny>) -> Vid;
     fn int_value(&mut self, value: usize) -> Res<Vid>;
@@ -86,6 +88,23 @@ pub trait Interp<'py> {
     fn record(&mut self, op: &Bound<'py, PyAny>, args: Vec<Vid>) -> Res<Vid>;
     /// The value among `roots` (and the containers they are) whose object is `obj` itself.
     fn argument_that_is(&self, roots: &[Vid], obj: &Bound<'py, PyAny>) -> Option<Vid>;
+    /// The container helpers: whether two items are equal as `list.index` compares them; the
+    /// error `list.remove` raises; a value's leaving a container is refused where the
+    /// generated code could not replay it; a dict's keys changed (its iterators then fail).
+    fn equal_items(&mut self, element: Vid, target: Vid) -> Res<bool>;
+    fn raise_not_found(&mut self, sequence: Vid, name: &str, target: Vid) -> Res<Vid>;
+    fn check_droppable(&self, value: Vid) -> Res<()>;
+    fn note_keys_removed(&mut self, dict: Vid);
+    /// The index of `key` among a set's items, or a dict's keys, compared as CPython's hash
+    /// tables compare them.
+    fn find_key(&mut self, stored: &[Vid], key: &Bound<'py, PyAny>) -> Res<Option<usize>>;
+    fn find_dict_key(&mut self, items: &[(Vid, Vid)], key: &Bound<'py, PyAny>) -> Res<Option<usize>>;
+    /// Stores `value` at `key` among a dict's items (replacing an equal key's value).
+    fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()>;
+    /// Adds `new_items` to the set `target`, each unless an equal one is in.
+    fn add_items(&mut self, target: Vid, new_items: Vec<Vid>) -> Res<()>;
+    /// `sorted(items, key=key, reverse=reverse)`.
+    fn sort_items(&mut self, items: Vec<Vid>, key: Option<Vid>, reverse: bool) -> Res<Vec<Vid>>;
     /// Whether the backend reads `obj` as a constant (a dtype, a place).
     fn is_backend_constant(&self, obj: &Bound<'py, PyAny>) -> bool;
 }
@@ -136,6 +155,21 @@ pub trait Kind: Sync {
     /// `next(v)` of an iterator of this kind: `Some(None)` once it is exhausted; None where
     /// `v` is no iterator of this kind.
     fn next<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<Option<Vid>>> {
+        Ok(None)
+    }
+
+    /// `v.name(*args, **kwargs)` of a method this kind models (keyword arguments only where
+    /// the method takes them); None where it models none by that name.
+    #[allow(clippy::too_many_arguments)]
+    fn method<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        _val: &Val<'py>,
+        _name: &str,
+        _args: &[Vid],
+        _kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
         Ok(None)
     }
 

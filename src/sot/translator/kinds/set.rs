@@ -3,7 +3,10 @@
 use pyo3::prelude::*;
 use pyo3::types::PySet;
 
+use pyo3::exceptions::PyKeyError;
+
 use super::{concrete_all, Interp, Kind, Res, Val, Vid};
+use crate::sot::translator::model::problem::Problem;
 
 pub struct Set;
 
@@ -37,6 +40,36 @@ impl Kind for Set {
     ) -> Res<Option<Bound<'py, PyAny>>> {
         let objs = concrete_all(cx, items(val))?;
         Ok(Some(PySet::new(cx.py(), objs)?.into_any()))
+    }
+
+    fn method<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        name: &str,
+        args: &[Vid],
+        _kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let none = cx.none();
+        match (name, args) {
+            ("clear", []) => cx.set_val(v, Val::Set(Vec::new())),
+            ("remove" | "discard", [item]) => {
+                let mut items = items(val).to_vec();
+                let target = cx.concrete(*item)?;
+                match cx.find_key(&items, &target)? {
+                    Some(i) => {
+                        items.remove(i);
+                    }
+                    None if name == "discard" => {}
+                    None => return Err(Problem::Python(PyKeyError::new_err(target.unbind()))),
+                }
+                cx.set_val(v, Val::Set(items));
+            }
+            ("add", [item]) => cx.add_items(v, vec![*item])?,
+            _ => return Ok(None),
+        }
+        Ok(Some(none))
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

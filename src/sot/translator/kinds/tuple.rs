@@ -65,6 +65,22 @@ impl Kind for Tuple {
         }))
     }
 
+    fn method<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        name: &str,
+        args: &[Vid],
+        _kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        match (val, name, args) {
+            (Val::Tuple(items), "count", [target]) => count(cx, items, *target).map(Some),
+            (Val::Tuple(items), "index", [target]) => index(cx, v, items, *target).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         let Some(items) = items(val) else {
             return Ok(Some(true));
@@ -84,4 +100,23 @@ impl Kind for Tuple {
             _ => {}
         }
     }
+}
+
+/// `sequence.count(target)` of a list's or tuple's `items`.
+pub(super) fn count<'py>(cx: &mut dyn Interp<'py>, items: &[Vid], target: Vid) -> Res<Vid> {
+    let mut count = 0usize;
+    for item in items {
+        count += usize::from(cx.equal_items(*item, target)?);
+    }
+    cx.int_value(count)
+}
+
+/// `sequence.index(target)` of a list's or tuple's `items` (ValueError where it is none).
+pub(super) fn index<'py>(cx: &mut dyn Interp<'py>, sequence: Vid, items: &[Vid], target: Vid) -> Res<Vid> {
+    for (i, item) in items.iter().enumerate() {
+        if cx.equal_items(*item, target)? {
+            return cx.int_value(i);
+        }
+    }
+    cx.raise_not_found(sequence, "index", target)
 }

@@ -89,10 +89,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.constant(result)
     }
 
-    pub(super) fn tuple_of(&mut self, items: Vec<Vid>) -> Vid {
-        self.push_val(Val::Tuple(items))
-    }
-
     pub(super) fn int_value(&mut self, value: usize) -> Res<Vid> {
         Ok(self.constant(value.into_pyobject(self.py)?.into_any()))
     }

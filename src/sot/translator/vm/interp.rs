@@ -25,6 +25,10 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::push_val(self, val)
     }
 
+    fn none(&mut self) -> Vid {
+        Vm::none(self)
+    }
+
     fn constant(&mut self, obj: Bound<'py, PyAny>) -> Vid {
         Vm::constant(self, obj)
     }
@@ -111,6 +115,42 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
 
     fn argument_that_is(&self, roots: &[Vid], obj: &Bound<'py, PyAny>) -> Option<Vid> {
         Vm::argument_that_is(self, roots, obj)
+    }
+
+    fn equal_items(&mut self, element: Vid, target: Vid) -> Res<bool> {
+        Vm::equal_items(self, element, target)
+    }
+
+    fn raise_not_found(&mut self, sequence: Vid, name: &str, target: Vid) -> Res<Vid> {
+        Vm::raise_not_found(self, sequence, name, target)
+    }
+
+    fn check_droppable(&self, value: Vid) -> Res<()> {
+        Vm::check_droppable(self, value)
+    }
+
+    fn note_keys_removed(&mut self, dict: Vid) {
+        Vm::note_keys_removed(self, dict);
+    }
+
+    fn find_key(&mut self, stored: &[Vid], key: &Bound<'py, PyAny>) -> Res<Option<usize>> {
+        Vm::find_key(self, stored, key)
+    }
+
+    fn find_dict_key(&mut self, items: &[(Vid, Vid)], key: &Bound<'py, PyAny>) -> Res<Option<usize>> {
+        Vm::find_dict_key(self, items, key)
+    }
+
+    fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()> {
+        Vm::dict_set(self, items, key, value)
+    }
+
+    fn add_items(&mut self, target: Vid, new_items: Vec<Vid>) -> Res<()> {
+        Vm::add_items(self, target, new_items)
+    }
+
+    fn sort_items(&mut self, items: Vec<Vid>, key: Option<Vid>, reverse: bool) -> Res<Vec<Vid>> {
+        Vm::sort_items(self, items, key, reverse)
     }
 
     fn is_backend_constant(&self, obj: &Bound<'py, PyAny>) -> bool {
