@@ -5,7 +5,7 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use super::{drain, Interp, Kind, Res, Val, Vid};
+use super::{container_method, drain, Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::{DictIter, DictIterStatus, DictPart};
 
@@ -163,6 +163,16 @@ impl Kind for Dict {
                 cx.set_val(v, Val::Dict(items));
                 cx.note_keys_removed(v);
                 Ok(Some(cx.push_val(Val::Tuple(vec![k, value]))))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        match val {
+            Val::Dict(_) => {
+                let ty = cx.py().get_type::<PyDict>().into_any();
+                container_method(cx, v, &ty, name).map(Some)
             }
             _ => Ok(None),
         }

@@ -2,6 +2,7 @@
 //! methods bound to a receiver, and methods of containers the translation made.
 
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 use super::{Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::model::problem::unsupported;
@@ -43,6 +44,20 @@ impl Kind for Function {
             }
             _ => Ok(None),
         }
+    }
+
+    /// A function's name, qualified name and code.
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        let Val::Function(f) = val else {
+            return Ok(None);
+        };
+        let value = match name {
+            "__name__" => PyString::new(cx.py(), &f.name).into_any(),
+            "__qualname__" => PyString::new(cx.py(), &f.qualname).into_any(),
+            "__code__" => f.code.clone(),
+            _ => return unsupported(format!("attribute {name} of a function")),
+        };
+        Ok(Some(cx.constant(value)))
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

@@ -73,6 +73,25 @@ impl Kind for Instance {
         }
     }
 
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        match val {
+            Val::Object { class, attrs } => cx.made_object_attr(v, class.clone(), attrs, name).map(Some),
+            Val::Super { class, receiver } => cx.super_attr(class.clone(), *receiver, name).map(Some),
+            Val::Constructed { obj, .. } => {
+                // Made again by the generated code: what it reads of it must be a value.
+                let value = obj.getattr(name)?;
+                if !is_immutable(&value) {
+                    return unsupported(format!(
+                        "attribute {name} of a {} the translation made",
+                        qualname(&obj.get_type().into_any())
+                    ));
+                }
+                Ok(Some(cx.constant(value)))
+            }
+            _ => Ok(None),
+        }
+    }
+
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         Ok(Some(match val {
             Val::Constructed { obj, .. } => {

@@ -96,6 +96,16 @@ impl Kind for Iterators {
         }
     }
 
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        Ok(match (val, name) {
+            (Val::Generator(_), "send") => Some(cx.push_val(Val::ContainerMethod {
+                container: v,
+                name: name.to_owned(),
+            })),
+            _ => None,
+        })
+    }
+
     fn items<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, _val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
         drain(cx, v).map(Some)
     }

@@ -7,7 +7,7 @@ use pyo3::types::PyList;
 use pyo3::exceptions::PyIndexError;
 
 use super::tuple::{count, index};
-use super::{concrete_all, drain, Interp, Kind, Res, Val, Vid};
+use super::{concrete_all, container_method, drain, Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 
 pub struct List;
@@ -177,6 +177,16 @@ impl Kind for List {
         };
         cx.set_val(v, Val::List(items));
         Ok(Some(changed))
+    }
+
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        match val {
+            Val::List(_) => {
+                let ty = cx.py().get_type::<PyList>().into_any();
+                container_method(cx, v, &ty, name).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

@@ -105,6 +105,27 @@ pub trait Interp<'py> {
     fn add_items(&mut self, target: Vid, new_items: Vec<Vid>) -> Res<()>;
     /// `sorted(items, key=key, reverse=reverse)`.
     fn sort_items(&mut self, items: Vec<Vid>, key: Option<Vid>, reverse: bool) -> Res<Vec<Vid>>;
+    /// `type(owner)`'s attribute `name` as the class defines it (the MRO's first).
+    fn type_lookup(&self, ty: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>>;
+    /// `owner.name` by the VM's attribute rules (descriptors, instance dicts).
+    fn load_attr(&mut self, owner: Vid, name: &str) -> Res<Vid>;
+    /// An attribute of an object the translation made, of class `class`.
+    fn made_object_attr(
+        &mut self,
+        owner: Vid,
+        class: Bound<'py, PyAny>,
+        attrs: &[(String, Vid)],
+        name: &str,
+    ) -> Res<Vid>;
+    /// `super(class, receiver).name`.
+    fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid>;
+    /// A tensor of the graph's input `sym` as the frame holds it, and its source (None for
+    /// the result of an operation).
+    fn input_tensor(&self, sym: usize) -> Option<(SourceId, Bound<'py, PyAny>)>;
+    /// Whether `obj` is one of the backend's tensors.
+    fn is_tensor(&self, obj: &Bound<'py, PyAny>) -> bool;
+    /// Whether the backend's guard of a tensor pins its attribute `name` (shape, dtype).
+    fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool;
     /// Whether the backend reads `obj` as a constant (a dtype, a place).
     fn is_backend_constant(&self, obj: &Bound<'py, PyAny>) -> bool;
 }
@@ -173,6 +194,17 @@ pub trait Kind: Sync {
         Ok(None)
     }
 
+    /// `v.name`, where this kind knows it.
+    fn attr<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        _val: &Val<'py>,
+        _name: &str,
+    ) -> Res<Option<Vid>> {
+        Ok(None)
+    }
+
     /// Whether `hash(v)` succeeds.
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
         Ok(None)
@@ -212,4 +244,19 @@ fn drain<'py>(cx: &mut dyn Interp<'py>, iterator: Vid) -> Res<Vec<Vid>> {
 /// The objects `items` stand for.
 fn concrete_all<'py>(cx: &mut dyn Interp<'py>, items: &[Vid]) -> Res<Vec<Bound<'py, PyAny>>> {
     items.iter().map(|item| cx.concrete(*item)).collect()
+}
+
+/// `container.name`, a method of a container of the translation (run by `Kind::method`),
+/// where its type has that attribute (else CPython's AttributeError).
+fn container_method<'py>(
+    cx: &mut dyn Interp<'py>,
+    container: Vid,
+    ty: &Bound<'py, PyAny>,
+    name: &str,
+) -> Res<Vid> {
+    ty.call0()?.getattr(name)?;
+    Ok(cx.push_val(Val::ContainerMethod {
+        container,
+        name: name.to_owned(),
+    }))
 }

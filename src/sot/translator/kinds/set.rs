@@ -5,7 +5,7 @@ use pyo3::types::PySet;
 
 use pyo3::exceptions::PyKeyError;
 
-use super::{concrete_all, Interp, Kind, Res, Val, Vid};
+use super::{concrete_all, container_method, Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::model::problem::Problem;
 
 pub struct Set;
@@ -70,6 +70,16 @@ impl Kind for Set {
             _ => return Ok(None),
         }
         Ok(Some(none))
+    }
+
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        match val {
+            Val::Set(_) => {
+                let ty = cx.py().get_type::<PySet>().into_any();
+                container_method(cx, v, &ty, name).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

@@ -5,6 +5,7 @@ use pyo3::types::PyTuple;
 
 use super::{concrete_all, Interp, Kind, Res, Val, Vid};
 use crate::hookapi::pyobject::import;
+use crate::sot::translator::model::problem::unsupported;
 
 pub struct Template;
 
@@ -60,6 +61,36 @@ impl Kind for Template {
         let parts = concrete_all(cx, parts)?;
         let class = import(cx.py(), "string.templatelib")?.getattr(class)?;
         Ok(Some(class.call1(PyTuple::new(cx.py(), parts)?)?))
+    }
+
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        match val {
+            Val::Interpolation(parts) => {
+                let index = ["value", "expression", "conversion", "format_spec"]
+                    .iter()
+                    .position(|field| *field == name);
+                match index {
+                    Some(index) => Ok(Some(parts[index])),
+                    None => unsupported(format!("attribute {name} of an Interpolation holding a tensor")),
+                }
+            }
+            Val::Template(parts) => {
+                let picked: Vec<Vid> = match name {
+                    "strings" => parts.iter().step_by(2).copied().collect(),
+                    "interpolations" => parts.iter().skip(1).step_by(2).copied().collect(),
+                    "values" => {
+                        let interpolations: Vec<Vid> = parts.iter().skip(1).step_by(2).copied().collect();
+                        interpolations
+                            .into_iter()
+                            .map(|i| cx.load_attr(i, "value"))
+                            .collect::<Res<_>>()?
+                    }
+                    _ => return unsupported(format!("attribute {name} of a Template holding a tensor")),
+                };
+                Ok(Some(cx.push_val(Val::Tuple(picked))))
+            }
+            _ => Ok(None),
+        }
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

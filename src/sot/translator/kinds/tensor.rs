@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 
 use super::{Interp, Kind, Res, Val, Vid};
+use crate::sot::translator::guard::source::{name_ref, Source};
 use crate::sot::translator::model::problem::{graph_break, Problem};
 
 pub struct Tensor;
@@ -67,6 +68,13 @@ impl Kind for Tensor {
         }
     }
 
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        match val {
+            Val::Tensor { example, .. } => tensor_attr(cx, v, example, name).map(Some),
+            _ => Ok(None),
+        }
+    }
+
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         Ok(Some(match val {
             Val::Tensor { example, .. } => example.hash().is_ok(),
@@ -79,4 +87,39 @@ impl Kind for Tensor {
             out.push(*tensor);
         }
     }
+}
+
+/// An attribute of a tensor: a meta attribute (pinned by its guard) is a constant, a method a
+/// `TensorMethod`, a tensor an operation of the graph.
+fn tensor_attr<'py>(
+    cx: &mut dyn Interp<'py>,
+    owner: Vid,
+    example: &Bound<'py, PyAny>,
+    name: &str,
+) -> Res<Vid> {
+    if cx.is_meta_attribute(example, name) {
+        // Shape, dtype and the like are what the tensor's guard pins.
+        let value = example.getattr(name)?;
+        return Ok(cx.constant(value));
+    }
+    let value = example.getattr(name)?;
+    if value.is_callable() {
+        return Ok(cx.push_val(Val::TensorMethod {
+            tensor: owner,
+            name: name.to_owned(),
+        }));
+    }
+    if cx.is_tensor(&value) {
+        let getter = cx.known().operator.getattr("attrgetter")?.call1((name,))?;
+        return cx.record(&getter, vec![owner]);
+    }
+    // Another attribute of a tensor from the frame (`name`, `persistable`): read from it,
+    // through its source (the generated code reads it again; used, it is guarded).
+    if let Val::Tensor { sym, .. } = cx.val(owner) {
+        if let Some((source, tensor)) = cx.input_tensor(*sym) {
+            let value = tensor.getattr(name)?;
+            return Ok(cx.value_of_source(Source::Attr(source, name_ref(cx.py(), name)), value));
+        }
+    }
+    graph_break(format!("tensor to python: attribute {name} of a tensor"))
 }

@@ -5,7 +5,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
 
 use super::{concrete_all, Interp, Kind, Res, Val, Vid};
-use crate::sot::translator::pyutil::builtin;
+use crate::sot::translator::model::problem::{unsupported, Problem};
+use crate::sot::translator::pyutil::{builtin, qualname};
 
 pub struct Tuple;
 
@@ -81,6 +82,22 @@ impl Kind for Tuple {
         }
     }
 
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        match val {
+            Val::NamedTuple { class, items } => named_tuple_attr(cx, v, class, items, name).map(Some),
+            Val::Tuple(_) if matches!(name, "index" | "count") => {
+                Ok(Some(cx.push_val(Val::ContainerMethod {
+                    container: v,
+                    name: name.to_owned(),
+                })))
+            }
+            _ => {
+                let value = cx.concrete(v)?.getattr(name)?;
+                Ok(Some(cx.constant(value)))
+            }
+        }
+    }
+
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         let Some(items) = items(val) else {
             return Ok(Some(true));
@@ -119,4 +136,49 @@ pub(super) fn index<'py>(cx: &mut dyn Interp<'py>, sequence: Vid, items: &[Vid],
         }
     }
     cx.raise_not_found(sequence, "index", target)
+}
+
+/// An attribute of a namedtuple the translation made: a field (the class's
+/// `_tuplegetter`) is its item; a Python method is bound to it; a plain class
+/// attribute (`_fields`) or a classmethod is read from the class.
+fn named_tuple_attr<'py>(
+    cx: &mut dyn Interp<'py>,
+    owner: Vid,
+    class: &Bound<'py, PyAny>,
+    items: &[Vid],
+    name: &str,
+) -> Res<Vid> {
+    let Some(found) = cx.type_lookup(class, name)? else {
+        return unsupported(format!(
+            "attribute {name} of a {} the translation made",
+            qualname(class)
+        ));
+    };
+    if found.get_type().is(&cx.known().tuple_getter_type) {
+        let index: usize = found
+            .call_method0("__reduce__")?
+            .get_item(1)?
+            .get_item(0)?
+            .extract()?;
+        return items.get(index).copied().ok_or_else(|| {
+            Problem::Python(pyo3::exceptions::PyIndexError::new_err(
+                "tuple index out of range",
+            ))
+        });
+    }
+    if found.is_instance(&cx.known().function_type)? {
+        let function = cx.constant(found);
+        return Ok(cx.push_val(Val::Method {
+            function,
+            receiver: owner,
+        }));
+    }
+    let plain = !found.get_type().hasattr("__get__")?;
+    if plain || found.is_instance(&cx.known().classmethod_type)? {
+        return Ok(cx.constant(class.getattr(name)?));
+    }
+    unsupported(format!(
+        "attribute {name} of a {} the translation made",
+        qualname(class)
+    ))
 }

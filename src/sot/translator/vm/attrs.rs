@@ -197,51 +197,12 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn load_attr(&mut self, owner: Vid, name: &str) -> Res<Vid> {
         let owner = self.realize(owner)?;
-        match self.val(owner).clone_val() {
-            Val::Tensor { example, .. } => self.tensor_attr(owner, example, name),
-            Val::List(_) | Val::Dict(_) | Val::Set(_) => {
-                // An attribute the type lacks raises CPython's AttributeError.
-                self.type_of(owner)?.call0()?.getattr(name)?;
-                Ok(self.push_val(Val::ContainerMethod {
-                    container: owner,
-                    name: name.to_owned(),
-                }))
-            }
-            Val::Super { class, receiver } => self.super_attr(class, receiver, name),
-            Val::Object { class, attrs } => self.made_object_attr(owner, class, &attrs, name),
-            Val::Interpolation(parts) => {
-                let index = ["value", "expression", "conversion", "format_spec"]
-                    .iter()
-                    .position(|field| *field == name);
-                match index {
-                    Some(index) => Ok(parts[index]),
-                    None => unsupported(format!("attribute {name} of an Interpolation holding a tensor")),
-                }
-            }
-            Val::Template(parts) => {
-                let picked: Vec<Vid> = match name {
-                    "strings" => parts.iter().step_by(2).copied().collect(),
-                    "interpolations" => parts.iter().skip(1).step_by(2).copied().collect(),
-                    "values" => {
-                        let interpolations: Vec<Vid> = parts.iter().skip(1).step_by(2).copied().collect();
-                        interpolations
-                            .into_iter()
-                            .map(|i| self.load_attr(i, "value"))
-                            .collect::<Res<_>>()?
-                    }
-                    _ => return unsupported(format!("attribute {name} of a Template holding a tensor")),
-                };
-                Ok(self.push_val(Val::Tuple(picked)))
-            }
-            Val::Function(f) => {
-                let value = match name {
-                    "__name__" => PyString::new(self.py, &f.name).into_any(),
-                    "__qualname__" => PyString::new(self.py, &f.qualname).into_any(),
-                    "__code__" => f.code.clone(),
-                    _ => return unsupported(format!("attribute {name} of a function")),
-                };
-                Ok(self.constant(value))
-            }
+        let val = self.val(owner).clone_val();
+        if let Some(found) = kind_of(&val).attr(self, owner, &val, name)? {
+            return Ok(found);
+        }
+        // A real object's attribute: the VM's attribute rules.
+        match val {
             Val::Obj { obj, source: Some(s) } if obj.get_type().is(self.builtin("super")?) => {
                 // A super object from the frame reads as one the translation made: its class
                 // pinned, its receiver read from it.
@@ -326,31 +287,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                     };
                 }
                 self.object_attr(owner, obj, source, name)
-            }
-            Val::NamedTuple { class, items } => self.named_tuple_attr(owner, &class, &items, name),
-            Val::Constructed { obj, .. } => {
-                // Made again by the generated code: what it reads of it must be a value.
-                let value = obj.getattr(name)?;
-                if !is_immutable(&value) {
-                    return unsupported(format!(
-                        "attribute {name} of a {} the translation made",
-                        qualname(&obj.get_type().into_any())
-                    ));
-                }
-                Ok(self.constant(value))
-            }
-            Val::Generator(_) if name == "send" => Ok(self.push_val(Val::ContainerMethod {
-                container: owner,
-                name: name.to_owned(),
-            })),
-            Val::Tuple(_) if matches!(name, "index" | "count") => Ok(self.push_val(Val::ContainerMethod {
-                container: owner,
-                name: name.to_owned(),
-            })),
-            Val::Tuple(_) | Val::Slice(..) => {
-                let obj = self.concrete(owner)?;
-                let value = obj.getattr(name)?;
-                Ok(self.constant(value))
             }
             _ => unsupported(format!("attribute {name} of an internal value")),
         }

@@ -153,6 +153,41 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::sort_items(self, items, key, reverse)
     }
 
+    fn type_lookup(&self, ty: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Vm::type_lookup(self, ty, name)
+    }
+
+    fn load_attr(&mut self, owner: Vid, name: &str) -> Res<Vid> {
+        Vm::load_attr(self, owner, name)
+    }
+
+    fn made_object_attr(
+        &mut self,
+        owner: Vid,
+        class: Bound<'py, PyAny>,
+        attrs: &[(String, Vid)],
+        name: &str,
+    ) -> Res<Vid> {
+        Vm::made_object_attr(self, owner, class, attrs, name)
+    }
+
+    fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid> {
+        Vm::super_attr(self, class, receiver, name)
+    }
+
+    fn input_tensor(&self, sym: usize) -> Option<(SourceId, Bound<'py, PyAny>)> {
+        let tensor = self.input_tensors.get(&sym)?;
+        Some((self.graph.inputs[sym], tensor.clone()))
+    }
+
+    fn is_tensor(&self, obj: &Bound<'py, PyAny>) -> bool {
+        self.backend.is_tensor(obj)
+    }
+
+    fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool {
+        self.backend.is_meta_attribute(tensor, name)
+    }
+
     fn is_backend_constant(&self, obj: &Bound<'py, PyAny>) -> bool {
         self.backend.is_constant_value(obj)
     }

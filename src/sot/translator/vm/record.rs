@@ -400,32 +400,4 @@ impl<'py, 'b> Vm<'py, 'b> {
         let result = function.call1(PyTuple::new(self.py, objs)?)?;
         Ok(self.wrap_result(result))
     }
-
-    pub(super) fn tensor_attr(&mut self, owner: Vid, example: Bound<'py, PyAny>, name: &str) -> Res<Vid> {
-        if self.backend.is_meta_attribute(&example, name) {
-            // Shape, dtype and the like are what the tensor's guard pins.
-            let value = example.getattr(name)?;
-            return Ok(self.constant(value));
-        }
-        let value = example.getattr(name)?;
-        if value.is_callable() {
-            return Ok(self.push_val(Val::TensorMethod {
-                tensor: owner,
-                name: name.to_owned(),
-            }));
-        }
-        if self.backend.is_tensor(&value) {
-            let getter = self.ops.operator.getattr("attrgetter")?.call1((name,))?;
-            return self.record(&getter, vec![owner], vec![]);
-        }
-        // Another attribute of a tensor from the frame (`name`, `persistable`): read from it,
-        // through its source (the generated code reads it again; used, it is guarded).
-        if let Val::Tensor { sym, .. } = self.val(owner) {
-            if let Some(tensor) = self.input_tensors.get(sym) {
-                let (source, value) = (self.graph.inputs[*sym], tensor.getattr(name)?);
-                return Ok(self.value_of_source(Source::Attr(source, name_ref(self.py, name)), value));
-            }
-        }
-        graph_break(format!("tensor to python: attribute {name} of a tensor"))
-    }
 }

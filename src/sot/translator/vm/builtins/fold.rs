@@ -383,51 +383,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(true)
     }
 
-    /// An attribute of a namedtuple the translation made: a field (the class's
-    /// `_tuplegetter`) is its item; a Python method is bound to it; a plain class
-    /// attribute (`_fields`) or a classmethod is read from the class.
-    pub(in crate::sot::translator::vm) fn named_tuple_attr(
-        &mut self,
-        owner: Vid,
-        class: &Bound<'py, PyAny>,
-        items: &[Vid],
-        name: &str,
-    ) -> Res<Vid> {
-        let Some(found) = self.type_lookup(class, name)? else {
-            return unsupported(format!(
-                "attribute {name} of a {} the translation made",
-                qualname(class)
-            ));
-        };
-        if found.get_type().is(&self.ops.tuple_getter_type) {
-            let index: usize = found
-                .call_method0("__reduce__")?
-                .get_item(1)?
-                .get_item(0)?
-                .extract()?;
-            return items.get(index).copied().ok_or_else(|| {
-                Problem::Python(pyo3::exceptions::PyIndexError::new_err(
-                    "tuple index out of range",
-                ))
-            });
-        }
-        if found.is_instance(&self.ops.function_type)? {
-            let function = self.constant(found);
-            return Ok(self.push_val(Val::Method {
-                function,
-                receiver: owner,
-            }));
-        }
-        let plain = !found.get_type().hasattr("__get__")?;
-        if plain || found.is_instance(&self.ops.classmethod_type)? {
-            return Ok(self.constant(class.getattr(name)?));
-        }
-        unsupported(format!(
-            "attribute {name} of a {} the translation made",
-            qualname(class)
-        ))
-    }
-
     /// `builtin(x, *rest)` (`repr`, `str`, `format`, `len`) where `x` holds an instance of
     /// a class written in Python whose method for it is Python code: that method inlined,
     /// as CPython calls it, since it may read state that changes under the same identity.
