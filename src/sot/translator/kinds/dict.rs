@@ -178,6 +178,39 @@ impl Kind for Dict {
         }
     }
 
+    /// A key's presence, compared as the dict's hash table compares it (before any check
+    /// for tensors: the key must be a Python value).
+    fn contains<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        val: &Val<'py>,
+        item: Vid,
+    ) -> Res<Option<bool>> {
+        match val {
+            Val::Dict(items) => {
+                let key = cx.concrete(item)?;
+                Ok(Some(cx.find_dict_key(items, &key)?.is_some()))
+            }
+            Val::DictView {
+                dict,
+                part: DictPart::Keys,
+            } => cx.contains(*dict, item).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    fn item<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, key: Vid) -> Res<Option<Vid>> {
+        let Val::Dict(items) = val else {
+            return Ok(None);
+        };
+        let key_obj = cx.concrete(key)?;
+        match cx.find_dict_key(items, &key_obj)? {
+            Some(index) => Ok(Some(items[index].1)),
+            None => Err(Problem::Python(PyKeyError::new_err(key_obj.unbind()))),
+        }
+    }
+
     fn concrete<'py>(
         &self,
         cx: &mut dyn Interp<'py>,

@@ -3,11 +3,11 @@
 //! model falls back to the object itself.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySlice, PyString, PyTuple};
 
-use super::{Interp, Kind, Res, Val, Vid};
+use super::{no_tensor_in, sequence_contains, Interp, Kind, Res, Val, Vid};
 use crate::hookapi::pyobject::StrongRef;
-use crate::sot::translator::guard::check::{is_value_type, Check};
+use crate::sot::translator::guard::check::{is_immutable, is_value_type, Check};
 use crate::sot::translator::guard::source::Source;
 use crate::sot::translator::model::code::MAX_MADE_ITEMS;
 use crate::sot::translator::model::problem::{graph_break, unsupported};
@@ -212,6 +212,96 @@ impl Kind for Known {
             ("keys" | "values" | "items", []) => Some(super::dict::view(cx, v, name)),
             _ => None,
         })
+    }
+
+    /// A dict from the frame (unchanged by the translation): only the key's presence is
+    /// guarded, not the whole dict. A list or tuple from the frame: its items compared.
+    fn contains<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        item: Vid,
+    ) -> Res<Option<bool>> {
+        let Some((obj, Some(source))) = object(val) else {
+            return no_tensor_in(cx, v, item).map(|()| None);
+        };
+        no_tensor_in(cx, v, item)?;
+        if cx.mutated_copy(obj).is_none() && obj.is_exact_instance_of::<PyDict>() {
+            cx.guard_type(v);
+            let key = cx.concrete(item)?;
+            cx.check_native_key(&key)?;
+            let found = obj.contains(&key)?;
+            let key_source = cx.intern(Source::Item(source, StrongRef::new(&key)));
+            cx.add_guard(key_source, if found { Check::Present } else { Check::Absent });
+            return Ok(Some(found));
+        }
+        if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
+            let elements = cx.items_of(v)?;
+            return sequence_contains(cx, elements, item).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// An item of a list, tuple or dict from the frame is read through its source (its
+    /// length guarded for a sequence); a slice of one holds its items, each from its source.
+    /// An item of an immutable value or a backend constant is a constant; a class's
+    /// `__getitem__` written in Python is inlined.
+    fn item<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, key: Vid) -> Res<Option<Vid>> {
+        let Some((obj, source)) = object(val) else {
+            return Ok(None);
+        };
+        if source.is_some() {
+            if let Some(copy) = cx.mutated_copy(obj) {
+                return cx.subscript(copy, key).map(Some);
+            }
+        }
+        if cx.contains_tensor(key) {
+            return graph_break("tensor to python: indexing a Python container with a tensor");
+        }
+        let key_obj = cx.concrete(key)?;
+        let ordered_dict = obj.get_type().is(&cx.known().ordered_dict_type);
+        let plain = obj.is_exact_instance_of::<PyList>()
+            || obj.is_exact_instance_of::<PyTuple>()
+            || obj.is_exact_instance_of::<PyDict>()
+            || ordered_dict
+            || is_immutable(obj)
+            || cx.is_backend_constant(obj);
+        if !plain {
+            let getitem = cx.type_lookup(&obj.get_type().into_any(), "__getitem__")?;
+            let function_type = cx.known().function_type.clone();
+            if let Some(getitem) = getitem.filter(|g| g.is_instance(&function_type).unwrap_or(false)) {
+                let function = cx.constant(getitem);
+                return cx.call(function, vec![v, key]).map(Some);
+            }
+            return unsupported(format!("indexing a {}", obj.get_type().name()?));
+        }
+        let mapping = obj.is_exact_instance_of::<PyDict>() || ordered_dict;
+        if mapping {
+            cx.check_native_key(&key_obj)?;
+        }
+        let value = obj.get_item(&key_obj)?;
+        let Some(source) = source.filter(|_| !is_immutable(obj)) else {
+            let _ = cx.concrete(v)?;
+            return Ok(Some(cx.wrap_result(value)));
+        };
+        cx.guard_type(v);
+        if !key_obj.is_instance_of::<PySlice>() {
+            if !mapping {
+                cx.add_guard(source, Check::Len(obj.len()?));
+            }
+            return Ok(Some(
+                cx.value_of_source(Source::Item(source, StrongRef::new(&key_obj)), value),
+            ));
+        }
+        let items = cx.items_of(v)?;
+        let key = cx.constant(key_obj);
+        let copy = cx.push_val(if obj.is_exact_instance_of::<PyTuple>() {
+            Val::Tuple(items)
+        } else {
+            Val::List(items)
+        });
+        cx.subscript(copy, key).map(Some)
     }
 
     fn concrete<'py>(

@@ -6,8 +6,10 @@ use pyo3::types::PyList;
 
 use pyo3::exceptions::PyIndexError;
 
-use super::tuple::{count, index};
-use super::{concrete_all, container_method, drain, Interp, Kind, Res, Val, Vid};
+use super::tuple::{count, index, sequence_item};
+use super::{
+    concrete_all, container_method, drain, no_tensor_in, sequence_contains, Interp, Kind, Res, Val, Vid,
+};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 
 pub struct List;
@@ -185,6 +187,27 @@ impl Kind for List {
                 let ty = cx.py().get_type::<PyList>().into_any();
                 container_method(cx, v, &ty, name).map(Some)
             }
+            _ => Ok(None),
+        }
+    }
+
+    fn contains<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        item: Vid,
+    ) -> Res<Option<bool>> {
+        let Val::List(items) = val else {
+            return Ok(None);
+        };
+        no_tensor_in(cx, v, item)?;
+        sequence_contains(cx, items.clone(), item).map(Some)
+    }
+
+    fn item<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, key: Vid) -> Res<Option<Vid>> {
+        match val {
+            Val::List(items) => sequence_item(cx, items, key, true).map(Some),
             _ => Ok(None),
         }
     }

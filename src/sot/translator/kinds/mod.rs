@@ -27,7 +27,7 @@ pub use self::dict::iterated_dict;
 use super::guard::check::Check;
 use super::guard::source::{Source, SourceId};
 use super::model::known::Known;
-use super::model::problem::Res;
+use super::model::problem::{graph_break, Res};
 use super::model::value::Val;
 use super::model::Vid;
 
@@ -47,6 +47,11 @@ pub trait Interp<'py> {
     /// A constant of the translation.
     fn constant(&mut self, obj: Bound<'py, PyAny>) -> Vid;
     fn int_value(&mut self, value: usize) -> Res<Vid>;
+    /// `result`, a Python object computed while translating, as a value (a constant, or a
+    /// value of the graph where it is a tensor).
+    fn wrap_result(&mut self, result: Bound<'py, PyAny>) -> Vid;
+    /// The id of `source` in the translation's source table.
+    fn intern(&mut self, source: Source) -> SourceId;
     /// The value read from `source` (one value per source).
     fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid;
 
@@ -88,6 +93,14 @@ pub trait Interp<'py> {
     fn record(&mut self, op: &Bound<'py, PyAny>, args: Vec<Vid>) -> Res<Vid>;
     /// The value among `roots` (and the containers they are) whose object is `obj` itself.
     fn argument_that_is(&self, roots: &[Vid], obj: &Bound<'py, PyAny>) -> Option<Vid>;
+    /// `item in container`, `container[key]`.
+    fn contains(&mut self, container: Vid, item: Vid) -> Res<bool>;
+    fn subscript(&mut self, container: Vid, key: Vid) -> Res<Vid>;
+    /// Whether `vid` is a tensor, or holds one.
+    fn is_tensor(&self, vid: Vid) -> bool;
+    fn contains_tensor(&self, vid: Vid) -> bool;
+    /// A dict key from the frame must hash and compare in C (no Python code runs).
+    fn check_native_key(&self, key: &Bound<'py, PyAny>) -> Res<()>;
     /// The container helpers: whether two items are equal as `list.index` compares them; the
     /// error `list.remove` raises; a value's leaving a container is refused where the
     /// generated code could not replay it; a dict's keys changed (its iterators then fail).
@@ -123,7 +136,7 @@ pub trait Interp<'py> {
     /// the result of an operation).
     fn input_tensor(&self, sym: usize) -> Option<(SourceId, Bound<'py, PyAny>)>;
     /// Whether `obj` is one of the backend's tensors.
-    fn is_tensor(&self, obj: &Bound<'py, PyAny>) -> bool;
+    fn is_backend_tensor(&self, obj: &Bound<'py, PyAny>) -> bool;
     /// Whether the backend's guard of a tensor pins its attribute `name` (shape, dtype).
     fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool;
     /// Whether the backend reads `obj` as a constant (a dtype, a place).
@@ -205,6 +218,22 @@ pub trait Kind: Sync {
         Ok(None)
     }
 
+    /// `item in v`, where this kind knows it.
+    fn contains<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        _val: &Val<'py>,
+        _item: Vid,
+    ) -> Res<Option<bool>> {
+        Ok(None)
+    }
+
+    /// `v[key]`, where this kind knows it.
+    fn item<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>, _key: Vid) -> Res<Option<Vid>> {
+        Ok(None)
+    }
+
     /// Whether `hash(v)` succeeds.
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
         Ok(None)
@@ -259,4 +288,22 @@ fn container_method<'py>(
         container,
         name: name.to_owned(),
     }))
+}
+
+/// `in` with a tensor on either side is data-dependent: the graph breaks.
+fn no_tensor_in<'py>(cx: &mut dyn Interp<'py>, container: Vid, item: Vid) -> Res<()> {
+    if cx.is_tensor(container) || cx.is_tensor(item) {
+        return graph_break("tensor to python: `in` on tensors (data-dependent)");
+    }
+    Ok(())
+}
+
+/// `item in elements` as a sequence answers it: by identity, then `==`.
+fn sequence_contains<'py>(cx: &mut dyn Interp<'py>, elements: Vec<Vid>, item: Vid) -> Res<bool> {
+    for element in elements {
+        if cx.equal_items(element, item)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

@@ -5,7 +5,7 @@ use pyo3::types::PySet;
 
 use pyo3::exceptions::PyKeyError;
 
-use super::{concrete_all, container_method, Interp, Kind, Res, Val, Vid};
+use super::{concrete_all, container_method, no_tensor_in, Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::model::problem::Problem;
 
 pub struct Set;
@@ -80,6 +80,18 @@ impl Kind for Set {
             }
             _ => Ok(None),
         }
+    }
+
+    fn contains<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        item: Vid,
+    ) -> Res<Option<bool>> {
+        no_tensor_in(cx, v, item)?;
+        let key = cx.concrete(item)?;
+        Ok(Some(cx.find_key(items(val), &key)?.is_some()))
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

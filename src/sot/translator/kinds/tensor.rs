@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::{Interp, Kind, Res, Val, Vid};
+use super::{no_tensor_in, Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::guard::source::{name_ref, Source};
 use crate::sot::translator::model::problem::{graph_break, Problem};
 
@@ -75,6 +75,30 @@ impl Kind for Tensor {
         }
     }
 
+    fn contains<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        item: Vid,
+    ) -> Res<Option<bool>> {
+        match val {
+            Val::Tensor { .. } => no_tensor_in(cx, v, item).map(|()| None),
+            _ => Ok(None),
+        }
+    }
+
+    /// Indexing a tensor is an operation of the graph.
+    fn item<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, key: Vid) -> Res<Option<Vid>> {
+        match val {
+            Val::Tensor { .. } => {
+                let getitem = cx.known().op("getitem")?;
+                cx.record(&getitem, vec![v, key]).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         Ok(Some(match val {
             Val::Tensor { example, .. } => example.hash().is_ok(),
@@ -109,7 +133,7 @@ fn tensor_attr<'py>(
             name: name.to_owned(),
         }));
     }
-    if cx.is_tensor(&value) {
+    if cx.is_backend_tensor(&value) {
         let getter = cx.known().operator.getattr("attrgetter")?.call1((name,))?;
         return cx.record(&getter, vec![owner]);
     }

@@ -1,10 +1,11 @@
 //! Tuples the translation made, instances of a tuple subclass that acts as a tuple (a
 //! namedtuple), and slices.
 
+use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
 
-use super::{concrete_all, Interp, Kind, Res, Val, Vid};
+use super::{concrete_all, no_tensor_in, sequence_contains, Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::pyutil::{builtin, qualname};
 
@@ -98,6 +99,27 @@ impl Kind for Tuple {
         }
     }
 
+    fn contains<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        item: Vid,
+    ) -> Res<Option<bool>> {
+        let Val::Tuple(items) = val else {
+            return Ok(None);
+        };
+        no_tensor_in(cx, v, item)?;
+        sequence_contains(cx, items.clone(), item).map(Some)
+    }
+
+    fn item<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, key: Vid) -> Res<Option<Vid>> {
+        match items(val) {
+            Some(items) => sequence_item(cx, items, key, false).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         let Some(items) = items(val) else {
             return Ok(Some(true));
@@ -181,4 +203,35 @@ fn named_tuple_attr<'py>(
         "attribute {name} of a {} the translation made",
         qualname(class)
     ))
+}
+
+/// `items[key]` of a list (`is_list`) or tuple: an item by index, or a slice of the same
+/// type.
+pub(super) fn sequence_item<'py>(
+    cx: &mut dyn Interp<'py>,
+    items: &[Vid],
+    key: Vid,
+    is_list: bool,
+) -> Res<Vid> {
+    let key_obj = cx.concrete(key)?;
+    if let Ok(index) = key_obj.extract::<isize>() {
+        let len = items.len() as isize;
+        let at = if index < 0 { index + len } else { index };
+        if at < 0 || at >= len {
+            return Err(Problem::Python(PyIndexError::new_err("index out of range")));
+        }
+        return Ok(items[at as usize]);
+    }
+    let indices = builtin(cx.py(), "range")?
+        .call1((items.len(),))?
+        .get_item(&key_obj)?;
+    let picked: Vec<Vid> = indices
+        .try_iter()?
+        .map(|i| Ok(items[i?.extract::<usize>()?]))
+        .collect::<PyResult<_>>()?;
+    Ok(cx.push_val(if is_list {
+        Val::List(picked)
+    } else {
+        Val::Tuple(picked)
+    }))
 }

@@ -180,8 +180,36 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Some((self.graph.inputs[sym], tensor.clone()))
     }
 
-    fn is_tensor(&self, obj: &Bound<'py, PyAny>) -> bool {
+    fn is_backend_tensor(&self, obj: &Bound<'py, PyAny>) -> bool {
         self.backend.is_tensor(obj)
+    }
+
+    fn contains(&mut self, container: Vid, item: Vid) -> Res<bool> {
+        Vm::contains(self, container, item)
+    }
+
+    fn subscript(&mut self, container: Vid, key: Vid) -> Res<Vid> {
+        Vm::subscript(self, container, key)
+    }
+
+    fn is_tensor(&self, vid: Vid) -> bool {
+        self.is_tensor_val(vid)
+    }
+
+    fn contains_tensor(&self, vid: Vid) -> bool {
+        Vm::contains_tensor(self, vid)
+    }
+
+    fn check_native_key(&self, key: &Bound<'py, PyAny>) -> Res<()> {
+        Vm::check_native_key(self, key)
+    }
+
+    fn wrap_result(&mut self, result: Bound<'py, PyAny>) -> Vid {
+        Vm::wrap_result(self, result)
+    }
+
+    fn intern(&mut self, source: Source) -> SourceId {
+        Vm::intern(self, source)
     }
 
     fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool {

@@ -50,7 +50,7 @@ use super::model::frame::{Block, BreakPoint, Ending, Frame, FreeVariable, Genera
 use super::model::graph::{Graph, GraphArg, Node, NodeKind};
 use super::model::known::Known;
 use super::model::problem::{graph_break, unsupported, Problem, Res};
-use super::model::value::{DictPart, Function, Lazy, Sym, Val, Vid};
+use super::model::value::{Function, Lazy, Sym, Val, Vid};
 use super::pyutil::{builtin, is_heap_instance, is_template, qualname};
 use super::session::with_session;
 use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};

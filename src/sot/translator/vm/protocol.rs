@@ -321,54 +321,12 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn contains(&mut self, container: Vid, item: Vid) -> Res<bool> {
         let container = self.realize(container)?;
-        if let Val::Dict(items) = self.val(container).clone_val() {
-            let key = self.concrete(item)?;
-            return Ok(self.find_dict_key(&items, &key)?.is_some());
-        }
-        if let Val::DictView {
-            dict,
-            part: DictPart::Keys,
-        } = self.val(container)
-        {
-            return self.contains(*dict, item);
+        let val = self.val(container).clone_val();
+        if let Some(found) = kind_of(&val).contains(self, container, &val, item)? {
+            return Ok(found);
         }
         if self.is_tensor_val(container) || self.is_tensor_val(item) {
             return graph_break("tensor to python: `in` on tensors (data-dependent)");
-        }
-        if let Val::Obj { obj, source: Some(s) } = self.val(container) {
-            let (obj, s) = (obj.clone(), *s);
-            if !self.mutated.contains_key(&(obj.as_ptr() as usize)) && obj.is_exact_instance_of::<PyDict>() {
-                // Only the key's presence is guarded, not the whole dict.
-                self.guard_type(container);
-                let key = self.concrete(item)?;
-                self.check_native_key(&key)?;
-                let found = obj.contains(&key)?;
-                let key_source = self.intern(Source::Item(s, StrongRef::new(&key)));
-                self.add_guard(key_source, if found { Check::Present } else { Check::Absent });
-                return Ok(found);
-            }
-        }
-        if let Val::Tuple(_) | Val::List(_) | Val::Set(_) | Val::Obj { .. } = self.val(container) {
-            let sequence = match self.val(container) {
-                Val::Obj { obj, source: Some(_) } => {
-                    obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>()
-                }
-                Val::Obj { .. } => false,
-                _ => true,
-            };
-            if sequence {
-                let elements = self.items_of(container)?;
-                if matches!(self.val(container), Val::Set(_)) {
-                    let key = self.concrete(item)?;
-                    return Ok(self.find_key(&elements, &key)?.is_some());
-                }
-                for element in elements {
-                    if self.equal_items(element, item)? {
-                        return Ok(true);
-                    }
-                }
-                return Ok(false);
-            }
         }
         // Computed now where no method of either runs Python code that may answer otherwise
         // on a later call (a container's `__contains__`, an item's `__hash__` or `__eq__`).
@@ -383,107 +341,10 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn subscript(&mut self, container: Vid, key: Vid) -> Res<Vid> {
         let container = self.realize(container)?;
-        match self.val(container).clone_val() {
-            Val::Tensor { .. } => {
-                let getitem = self.ops.op("getitem")?;
-                self.record(&getitem, vec![container, key], vec![])
-            }
-            Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. } => {
-                let is_list = matches!(self.val(container), Val::List(_));
-                let key_obj = self.concrete(key)?;
-                if let Ok(index) = key_obj.extract::<isize>() {
-                    let len = items.len() as isize;
-                    let at = if index < 0 { index + len } else { index };
-                    if at < 0 || at >= len {
-                        return Err(Problem::Python(pyo3::exceptions::PyIndexError::new_err(
-                            "index out of range",
-                        )));
-                    }
-                    return Ok(items[at as usize]);
-                }
-                let indices = builtin(self.py, "range")?
-                    .call1((items.len(),))?
-                    .get_item(&key_obj)?;
-                let picked: Vec<Vid> = indices
-                    .try_iter()?
-                    .map(|i| Ok(items[i?.extract::<usize>()?]))
-                    .collect::<PyResult<_>>()?;
-                Ok(self.push_val(if is_list {
-                    Val::List(picked)
-                } else {
-                    Val::Tuple(picked)
-                }))
-            }
-            Val::Dict(items) => {
-                let key_obj = self.concrete(key)?;
-                match self.find_dict_key(&items, &key_obj)? {
-                    Some(index) => Ok(items[index].1),
-                    None => Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
-                        key_obj.unbind(),
-                    ))),
-                }
-            }
-            Val::Obj { obj, source } => {
-                if source.is_some() {
-                    if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)).copied() {
-                        return self.subscript(copy, key);
-                    }
-                }
-                if self.contains_tensor(key) {
-                    return graph_break("tensor to python: indexing a Python container with a tensor");
-                }
-                let key_obj = self.concrete(key)?;
-                let plain = obj.is_exact_instance_of::<PyList>()
-                    || obj.is_exact_instance_of::<PyTuple>()
-                    || obj.is_exact_instance_of::<PyDict>()
-                    || self.is_ordered_dict(&obj)
-                    || is_immutable(&obj)
-                    || self.backend.is_constant_value(&obj);
-                if !plain {
-                    let getitem = self.type_lookup(&obj.get_type().into_any(), "__getitem__")?;
-                    if let Some(getitem) =
-                        getitem.filter(|g| g.is_instance(&self.ops.function_type).unwrap_or(false))
-                    {
-                        let function = self.constant(getitem);
-                        return self.call(function, vec![container, key], vec![]);
-                    }
-                    return unsupported(format!("indexing a {}", obj.get_type().name()?));
-                }
-                let mapping = obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(&obj);
-                if mapping {
-                    self.check_native_key(&key_obj)?;
-                }
-                let value = obj.get_item(&key_obj)?;
-                match source {
-                    Some(s) if !is_immutable(&obj) => {
-                        self.guard_type(container);
-                        if !key_obj.is_instance_of::<pyo3::types::PySlice>() {
-                            if mapping {
-                                return Ok(
-                                    self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value)
-                                );
-                            }
-                            self.add_guard(s, Check::Len(obj.len()?));
-                            return Ok(self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value));
-                        }
-                        // A slice of a list or tuple from the frame: its items, each from
-                        // its source, in a container of the same type.
-                        let items = self.items_of(container)?;
-                        let key = self.constant(key_obj);
-                        let copy = self.push_val(if obj.is_exact_instance_of::<PyTuple>() {
-                            Val::Tuple(items)
-                        } else {
-                            Val::List(items)
-                        });
-                        self.subscript(copy, key)
-                    }
-                    _ => {
-                        let _ = self.concrete(container)?;
-                        Ok(self.wrap_result(value))
-                    }
-                }
-            }
-            _ => unsupported("indexing an internal value"),
+        let val = self.val(container).clone_val();
+        match kind_of(&val).item(self, container, &val, key)? {
+            Some(item) => Ok(item),
+            None => unsupported("indexing an internal value"),
         }
     }
 
