@@ -9,15 +9,14 @@ use pyo3::types::{PyDict, PyList, PySet, PySlice};
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::code_pool::Generated;
 use crate::sot::translator::guard::source::{Source, SourceId};
+use crate::sot::translator::kinds::{kind_of, made_exception};
 use crate::sot::translator::model::code::MAX_NESTING;
 use crate::sot::translator::model::frame::SideEffect;
 use crate::sot::translator::model::value::{Lazy, Val, Vid};
 use crate::sot::translator::pyutil::builtin;
 
 use super::emit::{Emit, Writer, CONTENTS_LOCAL, OUTPUTS_LOCAL};
-use super::plan::{
-    dict_changes, made_exception, made_objects, shared_paths, sources_read_first, Plan, MAX_CHAIN,
-};
+use super::plan::{dict_changes, made_objects, shared_paths, sources_read_first, Plan, MAX_CHAIN};
 
 pub struct Emitter<'a, 'py> {
     pub plan: &'a Plan<'a, 'py>,
@@ -233,7 +232,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     self.emit(Op::StoreFast, Arg::Var(var));
                 }
                 Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(Lazy::Range { .. }) => {
-                    self.new_iterator(vid)?;
+                    let plan = self.plan;
+                    let value = &plan.values[vid];
+                    kind_of(value).rebuild(self, vid, value)?;
                     self.emit(Op::StoreFast, Arg::Var(var));
                 }
                 _ => {}
@@ -561,114 +562,16 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
     /// Emits code that pushes the value `vid` stands for.
     pub fn value(&mut self, vid: Vid) -> PyResult<()> {
-        let py = self.w.pools.py;
-        match &self.plan.values[vid] {
-            Val::Obj { obj, source } => match source {
-                Some(s) => self.source(*s)?,
-                // A code object's constructor may replace a frozenset constant by an equal
-                // copy (interning its strings): `fs.copy()` is `fs` itself.
-                None if obj.is_exact_instance_of::<pyo3::types::PyFrozenSet>() => {
-                    let copy = obj.getattr("copy")?;
-                    self.call_constant(copy, |_| Ok(0))?;
-                }
-                None if made_exception(&self.plan.values[vid]).is_none() => self.load_const(obj.clone()),
-                None => self.made(vid)?,
-            },
-            Val::Object { .. } | Val::Constructed { .. } => self.made(vid)?,
-            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => {
-                if *sym < self.plan.graph.inputs.len() {
-                    self.source(self.plan.graph.inputs[*sym])?;
-                } else {
-                    let index = self.outputs[*sym].ok_or_else(|| {
-                        pyo3::exceptions::PyValueError::new_err("a tensor the graph does not output")
-                    })?;
-                    self.emit(Op::LoadFast, Arg::Var(self.outputs_var));
-                    self.subscript_const(index.into_pyobject(py)?.into_any());
-                }
-            }
-            Val::List(_) | Val::Dict(_) | Val::Set(_) if self.objects.iter().any(|(v, _)| *v == vid) => {
-                self.made(vid)?;
-            }
-            value @ (Val::Tuple(_) | Val::List(_) | Val::Set(_) | Val::Dict(_)) => self.contents(value)?,
-            Val::Slice(a, b, c) => {
-                for part in [*a, *b, *c] {
-                    self.value(part)?;
-                }
-                self.emit(Op::BuildSlice, Arg::Int(3));
-            }
-            Val::Method { function, receiver } => {
-                let (function, receiver) = (*function, *receiver);
-                let method_type = import(py, "types")?.getattr("MethodType")?;
-                self.call_constant(
-                    method_type,
-                    |e| {
-                        e.value(function)?;
-                        e.value(receiver)?;
-                        Ok(2)
-                    },
-                )?;
-            }
-            Val::DictView { dict, part } => {
-                let (dict, method) = (*dict, py.get_type::<PyDict>().getattr(part.method())?);
-                self.call_constant(
-                    method,
-                    |e| {
-                        e.value(dict)?;
-                        Ok(1)
-                    },
-                )?;
-            }
-            Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(Lazy::Range { .. }) => {
-                if self.objects.iter().any(|(v, _)| *v == vid) {
-                    self.made(vid)?;
-                } else {
-                    self.new_iterator(vid)?;
-                }
-            }
-            Val::Interpolation(parts) => self.templatelib_object("Interpolation", parts.to_vec())?,
-            Val::Template(parts) => self.templatelib_object("Template", parts.clone())?,
-            Val::TensorMethod { tensor, name } => {
-                let (tensor, name) = (*tensor, name.clone());
-                self.value(tensor)?;
-                let index = self.w.pools.name(&name);
-                self.emit(Op::LoadAttr, Arg::Name(index));
-            }
-            Val::NamedTuple { class, items } => {
-                // tuple.__new__(class, (items...)), as the class's own `__new__` makes it.
-                let (class, items) = (class.clone(), items.clone());
-                let tuple_new = py.get_type::<pyo3::types::PyTuple>().getattr("__new__")?;
-                self.call_constant(tuple_new, |e| {
-                    e.load_const(class);
-                    e.push_contents(&Val::Tuple(items))?;
-                    Ok(2)
-                })?;
-            }
-            Val::ContainerMethod { container, name } => {
-                let (container, name) = (*container, name.clone());
-                // The method of a frame's list or dict the translation changed is the frame
-                // object's: its new contents are written back before this value is used.
-                let frame_object = self.plan.side_effects.iter().find_map(|effect| match effect {
-                    SideEffect::Replace { target, contents, .. } if *contents == container => Some(*target),
-                    _ => None,
-                });
-                match frame_object {
-                    Some(target) => self.source(target)?,
-                    None => self.value(container)?,
-                }
-                let index = self.w.pools.name(&name);
-                self.emit(Op::LoadAttr, Arg::Name(index));
-            }
-            Val::Function(_) => self.made(vid)?,
-            Val::Cell(c) => match self.plan.cells[*c] {
-                Some(content) => self.value(content)?,
-                None => return Err(pyo3::exceptions::PyValueError::new_err("an empty cell")),
-            },
-            _ => {
-                return Err(self.cannot_rebuild(
-                    vid,
-                    "a value the generated code cannot rebuild (a function, iterator or method made while translating)",
-                ))
-            }
+        if self.objects.iter().any(|(v, _)| *v == vid) {
+            return self.made(vid);
+        }
+        let plan = self.plan;
+        let val = &plan.values[vid];
+        if !kind_of(val).rebuild(self, vid, val)? {
+            return Err(self.cannot_rebuild(
+                vid,
+                "a value the generated code cannot rebuild (a function, iterator or method made while translating)",
+            ));
         }
         Ok(())
     }
@@ -766,62 +669,6 @@ impl<'a, 'py> Emitter<'a, 'py> {
         Ok(())
     }
 
-    /// Pushes a new iterator of the rest of what the translation's iterator `vid` has
-    /// left: the rest of its items, of its list (live), of its range.
-    pub fn new_iterator(&mut self, vid: Vid) -> PyResult<()> {
-        let py = self.w.pools.py;
-        match &self.plan.values[vid] {
-            Val::Iter { items, next } => {
-                let rest = items[*next..].to_vec();
-                let iter = builtin(py, "iter")?;
-                self.call_constant(iter, |e| {
-                    for item in &rest {
-                        e.value(*item)?;
-                    }
-                    e.build_tuple(rest.len());
-                    Ok(1)
-                })?;
-            }
-            Val::Lazy(Lazy::Range { next, stop, step }) => {
-                // `iter(range(next, stop, step))`: the rest of the range, as an iterator.
-                let range = builtin(py, "range")?.call1((*next, *stop, *step))?;
-                let iter = builtin(py, "iter")?;
-                self.call_constant(iter, |e| {
-                    e.load_const(range);
-                    Ok(1)
-                })?;
-            }
-            // One from the frame is itself (its position set by a side effect).
-            Val::ListIter {
-                frame: Some(source), ..
-            } => self.source(*source)?,
-            Val::ListIter { list, next, .. } => {
-                let (list, next) = (*list, *next);
-                let list_iterator = import(py, "framehook.sot._translate")?.getattr("_list_iterator")?;
-                self.call_constant(list_iterator, |e| {
-                    match next {
-                        Some(next) => {
-                            e.value(list)?;
-                            e.load_const(next.into_pyobject(py)?.into_any());
-                        }
-                        // Exhausted: it no longer holds the list.
-                        None => {
-                            e.emit(Op::BuildList, Arg::Int(0));
-                            e.load_const(py.None().into_bound(py));
-                        }
-                    }
-                    Ok(2)
-                })?;
-            }
-            _ => {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "an iterator the generated code cannot rebuild",
-                ))
-            }
-        }
-        Ok(())
-    }
-
     /// `var.<name> = <the value on top>`.
     pub fn store_attr_of(&mut self, var: u32, name: &str) {
         self.emit(Op::LoadFast, Arg::Var(var));
@@ -832,18 +679,6 @@ impl<'a, 'py> Emitter<'a, 'py> {
     pub fn cannot_rebuild(&self, vid: Vid, what: &str) -> PyErr {
         self.plan.unrebuildable.set(Some(vid));
         pyo3::exceptions::PyValueError::new_err(what.to_owned())
-    }
-
-    /// `string.templatelib.<class>(*parts)`: a t-string's Interpolation(value, expression,
-    /// conversion, format_spec) or Template(*strings_and_interpolations).
-    pub fn templatelib_object(&mut self, class: &str, parts: Vec<Vid>) -> PyResult<()> {
-        let class = import(self.w.pools.py, "string.templatelib")?.getattr(class)?;
-        self.call_constant(class, |e| {
-            for part in &parts {
-                e.value(*part)?;
-            }
-            Ok(parts.len())
-        })
     }
 
     pub fn side_effect(&mut self, effect: &SideEffect) -> PyResult<()> {

@@ -13,6 +13,7 @@ use super::model::value::{Val, Vid};
 mod emit;
 mod emitter;
 mod plan;
+mod rebuild;
 mod resume;
 
 pub use self::emit::*;

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use std::collections::HashMap;
 
 use crate::sot::translator::guard::source::{Source, SourceId, SourceTable};
-use crate::sot::translator::kinds::kind_of;
+use crate::sot::translator::kinds::{kind_of, made_exception};
 use crate::sot::translator::model::frame::SideEffect;
 use crate::sot::translator::model::graph::Graph;
 use crate::sot::translator::model::value::{Lazy, Sym, Val, Vid};
@@ -254,21 +254,6 @@ pub fn made_objects(
             (vid, var)
         })
         .collect()
-}
-
-/// An exception the translation raised (not one read from the frame): the generated
-/// code makes its own, once (its handler and its `except ... as e` see the same one).
-pub fn made_exception<'a, 'py>(value: &'a Val<'py>) -> Option<&'a Bound<'py, PyAny>> {
-    match value {
-        Val::Obj { obj, source: None }
-            if obj
-                .is_instance(&obj.py().get_type::<pyo3::exceptions::PyBaseException>())
-                .unwrap_or(false) =>
-        {
-            Some(obj)
-        }
-        _ => None,
-    }
 }
 
 /// The contents of the frame's own cells, which the generated code stores back.

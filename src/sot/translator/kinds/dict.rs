@@ -5,7 +5,7 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use super::{container_method, drain, Interp, Kind, Res, Val, Vid};
+use super::{container_method, drain, Interp, Kind, Rebuild, Res, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::{DictIter, DictIterStatus, DictPart};
 
@@ -229,6 +229,23 @@ impl Kind for Dict {
             Val::DictView { dict, part } => cx.concrete(*dict)?.call_method0(part.method())?,
             _ => return Ok(None),
         }))
+    }
+
+    /// A dict: its contents; a view: the dict's method of that name called on the dict.
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        match val {
+            Val::Dict(_) => r.contents(val)?,
+            Val::DictView { dict, part } => {
+                let dict = *dict;
+                let method = r.py().get_type::<PyDict>().getattr(part.method())?;
+                r.call_constant(method, &mut |r| {
+                    r.value(dict)?;
+                    Ok(1)
+                })?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

@@ -4,7 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use super::{Interp, Kind, Res, Val, Vid};
+use super::{Interp, Kind, Rebuild, Res, Val, Vid};
+use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::unsupported;
 
 pub struct Function;
@@ -58,6 +59,31 @@ impl Kind for Function {
             _ => return unsupported(format!("attribute {name} of a function")),
         };
         Ok(Some(cx.constant(value)))
+    }
+
+    /// A method: `types.MethodType(function, receiver)`; a container's method: read from the
+    /// container (the frame's object, where the translation's copy replaces its contents).
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        match val {
+            Val::Method { function, receiver } => {
+                let (function, receiver) = (*function, *receiver);
+                let method_type = import(r.py(), "types")?.getattr("MethodType")?;
+                r.call_constant(method_type, &mut |r| {
+                    r.value(function)?;
+                    r.value(receiver)?;
+                    Ok(2)
+                })?;
+            }
+            Val::ContainerMethod { container, name } => {
+                match r.frame_object_of(*container) {
+                    Some(target) => r.source(target)?,
+                    None => r.value(*container)?,
+                }
+                r.load_attr(name);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::{Interp, Kind, Res, Val, Vid};
+use super::{Interp, Kind, Rebuild, Res, Val, Vid};
 use crate::sot::translator::model::problem::unsupported;
 
 pub struct Internal;
@@ -19,6 +19,18 @@ impl Kind for Internal {
             Val::Null => unsupported("NULL used as a value"),
             _ => Ok(None),
         }
+    }
+
+    /// A cell: its contents.
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        let Val::Cell(cell) = val else {
+            return Ok(false);
+        };
+        match r.cell(*cell) {
+            Some(content) => r.value(content)?,
+            None => return Err(pyo3::exceptions::PyValueError::new_err("an empty cell")),
+        }
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

@@ -5,7 +5,7 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use super::{drain, Interp, Kind, Res, Val, Vid};
+use super::{drain, Interp, Kind, Rebuild, Res, Val, Vid};
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::Lazy;
@@ -104,6 +104,36 @@ impl Kind for Iterators {
             })),
             _ => None,
         })
+    }
+
+    /// An iterator over known values: `iter()` of the items it has left; a range's: `iter()`
+    /// of the rest of the range.
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        if !matches!(val, Val::Iter { .. } | Val::Lazy(Lazy::Range { .. })) {
+            return Ok(false);
+        }
+        let iter = builtin(r.py(), "iter")?;
+        match val {
+            Val::Iter { items, next } => {
+                let rest = items[*next..].to_vec();
+                r.call_constant(iter, &mut |r| {
+                    for item in &rest {
+                        r.value(*item)?;
+                    }
+                    r.build_tuple(rest.len());
+                    Ok(1)
+                })?;
+            }
+            Val::Lazy(Lazy::Range { next, stop, step }) => {
+                let range = builtin(r.py(), "range")?.call1((*next, *stop, *step))?;
+                r.call_constant(iter, &mut |r| {
+                    r.load_const(range.clone());
+                    Ok(1)
+                })?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn items<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, _val: &Val<'py>) -> Res<Option<Vec<Vid>>> {

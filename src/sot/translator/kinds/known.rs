@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySlice, PyString, PyTuple};
 
-use super::{no_tensor_in, sequence_contains, Interp, Kind, Res, Val, Vid};
+use super::{no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Val, Vid};
 use crate::hookapi::pyobject::StrongRef;
 use crate::sot::translator::guard::check::{is_immutable, is_value_type, Check};
 use crate::sot::translator::guard::source::Source;
@@ -323,11 +323,43 @@ impl Kind for Known {
         Ok(Some(obj.clone()))
     }
 
+    /// From its source; a constant of the translation as a constant (a frozenset as a copy,
+    /// which a code object's constructor may replace by an equal one).
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        let Some((obj, source)) = object(val) else {
+            return Ok(false);
+        };
+        match source {
+            Some(source) => r.source(source)?,
+            None if obj.is_exact_instance_of::<PyFrozenSet>() => {
+                let copy = obj.getattr("copy")?;
+                r.call_constant(copy, &mut |_| Ok(0))?;
+            }
+            None => r.load_const(obj.clone()),
+        }
+        Ok(true)
+    }
+
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         let Some((obj, _)) = object(val) else {
             return Ok(None);
         };
         cx.guard_type(v);
         Ok(Some(obj.hash().is_ok()))
+    }
+}
+
+/// An exception the translation raised (not one read from the frame): the generated
+/// code makes its own, once (its handler and its `except ... as e` see the same one).
+pub fn made_exception<'a, 'py>(value: &'a Val<'py>) -> Option<&'a Bound<'py, PyAny>> {
+    match value {
+        Val::Obj { obj, source: None }
+            if obj
+                .is_instance(&obj.py().get_type::<pyo3::exceptions::PyBaseException>())
+                .unwrap_or(false) =>
+        {
+            Some(obj)
+        }
+        _ => None,
     }
 }

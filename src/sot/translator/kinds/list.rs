@@ -8,9 +8,12 @@ use pyo3::exceptions::PyIndexError;
 
 use super::tuple::{count, index, sequence_item};
 use super::{
-    concrete_all, container_method, drain, no_tensor_in, sequence_contains, Interp, Kind, Res, Val, Vid,
+    concrete_all, container_method, drain, no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Val,
+    Vid,
 };
+use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::{unsupported, Problem};
+use framehook_bytecode::canonical::{Arg, Op};
 
 pub struct List;
 
@@ -210,6 +213,38 @@ impl Kind for List {
             Val::List(items) => sequence_item(cx, items, key, true).map(Some),
             _ => Ok(None),
         }
+    }
+
+    /// A list: its contents. A list's iterator: one from the frame is itself (its position
+    /// set by a side effect); another is made anew over its list at its position
+    /// (`_list_iterator`).
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        match *val {
+            Val::List(_) => r.contents(val)?,
+            Val::ListIter {
+                frame: Some(source), ..
+            } => r.source(source)?,
+            Val::ListIter { list, next, .. } => {
+                let py = r.py();
+                let list_iterator = import(py, "framehook.sot._translate")?.getattr("_list_iterator")?;
+                r.call_constant(list_iterator, &mut |r| {
+                    match next {
+                        Some(next) => {
+                            r.value(list)?;
+                            r.load_const(next.into_pyobject(py)?.into_any());
+                        }
+                        // Exhausted: it no longer holds the list.
+                        None => {
+                            r.emit(Op::BuildList, Arg::Int(0));
+                            r.load_const(py.None().into_bound(py));
+                        }
+                    }
+                    Ok(2)
+                })?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

@@ -20,16 +20,18 @@ mod template;
 mod tensor;
 mod tuple;
 
+use framehook_bytecode::canonical::{Arg, Op};
 use pyo3::prelude::*;
 
 pub use self::dict::iterated_dict;
+pub use self::known::made_exception;
 
 use super::guard::check::Check;
 use super::guard::source::{Source, SourceId};
 use super::model::known::Known;
 use super::model::problem::{graph_break, Res};
 use super::model::value::Val;
-use super::model::Vid;
+use super::model::{Sym, Vid};
 
 /// What kind code may ask of the VM. A method added here is a kind reaching up: keep it
 /// to what kinds need.
@@ -143,6 +145,37 @@ pub trait Interp<'py> {
     fn is_backend_constant(&self, obj: &Bound<'py, PyAny>) -> bool;
 }
 
+/// What kind code may ask of the code generator to rebuild a value (implemented by
+/// `codegen`): each method pushes onto the generated code's stack.
+pub trait Rebuild<'py> {
+    fn py(&self) -> Python<'py>;
+    /// Pushes the value `vid`.
+    fn value(&mut self, vid: Vid) -> PyResult<()>;
+    /// Pushes what `source` reads.
+    fn source(&mut self, source: SourceId) -> PyResult<()>;
+    /// Pushes the graph's symbol `sym`: an input, read from its source, or an output of the
+    /// graph's call.
+    fn symbol(&mut self, sym: Sym) -> PyResult<()>;
+    /// The contents of the VM's cell `cell`.
+    fn cell(&self, cell: usize) -> Option<Vid>;
+    /// The source of the frame's list or dict whose contents `container`, the translation's
+    /// copy, replaces (written back before the value is used).
+    fn frame_object_of(&self, container: Vid) -> Option<SourceId>;
+    fn load_const(&mut self, obj: Bound<'py, PyAny>);
+    fn emit(&mut self, op: Op, arg: Arg);
+    fn build_tuple(&mut self, len: usize);
+    /// `LOAD_ATTR name` of the value on top.
+    fn load_attr(&mut self, name: &str);
+    /// Calls the constant `callable` with what `push` pushes (it says how many).
+    fn call_constant(
+        &mut self,
+        callable: Bound<'py, PyAny>,
+        push: &mut dyn FnMut(&mut dyn Rebuild<'py>) -> PyResult<usize>,
+    ) -> PyResult<()>;
+    /// Pushes a new tuple, list, set or dict of what `container` holds.
+    fn contents(&mut self, container: &Val<'py>) -> PyResult<()>;
+}
+
 /// A kind of value: its behaviour under each protocol. `val` is the value `v` holds (a
 /// variant this kind owns, see [`kind_of`]).
 pub trait Kind: Sync {
@@ -237,6 +270,14 @@ pub trait Kind: Sync {
     /// Whether `hash(v)` succeeds.
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
         Ok(None)
+    }
+
+    /// Pushes, in generated code, a new value that `v` (`val`) stands for; false where
+    /// generated code cannot rebuild it. (A value made once into a local of its own, an
+    /// object, a function, a container held in several places, is read from there: the code
+    /// generator's made objects.)
+    fn rebuild<'py>(&self, _r: &mut dyn Rebuild<'py>, _v: Vid, _val: &Val<'py>) -> PyResult<bool> {
+        Ok(false)
     }
 
     /// The values `val` holds, which generated code rebuilds with it; `cells` are the VM's

@@ -5,7 +5,7 @@ use pyo3::types::PySet;
 
 use pyo3::exceptions::PyKeyError;
 
-use super::{concrete_all, container_method, no_tensor_in, Interp, Kind, Res, Val, Vid};
+use super::{concrete_all, container_method, no_tensor_in, Interp, Kind, Rebuild, Res, Val, Vid};
 use crate::sot::translator::model::problem::Problem;
 
 pub struct Set;
@@ -92,6 +92,11 @@ impl Kind for Set {
         no_tensor_in(cx, v, item)?;
         let key = cx.concrete(item)?;
         Ok(Some(cx.find_key(items(val), &key)?.is_some()))
+    }
+
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        r.contents(val)?;
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::{concrete_all, Interp, Kind, Res, Val, Vid};
+use super::{concrete_all, Interp, Kind, Rebuild, Res, Val, Vid};
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::unsupported;
 
@@ -91,6 +91,21 @@ impl Kind for Template {
             }
             _ => Ok(None),
         }
+    }
+
+    /// `string.templatelib.<class>(*parts)`.
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        let Some((class, parts)) = class_and_parts(val) else {
+            return Ok(false);
+        };
+        let class = import(r.py(), "string.templatelib")?.getattr(class)?;
+        r.call_constant(class, &mut |r| {
+            for part in parts {
+                r.value(*part)?;
+            }
+            Ok(parts.len())
+        })?;
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::{no_tensor_in, Interp, Kind, Res, Val, Vid};
+use super::{no_tensor_in, Interp, Kind, Rebuild, Res, Val, Vid};
 use crate::sot::translator::guard::source::{name_ref, Source};
 use crate::sot::translator::model::problem::{graph_break, Problem};
 
@@ -97,6 +97,18 @@ impl Kind for Tensor {
             }
             _ => Ok(None),
         }
+    }
+
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        match val {
+            Val::Tensor { sym, .. } | Val::Scalar { sym, .. } => r.symbol(*sym)?,
+            Val::TensorMethod { tensor, name } => {
+                r.value(*tensor)?;
+                r.load_attr(name);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

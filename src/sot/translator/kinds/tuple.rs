@@ -5,9 +5,10 @@ use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
 
-use super::{concrete_all, no_tensor_in, sequence_contains, Interp, Kind, Res, Val, Vid};
+use super::{concrete_all, no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::pyutil::{builtin, qualname};
+use framehook_bytecode::canonical::{Arg, Op};
 
 pub struct Tuple;
 
@@ -118,6 +119,30 @@ impl Kind for Tuple {
             Some(items) => sequence_item(cx, items, key, false).map(Some),
             None => Ok(None),
         }
+    }
+
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+        match val {
+            Val::Tuple(_) => r.contents(val)?,
+            Val::Slice(a, b, c) => {
+                for part in [*a, *b, *c] {
+                    r.value(part)?;
+                }
+                r.emit(Op::BuildSlice, Arg::Int(3));
+            }
+            Val::NamedTuple { class, items } => {
+                // tuple.__new__(class, (items...)), as the class's own `__new__` makes it.
+                let tuple_new = r.py().get_type::<PyTuple>().getattr("__new__")?;
+                let (class, items) = (class.clone(), Val::Tuple(items.clone()));
+                r.call_constant(tuple_new, &mut |r| {
+                    r.load_const(class.clone());
+                    r.contents(&items)?;
+                    Ok(2)
+                })?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
