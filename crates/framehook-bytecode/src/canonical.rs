@@ -646,8 +646,15 @@ fn raise_mapped(
         }
     }
     first.push(out.len());
+    canonical_targets(&mut out, instrs, &first);
+    Ok((out, first))
+}
+
+/// Jump and handler targets of `out`, raised from `instrs`, as canonical indices
+/// (`first`: per raw instruction its first canonical one, and the end).
+fn canonical_targets(out: &mut [Instruction], instrs: &[Instr], first: &[usize]) {
     // Jump and handler targets: raw indices become canonical ones.
-    for instruction in &mut out {
+    for instruction in out.iter_mut() {
         if let Arg::Target(target) = &mut instruction.arg {
             *target = first[*target];
         }
@@ -665,7 +672,6 @@ fn raise_mapped(
             }
         }
     }
-    Ok((out, first))
 }
 
 /// Canonical instructions as the running version's instructions, ready for [`raw::encode`].
@@ -675,33 +681,117 @@ pub fn lower(
     code: &[Instruction],
     pool: &mut dyn ConstPool,
 ) -> Result<Vec<Instr>> {
-    let targets: HashSet<usize> = code
-        .iter()
+    let mut lowering = Lowering {
+        table,
+        vars,
+        code,
+        targets: jump_targets(code),
+        pool,
+        out: Vec::with_capacity(code.len() + code.len() / 4),
+        skips: Vec::new(),
+        location: Location::NONE,
+        handler: None,
+    };
+    // Per canonical instruction: its first raw instruction.
+    let mut first: Vec<usize> = Vec::with_capacity(code.len() + 1);
+    let mut index = 0;
+    while index < code.len() {
+        first.push(lowering.out.len());
+        let lowered = lowering.instruction(index)?;
+        // The instructions lowered with it, into one raw instruction, start where it does.
+        for _ in 1..lowered {
+            first.push(first[index]);
+        }
+        index += lowered;
+    }
+    first.push(lowering.out.len());
+    lowering.finish(&first)
+}
+
+/// The canonical instructions a jump or a handler lands on.
+fn jump_targets(code: &[Instruction]) -> HashSet<usize> {
+    code.iter()
         .flat_map(|i| {
             let jump = if let Arg::Target(t) = i.arg { Some(t) } else { None };
             jump.into_iter().chain(i.handler.map(|h| h.target))
         })
-        .collect();
-    let mut out: Vec<Instr> = Vec::with_capacity(code.len() + code.len() / 4);
-    // Per canonical instruction: its first raw instruction.
-    let mut first: Vec<usize> = Vec::with_capacity(code.len() + 1);
-    // Forward-only conditional jumps that skip the backward jump after them.
-    let mut skips: Vec<usize> = Vec::new();
-    let mut index = 0;
-    while index < code.len() {
+        .collect()
+}
+
+/// One [`lower`] under way: the canonical code, and the raw instructions written so far.
+struct Lowering<'a> {
+    table: &'a Table,
+    vars: &'a Vars,
+    code: &'a [Instruction],
+    /// The canonical instructions a jump or a handler lands on.
+    targets: HashSet<usize>,
+    pool: &'a mut dyn ConstPool,
+    out: Vec<Instr>,
+    /// Forward-only conditional jumps that skip the backward jump after them.
+    skips: Vec<usize>,
+    /// Where what [`Lowering::emit`] appends is, and its handler: those of the canonical
+    /// instruction being lowered.
+    location: Location,
+    handler: Option<Handler>,
+}
+
+/// The canonical instruction being lowered, and the next one, which it may become one raw
+/// instruction with.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    index: usize,
+    instruction: &'a Instruction,
+    /// The next instruction, if no jump or handler lands on it.
+    next: Option<&'a Instruction>,
+    /// Two canonical instructions become one raw instruction only where nothing tells them
+    /// apart: the second is no jump target and has the same handler and location.
+    fuses_with_next: bool,
+}
+
+impl Lowering<'_> {
+    /// Lowers the canonical instruction at `index`, with the next one where the two become
+    /// one raw instruction; returns how many it lowered. Each family of opcodes has its
+    /// rules; an opcode of none, or an argument its family has no rule for, keeps its name
+    /// ([`Lowering::by_name`]).
+    fn instruction(&mut self, index: usize) -> Result<usize> {
+        let code = self.code;
         let instruction = &code[index];
-        first.push(out.len());
-        let mut lowered = Lowering {
-            table,
-            out: &mut out,
-            location: instruction.location,
-            handler: instruction.handler,
+        self.location = instruction.location;
+        self.handler = instruction.handler;
+        let next = code
+            .get(index + 1)
+            .filter(|_| !self.targets.contains(&(index + 1)));
+        let at = At {
+            index,
+            instruction,
+            next,
+            fuses_with_next: next
+                .is_some_and(|n| n.handler == instruction.handler && n.location == instruction.location),
         };
-        let next = code.get(index + 1).filter(|_| !targets.contains(&(index + 1)));
-        // Two canonical instructions become one raw instruction only where nothing tells them
-        // apart: the second is no jump target and has the same handler and location.
-        let fuses_with_next =
-            next.is_some_and(|n| n.handler == instruction.handler && n.location == instruction.location);
+        match instruction.op {
+            Op::PushNull | Op::LoadGlobal => self.global(at),
+            Op::LoadFast | Op::StoreFast => self.local_pair(at),
+            Op::LoadConst | Op::LoadCommonConstant => self.constant(at),
+            Op::Call => self.call(instruction),
+            Op::LoadMethod | Op::LoadAttr | Op::LoadSuperAttr => self.attribute(instruction),
+            Op::CompareOp | Op::BinaryOp => self.operator(instruction),
+            Op::Copy | Op::Swap | Op::RotN => self.stack_shuffle(at),
+            Op::Jump | Op::JumpNoInterrupt => self.jump(at),
+            op if is_conditional_jump(op) => self.conditional_jump(at),
+            _ => self.by_name(instruction),
+        }
+    }
+
+    /// `PUSH_NULL` and `LOAD_GLOBAL`: one `LOAD_GLOBAL` with the NULL bit where the version
+    /// has the bit (3.11+) and the NULL is where the bit puts it.
+    fn global(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            index,
+            instruction,
+            next,
+            fuses_with_next,
+        } = at;
+        let (table, code) = (self.table, self.code);
         match (instruction.op, instruction.arg) {
             // PUSH_NULL; LOAD_GLOBAL (3.11, 3.12) is LOAD_GLOBAL with the NULL bit.
             (Op::PushNull, _)
@@ -712,11 +802,9 @@ pub fn lower(
                 let Arg::Name(name) = code[index + 1].arg else {
                     return Err(bad_arg(&code[index + 1]));
                 };
-                lowered.location = code[index + 1].location;
-                lowered.emit("LOAD_GLOBAL", name << 1 | 1, None)?;
-                first.push(first[index]);
-                index += 2;
-                continue;
+                self.location = code[index + 1].location;
+                self.emit("LOAD_GLOBAL", name << 1 | 1, None)?;
+                Ok(2)
             }
             (Op::LoadGlobal, Arg::Name(name))
                 if table
@@ -726,15 +814,25 @@ pub fn lower(
                 let with_null = fuses_with_next
                     && table.call_layout == CallLayout::CallableFirst
                     && next.is_some_and(|n| n.op == Op::PushNull);
-                lowered.emit("LOAD_GLOBAL", name << 1 | u32::from(with_null), None)?;
-                if with_null {
-                    first.push(first[index]);
-                    index += 1;
-                }
+                self.emit("LOAD_GLOBAL", name << 1 | u32::from(with_null), None)?;
+                Ok(1 + usize::from(with_null))
             }
-            // Two loads or stores of locals at one location are one instruction where the
-            // version has the fused form (3.13+), as the compiler writes them; never the
-            // borrowing one.
+            _ => self.by_name(instruction),
+        }
+    }
+
+    /// Two loads or stores of locals at one location are one instruction where the
+    /// version has the fused form (3.13+), as the compiler writes them; never the
+    /// borrowing one.
+    fn local_pair(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            index,
+            instruction,
+            next,
+            fuses_with_next,
+        } = at;
+        let (table, code) = (self.table, self.code);
+        match (instruction.op, instruction.arg) {
             (Op::LoadFast | Op::StoreFast, Arg::Var(first_var))
                 if fuses_with_next
                     && first_var < 16
@@ -746,20 +844,32 @@ pub fn lower(
                     unreachable!("matched above")
                 };
                 let name = fused_locals(instruction.op, code[index + 1].op).expect("matched above");
-                lowered.emit(name, first_var << 4 | second_var, None)?;
-                first.push(first[index]);
-                index += 2;
-                continue;
+                self.emit(name, first_var << 4 | second_var, None)?;
+                Ok(2)
             }
+            _ => self.by_name(instruction),
+        }
+    }
+
+    /// Constants: `RETURN_CONST` for one returned just after, `KW_NAMES` for a call's
+    /// keyword names, `LOAD_SMALL_INT` or a constant of its own for a small int, and
+    /// `LOAD_ASSERTION_ERROR` where there is no `LOAD_COMMON_CONSTANT`.
+    fn constant(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            instruction,
+            next,
+            fuses_with_next,
+            ..
+        } = at;
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
             (Op::LoadConst, Arg::Const(Const::Index(constant)))
                 if fuses_with_next
                     && table.has("RETURN_CONST")
                     && next.is_some_and(|n| n.op == Op::ReturnValue) =>
             {
-                lowered.emit("RETURN_CONST", constant, None)?;
-                first.push(first[index]);
-                index += 2;
-                continue;
+                self.emit("RETURN_CONST", constant, None)?;
+                return Ok(2);
             }
             // The keyword names of a call (3.11, 3.12), wherever the call's location is.
             (Op::LoadConst, Arg::Const(Const::Index(constant)))
@@ -768,22 +878,36 @@ pub fn lower(
                         n.handler == instruction.handler && matches!(n.arg, Arg::Call { kw_names: true, .. })
                     }) =>
             {
-                lowered.emit("KW_NAMES", constant, None)?;
+                self.emit("KW_NAMES", constant, None)?;
             }
-            (Op::LoadConst, Arg::Const(Const::Index(constant))) => {
-                lowered.emit("LOAD_CONST", constant, None)?
-            }
+            (Op::LoadConst, Arg::Const(Const::Index(constant))) => self.emit("LOAD_CONST", constant, None)?,
             (Op::LoadConst, Arg::Const(Const::SmallInt(value))) => {
                 if table.has("LOAD_SMALL_INT") && value < 256 {
-                    lowered.emit("LOAD_SMALL_INT", value, None)?;
+                    self.emit("LOAD_SMALL_INT", value, None)?;
                 } else {
-                    let constant = pool.small_int(value)?;
-                    lowered.emit("LOAD_CONST", constant, None)?;
+                    let constant = self.pool.small_int(value)?;
+                    self.emit("LOAD_CONST", constant, None)?;
                 }
             }
+            (Op::LoadCommonConstant, Arg::Enum(name))
+                if !table.has("LOAD_COMMON_CONSTANT") && name == "AssertionError" =>
+            {
+                self.emit("LOAD_ASSERTION_ERROR", 0, None)?
+            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// `CALL`: ≤ 3.10's `CALL_FUNCTION[_KW]`, `CALL_KW` where the version has it, else
+    /// `CALL` (after `PRECALL` where the version has it), its keyword names the
+    /// `KW_NAMES` just before.
+    fn call(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
             (Op::Call, Arg::Call { argc, kw_names }) => {
                 if table.call_layout == CallLayout::Plain {
-                    lowered.emit(
+                    self.emit(
                         if kw_names {
                             "CALL_FUNCTION_KW"
                         } else {
@@ -793,10 +917,10 @@ pub fn lower(
                         None,
                     )?;
                 } else if kw_names && table.has("CALL_KW") {
-                    lowered.emit("CALL_KW", argc, None)?;
+                    self.emit("CALL_KW", argc, None)?;
                 } else {
                     if kw_names
-                        && !lowered
+                        && !self
                             .out
                             .last()
                             .is_some_and(|i| Some(i.opcode) == table.number("KW_NAMES"))
@@ -807,30 +931,47 @@ pub fn lower(
                         ));
                     }
                     if table.has("PRECALL") {
-                        lowered.emit("PRECALL", argc, None)?;
+                        self.emit("PRECALL", argc, None)?;
                     }
-                    lowered.emit("CALL", argc, None)?;
+                    self.emit("CALL", argc, None)?;
                 }
             }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// Attribute loads: `LOAD_METHOD` is `LOAD_ATTR` with the method bit where the version
+    /// has no `LOAD_METHOD`, and `LOAD_ATTR` then has the bit clear; `LOAD_SUPER_ATTR` has
+    /// its flags in its argument.
+    fn attribute(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
             (Op::LoadMethod, Arg::Name(name)) => {
                 if table.has("LOAD_METHOD") {
-                    lowered.emit("LOAD_METHOD", name, None)?;
+                    self.emit("LOAD_METHOD", name, None)?;
                 } else {
-                    lowered.emit("LOAD_ATTR", name << 1 | 1, None)?;
+                    self.emit("LOAD_ATTR", name << 1 | 1, None)?;
                 }
             }
             (Op::LoadAttr, Arg::Name(name)) => {
                 let shift = u32::from(table.op(table.require("LOAD_ATTR")?).is_some_and(|i| i.null_bit));
-                lowered.emit("LOAD_ATTR", name << shift, None)?;
+                self.emit("LOAD_ATTR", name << shift, None)?;
             }
             (Op::LoadSuperAttr, Arg::NameFlags(name, flags)) => {
-                lowered.emit("LOAD_SUPER_ATTR", name << 2 | u32::from(flags), None)?
+                self.emit("LOAD_SUPER_ATTR", name << 2 | u32::from(flags), None)?
             }
-            (Op::LoadCommonConstant, Arg::Enum(name))
-                if !table.has("LOAD_COMMON_CONSTANT") && name == "AssertionError" =>
-            {
-                lowered.emit("LOAD_ASSERTION_ERROR", 0, None)?
-            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// Operators: `COMPARE_OP`'s argument as the version writes it (its bool bit where it
+    /// converts the result); `BINARY_OP` where the version has it, else (and for a
+    /// subscript where the version has `BINARY_SUBSCR`) the operator's own opcode.
+    fn operator(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
             (Op::CompareOp, Arg::Compare { op, to_bool }) => {
                 let symbol = table
                     .enum_name("compare", u32::from(op))
@@ -843,26 +984,40 @@ pub fn lower(
                         Error::CannotLower("this version's COMPARE_OP cannot convert to bool".into())
                     })?;
                 }
-                lowered.emit("COMPARE_OP", arg, None)?;
+                self.emit("COMPARE_OP", arg, None)?;
             }
             (Op::BinaryOp, Arg::BinaryOp { op, inplace }) => {
                 if op == BinOp::Subscr && table.has("BINARY_SUBSCR") || !table.has("BINARY_OP") {
-                    lowered.emit(&op.opcode_name(inplace), 0, None)?;
+                    self.emit(&op.opcode_name(inplace), 0, None)?;
                 } else {
                     let nb = op.nb_name(inplace);
                     let value = table
                         .enum_value("binary_op", &nb)
                         .ok_or_else(|| Error::CannotLower(format!("this version has no {nb}")))?;
-                    lowered.emit("BINARY_OP", value, None)?;
+                    self.emit("BINARY_OP", value, None)?;
                 }
             }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// `COPY`, `SWAP` and `ROT_N` where the version lacks them: `DUP_TOP`, `DUP_TOP_TWO`
+    /// (two `COPY 2` in a row that fuse), `ROT_TWO`..`ROT_FOUR`, or `SWAP`s.
+    fn stack_shuffle(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            instruction,
+            next,
+            fuses_with_next,
+            ..
+        } = at;
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
             (Op::Copy, Arg::Int(n)) if !table.has("COPY") => match n {
-                1 => lowered.emit("DUP_TOP", 0, None)?,
+                1 => self.emit("DUP_TOP", 0, None)?,
                 2 if next.is_some_and(|n| n.op == Op::Copy && n.arg == Arg::Int(2)) && fuses_with_next => {
-                    lowered.emit("DUP_TOP_TWO", 0, None)?;
-                    first.push(first[index]);
-                    index += 2;
-                    continue;
+                    self.emit("DUP_TOP_TWO", 0, None)?;
+                    return Ok(2);
                 }
                 _ => {
                     return Err(Error::CannotLower(format!(
@@ -871,7 +1026,7 @@ pub fn lower(
                 }
             },
             (Op::Swap, Arg::Int(n)) if !table.has("SWAP") => match n {
-                2 => lowered.emit("ROT_TWO", 0, None)?,
+                2 => self.emit("ROT_TWO", 0, None)?,
                 _ => {
                     return Err(Error::CannotLower(format!(
                         "SWAP {n} has no form in this version"
@@ -885,16 +1040,28 @@ pub fn lower(
                     _ => "ROT_FOUR",
                 };
                 if n <= 4 && table.has(named) {
-                    lowered.emit(named, 0, None)?;
+                    self.emit(named, 0, None)?;
                 } else if table.has("ROT_N") {
-                    lowered.emit("ROT_N", n, None)?;
+                    self.emit("ROT_N", n, None)?;
                 } else {
                     // ROT_N n moves the top below the next n-1: SWAP n, SWAP n-1, ..., SWAP 2.
                     for depth in (2..=n).rev() {
-                        lowered.emit("SWAP", depth, None)?;
+                        self.emit("SWAP", depth, None)?;
                     }
                 }
             }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// `JUMP` and `JUMP_NO_INTERRUPT`: the version's jump for the direction.
+    fn jump(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            index, instruction, ..
+        } = at;
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
             (Op::Jump | Op::JumpNoInterrupt, Arg::Target(target)) => {
                 let backward = target <= index;
                 let name = match (backward, instruction.op) {
@@ -905,9 +1072,24 @@ pub fn lower(
                     (true, _) if table.has("JUMP_BACKWARD") => "JUMP_BACKWARD",
                     (true, _) => "JUMP_ABSOLUTE",
                 };
-                lowered.emit(name, 0, Some(target))?;
+                self.emit(name, 0, Some(target))?;
             }
-            (op, Arg::Target(target)) if is_conditional_jump(op) => {
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// A conditional jump: a `TO_BOOL` first where the version's jump takes only a bool
+    /// and the value may be none; the directional form where the version has one; where
+    /// its jumps go forward only, a backward one is the inverse jump over a
+    /// `JUMP_BACKWARD`; `NOT_TAKEN` after, where the version has it.
+    fn conditional_jump(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            index, instruction, ..
+        } = at;
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
+            (op, Arg::Target(target)) => {
                 let condition = CONDITIONAL_JUMPS
                     .iter()
                     .find(|(o, _)| *o == op)
@@ -919,8 +1101,8 @@ pub fn lower(
                         .is_some_and(|i| i.bool_operand)
                 };
                 let plain = format!("POP_JUMP_IF_{condition}");
-                if needs_bool(&plain) && !produces_bool(code, index, &targets) {
-                    lowered.emit("TO_BOOL", 0, None)?;
+                if needs_bool(&plain) && !produces_bool(self.code, index, &self.targets) {
+                    self.emit("TO_BOOL", 0, None)?;
                 }
                 let backward = target <= index;
                 let directional = format!(
@@ -928,7 +1110,7 @@ pub fn lower(
                     if backward { "BACKWARD" } else { "FORWARD" }
                 );
                 if table.has(&directional) {
-                    lowered.emit(&directional, 0, Some(target))?;
+                    self.emit(&directional, 0, Some(target))?;
                 } else if backward
                     && table
                         .op(table.require(&plain)?)
@@ -939,68 +1121,95 @@ pub fn lower(
                         .iter()
                         .find(|(o, _)| *o == inverse_jump(op))
                         .map_or("", |(_, c)| c);
-                    skips.push(lowered.out.len());
-                    lowered.emit(&format!("POP_JUMP_IF_{inverse}"), 0, Some(0))?;
-                    lowered.emit("JUMP_BACKWARD", 0, Some(target))?;
+                    self.skips.push(self.out.len());
+                    self.emit(&format!("POP_JUMP_IF_{inverse}"), 0, Some(0))?;
+                    self.emit("JUMP_BACKWARD", 0, Some(target))?;
                 } else {
-                    lowered.emit(&plain, 0, Some(target))?;
+                    self.emit(&plain, 0, Some(target))?;
                 }
                 if table.has("NOT_TAKEN") {
-                    lowered.emit("NOT_TAKEN", 0, None)?;
+                    self.emit("NOT_TAKEN", 0, None)?;
                 }
             }
-            (op, arg) => {
-                let name = op.name();
-                match arg {
-                    Arg::None => lowered.emit(name, 0, None)?,
-                    Arg::Int(value) | Arg::Name(value) | Arg::Const(Const::Index(value)) => {
-                        lowered.emit(name, value, None)?
-                    }
-                    Arg::Var(var) => {
-                        let info = table.op(table.require(name)?).expect("required");
-                        let index = if info.arg == ArgKind::Deref
-                            && table.deref_index == crate::table::DerefIndex::CellFree
-                        {
-                            vars.cell_free_of_var(var).ok_or_else(|| bad_arg(instruction))?
-                        } else {
-                            var
-                        };
-                        lowered.emit(name, index, None)?;
-                    }
-                    Arg::Target(target) => lowered.emit(name, 0, Some(target))?,
-                    Arg::Enum(value) => {
-                        let info = table.op(table.require(name)?).expect("required");
-                        let ArgKind::Enum(kind) = &info.arg else {
-                            return Err(bad_arg(instruction));
-                        };
-                        let value = table.enum_value(kind, value).ok_or_else(|| {
-                            Error::CannotLower(format!("{name} has no value {value} in this version"))
-                        })?;
-                        lowered.emit(name, value, None)?;
-                    }
-                    _ => return Err(bad_arg(instruction)),
-                }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// An instruction of the version's opcode of the same name, its argument as the
+    /// version writes it (a cell or free variable by ≤ 3.10's index, an enumeration's
+    /// value by name).
+    fn by_name(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        let name = instruction.op.name();
+        match instruction.arg {
+            Arg::None => self.emit(name, 0, None)?,
+            Arg::Int(value) | Arg::Name(value) | Arg::Const(Const::Index(value)) => {
+                self.emit(name, value, None)?
+            }
+            Arg::Var(var) => {
+                let info = table.op(table.require(name)?).expect("required");
+                let index = if info.arg == ArgKind::Deref
+                    && table.deref_index == crate::table::DerefIndex::CellFree
+                {
+                    self.vars
+                        .cell_free_of_var(var)
+                        .ok_or_else(|| bad_arg(instruction))?
+                } else {
+                    var
+                };
+                self.emit(name, index, None)?;
+            }
+            Arg::Target(target) => self.emit(name, 0, Some(target))?,
+            Arg::Enum(value) => {
+                let info = table.op(table.require(name)?).expect("required");
+                let ArgKind::Enum(kind) = &info.arg else {
+                    return Err(bad_arg(instruction));
+                };
+                let value = table.enum_value(kind, value).ok_or_else(|| {
+                    Error::CannotLower(format!("{name} has no value {value} in this version"))
+                })?;
+                self.emit(name, value, None)?;
+            }
+            _ => return Err(bad_arg(instruction)),
+        }
+        Ok(1)
+    }
+
+    /// Appends `name arg`; `target` is still a canonical index.
+    fn emit(&mut self, name: &str, arg: u32, target: Option<usize>) -> Result<()> {
+        let opcode = self.table.require(name)?;
+        let handler = self.handler.map(|h| raw::Handler {
+            target: h.target,
+            depth: h.depth,
+            lasti: h.lasti,
+        });
+        self.out
+            .push(Instr::new(opcode, arg, target, handler, self.location));
+        Ok(())
+    }
+
+    /// The raw instructions, their targets raw indices (`first`: per canonical instruction
+    /// its first raw one, and the end).
+    fn finish(self, first: &[usize]) -> Result<Vec<Instr>> {
+        let mut out = self.out;
+        // Targets: canonical indices become raw ones; the skip of a forward-only conditional
+        // jump lands after the backward jump it skips.
+        for instr in &mut out {
+            if let Some(target) = &mut instr.target {
+                *target = *first.get(*target).ok_or_else(|| bad_target(*target))?;
+            }
+            if let Some(handler) = &mut instr.handler {
+                handler.target = *first
+                    .get(handler.target)
+                    .ok_or_else(|| bad_target(handler.target))?;
             }
         }
-        index += 1;
-    }
-    first.push(out.len());
-    // Targets: canonical indices become raw ones; the skip of a forward-only conditional
-    // jump lands after the backward jump it skips.
-    for instr in &mut out {
-        if let Some(target) = &mut instr.target {
-            *target = *first.get(*target).ok_or_else(|| bad_target(*target))?;
+        for skip in self.skips {
+            out[skip].target = Some(skip + 2);
         }
-        if let Some(handler) = &mut instr.handler {
-            handler.target = *first
-                .get(handler.target)
-                .ok_or_else(|| bad_target(handler.target))?;
-        }
+        Ok(out)
     }
-    for skip in skips {
-        out[skip].target = Some(skip + 2);
-    }
-    Ok(out)
 }
 
 /// The fused opcode for two local-variable instructions in a row, if there is one.
@@ -1048,28 +1257,6 @@ fn produces_bool(code: &[Instruction], index: usize, targets: &HashSet<usize>) -
             ..
         } => to_bool,
         _ => false,
-    }
-}
-
-struct Lowering<'a> {
-    table: &'a Table,
-    out: &'a mut Vec<Instr>,
-    location: Location,
-    handler: Option<Handler>,
-}
-
-impl Lowering<'_> {
-    /// Appends `name arg`; `target` is still a canonical index.
-    fn emit(&mut self, name: &str, arg: u32, target: Option<usize>) -> Result<()> {
-        let opcode = self.table.require(name)?;
-        let handler = self.handler.map(|h| raw::Handler {
-            target: h.target,
-            depth: h.depth,
-            lasti: h.lasti,
-        });
-        self.out
-            .push(Instr::new(opcode, arg, target, handler, self.location));
-        Ok(())
     }
 }
 

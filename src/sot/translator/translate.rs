@@ -10,10 +10,10 @@ use pyo3::prelude::*;
 
 use super::backend::Backend;
 use super::breaks::continuation_of;
-use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entry, LIBRARY};
+use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, LIBRARY};
 use super::codegen;
 use super::compile::explain;
-use super::guard::source::SourceId;
+use super::guard::source::{SourceId, SourceTable};
 use super::translation::Translation;
 
 use super::model::code::CodeInfo;
@@ -80,6 +80,133 @@ impl<'py> Translation<'_, 'py, '_> {
                     line,
                 };
                 fallback(py, config, record)?;
+                Ok((Action::Original, String::new()))
+            }
+        }
+    }
+
+    /// What the VM's run of the frame ended with becomes: the generated code for a return,
+    /// a break or an exception that escapes (the original where a break cannot resume),
+    /// the original for a fallback; and the explanation.
+    fn outcome(&self, ending: Result<Ending, Stop>) -> PyResult<(Action, String)> {
+        match ending {
+            Ok(Ending::Return(returned, locals)) => {
+                let built =
+                    self.generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
+                self.counted(built, -1)
+            }
+            Ok(Ending::Break(point, stop)) => self.graph_break(&point, &stop),
+            Ok(Ending::Raise(point)) => self.escaping(&point),
+            Err(stop) => {
+                let record = record_of(&stop);
+                fallback(self.py, self.config, record.clone())?;
+                Ok((
+                    Action::Original,
+                    format!(
+                        "{}: fallback at {}:{}: {}\n",
+                        self.qualname, record.filename, record.line, record.reason
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// A graph break at `point`, reported and recorded: the code that breaks there, or the
+    /// original where it cannot resume (the frame runs eagerly).
+    fn graph_break(&self, point: &BreakPoint, stop: &Stop) -> PyResult<(Action, String)> {
+        let (py, config, qualname) = (self.py, self.config, self.qualname);
+        let record = record_of(stop);
+        let (continuation, reason) = self.break_continuation(point, &record)?;
+        let record = Record { reason, ..record };
+        let built = continuation.map(|c| self.build_break(point, &c));
+        if self.restart.borrow().is_some() {
+            return Ok((Action::Original, String::new()));
+        }
+        report(
+            py,
+            config,
+            "graph break",
+            &format!("graph break in {qualname}"),
+            &record,
+        )?;
+        config.stats.breaks.lock().push(record.clone());
+        let mut explanation = format!(
+            "{qualname}: graph break at {}:{}: {}\n",
+            record.filename, record.line, record.reason
+        );
+        let action = match built {
+            None => Action::Original,
+            Some(built) => {
+                let (action, text) = self.counted(built, point.instr.location.line)?;
+                explanation.push_str(&text);
+                action
+            }
+        };
+        Ok((action, explanation))
+    }
+
+    /// How the code goes on past a break at `point` (None: the frame runs eagerly), and the
+    /// reason the break is recorded with (`record`'s, and why the frame runs eagerly). A
+    /// loop whose bridge cannot run it has the next translation break before it.
+    fn break_continuation(
+        &self,
+        point: &BreakPoint,
+        record: &Record,
+    ) -> PyResult<(Option<codegen::Continuation>, String)> {
+        let (continuation, eager_loop) = if point.in_loop {
+            match self.loop_continuation(point)? {
+                Ok(continuation) => (Some(continuation), None),
+                Err(why) => {
+                    self.break_before_loop(
+                        point,
+                        &format!(
+                            "the iterator of a loop that runs eagerly ({why}): {}",
+                            record.reason
+                        ),
+                    );
+                    (None, Some(why))
+                }
+            }
+        } else {
+            (continuation_of(self.table, self.vm, point), None)
+        };
+        let reason = match &continuation {
+            None if point.in_loop => format!(
+                "graph break in a loop, the frame runs eagerly ({}): {}",
+                eager_loop.unwrap_or_default(),
+                record.reason
+            ),
+            None if point.handling => format!(
+                "{} (the frame runs eagerly: an exception is being handled)",
+                record.reason
+            ),
+            None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
+            Some(_) => record.reason.clone(),
+        };
+        Ok((continuation, reason))
+    }
+
+    /// An exception nothing in the frame catches, at `point`: the generated code raises it
+    /// again; a fallback where it cannot.
+    fn escaping(&self, point: &BreakPoint) -> PyResult<(Action, String)> {
+        // Where handlers of the frame ran for it, they run again for real: the
+        // generated code raises it under them (in a bridge).
+        let continuation = continuation_of(self.table, self.vm, point).map(|c| codegen::Continuation {
+            bridged: c.bridged || point.in_handler_scope,
+            ..c
+        });
+        match continuation {
+            Some(continuation) => self.break_code(point, &continuation),
+            None => {
+                let record = Record {
+                    reason: format!(
+                        "an exception escapes at {} (cannot raise it from generated code)",
+                        point.instr.op.name()
+                    ),
+                    filename: self.info.filename.clone(),
+                    line: point.instr.location.line,
+                };
+                fallback(self.py, self.config, record)?;
                 Ok((Action::Original, String::new()))
             }
         }
@@ -155,36 +282,10 @@ pub fn translate(
         return Ok(None);
     }
     let info = CodeInfo::read(table, &code)?;
-    let arguments: Vec<Option<Bound<'_, PyAny>>> = (0..info.total_arguments())
-        .map(|i| context.argument(i).map(|b| b.to_owned().unbind().into_bound(py)))
-        .collect();
-    let frees: Vec<FreeVariable<'_>> = (0..info.vars.freevars.len())
-        .map(|i| {
-            (
-                context.free_cell(i).map(|b| b.to_owned().unbind().into_bound(py)),
-                context
-                    .free_variable(i)
-                    .map(|b| b.to_owned().unbind().into_bound(py)),
-            )
-        })
-        .collect();
-    let globals = context.globals().unbind().into_bound(py);
+    let frame = FrameInputs::read(py, context, &info);
     // The state this translation extends: its entries' guards index its source table.
     let started = cache.entries.state.load_full();
-    let mut sources = started
-        .as_ref()
-        // With no entry left (a dropped translation's went), the table starts afresh:
-        // what only they read (values they held, their names) goes with them.
-        .filter(|s| !s.entries.is_empty())
-        .map(|s| s.sources.clone_ref(py))
-        .unwrap_or_default();
-    if !recompiling {
-        // A first translation (or the first since `sot.reset()`) specializes every number.
-        sources.forget_dynamic();
-    }
-    for source in changed_numbers {
-        sources.mark_dynamic(*source);
-    }
+    let sources = sources_to_extend(py, started.as_deref(), recompiling, changed_numbers);
     let fallbacks_before = config.stats.fallbacks.lock().len();
     let stats = &config.stats;
     let qualname: String = code
@@ -195,7 +296,13 @@ pub fn translate(
     let (mut vm, action, explanation) = loop {
         let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
         vm.break_before = break_before.clone();
-        let ending = vm.run_top(&code, &info, globals.clone(), arguments.clone(), frees.clone());
+        let ending = vm.run_top(
+            &code,
+            &info,
+            frame.globals.clone(),
+            frame.arguments.clone(),
+            frame.frees.clone(),
+        );
         let translation = Translation {
             caches,
             py,
@@ -212,107 +319,7 @@ pub fn translate(
             liveness: OnceCell::new(),
             depths: OnceCell::new(),
         };
-        let (action, explanation) = match ending {
-            Ok(Ending::Return(returned, locals)) => {
-                let built = translation
-                    .generated_code(&locals, &[returned], |plan| codegen::generate(plan, returned));
-                translation.counted(built, -1)?
-            }
-            Ok(Ending::Break(point, stop)) => {
-                let record = record_of(&stop);
-                let (continuation, eager_loop) = if point.in_loop {
-                    match translation.loop_continuation(&point)? {
-                        Ok(continuation) => (Some(continuation), None),
-                        Err(why) => {
-                            translation.break_before_loop(
-                                &point,
-                                &format!(
-                                    "the iterator of a loop that runs eagerly ({why}): {}",
-                                    record.reason
-                                ),
-                            );
-                            (None, Some(why))
-                        }
-                    }
-                } else {
-                    (continuation_of(table, &vm, &point), None)
-                };
-                let reason = match &continuation {
-                    None if point.in_loop => format!(
-                        "graph break in a loop, the frame runs eagerly ({}): {}",
-                        eager_loop.unwrap_or_default(),
-                        record.reason
-                    ),
-                    None if point.handling => format!(
-                        "{} (the frame runs eagerly: an exception is being handled)",
-                        record.reason
-                    ),
-                    None => format!("{} (the frame runs eagerly: cannot resume here)", record.reason),
-                    Some(_) => record.reason.clone(),
-                };
-                let record = Record { reason, ..record };
-                let built = continuation.map(|c| translation.build_break(&point, &c));
-                if translation.restart.borrow().is_some() {
-                    (Action::Original, String::new())
-                } else {
-                    report(
-                        py,
-                        config,
-                        "graph break",
-                        &format!("graph break in {qualname}"),
-                        &record,
-                    )?;
-                    stats.breaks.lock().push(record.clone());
-                    let mut explanation = format!(
-                        "{qualname}: graph break at {}:{}: {}\n",
-                        record.filename, record.line, record.reason
-                    );
-                    let action = match built {
-                        None => Action::Original,
-                        Some(built) => {
-                            let (action, text) = translation.counted(built, point.instr.location.line)?;
-                            explanation.push_str(&text);
-                            action
-                        }
-                    };
-                    (action, explanation)
-                }
-            }
-            Ok(Ending::Raise(point)) => {
-                // Where handlers of the frame ran for it, they run again for real: the
-                // generated code raises it under them (in a bridge).
-                let continuation = continuation_of(table, &vm, &point).map(|c| codegen::Continuation {
-                    bridged: c.bridged || point.in_handler_scope,
-                    ..c
-                });
-                match continuation {
-                    Some(continuation) => translation.break_code(&point, &continuation)?,
-                    None => {
-                        let record = Record {
-                            reason: format!(
-                                "an exception escapes at {} (cannot raise it from generated code)",
-                                point.instr.op.name()
-                            ),
-                            filename: info.filename.clone(),
-                            line: point.instr.location.line,
-                        };
-                        fallback(py, config, record)?;
-                        (Action::Original, String::new())
-                    }
-                }
-            }
-            Err(stop) => {
-                let record = record_of(&stop);
-                fallback(py, config, record.clone())?;
-                (
-                    Action::Original,
-                    format!(
-                        "{qualname}: fallback at {}:{}: {}\n",
-                        record.filename, record.line, record.reason
-                    ),
-                )
-            }
-        };
+        let (action, explanation) = translation.outcome(ending)?;
         match translation.restart.take() {
             Some((pc, why)) if break_before.len() < MAX_RESTARTS => {
                 break_before.insert(pc, why);
@@ -341,20 +348,93 @@ pub fn translate(
         action,
     });
     let answer = matches!(entry.action, Action::Run { .. }).then(|| Arc::clone(&entry));
-    let entries = &cache.entries;
-    {
-        let mut caches = config.caches.lock();
-        if !caches
-            .iter()
-            .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(entries)))
-        {
-            caches.retain(|c| c.strong_count() > 0);
-            caches.push(Arc::downgrade(entries));
+    keep_entries(config, &cache.entries);
+    store_entry(py, &cache.entries, started.as_ref(), entry, epoch, &vm.sources);
+    Ok(answer)
+}
+
+/// What the VM runs the frame with: its arguments, its free variables (cells and their
+/// contents) and its globals.
+struct FrameInputs<'py> {
+    arguments: Vec<Option<Bound<'py, PyAny>>>,
+    frees: Vec<FreeVariable<'py>>,
+    globals: Bound<'py, PyAny>,
+}
+
+impl<'py> FrameInputs<'py> {
+    /// The frame's, as the hook's `context` shows them.
+    fn read(py: Python<'py>, context: &HookContext<'_, '_>, info: &CodeInfo) -> Self {
+        let arguments: Vec<Option<Bound<'_, PyAny>>> = (0..info.total_arguments())
+            .map(|i| context.argument(i).map(|b| b.to_owned().unbind().into_bound(py)))
+            .collect();
+        let frees: Vec<FreeVariable<'_>> = (0..info.vars.freevars.len())
+            .map(|i| {
+                (
+                    context.free_cell(i).map(|b| b.to_owned().unbind().into_bound(py)),
+                    context
+                        .free_variable(i)
+                        .map(|b| b.to_owned().unbind().into_bound(py)),
+                )
+            })
+            .collect();
+        let globals = context.globals().unbind().into_bound(py);
+        FrameInputs {
+            arguments,
+            frees,
+            globals,
         }
     }
+}
+
+/// The source table a translation extends: that of the cache state it `started` from, its
+/// numbers specialized again unless `recompiling`, and `changed_numbers` dynamic.
+fn sources_to_extend(
+    py: Python<'_>,
+    started: Option<&CacheState>,
+    recompiling: bool,
+    changed_numbers: &[SourceId],
+) -> SourceTable {
+    let mut sources = started
+        // With no entry left (a dropped translation's went), the table starts afresh:
+        // what only they read (values they held, their names) goes with them.
+        .filter(|s| !s.entries.is_empty())
+        .map(|s| s.sources.clone_ref(py))
+        .unwrap_or_default();
+    if !recompiling {
+        // A first translation (or the first since `sot.reset()`) specializes every number.
+        sources.forget_dynamic();
+    }
+    for source in changed_numbers {
+        sources.mark_dynamic(*source);
+    }
+    sources
+}
+
+/// Has `config` keep `entries` (they go with it), if it does not yet.
+fn keep_entries(config: &Config, entries: &Arc<Entries>) {
+    let mut caches = config.caches.lock();
+    if !caches
+        .iter()
+        .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(entries)))
+    {
+        caches.retain(|c| c.strong_count() > 0);
+        caches.push(Arc::downgrade(entries));
+    }
+}
+
+/// Stores `entry` first among `entries`, with `sources` the table their guards index,
+/// if the table is still the one the translation `started` from.
+fn store_entry(
+    py: Python<'_>,
+    entries: &Entries,
+    started: Option<&Arc<CacheState>>,
+    entry: Arc<Entry>,
+    epoch: u64,
+    sources: &SourceTable,
+) {
     let _writer = entries.writer.lock();
     let old = entries.state.load_full();
-    let same_table = match (&old, &started) {
+    let same_table = match (&old, started) {
         (Some(old), Some(started)) => Arc::ptr_eq(&old.sources, &started.sources),
         (None, None) => true,
         _ => false,
@@ -365,7 +445,7 @@ pub fn translate(
         // translates again if none of those entries fits).
         drop(_writer);
         drop(old);
-        return Ok(answer);
+        return;
     }
     let mut kept: Vec<Arc<Entry>> = old
         .as_ref()
@@ -381,13 +461,12 @@ pub fn translate(
         .unwrap_or_default();
     kept.insert(0, entry);
     entries.state.store(Some(Arc::new(CacheState {
-        sources: Arc::new(vm.sources.clone_ref(py)),
+        sources: Arc::new(sources.clone_ref(py)),
         entries: kept,
     })));
     drop(_writer);
     // The entries that went are dropped here, after the lock: dropping one runs Python code.
     drop(old);
-    Ok(answer)
 }
 
 /// A fallback: reported, and counted for `sot.stats`.

@@ -80,280 +80,446 @@ pub fn resume_code<'py>(
     key: &ResumeKey,
     bridge: Option<Bridge<'_, 'py>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let old_all: Vec<String> = vars.all().iter().map(|s| s.to_string()).collect();
-    let names = ResumeNames::new(&old_all);
-    let mut handed: Vec<String> = (0..key.nulls.len())
-        .filter(|i| !key.nulls[*i])
-        .map(|i| names.stack(i))
-        .collect();
-    handed.extend(key.live.iter().map(|v| old_all[*v].clone()));
-    let boxed = handed.len();
-    // The original's first argument, when handed on, is the resume function's first local
-    // too, and the parameter that takes the box: a zero-argument `super()` reads it there.
-    let first_handed = key.live.contains(&0) && code.getattr("co_argcount")?.extract::<usize>()? > 0;
-    let mut varnames: Vec<String> = if first_handed {
-        vec![old_all[0].clone()]
-    } else if boxed > 0 {
-        vec![names.resume_box()]
-    } else {
-        Vec::new()
-    };
-    let argcount = varnames.len();
-    for name in &handed {
-        if !varnames.contains(name) {
-            varnames.push(name.clone());
-        }
+    let (resume_vars, new_vars) = ResumeVars::new(code, vars, key, bridge.as_ref())?;
+    let resume = Resume::new(key, instrs, resume_vars, bridge, unbound_marker(code.py())?);
+    let location = instrs.get(key.pc).map_or(Location::NONE, |i| i.location);
+    let mut w = Writer::new(table, code, new_vars, location)?;
+    for instruction in &mut w.out {
+        instruction.location = location;
     }
-    for name in &vars.varnames {
-        if !varnames.contains(name) && !vars.cellvars.contains(name) {
-            varnames.push(name.clone());
-        }
+    if !resume.vars.handed.is_empty() {
+        resume.unpack_box(&mut w);
     }
-    // The frame's cells come in as free variables: shared with the closures made before
-    // the break, not copies.
-    let mut new_vars = Vars {
-        varnames,
-        cellvars: Vec::new(),
-        freevars: vars
-            .cellvars
+    resume.marked_variables(&mut w);
+    // Instructions whose targets are the original's: moved past what comes before the
+    // copy of the original once its start is known.
+    let mut into_copy: Vec<usize> = Vec::new();
+    resume.push_stack(&mut w, &mut into_copy)?;
+    resume.go_on(&mut w, &mut into_copy)?;
+    let copied = resume.copy_original(&mut w, &mut into_copy)?;
+    copied.retarget(&mut w.out, &into_copy);
+    w.finish(code, Some(resume.vars.argcount))
+}
+
+/// A resume function's variables: the original's, the ones the box's values go to, and a
+/// bridge's own.
+struct ResumeVars {
+    names: ResumeNames,
+    /// The original's variables and the resume function's, in canonical order.
+    old_all: Vec<String>,
+    new_all: Vec<String>,
+    /// The variables the box's values go to, in order: the stack slots that are not NULL,
+    /// then the live variables.
+    handed: Vec<String>,
+    /// The original's first argument, when handed on, is the resume function's first local
+    /// too, and the parameter that takes the box: a zero-argument `super()` reads it there.
+    first_handed: bool,
+    /// The resume function's positional arguments: the box's, or none.
+    argcount: usize,
+    /// A bridge's locals for the stack slots it hands on.
+    handed_on: Option<Vec<Slot>>,
+    /// A bridge's local for a branch's condition.
+    condition_var: Option<u32>,
+}
+
+impl ResumeVars {
+    /// The variables of the resume function made from `code` (whose are `vars`) for `key`,
+    /// and its `Vars`.
+    fn new(
+        code: &Bound<'_, PyAny>,
+        vars: &Vars,
+        key: &ResumeKey,
+        bridge: Option<&Bridge<'_, '_>>,
+    ) -> PyResult<(Self, Vars)> {
+        let old_all: Vec<String> = vars.all().iter().map(|s| s.to_string()).collect();
+        let names = ResumeNames::new(&old_all);
+        let mut handed: Vec<String> = (0..key.nulls.len())
+            .filter(|i| !key.nulls[*i])
+            .map(|i| names.stack(i))
+            .collect();
+        handed.extend(key.live.iter().map(|v| old_all[*v].clone()));
+        let boxed = handed.len();
+        let first_handed = key.live.contains(&0) && code.getattr("co_argcount")?.extract::<usize>()? > 0;
+        let mut varnames: Vec<String> = if first_handed {
+            vec![old_all[0].clone()]
+        } else if boxed > 0 {
+            vec![names.resume_box()]
+        } else {
+            Vec::new()
+        };
+        let argcount = varnames.len();
+        for name in &handed {
+            if !varnames.contains(name) {
+                varnames.push(name.clone());
+            }
+        }
+        for name in &vars.varnames {
+            if !varnames.contains(name) && !vars.cellvars.contains(name) {
+                varnames.push(name.clone());
+            }
+        }
+        // The frame's cells come in as free variables: shared with the closures made before
+        // the break, not copies.
+        let mut new_vars = Vars {
+            varnames,
+            cellvars: Vec::new(),
+            freevars: vars
+                .cellvars
+                .iter()
+                .chain(vars.freevars.iter())
+                .cloned()
+                .collect(),
+        };
+        let (handed_on, condition_var) = bridge_locals(&mut new_vars, &names, key, bridge);
+        let new_all: Vec<String> = new_vars.all().iter().map(|s| s.to_string()).collect();
+        let resume_vars = ResumeVars {
+            names,
+            old_all,
+            new_all,
+            handed,
+            first_handed,
+            argcount,
+            handed_on,
+            condition_var,
+        };
+        Ok((resume_vars, new_vars))
+    }
+
+    /// The resume function's variable for the original's variable `var`.
+    fn remap(&self, var: u32) -> u32 {
+        let name = &self.old_all[var as usize];
+        self.new_all
             .iter()
-            .chain(vars.freevars.iter())
-            .cloned()
-            .collect(),
-    };
-    // A bridge's own locals, named before any instruction is emitted.
-    let handed_on = bridge.as_ref().map(|b| {
+            .position(|n| n == name)
+            .expect("every variable survives") as u32
+    }
+}
+
+/// A bridge's own locals, named before any instruction is emitted: those it hands the
+/// stack slots on in (a handled exception's is the slot's argument), and a branch's
+/// condition's.
+fn bridge_locals(
+    new_vars: &mut Vars,
+    names: &ResumeNames,
+    key: &ResumeKey,
+    bridge: Option<&Bridge<'_, '_>>,
+) -> (Option<Vec<Slot>>, Option<u32>) {
+    let handed_on = bridge.map(|b| {
         let no_temporary: Vec<bool> = (0..b.next_nulls.len())
             .map(|i| b.next_nulls[i] || key.handled.contains(&i))
             .collect();
-        let mut slots = slot_locals(&mut new_vars, "__sot_tmp", &no_temporary);
+        let mut slots = slot_locals(new_vars, "__sot_tmp", &no_temporary);
         for slot in &key.handled {
             let var = new_vars.varnames.iter().position(|n| *n == names.stack(*slot));
             slots[*slot] = Slot::Handled(var.expect("a stack argument") as u32);
         }
         slots
     });
-    let condition_var = bridge
-        .as_ref()
-        .filter(|b| matches!(b.step, Step::BranchOnTruth))
-        .map(|_| {
-            new_vars.varnames.push("__sot_condition".to_owned());
-            (new_vars.varnames.len() - 1) as u32
-        });
-    let new_all: Vec<String> = new_vars.all().iter().map(|s| s.to_string()).collect();
-    let remap = |var: u32| -> u32 {
-        let name = &old_all[var as usize];
-        new_all
-            .iter()
-            .position(|n| n == name)
-            .expect("every variable survives") as u32
-    };
-    // A loop's bridge: its exits' stubs are written into the copy of the original.
-    let loop_exits: &[LoopExit<'py>] = bridge.as_ref().map_or(&[], |b| b.exits);
-    let exit_blocks = bridge.as_ref().map_or(0, |b| b.blocks_after);
-    let unhanded: &[usize] = match bridge.as_ref().map(|b| b.step) {
-        Some(Step::Loop(span)) => &span.unhanded,
-        _ => &[],
-    };
-    let (bridge, stub_slots) = match bridge {
-        Some(b) if matches!(b.step, Step::Loop(_)) => (None, handed_on.clone()),
-        other => (other, None),
-    };
-    // What the bridge hands on: its variables, and at a loop's exit also what was unbound
-    // when the bridge started, bound since or marked (none for a step's bridge).
-    let push_handed = |w: &mut Writer<'py>| {
-        for var in key.live.iter().chain(unhanded) {
-            w.emit(Op::LoadFast, Arg::Var(remap(*var as u32)));
+    let condition_var = bridge.filter(|b| matches!(b.step, Step::BranchOnTruth)).map(|_| {
+        new_vars.varnames.push("__sot_condition".to_owned());
+        (new_vars.varnames.len() - 1) as u32
+    });
+    (handed_on, condition_var)
+}
+
+/// What the parts of a resume function's code read: the break's key, the original's
+/// instructions, the variables, and the bridge.
+struct Resume<'a, 'py> {
+    key: &'a ResumeKey,
+    instrs: &'a [Instruction],
+    vars: ResumeVars,
+    /// A step's bridge (a loop's runs the copy of the original).
+    bridge: Option<Bridge<'a, 'py>>,
+    /// A loop's bridge: its exits, whose stubs are written into the copy of the original;
+    /// the blocks popped at one; what was unbound when it started; the locals its exits
+    /// hand the stack slots on in.
+    loop_exits: &'a [LoopExit<'py>],
+    exit_blocks: usize,
+    unhanded: &'a [usize],
+    stub_slots: Option<Vec<Slot>>,
+    /// A bridged call with keyword names loads them as the original does, just before it.
+    names_constant: Option<Instruction>,
+    marker: Bound<'py, PyAny>,
+}
+
+impl<'a, 'py> Resume<'a, 'py> {
+    /// `bridge` is a step's or a loop's: a loop's runs the copy of the original, with its
+    /// exits' stubs in it.
+    fn new(
+        key: &'a ResumeKey,
+        instrs: &'a [Instruction],
+        vars: ResumeVars,
+        bridge: Option<Bridge<'a, 'py>>,
+        marker: Bound<'py, PyAny>,
+    ) -> Self {
+        // A loop's bridge: its exits' stubs are written into the copy of the original.
+        let loop_exits: &[LoopExit<'py>] = bridge.as_ref().map_or(&[], |b| b.exits);
+        let exit_blocks = bridge.as_ref().map_or(0, |b| b.blocks_after);
+        let unhanded: &[usize] = match bridge.as_ref().map(|b| b.step) {
+            Some(Step::Loop(span)) => &span.unhanded,
+            _ => &[],
+        };
+        let (bridge, stub_slots) = match bridge {
+            Some(b) if matches!(b.step, Step::Loop(_)) => (None, vars.handed_on.clone()),
+            other => (other, None),
+        };
+        let names_constant = match (key.bridge, instrs.get(key.pc)) {
+            (true, Some(call)) if matches!(call.arg, Arg::Call { kw_names: true, .. }) => {
+                key.pc.checked_sub(1).map(|before| instrs[before].clone())
+            }
+            _ => None,
+        };
+        Resume {
+            key,
+            instrs,
+            vars,
+            bridge,
+            loop_exits,
+            exit_blocks,
+            unhanded,
+            stub_slots,
+            names_constant,
+            marker,
         }
-        Ok(key.live.len() + unhanded.len())
-    };
-    let marker = unbound_marker(code.py())?;
-    let location = instrs.get(key.pc).map_or(Location::NONE, |i| i.location);
-    let mut w = Writer::new(table, code, new_vars, location)?;
-    for instruction in &mut w.out {
-        instruction.location = location;
     }
-    if boxed > 0 {
-        // Unpack the box, then empty it: the caller's stack holds the box until this
-        // function returns, but not its values, so each dies when this frame drops it.
-        // (Where the first argument takes the box, unpacking stores over it: the stack
-        // keeps the box for emptying.)
+}
+
+impl<'py> Resume<'_, 'py> {
+    /// What the bridge hands on: its variables, and at a loop's exit also what was unbound
+    /// when the bridge started, bound since or marked (none for a step's bridge).
+    fn push_handed(&self, w: &mut Writer<'py>) -> PyResult<usize> {
+        for var in self.key.live.iter().chain(self.unhanded) {
+            w.emit(Op::LoadFast, Arg::Var(self.vars.remap(*var as u32)));
+        }
+        Ok(self.key.live.len() + self.unhanded.len())
+    }
+
+    /// Unpacks the box, then empties it: the caller's stack holds the box until this
+    /// function returns, but not its values, so each dies when this frame drops it.
+    /// (Where the first argument takes the box, unpacking stores over it: the stack
+    /// keeps the box for emptying.)
+    fn unpack_box(&self, w: &mut Writer<'py>) {
+        let first_handed = self.vars.first_handed;
         w.emit(Op::LoadFast, Arg::Var(0));
         if first_handed {
             w.emit(Op::Copy, Arg::Int(1));
         }
-        w.emit(Op::UnpackSequence, Arg::Int(boxed as u32));
-        for name in &handed {
-            let var = new_all.iter().position(|n| n == name).expect("a handed variable");
+        w.emit(Op::UnpackSequence, Arg::Int(self.vars.handed.len() as u32));
+        for name in &self.vars.handed {
+            let var = self
+                .vars
+                .new_all
+                .iter()
+                .position(|n| n == name)
+                .expect("a handed variable");
             w.emit(Op::StoreFast, Arg::Var(var as u32));
         }
         if !first_handed {
             w.emit(Op::LoadFast, Arg::Var(0));
         }
-        let everything = PySlice::full(code.py()).into_any();
+        let everything = PySlice::full(w.pools.py).into_any();
         w.load_const(everything);
         w.emit(Op::DeleteSubscr, Arg::None);
         if !first_handed {
             w.unbind(0);
         }
     }
-    for original in &key.marked {
-        let var = remap(*original as u32);
-        if stub_slots.is_some() {
-            // A loop's bridge: marked where it was not handed the variable.
-            if !key.live.contains(original) {
-                w.load_const(marker.clone());
-                w.emit(Op::StoreFast, Arg::Var(var));
+
+    /// The variables that may hold the unbound marker: a loop's bridge binds to it those
+    /// it was not handed; any other resume function unbinds those that hold it.
+    fn marked_variables(&self, w: &mut Writer<'py>) {
+        for original in &self.key.marked {
+            let var = self.vars.remap(*original as u32);
+            if self.stub_slots.is_some() {
+                // A loop's bridge: marked where it was not handed the variable.
+                if !self.key.live.contains(original) {
+                    w.load_const(self.marker.clone());
+                    w.emit(Op::StoreFast, Arg::Var(var));
+                }
+            } else {
+                // `if var is marker: del var`
+                w.emit(Op::LoadFast, Arg::Var(var));
+                w.load_const(self.marker.clone());
+                w.emit(Op::IsOp, Arg::Int(0));
+                let skip = w.out.len() + 2;
+                w.emit(Op::PopJumpIfFalse, Arg::Target(skip));
+                w.emit(Op::DeleteFast, Arg::Var(var));
             }
-        } else {
-            // `if var is marker: del var`
-            w.emit(Op::LoadFast, Arg::Var(var));
-            w.load_const(marker.clone());
-            w.emit(Op::IsOp, Arg::Int(0));
-            let skip = w.out.len() + 2;
-            w.emit(Op::PopJumpIfFalse, Arg::Target(skip));
-            w.emit(Op::DeleteFast, Arg::Var(var));
         }
     }
-    // Instructions whose targets are the original's: moved past what comes before the
-    // copy of the original once its start is known.
-    let mut into_copy: Vec<usize> = Vec::new();
-    let set_up_blocks = |w: &mut Writer<'py>, into_copy: &mut Vec<usize>, level: usize| {
-        for (handler, _) in key.blocks.iter().filter(|(_, l)| *l == level) {
+
+    /// 3.9/3.10: sets up again the blocks at stack level `level`.
+    fn set_up_blocks(&self, w: &mut Writer<'py>, into_copy: &mut Vec<usize>, level: usize) {
+        for (handler, _) in self.key.blocks.iter().filter(|(_, l)| *l == level) {
             into_copy.push(w.out.len());
             w.emit(Op::SetupFinally, Arg::Target(*handler));
         }
-    };
-    // A bridged call with keyword names loads them as the original does, just before it.
-    let names_constant = match (key.bridge, instrs.get(key.pc)) {
-        (true, Some(call)) if matches!(call.arg, Arg::Call { kw_names: true, .. }) => {
-            key.pc.checked_sub(1).map(|before| instrs[before].clone())
-        }
-        _ => None,
-    };
-    for (stack_index, null) in key.nulls.iter().enumerate() {
-        set_up_blocks(&mut w, &mut into_copy, stack_index);
-        if stack_index + 1 == key.nulls.len() && names_constant.is_some() {
-            // Loaded with the step, under its handler.
-        } else if *null {
-            w.push_null()?;
-        } else {
-            let var = new_all
-                .iter()
-                .position(|n| *n == names.stack(stack_index))
-                .expect("a stack argument") as u32;
-            w.emit(Op::LoadFast, Arg::Var(var));
-            let handled = key.handled.contains(&stack_index);
-            if handled {
-                // The exception being handled is current again; the slot saves the one
-                // current now, as `PUSH_EXC_INFO` did in the original.
-                w.emit(Op::PushExcInfo, Arg::None);
-                w.emit(Op::PopTop, Arg::None);
-            }
-            // The stack holds it now, as the original's did, and drops it when it does (a
-            // bridge hands the handled exception on after its step).
-            if !(handled && bridge.is_some()) {
-                w.unbind(var);
-            }
-        }
     }
-    set_up_blocks(&mut w, &mut into_copy, key.nulls.len());
-    match (bridge, handed_on) {
-        (Some(bridge), Some(handed_on)) => {
-            let instr = &instrs[key.pc];
-            if let Some(var) = condition_var {
+
+    /// The stack as the original has it at `key.pc`, from the slots handed on, with the
+    /// blocks set up again at their levels.
+    fn push_stack(&self, w: &mut Writer<'py>, into_copy: &mut Vec<usize>) -> PyResult<()> {
+        let key = self.key;
+        for (stack_index, null) in key.nulls.iter().enumerate() {
+            self.set_up_blocks(w, into_copy, stack_index);
+            if stack_index + 1 == key.nulls.len() && self.names_constant.is_some() {
+                // Loaded with the step, under its handler.
+            } else if *null {
+                w.push_null()?;
+            } else {
+                let var = self
+                    .vars
+                    .new_all
+                    .iter()
+                    .position(|n| *n == self.vars.names.stack(stack_index))
+                    .expect("a stack argument") as u32;
+                w.emit(Op::LoadFast, Arg::Var(var));
+                let handled = key.handled.contains(&stack_index);
+                if handled {
+                    // The exception being handled is current again; the slot saves the one
+                    // current now, as `PUSH_EXC_INFO` did in the original.
+                    w.emit(Op::PushExcInfo, Arg::None);
+                    w.emit(Op::PopTop, Arg::None);
+                }
+                // The stack holds it now, as the original's did, and drops it when it does (a
+                // bridge hands the handled exception on after its step).
+                if !(handled && self.bridge.is_some()) {
+                    w.unbind(var);
+                }
+            }
+        }
+        self.set_up_blocks(w, into_copy, key.nulls.len());
+        Ok(())
+    }
+
+    /// Where the prologue goes on: a step's bridge runs the step under the instruction's
+    /// handler, pops the blocks after it and calls the next resume function; otherwise
+    /// it jumps into the copy of the original at `key.pc`.
+    fn go_on(&self, w: &mut Writer<'py>, into_copy: &mut Vec<usize>) -> PyResult<()> {
+        let key = self.key;
+        match (&self.bridge, &self.vars.handed_on) {
+            (Some(bridge), Some(handed_on)) => {
+                let instr = &self.instrs[key.pc];
+                let condition_var = self.vars.condition_var;
+                if let Some(var) = condition_var {
+                    w.emit(Op::StoreFast, Arg::Var(var));
+                }
+                let covered_from = w.out.len();
+                w.out.extend(self.names_constant.clone());
+                let step_instr = Instruction {
+                    arg: match instr.arg {
+                        Arg::Var(v) => Arg::Var(self.vars.remap(v)),
+                        other => other,
+                    },
+                    ..instr.clone()
+                };
+                emit_step(w, &step_instr, bridge.step, |w| {
+                    w.emit(
+                        Op::LoadFast,
+                        Arg::Var(condition_var.expect("a branch's condition")),
+                    );
+                    Ok(())
+                })?;
+                for index in covered_from..w.out.len() {
+                    w.out[index].handler = instr.handler;
+                    into_copy.push(index);
+                }
+                for _ in 0..bridge.blocks_after {
+                    w.emit(Op::PopBlock, Arg::None);
+                }
+                w.return_resumed(handed_on, true, |w| self.push_handed(w), bridge.next)?;
+            }
+            _ => {
+                // A call with keyword names (a loop's bridge) starts where they are loaded.
+                let entry = key.pc - usize::from(self.names_constant.is_some());
+                into_copy.push(w.out.len());
+                w.emit(Op::Jump, Arg::Target(entry));
+            }
+        }
+        Ok(())
+    }
+
+    /// The copy of the original, each loop exit's stub just before the instruction there.
+    fn copy_original(&self, w: &mut Writer<'py>, into_copy: &mut Vec<usize>) -> PyResult<Copied> {
+        let instrs = self.instrs;
+        let mut position = vec![0; instrs.len()];
+        let mut stub_at = vec![None; instrs.len()];
+        let mut in_prologue = true;
+        for (index, instruction) in instrs.iter().enumerate() {
+            // What is written besides the copy (a stub, a marker stored) takes its line.
+            w.location = instruction.location;
+            if let (Some(exit), Some(slots)) =
+                (self.loop_exits.iter().find(|e| e.pc == index), &self.stub_slots)
+            {
+                stub_at[index] = Some(w.out.len());
+                for _ in 0..self.exit_blocks {
+                    w.emit(Op::PopBlock, Arg::None);
+                }
+                w.return_resumed(
+                    &slots[..exit.depth],
+                    true,
+                    |w| self.push_handed(w),
+                    Some(&exit.resume),
+                )?;
+            }
+            position[index] = w.out.len();
+            let mut copy = instruction.clone();
+            // The original's own prologue: done by the new one.
+            in_prologue &= matches!(copy.op, Op::CopyFreeVars | Op::MakeCell | Op::Resume | Op::Nop);
+            if in_prologue {
+                copy = Instruction {
+                    op: Op::Nop,
+                    arg: Arg::None,
+                    location: copy.location,
+                    handler: copy.handler,
+                };
+            }
+            if let Arg::Var(v) = &mut copy.arg {
+                *v = self.vars.remap(*v);
+            }
+            // A loop's bridge marks again what a `del` unbinds, for its exits to hand on.
+            let marked_again = match (instruction.arg, copy.arg) {
+                (Arg::Var(original), Arg::Var(var))
+                    if copy.op == Op::DeleteFast
+                        && self.stub_slots.is_some()
+                        && self.key.marked.contains(&(original as usize)) =>
+                {
+                    Some(var)
+                }
+                _ => None,
+            };
+            w.out.push(copy);
+            into_copy.push(position[index]);
+            if let Some(var) = marked_again {
+                w.load_const(self.marker.clone());
                 w.emit(Op::StoreFast, Arg::Var(var));
             }
-            let covered_from = w.out.len();
-            w.out.extend(names_constant);
-            let step_instr = Instruction {
-                arg: match instr.arg {
-                    Arg::Var(v) => Arg::Var(remap(v)),
-                    other => other,
-                },
-                ..instr.clone()
-            };
-            emit_step(&mut w, &step_instr, bridge.step, |w| {
-                w.emit(
-                    Op::LoadFast,
-                    Arg::Var(condition_var.expect("a branch's condition")),
-                );
-                Ok(())
-            })?;
-            for index in covered_from..w.out.len() {
-                w.out[index].handler = instr.handler;
-                into_copy.push(index);
-            }
-            for _ in 0..bridge.blocks_after {
-                w.emit(Op::PopBlock, Arg::None);
-            }
-            w.return_resumed(&handed_on, true, push_handed, bridge.next)?;
         }
-        _ => {
-            // A call with keyword names (a loop's bridge) starts where they are loaded.
-            let entry = key.pc - usize::from(names_constant.is_some());
-            into_copy.push(w.out.len());
-            w.emit(Op::Jump, Arg::Target(entry));
+        Ok(Copied { position, stub_at })
+    }
+}
+
+/// Where the copy of the original is: per original instruction, the index of its copy and
+/// of the loop exit's stub just before it, if any.
+struct Copied {
+    position: Vec<usize>,
+    stub_at: Vec<Option<usize>>,
+}
+
+impl Copied {
+    /// Makes the targets of `out[into_copy]` the copy's: jumps to an exit land on its
+    /// stub; handlers and every other jump on the copy.
+    fn retarget(&self, out: &mut [Instruction], into_copy: &[usize]) {
+        for index in into_copy {
+            let instruction = &mut out[*index];
+            if let Arg::Target(t) = &mut instruction.arg {
+                *t = self.stub_at[*t].unwrap_or(self.position[*t]);
+            }
+            if let Some(handler) = &mut instruction.handler {
+                handler.target = self.position[handler.target];
+            }
         }
     }
-    // The copy of the original, each loop exit's stub just before the instruction there.
-    let mut position = vec![0; instrs.len()];
-    let mut stub_at = vec![None; instrs.len()];
-    let mut in_prologue = true;
-    for (index, instruction) in instrs.iter().enumerate() {
-        // What is written besides the copy (a stub, a marker stored) takes its line.
-        w.location = instruction.location;
-        if let (Some(exit), Some(slots)) = (loop_exits.iter().find(|e| e.pc == index), &stub_slots) {
-            stub_at[index] = Some(w.out.len());
-            for _ in 0..exit_blocks {
-                w.emit(Op::PopBlock, Arg::None);
-            }
-            w.return_resumed(&slots[..exit.depth], true, push_handed, Some(&exit.resume))?;
-        }
-        position[index] = w.out.len();
-        let mut copy = instruction.clone();
-        // The original's own prologue: done by the new one.
-        in_prologue &= matches!(copy.op, Op::CopyFreeVars | Op::MakeCell | Op::Resume | Op::Nop);
-        if in_prologue {
-            copy = Instruction {
-                op: Op::Nop,
-                arg: Arg::None,
-                location: copy.location,
-                handler: copy.handler,
-            };
-        }
-        if let Arg::Var(v) = &mut copy.arg {
-            *v = remap(*v);
-        }
-        // A loop's bridge marks again what a `del` unbinds, for its exits to hand on.
-        let marked_again = match (instruction.arg, copy.arg) {
-            (Arg::Var(original), Arg::Var(var))
-                if copy.op == Op::DeleteFast
-                    && stub_slots.is_some()
-                    && key.marked.contains(&(original as usize)) =>
-            {
-                Some(var)
-            }
-            _ => None,
-        };
-        w.out.push(copy);
-        into_copy.push(position[index]);
-        if let Some(var) = marked_again {
-            w.load_const(marker.clone());
-            w.emit(Op::StoreFast, Arg::Var(var));
-        }
-    }
-    // Jumps to an exit land on its stub; handlers and every other jump on the copy.
-    for index in into_copy {
-        let instruction = &mut w.out[index];
-        if let Arg::Target(t) = &mut instruction.arg {
-            *t = stub_at[*t].unwrap_or(position[*t]);
-        }
-        if let Some(handler) = &mut instruction.handler {
-            handler.target = position[handler.target];
-        }
-    }
-    w.finish(code, Some(argcount))
 }
 
 /// Runs a break's `step` on the stack as its instruction finds it (`condition` pushes
