@@ -892,3 +892,89 @@ fn no_source_file_is_over_the_line_limit() {
         long.join("\n")
     );
 }
+
+/// Functions longer than this say, in a comment just above them, why they must be one.
+const MAX_FUNCTION_LINES: usize = 200;
+
+/// Each function's name, where it starts and how many lines it spans (from `fn` to its
+/// closing brace, at the `fn`'s indentation, as rustfmt writes them).
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let after_qualifiers = [
+            "pub ",
+            "pub(crate) ",
+            "pub(super) ",
+            "const ",
+            "unsafe ",
+            "async ",
+            "extern \"C\" ",
+        ]
+        .iter()
+        .fold(code, |rest, qualifier| {
+            rest.strip_prefix(qualifier).unwrap_or(rest)
+        });
+        let after_qualifiers = after_qualifiers
+            .strip_prefix("pub(in ")
+            .and_then(|rest| rest.split_once(") "))
+            .map_or(after_qualifiers, |(_, rest)| rest);
+        let Some(signature) = after_qualifiers.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = signature
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // A declaration without a body (a trait's) ends with `;` before any `{` line.
+        let body = lines[start..]
+            .iter()
+            .position(|l| l.ends_with('{') || l.ends_with(';'))
+            .filter(|at| lines[start + at].ends_with('{'));
+        if body.is_none() {
+            continue;
+        }
+        let closing = format!("{indent}}}");
+        if let Some(end) = lines[start..].iter().position(|l| *l == closing) {
+            found.push((name, start, end + 1));
+        }
+    }
+    found
+}
+
+#[test]
+fn no_function_is_too_long_without_saying_why() {
+    let mut files = sources("src", &["rs"]);
+    files.extend(sources("crates", &["rs"]));
+    let mut long = Vec::new();
+    for (path, text) in &files {
+        let lines: Vec<&str> = text.lines().collect();
+        for (name, start, length) in functions(text) {
+            let says_why = lines[..start]
+                .iter()
+                .rev()
+                .take_while(|l| l.trim_start().starts_with("//") || l.trim_start().starts_with("#["))
+                .any(|l| l.contains("must be one"));
+            if length > MAX_FUNCTION_LINES && !says_why {
+                long.push(format!(
+                    "{}:{}: {name} ({length} lines)",
+                    path.display(),
+                    start + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines without a comment saying why they must be one:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_function_length_check_measures_bodies_not_declarations() {
+    let text = "trait T {\n    fn declared(&self);\n}\n\nfn f() {\n    let x = 1;\n}\n\n    pub(in crate::m) fn g(\n        a: u8,\n    ) -> u8 {\n        a\n    }\n";
+    assert_eq!(functions(text), [("f".to_owned(), 4, 3), ("g".to_owned(), 8, 5)]);
+}
