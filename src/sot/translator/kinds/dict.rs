@@ -211,6 +211,45 @@ impl Kind for Dict {
         }
     }
 
+    fn set_item<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        key: Vid,
+        value: Vid,
+    ) -> Res<bool> {
+        let Val::Dict(items) = val else {
+            return Ok(false);
+        };
+        let mut items = items.clone();
+        cx.dict_set(&mut items, key, value)?;
+        cx.set_val(v, Val::Dict(items));
+        Ok(true)
+    }
+
+    fn del_item<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> Res<bool> {
+        let Val::Dict(items) = val else {
+            return Ok(false);
+        };
+        let mut items = items.clone();
+        let Some(index) = cx.find_dict_key(&items, key)? else {
+            return Err(Problem::Python(PyKeyError::new_err(key.clone().unbind())));
+        };
+        let (k, value) = items.remove(index);
+        cx.check_droppable(k)?;
+        cx.check_droppable(value)?;
+        cx.set_val(v, Val::Dict(items));
+        cx.note_keys_removed(v);
+        Ok(true)
+    }
+
     fn concrete<'py>(
         &self,
         cx: &mut dyn Interp<'py>,

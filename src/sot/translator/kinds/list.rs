@@ -247,6 +247,67 @@ impl Kind for List {
         Ok(true)
     }
 
+    /// An index's item, or a slice's items (done on a list of indices, as CPython's slice
+    /// assignment places them).
+    fn set_item<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        key: Vid,
+        value: Vid,
+    ) -> Res<bool> {
+        let Val::List(items) = val else {
+            return Ok(false);
+        };
+        let mut items = items.clone();
+        let key_obj = cx.concrete(key)?;
+        if let Ok(index) = key_obj.extract::<isize>() {
+            let len = items.len() as isize;
+            let at = if index < 0 { index + len } else { index };
+            if at < 0 || at >= len {
+                return Err(Problem::Python(PyIndexError::new_err(
+                    "list assignment index out of range",
+                )));
+            }
+            items[at as usize] = value;
+        } else {
+            let py = cx.py();
+            let new_items = cx.items_of(value)?;
+            let indices = PyList::new(py, 0..items.len())?;
+            let replacement = PyList::new(py, (0..new_items.len()).map(|i| items.len() + i))?;
+            indices.set_item(0, 0).ok();
+            indices.as_any().set_item(&key_obj, replacement)?;
+            let all: Vec<Vid> = items.iter().copied().chain(new_items).collect();
+            items = indices
+                .iter()
+                .map(|i| Ok(all[i.extract::<usize>()?]))
+                .collect::<PyResult<_>>()?;
+        }
+        cx.set_val(v, Val::List(items));
+        Ok(true)
+    }
+
+    fn del_item<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> Res<bool> {
+        let Val::List(items) = val else {
+            return Ok(false);
+        };
+        let indices = PyList::new(cx.py(), 0..items.len())?;
+        indices.as_any().del_item(key)?;
+        let kept = indices
+            .iter()
+            .map(|i| Ok(items[i.extract::<usize>()?]))
+            .collect::<PyResult<_>>()?;
+        cx.set_val(v, Val::List(kept));
+        Ok(true)
+    }
+
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         Ok(Some(!matches!(val, Val::List(_))))
     }

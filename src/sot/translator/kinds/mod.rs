@@ -267,6 +267,30 @@ pub trait Kind: Sync {
         Ok(None)
     }
 
+    /// `v[key] = value`, where this kind holds items; false where it does not.
+    fn set_item<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        _val: &Val<'py>,
+        _key: Vid,
+        _value: Vid,
+    ) -> Res<bool> {
+        Ok(false)
+    }
+
+    /// `del v[key]` (`key` made a Python value first), where this kind holds items; false
+    /// where it does not.
+    fn del_item<'py>(
+        &self,
+        _cx: &mut dyn Interp<'py>,
+        _v: Vid,
+        _val: &Val<'py>,
+        _key: &Bound<'py, PyAny>,
+    ) -> Res<bool> {
+        Ok(false)
+    }
+
     /// Whether `hash(v)` succeeds.
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
         Ok(None)

@@ -111,6 +111,23 @@ impl Kind for Tensor {
         Ok(true)
     }
 
+    /// Writing into a tensor is an operation of the graph.
+    fn set_item<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        key: Vid,
+        value: Vid,
+    ) -> Res<bool> {
+        if !matches!(val, Val::Tensor { .. }) {
+            return Ok(false);
+        }
+        let setitem = cx.known().op("setitem")?;
+        cx.record(&setitem, vec![v, key, value])?;
+        Ok(true)
+    }
+
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         Ok(Some(match val {
             Val::Tensor { example, .. } => example.hash().is_ok(),

@@ -406,77 +406,21 @@ impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn store_subscript(&mut self, container: Vid, key: Vid, value: Vid) -> Res<()> {
         let container = self.realize(container)?;
         let container = self.mutable_copy(container)?.unwrap_or(container);
-        match self.val(container).clone_val() {
-            Val::Tensor { .. } => {
-                let setitem = self.ops.op("setitem")?;
-                self.record(&setitem, vec![container, key, value], vec![])?;
-                Ok(())
-            }
-            Val::List(mut items) => {
-                let key_obj = self.concrete(key)?;
-                if let Ok(index) = key_obj.extract::<isize>() {
-                    let len = items.len() as isize;
-                    let at = if index < 0 { index + len } else { index };
-                    if at < 0 || at >= len {
-                        return Err(Problem::Python(pyo3::exceptions::PyIndexError::new_err(
-                            "list assignment index out of range",
-                        )));
-                    }
-                    items[at as usize] = value;
-                } else {
-                    // A slice assignment: done on index lists.
-                    let new_items = self.items_of(value)?;
-                    let indices = PyList::new(self.py, 0..items.len())?;
-                    let replacement = PyList::new(self.py, (0..new_items.len()).map(|i| items.len() + i))?;
-                    indices.set_item(0, 0).ok();
-                    indices.as_any().set_item(&key_obj, replacement)?;
-                    let all: Vec<Vid> = items.iter().copied().chain(new_items).collect();
-                    items = indices
-                        .iter()
-                        .map(|i| Ok(all[i.extract::<usize>()?]))
-                        .collect::<PyResult<_>>()?;
-                }
-                self.values[container] = Val::List(items);
-                Ok(())
-            }
-            Val::Dict(mut items) => {
-                self.dict_set(&mut items, key, value)?;
-                self.values[container] = Val::Dict(items);
-                Ok(())
-            }
-            _ => unsupported("item assignment to an object"),
+        let val = self.val(container).clone_val();
+        if !kind_of(&val).set_item(self, container, &val, key, value)? {
+            return unsupported("item assignment to an object");
         }
+        Ok(())
     }
 
     pub(super) fn delete_subscript(&mut self, container: Vid, key: Vid) -> Res<()> {
         let container = self.realize(container)?;
         let container = self.mutable_copy(container)?.unwrap_or(container);
-        let key_obj = self.concrete(key)?;
-        match self.val(container).clone_val() {
-            Val::List(items) => {
-                let indices = PyList::new(self.py, 0..items.len())?;
-                indices.as_any().del_item(&key_obj)?;
-                let kept = indices
-                    .iter()
-                    .map(|i| Ok(items[i.extract::<usize>()?]))
-                    .collect::<PyResult<_>>()?;
-                self.values[container] = Val::List(kept);
-                Ok(())
-            }
-            Val::Dict(mut items) => {
-                let Some(index) = self.find_dict_key(&items, &key_obj)? else {
-                    return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
-                        key_obj.unbind(),
-                    )));
-                };
-                let (k, v) = items.remove(index);
-                self.check_droppable(k)?;
-                self.check_droppable(v)?;
-                self.values[container] = Val::Dict(items);
-                self.note_keys_removed(container);
-                Ok(())
-            }
-            _ => unsupported("item deletion on an object"),
+        let key = self.concrete(key)?;
+        let val = self.val(container).clone_val();
+        if !kind_of(&val).del_item(self, container, &val, &key)? {
+            return unsupported("item deletion on an object");
         }
+        Ok(())
     }
 }
