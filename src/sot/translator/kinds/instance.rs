@@ -2,11 +2,12 @@
 //! backend made while translating from known arguments, and `super()` objects.
 
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 
 use super::{Interp, Kind, Res, Val, Vid};
 use crate::sot::translator::guard::check::is_immutable;
-use crate::sot::translator::model::problem::unsupported;
-use crate::sot::translator::pyutil::qualname;
+use crate::sot::translator::model::problem::{unsupported, Problem};
+use crate::sot::translator::pyutil::{builtin, qualname};
 use crate::sot::translator::session::with_session;
 
 pub struct Instance;
@@ -111,6 +112,94 @@ impl Kind for Instance {
                 class, args, kwargs, ..
             } => out.extend([*class, *args, *kwargs]),
             _ => {}
+        }
+    }
+}
+
+/// `left <name> right` where an operand is an object the translation made: its class's
+/// Python rich comparison, inlined, then the other operand's reflected one (first where
+/// its class is a subclass of the left's) when missing or `NotImplemented`; past both,
+/// `==` and `!=` compare identity. None when neither operand is such an object.
+pub fn compare_made_objects<'py>(
+    cx: &mut dyn Interp<'py>,
+    name: &str,
+    left: Vid,
+    right: Vid,
+) -> Res<Option<Vid>> {
+    let class_of = |cx: &dyn Interp<'py>, v: Vid| match cx.val(v) {
+        Val::Object { class, .. } => Some(class.clone()),
+        _ => None,
+    };
+    let (left_class, right_class) = (class_of(cx, left), class_of(cx, right));
+    if left_class.is_none() && right_class.is_none() {
+        return Ok(None);
+    }
+    let reflected = match name {
+        "lt" => "gt",
+        "le" => "ge",
+        "gt" => "lt",
+        "ge" => "le",
+        same => same,
+    };
+    let right_first = match (&left_class, &right_class) {
+        (Some(l), Some(r)) => !l.is(r) && r.cast::<PyType>().map_err(PyErr::from)?.is_subclass(l)?,
+        _ => false,
+    };
+    let mut attempts = [
+        (left, &left_class, name, right),
+        (right, &right_class, reflected, left),
+    ];
+    if right_first {
+        attempts.swap(0, 1);
+    }
+    for (receiver, class, method, other) in attempts {
+        let Some(class) = class else { continue };
+        let found = cx.type_lookup(class, &format!("__{method}__"))?;
+        let function_type = cx.known().function_type.clone();
+        let is_python = |f: &Bound<'py, PyAny>| f.is_instance(&function_type).unwrap_or(false);
+        // `object.__ne__` answers the inverse of `__eq__` (unless that declines).
+        let inverse_of_eq = method == "ne"
+            && found.as_ref().is_some_and(|f| {
+                builtin(cx.py(), "object")
+                    .and_then(|o| o.getattr("__ne__"))
+                    .is_ok_and(|default| f.is(&default))
+            });
+        let function = if inverse_of_eq {
+            cx.type_lookup(class, "__eq__")?.filter(is_python)
+        } else {
+            found.filter(is_python)
+        };
+        let Some(function) = function else { continue };
+        let function = cx.constant(function);
+        let result = cx.call(function, vec![receiver, other])?;
+        let declined = matches!(cx.val(result), Val::Obj { obj, .. } if obj.is(cx.py().NotImplemented()));
+        if declined {
+            continue;
+        }
+        if inverse_of_eq {
+            let equal = cx.truthy(result)?;
+            return Ok(Some(cx.boolean(!equal)));
+        }
+        return Ok(Some(result));
+    }
+    match name {
+        "eq" | "ne" => {
+            let same = cx.identical(left, right)?;
+            Ok(Some(cx.boolean(same == (name == "eq"))))
+        }
+        _ => {
+            let symbol = match name {
+                "lt" => "<",
+                "le" => "<=",
+                "gt" => ">",
+                _ => ">=",
+            };
+            let (left_type, right_type) = (cx.type_of(left)?, cx.type_of(right)?);
+            Err(Problem::Python(pyo3::exceptions::PyTypeError::new_err(format!(
+                "'{symbol}' not supported between instances of '{}' and '{}'",
+                left_type.getattr("__name__")?,
+                right_type.getattr("__name__")?
+            ))))
         }
     }
 }

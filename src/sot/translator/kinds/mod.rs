@@ -24,6 +24,7 @@ use framehook_bytecode::canonical::{Arg, Op};
 use pyo3::prelude::*;
 
 pub use self::dict::iterated_dict;
+pub use self::instance::compare_made_objects;
 pub use self::known::made_exception;
 
 use super::guard::check::Check;
@@ -67,6 +68,11 @@ pub trait Interp<'py> {
 
     /// The protocols, for the values a kind holds.
     fn truthy(&mut self, vid: Vid) -> Res<bool>;
+    fn boolean(&mut self, value: bool) -> Vid;
+    /// `left is right`, guarding what that depends on.
+    fn identical(&mut self, left: Vid, right: Vid) -> Res<bool>;
+    /// `type(vid)`.
+    fn type_of(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>>;
     /// `len(vid)`, as the builtin computes it.
     fn len_of(&mut self, vid: Vid) -> Res<Vid>;
     fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>>;

@@ -374,7 +374,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.binary(*a, *b, op, inplace)?
             }
             (name, [a, b]) if COMPARE_NAMES.contains(&name) => {
-                match self.compare_made_objects(name, *a, *b)? {
+                match compare_made_objects(self, name, *a, *b)? {
                     Some(r) => r,
                     None => self.operator_call(name, vec![*a, *b])?,
                 }

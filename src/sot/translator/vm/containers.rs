@@ -137,7 +137,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.identical(element, target)? {
             return Ok(true);
         }
-        let equal = match self.compare_made_objects("eq", element, target)? {
+        let equal = match compare_made_objects(self, "eq", element, target)? {
             Some(r) => r,
             None => self.operator_call("eq", vec![element, target])?,
         };

@@ -61,6 +61,18 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::truthy(self, vid)
     }
 
+    fn boolean(&mut self, value: bool) -> Vid {
+        Vm::boolean(self, value)
+    }
+
+    fn identical(&mut self, left: Vid, right: Vid) -> Res<bool> {
+        Vm::identical(self, left, right)
+    }
+
+    fn type_of(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
+        Vm::type_of(self, vid)
+    }
+
     fn len_of(&mut self, vid: Vid) -> Res<Vid> {
         Vm::len_of(self, vid)
     }

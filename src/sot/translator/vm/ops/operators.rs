@@ -77,7 +77,7 @@ fn compare_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruc
     let right = Vm::pop(frame)?;
     let left = Vm::pop(frame)?;
     let name = COMPARE_NAMES[op as usize];
-    let mut r = match vm.compare_made_objects(name, left, right)? {
+    let mut r = match compare_made_objects(vm, name, left, right)? {
         Some(r) => r,
         None => vm.operator_call(name, vec![left, right])?,
     };
