@@ -5,7 +5,7 @@ use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use super::{container_method, drain, Interp, Kind, Rebuild, Res, Val, Vid};
+use super::{container_method, drain, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::{DictIter, DictIterStatus, DictPart};
 
@@ -285,6 +285,14 @@ impl Kind for Dict {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::Dict(a), Val::Dict(b)) => a == b,
+            (Val::DictIter(a), Val::DictIter(b)) => a == b,
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
+        }
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use super::{Interp, Kind, Res, Val, Vid};
+use super::{Interp, Kind, Res, Sym, Val, Vid};
 use crate::sot::translator::guard::check::is_immutable;
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::pyutil::{builtin, qualname};
@@ -90,6 +90,13 @@ impl Kind for Instance {
                 Ok(Some(cx.constant(value)))
             }
             _ => Ok(None),
+        }
+    }
+
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::Object { class: c, attrs: a }, Val::Object { class: d, attrs: b }) => c.is(d) && a == b,
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::{Interp, Kind, Rebuild, Res, Val, Vid};
+use super::{Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::sot::translator::model::problem::unsupported;
 
 pub struct Internal;
@@ -31,6 +31,13 @@ impl Kind for Internal {
             None => return Err(pyo3::exceptions::PyValueError::new_err("an empty cell")),
         }
         Ok(true)
+    }
+
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::Cell(a), Val::Cell(b)) => a == b,
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
+        }
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

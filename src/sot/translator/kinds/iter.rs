@@ -5,7 +5,7 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use super::{drain, Interp, Kind, Rebuild, Res, Val, Vid};
+use super::{drain, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::Lazy;
@@ -134,6 +134,15 @@ impl Kind for Iterators {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// A generator is compared by its position instead (`Vm::generator_positions`).
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::Iter { items: a, next: m }, Val::Iter { items: b, next: n }) => a == b && m == n,
+            (Val::Lazy(a), Val::Lazy(b)) => a == b,
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
+        }
     }
 
     fn items<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, _val: &Val<'py>) -> Res<Option<Vec<Vid>>> {

@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySlice, PyString, PyTuple};
 
-use super::{no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Val, Vid};
+use super::{no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::hookapi::pyobject::StrongRef;
 use crate::sot::translator::guard::check::{is_immutable, is_value_type, Check};
 use crate::sot::translator::guard::source::Source;
@@ -338,6 +338,16 @@ impl Kind for Known {
             None => r.load_const(obj.clone()),
         }
         Ok(true)
+    }
+
+    /// The same object from the same source; one from the frame may since have become a
+    /// graph input.
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::Obj { obj: a, source: s }, Val::Obj { obj: b, source: t }) => a.is(b) && s == t,
+            (Val::Obj { source: Some(_), .. }, Val::Tensor { .. } | Val::Scalar { .. }) => true,
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
+        }
     }
 
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

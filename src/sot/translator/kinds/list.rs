@@ -8,8 +8,8 @@ use pyo3::exceptions::PyIndexError;
 
 use super::tuple::{count, index, sequence_item};
 use super::{
-    concrete_all, container_method, drain, no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Val,
-    Vid,
+    concrete_all, container_method, drain, no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Sym,
+    Val, Vid,
 };
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::{unsupported, Problem};
@@ -306,6 +306,25 @@ impl Kind for List {
             .collect::<PyResult<_>>()?;
         cx.set_val(v, Val::List(kept));
         Ok(true)
+    }
+
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::List(a), Val::List(b)) => a == b,
+            (
+                Val::ListIter {
+                    list: a,
+                    next: m,
+                    frame: f,
+                },
+                Val::ListIter {
+                    list: b,
+                    next: n,
+                    frame: g,
+                },
+            ) => a == b && m == n && f == g,
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
+        }
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

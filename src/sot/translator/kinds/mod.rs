@@ -310,6 +310,14 @@ pub trait Kind: Sync {
         Ok(false)
     }
 
+    /// Whether `new`, what a value of this kind (`old`, taken by a snapshot) holds now, is
+    /// still the same value: the VM's state changed nowhere but in new values. `moved`
+    /// renumbers a graph symbol of the snapshot as the graph numbers it now. By default, the
+    /// same variant (a value that never changes once made).
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        std::mem::discriminant(old) == std::mem::discriminant(new)
+    }
+
     /// The values `val` holds, which generated code rebuilds with it; `cells` are the VM's
     /// cells' contents.
     fn children(&self, _val: &Val<'_>, _cells: &[Option<Vid>], _out: &mut Vec<Vid>) {}

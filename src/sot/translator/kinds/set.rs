@@ -5,7 +5,7 @@ use pyo3::types::PySet;
 
 use pyo3::exceptions::PyKeyError;
 
-use super::{concrete_all, container_method, no_tensor_in, Interp, Kind, Rebuild, Res, Val, Vid};
+use super::{concrete_all, container_method, no_tensor_in, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::sot::translator::model::problem::Problem;
 
 pub struct Set;
@@ -97,6 +97,10 @@ impl Kind for Set {
     fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
         r.contents(val)?;
         Ok(true)
+    }
+
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        matches!((old, new), (Val::Set(a), Val::Set(b)) if a == b)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 
-use super::{no_tensor_in, Interp, Kind, Rebuild, Res, Val, Vid};
+use super::{no_tensor_in, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::sot::translator::guard::source::{name_ref, Source};
 use crate::sot::translator::model::problem::{graph_break, Problem};
 
@@ -126,6 +126,17 @@ impl Kind for Tensor {
         let setitem = cx.known().op("setitem")?;
         cx.record(&setitem, vec![v, key, value])?;
         Ok(true)
+    }
+
+    /// The same symbol (renumbered where inputs were added); a dynamic number specialized
+    /// since is a constant.
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::Tensor { sym: a, .. }, Val::Tensor { sym: b, .. })
+            | (Val::Scalar { sym: a, .. }, Val::Scalar { sym: b, .. }) => moved(*a) == *b,
+            (Val::Scalar { .. }, Val::Obj { .. }) => true,
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
+        }
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

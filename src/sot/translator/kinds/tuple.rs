@@ -5,7 +5,7 @@ use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
 
-use super::{concrete_all, no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Val, Vid};
+use super::{concrete_all, no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::pyutil::{builtin, qualname};
 use framehook_bytecode::canonical::{Arg, Op};
@@ -143,6 +143,13 @@ impl Kind for Tuple {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::Tuple(a), Val::Tuple(b)) => a == b,
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
+        }
     }
 
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

@@ -83,36 +83,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     ) -> bool {
         let added = self.graph.inputs.len() - inputs;
         let moved = |sym: Sym| if sym >= inputs { sym + added } else { sym };
-        let same = |old: &Val<'py>, new: &Val<'py>| match (old, new) {
-            (Val::Obj { obj: a, source: s }, Val::Obj { obj: b, source: t }) => a.is(b) && s == t,
-            (Val::Obj { source: Some(_), .. }, Val::Tensor { .. } | Val::Scalar { .. }) => true,
-            (Val::Scalar { .. }, Val::Obj { .. }) => true,
-            (Val::Tensor { sym: a, .. }, Val::Tensor { sym: b, .. })
-            | (Val::Scalar { sym: a, .. }, Val::Scalar { sym: b, .. }) => moved(*a) == *b,
-            (Val::Tuple(a), Val::Tuple(b)) | (Val::List(a), Val::List(b)) | (Val::Set(a), Val::Set(b)) => {
-                a == b
-            }
-            (Val::Dict(a), Val::Dict(b)) => a == b,
-            (Val::Object { class: c, attrs: a }, Val::Object { class: d, attrs: b }) => c.is(d) && a == b,
-            (Val::Iter { items: a, next: m }, Val::Iter { items: b, next: n }) => a == b && m == n,
-            (
-                Val::ListIter {
-                    list: a,
-                    next: m,
-                    frame: f,
-                },
-                Val::ListIter {
-                    list: b,
-                    next: n,
-                    frame: g,
-                },
-            ) => a == b && m == n && f == g,
-            (Val::DictIter(a), Val::DictIter(b)) => a == b,
-            (Val::Lazy(a), Val::Lazy(b)) => a == b,
-            (Val::Cell(a), Val::Cell(b)) => a == b,
-            // Generators are compared by position below; the rest never change once made.
-            (old, new) => std::mem::discriminant(old) == std::mem::discriminant(new),
-        };
+        let same = |old: &Val<'py>, new: &Val<'py>| kind_of(old).unchanged(old, new, &moved);
         self.side_effects.len() != before.side_effects
             || self.stored_globals.len() != before.stored_globals
             || self.stored_attrs.len() != before.stored_attrs
