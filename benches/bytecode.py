@@ -17,7 +17,7 @@ try/except, with, a comprehension and loops (``medium``), and a large real one
 - what a user calls from Python: ``framehook.bytecode.reassemble(code)`` and
   ``framehook.bytecode.decode(code)`` (which also builds an ``Instruction`` tuple per
   instruction);
-- on 3.11+, the ``bytecode`` package: ``Bytecode.from_code(c).to_code()`` (the issue's
+- on 3.11+, the ``bytecode`` package: ``Bytecode.from_code(c).to_code()`` (the
   yardstick), its halves ``Bytecode.from_code(c)`` and ``.to_code()`` of a decoded one,
   and ``ConcreteBytecode.from_code(c).to_code()``.
 
@@ -64,7 +64,7 @@ def import_bytecode_package() -> Any:
 
 pypi_bytecode = import_bytecode_package()
 
-# The targets (the issue): bytecode's round trip / framehook's assemble on 3.11+; framehook's
+# The targets: bytecode's round trip / framehook's assemble on 3.11+; framehook's
 # assemble of a function of about 100 instructions; decode per 100 instructions.
 RATIO_BAR = 20.0
 ASSEMBLE_100_BAR_US = 50.0

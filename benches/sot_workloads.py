@@ -238,7 +238,7 @@ def paddle_report(names: list[str]) -> dict | None:
 
 
 def targets(release: bool, figures: dict, two_ops_figures: dict) -> list[dict]:
-    """The issue's bars: each workload translated at least SPEEDUP_BAR times faster than
+    """The bars: each workload translated at least SPEEDUP_BAR times faster than
     eager (judged on release builds), the 2-op hot call at most 2 µs over eager."""
     checks = []
     if release:
