@@ -170,10 +170,7 @@ impl Kind for Dict {
 
     fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
         match val {
-            Val::Dict(_) => {
-                let ty = cx.py().get_type::<PyDict>().into_any();
-                container_method(cx, v, &ty, name).map(Some)
-            }
+            Val::Dict(_) => container_method::<PyDict>(cx, v, name),
             _ => Ok(None),
         }
     }

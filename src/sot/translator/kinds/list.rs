@@ -186,10 +186,7 @@ impl Kind for List {
 
     fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
         match val {
-            Val::List(_) => {
-                let ty = cx.py().get_type::<PyList>().into_any();
-                container_method(cx, v, &ty, name).map(Some)
-            }
+            Val::List(_) => container_method::<PyList>(cx, v, name),
             _ => Ok(None),
         }
     }

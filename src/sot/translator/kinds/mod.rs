@@ -22,6 +22,7 @@ mod tuple;
 
 use framehook_bytecode::canonical::{Arg, Op};
 use pyo3::prelude::*;
+use pyo3::PyTypeInfo;
 
 pub use self::dict::iterated_dict;
 pub use self::instance::compare_made_objects;
@@ -355,18 +356,17 @@ fn concrete_all<'py>(cx: &mut dyn Interp<'py>, items: &[Vid]) -> Res<Vec<Bound<'
 }
 
 /// `container.name`, a method of a container of the translation (run by `Kind::method`),
-/// where its type has that attribute (else CPython's AttributeError).
-fn container_method<'py>(
+/// where its type `T` has that attribute (else CPython's AttributeError).
+fn container_method<'py, T: PyTypeInfo>(
     cx: &mut dyn Interp<'py>,
     container: Vid,
-    ty: &Bound<'py, PyAny>,
     name: &str,
-) -> Res<Vid> {
-    ty.call0()?.getattr(name)?;
-    Ok(cx.push_val(Val::ContainerMethod {
+) -> Res<Option<Vid>> {
+    cx.py().get_type::<T>().call0()?.getattr(name)?;
+    Ok(Some(cx.push_val(Val::ContainerMethod {
         container,
         name: name.to_owned(),
-    }))
+    })))
 }
 
 /// `in` with a tensor on either side is data-dependent: the graph breaks.

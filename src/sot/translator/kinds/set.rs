@@ -74,10 +74,7 @@ impl Kind for Set {
 
     fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
         match val {
-            Val::Set(_) => {
-                let ty = cx.py().get_type::<PySet>().into_any();
-                container_method(cx, v, &ty, name).map(Some)
-            }
+            Val::Set(_) => container_method::<PySet>(cx, v, name),
             _ => Ok(None),
         }
     }
