@@ -15,8 +15,7 @@ pub(super) const OPS: &[OpSpec] = &[
 
 /// `LOAD_ATTR`.
 fn load_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let name = Vm::name_at(frame, arg)?;
+    let name = Vm::name_at(frame, instr.arg)?;
     let owner = Vm::pop(frame)?;
     let v = vm.load_attr(owner, &name)?;
     frame.stack.push(v);
@@ -25,8 +24,7 @@ fn load_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruct
 
 /// `LOAD_METHOD`.
 fn load_method<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let name = Vm::name_at(frame, arg)?;
+    let name = Vm::name_at(frame, instr.arg)?;
     let owner = Vm::pop(frame)?;
     let v = vm.load_attr(owner, &name)?;
     let null = vm.push_val(Val::Null);
@@ -39,8 +37,7 @@ fn load_method<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
 
 /// `LOAD_SPECIAL`.
 fn load_special<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::Enum(name) = arg else {
+    let Arg::Enum(name) = instr.arg else {
         return unsupported("LOAD_SPECIAL without a name");
     };
     let owner = Vm::pop(frame)?;
@@ -56,8 +53,7 @@ fn load_special<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 
 /// `DELETE_ATTR`.
 fn delete_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let name = Vm::name_at(frame, arg)?;
+    let name = Vm::name_at(frame, instr.arg)?;
     let owner = Vm::pop(frame)?;
     match vm.val(owner).clone_val() {
         Val::Object { class, mut attrs } => {
@@ -75,8 +71,7 @@ fn delete_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
 
 /// `STORE_ATTR`.
 fn store_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let name = Vm::name_at(frame, arg)?;
+    let name = Vm::name_at(frame, instr.arg)?;
     let owner = Vm::pop(frame)?;
     let value = Vm::pop(frame)?;
     vm.store_attr(owner, name, value)?;
@@ -89,11 +84,10 @@ fn load_super_attr<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::NameFlags(_, flags) = arg else {
+    let Arg::NameFlags(_, flags) = instr.arg else {
         return unsupported("LOAD_SUPER_ATTR without flags");
     };
-    let name = Vm::name_at(frame, arg)?;
+    let name = Vm::name_at(frame, instr.arg)?;
     let [_super_fn, class, receiver]: [Vid; 3] = Vm::pop_n(frame, 3)?.try_into().expect("three");
     let class = vm.concrete(class)?;
     let attribute = vm.super_attr(class, receiver, &name)?;

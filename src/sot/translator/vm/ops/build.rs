@@ -72,8 +72,7 @@ fn build_const_key_map_effect(_vm: &Vm<'_, '_>, instr: &Instruction) -> Option<(
 
 /// `BUILD_SLICE`.
 fn build_slice<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let n = Vm::int_arg(arg)?;
+    let n = Vm::int_arg(instr.arg)?;
     let parts = Vm::pop_n(frame, n)?;
     let none = vm.none();
     let v = match parts.as_slice() {
@@ -92,8 +91,7 @@ fn build_sequence<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let items = Vm::pop_n(frame, Vm::int_arg(arg)?)?;
+    let items = Vm::pop_n(frame, Vm::int_arg(instr.arg)?)?;
     let v = match instr.op {
         Op::BuildTuple => vm.push_val(Val::Tuple(items)),
         Op::BuildList => vm.push_val(Val::List(items)),
@@ -109,8 +107,7 @@ fn build_sequence<'py>(
 
 /// `BUILD_MAP`.
 fn build_map<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let flat = Vm::pop_n(frame, 2 * Vm::int_arg(arg)?)?;
+    let flat = Vm::pop_n(frame, 2 * Vm::int_arg(instr.arg)?)?;
     let mut items = Vec::new();
     for pair in flat.chunks(2) {
         vm.dict_set(&mut items, pair[0], pair[1])?;
@@ -126,9 +123,8 @@ fn build_const_key_map<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let keys = Vm::pop(frame)?;
-    let values = Vm::pop_n(frame, Vm::int_arg(arg)?)?;
+    let values = Vm::pop_n(frame, Vm::int_arg(instr.arg)?)?;
     let keys = vm.items_of(keys)?;
     let mut items = Vec::new();
     for (k, v) in keys.into_iter().zip(values) {
@@ -141,8 +137,7 @@ fn build_const_key_map<'py>(
 
 /// `BUILD_STRING`.
 fn build_string<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let parts = Vm::pop_n(frame, Vm::int_arg(arg)?)?;
+    let parts = Vm::pop_n(frame, Vm::int_arg(instr.arg)?)?;
     let mut text = String::new();
     for p in parts {
         text.push_str(&vm.concrete(p)?.extract::<String>()?);
@@ -158,9 +153,8 @@ fn add_to_collection<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let v = Vm::pop(frame)?;
-    let depth = Vm::int_arg(arg)?;
+    let depth = Vm::int_arg(instr.arg)?;
     let target = frame.stack[frame.stack.len() - depth];
     vm.add_items(target, vec![v])?;
     Ok(None)
@@ -168,10 +162,9 @@ fn add_to_collection<'py>(
 
 /// `MAP_ADD`.
 fn map_add<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let value = Vm::pop(frame)?;
     let key = Vm::pop(frame)?;
-    let depth = Vm::int_arg(arg)?;
+    let depth = Vm::int_arg(instr.arg)?;
     let target = frame.stack[frame.stack.len() - depth];
     let Val::Dict(mut items) = vm.val(target).clone_val() else {
         return unsupported("MAP_ADD to a dict from outside");
@@ -187,9 +180,8 @@ fn extend_collection<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let source = Vm::pop(frame)?;
-    let depth = Vm::int_arg(arg)?;
+    let depth = Vm::int_arg(instr.arg)?;
     let target = frame.stack[frame.stack.len() - depth];
     let new_items = vm.items_of(source)?;
     vm.add_items(target, new_items)?;
@@ -202,9 +194,8 @@ fn dict_update_or_merge<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let source = Vm::pop(frame)?;
-    let depth = Vm::int_arg(arg)?;
+    let depth = Vm::int_arg(instr.arg)?;
     let target = frame.stack[frame.stack.len() - depth];
     let pairs = vm.dict_items(source)?;
     let Val::Dict(mut items) = vm.val(target).clone_val() else {
@@ -236,8 +227,7 @@ fn call_intrinsic_1<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::Enum(name) = arg else {
+    let Arg::Enum(name) = instr.arg else {
         return unsupported("CALL_INTRINSIC_1 without a name");
     };
     let v = Vm::pop(frame)?;
@@ -259,8 +249,7 @@ fn call_intrinsic_2<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::Enum(name) = arg else {
+    let Arg::Enum(name) = instr.arg else {
         return unsupported("CALL_INTRINSIC_2 without a name");
     };
     let second = Vm::pop(frame)?;
@@ -279,10 +268,9 @@ fn unpack_sequence<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let v = Vm::pop(frame)?;
     let items = vm.items_of(v)?;
-    if items.len() != Vm::int_arg(arg)? {
+    if items.len() != Vm::int_arg(instr.arg)? {
         return unsupported("unpacking raised (wrong number of values)");
     }
     frame.stack.extend(items.into_iter().rev());
@@ -291,8 +279,7 @@ fn unpack_sequence<'py>(
 
 /// `UNPACK_EX`.
 fn unpack_ex<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let n = Vm::int_arg(arg)?;
+    let n = Vm::int_arg(instr.arg)?;
     let (before, after) = (n & 0xff, n >> 8);
     let v = Vm::pop(frame)?;
     let items = vm.items_of(v)?;
@@ -309,8 +296,7 @@ fn unpack_ex<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruct
 
 /// `FORMAT_VALUE`.
 fn format_value<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let flags = Vm::int_arg(arg)?;
+    let flags = Vm::int_arg(instr.arg)?;
     let spec = if flags & 4 != 0 {
         Some(Vm::pop(frame)?)
     } else {
@@ -324,9 +310,8 @@ fn format_value<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 
 /// `CONVERT_VALUE`.
 fn convert_value<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let v = Vm::pop(frame)?;
-    let r = vm.convert(v, Vm::int_arg(arg)?)?;
+    let r = vm.convert(v, Vm::int_arg(instr.arg)?)?;
     frame.stack.push(r);
     Ok(None)
 }
@@ -362,8 +347,7 @@ fn build_interpolation<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let flags = Vm::int_arg(arg)?;
+    let flags = Vm::int_arg(instr.arg)?;
     let spec = if flags & 1 != 0 {
         Some(Vm::pop(frame)?)
     } else {

@@ -43,9 +43,8 @@ fn make_function_effect(vm: &Vm<'_, '_>, instr: &Instruction) -> Option<(usize, 
 
 /// `CALL`, `CALL_METHOD`.
 fn call<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::Call { argc, kw_names } = arg else {
-        let argc = Vm::int_arg(arg)?;
+    let Arg::Call { argc, kw_names } = instr.arg else {
+        let argc = Vm::int_arg(instr.arg)?;
         return vm.do_call(frame, instr.op, argc, false).map(|()| None);
     };
     vm.do_call(frame, instr.op, argc as usize, kw_names)?;
@@ -58,15 +57,13 @@ fn call_function_ex<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    vm.call_function_ex(frame, arg)?;
+    vm.call_function_ex(frame, instr.arg)?;
     Ok(None)
 }
 
 /// `MAKE_FUNCTION`.
 fn make_function<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    vm.make_function(frame, arg)?;
+    vm.make_function(frame, instr.arg)?;
     Ok(None)
 }
 
@@ -76,8 +73,7 @@ fn set_function_attribute<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let flag = Vm::int_arg(arg)?;
+    let flag = Vm::int_arg(instr.arg)?;
     let function = Vm::pop(frame)?;
     let attribute = Vm::pop(frame)?;
     vm.set_function_attribute(function, flag, attribute)?;

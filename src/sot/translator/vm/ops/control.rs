@@ -14,8 +14,8 @@ pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::JumpNoInterrupt, jump, Breaks),
     OpSpec::run(Op::PopJumpIfTrue, pop_jump_if_truth, BranchOnTruth),
     OpSpec::run(Op::PopJumpIfFalse, pop_jump_if_truth, BranchOnTruth),
-    OpSpec::run(Op::PopJumpIfNone, pop_jump_if_none_or_not, Breaks),
-    OpSpec::run(Op::PopJumpIfNotNone, pop_jump_if_none_or_not, Breaks),
+    OpSpec::run(Op::PopJumpIfNone, pop_jump_on_none, Breaks),
+    OpSpec::run(Op::PopJumpIfNotNone, pop_jump_on_none, Breaks),
     OpSpec::run(Op::JumpIfTrueOrPop, jump_if_or_pop, Breaks),
     OpSpec::run(Op::JumpIfFalseOrPop, jump_if_or_pop, Breaks),
     OpSpec::run(Op::ReturnValue, return_value, Breaks),
@@ -35,7 +35,6 @@ fn get_iter<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instruct
 
 /// `FOR_ITER`.
 fn for_iter<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let it = Vm::top(frame)?;
     if let Some(item) = vm.advance(it)? {
         frame.stack.push(item);
@@ -49,7 +48,7 @@ fn for_iter<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instructi
                 frame.stack.push(null);
             }
         }
-        Vm::jump(frame, arg)?;
+        Vm::jump(frame, instr.arg)?;
     }
     Ok(None)
 }
@@ -63,8 +62,7 @@ fn pop_iterator<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 
 /// `JUMP`, `JUMP_NO_INTERRUPT`.
 fn jump<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    Vm::jump(frame, arg)?;
+    Vm::jump(frame, instr.arg)?;
     Ok(None)
 }
 
@@ -74,26 +72,24 @@ fn pop_jump_if_truth<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let v = Vm::pop(frame)?;
     if vm.truthy(v)? == (instr.op == Op::PopJumpIfTrue) {
-        Vm::jump(frame, arg)?;
+        Vm::jump(frame, instr.arg)?;
     }
     Ok(None)
 }
 
 /// `POP_JUMP_IF_NONE`, `POP_JUMP_IF_NOT_NONE`.
-fn pop_jump_if_none_or_not<'py>(
+fn pop_jump_on_none<'py>(
     vm: &mut Vm<'py, '_>,
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let v = Vm::pop(frame)?;
     let none = vm.none();
     let is_none = vm.identical(v, none)?;
     if is_none == (instr.op == Op::PopJumpIfNone) {
-        Vm::jump(frame, arg)?;
+        Vm::jump(frame, instr.arg)?;
     }
     Ok(None)
 }
@@ -104,10 +100,9 @@ fn jump_if_or_pop<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let v = Vm::top(frame)?;
     if vm.truthy(v)? == (instr.op == Op::JumpIfTrueOrPop) {
-        Vm::jump(frame, arg)?;
+        Vm::jump(frame, instr.arg)?;
     } else {
         Vm::pop(frame)?;
     }
@@ -126,7 +121,6 @@ fn return_value<'py>(
 
 /// `SEND`.
 fn send<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let sent = Vm::pop(frame)?;
     let receiver = Vm::top(frame)?;
     match vm.send(receiver, sent)? {
@@ -138,7 +132,7 @@ fn send<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) 
                 Vm::pop(frame)?;
             }
             frame.stack.push(value);
-            Vm::jump(frame, arg)?;
+            Vm::jump(frame, instr.arg)?;
         }
     }
     Ok(None)

@@ -31,8 +31,7 @@ fn setup_finally<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::Target(handler) = arg else {
+    let Arg::Target(handler) = instr.arg else {
         return unsupported("SETUP_FINALLY without a target");
     };
     frame.blocks.push(Block {
@@ -50,13 +49,12 @@ fn pop_block<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instru
 
 /// `SETUP_WITH`, `BEFORE_WITH`.
 fn enter_with<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let manager = Vm::pop(frame)?;
     let exit = vm.special_method(manager, "__exit__")?;
     let enter = vm.special_method(manager, "__enter__")?;
     let entered = vm.call(enter, vec![], vec![])?;
     frame.stack.push(exit);
-    if let (Op::SetupWith, Arg::Target(handler)) = (instr.op, arg) {
+    if let (Op::SetupWith, Arg::Target(handler)) = (instr.op, instr.arg) {
         frame.blocks.push(Block {
             handler: Some(handler),
             level: frame.stack.len(),
@@ -72,19 +70,17 @@ fn jump_if_not_exc_match<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
     let [kind, kinds]: [Vid; 2] = Vm::pop_n(frame, 2)?.try_into().expect("two");
     let (kind, kinds) = (vm.concrete(kind)?, vm.concrete(kinds)?);
     if !vm.builtin("issubclass")?.call1((kind, kinds))?.is_truthy()? {
-        Vm::jump(frame, arg)?;
+        Vm::jump(frame, instr.arg)?;
     }
     Ok(None)
 }
 
 /// `RAISE_VARARGS`.
 fn raise_varargs<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let count = Vm::int_arg(arg)?;
+    let count = Vm::int_arg(instr.arg)?;
     let cause = if count == 2 { Some(Vm::pop(frame)?) } else { None };
     let exception = match count {
         0 => *vm.exc_stack.last().map_or_else(

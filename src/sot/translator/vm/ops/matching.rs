@@ -64,8 +64,7 @@ fn match_keys<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instru
 
 /// `MATCH_CLASS`.
 fn match_class<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let count = Vm::int_arg(arg)?;
+    let count = Vm::int_arg(instr.arg)?;
     let names = Vm::pop(frame)?;
     let class = Vm::pop(frame)?;
     let subject = Vm::pop(frame)?;

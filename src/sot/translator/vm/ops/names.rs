@@ -26,10 +26,9 @@ pub(super) const OPS: &[OpSpec] = &[
 
 /// `LOAD_FAST`, `LOAD_FAST_CHECK`, `LOAD_CLOSURE`.
 fn load_fast<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let v = frame.locals[Vm::var_at(arg)?];
+    let v = frame.locals[Vm::var_at(instr.arg)?];
     if matches!(vm.val(v), Val::Null) {
-        let name = frame.vars.all()[Vm::var_at(arg)?].to_owned();
+        let name = frame.vars.all()[Vm::var_at(instr.arg)?].to_owned();
         return Err(Problem::Python(pyo3::exceptions::PyUnboundLocalError::new_err(
             format!("cannot access local variable '{name}' where it is not associated with a value"),
         )));
@@ -44,8 +43,7 @@ fn load_fast_and_clear<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let slot = Vm::var_at(arg)?;
+    let slot = Vm::var_at(instr.arg)?;
     let v = frame.locals[slot];
     frame.stack.push(v);
     frame.locals[slot] = vm.push_val(Val::Null);
@@ -58,8 +56,7 @@ fn store_or_delete_fast<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let slot = Vm::var_at(arg)?;
+    let slot = Vm::var_at(instr.arg)?;
     let own_variable = !is_resume_local(frame.vars.all()[slot]);
     if vm.depth == 0 && own_variable && vm.drops_a_watched_object(frame.locals[slot])? {
         return graph_break(
@@ -76,8 +73,7 @@ fn store_or_delete_fast<'py>(
 
 /// `LOAD_DEREF`, `LOAD_CLASSDEREF`.
 fn load_deref<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let cell = vm.cell_of(frame, arg)?;
+    let cell = vm.cell_of(frame, instr.arg)?;
     match vm.cells[cell] {
         Some(v) => frame.stack.push(v),
         None => {
@@ -91,8 +87,7 @@ fn load_deref<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruc
 
 /// `STORE_DEREF`.
 fn store_deref<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let cell = vm.cell_of(frame, arg)?;
+    let cell = vm.cell_of(frame, instr.arg)?;
     let v = Vm::pop(frame)?;
     vm.store_cell(cell, Some(v))?;
     Ok(None)
@@ -100,16 +95,14 @@ fn store_deref<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
 
 /// `DELETE_DEREF`.
 fn delete_deref<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let cell = vm.cell_of(frame, arg)?;
+    let cell = vm.cell_of(frame, instr.arg)?;
     vm.store_cell(cell, None)?;
     Ok(None)
 }
 
 /// `LOAD_GLOBAL`, `LOAD_NAME`.
 fn load_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let name = Vm::name_at(frame, arg)?;
+    let name = Vm::name_at(frame, instr.arg)?;
     let v = vm.global(frame, &name)?;
     frame.stack.push(v);
     Ok(None)
@@ -117,8 +110,7 @@ fn load_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
 
 /// `STORE_GLOBAL`.
 fn store_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let name = Vm::name_at(frame, arg)?;
+    let name = Vm::name_at(frame, instr.arg)?;
     let v = Vm::pop(frame)?;
     vm.store_global(frame, name, Some(v))?;
     Ok(None)
@@ -126,8 +118,7 @@ fn store_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 
 /// `DELETE_GLOBAL`.
 fn delete_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let name = Vm::name_at(frame, arg)?;
+    let name = Vm::name_at(frame, instr.arg)?;
     vm.store_global(frame, name, None)?;
     Ok(None)
 }

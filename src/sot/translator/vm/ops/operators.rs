@@ -57,8 +57,7 @@ fn to_bool<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instructi
 
 /// `BINARY_OP`.
 fn binary_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::BinaryOp { op, inplace } = arg else {
+    let Arg::BinaryOp { op, inplace } = instr.arg else {
         return unsupported("BINARY_OP without an operator");
     };
     let right = Vm::pop(frame)?;
@@ -70,8 +69,7 @@ fn binary_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruct
 
 /// `COMPARE_OP`.
 fn compare_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::Compare { op, to_bool } = arg else {
+    let Arg::Compare { op, to_bool } = instr.arg else {
         return unsupported("COMPARE_OP without an operator");
     };
     let right = Vm::pop(frame)?;
@@ -91,8 +89,7 @@ fn compare_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruc
 
 /// `IS_OP`.
 fn is_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let invert = Vm::int_arg(arg)? != 0;
+    let invert = Vm::int_arg(instr.arg)? != 0;
     let right = Vm::pop(frame)?;
     let left = Vm::pop(frame)?;
     let same = vm.identical(left, right)?;
@@ -103,8 +100,7 @@ fn is_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction)
 
 /// `CONTAINS_OP`.
 fn contains_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let invert = Vm::int_arg(arg)? != 0;
+    let invert = Vm::int_arg(instr.arg)? != 0;
     let container = Vm::pop(frame)?;
     let item = Vm::pop(frame)?;
     let found = vm.contains(container, item)?;

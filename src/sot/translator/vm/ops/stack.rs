@@ -75,8 +75,7 @@ fn push_null<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instruc
 
 /// `COPY`.
 fn copy<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let n = Vm::int_arg(arg)?;
+    let n = Vm::int_arg(instr.arg)?;
     let Some(v) = frame.stack.len().checked_sub(n).map(|i| frame.stack[i]) else {
         return unsupported("stack underflow");
     };
@@ -86,8 +85,7 @@ fn copy<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction)
 
 /// `SWAP`.
 fn swap<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let n = Vm::int_arg(arg)?;
+    let n = Vm::int_arg(instr.arg)?;
     let len = frame.stack.len();
     if n > len || n < 1 {
         return unsupported("stack underflow");
@@ -98,8 +96,7 @@ fn swap<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction)
 
 /// `ROT_N`.
 fn rot_n<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let n = Vm::int_arg(arg)?;
+    let n = Vm::int_arg(instr.arg)?;
     let top = Vm::pop(frame)?;
     let at = frame
         .stack
@@ -112,8 +109,7 @@ fn rot_n<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction
 
 /// `LOAD_CONST`.
 fn load_const<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let v = vm.const_at(frame, arg)?;
+    let v = vm.const_at(frame, instr.arg)?;
     frame.stack.push(v);
     Ok(None)
 }
@@ -124,8 +120,7 @@ fn load_common_constant<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let arg = instr.arg;
-    let Arg::Enum(name) = arg else {
+    let Arg::Enum(name) = instr.arg else {
         return unsupported("LOAD_COMMON_CONSTANT without a name");
     };
     let value = builtin(vm.py, name)?;
