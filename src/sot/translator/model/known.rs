@@ -10,7 +10,7 @@ use crate::sot::translator::pyutil::builtin;
 pub struct Known<'py> {
     pub operator: Bound<'py, PyAny>,
     /// The module `builtins` as it is now, for the names user code reads (the VM's own
-    /// uses of builtins are `python::builtin`'s).
+    /// uses of builtins are `pyutil::builtin`'s).
     pub builtins: Bound<'py, PyAny>,
     pub function_type: Bound<'py, PyAny>,
     pub method_type: Bound<'py, PyAny>,

@@ -6,6 +6,7 @@ use super::frame::GeneratorState;
 pub use super::{Sym, Vid};
 use crate::sot::translator::guard::source::SourceId;
 
+#[derive(Clone)]
 pub enum Val<'py> {
     /// The NULL slot of a call, or an unbound variable.
     Null,
@@ -174,6 +175,7 @@ pub enum DictIterStatus {
     Exhausted,
 }
 
+#[derive(Clone)]
 pub struct Function<'py> {
     pub code: Bound<'py, PyAny>,
     pub globals: Bound<'py, PyAny>,
@@ -194,95 +196,5 @@ pub struct Function<'py> {
 impl<'py> Val<'py> {
     pub fn constant(obj: Bound<'py, PyAny>) -> Self {
         Val::Obj { obj, source: None }
-    }
-
-    pub fn clone_val(&self) -> Self {
-        match self {
-            Val::Null => Val::Null,
-            Val::Obj { obj, source } => Val::Obj {
-                obj: obj.clone(),
-                source: *source,
-            },
-            Val::Tensor { sym, example } => Val::Tensor {
-                sym: *sym,
-                example: example.clone(),
-            },
-            Val::Scalar { sym, example, deps } => Val::Scalar {
-                sym: *sym,
-                example: example.clone(),
-                deps: deps.clone(),
-            },
-            Val::Tuple(items) => Val::Tuple(items.clone()),
-            Val::NamedTuple { class, items } => Val::NamedTuple {
-                class: class.clone(),
-                items: items.clone(),
-            },
-            Val::Constructed {
-                obj,
-                class,
-                args,
-                kwargs,
-            } => Val::Constructed {
-                obj: obj.clone(),
-                class: *class,
-                args: *args,
-                kwargs: *kwargs,
-            },
-            Val::List(items) => Val::List(items.clone()),
-            Val::Dict(items) => Val::Dict(items.clone()),
-            Val::Set(items) => Val::Set(items.clone()),
-            Val::Slice(a, b, c) => Val::Slice(*a, *b, *c),
-            Val::Function(f) => Val::Function(Box::new(Function {
-                code: f.code.clone(),
-                globals: f.globals.clone(),
-                name: f.name.clone(),
-                qualname: f.qualname.clone(),
-                defaults: f.defaults.clone(),
-                kwdefaults: f.kwdefaults.clone(),
-                closure: f.closure.clone(),
-                annotations: f.annotations,
-                annotate: f.annotate,
-                object: f.object.clone(),
-            })),
-            Val::Method { function, receiver } => Val::Method {
-                function: *function,
-                receiver: *receiver,
-            },
-            Val::TensorMethod { tensor, name } => Val::TensorMethod {
-                tensor: *tensor,
-                name: name.clone(),
-            },
-            Val::ContainerMethod { container, name } => Val::ContainerMethod {
-                container: *container,
-                name: name.clone(),
-            },
-            Val::DictView { dict, part } => Val::DictView {
-                dict: *dict,
-                part: *part,
-            },
-            Val::DictIter(state) => Val::DictIter(state.clone()),
-            Val::Iter { items, next } => Val::Iter {
-                items: items.clone(),
-                next: *next,
-            },
-            Val::Lazy(lazy) => Val::Lazy(lazy.clone()),
-            Val::ListIter { list, next, frame } => Val::ListIter {
-                list: *list,
-                next: *next,
-                frame: *frame,
-            },
-            Val::Cell(c) => Val::Cell(*c),
-            Val::Generator(state) => Val::Generator(std::rc::Rc::clone(state)),
-            Val::Object { class, attrs } => Val::Object {
-                class: class.clone(),
-                attrs: attrs.clone(),
-            },
-            Val::Interpolation(parts) => Val::Interpolation(*parts),
-            Val::Template(parts) => Val::Template(parts.clone()),
-            Val::Super { class, receiver } => Val::Super {
-                class: class.clone(),
-                receiver: *receiver,
-            },
-        }
     }
 }

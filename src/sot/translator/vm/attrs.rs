@@ -5,7 +5,7 @@ use super::*;
 impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
         let owner = self.realize(owner)?;
-        if let Val::Object { class, mut attrs } = self.val(owner).clone_val() {
+        if let Val::Object { class, mut attrs } = self.val(owner).clone() {
             let object_setattr = builtin(self.py, "object")?.getattr("__setattr__")?;
             if !class.getattr("__setattr__")?.is(&object_setattr) {
                 // Its own `__setattr__` (a frozen dataclass's raises) is not simulated.
@@ -197,7 +197,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn load_attr(&mut self, owner: Vid, name: &str) -> Res<Vid> {
         let owner = self.realize(owner)?;
-        let val = self.val(owner).clone_val();
+        let val = self.val(owner).clone();
         if let Some(found) = kind_of(&val).attr(self, owner, &val, name)? {
             return Ok(found);
         }

@@ -88,7 +88,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Calls a value: an operation, an inlined function, a supported builtin, or a break.
     pub(super) fn call(&mut self, callable: Vid, args: Vec<Vid>, kwargs: Vec<(String, Vid)>) -> Res<Vid> {
         let callable = self.realize(callable)?;
-        match self.val(callable).clone_val() {
+        match self.val(callable).clone() {
             Val::Function(f) => self.inline(&f, args, kwargs, None),
             Val::Method { function, receiver } => {
                 let object_init = builtin(self.py, "object")?.getattr("__init__")?;
@@ -323,7 +323,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Whether `hash(vid)` succeeds, by its kind.
     pub(super) fn hashable(&mut self, vid: Vid) -> Res<bool> {
-        let val = self.val(vid).clone_val();
+        let val = self.val(vid).clone();
         Ok(kind_of(&val).hashable(self, vid, &val)?.unwrap_or(true))
     }
 

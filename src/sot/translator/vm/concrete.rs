@@ -42,7 +42,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn make_concrete(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
         let vid = self.realize(vid)?;
-        let val = self.val(vid).clone_val();
+        let val = self.val(vid).clone();
         match kind_of(&val).concrete(self, vid, &val)? {
             Some(obj) => Ok(obj),
             None => unsupported("an iterator, cell or bound container method used as a value"),
@@ -121,7 +121,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// `type(vid)`, by its kind (guarded where it came from the frame).
     pub(super) fn type_of(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
         let vid = self.realize(vid)?;
-        let val = self.val(vid).clone_val();
+        let val = self.val(vid).clone();
         match kind_of(&val).python_type(self, vid, &val)? {
             Some(ty) => Ok(ty),
             None => unsupported("the type of an internal value"),

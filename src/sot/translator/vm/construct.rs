@@ -32,7 +32,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// object made holds it, as its container does), one made the same way, or a list or
     /// tuple the translation made of those. None for anything else.
     pub(super) fn constructor_argument(&mut self, vid: Vid) -> Res<Option<Bound<'py, PyAny>>> {
-        match self.val(vid).clone_val() {
+        match self.val(vid).clone() {
             Val::List(items) | Val::Tuple(items) => {
                 let is_list = matches!(self.val(vid), Val::List(_));
                 let mut values = Vec::with_capacity(items.len());

@@ -53,7 +53,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Appends to a list, or adds to a set (once per equal value), the translation made.
     pub(super) fn add_items(&mut self, target: Vid, new_items: Vec<Vid>) -> Res<()> {
-        match self.val(target).clone_val() {
+        match self.val(target).clone() {
             Val::List(mut items) => {
                 items.extend(new_items);
                 self.values[target] = Val::List(items);
@@ -257,7 +257,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// The item at `index` of a list as it is now (None past its end): a list the
     /// translation made, or one from the frame (guarded on its length, then the item).
     pub(super) fn list_item(&mut self, list: Vid, index: usize) -> Res<Option<Vid>> {
-        match self.val(list).clone_val() {
+        match self.val(list).clone() {
             Val::List(items) => Ok(items.get(index).copied()),
             Val::Obj {
                 obj,
@@ -293,7 +293,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !kwargs.is_empty() && !matches!(name, "update" | "sort") {
             return unsupported(format!("keyword arguments to {name}"));
         }
-        let val = self.val(container).clone_val();
+        let val = self.val(container).clone();
         match kind_of(&val).method(self, container, &val, name, &args, &kwargs)? {
             Some(result) => Ok(result),
             None => unsupported(format!("method {name} of a list, dict or set")),

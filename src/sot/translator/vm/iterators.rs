@@ -5,7 +5,7 @@ use super::*;
 impl<'py, 'b> Vm<'py, 'b> {
     /// The next item of an iterator, or None when it is exhausted, by its kind.
     pub(super) fn advance(&mut self, it: Vid) -> Res<Option<Vid>> {
-        let val = self.val(it).clone_val();
+        let val = self.val(it).clone();
         match kind_of(&val).next(self, it, &val)? {
             Some(item) => Ok(item),
             None => unsupported("advancing a value that is no iterator"),
@@ -15,7 +15,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Runs a generator the translated code made up to its next `yield`, so that its side
     /// effects interleave with its consumer's: what it yields, None once it returned.
     pub(super) fn resume_generator(&mut self, generator: Vid) -> Res<Option<Vid>> {
-        let Val::Generator(state) = self.val(generator).clone_val() else {
+        let Val::Generator(state) = self.val(generator).clone() else {
             return unsupported("advancing a value that is no iterator");
         };
         let mut state = state.try_borrow_mut().map_err(|_| {
@@ -63,7 +63,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Val::Obj {
             obj,
             source: Some(source),
-        } = self.val(vid).clone_val()
+        } = self.val(vid).clone()
         else {
             return unsupported("a list iterator without a source");
         };
@@ -114,7 +114,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// in Python, an iterator from the frame itself, or an iterator over its items.
     pub(super) fn iterator(&mut self, v: Vid) -> Res<Vid> {
         let v = self.realize(v)?;
-        let val = self.val(v).clone_val();
+        let val = self.val(v).clone();
         if let Some(iterator) = kind_of(&val).iter(self, v, &val)? {
             return Ok(iterator);
         }

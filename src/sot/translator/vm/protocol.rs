@@ -6,7 +6,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// `bool(vid)`, by its kind (else the object's own truth).
     pub(super) fn truthy(&mut self, vid: Vid) -> Res<bool> {
         let vid = self.realize(vid)?;
-        let val = self.val(vid).clone_val();
+        let val = self.val(vid).clone();
         match kind_of(&val).truth(self, vid, &val)? {
             Some(truth) => Ok(truth),
             None => self.concrete(vid)?.is_truthy().map_err(Problem::from),
@@ -52,7 +52,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// What iterating `vid` yields, all of it, by its kind.
     pub(super) fn items_of(&mut self, vid: Vid) -> Res<Vec<Vid>> {
         let vid = self.realize(vid)?;
-        let val = self.val(vid).clone_val();
+        let val = self.val(vid).clone();
         match kind_of(&val).items(self, vid, &val)? {
             Some(items) => Ok(items),
             None => unsupported("iteration over an internal value"),
@@ -63,7 +63,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// value, else computed now from a value the same on every call (else a break).
     pub(super) fn len_of(&mut self, vid: Vid) -> Res<Vid> {
         let vid = self.realize(vid)?;
-        let val = self.val(vid).clone_val();
+        let val = self.val(vid).clone();
         if let Some(length) = kind_of(&val).len(self, vid, &val)? {
             return Ok(length);
         }
@@ -238,7 +238,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn contains(&mut self, container: Vid, item: Vid) -> Res<bool> {
         let container = self.realize(container)?;
-        let val = self.val(container).clone_val();
+        let val = self.val(container).clone();
         if let Some(found) = kind_of(&val).contains(self, container, &val, item)? {
             return Ok(found);
         }
@@ -258,7 +258,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn subscript(&mut self, container: Vid, key: Vid) -> Res<Vid> {
         let container = self.realize(container)?;
-        let val = self.val(container).clone_val();
+        let val = self.val(container).clone();
         match kind_of(&val).item(self, container, &val, key)? {
             Some(item) => Ok(item),
             None => unsupported("indexing an internal value"),
@@ -323,7 +323,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn store_subscript(&mut self, container: Vid, key: Vid, value: Vid) -> Res<()> {
         let container = self.realize(container)?;
         let container = self.mutable_copy(container)?.unwrap_or(container);
-        let val = self.val(container).clone_val();
+        let val = self.val(container).clone();
         if !kind_of(&val).set_item(self, container, &val, key, value)? {
             return unsupported("item assignment to an object");
         }
@@ -334,7 +334,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let container = self.realize(container)?;
         let container = self.mutable_copy(container)?.unwrap_or(container);
         let key = self.concrete(key)?;
-        let val = self.val(container).clone_val();
+        let val = self.val(container).clone();
         if !kind_of(&val).del_item(self, container, &val, &key)? {
             return unsupported("item deletion on an object");
         }

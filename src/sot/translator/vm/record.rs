@@ -68,7 +68,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn graph_arg(&mut self, vid: Vid) -> Res<(GraphArg<'py>, Bound<'py, PyAny>)> {
         let vid = self.realize(vid)?;
-        Ok(match self.val(vid).clone_val() {
+        Ok(match self.val(vid).clone() {
             Val::Tensor { sym, example } => (GraphArg::Sym(sym), example),
             Val::Tuple(items) => {
                 let (args, examples): (Vec<_>, Vec<_>) = items

@@ -22,7 +22,7 @@ pub(super) struct Snapshot<'py> {
 impl<'py> Snapshot<'py> {
     pub(super) fn take(vm: &Vm<'py, '_>) -> Self {
         Snapshot {
-            values: vm.values.iter().map(Val::clone_val).collect(),
+            values: vm.values.iter().map(Val::clone).collect(),
             cells: vm.cells.clone(),
             graph: vm.graph.clone(),
             side_effects: vm.side_effects.len(),

@@ -44,7 +44,7 @@ fn load_special<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
     let method = vm.special_method(owner, name)?;
     // As CPython does for a method: the function, then its vm (never a NULL
     // slot, which the code after `with` pops as a value).
-    let Val::Method { function, receiver } = vm.val(method).clone_val() else {
+    let Val::Method { function, receiver } = vm.val(method).clone() else {
         return unsupported("LOAD_SPECIAL of something that is no method");
     };
     frame.stack.extend([function, receiver]);
@@ -55,7 +55,7 @@ fn load_special<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 fn delete_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let name = Vm::name_at(frame, instr.arg)?;
     let owner = Vm::pop(frame)?;
-    match vm.val(owner).clone_val() {
+    match vm.val(owner).clone() {
         Val::Object { class, mut attrs } => {
             let before = attrs.len();
             attrs.retain(|(n, _)| *n != name);

@@ -166,7 +166,7 @@ fn map_add<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instructio
     let key = Vm::pop(frame)?;
     let depth = Vm::int_arg(instr.arg)?;
     let target = frame.stack[frame.stack.len() - depth];
-    let Val::Dict(mut items) = vm.val(target).clone_val() else {
+    let Val::Dict(mut items) = vm.val(target).clone() else {
         return unsupported("MAP_ADD to a dict from outside");
     };
     vm.dict_set(&mut items, key, value)?;
@@ -198,7 +198,7 @@ fn dict_update_or_merge<'py>(
     let depth = Vm::int_arg(instr.arg)?;
     let target = frame.stack[frame.stack.len() - depth];
     let pairs = vm.dict_items(source)?;
-    let Val::Dict(mut items) = vm.val(target).clone_val() else {
+    let Val::Dict(mut items) = vm.val(target).clone() else {
         return unsupported("DICT_UPDATE of a dict from outside");
     };
     for (k, v) in pairs {

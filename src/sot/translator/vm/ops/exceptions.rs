@@ -132,7 +132,7 @@ fn push_exc_info<'py>(
         None => vm.none(),
     };
     // A slot of its own, to know it again at a break.
-    let previous = vm.push_val(vm.values[previous].clone_val());
+    let previous = vm.push_val(vm.values[previous].clone());
     vm.exception_slots.insert(previous, exception);
     frame.stack.extend([previous, exception]);
     vm.exc_stack.push(exception);
