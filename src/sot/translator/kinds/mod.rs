@@ -1,12 +1,14 @@
 //! One module per kind of value: each kind's behaviour under the protocols the VM runs
-//! (its type, truth, length, items, hashing, the Python object it stands for) and what the
-//! generated code rebuilds it from, in one place.
+//! (its type, truth, length, iteration, item access, `in`, methods and attributes, hashing,
+//! the Python object it stands for, whether it changed since a snapshot) and how generated
+//! code rebuilds it, in one place.
 //!
-//! Kind code sees the VM only through [`Interp`], which the VM implements: a kind asks the
-//! VM for what it needs (a value, a guard, the truth of an item) and never reaches into its
-//! state. Every [`Kind`] method defaults to "not this kind's" (`Ok(None)`), where the VM's
-//! protocol applies its general rule. Adding a kind is a new module here, a `Val` variant,
-//! and one arm of [`kind_of`], whose exhaustive `match` makes the compiler ask for it.
+//! Kind code sees the VM only through [`Interp`], which the VM implements, and the code
+//! generator only through [`Rebuild`]: a kind asks for what it needs (a value, a guard, the
+//! truth of an item) and never reaches into their state. Every [`Kind`] method defaults to
+//! "not this kind's" (`Ok(None)`, `false`), where the VM's protocol applies its general
+//! rule. Adding a kind is a new module here, a `Val` variant, and one arm of [`kind_of`],
+//! whose exhaustive `match` makes the compiler ask for it.
 
 mod dict;
 mod function;
