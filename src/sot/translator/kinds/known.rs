@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySlice, PyString, PyTup
 use super::{no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::hookapi::pyobject::StrongRef;
 use crate::sot::translator::guard::check::{is_immutable, is_value_type, Check};
-use crate::sot::translator::guard::source::Source;
+use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::model::code::MAX_MADE_ITEMS;
 use crate::sot::translator::model::problem::{graph_break, unsupported};
 use crate::sot::translator::model::value::{DictPart, Lazy};
@@ -17,7 +17,7 @@ use crate::sot::translator::pyutil::{has_builtin_len, is_template};
 pub struct Known;
 
 /// The object and its source.
-fn object<'a, 'py>(val: &'a Val<'py>) -> Option<(&'a Bound<'py, PyAny>, Option<usize>)> {
+fn object<'a, 'py>(val: &'a Val<'py>) -> Option<(&'a Bound<'py, PyAny>, Option<SourceId>)> {
     match val {
         Val::Obj { obj, source } => Some((obj, *source)),
         _ => None,
