@@ -416,9 +416,12 @@ impl<'py> Translation<'_, 'py, '_> {
             .instrs
             .get(key.pc)
             .map_or(point.instr.location.line, |i| i.location.line);
-        // A branch on a tensor's value resumes at the branch with the tensor's truth.
+        // A branch on a tensor's value resumes at the branch with the tensor's truth, which
+        // the generated code computed (3.13+ run `TO_BOOL` for it before the branch).
         let branches = matches!(self.vm.at_break(&point.instr), Some(Step::BranchOnTruth));
-        let condition = (!key.bridge && key.pc == point.pc && branches)
+        let truth_taken = (branches && key.pc == point.pc)
+            || (self.vm.leaves_truth(&point.instr) && key.pc == point.pc + 1);
+        let condition = (!key.bridge && truth_taken)
             .then(|| key.nulls.len().checked_sub(1))
             .flatten();
         let mut names: Vec<String> = (0..key.nulls.len())

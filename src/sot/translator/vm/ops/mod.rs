@@ -95,12 +95,22 @@ impl<'py> Vm<'py, '_> {
         }
     }
 
+    /// Whether `instr`, run by generated code at a break, leaves the truth of the value it
+    /// took (`TO_BOOL`).
+    pub fn leaves_truth(&self, instr: &Instruction) -> bool {
+        TABLE[instr.op as usize].is_some_and(|spec| matches!(spec.at_break, AtBreak::NativeTruth))
+    }
+
     /// What the generated code does with `instr` where the graph breaks at it: None where
     /// it cannot run it.
     pub fn at_break(&self, instr: &Instruction) -> Option<Step> {
         Some(match TABLE[instr.op as usize]?.at_break {
             AtBreak::Breaks => return None,
             AtBreak::Native(consumed, produced) => Step::RunHere { consumed, produced },
+            AtBreak::NativeTruth => Step::RunHere {
+                consumed: 1,
+                produced: 1,
+            },
             AtBreak::NativeBy(effect) => {
                 let (consumed, produced) = effect(self, instr)?;
                 Step::RunHere { consumed, produced }

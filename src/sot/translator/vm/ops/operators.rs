@@ -1,6 +1,6 @@
 //! Operators: unary, binary, comparisons, identity, containment, subscripts and slices.
 
-use super::spec::AtBreak::Native;
+use super::spec::AtBreak::{Native, NativeTruth};
 use super::spec::OpSpec;
 use crate::sot::translator::vm::*;
 
@@ -9,7 +9,7 @@ pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::UnaryPositive, unary_arithmetic, Native(1, 1)),
     OpSpec::run(Op::UnaryInvert, unary_arithmetic, Native(1, 1)),
     OpSpec::run(Op::UnaryNot, unary_not, Native(1, 1)),
-    OpSpec::run(Op::ToBool, to_bool, Native(1, 1)),
+    OpSpec::run(Op::ToBool, to_bool, NativeTruth),
     OpSpec::run(Op::BinaryOp, binary_op, Native(2, 1)),
     OpSpec::run(Op::CompareOp, compare_op, Native(2, 1)),
     OpSpec::run(Op::IsOp, is_op, Native(2, 1)),

@@ -25,6 +25,9 @@ pub(super) enum AtBreak {
     Breaks,
     /// Runs it as it is: it takes this many stack slots and leaves that many.
     Native(usize, usize),
+    /// Runs it as it is: it takes one slot and leaves its truth (what a user reads as
+    /// `bool(...)` of the value it took).
+    NativeTruth,
     /// Runs it as it is, taking and leaving the slots this gives for the instruction (its
     /// argument, the version's stack effects), if it knows them.
     NativeBy(fn(&Vm<'_, '_>, &Instruction) -> Option<(usize, usize)>),
