@@ -4,7 +4,7 @@
 use framehook_bytecode::canonical::{Arg, BinOp, Const, Handler, Instruction, Op, Vars};
 use framehook_bytecode::Location;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PySet, PySlice};
+use pyo3::types::{PyDict, PySlice};
 
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::code_pool::Generated;
@@ -198,8 +198,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 }
                 continue;
             }
-            if matches!(self.plan.values[vid], Val::List(_) | Val::Dict(_) | Val::Set(_)) {
-                self.make_container(vid, var)?;
+            let plan = self.plan;
+            let value = &plan.values[vid];
+            if kind_of(value).make_empty(self, value)? {
+                self.emit(Op::StoreFast, Arg::Var(var));
                 continue;
             }
             let Val::Object { class, .. } = &self.plan.values[vid] else {
@@ -255,8 +257,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
                         self.store_attr_of(var, &name);
                     }
                 }
-                Val::List(_) | Val::Dict(_) | Val::Set(_) => self.fill_container(vid, var)?,
-                _ => {}
+                value => {
+                    kind_of(value).fill(self, value, var)?;
+                }
             }
         }
         Ok(())
@@ -354,68 +357,6 @@ impl<'a, 'py> Emitter<'a, 'py> {
             let index = self.w.pools.name("__suppress_context__");
             self.emit(Op::StoreAttr, Arg::Name(index));
         }
-        Ok(())
-    }
-
-    /// An empty list, dict or set made once for `vid` (its contents are added after every
-    /// made object exists, so that they may hold one another). A list is `[None] * n`, of
-    /// its final length: its contents replace the Nones, and it has the size CPython's own
-    /// lists of n items have (`sys.getsizeof`), where one extended from empty has more.
-    pub fn make_container(&mut self, vid: Vid, var: u32) -> PyResult<()> {
-        match &self.plan.values[vid] {
-            Val::List(items) if !items.is_empty() => {
-                let py = self.w.pools.py;
-                self.load_const(py.None().into_bound(py));
-                self.emit(Op::BuildList, Arg::Int(1));
-                self.load_const(items.len().into_pyobject(py)?.into_any());
-                self.emit(
-                    Op::BinaryOp,
-                    Arg::BinaryOp {
-                        op: BinOp::Multiply,
-                        inplace: false,
-                    },
-                );
-            }
-            Val::List(_) => self.emit(Op::BuildList, Arg::Int(0)),
-            Val::Dict(_) => self.emit(Op::BuildMap, Arg::Int(0)),
-            _ => self.emit(Op::BuildSet, Arg::Int(0)),
-        }
-        self.emit(Op::StoreFast, Arg::Var(var));
-        Ok(())
-    }
-
-    /// `list.__setitem__(made, slice(None), (items...))`, `dict.update(made, {...})` or
-    /// `set.update(made, (...))`.
-    pub fn fill_container(&mut self, vid: Vid, var: u32) -> PyResult<()> {
-        let py = self.w.pools.py;
-        let (method, whole, contents) = match &self.plan.values[vid] {
-            Val::List(items) => (
-                py.get_type::<PyList>().getattr("__setitem__")?,
-                Some(PySlice::full(py).into_any()),
-                Val::Tuple(items.clone()),
-            ),
-            Val::Set(items) => (
-                py.get_type::<PySet>().getattr("update")?,
-                None,
-                Val::Tuple(items.clone()),
-            ),
-            Val::Dict(items) => (
-                py.get_type::<PyDict>().getattr("update")?,
-                None,
-                Val::Dict(items.clone()),
-            ),
-            _ => return Ok(()),
-        };
-        self.call_constant(method, |e| {
-            e.emit(Op::LoadFast, Arg::Var(var));
-            let sliced = whole.is_some();
-            if let Some(whole) = whole {
-                e.load_const(whole);
-            }
-            e.contents(&contents)?;
-            Ok(2 + usize::from(sliced))
-        })?;
-        self.emit(Op::PopTop, Arg::None);
         Ok(())
     }
 
@@ -527,37 +468,14 @@ impl<'a, 'py> Emitter<'a, 'py> {
             )));
         }
         self.nesting += 1;
-        let pushed = self.push_contents(container);
+        let pushed = kind_of(container).build(self, container);
         self.nesting -= 1;
-        pushed
-    }
-
-    pub fn push_contents(&mut self, container: &Val<'py>) -> PyResult<()> {
-        match container {
-            Val::Tuple(items) | Val::List(items) | Val::Set(items) => {
-                for item in items {
-                    self.value(*item)?;
-                }
-                match container {
-                    Val::Tuple(_) => self.build_tuple(items.len()),
-                    Val::List(_) => self.emit(Op::BuildList, Arg::Int(items.len() as u32)),
-                    _ => self.emit(Op::BuildSet, Arg::Int(items.len() as u32)),
-                }
-            }
-            Val::Dict(items) => {
-                for (k, v) in items {
-                    self.value(*k)?;
-                    self.value(*v)?;
-                }
-                self.emit(Op::BuildMap, Arg::Int(items.len() as u32));
-            }
-            _ => {
-                return Err(pyo3::exceptions::PyValueError::new_err(
-                    "contents of a value that is not a container",
-                ))
-            }
+        match pushed? {
+            true => Ok(()),
+            false => Err(pyo3::exceptions::PyValueError::new_err(
+                "contents of a value that is not a container",
+            )),
         }
-        Ok(())
     }
 
     /// Emits code that pushes the value `vid` stands for.

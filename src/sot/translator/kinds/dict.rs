@@ -1,11 +1,12 @@
 //! Dicts the translation made, live views of a dict (`keys()`, `values()`, `items()`), and
 //! iterators over a dict or a view.
 
+use framehook_bytecode::canonical::{Arg, Op};
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use super::{container_method, drain, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
+use super::{container_method, drain, fill_with, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::{DictIter, DictIterStatus, DictPart};
 
@@ -290,6 +291,35 @@ impl Kind for Dict {
             (Val::DictIter(a), Val::DictIter(b)) => a == b,
             _ => std::mem::discriminant(old) == std::mem::discriminant(new),
         }
+    }
+
+    fn build<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>) -> PyResult<bool> {
+        let Val::Dict(items) = val else {
+            return Ok(false);
+        };
+        for (k, v) in items {
+            r.value(*k)?;
+            r.value(*v)?;
+        }
+        r.emit(Op::BuildMap, Arg::Int(items.len() as u32));
+        Ok(true)
+    }
+
+    fn make_empty<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>) -> PyResult<bool> {
+        if !matches!(val, Val::Dict(_)) {
+            return Ok(false);
+        }
+        r.emit(Op::BuildMap, Arg::Int(0));
+        Ok(true)
+    }
+
+    /// `dict.update(made, {items...})`.
+    fn fill<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>, var: u32) -> PyResult<bool> {
+        if !matches!(val, Val::Dict(_)) {
+            return Ok(false);
+        }
+        fill_with::<PyDict>(r, var, "update", None, val)?;
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

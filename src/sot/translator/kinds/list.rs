@@ -2,18 +2,18 @@
 //! and iterators over a list (`iter(a_list)`), which read the live list.
 
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PySlice};
 
 use pyo3::exceptions::PyIndexError;
 
 use super::tuple::{count, index, sequence_item};
 use super::{
-    concrete_all, container_method, drain, no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Sym,
-    Val, Vid,
+    concrete_all, container_method, drain, fill_with, no_tensor_in, push_items, sequence_contains, Interp,
+    Kind, Rebuild, Res, Sym, Val, Vid,
 };
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::{unsupported, Problem};
-use framehook_bytecode::canonical::{Arg, Op};
+use framehook_bytecode::canonical::{Arg, BinOp, Op};
 
 pub struct List;
 
@@ -322,6 +322,48 @@ impl Kind for List {
             ) => a == b && m == n && f == g,
             _ => std::mem::discriminant(old) == std::mem::discriminant(new),
         }
+    }
+
+    fn build<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>) -> PyResult<bool> {
+        let Val::List(items) = val else {
+            return Ok(false);
+        };
+        push_items(r, items)?;
+        r.emit(Op::BuildList, Arg::Int(items.len() as u32));
+        Ok(true)
+    }
+
+    /// `[None] * len`: as long as it will be, so that its items can be set in place.
+    fn make_empty<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>) -> PyResult<bool> {
+        let Val::List(items) = val else {
+            return Ok(false);
+        };
+        if items.is_empty() {
+            r.emit(Op::BuildList, Arg::Int(0));
+            return Ok(true);
+        }
+        let py = r.py();
+        r.load_const(py.None().into_bound(py));
+        r.emit(Op::BuildList, Arg::Int(1));
+        r.load_const(items.len().into_pyobject(py)?.into_any());
+        r.emit(
+            Op::BinaryOp,
+            Arg::BinaryOp {
+                op: BinOp::Multiply,
+                inplace: false,
+            },
+        );
+        Ok(true)
+    }
+
+    /// `list.__setitem__(made, slice(None), (items...))`.
+    fn fill<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>, var: u32) -> PyResult<bool> {
+        let Val::List(items) = val else {
+            return Ok(false);
+        };
+        let whole = PySlice::full(r.py()).into_any();
+        fill_with::<PyList>(r, var, "__setitem__", Some(whole), &Val::Tuple(items.clone()))?;
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

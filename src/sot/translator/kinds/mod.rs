@@ -321,6 +321,23 @@ pub trait Kind: Sync {
         std::mem::discriminant(old) == std::mem::discriminant(new)
     }
 
+    /// Pushes, in generated code, a new container of what `val` holds (its items rebuilt);
+    /// false where `val` is no container.
+    fn build<'py>(&self, _r: &mut dyn Rebuild<'py>, _val: &Val<'py>) -> PyResult<bool> {
+        Ok(false)
+    }
+
+    /// A container made once into a local of its own (held in several places, so one object
+    /// as in the frame) is made in two steps, so that items holding it see it: `make_empty`
+    /// pushes it empty (before any item is rebuilt), `fill` fills the one in local `var`.
+    fn make_empty<'py>(&self, _r: &mut dyn Rebuild<'py>, _val: &Val<'py>) -> PyResult<bool> {
+        Ok(false)
+    }
+
+    fn fill<'py>(&self, _r: &mut dyn Rebuild<'py>, _val: &Val<'py>, _var: u32) -> PyResult<bool> {
+        Ok(false)
+    }
+
     /// The values `val` holds, which generated code rebuilds with it; `cells` are the VM's
     /// cells' contents.
     fn children(&self, _val: &Val<'_>, _cells: &[Option<Vid>], _out: &mut Vec<Vid>) {}
@@ -387,4 +404,35 @@ fn sequence_contains<'py>(cx: &mut dyn Interp<'py>, elements: Vec<Vid>, item: Vi
         }
     }
     Ok(false)
+}
+
+/// Pushes `items` rebuilt, for a new container of them.
+fn push_items<'py>(r: &mut dyn Rebuild<'py>, items: &[Vid]) -> PyResult<()> {
+    for item in items {
+        r.value(*item)?;
+    }
+    Ok(())
+}
+
+/// `T.<method>(container in var, [whole,] contents)`, its result dropped: how a container
+/// made once is filled.
+fn fill_with<'py, T: PyTypeInfo>(
+    r: &mut dyn Rebuild<'py>,
+    var: u32,
+    method: &str,
+    whole: Option<Bound<'py, PyAny>>,
+    contents: &Val<'py>,
+) -> PyResult<()> {
+    let method = r.py().get_type::<T>().getattr(method)?;
+    r.call_constant(method, &mut |r| {
+        r.emit(Op::LoadFast, Arg::Var(var));
+        let sliced = whole.is_some();
+        if let Some(whole) = &whole {
+            r.load_const(whole.clone());
+        }
+        r.contents(contents)?;
+        Ok(2 + usize::from(sliced))
+    })?;
+    r.emit(Op::PopTop, Arg::None);
+    Ok(())
 }

@@ -3,9 +3,13 @@
 use pyo3::prelude::*;
 use pyo3::types::PySet;
 
+use framehook_bytecode::canonical::{Arg, Op};
 use pyo3::exceptions::PyKeyError;
 
-use super::{concrete_all, container_method, no_tensor_in, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
+use super::{
+    concrete_all, container_method, fill_with, no_tensor_in, push_items, Interp, Kind, Rebuild, Res, Sym,
+    Val, Vid,
+};
 use crate::sot::translator::model::problem::Problem;
 
 pub struct Set;
@@ -98,6 +102,23 @@ impl Kind for Set {
 
     fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
         matches!((old, new), (Val::Set(a), Val::Set(b)) if a == b)
+    }
+
+    fn build<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>) -> PyResult<bool> {
+        push_items(r, items(val))?;
+        r.emit(Op::BuildSet, Arg::Int(items(val).len() as u32));
+        Ok(true)
+    }
+
+    fn make_empty<'py>(&self, r: &mut dyn Rebuild<'py>, _val: &Val<'py>) -> PyResult<bool> {
+        r.emit(Op::BuildSet, Arg::Int(0));
+        Ok(true)
+    }
+
+    /// `set.update(made, (items...))`.
+    fn fill<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>, var: u32) -> PyResult<bool> {
+        fill_with::<PySet>(r, var, "update", None, &Val::Tuple(items(val).to_vec()))?;
+        Ok(true)
     }
 
     fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {

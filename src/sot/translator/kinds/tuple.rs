@@ -5,7 +5,9 @@ use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
 
-use super::{concrete_all, no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
+use super::{
+    concrete_all, no_tensor_in, push_items, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid,
+};
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::pyutil::{builtin, qualname};
 use framehook_bytecode::canonical::{Arg, Op};
@@ -150,6 +152,15 @@ impl Kind for Tuple {
             (Val::Tuple(a), Val::Tuple(b)) => a == b,
             _ => std::mem::discriminant(old) == std::mem::discriminant(new),
         }
+    }
+
+    fn build<'py>(&self, r: &mut dyn Rebuild<'py>, val: &Val<'py>) -> PyResult<bool> {
+        let Val::Tuple(items) = val else {
+            return Ok(false);
+        };
+        push_items(r, items)?;
+        r.build_tuple(items.len());
+        Ok(true)
     }
 
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
