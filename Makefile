@@ -19,7 +19,8 @@ $(DEV_STAMP): tools/pyproject.toml tools/requirements-lint.txt
 
 dev: $(DEV_STAMP)
 
-# The main job: the chained-hooks example on the machine's default python3.
+# The main job: SOT on a small numpy model among other hooks (examples/sot_demo.py), on the
+# machine's default python3.
 demo: $(DEV_STAMP)
 	$(DEV) -m framehook_dev.demo
 
