@@ -86,10 +86,6 @@ impl Kind for Function {
         Ok(true)
     }
 
-    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
-        Ok(Some(true))
-    }
-
     fn children(&self, val: &Val<'_>, cells: &[Option<Vid>], out: &mut Vec<Vid>) {
         match val {
             Val::Function(function) => {

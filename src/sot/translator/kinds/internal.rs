@@ -40,10 +40,6 @@ impl Kind for Internal {
         }
     }
 
-    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
-        Ok(Some(true))
-    }
-
     fn children(&self, val: &Val<'_>, cells: &[Option<Vid>], out: &mut Vec<Vid>) {
         if let Val::Cell(cell) = val {
             out.extend(cells[*cell]);

@@ -149,10 +149,6 @@ impl Kind for Iterators {
         drain(cx, v).map(Some)
     }
 
-    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
-        Ok(Some(true))
-    }
-
     fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
         if let Val::Iter { items, next } = val {
             out.extend(&items[*next..]);

@@ -224,7 +224,7 @@ impl Kind for Known {
         item: Vid,
     ) -> Res<Option<bool>> {
         let Some((obj, Some(source))) = object(val) else {
-            return no_tensor_in(cx, v, item).map(|()| None);
+            return Ok(None);
         };
         no_tensor_in(cx, v, item)?;
         if cx.mutated_copy(obj).is_none() && obj.is_exact_instance_of::<PyDict>() {
@@ -238,7 +238,7 @@ impl Kind for Known {
         }
         if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
             let elements = cx.items_of(v)?;
-            return sequence_contains(cx, elements, item).map(Some);
+            return sequence_contains(cx, &elements, item).map(Some);
         }
         Ok(None)
     }

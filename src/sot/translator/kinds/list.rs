@@ -202,7 +202,7 @@ impl Kind for List {
             return Ok(None);
         };
         no_tensor_in(cx, v, item)?;
-        sequence_contains(cx, items.clone(), item).map(Some)
+        sequence_contains(cx, items, item).map(Some)
     }
 
     fn item<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, key: Vid) -> Res<Option<Vid>> {

@@ -389,7 +389,7 @@ fn container_method<'py, T: PyTypeInfo>(
 }
 
 /// `in` with a tensor on either side is data-dependent: the graph breaks.
-fn no_tensor_in<'py>(cx: &mut dyn Interp<'py>, container: Vid, item: Vid) -> Res<()> {
+pub fn no_tensor_in<'py>(cx: &mut dyn Interp<'py>, container: Vid, item: Vid) -> Res<()> {
     if cx.is_tensor(container) || cx.is_tensor(item) {
         return graph_break("tensor to python: `in` on tensors (data-dependent)");
     }
@@ -397,9 +397,9 @@ fn no_tensor_in<'py>(cx: &mut dyn Interp<'py>, container: Vid, item: Vid) -> Res
 }
 
 /// `item in elements` as a sequence answers it: by identity, then `==`.
-fn sequence_contains<'py>(cx: &mut dyn Interp<'py>, elements: Vec<Vid>, item: Vid) -> Res<bool> {
+fn sequence_contains<'py>(cx: &mut dyn Interp<'py>, elements: &[Vid], item: Vid) -> Res<bool> {
     for element in elements {
-        if cx.equal_items(element, item)? {
+        if cx.equal_items(*element, item)? {
             return Ok(true);
         }
     }

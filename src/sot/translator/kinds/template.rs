@@ -108,10 +108,6 @@ impl Kind for Template {
         Ok(true)
     }
 
-    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
-        Ok(Some(true))
-    }
-
     fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
         if let Some((_, parts)) = class_and_parts(val) {
             out.extend(parts);

@@ -113,7 +113,7 @@ impl Kind for Tuple {
             return Ok(None);
         };
         no_tensor_in(cx, v, item)?;
-        sequence_contains(cx, items.clone(), item).map(Some)
+        sequence_contains(cx, items, item).map(Some)
     }
 
     fn item<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, key: Vid) -> Res<Option<Vid>> {

@@ -242,9 +242,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(found) = kind_of(&val).contains(self, container, &val, item)? {
             return Ok(found);
         }
-        if self.is_tensor_val(container) || self.is_tensor_val(item) {
-            return graph_break("tensor to python: `in` on tensors (data-dependent)");
-        }
+        no_tensor_in(self, container, item)?;
         // Computed now where no method of either runs Python code that may answer otherwise
         // on a later call (a container's `__contains__`, an item's `__hash__` or `__eq__`).
         let c = self.folded_argument(container, "in")?;

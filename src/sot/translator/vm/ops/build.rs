@@ -164,14 +164,13 @@ fn add_to_collection<'py>(
 fn map_add<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let value = Vm::pop(frame)?;
     let key = Vm::pop(frame)?;
-    let depth = Vm::int_arg(instr.arg)?;
-    let target = frame.stack[frame.stack.len() - depth];
-    let Val::Dict(mut items) = vm.val(target).clone() else {
-        return unsupported("MAP_ADD to a dict from outside");
-    };
-    vm.dict_set(&mut items, key, value)?;
-    vm.values[target] = Val::Dict(items);
-    Ok(None)
+    store_into_dict_below(
+        vm,
+        frame,
+        instr,
+        vec![(key, value)],
+        "MAP_ADD to a dict from outside",
+    )
 }
 
 /// `LIST_EXTEND`, `SET_UPDATE`.
@@ -195,11 +194,23 @@ fn dict_update_or_merge<'py>(
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
     let source = Vm::pop(frame)?;
+    let pairs = vm.dict_items(source)?;
+    store_into_dict_below(vm, frame, instr, pairs, "DICT_UPDATE of a dict from outside")
+}
+
+/// Stores `pairs` into the dict the instruction's argument says lies that deep in the stack
+/// (a display's or a comprehension's, the translation's own; else `refused`).
+fn store_into_dict_below<'py>(
+    vm: &mut Vm<'py, '_>,
+    frame: &mut Frame<'py>,
+    instr: &Instruction,
+    pairs: Vec<(Vid, Vid)>,
+    refused: &str,
+) -> Res<Option<Vid>> {
     let depth = Vm::int_arg(instr.arg)?;
     let target = frame.stack[frame.stack.len() - depth];
-    let pairs = vm.dict_items(source)?;
     let Val::Dict(mut items) = vm.val(target).clone() else {
-        return unsupported("DICT_UPDATE of a dict from outside");
+        return unsupported(refused);
     };
     for (k, v) in pairs {
         vm.dict_set(&mut items, k, v)?;
