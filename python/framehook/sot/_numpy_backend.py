@@ -21,13 +21,44 @@ _NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
 _ARRAY_TYPE = np.ndarray
 
 
+# numpy functions a graph must not run: the translator calls an operation once on example
+# arrays while translating and the graph calls it again on every call, which is exact only
+# for functions of their arguments alone. These read or change state outside them (the
+# error state, print options, files, stdout) or run Python code given to them.
+_NOT_OPERATIONS = frozenset({
+    "seterr", "geterr", "seterrcall", "geterrcall", "setbufsize", "getbufsize",
+    "set_printoptions", "get_printoptions", "printoptions",
+    "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt",
+    "fromfile", "fromregex", "memmap",
+    "apply_along_axis", "apply_over_axes", "piecewise", "frompyfunc", "fromfunction",
+    "info", "show_config", "show_runtime",
+})
+# Whose functions share a hidden state (the global random generator): none is an operation.
+_STATEFUL_MODULES = ("numpy.random",)
+# A numpy function object: a C function, a ufunc, or an array-function dispatcher (not an
+# instance of another numpy class, such as np.vectorize, which runs Python code).
+_FUNCTION_TYPES = (types.BuiltinFunctionType, types.FunctionType, type(np.concatenate))
+
+
 def _is_numpy_callable(function: Any) -> bool:
     if isinstance(function, np.ufunc):
         return True
+    if not isinstance(function, _FUNCTION_TYPES):
+        return False
+    owner = getattr(function, "__self__", None)
+    if owner is not None and not isinstance(owner, (types.ModuleType, np.ndarray, np.generic)):
+        # A method of a numpy object other than an array (errstate, a random Generator):
+        # it works on that object's state.
+        return False
+    if "." in getattr(function, "__qualname__", ""):
+        # A method of a numpy class read from the class (`errstate.__enter__`).
+        return False
     module = getattr(function, "__module__", None) or ""
-    if module == "numpy" or module.startswith("numpy."):
-        return callable(function) and not isinstance(function, type)
-    return False
+    if not (module == "numpy" or module.startswith("numpy.")):
+        return False
+    if module.startswith(_STATEFUL_MODULES) or module.split(".")[1:2] == ["random"]:
+        return False
+    return getattr(function, "__name__", "") not in _NOT_OPERATIONS
 
 
 class NumpyBackend:

@@ -77,12 +77,15 @@ pub fn explain(
         None => text.push_str("  no graph (no tensor operation)\n"),
     }
     text.push_str(&format!("  guards ({}):\n", vm.guards.len()));
+    let name = |source| {
+        vm.sources
+            .describe(py, source, &info.vars.varnames, &info.vars.freevars, handed)
+    };
     for g in &vm.guards {
         text.push_str(&format!(
             "    {} {}\n",
-            vm.sources
-                .describe(py, g.source, &info.vars.varnames, &info.vars.freevars, handed),
-            g.check.describe(py)
+            name(g.source),
+            g.check.describe(py, &name)
         ));
     }
     text

@@ -98,6 +98,17 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             Check::Absent => false,
             Check::Present => true,
             Check::Type(t) => type_ptr(&value) == t.as_ptr(),
+            Check::SameAs(other) => self.fetch(*other).is_some_and(|o| o.is(&value)),
+            Check::Distinct(others) => {
+                let mut seen = vec![value.as_ptr()];
+                for other in others {
+                    match self.fetch(*other) {
+                        Some(o) if !seen.contains(&o.as_ptr()) => seen.push(o.as_ptr()),
+                        _ => return false,
+                    }
+                }
+                true
+            }
             Check::Id(pin) => pin.holds(&value),
             Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, &value, v),
             Check::SameValue(v) => type_ptr(&value) == type_ptr(&v.bind(py)) && rich_equal(py, &value, v),

@@ -181,16 +181,16 @@ impl RustHook for Translator {
                         code.getattr(field).and_then(|n| n.extract()).unwrap_or_default()
                     };
                     let handed = cache.handed_names.lock().clone();
+                    let (varnames, freevars) = (names("co_varnames"), names("co_freevars"));
+                    let name = |source| {
+                        state
+                            .sources
+                            .describe(context.py(), source, &varnames, &freevars, &handed)
+                    };
                     failed_guard = Some(format!(
                         "{} {}",
-                        state.sources.describe(
-                            context.py(),
-                            guard.source,
-                            &names("co_varnames"),
-                            &names("co_freevars"),
-                            &handed
-                        ),
-                        guard.check.describe(context.py())
+                        name(guard.source),
+                        guard.check.describe(context.py(), &name)
                     ));
                 }
                 if failing.is_none() {

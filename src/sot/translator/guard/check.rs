@@ -7,6 +7,7 @@ use pyo3::types::{
     PyDict, PyFloat, PyFrozenSet, PyInt, PyString, PyTuple, PyType, PyWeakrefMethods, PyWeakrefReference,
 };
 
+use super::source::SourceId;
 use crate::hookapi::pyobject::StrongRef;
 
 /// Names and keys are compared by value (interned strings are the common case).
@@ -103,6 +104,12 @@ pub enum Check {
         ty: StrongRef,
         attributes: Vec<(StrongRef, StrongRef)>,
     },
+    /// The value is the object another source holds (a tensor the frame holds twice: one
+    /// graph input).
+    SameAs(SourceId),
+    /// The value and the objects the other sources hold are all different objects (the
+    /// frame's tensors, each its own graph input).
+    Distinct(Vec<SourceId>),
     /// The source holds nothing (a global that is not defined, a missing key).
     Absent,
     /// The source holds something (a key that is present).
@@ -110,7 +117,8 @@ pub enum Check {
 }
 
 impl Check {
-    pub fn describe(&self, py: Python<'_>) -> String {
+    /// What the check asserts; `source_name` names the other sources it reads.
+    pub fn describe(&self, py: Python<'_>, source_name: &dyn Fn(SourceId) -> String) -> String {
         // A tensor's meta attributes are the backend's (a dtype, a shape): their own repr.
         let repr = |o: &StrongRef| {
             o.bind(py)
@@ -139,6 +147,11 @@ impl Check {
                     .collect();
                 format!("tensor {} {}", type_name(ty), attrs.join(" "))
             }
+            Check::SameAs(other) => format!("is {}", source_name(*other)),
+            Check::Distinct(others) => {
+                let names: Vec<String> = others.iter().map(|o| source_name(*o)).collect();
+                format!("is none of {}", names.join(", "))
+            }
             Check::Absent => "is absent".to_owned(),
             Check::Present => "is present".to_owned(),
         }
@@ -155,6 +168,8 @@ impl Check {
                 t.as_ptr() == u.as_ptr() && same_key(a, b)
             }
             (Check::Len(a), Check::Len(b)) => a == b,
+            (Check::SameAs(a), Check::SameAs(b)) => a == b,
+            (Check::Distinct(a), Check::Distinct(b)) => a == b,
             (Check::Absent, Check::Absent) | (Check::Present, Check::Present) => true,
             _ => false,
         }

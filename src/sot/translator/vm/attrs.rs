@@ -223,7 +223,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     || obj.is_exact_instance_of::<PyTuple>() && matches!(name, "index" | "count");
                 if container && source.is_some() {
                     // A method of a list, dict or tuple from the frame works on its symbolic
-                    // copy, written back after the graph if the method mutates it.
+                    // copy, written back after the graph if the method mutates it. One the
+                    // type lacks raises CPython's AttributeError here (reading an exact
+                    // builtin's attribute runs no user code).
+                    obj.getattr(name)?;
                     let mutates = matches!(
                         name,
                         "append"

@@ -243,10 +243,22 @@ impl<'py, 'b> Vm<'py, 'b> {
             .is_some_and(|eq| eq.is(&default)))
     }
 
+    /// The items of a dict, as `{**x}`, `f(**x)` and `dict.update(x)` read a mapping: a
+    /// dict the translation made, or an exact dict or OrderedDict from the frame. Another
+    /// mapping's `keys()` and `__getitem__`, and the TypeError of a value that is none, are
+    /// CPython's to run.
     pub(super) fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>> {
         let vid = self.realize(vid)?;
-        if let Val::Dict(items) = self.val(vid) {
-            return Ok(items.clone());
+        match self.val(vid) {
+            Val::Dict(items) => return Ok(items.clone()),
+            Val::Obj { obj, .. } if obj.is_exact_instance_of::<PyDict>() || self.is_ordered_dict(obj) => {}
+            _ => {
+                let ty = self.type_of(vid)?;
+                return unsupported(format!(
+                    "the items of a {} read as a mapping",
+                    ty.getattr("__name__")?
+                ));
+            }
         }
         let keys = self.items_of(vid)?;
         keys.into_iter()

@@ -14,13 +14,50 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let (obj, source) = (obj.clone(), *source);
                 let check = self.backend.tensor_check(&obj)?;
                 self.add_guard(source, check);
-                let example = self.backend.example(&obj)?;
-                let sym = self.add_input(source);
-                self.input_tensors.insert(sym, obj);
-                self.values[vid] = Val::Tensor { sym, example };
+                self.values[vid] = self.input_tensor_of(source, obj)?;
             }
         }
         Ok(vid)
+    }
+
+    /// The graph input a tensor of the frame is. One the frame holds at several sources
+    /// is one input (guarded to be the same object there), so that `is` and in-place
+    /// operations see one object; the others are guarded to be different objects.
+    fn input_tensor_of(&mut self, source: SourceId, obj: Bound<'py, PyAny>) -> Res<Val<'py>> {
+        let inputs = &self.graph.inputs;
+        let same = self
+            .input_tensors
+            .iter()
+            .find(|(_, o)| o.is(&obj))
+            .map(|(sym, _)| *sym);
+        if let Some(sym) = same {
+            let first = inputs[sym];
+            let example = self.values.iter().find_map(|v| match v {
+                Val::Tensor { sym: s, example } if *s == sym => Some(example.clone()),
+                _ => None,
+            });
+            if let Some(example) = example {
+                self.add_guard(source, Check::SameAs(first));
+                return Ok(Val::Tensor { sym, example });
+            }
+        }
+        let others: Vec<SourceId> = self.input_tensors.keys().map(|sym| inputs[*sym]).collect();
+        match self
+            .guards
+            .iter_mut()
+            .find(|g| matches!(g.check, Check::Distinct(_)))
+        {
+            Some(Guard {
+                check: Check::Distinct(sources),
+                ..
+            }) => sources.push(source),
+            _ if !others.is_empty() => self.add_guard(source, Check::Distinct(others)),
+            _ => {}
+        }
+        let example = self.backend.example(&obj)?;
+        let sym = self.add_input(source);
+        self.input_tensors.insert(sym, obj);
+        Ok(Val::Tensor { sym, example })
     }
 
     /// A dynamic number from the frame as a graph input (guarded on its type only).

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use crate::sot::translator::vm::*;
+use pyo3::types::{PyBytes, PySet};
 
 /// A call of a builtin, as its handler sees it.
 struct BuiltinCall<'c, 'py> {
@@ -198,6 +199,26 @@ fn reversed<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Optio
     if dict_like {
         return graph_break("reversed() of a dict or a dict view (its iterator watches the dict)");
     }
+    // Sequences whose reverse iterator walks their items backwards; sets have no order to
+    // reverse (CPython's TypeError); other types' `__reversed__` or `__getitem__` is theirs.
+    let ty = vm.type_of(*x)?;
+    let py = vm.py;
+    if ty.is(py.get_type::<PySet>()) || ty.is(py.get_type::<PyFrozenSet>()) {
+        let name = ty.getattr("__name__")?;
+        return Err(Problem::Python(PyTypeError::new_err(format!(
+            "'{name}' object is not reversible"
+        ))));
+    }
+    let sequence = [
+        py.get_type::<PyList>(),
+        py.get_type::<PyTuple>(),
+        py.get_type::<PyRange>(),
+        py.get_type::<PyString>(),
+        py.get_type::<PyBytes>(),
+    ];
+    if !sequence.iter().any(|t| ty.is(t)) {
+        return unsupported(format!("reversed() of a {}", ty.getattr("__name__")?));
+    }
     let mut items = vm.items_of(*x)?;
     items.reverse();
     Ok(Some(vm.push_val(Val::Iter { items, next: 0 })))
@@ -279,6 +300,11 @@ fn dict<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vi
         {
             vm.dict_items(x)?
         } else {
+            // A value with `keys` is read as a mapping (its own methods), else as pairs.
+            let ty = vm.type_of(x)?;
+            if vm.type_lookup(&ty, "keys")?.is_some() {
+                return Ok(None);
+            }
             let mut pairs = Vec::new();
             for pair in vm.items_of(x)? {
                 let kv = vm.items_of(pair)?;

@@ -1,0 +1,94 @@
+"""Exact or break: what the translator got wrong on code nobody here wrote (boltons,
+pyparsing, scikit-learn), each reduced to a case. A builtin, method or protocol is modeled
+exactly for the types it was written for, raises where CPython raises, and keeps an object
+from the caller that object; anything else is a real call or a break."""
+
+import numpy as np
+
+from ._case import arr, case
+
+
+class _Box:
+    def __init__(self, value):
+        self.value = value
+
+    def get(self):
+        return self.value
+
+
+@case(args=lambda: (arr(3), [1, 2], {}), graphs=1, ops=1)
+def hasattr_of_a_list_or_dict_is_its_type(x, items, table):
+    # A list has no `keys` and a dict no `append`: an attribute of a container "exists" only
+    # where its type has it.
+    found = (hasattr(items, "keys"), hasattr(table, "append"), hasattr(items, "append"))
+    return x * len(found), found
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def getattr_default_of_a_missing_list_attribute(x, items):
+    if getattr(items, "shape", None) is not None:
+        return x
+    return x + 1
+
+
+@case(args=lambda: (arr(3), {}), graphs=1, ops=1)
+def missing_method_raises_inside_try(x, table):
+    try:
+        table.append(1)
+    except AttributeError:
+        return x * 2
+    return x
+
+
+@case(args=lambda: (frozenset({4, 5}),), graphs=0, ops=0, raises=TypeError)
+def reversed_of_a_frozenset_raises(s):
+    return list(reversed(s))
+
+
+@case(args=lambda: (arr(3), ""), graphs=0, ops=0, breaks=["mapping"], raises=TypeError)
+def dict_display_unpacking_a_str_raises(x, s):
+    return x, {**s}
+
+
+@case(args=lambda: (arr(3), [("a", 1)]), graphs=1, ops=1, breaks=["mapping"])
+def dict_update_with_pairs(x, pairs):
+    table = {"b": 2}
+    table.update(pairs)
+    return x * len(table), table
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["ValueError()", "attribute args of ValueError"])
+def array_in_an_exception_stays_itself(a):
+    return a + 1, ValueError(a).args[0] is a
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def array_in_an_object_stays_itself(a):
+    return a + 1, _Box(a).get() is a
+
+
+@case(args=lambda: (arr(3), (arr(3, seed=1),)), graphs=1, ops=1)
+def distinct_arrays_are_not_one(a, boxed):
+    return a + boxed[0], boxed[0] is a
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=3,
+      breaks=["errstate.__init__", "errstate.__enter__", "errstate.__exit__", "data-dependent"])
+def errstate_block_before_a_break(x):
+    with np.errstate(over="ignore"):
+        ok = np.isfinite(x).all()
+    if ok:
+        return x + 1
+    return x
+
+
+def _one_array_twice():
+    a = arr(3)
+    return a, (a,)
+
+
+@case(args=_one_array_twice, graphs=1, ops=2)
+def one_array_at_two_places_is_one(a, boxed):
+    # In place through one name, read through the other: one object, as the caller made it.
+    a += 1
+    return boxed[0] * 2, boxed[0] is a
