@@ -179,12 +179,12 @@ def break_raising_under_suppressing_with(x):
     return y
 
 
-_NULL_CONTEXT = contextlib.nullcontext()
+_EXIT_STACK = contextlib.ExitStack()
 
 
 @case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["library function", "library function"])
 def library_context_manager(x):
-    with _NULL_CONTEXT:  # its __enter__ and __exit__ are the standard library's: both break
+    with _EXIT_STACK:  # its __enter__ and __exit__ are the standard library's: both break
         y = x + 1
     return y * 2
 

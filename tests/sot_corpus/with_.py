@@ -1,5 +1,7 @@
 """with statements on user context managers: enter/exit order, `as` values, suppressing or not."""
 
+import contextlib
+
 from ._case import arr, case
 
 
@@ -174,3 +176,18 @@ def with_in_loop(x, log):
         with _Recorder(log, f"round{i}"):
             x = x + i
     return x
+
+
+@case(args=lambda: ({}, arr(3)), graphs=1, ops=1)
+def suppress_catches_a_missing_key(table, x):
+    # contextlib's suppress and nullcontext run as user code does: no break.
+    with contextlib.suppress(KeyError):
+        table["missing"]
+        return x + 1
+    return x * 2
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def nullcontext_gives_its_object(x):
+    with contextlib.nullcontext(x) as same:
+        return same * 2, same is x

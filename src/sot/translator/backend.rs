@@ -11,7 +11,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use super::guard::check::Check;
 use super::model::code::CodeInfo;
-use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::pyobject::{import, StrongRef};
 
 /// An attribute a backend may leave out.
 fn optional<'py>(object: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -78,6 +78,25 @@ pub struct Backend<'py> {
     code_infos: RefCell<HashMap<usize, Rc<CodeInfo>>>,
 }
 
+/// Standard-library classes whose methods the VM runs as it runs user code: short, plain
+/// Python, and exact under the VM's rules (`with contextlib.suppress(KeyError):` needs no
+/// break). By module, class and method.
+const TRACED_LIBRARY: &[(&str, &str, &[&str])] = &[
+    ("contextlib", "nullcontext", &["__init__", "__enter__", "__exit__"]),
+    ("contextlib", "suppress", &["__init__", "__enter__", "__exit__"]),
+];
+
+fn traced_library_codes(py: Python<'_>) -> PyResult<Vec<StrongRef>> {
+    let mut codes = Vec::new();
+    for (module, class, methods) in TRACED_LIBRARY {
+        let class = import(py, module)?.getattr(*class)?;
+        for method in *methods {
+            codes.push(StrongRef::new(&class.getattr(*method)?.getattr("__code__")?));
+        }
+    }
+    Ok(codes)
+}
+
 impl<'py> Backend<'py> {
     pub fn new(
         table: &'static Table,
@@ -119,12 +138,14 @@ impl<'py> Backend<'py> {
                 Some(names) => names.extract()?,
                 None => Vec::new(),
             },
-            traced_codes: match optional(&object, "traced_codes")? {
-                Some(codes) => codes
-                    .try_iter()?
-                    .map(|code| code.map(|code| StrongRef::new(&code)))
-                    .collect::<PyResult<_>>()?,
-                None => Vec::new(),
+            traced_codes: {
+                let mut codes = traced_library_codes(object.py())?;
+                if let Some(more) = optional(&object, "traced_codes")? {
+                    for code in more.try_iter()? {
+                        codes.push(StrongRef::new(&code?));
+                    }
+                }
+                codes
             },
             construct: match (
                 optional(&object, "construct")?,

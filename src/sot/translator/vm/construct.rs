@@ -113,7 +113,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         let base_exception = builtin(self.py, "BaseException")?;
         let type_type = builtin(self.py, "type")?;
         let object = builtin(self.py, "object")?;
-        if !cls.get_type().is(&type_type) {
+        // A metaclass may make instances its own way; one that calls as `type` does (ABCMeta)
+        // makes them as a class of `type` would.
+        let metaclass = cls.get_type().into_any();
+        let type_call = self.type_lookup(&type_type, "__call__")?;
+        let metaclass_call = self.type_lookup(&metaclass, "__call__")?;
+        let calls_as_type = matches!((&metaclass_call, &type_call), (Some(m), Some(t)) if m.is(t));
+        if !metaclass.is(&type_type) && !calls_as_type {
             return Ok(None);
         }
         let pin = |vm: &mut Self| {
