@@ -92,3 +92,20 @@ def one_array_at_two_places_is_one(a, boxed):
     # In place through one name, read through the other: one object, as the caller made it.
     a += 1
     return boxed[0] * 2, boxed[0] is a
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def import_of_a_module_already_imported(x):
+    # sys.modules answers it, as CPython's import does: no break.
+    import numpy
+    from numpy import linalg
+    import os.path
+
+    return numpy.multiply(x, 2), linalg is numpy.linalg, os.path.sep
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["relative import"])
+def relative_import_is_the_import_systems(x):
+    from . import _case
+
+    return x * 2, _case.__name__

@@ -82,7 +82,11 @@ pub struct Backend<'py> {
 /// Python, and exact under the VM's rules (`with contextlib.suppress(KeyError):` needs no
 /// break). By module, class and method.
 const TRACED_LIBRARY: &[(&str, &str, &[&str])] = &[
-    ("contextlib", "nullcontext", &["__init__", "__enter__", "__exit__"]),
+    (
+        "contextlib",
+        "nullcontext",
+        &["__init__", "__enter__", "__exit__"],
+    ),
     ("contextlib", "suppress", &["__init__", "__enter__", "__exit__"]),
 ];
 

@@ -1,4 +1,4 @@
-//! Variables, cells and globals.
+//! Variables, cells and globals; modules already imported.
 
 use super::*;
 
@@ -147,5 +147,46 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         Ok(self.type_lookup(&obj.get_type().into_any(), "__del__")?.is_some())
+    }
+
+    /// The module `import name` finds in `sys.modules` without running the import system
+    /// (as CPython's import answers for a module imported and initialized), guarded to be
+    /// that module there. One not imported yet, or still running its body, is imported
+    /// for real: a break.
+    pub(super) fn imported_module(&mut self, name: &str) -> Res<Vid> {
+        let modules = import(self.py, "sys")?.getattr("modules")?;
+        let module = modules.get_item(name).ok().filter(|m| !m.is_none());
+        let Some(module) = module else {
+            return unsupported(format!("import of {name} (not imported yet)"));
+        };
+        let initializing = match module.getattr("__spec__") {
+            Ok(spec) if !spec.is_none() => spec
+                .getattr("_initializing")
+                .map_or(Ok(false), |flag| flag.is_truthy())?,
+            _ => false,
+        };
+        if initializing {
+            return unsupported(format!("import of {name} (its body is still running)"));
+        }
+        let holder = self.intern(Source::Held(StrongRef::new(&modules)));
+        let key = PyString::new(self.py, name).into_any();
+        let source = self.intern(Source::Item(holder, StrongRef::new(&key)));
+        self.add_guard(source, Check::Id(Pin::new(&module)));
+        Ok(self.value_of_source(Source::Item(holder, StrongRef::new(&key)), module))
+    }
+
+    /// Whether the frame's import function is CPython's own (`builtins.__import__` as the
+    /// interpreter made it, guarded); another may do anything: a break.
+    pub(super) fn check_import_function(&mut self, frame: &Frame<'py>) -> Res<()> {
+        let function = self.global(frame, "__import__")?;
+        let object = self.concrete(function)?;
+        let own = object.is_exact_instance_of::<PyCFunction>()
+            && object
+                .getattr("__self__")
+                .is_ok_and(|module| module.is(&self.ops.builtins));
+        if !own {
+            return unsupported("import through a replaced __import__");
+        }
+        Ok(())
     }
 }

@@ -5,8 +5,8 @@ use super::spec::OpSpec;
 use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
-    OpSpec::unsupported(Op::ImportName, "import", Native(2, 1)),
-    OpSpec::unsupported(Op::ImportFrom, "import", Native(1, 2)),
+    OpSpec::run(Op::ImportName, import_name, Native(2, 1)),
+    OpSpec::run(Op::ImportFrom, import_from, Native(1, 2)),
     OpSpec::unsupported(Op::ImportStar, "import", Breaks),
     OpSpec::run(Op::LoadFast, load_fast, Breaks),
     OpSpec::run(Op::LoadFastCheck, load_fast, Breaks),
@@ -120,5 +120,56 @@ fn store_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 fn delete_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let name = Vm::name_at(frame, instr.arg)?;
     vm.store_global(frame, name, None)?;
+    Ok(None)
+}
+
+/// `IMPORT_NAME` of modules already imported (see `Vm::imported_module`): `import a.b`
+/// gives `a`; `from a import b` gives `a` once each name is already in its namespace (a
+/// package's missing one would be imported as its submodule). Relative imports break.
+fn import_name<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
+    let name = Vm::name_at(frame, instr.arg)?;
+    let fromlist = Vm::pop(frame)?;
+    let level = Vm::pop(frame)?;
+    if vm.concrete(level)?.extract::<i64>()? != 0 {
+        return unsupported("a relative import");
+    }
+    vm.check_import_function(frame)?;
+    let fromlist = vm.concrete(fromlist)?;
+    let names: Vec<String> = if fromlist.is_none() {
+        Vec::new()
+    } else {
+        fromlist.extract()?
+    };
+    let module = vm.imported_module(&name)?;
+    let imported = match name.split_once('.') {
+        Some((top, _)) if names.is_empty() => vm.imported_module(top)?,
+        _ => module,
+    };
+    let object = vm.concrete(module)?;
+    if !names.is_empty() && object.hasattr("__path__")? {
+        let namespace = object.getattr("__dict__")?;
+        for wanted in &names {
+            if wanted == "*" || !namespace.contains(wanted)? {
+                return unsupported(format!("from {name} import {wanted} (it may import a submodule)"));
+            }
+        }
+    }
+    frame.stack.push(imported);
+    Ok(None)
+}
+
+/// `IMPORT_FROM` of a name already in the module's namespace (read as its attribute,
+/// guarded); another is looked up as a submodule: a break.
+fn import_from<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
+    let name = Vm::name_at(frame, instr.arg)?;
+    let module = Vm::top(frame)?;
+    let object = vm.concrete(module)?;
+    let in_namespace =
+        object.is_instance(&vm.ops.module_type)? && object.getattr("__dict__")?.contains(&name)?;
+    if !in_namespace {
+        return unsupported(format!("from ... import {name} (not in the module's namespace)"));
+    }
+    let value = vm.load_attr(module, &name)?;
+    frame.stack.push(value);
     Ok(None)
 }
