@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -172,6 +173,7 @@ class Outcome(NamedTuple):
     value: Any  # the result, or the exception
     args: tuple  # the arguments afterwards
     stdout: str
+    numpy_errors: dict  # numpy's floating-point error handling afterwards (np.geterr())
 
     def summary(self) -> str:
         if self.kind == "raise":
@@ -180,10 +182,20 @@ class Outcome(NamedTuple):
             head = f"still running after {CASE_TIMEOUT:.0f} s"
         else:
             head = f"returned {describe(self.value)}"
-        return f"{head}; arguments after: {describe(self.args)}; stdout: {self.stdout!r}"
+        errors = "" if self.numpy_errors == NUMPY_ERRORS else f"; numpy error handling left at {self.numpy_errors}"
+        return f"{head}; arguments after: {describe(self.args)}; stdout: {self.stdout!r}{errors}"
+
+
+NUMPY_ERRORS = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}  # numpy's default
 
 
 def run_once(function: Any, args: tuple) -> Outcome:
+    """Runs ``function(*args)`` from numpy's default error handling: a run that leaves
+    another (a ``with np.errstate`` entered and never left) neither diverges the next
+    cases' eager runs nor goes unnoticed."""
+    import numpy as np
+
+    np.seterr(**NUMPY_ERRORS)
     out = io.StringIO()
     signal.setitimer(signal.ITIMER_REAL, CASE_TIMEOUT)
     try:
@@ -198,11 +210,12 @@ def run_once(function: Any, args: tuple) -> Outcome:
         kind, value = "raise", error
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-    return Outcome(kind, value, args, out.getvalue())
+    return Outcome(kind, value, args, out.getvalue(), np.geterr())
 
 
 def differences(eager: Outcome, translated: Outcome) -> list[str]:
-    """What differs: of "outcome", "value", "exception", "arguments", "stdout"."""
+    """What differs: of "outcome", "value", "exception", "arguments", "stdout", "numpy error
+    handling"."""
     found = []
     if eager.kind != translated.kind:
         found.append("outcome")
@@ -216,6 +229,8 @@ def differences(eager: Outcome, translated: Outcome) -> list[str]:
         found.append("arguments")
     if eager.stdout != translated.stdout:
         found.append("stdout")
+    if eager.numpy_errors != translated.numpy_errors:
+        found.append("numpy error handling")
     return found
 
 
@@ -223,13 +238,9 @@ class Runner:
     """Runs cases in this process: the helpers' namespace, and the translator's counters."""
 
     def __init__(self) -> None:
-        import warnings
-
         import framehook.sot as sot
 
         self.sot = sot
-        warnings.simplefilter("ignore")  # numpy's RuntimeWarnings, once per place: not compared
-        signal.signal(signal.SIGALRM, _on_alarm)
         module = types.ModuleType("sot_fuzz_helpers")
         exec(compile(gen.HELPERS, gen.HELPERS_FILENAME, "exec"), module.__dict__)
         self.helpers = module.__dict__
@@ -339,19 +350,51 @@ def reproducer(case: gen.Case) -> str:
     return f"{case.source()}\nargs = ({args})\n"
 
 
-def cause(runner: Runner, case: gen.Case, wanted: str) -> str:
-    """What makes divergences the same bug, roughly: the kind of divergence, the templates
-    left after shrinking and the types of the arguments they use."""
+QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+\b")
+
+
+def _shape_of(error: BaseException) -> str:
+    """An exception's type and message, names and numbers after the first left out: the
+    same bug on other names."""
+    first = [True]
+
+    def blank(match: re.Match) -> str:
+        keep, first[0] = first[0] and match.group().startswith(("'", '"')), False
+        return match.group() if keep else "…"
+
+    return f"{type(error).__name__}: {QUOTED.sub(blank, str(error))}"
+
+
+def cause(runner: Runner, case: gen.Case, eager: Outcome, translated: Outcome, diff: list[str]) -> str:
+    """What makes divergences the same bug, roughly: where translated raised what eager did
+    not, that exception; where eager raised and translated did not, eager's exception;
+    otherwise the templates left after shrinking and the types of the arguments they use."""
+    if translated.kind == "raise" and ("exception" in diff or "outcome" in diff):
+        return f"translated raised {_shape_of(translated.value)}"
+    if eager.kind == "raise" and "outcome" in diff:
+        return f"eager raised {_shape_of(eager.value)}, translated did not ({translated.kind})"
     body = case.source().split("\n", 1)[1]
     kinds = sorted({type(value).__name__ for name, value in zip(gen.PARAMS, runner.arguments(case))
                     if re.search(rf"\b{name}\b", body)})
-    return f"{wanted} | {' + '.join(sorted(case.templates()))} | {','.join(kinds)}"
+    templates = sorted({re.sub(r"^(caught|try):", "", t) for t in case.templates()})
+    return f"{'+'.join(diff)}: {' + '.join(templates)} | {','.join(kinds)}"
 
 
 def fuzz(seed: int, cases: Optional[int] = None, seconds: Optional[float] = None, start: int = 0,
          progress: Optional[Path] = None, shrinks_per_cause: int = SHRINKS_PER_CAUSE) -> dict[str, Any]:
     """Runs cases ``start``, ``start + 1``, … of ``seed`` in this process until ``cases`` ran
     or ``seconds`` passed: the counters, and each cause of divergence with a shrunk case."""
+    previous_handler = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's RuntimeWarnings, once per place: not compared
+            return _fuzz(seed, cases, seconds, start, progress, shrinks_per_cause)
+    finally:
+        signal.signal(signal.SIGALRM, previous_handler)
+
+
+def _fuzz(seed: int, cases: Optional[int], seconds: Optional[float], start: int, progress: Optional[Path],
+          shrinks_per_cause: int) -> dict[str, Any]:
     runner = Runner()
     causes: dict[str, dict[str, Any]] = {}
     raw_seen: Counter = Counter()
@@ -375,7 +418,7 @@ def fuzz(seed: int, cases: Optional[int] = None, seconds: Optional[float] = None
         small = shrink(runner, case, wanted)
         again = runner.run(small)
         which, eager, translated, diff = found if again is None else again
-        key = cause(runner, small, wanted)
+        key = cause(runner, small, eager, translated, diff)
         entry = causes.setdefault(key, {"cause": key, "count": 0, "seed": case.seed, "reproducer": reproducer(small),
                                         "run": which, "differs": diff, "eager": eager.summary(),
                                         "translated": translated.summary()})
