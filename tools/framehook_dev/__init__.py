@@ -8,8 +8,10 @@
 * ``torture``: CPython's own test suite under identity hooks (``torture_hooks``);
 * ``stress``: leak and thread stress;
 * ``sot_soak``: leak and thread soak of SOT's translator (``sot_vectors``, ``sot_workload``);
+* ``sot_fuzz``: differential program fuzzer of SOT's translator (``sot_fuzz_gen`` generates);
 * ``paddle_sot_suite``: PaddlePaddle's ``test/sot`` suite on Paddle's eval frame and on framehook's;
 * ``demo``: SOT on a small numpy model among other hooks, in a venv of this python (``make demo``).
 
-Standard library only, Python 3.9+; never shipped in the framehook wheel.
+Standard library only (numpy in the venvs where sot_fuzz runs its cases), Python 3.9+; never
+shipped in the framehook wheel.
 """
