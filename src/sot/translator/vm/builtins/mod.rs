@@ -398,6 +398,9 @@ fn sorted<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<
     let [x] = call.args else {
         return Ok(None);
     };
+    if call.kwargs.iter().any(|(k, _)| k != "key" && k != "reverse") {
+        return Ok(None);
+    }
     let items = vm.items_of(*x)?;
     let key = call.kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
     let reverse = match call.kwargs.iter().find(|(k, _)| k == "reverse") {
@@ -412,13 +415,22 @@ fn min_or_max<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Opt
     let [first, rest @ ..] = call.args else {
         return Ok(None);
     };
+    if call.kwargs.iter().any(|(k, _)| k != "key" && k != "default") {
+        return Ok(None);
+    }
+    let key = call.kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
+    let default = call.kwargs.iter().find(|(k, _)| k == "default").map(|(_, d)| *d);
+    if default.is_some() && !rest.is_empty() {
+        return Err(Problem::Python(PyTypeError::new_err(format!(
+            "Cannot specify a default for {}() with multiple positional arguments",
+            call.name
+        ))));
+    }
     let items = if rest.is_empty() {
         vm.items_of(*first)?
     } else {
         call.args.to_vec()
     };
-    let key = call.kwargs.iter().find(|(k, _)| k == "key").map(|(_, v)| *v);
-    let default = call.kwargs.iter().find(|(k, _)| k == "default").map(|(_, d)| *d);
     if items.is_empty() {
         return match default {
             Some(d) => Ok(Some(d)),
