@@ -3,6 +3,8 @@ pyparsing, scikit-learn), each reduced to a case. A builtin, method or protocol 
 exactly for the types it was written for, raises where CPython raises, and keeps an object
 from the caller that object; anything else is a real call or a break."""
 
+import collections
+
 import numpy as np
 
 from ._case import arr, case
@@ -109,3 +111,52 @@ def relative_import_is_the_import_systems(x):
     from . import _case
 
     return x * 2, _case.__name__
+
+
+@case(args=lambda: (arr(3), 0), graphs=0, ops=0, raises=TypeError)
+def min_default_with_several_arguments_raises(x, k):
+    return min(k, k, default=0)
+
+
+class _GetItemList(list):
+    def __getitem__(self, index):
+        return ("got", index)
+
+
+@case(args=lambda: (arr(3), _GetItemList([1, 2])), graphs=1, ops=1, breaks=["iteration over _GetItemList"])
+def list_subclass_iterates_its_own_items(x, items):
+    # list.__iter__ reads the items themselves, never the subclass's __getitem__.
+    return x * 2, list(items)
+
+
+@case(args=lambda: ([], arr(3)), graphs=0, ops=0, breaks=["__radd__ comes first"], raises=ValueError)
+def list_plus_equals_an_array_is_the_arrays_add(items, x):
+    items += x
+    return items
+
+
+@case(args=lambda: (arr(3), (), (1,)), graphs=1, ops=1)
+def tuple_operators_that_give_an_operand_back(x, empty, one):
+    joined = one + empty
+    twice = one * 1
+    return x + 1, joined is one, twice is one, empty + empty is empty
+
+
+# Before 3.12, deque is a static type whose attributes the VM leaves to CPython (a break).
+@case(args=lambda: (arr(3), collections.deque([1])), graphs=1, ops=1, min_version=(3, 12))
+def attribute_error_names_the_type_as_cpython_does(x, queue):
+    try:
+        queue.split()
+    except AttributeError as error:
+        return x * 2, str(error)
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def list_index_errors_name_the_list(x):
+    items = [1, 2]
+    try:
+        items[:, 0]
+    except TypeError as error:
+        return x * 2, str(error)
+    return x

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyTuple};
+use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyTuple, PyType};
 
 /// The builtins as they were when framehook was imported: what the generated code calls
 /// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
@@ -27,6 +27,16 @@ pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> 
 pub fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
     Ok(obj.get_type().getattr("__flags__")?.extract::<u64>()? & HEAP_TYPE != 0)
+}
+
+/// A type's name as CPython's messages give it: its `tp_name` (a class statement's name,
+/// `collections.deque` for a C type outside builtins).
+pub fn type_name_in_messages(ty: &Bound<'_, PyAny>) -> PyResult<String> {
+    let ty = ty.cast::<PyType>()?;
+    // SAFETY: a live type object (borrowed for the call); `tp_name` is a NUL-terminated
+    // string it owns for its lifetime, copied out here.
+    let name = unsafe { std::ffi::CStr::from_ptr((*ty.as_type_ptr()).tp_name) };
+    Ok(name.to_string_lossy().into_owned())
 }
 
 pub fn qualname(obj: &Bound<'_, PyAny>) -> String {

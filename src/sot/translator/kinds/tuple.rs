@@ -1,7 +1,7 @@
 //! Tuples the translation made, instances of a tuple subclass that acts as a tuple (a
 //! namedtuple), and slices.
 
-use pyo3::exceptions::PyIndexError;
+use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PySlice, PyTuple};
 
@@ -9,7 +9,7 @@ use super::{
     concrete_all, no_tensor_in, push_items, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid,
 };
 use crate::sot::translator::model::problem::{unsupported, Problem};
-use crate::sot::translator::pyutil::{builtin, qualname};
+use crate::sot::translator::pyutil::{builtin, qualname, type_name_in_messages};
 use framehook_bytecode::canonical::{Arg, Op};
 
 pub struct Tuple;
@@ -257,13 +257,25 @@ pub(super) fn sequence_item<'py>(
     is_list: bool,
 ) -> Res<Vid> {
     let key_obj = cx.concrete(key)?;
+    let kind = if is_list { "list" } else { "tuple" };
     if let Ok(index) = key_obj.extract::<isize>() {
         let len = items.len() as isize;
         let at = if index < 0 { index + len } else { index };
         if at < 0 || at >= len {
-            return Err(Problem::Python(PyIndexError::new_err("index out of range")));
+            return Err(Problem::Python(PyIndexError::new_err(format!(
+                "{kind} index out of range"
+            ))));
         }
         return Ok(items[at as usize]);
+    }
+    if !key_obj.is_instance_of::<PySlice>() {
+        if key_obj.hasattr("__index__")? {
+            return unsupported(format!("a {kind} index that is no index-sized integer"));
+        }
+        return Err(Problem::Python(PyTypeError::new_err(format!(
+            "{kind} indices must be integers or slices, not {}",
+            type_name_in_messages(&key_obj.get_type().into_any())?
+        ))));
     }
     let indices = builtin(cx.py(), "range")?
         .call1((items.len(),))?

@@ -464,7 +464,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(attr_source(self, value))
             }
             None => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
-                format!("'{}' object has no attribute '{name}'", ty.getattr("__name__")?),
+                format!(
+                    "'{}' object has no attribute '{name}'",
+                    type_name_in_messages(&ty)?
+                ),
             ))),
         }
     }
@@ -731,7 +734,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 )),
                 None => Err(Problem::Python(PyAttributeError::new_err(format!(
                     "'{}' object has no attribute '{name}'",
-                    class.getattr("__name__")?
+                    type_name_in_messages(&class)?
                 )))),
             },
         }

@@ -83,7 +83,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.guard_value(position_source, &position)?;
         let arguments = self.intern(Source::Item(state, key(self, 1)?));
         let list_source = Source::Item(arguments, key(self, 0)?);
-        let list = self.value_of_source(list_source, reduced.get_item(1)?.get_item(0)?);
+        let list_object = reduced.get_item(1)?.get_item(0)?;
+        if !list_object.is_exact_instance_of::<PyList>() {
+            // A subclass's items are read by its own `__getitem__` everywhere the VM (and a
+            // guard) would read them; the iterator reads the list's own.
+            return unsupported(format!(
+                "an iterator over a {} (a subclass of list)",
+                list_object.get_type().name()?
+            ));
+        }
+        let list = self.value_of_source(list_source, list_object);
         self.values[vid] = Val::ListIter {
             list,
             next: Some(position.extract()?),

@@ -111,6 +111,23 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Obj { obj, source: Some(_) } => obj.is_exact_instance_of::<PyList>(),
             _ => false,
         };
+        // CPython tries the right operand's reflected number operator (an array's
+        // `__radd__`) before a list's in-place `+=` or `*=`; a builtin number's declines.
+        let reflected = match op {
+            BinOp::Add => Some("__radd__"),
+            BinOp::Multiply => Some("__rmul__"),
+            _ => None,
+        };
+        if let (Some(reflected), true) = (reflected, inplace && changes_a_list) {
+            let right_type = self.type_of(right)?;
+            let builtin_type = right_type.getattr("__module__")?.eq("builtins")?;
+            if self.is_tensor(right) || !builtin_type && self.type_lookup(&right_type, reflected)?.is_some() {
+                return unsupported(format!(
+                    "a list's in-place operator with a {} (its {reflected} comes first)",
+                    right_type.getattr("__name__")?
+                ));
+            }
+        }
         if inplace && changes_a_list {
             if let Some(items) = self.joined_items(op, left, right, true)? {
                 let list = self.mutable_copy(left)?.unwrap_or(left);
@@ -128,6 +145,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Obj { obj, source: Some(_) } if obj.is_exact_instance_of::<PyTuple>() => Some(false),
             _ => None,
         };
+        if left_is_list == Some(false) {
+            if let Some(operand) = self.tuple_operand_returned(op, left, right)? {
+                return Ok(operand);
+            }
+        }
         if let Some(is_list) = left_is_list {
             let may_add = op == BinOp::Add && self.is_exact_sequence(right, is_list);
             if let Some(items) = self.joined_items(op, left, right, may_add)? {
@@ -149,6 +171,32 @@ impl<'py, 'b> Vm<'py, 'b> {
             return unsupported("an in-place operator on a mutable value");
         }
         self.operator_call(binop_name(op, inplace), vec![left, right])
+    }
+
+    /// Where CPython's tuple `+` and `*` give an operand itself rather than a new tuple:
+    /// `t + ()`, `() + t` and `t * 1` (so `is` sees the same object).
+    fn tuple_operand_returned(&mut self, op: BinOp, left: Vid, right: Vid) -> Res<Option<Vid>> {
+        Ok(match op {
+            BinOp::Add if self.is_exact_sequence(right, false) => {
+                if self.items_of(right)?.is_empty() {
+                    Some(left)
+                } else if self.items_of(left)?.is_empty() {
+                    Some(right)
+                } else {
+                    None
+                }
+            }
+            BinOp::Multiply => (self.exact_int(right)? == Some(1)).then_some(left),
+            _ => None,
+        })
+    }
+
+    fn is_empty_tuple(&self, vid: Vid) -> bool {
+        match self.val(vid) {
+            Val::Tuple(items) => items.is_empty(),
+            Val::Obj { obj, .. } => obj.is_exact_instance_of::<PyTuple>() && obj.len().is_ok_and(|n| n == 0),
+            _ => false,
+        }
     }
 
     /// Whether `vid` is a list (`list`) or a tuple, of exactly that type.
@@ -219,6 +267,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                     unreachable!()
                 };
                 Ok(a.is(b))
+            }
+            // The empty tuple is one object, however made.
+            _ if self.is_empty_tuple(left) && self.is_empty_tuple(right) => {
+                // Guarded so (a frame's tuple on its type and length).
+                self.items_of(left)?;
+                self.items_of(right)?;
+                Ok(true)
             }
             // A tensor, container or function of the translation is never a frame object.
             _ => {
