@@ -160,3 +160,26 @@ def list_index_errors_name_the_list(x):
     except TypeError as error:
         return x * 2, str(error)
     return x
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1)
+def pop_from_an_empty_list_says_so(x, items):
+    try:
+        items.pop()
+    except IndexError as error:
+        return x * 2, str(error)
+    return x
+
+
+@case(args=lambda: (arr(3), collections.OrderedDict(a=1)), graphs=1, ops=1)
+def an_ordered_dicts_view_is_its_own(x, table):
+    return x * 2, type(table.keys()).__name__
+
+
+class _Text(str):
+    pass
+
+
+@case(args=lambda: ([], _Text("ab")), graphs=0, ops=0, raises=TypeError)
+def sum_refuses_a_string_start(items, start):
+    return sum(items, start)

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use super::{container_method, drain, fill_with, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
+use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::{DictIter, DictIterStatus, DictPart};
 
@@ -273,8 +274,11 @@ impl Kind for Dict {
         match val {
             Val::Dict(_) => r.contents(val)?,
             Val::DictView { dict, part } => {
+                // The dict's own method: an OrderedDict's view is an `odict_keys`.
                 let dict = *dict;
-                let method = r.py().get_type::<PyDict>().getattr(part.method())?;
+                let method = import(r.py(), "operator")?
+                    .getattr("methodcaller")?
+                    .call1((part.method(),))?;
                 r.call_constant(method, &mut |r| {
                     r.value(dict)?;
                     Ok(1)

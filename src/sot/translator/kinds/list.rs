@@ -139,6 +139,9 @@ impl Kind for List {
                 };
                 let len = items.len() as isize;
                 let index = if at < 0 { at + len } else { at };
+                if len == 0 {
+                    return Err(Problem::Python(PyIndexError::new_err("pop from empty list")));
+                }
                 if index < 0 || index >= len {
                     return Err(Problem::Python(PyIndexError::new_err("pop index out of range")));
                 }

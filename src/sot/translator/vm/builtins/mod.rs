@@ -335,6 +335,22 @@ fn sum<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid
         Some(start) => *start,
         None => vm.int_value(0)?,
     };
+    let start_type = vm.type_of(total)?;
+    for (text, joined) in [("str", "''"), ("bytes", "b''"), ("bytearray", "bytearray()")] {
+        if start_type.cast::<PyType>().map_err(PyErr::from)?.is_subclass(&builtin(vm.py, text)?)? {
+            return Err(Problem::Python(PyTypeError::new_err(format!(
+                "sum() can't sum {} [use {joined}.join(seq) instead]",
+                if text == "str" { "strings" } else { text }
+            ))));
+        }
+    }
+    // CPython sums floats with compensation (3.12 on): numbers seen to change between calls
+    // are specialized, and their sum is CPython's own.
+    for v in items.iter().chain([&total]) {
+        if matches!(vm.val(*v), Val::Scalar { .. }) {
+            vm.realize(*v)?;
+        }
+    }
     if items.iter().chain([&total]).all(|v| vm.is_constant(*v)) {
         // CPython's own sum of known values (floats are summed with compensation).
         let values = vm.push_val(Val::List(items));
