@@ -183,3 +183,29 @@ class _Text(str):
 @case(args=lambda: ([], _Text("ab")), graphs=0, ops=0, raises=TypeError)
 def sum_refuses_a_string_start(items, start):
     return sum(items, start)
+
+
+@case(args=lambda: (arr(3), collections.OrderedDict(a=1)), graphs=1, ops=1,
+      breaks=["OrderedDict.copy", "OrderedDict.copy"])
+def an_ordered_dicts_copy_is_an_ordered_dict(x, table):
+    return x * 2, table.copy()
+
+
+class _OneArgument:
+    def get(self):
+        return 1
+
+
+@case(args=lambda: (arr(3), _OneArgument()), graphs=0, ops=0, breaks=["do not bind"], raises=TypeError)
+def arguments_that_do_not_bind_raise_cpythons_message(x, box):
+    return box.get("k")
+
+
+@case(args=lambda: (arr(3), False), graphs=1, ops=1)
+def unbound_local_message_is_the_interpreters(x, flag):
+    if flag:
+        value = 1
+    try:
+        return value
+    except UnboundLocalError as error:
+        return x * 2, str(error)

@@ -23,8 +23,10 @@ impl Kind for Dict {
         let py = cx.py();
         Ok(match val {
             Val::Dict(_) => Some(py.get_type::<PyDict>().into_any()),
-            Val::DictView { part, .. } => {
-                Some(PyDict::new(py).call_method0(part.method())?.get_type().into_any())
+            Val::DictView { dict, part } => {
+                // The view an empty dict of the same type gives (an OrderedDict's own).
+                let dict_type = cx.type_of(*dict)?;
+                Some(dict_type.call0()?.call_method0(part.method())?.get_type().into_any())
             }
             _ => None,
         })

@@ -227,6 +227,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                     // type lacks raises CPython's AttributeError here (reading an exact
                     // builtin's attribute runs no user code).
                     obj.getattr(name)?;
+                    if self.is_ordered_dict(&obj) && !matches!(name, "get" | "keys" | "values" | "items") {
+                        // Its other methods are its own (`copy` makes an OrderedDict,
+                        // `popitem` and `move_to_end` take its order).
+                        return unsupported(format!("OrderedDict.{name}"));
+                    }
                     let mutates = matches!(
                         name,
                         "append"

@@ -282,10 +282,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let has_varargs = info.flags & CO_VARARGS != 0;
         let has_varkw = info.flags & CO_VARKEYWORDS != 0;
         if !extra_positional.is_empty() && !has_varargs {
-            return Err(Problem::Python(PyTypeError::new_err(format!(
-                "{}() takes {positional} positional arguments but more were given",
-                function.name
-            ))));
+            return unbound_arguments(&function.name);
         }
         let mut extra_keywords = Vec::new();
         for (name, value) in kwargs {
@@ -293,10 +290,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             match index {
                 Some(i) if i >= info.posonly => {
                     if bound[i].is_some() {
-                        return Err(Problem::Python(PyTypeError::new_err(format!(
-                            "{}() got multiple values for argument '{name}'",
-                            function.name
-                        ))));
+                        return unbound_arguments(&function.name);
                     }
                     bound[i] = Some(value);
                 }
@@ -305,10 +299,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     extra_keywords.push((key, value));
                 }
                 _ => {
-                    return Err(Problem::Python(PyTypeError::new_err(format!(
-                        "{}() got an unexpected keyword argument '{name}'",
-                        function.name
-                    ))))
+                    return unbound_arguments(&function.name);
                 }
             }
         }
@@ -341,14 +332,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         for (i, value) in bound.into_iter().enumerate() {
             match value {
                 Some(v) => frame.locals[i] = v,
-                None => {
-                    return Err(Problem::Python(PyTypeError::new_err(format!(
-                        "{}() missing required argument: '{}'",
-                        function.name, names[i]
-                    ))))
-                }
+                None => return unbound_arguments(&function.name),
             }
         }
         Ok(())
     }
+}
+
+/// Arguments that do not bind to a function's parameters: CPython's TypeError (whose
+/// message names the function and counts the arguments its own way) is raised by the call
+/// run for real.
+fn unbound_arguments<T>(function: &str) -> Res<T> {
+    unsupported(format!("a call of {function}() whose arguments do not bind"))
 }

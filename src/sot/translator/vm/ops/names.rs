@@ -29,9 +29,13 @@ fn load_fast<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruct
     let v = frame.locals[Vm::var_at(instr.arg)?];
     if matches!(vm.val(v), Val::Null) {
         let name = frame.vars.all()[Vm::var_at(instr.arg)?].to_owned();
-        return Err(Problem::Python(pyo3::exceptions::PyUnboundLocalError::new_err(
-            format!("cannot access local variable '{name}' where it is not associated with a value"),
-        )));
+        // CPython's message, which 3.11 reworded.
+        let message = if vm.py.version_info() >= (3, 11) {
+            format!("cannot access local variable '{name}' where it is not associated with a value")
+        } else {
+            format!("local variable '{name}' referenced before assignment")
+        };
+        return Err(Problem::Python(pyo3::exceptions::PyUnboundLocalError::new_err(message)));
     }
     frame.stack.push(v);
     Ok(None)
@@ -76,11 +80,8 @@ fn load_deref<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruc
     let cell = vm.cell_of(frame, instr.arg)?;
     match vm.cells[cell] {
         Some(v) => frame.stack.push(v),
-        None => {
-            return Err(Problem::Python(pyo3::exceptions::PyNameError::new_err(
-                "free variable referenced before assignment",
-            )))
-        }
+        // CPython's NameError or UnboundLocalError, raised for real.
+        None => return unsupported("a cell read before it is bound"),
     }
     Ok(None)
 }
