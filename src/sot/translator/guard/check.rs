@@ -7,8 +7,10 @@ use pyo3::types::{
     PyDict, PyFloat, PyFrozenSet, PyInt, PyString, PyTuple, PyType, PyWeakrefMethods, PyWeakrefReference,
 };
 
-use super::source::SourceId;
 use crate::hookapi::pyobject::StrongRef;
+
+/// A source's index in its table (`source::SourceTable`).
+pub type SourceId = usize;
 
 /// Names and keys are compared by value (interned strings are the common case).
 pub fn same_key(a: &StrongRef, b: &StrongRef) -> bool {

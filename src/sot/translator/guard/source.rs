@@ -4,10 +4,9 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyString};
 
+pub use super::check::SourceId;
 use super::check::{same_key, Check};
 use crate::hookapi::pyobject::StrongRef;
-
-pub type SourceId = usize;
 
 /// How to fetch a value from a frame about to run.
 pub enum Source {
