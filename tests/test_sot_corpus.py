@@ -154,7 +154,7 @@ def _first_run_problems(entry, st, ran):
     return problems
 
 
-def _hot_run_problems(entry, first, second):
+def _hot_run_problems(first, second):
     """What the second call (from the cache) ran against what the first ran."""
     if second != first:
         return [f"the second call ran {second.describe()}, the first {first.describe()}"]
@@ -210,7 +210,7 @@ def test_case(entry, capsys, run_time):
         second.eager()
         ran_second = run_time.measure(fast, lambda: second.translated(fast, explanation))
         if entry.hot:
-            problems = _hot_run_problems(entry, ran_first, ran_second)
+            problems = _hot_run_problems(ran_first, ran_second)
             if problems:
                 pytest.fail(f"{entry.id}: " + "; ".join(problems) + f"\n{explanation()}")
             again = sot.stats(fast)

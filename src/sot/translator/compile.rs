@@ -89,7 +89,7 @@ mod counted {
 }
 
 #[cfg(feature = "testing")]
-pub mod counted {
+mod counted {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{Arc, OnceLock};
 
