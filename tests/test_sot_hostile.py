@@ -96,10 +96,13 @@ def assert_same_outcome(got, want, *, compare_message=True):
 
 def assert_handled(fast):
     """The translator handled the frame: it translated it, or recorded why not; and seen at
-    run time, a frame ran generated code since ``fast`` was made (``translate``)."""
+    run time, a frame ran generated code since ``fast`` was made (``translate``), unless the
+    translator fell back for the function's own frame (on 3.9, an exception escaping a
+    ``for`` over a generator does) and said so."""
     stats = sot.stats(fast)
     assert stats.translations + len(stats.graph_breaks) + len(stats.fallbacks) >= 1, stats
-    assert RUN_TIME.generated_frames > _FRAMES_BEFORE[fast], f"no frame ran generated code: {stats}"
+    fell_back = stats.own_frame == "fallback" and stats.fallbacks
+    assert RUN_TIME.generated_frames > _FRAMES_BEFORE[fast] or fell_back, f"no frame ran generated code: {stats}"
 
 
 def quietly(call):
