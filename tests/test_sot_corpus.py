@@ -6,6 +6,11 @@ after the first call: graphs, captured ops, graph breaks (by reason) and fallbac
 expecting no break runs under ``full_graph=True``; a case never translated fails (unless a
 graph break inside a loop made the frame run eagerly, as the translator must). A second
 call on fresh equal arguments must again match eager and be served from the cache.
+
+The counters are checked at run time too (tests/sot_runtime.py): on each call, every
+translation's generated code ran, and the compiled graphs that ran are the graphs the case
+expects, with its ops; the second call runs what the first ran. (tests/test_sot_mutation.py
+checks that a translator that translates and then runs the original code fails this.)
 """
 
 import pytest
@@ -14,6 +19,7 @@ import framehook.sot as sot
 from sot_corpus import collect
 from sot_corpus._compare import GlobalState, assert_same
 from sot_corpus.known_gaps import known_gap
+from sot_runtime import RunTime
 
 CASES, SKIPPED = collect()
 
@@ -37,6 +43,12 @@ def sot_forgets_everything():
     sot.reset()
     yield
     sot.reset()
+
+
+@pytest.fixture
+def run_time():
+    with RunTime() as seen:
+        yield seen
 
 
 def _run(fn, args, kwargs):
@@ -132,8 +144,25 @@ def _counter_problems(entry, st):
     return problems
 
 
+def _first_run_problems(entry, st, ran):
+    """What the first call ran against what it translated and what the case expects."""
+    problems = []
+    if ran.generated_frames < st.translations:
+        problems.append(f"{st.translations} translations, but {ran.generated_frames} frames ran generated code")
+    if (ran.graphs, ran.ops) != (entry.graphs, entry.ops):
+        problems.append(f"{ran.graphs} graphs of {ran.ops} ops ran, expected {entry.graphs} of {entry.ops}")
+    return problems
+
+
+def _hot_run_problems(first, second):
+    """What the second call (from the cache) ran against what the first ran."""
+    if second != first:
+        return [f"the second call ran {second.describe()}, the first {first.describe()}"]
+    return []
+
+
 @pytest.mark.parametrize("entry", _params())
-def test_case(entry, capsys):
+def test_case(entry, capsys, run_time):
     fn = entry.fn
     state = GlobalState(fn.__globals__, entry.globals_checked)
     fast = None
@@ -157,10 +186,10 @@ def test_case(entry, capsys):
         first = Run(entry, state, capsys)
         first.eager()
         fast = sot.translate(fn, backend="numpy", full_graph=entry.strict)
-        first.translated(fast, explanation)
+        ran_first = run_time.measure(fast, lambda: first.translated(fast, explanation))
 
         st = sot.stats(fast)
-        problems = _counter_problems(entry, st)
+        problems = _counter_problems(entry, st) + _first_run_problems(entry, st, ran_first)
         if problems:
             pytest.fail(f"{entry.id}: " + "; ".join(problems) + f"\n{explanation()}")
         # Calls on which a number the translation saw has changed: each recompiles once,
@@ -179,8 +208,11 @@ def test_case(entry, capsys):
         # The second call, on fresh equal arguments: again eager's result, from the cache.
         second = Run(entry, state, capsys)
         second.eager()
-        second.translated(fast, explanation)
+        ran_second = run_time.measure(fast, lambda: second.translated(fast, explanation))
         if entry.hot:
+            problems = _hot_run_problems(ran_first, ran_second)
+            if problems:
+                pytest.fail(f"{entry.id}: " + "; ".join(problems) + f"\n{explanation()}")
             again = sot.stats(fast)
             if again.cache_hits <= hits:
                 pytest.fail(f"{entry.id}: the second call was not served from the cache "

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -22,16 +23,34 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 import framehook.sot as sot
+from sot_runtime import RunTime
 from test_hostile import PROFILE
 
 ERRORS = (ValueError, TypeError, KeyError, AttributeError, RuntimeError, ZeroDivisionError)
 
 
+# Counts the frames that run SOT's generated code, while a test runs.
+RUN_TIME = RunTime()
+
+
 @pytest.fixture(autouse=True)
 def fresh_translator():
     sot.reset()
-    yield
+    with RUN_TIME:
+        yield
     sot.reset()
+
+
+# Per translated function, how many frames had run generated code when it was made.
+_FRAMES_BEFORE = weakref.WeakKeyDictionary()
+
+
+def translate(function, **options):
+    """``sot.translate``, remembering where the generated frames' count stood (see
+    ``assert_handled``)."""
+    fast = sot.translate(function, **options)
+    _FRAMES_BEFORE[fast] = RUN_TIME.generated_frames
+    return fast
 
 
 # ------------------------------------------------------------- comparing with eager
@@ -76,9 +95,14 @@ def assert_same_outcome(got, want, *, compare_message=True):
 
 
 def assert_handled(fast):
-    """The translator handled the frame: it translated it, or recorded why not."""
+    """The translator handled the frame: it translated it, or recorded why not; and seen at
+    run time, a frame ran generated code since ``fast`` was made (``translate``), unless the
+    translator fell back for the function's own frame (on 3.9, an exception escaping a
+    ``for`` over a generator does) and said so."""
     stats = sot.stats(fast)
     assert stats.translations + len(stats.graph_breaks) + len(stats.fallbacks) >= 1, stats
+    fell_back = stats.own_frame == "fallback" and stats.fallbacks
+    assert RUN_TIME.generated_frames > _FRAMES_BEFORE[fast] or fell_back, f"no frame ran generated code: {stats}"
 
 
 def quietly(call):
@@ -263,7 +287,7 @@ def test_objects_whose_special_methods_raise_or_lie(use, behaviour, error, calls
     test_special_methods_run_on_every_call.)"""
     eager_object, translated_object = Hostile(behaviour, error), Hostile(behaviour, error)
     x = np.arange(2.0)
-    fast = sot.translate(use)
+    fast = translate(use)
     for _ in range(calls):
         want = outcome(lambda: use(x, eager_object))
         got = outcome(lambda: fast(x, translated_object))
@@ -290,10 +314,11 @@ def run_both(use, behaviour, calls=2):
     (eager outcomes, translated outcomes, eager object, translated object)."""
     eager_object, translated_object = Hostile(behaviour, Boom), Hostile(behaviour, Boom)
     x = np.arange(2.0)
-    fast = sot.translate(use)
+    fast = translate(use)
     want = [outcome(lambda: use(x, eager_object)) for _ in range(calls)]
     got = [substitute(outcome(lambda: fast(x, translated_object)), translated_object, eager_object)
            for _ in range(calls)]
+    assert_handled(fast)
     return want, got, eager_object, translated_object
 
 
@@ -339,10 +364,11 @@ def test_containers_find_an_identical_element_first(use):
     """CPython's `in`, dict lookups and list.count take an identical element as equal first
     (a NaN, or an object whose __eq__ denies itself), in containers the translator builds too."""
     x = np.ones(2)
-    fast = sot.translate(use)
+    fast = translate(use)
     assert_same_outcome(outcome(lambda: fast(x, NAN)), outcome(lambda: use(x, NAN)))
     st = sot.stats(fast)
     assert (st.own_frame, st.graphs, st.ops_captured, st.fallbacks) == ("translated", 1, 1, [])
+    assert_handled(fast)
 
 
 def test_a_key_whose_hash_changes_is_hashed_again():
@@ -358,11 +384,12 @@ def concatenate_built_list(a, b):
 def test_adding_a_built_list_and_another_type(other):
     """`+` on a list the translator built: TypeError for a str, tuple or dict, as CPython
     raises; an array's __radd__ answers (a graph operation)."""
-    fast = sot.translate(concatenate_built_list)
+    fast = translate(concatenate_built_list)
     assert_same_outcome(outcome(lambda: fast(1, other)), outcome(lambda: concatenate_built_list(1, other)))
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == []
     assert st.ops_captured == (1 if isinstance(other, np.ndarray) else 0)
+    assert_handled(fast)
 
 
 def add_number(x, c):
@@ -373,8 +400,10 @@ def add_number(x, c):
 @pytest.mark.parametrize("dtype", ["float64", "int64"])
 def test_non_finite_numbers_in_a_graph(number, dtype):
     x = np.ones(2, dtype)
-    got = quietly(lambda: outcome(lambda: sot.translate(add_number)(x, number)))
+    fast = translate(add_number)
+    got = quietly(lambda: outcome(lambda: fast(x, number)))
     assert_same_outcome(got, quietly(lambda: outcome(lambda: add_number(x, number))))
+    assert_handled(fast)
 
 
 # ------------------------------------------------------------- arguments of any type, every call
@@ -441,7 +470,7 @@ BODIES = [add, scale, with_numpy, first_item, compare, dispatch, iterate, as_arr
 def test_arguments_changing_type_shape_and_dtype_on_every_call(body, cache_size, calls):
     """One translated function, called with new types, shapes and dtypes each time (past
     its cache size too): each call gives the eager outcome."""
-    fast = sot.translate(body, cache_size=cache_size)
+    fast = translate(body, cache_size=cache_size)
     for a, b in calls:
         want = quietly(lambda: outcome(lambda: body(a, b)))  # noqa: B023 (called at once)
         got = quietly(lambda: outcome(lambda: fast(a, b)))  # noqa: B023
@@ -539,7 +568,7 @@ def test_generators_closed_part_way(consumer, n, stop, fail_at, cleanup):
     x = np.ones(2)
     eager_log, translated_log = [], []
     want = outcome(lambda: consumer(eager_log, x, n, stop, fail_at, cleanup))
-    fast = sot.translate(consumer)
+    fast = translate(consumer)
     got = outcome(lambda: fast(translated_log, x, n, stop, fail_at, cleanup))
     assert_same_outcome(got, want)
     assert translated_log == eager_log
@@ -561,7 +590,7 @@ def test_an_abandoned_generator_runs_its_cleanup():
     eager_log, translated_log = [], []
     consumer_args = (np.ones(2), 3, 0, -1, "none")
     stop_at_first(eager_log, *consumer_args)
-    sot.translate(stop_at_first)(translated_log, *consumer_args)
+    translate(stop_at_first)(translated_log, *consumer_args)
     assert translated_log == eager_log == [("yield", 0), "exit", "finally", "after"]
 
 
@@ -584,7 +613,7 @@ def test_zip_and_enumerate_pull_only_what_they_use(consumer):
     eager_log, translated_log = [], []
     consumer_args = (np.ones(2), 5, 2, -1, "none")
     want = outcome(lambda: consumer(eager_log, *consumer_args))
-    got = outcome(lambda: sot.translate(consumer)(translated_log, *consumer_args))
+    got = outcome(lambda: translate(consumer)(translated_log, *consumer_args))
     assert_same_outcome(got, want)
     assert translated_log == eager_log
 
@@ -650,7 +679,7 @@ def check_recursion(name, headroom, n):
     the translated function raises RecursionError where eager does, twice in a row, and
     gives eager's value where eager gives one."""
     function = RECURSIONS[name]
-    fast = sot.translate(function)
+    fast = translate(function)
     x = np.ones(2)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(frame_depth() + headroom)
@@ -685,7 +714,8 @@ def recursion_property():
         sot.reset()
         check_recursion(name, headroom, n)
 
-    property_()
+    with RUN_TIME:
+        property_()
     print("all cases passed", flush=True)
 
 

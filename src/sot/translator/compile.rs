@@ -9,6 +9,7 @@ use super::cache::CodeCaches;
 use super::model::code::CodeInfo;
 use super::model::graph::{Graph, GraphArg, NodeKind};
 use super::model::value::Val;
+use super::session::Config;
 use super::vm::Vm;
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -40,6 +41,7 @@ pub fn input_examples<'py>(py: Python<'py>, vm: &Vm<'py, '_>, inputs: usize) -> 
 pub fn compile_graph<'py>(
     py: Python<'py>,
     caches: &CodeCaches,
+    config: &Config,
     backend: &Backend<'py>,
     vm: &Vm<'py, '_>,
     graph: &Graph<'py>,
@@ -60,7 +62,114 @@ pub fn compile_graph<'py>(
         caches.never_translate(&code)?;
     }
     let text = graph_text(py, graph, outputs)?;
-    Ok((PyList::new(py, [compiled])?.into_any(), text))
+    let called = counted::as_called(py, config, graph, compiled)?;
+    Ok((PyList::new(py, [called])?.into_any(), text))
+}
+
+/// What the generated code calls: the backend's compiled graph itself, or in test builds
+/// (the `testing` feature) a native wrapper that counts its runs first, for the tests to
+/// check that the generated code ran (`framehook._native._sot_graph_runs`). Release builds
+/// call the compiled graph directly and carry none of this.
+#[cfg(not(feature = "testing"))]
+mod counted {
+    use pyo3::prelude::*;
+
+    use super::super::model::graph::Graph;
+    use super::super::session::Config;
+
+    #[inline(always)]
+    pub fn as_called<'py>(
+        _py: Python<'py>,
+        _config: &Config,
+        _graph: &Graph<'py>,
+        compiled: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        Ok(compiled)
+    }
+}
+
+#[cfg(feature = "testing")]
+mod counted {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, OnceLock};
+
+    use pyo3::ffi;
+    use pyo3::prelude::*;
+
+    use super::super::model::graph::Graph;
+    use super::super::session::{Config, GraphRuns};
+    use crate::hookapi::pyobject::{instance_value, NativeType, NativeValue, StrongRef, TypeSpec};
+
+    /// A compiled graph and its run counter.
+    pub struct CountedGraph {
+        compiled: StrongRef,
+        runs: Arc<GraphRuns>,
+    }
+
+    impl NativeValue for CountedGraph {
+        fn held(&self) -> &[StrongRef] {
+            std::slice::from_ref(&self.compiled)
+        }
+    }
+
+    /// `compiled` wrapped to count its runs in `config`'s `graph_runs` (with the graph's
+    /// operations, which each run runs).
+    pub fn as_called<'py>(
+        py: Python<'py>,
+        config: &Config,
+        graph: &Graph<'py>,
+        compiled: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let runs = Arc::new(GraphRuns {
+            ops: graph.ops() as u64,
+            runs: AtomicU64::new(0),
+        });
+        config.graph_runs.lock().push(Arc::clone(&runs));
+        counted_type(py)?.instantiate(
+            py,
+            CountedGraph {
+                compiled: StrongRef::from_owned(compiled),
+                runs,
+            },
+        )
+    }
+
+    /// A call: counted, then the compiled graph's, with the same arguments.
+    unsafe extern "C" fn counted_call(
+        callable: *mut ffi::PyObject,
+        args: *const *mut ffi::PyObject,
+        nargsf: usize,
+        kwnames: *mut ffi::PyObject,
+    ) -> *mut ffi::PyObject {
+        // SAFETY: CPython calls vectorcall functions attached, with a live instance of the
+        // type whose instances carry this function, and the call's arguments, passed on as
+        // they came (the callee may use the slot before `args` as the caller allows).
+        unsafe {
+            let graph = instance_value::<CountedGraph>(callable);
+            graph.runs.runs.fetch_add(1, Ordering::Relaxed);
+            ffi::PyObject_Vectorcall(graph.compiled.as_ptr(), args, nargsf, kwnames)
+        }
+    }
+
+    static COUNTED_TYPE: OnceLock<NativeType<CountedGraph>> = OnceLock::new();
+
+    fn counted_type(py: Python<'_>) -> PyResult<&'static NativeType<CountedGraph>> {
+        if let Some(made) = COUNTED_TYPE.get() {
+            return Ok(made);
+        }
+        let made = NativeType::new(
+            py,
+            TypeSpec {
+                name: c"framehook._native.SotCountedGraph",
+                doc: c"A compiled graph whose runs the test build counts.",
+                slots: vec![],
+                // Tracked by the cycle collector: the compiled graph may hold what holds it.
+                attributes: true,
+                vectorcall: Some(counted_call),
+            },
+        )?;
+        Ok(COUNTED_TYPE.get_or_init(|| made))
+    }
 }
 
 pub fn explain(

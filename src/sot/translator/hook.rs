@@ -115,6 +115,50 @@ impl Translator {
 
 impl RustHook for Translator {
     fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        #[cfg(feature = "testing")]
+        if mutant::current() == Some(mutant::Mutant::Eager) {
+            return Ok(None);
+        }
+        let answer = self.answer(context)?;
+        #[cfg(feature = "testing")]
+        if mutant::current() == Some(mutant::Mutant::RunOriginal) {
+            return Ok(None);
+        }
+        Ok(answer)
+    }
+}
+
+/// Broken translators the tests must catch (test builds only): `FRAMEHOOK_SOT_MUTANT`, read
+/// once, makes the hook `run_original` (translate as usual, counters and all, then run the
+/// original code) or `eager` (never translate: every frame runs its own code).
+/// `tests/test_sot_mutation.py` runs the corpus and the hostile tests under each.
+#[cfg(feature = "testing")]
+mod mutant {
+    use std::sync::LazyLock;
+
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub enum Mutant {
+        RunOriginal,
+        Eager,
+    }
+
+    /// Any other value is no mutant (the mutation test would then see its tests pass).
+    static MUTANT: LazyLock<Option<Mutant>> =
+        LazyLock::new(|| match std::env::var("FRAMEHOOK_SOT_MUTANT").as_deref() {
+            Ok("run_original") => Some(Mutant::RunOriginal),
+            Ok("eager") => Some(Mutant::Eager),
+            _ => None,
+        });
+
+    pub fn current() -> Option<Mutant> {
+        *MUTANT
+    }
+}
+
+impl Translator {
+    /// The code the frame runs: generated code from the cache or a translation, or None
+    /// (its own code).
+    fn answer<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let Some(config) = current_session() else {
             return Ok(None);
         };

@@ -304,6 +304,25 @@ fn _sot_construct<'py>(
     super::session::with_session(None, || cls.call(args, Some(kwargs)))
 }
 
+/// `_sot_graph_runs(fast)`: per graph compiled for the translated function `fast`, in the
+/// order they were compiled, `(runs, ops)`: how often generated code called it, and its
+/// operations. Test builds only: the tests' proof that generated code and graphs ran.
+#[cfg(feature = "testing")]
+#[pyfunction]
+fn _sot_graph_runs(fast: &Bound<'_, PyAny>) -> PyResult<Vec<(u64, u64)>> {
+    use std::sync::atomic::Ordering;
+
+    let translated = types()?
+        .translated
+        .value(fast)
+        .ok_or_else(|| PyTypeError::new_err("_sot_graph_runs() takes a translated function"))?;
+    let graphs = translated.config.graph_runs.lock();
+    Ok(graphs
+        .iter()
+        .map(|graph| (graph.runs.load(Ordering::Relaxed), graph.ops))
+        .collect())
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     if TYPES.get().is_none() {
@@ -322,5 +341,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
+    #[cfg(feature = "testing")]
+    module.add_function(wrap_pyfunction!(_sot_graph_runs, module)?)?;
     Ok(())
 }

@@ -76,6 +76,17 @@ pub struct Config {
     /// The code caches that hold entries of this configuration: they go with it.
     pub caches: Mutex<Vec<Weak<Entries>>>,
     pub stats: Stats,
+    /// Every graph compiled for this configuration, in order, with how often it ran: the
+    /// tests' proof that the generated code ran (test builds only: see `compile::counted`).
+    #[cfg(feature = "testing")]
+    pub graph_runs: Mutex<Vec<Arc<GraphRuns>>>,
+}
+
+/// How often one compiled graph ran, and its operations (test builds only).
+#[cfg(feature = "testing")]
+pub struct GraphRuns {
+    pub ops: u64,
+    pub runs: AtomicU64,
 }
 
 pub static NEXT_CONFIG: AtomicU64 = AtomicU64::new(1);
@@ -110,6 +121,8 @@ impl Config {
             own_code,
             caches: Mutex::default(),
             stats: Stats::default(),
+            #[cfg(feature = "testing")]
+            graph_runs: Mutex::default(),
         });
         let mut configs = CONFIGS.lock();
         configs.retain(|(_, c)| c.strong_count() > 0);

@@ -71,6 +71,7 @@ impl<'py> Translation<'_, 'py, '_> {
             Some(compile_graph(
                 self.py,
                 self.caches,
+                self.config,
                 self.backend,
                 vm,
                 &graph,
