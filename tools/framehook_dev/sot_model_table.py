@@ -36,6 +36,7 @@ import argparse
 import itertools
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -330,8 +331,8 @@ def child(start: int) -> int:
     helpers: dict[str, Any] = {"__name__": "sot_model_helpers"}
     exec(compile(HELPERS, "<sot_model helpers>", "exec"), helpers)
     gil = "free-threaded" if getattr(sys, "_is_gil_enabled", lambda: True)() is False else "GIL"
-    print(json.dumps({"python": sys.version.split()[0], "implementation": sys.implementation.name, "gil": gil}),
-          flush=True)
+    facts = {"python": sys.version.split()[0], "implementation": platform.python_implementation(), "gil": gil}
+    print(json.dumps(facts), flush=True)
     previous = signal.signal(signal.SIGALRM, sot_fuzz._on_alarm)
     try:
         for index, (row, kind) in enumerate(probes()[start:], start):
