@@ -1,5 +1,13 @@
 //! Dicts the translation made, live views of a dict (`keys()`, `values()`, `items()`), and
 //! iterators over a dict or a view.
+//!
+//! Models, for an exact `dict` (one from the frame, or an `OrderedDict`, read through a
+//! copy): `type`, truth, `len`, iteration in insertion order, `in` and `d[key]` (keys compared
+//! as the hash table compares them; KeyError), item assignment and `del`, `hash`
+//! (unhashable), and the methods `keys`, `values`, `items`, `get`, `update`, `setdefault`,
+//! `pop`, `copy`, `popitem` and `clear`; its iterators raise CPython's RuntimeError when the
+//! dict's size changed. Another attribute is looked up on a real dict (its AttributeError),
+//! and calling a method not listed breaks.
 
 use framehook_bytecode::canonical::{Arg, Op};
 use pyo3::exceptions::PyKeyError;

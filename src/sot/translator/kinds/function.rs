@@ -1,5 +1,10 @@
 //! Functions the VM inlines (made by the translated code, or real function objects),
 //! methods bound to a receiver, and methods of containers the translation made.
+//!
+//! Models: `type`, truth, a function's `__name__`, `__qualname__` and `__code__` (another
+//! attribute breaks), calls (the VM inlines them); a bound method is rebuilt as
+//! `types.MethodType(function, receiver)`, a container's method is run by that container's
+//! kind (one it does not model breaks).
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;

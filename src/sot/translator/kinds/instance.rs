@@ -1,5 +1,11 @@
 //! Objects of Python classes the translated code made (with their attributes), objects the
 //! backend made while translating from known arguments, and `super()` objects.
+//!
+//! Models, for an object of a Python class the translation made: `type` (its class), truth by
+//! its class's `__bool__` or `__len__` (inlined), attributes by the VM's attribute rules,
+//! `hash` (none where the class sets `__hash__` to None) and rich comparisons by the classes'
+//! Python methods, inlined (identity for `==` and `!=` past them); using it as a Python
+//! value breaks. A backend's object: its type, and attributes that are immutable values.
 
 use pyo3::prelude::*;
 use pyo3::types::PyType;

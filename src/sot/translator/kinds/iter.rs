@@ -1,6 +1,11 @@
 //! Iterators of the translation: over known values, lazy builtins (`range`, `zip`,
 //! `enumerate`, `map`, `filter`), and generators the translated code made. Each is true,
 //! hashable, and yields what it has left.
+//!
+//! Models: `type` of a generator and of the lazy builtins, `next` (pulling the iterators
+//! they wrap as CPython's `zip`, `enumerate`, `map` and `filter` do), `iter()` of an iterator
+//! (itself), a generator's `send`. An iterator over known values is rebuilt as an iterator
+//! over the items it has left.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;

@@ -1,6 +1,14 @@
 //! A real Python object: from the frame (with its source, guarded where the translation
 //! depends on it) or a constant of the translation. What a kind of the translation does not
 //! model falls back to the object itself.
+//!
+//! Models, on the object itself and guarded: `type`; truth (an exact list's or dict's by its
+//! guarded length, a value's by its value, another's by its class's Python `__bool__` or
+//! `__len__`, inlined); `len` where the type's `__len__` is a builtin container's; iteration
+//! of an exact list, tuple, dict or `OrderedDict` (guarded) and of str, bytes, frozenset and
+//! range values, any other iteration breaks; `in` of an exact dict, list or tuple; indexing
+//! an exact list, tuple, dict or `OrderedDict`, an immutable value, or through the class's
+//! `__getitem__` written in Python, other indexing breaks.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySlice, PyString, PyTuple};

@@ -1,5 +1,12 @@
 //! Lists the translation made (a list from the frame is a known object until it changes),
 //! and iterators over a list (`iter(a_list)`), which read the live list.
+//!
+//! Models, for an exact `list` (a subclass is never this kind): `type`, truth, `len`,
+//! iteration, `in` (identity, then `==`), indexing and slicing (CPython's IndexError and
+//! TypeError), item and slice assignment, `del`, `hash` (unhashable) and the methods `append`,
+//! `extend`, `insert`, `pop`, `copy`, `reverse`, `count`, `index`, `clear`, `remove` and
+//! `sort` (`key=`, `reverse=`); another attribute is looked up on a real list (its
+//! AttributeError), and calling a method not listed breaks.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySlice};

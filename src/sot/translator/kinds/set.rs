@@ -1,4 +1,10 @@
 //! Sets the translation made.
+//!
+//! Models, for an exact `set` the translation made: `type`, truth, `len`, iteration, `in`
+//! (compared as the hash table compares), `hash` (unhashable) and the methods `add`,
+//! `remove` (KeyError), `discard` and `clear`; another attribute is looked up on a real set
+//! (its AttributeError), and calling a method not listed breaks. A set or frozenset from the
+//! frame is a known object (`known.rs`).
 
 use pyo3::prelude::*;
 use pyo3::types::PySet;

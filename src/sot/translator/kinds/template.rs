@@ -1,4 +1,9 @@
 //! A t-string's `Interpolation` and `Template` (3.14) holding values only the graph has.
+//!
+//! Models: `type`, truth (true), iteration (a template's non-empty strings and its
+//! interpolations), the fields `value`, `expression`, `conversion` and `format_spec` of an
+//! Interpolation and `strings`, `interpolations` and `values` of a Template; another
+//! attribute breaks.
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;

@@ -1,5 +1,10 @@
 //! Tensors of the graph (with the value each had while translating), Python numbers the
 //! graph computes from numbers that change between calls, and methods of a tensor.
+//!
+//! Models: `type`, `len` and the meta attributes (shape, dtype: pinned by the guards) from the
+//! tensor's example; indexing, item assignment, iteration (by rows) and tensor methods and
+//! attributes as operations of the graph. Truth, `in`, and any use as a Python value (a
+//! number, a string, a hash) depend on the data: they break.
 
 use pyo3::prelude::*;
 

@@ -1,5 +1,11 @@
 //! Tuples the translation made, instances of a tuple subclass that acts as a tuple (a
 //! namedtuple), and slices.
+//!
+//! Models, for an exact `tuple`: `type`, truth, `len`, iteration, `in`, indexing and
+//! slicing (CPython's IndexError and TypeError), `hash` (where its items hash), `count` and
+//! `index`; another attribute is read from the real tuple. A namedtuple: its class, its fields
+//! (the class's `_tuplegetter`s) and Python methods; a class attribute or classmethod is read
+//! from the class, another attribute breaks.
 
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
