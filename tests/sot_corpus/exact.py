@@ -99,9 +99,10 @@ def one_array_at_two_places_is_one(a, boxed):
 @case(args=lambda: (arr(3),), graphs=1, ops=1)
 def import_of_a_module_already_imported(x):
     # sys.modules answers it, as CPython's import does: no break.
+    import os.path
+
     import numpy
     from numpy import linalg
-    import os.path
 
     return numpy.multiply(x, 2), linalg is numpy.linalg, os.path.sep
 

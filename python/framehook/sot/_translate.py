@@ -238,6 +238,12 @@ def _set_list_iterator_position(iterator: Any, position: Optional[int]) -> None:
         iterator.__setstate__(position)
 
 
+def _bound(function: Any, receiver: Any) -> Any:
+    """A method SOT's generated code rebuilds: bound as attribute lookup binds it (a C
+    method descriptor gives a builtin method, a Python function a bound method)."""
+    return type(function).__get__(function, receiver, type(receiver))
+
+
 def _list_iterator(items: list[Any], position: Optional[int]) -> Iterator[Any]:
     """A list iterator that SOT's generated code rebuilds at a graph break: over the live
     list, ``position`` items on; exhausted where ``position`` is None (it stays so)."""

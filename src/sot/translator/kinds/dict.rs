@@ -34,7 +34,13 @@ impl Kind for Dict {
             Val::DictView { dict, part } => {
                 // The view an empty dict of the same type gives (an OrderedDict's own).
                 let dict_type = cx.type_of(*dict)?;
-                Some(dict_type.call0()?.call_method0(part.method())?.get_type().into_any())
+                Some(
+                    dict_type
+                        .call0()?
+                        .call_method0(part.method())?
+                        .get_type()
+                        .into_any(),
+                )
             }
             _ => None,
         })

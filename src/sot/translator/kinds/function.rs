@@ -2,8 +2,8 @@
 //! methods bound to a receiver, and methods of containers the translation made.
 //!
 //! Models: `type`, truth, a function's `__name__`, `__qualname__` and `__code__` (another
-//! attribute breaks), calls (the VM inlines them); a bound method is rebuilt as
-//! `types.MethodType(function, receiver)`, a container's method is run by that container's
+//! attribute breaks), calls (the VM inlines them); a bound method is rebuilt as attribute
+//! lookup binds it (`function.__get__(receiver)`), a container's method is run by that container's
 //! kind (one it does not model breaks).
 
 use pyo3::prelude::*;
@@ -19,12 +19,21 @@ impl Kind for Function {
     fn python_type<'py>(
         &self,
         cx: &mut dyn Interp<'py>,
-        _v: Vid,
+        v: Vid,
         val: &Val<'py>,
     ) -> Res<Option<Bound<'py, PyAny>>> {
         Ok(match val {
             Val::Function(_) => Some(cx.known().function_type.clone()),
-            Val::Method { .. } => Some(cx.known().method_type.clone()),
+            // A Python function binds as a method; a C method as a builtin method.
+            Val::Method { function, .. }
+                if matches!(cx.val(*function), Val::Function(_))
+                    || cx.type_of(*function)?.is(&cx.known().function_type) =>
+            {
+                Some(cx.known().method_type.clone())
+            }
+            Val::Method { .. } => self
+                .concrete(cx, v, val)?
+                .map(|bound| bound.get_type().into_any()),
             _ => None,
         })
     }
@@ -46,7 +55,8 @@ impl Kind for Function {
             },
             Val::Method { function, receiver } => {
                 let (f, r) = (cx.concrete(*function)?, cx.concrete(*receiver)?);
-                Ok(Some(cx.known().method_type.call1((f, r))?))
+                let bound = import(cx.py(), "framehook.sot._translate")?.getattr("_bound")?;
+                Ok(Some(bound.call1((f, r))?))
             }
             _ => Ok(None),
         }
@@ -66,14 +76,14 @@ impl Kind for Function {
         Ok(Some(cx.constant(value)))
     }
 
-    /// A method: `types.MethodType(function, receiver)`; a container's method: read from the
+    /// A method: `_bound(function, receiver)`; a container's method: read from the
     /// container (the frame's object, where the translation's copy replaces its contents).
     fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
         match val {
             Val::Method { function, receiver } => {
                 let (function, receiver) = (*function, *receiver);
-                let method_type = import(r.py(), "types")?.getattr("MethodType")?;
-                r.call_constant(method_type, &mut |r| {
+                let bound = import(r.py(), "framehook.sot._translate")?.getattr("_bound")?;
+                r.call_constant(bound, &mut |r| {
                     r.value(function)?;
                     r.value(receiver)?;
                     Ok(2)

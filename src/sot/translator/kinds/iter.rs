@@ -53,7 +53,11 @@ impl Kind for Iterators {
 
     fn next<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Option<Vid>>> {
         match val {
-            Val::Iter { items, next } => {
+            Val::Iter {
+                items,
+                next,
+                of_tuple,
+            } => {
                 let Some(item) = items.get(*next).copied() else {
                     return Ok(Some(None));
                 };
@@ -62,6 +66,7 @@ impl Kind for Iterators {
                     Val::Iter {
                         items: items.clone(),
                         next: next + 1,
+                        of_tuple: *of_tuple,
                     },
                 );
                 Ok(Some(Some(item)))
@@ -119,7 +124,8 @@ impl Kind for Iterators {
         }
         let iter = builtin(r.py(), "iter")?;
         match val {
-            Val::Iter { items, next } => {
+            Val::Iter { of_tuple: false, .. } => return Ok(false),
+            Val::Iter { items, next, .. } => {
                 let rest = items[*next..].to_vec();
                 r.call_constant(iter, &mut |r| {
                     for item in &rest {
@@ -144,7 +150,14 @@ impl Kind for Iterators {
     /// A generator is compared by its position instead (`Vm::generator_positions`).
     fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
         match (old, new) {
-            (Val::Iter { items: a, next: m }, Val::Iter { items: b, next: n }) => a == b && m == n,
+            (
+                Val::Iter {
+                    items: a, next: m, ..
+                },
+                Val::Iter {
+                    items: b, next: n, ..
+                },
+            ) => a == b && m == n,
             (Val::Lazy(a), Val::Lazy(b)) => a == b,
             _ => std::mem::discriminant(old) == std::mem::discriminant(new),
         }
@@ -155,7 +168,7 @@ impl Kind for Iterators {
     }
 
     fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
-        if let Val::Iter { items, next } = val {
+        if let Val::Iter { items, next, .. } = val {
             out.extend(&items[*next..]);
         }
     }

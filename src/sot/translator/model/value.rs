@@ -80,10 +80,14 @@ pub enum Val<'py> {
     /// An iterator over a dict or one of its views: it reads the dict's entries as it goes
     /// and fails where CPython's would.
     DictIter(DictIter),
-    /// An iterator over values known while translating.
+    /// An iterator over values known while translating. `of_tuple`: CPython's iterator
+    /// there is a tuple's, which the generated code makes again where it is used as a
+    /// value; another (a str's, a set's, `reversed`) it cannot: the translation breaks where
+    /// it was made.
     Iter {
         items: Vec<Vid>,
         next: usize,
+        of_tuple: bool,
     },
     /// `iter(a_list)`: as CPython's list iterator, it indexes the live list, so it sees the
     /// list's later changes; `next` is None once exhausted (it then stays exhausted).

@@ -145,8 +145,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(v);
             }
         }
+        let of_tuple = self.is_exact_sequence(v, false);
         let items = self.items_of(v)?;
-        Ok(self.push_val(Val::Iter { items, next: 0 }))
+        Ok(self.push_val(Val::Iter {
+            items,
+            next: 0,
+            of_tuple,
+        }))
     }
 
     /// The `__iter__` of the class of a frame object or of one the translation made, where

@@ -221,7 +221,11 @@ fn reversed<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Optio
     }
     let mut items = vm.items_of(*x)?;
     items.reverse();
-    Ok(Some(vm.push_val(Val::Iter { items, next: 0 })))
+    Ok(Some(vm.push_val(Val::Iter {
+        items,
+        next: 0,
+        of_tuple: false,
+    })))
 }
 
 fn iter<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
@@ -337,7 +341,11 @@ fn sum<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid
     };
     let start_type = vm.type_of(total)?;
     for (text, joined) in [("str", "''"), ("bytes", "b''"), ("bytearray", "bytearray()")] {
-        if start_type.cast::<PyType>().map_err(PyErr::from)?.is_subclass(&builtin(vm.py, text)?)? {
+        if start_type
+            .cast::<PyType>()
+            .map_err(PyErr::from)?
+            .is_subclass(&builtin(vm.py, text)?)?
+        {
             return Err(Problem::Python(PyTypeError::new_err(format!(
                 "sum() can't sum {} [use {joined}.join(seq) instead]",
                 if text == "str" { "strings" } else { text }

@@ -35,7 +35,9 @@ fn load_fast<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruct
         } else {
             format!("local variable '{name}' referenced before assignment")
         };
-        return Err(Problem::Python(pyo3::exceptions::PyUnboundLocalError::new_err(message)));
+        return Err(Problem::Python(pyo3::exceptions::PyUnboundLocalError::new_err(
+            message,
+        )));
     }
     frame.stack.push(v);
     Ok(None)
