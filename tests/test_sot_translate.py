@@ -3368,9 +3368,9 @@ def test_a_store_through_a_data_descriptor_of_a_frame_object_runs_its_setter_the
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == [] and st.cache_hits >= 1
     breaks = [b.reason for b in st.graph_breaks]
-    # The exception's attributes break (up to 3.13 already at reading them: BaseException's
-    # own __getattribute__); the property's Python setter is inlined.
-    assert any("__cause__" in r or "BaseException" in r for r in breaks), breaks
+    # Stores into the exception's attributes break (its C members check what they are
+    # given); reading them does not; the property's Python setter is inlined.
+    assert breaks and all("assignment" in r for r in breaks), breaks
     assert not any("degrees" in r or "Celsius" in r for r in breaks), breaks
 
 

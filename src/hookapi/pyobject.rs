@@ -119,17 +119,15 @@ pub fn is_immortal(object: &Bound<'_, PyAny>) -> bool {
     pep523_backend::is_immortal(object)
 }
 
-/// Whether instances of the class `ty`, one defined in Python (a heap type), look their
-/// attributes up as `object.__getattribute__` does (a `namedtuple`'s class: its base
-/// `tuple` keeps the generic lookup), though its `__getattribute__` is its C base's.
+/// Whether instances of the class `ty` look their attributes up as
+/// `object.__getattribute__` does, though its `__getattribute__` is a C base's (a
+/// `namedtuple`'s class: its base `tuple` keeps the generic lookup; an exception class).
 pub fn has_generic_getattro(ty: &Bound<'_, pyo3::types::PyType>) -> bool {
-    // SAFETY: `ty` is a live type; PyType_GetSlot reads a heap type's slot (the only kind
-    // asked, as 3.9 allows no other), lending a function pointer compared, never called.
-    unsafe {
-        let raw = ty.as_type_ptr();
-        ffi::PyType_HasFeature(raw, ffi::Py_TPFLAGS_HEAPTYPE) != 0
-            && ffi::PyType_GetSlot(raw, ffi::Py_tp_getattro) == ffi::PyObject_GenericGetAttr as *mut c_void
-    }
+    // SAFETY: `ty` is a live type; its `tp_getattro` field (a static type's too, which
+    // 3.9's PyType_GetSlot does not read) is a function pointer compared by address
+    // (CPython's own symbol, imported), never called.
+    let getattro = unsafe { (*ty.as_type_ptr()).tp_getattro };
+    getattro.is_some_and(|f| f as *const () == ffi::PyObject_GenericGetAttr as *const ())
 }
 
 /// The name of `object`'s type, for messages.
