@@ -3609,3 +3609,16 @@ def test_a_guard_on_a_list_of_values_runs_no_eq_of_the_users():
     assert calls == []
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.guard_failures >= 1 and st.cache_hits >= 1
+
+
+def test_an_equal_set_in_another_order_fails_the_guard():
+    # 1 and 9 collide in a small table: equal sets, built in other orders, iterate in other
+    # orders. The translation's order is guarded, not only the contents.
+    def f(numbers):
+        return [n for n in numbers]
+
+    fast = sot.translate(f)
+    for numbers in (frozenset([1, 9]), frozenset([9, 1]), {1, 9}, {9, 1}):
+        assert fast(numbers) == f(numbers) == list(numbers)
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.fallbacks == [] and st.guard_failures >= 3, st

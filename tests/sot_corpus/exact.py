@@ -215,3 +215,20 @@ def unbound_local_message_is_the_interpreters(x, flag):
         return value
     except UnboundLocalError as error:
         return x * 2, str(error)
+
+
+@case(args=lambda: (arr(3), [9, 1, 17, 25]), graphs=1, ops=1, breaks=["removing from a set"])
+def a_made_sets_order_is_cpythons(x, numbers):
+    # 9, 1, 17 and 25 collide in a small table: the order is where each landed, and a
+    # removal leaves a dummy that moves the next.
+    seen = set()
+    for n in numbers:
+        seen.add(n)
+    first = list(seen)
+    seen.discard(9)
+    return x * 2, first, list(seen)
+
+
+@case(args=lambda: (arr(3), frozenset([9, 1])), graphs=1, ops=1, recompiles=0)
+def a_frame_sets_order_is_guarded(x, numbers):
+    return x * 2, [n for n in numbers]

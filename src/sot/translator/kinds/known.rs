@@ -11,7 +11,7 @@
 //! `__getitem__` written in Python, other indexing breaks.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySlice, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFrozenSet, PyList, PySet, PySlice, PyString, PyTuple};
 
 use super::{no_tensor_in, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::hookapi::pyobject::StrongRef;
@@ -124,6 +124,17 @@ impl Kind for Known {
                 cx.guard_type(v);
                 cx.add_guard(source, Check::Keys(StrongRef::new(keys.as_any())));
                 return Ok(Some(keys.iter().map(|k| cx.constant(k)).collect()));
+            }
+            if obj.is_exact_instance_of::<PySet>() || obj.is_exact_instance_of::<PyFrozenSet>() {
+                // In its own order, which an equal set need not share (collisions, removals):
+                // guarded as iterated.
+                let elements = PyTuple::new(py, obj.try_iter()?.collect::<PyResult<Vec<_>>>()?)?;
+                let check = Check::OrderedKeys {
+                    ty: StrongRef::new(&obj.get_type().into_any()),
+                    keys: StrongRef::new(elements.as_any()),
+                };
+                cx.add_guard(source, check);
+                return Ok(Some(elements.iter().map(|k| cx.constant(k)).collect()));
             }
             if obj.get_type().is(&cx.known().ordered_dict_type) {
                 // Its own order (the dict's may differ after `move_to_end`).

@@ -1,8 +1,9 @@
 //! Sets the translation made.
 //!
-//! Models, for an exact `set` the translation made: `type`, truth, `len`, iteration, `in`
-//! (compared as the hash table compares), `hash` (unhashable) and the methods `add`,
-//! `remove` (KeyError), `discard` and `clear`; another attribute is looked up on a real set
+//! Models, for an exact `set` the translation made: `type`, truth, `len`, iteration (in
+//! CPython's order), `in` (compared as the hash table compares), `hash` (unhashable) and the
+//! methods `add`, `remove`/`discard` of an absent item (KeyError / nothing) and `clear`
+//! (removing a present item breaks: it changes the order); another attribute is looked up on a real set
 //! (its AttributeError), and calling a method not listed breaks. A set or frozenset from the
 //! frame is a known object (`known.rs`).
 
@@ -16,7 +17,7 @@ use super::{
     concrete_all, container_method, fill_with, no_tensor_in, push_items, Interp, Kind, Rebuild, Res, Sym,
     Val, Vid,
 };
-use crate::sot::translator::model::problem::Problem;
+use crate::sot::translator::model::problem::{graph_break, Problem};
 
 pub struct Set;
 
@@ -38,8 +39,23 @@ impl Kind for Set {
         cx.int_value(items(val).len()).map(Some)
     }
 
-    fn items<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
-        Ok(Some(items(val).to_vec()))
+    /// In CPython's iteration order: that of a set the items were added to one by one, in
+    /// the order the translation added them (a removal, which would change it, breaks).
+    fn items<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vec<Vid>>> {
+        let items = items(val);
+        let objects = concrete_all(cx, items)?;
+        let real = PySet::empty(cx.py())?;
+        for object in &objects {
+            real.add(object)?;
+        }
+        let mut ordered = Vec::with_capacity(items.len());
+        for element in real.iter() {
+            // The items are distinct keys: each element is one of them.
+            if let Some(index) = objects.iter().position(|o| o.is(&element)) {
+                ordered.push(items[index]);
+            }
+        }
+        Ok(Some(ordered))
     }
 
     fn concrete<'py>(
@@ -65,16 +81,16 @@ impl Kind for Set {
         match (name, args) {
             ("clear", []) => cx.set_val(v, Val::Set(Vec::new())),
             ("remove" | "discard", [item]) => {
-                let mut items = items(val).to_vec();
                 let target = cx.concrete(*item)?;
-                match cx.find_key(&items, &target)? {
-                    Some(i) => {
-                        items.remove(i);
+                match cx.find_key(items(val), &target)? {
+                    // The dummy a removal leaves changes where later items go, and so the
+                    // order: the set is made for real first.
+                    Some(_) => {
+                        return graph_break("removing from a set the translation made (it changes its order)")
                     }
                     None if name == "discard" => {}
                     None => return Err(Problem::Python(PyKeyError::new_err(target.unbind()))),
                 }
-                cx.set_val(v, Val::Set(items));
             }
             ("add", [item]) => cx.add_items(v, vec![*item])?,
             _ => return Ok(None),
