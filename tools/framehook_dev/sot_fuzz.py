@@ -46,7 +46,7 @@ import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from . import sot_fuzz_gen as gen
 
@@ -448,8 +448,12 @@ def _gil() -> str:
 
 class Interpreter(NamedTuple):
     name: str
-    argv_prefix: list[str]  # the host argv that runs this python (the sid root included)
+    # The host argv that runs this python with the given arguments (inside the sid root
+    # for the interpreters that live there).
+    command: Callable[[list[str]], list[str]]
     env: dict[str, str]
+    # Where a child's progress file goes: a directory the child sees at the same path.
+    shared_dir: Optional[str]
 
 
 def interpreters(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Interpreter]:
@@ -457,7 +461,8 @@ def interpreters(parser: argparse.ArgumentParser, args: argparse.Namespace) -> l
     env = {"PYTHONHASHSEED": "0"}  # the same set order in every child: reproducers reproduce
     if args.python:
         path = os.environ.get("PYTHONPATH")
-        return [Interpreter(python, [python], dict(env, PYTHONPATH=tools + (os.pathsep + path if path else "")))
+        env = dict(env, PYTHONPATH=tools + (os.pathsep + path if path else ""))
+        return [Interpreter(python, lambda argv, python=python: [python, *argv], env, None)
                 for python in args.python]
     from . import matrix
 
@@ -465,19 +470,23 @@ def interpreters(parser: argparse.ArgumentParser, args: argparse.Namespace) -> l
     for name in matrix.chosen_interpreters(parser, args.only):
         target = matrix.resolve(name)
         matrix.install_dev_package(target)  # this checkout's tools, in that venv
-        chosen.append(Interpreter(name, target.command([target.venv_python], extra_env=env), env))
+        shared = matrix.BUILD_DIR / "tmp"
+        shared.mkdir(parents=True, exist_ok=True)
+        chosen.append(Interpreter(
+            name, lambda argv, target=target: target.command([target.venv_python, *argv], extra_env=env), env,
+            str(shared)))
     return chosen
 
 
 def run_chunk(interpreter: Interpreter, seed: int, start: int, cases: Optional[int], seconds: Optional[float],
               timeout: float) -> dict[str, Any]:
-    with tempfile.NamedTemporaryFile("w+", suffix=".progress") as progress:
-        argv = [*interpreter.argv_prefix, "-m", "framehook_dev.sot_fuzz", "--child", "--seed", str(seed),
-                "--start", str(start), "--progress", progress.name]
-        argv += ["--cases", str(cases)] if cases is not None else ["--seconds", str(seconds)]
+    with tempfile.NamedTemporaryFile("w+", suffix=".progress", dir=interpreter.shared_dir) as progress:
+        arguments = ["-m", "framehook_dev.sot_fuzz", "--child", "--seed", str(seed), "--start", str(start),
+                     "--progress", progress.name]
+        arguments += ["--cases", str(cases)] if cases is not None else ["--seconds", str(seconds)]
         try:
-            done = subprocess.run(argv, env=dict(os.environ, **interpreter.env), text=True, capture_output=True,
-                                  timeout=timeout)
+            done = subprocess.run(interpreter.command(arguments), env=dict(os.environ, **interpreter.env),
+                                  text=True, capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"hang: no result within {timeout:.0f} s, in case {seed}:{_progress(progress.name)}",
                     "case": f"{seed}:{_progress(progress.name)}"}
