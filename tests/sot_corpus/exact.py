@@ -232,3 +232,9 @@ def a_made_sets_order_is_cpythons(x, numbers):
 @case(args=lambda: (arr(3), frozenset([9, 1])), graphs=1, ops=1, recompiles=0)
 def a_frame_sets_order_is_guarded(x, numbers):
     return x * 2, [n for n in numbers]
+
+
+@case(args=lambda: ([[1], [2]],), graphs=0, ops=0, breaks=["unhashable list"], raises=TypeError)
+def an_unhashable_key_raises_the_operations_error(keys):
+    # 3.14 words it by the operation ("cannot use 'list' as a dict key ...").
+    return dict.fromkeys(keys)

@@ -161,7 +161,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// simulated: CPython's count and order of those calls would be ours only by chance.
     pub(super) fn find_key(&mut self, stored: &[Vid], key: &Bound<'py, PyAny>) -> Res<Option<usize>> {
         self.check_native_key(key)?;
-        let hash = key.hash()?;
+        let Ok(hash) = key.hash() else {
+            // CPython's TypeError, which 3.14 words by the operation (a dict key, a set
+            // element): raised by the operation run for real.
+            return unsupported(format!("an unhashable {} used as a key", key.get_type().name()?));
+        };
         let key_by_identity = self.compares_by_identity(key)?;
         for (index, stored) in stored.iter().enumerate() {
             let stored = self.concrete(*stored)?;
