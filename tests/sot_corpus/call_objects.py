@@ -1,6 +1,7 @@
 """Calling objects: classes with __call__, dataclasses, properties, staticmethods, classmethods, slots."""
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -236,3 +237,22 @@ def slotted_object_returned(x):
     s = _TwoSlots(x + 1)
     s.w = 2.0
     return s.v, s.w, type(s).__name__, s.__slots__
+
+
+def _scale(x, k, *, bias=0.0):
+    return x * k + bias
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=4)
+def functools_partial_is_called_through(x):
+    # A partial made here is called without a break: its function inlined with its
+    # arguments first and its keywords under the call's.
+    twice = functools.partial(_scale, k=2.0)
+    return twice(x), twice(x, bias=1.0)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def functools_partial_of_a_partial_is_flattened(x):
+    inner = functools.partial(_scale, x)
+    outer = functools.partial(inner, 3.0)
+    return outer(), outer.func is _scale, outer.args[1], outer.keywords

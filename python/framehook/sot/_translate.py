@@ -244,6 +244,11 @@ def _bound(function: Any, receiver: Any) -> Any:
     return type(function).__get__(function, receiver, type(receiver))
 
 
+def _partial(function: Any, args: tuple, names: tuple, values: tuple) -> Any:
+    """A ``functools.partial`` SOT's generated code makes again."""
+    return functools.partial(function, *args, **dict(zip(names, values)))
+
+
 def _list_iterator(items: list[Any], position: Optional[int]) -> Iterator[Any]:
     """A list iterator that SOT's generated code rebuilds at a graph break: over the live
     list, ``position`` items on; exhausted where ``position`` is None (it stays so)."""

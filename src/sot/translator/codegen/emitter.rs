@@ -233,7 +233,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     })?;
                     self.emit(Op::StoreFast, Arg::Var(var));
                 }
-                Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(Lazy::Range { .. }) => {
+                Val::Iter { .. }
+                | Val::ListIter { .. }
+                | Val::Partial { .. }
+                | Val::Lazy(Lazy::Range { .. }) => {
                     let plan = self.plan;
                     let value = &plan.values[vid];
                     kind_of(value).rebuild(self, vid, value)?;

@@ -231,6 +231,7 @@ pub fn made_objects(
             | Val::Set(_)
             | Val::Iter { .. }
             | Val::ListIter { .. }
+            | Val::Partial { .. }
             | Val::Lazy(Lazy::Range { .. }) => references[*vid] > 1,
             value => made_exception(value).is_some(),
         })

@@ -17,6 +17,7 @@ mod internal;
 mod iter;
 mod known;
 mod list;
+mod partial;
 mod set;
 mod template;
 mod tensor;
@@ -355,6 +356,7 @@ pub fn kind_of(val: &Val<'_>) -> &'static dyn Kind {
         Val::Set(_) => &set::Set,
         Val::Iter { .. } | Val::Lazy(_) | Val::Generator(_) => &iter::Iterators,
         Val::Function(_) | Val::Method { .. } | Val::ContainerMethod { .. } => &function::Function,
+        Val::Partial { .. } => &partial::Partial,
         Val::Object { .. } | Val::Constructed { .. } | Val::Super { .. } => &instance::Instance,
         Val::Interpolation(_) | Val::Template(_) => &template::Template,
     }

@@ -35,6 +35,8 @@ pub struct Known<'py> {
     pub enum_type: Bound<'py, PyAny>,
     /// `functools.lru_cache`'s wrapper of a function.
     pub lru_cache_type: Bound<'py, PyAny>,
+    /// `functools.partial` (exactly: a subclass's instances are its own).
+    pub partial_type: Bound<'py, PyAny>,
     pub none: Bound<'py, PyAny>,
 }
 
@@ -69,6 +71,7 @@ impl<'py> Known<'py> {
             tuple_getter_type: collections.getattr("_tuplegetter")?,
             enum_type: import(py, "enum")?.getattr("Enum")?,
             lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
+            partial_type: import(py, "functools")?.getattr("partial")?,
             object_getattribute: object.getattr("__getattribute__")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),

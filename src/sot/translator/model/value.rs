@@ -53,6 +53,13 @@ pub enum Val<'py> {
     /// A Python function the VM inlines when called (made by the translated code, or a
     /// real function object).
     Function(Box<Function<'py>>),
+    /// `functools.partial(function, *args, **keywords)` the translated code made: a call
+    /// of it calls `function` with `args` first and `keywords` under the call's own.
+    Partial {
+        function: Vid,
+        args: Vec<Vid>,
+        keywords: Vec<(String, Vid)>,
+    },
     /// `self.method`: a function with its first argument.
     Method {
         function: Vid,

@@ -121,6 +121,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.record(&unbound, all, kwargs)
             }
             Val::ContainerMethod { container, name } => self.container_method(container, &name, args, kwargs),
+            Val::Partial {
+                function,
+                args: first,
+                keywords,
+            } => {
+                let mut all = first;
+                all.extend(args);
+                self.call(function, all, merged_keywords(keywords, kwargs))
+            }
             Val::Object { class, .. } => match self.type_lookup(&class, "__call__")? {
                 Some(call) if call.is_instance(&self.ops.function_type)? => {
                     let function = self.constant(call);
@@ -198,6 +207,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             if let Some(result) = self.reduce(&obj, source, &args, &kwargs)? {
                 return Ok(result);
             }
+        }
+        if obj.is(&self.ops.partial_type) {
+            pin(self);
+            return self.make_partial(args, kwargs);
         }
         if obj.is_instance(&self.ops.lru_cache_type)? {
             pin(self);
@@ -445,4 +458,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         Ok(Some(accumulated))
     }
+}
+
+/// A partial object's keywords with a call's: the call's own win.
+pub(super) fn merged_keywords(
+    mut keywords: Vec<(String, Vid)>,
+    given: Vec<(String, Vid)>,
+) -> Vec<(String, Vid)> {
+    for (name, value) in given {
+        match keywords.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => keywords.push((name, value)),
+        }
+    }
+    keywords
 }

@@ -231,4 +231,42 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         Ok(Some(made))
     }
+
+    /// `functools.partial(function, *args, **keywords)`: a partial of the translation. One
+    /// of a partial the translation made is flattened into it, as CPython's constructor
+    /// flattens; one of a real partial object, a non-callable function or a placeholder
+    /// (3.14) is made for real.
+    pub(super) fn make_partial(&mut self, args: Vec<Vid>, kwargs: Vec<(String, Vid)>) -> Res<Vid> {
+        let Some((&function, rest)) = args.split_first() else {
+            return unsupported("functools.partial() without a function");
+        };
+        let placeholder = import(self.py, "functools")?.getattr("Placeholder").ok();
+        for arg in rest {
+            if let (Some(placeholder), Val::Obj { obj, .. }) = (&placeholder, self.val(*arg)) {
+                if obj.is(placeholder) {
+                    return unsupported("functools.partial() with a placeholder");
+                }
+            }
+        }
+        let function = self.realize(function)?;
+        let (function, mut all, keywords) = match self.val(function).clone() {
+            Val::Partial {
+                function,
+                args,
+                keywords,
+            } => (function, args, keywords),
+            Val::Function(_) | Val::Method { .. } => (function, Vec::new(), Vec::new()),
+            Val::Obj { obj, .. } if obj.is_callable() && !obj.is_instance(&self.ops.partial_type)? => {
+                (function, Vec::new(), Vec::new())
+            }
+            _ => return unsupported("functools.partial() of this function"),
+        };
+        all.extend_from_slice(rest);
+        let keywords = super::calls::merged_keywords(keywords, kwargs);
+        Ok(self.push_val(Val::Partial {
+            function,
+            args: all,
+            keywords,
+        }))
+    }
 }
