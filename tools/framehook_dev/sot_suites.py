@@ -51,8 +51,9 @@ from .process_group import run_in_own_group
 
 MANIFEST = Path(__file__).with_name("suites_manifest.json")
 DOWNLOADS = provision.CACHE / "suites" / "sdists"
-# Unpacked trees and per-interpreter installs: under the build dir, which the sid root binds.
-WORK = matrix.BUILD_DIR / "suites"
+# Unpacked trees and per-interpreter installs: under the build dir, which the sid root binds
+# (the matrix tells its tests where, as FRAMEHOOK_SUITES_DIR).
+WORK = Path(os.environ.get("FRAMEHOOK_SUITES_DIR") or matrix.BUILD_DIR / "suites")
 DEFAULT_REPORT = provision.CACHE / "suites" / "report.json"
 DEFAULT_MARKDOWN = provision.CACHE / "suites" / "report.md"
 DEFAULT_INTERPRETERS = "3.12"
@@ -201,6 +202,20 @@ def install_packages(target: matrix.Target, packages: list[Package]) -> Path:
     return site
 
 
+def prepare_for_tests(target: matrix.Target) -> None:
+    """The packages for tests/test_sot_suites.py (the matrix calls this for each test venv);
+    where they do not install, a note of why, which the test gives as its skip reason."""
+    note = site_dir(target, "packages").with_suffix(".error")
+    try:
+        install_packages(target, load_manifest()[0])
+        note.unlink(missing_ok=True)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text(str(error))
+        log(f"{target.name}: the third-party suites do not install here (tests/test_sot_suites.py skips): "
+            f"{str(error).splitlines()[0]}")
+
+
 def sklearn_requirements(target: matrix.Target, sklearn: dict[str, Any]) -> list[str]:
     version = target_version(target)
     for pin in sklearn["pins"]:
@@ -327,7 +342,7 @@ def compare(eager: dict[str, Any], translated: dict[str, Any]) -> dict[str, Any]
     """Test by test, and the package's numbers for the table."""
     tests: dict[str, Any] = {}
     reasons: collections.Counter[str] = collections.Counter()
-    divergent = same = own_translated = translated_calls = breaks = fallbacks = 0
+    divergent = same = own_translated = translated_calls = breaks = fallbacks = hangs = 0
     for test in sorted(set(eager["tests"]) | set(translated["tests"])):
         before = eager["tests"].get(test, {})
         after = translated["tests"].get(test, {})
@@ -344,6 +359,7 @@ def compare(eager: dict[str, Any], translated: dict[str, Any]) -> dict[str, Any]
             breaks += stats["breaks"]
             fallbacks += stats["fallbacks"]
             reasons.update(stats["break_reasons"])
+        hangs += entry["sot"] in ("timeout", "crash")
         if entry["eager"] == entry["sot"]:
             same += 1
         else:
@@ -353,7 +369,7 @@ def compare(eager: dict[str, Any], translated: dict[str, Any]) -> dict[str, Any]
     return {
         "tests": tests,
         "summary": {
-            "tests": count, "same": same, "divergent": divergent,
+            "tests": count, "same": same, "divergent": divergent, "hangs_or_crashes": hangs,
             "translated_calls": translated_calls,
             "own_frame_translated": own_translated,
             "own_frame_share": round(own_translated / count, 4) if count else 0.0,
@@ -379,25 +395,30 @@ def markdown(report: dict[str, Any]) -> str:
         if interpreter.get("error"):
             lines += [f"Not run: {interpreter['error']}", ""]
             continue
-        lines += ["| package | tests | same | divergent | own frame translated | breaks / translated test | "
-                  "eager s | translated s | ratio |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["| package | tests | same | divergent | of those, hang or crash | own frame translated | "
+                  "breaks / translated test | eager s | translated s | ratio |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         totals = collections.Counter()
         for package, result in interpreter["packages"].items():
             if "summary" not in result:
-                lines.append(f"| {package} | not run: {_cell(result.get('error', '?'))} | | | | | | | |")
+                lines.append(f"| {package} | not run: {_cell(result.get('error', '?'))} | | | | | | | | |")
                 continue
-            s = result["summary"]
-            totals.update({k: s[k] for k in ("tests", "same", "divergent", "own_frame_translated",
+            s = dict(result["summary"])
+            s["hangs_or_crashes"] = sum(entry["sot"] in ("timeout", "crash") for entry in result["tests"].values())
+            totals.update({k: s.get(k, 0) for k in ("tests", "same", "divergent", "hangs_or_crashes",
+                                                      "own_frame_translated",
                                               "translated_calls", "breaks")})
             totals["eager_seconds"] += s["eager_seconds"]
             totals["sot_seconds"] += s["sot_seconds"]
             lines.append(f"| {package} {result['version']} | {s['tests']} | {s['same']} | {s['divergent']} | "
+                         f"{s.get('hangs_or_crashes', 0)} | "
                          f"{s['own_frame_share']:.0%} | {s['breaks_per_translated_test']:.1f} | "
                          f"{s['eager_seconds']:.1f} | {s['sot_seconds']:.1f} | {s['time_ratio']}× |")
         if totals["tests"]:
             ratio = totals["sot_seconds"] / totals["eager_seconds"] if totals["eager_seconds"] else 0
             per_test = totals["breaks"] / totals["translated_calls"] if totals["translated_calls"] else 0
             lines.append(f"| **all** | {totals['tests']} | {totals['same']} | {totals['divergent']} | "
+                         f"{totals['hangs_or_crashes']} | "
                          f"{totals['own_frame_translated'] / totals['tests']:.0%} | {per_test:.1f} | "
                          f"{totals['eager_seconds']:.1f} | {totals['sot_seconds']:.1f} | {ratio:.2f}× |")
         lines += ["", "Top 5 break reasons per package (count over the suite):", ""]
@@ -513,7 +534,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--no-build", action="store_true", help="use the framehook installed in the venvs")
     parser.add_argument("--release", action="store_true", help="build framehook optimised (for timings)")
     parser.add_argument("--fetch-only", action="store_true", help="download and unpack the sdists, then stop")
+    parser.add_argument("--render", metavar="REPORT", help="write --markdown (and --findings) from a saved report")
     args = parser.parse_args(argv)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        Path(args.markdown).write_text(markdown(saved))
+        if args.findings:
+            Path(args.findings).write_text(divergences_markdown(divergences(saved)))
+        return 0
     packages, sklearn = load_manifest()
     wanted = set(args.packages.split(",")) if args.packages else None
     if wanted:
