@@ -468,11 +468,34 @@ def divergences(report: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def divergences_markdown(found: list[dict[str, Any]]) -> str:
-    lines = ["| interpreter | package | test | eager | translated | error |", "| --- | --- | --- | --- | --- | --- |"]
+def divergences_markdown(found: list[dict[str, Any]], report: Optional[dict[str, Any]] = None) -> str:
+    """The divergent tests: per interpreter and package their count and most frequent error
+    lines, then every one (package, test id, eager outcome, translated outcome, error line)."""
+    lines = ["# Divergent tests: third-party suites through SOT", ""]
+    if report is not None:
+        lines += [f"From `python -m framehook_dev.sot_suites` at commit {report['commit']} "
+                  f"(framehook build: {report['build']}; {report['started']}); per-test timeout "
+                  f"{report.get('timeout_s')} s. Each test runs eagerly and then translated with "
+                  "`sot.translate(test, trace_modules=(<package>,))`; `timeout` and `crash` are "
+                  "the translated run's.", ""]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = collections.defaultdict(list)
+    for entry in found:
+        groups[(entry["interpreter"], entry["package"])].append(entry)
+    lines += ["| interpreter | package | divergent | most frequent errors |", "| --- | --- | ---: | --- |"]
+    for (name, package), entries in groups.items():
+        errors = collections.Counter(_error_kind(e["error"] or f"{e['sot']}") for e in entries)
+        top = "; ".join(f"`{_cell(error)[:90]}` ({n})" for error, n in errors.most_common(3))
+        lines.append(f"| {name} | {package} | {len(entries)} | {top} |")
+    lines += ["", "| interpreter | package | test | eager | translated | error |",
+              "| --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {d['interpreter']} | {d['package']} | `{_cell(d['test'])}` | {d['eager']} | {d['sot']} | "
               f"{_cell(d['error'] or '')[:200]} |" for d in found]
     return "\n".join(lines) + "\n"
+
+
+def _error_kind(error: str) -> str:
+    """An error line without what varies between tests (a log's path, an address)."""
+    return error.split("; log ")[0].split(" at 0x")[0]
 
 
 # --- the command ----------------------------------------------------------------------------
@@ -540,7 +563,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         saved = json.loads(Path(args.render).read_text())
         Path(args.markdown).write_text(markdown(saved))
         if args.findings:
-            Path(args.findings).write_text(divergences_markdown(divergences(saved)))
+            Path(args.findings).write_text(divergences_markdown(divergences(saved), saved))
         return 0
     packages, sklearn = load_manifest()
     wanted = set(args.packages.split(",")) if args.packages else None
@@ -570,7 +593,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     Path(args.markdown).write_text(markdown(report))
     found = divergences(report)
     if args.findings:
-        Path(args.findings).write_text(divergences_markdown(found))
+        Path(args.findings).write_text(divergences_markdown(found, report))
     print(markdown(report))
     log(f"report {args.report}, tables {args.markdown}; {len(found)} divergent")
     return 1 if found else 0
