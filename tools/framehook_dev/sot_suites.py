@@ -387,7 +387,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: dict[str, Any], compact: bool = False) -> str:
     lines = [f"Commit {report['commit']}, framehook build: {report['build']}; "
              f"{report['started']}.", ""]
     for name, interpreter in report["interpreters"].items():
@@ -428,9 +428,33 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"- **{package}**: " + "; ".join(f"`{_cell(r)[:120]}` ({n})" for r, n in top))
         sklearn = interpreter.get("sklearn")
         if sklearn:
-            lines += ["", *sklearn_markdown(sklearn)]
+            lines += ["", *(sklearn_summary_markdown(sklearn) if compact else sklearn_markdown(sklearn))]
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def sklearn_summary_markdown(sklearn: dict[str, Any]) -> list[str]:
+    """One row per estimator (its calls: methods × 1 and 32 rows), for docs/reliability.md."""
+    if sklearn.get("error"):
+        return [f"scikit-learn: not run: {sklearn['error']}"]
+    rows: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    for call in sklearn["calls"]:
+        rows[call["estimator"]].append(call)
+    lines = ["| estimator | methods | calls equal eager | translated: outcome | own frame | graphs | ops | "
+             "breaks per call |", "| --- | --- | ---: | --- | --- | ---: | ---: | ---: |"]
+    for estimator, calls in rows.items():
+        methods = ", ".join(dict.fromkeys(call["method"] for call in calls))
+        equal = sum(call["outcome"] == "equal" for call in calls)
+        details = collections.Counter(_cell(call.get("detail", ""))[:90] for call in calls
+                                      if call["outcome"] != "equal")
+        outcome = "; ".join(f"{detail} ({n})" for detail, n in details.most_common(2)) or "equal"
+        own = "/".join(sorted({call.get("own_frame", "") or "-" for call in calls}))
+        graphs = sum(call.get("graphs", 0) for call in calls)
+        ops = sum(call.get("ops", 0) for call in calls)
+        breaks = sum(call.get("breaks", 0) for call in calls) / len(calls)
+        lines.append(f"| {estimator} | {methods} | {equal}/{len(calls)} | {outcome} | {own} | {graphs} | {ops} | "
+                     f"{breaks:.0f} |")
+    return lines
 
 
 def sklearn_markdown(sklearn: dict[str, Any]) -> list[str]:
@@ -558,10 +582,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--release", action="store_true", help="build framehook optimised (for timings)")
     parser.add_argument("--fetch-only", action="store_true", help="download and unpack the sdists, then stop")
     parser.add_argument("--render", metavar="REPORT", help="write --markdown (and --findings) from a saved report")
+    parser.add_argument("--compact", action="store_true", help="with --render: scikit-learn one row per estimator")
     args = parser.parse_args(argv)
     if args.render:
         saved = json.loads(Path(args.render).read_text())
-        Path(args.markdown).write_text(markdown(saved))
+        Path(args.markdown).write_text(markdown(saved, compact=args.compact))
         if args.findings:
             Path(args.findings).write_text(divergences_markdown(divergences(saved), saved))
         return 0
