@@ -440,7 +440,11 @@ def sklearn_summary_markdown(sklearn: dict[str, Any]) -> list[str]:
     rows: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
     for call in sklearn["calls"]:
         rows[call["estimator"]].append(call)
-    lines = ["| estimator | methods | calls equal eager | translated: outcome | own frame | graphs | ops | "
+    equal = sum(call["outcome"] == "equal" for call in sklearn["calls"])
+    lines = [f"scikit-learn {sklearn.get('version', '?')} (numpy {sklearn.get('numpy', '?')}) inference, "
+             f"`trace_modules=(\"sklearn\",)`, 1 and 32 rows, translated then cached: {equal} of "
+             f"{len(sklearn['calls'])} calls equal eager exactly.", "",
+             "| estimator | methods | calls equal eager | translated: outcome | own frame | graphs | ops | "
              "breaks per call |", "| --- | --- | ---: | --- | --- | ---: | ---: | ---: |"]
     for estimator, calls in rows.items():
         methods = ", ".join(dict.fromkeys(call["method"] for call in calls))
