@@ -287,9 +287,14 @@ def run_suite(target: matrix.Target, package: Package, mode: str, site: Path, lo
                 started.append(event["test"])
             elif event["event"] == "result":
                 results[event["test"]] = event
-        exited = any(event["event"] == "exit" for event in events)
+        exits = [event["status"] for event in events if event["event"] == "exit"]
         unfinished = [test for test in started if test not in results]
-        if exited and not unfinished:
+        if exits and not unfinished:
+            # pytest's interrupted (2), internal error (3), usage error (4: a test id not
+            # found) and no tests collected (5; after a restart, all may be done) leave tests
+            # of the selection unrun.
+            if exits[-1] in (2, 3, 4) or (exits[-1] == 5 and attempt == 0):
+                problems.append(f"pytest exited with status {exits[-1]}; log {logs / f'{stem}.{attempt}.log'}")
             break
         watchdog = Path(f"{events_path}.watchdog")
         text = log_path.read_text(errors="replace")
