@@ -107,9 +107,11 @@ def _normalized(name: str) -> str:
 
 
 def find_sdist(package: Package) -> Optional[Path]:
-    wanted = f"{_normalized(package.name)}-{package.version}.tar.gz"
-    for path in DOWNLOADS.glob("*.tar.gz"):
-        if _normalized(path.name[: -len(f"-{package.version}.tar.gz")]) + f"-{package.version}.tar.gz" == wanted:
+    """The downloaded sdist, whichever spelling of the name it has (``more_itertools-``,
+    ``python-dateutil-``: sdists name themselves as their build backend does)."""
+    suffix = f"-{package.version}.tar.gz"
+    for path in DOWNLOADS.glob(f"*{suffix}"):
+        if _normalized(path.name[: -len(suffix)]) == _normalized(package.name):
             return path
     return None
 
