@@ -211,7 +211,7 @@ def prepare_for_tests(target: matrix.Target) -> None:
     try:
         install_packages(target, load_manifest()[0])
         note.unlink(missing_ok=True)
-    except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+    except (RuntimeError, OSError, subprocess.SubprocessError, tarfile.TarError) as error:
         note.parent.mkdir(parents=True, exist_ok=True)
         note.write_text(str(error))
         log(f"{target.name}: the third-party suites do not install here (tests/test_sot_suites.py skips): "
