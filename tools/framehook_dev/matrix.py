@@ -305,7 +305,7 @@ def run_pytest(target: Target, result: Result, pytest_args: Sequence[str]) -> No
         [target.venv_python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
          f"--junitxml={report}", *pytest_args],
         # The sid root starts from a clean environment: carry the tests' own settings in.
-        extra_env={"FRAMEHOOK_EXPECT_PYTHON": target.name,
+        extra_env={"FRAMEHOOK_EXPECT_PYTHON": target.name, "FRAMEHOOK_SUITES_DIR": str(BUILD_DIR / "suites"),
                    **{k: v for k, v in os.environ.items() if k.startswith("FRAMEHOOK_HYPOTHESIS_")}},
     )
     if not report.exists():
@@ -321,6 +321,14 @@ def run_pytest(target: Target, result: Result, pytest_args: Sequence[str]) -> No
         result.passed += total - failed - skipped
 
 
+def prepare_suites(target: Target) -> None:
+    """The third-party packages tests/test_sot_suites.py runs (framehook_dev.sot_suites;
+    installed once per manifest, cached)."""
+    from . import sot_suites  # sot_suites uses this module
+
+    sot_suites.prepare_for_tests(target)
+
+
 def run_interpreter(name: str, pytest_args: Sequence[str]) -> Result:
     result = Result(name)
     started = time.monotonic()
@@ -329,6 +337,7 @@ def run_interpreter(name: str, pytest_args: Sequence[str]) -> Result:
         ensure_venv(target)
         probe(target, result)
         build_and_install(target)
+        prepare_suites(target)
         run_pytest(target, result, pytest_args)
     except (provision.ProvisionError, RuntimeError, OSError) as error:
         result.error = str(error)
