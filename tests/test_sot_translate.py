@@ -3622,3 +3622,24 @@ def test_an_equal_set_in_another_order_fails_the_guard():
         assert fast(numbers) == f(numbers) == list(numbers)
     st = sot.stats(fast)
     assert st.graph_breaks == [] and st.fallbacks == [] and st.guard_failures >= 3, st
+
+
+@pytest.mark.xfail(strict=True, reason="translator gap: an operation that raises in the compiled graph on a later "
+                   "call (not while translating) raises before the side effects that come earlier in the function "
+                   "are replayed (issue 40)")
+def test_an_operation_raising_in_the_graph_on_a_later_call_keeps_earlier_side_effects():
+    def f(matrix, log):
+        log.append("start")
+        inverse = np.linalg.inv(matrix)
+        log.append("inverted")
+        return inverse + 1
+
+    fast = sot.translate(f)
+    fast(np.eye(2), [])  # translated on an invertible matrix
+    outcomes = []
+    for function in (f, fast):
+        log = []
+        with pytest.raises(np.linalg.LinAlgError):
+            function(np.zeros((2, 2)), log)
+        outcomes.append(log)
+    assert outcomes[1] == outcomes[0] == ["start"]
