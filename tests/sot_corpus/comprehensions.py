@@ -124,3 +124,14 @@ def nested_over_array(x):
 @case(args=lambda: ({"a": 1.0, "b": 2.0, "c": 3.0},), graphs=0, ops=0)
 def dict_comprehension_filter_only_python(d):
     return {k: v for k, v in d.items() if v > 1.5}
+
+
+@case(args=lambda: (arr(3), [[1.0], [2.0, 3.0]]), graphs=0, ops=0,
+      breaks=["comprehension inside it unbinds", "comprehension inside it unbinds"], min_version=(3, 12))
+def break_in_a_comprehension_inside_a_loop(x, rows):
+    # 3.12 inlines the comprehension: its end unbinds `value` again (it was unbound), so
+    # the loop cannot run in a bridge whose exits hand `value` on: the frame runs eagerly
+    # from the break (found on boltons, where a bridge handed on nothing and crashed).
+    for row in rows:
+        printed = [print(value) for value in row]
+    return x * 2, printed

@@ -94,6 +94,13 @@ impl<'py> Translation<'_, 'py, '_> {
         let Some(a_loop) = loops::outermost_loop(instrs, point.pc) else {
             return Ok(Err("no loop closes there"));
         };
+        // A comprehension the loop inlines (3.12+) unbinds its variable again at its end
+        // where it was unbound: an exit would hand on a variable with nothing in it.
+        if point.stack.iter().any(|v| vm.cleared_unbound.contains(v)) {
+            return Ok(Err(
+                "a comprehension inside it unbinds its variable again at its end",
+            ));
+        }
         let head = a_loop.head;
         // 3.9/3.10 say which handler an instruction raises to only as it runs (`SETUP_*`
         // blocks), and an exit inside a block needs it set up again: such a loop stays out.

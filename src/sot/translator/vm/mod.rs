@@ -123,6 +123,9 @@ pub struct Vm<'py, 'b> {
     exc_stack: Vec<Vid>,
     /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
     lasti_values: std::collections::HashSet<Vid>,
+    /// Stack slots where an inlined comprehension (3.12+ `LOAD_FAST_AND_CLEAR`) saved a
+    /// variable that was unbound: its end unbinds the variable again.
+    pub cleared_unbound: std::collections::HashSet<Vid>,
     /// Slots where `PUSH_EXC_INFO` saved the previous exception, and the exception it
     /// made current (what a resume function makes current again).
     exception_slots: HashMap<Vid, Vid>,
@@ -342,6 +345,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             steps: 0,
             nesting: 0,
             lasti_values: std::collections::HashSet::new(),
+            cleared_unbound: std::collections::HashSet::new(),
             exception_slots: HashMap::new(),
             unhandled_groups: std::collections::HashSet::new(),
             made_at: Vec::new(),

@@ -51,7 +51,13 @@ fn load_fast_and_clear<'py>(
 ) -> Res<Option<Vid>> {
     let slot = Vm::var_at(instr.arg)?;
     let v = frame.locals[slot];
-    frame.stack.push(v);
+    if matches!(vm.val(v), Val::Null) {
+        let saved = vm.push_val(Val::Null);
+        vm.cleared_unbound.insert(saved);
+        frame.stack.push(saved);
+    } else {
+        frame.stack.push(v);
+    }
     frame.locals[slot] = vm.push_val(Val::Null);
     Ok(None)
 }
