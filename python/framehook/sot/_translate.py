@@ -244,9 +244,14 @@ def _bound(function: Any, receiver: Any) -> Any:
     return type(function).__get__(function, receiver, type(receiver))
 
 
+# The partial type the translator models: the one `_partial` makes again (a program that
+# calls another, such as a freshly imported functools' own, calls it for real).
+_partial_type = functools.partial
+
+
 def _partial(function: Any, args: tuple, names: tuple, values: tuple) -> Any:
     """A ``functools.partial`` SOT's generated code makes again."""
-    return functools.partial(function, *args, **dict(zip(names, values)))
+    return _partial_type(function, *args, **dict(zip(names, values)))
 
 
 def _list_iterator(items: list[Any], position: Optional[int]) -> Iterator[Any]:

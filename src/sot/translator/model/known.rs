@@ -35,7 +35,8 @@ pub struct Known<'py> {
     pub enum_type: Bound<'py, PyAny>,
     /// `functools.lru_cache`'s wrapper of a function.
     pub lru_cache_type: Bound<'py, PyAny>,
-    /// `functools.partial` (exactly: a subclass's instances are its own).
+    /// `functools.partial` as the generated code makes it again (exactly: a subclass's
+    /// instances, or another module's partial type, are their own).
     pub partial_type: Bound<'py, PyAny>,
     pub none: Bound<'py, PyAny>,
 }
@@ -71,7 +72,7 @@ impl<'py> Known<'py> {
             tuple_getter_type: collections.getattr("_tuplegetter")?,
             enum_type: import(py, "enum")?.getattr("Enum")?,
             lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
-            partial_type: import(py, "functools")?.getattr("partial")?,
+            partial_type: import(py, "framehook.sot._translate")?.getattr("_partial_type")?,
             object_getattribute: object.getattr("__getattribute__")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),
