@@ -37,7 +37,7 @@ _NOT_OPERATIONS = frozenset({
 _STATEFUL_MODULES = ("numpy.random",)
 # A numpy function object: a C function, a ufunc, or an array-function dispatcher (not an
 # instance of another numpy class, such as np.vectorize, which runs Python code).
-_FUNCTION_TYPES = (types.BuiltinFunctionType, types.FunctionType, type(np.concatenate))
+_FUNCTION_TYPES: tuple[type, ...] = (types.BuiltinFunctionType, types.FunctionType, type(np.concatenate))
 
 
 def _is_numpy_callable(function: Any) -> bool:
