@@ -100,14 +100,15 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             Check::Type(t) => type_ptr(&value) == t.as_ptr(),
             Check::SameAs(other) => self.fetch(*other).is_some_and(|o| o.is(&value)),
             Check::Distinct(others) => {
-                let mut seen = vec![value.as_ptr()];
+                let mut objects = Vec::with_capacity(others.len() + 1);
+                objects.push(value.as_ptr());
                 for other in others {
                     match self.fetch(*other) {
-                        Some(o) if !seen.contains(&o.as_ptr()) => seen.push(o.as_ptr()),
-                        _ => return false,
+                        Some(o) => objects.push(o.as_ptr()),
+                        None => return false,
                     }
                 }
-                true
+                all_distinct(&mut objects)
             }
             Check::Id(pin) => pin.holds(&value),
             Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, &value, v),
@@ -143,6 +144,13 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
         };
         holds
     }
+}
+
+/// Whether no two of `objects` are one object: sorted, then neighbours compared (not each
+/// with each: a model's parameters are many tensor inputs).
+fn all_distinct(objects: &mut [*mut ffi::PyObject]) -> bool {
+    objects.sort_unstable();
+    objects.windows(2).all(|pair| pair[0] != pair[1])
 }
 
 /// Whether the exact dict `dict` has the keys of the tuple `keys`, in order (each by

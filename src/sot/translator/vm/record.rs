@@ -24,24 +24,23 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// is one input (guarded to be the same object there), so that `is` and in-place
     /// operations see one object; the others are guarded to be different objects.
     fn input_tensor_of(&mut self, source: SourceId, obj: Bound<'py, PyAny>) -> Res<Val<'py>> {
-        let inputs = &self.graph.inputs;
         let same = self
             .input_tensors
             .iter()
             .find(|(_, o)| o.is(&obj))
             .map(|(sym, _)| *sym);
         if let Some(sym) = same {
-            let first = inputs[sym];
-            let example = self.values.iter().find_map(|v| match v {
-                Val::Tensor { sym: s, example } if *s == sym => Some(example.clone()),
+            // The first source's value: the input, with its example.
+            let first = self.graph.inputs[sym];
+            let example = match self.by_source.get(&first).map(|vid| &self.values[*vid]) {
+                Some(Val::Tensor { example, .. }) => Some(example.clone()),
                 _ => None,
-            });
+            };
             if let Some(example) = example {
                 self.add_guard(source, Check::SameAs(first));
                 return Ok(Val::Tensor { sym, example });
             }
         }
-        let others: Vec<SourceId> = self.input_tensors.keys().map(|sym| inputs[*sym]).collect();
         match self
             .guards
             .iter_mut()
@@ -51,7 +50,14 @@ impl<'py, 'b> Vm<'py, 'b> {
                 check: Check::Distinct(sources),
                 ..
             }) => sources.push(source),
-            _ if !others.is_empty() => self.add_guard(source, Check::Distinct(others)),
+            _ if !self.input_tensors.is_empty() => {
+                let others = self
+                    .input_tensors
+                    .keys()
+                    .map(|sym| self.graph.inputs[*sym])
+                    .collect();
+                self.add_guard(source, Check::Distinct(others));
+            }
             _ => {}
         }
         let example = self.backend.example(&obj)?;
