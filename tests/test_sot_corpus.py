@@ -18,7 +18,7 @@ import pytest
 import framehook.sot as sot
 from sot_corpus import collect
 from sot_corpus._compare import GlobalState, assert_same
-from sot_corpus.known_gaps import CRASHES, known_gap
+from sot_corpus.known_gaps import known_gap
 from sot_runtime import RunTime
 
 CASES, SKIPPED = collect()
@@ -30,9 +30,7 @@ def _params():
         reason = entry.skip_reason
         marks = [pytest.mark.skip(reason=reason)] if reason else []
         gap = known_gap(entry.id)
-        if gap and gap.startswith(CRASHES):
-            marks.append(pytest.mark.skip(reason=f"translator gap, the interpreter would crash: {gap}"))
-        elif gap:
+        if gap:
             marks.append(pytest.mark.xfail(strict=True, reason=f"translator gap: {gap}"))
         params.append(pytest.param(entry, id=entry.id, marks=marks))
     for skipped in SKIPPED:

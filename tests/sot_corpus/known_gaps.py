@@ -8,8 +8,6 @@ from __future__ import annotations
 import sys
 
 ALL = None  # every interpreter
-# A gap whose reason starts so crashes the interpreter: the case is skipped there.
-CRASHES = "crashes"
 
 _BREAK_IN_BLOCK_STACK_HANDLER = (
     "3.9/3.10 run an except body under a handler block no instruction can set up again: a graph "
@@ -32,13 +30,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
         "an exception raised inside an except* clause is merged with the group's rest by CPython's "
         "PREP_RERAISE_STAR, which is not simulated: the original code runs (a fallback)",
         ALL,
-    ),
-    # A crash is no expected failure: the harness skips these (with the reason), and the
-    # issue to fix them first is filed (issue 40's note).
-    "comprehensions/break_in_a_comprehension_inside_a_loop": (
-        f"{CRASHES}: 3.13+ still runs the loop in a resume function whose exit hands on the "
-        "variable the inlined comprehension unbound again (3.12 runs the frame eagerly)",
-        {(3, 13), (3, 14)},
     ),
     "type_params/generic_function_defined_inside": (
         "PEP 695 type parameters (INTRINSIC_TYPEVAR) are not simulated",
