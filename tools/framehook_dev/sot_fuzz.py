@@ -4,6 +4,7 @@ eagerly and translated must compute the same.
     python -m framehook_dev.sot_fuzz --only 3.12 --cases 20000 --seed 1
     python -m framehook_dev.sot_fuzz --minutes 30 --report fuzz.json      # every interpreter
     python -m framehook_dev.sot_fuzz --python /path/to/venv/bin/python --cases 5000
+    FRAMEHOOK_BUILD_DIR=~/fuzz-build python -m framehook_dev.sot_fuzz --release --minutes 60
 
 Each case (``framehook_dev.sot_fuzz_gen``: a function ``f(a, b, c)`` of random statement
 templates over random argument values, deterministic from ``"<seed>:<index>"``) runs
@@ -23,7 +24,10 @@ Cases run in child processes (``--child``), many per process; the parent runs th
 chunks of at most ``CHUNK_CASES`` cases, so a crash or a hang loses one chunk and names the
 case it was in. ``sot.reset()`` every ``RESET_EVERY`` cases keeps memory flat. The
 interpreters are the matrix's venvs (``--only``), or any python with framehook, numpy and
-this package importable (``--python``). Exit status 1 when a case diverged.
+this package importable (``--python``). ``--release`` first installs an optimised build of
+this checkout in the matrix's venvs (a few times the cases per second of the tests' debug
+build); with ``FRAMEHOOK_BUILD_DIR`` set, those venvs are apart from the tests'. Exit status
+1 when a case diverged.
 """
 
 from __future__ import annotations
@@ -469,6 +473,9 @@ def interpreters(parser: argparse.ArgumentParser, args: argparse.Namespace) -> l
     chosen = []
     for name in matrix.chosen_interpreters(parser, args.only):
         target = matrix.resolve(name)
+        if args.release:
+            matrix.ensure_venv(target)
+            matrix.build_and_install(target, release=True, testing=False)
         matrix.install_dev_package(target)  # this checkout's tools, in that venv
         shared = matrix.BUILD_DIR / "tmp"
         shared.mkdir(parents=True, exist_ok=True)
@@ -576,6 +583,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     budget.add_argument("--minutes", type=float, help="minutes per interpreter")
     parser.add_argument("--only", help="comma-separated interpreters of the matrix, e.g. 3.12,3.13t")
     parser.add_argument("--python", action="append", help="a python with framehook and numpy (repeatable)")
+    parser.add_argument("--release", action="store_true",
+                        help="build and install an optimised framehook in the matrix's venvs first")
     parser.add_argument("--report", type=Path, help="write the results as JSON here")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per child process")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -589,8 +598,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if args.cases is None and args.minutes is None:
         args.cases = 10_000
-    if args.python and args.only:
-        parser.error("--python and --only exclude each other")
+    if args.python and (args.only or args.release):
+        parser.error("--python excludes --only and --release")
     entries = []
     for interpreter in interpreters(parser, args):
         entries.append(run_interpreter(interpreter, args))
