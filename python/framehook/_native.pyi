@@ -15,6 +15,7 @@ __all__ = [
     "_sot_call_with",
     "_sot_construct",
     "_sot_drop_caller_entry",
+    "_sot_rerun",
     "_sot_fused",
     "_sot_fused_calls",
     "_sot_fused_check_layout",
@@ -138,6 +139,10 @@ def _sot_reset() -> None: ...
 def _sot_call_with(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
 def _sot_construct(cls: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
 def _sot_drop_caller_entry(exception: BaseException) -> types.TracebackType | None: ...
+def _sot_rerun(
+    exception: BaseException, code: types.CodeType, globals: dict[str, Any], closure: tuple[Any, ...] | None,
+    *parameters: Any,
+) -> Any: ...
 
 # The numpy backend's fused elementwise kernels (src/sot/elementwise): a plan is
 # (kernel, allocate, result layouts).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import math
 import operator
 import os
@@ -92,6 +93,19 @@ class NumpyBackend:
         if type(self).compile is not NumpyBackend.compile:
             return self.compile(graph)
         return compile_graph(graph, examples)
+
+    def writes_operands(self, graph: tuple, examples: tuple) -> bool:
+        """Whether the compiled graph may write into an array it is given (an input, or a
+        view of one). Where it cannot, a run that raises leaves everything as it was, and the
+        generated code runs the frame again untranslated (so that what the function did
+        before the failing operation happens, as it does eagerly)."""
+        from .._native import SotRef
+
+        inputs, nodes, _ = graph
+        # The inputs' values (not the nodes' results: the graph is not run again for this).
+        values = [_UNKNOWN if e is None else e for e in examples] + [_UNKNOWN] * (inputs + len(nodes))
+        return any(_writes_an_operand(function, args, kwargs, values, SotRef)
+                   for function, args, kwargs, _, _ in nodes)
 
 
 # ---------------------------------------------------------------- lowering
@@ -230,6 +244,49 @@ def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
                     result = _UNKNOWN
             values.append(result)
     return values
+
+
+# What writes into its operands whatever its arguments: item assignment, numpy's functions
+# that fill or rearrange an array given to them, and the ndarray methods that do.
+_WRITERS = _ById([
+    operator.setitem, operator.delitem, np.copyto, np.put, np.putmask, np.place,
+    np.put_along_axis, np.fill_diagonal,
+    *(_METHODS[name] for name in (
+        "fill", "sort", "partition", "put", "resize", "setfield", "setflags", "byteswap", "itemset",
+        "__setitem__", "__delitem__", "__iadd__", "__isub__", "__imul__", "__imatmul__", "__itruediv__",
+        "__ifloordiv__", "__imod__", "__ipow__", "__ilshift__", "__irshift__", "__iand__", "__ior__", "__ixor__",
+    ) if name in _METHODS),
+])
+_READERS = (operator.attrgetter, operator.itemgetter)
+
+
+def _writes_an_operand(function: Any, args: tuple, kwargs: dict, values: list, ref_type: type) -> bool:
+    """Whether a node may write into an array it is given: ``out`` given (by keyword, or by
+    position where the signature names it), an in-place operator on anything but a number,
+    or one of ``_WRITERS``. A function whose signature cannot be read may."""
+    if kwargs.get("out") is not None:
+        return True
+    if _IN_PLACE.has(function):
+        try:
+            target = _resolve(args[0], values, ref_type)
+        except (IndexError, LookupError):  # no operand, or a node's result: not known here
+            return True
+        return not (type(target) in _NUMBERS or isinstance(target, np.generic))
+    if _WRITERS.has(function) or isinstance(getattr(function, "__self__", None), np.ufunc):
+        return True  # a ufunc's `at` writes; its reduce/accumulate may by a positional out
+    if isinstance(function, np.ufunc):
+        return len(args) > function.nin
+    if (_INFIX.has(function) or _PREFIX.has(function) or function is operator.getitem
+            or isinstance(function, _READERS)):
+        return False
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        # An ndarray method without a signature (older numpy): none takes `out` before its
+        # second argument after the array.
+        return not (getattr(function, "__objclass__", None) is _ARRAY_TYPE and len(args) <= 2)
+    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return "out" in positional[:len(args)]
 
 
 def _dtype_constant(number: Any, dtype: np.dtype) -> Any:

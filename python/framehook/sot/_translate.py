@@ -61,7 +61,11 @@ def register_backend(name: str, backend: Any) -> None:
     result was used), ``construct(cls, args, kwargs)`` with ``constructed_types`` (for a
     subclass of those, an object made while translating, its frames untranslated, that the
     generated code makes again from the same arguments; or None),
-    ``compile_with_examples(graph, examples)``, and ``array_types`` with
+    ``compile_with_examples(graph, examples)``, ``writes_operands(graph, examples)`` (whether
+    the compiled graph may write into an array it is given; where it cannot, a run of it
+    that raises makes the frame run again untranslated from its start, so that what the
+    function did before the failing operation happens; without it, it may), and
+    ``array_types`` with
     ``array_meta_attributes`` and ``array_functions`` (another library's arrays, which the
     backend's operations also take: graph values as tensors are, guarded on those
     attributes; ``array_functions`` compute on such arrays alone, an operation where they

@@ -37,7 +37,18 @@ pub fn input_examples<'py>(py: Python<'py>, vm: &Vm<'py, '_>, inputs: usize) -> 
     examples
 }
 
-/// Compiles the graph with the backend for `outputs`: a holder `[compiled]` and the graph's text.
+/// A graph compiled by the backend.
+pub struct Compiled<'py> {
+    /// `[compiled]`, which generated code calls.
+    pub holder: Bound<'py, PyAny>,
+    /// The graph's text, for `explain`.
+    pub text: String,
+    /// Whether the backend says a run of it writes into no array it is given
+    /// (`writes_operands`; a backend without it may).
+    pub writes_no_operand: bool,
+}
+
+/// Compiles the graph with the backend for `outputs`.
 pub fn compile_graph<'py>(
     py: Python<'py>,
     caches: &CodeCaches,
@@ -46,24 +57,33 @@ pub fn compile_graph<'py>(
     vm: &Vm<'py, '_>,
     graph: &Graph<'py>,
     outputs: &[usize],
-) -> PyResult<(Bound<'py, PyAny>, String)> {
+) -> PyResult<Compiled<'py>> {
     let description = graph_description(py, graph, outputs)?;
     // A backend that specialises on its inputs' types (their exact types and meta
     // attributes are guarded) is given the values they had while translating.
+    let examples = PyTuple::new(py, input_examples(py, vm, graph.inputs.len()))?;
     let compiled = if backend.object.hasattr("compile_with_examples")? {
-        let examples = PyTuple::new(py, input_examples(py, vm, graph.inputs.len()))?;
         backend
             .object
-            .call_method1("compile_with_examples", (description, examples))?
+            .call_method1("compile_with_examples", (&description, &examples))?
     } else {
-        backend.object.call_method1("compile", (description,))?
+        backend.object.call_method1("compile", (&description,))?
     };
+    let writes_no_operand = backend.object.hasattr("writes_operands")?
+        && !backend
+            .object
+            .call_method1("writes_operands", (&description, &examples))?
+            .is_truthy()?;
     if let Ok(code) = compiled.getattr("__code__") {
         caches.never_translate(&code)?;
     }
     let text = graph_text(py, graph, outputs)?;
     let called = counted::as_called(py, config, graph, compiled)?;
-    Ok((PyList::new(py, [called])?.into_any(), text))
+    Ok(Compiled {
+        holder: PyList::new(py, [called])?.into_any(),
+        text,
+        writes_no_operand,
+    })
 }
 
 /// What the generated code calls: the backend's compiled graph itself, or in test builds

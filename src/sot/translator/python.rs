@@ -304,6 +304,57 @@ fn _sot_construct<'py>(
     super::session::with_session(None, || cls.call(args, Some(kwargs)))
 }
 
+/// Run by SOT's generated code where its graph raised, for a graph that writes none of its
+/// operands (the backend's `writes_operands`): the graph runs first, so nothing of the
+/// frame has happened yet, and the frame's code runs again from its start, untranslated,
+/// with its parameters, so that what the function does before the failing operation
+/// happens, and the exception is raised where it is eagerly. `parameters` are in the code's
+/// order: positional, keyword-only, then `*args` and `**kwargs` where it has them. An
+/// exception that is not an `Exception` (KeyboardInterrupt, SystemExit) is raised on.
+#[pyfunction(signature = (exception, code, globals, closure, *parameters))]
+fn _sot_rerun<'py>(
+    exception: &Bound<'py, PyAny>,
+    code: &Bound<'py, PyAny>,
+    globals: &Bound<'py, PyAny>,
+    closure: &Bound<'py, PyAny>,
+    parameters: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    use super::model::code::{CO_VARARGS, CO_VARKEYWORDS};
+
+    let py = exception.py();
+    if !exception.is_instance_of::<pyo3::exceptions::PyException>() {
+        return Err(PyErr::from_value(exception.clone()));
+    }
+    let none = py.None().into_bound(py);
+    let function = import(py, "types")?
+        .getattr("FunctionType")?
+        .call1((code, globals, &none, &none, closure))?;
+    let argcount: usize = code.getattr("co_argcount")?.extract()?;
+    let kwonly: usize = code.getattr("co_kwonlyargcount")?.extract()?;
+    let flags: u32 = code.getattr("co_flags")?.extract()?;
+    let varnames = code.getattr("co_varnames")?;
+    let mut args: Vec<Bound<'py, PyAny>> = parameters.iter().take(argcount).collect();
+    let kwargs = PyDict::new(py);
+    for index in argcount..argcount + kwonly {
+        kwargs.set_item(varnames.get_item(index)?, parameters.get_item(index)?)?;
+    }
+    let mut next = argcount + kwonly;
+    if flags & CO_VARARGS != 0 {
+        args.extend(
+            parameters
+                .get_item(next)?
+                .try_iter()?
+                .collect::<PyResult<Vec<_>>>()?,
+        );
+        next += 1;
+    }
+    if flags & CO_VARKEYWORDS != 0 {
+        kwargs.update(parameters.get_item(next)?.cast::<pyo3::types::PyMapping>()?)?;
+    }
+    let args = PyTuple::new(py, args)?;
+    super::session::with_session(None, || function.call(args, Some(&kwargs)))
+}
+
 /// `_sot_graph_runs(fast)`: per graph compiled for the translated function `fast`, in the
 /// order they were compiled, `(runs, ops)`: how often generated code called it, and its
 /// operations. Test builds only: the tests' proof that generated code and graphs ran.
@@ -341,6 +392,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
     #[cfg(feature = "testing")]
     module.add_function(wrap_pyfunction!(_sot_graph_runs, module)?)?;
     Ok(())

@@ -78,14 +78,17 @@ impl<'py> Translation<'_, 'py, '_> {
                 &outputs,
             )?)
         };
-        plan.holder = compiled.as_ref().map(|(holder, _)| holder.clone());
+        plan.holder = compiled.as_ref().map(|compiled| compiled.holder.clone());
+        plan.rerun_on_raise = compiled
+            .as_ref()
+            .is_some_and(|compiled| compiled.writes_no_operand);
         let generated = generate(&plan).inspect_err(|err| {
             let made_at = plan.unrebuildable.get().and_then(|vid| vm.made_at(vid));
             if let Some(pc) = made_at.filter(|pc| !vm.break_before.contains_key(pc)) {
                 self.restart.replace(Some((pc, err.value(self.py).to_string())));
             }
         })?;
-        Ok((Action::Run(generated), compiled.map(|(_, text)| text)))
+        Ok((Action::Run(generated), compiled.map(|compiled| compiled.text)))
     }
 
     /// Which variables the rest of the code may read, from each instruction on; None

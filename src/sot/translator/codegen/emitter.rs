@@ -34,6 +34,15 @@ pub struct Emitter<'a, 'py> {
     pub paths: Vec<(SourceId, u32, bool)>,
     /// How deep `contents` is in nested containers.
     pub nesting: usize,
+    /// Where the graph's run reruns the frame if it raises (`emit_rerun`), written at the end.
+    pub rerun: Option<RerunPad>,
+}
+
+/// The graph's call, covered by the landing pad that reruns the frame: its instructions
+/// (3.11+: given the pad as handler), or the `SETUP_FINALLY` before them (3.9/3.10).
+pub struct RerunPad {
+    covered: std::ops::Range<usize>,
+    setup: Option<usize>,
 }
 
 impl<'a, 'py> Emitter<'a, 'py> {
@@ -67,6 +76,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             read_first: Vec::new(),
             paths,
             nesting: 0,
+            rerun: None,
         };
         emitter.emit_graph_call()?;
         for (source, var) in &read_first {
@@ -87,6 +97,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
     /// The code object: the original with these instructions and names.
     pub fn finish(mut self) -> PyResult<Generated> {
+        if let Some(pad) = self.rerun.take() {
+            self.emit_rerun(pad)?;
+        }
         let changes = self.w.changes(self.plan.code, None)?;
         Generated::make(self.plan.code, &changes, self.plan.holder.as_ref())
     }
@@ -363,13 +376,20 @@ impl<'a, 'py> Emitter<'a, 'py> {
         Ok(())
     }
 
-    /// `outputs = holder[0](*inputs)`, when there is a graph.
+    /// `outputs = holder[0](*inputs)`, when there is a graph; where the graph writes none of
+    /// its operands, under a landing pad that reruns the frame if it raises (`emit_rerun`).
     pub fn emit_graph_call(&mut self) -> PyResult<()> {
         let Some(holder) = self.plan.holder.clone() else {
             return Ok(());
         };
         let py = self.w.pools.py;
         let inputs: Vec<SourceId> = self.plan.graph.inputs.clone();
+        let setup = if self.plan.rerun_on_raise {
+            self.open_block_for_the_way_out()
+        } else {
+            None
+        };
+        let first = self.w.out.len();
         self.call(
             |e| {
                 e.load_const(holder);
@@ -383,8 +403,78 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 Ok(inputs.len())
             },
         )?;
+        if self.plan.rerun_on_raise {
+            let covered = first..self.w.out.len();
+            if setup.is_some() {
+                self.emit(Op::PopBlock, Arg::None);
+            }
+            self.rerun = Some(RerunPad { covered, setup });
+        }
         self.emit(Op::StoreFast, Arg::Var(self.outputs_var));
         Ok(())
+    }
+
+    /// The landing pad of the graph's call: the exception into the outputs' local (unset
+    /// there), no longer the one being handled, then `_sot_rerun(exception, code, globals(),
+    /// closure, *parameters)` returned (see it). Nothing of the frame ran before the graph,
+    /// so its parameters still hold what the call passed.
+    fn emit_rerun(&mut self, pad: RerunPad) -> PyResult<()> {
+        let py = self.w.pools.py;
+        let at = self.w.out.len();
+        match pad.setup {
+            None => {
+                for instruction in &mut self.w.out[pad.covered] {
+                    instruction.handler = Some(Handler {
+                        target: at,
+                        depth: 0,
+                        lasti: false,
+                    });
+                }
+            }
+            Some(setup) => {
+                // (old traceback, value, type, traceback, value, type): the value kept below
+                // the old three, which POP_EXCEPT makes current again.
+                self.w.out[setup].arg = Arg::Target(at);
+                self.emit(Op::PopTop, Arg::None);
+                self.emit(Op::Swap, Arg::Int(2));
+                self.emit(Op::PopTop, Arg::None);
+                self.emit(Op::RotN, Arg::Int(4));
+                self.emit(Op::PopExcept, Arg::None);
+            }
+        }
+        self.emit(Op::StoreFast, Arg::Var(self.outputs_var));
+        let code = self.plan.code.clone();
+        let parameters = parameter_count(&code)?;
+        let frees = self.plan.vars.freevars.len();
+        let first_free = self.plan.vars.all().len() - frees;
+        let closure: Vec<u32> = (first_free..first_free + frees).map(|v| self.var_of(v)).collect();
+        let closure_op = self.w.closure_op();
+        let rerun = import(py, "framehook._native")?.getattr("_sot_rerun")?;
+        let globals = builtin(py, "globals")?;
+        let block = self.open_block_for_the_way_out();
+        self.call_constant(rerun, |e| {
+            e.emit(Op::LoadFast, Arg::Var(e.outputs_var));
+            e.load_const(code);
+            e.call_constant(globals, |_| Ok(0))?;
+            if closure.is_empty() {
+                e.load_const(py.None().into_bound(py));
+            } else {
+                for var in &closure {
+                    e.emit(closure_op, Arg::Var(*var));
+                }
+                e.build_tuple(closure.len());
+            }
+            for parameter in 0..parameters {
+                let op = if e.is_cell_var(parameter) {
+                    Op::LoadDeref
+                } else {
+                    Op::LoadFast
+                };
+                e.emit(op, Arg::Var(parameter as u32));
+            }
+            Ok(4 + parameters)
+        })?;
+        self.return_through(block)
     }
 
     pub fn is_cell_var(&self, index: usize) -> bool {
@@ -712,4 +802,15 @@ impl<'py> Emit<'py> for Emitter<'_, 'py> {
     fn writer(&mut self) -> &mut Writer<'py> {
         &mut self.w
     }
+}
+
+/// How many parameters `code` takes: positional, keyword-only, `*args` and `**kwargs`.
+fn parameter_count(code: &Bound<'_, PyAny>) -> PyResult<usize> {
+    use crate::sot::translator::model::code::{CO_VARARGS, CO_VARKEYWORDS};
+
+    let flags: u32 = code.getattr("co_flags")?.extract()?;
+    Ok(code.getattr("co_argcount")?.extract::<usize>()?
+        + code.getattr("co_kwonlyargcount")?.extract::<usize>()?
+        + usize::from(flags & CO_VARARGS != 0)
+        + usize::from(flags & CO_VARKEYWORDS != 0))
 }

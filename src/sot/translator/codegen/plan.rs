@@ -24,6 +24,9 @@ pub struct Plan<'a, 'py> {
     pub side_effects: &'a [SideEffect],
     /// The compiled graph's holder (`holder[0](*inputs) -> outputs`), if there are operations.
     pub holder: Option<Bound<'py, PyAny>>,
+    /// Whether the graph writes none of its operands (the backend says so): where it raises,
+    /// the frame runs again untranslated (see `Emitter::emit_rerun`).
+    pub rerun_on_raise: bool,
     /// The frame's cells: (the VM's cell, the variable holding it).
     pub frame_cells: Vec<(usize, usize)>,
     pub globals: Bound<'py, PyAny>,
@@ -74,6 +77,7 @@ impl<'a, 'py> Plan<'a, 'py> {
             graph,
             side_effects,
             holder: None,
+            rerun_on_raise: false,
             frame_cells,
             globals,
             roots,
