@@ -12,6 +12,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCode, PyDict, PyString, PyTuple};
 
+use crate::hookapi::pyobject::replace_code;
+
 /// The running interpreter's table.
 pub fn running_table(py: Python<'_>) -> PyResult<&'static Table> {
     static TABLE: OnceLock<&'static Table> = OnceLock::new();
@@ -114,7 +116,7 @@ pub fn assemble<'py>(table: &Table, fields: &CodeFields<'py>, code: &Code) -> Py
         changes.set_item("co_exceptiontable", PyBytes::new(py, &assembled.exception_table))?;
     }
     changes.set_item("co_stacksize", assembled.stack_size)?;
-    fields.code.call_method("replace", (), Some(&changes))
+    replace_code(&fields.code, &changes)
 }
 
 fn positions(py: Python<'_>, location: Location) -> PyResult<Bound<'_, PyTuple>> {
@@ -366,7 +368,7 @@ fn _bytecode_reassemble<'py>(
     }
     let changes = PyDict::new(py);
     changes.set_item("co_consts", PyTuple::new(py, pool.consts)?)?;
-    new_code.call_method("replace", (), Some(&changes))
+    replace_code(&new_code, &changes)
 }
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {

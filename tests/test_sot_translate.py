@@ -3744,3 +3744,21 @@ def test_the_numpy_backend_says_which_graphs_write_their_operands(writes, expect
     fast = sot.translate(namespace["f"], backend="watching")
     fast(np.zeros(2), 1.5)
     assert seen == [expected]
+
+
+def test_translating_leaves_the_originals_constants_as_they_were():
+    # Free-threaded 3.13+ interns the constants of a code object made from others, in
+    # the tuples it is given: the original's tuples are not given, so a function made by
+    # compile() keeps its constants' identity (found by the fuzzer on 3.13t).
+    namespace: dict = {}
+    exec(compile("def f(x):\n    pair = (1.5, 2.5)\n    print('a break')\n    return x * 2, pair\n",
+                 "<compiled>", "exec"), namespace)
+    f = namespace["f"]
+    before = [id(item) for item in f.__code__.co_consts if isinstance(item, tuple) for item in item]
+    fast = sot.translate(f)
+    for _ in range(2):
+        result, pair = fast(np.ones(2))
+        assert pair is next(c for c in f.__code__.co_consts if isinstance(c, tuple))
+    after = [id(item) for item in f.__code__.co_consts if isinstance(item, tuple) for item in item]
+    assert after == before and len(before) == 2
+    assert sot.stats(fast).translations == 2 and len(sot.stats(fast).graph_breaks) == 1

@@ -119,6 +119,15 @@ pub fn is_immortal(object: &Bound<'_, PyAny>) -> bool {
     pep523_backend::is_immortal(object)
 }
 
+/// `code.replace(**changes)`, keeping its constants' identity on every build (see
+/// `pep523_backend::replace_code`): a code object made from another computes as it does.
+pub fn replace_code<'py>(
+    code: &Bound<'py, PyAny>,
+    changes: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    pep523_backend::replace_code(code, changes)
+}
+
 /// Whether instances of the class `ty` look their attributes up as
 /// `object.__getattribute__` does, though its `__getattribute__` is a C base's (a
 /// `namedtuple`'s class: its base `tuple` keeps the generic lookup; an exception class).

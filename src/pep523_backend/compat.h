@@ -72,6 +72,15 @@ typedef PyFrameObject fh_frame;
 #  define FH_TOP_LEVEL_FUNCTIONS_DEFERRED 0
 #endif
 
+/* Free-threaded 3.13+ swaps a new code object's constants that are not immortal
+ * for equal ones it interned (in the tuple it is given), where compile() and exec
+ * of a string keep their own: `x is 1.5` across code objects would change. */
+#if defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030D0000
+#  define FH_CODE_INTERNS_CONSTANTS 1
+#else
+#  define FH_CODE_INTERNS_CONSTANTS 0
+#endif
+
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *Py_NewRef(PyObject *obj) { Py_INCREF(obj); return obj; }
 static inline PyObject *Py_XNewRef(PyObject *obj) { Py_XINCREF(obj); return obj; }

@@ -184,6 +184,14 @@ int fh_code_has_exception_table(PyObject *code);
  * object immortal once a thread has run, gh-117696). */
 int fh_is_immortal(PyObject *object);
 
+/* 1 where a new code object's constants may be swapped for interned equal ones
+ * (free-threaded 3.13+); fh_code_keep_constants then puts back the objects of
+ * `given`, a copy of the tuple `code` was made with, taken before (its items,
+ * strings apart, where they differ). 0, or -1 with an exception set. The code
+ * must not have run yet. */
+int fh_code_interns_constants(void);
+int fh_code_keep_constants(PyObject *code, PyObject *given);
+
 /* Per-code storage (co_extra), safe on free-threaded builds. The index is per
  * interpreter. fh_code_get_extra returns NULL when nothing is stored.
  * fh_code_extra_or_store stores `extra` unless a value is stored already, and

@@ -172,6 +172,37 @@ int fh_code_has_exception_table(PyObject *code)
 
 int fh_is_immortal(PyObject *object) { return fh_compat_is_immortal(object); }
 
+int fh_code_interns_constants(void) { return FH_CODE_INTERNS_CONSTANTS; }
+
+int fh_code_keep_constants(PyObject *code, PyObject *given)
+{
+    if (!PyCode_Check(code) || !PyTuple_CheckExact(given)) {
+        PyErr_SetString(PyExc_TypeError, "fh_code_keep_constants() takes a code object and a tuple");
+        return -1;
+    }
+#if FH_CODE_INTERNS_CONSTANTS
+    PyObject *consts = ((PyCodeObject *)code)->co_consts;
+    Py_ssize_t count = PyTuple_GET_SIZE(consts);
+    if (count == 0) {
+        return 0; /* the empty tuple is one object */
+    }
+    if (consts == given || count != PyTuple_GET_SIZE(given)) {
+        PyErr_SetString(PyExc_ValueError, "fh_code_keep_constants() takes a copy of the code's constants");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *kept = PyTuple_GET_ITEM(given, i);
+        PyObject *interned = PyTuple_GET_ITEM(consts, i);
+        /* Strings are interned by every build, the compiled code's too. */
+        if (kept != interned && !PyUnicode_CheckExact(kept)) {
+            PyTuple_SET_ITEM(consts, i, Py_NewRef(kept));
+            Py_DECREF(interned);
+        }
+    }
+#endif
+    return 0;
+}
+
 /* Threads inside framehook.disabled(): hooks are asked nothing for them, which
  * only the Rust side can tell per thread. */
 static _Atomic int fh_disabled_thread_count;

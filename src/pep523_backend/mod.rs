@@ -16,6 +16,7 @@ use std::ptr::NonNull;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 
 pub use contract::{
     CodeStateHead, Context, Decision, FrameViewRaw, NativeChain, NativeFrameRaw, NativeLink, Upcalls,
@@ -252,6 +253,45 @@ pub fn has_exception_table(code: &Bound<'_, PyAny>) -> bool {
 pub fn is_immortal(object: &Bound<'_, PyAny>) -> bool {
     // SAFETY: `object` is a live object.
     unsafe { contract::fh_is_immortal(object.as_ptr()) != 0 }
+}
+
+/// `code.replace(**changes)`, whose constants are the objects given (the code's own where
+/// `changes` has none): free-threaded 3.13+ would swap those that are not immortal for
+/// equal ones it interned, in the tuple it is given and in the tuples in it, so it is
+/// given copies of those tuples, and the objects are put back.
+pub fn replace_code<'py>(
+    code: &Bound<'py, PyAny>,
+    changes: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: a constant of the shim.
+    if unsafe { contract::fh_code_interns_constants() } == 0 {
+        return code.call_method("replace", (), Some(changes));
+    }
+    let given = match changes.get_item("co_consts")? {
+        Some(consts) => consts.cast_into::<PyTuple>()?,
+        None => code.getattr("co_consts")?.cast_into::<PyTuple>()?,
+    };
+    changes.set_item("co_consts", fresh_tuples(&given)?)?;
+    let made = code.call_method("replace", (), Some(changes))?;
+    // SAFETY: live objects; the shim checks their types. `made` has not run.
+    if unsafe { contract::fh_code_keep_constants(made.as_ptr(), given.as_ptr()) } < 0 {
+        return Err(PyErr::fetch(code.py()));
+    }
+    Ok(made)
+}
+
+/// `value`, with each tuple in it (itself included) a new one.
+fn fresh_tuples<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    match value.cast_exact::<PyTuple>() {
+        Ok(tuple) => {
+            let items = tuple
+                .iter()
+                .map(|item| fresh_tuples(&item))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(PyTuple::new(value.py(), items)?.into_any())
+        }
+        Err(_) => Ok(value.clone()),
+    }
 }
 
 /// An identity for the calling thread's interpreter, used to key per-interpreter state.

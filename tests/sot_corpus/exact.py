@@ -238,3 +238,22 @@ def a_frame_sets_order_is_guarded(x, numbers):
 def an_unhashable_key_raises_the_operations_error(keys):
     # 3.14 words it by the operation ("cannot use 'list' as a dict key ...").
     return dict.fromkeys(keys)
+
+
+# compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
+# made by code.replace (as the generated code and resume functions are): made so, as a
+# notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).
+_COMPILED: dict = {"__name__": __name__}
+exec(compile('''
+class _Holder:
+    @property
+    def value(self):
+        return 1.5, 1 << 70
+
+def a_compiled_constant_keeps_its_identity(x):
+    half, big = 1.5, 1 << 70
+    print("a break before the comparison")
+    held = _Holder().value
+    return x * 2, held[0] is half, held[1] is big
+''', __file__, "exec"), _COMPILED)
+case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["print"])(_COMPILED["a_compiled_constant_keeps_its_identity"])

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyComplex, PyDict, PyFloat, PyInt, PyList, PySlice, PyString, PyTuple};
 
-use crate::hookapi::pyobject::{is_immortal, StrongRef};
+use crate::hookapi::pyobject::{is_immortal, replace_code, StrongRef};
 
 /// A generated code and its graph's holder (`[compiled graph]`, one of its constants),
 /// which dropping it empties: a code CPython keeps must not keep its graph.
@@ -51,7 +51,7 @@ impl Generated {
                 return Ok(reused);
             }
         }
-        let code = original.call_method("replace", (), Some(changes))?;
+        let code = replace_code(original, changes)?;
         Ok(Generated {
             code: StrongRef::from_owned(code),
             holder: holder.map(StrongRef::new),

@@ -8,7 +8,7 @@ use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyTuple};
 
-use crate::hookapi::pyobject::import;
+use crate::hookapi::pyobject::{import, replace_code};
 use crate::sot::translator::model::code::null_substitute;
 use crate::sot::translator::pyutil::builtin;
 
@@ -401,7 +401,7 @@ impl<'py> Writer<'py> {
         arguments: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let changes = self.changes(code, arguments)?;
-        code.call_method("replace", (), Some(&changes))
+        replace_code(code, &changes)
     }
 
     /// What `code.replace` takes to make the code `finish` makes.
