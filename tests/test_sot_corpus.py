@@ -194,11 +194,15 @@ def test_case(entry, capsys, run_time):
             pytest.fail(f"{entry.id}: " + "; ".join(problems) + f"\n{explanation()}")
         # Calls on which a number the translation saw has changed: each recompiles once,
         # computing with that number in the graph from then on (a dynamic source).
-        for _ in range(entry.recompiles):
+        failures_before = sot.stats(fast).guard_failures
+        for _ in range(entry.recompiles + entry.rejected):
             changed = Run(entry, state, capsys)
             changed.eager()
             changed.translated(fast, explanation)
         st = sot.stats(fast)
+        if entry.rejected and st.guard_failures - failures_before < entry.rejected:
+            pytest.fail(f"{entry.id}: {st.guard_failures - failures_before} guard failures on arguments the "
+                        f"first translation must reject, expected {entry.rejected}\n{explanation()}")
         if entry.recompiles and st.recompilations != entry.recompiles:
             pytest.fail(f"{entry.id}: {st.recompilations} recompilations, expected {entry.recompiles}\n"
                         f"{explanation()}")

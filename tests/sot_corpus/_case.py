@@ -16,6 +16,7 @@ graph, unless it computes with numbers seen to change between calls (dynamic num
 arithmetic runs in the graph, free). A case expecting no break and no fallback runs with ``full_graph=True``.
 """
 
+import copy
 import dataclasses
 import sys
 from typing import Any, Callable, Optional, Union
@@ -48,6 +49,9 @@ class Case:
     # Calls after the first that recompile, each because a number it saw changed (then
     # made dynamic); the call after them must be a cache hit.
     recompiles: int = 0
+    # Runs after the first whose arguments (a `Cycling` value) the first translation's
+    # guards must reject: each is translated again, and computes what the eager call does.
+    rejected: int = 0
     category: str = ""
 
     @property
@@ -95,6 +99,7 @@ def case(
     rtol: Optional[float] = None,
     hot: Optional[bool] = None,
     recompiles: int = 0,
+    rejected: int = 0,
     name: Optional[str] = None,
 ):
     """Registers the decorated function (returned unchanged) as a case."""
@@ -108,7 +113,7 @@ def case(
             fn=fn, name=name or fn.__name__, module=fn.__module__, args=args, kwargs=kwargs,
             graphs=graphs, ops=ops, breaks=breaks, fallbacks=fallbacks, translations=translations,
             globals_checked=tuple(globals_checked), min_version=min_version, raises=raises,
-            rtol=rtol, hot=hot, recompiles=recompiles,
+            rtol=rtol, hot=hot, recompiles=recompiles, rejected=rejected,
         ))
         return fn
 
@@ -147,3 +152,17 @@ class Changing:
         self.calls += 1
         return value
 
+
+
+class Cycling:
+    """Values that change from one run of a case to the next, in turn, and are equal (deep
+    copies) for the two calls of a run: ``next_value()`` is called once by each call's
+    argument factory, the eager call's first."""
+
+    def __init__(self, *values):
+        self.values, self.calls = values, 0
+
+    def next_value(self):
+        value = copy.deepcopy(self.values[(self.calls // 2) % len(self.values)])
+        self.calls += 1
+        return value

@@ -7,7 +7,7 @@ import collections
 
 import numpy as np
 
-from ._case import arr, case
+from ._case import Cycling, arr, case
 
 
 class _Box:
@@ -238,6 +238,49 @@ def a_frame_sets_order_is_guarded(x, numbers):
 def an_unhashable_key_raises_the_operations_error(keys):
     # 3.14 words it by the operation ("cannot use 'list' as a dict key ...").
     return dict.fromkeys(keys)
+
+
+_tables = Cycling({}, {"k": 3})
+
+
+@case(args=lambda: (arr(3), _tables.next_value()), graphs=1, ops=1, rejected=1)
+def a_missing_key_is_guarded_absent(x, table):
+    # Found on cachetools (an LRU cache's __missing__ ran again for a key stored since):
+    # the KeyError of a frame dict's missing key was raised without a guard.
+    try:
+        value = table["k"]
+    except KeyError:
+        value = -1
+    return x * 2, value
+
+
+_rows = Cycling([], [5])
+
+
+@case(args=lambda: (arr(3), _rows.next_value()), graphs=1, ops=1, rejected=1)
+def a_missing_index_is_guarded_by_length(x, row):
+    try:
+        first = row[0]
+    except IndexError:
+        first = -1
+    return x * 2, first
+
+
+class _Record:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+_records = Cycling(_Record(), _Record(z=5))
+
+
+@case(args=lambda: (arr(3), _records.next_value()), graphs=1, ops=1, rejected=1)
+def a_missing_attribute_is_guarded_absent(x, record):
+    try:
+        z = record.z
+    except AttributeError:
+        z = -1
+    return x * 2, z, getattr(record, "z", 0), hasattr(record, "z")
 
 
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object

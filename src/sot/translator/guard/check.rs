@@ -184,6 +184,9 @@ impl Check {
             return true;
         }
         match (self, other) {
+            // A source that cannot be read fails every check but `Absent`.
+            (Check::Absent, Check::Present) => false,
+            (_, Check::Present) => true,
             // `x is O` fixes `type(x)` only where `O.__class__` cannot be assigned.
             (Check::Id(pin), Check::Type(t)) => pin
                 .strong()

@@ -299,14 +299,40 @@ impl Kind for Known {
         if mapping {
             cx.check_native_key(&key_obj)?;
         }
-        let value = obj.get_item(&key_obj)?;
+        let value = match obj.get_item(&key_obj) {
+            Ok(value) => value,
+            Err(missing) => {
+                // A missing key or index (KeyError, IndexError) is guarded as a found one
+                // is: on a later call the item may be there.
+                match source.filter(|_| !is_immutable(obj)) {
+                    Some(source) => {
+                        cx.guard_type(v);
+                        if mapping {
+                            let item = cx.intern(Source::Item(source, StrongRef::new(&key_obj)));
+                            cx.add_guard(item, Check::Absent);
+                        } else {
+                            cx.add_guard(source, Check::Len(obj.len()?));
+                        }
+                    }
+                    None => {
+                        let _ = cx.concrete(v)?;
+                    }
+                }
+                return Err(missing.into());
+            }
+        };
         let Some(source) = source.filter(|_| !is_immutable(obj)) else {
             let _ = cx.concrete(v)?;
             return Ok(Some(cx.wrap_result(value)));
         };
         cx.guard_type(v);
         if !key_obj.is_instance_of::<PySlice>() {
-            if !mapping {
+            if mapping {
+                // Present (read where the generated code starts): on a later call the key
+                // may be missing, and the original raises KeyError where it reads it.
+                let item = cx.intern(Source::Item(source, StrongRef::new(&key_obj)));
+                cx.add_guard(item, Check::Present);
+            } else {
                 cx.add_guard(source, Check::Len(obj.len()?));
             }
             return Ok(Some(

@@ -426,9 +426,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(attr_source(self, value));
             }
         }
-        if let Ok(dict) = obj.getattr("__dict__") {
+        let instance_dict = obj.getattr("__dict__").ok();
+        if let Some(dict) = &instance_dict {
             if let Ok(value) = dict.get_item(name) {
-                return Ok(attr_source(self, value));
+                // Present (read where the generated code starts): on a later call the
+                // object may lack it, and the original raises AttributeError where it reads it.
+                let value = attr_source(self, value);
+                if let Val::Obj { source: Some(s), .. } = self.val(value) {
+                    let s = *s;
+                    self.add_guard(s, Check::Present);
+                }
+                return Ok(value);
             }
         }
         if let Some(raw) = &class_attr {
@@ -468,12 +476,21 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let value = obj.getattr(name)?;
                 Ok(attr_source(self, value))
             }
-            None => Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
-                format!(
-                    "'{}' object has no attribute '{name}'",
-                    type_name_in_messages(&ty)?
-                ),
-            ))),
+            None => {
+                // Missing (its type guarded): on a later call the object may hold it.
+                if let (Some(s), Some(_)) = (source, &instance_dict) {
+                    let dict = self.intern(Source::Attr(s, name_ref(self.py, "__dict__")));
+                    let entry =
+                        self.intern(Source::Item(dict, StrongRef::new(&PyString::new(self.py, name))));
+                    self.add_guard(entry, Check::Absent);
+                }
+                Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
+                    format!(
+                        "'{}' object has no attribute '{name}'",
+                        type_name_in_messages(&ty)?
+                    ),
+                )))
+            }
         }
     }
 
