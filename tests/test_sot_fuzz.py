@@ -53,6 +53,11 @@ def test_same_compares_values_as_a_user_of_the_results_does():
     assert not sot_fuzz.same({"a": 1, "b": 2}, {"b": 2, "a": 1})  # order is part of a dict's value
     assert not sot_fuzz.same([1, 2], [1, 3])
     assert sot_fuzz.same(ValueError("x", 1), ValueError("x", 1))
+    # Values holding themselves (twice at each level): compared once per pair, at once.
+    ones, twos, other = [1, 2], [1, 2], [1, 3]
+    for value in (ones, twos, other):
+        value += [value, value]
+    assert sot_fuzz.same(ones, twos) and not sot_fuzz.same(ones, other)
     assert not sot_fuzz.same(ValueError("x"), TypeError("x"))
 
 

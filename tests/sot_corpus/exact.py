@@ -283,6 +283,40 @@ def a_missing_attribute_is_guarded_absent(x, record):
     return x * 2, z, getattr(record, "z", 0), hasattr(record, "z")
 
 
+_extended = Cycling(collections.OrderedDict(k=1), range(3))
+
+
+@case(args=lambda: (arr(3), _extended.next_value()), graphs=1, ops=1, rejected=1)
+def a_containers_missing_method_is_guarded_by_type(x, things):
+    # Found by the fuzzer's later call: the AttributeError of an OrderedDict's missing
+    # method was raised without its type guarded, so a range got the OrderedDict's message.
+    try:
+        things.extend([9])
+        done = "extended"
+    except AttributeError as error:
+        done = str(error)
+    return x * 2, done
+
+
+class _Keyed(dict):
+    def __getitem__(self, key):
+        return ("own", key)
+
+
+_keyed = Cycling(_Keyed(k=1), "ab")
+
+
+@case(args=lambda: (arr(3), _keyed.next_value()), graphs=1, ops=1, rejected=1)
+def a_classs_own_getitem_is_guarded_by_type(x, things):
+    # Found by the fuzzer's later call: a dict subclass's __getitem__ was inlined without
+    # its type guarded, so a str was indexed by it.
+    try:
+        got = things[None]
+    except TypeError as error:
+        got = str(error)
+    return x * 2, got
+
+
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
 # made by code.replace (as the generated code and resume functions are): made so, as a
 # notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).

@@ -10,8 +10,10 @@ Each case (``framehook_dev.sot_fuzz_gen``: a function ``f(a, b, c)`` of random s
 templates over random argument values, deterministic from ``"<seed>:<index>"``) runs
 eagerly, then translated by ``sot.translate(f, backend="numpy")`` twice (the call that
 translates, then the cached path), each time on a ``copy.deepcopy`` of the same
-arguments. The result or the raised exception (type and ``str``), the arguments afterwards
-and what was printed must be the same (``same``: NaN equals NaN, -0.0 differs from 0.0,
+arguments; then eagerly and translated on other arguments, mostly of the same kinds (the
+guards of the first translation must take them only where its code computes the same).
+The result or the raised exception (type and ``str``), the arguments afterwards and what
+was printed must be the same (``same``: NaN equals NaN, -0.0 differs from 0.0,
 arrays by dtype, shape and values, numpy scalars by type, objects by type and fields,
 memory addresses in messages ignored). A translated run still going after
 ``CASE_TIMEOUT`` seconds when the eager one was not is a divergence too.
@@ -96,12 +98,22 @@ def _fields(value: Any) -> Optional[dict[str, Any]]:
 BUILTIN_BASES = (bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
 
 
-def same(a: Any, b: Any, depth: int = 0) -> bool:
+def same(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` are the same value as a user of the results sees it."""
+    return _same(a, b, 0, {})
+
+
+def _same(a: Any, b: Any, depth: int, seen: dict[tuple[int, int], tuple[Any, Any]]) -> bool:
+    """``same``; ``seen``: the pairs compared already, kept alive so that their ids stay
+    theirs (a pair met again in a cycle or a shared part is taken as the same: had it
+    differed, the comparison would have stopped)."""
     import numpy as np
 
     if a is b:
         return True
+    if (id(a), id(b)) in seen:
+        return True
+    seen[(id(a), id(b))] = (a, b)
     if _type_key(a) != _type_key(b):
         return False
     if depth > 30:
@@ -117,11 +129,11 @@ def same(a: Any, b: Any, depth: int = 0) -> bool:
             equal = bool(np.array_equal(np.signbit(a), np.signbit(b)))
         return equal
     if isinstance(a, np.generic):
-        return same(a.item(), b.item(), depth + 1)
+        return _same(a.item(), b.item(), depth + 1, seen)
     if isinstance(a, BaseException):
-        return same(a.args, b.args, depth + 1) and _text(str(a)) == _text(str(b))
+        return _same(a.args, b.args, depth + 1, seen) and _text(str(a)) == _text(str(b))
     base = next((kind for kind in type(a).__mro__ if kind in BUILTIN_BASES), None)
-    if base is not None and type(a) is not base and not same(_fields(a), _fields(b), depth + 1):
+    if base is not None and type(a) is not base and not _same(_fields(a), _fields(b), depth + 1, seen):
         return False  # a subclass: its fields, then its builtin content
     if base is float:
         return _same_float(float.__float__(a), float.__float__(b))
@@ -131,11 +143,11 @@ def same(a: Any, b: Any, depth: int = 0) -> bool:
         return base.__eq__(a, b) is True
     if base in (list, tuple):
         items_a, items_b = base.__getitem__(a, slice(None)), base.__getitem__(b, slice(None))
-        return len(items_a) == len(items_b) and all(same(x, y, depth + 1) for x, y in zip(items_a, items_b))
+        return len(items_a) == len(items_b) and all(_same(x, y, depth + 1, seen) for x, y in zip(items_a, items_b))
     if base is dict:
         keys_a, keys_b = list(dict.keys(a)), list(dict.keys(b))
-        return same(keys_a, keys_b, depth + 1) and all(
-            same(dict.__getitem__(a, x), dict.__getitem__(b, y), depth + 1) for x, y in zip(keys_a, keys_b))
+        return _same(keys_a, keys_b, depth + 1, seen) and all(
+            _same(dict.__getitem__(a, x), dict.__getitem__(b, y), depth + 1, seen) for x, y in zip(keys_a, keys_b))
     if base in (set, frozenset):
         if len(a) != len(b):
             return False
@@ -147,7 +159,7 @@ def same(a: Any, b: Any, depth: int = 0) -> bool:
         return a == b
     fields_a, fields_b = _fields(a), _fields(b)
     if fields_a is not None:
-        return fields_b is not None and same(fields_a, fields_b, depth + 1)
+        return fields_b is not None and _same(fields_a, fields_b, depth + 1, seen)
     return True  # functions, methods, iterators, modules: their type is all that is compared
 
 
@@ -257,8 +269,8 @@ class Runner:
         exec(compile(case.source(), f"<sot_fuzz {case.seed}>", "exec"), namespace)
         return namespace["f"]
 
-    def arguments(self, case: gen.Case) -> tuple:
-        return tuple(eval(value.expr, self.helpers) for value in case.args)
+    def arguments(self, case: gen.Case, later: bool = False) -> tuple:
+        return tuple(eval(value.expr, self.helpers) for value in (case.later if later else case.args))
 
     def run(self, case: gen.Case, count: bool = False) -> Optional[tuple[str, Outcome, Outcome, list[str]]]:
         """None when the translated runs match the eager one; else (which run, eager outcome,
@@ -267,6 +279,7 @@ class Runner:
         try:
             function = self.function(case)
             args = self.arguments(case)
+            later = self.arguments(case, later=True) if case.later else None
         except Exception:
             self.counts["skipped: arguments or source"] += count
             return None
@@ -282,6 +295,14 @@ class Runner:
             if diff:
                 found = (which, eager, translated, diff)
                 break
+        if found is None and later is not None:
+            # Other arguments: the first translation's guards take them or send them on.
+            eager_later = run_once(function, copy.deepcopy(later))
+            if eager_later.kind != "timeout":
+                translated = run_once(fast, copy.deepcopy(later))
+                diff = differences(eager_later, translated)
+                if diff:
+                    found = ("later call", eager_later, translated, diff)
         if count:
             self.count(fast, eager)
         self.since_reset += 1
@@ -351,7 +372,8 @@ def shrink(runner: Runner, case: gen.Case, wanted: str, steps: int = SHRINK_STEP
 
 def reproducer(case: gen.Case) -> str:
     args = ", ".join(value.expr for value in case.args)
-    return f"{case.source()}\nargs = ({args})\n"
+    later = ", ".join(value.expr for value in case.later)
+    return f"{case.source()}\nargs = ({args})\nlater = ({later})\n"
 
 
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+\b")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Optional
 
 PARAMS = ("a", "b", "c")
 HAS_MATCH = sys.version_info >= (3, 10)
@@ -357,6 +357,9 @@ class Case:
     args: tuple[Value, ...]
     body: tuple[Fragment, ...]
     prelude: tuple[str, ...] = field(default=())
+    # Arguments of a later call, mostly of the same kinds: what the first call's
+    # translation guards must tell apart from `args`.
+    later: tuple[Value, ...] = field(default=())
 
     def source(self) -> str:
         lines = [f"def f({', '.join(PARAMS)}):", "    r = []"]
@@ -455,8 +458,9 @@ def container_value(rng: random.Random, kind: str, depth: int = 0) -> Value:
                  ("{}", "{'k': 1}", "{1: 2}"))
 
 
-def random_value(rng: random.Random) -> Value:
-    kind = rng.choices(
+def random_value(rng: random.Random, kind: Optional[str] = None) -> Value:
+    """A value of ``kind``, or of a random kind."""
+    kind = kind or rng.choices(
         ("int", "bigint", "float", "str", "bytes", "list", "tuple", "dict", "set", "frozenset", "range",
          "complex", "None", "ndarray", "npscalar", "user", "subclass", "stdlib"),
         (8, 2, 6, 5, 2, 7, 4, 6, 3, 2, 2, 2, 2, 14, 5, 6, 6, 3))[0]
@@ -832,7 +836,14 @@ def generate(seed: str) -> Case:
         if rng.random() < CAUGHT_SHARE and not fragment.template.startswith("try:"):
             fragment = caught(fragment, k)
         body.append(fragment)
-    return Case(seed, args, tuple(body))
+    # Drawn last, so that a seed's function and first arguments are what they were.
+    later = tuple(random_value(rng, value.kind if rng.random() < LATER_SAME_KIND else None) for value in args)
+    return Case(seed, args, tuple(body), later=later)
+
+
+# The share of a later call's arguments of the same kind as the first call's (the rest of
+# any kind): same-kind values are the ones a guard too weak lets through.
+LATER_SAME_KIND = 0.8
 
 
 # Most random operations on random values raise: a share of fragments catch what they

@@ -287,6 +287,8 @@ impl Kind for Known {
             || is_immutable(obj)
             || cx.is_backend_constant(obj);
         if !plain {
+            // The class's own `__getitem__`, for objects of this type only.
+            cx.guard_type(v);
             let getitem = cx.type_lookup(&obj.get_type().into_any(), "__getitem__")?;
             let function_type = cx.known().function_type.clone();
             if let Some(getitem) = getitem.filter(|g| g.is_instance(&function_type).unwrap_or(false)) {

@@ -225,7 +225,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                     // A method of a list, dict or tuple from the frame works on its symbolic
                     // copy, written back after the graph if the method mutates it. One the
                     // type lacks raises CPython's AttributeError here (reading an exact
-                    // builtin's attribute runs no user code).
+                    // builtin's attribute runs no user code), its type guarded.
+                    self.guard_type(owner);
                     obj.getattr(name)?;
                     if self.is_ordered_dict(&obj) && !matches!(name, "get" | "keys" | "values" | "items") {
                         // Its other methods are its own (`copy` makes an OrderedDict,
