@@ -317,6 +317,30 @@ def a_classs_own_getitem_is_guarded_by_type(x, things):
     return x * 2, got
 
 
+_zeros = Cycling(-0.0, 0.0)
+
+
+@case(args=lambda: (arr(3), _zeros.next_value()), graphs=1, ops=1, rejected=1)
+def a_number_guard_tells_zero_signs_apart(x, zero):
+    # Found by the fuzzer's later call: -0.0 == 0.0, so a guard by `==` let 0.0 reuse the
+    # translation made for -0.0 (its `ascii` computed while translating).
+    return x * 2, ascii(zero), [zero]
+
+
+_viewed = Cycling({"k": 1}, ["k"])
+
+
+@case(args=lambda: (arr(3), _viewed.next_value()), graphs=1, ops=1, rejected=1)
+def a_frame_dicts_views_are_guarded_by_type(x, mapping):
+    # Found by the fuzzer's later call: `.keys()` of a frame dict was a dict view whatever
+    # the type of the object on a later call.
+    try:
+        keys = list(mapping.keys())
+    except AttributeError as error:
+        keys = str(error)
+    return x * 2, keys
+
+
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
 # made by code.replace (as the generated code and resume functions are): made so, as a
 # notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).

@@ -3,7 +3,7 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use super::guard::check::{holds_values_only, is_value_type, Check, VALUE_NESTING};
 use super::guard::source::Guard;
@@ -217,7 +217,36 @@ pub fn same_ordered_keys(py: Python<'_>, mapping: &Bound<'_, PyAny>, keys: &Stro
 pub fn equal_to_values(py: Python<'_>, value: &Bound<'_, PyAny>, expected: &StrongRef) -> bool {
     type_ptr(value) == type_ptr(&expected.bind(py))
         && holds_values_only(value, VALUE_NESTING).unwrap_or(false)
-        && rich_equal(py, value, expected)
+        && same_values(value, &expected.bind(py))
+}
+
+/// `a == b` as code computing with them sees it: of one type at every level, floats and
+/// complex numbers bit for bit (`-0.0` is not `0.0`: `str()`, `math.copysign` and `1 / x`
+/// tell them apart; a NaN is itself), sequences and dicts item by item, in order.
+fn same_values<'py>(a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>) -> bool {
+    if type_ptr(a) != type_ptr(b) {
+        return false;
+    }
+    if let (Ok(a), Ok(b)) = (a.cast_exact::<PyFloat>(), b.cast_exact::<PyFloat>()) {
+        return a.value().to_bits() == b.value().to_bits();
+    }
+    if let (Ok(a), Ok(b)) = (a.cast_exact::<PyComplex>(), b.cast_exact::<PyComplex>()) {
+        return a.real().to_bits() == b.real().to_bits() && a.imag().to_bits() == b.imag().to_bits();
+    }
+    let items = |value: &Bound<'py, PyAny>| -> Option<Vec<Bound<'py, PyAny>>> {
+        if let Ok(tuple) = value.cast_exact::<PyTuple>() {
+            return Some(tuple.iter().collect());
+        }
+        if let Ok(list) = value.cast_exact::<PyList>() {
+            return Some(list.iter().collect());
+        }
+        let dict = value.cast_exact::<PyDict>().ok()?;
+        Some(dict.iter().flat_map(|(k, v)| [k, v]).collect())
+    };
+    match (items(a), items(b)) {
+        (Some(a), Some(b)) => a.len() == b.len() && a.iter().zip(&b).all(|(a, b)| same_values(a, b)),
+        _ => rich_equal(a.py(), a, &StrongRef::new(b)),
+    }
 }
 
 pub fn type_ptr(value: &Bound<'_, PyAny>) -> *mut ffi::PyObject {

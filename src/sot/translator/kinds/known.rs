@@ -228,7 +228,10 @@ impl Kind for Known {
         _kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
         Ok(match (name, args) {
-            ("keys" | "values" | "items", []) => Some(super::dict::view(cx, v, name)),
+            ("keys" | "values" | "items", []) => {
+                cx.guard_type(v);
+                Some(super::dict::view(cx, v, name))
+            }
             _ => None,
         })
     }

@@ -458,10 +458,13 @@ fn min_or_max<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Opt
     if items.is_empty() {
         return match default {
             Some(d) => Ok(Some(d)),
-            None => Err(Problem::Python(pyo3::exceptions::PyValueError::new_err(format!(
-                "{}() iterable argument is empty",
-                call.name
-            )))),
+            // CPython's own error, worded as this interpreter words it.
+            None => Err(Problem::Python(
+                builtin(vm.py, call.name)?
+                    .call1((pyo3::types::PyTuple::empty(vm.py),))
+                    .err()
+                    .unwrap_or_else(|| pyo3::exceptions::PyValueError::new_err("empty")),
+            )),
         };
     }
     let index: usize = vm.order_by_keys(&items, key, call.name, false, None)?.extract()?;
