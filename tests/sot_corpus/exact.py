@@ -341,6 +341,19 @@ def a_frame_dicts_views_are_guarded_by_type(x, mapping):
     return x * 2, keys
 
 
+@case(args=lambda: (arr(3), [[-0.0], []]), graphs=1, ops=1, breaks=["holding themselves"])
+def a_list_holding_itself_passed_to_numpy(x, rows):
+    # Found by the fuzzer (a crash: the translator recursed into the list without end).
+    doubled = x * 2
+    rows = list(rows)
+    rows.append(rows)
+    try:
+        finite = np.isfinite(rows).all()
+    except ValueError as error:
+        finite = type(error).__name__
+    return doubled, finite
+
+
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
 # made by code.replace (as the generated code and resume functions are): made so, as a
 # notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).

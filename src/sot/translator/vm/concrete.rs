@@ -17,14 +17,25 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.realize_tensor(vid)
     }
 
+    /// `realize` of a value and of everything in it, in order: without recursion, and each
+    /// value once (a list may hold itself).
     pub(super) fn realize_deep(&mut self, vid: Vid) -> Res<()> {
-        self.realize(vid)?;
-        let parts: Vec<Vid> = match self.val(vid) {
-            Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. } => items.clone(),
-            Val::Slice(a, b, c) => vec![*a, *b, *c],
-            _ => return Ok(()),
-        };
-        parts.into_iter().try_for_each(|p| self.realize_deep(p))
+        let mut pending = vec![vid];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(vid) = pending.pop() {
+            if !seen.insert(vid) {
+                continue;
+            }
+            self.realize(vid)?;
+            match self.val(vid) {
+                Val::Tuple(items) | Val::List(items) | Val::NamedTuple { items, .. } => {
+                    pending.extend(items.iter().rev())
+                }
+                Val::Slice(a, b, c) => pending.extend([*c, *b, *a]),
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The Python object a value stands for, guarding its source on the whole value.

@@ -110,13 +110,24 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     pub(super) fn graph_arg(&mut self, vid: Vid) -> Res<(GraphArg<'py>, Bound<'py, PyAny>)> {
+        self.graph_arg_within(vid, MAX_NESTING)
+    }
+
+    /// `graph_arg`, for containers nested at most `depth` deep (a list holding itself
+    /// nests without end).
+    fn graph_arg_within(&mut self, vid: Vid, depth: usize) -> Res<(GraphArg<'py>, Bound<'py, PyAny>)> {
+        let Some(depth) = depth.checked_sub(1) else {
+            return unsupported(
+                "containers nested too deep, or holding themselves, passed to a tensor operation",
+            );
+        };
         let vid = self.realize(vid)?;
         Ok(match self.val(vid).clone() {
             Val::Tensor { sym, example } => (GraphArg::Sym(sym), example),
             Val::Tuple(items) => {
                 let (args, examples): (Vec<_>, Vec<_>) = items
                     .iter()
-                    .map(|i| self.graph_arg(*i))
+                    .map(|i| self.graph_arg_within(*i, depth))
                     .collect::<Res<Vec<_>>>()?
                     .into_iter()
                     .unzip();
@@ -125,7 +136,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::List(items) => {
                 let (args, examples): (Vec<_>, Vec<_>) = items
                     .iter()
-                    .map(|i| self.graph_arg(*i))
+                    .map(|i| self.graph_arg_within(*i, depth))
                     .collect::<Res<Vec<_>>>()?
                     .into_iter()
                     .unzip();
@@ -143,12 +154,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 } else {
                     Val::Tuple(items)
                 });
-                self.graph_arg(made)?
+                self.graph_arg_within(made, depth)?
             }
             Val::Slice(a, b, c) => {
-                let (a, ea) = self.graph_arg(a)?;
-                let (b, eb) = self.graph_arg(b)?;
-                let (c, ec) = self.graph_arg(c)?;
+                let (a, ea) = self.graph_arg_within(a, depth)?;
+                let (b, eb) = self.graph_arg_within(b, depth)?;
+                let (c, ec) = self.graph_arg_within(c, depth)?;
                 let example = builtin(self.py, "slice")?.call1((ea, eb, ec))?;
                 (GraphArg::Slice(Box::new([a, b, c])), example)
             }
