@@ -122,6 +122,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !metaclass.is(&type_type) && !calls_as_type {
             return Ok(None);
         }
+        // A class with abstract methods left: `object.__new__` raises TypeError (the call
+        // runs for real).
+        const TPFLAGS_IS_ABSTRACT: u64 = 1 << 20;
+        if cls.getattr("__flags__")?.extract::<u64>()? & TPFLAGS_IS_ABSTRACT != 0 {
+            return Ok(None);
+        }
         let pin = |vm: &mut Self| {
             if let Some(s) = source {
                 vm.add_guard(s, Check::Id(Pin::new(cls)));
