@@ -373,6 +373,24 @@ def an_abstract_class_is_not_instantiated(x):
     return doubled, made
 
 
+def _calling(method):
+    def call():
+        return method()
+    return call
+
+
+_hello = b"Hello"
+_calls = Cycling(_calling(_hello.__len__), _calling(_hello.upper))
+
+
+@case(args=lambda: (arr(3), _calls.next_value()), graphs=1, ops=1, rejected=1)
+def a_bound_builtin_method_in_a_closure_is_guarded(x, call):
+    # Found on boltons (debugutils.wrap_trace): closures of one code, each holding another
+    # method of one bytes object; the method called was guarded by type only, so `upper`
+    # reused `__len__`'s result.
+    return x * 2, call()
+
+
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
 # made by code.replace (as the generated code and resume functions are): made so, as a
 # notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).

@@ -57,6 +57,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     pub(in crate::sot::translator::vm) fn call_bound_builtin(
         &mut self,
         obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
@@ -125,6 +126,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(Some(self.record(obj, args.to_vec(), kwargs.to_vec())?));
             }
             return graph_break(format!("tensor to python: {} of a tensor", qualname(obj)));
+        }
+        if let Some(s) = source {
+            // A bound method held somewhere (a closure's cell): which method of which
+            // receiver it is, guarded (a cell of another closure of the same code may hold
+            // another).
+            self.add_guard(s, Check::Type(StrongRef::new(&obj.get_type().into_any())));
+            let name = self.intern(Source::Attr(s, name_ref(self.py, "__name__")));
+            self.add_guard(name, Check::Equals(StrongRef::new(&obj.getattr("__name__")?)));
+            let owner = self.intern(Source::Attr(s, name_ref(self.py, "__self__")));
+            self.guard_value(owner, &receiver)?;
         }
         self.computed_now(obj, args, kwargs, receiver.is_instance_of::<PyString>())
     }

@@ -80,7 +80,7 @@ impl<'py> Vm<'py, '_> {
     ) -> Res<Option<Vid>> {
         let name = match obj.getattr("__name__").and_then(|n| n.extract::<String>()) {
             Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => name,
-            _ => return self.call_bound_builtin(obj, args, kwargs),
+            _ => return self.call_bound_builtin(obj, source, args, kwargs),
         };
         if let Some(s) = source {
             self.add_guard(s, Check::Id(Pin::new(obj)));
