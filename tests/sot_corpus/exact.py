@@ -391,6 +391,34 @@ def a_bound_builtin_method_in_a_closure_is_guarded(x, call):
     return x * 2, call()
 
 
+@case(args=lambda: (arr(3), {"k": 1}), graphs=1, ops=1)
+def a_missing_keys_error_holds_the_key(x, table):
+    # Found by the fuzzer on 3.9: KeyError(None) was made without arguments (str ''), and
+    # a tuple key would have been its arguments.
+    raised = []
+    for key in (None, (1, 2), ("k",)):
+        try:
+            table[key]
+        except KeyError as error:
+            raised.append((str(error), error.args))
+    members = {(1, 2)}
+    try:
+        members.remove((3, 4))
+    except KeyError as error:
+        raised.append((str(error), error.args))
+    return x * 2, raised
+
+
+_counts = Cycling(np.int64(0), np.int64(1))
+
+
+@case(args=lambda: (arr(3), _counts.next_value()), graphs=1, ops=1, breaks=["computed from tensor values"])
+def a_sequence_repeated_by_a_numpy_count(x, count):
+    # Found by the fuzzer on 3.9: `(1, 2) * n` of a numpy 0 was an empty tuple of tensors,
+    # the same on every later call.
+    return x * 2, (1, 2) * count
+
+
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
 # made by code.replace (as the generated code and resume functions are): made so, as a
 # notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).

@@ -168,7 +168,7 @@ impl Kind for Dict {
                 match (found, rest.first()) {
                     (Some(value), _) => Ok(Some(value)),
                     (None, Some(default)) => Ok(Some(*default)),
-                    (None, None) => Err(Problem::Python(PyKeyError::new_err(key_obj.unbind()))),
+                    (None, None) => Err(Problem::Python(PyKeyError::new_err((key_obj.unbind(),)))),
                 }
             }
             ("copy", []) => Ok(Some(cx.push_val(Val::Dict(items)))),
@@ -222,7 +222,7 @@ impl Kind for Dict {
         let key_obj = cx.concrete(key)?;
         match cx.find_dict_key(items, &key_obj)? {
             Some(index) => Ok(Some(items[index].1)),
-            None => Err(Problem::Python(PyKeyError::new_err(key_obj.unbind()))),
+            None => Err(Problem::Python(PyKeyError::new_err((key_obj.unbind(),)))),
         }
     }
 
@@ -255,7 +255,7 @@ impl Kind for Dict {
         };
         let mut items = items.clone();
         let Some(index) = cx.find_dict_key(&items, key)? else {
-            return Err(Problem::Python(PyKeyError::new_err(key.clone().unbind())));
+            return Err(Problem::Python(PyKeyError::new_err((key.clone().unbind(),))));
         };
         let (k, value) = items.remove(index);
         cx.check_droppable(k)?;

@@ -89,7 +89,7 @@ impl Kind for Set {
                         return graph_break("removing from a set the translation made (it changes its order)")
                     }
                     None if name == "discard" => {}
-                    None => return Err(Problem::Python(PyKeyError::new_err(target.unbind()))),
+                    None => return Err(Problem::Python(PyKeyError::new_err((target.unbind(),)))),
                 }
             }
             ("add", [item]) => cx.add_items(v, vec![*item])?,

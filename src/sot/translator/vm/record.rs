@@ -242,7 +242,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let is_tuple = example.is_exact_instance_of::<PyTuple>();
         if is_tuple || example.is_exact_instance_of::<PyList>() {
             let items: Vec<Bound<'py, PyAny>> = example.try_iter()?.collect::<PyResult<_>>()?;
-            if items.iter().all(|i| self.backend.is_tensor(i)) {
+            // Tensors only (none at all may be a count computed from a tensor's value:
+            // `(1, 2) * n` of a scalar 0).
+            if !items.is_empty() && items.iter().all(|i| self.backend.is_tensor(i)) {
                 let getitem = self.ops.op("getitem")?;
                 let mut vids = Vec::with_capacity(items.len());
                 for (index, item) in items.into_iter().enumerate() {
