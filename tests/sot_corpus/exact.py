@@ -419,6 +419,15 @@ def a_sequence_repeated_by_a_numpy_count(x, count):
     return x * 2, (1, 2) * count
 
 
+@case(args=lambda: (arr(3), 2**100), graphs=1, ops=1, breaks=["print", "exception made with an object from the frame"])
+def an_exception_holds_the_callers_number(x, big):
+    # Found by the fuzzer on 3.10: an exception made with a number from the frame was made
+    # again by the generated code from an equal constant, not the caller's object.
+    print("a break before the exception is made")
+    error = ValueError(big)
+    return x * 2, error.args[0] is big
+
+
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
 # made by code.replace (as the generated code and resume functions are): made so, as a
 # notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).

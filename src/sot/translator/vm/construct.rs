@@ -164,11 +164,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             // The generated code makes it again from its arguments as constants: no object
             // from the frame but values (another would be the first call's, and would live
             // as long as the code).
-            if !args
-                .iter()
-                .chain(kwargs.iter().map(|(_, v)| v))
-                .all(|a| self.is_constant(*a))
-            {
+            // A value from the frame, the caller's object (`e.args[0] is x`), only where
+            // every equal value is that object (None, booleans, small ints).
+            if !args.iter().chain(kwargs.iter().map(|(_, v)| v)).all(|a| {
+                self.is_constant(*a)
+                    && match self.val(*a) {
+                        Val::Obj { obj, source: Some(_) } => is_one_object_per_value(obj),
+                        _ => true,
+                    }
+            }) {
                 return graph_break("an exception made with an object from the frame");
             }
             pin(self);
@@ -275,4 +279,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             keywords,
         }))
     }
+}
+
+/// Whether every value equal to `obj` (of its type) is `obj` itself in CPython: None, the
+/// booleans, the small ints CPython caches.
+fn is_one_object_per_value(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_none()
+        || obj.is_exact_instance_of::<pyo3::types::PyBool>()
+        || obj.is_exact_instance_of::<pyo3::types::PyInt>()
+            && obj.extract::<i64>().is_ok_and(|n| (-5..=256).contains(&n))
 }
