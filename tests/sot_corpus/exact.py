@@ -428,6 +428,16 @@ def an_exception_holds_the_callers_number(x, big):
     return x * 2, error.args[0] is big
 
 
+@case(args=lambda: (arr(3), list(range(5000))), graphs=1, ops=1, breaks=["more than 4096 items"])
+def a_long_list_taken_as_a_whole_runs_as_it_is(x, numbers):
+    # Found on boltons (BarrelList of 100,000 numbers: tests ran for minutes): a long list
+    # taken whole is not modeled item by item, which costs more than running the code.
+    doubled = x * 2
+    chunks = [[]]
+    chunks[-1].extend(numbers)
+    return doubled, len(chunks[0])
+
+
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
 # made by code.replace (as the generated code and resume functions are): made so, as a
 # notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).

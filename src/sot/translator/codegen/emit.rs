@@ -1,6 +1,8 @@
 //! Writing instructions, constants and names of a code object: what generated code and
 //! resume functions share.
 
+use std::collections::HashMap;
+
 use framehook_bytecode::canonical::{self, Arg, CodeKind, Const, ConstPool, Handler, Instruction, Op, Vars};
 use framehook_bytecode::raw::{self, Code};
 use framehook_bytecode::table::{CallLayout, ExceptionModel, LineTableFormat};
@@ -24,15 +26,34 @@ pub struct Pools<'py> {
     pub py: Python<'py>,
     pub consts: Vec<Bound<'py, PyAny>>,
     pub names: Vec<String>,
+    /// Each constant's index by its address (generated code may hold thousands: a long
+    /// list's items).
+    const_index: HashMap<usize, u32>,
 }
 
 impl<'py> Pools<'py> {
-    pub fn constant(&mut self, value: Bound<'py, PyAny>) -> u32 {
-        if let Some(found) = self.consts.iter().position(|c| c.is(&value)) {
-            return found as u32;
+    fn new(py: Python<'py>, consts: Vec<Bound<'py, PyAny>>, names: Vec<String>) -> Self {
+        let mut const_index = HashMap::with_capacity(consts.len());
+        for (index, constant) in consts.iter().enumerate() {
+            const_index
+                .entry(constant.as_ptr() as usize)
+                .or_insert(index as u32);
         }
-        self.consts.push(value);
-        (self.consts.len() - 1) as u32
+        Pools {
+            py,
+            consts,
+            names,
+            const_index,
+        }
+    }
+
+    pub fn constant(&mut self, value: Bound<'py, PyAny>) -> u32 {
+        let next = self.consts.len() as u32;
+        let index = *self.const_index.entry(value.as_ptr() as usize).or_insert(next);
+        if index == next {
+            self.consts.push(value);
+        }
+        index
     }
 
     pub fn name(&mut self, name: &str) -> u32 {
@@ -379,11 +400,11 @@ impl<'py> Writer<'py> {
         vars: Vars,
         location: Location,
     ) -> PyResult<Self> {
-        let pools = Pools {
-            py: code.py(),
-            consts: code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
-            names: code.getattr("co_names")?.extract()?,
-        };
+        let pools = Pools::new(
+            code.py(),
+            code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
+            code.getattr("co_names")?.extract()?,
+        );
         Ok(Writer {
             table,
             pools,

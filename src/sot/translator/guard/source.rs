@@ -1,6 +1,10 @@
 //! Sources: where a value came from, as a path from the frame (an argument, a free
 //! variable, a global, an attribute or item of another source), interned in a table.
 
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyString};
 
@@ -43,6 +47,22 @@ impl Source {
         }
     }
 
+    /// Where the table's index files it: equal sources (`same`) fall in one bucket.
+    fn bucket(&self) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::mem::discriminant(self).hash(&mut hasher);
+        match self {
+            Source::Argument(i) | Source::Free(i) | Source::Called(i) => i.hash(&mut hasher),
+            Source::Global(key) | Source::Builtin(key) => key_hash(key).hash(&mut hasher),
+            Source::Attr(parent, key) | Source::Item(parent, key) => {
+                parent.hash(&mut hasher);
+                key_hash(key).hash(&mut hasher);
+            }
+            Source::Held(held) => (held.as_ptr() as usize).hash(&mut hasher),
+        }
+        hasher.finish()
+    }
+
     pub fn clone_ref(&self, py: Python<'_>) -> Source {
         match self {
             Source::Argument(i) => Source::Argument(*i),
@@ -57,6 +77,34 @@ impl Source {
     }
 }
 
+/// A key's hash where computing it runs no code of the user's (an exact str, int, float,
+/// bytes, bool or None: equal ones hash alike, as `same_key` needs), else 0.
+fn key_hash(key: &StrongRef) -> isize {
+    // SAFETY: a live object; hashing these exact builtin types runs no Python code and
+    // cannot fail but for a str's memory (then 0: one bucket for all).
+    unsafe {
+        let object = key.as_ptr();
+        let plain = [
+            &raw mut ffi::PyUnicode_Type,
+            &raw mut ffi::PyLong_Type,
+            &raw mut ffi::PyFloat_Type,
+            &raw mut ffi::PyBytes_Type,
+            &raw mut ffi::PyBool_Type,
+        ]
+        .contains(&ffi::Py_TYPE(object))
+            || object == ffi::Py_None();
+        if !plain {
+            return 0;
+        }
+        let hash = ffi::PyObject_Hash(object);
+        if hash == -1 {
+            ffi::PyErr_Clear();
+            return 0;
+        }
+        hash
+    }
+}
+
 /// The sources of one code object's cache entries, shared by them.
 #[derive(Default)]
 pub struct SourceTable {
@@ -65,14 +113,20 @@ pub struct SourceTable {
     /// with them in the graph instead of guarding their value (automatic dynamic, as
     /// Dynamo's: specialize first, generalize what was seen to change).
     pub dynamic: Vec<SourceId>,
+    /// The ids of `sources` by their bucket: interning one of many (a long list's items)
+    /// looks at the few that may be the same, not at all.
+    index: HashMap<u64, Vec<SourceId>>,
 }
 
 impl SourceTable {
     /// The id of `source`, added if new.
     pub fn intern(&mut self, source: Source) -> SourceId {
-        if let Some(found) = self.sources.iter().position(|s| s.same(&source)) {
-            return found;
+        let bucket = source.bucket();
+        let ids = self.index.entry(bucket).or_default();
+        if let Some(found) = ids.iter().find(|id| self.sources[**id].same(&source)) {
+            return *found;
         }
+        ids.push(self.sources.len());
         self.sources.push(source);
         self.sources.len() - 1
     }
@@ -81,6 +135,7 @@ impl SourceTable {
         SourceTable {
             sources: self.sources.iter().map(|s| s.clone_ref(py)).collect(),
             dynamic: self.dynamic.clone(),
+            index: self.index.clone(),
         }
     }
 

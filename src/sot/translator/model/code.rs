@@ -19,6 +19,11 @@ pub const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
 /// How deep values nest in one another where the translator recurses over them.
 pub const MAX_NESTING: usize = 200;
 
+/// How many items of a container the translator models one by one: past it, translating
+/// costs more than running the code that makes or reads them (a list of 100,000 numbers
+/// made again from as many constants).
+pub const MAX_MODELED_ITEMS: usize = 4096;
+
 /// Per instruction: whether it is in a loop's body or a `while` loop's first test
 /// (`loops::loops`, `loops::first_test`).
 pub fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {

@@ -54,6 +54,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let vid = self.realize(vid)?;
         let val = self.val(vid).clone();
         match kind_of(&val).items(self, vid, &val)? {
+            Some(items) if items.len() > MAX_MODELED_ITEMS => unsupported(format!(
+                "a container of more than {MAX_MODELED_ITEMS} items taken as a whole (its code runs as it is)"
+            )),
             Some(items) => Ok(items),
             None => unsupported("iteration over an internal value"),
         }
