@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from ._case import arr, case
+from ._case import Cycling, arr, case
 
 
 class _Affine:
@@ -249,6 +249,16 @@ def functools_partial_is_called_through(x):
     # arguments first and its keywords under the call's.
     twice = functools.partial(_scale, k=2.0)
     return twice(x), twice(x, bias=1.0)
+
+
+_partials = Cycling(functools.partial(_scale, k=2.0), functools.partial(_scale, k=3.0, bias=1.0))
+
+
+@case(args=lambda: (arr(3), _partials.next_value()), graphs=1, ops=4, rejected=1)
+def a_partial_from_the_caller_is_called_through(x, scaled):
+    # Its function, arguments and keywords read through their sources (a toolz
+    # pattern): no break, and another partial's keywords fail the guards.
+    return scaled(x), scaled(x, bias=0.5)
 
 
 @case(args=lambda: (arr(3),), graphs=1, ops=2)

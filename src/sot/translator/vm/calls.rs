@@ -212,6 +212,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             pin(self);
             return self.make_partial(args, kwargs);
         }
+        if obj.get_type().is(&self.ops.partial_type) {
+            return self.call_partial_object(callable, &obj, source, args, kwargs);
+        }
         if obj.is_instance(&self.ops.lru_cache_type)? {
             pin(self);
             return self.call_cached(&obj, source, args, kwargs);

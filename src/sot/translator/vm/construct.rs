@@ -281,6 +281,52 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 }
 
+impl<'py> Vm<'py, '_> {
+    /// A `functools.partial` object (of that exact type, whose fields cannot be set) called:
+    /// its function, with its arguments before the call's and the call's keywords over its
+    /// own. From the frame, each field is read through its source (guarded as used).
+    pub(super) fn call_partial_object(
+        &mut self,
+        callable: Vid,
+        obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+    ) -> Res<Vid> {
+        let field = |vm: &mut Self, name: &str| -> Res<Vid> {
+            let value = obj.getattr(name)?;
+            Ok(match source {
+                Some(s) => vm.value_of_source(Source::Attr(s, name_ref(vm.py, name)), value),
+                None => vm.constant(value),
+            })
+        };
+        self.guard_type(callable);
+        let function = field(self, "func")?;
+        let stored = field(self, "args")?;
+        let mut all = self.items_of(stored)?;
+        if let Ok(placeholder) = import(self.py, "functools")?.getattr("Placeholder") {
+            // 3.14+: a placeholder takes a later argument's place. Each stored argument's
+            // type guarded tells one apart on a later call too.
+            let placeholder_type = placeholder.get_type().into_any();
+            for arg in &all {
+                self.guard_type(*arg);
+                if self.type_of(*arg)?.is(&placeholder_type) {
+                    return unsupported("a functools.partial with placeholders called");
+                }
+            }
+        }
+        all.extend(args);
+        let stored_keywords = field(self, "keywords")?;
+        let mut keywords = Vec::new();
+        for (key, value) in self.dict_items(stored_keywords)? {
+            let key = self.concrete(key)?;
+            keywords.push((key.extract::<String>()?, value));
+        }
+        let keywords = super::calls::merged_keywords(keywords, kwargs);
+        self.call(function, all, keywords)
+    }
+}
+
 /// Whether every value equal to `obj` (of its type) is `obj` itself in CPython: None, the
 /// booleans, the small ints CPython caches.
 fn is_one_object_per_value(obj: &Bound<'_, PyAny>) -> bool {
