@@ -5,6 +5,7 @@ from the caller that object; anything else is a real call or a break."""
 
 import abc
 import collections
+import sys
 
 import numpy as np
 
@@ -436,6 +437,20 @@ def a_long_list_taken_as_a_whole_runs_as_it_is(x, numbers):
     chunks = [[]]
     chunks[-1].extend(numbers)
     return doubled, len(chunks[0])
+
+
+def _caller_name():
+    print("a break before the frame is read")
+    return sys._getframe(1).f_code.co_name
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["print"], fallbacks=1)
+def a_frame_read_after_a_break_sees_its_caller(x):
+    # Found on attrs (make_class names a class's module by its caller's globals): a frame
+    # reading `sys._getframe(1)` after a break read it from its resume function, one frame
+    # too deep. Such a frame runs eagerly where it would break.
+    doubled = x * 2
+    return doubled, _caller_name()
 
 
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object

@@ -93,6 +93,11 @@ pub const FRAME_READERS: [(&str, &str); 8] = [
     ("inspect", "stack"),
 ];
 
+/// Names of the functions that read the frames above the one calling them
+/// (`sys._getframe(1)`): a frame whose code names one runs eagerly where it would break,
+/// since a resume function would be one more frame between it and its callers.
+pub const CALLER_FRAME_READERS: [&str; 3] = ["_getframe", "_getframemodulename", "currentframe"];
+
 /// What stands for a call's NULL slot where the version has no `PUSH_NULL` (3.9, 3.10):
 /// `framehook._native._sot_call_with`, which calls its first argument with the rest.
 pub fn null_substitute<'py>(table: &Table, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {

@@ -122,6 +122,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             })
             .collect();
         self.setup_cells(&mut frame, &closure);
+        let names: Vec<String> = code
+            .getattr("co_names")
+            .and_then(|n| n.extract())
+            .map_err(|e| self.located_top(e.into()))?;
+        let reads_callers = names.iter().any(|n| CALLER_FRAME_READERS.contains(&n.as_str()));
         match self.top_as_one_operation(code, info, &frame) {
             Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
             Ok(None) => {}
@@ -213,6 +218,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                     // instruction runs natively and a resume function goes on after it.
                     let stop = match problem {
                         Problem::Eager(_) => return Err(self.located(problem)),
+                        Problem::Break(reason) | Problem::Fallback(reason) if reads_callers => {
+                            return Err(self.located(Problem::Eager(format!(
+                                "{reason} (the frame reads its callers' frames: a resume function \
+                                 would stand between them)"
+                            ))))
+                        }
                         Problem::Fallback(reason) => self.located(Problem::Break(reason)),
                         problem => self.located(problem),
                     };
