@@ -125,7 +125,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let names: Vec<String> = code
             .getattr("co_names")
             .and_then(|n| n.extract())
-            .map_err(|e| self.located_top(e.into()))?;
+            .map_err(|e| self.located_top(e))?;
         let reads_callers = names.iter().any(|n| CALLER_FRAME_READERS.contains(&n.as_str()));
         match self.top_as_one_operation(code, info, &frame) {
             Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
