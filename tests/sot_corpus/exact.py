@@ -453,6 +453,38 @@ def a_frame_read_after_a_break_sees_its_caller(x):
     return doubled, _caller_name()
 
 
+class _Sequence:
+    def __init__(self, items):
+        self.items = items
+
+
+class _Spliced(_Sequence):
+    def __init__(self, items):
+        items = [self.wrap(item) for item in items]  # `self` in a cell below 3.12
+        keep = lambda: self  # noqa: E731 - and on every version
+        if Ellipsis in items:
+            spliced = []
+            for item, after in zip(items, items[1:]):
+                print(end="")  # a break inside the loop
+                spliced.append(item if item is not Ellipsis else after)
+            items[:-1] = spliced
+        super().__init__(items)
+        self.keep = keep
+
+    def wrap(self, item):
+        return item
+
+
+@case(args=lambda: (arr(3), [1, ..., 2]), graphs=1, ops=1,
+      breaks=["print", "cannot rebuild", "iterator of a loop", "graph break in a loop"])
+def a_zero_argument_super_after_a_break_with_self_in_a_cell(x, items):
+    # Found on pyparsing (And.__init__ on 3.9): `self`, captured by a closure, lives in a
+    # cell; the resume function after the loop had its first local unbound, where
+    # `super()` looks for the first argument ("super(): arg[0] deleted").
+    doubled = x * 2
+    return doubled, _Spliced(items).items
+
+
 # compile() keeps its own constants where free-threaded 3.13+ interns those of a code object
 # made by code.replace (as the generated code and resume functions are): made so, as a
 # notebook cell or a template engine makes its functions (found by the fuzzer on 3.13t).

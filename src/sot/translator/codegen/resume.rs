@@ -65,6 +65,10 @@ impl ResumeNames {
     pub fn stack(&self, index: usize) -> String {
         format!("{RESUME_STACK}{}_{index}", self.level)
     }
+
+    pub fn first_local(&self) -> String {
+        format!("{RESUME_BOX}{}_first", self.level)
+    }
 }
 
 /// A resume function's code: the original code, with a prologue that takes the
@@ -89,6 +93,10 @@ pub fn resume_code<'py>(
     }
     if !resume.vars.handed.is_empty() {
         resume.unpack_box(&mut w);
+    }
+    if let Some(cell) = resume.vars.first_cell {
+        w.emit(Op::LoadDeref, Arg::Var(resume.vars.remap(cell)));
+        w.emit(Op::StoreFast, Arg::Var(0));
     }
     resume.marked_variables(&mut w);
     // Instructions whose targets are the original's: moved past what comes before the
@@ -116,6 +124,11 @@ struct ResumeVars {
     first_handed: bool,
     /// The resume function's positional arguments: the box's, or none.
     argcount: usize,
+    /// Where the original's first argument is a cell and its code calls `super()`: that
+    /// cell (the original's index). A zero-argument `super()` reads the frame's first
+    /// local (or the cell of the first argument, which the resume function has as a free
+    /// variable): the prologue stores the cell's contents there.
+    first_cell: Option<u32>,
     /// A bridge's locals for the stack slots it hands on.
     handed_on: Option<Vec<Slot>>,
     /// A bridge's local for a branch's condition.
@@ -148,6 +161,22 @@ impl ResumeVars {
             Vec::new()
         };
         let argcount = varnames.len();
+        let takes_arguments = code.getattr("co_argcount")?.extract::<usize>()? > 0;
+        let calls_super = code
+            .getattr("co_names")?
+            .extract::<Vec<String>>()?
+            .iter()
+            .any(|n| n == "super");
+        let first_cell = vars
+            .varnames
+            .first()
+            .filter(|first| takes_arguments && calls_super && vars.cellvars.contains(first))
+            .and_then(|first| old_all.iter().rposition(|n| n == first))
+            .map(|cell| cell as u32);
+        if first_cell.is_some() && varnames.is_empty() {
+            // Not an argument: a local that only `super()` reads.
+            varnames.push(names.first_local());
+        }
         for name in &handed {
             if !varnames.contains(name) {
                 varnames.push(name.clone());
@@ -179,6 +208,7 @@ impl ResumeVars {
             handed,
             first_handed,
             argcount,
+            first_cell,
             handed_on,
             condition_var,
         };
