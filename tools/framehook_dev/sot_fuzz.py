@@ -229,6 +229,14 @@ def run_once(function: Any, args: tuple) -> Outcome:
     return Outcome(kind, value, args, out.getvalue(), np.geterr())
 
 
+def reached_the_recursion_limit(outcome: Outcome) -> bool:
+    """Whether the run (or the repr of what it left: a container holding itself through a
+    class's own `__repr__`) reached the recursion limit. Where it is reached depends on
+    the frames below, which a translation changes (resume functions, inlined calls): such
+    runs are not compared."""
+    return isinstance(outcome.value, RecursionError) or "RecursionError" in outcome.summary()
+
+
 def differences(eager: Outcome, translated: Outcome) -> list[str]:
     """What differs: of "outcome", "value", "exception", "arguments", "stdout", "numpy error
     handling"."""
@@ -287,6 +295,9 @@ class Runner:
         if eager.kind == "timeout":
             self.counts["skipped: eager timeout"] += count
             return None
+        if reached_the_recursion_limit(eager):
+            self.counts["skipped: recursion limit"] += count
+            return None
         fast = self.sot.translate(function, backend="numpy")
         found = None
         for which in ("translating call", "cached call"):
@@ -298,7 +309,7 @@ class Runner:
         if found is None and later is not None:
             # Other arguments: the first translation's guards take them or send them on.
             eager_later = run_once(function, copy.deepcopy(later))
-            if eager_later.kind != "timeout":
+            if eager_later.kind != "timeout" and not reached_the_recursion_limit(eager_later):
                 translated = run_once(fast, copy.deepcopy(later))
                 diff = differences(eager_later, translated)
                 if diff:
