@@ -221,17 +221,19 @@ pub fn equal_to_values(py: Python<'_>, value: &Bound<'_, PyAny>, expected: &Stro
 }
 
 /// `a == b` as code computing with them sees it: of one type at every level, floats and
-/// complex numbers bit for bit (`-0.0` is not `0.0`: `str()`, `math.copysign` and `1 / x`
-/// tell them apart; a NaN is itself), sequences and dicts item by item, in order.
+/// complex numbers equal with the same signs (`-0.0` is not `0.0`: `str()`,
+/// `math.copysign` and `1 / x` tell them apart; a NaN equals nothing, not even a NaN of the
+/// same bits: `hash()` of one is its identity's), sequences and dicts item by item, in order.
 fn same_values<'py>(a: &Bound<'py, PyAny>, b: &Bound<'py, PyAny>) -> bool {
     if type_ptr(a) != type_ptr(b) {
         return false;
     }
+    let same_float = |a: f64, b: f64| a == b && a.is_sign_negative() == b.is_sign_negative();
     if let (Ok(a), Ok(b)) = (a.cast_exact::<PyFloat>(), b.cast_exact::<PyFloat>()) {
-        return a.value().to_bits() == b.value().to_bits();
+        return same_float(a.value(), b.value());
     }
     if let (Ok(a), Ok(b)) = (a.cast_exact::<PyComplex>(), b.cast_exact::<PyComplex>()) {
-        return a.real().to_bits() == b.real().to_bits() && a.imag().to_bits() == b.imag().to_bits();
+        return same_float(a.real(), b.real()) && same_float(a.imag(), b.imag());
     }
     let items = |value: &Bound<'py, PyAny>| -> Option<Vec<Bound<'py, PyAny>>> {
         if let Ok(tuple) = value.cast_exact::<PyTuple>() {
