@@ -53,6 +53,8 @@ def test_same_compares_values_as_a_user_of_the_results_does():
     assert not sot_fuzz.same({"a": 1, "b": 2}, {"b": 2, "a": 1})  # order is part of a dict's value
     assert not sot_fuzz.same([1, 2], [1, 3])
     assert sot_fuzz.same(ValueError("x", 1), ValueError("x", 1))
+    objects = np.array([complex(float("inf"), float("nan")), 1], dtype=object)
+    assert sot_fuzz.same(objects, objects.copy()) and not sot_fuzz.same(objects, objects[::-1].copy())
     # Values holding themselves (twice at each level): compared once per pair, at once.
     ones, twos, other = [1, 2], [1, 2], [1, 3]
     for value in (ones, twos, other):

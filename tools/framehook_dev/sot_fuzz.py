@@ -121,6 +121,8 @@ def _same(a: Any, b: Any, depth: int, seen: dict[tuple[int, int], tuple[Any, Any
     if isinstance(a, np.ndarray):
         if a.dtype != b.dtype or a.shape != b.shape:
             return False
+        if a.dtype.kind == "O":  # Python objects: compared as such (NaN equals NaN)
+            return _same(a.tolist(), b.tolist(), depth + 1, seen)
         try:
             equal = bool(np.array_equal(a, b, equal_nan=True))
         except TypeError:  # dtypes without NaN
