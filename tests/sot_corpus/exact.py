@@ -329,7 +329,7 @@ _nans = Cycling(float("nan"), float("nan"))
 def a_nan_guard_passes_no_other_nan(x, nan):
     # 3.10+ hashes a NaN by its identity: a guard letting another NaN through (bit for
     # bit the same) would give the first one's hash (found by the model table).
-    return x * 2, hash(nan) == object.__hash__(nan)
+    return x * 2, hash(nan)
 
 
 @case(args=lambda: (arr(3), _zeros.next_value()), graphs=1, ops=1, rejected=1)
@@ -485,7 +485,9 @@ class _Spliced(_Sequence):
         return item
 
 
-@case(args=lambda: (arr(3), [1, ..., 2]), graphs=1, ops=1,
+# Not hot: `_Spliced.__init__` learns during the first call that its loop runs eagerly (its
+# code reads the frame's variables), so later calls run that frame eagerly from its start.
+@case(args=lambda: (arr(3), [1, ..., 2]), graphs=1, ops=1, hot=False,
       breaks=["print", "cannot rebuild", "iterator of a loop", "graph break in a loop"])
 def a_zero_argument_super_after_a_break_with_self_in_a_cell(x, items):
     # Found on pyparsing (And.__init__ on 3.9): `self`, captured by a closure, lives in a
