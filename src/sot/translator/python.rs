@@ -319,8 +319,6 @@ fn _sot_rerun<'py>(
     closure: &Bound<'py, PyAny>,
     parameters: &Bound<'py, PyTuple>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    use super::model::code::{CO_VARARGS, CO_VARKEYWORDS};
-
     let py = exception.py();
     if !exception.is_instance_of::<pyo3::exceptions::PyException>() {
         return Err(PyErr::from_value(exception.clone()));
@@ -329,17 +327,16 @@ fn _sot_rerun<'py>(
     let function = import(py, "types")?
         .getattr("FunctionType")?
         .call1((code, globals, &none, &none, closure))?;
-    let argcount: usize = code.getattr("co_argcount")?.extract()?;
-    let kwonly: usize = code.getattr("co_kwonlyargcount")?.extract()?;
-    let flags: u32 = code.getattr("co_flags")?.extract()?;
+    let layout = super::model::code::Parameters::of(code)?;
     let varnames = code.getattr("co_varnames")?;
-    let mut args: Vec<Bound<'py, PyAny>> = parameters.iter().take(argcount).collect();
+    let mut args: Vec<Bound<'py, PyAny>> = parameters.iter().take(layout.positional).collect();
     let kwargs = PyDict::new(py);
-    for index in argcount..argcount + kwonly {
+    let keyword_only = layout.positional..layout.positional + layout.keyword_only;
+    for index in keyword_only.clone() {
         kwargs.set_item(varnames.get_item(index)?, parameters.get_item(index)?)?;
     }
-    let mut next = argcount + kwonly;
-    if flags & CO_VARARGS != 0 {
+    let mut next = keyword_only.end;
+    if layout.varargs {
         args.extend(
             parameters
                 .get_item(next)?
@@ -348,7 +345,7 @@ fn _sot_rerun<'py>(
         );
         next += 1;
     }
-    if flags & CO_VARKEYWORDS != 0 {
+    if layout.varkeywords {
         kwargs.update(parameters.get_item(next)?.cast::<pyo3::types::PyMapping>()?)?;
     }
     let args = PyTuple::new(py, args)?;

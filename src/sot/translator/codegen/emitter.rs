@@ -10,7 +10,7 @@ use crate::hookapi::pyobject::import;
 use crate::sot::translator::code_pool::Generated;
 use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::kinds::{kind_of, made_exception};
-use crate::sot::translator::model::code::MAX_NESTING;
+use crate::sot::translator::model::code::{Parameters, MAX_NESTING};
 use crate::sot::translator::model::frame::SideEffect;
 use crate::sot::translator::model::value::{Lazy, Val, Vid};
 use crate::sot::translator::pyutil::builtin;
@@ -444,7 +444,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         }
         self.emit(Op::StoreFast, Arg::Var(self.outputs_var));
         let code = self.plan.code.clone();
-        let parameters = parameter_count(&code)?;
+        let parameters = Parameters::of(&code)?.count();
         let frees = self.plan.vars.freevars.len();
         let first_free = self.plan.vars.all().len() - frees;
         let closure: Vec<u32> = (first_free..first_free + frees).map(|v| self.var_of(v)).collect();
@@ -802,15 +802,4 @@ impl<'py> Emit<'py> for Emitter<'_, 'py> {
     fn writer(&mut self) -> &mut Writer<'py> {
         &mut self.w
     }
-}
-
-/// How many parameters `code` takes: positional, keyword-only, `*args` and `**kwargs`.
-fn parameter_count(code: &Bound<'_, PyAny>) -> PyResult<usize> {
-    use crate::sot::translator::model::code::{CO_VARARGS, CO_VARKEYWORDS};
-
-    let flags: u32 = code.getattr("co_flags")?.extract()?;
-    Ok(code.getattr("co_argcount")?.extract::<usize>()?
-        + code.getattr("co_kwonlyargcount")?.extract::<usize>()?
-        + usize::from(flags & CO_VARARGS != 0)
-        + usize::from(flags & CO_VARKEYWORDS != 0))
 }

@@ -152,7 +152,8 @@ impl ResumeVars {
             .collect();
         handed.extend(key.live.iter().map(|v| old_all[*v].clone()));
         let boxed = handed.len();
-        let first_handed = key.live.contains(&0) && code.getattr("co_argcount")?.extract::<usize>()? > 0;
+        let takes_arguments = code.getattr("co_argcount")?.extract::<usize>()? > 0;
+        let first_handed = key.live.contains(&0) && takes_arguments;
         let mut varnames: Vec<String> = if first_handed {
             vec![old_all[0].clone()]
         } else if boxed > 0 {
@@ -161,7 +162,6 @@ impl ResumeVars {
             Vec::new()
         };
         let argcount = varnames.len();
-        let takes_arguments = code.getattr("co_argcount")?.extract::<usize>()? > 0;
         let calls_super = code
             .getattr("co_names")?
             .extract::<Vec<String>>()?

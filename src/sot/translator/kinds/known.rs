@@ -304,42 +304,32 @@ impl Kind for Known {
         if mapping {
             cx.check_native_key(&key_obj)?;
         }
-        let value = match obj.get_item(&key_obj) {
-            Ok(value) => value,
-            Err(missing) => {
-                // A missing key or index (KeyError, IndexError) is guarded as a found one
-                // is: on a later call the item may be there.
-                match source.filter(|_| !is_immutable(obj)) {
-                    Some(source) => {
-                        cx.guard_type(v);
-                        if mapping {
-                            let item = cx.intern(Source::Item(source, StrongRef::new(&key_obj)));
-                            cx.add_guard(item, Check::Absent);
-                        } else {
-                            cx.add_guard(source, Check::Len(obj.len()?));
-                        }
-                    }
-                    None => {
-                        let _ = cx.concrete(v)?;
-                    }
-                }
-                return Err(missing.into());
-            }
-        };
+        let found = obj.get_item(&key_obj);
         let Some(source) = source.filter(|_| !is_immutable(obj)) else {
             let _ = cx.concrete(v)?;
-            return Ok(Some(cx.wrap_result(value)));
+            return Ok(Some(cx.wrap_result(found?)));
         };
+        // Guarded whether the item is found or not (a KeyError or IndexError is caught, and
+        // on a later call the item may be there).
         cx.guard_type(v);
-        if !key_obj.is_instance_of::<PySlice>() {
-            if mapping {
-                // Present (read where the generated code starts): on a later call the key
-                // may be missing, and the original raises KeyError where it reads it.
-                let item = cx.intern(Source::Item(source, StrongRef::new(&key_obj)));
-                cx.add_guard(item, Check::Present);
-            } else {
-                cx.add_guard(source, Check::Len(obj.len()?));
-            }
+        let is_slice = key_obj.is_instance_of::<PySlice>();
+        if mapping {
+            // The read of a found item is hoisted to the generated code's start: on a later
+            // call the key may be missing, and the original raises KeyError where it reads it.
+            let item = cx.intern(Source::Item(source, StrongRef::new(&key_obj)));
+            cx.add_guard(
+                item,
+                if found.is_ok() {
+                    Check::Present
+                } else {
+                    Check::Absent
+                },
+            );
+        } else if !is_slice {
+            cx.add_guard(source, Check::Len(obj.len()?));
+        }
+        let value = found?;
+        if !is_slice {
             return Ok(Some(
                 cx.value_of_source(Source::Item(source, StrongRef::new(&key_obj)), value),
             ));

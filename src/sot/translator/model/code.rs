@@ -16,6 +16,39 @@ pub const CO_GENERATOR: u32 = 0x20;
 
 pub const CO_COROUTINE_LIKE: u32 = 0x80 | 0x100 | 0x200;
 
+/// A code object's parameters, in `co_varnames` order: positional (positional-only
+/// included), keyword-only, then `*args` and `**kwargs` where it has them.
+pub struct Parameters {
+    pub positional: usize,
+    pub keyword_only: usize,
+    pub varargs: bool,
+    pub varkeywords: bool,
+}
+
+impl Parameters {
+    pub fn new(argcount: usize, kwonly: usize, flags: u32) -> Self {
+        Parameters {
+            positional: argcount,
+            keyword_only: kwonly,
+            varargs: flags & CO_VARARGS != 0,
+            varkeywords: flags & CO_VARKEYWORDS != 0,
+        }
+    }
+
+    pub fn of(code: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(Parameters::new(
+            code.getattr("co_argcount")?.extract()?,
+            code.getattr("co_kwonlyargcount")?.extract()?,
+            code.getattr("co_flags")?.extract()?,
+        ))
+    }
+
+    /// How many there are, `*args` and `**kwargs` included.
+    pub fn count(&self) -> usize {
+        self.positional + self.keyword_only + usize::from(self.varargs) + usize::from(self.varkeywords)
+    }
+}
+
 /// How deep values nest in one another where the translator recurses over them.
 pub const MAX_NESTING: usize = 200;
 
@@ -73,10 +106,7 @@ impl CodeInfo {
 
     /// Arguments, `*args` and `**kwargs` included.
     pub fn total_arguments(&self) -> usize {
-        self.argcount
-            + self.kwonly
-            + usize::from(self.flags & CO_VARARGS != 0)
-            + usize::from(self.flags & CO_VARKEYWORDS != 0)
+        Parameters::new(self.argcount, self.kwonly, self.flags).count()
     }
 }
 
