@@ -1511,8 +1511,9 @@ def test_an_object_made_while_translating_stores_through_its_classs_setattr():
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1:] == want[1:] == ("frozen: value", False)
     st = sot.stats(fast)
-    assert [b.reason for b in st.graph_breaks][0] == "attribute assignment on an object with __setattr__ or slots"
-    assert st.graphs >= 1
+    # The class's __setattr__ runs inlined: it raises where STORE_ATTR calls it.
+    assert st.graph_breaks == [] and st.fallbacks == []
+    assert st.graphs == 1 and st.ops_captured == 1
 
 
 class _Plain:

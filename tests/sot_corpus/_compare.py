@@ -25,6 +25,15 @@ def _same_float(a, b, rtol):
     return math.isclose(a, b, rel_tol=rtol)
 
 
+def _slots(cls):
+    """The slot names of a class written in Python, over its MRO."""
+    names = []
+    for klass in cls.__mro__:
+        declared = vars(klass).get("__slots__", ())
+        names += [declared] if isinstance(declared, str) else list(declared)
+    return [name for name in names if name not in ("__dict__", "__weakref__")]
+
+
 def _raised_at(exception):
     return [(frame.name, frame.lineno) for frame in traceback.extract_tb(exception.__traceback__)]
 
@@ -84,6 +93,13 @@ def assert_same(expected, got, path="result", rtol=None):
             _fail(path, f"{got!r} is not {expected!r}")
     elif hasattr(expected, "__dict__") and not isinstance(expected, (set, frozenset)):
         assert_same(vars(expected), vars(got), f"{path}.__dict__", rtol)
+    elif _slots(type(expected)) and type(expected).__eq__ is object.__eq__:
+        # A slotted object: its type, and each slot set or not, as the eager run left it.
+        if type(expected) is not type(got):
+            _fail(path, f"type {type(got).__name__}, expected {type(expected).__name__}")
+        for name in _slots(type(expected)):
+            missing = object()
+            assert_same(getattr(expected, name, missing), getattr(got, name, missing), f"{path}.{name}", rtol)
     else:
         # int, bool, str, bytes, set, frozenset, range, slice, dtype, ...
         if not (expected == got):

@@ -239,6 +239,60 @@ def slotted_object_returned(x):
     return s.v, s.w, type(s).__name__, s.__slots__
 
 
+@case(args=lambda: (arr(3), _TwoSlots(1.0)), graphs=1, ops=2)
+def a_slot_of_a_frame_object_is_stored(x, s):
+    # pyparsing and scikit-learn store into slotted objects: the store is replayed after
+    # the graph, and read back while translating.
+    s.w = x * 2
+    return s.w + s.v
+
+
+class _Doubling:
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value * 2)
+
+
+class _Shifted(_Doubling):
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value + 1)
+
+
+@case(args=lambda: (arr(3), _Shifted()), graphs=1, ops=4)
+def a_python_setattr_is_inlined(x, target):
+    # STORE_ATTR calls the class's own __setattr__: inlined, with object.__setattr__ (and
+    # super()'s) as the store it makes, replayed past the override.
+    target.y = x
+    made = _Doubling()
+    made.y = x
+    return target.y + made.y, made
+
+
+class _FrozenPoint:
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        # attrs' frozen classes: the store past their own __setattr__, bound once.
+        setter = _object_setattr_get(self)
+        setter("v", v)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+
+_object_setattr_get = object.__setattr__.__get__
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def a_frozen_class_is_made_and_refuses_a_store(x):
+    point = _FrozenPoint(x * 2)
+    try:
+        point.v = 0
+        refused = None
+    except AttributeError as error:
+        refused = str(error)
+    return point.v, refused, point
+
+
 def _scale(x, k, *, bias=0.0):
     return x * k + bias
 

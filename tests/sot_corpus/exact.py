@@ -285,6 +285,28 @@ def a_missing_attribute_is_guarded_absent(x, record):
     return x * 2, z, getattr(record, "z", 0), hasattr(record, "z")
 
 
+class _SlottedRecord:
+    __slots__ = ("a", "b")
+
+    def __init__(self, **fields):
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
+_slotted_records = Cycling(_SlottedRecord(a=1), _SlottedRecord(a=1, b=5))
+
+
+@case(args=lambda: (arr(3), _slotted_records.next_value()), graphs=1, ops=1, rejected=1)
+def an_unset_slot_is_guarded_absent(x, record):
+    # Found while modelling slot stores: a frame object's unset slot raised its
+    # AttributeError without a guard, so an object with the slot set got the handler's value.
+    try:
+        b = record.b
+    except AttributeError:
+        b = -1
+    return x * 2, b, getattr(record, "b", 0), hasattr(record, "b")
+
+
 _extended = Cycling(collections.OrderedDict(k=1), range(3))
 
 

@@ -25,8 +25,15 @@ pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> 
 
 /// Instances of a class made by a `class` statement (its methods may be Python code).
 pub fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(is_heap_type(obj.get_type().as_any()))
+}
+
+/// Whether a class was made by a class statement (or `type()`), not written in C.
+pub fn is_heap_type(ty: &Bound<'_, PyAny>) -> bool {
     const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
-    Ok(obj.get_type().getattr("__flags__")?.extract::<u64>()? & HEAP_TYPE != 0)
+    ty.getattr("__flags__")
+        .and_then(|flags| flags.extract::<u64>())
+        .is_ok_and(|flags| flags & HEAP_TYPE != 0)
 }
 
 /// A type's name as CPython's messages give it: its `tp_name` (a class statement's name,

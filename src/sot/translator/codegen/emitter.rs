@@ -4,7 +4,7 @@
 use framehook_bytecode::canonical::{Arg, BinOp, Const, Handler, Instruction, Op, Vars};
 use framehook_bytecode::Location;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PySlice};
+use pyo3::types::{PyDict, PySlice, PyString};
 
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::code_pool::Generated;
@@ -267,10 +267,26 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 continue;
             }
             match &self.plan.values[vid] {
-                Val::Object { attrs, .. } => {
+                Val::Object { attrs, class } => {
+                    // A class's own `__setattr__` ran inlined while translating: these are
+                    // the stores it made.
+                    let own_setattr = !class
+                        .getattr("__setattr__")?
+                        .is(builtin(py, "object")?.getattr("__setattr__")?);
                     for (name, value) in attrs.clone() {
-                        self.value(value)?;
-                        self.store_attr_of(var, &name);
+                        if own_setattr {
+                            self.object_setattr(
+                                |e| {
+                                    e.emit(Op::LoadFast, Arg::Var(var));
+                                    Ok(())
+                                },
+                                &name,
+                                value,
+                            )?;
+                        } else {
+                            self.value(value)?;
+                            self.store_attr_of(var, &name);
+                        }
                     }
                 }
                 value => {
@@ -680,6 +696,25 @@ impl<'a, 'py> Emitter<'a, 'py> {
         Ok(())
     }
 
+    /// `object.__setattr__(<target>, name, <value>)`, past the class's own `__setattr__`.
+    pub fn object_setattr(
+        &mut self,
+        target: impl FnOnce(&mut Self) -> PyResult<()>,
+        name: &str,
+        value: Vid,
+    ) -> PyResult<()> {
+        let py = self.w.pools.py;
+        let setattr = builtin(py, "object")?.getattr("__setattr__")?;
+        self.call_constant(setattr, |e| {
+            target(e)?;
+            e.load_const(PyString::new(py, name).into_any());
+            e.value(value)?;
+            Ok(3)
+        })?;
+        self.emit(Op::PopTop, Arg::None);
+        Ok(())
+    }
+
     /// `var.<name> = <the value on top>`.
     pub fn store_attr_of(&mut self, var: u32, name: &str) {
         self.emit(Op::LoadFast, Arg::Var(var));
@@ -695,11 +730,25 @@ impl<'a, 'py> Emitter<'a, 'py> {
     pub fn side_effect(&mut self, effect: &SideEffect) -> PyResult<()> {
         let py = self.w.pools.py;
         match effect {
-            SideEffect::StoreAttr { target, name, value } => {
+            SideEffect::StoreAttr {
+                target,
+                name,
+                value,
+                through_object: false,
+            } => {
                 self.value(*value)?;
                 self.value(*target)?;
                 let index = self.w.pools.name(name);
                 self.emit(Op::StoreAttr, Arg::Name(index));
+            }
+            SideEffect::StoreAttr {
+                target,
+                name,
+                value,
+                through_object: true,
+            } => {
+                let (target, value) = (*target, *value);
+                self.object_setattr(|e| e.value(target), name, value)?;
             }
             SideEffect::DeleteAttr { target, name } => {
                 self.value(*target)?;

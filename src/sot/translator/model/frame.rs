@@ -143,6 +143,9 @@ pub enum SideEffect {
         target: Vid,
         name: String,
         value: Vid,
+        /// Replayed as `object.__setattr__(target, name, value)`: the class's own
+        /// `__setattr__` ran inlined, and this is the store it made.
+        through_object: bool,
     },
     DeleteAttr {
         target: Vid,

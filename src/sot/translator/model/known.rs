@@ -24,6 +24,9 @@ pub struct Known<'py> {
     /// Methods of builtin types (`str.join`, `object.__init__`): unbound C functions.
     pub c_method_types: Bound<'py, PyTuple>,
     pub object_getattribute: Bound<'py, PyAny>,
+    pub object_setattr: Bound<'py, PyAny>,
+    /// A C slot method bound to an object (`object.__setattr__.__get__`).
+    pub method_wrapper_type: Bound<'py, PyAny>,
     pub module_type: Bound<'py, PyAny>,
     pub range_type: Bound<'py, PyAny>,
     pub list_iterator_type: Bound<'py, PyAny>,
@@ -74,6 +77,8 @@ impl<'py> Known<'py> {
             lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
             partial_type: import(py, "framehook.sot._translate")?.getattr("_partial_type")?,
             object_getattribute: object.getattr("__getattribute__")?,
+            object_setattr: object.getattr("__setattr__")?,
+            method_wrapper_type: types.getattr("MethodWrapperType")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),
         })

@@ -3,14 +3,78 @@
 use super::*;
 
 impl<'py, 'b> Vm<'py, 'b> {
+    /// `owner.name = value`: the class's own `__setattr__` when it is written in Python
+    /// (inlined), else `object.__setattr__`'s rules.
     pub(super) fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
         let owner = self.realize(owner)?;
-        if let Val::Object { class, mut attrs } = self.val(owner).clone() {
-            let object_setattr = builtin(self.py, "object")?.getattr("__setattr__")?;
-            if !class.getattr("__setattr__")?.is(&object_setattr) {
-                // Its own `__setattr__` (a frozen dataclass's raises) is not simulated.
-                return unsupported("attribute assignment on an object with __setattr__ or slots");
+        let class = match self.val(owner) {
+            Val::Object { class, .. } => Some(class.clone()),
+            Val::Obj { obj, source: Some(_) } if !self.backend.is_tensor(obj) => {
+                Some(obj.get_type().into_any())
             }
+            _ => None,
+        };
+        if let Some(class) = class {
+            match self.type_lookup(&class, "__setattr__")? {
+                Some(setattr) if setattr.is_instance(&self.ops.function_type)? => {
+                    // Inlined as STORE_ATTR calls it (a frozen class's raises where it would).
+                    if matches!(self.val(owner), Val::Obj { .. }) {
+                        self.guard_type(owner);
+                    }
+                    let setattr = self.constant(setattr);
+                    let name = self.constant(PyString::new(self.py, &name).into_any());
+                    self.call(setattr, vec![owner, name, value], vec![])?;
+                    return Ok(());
+                }
+                Some(setattr) if !setattr.is(&self.ops.object_setattr) => {
+                    return unsupported(format!(
+                        "attribute assignment on a {} object (its __setattr__ is written in C)",
+                        qualname(&class)
+                    ));
+                }
+                _ => {}
+            }
+        }
+        self.generic_setattr(owner, name, value)
+    }
+
+    /// `object.__setattr__(owner, name, value)`, called explicitly: where the object's C
+    /// base stores attributes as `object` does (CPython rejects the call otherwise).
+    pub(super) fn call_object_setattr(&mut self, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<Vid> {
+        let [owner, name, value] = args else {
+            return unsupported("object.__setattr__ with other than three arguments");
+        };
+        let name_value = self.concrete(*name)?;
+        if !kwargs.is_empty() || !name_value.is_exact_instance_of::<PyString>() {
+            return unsupported("object.__setattr__ with keywords or a name other than a str");
+        }
+        let owner = self.realize(*owner)?;
+        let class = self.type_of(owner)?;
+        let c_base = class
+            .getattr("__mro__")?
+            .try_iter()?
+            .find(|base| base.as_ref().is_ok_and(|b| !is_heap_type(b)));
+        let generic = match c_base {
+            Some(base) => base?.getattr("__setattr__")?.is(&self.ops.object_setattr),
+            None => false,
+        };
+        if !generic {
+            return unsupported(format!(
+                "object.__setattr__ on a {} object (its C base stores attributes its own way)",
+                qualname(&class)
+            ));
+        }
+        if matches!(self.val(owner), Val::Obj { .. }) {
+            self.guard_type(owner);
+        }
+        self.generic_setattr(owner, name_value.extract()?, *value)?;
+        Ok(self.constant(self.ops.none.clone()))
+    }
+
+    /// The store `object.__setattr__` makes: a data descriptor's setter, a slot, or the
+    /// instance's `__dict__`.
+    fn generic_setattr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
+        if let Val::Object { class, mut attrs } = self.val(owner).clone() {
             let class_attr = self.type_lookup(&class, &name)?;
             let is_slot = self.is_slot(class_attr.as_ref())?;
             if !is_slot && !has_instance_dict(&class) {
@@ -53,8 +117,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         if source.is_none() || self.backend.is_tensor(&obj) {
             return unsupported("attribute assignment on an object without a source");
         }
-        if self.overrides_object(&obj, "__setattr__")? || !obj.hasattr("__dict__")? {
-            return unsupported("attribute assignment on an object with __setattr__ or slots");
+        let class_attr = self.type_lookup(&obj.get_type().into_any(), &name)?;
+        let is_python_slot = match &class_attr {
+            Some(descriptor) => self.is_python_slot(descriptor)?,
+            None => false,
+        };
+        if !is_python_slot && !obj.hasattr("__dict__")? {
+            return unsupported(
+                "attribute assignment on an object without a __dict__, not to one of its slots",
+            );
         }
         if obj.is_instance(&self.ops.function_type)? && name.starts_with("__") {
             // A call after it is inlined from what the function holds now (its defaults,
@@ -66,9 +137,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "assignment to {name} of an object whose __dict__ the translation changed"
             ));
         }
-        let class_attr = self.type_lookup(&obj.get_type().into_any(), &name)?;
         if let Some(descriptor) = class_attr.filter(|d| d.get_type().hasattr("__set__").unwrap_or(false)) {
-            if !self.is_python_slot(&descriptor)? {
+            if !is_python_slot {
                 // A setter may change more than the attribute (`e.__cause__ = None` sets
                 // `__suppress_context__`), which replaying the store later would hide from
                 // the reads between: a property's Python setter runs inlined, any other
@@ -83,10 +153,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         self.guard_type(owner);
+        let through_object = !obj
+            .get_type()
+            .getattr("__setattr__")?
+            .is(&self.ops.object_setattr);
         self.side_effects.push(SideEffect::StoreAttr {
             target: owner,
             name: name.clone(),
             value,
+            through_object,
         });
         self.stored_attrs.push((obj.as_ptr() as usize, name, Some(value)));
         Ok(())
@@ -96,15 +171,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// stores any value as it is; a C type's members check theirs (`__suppress_context__`
     /// takes only a bool).
     pub(super) fn is_python_slot(&self, descriptor: &Bound<'py, PyAny>) -> PyResult<bool> {
-        const HEAP_TYPE: u64 = 1 << 9;
-        if !self.is_slot(Some(descriptor))? {
-            return Ok(false);
-        }
-        let flags: u64 = descriptor
-            .getattr("__objclass__")?
-            .getattr("__flags__")?
-            .extract()?;
-        Ok(flags & HEAP_TYPE != 0)
+        Ok(self.is_slot(Some(descriptor))? && is_heap_type(&descriptor.getattr("__objclass__")?))
     }
 
     /// A property's setter when it is a Python function (the VM inlines it); None for any
@@ -423,8 +490,28 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return Ok(value);
                 }
                 // Slots and other data descriptors written in C: read now, guarded by source.
-                let value = obj.getattr(name)?;
-                return Ok(attr_source(self, value));
+                let is_slot = self.is_slot(Some(descriptor))?;
+                let value = match obj.getattr(name) {
+                    Ok(value) => value,
+                    Err(error) if is_slot && error.is_instance_of::<PyAttributeError>(self.py) => {
+                        // A slot never stored: on a later call the object may have it.
+                        if let Some(s) = source {
+                            let attr = self.intern(Source::Attr(s, name_ref(self.py, name)));
+                            self.add_guard(attr, Check::Absent);
+                        }
+                        return Err(Problem::Python(error));
+                    }
+                    Err(error) => return Err(error.into()),
+                };
+                let value = attr_source(self, value);
+                if is_slot {
+                    // Present (read where the generated code starts), as an item of `__dict__`.
+                    if let Val::Obj { source: Some(s), .. } = self.val(value) {
+                        let s = *s;
+                        self.add_guard(s, Check::Present);
+                    }
+                }
+                return Ok(value);
             }
         }
         let instance_dict = obj.getattr("__dict__").ok();

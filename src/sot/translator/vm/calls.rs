@@ -145,6 +145,43 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
+    /// `descriptor.__get__(instance)` of a C method (attrs' `object.__setattr__.__get__(self)`):
+    /// the method bound to the instance, called as such. None for another method-wrapper.
+    fn bind_c_method(
+        &mut self,
+        wrapper: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let descriptor = wrapper.getattr("__self__")?;
+        let is_get = wrapper.getattr("__name__")?.eq("__get__")?;
+        if !is_get || !descriptor.is_instance(self.ops.c_method_types.as_any())? || !kwargs.is_empty() {
+            return Ok(None);
+        }
+        let (&[instance] | &[instance, _]) = args else {
+            return Ok(None);
+        };
+        let instance_type = self.type_of(instance)?;
+        let objclass = descriptor.getattr("__objclass__")?;
+        if instance_type.is(&self.ops.none.get_type())
+            || !instance_type
+                .cast::<PyType>()
+                .map_err(PyErr::from)?
+                .is_subclass(&objclass)?
+        {
+            // None gives the descriptor back, another class's instance a TypeError.
+            return Ok(None);
+        }
+        if matches!(self.val(instance), Val::Obj { .. }) {
+            self.guard_type(instance);
+        }
+        let function = self.constant(descriptor);
+        Ok(Some(self.push_val(Val::Method {
+            function,
+            receiver: instance,
+        })))
+    }
+
     pub(super) fn call_object(
         &mut self,
         callable: Vid,
@@ -199,6 +236,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "unsupported call: {} with arguments that may differ on a later call",
                 qualname(&obj)
             ));
+        }
+        if obj.is(&self.ops.object_setattr) {
+            pin(self);
+            return self.call_object_setattr(&args, &kwargs);
+        }
+        if obj.get_type().is(&self.ops.method_wrapper_type) {
+            if let Some(bound) = self.bind_c_method(&obj, &args, &kwargs)? {
+                pin(self);
+                return Ok(bound);
+            }
         }
         if obj.is_exact_instance_of::<PyCFunction>() {
             if let Some(result) = self.operator_function(&obj, source, &args, &kwargs)? {

@@ -111,7 +111,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             .getattr("__name__")
             .ok()
             .and_then(|n| n.extract::<String>().ok())
-            .is_some_and(|n| matches!(n.as_str(), "math" | "operator" | "cmath"))
+            .is_some_and(|n| matches!(n.as_str(), "math" | "operator" | "cmath" | "unicodedata"))
             && receiver.is_instance(&self.ops.module_type)?;
         let immutable_receiver = is_immutable(&receiver) && !receiver.is_instance_of::<PyType>();
         if !(pure_module || immutable_receiver) {
