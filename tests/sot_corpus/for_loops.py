@@ -1,8 +1,9 @@
-"""For loops (unrolled): range, lists, tuples, enumerate, zip, dict views, arrays, nesting, break/continue/else."""
+"""For loops (unrolled): range, lists, tuples, enumerate, zip, dict views, arrays, nesting, break/continue/else,
+iterators written in Python."""
 
 import numpy as np
 
-from ._case import arr, case
+from ._case import Cycling, arr, case
 
 
 @case(args=lambda: (arr(3),), graphs=1, ops=3)
@@ -198,4 +199,61 @@ def nested_loop_with_break(x):
             if j > i:
                 break
             x = x + j
+    return x
+
+
+class _Countdown:
+    """An iterator written in Python (jinja2's token streams are such)."""
+
+    def __init__(self, start):
+        self.left = start
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.left <= 0:
+            raise StopIteration
+        self.left -= 1
+        return self.left
+
+
+class _Steps:
+    def __init__(self, *steps):
+        self.steps = steps
+
+    def __iter__(self):
+        return _StepIterator(self)
+
+
+class _StepIterator:
+    def __init__(self, owner):
+        self.owner, self.position = owner, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.position == len(self.owner.steps):
+            raise StopIteration()
+        self.position += 1
+        return self.owner.steps[self.position - 1]
+
+
+_countdowns = Cycling(_Countdown(3), _Countdown(2))
+
+
+@case(args=lambda: (arr(3), _countdowns.next_value()), graphs=1, ops=3, rejected=1)
+def a_python_iterator_is_advanced_inlined(x, countdown):
+    # Its __next__ runs inlined until its StopIteration; the count it leaves is written
+    # back, and another count fails the guards.
+    for left in countdown:
+        x = x + left
+    return x, countdown.left, next(countdown, "done")
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
+def a_python_iterable_made_here(x):
+    for step in _Steps(1.0, 2.0, 3.0):
+        x = x * step
     return x

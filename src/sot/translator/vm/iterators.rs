@@ -5,6 +5,19 @@ use super::*;
 impl<'py, 'b> Vm<'py, 'b> {
     /// The next item of an iterator, or None when it is exhausted, by its kind.
     pub(super) fn advance(&mut self, it: Vid) -> Res<Option<Vid>> {
+        if let Some(next) = self.python_special(it, "__next__")? {
+            // An iterator written in Python: its `__next__` inlined, its StopIteration
+            // the end (as `for` and `next()` take it).
+            if matches!(self.val(it), Val::Obj { .. }) {
+                self.guard_type(it);
+            }
+            let function = self.constant(next);
+            return match self.call(function, vec![it], vec![]) {
+                Ok(item) => Ok(Some(item)),
+                Err(Problem::Python(error)) if error.is_instance_of::<PyStopIteration>(self.py) => Ok(None),
+                Err(problem) => Err(problem),
+            };
+        }
         let val = self.val(it).clone();
         match kind_of(&val).next(self, it, &val)? {
             Some(item) => Ok(item),
@@ -127,11 +140,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(iterator) = kind_of(&val).iter(self, v, &val)? {
             return Ok(iterator);
         }
-        if let Some(iter) = self.python_iter(v)? {
-            // `iter(x)` of an object whose class defines `__iter__` in Python: its result.
+        if let Some(iter) = self.python_special(v, "__iter__")? {
+            // `iter(x)` of an object whose class defines `__iter__` in Python: its result,
+            // an iterator as it is where its `__next__` is Python code too.
             self.guard_type(v);
             let function = self.constant(iter);
             let made = self.call(function, vec![v], vec![])?;
+            if self.python_special(made, "__next__")?.is_some() {
+                return Ok(made);
+            }
             return self.iterator(made);
         }
         if let Val::Obj { obj, source: Some(_) } = self.val(v) {
@@ -154,16 +171,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         }))
     }
 
-    /// The `__iter__` of the class of a frame object or of one the translation made, where
-    /// it is a Python function.
-    pub(super) fn python_iter(&self, v: Vid) -> Res<Option<Bound<'py, PyAny>>> {
+    /// The special method `name` (`__iter__`, `__next__`) of the class of a frame object or
+    /// of one the translation made, where it is a Python function.
+    pub(super) fn python_special(&self, v: Vid, name: &str) -> Res<Option<Bound<'py, PyAny>>> {
         let class = match self.val(v) {
-            Val::Obj { obj, source: Some(_) } => obj.get_type().into_any(),
+            Val::Obj { obj, source: Some(_) } if !self.backend.is_tensor(obj) => obj.get_type().into_any(),
             Val::Object { class, .. } => class.clone(),
             _ => return Ok(None),
         };
-        let iter = self.type_lookup(&class, "__iter__")?;
-        Ok(iter.filter(|i| i.is_instance(&self.ops.function_type).unwrap_or(false)))
+        let method = self.type_lookup(&class, name)?;
+        Ok(method.filter(|m| m.is_instance(&self.ops.function_type).unwrap_or(false)))
     }
 
     /// An `OrderedDict` (exactly): read as a dict is, in its own order; never written into.

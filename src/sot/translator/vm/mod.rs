@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op};
 use framehook_bytecode::table::{CallLayout, ExceptionModel};
 use framehook_bytecode::Table;
-use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{
     PyBool, PyCFunction, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyRange, PyString, PyTuple, PyType,
