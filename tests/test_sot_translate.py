@@ -2042,11 +2042,11 @@ def test_a_frame_dict_emptied_by_the_translation_is_empty_to_it():
 
 def test_a_method_call_through_getattr_resumes_with_the_right_stack():
     class Dynamic:
-        def __getattr__(self, name):
+        def __getattribute__(self, name):
             return lambda: name.upper()
 
     def call(obj):
-        return obj.shout() + "!"  # the attribute comes from __getattr__: a break
+        return obj.shout() + "!"  # the attribute comes from __getattribute__: a break
 
     fast = sot.translate(call)
     assert fast(Dynamic()) == call(Dynamic()) == "SHOUT!"
@@ -3234,7 +3234,8 @@ def test_a_missing_attribute_of_an_object_the_translation_made_goes_to_its_getat
         assert got[1:] == want[1:] == (("missing", "Lazy") if sys.version_info >= (3, 10) else (None, "NoneType"))
     st = sot.stats(fast)
     assert st.graphs >= 1 and st.fallbacks == [], st
-    assert st.graph_breaks[0].reason == "AttributeError from __getattr__ of an object the translation made (missing)"
+    assert st.graph_breaks[0].reason == "AttributeError from the __getattr__ of a " \
+        "test_a_missing_attribute_of_an_object_the_translation_made_goes_to_its_getattr.<locals>.Lazy object (missing)"
 
 
 def test_a_list_iterator_is_one_only_while_its_argument_is_a_list():
@@ -3767,3 +3768,37 @@ def test_translating_leaves_the_originals_constants_as_they_were():
     after = [id(item) for item in f.__code__.co_consts if isinstance(item, tuple) for item in item]
     assert after == before and len(before) == 2
     assert sot.stats(fast).translations == 2 and len(sot.stats(fast).graph_breaks) == 1
+
+
+class _CountingHook:
+    """Counts its __getattr__ calls: reading its own attributes must never run it."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __getattr__(self, name):
+        _hook_calls.append(name)
+        return f"hook {name}"
+
+
+_hook_calls: list = []
+
+
+def _reads_own_and_missing(x, record):
+    return x + record.a, record.b
+
+
+def test_guards_and_generated_code_read_an_objects_own_attributes_without_its_getattr():
+    fast = sot.translate(_reads_own_and_missing)
+    for record in (_CountingHook(a=1.0), _CountingHook(a=2.0, b="own"), _CountingHook(a=1.0)):
+        _hook_calls.clear()
+        want = _reads_own_and_missing(np.ones(2), record)
+        eager_calls = list(_hook_calls)
+        _hook_calls.clear()
+        got = fast(np.ones(2), record)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]
+        assert _hook_calls == eager_calls, "the translation ran __getattr__ where the program does not"
+    st = sot.stats(fast)
+    # The third object passes the first translation's guards.
+    assert st.graph_breaks == [] and st.translations == 2 and st.cache_hits == 1

@@ -293,6 +293,49 @@ def a_frozen_class_is_made_and_refuses_a_store(x):
     return point.v, refused, point
 
 
+class _Results:
+    """pyparsing's ParseResults: slots, and names read through a Python __getattr__."""
+
+    __slots__ = ("_tokens", "_names")
+
+    def __init__(self, tokens, names):
+        self._tokens, self._names = tokens, names
+
+    def __getattr__(self, name):
+        try:
+            return self._names[name]
+        except KeyError:
+            if name.startswith("__"):
+                raise AttributeError(name) from None
+            return ""
+
+
+class _Defaults:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)  # copy's and pickle's protocols: not defaults
+        return f"default {name}"
+
+
+_defaults = Cycling(_Defaults(a=1.0), _Defaults(a=1.0, b="own"))
+
+
+@case(args=lambda: (arr(3), _Results([2.0], {"scale": 3.0})), graphs=1, ops=2)
+def a_python_getattr_answers_where_the_lookup_fails(x, results):
+    # The slot read as it is; the missing names through __getattr__, inlined.
+    return x * results._tokens[0] * results.scale, results.missing
+
+
+@case(args=lambda: (arr(3), _defaults.next_value()), graphs=1, ops=1, rejected=1)
+def a_python_getattr_is_guarded_by_what_the_object_lacks(x, record):
+    # The hook answers for `b` while the object lacks it: another object with its own
+    # `b` fails the guards.
+    return x + record.a, record.b
+
+
 def _scale(x, k, *, bias=0.0):
     return x * k + bias
 

@@ -51,6 +51,13 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetAttr(p.as_ptr(), name.as_ptr())) }
                     .or_else(|| clear_error(py))
             }),
+            Source::OwnAttr(parent, name) => self.fetch(*parent).and_then(|p| {
+                // SAFETY: as for attributes; the generic lookup runs no `__getattr__`.
+                unsafe {
+                    Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GenericGetAttr(p.as_ptr(), name.as_ptr()))
+                }
+                .or_else(|| clear_error(py))
+            }),
             Source::Item(parent, key) => self.fetch(*parent).and_then(|p| {
                 // SAFETY: as for attributes.
                 unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetItem(p.as_ptr(), key.as_ptr())) }

@@ -543,6 +543,15 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let index = self.w.pools.name(&name);
                 self.emit(Op::LoadAttr, Arg::Name(index));
             }
+            Source::OwnAttr(parent, name) => {
+                let (parent, name) = (*parent, name.bind(py).clone());
+                let getattribute = builtin(py, "object")?.getattr("__getattribute__")?;
+                self.call_constant(getattribute, |e| {
+                    e.source(parent)?;
+                    e.load_const(name);
+                    Ok(2)
+                })?;
+            }
             Source::Item(parent, key) => {
                 let (parent, key) = (*parent, key.bind(py));
                 self.source(parent)?;

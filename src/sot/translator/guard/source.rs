@@ -22,6 +22,9 @@ pub enum Source {
     /// A builtin that no global of the same name shadows.
     Builtin(StrongRef),
     Attr(SourceId, StrongRef),
+    /// An attribute as `object.__getattribute__` finds it (a slot, the instance's
+    /// `__dict__`), never through the class's `__getattr__`, which reading it must not run.
+    OwnAttr(SourceId, StrongRef),
     Item(SourceId, StrongRef),
     /// An object the translation holds because it has no other way to it: the globals of
     /// another module's function reached without a source, a cell of such a function.
@@ -38,9 +41,9 @@ impl Source {
             (Source::Global(a), Source::Global(b)) | (Source::Builtin(a), Source::Builtin(b)) => {
                 same_key(a, b)
             }
-            (Source::Attr(p, a), Source::Attr(q, b)) | (Source::Item(p, a), Source::Item(q, b)) => {
-                p == q && same_key(a, b)
-            }
+            (Source::Attr(p, a), Source::Attr(q, b))
+            | (Source::OwnAttr(p, a), Source::OwnAttr(q, b))
+            | (Source::Item(p, a), Source::Item(q, b)) => p == q && same_key(a, b),
             (Source::Held(a), Source::Held(b)) => a.as_ptr() == b.as_ptr(),
             (Source::Called(a), Source::Called(b)) => a == b,
             _ => false,
@@ -54,7 +57,7 @@ impl Source {
         match self {
             Source::Argument(i) | Source::Free(i) | Source::Called(i) => i.hash(&mut hasher),
             Source::Global(key) | Source::Builtin(key) => key_hash(key).hash(&mut hasher),
-            Source::Attr(parent, key) | Source::Item(parent, key) => {
+            Source::Attr(parent, key) | Source::OwnAttr(parent, key) | Source::Item(parent, key) => {
                 parent.hash(&mut hasher);
                 key_hash(key).hash(&mut hasher);
             }
@@ -70,6 +73,7 @@ impl Source {
             Source::Global(n) => Source::Global(n.clone_ref(py)),
             Source::Builtin(n) => Source::Builtin(n.clone_ref(py)),
             Source::Attr(p, n) => Source::Attr(*p, n.clone_ref(py)),
+            Source::OwnAttr(p, n) => Source::OwnAttr(*p, n.clone_ref(py)),
             Source::Item(p, k) => Source::Item(*p, k.clone_ref(py)),
             Source::Held(g) => Source::Held(g.clone_ref(py)),
             Source::Called(p) => Source::Called(*p),
@@ -188,6 +192,11 @@ impl SourceTable {
                 "{}.{}",
                 self.describe(py, *p, varnames, freevars, handed),
                 n.bind(py)
+            ),
+            Source::OwnAttr(p, n) => format!(
+                "object.__getattribute__({}, {:?})",
+                self.describe(py, *p, varnames, freevars, handed),
+                n.bind(py).to_string()
             ),
             Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars, handed)),
             Source::Item(p, k) => format!(

@@ -37,6 +37,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn intern(&mut self, source: Source) -> SourceId {
         let source = match source {
             Source::Attr(parent, name) => Source::Attr(SourceTable::pinned_alias(&self.guards, parent), name),
+            Source::OwnAttr(parent, name) => {
+                Source::OwnAttr(SourceTable::pinned_alias(&self.guards, parent), name)
+            }
             Source::Item(parent, key) => Source::Item(SourceTable::pinned_alias(&self.guards, parent), key),
             other => other,
         };

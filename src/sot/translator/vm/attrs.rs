@@ -460,7 +460,23 @@ impl<'py, 'b> Vm<'py, 'b> {
         let reads_through_getattr = self.backend.is_layer(&obj);
         let generic_lookup =
             getattribute.is(&self.ops.object_getattribute) || has_generic_getattro(&obj.get_type());
-        if !generic_lookup || self.type_lookup(&ty, "__getattr__")?.is_some() && !reads_through_getattr {
+        // A `__getattr__` written in Python runs where the generic lookup fails (ParseResults'
+        // names); the lookup must then be one that fails only by raising AttributeError.
+        let getattr_hook = match self.type_lookup(&ty, "__getattr__")? {
+            Some(hook)
+                if !reads_through_getattr
+                    && generic_lookup
+                    && hook.is_instance(&self.ops.function_type)? =>
+            {
+                Some(hook)
+            }
+            _ => None,
+        };
+        if !generic_lookup
+            || getattr_hook.is_none()
+                && self.type_lookup(&ty, "__getattr__")?.is_some()
+                && !reads_through_getattr
+        {
             // `set`, exceptions and other C types define their own slot wrapper (often of
             // the generic lookup): say so rather than blame a Python override.
             let why = if getattribute.is_instance(&self.ops.object_getattribute.get_type())?
@@ -477,7 +493,48 @@ impl<'py, 'b> Vm<'py, 'b> {
             ));
         }
         self.guard_type(owner);
+        // With a `__getattr__`, the object's own attributes are read (now, by the guards and
+        // by the generated code) as `object.__getattribute__` reads them: never through it.
+        let own = getattr_hook.is_some();
+        let read = |obj: &Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
+            if own {
+                builtin(obj.py(), "object")?
+                    .getattr("__getattribute__")?
+                    .call1((obj, name))
+            } else {
+                obj.getattr(name)
+            }
+        };
+        let attr_source = |vm: &mut Self, value: Bound<'py, PyAny>| match source {
+            Some(s) => {
+                let key = StrongRef::new(&PyString::intern(vm.py, name).into_any());
+                vm.value_of_source(
+                    if own {
+                        Source::OwnAttr(s, key)
+                    } else {
+                        Source::Attr(s, key)
+                    },
+                    value,
+                )
+            }
+            None => vm.constant(value),
+        };
         let class_attr = self.type_lookup(&ty, name)?;
+        if let (Some(_), Some(descriptor)) = (&getattr_hook, &class_attr) {
+            let plain = self.is_slot(Some(descriptor))?
+                || descriptor.is_instance(&self.ops.function_type)?
+                || descriptor.is_instance(&self.ops.staticmethod_type)?
+                || descriptor.is_instance(&self.ops.classmethod_type)?
+                || descriptor.is_instance(self.ops.c_method_types.as_any())?
+                || !descriptor.get_type().hasattr("__get__")?;
+            if !plain {
+                // A property or descriptor raising AttributeError hands over to `__getattr__`.
+                return unsupported(format!(
+                    "attribute {name} of {} (a descriptor beside its __getattr__)",
+                    ty.getattr("__qualname__")?
+                ));
+            }
+        }
         if let Some(descriptor) = &class_attr {
             if descriptor.is_instance(&self.ops.property_type)? {
                 let getter = descriptor.getattr("fget")?;
@@ -491,13 +548,21 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 // Slots and other data descriptors written in C: read now, guarded by source.
                 let is_slot = self.is_slot(Some(descriptor))?;
-                let value = match obj.getattr(name) {
+                let value = match read(&obj) {
                     Ok(value) => value,
                     Err(error) if is_slot && error.is_instance_of::<PyAttributeError>(self.py) => {
                         // A slot never stored: on a later call the object may have it.
                         if let Some(s) = source {
-                            let attr = self.intern(Source::Attr(s, name_ref(self.py, name)));
+                            let key = name_ref(self.py, name);
+                            let attr = self.intern(if own {
+                                Source::OwnAttr(s, key)
+                            } else {
+                                Source::Attr(s, key)
+                            });
                             self.add_guard(attr, Check::Absent);
+                        }
+                        if let Some(hook) = getattr_hook {
+                            return self.call_getattr_hook(hook, owner, name);
                         }
                         return Err(Problem::Python(error));
                     }
@@ -555,7 +620,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(self.constant(value))
             }
             Some(_) => {
-                let value = obj.getattr(name)?;
+                let value = read(&obj)?;
                 Ok(attr_source(self, value))
             }
             // A layer's parameter or sublayer, read through its `__getattr__` (as the guard
@@ -571,6 +636,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let entry =
                         self.intern(Source::Item(dict, StrongRef::new(&PyString::new(self.py, name))));
                     self.add_guard(entry, Check::Absent);
+                }
+                if let Some(hook) = getattr_hook {
+                    return self.call_getattr_hook(hook, owner, name);
                 }
                 Err(Problem::Python(pyo3::exceptions::PyAttributeError::new_err(
                     format!(
@@ -827,18 +895,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             )),
             _ => match self.type_lookup(&class, "__getattr__")? {
                 // Where the lookup fails, CPython calls the class's `__getattr__`.
-                Some(hook) if hook.is_instance(&self.ops.function_type)? => {
-                    let function = self.constant(hook);
-                    let name_value = self.constant(PyString::new(self.py, name).into_any());
-                    match self.call(function, vec![owner, name_value], vec![]) {
-                        // CPython gives the AttributeError it raises the attribute's name and
-                        // the object (what `Did you mean` reads): the original raises it.
-                        Err(Problem::Python(err)) if err.is_instance_of::<PyAttributeError>(self.py) => {
-                            unsupported(format!("AttributeError from __getattr__ of an object the translation made ({name})"))
-                        }
-                        other => other,
-                    }
-                }
+                Some(hook) if hook.is_instance(&self.ops.function_type)? => self.call_getattr_hook(hook, owner, name),
                 Some(_) => unsupported(format!(
                     "attribute {name} of an object the translation made (its __getattr__ is not a Python function)"
                 )),
@@ -847,6 +904,24 @@ impl<'py, 'b> Vm<'py, 'b> {
                     type_name_in_messages(&class)?
                 )))),
             },
+        }
+    }
+
+    /// The class's `__getattr__` (a Python function) called where the attribute's lookup
+    /// failed, as CPython calls it.
+    fn call_getattr_hook(&mut self, hook: Bound<'py, PyAny>, owner: Vid, name: &str) -> Res<Vid> {
+        let function = self.constant(hook);
+        let name_value = self.constant(PyString::new(self.py, name).into_any());
+        match self.call(function, vec![owner, name_value], vec![]) {
+            // CPython gives the AttributeError it raises the attribute's name and the object
+            // (what `Did you mean` reads): the original raises it.
+            Err(Problem::Python(err)) if err.is_instance_of::<PyAttributeError>(self.py) => {
+                unsupported(format!(
+                    "AttributeError from the __getattr__ of a {} object ({name})",
+                    qualname(&self.type_of(owner)?)
+                ))
+            }
+            other => other,
         }
     }
 
