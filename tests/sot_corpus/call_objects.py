@@ -336,6 +336,38 @@ def a_python_getattr_is_guarded_by_what_the_object_lacks(x, record):
     return x + record.a, record.b
 
 
+class _Tokens:
+    """pyparsing's ParseResults: a Python __new__ (handing back an instance it is given)
+    and a Python __init__, over slots."""
+
+    __slots__ = ("items", "name")
+
+    def __new__(cls, items=None, name=None):
+        if isinstance(items, _Tokens):
+            return items
+        self = object.__new__(cls)
+        self.items = [] if items is None else list(items)
+        return self
+
+    def __init__(self, items=None, name=None):
+        self.name = name
+
+
+class _Counted:
+    def __new__(cls, value):
+        self = super().__new__(cls)
+        self.value = value
+        return self
+
+
+@case(args=lambda: (arr(3), [1.0, 2.0]), graphs=1, ops=3)
+def a_python_new_then_init_are_inlined(x, items):
+    tokens = _Tokens(items, "first")
+    again = _Tokens(tokens, "second")  # the same object, initialised again
+    counted = _Counted(x * 2)
+    return x * len(tokens.items), tokens.name, again is tokens, tokens, counted.value + 1
+
+
 def _scale(x, k, *, bias=0.0):
     return x * k + bias
 

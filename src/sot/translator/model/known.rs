@@ -25,6 +25,7 @@ pub struct Known<'py> {
     pub c_method_types: Bound<'py, PyTuple>,
     pub object_getattribute: Bound<'py, PyAny>,
     pub object_setattr: Bound<'py, PyAny>,
+    pub object_new: Bound<'py, PyAny>,
     /// A C slot method bound to an object (`object.__setattr__.__get__`).
     pub method_wrapper_type: Bound<'py, PyAny>,
     pub module_type: Bound<'py, PyAny>,
@@ -78,6 +79,7 @@ impl<'py> Known<'py> {
             partial_type: import(py, "framehook.sot._translate")?.getattr("_partial_type")?,
             object_getattribute: object.getattr("__getattribute__")?,
             object_setattr: object.getattr("__setattr__")?,
+            object_new: object.getattr("__new__")?,
             method_wrapper_type: types.getattr("MethodWrapperType")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),

@@ -821,6 +821,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let function = self.constant(raw);
                     return Ok(self.push_val(Val::Method { function, receiver }));
                 }
+                if receiver_is_class && raw.is(&self.ops.object_new) {
+                    // `super().__new__(cls)` reaching object's: called as `object.__new__`.
+                    return Ok(self.constant(raw));
+                }
                 if is_immutable(&raw) && !raw.get_type().hasattr("__get__")? {
                     // A plain class attribute (`a = 1`), fixed as the class's methods are.
                     return Ok(self.constant(raw));

@@ -237,6 +237,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 qualname(&obj)
             ));
         }
+        if obj.is(&self.ops.object_new) {
+            pin(self);
+            return self.object_new(&args, &kwargs);
+        }
         if obj.is(&self.ops.object_setattr) {
             pin(self);
             return self.call_object_setattr(&args, &kwargs);

@@ -198,6 +198,59 @@ impl<'py, 'b> Vm<'py, 'b> {
             all.extend_from_slice(args);
             return Ok(Some(self.call(function, all, kwargs.to_vec())?));
         }
+        if let (Some(new), Some(init)) = (&python_new, &python_init) {
+            // `__new__` then, on an instance of the class it made (or handed back), that
+            // instance's class's `__init__`, as `type.__call__` runs them (ParseResults).
+            pin(self);
+            let function = if new.is_instance(&self.ops.staticmethod_type)? {
+                new.getattr("__func__")?
+            } else {
+                new.clone()
+            };
+            let function = self.constant(function);
+            let mut all = vec![self.constant(cls.clone())];
+            all.extend_from_slice(args);
+            let made = self.call(function, all, kwargs.to_vec())?;
+            let made_type = self.type_of(made)?;
+            if !made_type
+                .cast::<PyType>()
+                .map_err(PyErr::from)?
+                .is_subclass(cls)?
+            {
+                return Ok(Some(made));
+            }
+            let init = if made_type.is(cls) {
+                Some(init.clone())
+            } else {
+                self.type_lookup(&made_type, "__init__")?
+            };
+            match init {
+                Some(init) if init.is_instance(&self.ops.function_type)? => {
+                    if matches!(self.val(made), Val::Obj { .. }) {
+                        self.guard_type(made);
+                    }
+                    let init = self.constant(init);
+                    let mut all = vec![made];
+                    all.extend_from_slice(args);
+                    let returned = self.call(init, all, kwargs.to_vec())?;
+                    let none = self.none();
+                    if !self.identical(returned, none)? {
+                        return Err(Problem::Python(PyTypeError::new_err(
+                            "__init__() should return None",
+                        )));
+                    }
+                }
+                Some(init) if init.is(&object_init) => {}
+                _ => {
+                    return unsupported(format!(
+                        "the __init__ of a {} made by {}.__new__",
+                        qualname(&made_type),
+                        qualname(cls)
+                    ))
+                }
+            }
+            return Ok(Some(made));
+        }
         let is_python_class = cls
             .getattr("__module__")
             .is_ok_and(|m| !m.eq("builtins").unwrap_or(true));
@@ -240,6 +293,40 @@ impl<'py, 'b> Vm<'py, 'b> {
             None => {}
         }
         Ok(Some(made))
+    }
+
+    /// `object.__new__(cls)` (a Python `__new__`'s first step): a bare instance of a class
+    /// the VM makes as `instantiate` does, attributes to come. Anything CPython would refuse
+    /// or make otherwise (arguments beyond the class, a builtin base's layout) is called
+    /// for real.
+    pub(super) fn object_new(&mut self, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<Vid> {
+        let ([class], true) = (args, kwargs.is_empty()) else {
+            return unsupported("object.__new__ with arguments beyond the class");
+        };
+        let Some(cls) = self.folded_argument(*class, "")? else {
+            return unsupported("object.__new__ of a class that may differ on a later call");
+        };
+        let object = builtin(self.py, "object")?;
+        const TPFLAGS_IS_ABSTRACT: u64 = 1 << 20;
+        let makeable = cls.is_instance_of::<PyType>()
+            && is_heap_type(&cls)
+            && cls.getattr("__flags__")?.extract::<u64>()? & TPFLAGS_IS_ABSTRACT == 0
+            && self.type_lookup(&cls, "__del__")?.is_none()
+            // Its instances laid out as `object`'s, with a `__dict__` or slots.
+            && cls
+                .getattr("__mro__")?
+                .try_iter()?
+                .filter_map(Result::ok)
+                .find(|base| !is_heap_type(base))
+                .is_some_and(|base| base.is(&object))
+            && (has_instance_dict(&cls) || cls.hasattr("__slots__")?);
+        if !makeable {
+            return unsupported(format!("object.__new__ of a {} object", qualname(&cls)));
+        }
+        Ok(self.push_val(Val::Object {
+            class: cls,
+            attrs: Vec::new(),
+        }))
     }
 
     /// `functools.partial(function, *args, **keywords)`: a partial of the translation. One
