@@ -6,6 +6,7 @@ from the caller that object; anything else is a real call or a break."""
 import abc
 import collections
 import sys
+import types
 
 import numpy as np
 
@@ -536,3 +537,23 @@ def a_compiled_constant_keeps_its_identity(x):
     return x * 2, held[0] is half, held[1] is big
 ''', __file__, "exec"), _COMPILED)
 case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["print"])(_COMPILED["a_compiled_constant_keeps_its_identity"])
+
+
+# A module only `sys.modules` knows (no file to import it from again).
+sys.modules.setdefault("_sot_corpus_registered", types.ModuleType("_sot_corpus_registered"))
+
+
+# Not hot: the copy of sys.modules is guarded by its keys, which the harness's own imports change.
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=("after the translation changed sys.modules",), hot=False)
+def an_import_after_sys_modules_changed_finds_what_the_change_left(x):
+    # Found on markupsafe (a test deletes its modules from sys.modules to import them
+    # anew): the import found the module the deletion, replayed later, had not removed yet.
+    saved = sys.modules.pop("_sot_corpus_registered")
+    try:
+        import _sot_corpus_registered  # noqa: F401 (the import is the test)
+
+        found = "imported"
+    except ImportError:
+        found = "gone"
+    sys.modules["_sot_corpus_registered"] = saved
+    return x * 2, found
