@@ -543,17 +543,41 @@ case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["print"])(_COMPILED["a_com
 sys.modules.setdefault("_sot_corpus_registered", types.ModuleType("_sot_corpus_registered"))
 
 
+def _import_registered():
+    try:
+        import _sot_corpus_registered  # noqa: F401 (the import is the test)
+
+        return "imported"
+    except ImportError:
+        return "gone"
+
+
 # Not hot: the copy of sys.modules is guarded by its keys, which the harness's own imports change.
-@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=("after the translation changed sys.modules",), hot=False)
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=("after the translation changed sys.modules", "not imported yet"), hot=False)
 def an_import_after_sys_modules_changed_finds_what_the_change_left(x):
     # Found on markupsafe (a test deletes its modules from sys.modules to import them
     # anew): the import found the module the deletion, replayed later, had not removed yet.
     saved = sys.modules.pop("_sot_corpus_registered")
-    try:
-        import _sot_corpus_registered  # noqa: F401 (the import is the test)
-
-        found = "imported"
-    except ImportError:
-        found = "gone"
+    found = _import_registered()
     sys.modules["_sot_corpus_registered"] = saved
     return x * 2, found
+
+
+class _Encoder:
+    def __init__(self, default=None):
+        if default is not None:
+            self.default = default
+
+    def default(self, value):
+        return "the class's"
+
+
+_encoders = Cycling(_Encoder(), _Encoder(default=repr))
+
+
+@case(args=lambda: (arr(3), _encoders.next_value()), graphs=1, ops=1, rejected=1)
+def an_instance_attribute_over_a_method_is_guarded_absent(x, encoder):
+    # Found on simplejson (`self.default = default` in an encoder's __init__): a method
+    # found on the class was bound without guarding that the object lacks an attribute of
+    # that name, so an encoder with its own `default` ran the class's.
+    return x * 2, encoder.default((1, 2))

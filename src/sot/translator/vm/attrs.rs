@@ -591,6 +591,14 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 return Ok(value);
             }
+            // Absent (its type guarded): on a later call the object may hold it, over the
+            // class's method or value (simplejson's `self.default = default`), or instead of
+            // its `__getattr__`.
+            if let Some(s) = source {
+                let dict = self.intern(Source::Attr(s, name_ref(self.py, "__dict__")));
+                let entry = self.intern(Source::Item(dict, StrongRef::new(&PyString::new(self.py, name))));
+                self.add_guard(entry, Check::Absent);
+            }
         }
         if let Some(raw) = &class_attr {
             if let Some(bound) = self.bind_class_function(raw, owner, &ty, None)? {
@@ -630,13 +638,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(attr_source(self, value))
             }
             None => {
-                // Missing (its type guarded): on a later call the object may hold it.
-                if let (Some(s), Some(_)) = (source, &instance_dict) {
-                    let dict = self.intern(Source::Attr(s, name_ref(self.py, "__dict__")));
-                    let entry =
-                        self.intern(Source::Item(dict, StrongRef::new(&PyString::new(self.py, name))));
-                    self.add_guard(entry, Check::Absent);
-                }
                 if let Some(hook) = getattr_hook {
                     return self.call_getattr_hook(hook, owner, name);
                 }
