@@ -1,5 +1,7 @@
 """Builtins on Python values and iterables: enumerate, range, zip, map, len, isinstance, min, max, sorted..."""
 
+import typing
+
 import numpy as np
 
 from ._case import arr, case
@@ -187,3 +189,22 @@ def sorted_with_key_lambda(x, pairs):
     for _name, k in sorted(pairs, key=lambda p: p[0]):
         x = x * k
     return x
+
+
+class _Bag:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+@case(args=lambda: (arr(3), _Bag(old=1)), graphs=1, ops=2)
+def setattr_and_delattr_store_as_statements_do(x, bag):
+    # jinja2 and attrs set attributes by name: the store replayed after the graph, as
+    # `bag.made = ...` would be.
+    setattr(bag, "made", x * 2)
+    delattr(bag, "old")
+    return bag.made + 1
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def typing_cast_hands_its_value_back(x):
+    return typing.cast("np.ndarray", x * 2)

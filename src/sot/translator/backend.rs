@@ -78,24 +78,33 @@ pub struct Backend<'py> {
     code_infos: RefCell<HashMap<usize, Rc<CodeInfo>>>,
 }
 
-/// Standard-library classes whose methods the VM runs as it runs user code: short, plain
+/// Standard-library functions and methods the VM runs as it runs user code: short, plain
 /// Python, and exact under the VM's rules (`with contextlib.suppress(KeyError):` needs no
-/// break). By module, class and method.
-const TRACED_LIBRARY: &[(&str, &str, &[&str])] = &[
+/// break; `typing.cast` hands its value back). By module and dotted path.
+const TRACED_LIBRARY: &[(&str, &[&str])] = &[
     (
         "contextlib",
-        "nullcontext",
-        &["__init__", "__enter__", "__exit__"],
+        &[
+            "nullcontext.__init__",
+            "nullcontext.__enter__",
+            "nullcontext.__exit__",
+            "suppress.__init__",
+            "suppress.__enter__",
+            "suppress.__exit__",
+        ],
     ),
-    ("contextlib", "suppress", &["__init__", "__enter__", "__exit__"]),
+    ("typing", &["cast"]),
 ];
 
 fn traced_library_codes(py: Python<'_>) -> PyResult<Vec<StrongRef>> {
     let mut codes = Vec::new();
-    for (module, class, methods) in TRACED_LIBRARY {
-        let class = import(py, module)?.getattr(*class)?;
-        for method in *methods {
-            codes.push(StrongRef::new(&class.getattr(*method)?.getattr("__code__")?));
+    for (module, paths) in TRACED_LIBRARY {
+        for path in *paths {
+            let mut function = import(py, module)?.into_any();
+            for name in path.split('.') {
+                function = function.getattr(name)?;
+            }
+            codes.push(StrongRef::new(&function.getattr("__code__")?));
         }
     }
     Ok(codes)

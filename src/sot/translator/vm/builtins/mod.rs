@@ -48,6 +48,8 @@ const BUILTINS: &[(&str, Handler)] = &[
     ("filter", filter),
     ("getattr", getattr_or_hasattr),
     ("hasattr", getattr_or_hasattr),
+    ("setattr", setattr_or_delattr),
+    ("delattr", setattr_or_delattr),
     ("sorted", sorted),
     ("min", min_or_max),
     ("max", min_or_max),
@@ -394,6 +396,26 @@ fn filter<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<
     let function = (!vm.identical(*function, none)?).then_some(*function);
     let iterator = vm.iterator(*it)?;
     Ok(Some(vm.push_val(Val::Lazy(Lazy::Filter { function, iterator }))))
+}
+
+/// `setattr(x, name, value)` and `delattr(x, name)` of a str name: what `x.name = value`
+/// and `del x.name` do (the same `PyObject_SetAttr`).
+fn setattr_or_delattr<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let (target, name, value) = match (call.name, call.args) {
+        ("setattr", [target, name, value]) => (*target, *name, Some(*value)),
+        ("delattr", [target, name]) => (*target, *name, None),
+        _ => return Ok(None),
+    };
+    let name = vm.concrete(name)?;
+    if !call.kwargs.is_empty() || !name.is_exact_instance_of::<PyString>() {
+        return Ok(None);
+    }
+    let name: String = name.extract()?;
+    match value {
+        Some(value) => vm.store_attr(target, name, value)?,
+        None => vm.delete_attr(target, name)?,
+    }
+    Ok(Some(vm.none()))
 }
 
 fn getattr_or_hasattr<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
