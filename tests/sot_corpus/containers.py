@@ -1,6 +1,8 @@
 """Tuples, lists and dicts holding arrays and Python values: building, indexing, methods."""
 
-from ._case import arr, case
+import collections
+
+from ._case import Cycling, arr, case
 
 
 @case(args=lambda: (arr(3),), graphs=1, ops=2)
@@ -125,3 +127,15 @@ def dict_keys_values_items(x):
 def list_of_pairs(x, y):
     pairs = [(x, "x"), (y, "y")]
     return pairs[1][0] - pairs[0][0], pairs[0][1]
+
+
+_pending = Cycling(collections.deque(), collections.deque([1.0, 2.0]))
+
+
+@case(args=lambda: (arr(3), _pending.next_value(), (arr(2), "b")), graphs=1, ops=3, rejected=1)
+def the_truth_of_a_deque_set_or_tuple_is_its_length(x, pending, pair):
+    # jinja2's token stream asks `if self._pushed:` of a deque: its length guarded, and a
+    # later deque of another length fails the guards.
+    y = x + 1 if pending else x - 1
+    z = y * 2 if pair else y
+    return z + len(pending), bool({1} if len(pending) else set())

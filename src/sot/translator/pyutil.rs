@@ -58,19 +58,31 @@ pub fn qualname(obj: &Bound<'_, PyAny>) -> String {
 /// Whether `len(obj)` is a builtin container's own length: an instance of one, or of a
 /// subclass that leaves `__len__` alone (a `Len` guard then fixes it, with its type).
 pub fn has_builtin_len(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(builtin_len_base(obj)?.is_some())
+}
+
+/// The builtin container (list, tuple, dict, set, frozenset, deque) whose `__len__` gives
+/// `len(obj)`, where one does.
+pub fn builtin_len_base<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyType>>> {
     let ty = obj.get_type();
+    let deque = crate::hookapi::pyobject::import(obj.py(), "collections")?
+        .getattr("deque")?
+        .cast_into::<PyType>()
+        .map_err(PyErr::from)?;
     for base in [
         obj.py().get_type::<PyList>(),
         obj.py().get_type::<PyTuple>(),
         obj.py().get_type::<PyDict>(),
         obj.py().get_type::<PySet>(),
         obj.py().get_type::<PyFrozenSet>(),
+        deque,
     ] {
         if ty.is_subclass(&base)? {
-            return Ok(ty.getattr("__len__")?.is(&base.getattr("__len__")?));
+            let own = ty.getattr("__len__")?.is(&base.getattr("__len__")?);
+            return Ok(own.then_some(base));
         }
     }
-    Ok(false)
+    Ok(None)
 }
 
 /// A t-string's template (3.14), made from known values: immutable, iterated as is.

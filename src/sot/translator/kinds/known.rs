@@ -20,7 +20,7 @@ use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::model::code::MAX_MADE_ITEMS;
 use crate::sot::translator::model::problem::{graph_break, unsupported};
 use crate::sot::translator::model::value::{DictPart, Lazy};
-use crate::sot::translator::pyutil::{has_builtin_len, is_template};
+use crate::sot::translator::pyutil::{builtin_len_base, has_builtin_len, is_template};
 
 pub struct Known;
 
@@ -62,8 +62,23 @@ impl Kind for Known {
                 cx.add_guard(source, Check::Len(obj.len()?));
                 return Ok(Some(obj.len()? > 0));
             }
+            let class = obj.get_type().into_any();
+            let length_is_truth = match builtin_len_base(obj)? {
+                Some(base) => match cx.type_lookup(&class, "__bool__")? {
+                    Some(truth) => base.getattr("__bool__").is_ok_and(|own| own.is(&truth)),
+                    None => true,
+                },
+                None => false,
+            };
+            if !is_value_type(obj) && length_is_truth {
+                // A tuple, set or deque (or a subclass keeping their `__len__`, and `__bool__`
+                // where the type has one, as 3.9's deque): its length.
+                cx.guard_type(v);
+                let n = obj.len()?;
+                cx.add_guard(source, Check::Len(n));
+                return Ok(Some(n > 0));
+            }
             if !is_value_type(obj) {
-                let class = obj.get_type().into_any();
                 return match cx.inlined_truth(v, &class)? {
                     Some(truth) => Ok(Some(truth)),
                     None => {
