@@ -3802,3 +3802,23 @@ def test_guards_and_generated_code_read_an_objects_own_attributes_without_its_ge
     st = sot.stats(fast)
     # The third object passes the first translation's guards.
     assert st.graph_breaks == [] and st.translations == 2 and st.cache_hits == 1
+
+
+def _reads_a_class_namespace(x, cls):
+    return x * cls.__dict__.get("scale", 1.0), "extra" in cls.__dict__
+
+
+def test_a_class_namespace_read_is_guarded_by_what_the_class_defines():
+    class Configured:
+        scale = 2.0
+
+    fast = sot.translate(_reads_a_class_namespace, full_graph=True)
+    for change in (None, lambda: setattr(Configured, "extra", 1), lambda: setattr(Configured, "scale", 3.0)):
+        if change:
+            change()
+        got, want = fast(np.ones(2), Configured), _reads_a_class_namespace(np.ones(2), Configured)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]
+    st = sot.stats(fast)
+    # A class gaining `extra`, then another `scale`: each fails the guards of the one before.
+    assert st.translations == 3 and st.guard_failures == 2 and st.graph_breaks == []

@@ -395,3 +395,18 @@ def functools_partial_of_a_partial_is_flattened(x):
     inner = functools.partial(_scale, x)
     outer = functools.partial(inner, 3.0)
     return outer(), outer.func is _scale, outer.args[1], outer.keywords
+
+
+class _Configured:
+    scale = 2.0
+
+    def method(self):
+        return self
+
+
+@case(args=lambda: (arr(3), _Configured), graphs=1, ops=1)
+def a_classs_own_namespace_is_read_as_a_dict(x, cls):
+    # attrs asks a class's __dict__ (a mappingproxy) what the class itself defines: each
+    # entry read through it, guarded present or absent.
+    namespace = cls.__dict__
+    return x * namespace.get("scale", 1.0), "method" in namespace, "other" in namespace, namespace["scale"]

@@ -26,6 +26,8 @@ pub struct Known<'py> {
     pub object_getattribute: Bound<'py, PyAny>,
     pub object_setattr: Bound<'py, PyAny>,
     pub object_new: Bound<'py, PyAny>,
+    /// `types.MappingProxyType.get`, the method a class's `__dict__` answers `get` with.
+    pub mappingproxy_get: Bound<'py, PyAny>,
     /// A C slot method bound to an object (`object.__setattr__.__get__`).
     pub method_wrapper_type: Bound<'py, PyAny>,
     pub module_type: Bound<'py, PyAny>,
@@ -80,6 +82,7 @@ impl<'py> Known<'py> {
             object_getattribute: object.getattr("__getattribute__")?,
             object_setattr: object.getattr("__setattr__")?,
             object_new: object.getattr("__new__")?,
+            mappingproxy_get: types.getattr("MappingProxyType")?.getattr("get")?,
             method_wrapper_type: types.getattr("MethodWrapperType")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),

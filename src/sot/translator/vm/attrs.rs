@@ -930,6 +930,61 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
+    /// A class's own namespace, `cls.__dict__` of a class pinned by identity (a mappingproxy
+    /// over the class's dict, which `type` gives), with its source: its items are read as a
+    /// frame dict's are (attrs asks `name in cls.__dict__`).
+    pub(super) fn class_namespace(&self, vid: Vid) -> PyResult<Option<(SourceId, Bound<'py, PyAny>)>> {
+        let Val::Obj { obj, source: Some(s) } = self.val(vid) else {
+            return Ok(None);
+        };
+        let Source::Attr(parent, name) = &self.sources.sources[*s] else {
+            return Ok(None);
+        };
+        if name.bind(self.py).ne("__dict__")? {
+            return Ok(None);
+        }
+        let class = self.guards.iter().find_map(|g| match &g.check {
+            Check::Id(pin) if g.source == *parent => pin.object(self.py),
+            _ => None,
+        });
+        let Some(class) = class.filter(|c| c.is_instance_of::<PyType>()) else {
+            return Ok(None);
+        };
+        let types_namespace = builtin(self.py, "type")?
+            .getattr("__dict__")?
+            .get_item("__dict__")?;
+        let namespace = self.type_lookup(&class.get_type().into_any(), "__dict__")?;
+        Ok(namespace
+            .is_some_and(|n| n.is(&types_namespace))
+            .then(|| (*s, obj.clone())))
+    }
+
+    /// The entry `key` of a class's own namespace (`class_namespace`), read through its
+    /// source and guarded `Present`, or None where it is absent (guarded `Absent`). Not
+    /// modeled (outer None) for a key other than a str.
+    pub(super) fn class_namespace_entry(
+        &mut self,
+        (namespace, proxy): (SourceId, Bound<'py, PyAny>),
+        key: Vid,
+    ) -> Res<Option<Option<Vid>>> {
+        let key = self.concrete(key)?;
+        if !key.is_exact_instance_of::<PyString>() {
+            return Ok(None);
+        }
+        let entry = Source::Item(namespace, StrongRef::new(&key));
+        let Ok(value) = proxy.get_item(&key) else {
+            let entry = self.intern(entry);
+            self.add_guard(entry, Check::Absent);
+            return Ok(Some(None));
+        };
+        let value = self.value_of_source(entry, value);
+        if let Val::Obj { source: Some(s), .. } = self.val(value) {
+            let s = *s;
+            self.add_guard(s, Check::Present);
+        }
+        Ok(Some(Some(value)))
+    }
+
     /// Whether a class attribute is a `__slots__` entry (a member descriptor), where an
     /// object the translation made keeps that attribute like any other.
     pub(super) fn is_slot(&self, class_attr: Option<&Bound<'py, PyAny>>) -> PyResult<bool> {

@@ -241,6 +241,20 @@ impl<'py, 'b> Vm<'py, 'b> {
             pin(self);
             return self.object_new(&args, &kwargs);
         }
+        if obj.is(&self.ops.mappingproxy_get) {
+            if let ([namespace, key, rest @ ..], true) =
+                (args.as_slice(), kwargs.is_empty() && args.len() <= 3)
+            {
+                if let Some(namespace) = self.class_namespace(*namespace)? {
+                    if let Some(entry) = self.class_namespace_entry(namespace, *key)? {
+                        pin(self);
+                        return Ok(
+                            entry.unwrap_or_else(|| rest.first().copied().unwrap_or_else(|| self.none()))
+                        );
+                    }
+                }
+            }
+        }
         if obj.is(&self.ops.object_setattr) {
             pin(self);
             return self.call_object_setattr(&args, &kwargs);

@@ -93,7 +93,6 @@ pub struct Vm<'py, 'b> {
     /// The frame's tensors that are graph inputs, by symbol (their other attributes are read
     /// from them, not from the examples, which are copies).
     input_tensors: HashMap<Sym, Bound<'py, PyAny>>,
-    /// Attributes stored on objects from the frame, as later loads see them.
     /// Attributes stored on (or, None, deleted from) objects from the frame, in order.
     stored_attrs: Vec<(usize, String, Option<Vid>)>,
     stored_globals: Vec<(String, Option<Vid>)>,

@@ -158,7 +158,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.mutated.contains_key(&(modules.as_ptr() as usize)) {
             // Its copy holds what the import would find (markupsafe's test deletes entries
             // to import a module anew).
-            return unsupported(format!("import of {name} after the translation changed sys.modules"));
+            return unsupported(format!(
+                "import of {name} after the translation changed sys.modules"
+            ));
         }
         let module = modules.get_item(name).ok().filter(|m| !m.is_none());
         let Some(module) = module else {

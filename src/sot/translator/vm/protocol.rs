@@ -300,6 +300,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(found) = kind_of(&val).contains(self, container, &val, item)? {
             return Ok(found);
         }
+        if let Some(namespace) = self.class_namespace(container)? {
+            if let Some(entry) = self.class_namespace_entry(namespace, item)? {
+                return Ok(entry.is_some());
+            }
+        }
         no_tensor_in(self, container, item)?;
         // Computed now where no method of either runs Python code that may answer otherwise
         // on a later call (a container's `__contains__`, an item's `__hash__` or `__eq__`).
@@ -314,6 +319,18 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     pub(super) fn subscript(&mut self, container: Vid, key: Vid) -> Res<Vid> {
         let container = self.realize(container)?;
+        if let Some(namespace) = self.class_namespace(container)? {
+            let key_value = self.concrete(key)?;
+            match self.class_namespace_entry(namespace, key)? {
+                Some(Some(value)) => return Ok(value),
+                Some(None) => {
+                    return Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err((
+                        key_value.unbind(),
+                    ))))
+                }
+                None => {}
+            }
+        }
         let val = self.val(container).clone();
         match kind_of(&val).item(self, container, &val, key)? {
             Some(item) => Ok(item),
