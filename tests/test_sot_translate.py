@@ -3822,3 +3822,29 @@ def test_a_class_namespace_read_is_guarded_by_what_the_class_defines():
     st = sot.stats(fast)
     # A class gaining `extra`, then another `scale`: each fails the guards of the one before.
     assert st.translations == 3 and st.guard_failures == 2 and st.graph_breaks == []
+
+
+def _label(x, function, owner):
+    function.__module__ = "elsewhere"
+    function.__qualname__ = owner + "." + function.__name__
+    function.__doc__ = "made by a decorator"
+    return x * 2, function.__qualname__
+
+
+def test_a_functions_labels_are_stored_without_a_break():
+    # attrs labels the methods it makes; the function itself is inlined as it was.
+    def made(v):
+        return v
+
+    fast = sot.translate(_label, full_graph=True)
+    got = fast(np.ones(2), made, "Owner")
+    np.testing.assert_array_equal(got[0], np.full(2, 2.0))
+    assert got[1] == "Owner.made"
+    assert (made.__module__, made.__qualname__, made.__doc__) == ("elsewhere", "Owner.made", "made by a decorator")
+    assert sot.stats(fast).graph_breaks == []
+    with pytest.raises(TypeError, match="__qualname__ must be set to a string object"):
+        sot.translate(_relabel)(made, 5)  # not a str: CPython's own error, where it stores
+
+
+def _relabel(function, qualname):
+    function.__qualname__ = qualname

@@ -2,6 +2,11 @@
 
 use super::*;
 
+/// A function's attributes that only label it (attrs sets them on the methods it makes):
+/// stored as any other attribute, the function inlined as it was until the store runs
+/// (a call of one renamed while translating breaks: CPython's messages name it).
+pub(super) const FUNCTION_LABELS: &[&str] = &["__module__", "__qualname__", "__name__", "__doc__"];
+
 impl<'py, 'b> Vm<'py, 'b> {
     /// `owner.name = value`: the class's own `__setattr__` when it is written in Python
     /// (inlined), else `object.__setattr__`'s rules.
@@ -127,10 +132,29 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "attribute assignment on an object without a __dict__, not to one of its slots",
             );
         }
-        if obj.is_instance(&self.ops.function_type)? && name.starts_with("__") {
+        if obj.is_instance(&self.ops.function_type)?
+            && name.starts_with("__")
+            && !FUNCTION_LABELS.contains(&name.as_str())
+        {
             // A call after it is inlined from what the function holds now (its defaults,
             // its code): the store must have happened.
             return graph_break(format!("assignment to {name} of a function"));
+        }
+        if obj.is_instance(&self.ops.function_type)? && FUNCTION_LABELS.contains(&name.as_str()) {
+            // Their C setters store the value as it is, a name only if it is a str.
+            let named = matches!(name.as_str(), "__name__" | "__qualname__");
+            if named && !self.type_of(value)?.is(self.py.get_type::<PyString>()) {
+                return unsupported(format!("assignment of a value other than a str to {name} of a function"));
+            }
+            self.guard_type(owner);
+            self.side_effects.push(SideEffect::StoreAttr {
+                target: owner,
+                name: name.clone(),
+                value,
+                through_object: false,
+            });
+            self.stored_attrs.push((obj.as_ptr() as usize, name, Some(value)));
+            return Ok(());
         }
         if self.dict_changed(&obj)? {
             return graph_break(format!(
