@@ -410,3 +410,28 @@ def a_classs_own_namespace_is_read_as_a_dict(x, cls):
     # entry read through it, guarded present or absent.
     namespace = cls.__dict__
     return x * namespace.get("scale", 1.0), "method" in namespace, "other" in namespace, namespace["scale"]
+
+
+class _Element:
+    """pyparsing's elements: equality written in Python, hashed by identity."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        if isinstance(other, _Element):
+            return self.name == other.name
+        return NotImplemented
+
+    __hash__ = object.__hash__
+
+
+_others = Cycling(_Element("a"), _Element("b"))
+
+
+@case(args=lambda: (arr(3), _Element("a"), _others.next_value()), graphs=1, ops=1, rejected=1)
+def a_frame_objects_python_eq_is_inlined(x, element, other):
+    # `==`, `!=` (object's, inverting __eq__) and `in` (identity, then ==) without a break;
+    # another name fails the guards.
+    same = element == other
+    return x * 2, same, element != other, Ellipsis in [element, other], other in [element], element == "a"

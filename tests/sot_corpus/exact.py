@@ -581,3 +581,14 @@ def an_instance_attribute_over_a_method_is_guarded_absent(x, encoder):
     # found on the class was bound without guarding that the object lacks an attribute of
     # that name, so an encoder with its own `default` ran the class's.
     return x * 2, encoder.default((1, 2))
+
+
+class _Unordered:
+    pass
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2, breaks=("operator eq of a ndarray object (written in C)",))
+def a_made_object_compared_with_an_array_asks_the_array(x):
+    # Found while modelling frame objects' comparisons: where the made object's class
+    # declined, the array's own __eq__ (elementwise) was skipped for identity (False).
+    return x + 1, _Unordered() == np.arange(3)

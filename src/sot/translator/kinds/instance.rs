@@ -12,8 +12,8 @@ use pyo3::types::PyType;
 
 use super::{Interp, Kind, Res, Sym, Val, Vid};
 use crate::sot::translator::guard::check::is_immutable;
-use crate::sot::translator::model::problem::{unsupported, Problem};
-use crate::sot::translator::pyutil::{builtin, qualname};
+use crate::sot::translator::model::problem::{graph_break, unsupported, Problem};
+use crate::sot::translator::pyutil::{builtin, is_heap_instance, qualname};
 use crate::sot::translator::session::with_session;
 
 pub struct Instance;
@@ -129,24 +129,21 @@ impl Kind for Instance {
     }
 }
 
-/// `left <name> right` where an operand is an object the translation made: its class's
-/// Python rich comparison, inlined, then the other operand's reflected one (first where
-/// its class is a subclass of the left's) when missing or `NotImplemented`; past both,
-/// `==` and `!=` compare identity. None when neither operand is such an object.
+/// `left <name> right` where an operand is an object the translation made, or an object
+/// from the frame whose class defines the comparison in Python (its type guarded): its
+/// class's Python rich comparison, inlined, then the other operand's reflected one (first
+/// where its class is a subclass of the left's) when missing or `NotImplemented`; past
+/// both, `==` and `!=` compare identity. A comparison written in C on the way (other than
+/// `object`'s, and a builtin value type's, which decline a foreign object) breaks. None
+/// when neither operand is such an object.
 pub fn compare_made_objects<'py>(
     cx: &mut dyn Interp<'py>,
     name: &str,
     left: Vid,
     right: Vid,
 ) -> Res<Option<Vid>> {
-    let class_of = |cx: &dyn Interp<'py>, v: Vid| match cx.val(v) {
-        Val::Object { class, .. } => Some(class.clone()),
-        _ => None,
-    };
-    let (left_class, right_class) = (class_of(cx, left), class_of(cx, right));
-    if left_class.is_none() && right_class.is_none() {
-        return Ok(None);
-    }
+    let function_type = cx.known().function_type.clone();
+    let is_python = |f: &Bound<'py, PyAny>| f.is_instance(&function_type).unwrap_or(false);
     let reflected = match name {
         "lt" => "gt",
         "le" => "ge",
@@ -154,6 +151,36 @@ pub fn compare_made_objects<'py>(
         "ge" => "le",
         same => same,
     };
+    let class_of = |cx: &mut dyn Interp<'py>, v: Vid, method: &str| -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(match cx.val(v) {
+            Val::Object { class, .. } => Some(class.clone()),
+            Val::Obj { obj, source: Some(_) } if is_heap_instance(obj)? && !cx.contains_tensor(v) => {
+                let class = obj.get_type().into_any();
+                let mut own = cx
+                    .type_lookup(&class, &format!("__{method}__"))?
+                    .is_some_and(|f| is_python(&f));
+                if method == "ne" && !own {
+                    // `object.__ne__` inverts a Python `__eq__`.
+                    let default_ne = builtin(cx.py(), "object")?.getattr("__ne__")?;
+                    own = cx
+                        .type_lookup(&class, "__ne__")?
+                        .is_some_and(|f| f.is(&default_ne))
+                        && cx.type_lookup(&class, "__eq__")?.is_some_and(|f| is_python(&f));
+                }
+                own.then_some(class)
+            }
+            _ => None,
+        })
+    };
+    let (left_class, right_class) = (class_of(cx, left, name)?, class_of(cx, right, reflected)?);
+    if left_class.is_none() && right_class.is_none() {
+        return Ok(None);
+    }
+    for (v, class) in [(left, &left_class), (right, &right_class)] {
+        if class.is_some() && matches!(cx.val(v), Val::Obj { .. }) {
+            cx.guard_type(v);
+        }
+    }
     let right_first = match (&left_class, &right_class) {
         (Some(l), Some(r)) => !l.is(r) && r.cast::<PyType>().map_err(PyErr::from)?.is_subclass(l)?,
         _ => false,
@@ -166,10 +193,16 @@ pub fn compare_made_objects<'py>(
         attempts.swap(0, 1);
     }
     for (receiver, class, method, other) in attempts {
-        let Some(class) = class else { continue };
+        let Some(class) = class else {
+            if !declines_foreign_objects(cx, receiver, method, other)? {
+                return graph_break(format!(
+                    "operator {method} of a {} object (written in C)",
+                    qualname(&cx.type_of(receiver)?)
+                ));
+            }
+            continue;
+        };
         let found = cx.type_lookup(class, &format!("__{method}__"))?;
-        let function_type = cx.known().function_type.clone();
-        let is_python = |f: &Bound<'py, PyAny>| f.is_instance(&function_type).unwrap_or(false);
         // `object.__ne__` answers the inverse of `__eq__` (unless that declines).
         let inverse_of_eq = method == "ne"
             && found.as_ref().is_some_and(|f| {
@@ -215,4 +248,44 @@ pub fn compare_made_objects<'py>(
             ))))
         }
     }
+}
+
+/// Whether `receiver`'s own comparison `method` answers `NotImplemented` to `other`, an
+/// object of a class it does not know: `object`'s does, and a builtin value type's or
+/// container's where `other` is no instance of it.
+fn declines_foreign_objects<'py>(
+    cx: &mut dyn Interp<'py>,
+    receiver: Vid,
+    method: &str,
+    other: Vid,
+) -> Res<bool> {
+    let ty = cx.type_of(receiver)?;
+    let other_type = cx.type_of(other)?.cast_into::<PyType>().map_err(PyErr::from)?;
+    let py = cx.py();
+    let builtin_types = [
+        "int",
+        "float",
+        "complex",
+        "bool",
+        "str",
+        "bytes",
+        "tuple",
+        "list",
+        "dict",
+        "set",
+        "frozenset",
+        "range",
+        "slice",
+    ];
+    for name in builtin_types {
+        let builtin_type = builtin(py, name)?;
+        if builtin_type.is(&ty) {
+            return Ok(!other_type.is_subclass(&builtin_type)?);
+        }
+    }
+    let own = cx.type_lookup(&ty, &format!("__{method}__"))?;
+    let default = builtin(py, "object")?.getattr(format!("__{method}__"))?;
+    Ok(ty.is(py.None().bind(py).get_type())
+        || ty.is(py.Ellipsis().bind(py).get_type())
+        || own.is_some_and(|m| m.is(&default)))
 }

@@ -144,7 +144,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             // Their C setters store the value as it is, a name only if it is a str.
             let named = matches!(name.as_str(), "__name__" | "__qualname__");
             if named && !self.type_of(value)?.is(self.py.get_type::<PyString>()) {
-                return unsupported(format!("assignment of a value other than a str to {name} of a function"));
+                return unsupported(format!(
+                    "assignment of a value other than a str to {name} of a function"
+                ));
             }
             self.guard_type(owner);
             self.side_effects.push(SideEffect::StoreAttr {

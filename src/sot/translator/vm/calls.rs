@@ -298,10 +298,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 _ => pin(self),
             }
-            let renamed = self
-                .stored_attrs
-                .iter()
-                .any(|(p, n, _)| *p == obj.as_ptr() as usize && matches!(n.as_str(), "__name__" | "__qualname__"));
+            let renamed = self.stored_attrs.iter().any(|(p, n, _)| {
+                *p == obj.as_ptr() as usize && matches!(n.as_str(), "__name__" | "__qualname__")
+            });
             if renamed {
                 return graph_break(format!("a call of {} renamed while translating", qualname(&obj)));
             }

@@ -252,12 +252,46 @@ impl<'py, 'b> Vm<'py, 'b> {
                         || other.is_exact_instance_of::<PyBool>()
                         || other.is(self.py.Ellipsis())
                         || other.is(self.py.NotImplemented());
-                    if singleton && sourced(self, value) && !sourced(self, constant) {
+                    if singleton && sourced(self, value) {
+                        if sourced(self, constant) {
+                            // Read from the frame too: held to that one object (by its type
+                            // where the type has one value).
+                            if other.is_exact_instance_of::<PyBool>() {
+                                self.concrete(constant)?;
+                            } else {
+                                self.guard_type(constant);
+                            }
+                        }
                         let value_type = self.type_of(value)?;
                         if same || value_type.is(other.get_type()) {
                             self.concrete(value)?;
                         }
                         return Ok(same);
+                    }
+                }
+                if !a.get_type().is(b.get_type()) {
+                    // Objects of two types (each guarded) are two objects.
+                    self.guard_type(left);
+                    self.guard_type(right);
+                    return Ok(false);
+                }
+                if let (
+                    Val::Obj {
+                        obj: a,
+                        source: Some(sa),
+                    },
+                    Val::Obj {
+                        obj: b,
+                        source: Some(sb),
+                    },
+                ) = (self.val(left), self.val(right))
+                {
+                    if !same && !is_value_type(a) && !is_value_type(b) {
+                        // Two objects from the frame: that they are two, guarded as such (not
+                        // each pinned: later calls bring other objects).
+                        let (sa, sb) = (*sa, *sb);
+                        self.add_guard(sa, Check::Distinct(vec![sb]));
+                        return Ok(false);
                     }
                 }
                 let (a, b) = (self.identity_of(left)?, self.identity_of(right)?);
