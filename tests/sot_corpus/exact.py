@@ -592,3 +592,37 @@ def a_made_object_compared_with_an_array_asks_the_array(x):
     # Found while modelling frame objects' comparisons: where the made object's class
     # declined, the array's own __eq__ (elementwise) was skipped for identity (False).
     return x + 1, _Unordered() == np.arange(3)
+
+
+def _cell_holding(*value):
+    if value:
+        held = value[0]
+    return (lambda: held).__closure__[0]
+
+
+class _CellBox:
+    """A closure cell (which cannot be copied) behind a box the harness hands on as it is."""
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+_cells = Cycling(_CellBox(_cell_holding()), _CellBox(_cell_holding(7)))
+
+
+def _cell_contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return "empty"
+
+
+# Not hot: the full cell of the second call takes the callee's other path (no handler).
+@case(args=lambda: (arr(3), _cells.next_value()), graphs=1, ops=1, breaks=("raised", "raised"), hot=False)
+def a_c_getter_that_raised_runs_again(x, box):
+    # Found on cloudpickle through attrs' tests (`cell.cell_contents` of an empty cell):
+    # a C getter's error was raised without a guard, so a later full cell read as empty.
+    return x * 2, _cell_contents(box.cell)

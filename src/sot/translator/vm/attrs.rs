@@ -592,7 +592,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                         }
                         return Err(Problem::Python(error));
                     }
-                    Err(error) => return Err(error.into()),
+                    Err(error) => {
+                        // Another C getter raised (an empty cell's `cell_contents`): what it
+                        // raises depends on the object's state, read as it is.
+                        return graph_break(format!(
+                            "attribute {name} of a {} raised {} (its C getter runs as it is)",
+                            qualname(&ty),
+                            qualname(&error.get_type(self.py).into_any())
+                        ));
+                    }
                 };
                 let value = attr_source(self, value);
                 if is_slot {
