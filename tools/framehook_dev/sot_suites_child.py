@@ -112,6 +112,17 @@ class Recorder:
         self.events.flush()
 
     # Hooks (pytest finds them by name).
+    def pytest_configure(self, config: Any) -> None:
+        """Hypothesis's per-example deadline off, in both modes (over the profile the suite's
+        conftest loaded): a translation's first call takes longer, and time is not what the
+        suites compare."""
+        try:
+            from hypothesis import settings
+        except ImportError:
+            return
+        settings.register_profile("framehook-sot-suites", settings(deadline=None))
+        settings.load_profile("framehook-sot-suites")
+
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
         if self.skip:
             items[:] = [item for item in items if item.nodeid not in self.skip]
