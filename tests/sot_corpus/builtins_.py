@@ -200,7 +200,7 @@ class _Bag:
 def setattr_and_delattr_store_as_statements_do(x, bag):
     # jinja2 and attrs set attributes by name: the store replayed after the graph, as
     # `bag.made = ...` would be.
-    setattr(bag, "made", x * 2)
+    setattr(bag, "made", x * 2)  # noqa: B010 (the builtin is the test)
     delattr(bag, "old")
     return bag.made + 1
 

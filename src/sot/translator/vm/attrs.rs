@@ -479,45 +479,22 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(self.constant(value));
             }
         }
-        // An instance: look the attribute up as object.__getattribute__ would, without
-        // running anything but properties (inlined).
+        self.instance_attr(owner, obj, source, name)
+    }
+
+    /// An instance's attribute, looked up as `object.__getattribute__` would, without
+    /// running anything but properties (inlined) and a Python `__getattr__` where the
+    /// lookup fails.
+    fn instance_attr(
+        &mut self,
+        owner: Vid,
+        obj: Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        name: &str,
+    ) -> Res<Vid> {
         let ty = obj.get_type().into_any();
-        let getattribute = ty.getattr("__getattribute__")?;
         let reads_through_getattr = self.backend.is_layer(&obj);
-        let generic_lookup =
-            getattribute.is(&self.ops.object_getattribute) || has_generic_getattro(&obj.get_type());
-        // A `__getattr__` written in Python runs where the generic lookup fails (ParseResults'
-        // names); the lookup must then be one that fails only by raising AttributeError.
-        let getattr_hook = match self.type_lookup(&ty, "__getattr__")? {
-            Some(hook)
-                if !reads_through_getattr
-                    && generic_lookup
-                    && hook.is_instance(&self.ops.function_type)? =>
-            {
-                Some(hook)
-            }
-            _ => None,
-        };
-        if !generic_lookup
-            || getattr_hook.is_none()
-                && self.type_lookup(&ty, "__getattr__")?.is_some()
-                && !reads_through_getattr
-        {
-            // `set`, exceptions and other C types define their own slot wrapper (often of
-            // the generic lookup): say so rather than blame a Python override.
-            let why = if getattribute.is_instance(&self.ops.object_getattribute.get_type())?
-                && self.type_lookup(&ty, "__getattr__")?.is_none()
-            {
-                let owner = getattribute.getattr("__objclass__")?.getattr("__qualname__")?;
-                format!("{owner}'s __getattribute__, written in C, is not simulated")
-            } else {
-                "custom __getattribute__ or __getattr__".to_owned()
-            };
-            return unsupported(format!(
-                "attribute {name} of {} ({why})",
-                ty.getattr("__qualname__")?
-            ));
-        }
+        let getattr_hook = self.lookup_hook(&obj, &ty, name)?;
         self.guard_type(owner);
         // With a `__getattr__`, the object's own attributes are read (now, by the guards and
         // by the generated code) as `object.__getattribute__` reads them: never through it.
@@ -683,6 +660,54 @@ impl<'py, 'b> Vm<'py, 'b> {
                 )))
             }
         }
+    }
+
+    /// How an instance's attributes are looked up: generically (object's lookup, or a C
+    /// type's that is the same), with its class's `__getattr__` where that is a Python
+    /// function (returned); anything else (a custom `__getattribute__`) breaks.
+    fn lookup_hook(
+        &self,
+        obj: &Bound<'py, PyAny>,
+        ty: &Bound<'py, PyAny>,
+        name: &str,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        let getattribute = ty.getattr("__getattribute__")?;
+        let reads_through_getattr = self.backend.is_layer(obj);
+        let generic_lookup =
+            getattribute.is(&self.ops.object_getattribute) || has_generic_getattro(&obj.get_type());
+        // A `__getattr__` written in Python runs where the generic lookup fails (ParseResults'
+        // names); the lookup must then be one that fails only by raising AttributeError.
+        let getattr_hook = match self.type_lookup(ty, "__getattr__")? {
+            Some(hook)
+                if !reads_through_getattr
+                    && generic_lookup
+                    && hook.is_instance(&self.ops.function_type)? =>
+            {
+                Some(hook)
+            }
+            _ => None,
+        };
+        if !generic_lookup
+            || getattr_hook.is_none()
+                && self.type_lookup(ty, "__getattr__")?.is_some()
+                && !reads_through_getattr
+        {
+            // `set`, exceptions and other C types define their own slot wrapper (often of
+            // the generic lookup): say so rather than blame a Python override.
+            let why = if getattribute.is_instance(&self.ops.object_getattribute.get_type())?
+                && self.type_lookup(ty, "__getattr__")?.is_none()
+            {
+                let owner = getattribute.getattr("__objclass__")?.getattr("__qualname__")?;
+                format!("{owner}'s __getattribute__, written in C, is not simulated")
+            } else {
+                "custom __getattribute__ or __getattr__".to_owned()
+            };
+            return unsupported(format!(
+                "attribute {name} of {} ({why})",
+                ty.getattr("__qualname__")?
+            ));
+        }
+        Ok(getattr_hook)
     }
 
     /// `descriptor.__get__(owner, ty)` for a descriptor whose class is written in Python:

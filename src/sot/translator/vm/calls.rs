@@ -163,7 +163,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         let instance_type = self.type_of(instance)?;
         let objclass = descriptor.getattr("__objclass__")?;
-        if instance_type.is(&self.ops.none.get_type())
+        if instance_type.is(self.ops.none.get_type())
             || !instance_type
                 .cast::<PyType>()
                 .map_err(PyErr::from)?
