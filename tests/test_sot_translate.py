@@ -3892,3 +3892,24 @@ def test_a_cached_hash_error_is_the_one_raised_again():
         assert got[1:] == want[1:] == (True, "_FrozenHashError")
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == []
+
+
+def _appends_then_raises(x, items):
+    items.append(x * 2)
+    raise ValueError("after the append")
+
+
+def test_generated_code_can_be_hashed_as_the_original_can():
+    # Found on jinja2 on 3.9 (`tb.tb_frame.f_code in internal_code`): generated code held a
+    # slice among its constants (unhashable before 3.12), so its code object could not be
+    # hashed. Unhashable constants are boxed.
+    fast = sot.translate(_appends_then_raises)
+    items = [1]
+    with pytest.raises(ValueError, match="after the append") as raised:
+        fast(np.ones(2), items)
+    codes = [frame.f_code for frame, _ in traceback.walk_tb(raised.value.__traceback__)]
+    generated = [code for code in codes if code.co_name == "_appends_then_raises"]
+    assert generated and generated[0] is not _appends_then_raises.__code__  # the frame ran generated code
+    for code in codes:
+        hash(code)
+    assert len(items) == 2 and sot.stats(fast).graph_breaks == []

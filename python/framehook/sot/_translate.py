@@ -242,6 +242,18 @@ def _set_list_iterator_position(iterator: Any, position: Optional[int]) -> None:
         iterator.__setstate__(position)
 
 
+class _Held(tuple):
+    """A value SOT's generated code holds that cannot be hashed (a list, a slice before
+    3.12), boxed: the box hashes by identity, so that the code object holding it can be
+    hashed. The generated code reads ``box[0]``."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
 def _bound(function: Any, receiver: Any) -> Any:
     """A method SOT's generated code rebuilds: bound as attribute lookup binds it (a C
     method descriptor gives a builtin method, a Python function a bound method)."""

@@ -29,6 +29,10 @@ pub struct Pools<'py> {
     /// Each constant's index by its address (generated code may hold thousands: a long
     /// list's items).
     const_index: HashMap<usize, u32>,
+    /// Each unhashable value's box (`load_const`) by the value's address, the values kept
+    /// alive while the addresses are keys.
+    held_index: HashMap<usize, u32>,
+    holding: Vec<Bound<'py, PyAny>>,
 }
 
 impl<'py> Pools<'py> {
@@ -44,6 +48,8 @@ impl<'py> Pools<'py> {
             consts,
             names,
             const_index,
+            held_index: HashMap::new(),
+            holding: Vec::new(),
         }
     }
 
@@ -52,6 +58,17 @@ impl<'py> Pools<'py> {
         let index = *self.const_index.entry(value.as_ptr() as usize).or_insert(next);
         if index == next {
             self.consts.push(value);
+        }
+        index
+    }
+
+    /// The index of `held`, the box of the unhashable `value`, one per value.
+    pub fn held(&mut self, value: &Bound<'py, PyAny>, held: Bound<'py, PyAny>) -> u32 {
+        let next = self.consts.len() as u32;
+        let index = *self.held_index.entry(value.as_ptr() as usize).or_insert(next);
+        if index == next {
+            self.consts.push(held);
+            self.holding.push(value.clone());
         }
         index
     }
@@ -116,7 +133,33 @@ pub trait Emit<'py>: Sized {
         });
     }
 
+    /// Pushes `value`. One that cannot be hashed (a list or dict held from the frame, a slice
+    /// before 3.12) is held in a box read at run time: a code object hashes its constants,
+    /// and code that hashes frames' code objects (jinja2's `internal_code` set) must get
+    /// an answer, as from the original's.
     fn load_const(&mut self, value: Bound<'py, PyAny>) {
+        if !is_hashable_constant(&value) {
+            let held = import(value.py(), "framehook.sot._translate")
+                .and_then(|module| module.getattr("_Held"))
+                .and_then(|held| held.call1(((value.clone(),),)));
+            if let Ok(held) = held {
+                let index = self.writer().pools.held(&value, held);
+                self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
+                let zero = self
+                    .writer()
+                    .pools
+                    .constant(0u32.into_pyobject(value.py()).expect("ints convert").into_any());
+                self.emit(Op::LoadConst, Arg::Const(Const::Index(zero)));
+                self.emit(
+                    Op::BinaryOp,
+                    Arg::BinaryOp {
+                        op: canonical::BinOp::Subscr,
+                        inplace: false,
+                    },
+                );
+                return;
+            }
+        }
         let index = self.writer().pools.constant(value);
         self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
     }
@@ -513,4 +556,16 @@ pub struct ResumeCall<'py> {
     /// frame's closure at each call).
     pub target: Bound<'py, PyAny>,
     pub has_closure: bool,
+}
+
+/// Whether a code object holding `value` among its constants can be hashed (its hash is
+/// its constants'): a type with a hash (`__hash__` not None), a tuple of such.
+fn is_hashable_constant(value: &Bound<'_, PyAny>) -> bool {
+    if let Ok(items) = value.cast_exact::<PyTuple>() {
+        return items.iter().all(|item| is_hashable_constant(&item));
+    }
+    value
+        .get_type()
+        .getattr("__hash__")
+        .is_ok_and(|hash| !hash.is_none())
 }
