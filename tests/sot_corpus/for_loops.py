@@ -257,3 +257,21 @@ def a_python_iterable_made_here(x):
     for step in _Steps(1.0, 2.0, 3.0):
         x = x * step
     return x
+
+
+class _Fields(tuple):
+    """attrs' `CAttributes`: a tuple subclass keeping tuple's iteration."""
+
+    @property
+    def first(self):
+        return self[0]
+
+
+_field_rows = Cycling(_Fields((1.0, 2.0)), _Fields((3.0, 4.0, 5.0)))
+
+
+@case(args=lambda: (arr(3), _field_rows.next_value()), graphs=1, ops=2, rejected=1)
+def a_tuple_subclass_from_the_frame_iterates_as_a_tuple(x, fields):
+    for value in fields:
+        x = x * value
+    return x, fields.first, len(fields)

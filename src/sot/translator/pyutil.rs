@@ -85,6 +85,24 @@ pub fn builtin_len_base<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'
     Ok(None)
 }
 
+/// A tuple, or an instance of a subclass that keeps tuple's `__iter__`, `__getitem__` and
+/// `__len__` (a namedtuple): iterated, indexed and sized as a tuple.
+pub fn is_plain_tuple(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if obj.is_exact_instance_of::<PyTuple>() {
+        return Ok(true);
+    }
+    if !obj.is_instance_of::<PyTuple>() {
+        return Ok(false);
+    }
+    let (ty, tuple) = (obj.get_type(), obj.py().get_type::<PyTuple>());
+    for method in ["__iter__", "__getitem__", "__len__"] {
+        if !ty.getattr(method)?.is(&tuple.getattr(method)?) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// A t-string's template (3.14), made from known values: immutable, iterated as is.
 pub fn is_template(obj: &Bound<'_, PyAny>) -> bool {
     let ty = obj.get_type();

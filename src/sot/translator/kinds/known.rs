@@ -20,7 +20,7 @@ use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::model::code::MAX_MADE_ITEMS;
 use crate::sot::translator::model::problem::{graph_break, unsupported};
 use crate::sot::translator::model::value::{DictPart, Lazy};
-use crate::sot::translator::pyutil::{builtin_len_base, has_builtin_len, is_template};
+use crate::sot::translator::pyutil::{builtin_len_base, has_builtin_len, is_plain_tuple, is_template};
 
 pub struct Known;
 
@@ -121,7 +121,9 @@ impl Kind for Known {
             if let Some(copy) = cx.mutated_copy(obj) {
                 return cx.items_of(copy).map(Some);
             }
-            if obj.is_exact_instance_of::<PyList>() || obj.is_exact_instance_of::<PyTuple>() {
+            if obj.is_exact_instance_of::<PyList>() || is_plain_tuple(obj)? {
+                // A tuple subclass keeping tuple's iteration (a namedtuple, attrs'
+                // `CAttributes`) is read as a tuple, its type guarded.
                 cx.guard_type(v);
                 let len = obj.len()?;
                 cx.add_guard(source, Check::Len(len));
@@ -299,7 +301,7 @@ impl Kind for Known {
         let key_obj = cx.concrete(key)?;
         let ordered_dict = obj.get_type().is(&cx.known().ordered_dict_type);
         let plain = obj.is_exact_instance_of::<PyList>()
-            || obj.is_exact_instance_of::<PyTuple>()
+            || is_plain_tuple(obj)?
             || obj.is_exact_instance_of::<PyDict>()
             || ordered_dict
             || is_immutable(obj)
@@ -320,7 +322,9 @@ impl Kind for Known {
             cx.check_native_key(&key_obj)?;
         }
         let found = obj.get_item(&key_obj);
-        let Some(source) = source.filter(|_| !is_immutable(obj)) else {
+        // A tuple subclass's items through their sources: its identity would be pinned.
+        let subclass_tuple = !obj.is_exact_instance_of::<PyTuple>() && is_plain_tuple(obj)?;
+        let Some(source) = source.filter(|_| !is_immutable(obj) || subclass_tuple) else {
             let _ = cx.concrete(v)?;
             return Ok(Some(cx.wrap_result(found?)));
         };

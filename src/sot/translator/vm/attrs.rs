@@ -438,7 +438,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Problem::Break(what)
             });
         }
-        if is_immutable(&obj) || (exception && source.is_none()) {
+        // A frame tuple subclass's attributes are an instance's (a property reading its
+        // items through their sources), not a value's pinned whole.
+        let frame_tuple_subclass = source.is_some() && is_heap_instance(&obj)? && is_plain_tuple(&obj)?;
+        if is_immutable(&obj) && !frame_tuple_subclass || (exception && source.is_none()) {
             // Immutable values (their attributes, bound methods included, follow from the
             // value the guard pins), and exceptions the translation made or caught.
             if let Some(s) = source {
