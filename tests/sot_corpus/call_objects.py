@@ -435,3 +435,26 @@ def a_frame_objects_python_eq_is_inlined(x, element, other):
     # another name fails the guards.
     same = element == other
     return x * 2, same, element != other, Ellipsis in [element, other], other in [element], element == "a"
+
+
+_OBJECT_SETATTR = object.__setattr__
+
+
+class _Attribute:
+    """attrs' `Attribute`: slots set past its refusing __setattr__ by a bound setter."""
+
+    __slots__ = ("name", "value")
+
+    def __init__(self, name, value):
+        bound_setattr = _OBJECT_SETATTR.__get__(self)
+        bound_setattr("name", name)
+        bound_setattr("value", value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("frozen")
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def a_slot_wrappers_get_binds_it(x):
+    made = _Attribute("scale", x * 2)
+    return made.value, made.name

@@ -145,17 +145,32 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
-    /// `descriptor.__get__(instance)` of a C method (attrs' `object.__setattr__.__get__(self)`):
-    /// the method bound to the instance, called as such. None for another method-wrapper.
+    /// `descriptor.__get__(instance)` of a C method (attrs' `object.__setattr__.__get__(self)`),
+    /// through the descriptor's bound `__get__` (a method-wrapper) or its type's (a slot
+    /// wrapper taking the descriptor first): the method bound to the instance, called as
+    /// such. None for another callable.
     fn bind_c_method(
         &mut self,
-        wrapper: &Bound<'py, PyAny>,
+        getter: &Bound<'py, PyAny>,
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let descriptor = wrapper.getattr("__self__")?;
-        let is_get = wrapper.getattr("__name__")?.eq("__get__")?;
-        if !is_get || !descriptor.is_instance(self.ops.c_method_types.as_any())? || !kwargs.is_empty() {
+        if !kwargs.is_empty() || !getter.getattr("__name__")?.eq("__get__")? {
+            return Ok(None);
+        }
+        let (descriptor, args) = if getter.get_type().is(&self.ops.method_wrapper_type) {
+            (getter.getattr("__self__")?, args)
+        } else {
+            let of_c_methods = getter
+                .getattr("__objclass__")
+                .is_ok_and(|owner| self.ops.c_method_types.iter().any(|t| t.is(&owner)));
+            match args {
+                // The descriptor pinned: which C method is bound follows from it.
+                [descriptor, rest @ ..] if of_c_methods => (self.identity_of(*descriptor)?, rest),
+                _ => return Ok(None),
+            }
+        };
+        if !descriptor.is_instance(self.ops.c_method_types.as_any())? {
             return Ok(None);
         }
         let (&[instance] | &[instance, _]) = args else {
@@ -259,7 +274,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             pin(self);
             return self.call_object_setattr(&args, &kwargs);
         }
-        if obj.get_type().is(&self.ops.method_wrapper_type) {
+        if obj.get_type().is(&self.ops.method_wrapper_type)
+            || obj.is_instance(self.ops.c_method_types.as_any())?
+        {
             if let Some(bound) = self.bind_c_method(&obj, &args, &kwargs)? {
                 pin(self);
                 return Ok(bound);
