@@ -3913,3 +3913,31 @@ def test_generated_code_can_be_hashed_as_the_original_can():
     for code in codes:
         hash(code)
     assert len(items) == 2 and sot.stats(fast).graph_breaks == []
+
+
+class _Counted:
+    count = 0
+
+    def current(self):
+        return self.count
+
+
+class _CountedMore(_Counted):
+    pass
+
+
+def _bump_and_read(x, counted):
+    _Counted.count += 1
+    return x, counted.count, _CountedMore.count, counted.current()
+
+
+def test_a_class_attribute_stored_is_what_instances_and_subclasses_read():
+    # An instance's or a subclass's lookup would take the class's old value: it breaks.
+    _Counted.count = 0
+    want = [_bump_and_read(np.ones(2), _Counted())[1:] for _ in range(3)]
+    _Counted.count = 0
+    fast = sot.translate(_bump_and_read)
+    got = [fast(np.ones(2), _Counted())[1:] for _ in range(3)]
+    assert got == want == [(1, 1, 1), (2, 2, 2), (3, 3, 3)]
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert reasons and all("the translation set" in r for r in reasons), reasons

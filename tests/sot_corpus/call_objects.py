@@ -458,3 +458,15 @@ class _Attribute:
 def a_slot_wrappers_get_binds_it(x):
     made = _Attribute("scale", x * 2)
     return made.value, made.name
+
+
+class _Tally:
+    count = 0
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def a_class_attribute_is_stored(x):
+    # attrs counts its fields on a class attribute: stored after the graph, read back here.
+    _Tally.count = 0
+    _Tally.count += 1
+    return x * _Tally.count, _Tally.count

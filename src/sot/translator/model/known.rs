@@ -25,6 +25,7 @@ pub struct Known<'py> {
     pub c_method_types: Bound<'py, PyTuple>,
     pub object_getattribute: Bound<'py, PyAny>,
     pub object_setattr: Bound<'py, PyAny>,
+    pub type_setattr: Bound<'py, PyAny>,
     pub object_new: Bound<'py, PyAny>,
     /// `types.MappingProxyType.get`, the method a class's `__dict__` answers `get` with.
     pub mappingproxy_get: Bound<'py, PyAny>,
@@ -81,6 +82,7 @@ impl<'py> Known<'py> {
             partial_type: import(py, "framehook.sot._translate")?.getattr("_partial_type")?,
             object_getattribute: object.getattr("__getattribute__")?,
             object_setattr: object.getattr("__setattr__")?,
+            type_setattr: builtin(py, "type")?.getattr("__setattr__")?,
             object_new: object.getattr("__new__")?,
             mappingproxy_get: types.getattr("MappingProxyType")?.getattr("get")?,
             method_wrapper_type: types.getattr("MethodWrapperType")?,

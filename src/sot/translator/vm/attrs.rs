@@ -31,6 +31,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                     self.call(setattr, vec![owner, name, value], vec![])?;
                     return Ok(());
                 }
+                Some(setattr) if setattr.is(&self.ops.type_setattr) && !name.starts_with("__") => {
+                    return self.store_class_attr(owner, name, value);
+                }
                 Some(setattr) if !setattr.is(&self.ops.object_setattr) => {
                     return unsupported(format!(
                         "attribute assignment on a {} object (its __setattr__ is written in C)",
@@ -41,6 +44,51 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         self.generic_setattr(owner, name, value)
+    }
+
+    /// `cls.name = value` on a class from the frame whose metaclass stores as `type` does
+    /// (attrs' `_CountingAttr.cls_counter += 1`): replayed after the graph, the class pinned.
+    /// Its reads while translating see the value (`class_attr_changed` makes those the VM
+    /// would take from the class's MRO break); a special method (`__x__`) is not stored so.
+    fn store_class_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
+        let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(owner)
+        else {
+            return unsupported("attribute assignment on a class without a source");
+        };
+        let (obj, source) = (obj.clone(), *source);
+        if !is_heap_type(&obj) {
+            return unsupported(format!(
+                "attribute assignment on the builtin type {}",
+                qualname(&obj)
+            ));
+        }
+        self.add_guard(source, Check::Id(Pin::new(&obj)));
+        self.side_effects.push(SideEffect::StoreAttr {
+            target: owner,
+            name: name.clone(),
+            value,
+            through_object: false,
+        });
+        self.stored_attrs.push((obj.as_ptr() as usize, name, Some(value)));
+        Ok(())
+    }
+
+    /// Whether the translation stored `name` on a class of `ty`'s MRO (`store_class_attr`):
+    /// what the class gives is then that value, which a lookup of the real class misses.
+    pub(super) fn class_attr_changed(&self, ty: &Bound<'py, PyAny>, name: &str) -> PyResult<bool> {
+        if self.stored_attrs.is_empty() {
+            return Ok(false);
+        }
+        for class in ty.getattr("__mro__")?.try_iter()? {
+            let class = class?.as_ptr() as usize;
+            if self.stored_attrs.iter().any(|(p, n, _)| *p == class && n == name) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// `object.__setattr__(owner, name, value)`, called explicitly: where the object's C
@@ -409,6 +457,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             None => vm.constant(value),
         };
         // Modules and classes: the object is pinned by identity, the attribute guarded on use.
+        if obj.is_instance_of::<PyType>() && self.class_attr_changed(&obj, name)? {
+            return graph_break(format!(
+                "attribute {name} of a class whose base's {name} the translation set"
+            ));
+        }
         if obj.is_instance_of::<PyType>() || obj.is_instance(&self.ops.module_type)? {
             if let Some(s) = source {
                 self.add_guard(s, Check::Id(Pin::new(&obj)));
@@ -496,6 +549,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         name: &str,
     ) -> Res<Vid> {
         let ty = obj.get_type().into_any();
+        if self.class_attr_changed(&ty, name)? {
+            return graph_break(format!(
+                "attribute {name} of an object whose class's {name} the translation set"
+            ));
+        }
         let reads_through_getattr = self.backend.is_layer(&obj);
         let getattr_hook = self.lookup_hook(&obj, &ty, name)?;
         self.guard_type(owner);
@@ -859,6 +917,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         } else {
             self.type_of(receiver)?
         };
+        if self.class_attr_changed(&ty, name)? {
+            return graph_break(format!(
+                "super().{name} where the translation set a class's {name}"
+            ));
+        }
         let mro = ty.getattr("__mro__")?.cast_into::<PyTuple>()?;
         let start = mro.iter().position(|c| c.is(&class)).map_or(mro.len(), |p| p + 1);
         for base in mro.iter().skip(start) {
@@ -914,6 +977,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         {
             return unsupported(format!(
                 "attribute {name} of an object the translation made (custom __getattribute__)"
+            ));
+        }
+        if self.class_attr_changed(&class, name)? {
+            return graph_break(format!(
+                "attribute {name} of an object whose class's {name} the translation set"
             ));
         }
         let class_attr = self.type_lookup(&class, name)?;
