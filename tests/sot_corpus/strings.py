@@ -86,3 +86,19 @@ def zfill_center(x):
 def split_filter_join(x, s):
     parts = [p for p in s.split(",") if p]
     return "|".join(parts), x * len(parts)
+
+
+class _Named:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "<" + self.name + ">"
+
+
+@case(args=lambda: (arr(3), [_Named("a"), _Named("b")]), graphs=1, ops=1)
+def join_of_a_generator_expression(x, items):
+    # pyparsing names its elements with `" ".join(str(e) for e in self.exprs)`: the
+    # generator drained as join drains it, each `__str__` inlined.
+    text = " ".join(str(item) for item in items)
+    return x * len(text), text, ",".join(k for k in ("p", "q") if k != "q")

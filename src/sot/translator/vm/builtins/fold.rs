@@ -137,6 +137,21 @@ impl<'py, 'b> Vm<'py, 'b> {
             let owner = self.intern(Source::Attr(s, name_ref(self.py, "__self__")));
             self.guard_value(owner, &receiver)?;
         }
+        let joined = obj.getattr("__name__").is_ok_and(|n| n.to_string() == "join")
+            && (receiver.is_exact_instance_of::<PyString>()
+                || receiver.is_exact_instance_of::<pyo3::types::PyBytes>());
+        if let ([iterable], true) = (args, joined && kwargs.is_empty()) {
+            if matches!(
+                self.val(*iterable),
+                Val::Iter { .. } | Val::Lazy(_) | Val::Generator(_)
+            ) {
+                // `" ".join(str(e) for e in items)`: the iterator made here drained first, as
+                // join does (its items, then the join, computed now where they are values).
+                let items = self.items_of(*iterable)?;
+                let listed = self.push_val(Val::List(items));
+                return self.computed_now(obj, &[listed], kwargs, receiver.is_instance_of::<PyString>());
+            }
+        }
         self.computed_now(obj, args, kwargs, receiver.is_instance_of::<PyString>())
     }
 
