@@ -1,5 +1,6 @@
 """Calling objects: classes with __call__, dataclasses, properties, staticmethods, classmethods, slots."""
 
+import copy
 import dataclasses
 import functools
 
@@ -470,3 +471,33 @@ def a_class_attribute_is_stored(x):
     _Tally.count = 0
     _Tally.count += 1
     return x * _Tally.count, _Tally.count
+
+
+class _Element2:
+    """pyparsing's `ParserElement.copy()`: `copy.copy(self)`, then its lists copied."""
+
+    def __init__(self, name):
+        self.name = name
+        self.actions = [name]
+
+    def copy(self):
+        made = copy.copy(self)
+        made.actions = self.actions[:]
+        return made
+
+
+class _SlottedPair:
+    __slots__ = ("first", "__second", "third")
+
+    def __init__(self, first, second):
+        self.first, self.__second = first, second
+
+
+@case(args=lambda: (arr(3), _Element2("e"), _SlottedPair(2.0, 3.0)), graphs=1, ops=1)
+def copy_copy_of_a_plain_instance_is_made_here(x, element, pair):
+    # A new object of its class with the same values (its dict's order kept), slots set
+    # where they are set.
+    made = element.copy()
+    made.name = "copied"
+    twin = copy.copy(pair)
+    return x * twin.first, made, made.actions is element.actions, twin, hasattr(twin, "third")

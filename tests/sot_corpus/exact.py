@@ -627,3 +627,18 @@ def a_c_getter_that_raised_runs_again(x, box):
     # Found on cloudpickle through attrs' tests (`cell.cell_contents` of an empty cell):
     # a C getter's error was raised without a guard, so a later full cell read as empty.
     return x * 2, _cell_contents(box.cell)
+
+
+class _Reassigned:
+    def __init__(self):
+        self.first = 1
+        self.second = 2
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def an_attribute_stored_again_keeps_its_place(x):
+    # Found while modelling copy.copy: a made object's attribute stored again moved to the
+    # end of its __dict__ (vars() and reprs read its order).
+    made = _Reassigned()
+    made.first = 3
+    return x * 2, made  # compared with its __dict__ in order

@@ -143,8 +143,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.call(setter, vec![owner, value], vec![])?;
                 return Ok(());
             }
-            attrs.retain(|(n, _)| *n != name);
-            attrs.push((name, value));
+            // A stored attribute keeps its place in the object's `__dict__`, as a dict's key does.
+            match attrs.iter_mut().find(|(n, _)| *n == name) {
+                Some(entry) => entry.1 = value,
+                None => attrs.push((name, value)),
+            }
             self.values[owner] = Val::Object { class, attrs };
             return Ok(());
         }

@@ -295,6 +295,118 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(Some(made))
     }
 
+    /// `copy.copy(x)` of an instance from the frame whose class copies as `object` does (no
+    /// `__copy__`, `object`'s `__reduce_ex__`, `__reduce__`, `__getstate__` and `__new__`,
+    /// no `__setstate__`, `object`'s layout): a new object of its class holding the same
+    /// values, as copyreg reconstructs it (its `__dict__`'s keys and its slots guarded).
+    /// None for anything else (a real call).
+    pub(super) fn copy_object(&mut self, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<Option<Vid>> {
+        let ([original], true) = (args, kwargs.is_empty()) else {
+            return Ok(None);
+        };
+        let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(*original).clone()
+        else {
+            return Ok(None);
+        };
+        let class = obj.get_type().into_any();
+        if !is_heap_type(&class) || self.backend.is_tensor(&obj) {
+            return Ok(None);
+        }
+        let object = builtin(self.py, "object")?;
+        let mut copies_as_object = self.type_lookup(&class, "__copy__")?.is_none()
+            && self.type_lookup(&class, "__setstate__")?.is_none()
+            && class.getattr("__new__")?.is(&object.getattr("__new__")?);
+        for name in ["__reduce_ex__", "__reduce__", "__getstate__"] {
+            let found = self.type_lookup(&class, name)?;
+            let own = object.getattr(name).ok();
+            copies_as_object &= match (found, own) {
+                (Some(found), Some(own)) => found.is(&own),
+                (None, _) => true,
+                (Some(_), None) => false,
+            };
+        }
+        let object_layout = class
+            .getattr("__mro__")?
+            .try_iter()?
+            .filter_map(Result::ok)
+            .find(|base| !is_heap_type(base))
+            .is_some_and(|base| base.is(&object));
+        let registered = import(self.py, "copyreg")?
+            .getattr("dispatch_table")?
+            .contains(&class)?;
+        let changed = self.dict_changed(&obj)?
+            || self
+                .stored_attrs
+                .iter()
+                .any(|(p, ..)| *p == obj.as_ptr() as usize);
+        if !copies_as_object || !object_layout || registered || changed {
+            return Ok(None);
+        }
+        self.guard_type(*original);
+        let mut attrs = Vec::new();
+        if has_instance_dict(&class) {
+            let dict = obj.getattr("__dict__")?;
+            let dict = dict.cast_exact::<PyDict>().map_err(PyErr::from)?;
+            if dict.keys().iter().any(|k| !k.is_exact_instance_of::<PyString>()) {
+                return Ok(None);
+            }
+            let dict_source = self.intern(Source::Attr(source, name_ref(self.py, "__dict__")));
+            let keys = PyTuple::new(self.py, dict.keys())?;
+            self.add_guard(dict_source, Check::Keys(StrongRef::new(keys.as_any())));
+            for (key, value) in dict.iter() {
+                let name: String = key.extract()?;
+                let value = self.value_of_source(Source::Item(dict_source, StrongRef::new(&key)), value);
+                attrs.push((name, value));
+            }
+        }
+        // Slots, set after the dict by `setattr` (a class's own `__setattr__` would run).
+        let own_setattr = !class.getattr("__setattr__")?.is(&self.ops.object_setattr);
+        for base in class.getattr("__mro__")?.try_iter()? {
+            let base = base?;
+            let Ok(declared) = base.getattr("__dict__")?.get_item("__slots__") else {
+                continue;
+            };
+            let names: Vec<String> = match declared.extract::<String>() {
+                Ok(one) => vec![one],
+                Err(_) => declared
+                    .try_iter()?
+                    .map(|n| n?.extract())
+                    .collect::<PyResult<_>>()?,
+            };
+            for name in names
+                .into_iter()
+                .filter(|n| n != "__dict__" && n != "__weakref__")
+            {
+                let mangled = match name.strip_prefix("__") {
+                    Some(rest) if !rest.ends_with("__") => {
+                        format!(
+                            "_{}{name}",
+                            base.getattr("__name__")?
+                                .extract::<String>()?
+                                .trim_start_matches('_')
+                        )
+                    }
+                    _ => name,
+                };
+                let attr = self.intern(Source::Attr(source, name_ref(self.py, &mangled)));
+                match obj.getattr(mangled.as_str()) {
+                    Ok(value) if !own_setattr => {
+                        self.add_guard(attr, Check::Present);
+                        let value =
+                            self.value_of_source(Source::Attr(source, name_ref(self.py, &mangled)), value);
+                        attrs.push((mangled, value));
+                    }
+                    Ok(_) => return Ok(None),
+                    Err(_) => self.add_guard(attr, Check::Absent),
+                }
+            }
+        }
+        Ok(Some(self.push_val(Val::Object { class, attrs })))
+    }
+
     /// `object.__new__(cls)` (a Python `__new__`'s first step): a bare instance of a class
     /// the VM makes as `instantiate` does, attributes to come. Anything CPython would refuse
     /// or make otherwise (arguments beyond the class, a builtin base's layout) is called
