@@ -4,6 +4,7 @@ hooks; bad input; threads. The differential corpus is tests/test_sot_corpus.py."
 
 import contextlib
 import functools
+import io
 import logging
 import os
 import re
@@ -3941,3 +3942,47 @@ def test_a_class_attribute_stored_is_what_instances_and_subclasses_read():
     assert got == want == [(1, 1, 1), (2, 2, 2), (3, 3, 3)]
     reasons = [b.reason for b in sot.stats(fast).graph_breaks]
     assert reasons and all("the translation set" in r for r in reasons), reasons
+
+
+class _Emitter:
+    """jinja2's code generator: writes to a StringIO it holds."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def line(self, text):
+        self.stream.write(text)
+        self.stream.write("\n")
+
+
+def _emit(x, emitter, parts):
+    count = emitter.stream.write("start:")
+    for part in parts:
+        emitter.line(part)
+    return x * count
+
+
+def _emit_then_read(x, emitter):
+    emitter.stream.write("a")
+    return x + 1, emitter.stream.getvalue()
+
+
+def test_writes_to_a_string_io_are_replayed_in_order():
+    fast = sot.translate(_emit, full_graph=True)
+    for parts in (["a", "b"], ["c"]):
+        want_stream, got_stream = io.StringIO("old"), io.StringIO("old")
+        want = _emit(np.ones(2), _Emitter(want_stream), parts)
+        got = fast(np.ones(2), _Emitter(got_stream), parts)
+        np.testing.assert_array_equal(got, want)
+        assert got_stream.getvalue() == want_stream.getvalue()
+    # Read after a write: a break, so that the read sees the write.
+    fast = sot.translate(_emit_then_read)
+    stream = io.StringIO()
+    got = fast(np.ones(2), _Emitter(stream))
+    assert got[1] == "a" == stream.getvalue()
+    assert [b.reason for b in sot.stats(fast).graph_breaks][0] == "getvalue of a StringIO the translation wrote to"
+    # A closed stream raises where the write is (not replayed).
+    closed = io.StringIO()
+    closed.close()
+    with pytest.raises(ValueError, match="closed file"):
+        sot.translate(_emit)(np.ones(2), _Emitter(closed), [])

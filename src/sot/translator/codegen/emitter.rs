@@ -773,6 +773,24 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let index = self.w.pools.name(name);
                 self.emit(Op::DeleteGlobal, Arg::Name(index));
             }
+            SideEffect::CallMethod { target, method, args } => {
+                let (target, args) = (*target, args.clone());
+                let index = self.w.pools.name(method);
+                self.call(
+                    |e| {
+                        e.value(target)?;
+                        e.emit(Op::LoadAttr, Arg::Name(index));
+                        Ok(())
+                    },
+                    |e| {
+                        for arg in &args {
+                            e.value(*arg)?;
+                        }
+                        Ok(args.len())
+                    },
+                )?;
+                self.emit(Op::PopTop, Arg::None);
+            }
             SideEffect::IteratorPosition { iterator } => {
                 let Val::ListIter {
                     next,

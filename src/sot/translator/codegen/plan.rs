@@ -319,6 +319,9 @@ pub fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec
             SideEffect::IteratorPosition { .. } => vec![],
             SideEffect::StoreGlobal { value, .. } => vec![*value],
             SideEffect::DeleteGlobal { .. } => vec![],
+            SideEffect::CallMethod { target, args, .. } => {
+                std::iter::once(*target).chain(args.iter().copied()).collect()
+            }
             SideEffect::StoreFree { value, .. } | SideEffect::StoreCell { value, .. } => vec![*value],
             SideEffect::Replace { contents, before, .. } => match dict_changes(values, *contents, before) {
                 Some(changes) => changes

@@ -158,6 +158,13 @@ pub enum SideEffect {
     DeleteGlobal {
         name: String,
     },
+    /// `target.method(*args)`, its result unused: a write to an `io.StringIO` from the frame,
+    /// which nothing the translation reads sees before it is replayed.
+    CallMethod {
+        target: Vid,
+        method: String,
+        args: Vec<Vid>,
+    },
     /// A list iterator from the frame (`Val::ListIter` with a `frame` source), left where
     /// the translation left it.
     IteratorPosition {

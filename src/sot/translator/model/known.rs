@@ -29,6 +29,9 @@ pub struct Known<'py> {
     pub object_new: Bound<'py, PyAny>,
     /// `types.MappingProxyType.get`, the method a class's `__dict__` answers `get` with.
     pub mappingproxy_get: Bound<'py, PyAny>,
+    /// `io.StringIO` and its `write`: a write to one from the frame is replayed in order.
+    pub string_io: Bound<'py, PyAny>,
+    pub string_io_write: Bound<'py, PyAny>,
     /// A C slot method bound to an object (`object.__setattr__.__get__`).
     pub method_wrapper_type: Bound<'py, PyAny>,
     pub module_type: Bound<'py, PyAny>,
@@ -85,6 +88,8 @@ impl<'py> Known<'py> {
             type_setattr: builtin(py, "type")?.getattr("__setattr__")?,
             object_new: object.getattr("__new__")?,
             mappingproxy_get: types.getattr("MappingProxyType")?.getattr("get")?,
+            string_io: import(py, "io")?.getattr("StringIO")?,
+            string_io_write: import(py, "io")?.getattr("StringIO")?.getattr("write")?,
             method_wrapper_type: types.getattr("MethodWrapperType")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),

@@ -360,6 +360,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 );
                 self.super_attr(class, receiver, name)
             }
+            Val::Obj { obj, .. } if name != "write" && self.written_to(&obj) => {
+                graph_break(format!("{name} of a StringIO the translation wrote to"))
+            }
             Val::Obj { obj, source } => {
                 let container = obj.is_exact_instance_of::<PyList>()
                     || obj.is_exact_instance_of::<PyDict>()

@@ -145,6 +145,49 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
+    /// `stream.write(text)` of an `io.StringIO` from the frame (jinja2's code generator), of
+    /// a str: replayed after the graph, in order with the other side effects, giving the
+    /// text's length as StringIO's does. The stream guarded open; anything else read of it
+    /// afterwards breaks (`load_attr`, `written_to`), so that nothing sees it before the write.
+    fn write_to_string_io(&mut self, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<Option<Vid>> {
+        let ([stream, text], true) = (args, kwargs.is_empty()) else {
+            return Ok(None);
+        };
+        let Val::Obj {
+            obj,
+            source: Some(source),
+        } = self.val(*stream).clone()
+        else {
+            return Ok(None);
+        };
+        if !obj.get_type().is(&self.ops.string_io) || !self.type_of(*text)?.is(self.py.get_type::<PyString>())
+        {
+            return Ok(None);
+        }
+        self.guard_type(*stream);
+        let closed = obj.getattr("closed")?;
+        let closed_source = self.intern(Source::Attr(source, name_ref(self.py, "closed")));
+        self.guard_value(closed_source, &closed)?;
+        if closed.is_truthy()? {
+            return Ok(None);
+        }
+        self.side_effects.push(SideEffect::CallMethod {
+            target: *stream,
+            method: "write".to_owned(),
+            args: vec![*text],
+        });
+        self.len_of(*text).map(Some)
+    }
+
+    /// Whether the translation wrote to `obj` (`write_to_string_io`): its writes are
+    /// side effects not replayed yet (read from them, so that a break's rewind forgets them).
+    pub(super) fn written_to(&self, obj: &Bound<'py, PyAny>) -> bool {
+        self.side_effects.iter().any(|effect| {
+            matches!(effect, SideEffect::CallMethod { target, .. }
+                if matches!(self.val(*target), Val::Obj { obj: written, .. } if written.is(obj)))
+        })
+    }
+
     /// Whether `obj` is `module.name` of a module already imported (looking does not import).
     fn is_module_function(&self, obj: &Bound<'py, PyAny>, module: &str, name: &str) -> PyResult<bool> {
         let modules = import(self.py, "sys")?.getattr("modules")?;
@@ -265,6 +308,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             if let Some(copied) = self.copy_object(&args, &kwargs)? {
                 pin(self);
                 return Ok(copied);
+            }
+        }
+        if obj.is(&self.ops.string_io_write) {
+            if let Some(written) = self.write_to_string_io(&args, &kwargs)? {
+                return Ok(written);
             }
         }
         if obj.is(&self.ops.object_new) {
