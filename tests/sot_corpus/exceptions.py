@@ -228,3 +228,14 @@ def exception_chaining_cause(x):
             raise ValueError("outer") from inner
     except ValueError as e:
         return x * 2, type(e.__cause__).__name__
+
+
+class _CodepointError(ValueError):
+    """idna's InvalidCodepoint: an exception given attributes after it is made."""
+
+
+@case(args=lambda: (arr(3), _CodepointError("bad")), graphs=1, ops=1)
+def an_attribute_stored_on_an_exception_from_the_frame(x, error):
+    # BaseException's own __setattr__ is CPython's generic store: replayed as any store.
+    error.codepoint = 5
+    return x * error.codepoint, error.codepoint

@@ -26,6 +26,9 @@ pub struct Known<'py> {
     pub object_getattribute: Bound<'py, PyAny>,
     pub object_setattr: Bound<'py, PyAny>,
     pub type_setattr: Bound<'py, PyAny>,
+    /// `BaseException.__setattr__`: CPython's generic store (`PyObject_GenericSetAttr`), as
+    /// `object`'s, defined on the type itself.
+    pub exception_setattr: Bound<'py, PyAny>,
     pub object_new: Bound<'py, PyAny>,
     /// `types.MappingProxyType.get`, the method a class's `__dict__` answers `get` with.
     pub mappingproxy_get: Bound<'py, PyAny>,
@@ -86,6 +89,7 @@ impl<'py> Known<'py> {
             object_getattribute: object.getattr("__getattribute__")?,
             object_setattr: object.getattr("__setattr__")?,
             type_setattr: builtin(py, "type")?.getattr("__setattr__")?,
+            exception_setattr: builtin(py, "BaseException")?.getattr("__setattr__")?,
             object_new: object.getattr("__new__")?,
             mappingproxy_get: types.getattr("MappingProxyType")?.getattr("get")?,
             string_io: import(py, "io")?.getattr("StringIO")?,

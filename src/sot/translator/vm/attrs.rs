@@ -34,7 +34,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Some(setattr) if setattr.is(&self.ops.type_setattr) && !name.starts_with("__") => {
                     return self.store_class_attr(owner, name, value);
                 }
-                Some(setattr) if !setattr.is(&self.ops.object_setattr) => {
+                // BaseException's own is CPython's generic store too.
+                Some(setattr)
+                    if !setattr.is(&self.ops.object_setattr) && !setattr.is(&self.ops.exception_setattr) =>
+                {
                     return unsupported(format!(
                         "attribute assignment on a {} object (its __setattr__ is written in C)",
                         qualname(&class)
@@ -230,10 +233,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         self.guard_type(owner);
-        let through_object = !obj
-            .get_type()
-            .getattr("__setattr__")?
-            .is(&self.ops.object_setattr);
+        let setattr = obj.get_type().getattr("__setattr__")?;
+        let through_object =
+            !setattr.is(&self.ops.object_setattr) && !setattr.is(&self.ops.exception_setattr);
         self.side_effects.push(SideEffect::StoreAttr {
             target: owner,
             name: name.clone(),
