@@ -113,3 +113,13 @@ def global_loop_over_tuple(x):
 @case(args=lambda: (arr(3),), graphs=1, ops=2)
 def globals_in_builtin_calls(x):
     return x * len(G_NAMES) + max(G_SCALE, 1.0)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def relative_imports_of_modules_already_imported(x):
+    # jinja2 and idna import their own modules inside functions: resolved against the
+    # module's __package__ (its __spec__ agreeing), then read from sys.modules.
+    from . import _case
+    from ._case import Cycling
+
+    return x * 2, _case.Cycling is Cycling

@@ -182,6 +182,63 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.value_of_source(Source::Item(holder, StrongRef::new(&key)), module))
     }
 
+    /// The absolute name of `from .name import ...` (`level` dots) in the frame's package,
+    /// as `importlib._bootstrap._resolve_name` makes it: from the frame's `__package__` (a
+    /// str, guarded), where its `__spec__` agrees (else CPython warns: a break). A package
+    /// found otherwise (`__package__` None), or too few levels, is left to CPython.
+    pub(super) fn relative_import_name(
+        &mut self,
+        frame: &Frame<'py>,
+        name: &str,
+        level: usize,
+    ) -> Res<String> {
+        for needed in ["__package__", "__spec__"] {
+            if !frame.globals.contains(needed)? {
+                return unsupported(format!("a relative import in a namespace without {needed}"));
+            }
+        }
+        let package = self.global(frame, "__package__")?;
+        let package = self.concrete(package)?;
+        if !package.is_exact_instance_of::<PyString>() {
+            return unsupported("a relative import in a module without a __package__ str");
+        }
+        let package: String = package.extract()?;
+        let spec = self.global(frame, "__spec__")?;
+        let spec_object = self.concrete(spec)?;
+        if !spec_object.is_none() {
+            // `ModuleSpec.parent`, read as the property computes it (its type guarded).
+            let module_spec = import(self.py, "importlib.machinery")?.getattr("ModuleSpec")?;
+            if !self.type_of(spec)?.is(&module_spec) {
+                return unsupported("a relative import in a module whose __spec__ is no ModuleSpec");
+            }
+            let spec_name = self.load_attr(spec, "name")?;
+            let spec_name: String = self.concrete(spec_name)?.extract()?;
+            let locations = self.load_attr(spec, "submodule_search_locations")?;
+            let none = self.none();
+            let parent = if self.identical(locations, none)? {
+                spec_name
+                    .rsplit_once('.')
+                    .map_or("", |(parent, _)| parent)
+                    .to_owned()
+            } else {
+                spec_name
+            };
+            if parent != package {
+                return unsupported("a relative import where __package__ and __spec__.parent differ");
+            }
+        }
+        let bits: Vec<&str> = package.rsplitn(level, '.').collect();
+        if package.is_empty() || bits.len() < level {
+            return unsupported("a relative import beyond the top-level package");
+        }
+        let base = bits[bits.len() - 1];
+        Ok(if name.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}.{name}")
+        })
+    }
+
     /// Whether the frame's import function is CPython's own (`builtins.__import__` as the
     /// interpreter made it, guarded); another may do anything: a break.
     pub(super) fn check_import_function(&mut self, frame: &Frame<'py>) -> Res<()> {

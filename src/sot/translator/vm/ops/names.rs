@@ -134,15 +134,19 @@ fn delete_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Inst
 
 /// `IMPORT_NAME` of modules already imported (see `Vm::imported_module`): `import a.b`
 /// gives `a`; `from a import b` gives `a` once each name is already in its namespace (a
-/// package's missing one would be imported as its submodule). Relative imports break.
+/// package's missing one would be imported as its submodule). A relative import's name is
+/// resolved against the frame's `__package__` first (`Vm::relative_import_name`).
 fn import_name<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let name = Vm::name_at(frame, instr.arg)?;
     let fromlist = Vm::pop(frame)?;
     let level = Vm::pop(frame)?;
-    if vm.concrete(level)?.extract::<i64>()? != 0 {
-        return unsupported("a relative import");
-    }
     vm.check_import_function(frame)?;
+    let level = vm.concrete(level)?.extract::<usize>()?;
+    let name = if level > 0 {
+        vm.relative_import_name(frame, &name, level)?
+    } else {
+        name
+    };
     let fromlist = vm.concrete(fromlist)?;
     let names: Vec<String> = if fromlist.is_none() {
         Vec::new()
