@@ -643,3 +643,11 @@ def an_attribute_stored_again_keeps_its_place(x):
     made = _Reassigned()
     made.first = 3
     return x * 2, made  # compared with its __dict__ in order
+
+
+@case(args=lambda: (arr(3), sys.version_info), graphs=1, ops=1)
+def a_slice_of_a_tuple_subclass_is_a_tuple(x, version):
+    # Found on six (`sys.version_info[:2] >= (3, 7)`) once tuple subclasses were read as
+    # tuples: their slice was made a list.
+    head = version[:2]
+    return x * 2, head, type(head).__name__, head >= (3, 0)

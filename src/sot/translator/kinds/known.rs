@@ -355,7 +355,8 @@ impl Kind for Known {
         }
         let items = cx.items_of(v)?;
         let key = cx.constant(key_obj);
-        let copy = cx.push_val(if obj.is_exact_instance_of::<PyTuple>() {
+        // A tuple subclass's slice is a tuple, as tuple's `__getitem__` makes it.
+        let copy = cx.push_val(if obj.is_instance_of::<PyTuple>() {
             Val::Tuple(items)
         } else {
             Val::List(items)
