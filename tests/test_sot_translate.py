@@ -3986,3 +3986,30 @@ def test_writes_to_a_string_io_are_replayed_in_order():
     closed.close()
     with pytest.raises(ValueError, match="closed file"):
         sot.translate(_emit)(np.ones(2), _Emitter(closed), [])
+
+
+_run_checks = True
+
+
+def _checks_enabled():
+    return _run_checks
+
+
+def _disable_then_ask(x):
+    module = sys.modules[__name__]
+    module._run_checks = False
+    return x + 1, _checks_enabled()
+
+
+def test_a_module_attribute_stored_is_the_global_its_functions_read():
+    # Found on attrs on 3.14 (`_config._run_validators = False`, then a validator check):
+    # where a module's attribute store was replayed later, an inlined function of that
+    # module read the global from its namespace as it was. It breaks.
+    global _run_checks
+    try:
+        fast = sot.translate(_disable_then_ask)
+        got = fast(np.ones(2))
+        assert got[1] is False and _run_checks is False
+        assert [b.reason for b in sot.stats(fast).graph_breaks][:1] == ["attribute assignment on a module"]
+    finally:
+        _run_checks = True

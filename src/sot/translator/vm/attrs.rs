@@ -12,6 +12,12 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// (inlined), else `object.__setattr__`'s rules.
     pub(super) fn store_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
         let owner = self.realize(owner)?;
+        if matches!(self.val(owner), Val::Obj { obj, .. } if obj.is_instance(&self.ops.module_type).unwrap_or(false))
+        {
+            // A module's attributes are its functions' globals, which the translation reads
+            // from their namespaces apart (`attr._config._run_validators = False`).
+            return unsupported("attribute assignment on a module");
+        }
         let class = match self.val(owner) {
             Val::Object { class, .. } => Some(class.clone()),
             Val::Obj { obj, source: Some(_) } if !self.backend.is_tensor(obj) => {
