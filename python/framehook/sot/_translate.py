@@ -242,6 +242,18 @@ def _set_list_iterator_position(iterator: Any, position: Optional[int]) -> None:
         iterator.__setstate__(position)
 
 
+class _GraphHolder(list):
+    """The one-item list holding a compiled graph that SOT's generated code calls
+    (``holder[0](*inputs)``), emptied when the code is kept for reuse and refilled: hashed
+    by identity, so that the code object holding it can be hashed."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
 class _Held(tuple):
     """A value SOT's generated code holds that cannot be hashed (a list, a slice before
     3.12), boxed: the box hashes by identity, so that the code object holding it can be

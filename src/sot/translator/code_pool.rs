@@ -209,5 +209,10 @@ fn same_constant(old: &Bound<'_, PyAny>, new: &Bound<'_, PyAny>) -> PyResult<boo
         }
         return Ok(true);
     }
+    // Boxes of unhashable values (`Emit::load_const`): the same when they hold one object.
+    let held = crate::hookapi::pyobject::import(old.py(), "framehook.sot._translate")?.getattr("_Held")?;
+    if old.get_type().is(&held) {
+        return Ok(old.get_item(0)?.is(new.get_item(0)?));
+    }
     Ok(false)
 }

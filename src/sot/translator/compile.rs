@@ -4,6 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::hookapi::pyobject::import;
+
 use super::backend::Backend;
 use super::cache::CodeCaches;
 use super::model::code::CodeInfo;
@@ -80,7 +82,11 @@ pub fn compile_graph<'py>(
     let text = graph_text(py, graph, outputs)?;
     let called = counted::as_called(py, config, graph, compiled)?;
     Ok(Compiled {
-        holder: PyList::new(py, [called])?.into_any(),
+        // A list the generated code holds as a constant, hashed by identity (`_GraphHolder`):
+        // the code object stays hashable, and the holder is not boxed (`Emit::load_const`).
+        holder: import(py, "framehook.sot._translate")?
+            .getattr("_GraphHolder")?
+            .call1((PyList::new(py, [called])?,))?,
         text,
         writes_no_operand,
     })
