@@ -35,6 +35,8 @@ pub struct Known<'py> {
     /// `io.StringIO` and its `write`: a write to one from the frame is replayed in order.
     pub string_io: Bound<'py, PyAny>,
     pub string_io_write: Bound<'py, PyAny>,
+    /// `copy.copy`, where the module is imported (looking does not import it).
+    pub copy_copy: Option<Bound<'py, PyAny>>,
     /// A C slot method bound to an object (`object.__setattr__.__get__`).
     pub method_wrapper_type: Bound<'py, PyAny>,
     pub module_type: Bound<'py, PyAny>,
@@ -94,6 +96,11 @@ impl<'py> Known<'py> {
             mappingproxy_get: types.getattr("MappingProxyType")?.getattr("get")?,
             string_io: import(py, "io")?.getattr("StringIO")?,
             string_io_write: import(py, "io")?.getattr("StringIO")?.getattr("write")?,
+            copy_copy: import(py, "sys")?
+                .getattr("modules")?
+                .get_item("copy")
+                .and_then(|module| module.getattr("copy"))
+                .ok(),
             method_wrapper_type: types.getattr("MethodWrapperType")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),

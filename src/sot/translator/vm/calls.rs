@@ -188,15 +188,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         })
     }
 
-    /// Whether `obj` is `module.name` of a module already imported (looking does not import).
-    fn is_module_function(&self, obj: &Bound<'py, PyAny>, module: &str, name: &str) -> PyResult<bool> {
-        let modules = import(self.py, "sys")?.getattr("modules")?;
-        Ok(modules
-            .get_item(module)
-            .and_then(|m| m.getattr(name))
-            .is_ok_and(|f| f.is(obj)))
-    }
-
     /// `descriptor.__get__(instance)` of a C method (attrs' `object.__setattr__.__get__(self)`),
     /// through the descriptor's bound `__get__` (a method-wrapper) or its type's (a slot
     /// wrapper taking the descriptor first): the method bound to the instance, called as
@@ -304,7 +295,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 qualname(&obj)
             ));
         }
-        if self.is_module_function(&obj, "copy", "copy")? {
+        if self.ops.copy_copy.as_ref().is_some_and(|copy| copy.is(&obj)) {
             if let Some(copied) = self.copy_object(&args, &kwargs)? {
                 pin(self);
                 return Ok(copied);
