@@ -4013,3 +4013,29 @@ def test_a_module_attribute_stored_is_the_global_its_functions_read():
         assert [b.reason for b in sot.stats(fast).graph_breaks][:1] == ["attribute assignment on a module"]
     finally:
         _run_checks = True
+
+
+class _Tracked(type):
+    @property
+    def level(cls):
+        return cls._level
+
+    @level.setter
+    def level(cls, value):
+        cls._level = value * 10
+
+
+class _Leveled(metaclass=_Tracked):
+    _level = 0
+
+
+def _set_level(x):
+    _Leveled.level = 2
+    return x + 1, _Leveled._level
+
+
+def test_a_store_on_a_class_goes_through_its_metaclasss_property():
+    fast = sot.translate(_set_level)
+    got = fast(np.ones(2))
+    assert got[1] == 20 == _Leveled._level
+    assert [b.reason for b in sot.stats(fast).graph_breaks][:1] == ["assignment to the metaclass's data descriptor level"]

@@ -74,6 +74,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 qualname(&obj)
             ));
         }
+        let on_metaclass = self.type_lookup(&obj.get_type().into_any(), &name)?;
+        if on_metaclass.is_some_and(|d| d.get_type().hasattr("__set__").unwrap_or(true)) {
+            // A data descriptor of the metaclass (a property) takes the store.
+            return unsupported(format!("assignment to the metaclass's data descriptor {name}"));
+        }
         self.add_guard(source, Check::Id(Pin::new(&obj)));
         self.side_effects.push(SideEffect::StoreAttr {
             target: owner,
