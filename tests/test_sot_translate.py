@@ -4038,4 +4038,5 @@ def test_a_store_on_a_class_goes_through_its_metaclasss_property():
     fast = sot.translate(_set_level)
     got = fast(np.ones(2))
     assert got[1] == 20 == _Leveled._level
-    assert [b.reason for b in sot.stats(fast).graph_breaks][:1] == ["assignment to the metaclass's data descriptor level"]
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert reasons[:1] == ["assignment to the metaclass's data descriptor level"]
