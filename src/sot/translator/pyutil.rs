@@ -28,6 +28,18 @@ pub fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(is_heap_type(obj.get_type().as_any()))
 }
 
+/// The first class of `ty`'s MRO written in C: the base whose layout (and slots such as
+/// `__setattr__`) its instances have.
+pub fn solid_base<'py>(ty: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    for base in ty.getattr("__mro__")?.try_iter()? {
+        let base = base?;
+        if !is_heap_type(&base) {
+            return Ok(Some(base));
+        }
+    }
+    Ok(None)
+}
+
 /// Whether a class was made by a class statement (or `type()`), not written in C.
 pub fn is_heap_type(ty: &Bound<'_, PyAny>) -> bool {
     const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE

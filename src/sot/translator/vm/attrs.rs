@@ -117,12 +117,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let owner = self.realize(*owner)?;
         let class = self.type_of(owner)?;
-        let c_base = class
-            .getattr("__mro__")?
-            .try_iter()?
-            .find(|base| base.as_ref().is_ok_and(|b| !is_heap_type(b)));
-        let generic = match c_base {
-            Some(base) => base?.getattr("__setattr__")?.is(&self.ops.object_setattr),
+        let generic = match solid_base(&class)? {
+            Some(base) => base.getattr("__setattr__")?.is(&self.ops.object_setattr),
             None => false,
         };
         if !generic {

@@ -188,29 +188,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             // Instances its Python `__new__` makes (a namedtuple's class), `object.__init__`
             // then doing nothing: the `__new__` inlined.
             pin(self);
-            let function = if new.is_instance(&self.ops.staticmethod_type)? {
-                new.getattr("__func__")?
-            } else {
-                new.clone()
-            };
-            let function = self.constant(function);
-            let mut all = vec![self.constant(cls.clone())];
-            all.extend_from_slice(args);
-            return Ok(Some(self.call(function, all, kwargs.to_vec())?));
+            return self.call_python_new(new, cls, args, kwargs).map(Some);
         }
         if let (Some(new), Some(init)) = (&python_new, &python_init) {
             // `__new__` then, on an instance of the class it made (or handed back), that
             // instance's class's `__init__`, as `type.__call__` runs them (ParseResults).
             pin(self);
-            let function = if new.is_instance(&self.ops.staticmethod_type)? {
-                new.getattr("__func__")?
-            } else {
-                new.clone()
-            };
-            let function = self.constant(function);
-            let mut all = vec![self.constant(cls.clone())];
-            all.extend_from_slice(args);
-            let made = self.call(function, all, kwargs.to_vec())?;
+            let made = self.call_python_new(new, cls, args, kwargs)?;
             let made_type = self.type_of(made)?;
             if !made_type
                 .cast::<PyType>()
@@ -295,6 +279,26 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(Some(made))
     }
 
+    /// `cls.__new__(cls, *args, **kwargs)` of a `__new__` written in Python (a function or
+    /// a staticmethod's), inlined.
+    fn call_python_new(
+        &mut self,
+        new: &Bound<'py, PyAny>,
+        cls: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Vid> {
+        let function = if new.is_instance(&self.ops.staticmethod_type)? {
+            new.getattr("__func__")?
+        } else {
+            new.clone()
+        };
+        let function = self.constant(function);
+        let mut all = vec![self.constant(cls.clone())];
+        all.extend_from_slice(args);
+        self.call(function, all, kwargs.to_vec())
+    }
+
     /// `copy.copy(x)` of an instance from the frame whose class copies as `object` does (no
     /// `__copy__`, `object`'s `__reduce_ex__`, `__reduce__`, `__getstate__` and `__new__`,
     /// no `__setstate__`, `object`'s layout): a new object of its class holding the same
@@ -328,12 +332,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 (Some(_), None) => false,
             };
         }
-        let object_layout = class
-            .getattr("__mro__")?
-            .try_iter()?
-            .filter_map(Result::ok)
-            .find(|base| !is_heap_type(base))
-            .is_some_and(|base| base.is(&object));
+        let object_layout = solid_base(&class)?.is_some_and(|base| base.is(&object));
         let registered = import(self.py, "copyreg")?
             .getattr("dispatch_table")?
             .contains(&class)?;
@@ -425,12 +424,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             && cls.getattr("__flags__")?.extract::<u64>()? & TPFLAGS_IS_ABSTRACT == 0
             && self.type_lookup(&cls, "__del__")?.is_none()
             // Its instances laid out as `object`'s, with a `__dict__` or slots.
-            && cls
-                .getattr("__mro__")?
-                .try_iter()?
-                .filter_map(Result::ok)
-                .find(|base| !is_heap_type(base))
-                .is_some_and(|base| base.is(&object))
+            && solid_base(&cls)?.is_some_and(|base| base.is(&object))
             && (has_instance_dict(&cls) || cls.hasattr("__slots__")?);
         if !makeable {
             return unsupported(format!("object.__new__ of a {} object", qualname(&cls)));
