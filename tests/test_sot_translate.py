@@ -1605,6 +1605,39 @@ def test_an_object_pinned_by_identity_is_not_kept_alive_by_the_guard():
     assert sot.stats(fast).guard_failures == 1
 
 
+def _bases_counted(x, cls):
+    return x + len(cls.__mro__[1:-1])  # the MRO as a value: a tuple of classes
+
+
+def test_a_tuple_of_classes_read_as_a_value_is_not_kept_alive_by_the_guard():
+    # Found on attrs (`test_no_references_to_original`): the guard pinned a class's
+    # `__mro__` tuple strongly, so a class replaced by a decorator stayed a subclass.
+    import gc
+    import weakref
+
+    fast = sot.translate(_bases_counted)
+
+    class Base:
+        pass
+
+    class Derived(Base):
+        pass
+
+    probe = weakref.ref(Derived)
+    for _ in range(2):
+        np.testing.assert_array_equal(fast(np.ones(2), Derived), np.ones(2) + 1)
+    assert sot.stats(fast).cache_hits == 1 and sot.stats(fast).graphs == 1
+    del Derived
+    gc.collect()
+    assert probe() is None and Base.__subclasses__() == []
+
+    class Other(Base):
+        pass
+
+    np.testing.assert_array_equal(fast(np.ones(2), Other), np.ones(2) + 1)
+    assert sot.stats(fast).guard_failures == 1
+
+
 def _first_of_a_huge_range(x):
     positions = iter(range(3, sys.maxsize, 2))
     first, second = next(positions), next(positions)

@@ -85,6 +85,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "a {} from the frame used as a Python value (its contents cannot be guarded)",
                 obj.get_type().name()?
             ));
+        } else if pinned_by_items(obj) {
+            // A tuple of classes or functions (a class's `__mro__`): each item guarded, weakly,
+            // so that the translation does not keep alive the classes the tuple holds.
+            let tuple = obj.cast::<PyTuple>().map_err(PyErr::from)?;
+            self.add_guard(source, Check::Type(StrongRef::new(&obj.get_type().into_any())));
+            self.add_guard(source, Check::Len(tuple.len()));
+            for (index, item) in tuple.iter().enumerate() {
+                let key = index.into_pyobject(self.py)?.into_any();
+                let item_source = self.intern(Source::Item(source, StrongRef::new(&key)));
+                self.guard_value(item_source, &item)?;
+            }
         } else {
             self.pin(source, obj)?;
         }
@@ -138,4 +149,28 @@ impl<'py, 'b> Vm<'py, 'b> {
             None => unsupported("the type of an internal value"),
         }
     }
+}
+
+/// Whether a tuple is guarded by its items rather than pinned: an exact tuple whose items are
+/// values, or objects a weak reference pins (not exceptions), or such tuples.
+fn pinned_by_items(obj: &Bound<'_, PyAny>) -> bool {
+    const MOST_ITEMS: usize = 16;
+    let Ok(tuple) = obj.cast::<PyTuple>() else {
+        return false;
+    };
+    tuple.is_exact_instance_of::<PyTuple>()
+        && tuple.len() <= MOST_ITEMS
+        && tuple.iter().all(|item| {
+            is_value_type(&item)
+                || pinned_by_items(&item)
+                || (weakly_referenceable(&item)
+                    && !item.is_instance_of::<pyo3::exceptions::PyBaseException>())
+        })
+}
+
+fn weakly_referenceable(obj: &Bound<'_, PyAny>) -> bool {
+    obj.get_type()
+        .getattr("__weakrefoffset__")
+        .and_then(|offset| offset.extract::<isize>())
+        .is_ok_and(|offset| offset != 0)
 }
