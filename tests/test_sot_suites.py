@@ -67,11 +67,12 @@ def test_slice_gives_eager_outcomes_translated(package, tmp_path):
     unexplained = {test: why for test, why in divergent.items() if not _known(package, test)}
     assert not unexplained, f"{len(unexplained)} of {summary['tests']} tests diverge translated: {unexplained}"
 
-    # Not vacuous: nearly every test made translations, and tests' own frames ran as
+    # Not vacuous: nearly every test ran generated code (translations of its own, or of the
+    # package's code that earlier tests made: shared), and tests' own frames ran as
     # generated code (a test body that loops over a break runs its own frame eagerly).
     stats = [entry.get("stats", {}) for entry in compared["tests"].values()]
-    translated = sum(1 for entry in stats if entry.get("translations", 0) > 0)
-    assert translated >= MIN_TRANSLATED_SHARE * len(stats), f"{translated} of {len(stats)} tests made translations"
+    translated = sum(1 for entry in stats if entry.get("translations", 0) + entry.get("cache_hits", 0) > 0)
+    assert translated >= MIN_TRANSLATED_SHARE * len(stats), f"{translated} of {len(stats)} tests ran generated code"
     assert any(entry.get("own_frame") == "translated" for entry in stats), "no test's own frame ran translated"
 
 

@@ -2024,6 +2024,53 @@ def test_trace_modules_translates_library_code_like_the_users():
         traced(case, 1, 2)
 
 
+SHARED_LIBRARY = """
+import zlib
+
+def scaled(x):
+    y = x * 2.0
+    zlib.crc32(b"")  # an opaque call: a graph break, the rest runs in a resume function
+    return y + 1.0
+"""
+
+
+def test_functions_tracing_a_module_share_its_translations(tmp_path, monkeypatch):
+    """The translations of a traced module's code are shared by the functions translated with
+    the same backend and options, and outlive them (a suite's tests, each translated, all
+    call one library): each function's stats still list the breaks its calls ran."""
+    (tmp_path / "framehook_shared_library.py").write_text(SHARED_LIBRARY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import framehook_shared_library as library
+
+    def first(x):
+        return library.scaled(x) - 1.0
+
+    def second(x):
+        return library.scaled(x) * 3.0
+
+    x = np.arange(3.0)
+    traced = ["framehook_shared_library"]
+    one = sot.translate(first, trace_modules=traced)
+    np.testing.assert_array_equal(one(x), first(x))
+    library_breaks = [b for b in sot.stats(one).graph_breaks if b.reason == "unsupported call: crc32"]
+    assert sot.stats(one).translations >= 3 and library_breaks  # first, scaled and its resume function
+    del one
+    for options, shared in (({}, True), ({"cache_size": 4}, False)):  # other options: not shared
+        fast = sot.translate(second, trace_modules=traced, **options)
+        for _ in range(2):
+            np.testing.assert_array_equal(fast(x), second(x))
+        stats = sot.stats(fast)
+        # second, its resume function, and (unless shared) scaled and its resume function
+        assert stats.translations == (2 if shared else 4), (options, stats)
+        assert stats.cache_hits == (6 if shared else 4) and stats.guard_failures == 0
+        # second's own break (at the call), and scaled's (taken from the shared translation)
+        assert [b.reason for b in stats.graph_breaks] == ["unsupported call: crc32"] * 2, stats
+    sot.reset()  # the shared translations go too
+    fast = sot.translate(second, trace_modules=traced)
+    np.testing.assert_array_equal(fast(x), second(x))
+    assert sot.stats(fast).translations == 4
+
+
 def test_a_made_dict_handed_to_a_call_at_a_break_is_the_one_the_frame_keeps():
     def run():
         namespace = {}

@@ -123,7 +123,8 @@ def translate(fn: Optional[Callable[..., Any]] = None, *, backend: str = "numpy"
     The standard library, framehook and the backend's own files are never translated: a
     call into them is a graph break. ``trace_modules`` names modules or packages of those
     (``"unittest"``, ``"test"``) whose code this function's calls translate and inline
-    like the user's own."""
+    like the user's own; their translations are shared with every function translated
+    with the same backend and options, and kept until ``reset()``."""
     if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
         raise ValueError(f"cache_size must be a positive int, not {cache_size!r}")
     backend_object = _backend(backend)

@@ -12,9 +12,13 @@ use super::code_pool::Generated;
 use super::guard::source::Guard;
 use super::guard::source::SourceTable;
 use super::model::code::ResumeKey;
+use super::session::Reported;
 use crate::hookapi::per_code::PerCode;
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::HookContext;
+
+/// `Entry::serial`'s source.
+pub static NEXT_ENTRY: AtomicU64 = AtomicU64::new(1);
 
 /// What a cache entry runs.
 pub enum Action {
@@ -25,7 +29,13 @@ pub enum Action {
 }
 
 pub struct Entry {
-    pub config: u64,
+    /// The configuration that made it, or its family (`Config::owner_for`): the
+    /// configurations that run it.
+    pub owner: u64,
+    /// Its number, unique in the process (which shared entries a configuration replayed).
+    pub serial: u64,
+    /// A shared entry's translation's reports, for the configurations that run it after.
+    pub reported: Option<Reported>,
     pub epoch: u64,
     pub guards: Vec<Guard>,
     pub action: Action,

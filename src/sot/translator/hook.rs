@@ -11,7 +11,9 @@ use super::cache::{
     keep_while_running, move_to_front, Action, CodeCaches, Entries, LIBRARY, NEVER, TRANSLATED, UNJUDGED,
 };
 use super::fetch::Fetcher;
-use super::session::{current_session, Config, OwnFrame, Record, CONFIGS, EPOCH, SESSIONS, TRACING_CONFIGS};
+use super::session::{
+    current_session, Config, Family, OwnFrame, Record, CONFIGS, EPOCH, FAMILIES, SESSIONS, TRACING_CONFIGS,
+};
 use super::translate::{fallback, log_event, translate};
 use crate::hookapi::pyobject::import;
 use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
@@ -201,7 +203,7 @@ impl Translator {
         if let Some(state) = cache.entries.state.load_full() {
             let mut fetcher = Fetcher::new(context, &state.sources);
             for (index, entry) in state.entries.iter().enumerate() {
-                if entry.config != config.id || entry.epoch != epoch {
+                if !config.runs_entries_of(entry.owner) || entry.epoch != epoch {
                     continue;
                 }
                 seen += 1;
@@ -239,6 +241,9 @@ impl Translator {
                 }
                 if failing.is_none() {
                     config.stats.cache_hits.fetch_add(1, Ordering::Relaxed);
+                    if let Some(reported) = &entry.reported {
+                        config.replay(entry.serial, reported);
+                    }
                     if index > 0 {
                         move_to_front(cache, index);
                     }
@@ -345,9 +350,14 @@ impl Translator {
 pub fn reset() {
     EPOCH.fetch_add(1, Ordering::AcqRel);
     let configs: Vec<Arc<Config>> = CONFIGS.lock().iter().filter_map(|(_, c)| c.upgrade()).collect();
+    let families: Vec<Arc<Family>> = FAMILIES.lock().clone();
+    let lists = configs
+        .iter()
+        .map(|c| &c.caches)
+        .chain(families.iter().map(|f| &f.caches));
     let mut removed = Vec::new();
-    for config in &configs {
-        let caches: Vec<Arc<Entries>> = config.caches.lock().iter().filter_map(Weak::upgrade).collect();
+    for list in lists {
+        let caches: Vec<Arc<Entries>> = list.lock().iter().filter_map(Weak::upgrade).collect();
         removed.extend(caches.iter().filter_map(|c| c.remove(|_| true)));
     }
     // Dropped with no lock held: dropping entries runs Python code (graphs' release).

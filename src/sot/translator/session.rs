@@ -2,6 +2,7 @@
 //! thread's stack of translated calls running (`with_session`).
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
 
@@ -75,6 +76,11 @@ pub struct Config {
     pub own_code: Option<StrongRef>,
     /// The code caches that hold entries of this configuration: they go with it.
     pub caches: Mutex<Vec<Weak<Entries>>>,
+    /// The configurations with the same backend and options that share this one's
+    /// translations of traced modules' code (None: nothing traced).
+    pub family: Option<Arc<Family>>,
+    /// The shared entries (by `Entry::serial`) whose reports this configuration took.
+    pub replayed: Mutex<HashSet<u64>>,
     pub stats: Stats,
     /// Every graph compiled for this configuration, in order, with how often it ran: the
     /// tests' proof that the generated code ran (test builds only: see `compile::counted`).
@@ -94,6 +100,72 @@ pub static NEXT_CONFIG: AtomicU64 = AtomicU64::new(1);
 /// Bumped by `sot.reset()`: entries of earlier epochs are never used again.
 pub static EPOCH: AtomicU64 = AtomicU64::new(0);
 
+/// Configurations with the same backend, `full_graph`, `cache_size` and traced modules:
+/// their translations of the traced modules' code are shared, and outlive them (until
+/// `sot.reset()`, the cache's limit, or their code going). A module traced by many translated
+/// functions (a test suite's tests, a server's handlers) is translated once, not once per
+/// function.
+pub struct Family {
+    pub id: u64,
+    backend: StrongRef,
+    full_graph: bool,
+    cache_size: usize,
+    traced_prefixes: Vec<String>,
+    /// The code caches holding the family's entries (for `sot.reset()`).
+    pub caches: Mutex<Vec<Weak<Entries>>>,
+}
+
+/// Every family: few (one per set of options), and kept, as their entries are.
+pub static FAMILIES: LazyLock<Mutex<Vec<Arc<Family>>>> = LazyLock::new(Mutex::default);
+
+impl Family {
+    fn of(
+        backend: &StrongRef,
+        full_graph: bool,
+        cache_size: usize,
+        traced_prefixes: &[String],
+    ) -> Arc<Family> {
+        let mut families = FAMILIES.lock();
+        let found = families.iter().find(|f| {
+            f.backend.as_ptr() == backend.as_ptr()
+                && f.full_graph == full_graph
+                && f.cache_size == cache_size
+                && f.traced_prefixes == traced_prefixes
+        });
+        if let Some(family) = found {
+            return Arc::clone(family);
+        }
+        let family = Arc::new(Family {
+            id: NEXT_CONFIG.fetch_add(1, Ordering::Relaxed),
+            backend: Python::attach(|py| backend.clone_ref(py)),
+            full_graph,
+            cache_size,
+            traced_prefixes: traced_prefixes.to_vec(),
+            caches: Mutex::default(),
+        });
+        families.push(Arc::clone(&family));
+        family
+    }
+}
+
+/// The lengths of a configuration's reports (`Config::mark`).
+pub struct ReportMark {
+    breaks: usize,
+    fallbacks: usize,
+    explanations: usize,
+    #[cfg(feature = "testing")]
+    graph_runs: usize,
+}
+
+/// What one shared translation reported (`Config::reported_since`).
+pub struct Reported {
+    breaks: Vec<Record>,
+    fallbacks: Vec<Record>,
+    explanations: Vec<String>,
+    #[cfg(feature = "testing")]
+    graph_runs: Vec<Arc<GraphRuns>>,
+}
+
 /// Every configuration, by id (`Weak::strong_count` tells which live without upgrading one,
 /// which could drop the last reference, and its entries, under the lock).
 pub static CONFIGS: LazyLock<Mutex<Vec<ConfigHandle>>> = LazyLock::new(Mutex::default);
@@ -112,6 +184,8 @@ impl Config {
         if !traced_prefixes.is_empty() {
             TRACING_CONFIGS.fetch_add(1, Ordering::AcqRel);
         }
+        let family = (!traced_prefixes.is_empty())
+            .then(|| Family::of(&backend, full_graph, cache_size, &traced_prefixes));
         let config = Arc::new(Config {
             id: NEXT_CONFIG.fetch_add(1, Ordering::Relaxed),
             backend,
@@ -120,6 +194,8 @@ impl Config {
             traced_prefixes,
             own_code,
             caches: Mutex::default(),
+            family,
+            replayed: Mutex::default(),
             stats: Stats::default(),
             #[cfg(feature = "testing")]
             graph_runs: Mutex::default(),
@@ -137,6 +213,91 @@ impl Config {
         self.traced_prefixes
             .iter()
             .any(|p| filename.starts_with(p.as_str()))
+    }
+
+    /// The owner of a translation of `code` (`Entry::owner`): the family's, for code of a
+    /// traced module other than the function's own; else this configuration's.
+    pub fn owner_for(&self, code: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let own = self
+            .own_code
+            .as_ref()
+            .is_some_and(|c| c.as_ptr() == code.as_ptr());
+        Ok(match &self.family {
+            Some(family) if !own && self.traces(&code.getattr("co_filename")?.extract::<String>()?) => {
+                family.id
+            }
+            _ => self.id,
+        })
+    }
+
+    /// Whether this configuration runs entries `owner` made.
+    pub fn runs_entries_of(&self, owner: u64) -> bool {
+        owner == self.id || self.family.as_ref().is_some_and(|f| f.id == owner)
+    }
+
+    /// Where the entries a translation of `owner` stores are listed: they go with it.
+    pub fn caches_of(&self, owner: u64) -> &Mutex<Vec<Weak<Entries>>> {
+        match &self.family {
+            Some(family) if family.id == owner => &family.caches,
+            _ => &self.caches,
+        }
+    }
+
+    /// Where this configuration's reports stand, before a translation.
+    pub fn mark(&self) -> ReportMark {
+        ReportMark {
+            breaks: self.stats.breaks.lock().len(),
+            fallbacks: self.stats.fallbacks.lock().len(),
+            explanations: self.stats.explanations.lock().len(),
+            #[cfg(feature = "testing")]
+            graph_runs: self.graph_runs.lock().len(),
+        }
+    }
+
+    /// What this configuration reported since `mark`: the reports of a shared translation
+    /// (entry `serial`), for the other configurations of its family that run it.
+    pub fn took_reports(&self, serial: u64, mark: &ReportMark) -> Reported {
+        self.replayed.lock().insert(serial);
+        let tail =
+            |list: &Mutex<Vec<Record>>, from: usize| list.lock().get(from..).unwrap_or_default().to_vec();
+        Reported {
+            breaks: tail(&self.stats.breaks, mark.breaks),
+            fallbacks: tail(&self.stats.fallbacks, mark.fallbacks),
+            explanations: self
+                .stats
+                .explanations
+                .lock()
+                .get(mark.explanations..)
+                .unwrap_or_default()
+                .to_vec(),
+            #[cfg(feature = "testing")]
+            graph_runs: self
+                .graph_runs
+                .lock()
+                .get(mark.graph_runs..)
+                .unwrap_or_default()
+                .to_vec(),
+        }
+    }
+
+    /// The first run of a shared entry another configuration made: its translation's
+    /// breaks, fallbacks and explanation count as this configuration's too (its calls ran
+    /// them), once.
+    pub fn replay(&self, serial: u64, reported: &Reported) {
+        if !self.replayed.lock().insert(serial) {
+            return;
+        }
+        self.stats.breaks.lock().extend(reported.breaks.iter().cloned());
+        self.stats
+            .fallbacks
+            .lock()
+            .extend(reported.fallbacks.iter().cloned());
+        self.stats
+            .explanations
+            .lock()
+            .extend(reported.explanations.iter().cloned());
+        #[cfg(feature = "testing")]
+        self.graph_runs.lock().extend(reported.graph_runs.iter().cloned());
     }
 
     pub fn set_own_frame(&self, code: &Bound<'_, PyAny>, outcome: OwnFrame) {
@@ -163,7 +324,7 @@ impl Drop for Config {
         // translated function's dealloc or at the end of the function's last call (possibly
         // while the interpreter finalizes, where `Python::attach` refuses to run).
         for entries in caches.iter().filter_map(Weak::upgrade) {
-            drop(entries.remove(|e| e.config == id));
+            drop(entries.remove(|e| e.owner == id));
         }
     }
 }
@@ -189,14 +350,17 @@ pub fn current_session() -> Option<Arc<Config>> {
     SESSIONS.with(|s| s.borrow().last().cloned().flatten())
 }
 
-/// The ids of the configurations whose translated function lives.
-pub fn live_configs() -> Vec<u64> {
-    CONFIGS
+/// The owners whose entries are kept: the configurations whose translated function lives,
+/// and every family.
+pub fn live_owners() -> Vec<u64> {
+    let mut owners: Vec<u64> = CONFIGS
         .lock()
         .iter()
         .filter(|(_, c)| c.strong_count() > 0)
         .map(|(id, _)| *id)
-        .collect()
+        .collect();
+    owners.extend(FAMILIES.lock().iter().map(|f| f.id));
+    owners
 }
 
 /// The counters of `config` as a dict (for `sot.stats`).

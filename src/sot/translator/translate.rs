@@ -4,13 +4,14 @@
 use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
+use parking_lot::Mutex;
 use pyo3::prelude::*;
 
 use super::backend::Backend;
 use super::breaks::continuation_of;
-use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, LIBRARY};
+use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, LIBRARY, NEXT_ENTRY};
 use super::codegen;
 use super::compile::explain;
 use super::guard::source::{SourceId, SourceTable};
@@ -18,7 +19,7 @@ use super::translation::Translation;
 
 use super::model::code::CodeInfo;
 use super::model::frame::{BreakPoint, Ending, FreeVariable, Stop};
-use super::session::{live_configs, Config, OwnFrame, Record};
+use super::session::{live_owners, Config, OwnFrame, Record};
 use super::vm::Vm;
 use crate::hookapi::pyobject::import;
 use crate::hookapi::rust_hook::HookContext;
@@ -287,6 +288,8 @@ pub fn translate(
     let started = cache.entries.state.load_full();
     let sources = sources_to_extend(py, started.as_deref(), recompiling, changed_numbers);
     let fallbacks_before = config.stats.fallbacks.lock().len();
+    let owner = config.owner_for(&code)?;
+    let mark = config.mark();
     let stats = &config.stats;
     let qualname: String = code
         .getattr("co_qualname")
@@ -341,14 +344,17 @@ pub fn translate(
     } else {
         std::mem::take(&mut vm.guards)
     };
+    let serial = NEXT_ENTRY.fetch_add(1, Ordering::Relaxed);
     let entry = Arc::new(Entry {
-        config: config.id,
+        owner,
+        serial,
+        reported: (owner != config.id).then(|| config.took_reports(serial, &mark)),
         epoch,
         guards,
         action,
     });
     let answer = matches!(entry.action, Action::Run { .. }).then(|| Arc::clone(&entry));
-    keep_entries(config, &cache.entries);
+    keep_entries(config.caches_of(owner), &cache.entries);
     store_entry(py, &cache.entries, started.as_ref(), entry, epoch, &vm.sources);
     Ok(answer)
 }
@@ -411,8 +417,8 @@ fn sources_to_extend(
 }
 
 /// Has `config` keep `entries` (they go with it), if it does not yet.
-fn keep_entries(config: &Config, entries: &Arc<Entries>) {
-    let mut caches = config.caches.lock();
+fn keep_entries(caches: &Mutex<Vec<Weak<Entries>>>, entries: &Arc<Entries>) {
+    let mut caches = caches.lock();
     if !caches
         .iter()
         .any(|c| std::ptr::eq(c.as_ptr(), Arc::as_ptr(entries)))
@@ -451,10 +457,10 @@ fn store_entry(
         .as_ref()
         .map(|s| {
             // Entries of earlier epochs and of translated functions that are gone go.
-            let live = live_configs();
+            let live = live_owners();
             s.entries
                 .iter()
-                .filter(|e| e.epoch == epoch && live.contains(&e.config))
+                .filter(|e| e.epoch == epoch && live.contains(&e.owner))
                 .cloned()
                 .collect()
         })
