@@ -112,6 +112,41 @@ class Slotted:
         return f"Slotted({self.p!r}, {self.q!r})"
 
 
+class HalfSlotted:
+    """Slots, the second set only when given: an unset slot raises AttributeError."""
+    __slots__ = ("p", "q")
+
+    def __init__(self, p, *q):
+        self.p = p
+        if q:
+            self.q = q[0]
+
+    def __repr__(self):
+        return f"HalfSlotted({self.p!r}{', ' + repr(self.q) if hasattr(self, 'q') else ''})"
+
+
+class Shadow:
+    """A method an instance may shadow with an attribute of its own."""
+
+    def __init__(self, own):
+        if own:
+            self.get = lambda: "own"
+            self.double = 2
+
+    def get(self):
+        return "class"
+
+    def double(self):
+        return "class double"
+
+    def __repr__(self):
+        return f"Shadow({'get' in vars(self)})"
+
+
+class PlainTuple(tuple):
+    """A tuple subclass overriding nothing: its slices are tuples."""
+
+
 class Dyn:
     def __init__(self):
         self.real = 5
@@ -394,10 +429,10 @@ NP_SCALARS = ("np.float64(1.5)", "np.float32(nan)", "np.int64(-3)", "np.int32(7)
               "np.int64(0)")
 USER_VALUES = ("Sized(0)", "Sized(3)", "Truthy(False)", "Truthy(True)", "BadBool()", "EqAll()", "Hashy(2)",
                "Slotted(1, [2])", "Dyn()", "Prop(3)", "Point(1, 2)", "Bag(v=1, w=[2])", "Seq(3)", "Box([1])",
-               "Countdown(3)")
+               "Countdown(3)", "HalfSlotted(1)", "HalfSlotted(1, 2)", "Shadow(False)", "Shadow(True)")
 SUBCLASS_VALUES = ("DictSub({'k': 1, 'v': 2})", "DictMissing({'k': 1})", "DictIter({'k': 1})",
                    "ListSub([1, 2, 3])", "ListGet([1, 2])", "StrSub('ab')", "IntSub(3)", "FloatSub(2.5)",
-                   "TupleSub((1, 2))")
+                   "TupleSub((1, 2))", "PlainTuple((1, 2, 3))")
 STDLIB_VALUES = ("collections.OrderedDict([('k', 1), ('v', 2)])", "collections.defaultdict(int, {'k': 1})",
                  "collections.Counter('abca')", "collections.deque([1, 2])",
                  "collections.namedtuple('NT', 'x y')(1, 2)")

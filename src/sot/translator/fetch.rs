@@ -59,6 +59,11 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 .or_else(|| clear_error(py))
             }),
             Source::Item(parent, key) => self.fetch(*parent).and_then(|p| {
+                if p.is_exact_instance_of::<PyDict>() {
+                    // A missing key raises no KeyError here (an instance's `__dict__` guarded
+                    // to lack a name is the common case: it is read on every call).
+                    return dict_get(&p, key);
+                }
                 // SAFETY: as for attributes.
                 unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetItem(p.as_ptr(), key.as_ptr())) }
                     .or_else(|| clear_error(py))
@@ -273,15 +278,15 @@ pub fn rich_equal(py: Python<'_>, a: &Bound<'_, PyAny>, b: &StrongRef) -> bool {
 }
 
 pub fn dict_get<'py>(dict: &Bound<'py, PyAny>, key: &StrongRef) -> Option<Bound<'py, PyAny>> {
-    // SAFETY: `dict` is a frame's globals or builtins dict (exact dicts on every path
-    // framehook hooks), `key` a str; PyDict_GetItemWithError returns a borrowed reference.
+    let mut found = std::ptr::null_mut();
+    // SAFETY: `dict` is an exact dict (a frame's globals or builtins, or a checked one),
+    // `key` a live object; a strong reference comes back (safe on free-threaded builds too),
+    // and a failed lookup (an unhashable key) is an absent value.
     unsafe {
-        let found = ffi::PyDict_GetItemWithError(dict.as_ptr(), key.as_ptr());
-        if found.is_null() {
+        if ffi::compat::PyDict_GetItemRef(dict.as_ptr(), key.as_ptr(), &mut found) < 0 {
             ffi::PyErr_Clear();
-            return None;
         }
-        Some(Bound::from_borrowed_ptr(dict.py(), found))
+        Bound::from_owned_ptr_or_opt(dict.py(), found)
     }
 }
 
