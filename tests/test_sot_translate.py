@@ -2069,6 +2069,9 @@ def test_functions_tracing_a_module_share_its_translations(tmp_path, monkeypatch
     fast = sot.translate(second, trace_modules=traced)
     np.testing.assert_array_equal(fast(x), second(x))
     assert sot.stats(fast).translations == 4
+    # explain() translates with the function's traced modules: the library's translation,
+    # shared, is explained too.
+    assert "scaled: translated" in sot.explain(fast, x)
 
 
 def test_a_made_dict_handed_to_a_call_at_a_break_is_the_one_the_frame_keeps():

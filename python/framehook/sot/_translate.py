@@ -128,12 +128,14 @@ def translate(fn: Optional[Callable[..., Any]] = None, *, backend: str = "numpy"
     if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
         raise ValueError(f"cache_size must be a positive int, not {cache_size!r}")
     backend_object = _backend(backend)
-    traced = _module_prefixes(trace_modules)
+    traced_names = trace_modules if isinstance(trace_modules, str) else tuple(trace_modules)
+    traced = _module_prefixes(traced_names)
 
     def wrap(function: Callable[..., Any]) -> Any:
         translated = _native.SotTranslated(function, backend_object, bool(full_graph), cache_size, traced)
         functools.update_wrapper(translated, function)
         translated.__dict__["_sot_backend"] = backend  # for explain() and save()
+        translated.__dict__["_sot_trace_modules"] = traced_names  # for explain()
         return translated
 
     return wrap if fn is None else wrap(fn)
@@ -186,9 +188,11 @@ def stats(fast: Any) -> SotStats:
 def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
     """Translates and runs ``fn(*args, **kwargs)`` once and says what happened: each
     translation's graph and its operations, the guards, each graph break and fallback with
-    its reason and source line. A function made by ``translate`` is explained with its backend."""
+    its reason and source line. A function made by ``translate`` is explained with its backend
+    and traced modules."""
     target = getattr(fn, "__wrapped__", fn) if isinstance(fn, _native.SotTranslated) else fn
-    fast = translate(target, backend=getattr(fn, "_sot_backend", "numpy"))
+    fast = translate(target, backend=getattr(fn, "_sot_backend", "numpy"),
+                     trace_modules=getattr(fn, "_sot_trace_modules", ()))
     try:
         fast(*args, **kwargs)
         outcome = "ran"
