@@ -19,7 +19,7 @@ use crate::pep523_backend::{self, new_error};
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 /// A strong reference released on drop with a plain `Py_DecRef`. Everything
 /// framehook keeps is dropped by threads attached to the object's interpreter
@@ -117,6 +117,17 @@ pub fn bool_object(py: Python<'_>, value: bool) -> PyResult<Bound<'_, PyAny>> {
 /// on free-threaded 3.13 once a thread has run (gh-117696).
 pub fn is_immortal(object: &Bound<'_, PyAny>) -> bool {
     pep523_backend::is_immortal(object)
+}
+
+/// A type's version tag while valid, else 0 (see `pep523_backend::type_version`): a
+/// translation that relied on a class's attributes guards it.
+pub fn type_version(type_object: &Bound<'_, PyType>, assign: bool) -> u32 {
+    pep523_backend::type_version(type_object, assign)
+}
+
+/// Whether attributes can be set on a type (a class defined in Python, not a builtin type).
+pub fn type_is_mutable(type_object: &Bound<'_, PyType>) -> bool {
+    pep523_backend::type_is_mutable(type_object)
 }
 
 /// `code.replace(**changes)`, keeping its constants' identity on every build (see

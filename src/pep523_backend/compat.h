@@ -196,6 +196,39 @@ static inline int fh_compat_is_immortal(PyObject *object)
 #endif
 }
 
+/* A type's version tag while valid, else 0. 3.12+ zeroes the tag itself on a change;
+ * before, only the flag says whether it is still valid. */
+static inline unsigned int fh_compat_type_version(PyTypeObject *type)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+#ifdef Py_GIL_DISABLED
+    return __atomic_load_n(&type->tp_version_tag, __ATOMIC_RELAXED);
+#else
+    return type->tp_version_tag;
+#endif
+#else
+    return PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+#endif
+}
+
+static inline void fh_compat_assign_type_version(PyTypeObject *type)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    (void)PyUnstable_Type_AssignVersionTag(type);
+#else
+    /* The method cache's lookup assigns the type (and its bases) a tag. */
+    static PyObject *name;
+    if (name == NULL) {
+        name = PyUnicode_InternFromString("__framehook_version__");
+        if (name == NULL) {
+            PyErr_Clear();
+            return;
+        }
+    }
+    (void)_PyType_Lookup(type, name);
+#endif
+}
+
 /* ----------------------------------------------------------------- frames */
 
 static inline PyCodeObject *fh_frame_code(fh_frame *frame)

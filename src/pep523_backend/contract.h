@@ -184,6 +184,16 @@ int fh_code_has_exception_table(PyObject *code);
  * object immortal once a thread has run, gh-117696). */
 int fh_is_immortal(PyObject *object);
 
+/* `type`'s version tag while valid, else 0: CPython changes it when an attribute of the
+ * type or of one of its bases is set or deleted (the tag its method cache and specialized
+ * instructions rely on). With `assign`, a type without a valid tag is given one first
+ * (0 where CPython has run out of tags for it). */
+unsigned int fh_type_version(PyObject *type, int assign);
+
+/* 1 if attributes can be set on `type` (a class defined in Python: a heap type that is
+ * not immutable), else 0 (builtin types). */
+int fh_type_is_mutable(PyObject *type);
+
 /* 1 where a new code object's constants may be swapped for interned equal ones
  * (free-threaded 3.13+); fh_code_keep_constants then puts back the objects of
  * `given`, a copy of the tuple `code` was made with, taken before (its items,

@@ -120,6 +120,8 @@ extern "C" {
     pub fn fh_leave_hook_context(tstate: *mut c_void);
     pub fn fh_code_has_exception_table(code: *mut PyObject) -> c_int;
     pub fn fh_is_immortal(object: *mut PyObject) -> c_int;
+    pub fn fh_type_version(type_object: *mut PyObject, assign: c_int) -> std::ffi::c_uint;
+    pub fn fh_type_is_mutable(type_object: *mut PyObject) -> c_int;
     pub fn fh_code_interns_constants() -> c_int;
     pub fn fh_code_keep_constants(code: *mut PyObject, given: *mut PyObject) -> c_int;
     pub fn fh_request_code_extra_index(free: freefunc) -> Py_ssize_t;

@@ -172,6 +172,26 @@ int fh_code_has_exception_table(PyObject *code)
 
 int fh_is_immortal(PyObject *object) { return fh_compat_is_immortal(object); }
 
+int fh_type_is_mutable(PyObject *type)
+{
+    unsigned long flags = PyType_GetFlags((PyTypeObject *)type);
+#ifdef Py_TPFLAGS_IMMUTABLETYPE
+    if (flags & Py_TPFLAGS_IMMUTABLETYPE) {
+        return 0;
+    }
+#endif
+    return (flags & Py_TPFLAGS_HEAPTYPE) != 0;
+}
+
+unsigned int fh_type_version(PyObject *type, int assign)
+{
+    PyTypeObject *cls = (PyTypeObject *)type;
+    if (assign && fh_compat_type_version(cls) == 0) {
+        fh_compat_assign_type_version(cls);
+    }
+    return fh_compat_type_version(cls);
+}
+
 int fh_code_interns_constants(void) { return FH_CODE_INTERNS_CONSTANTS; }
 
 int fh_code_keep_constants(PyObject *code, PyObject *given)

@@ -16,7 +16,7 @@ use std::ptr::NonNull;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 pub use contract::{
     CodeStateHead, Context, Decision, FrameViewRaw, NativeChain, NativeFrameRaw, NativeLink, Upcalls,
@@ -253,6 +253,19 @@ pub fn has_exception_table(code: &Bound<'_, PyAny>) -> bool {
 pub fn is_immortal(object: &Bound<'_, PyAny>) -> bool {
     // SAFETY: `object` is a live object.
     unsafe { contract::fh_is_immortal(object.as_ptr()) != 0 }
+}
+
+/// A type's version tag while valid (CPython changes it when an attribute of the type or
+/// of a base is set or deleted), else 0; with `assign`, one is given to a type without.
+pub fn type_version(type_object: &Bound<'_, PyType>, assign: bool) -> u32 {
+    // SAFETY: `type_object` is a live type, the thread attached.
+    unsafe { contract::fh_type_version(type_object.as_ptr(), c_int::from(assign)) }
+}
+
+/// Whether attributes can be set on a type (a class defined in Python, not a builtin type).
+pub fn type_is_mutable(type_object: &Bound<'_, PyType>) -> bool {
+    // SAFETY: `type_object` is a live type.
+    unsafe { contract::fh_type_is_mutable(type_object.as_ptr()) != 0 }
 }
 
 /// `code.replace(**changes)`, whose constants are the objects given (the code's own where

@@ -651,3 +651,30 @@ def a_slice_of_a_tuple_subclass_is_a_tuple(x, version):
     # tuples: their slice was made a list.
     head = version[:2]
     return x * 2, head, type(head).__name__, head >= (3, 0)
+
+
+class _Formatted:
+    def message(self):
+        return "as defined"
+
+
+class _FormattedRecord(_Formatted):
+    pass
+
+
+_base_messages = Cycling("as defined", "replaced", "replaced")  # the last run: cached
+
+
+def _record_whose_base_method_was_set():
+    text = _base_messages.next_value()
+    if _FormattedRecord().message() != text:
+        _Formatted.message = lambda self: text  # set on the base class between runs
+    return _FormattedRecord()
+
+
+@case(args=lambda: (arr(3), _record_whose_base_method_was_set()), graphs=1, ops=1, rejected=1)
+def a_method_set_on_a_base_class_is_seen(x, record):
+    # Found on pyparsing (`ParseBaseException.formatted_message` set by a test): a method
+    # found through the class was used without a guard on the class, so a translation
+    # kept running the method the class had when it was made.
+    return x * 2, record.message()

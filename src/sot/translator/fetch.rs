@@ -8,7 +8,7 @@ use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use super::guard::check::{holds_values_only, is_value_type, Check, VALUE_NESTING};
 use super::guard::source::Guard;
 use super::guard::source::{Source, SourceId, SourceTable};
-use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::pyobject::{type_version, StrongRef};
 use crate::hookapi::rust_hook::HookContext;
 
 /// Fetches sources from one frame, each at most once per lookup.
@@ -110,6 +110,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             Check::Absent => false,
             Check::Present => true,
             Check::Type(t) => type_ptr(&value) == t.as_ptr(),
+            Check::ClassUnchanged(version) => type_version(&value.get_type(), false) == *version,
             Check::SameAs(other) => self.fetch(*other).is_some_and(|o| o.is(&value)),
             Check::Distinct(others) => {
                 let mut objects = Vec::with_capacity(others.len() + 1);

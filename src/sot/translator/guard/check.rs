@@ -7,7 +7,7 @@ use pyo3::types::{
     PyDict, PyFloat, PyFrozenSet, PyInt, PyString, PyTuple, PyType, PyWeakrefMethods, PyWeakrefReference,
 };
 
-use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::pyobject::{type_is_mutable, type_version, StrongRef};
 
 /// A source's index in its table (`source::SourceTable`).
 pub type SourceId = usize;
@@ -112,6 +112,10 @@ pub enum Check {
     /// The value and the objects the other sources hold are all different objects (the
     /// frame's tensors, each its own graph input).
     Distinct(Vec<SourceId>),
+    /// `type(value)` and its bases have the attributes they had (the type's version tag,
+    /// which CPython changes on a store or deletion in the class or a base): the translation
+    /// read its methods and class attributes (a method replaced on the class is seen).
+    ClassUnchanged(u32),
     /// The source holds nothing (a global that is not defined, a missing key).
     Absent,
     /// The source holds something (a key that is present).
@@ -154,6 +158,7 @@ impl Check {
                 let names: Vec<String> = others.iter().map(|o| source_name(*o)).collect();
                 format!("is none of {}", names.join(", "))
             }
+            Check::ClassUnchanged(_) => "its class unchanged".to_owned(),
             Check::Absent => "is absent".to_owned(),
             Check::Present => "is present".to_owned(),
         }
@@ -170,6 +175,7 @@ impl Check {
                 t.as_ptr() == u.as_ptr() && same_key(a, b)
             }
             (Check::Len(a), Check::Len(b)) => a == b,
+            (Check::ClassUnchanged(a), Check::ClassUnchanged(b)) => a == b,
             (Check::SameAs(a), Check::SameAs(b)) => a == b,
             (Check::Distinct(a), Check::Distinct(b)) => a == b,
             (Check::Absent, Check::Absent) | (Check::Present, Check::Present) => true,
@@ -206,6 +212,12 @@ impl Check {
             _ => false,
         }
     }
+}
+
+/// The check a guard on `type(value) is ty` (or on `value`'s identity) needs beside it
+/// where `ty`'s attributes can change (a class defined in Python): None for builtin types.
+pub fn class_unchanged(ty: &Bound<'_, PyType>) -> Option<Check> {
+    type_is_mutable(ty).then(|| Check::ClassUnchanged(type_version(ty, true)))
 }
 
 pub fn type_of(o: &StrongRef) -> *mut ffi::PyObject {

@@ -6,10 +6,10 @@ use std::hash::{Hash, Hasher};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyString};
+use pyo3::types::{PyInt, PyString, PyType};
 
 pub use super::check::SourceId;
-use super::check::{same_key, Check};
+use super::check::{class_unchanged, same_key, Check};
 use crate::hookapi::pyobject::StrongRef;
 
 /// How to fetch a value from a frame about to run.
@@ -235,6 +235,19 @@ impl SourceTable {
     /// as early, never before the guards that make fetching the source safe) and the others
     /// go.
     pub fn add_guard(guards: &mut Vec<Guard>, source: SourceId, check: Check) {
+        // The class of a value guarded by its type or identity: its attributes too.
+        let class = Python::attach(|py| match &check {
+            Check::Type(ty) => ty.bind(py).cast::<PyType>().ok().and_then(|t| class_unchanged(t)),
+            Check::Id(pin) => pin.object(py).and_then(|o| class_unchanged(&o.get_type())),
+            _ => None,
+        });
+        Self::add_one_guard(guards, source, check);
+        if let Some(class) = class {
+            Self::add_one_guard(guards, source, class);
+        }
+    }
+
+    fn add_one_guard(guards: &mut Vec<Guard>, source: SourceId, check: Check) {
         if guards
             .iter()
             .any(|g| g.source == source && g.check.implies(&check))
