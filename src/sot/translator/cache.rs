@@ -12,10 +12,33 @@ use super::code_pool::Generated;
 use super::guard::source::Guard;
 use super::guard::source::SourceTable;
 use super::model::code::ResumeKey;
-use super::session::Reported;
 use crate::hookapi::per_code::PerCode;
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::HookContext;
+
+/// A graph break or fallback, where it happened.
+#[derive(Clone)]
+pub struct Record {
+    pub reason: String,
+    pub filename: String,
+    pub line: i32,
+}
+
+/// How often one compiled graph ran, and its operations (test builds only).
+#[cfg(feature = "testing")]
+pub struct GraphRuns {
+    pub ops: u64,
+    pub runs: AtomicU64,
+}
+
+/// What one shared translation reported (`Config::took_reports`).
+pub struct Reported {
+    pub breaks: Vec<Record>,
+    pub fallbacks: Vec<Record>,
+    pub explanations: Vec<String>,
+    #[cfg(feature = "testing")]
+    pub graph_runs: Vec<Arc<GraphRuns>>,
+}
 
 /// `Entry::serial`'s source.
 pub static NEXT_ENTRY: AtomicU64 = AtomicU64::new(1);

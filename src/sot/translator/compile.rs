@@ -122,8 +122,9 @@ mod counted {
     use pyo3::ffi;
     use pyo3::prelude::*;
 
+    use super::super::cache::GraphRuns;
     use super::super::model::graph::Graph;
-    use super::super::session::{Config, GraphRuns};
+    use super::super::session::Config;
     use crate::hookapi::pyobject::{instance_value, NativeType, NativeValue, StrongRef, TypeSpec};
 
     /// A compiled graph and its run counter.

@@ -8,11 +8,12 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 
 use super::cache::{
-    keep_while_running, move_to_front, Action, CodeCaches, Entries, LIBRARY, NEVER, TRANSLATED, UNJUDGED,
+    keep_while_running, move_to_front, Action, CodeCaches, Entries, Record, LIBRARY, NEVER, TRANSLATED,
+    UNJUDGED,
 };
 use super::fetch::Fetcher;
 use super::session::{
-    current_session, Config, Family, OwnFrame, Record, CONFIGS, EPOCH, FAMILIES, SESSIONS, TRACING_CONFIGS,
+    current_session, Config, Family, OwnFrame, CONFIGS, EPOCH, FAMILIES, SESSIONS, TRACING_CONFIGS,
 };
 use super::translate::{fallback, log_event, translate};
 use crate::hookapi::pyobject::import;

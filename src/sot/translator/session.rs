@@ -10,16 +10,10 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use super::cache::Entries;
+#[cfg(feature = "testing")]
+use super::cache::GraphRuns;
+use super::cache::{Entries, Record, Reported};
 use crate::hookapi::pyobject::StrongRef;
-
-/// A graph break or fallback, where it happened.
-#[derive(Clone)]
-pub struct Record {
-    pub reason: String,
-    pub filename: String,
-    pub line: i32,
-}
 
 /// What `sot.stats` reports for one translated function.
 #[derive(Default)]
@@ -88,13 +82,6 @@ pub struct Config {
     pub graph_runs: Mutex<Vec<Arc<GraphRuns>>>,
 }
 
-/// How often one compiled graph ran, and its operations (test builds only).
-#[cfg(feature = "testing")]
-pub struct GraphRuns {
-    pub ops: u64,
-    pub runs: AtomicU64,
-}
-
 pub static NEXT_CONFIG: AtomicU64 = AtomicU64::new(1);
 
 /// Bumped by `sot.reset()`: entries of earlier epochs are never used again.
@@ -155,15 +142,6 @@ pub struct ReportMark {
     explanations: usize,
     #[cfg(feature = "testing")]
     graph_runs: usize,
-}
-
-/// What one shared translation reported (`Config::reported_since`).
-pub struct Reported {
-    breaks: Vec<Record>,
-    fallbacks: Vec<Record>,
-    explanations: Vec<String>,
-    #[cfg(feature = "testing")]
-    graph_runs: Vec<Arc<GraphRuns>>,
 }
 
 /// Every configuration, by id (`Weak::strong_count` tells which live without upgrading one,

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 
 use super::backend::Backend;
 use super::breaks::continuation_of;
-use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, LIBRARY, NEXT_ENTRY};
+use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, Record, LIBRARY, NEXT_ENTRY};
 use super::codegen;
 use super::compile::explain;
 use super::guard::source::{SourceId, SourceTable};
@@ -19,7 +19,7 @@ use super::translation::Translation;
 
 use super::model::code::CodeInfo;
 use super::model::frame::{BreakPoint, Ending, FreeVariable, Stop};
-use super::session::{live_owners, Config, OwnFrame, Record};
+use super::session::{live_owners, Config, OwnFrame};
 use super::vm::Vm;
 use crate::hookapi::pyobject::import;
 use crate::hookapi::rust_hook::HookContext;
