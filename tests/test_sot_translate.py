@@ -2074,6 +2074,26 @@ def test_functions_tracing_a_module_share_its_translations(tmp_path, monkeypatch
     assert "scaled: translated" in sot.explain(fast, x)
 
 
+def _breaking_scale(x, k):
+    import zlib
+
+    y = x * k
+    zlib.crc32(b"")  # an opaque call: a graph break
+    return y
+
+
+def test_translations_breaks_and_guard_failures_are_logged_at_debug_level(caplog):
+    fast = sot.translate(_breaking_scale)
+    fast(np.ones(2), 2)  # the logger at its default level: nothing described
+    assert [r for r in caplog.records if r.name == "framehook.sot"] == []
+    with caplog.at_level(logging.DEBUG, logger="framehook.sot"):
+        fast(np.ones(2), 3.5)  # another type: the guard on k fails
+    messages = [r.getMessage() for r in caplog.records if r.name == "framehook.sot"]
+    assert any(m.startswith("guard failure in _breaking_scale: no longer holds: k") for m in messages), messages
+    assert any(m.startswith("translated _breaking_scale:") for m in messages), messages
+    assert any(m.startswith("graph break in _breaking_scale:") for m in messages), messages
+
+
 def test_a_made_dict_handed_to_a_call_at_a_break_is_the_one_the_frame_keeps():
     def run():
         namespace = {}

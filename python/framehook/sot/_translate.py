@@ -193,6 +193,7 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> str:
     target = getattr(fn, "__wrapped__", fn) if isinstance(fn, _native.SotTranslated) else fn
     fast = translate(target, backend=getattr(fn, "_sot_backend", "numpy"),
                      trace_modules=getattr(fn, "_sot_trace_modules", ()))
+    fast._explain_translations()
     try:
         fast(*args, **kwargs)
         outcome = "ran"

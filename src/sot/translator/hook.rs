@@ -15,7 +15,7 @@ use super::fetch::Fetcher;
 use super::session::{
     current_session, Config, Family, OwnFrame, CONFIGS, EPOCH, FAMILIES, SESSIONS, TRACING_CONFIGS,
 };
-use super::translate::{fallback, log_event, translate};
+use super::translate::{fallback, log_event, logging_events, translate};
 use crate::hookapi::pyobject::import;
 use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
 use crate::hookapi::rust_hook::{HookContext, RustHook};
@@ -200,6 +200,8 @@ impl Translator {
         let epoch = EPOCH.load(Ordering::Acquire);
         let mut seen = 0;
         let mut failed_guard = None;
+        // Whether a failed guard is described for the log: asked at the first failure.
+        let mut logging = None;
         let mut changed_numbers = Vec::new();
         if let Some(state) = cache.entries.state.load_full() {
             let mut fetcher = Fetcher::new(context, &state.sources);
@@ -222,7 +224,10 @@ impl Translator {
                         }
                     }
                 }
-                if let (Some(guard), None) = (failing, &failed_guard) {
+                let describe = failing.is_some()
+                    && failed_guard.is_none()
+                    && *logging.get_or_insert_with(|| logging_events(context.py()));
+                if let (Some(guard), true) = (failing, describe) {
                     // The most recent entry's reason, for the log.
                     let names = |field: &str| -> Vec<String> {
                         code.getattr(field).and_then(|n| n.extract()).unwrap_or_default()

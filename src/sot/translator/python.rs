@@ -204,7 +204,26 @@ unsafe extern "C" fn translated_stats(
     }
 }
 
-static TRANSLATED_METHODS: CTable<[ffi::PyMethodDef; 2]> = CTable([
+/// `_explain_translations()`: from now on, each translation is described for `sot.explain`
+/// (its own, not shared with other functions).
+unsafe extern "C" fn translated_explain_translations(
+    object: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls methods attached, with a live instance.
+    unsafe {
+        ffi_body(|py| {
+            let translated = instance_value::<Translated>(object);
+            translated
+                .config
+                .explaining
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            Ok(py.None().into_bound(py))
+        })
+    }
+}
+
+static TRANSLATED_METHODS: CTable<[ffi::PyMethodDef; 3]> = CTable([
     method(
         c"_stats",
         ffi::PyMethodDefPointer {
@@ -212,6 +231,14 @@ static TRANSLATED_METHODS: CTable<[ffi::PyMethodDef; 2]> = CTable([
         },
         ffi::METH_NOARGS,
         c"The counters, breaks, fallbacks and explanations, as a dict.",
+    ),
+    method(
+        c"_explain_translations",
+        ffi::PyMethodDefPointer {
+            PyCFunction: translated_explain_translations,
+        },
+        ffi::METH_NOARGS,
+        c"Describes each translation from now on, for sot.explain (none shared).",
     ),
     ffi::PyMethodDef::zeroed(),
 ]);

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
 
 use parking_lot::Mutex;
@@ -75,6 +75,8 @@ pub struct Config {
     pub family: Option<Arc<Family>>,
     /// The shared entries (by `Entry::serial`) whose reports this configuration took.
     pub replayed: Mutex<HashSet<u64>>,
+    /// Whether each translation is described (`sot.explain`'s function): then none is shared.
+    pub explaining: AtomicBool,
     pub stats: Stats,
     /// Every graph compiled for this configuration, in order, with how often it ran: the
     /// tests' proof that the generated code ran (test builds only: see `compile::counted`).
@@ -174,6 +176,7 @@ impl Config {
             caches: Mutex::default(),
             family,
             replayed: Mutex::default(),
+            explaining: AtomicBool::new(false),
             stats: Stats::default(),
             #[cfg(feature = "testing")]
             graph_runs: Mutex::default(),
@@ -200,7 +203,7 @@ impl Config {
             .own_code
             .as_ref()
             .is_some_and(|c| c.as_ptr() == code.as_ptr());
-        Ok(match &self.family {
+        Ok(match self.sharing() {
             Some(family) if !own && self.traces(&code.getattr("co_filename")?.extract::<String>()?) => {
                 family.id
             }
@@ -210,7 +213,14 @@ impl Config {
 
     /// Whether this configuration runs entries `owner` made.
     pub fn runs_entries_of(&self, owner: u64) -> bool {
-        owner == self.id || self.family.as_ref().is_some_and(|f| f.id == owner)
+        owner == self.id || self.sharing().is_some_and(|f| f.id == owner)
+    }
+
+    /// The family whose translations this configuration shares (none while explaining).
+    fn sharing(&self) -> Option<&Arc<Family>> {
+        self.family
+            .as_ref()
+            .filter(|_| !self.explaining.load(Ordering::Relaxed))
     }
 
     /// Where the entries a translation of `owner` stores are listed: they go with it.

@@ -59,19 +59,24 @@ impl<'py> Translation<'_, 'py, '_> {
                         .ops_captured
                         .fetch_add(vm.graph.ops() as u64, Ordering::Relaxed);
                 }
-                log_event(
-                    py,
-                    &format!(
-                        "translated {qualname}: {} ops in a graph, {} guards",
-                        vm.graph.ops(),
-                        vm.guards.len()
-                    ),
-                );
-                let handed = self.cache.handed_names.lock().clone();
-                Ok((
-                    action,
-                    explain(py, qualname, info, vm, graph_text.as_deref(), &handed),
-                ))
+                if logging_events(py) {
+                    log_event(
+                        py,
+                        &format!(
+                            "translated {qualname}: {} ops in a graph, {} guards",
+                            vm.graph.ops(),
+                            vm.guards.len()
+                        ),
+                    );
+                }
+                // Described only for `sot.explain` (the guards' values' reprs cost).
+                let explanation = if config.explaining.load(Ordering::Relaxed) {
+                    let handed = self.cache.handed_names.lock().clone();
+                    explain(py, qualname, info, vm, graph_text.as_deref(), &handed)
+                } else {
+                    String::new()
+                };
+                Ok((action, explanation))
             }
             Err(_) if self.restart.borrow().is_some() => Ok((Action::Original, String::new())),
             Err(err) => {
@@ -220,10 +225,12 @@ pub fn report(py: Python<'_>, config: &Config, kind: &str, what: &str, record: &
     if config.full_graph {
         return Err(full_graph_error(py, kind, record));
     }
-    log_event(
-        py,
-        &format!("{what}: {} ({}:{})", record.reason, record.filename, record.line),
-    );
+    if logging_events(py) {
+        log_event(
+            py,
+            &format!("{what}: {} ({}:{})", record.reason, record.filename, record.line),
+        );
+    }
     Ok(())
 }
 
@@ -246,10 +253,31 @@ pub fn record_of(stop: &Stop) -> Record {
     }
 }
 
+/// The `framehook.sot` logger, got once.
+static LOGGER: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+fn logger(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
+    LOGGER
+        .get_or_try_init(py, || {
+            import(py, "logging")?
+                .call_method1("getLogger", ("framehook.sot",))
+                .map(Bound::unbind)
+        })
+        .ok()
+        .map(|logger| logger.bind(py))
+}
+
+/// Whether the `framehook.sot` logger takes debug records: the translator describes what it
+/// did (a translation, a break, a failed guard) only then, not on every translation.
+pub fn logging_events(py: Python<'_>) -> bool {
+    const DEBUG: i32 = 10;
+    logger(py)
+        .and_then(|logger| logger.call_method1("isEnabledFor", (DEBUG,)).ok())
+        .is_some_and(|enabled| enabled.is_truthy().unwrap_or(false))
+}
+
 pub fn log_event(py: Python<'_>, message: &str) {
-    let logger =
-        import(py, "logging").and_then(|logging| logging.call_method1("getLogger", ("framehook.sot",)));
-    if let Ok(logger) = logger {
+    if let Some(logger) = logger(py) {
         let _ = logger.call_method1("debug", (message,));
     }
 }
