@@ -678,3 +678,20 @@ def a_method_set_on_a_base_class_is_seen(x, record):
     # found through the class was used without a guard on the class, so a translation
     # kept running the method the class had when it was made.
     return x * 2, record.message()
+
+
+# 3.11+: the sort breaks, and the resume function at str() of the exception from the frame;
+# 3.9/3.10: a break inside a try block runs the frame eagerly from there (no graph).
+@case(args=lambda: (arr(3), [float("inf"), 1, 3, None]),
+      graphs=1 if sys.version_info >= (3, 11) else 0, ops=1 if sys.version_info >= (3, 11) else 0,
+      breaks=(("partly sorted", "an exception from the frame used as a value") if sys.version_info >= (3, 11)
+              else ("partly sorted",)))
+def a_sort_that_raises_leaves_the_list_as_cpython_does(x, items):
+    # Found by the fuzzer (seed 600, 3.9): list.sort() raising on an incomparable item
+    # leaves the list partly sorted in CPython; the translation raised the same error but
+    # left the frame's list as it was.
+    try:
+        items.sort()
+    except TypeError as error:
+        message = str(error)
+    return x * 2, items, message

@@ -221,10 +221,18 @@ def prepare_for_tests(target: matrix.Target) -> None:
             f"{str(error).splitlines()[0]}")
 
 
+def target_free_threaded(target: matrix.Target) -> bool:
+    probe = "import sysconfig; print(bool(sysconfig.get_config_var('Py_GIL_DISABLED')))"
+    done = target.run([target.venv_python, "-c", probe], capture=True)
+    return done.stdout.split()[-1] == "True"
+
+
 def sklearn_requirements(target: matrix.Target, sklearn: dict[str, Any]) -> list[str]:
-    version = target_version(target)
+    """The first pin whose Python specifier the target satisfies (and whose ``free_threaded``,
+    where it says, is the target's: free-threaded wheels come out later)."""
+    version, free_threaded = target_version(target), target_free_threaded(target)
     for pin in sklearn["pins"]:
-        if python_matches(version, pin["python"]):
+        if python_matches(version, pin["python"]) and pin.get("free_threaded", free_threaded) == free_threaded:
             return list(pin["requirements"])
     return []
 

@@ -19,7 +19,7 @@ use super::{
     Kind, Rebuild, Res, Sym, Val, Vid,
 };
 use crate::hookapi::pyobject::import;
-use crate::sot::translator::model::problem::{unsupported, Problem};
+use crate::sot::translator::model::problem::{graph_break, unsupported, Problem};
 use framehook_bytecode::canonical::{Arg, BinOp, Op};
 
 pub struct List;
@@ -185,7 +185,14 @@ impl Kind for List {
                     Some((_, r)) => cx.truthy(*r)?,
                     None => false,
                 };
-                items = cx.sort_items(items, key, reverse)?;
+                items = match cx.sort_items(items, key, reverse) {
+                    Ok(sorted) => sorted,
+                    // What an interrupted sort leaves is CPython's own: run it for real.
+                    Err(Problem::Python(_)) => {
+                        return graph_break("list.sort() that raises (it leaves the list partly sorted)")
+                    }
+                    Err(problem) => return Err(problem),
+                };
                 none
             }
             _ => return Ok(None),
