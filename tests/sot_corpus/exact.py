@@ -695,3 +695,18 @@ def a_sort_that_raises_leaves_the_list_as_cpython_does(x, items):
     except TypeError as error:
         message = str(error)
     return x * 2, items, message
+
+
+_repeated = Cycling((), {"a"})
+
+
+@case(args=lambda: (arr(3), _repeated.next_value()), graphs=1, ops=1, rejected=1)
+def a_tuple_repeated_once_is_guarded_a_tuple(x, items):
+    # Found by the fuzzer (seed 601): `t * 1` gives t itself, and the translation handed on
+    # the operand without guarding its type, so a later Counter (a set here: both refuse `* 1`)
+    # passed the guards.
+    try:
+        once = items * 1
+    except TypeError:
+        once = "refused"
+    return x * 2, once

@@ -179,6 +179,10 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Where CPython's tuple `+` and `*` give an operand itself rather than a new tuple:
     /// `t + ()`, `() + t` and `t * 1` (so `is` sees the same object).
     fn tuple_operand_returned(&mut self, op: BinOp, left: Vid, right: Vid) -> Res<Option<Vid>> {
+        // Decided by the operands' types: guarded where they came from the frame (an object
+        // handed on as the result is not otherwise read, so nothing else guards it).
+        self.guard_type(left);
+        self.guard_type(right);
         Ok(match op {
             BinOp::Add if self.is_exact_sequence(right, false) => {
                 if self.items_of(right)?.is_empty() {
