@@ -190,6 +190,18 @@ unsafe extern "C" fn translated_get(
     }
 }
 
+/// A method of `SotTranslated` taking no arguments: `body` with the instance's value.
+///
+/// # Safety
+/// `object` is a live `SotTranslated`, the thread attached (as CPython calls methods).
+unsafe fn translated_method<F>(object: *mut ffi::PyObject, body: F) -> *mut ffi::PyObject
+where
+    F: for<'py> FnOnce(Python<'py>, &Translated) -> PyResult<Bound<'py, PyAny>>,
+{
+    // SAFETY: guaranteed by the caller.
+    unsafe { ffi_body(|py| body(py, instance_value::<Translated>(object))) }
+}
+
 /// `_stats()`: the counters, breaks, fallbacks and explanations, as a dict.
 unsafe extern "C" fn translated_stats(
     object: *mut ffi::PyObject,
@@ -197,8 +209,7 @@ unsafe extern "C" fn translated_stats(
 ) -> *mut ffi::PyObject {
     // SAFETY: CPython calls methods attached, with a live instance.
     unsafe {
-        ffi_body(|py| {
-            let translated = instance_value::<Translated>(object);
+        translated_method(object, |py, translated| {
             Ok(super::session::stats_dict(py, &translated.config)?.into_any())
         })
     }
@@ -212,8 +223,7 @@ unsafe extern "C" fn translated_explain_translations(
 ) -> *mut ffi::PyObject {
     // SAFETY: CPython calls methods attached, with a live instance.
     unsafe {
-        ffi_body(|py| {
-            let translated = instance_value::<Translated>(object);
+        translated_method(object, |py, translated| {
             translated
                 .config
                 .explaining

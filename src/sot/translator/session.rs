@@ -140,7 +140,7 @@ impl Family {
 /// The lengths of a configuration's reports (`Config::mark`).
 pub struct ReportMark {
     breaks: usize,
-    fallbacks: usize,
+    pub fallbacks: usize,
     explanations: usize,
     #[cfg(feature = "testing")]
     graph_runs: usize,

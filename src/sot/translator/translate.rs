@@ -315,8 +315,9 @@ pub fn translate(
     // The state this translation extends: its entries' guards index its source table.
     let started = cache.entries.state.load_full();
     let sources = sources_to_extend(py, started.as_deref(), recompiling, changed_numbers);
-    let fallbacks_before = config.stats.fallbacks.lock().len();
     let owner = config.owner_for(&code)?;
+    // Where the reports stood: what this translation adds is a shared entry's, and a
+    // fallback it reported makes its own frame's outcome.
     let mark = config.mark();
     let stats = &config.stats;
     let qualname: String = code
@@ -363,7 +364,7 @@ pub fn translate(
     }
     let own_frame = match action {
         Action::Run { .. } => OwnFrame::Translated,
-        Action::Original if stats.fallbacks.lock().len() > fallbacks_before => OwnFrame::Fallback,
+        Action::Original if stats.fallbacks.lock().len() > mark.fallbacks => OwnFrame::Fallback,
         Action::Original => OwnFrame::Eager,
     };
     config.set_own_frame(&code, own_frame);

@@ -236,11 +236,15 @@ impl SourceTable {
     /// go.
     pub fn add_guard(guards: &mut Vec<Guard>, source: SourceId, check: Check) {
         // The class of a value guarded by its type or identity: its attributes too.
-        let class = Python::attach(|py| match &check {
-            Check::Type(ty) => ty.bind(py).cast::<PyType>().ok().and_then(|t| class_unchanged(t)),
-            Check::Id(pin) => pin.object(py).and_then(|o| class_unchanged(&o.get_type())),
+        let class = match &check {
+            Check::Type(ty) => {
+                Python::attach(|py| ty.bind(py).cast::<PyType>().ok().and_then(|t| class_unchanged(t)))
+            }
+            Check::Id(pin) => {
+                Python::attach(|py| pin.object(py).and_then(|o| class_unchanged(&o.get_type())))
+            }
             _ => None,
-        });
+        };
         Self::add_one_guard(guards, source, check);
         if let Some(class) = class {
             Self::add_one_guard(guards, source, class);
