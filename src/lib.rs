@@ -25,10 +25,24 @@ pub(crate) mod testing {
         backend::eval_function_addresses(py)
     }
 
-    /// Installs a pass-through eval function standing for another PEP 523 tool.
+    /// Installs a pass-through eval function standing for another PEP 523 tool,
+    /// which asks the loop to keep specializing under it if `specializing` (3.15+).
     #[pyfunction]
-    pub fn _foreign_install(py: Python<'_>) -> bool {
-        backend::foreign_install(py)
+    #[pyo3(signature = (specializing=false))]
+    pub fn _foreign_install(py: Python<'_>, specializing: bool) -> bool {
+        backend::foreign_install(py, specializing)
+    }
+
+    /// Whether the loop specializes under the current eval function (None before 3.15).
+    #[pyfunction]
+    pub fn _eval_specializing(py: Python<'_>) -> Option<bool> {
+        backend::eval_specializing(py)
+    }
+
+    /// Sets that for the current eval function; False where there is no such setting.
+    #[pyfunction]
+    pub fn _set_eval_specializing(py: Python<'_>, specializing: bool) -> bool {
+        backend::set_eval_specializing(py, specializing)
     }
 
     #[pyfunction]
@@ -113,6 +127,8 @@ pub(crate) mod testing {
     pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(_eval_functions, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_install, m)?)?;
+        m.add_function(wrap_pyfunction!(_eval_specializing, m)?)?;
+        m.add_function(wrap_pyfunction!(_set_eval_specializing, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_uninstall, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_calls, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_address, m)?)?;

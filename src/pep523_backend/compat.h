@@ -21,8 +21,8 @@
 #if PY_VERSION_HEX < 0x03090000
 #  error "framehook supports CPython 3.9 and newer"
 #endif
-#if PY_VERSION_HEX >= 0x030F0000
-#  error "framehook has not been reviewed for this CPython version (3.15 or newer): review src/pep523_backend/compat.h (frame layout, frame ownership, stack references, co_extra, tracing) before building for it"
+#if PY_VERSION_HEX >= 0x03100000
+#  error "framehook has not been reviewed for this CPython version (3.16 or newer): review src/pep523_backend/compat.h (frame layout, frame ownership, stack references, co_extra, tracing, specialization) before building for it"
 #endif
 
 /* ------------------------------------------------------------ capabilities */
@@ -39,6 +39,9 @@
 #  if PY_VERSION_HEX >= 0x030E0000
 #    include "internal/pycore_interpframe.h"
 #    include "internal/pycore_stackref.h"
+#  endif
+#  if PY_VERSION_HEX >= 0x030F0000
+#    include "internal/pycore_tstate.h" /* _PyThreadStateImpl.generator_return_kind */
 #  endif
 typedef _PyInterpreterFrame fh_frame;
 #else
@@ -87,6 +90,37 @@ static inline PyObject *Py_XNewRef(PyObject *obj) { Py_XINCREF(obj); return obj;
 #endif
 
 #define FH_GENERATOR_KINDS (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)
+
+/* --------------------------------------------------------- eval function */
+
+/* Installs `function` as `interp`'s frame evaluator. 3.15+ lets the default loop
+ * keep making its frame-pushing specializations (CALL_PY_*, FOR_ITER_GEN, ...)
+ * under an eval function when asked, deoptimising them while one is set so that
+ * every frame still reaches it; each SetEvalFrameFunc drops the request, so it is
+ * made again after. `specializing` is the request; earlier versions have none. */
+static inline void fh_set_eval_function(PyInterpreterState *interp, _PyFrameEvalFunction function, int specializing)
+{
+    _PyInterpreterState_SetEvalFrameFunc(interp, function);
+#if PY_VERSION_HEX >= 0x030F0000
+    if (function != _PyEval_EvalFrameDefault) {
+        _PyInterpreterState_SetEvalFrameAllowSpecialization(interp, specializing);
+    }
+#else
+    (void)specializing;
+#endif
+}
+
+/* Whether `interp`'s loop specializes under its current eval function: 1 or 0 on
+ * 3.15+ (always 1 under the default one), -1 before (no such setting). */
+static inline int fh_eval_specializing(PyInterpreterState *interp)
+{
+#if PY_VERSION_HEX >= 0x030F0000
+    return _PyInterpreterState_IsSpecializationEnabled(interp);
+#else
+    (void)interp;
+    return -1;
+#endif
+}
 
 /* ------------------------------------------------------ thread and tracing */
 
@@ -411,10 +445,16 @@ static inline int fh_frame_starts(fh_frame *frame, int throwflag)
 #endif
 }
 
-/* Whether a generator-owned frame that has just returned to its caller only suspended. */
-static inline int fh_frame_suspended(fh_frame *frame)
+/* Whether a generator-owned frame that has just returned to its caller only suspended.
+ * 3.15+ says so in the thread state, as its own gen_send_ex2 reads it: on a
+ * free-threaded build another thread may already have resumed the generator. */
+static inline int fh_frame_suspended(PyThreadState *tstate, fh_frame *frame)
 {
-#if FH_INTERP_FRAMES
+#if PY_VERSION_HEX >= 0x030F0000
+    (void)frame;
+    return ((_PyThreadStateImpl *)tstate)->generator_return_kind == GENERATOR_YIELD;
+#elif FH_INTERP_FRAMES
+    (void)tstate;
     /* The frame lives inside its generator, which the resuming caller keeps alive. */
     PyGenObject *gen = (PyGenObject *)((char *)frame - offsetof(PyGenObject, gi_iframe));
 #  if PY_VERSION_HEX >= 0x030D0000
@@ -423,8 +463,10 @@ static inline int fh_frame_suspended(fh_frame *frame)
     return gen->gi_frame_state == FRAME_SUSPENDED;
 #  endif
 #elif PY_VERSION_HEX >= 0x030A0000
+    (void)tstate;
     return frame->f_state == FRAME_SUSPENDED;
 #else
+    (void)tstate;
     return frame->f_stacktop != NULL;
 #endif
 }

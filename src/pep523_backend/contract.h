@@ -239,9 +239,15 @@ int fh_is_installed(void);
 void *fh_current_eval_function(void);
 void *fh_framehook_eval_function(void);
 
+/* Whether the loop specializes under the current eval function (3.15+: 1 or 0;
+ * -1 before, where there is no such setting), and setting it (-1: no setting). */
+int fh_test_eval_specializing(void);
+int fh_test_set_eval_specializing(int specializing);
+
 /* A foreign pass-through eval function, as another PEP 523 tool would install
- * it, counting the frames it sees. */
-int fh_test_install_passthrough(void);
+ * it, counting the frames it sees; it asks the loop to keep specializing (3.15+)
+ * if `specializing`. */
+int fh_test_install_passthrough(int specializing);
 int fh_test_uninstall_passthrough(void);
 unsigned long long fh_test_passthrough_calls(void);
 void *fh_test_passthrough_function(void);

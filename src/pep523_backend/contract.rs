@@ -143,7 +143,9 @@ extern "C" {
     pub fn fh_is_installed() -> c_int;
     pub fn fh_current_eval_function() -> *mut c_void;
     pub fn fh_framehook_eval_function() -> *mut c_void;
-    pub fn fh_test_install_passthrough() -> c_int;
+    pub fn fh_test_eval_specializing() -> c_int;
+    pub fn fh_test_set_eval_specializing(specializing: c_int) -> c_int;
+    pub fn fh_test_install_passthrough(specializing: c_int) -> c_int;
     pub fn fh_test_uninstall_passthrough() -> c_int;
     pub fn fh_test_passthrough_calls() -> c_ulonglong;
     pub fn fh_test_passthrough_function() -> *mut c_void;

@@ -48,6 +48,7 @@ typedef struct {
     _Atomic int claimed;
     _Atomic(PyInterpreterState *) interp;
     _Atomic(_PyFrameEvalFunction) previous; /* never NULL: CPython's default included */
+    _Atomic int previous_specializing;      /* its fh_eval_specializing, put back with it */
     _Atomic(fh_context *) context;          /* what every upcall gets as view->context */
 } fh_chain_entry;
 
@@ -79,6 +80,24 @@ static int displaced_for_good(fh_chain_entry *entry, _PyFrameEvalFunction curren
     return current == next_eval(entry) || current == _PyEval_EvalFrameDefault;
 }
 
+/* Puts framehook's function in place over `previous`, remembering whether the
+ * loop specialized under it. The loop keeps specializing under ours when CPython's
+ * default loop runs the frames it hands on; over another evaluator, only if that
+ * one asked for it (it may run frames with its own loop). */
+static void put_ours_over(PyInterpreterState *interp, fh_chain_entry *entry, _PyFrameEvalFunction previous)
+{
+    int previous_specializing = fh_eval_specializing(interp);
+    atomic_store(&entry->previous, previous);
+    atomic_store(&entry->previous_specializing, previous_specializing);
+    fh_set_eval_function(interp, (_PyFrameEvalFunction)fh_eval,
+                         previous == _PyEval_EvalFrameDefault ? 1 : previous_specializing == 1);
+}
+
+static void put_previous_back(PyInterpreterState *interp, fh_chain_entry *entry)
+{
+    fh_set_eval_function(interp, atomic_load(&entry->previous), atomic_load(&entry->previous_specializing) == 1);
+}
+
 int fh_install(fh_context *context)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
@@ -88,9 +107,8 @@ int fh_install(fh_context *context)
         if (current != (_PyFrameEvalFunction)fh_eval && displaced_for_good(entry, current)) {
             /* The tool that installed its function over ours has put back
              * what ours replaced (or the default): nothing calls ours any more. */
-            atomic_store(&entry->previous, current);
             atomic_store(&entry->context, context);
-            _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
+            put_ours_over(interp, entry, current);
             return 0;
         }
         return 1; /* ours is in the interpreter's chain already */
@@ -102,7 +120,7 @@ int fh_install(fh_context *context)
             atomic_store(&fh_chain[i].previous, current);
             atomic_store(&fh_chain[i].context, context);
             atomic_store_explicit(&fh_chain[i].interp, interp, memory_order_release);
-            _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_eval);
+            put_ours_over(interp, &fh_chain[i], current);
             return 0;
         }
     }
@@ -135,7 +153,7 @@ int fh_uninstall(void)
          * previous one: stay in the chain, passing frames through. */
         return 0;
     }
-    _PyInterpreterState_SetEvalFrameFunc(interp, atomic_load(&entry->previous));
+    put_previous_back(interp, entry);
     release_entry(entry);
     return 1;
 }
@@ -146,7 +164,7 @@ int fh_forget_interpreter(void)
     fh_chain_entry *entry = chain_entry(interp);
     if (entry != NULL) {
         if (_PyInterpreterState_GetEvalFrameFunc(interp) == (_PyFrameEvalFunction)fh_eval) {
-            _PyInterpreterState_SetEvalFrameFunc(interp, atomic_load(&entry->previous));
+            put_previous_back(interp, entry);
         }
         /* A function installed over ours that still calls ours now reaches
          * CPython's default evaluator through it (see fh_eval). */

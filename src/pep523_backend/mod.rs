@@ -546,10 +546,27 @@ pub mod testing {
         }
     }
 
-    /// Installs the foreign pass-through function; false if it was installed already.
-    pub fn foreign_install(_py: Python<'_>) -> bool {
+    /// Installs the foreign pass-through function, asking the loop to keep
+    /// specializing under it if `specializing`; false if it was installed already.
+    pub fn foreign_install(_py: Python<'_>, specializing: bool) -> bool {
         // SAFETY: attached.
-        unsafe { contract::fh_test_install_passthrough() == 0 }
+        unsafe { contract::fh_test_install_passthrough(c_int::from(specializing)) == 0 }
+    }
+
+    /// Whether the loop specializes under the current eval function; None where
+    /// the interpreter has no such setting (before 3.15).
+    pub fn eval_specializing(_py: Python<'_>) -> Option<bool> {
+        // SAFETY: attached; reads the interpreter's setting.
+        match unsafe { contract::fh_test_eval_specializing() } {
+            -1 => None,
+            flag => Some(flag != 0),
+        }
+    }
+
+    /// Sets it for the current eval function; false where there is no such setting.
+    pub fn set_eval_specializing(_py: Python<'_>, specializing: bool) -> bool {
+        // SAFETY: attached.
+        unsafe { contract::fh_test_set_eval_specializing(c_int::from(specializing)) == 0 }
     }
 
     pub fn foreign_uninstall(_py: Python<'_>) -> bool {

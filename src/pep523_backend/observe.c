@@ -19,7 +19,7 @@ run_observed(PyThreadState *tstate, fh_frame *frame, int throwflag, _PyFrameEval
                      running, original);
     PyObject *result = replaced ? fh_run_replacement(tstate, frame, next, decision) : next(tstate, frame, throwflag);
     int event = result == NULL                                 ? FRAMEHOOK_EVENT_EXCEPTION
-                : generator_owned && fh_frame_suspended(frame) ? FRAMEHOOK_EVENT_YIELD
+                : generator_owned && fh_frame_suspended(tstate, frame) ? FRAMEHOOK_EVENT_YIELD
                                                                : FRAMEHOOK_EVENT_RETURN;
     upcalls->observe(observers, event, running, original);
     Py_DECREF(running);

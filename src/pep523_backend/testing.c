@@ -15,6 +15,18 @@ void *fh_current_eval_function(void)
 
 void *fh_framehook_eval_function(void) { return (void *)fh_eval; }
 
+int fh_test_eval_specializing(void) { return fh_eval_specializing(PyInterpreterState_Get()); }
+
+int fh_test_set_eval_specializing(int specializing)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (fh_eval_specializing(interp) < 0) {
+        return -1;
+    }
+    fh_set_eval_function(interp, _PyInterpreterState_GetEvalFrameFunc(interp), specializing);
+    return 0;
+}
+
 /* ------------------------------------------------ foreign eval function */
 
 static _Atomic unsigned long long fh_test_calls;
@@ -26,7 +38,7 @@ static PyObject *fh_test_passthrough(PyThreadState *tstate, fh_frame *frame, int
     return atomic_load(&fh_test_previous)(tstate, frame, throwflag);
 }
 
-int fh_test_install_passthrough(void)
+int fh_test_install_passthrough(int specializing)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
     _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
@@ -34,7 +46,7 @@ int fh_test_install_passthrough(void)
         return 1;
     }
     atomic_store(&fh_test_previous, current);
-    _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_test_passthrough);
+    fh_set_eval_function(interp, (_PyFrameEvalFunction)fh_test_passthrough, specializing);
     return 0;
 }
 
@@ -46,7 +58,8 @@ static int restore_if_current(_PyFrameEvalFunction ours, _PyFrameEvalFunction pr
     if (_PyInterpreterState_GetEvalFrameFunc(interp) != ours) {
         return 0;
     }
-    _PyInterpreterState_SetEvalFrameFunc(interp, previous);
+    /* As a tool unaware of the setting would: the loop stops specializing under `previous`. */
+    fh_set_eval_function(interp, previous, 0);
     return 1;
 }
 
@@ -81,7 +94,7 @@ int fh_bench_install_floor(void)
                         "framehook: the floor eval function goes only over CPython's default one");
         return -1;
     }
-    _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)fh_bench_floor);
+    fh_set_eval_function(interp, (_PyFrameEvalFunction)fh_bench_floor, 1);
     return 0;
 }
 

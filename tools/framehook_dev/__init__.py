@@ -3,7 +3,7 @@
 * ``matrix``: build framehook for every supported interpreter and run the tests on each
   (``make test``), after ``lint`` when the whole matrix runs;
 * ``lint``: rustfmt, clippy, ruff and stubtest (``make lint``);
-* ``provision``: the interpreters the machine lacks (3.13t, 3.14, 3.14d), cached;
+* ``provision``: the interpreters the machine lacks (3.13t, 3.14, 3.14d, 3.15, 3.15d), cached;
 * ``bench``: framehook's overhead per frame (``make bench``);
 * ``torture``: CPython's own test suite under identity hooks (``torture_hooks``);
 * ``stress``: leak and thread stress;

@@ -59,15 +59,16 @@ class HeaderBuild:
 
 
 CHECKS = {
-    "3.14t": HeaderBuild(
-        name="3.14t",
-        python="/usr/bin/python3.14",
-        version="3.14",
+    f"{version}t": HeaderBuild(
+        name=f"{version}t",
+        python=f"/usr/bin/python{version}",
+        version=version,
         build_flags="Py_GIL_DISABLED",
         cflags="-DPy_GIL_DISABLED=1",
         # Py_DECREF's shared-refcount path: free-threaded headers only (refcount.h).
         symbol="_Py_DecRefShared",
-    ),
+    )
+    for version in provision.SID_VERSIONS
 }
 
 # A C compiler diagnostic as the cc crate forwards it (cargo:warning=FILE:LINE:COL: warning: ...).

@@ -1,7 +1,7 @@
 """Build framehook for every interpreter of the matrix and run the tests on each.
 
-    python -m framehook_dev.matrix              # lint, all eight interpreters, the 3.14t build check, cargo test
-    python -m framehook_dev.matrix --only 3.12  # one interpreter (or a comma-separated few; 3.14t: the build check)
+    python -m framehook_dev.matrix              # lint, all ten interpreters, the 3.14t/3.15t build checks, cargo test
+    python -m framehook_dev.matrix --only 3.12  # one interpreter (or a comma-separated few; 3.15t: a build check)
 
 A run of the whole matrix starts with the lint steps (``framehook_dev.lint``; ``--lint``
 adds them to an ``--only`` run, ``--no-lint`` leaves them out) and ends with ``cargo test``.
@@ -9,9 +9,9 @@ For each interpreter: provision it (``framehook_dev.provision``, cached outside 
 make or reuse its venv (cached too), build the wheels with maturin in the interpreter's
 own target directory (framehook with the cargo feature ``testing``, which adds the test and
 bench helpers to ``framehook._native``), install them and this dev package, run pytest.
-3.14 and 3.14d run inside the Debian sid root. 3.14t, which no machine of ours can run, is
-a build check (``framehook_dev.build_check``): everything compiled against 3.14's headers
-configured free-threaded, nothing run. Ends with a summary table (each lint step and the
+3.14, 3.14d, 3.15 and 3.15d run inside the Debian sid root. 3.14t and 3.15t, which no
+machine of ours can run, are build checks (``framehook_dev.build_check``): everything compiled
+against 3.14's (3.15's) headers configured free-threaded, nothing run. Ends with a summary table (each lint step and the
 build check count as one test) and one closing line ``N passed, N failed[, N skipped]``;
 exits non-zero on any lint, build or test failure.
 """
@@ -47,10 +47,10 @@ TEST_FEATURES = ["testing"]
 # wheels for 3.9-3.13 (about 200 MB each), so two interpreters carry it.
 PADDLE_REQUIREMENTS = REPO / "tests" / "requirements-paddle.txt"
 PADDLE_INTERPRETERS = {"3.10", "3.13"}
-INTERPRETERS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d"]
+INTERPRETERS = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d", "3.15", "3.15d"]
 # Interpreters built for but never run (no machine of ours has them): framehook_dev.build_check.
-BUILD_CHECKS = ["3.14t"]
-SID_INTERPRETERS = {"3.14": "python3.14", "3.14d": "python3.14d"}
+BUILD_CHECKS = ["3.14t", "3.15t"]
+SID_INTERPRETERS = {name: f"python{name}" for v in provision.SID_VERSIONS for name in (v, f"{v}d")}
 # Venvs and build directories live in the cache, so a fresh clone reuses compiled
 # dependencies. FRAMEHOOK_BUILD_DIR moves them (not the interpreters) elsewhere, so that
 # two checkouts can run the matrix side by side without rebuilding each other's builds.

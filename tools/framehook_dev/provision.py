@@ -7,10 +7,12 @@ Where each interpreter comes from:
   stable suite (trixie), fetched with ``apt-get source`` through a private apt state,
   configured with ``--disable-gil --enable-shared`` and installed to
   ``CACHE/python3.13t`` (``ensure_python313t``).
-* 3.14 and its debug build ``python3.14d``: Debian sid binary packages. They need a
-  newer glibc than the bookworm host, so they live in a sid root made with
-  ``debootstrap`` at ``CACHE/sid-root`` (``ensure_sid_root``); ``sid_command`` turns
-  an argv into a host argv that runs it in there, in a private mount namespace.
+* 3.14 and 3.15 with their debug builds ``python3.14d``/``python3.15d``: Debian sid
+  binary packages. They need a newer glibc than the bookworm host, so they live in a
+  sid root made with ``debootstrap`` at ``CACHE/sid-root`` (``ensure_sid_root``);
+  ``sid_command`` turns an argv into a host argv that runs it in there, in a private
+  mount namespace. A root made before a version joined ``SID_VERSIONS`` gets its
+  packages added in place on the next call (the stamp lists what it holds).
 
 Everything is cached outside the repository, under ``CACHE`` (``$FRAMEHOOK_CACHE`` or
 ``~/.cache/framehook``). Each product is built in a temporary directory next to its
@@ -61,13 +63,13 @@ STAMP = ".framehook-provisioned"
 # The Debian suite whose python3.13 source package we build (stable at the time of
 # writing; named explicitly so a later stable without python3.13 does not break us).
 PY313_SUITE = "trixie"
+# The CPython versions taken from sid, each with its debug build, headers, venv and tests.
+SID_VERSIONS = ("3.14", "3.15")
 # Packages installed inside the sid root.
 SID_PACKAGES = [
-    "python3.14",
-    "python3.14-dev",
-    "python3.14-dbg",
-    "python3.14-venv",
-    "libpython3.14-testsuite",
+    *(f"{pkg}{v}{suffix}" for v in SID_VERSIONS
+      for pkg, suffix in (("python", ""), ("python", "-dev"), ("python", "-dbg"), ("python", "-venv"),
+                          ("libpython", "-testsuite"))),
     "gcc",
     "libc6-dev",
     "ca-certificates",
@@ -803,25 +805,95 @@ def _debootstrap(target: Path, mirror: str) -> str:
 
 
 _CHECK_SID = r"""
-import json, os, subprocess, sys, sysconfig
-facts = {"version": sys.version}
-need = {
-    "python3.14-dev header internal/pycore_interpframe.h": "/usr/include/python3.14/internal/pycore_interpframe.h",
-    "python3.14-dev Python.h": "/usr/include/python3.14/Python.h",
-    "libpython3.14-testsuite /usr/lib/python3.14/test": "/usr/lib/python3.14/test/regrtest.py",
-    "python3.14-venv ensurepip": "/usr/lib/python3.14/ensurepip/__init__.py",
-    "gcc": "/usr/bin/gcc",
-    "ca-certificates bundle": "/etc/ssl/certs/ca-certificates.crt",
-}
-facts["missing"] = [k for k, p in need.items() if not os.path.exists(p)]
-try:
-    out = subprocess.run(["python3.14d", "-c", "import sys; print(sys.gettotalrefcount()); print(sys.version)"],
-                         capture_output=True, text=True, check=True).stdout.splitlines()
-    facts["dbg_version"] = out[1]
-except Exception as exc:
-    facts["missing"].append(f"python3.14-dbg python3.14d with sys.gettotalrefcount ({exc})")
+import json, os, subprocess, sys
+facts = {"missing": [], "versions": {}}
+for v in sys.argv[1:]:
+    need = {
+        f"python{v}-dev header internal/pycore_interpframe.h": f"/usr/include/python{v}/internal/pycore_interpframe.h",
+        f"python{v}-dev Python.h": f"/usr/include/python{v}/Python.h",
+        f"libpython{v}-testsuite /usr/lib/python{v}/test": f"/usr/lib/python{v}/test/regrtest.py",
+        f"python{v}-venv ensurepip": f"/usr/lib/python{v}/ensurepip/__init__.py",
+    }
+    facts["missing"] += [k for k, p in need.items() if not os.path.exists(p)]
+    for exe in (f"python{v}", f"python{v}d"):
+        probe = "import sys; print(sys.version); print(hasattr(sys, 'gettotalrefcount'))"
+        try:
+            out = subprocess.run([exe, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
+        except Exception as exc:
+            facts["missing"].append(f"{exe} ({exc})")
+            continue
+        if exe.endswith("d") and out[1] != "True":
+            facts["missing"].append(f"{exe} without sys.gettotalrefcount (not a debug build)")
+        facts["versions"][exe] = out[0]
+for k, p in {"gcc": "/usr/bin/gcc", "ca-certificates bundle": "/etc/ssl/certs/ca-certificates.crt"}.items():
+    if not os.path.exists(p):
+        facts["missing"].append(k)
 print(json.dumps(facts))
 """
+
+
+def _check_sid_root(root: Path) -> dict:
+    """Runs ``_CHECK_SID`` inside ``root``: each sid version's interpreters, headers and tests."""
+    out = subprocess.run(
+        _chroot_argv(root, [f"python{SID_VERSIONS[0]}", "-c", _CHECK_SID, *SID_VERSIONS], binds=[], env={},
+                     cwd=Path("/")),
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        raise ProvisionError(f"the sid root's python3 does not run: {out.stderr.strip()[-2000:]}")
+    facts = json.loads(out.stdout)
+    if facts["missing"]:
+        raise ProvisionError("the sid root lacks: " + "; ".join(facts["missing"]))
+    return facts
+
+
+def _sid_packages_missing(root: Path) -> list[str]:
+    """``SID_PACKAGES`` a complete root's stamp does not list (it was made before they joined)."""
+    try:
+        held = json.loads((root / STAMP).read_text()).get("packages")
+    except (OSError, ValueError):
+        held = None
+    if held is None:  # made before the stamp listed packages: it holds the 3.14 set
+        held = [p for p in SID_PACKAGES if "3.14" in p or "python3." not in p]
+    return [p for p in SID_PACKAGES if p not in held]
+
+
+def _install_in_sid_root(root: Path, packages: list[str], mirror: str) -> None:
+    log = _logfile("sid-apt")
+    _log("apt-get update inside the sid root")
+    _apt_in_root(root, ["apt-get", "update", "-q", *_APT_SNAPSHOT_OPTS], "apt-get update in the sid root", log)
+    _log(f"installing inside the sid root: {' '.join(packages)}")
+    proc = _apt_in_root(
+        root, ["apt-get", "install", "-y", "-q", "--no-install-recommends", *_APT_SNAPSHOT_OPTS, *packages],
+        "apt-get install in the sid root", log, check=False,
+    )
+    if proc.returncode != 0:
+        raise ProvisionError(
+            f"cannot install {' '.join(packages)} from sid ({mirror}) inside the debootstrap root: "
+            f"apt-get install failed; see {log}:\n" + _tail(log, 15)
+        )
+    _apt_in_root(root, ["apt-get", "clean"], "apt-get clean in the sid root", log)
+
+
+def _stamp_sid_root(root: Path, facts: dict, mirror: str, trust: str) -> None:
+    _write_stamp(root, {**facts["versions"], "packages": SID_PACKAGES, "mirror": mirror, "signature": trust,
+                        "built": time.ctime()})
+
+
+def _complete_sid_root(root: Path) -> None:
+    """Adds to an existing root the packages of versions that joined ``SID_VERSIONS`` after it was made."""
+    if not _sid_packages_missing(root):
+        return
+    _require_root("adding packages to the sid root")
+    with _lock("sid-root"):
+        missing = _sid_packages_missing(root)
+        if not missing:
+            return
+        stamp = json.loads((root / STAMP).read_text())
+        _install_in_sid_root(root, missing, stamp.get("mirror", "?"))
+        _copy_host_files(root)
+        _stamp_sid_root(root, _check_sid_root(root), stamp.get("mirror", "?"), stamp.get("signature", "?"))
 
 
 def _apt_in_root(
@@ -833,7 +905,8 @@ def _apt_in_root(
 
 
 def ensure_sid_root() -> Path:
-    """A Debian sid root at ``CACHE/sid-root`` with Python 3.14 (+ dev, dbg, venv, testsuite) and gcc.
+    """A Debian sid root at ``CACHE/sid-root`` with each of ``SID_VERSIONS`` (+ dev, dbg, venv,
+    testsuite) and gcc.
 
     Made with debootstrap (minbase), then apt-get inside the root installs
     ``SID_PACKAGES``. The host's resolv.conf, CA bundle and pip.conf are copied in (again
@@ -842,6 +915,7 @@ def ensure_sid_root() -> Path:
     cache = _cache()
     root = cache / "sid-root"
     if _is_complete(root):
+        _complete_sid_root(root)
         _copy_host_files(root)
         return root
     _require_root("making the sid root")
@@ -864,49 +938,14 @@ def ensure_sid_root() -> Path:
                 'Acquire::Check-Valid-Until "false";\n'
                 'APT::Install-Recommends "false";\n'
             )
-            log = _logfile("sid-apt")
-
-            def inside(argv: list[str], what: str) -> None:
-                _apt_in_root(tmp, argv, what, log)
-
-            _log("apt-get update inside the sid root")
-            inside(["apt-get", "update", "-q", *_APT_SNAPSHOT_OPTS], "apt-get update in the sid root")
-            _log(f"installing inside the sid root: {' '.join(SID_PACKAGES)}")
-            proc = _apt_in_root(
-                tmp, ["apt-get", "install", "-y", "-q", "--no-install-recommends", *_APT_SNAPSHOT_OPTS, *SID_PACKAGES],
-                "apt-get install in the sid root", log, check=False,
-            )
-            if proc.returncode != 0:
-                raise ProvisionError(
-                    f"cannot install {' '.join(SID_PACKAGES)} from sid ({mirror}) inside the debootstrap root: "
-                    f"apt-get install failed; see {log}:\n" + _tail(log, 15)
-                )
-            inside(["apt-get", "clean"], "apt-get clean in the sid root")
+            _install_in_sid_root(tmp, SID_PACKAGES, mirror)
             _copy_host_files(tmp)  # after ca-certificates regenerated its bundle
             (tmp / "tmp").chmod(0o1777)
-            _log("checking the sid root (python3.14, python3.14d, headers, testsuite)")
-            out = subprocess.run(
-                _chroot_argv(tmp, ["python3.14", "-c", _CHECK_SID], binds=[], env={}, cwd=Path("/")),
-                capture_output=True,
-                text=True,
-            )
-            if out.returncode != 0:
-                raise ProvisionError(f"python3.14 does not run inside the sid root: {out.stderr.strip()[-2000:]}")
-            facts = json.loads(out.stdout)
-            if facts["missing"]:
-                raise ProvisionError("the sid root lacks: " + "; ".join(facts["missing"]))
-            _write_stamp(
-                tmp,
-                {
-                    "python3.14": facts["version"],
-                    "python3.14d": facts.get("dbg_version"),
-                    "mirror": mirror,
-                    "signature": trust,
-                    "built": time.ctime(),
-                },
-            )
+            _log(f"checking the sid root (Python {', '.join(SID_VERSIONS)} and their debug builds, headers, tests)")
+            facts = _check_sid_root(tmp)
+            _stamp_sid_root(tmp, facts, mirror, trust)
             os.rename(tmp, root)
-            _log(f"sid root ready in {time.monotonic() - t0:.0f}s: Python {facts['version'].split()[0]}")
+            _log(f"sid root ready in {time.monotonic() - t0:.0f}s: {', '.join(sorted(facts['versions']))}")
             return root
         finally:
             if tmp.exists():
@@ -1056,10 +1095,11 @@ def main(args: Sequence[str] | None = None) -> int:
         try:
             root = ensure_sid_root()
             results["sid-root"] = str(root)
-            results["3.14"] = f"/usr/bin/python3.14 (inside {root}; run via sid_command)"
-            results["3.14d"] = f"/usr/bin/python3.14d (inside {root}; run via sid_command)"
+            for v in SID_VERSIONS:
+                for name in (v, f"{v}d"):
+                    results[name] = f"/usr/bin/python{name} (inside {root}; run via sid_command)"
         except ProvisionError as exc:
-            errors["3.14"] = str(exc)
+            errors["sid-root"] = str(exc)
 
     jobs = {"all": [do_313t, do_sid], "313t": [do_313t], "sid": [do_sid]}[ns.what]
     # The compile (CPU) and the debootstrap (network, dpkg) overlap well: run them side by side.
@@ -1069,7 +1109,8 @@ def main(args: Sequence[str] | None = None) -> int:
     for t in threads:
         t.join()
 
-    order = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "sid-root", "3.14", "3.14d"]
+    sid = [n for v in SID_VERSIONS for n in (v, f"{v}d")]
+    order = ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "sid-root", *sid]
     for k in order:
         if k in results:
             print(f"{k}\t{results[k]}")
