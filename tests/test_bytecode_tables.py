@@ -26,7 +26,7 @@ TABLE = opcode_tables.table_path(REPO)
 VERSION = sys.version_info[:2]
 
 PROPERTIES = ["version", "magic", "extended_arg", "cache", "jump_unit", "line_table", "location_entries",
-              "exceptions", "deref_index", "call_layout", "compare_shift", "compare_bool_bit"]
+              "exceptions", "deref_index", "call_layout", "compare_shift", "compare_bool_bit", "iterator_slots"]
 ARG_KINDS = re.compile(r"-|const|name|name>>[12]|local|local_pair|deref|jump_(forward|backward|absolute)"
                        r"|enum:\w+|small_int|int")
 FLAGS = {"terminator", "null_bit", "bool_operand", "borrow", "internal"}
@@ -85,8 +85,9 @@ def test_table_follows_the_format():
 
 
 def test_table_lists_every_opcode_with_its_number_and_caches():
-    entries = getattr(opcode, "_inline_cache_entries", {})  # a list by opcode in 3.11, a dict by name after
-    if isinstance(entries, dict):
+    # A list by opcode in 3.11, a dict by name after (a frozendict from 3.15).
+    entries = getattr(opcode, "_inline_cache_entries", {})
+    if hasattr(entries, "items"):
         caches = dict(entries)
     else:
         caches = {name: entries[number] for name, number in opcode.opmap.items() if number < len(entries)}
@@ -159,6 +160,23 @@ def test_stack_effects_agree_with_dis():
                 assert evaluate(text, oparg or 0) == expected, (name, oparg, jump, text)
                 checked += 1
     assert checked > 1000
+
+
+def test_iterator_slots_are_what_an_exhausted_loop_pops():
+    """The exhausted path of a compiled ``for`` loop (``FOR_ITER``'s jump, then what runs at
+    its target before the code after the loop) pops exactly ``iterator_slots`` values."""
+    rows = ops()
+    slots = int(properties()["iterator_slots"])
+    code = compile("def f(y):\n    for x in y:\n        pass\n    return 1\n", "<tables>", "exec").co_consts[0]
+    instructions = list(dis.get_instructions(code))
+    loop = next(i for i in instructions if i.opname == "FOR_ITER")
+    depth = slots + dis.stack_effect(loop.opcode, loop.arg, jump=True)
+    popping = [i for i in instructions if i.offset >= loop.argval]
+    while depth > 0:
+        instruction = popping.pop(0)
+        assert instruction.opname in ("END_FOR", "POP_ITER", "POP_TOP"), instruction
+        depth += dis.stack_effect(instruction.opcode, instruction.arg if rows[instruction.opname][2] != "-" else None)
+    assert depth == 0 and popping[0].opname not in ("END_FOR", "POP_ITER", "POP_TOP")
 
 
 # Code that uses most opcodes with an argument; the argument kinds must resolve them as dis does.

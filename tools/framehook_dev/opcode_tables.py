@@ -8,13 +8,14 @@ The format is ``crates/framehook-bytecode/tables/FORMAT.md``. Facts come from th
 interpreter wherever it exposes them: names and numbers from ``opcode.opmap``, cache counts
 from ``opcode._inline_cache_entries``, argument kinds from ``dis``'s lists and from how ``dis``
 resolves arguments of synthetic instructions (the ``co_names`` shift of ``LOAD_GLOBAL``, the
-direction and unit of every jump), stack effects from ``dis.stack_effect`` (fitted to an
-expression and checked on every sampled argument), the call layout, comparison encoding and
-exact-bool jumps from compiling small snippets. Kept here, as the interpreter does not expose
-them: the ``terminator`` and ``internal`` lists (each name with the versions whose ``opmap``
-must hold it), the opcodes whose argument names an enumeration's value, and three readings of
-names (``LOAD_SMALL_INT``'s argument is its value; a ``*_DEREF`` opcode that 3.14's ``dis``
-lists with the locals is ``deref``; ``*BORROW*`` opcodes push borrowed references).
+flag bits below ``IMPORT_NAME``'s name, the direction and unit of every jump), stack effects
+from ``dis.stack_effect`` (fitted to an expression and checked on every sampled argument), the
+call layout, comparison encoding and exact-bool jumps from compiling small snippets, the stack
+slots of a loop's iterator from ``GET_ITER``'s stack effect. Kept here, as the interpreter does
+not expose them: the ``terminator`` and ``internal`` lists (each name with the versions whose
+``opmap`` must hold it), the opcodes whose argument names an enumeration's value, and three
+readings of names (``LOAD_SMALL_INT``'s argument is its value; a ``*_DEREF`` opcode that 3.14's
+``dis`` lists with the locals is ``deref``; ``*BORROW*`` opcodes push borrowed references).
 A version that changes a rule in a way the expressions cannot say fails loudly, naming the
 opcode: that is where a new version needs a new rule.
 """
@@ -46,7 +47,12 @@ TERMINATORS = {
     "JUMP_BACKWARD_NO_INTERRUPT": (11, None),
 }
 # The interpreter's own opcodes, which never appear in co_code (not exposed either).
-INTERNAL = {"INTERPRETER_EXIT": (12, None), "RESERVED": (12, None), "ENTER_EXECUTOR": (13, None)}
+INTERNAL = {
+    "INTERPRETER_EXIT": (12, None),
+    "RESERVED": (12, None),
+    "ENTER_EXECUTOR": (13, None),
+    "TRACE_RECORD": (15, None),  # the JIT's trace recorder
+}
 # Arguments that name a value of an enumeration: (opcode, enumeration, dis's list of names).
 ENUM_ARGS = (
     ("BINARY_OP", "binary_op", lambda: [name for name, _ in getattr(dis, "_nb_ops", ())]),
@@ -97,7 +103,7 @@ def _caches(name: str, number: int) -> int:
     entries = getattr(opcode, "_inline_cache_entries", None)
     if entries is None:
         return 0
-    if isinstance(entries, dict):
+    if hasattr(entries, "get"):  # a dict by name (3.12+; a frozendict from 3.15)
         return int(entries.get(name, 0))
     return int(entries[number]) if number < len(entries) else 0
 
@@ -310,6 +316,28 @@ def _location_entries() -> str:
     return "merged" if entries == merged else "per_instruction"
 
 
+def _import_flags() -> list[tuple[int, str]]:
+    """The flag bits below an ``IMPORT_NAME`` argument's name index (3.15+: lazy, eager), named
+    as dis shows them (``json + lazy``); none where the argument is the index alone."""
+    number = opcode.opmap["IMPORT_NAME"]
+    shift = _name_shift(number)
+    flags = []
+    for bit in range(shift):
+        argrepr = _instruction_at(_synthetic(number, 1 << shift | 1 << bit), 0).argrepr
+        name, plus, flag = argrepr.partition(" + ")
+        if name != "n1" or not plus or not flag.isidentifier():
+            raise SystemExit(f"IMPORT_NAME: dis shows flag bit {bit} as {argrepr!r}; no known rule")
+        flags.append((1 << bit, flag))
+    return flags
+
+
+def _iterator_slots() -> int:
+    """Stack slots a ``for`` loop's iterator takes: what ``GET_ITER`` leaves in place of the
+    iterable (3.15+: the iterator or sequence, and NULL or an index)."""
+    number = opcode.opmap["GET_ITER"]
+    return 1 + dis.stack_effect(number, 0 if _has_arg(number) else None)
+
+
 def _deref_index() -> str:
     source = "def f(a):\n    b = 1\n    def g():\n        return b\n    return g\n"
     store = next(i for i in _instructions(source) if i.opname == "STORE_DEREF")
@@ -379,9 +407,11 @@ def table_text() -> str:
         f"call_layout {_call_layout()}",
         f"compare_shift {_compare_shift(expression_args)}",
         f"compare_bool_bit {bool_bit or '-'}",
+        f"iterator_slots {_iterator_slots()}",
     ]
     for _, kind, names in ENUM_ARGS:
         lines.extend(f"enum {kind} {value} {entry}" for value, entry in enumerate(names()) if entry)
+    lines.extend(f"enum import_flag {value} {name}" for value, name in _import_flags())
     lines.extend(f"enum compare {index} {symbol}" for index, symbol in enumerate(dis.cmp_op))
     lines.extend(f"enum compare_oparg {expression_args[symbol]} {symbol}" for symbol in dis.cmp_op)
     lines.extend(rows)

@@ -1,4 +1,4 @@
-//! framehook's bytecode layer: CPython 3.9–3.14 bytecode as data.
+//! framehook's bytecode layer: CPython 3.9–3.15 bytecode as data.
 //!
 //! * [`table`]: one opcode table per CPython minor version, generated from the interpreter
 //!   (`tables/`), the only place where versions differ apart from the rules in [`canonical`].

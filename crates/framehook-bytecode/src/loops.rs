@@ -120,8 +120,9 @@ fn predecessors(instrs: &[Instruction]) -> Vec<Vec<usize>> {
 /// Where control goes on, in normal flow, once it leaves `a_loop`, sorted: the targets of
 /// jumps out of it, the instruction after one of it that falls through out of it, and
 /// for a `FOR_ITER` whose iterator runs out, the first instruction after the iterator is
-/// popped (3.12+ jump to an `END_FOR` the interpreter skips, 3.13 also a `POP_TOP`, 3.14
-/// runs a `POP_ITER`: the table's stack effects say where that is). None where an exit
+/// popped (3.12+ jump to an `END_FOR` the interpreter skips, 3.13 also a `POP_TOP`, 3.14+
+/// runs a `POP_ITER`, of both the iterator's slots from 3.15: the table's stack effects and
+/// iterator slots say where that is). None where an exit
 /// cannot be told (a `FOR_ITER` whose end runs into a jump).
 pub fn loop_exits(table: &Table, instrs: &[Instruction], a_loop: &Loop) -> Option<Vec<usize>> {
     let mut exits = Vec::new();
@@ -276,7 +277,7 @@ fn iterator_popped(table: &Table, instrs: &[Instruction], target: usize) -> Opti
         info.stack_effect(0, jump)
     };
     // Relative to the stack below the iterator.
-    let mut depth = 1 + effect(Op::ForIter, true)?;
+    let mut depth = i64::from(table.iterator_slots) + effect(Op::ForIter, true)?;
     let mut index = target;
     while depth > 0 {
         let instr = instrs.get(index)?;
@@ -393,7 +394,7 @@ mod tests {
             let pushed = effect("FOR_ITER", true);
             if pushed > 0 {
                 end.push(Op::EndFor);
-                if pushed + effect("END_FOR", false) > -1 {
+                if i64::from(table.iterator_slots) + pushed + effect("END_FOR", false) > 0 {
                     end.push(if table.has("POP_ITER") {
                         Op::PopIter
                     } else {

@@ -145,18 +145,22 @@ pub struct Table {
     pub call_layout: CallLayout,
     pub compare_shift: u32,
     pub compare_bool_bit: Option<u32>,
+    /// Stack slots a `for` loop's iterator takes (2 where `GET_ITER` pushes the iterator or
+    /// sequence and NULL or an index, which `FOR_ITER`, `SEND` and their ends see).
+    pub iterator_slots: u32,
     enums: HashMap<String, Vec<(u32, String)>>,
     ops: Vec<Option<OpInfo>>,
     by_name: HashMap<String, u8>,
 }
 
-const TABLES: [(u8, &str); 6] = [
+const TABLES: [(u8, &str); 7] = [
     (9, include_str!("../tables/cpython-3.9.txt")),
     (10, include_str!("../tables/cpython-3.10.txt")),
     (11, include_str!("../tables/cpython-3.11.txt")),
     (12, include_str!("../tables/cpython-3.12.txt")),
     (13, include_str!("../tables/cpython-3.13.txt")),
     (14, include_str!("../tables/cpython-3.14.txt")),
+    (15, include_str!("../tables/cpython-3.15.txt")),
 ];
 
 impl Table {
@@ -313,6 +317,10 @@ impl Table {
             ][choice("call_layout", &["plain", "null_first", "callable_first"])?],
             compare_shift: number("compare_shift")?,
             compare_bool_bit: optional("compare_bool_bit")?,
+            iterator_slots: match number("iterator_slots")? {
+                slots @ 1..=2 => slots,
+                other => return Err(bad_prop("iterator_slots", &other.to_string())),
+            },
             enums,
             ops,
             by_name,
