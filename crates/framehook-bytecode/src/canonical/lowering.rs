@@ -1,0 +1,609 @@
+//! Lowering: canonical instructions as the running version's instructions, each family of
+//! canonical opcodes by its rules (the forms the version has), the rest by name.
+
+use std::collections::HashSet;
+
+use super::{Arg, BinOp, Const, ConstPool, Handler, Instruction, Op, Vars, CONDITIONAL_JUMPS};
+use crate::error::{Error, Result};
+use crate::linetable::Location;
+use crate::raw::{self, Instr};
+use crate::table::{ArgKind, CallLayout, Table};
+
+fn inverse_jump(op: Op) -> Op {
+    match op {
+        Op::PopJumpIfTrue => Op::PopJumpIfFalse,
+        Op::PopJumpIfFalse => Op::PopJumpIfTrue,
+        Op::PopJumpIfNone => Op::PopJumpIfNotNone,
+        _ => Op::PopJumpIfNone,
+    }
+}
+
+fn is_conditional_jump(op: Op) -> bool {
+    CONDITIONAL_JUMPS.iter().any(|(o, _)| *o == op)
+}
+
+/// Canonical instructions as the running version's instructions, ready for [`raw::encode`].
+pub fn lower(
+    table: &Table,
+    vars: &Vars,
+    code: &[Instruction],
+    pool: &mut dyn ConstPool,
+) -> Result<Vec<Instr>> {
+    let mut lowering = Lowering {
+        table,
+        vars,
+        code,
+        targets: jump_targets(code),
+        pool,
+        out: Vec::with_capacity(code.len() + code.len() / 4),
+        skips: Vec::new(),
+        location: Location::NONE,
+        handler: None,
+    };
+    // Per canonical instruction: its first raw instruction.
+    let mut first: Vec<usize> = Vec::with_capacity(code.len() + 1);
+    let mut index = 0;
+    while index < code.len() {
+        first.push(lowering.out.len());
+        let lowered = lowering.instruction(index)?;
+        // The instructions lowered with it, into one raw instruction, start where it does.
+        for _ in 1..lowered {
+            first.push(first[index]);
+        }
+        index += lowered;
+    }
+    first.push(lowering.out.len());
+    lowering.finish(&first)
+}
+
+/// The canonical instructions a jump or a handler lands on.
+fn jump_targets(code: &[Instruction]) -> HashSet<usize> {
+    code.iter()
+        .flat_map(|i| {
+            let jump = if let Arg::Target(t) = i.arg { Some(t) } else { None };
+            jump.into_iter().chain(i.handler.map(|h| h.target))
+        })
+        .collect()
+}
+
+/// One [`lower`] under way: the canonical code, and the raw instructions written so far.
+struct Lowering<'a> {
+    table: &'a Table,
+    vars: &'a Vars,
+    code: &'a [Instruction],
+    /// The canonical instructions a jump or a handler lands on.
+    targets: HashSet<usize>,
+    pool: &'a mut dyn ConstPool,
+    out: Vec<Instr>,
+    /// Forward-only conditional jumps that skip the backward jump after them.
+    skips: Vec<usize>,
+    /// Where what [`Lowering::emit`] appends is, and its handler: those of the canonical
+    /// instruction being lowered.
+    location: Location,
+    handler: Option<Handler>,
+}
+
+/// The canonical instruction being lowered, and the next one, which it may become one raw
+/// instruction with.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    index: usize,
+    instruction: &'a Instruction,
+    /// The next instruction, if no jump or handler lands on it.
+    next: Option<&'a Instruction>,
+    /// Two canonical instructions become one raw instruction only where nothing tells them
+    /// apart: the second is no jump target and has the same handler and location.
+    fuses_with_next: bool,
+}
+
+impl Lowering<'_> {
+    /// Lowers the canonical instruction at `index`, with the next one where the two become
+    /// one raw instruction; returns how many it lowered. Each family of opcodes has its
+    /// rules; an opcode of none, or an argument its family has no rule for, keeps its name
+    /// ([`Lowering::by_name`]).
+    fn instruction(&mut self, index: usize) -> Result<usize> {
+        let code = self.code;
+        let instruction = &code[index];
+        self.location = instruction.location;
+        self.handler = instruction.handler;
+        let next = code
+            .get(index + 1)
+            .filter(|_| !self.targets.contains(&(index + 1)));
+        let at = At {
+            index,
+            instruction,
+            next,
+            fuses_with_next: next
+                .is_some_and(|n| n.handler == instruction.handler && n.location == instruction.location),
+        };
+        match instruction.op {
+            Op::PushNull | Op::LoadGlobal => self.global(at),
+            Op::LoadFast | Op::StoreFast => self.local_pair(at),
+            Op::LoadConst | Op::LoadCommonConstant => self.constant(at),
+            Op::Call => self.call(instruction),
+            Op::LoadMethod | Op::LoadAttr | Op::LoadSuperAttr => self.attribute(instruction),
+            Op::CompareOp | Op::BinaryOp => self.operator(instruction),
+            Op::Copy | Op::Swap | Op::RotN => self.stack_shuffle(at),
+            Op::Jump | Op::JumpNoInterrupt => self.jump(at),
+            op if is_conditional_jump(op) => self.conditional_jump(at),
+            _ => self.by_name(instruction),
+        }
+    }
+
+    /// `PUSH_NULL` and `LOAD_GLOBAL`: one `LOAD_GLOBAL` with the NULL bit where the version
+    /// has the bit (3.11+) and the NULL is where the bit puts it.
+    fn global(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            index,
+            instruction,
+            next,
+            fuses_with_next,
+        } = at;
+        let (table, code) = (self.table, self.code);
+        match (instruction.op, instruction.arg) {
+            // PUSH_NULL; LOAD_GLOBAL (3.11, 3.12) is LOAD_GLOBAL with the NULL bit.
+            (Op::PushNull, _)
+                if fuses_with_next
+                    && table.call_layout == CallLayout::NullFirst
+                    && next.is_some_and(|n| n.op == Op::LoadGlobal) =>
+            {
+                let Arg::Name(name) = code[index + 1].arg else {
+                    return Err(bad_arg(&code[index + 1]));
+                };
+                self.location = code[index + 1].location;
+                self.emit("LOAD_GLOBAL", name << 1 | 1, None)?;
+                Ok(2)
+            }
+            (Op::LoadGlobal, Arg::Name(name))
+                if table
+                    .op(table.require("LOAD_GLOBAL")?)
+                    .is_some_and(|i| i.null_bit) =>
+            {
+                let with_null = fuses_with_next
+                    && table.call_layout == CallLayout::CallableFirst
+                    && next.is_some_and(|n| n.op == Op::PushNull);
+                self.emit("LOAD_GLOBAL", name << 1 | u32::from(with_null), None)?;
+                Ok(1 + usize::from(with_null))
+            }
+            _ => self.by_name(instruction),
+        }
+    }
+
+    /// Two loads or stores of locals at one location are one instruction where the
+    /// version has the fused form (3.13+), as the compiler writes them; never the
+    /// borrowing one.
+    fn local_pair(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            index,
+            instruction,
+            next,
+            fuses_with_next,
+        } = at;
+        let (table, code) = (self.table, self.code);
+        match (instruction.op, instruction.arg) {
+            (Op::LoadFast | Op::StoreFast, Arg::Var(first_var))
+                if fuses_with_next
+                    && first_var < 16
+                    && next.is_some_and(|n| matches!(n.arg, Arg::Var(v) if v < 16))
+                    && fused_locals(instruction.op, code[index + 1].op)
+                        .is_some_and(|name| table.has(name)) =>
+            {
+                let Arg::Var(second_var) = code[index + 1].arg else {
+                    unreachable!("matched above")
+                };
+                let name = fused_locals(instruction.op, code[index + 1].op).expect("matched above");
+                self.emit(name, first_var << 4 | second_var, None)?;
+                Ok(2)
+            }
+            _ => self.by_name(instruction),
+        }
+    }
+
+    /// Constants: `RETURN_CONST` for one returned just after, `KW_NAMES` for a call's
+    /// keyword names, `LOAD_SMALL_INT` or a constant of its own for a small int, and
+    /// `LOAD_ASSERTION_ERROR` where there is no `LOAD_COMMON_CONSTANT`.
+    fn constant(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            instruction,
+            next,
+            fuses_with_next,
+            ..
+        } = at;
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
+            (Op::LoadConst, Arg::Const(Const::Index(constant)))
+                if fuses_with_next
+                    && table.has("RETURN_CONST")
+                    && next.is_some_and(|n| n.op == Op::ReturnValue) =>
+            {
+                self.emit("RETURN_CONST", constant, None)?;
+                return Ok(2);
+            }
+            // The keyword names of a call (3.11, 3.12), wherever the call's location is.
+            (Op::LoadConst, Arg::Const(Const::Index(constant)))
+                if table.has("KW_NAMES")
+                    && next.is_some_and(|n| {
+                        n.handler == instruction.handler && matches!(n.arg, Arg::Call { kw_names: true, .. })
+                    }) =>
+            {
+                self.emit("KW_NAMES", constant, None)?;
+            }
+            (Op::LoadConst, Arg::Const(Const::Index(constant))) => self.emit("LOAD_CONST", constant, None)?,
+            (Op::LoadConst, Arg::Const(Const::SmallInt(value))) => {
+                if table.has("LOAD_SMALL_INT") && value < 256 {
+                    self.emit("LOAD_SMALL_INT", value, None)?;
+                } else {
+                    let constant = self.pool.small_int(value)?;
+                    self.emit("LOAD_CONST", constant, None)?;
+                }
+            }
+            (Op::LoadCommonConstant, Arg::Enum(name))
+                if !table.has("LOAD_COMMON_CONSTANT") && name == "AssertionError" =>
+            {
+                self.emit("LOAD_ASSERTION_ERROR", 0, None)?
+            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// `CALL`: ≤ 3.10's `CALL_FUNCTION[_KW]`, `CALL_KW` where the version has it, else
+    /// `CALL` (after `PRECALL` where the version has it), its keyword names the
+    /// `KW_NAMES` just before.
+    fn call(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
+            (Op::Call, Arg::Call { argc, kw_names }) => {
+                if table.call_layout == CallLayout::Plain {
+                    self.emit(
+                        if kw_names {
+                            "CALL_FUNCTION_KW"
+                        } else {
+                            "CALL_FUNCTION"
+                        },
+                        argc,
+                        None,
+                    )?;
+                } else if kw_names && table.has("CALL_KW") {
+                    self.emit("CALL_KW", argc, None)?;
+                } else {
+                    if kw_names
+                        && !self
+                            .out
+                            .last()
+                            .is_some_and(|i| Some(i.opcode) == table.number("KW_NAMES"))
+                    {
+                        return Err(Error::CannotLower(
+                            "a call with keyword names needs them as the constant loaded just before it"
+                                .into(),
+                        ));
+                    }
+                    if table.has("PRECALL") {
+                        self.emit("PRECALL", argc, None)?;
+                    }
+                    self.emit("CALL", argc, None)?;
+                }
+            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// Attribute loads: `LOAD_METHOD` is `LOAD_ATTR` with the method bit where the version
+    /// has no `LOAD_METHOD`, and `LOAD_ATTR` then has the bit clear; `LOAD_SUPER_ATTR` has
+    /// its flags in its argument.
+    fn attribute(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
+            (Op::LoadMethod, Arg::Name(name)) => {
+                if table.has("LOAD_METHOD") {
+                    self.emit("LOAD_METHOD", name, None)?;
+                } else {
+                    self.emit("LOAD_ATTR", name << 1 | 1, None)?;
+                }
+            }
+            (Op::LoadAttr, Arg::Name(name)) => {
+                let shift = u32::from(table.op(table.require("LOAD_ATTR")?).is_some_and(|i| i.null_bit));
+                self.emit("LOAD_ATTR", name << shift, None)?;
+            }
+            (Op::LoadSuperAttr, Arg::NameFlags(name, flags)) => {
+                self.emit("LOAD_SUPER_ATTR", name << 2 | u32::from(flags), None)?
+            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// Operators: `COMPARE_OP`'s argument as the version writes it (its bool bit where it
+    /// converts the result); `BINARY_OP` where the version has it, else (and for a
+    /// subscript where the version has `BINARY_SUBSCR`) the operator's own opcode.
+    fn operator(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
+            (Op::CompareOp, Arg::Compare { op, to_bool }) => {
+                let symbol = table
+                    .enum_name("compare", u32::from(op))
+                    .ok_or_else(|| bad_arg(instruction))?;
+                let mut arg = table
+                    .enum_value("compare_oparg", symbol)
+                    .unwrap_or(u32::from(op) << table.compare_shift);
+                if to_bool {
+                    arg |= table.compare_bool_bit.ok_or_else(|| {
+                        Error::CannotLower("this version's COMPARE_OP cannot convert to bool".into())
+                    })?;
+                }
+                self.emit("COMPARE_OP", arg, None)?;
+            }
+            (Op::BinaryOp, Arg::BinaryOp { op, inplace }) => {
+                if op == BinOp::Subscr && table.has("BINARY_SUBSCR") || !table.has("BINARY_OP") {
+                    self.emit(&op.opcode_name(inplace), 0, None)?;
+                } else {
+                    let nb = op.nb_name(inplace);
+                    let value = table
+                        .enum_value("binary_op", &nb)
+                        .ok_or_else(|| Error::CannotLower(format!("this version has no {nb}")))?;
+                    self.emit("BINARY_OP", value, None)?;
+                }
+            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// `COPY`, `SWAP` and `ROT_N` where the version lacks them: `DUP_TOP`, `DUP_TOP_TWO`
+    /// (two `COPY 2` in a row that fuse), `ROT_TWO`..`ROT_FOUR`, or `SWAP`s.
+    fn stack_shuffle(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            instruction,
+            next,
+            fuses_with_next,
+            ..
+        } = at;
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
+            (Op::Copy, Arg::Int(n)) if !table.has("COPY") => match n {
+                1 => self.emit("DUP_TOP", 0, None)?,
+                2 if next.is_some_and(|n| n.op == Op::Copy && n.arg == Arg::Int(2)) && fuses_with_next => {
+                    self.emit("DUP_TOP_TWO", 0, None)?;
+                    return Ok(2);
+                }
+                _ => {
+                    return Err(Error::CannotLower(format!(
+                        "COPY {n} has no form in this version"
+                    )))
+                }
+            },
+            (Op::Swap, Arg::Int(n)) if !table.has("SWAP") => match n {
+                2 => self.emit("ROT_TWO", 0, None)?,
+                _ => {
+                    return Err(Error::CannotLower(format!(
+                        "SWAP {n} has no form in this version"
+                    )))
+                }
+            },
+            (Op::RotN, Arg::Int(n)) => {
+                let named = match n {
+                    2 => "ROT_TWO",
+                    3 => "ROT_THREE",
+                    _ => "ROT_FOUR",
+                };
+                if n <= 4 && table.has(named) {
+                    self.emit(named, 0, None)?;
+                } else if table.has("ROT_N") {
+                    self.emit("ROT_N", n, None)?;
+                } else {
+                    // ROT_N n moves the top below the next n-1: SWAP n, SWAP n-1, ..., SWAP 2.
+                    for depth in (2..=n).rev() {
+                        self.emit("SWAP", depth, None)?;
+                    }
+                }
+            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// `JUMP` and `JUMP_NO_INTERRUPT`: the version's jump for the direction.
+    fn jump(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            index, instruction, ..
+        } = at;
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
+            (Op::Jump | Op::JumpNoInterrupt, Arg::Target(target)) => {
+                let backward = target <= index;
+                let name = match (backward, instruction.op) {
+                    (false, _) => "JUMP_FORWARD",
+                    (true, Op::JumpNoInterrupt) if table.has("JUMP_BACKWARD_NO_INTERRUPT") => {
+                        "JUMP_BACKWARD_NO_INTERRUPT"
+                    }
+                    (true, _) if table.has("JUMP_BACKWARD") => "JUMP_BACKWARD",
+                    (true, _) => "JUMP_ABSOLUTE",
+                };
+                self.emit(name, 0, Some(target))?;
+            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// A conditional jump: a `TO_BOOL` first where the version's jump takes only a bool
+    /// and the value may be none; the directional form where the version has one; where
+    /// its jumps go forward only, a backward one is the inverse jump over a
+    /// `JUMP_BACKWARD`; `NOT_TAKEN` after, where the version has it.
+    fn conditional_jump(&mut self, at: At<'_>) -> Result<usize> {
+        let At {
+            index, instruction, ..
+        } = at;
+        let table = self.table;
+        match (instruction.op, instruction.arg) {
+            (op, Arg::Target(target)) => {
+                let condition = CONDITIONAL_JUMPS
+                    .iter()
+                    .find(|(o, _)| *o == op)
+                    .map_or("", |(_, c)| c);
+                let needs_bool = |name: &str| {
+                    table
+                        .number(name)
+                        .and_then(|n| table.op(n))
+                        .is_some_and(|i| i.bool_operand)
+                };
+                let plain = format!("POP_JUMP_IF_{condition}");
+                if needs_bool(&plain) && !produces_bool(self.code, index, &self.targets) {
+                    self.emit("TO_BOOL", 0, None)?;
+                }
+                let backward = target <= index;
+                let directional = format!(
+                    "POP_JUMP_{}_IF_{condition}",
+                    if backward { "BACKWARD" } else { "FORWARD" }
+                );
+                if table.has(&directional) {
+                    self.emit(&directional, 0, Some(target))?;
+                } else if backward
+                    && table
+                        .op(table.require(&plain)?)
+                        .is_some_and(|i| i.arg == ArgKind::JumpForward)
+                {
+                    // Forward-only conditional jumps: skip over a backward jump when not taken.
+                    let inverse = CONDITIONAL_JUMPS
+                        .iter()
+                        .find(|(o, _)| *o == inverse_jump(op))
+                        .map_or("", |(_, c)| c);
+                    self.skips.push(self.out.len());
+                    self.emit(&format!("POP_JUMP_IF_{inverse}"), 0, Some(0))?;
+                    self.emit("JUMP_BACKWARD", 0, Some(target))?;
+                } else {
+                    self.emit(&plain, 0, Some(target))?;
+                }
+                if table.has("NOT_TAKEN") {
+                    self.emit("NOT_TAKEN", 0, None)?;
+                }
+            }
+            _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// An instruction of the version's opcode of the same name, its argument as the
+    /// version writes it (a cell or free variable by ≤ 3.10's index, an enumeration's
+    /// value by name).
+    fn by_name(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        let name = instruction.op.name();
+        match instruction.arg {
+            Arg::None => self.emit(name, 0, None)?,
+            Arg::Int(value) | Arg::Name(value) | Arg::Const(Const::Index(value)) => {
+                self.emit(name, value, None)?
+            }
+            Arg::Var(var) => {
+                let info = table.op(table.require(name)?).expect("required");
+                let index = if info.arg == ArgKind::Deref
+                    && table.deref_index == crate::table::DerefIndex::CellFree
+                {
+                    self.vars
+                        .cell_free_of_var(var)
+                        .ok_or_else(|| bad_arg(instruction))?
+                } else {
+                    var
+                };
+                self.emit(name, index, None)?;
+            }
+            Arg::Target(target) => self.emit(name, 0, Some(target))?,
+            Arg::Enum(value) => {
+                let info = table.op(table.require(name)?).expect("required");
+                let ArgKind::Enum(kind) = &info.arg else {
+                    return Err(bad_arg(instruction));
+                };
+                let value = table.enum_value(kind, value).ok_or_else(|| {
+                    Error::CannotLower(format!("{name} has no value {value} in this version"))
+                })?;
+                self.emit(name, value, None)?;
+            }
+            _ => return Err(bad_arg(instruction)),
+        }
+        Ok(1)
+    }
+
+    /// Appends `name arg`; `target` is still a canonical index.
+    fn emit(&mut self, name: &str, arg: u32, target: Option<usize>) -> Result<()> {
+        let opcode = self.table.require(name)?;
+        let handler = self.handler.map(|h| raw::Handler {
+            target: h.target,
+            depth: h.depth,
+            lasti: h.lasti,
+        });
+        self.out
+            .push(Instr::new(opcode, arg, target, handler, self.location));
+        Ok(())
+    }
+
+    /// The raw instructions, their targets raw indices (`first`: per canonical instruction
+    /// its first raw one, and the end).
+    fn finish(self, first: &[usize]) -> Result<Vec<Instr>> {
+        let mut out = self.out;
+        // Targets: canonical indices become raw ones; the skip of a forward-only conditional
+        // jump lands after the backward jump it skips.
+        for instr in &mut out {
+            if let Some(target) = &mut instr.target {
+                *target = *first.get(*target).ok_or_else(|| bad_target(*target))?;
+            }
+            if let Some(handler) = &mut instr.handler {
+                handler.target = *first
+                    .get(handler.target)
+                    .ok_or_else(|| bad_target(handler.target))?;
+            }
+        }
+        for skip in self.skips {
+            out[skip].target = Some(skip + 2);
+        }
+        Ok(out)
+    }
+}
+
+/// The fused opcode for two local-variable instructions in a row, if there is one.
+fn fused_locals(first: Op, second: Op) -> Option<&'static str> {
+    match (first, second) {
+        (Op::LoadFast, Op::LoadFast) => Some("LOAD_FAST_LOAD_FAST"),
+        (Op::StoreFast, Op::LoadFast) => Some("STORE_FAST_LOAD_FAST"),
+        (Op::StoreFast, Op::StoreFast) => Some("STORE_FAST_STORE_FAST"),
+        _ => None,
+    }
+}
+
+fn bad_arg(instruction: &Instruction) -> Error {
+    Error::CannotLower(format!(
+        "{} cannot take {:?}",
+        instruction.op.name(),
+        instruction.arg
+    ))
+}
+
+fn bad_target(target: usize) -> Error {
+    Error::CannotLower(format!("jump to instruction {target}, past the end"))
+}
+
+/// Whether the value a conditional jump at `index` tests is certainly an exact `bool`: made
+/// by the instruction just before, which is not a jump target.
+fn produces_bool(code: &[Instruction], index: usize, targets: &HashSet<usize>) -> bool {
+    if index == 0 || targets.contains(&index) {
+        return false;
+    }
+    match code[index - 1] {
+        Instruction {
+            op:
+                Op::ToBool
+                | Op::IsOp
+                | Op::ContainsOp
+                | Op::UnaryNot
+                | Op::CheckExcMatch
+                | Op::MatchMapping
+                | Op::MatchSequence,
+            ..
+        } => true,
+        Instruction {
+            arg: Arg::Compare { to_bool, .. },
+            ..
+        } => to_bool,
+        _ => false,
+    }
+}

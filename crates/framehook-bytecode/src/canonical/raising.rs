@@ -1,0 +1,247 @@
+//! Raising: the running version's instructions as canonical instructions, each raw opcode by
+//! the rule for its name (fused, split and renamed forms become one canonical form) or, where
+//! none applies, the canonical opcode of the same name with its argument by the table's kind.
+
+use std::collections::HashSet;
+
+use super::{Arg, BinOp, Const, Handler, Instruction, Op, Vars, CONDITIONAL_JUMPS};
+use crate::error::{Error, Result};
+use crate::raw::{self, Instr};
+use crate::table::{ArgKind, CallLayout, Table};
+
+fn conditional_jump_of(name: &str) -> Option<Op> {
+    let condition = name
+        .strip_prefix("POP_JUMP_IF_")
+        .or_else(|| name.strip_prefix("POP_JUMP_FORWARD_IF_"))
+        .or_else(|| name.strip_prefix("POP_JUMP_BACKWARD_IF_"))?;
+    CONDITIONAL_JUMPS
+        .iter()
+        .find(|(_, c)| *c == condition)
+        .map(|(op, _)| *op)
+}
+
+/// The running version's instructions as canonical instructions.
+pub fn raise(table: &'static Table, vars: &Vars, instrs: &[Instr]) -> Result<Vec<Instruction>> {
+    raise_mapped(table, vars, instrs).map(|(out, _)| out)
+}
+
+/// Per canonical instruction of `code` raised: the stack's depth where a raw instruction
+/// starts there (every jump target and handler is such a place; before a keyword call,
+/// the canonical stack also holds the names 3.11/3.12's `KW_NAMES` keeps aside), None
+/// elsewhere and where no path reaches.
+pub fn entry_depths(table: &'static Table, vars: &Vars, code: &raw::Code) -> Result<Vec<Option<u32>>> {
+    let (canonical, first) = raise_mapped(table, vars, &code.instrs)?;
+    let raw_depths = raw::entry_depths(table, code)?;
+    let mut depths = vec![None; canonical.len()];
+    for (index, depth) in raw_depths.into_iter().enumerate().rev() {
+        // The first raw instruction of several that start at one canonical instruction
+        // (one that raises to nothing, such as 3.14's `NOT_TAKEN`) says its depth.
+        if let Some(slot) = depths.get_mut(first[index]) {
+            *slot = depth;
+        }
+    }
+    Ok(depths)
+}
+
+/// [`raise`], and per raw instruction the index of its first canonical one (one more
+/// entry: the end).
+fn raise_mapped(
+    table: &'static Table,
+    vars: &Vars,
+    instrs: &[Instr],
+) -> Result<(Vec<Instruction>, Vec<usize>)> {
+    let mut out: Vec<Instruction> = Vec::with_capacity(instrs.len());
+    // Per raw instruction: the index of its first canonical instruction.
+    let mut first = Vec::with_capacity(instrs.len() + 1);
+    let var_count = vars.all().len() as u32;
+    let mut kw_names_pending = false;
+    let raw_targets: HashSet<usize> = instrs
+        .iter()
+        .flat_map(|i| i.target.into_iter().chain(i.handler.map(|h| h.target)))
+        .collect();
+    for (index, instr) in instrs.iter().enumerate() {
+        first.push(out.len());
+        let info = table
+            .op(instr.opcode)
+            .expect("decoded instructions have known opcodes");
+        let name = info.name.as_str();
+        let bad = |why: &str| Error::BadArgument {
+            offset: index,
+            name: "instruction",
+            arg: instr.arg,
+            why: format!("({}) {why}", info.name),
+        };
+        let var = |index: u32| {
+            if index < var_count {
+                Ok(Arg::Var(index))
+            } else {
+                Err(bad("names no variable"))
+            }
+        };
+        let mut emit = |op: Op, arg: Arg| {
+            out.push(Instruction {
+                op,
+                arg,
+                location: instr.location,
+                handler: None,
+            })
+        };
+        let target = || Arg::Target(instr.target.unwrap_or(usize::MAX));
+        match name {
+            "NOT_TAKEN" | "PRECALL" => {}
+            "KW_NAMES" => {
+                emit(Op::LoadConst, Arg::Const(Const::Index(instr.arg)));
+                kw_names_pending = true;
+            }
+            "CALL" | "CALL_KW" | "CALL_FUNCTION" | "CALL_FUNCTION_KW" => {
+                let kw_names = kw_names_pending || name.ends_with("_KW");
+                kw_names_pending = false;
+                emit(
+                    Op::Call,
+                    Arg::Call {
+                        argc: instr.arg,
+                        kw_names,
+                    },
+                );
+            }
+            "LOAD_SMALL_INT" => emit(Op::LoadConst, Arg::Const(Const::SmallInt(instr.arg))),
+            "RETURN_CONST" => {
+                emit(Op::LoadConst, Arg::Const(Const::Index(instr.arg)));
+                emit(Op::ReturnValue, Arg::None);
+            }
+            "LOAD_ASSERTION_ERROR" => emit(Op::LoadCommonConstant, Arg::Enum("AssertionError")),
+            "LOAD_FAST_BORROW" => emit(Op::LoadFast, var(instr.arg)?),
+            "LOAD_FAST_LOAD_FAST"
+            | "LOAD_FAST_BORROW_LOAD_FAST_BORROW"
+            | "STORE_FAST_LOAD_FAST"
+            | "STORE_FAST_STORE_FAST" => {
+                let (first_op, second_op) = match name {
+                    "STORE_FAST_LOAD_FAST" => (Op::StoreFast, Op::LoadFast),
+                    "STORE_FAST_STORE_FAST" => (Op::StoreFast, Op::StoreFast),
+                    _ => (Op::LoadFast, Op::LoadFast),
+                };
+                emit(first_op, var(instr.arg >> 4)?);
+                emit(second_op, var(instr.arg & 15)?);
+            }
+            "LOAD_GLOBAL" if info.null_bit => {
+                let load = Arg::Name(instr.arg >> 1);
+                let with_null = instr.arg & 1 != 0;
+                if with_null && table.call_layout == CallLayout::NullFirst {
+                    emit(Op::PushNull, Arg::None);
+                }
+                emit(Op::LoadGlobal, load);
+                if with_null && table.call_layout == CallLayout::CallableFirst {
+                    emit(Op::PushNull, Arg::None);
+                }
+            }
+            "LOAD_ATTR" if info.null_bit => {
+                let op = if instr.arg & 1 != 0 {
+                    Op::LoadMethod
+                } else {
+                    Op::LoadAttr
+                };
+                emit(op, Arg::Name(instr.arg >> 1));
+            }
+            "LOAD_SUPER_ATTR" => emit(
+                Op::LoadSuperAttr,
+                Arg::NameFlags(instr.arg >> 2, (instr.arg & 3) as u8),
+            ),
+            "COMPARE_OP" => {
+                // A comparison that feeds a jump requiring a bool is one that makes a bool,
+                // whether or not its argument says so (CPython's generated `__annotate__`
+                // functions compare ints straight into the jump).
+                let feeds_bool_jump = instrs.get(index + 1).is_some_and(|next| {
+                    !raw_targets.contains(&(index + 1))
+                        && table.op(next.opcode).is_some_and(|i| i.bool_operand)
+                });
+                let to_bool =
+                    feeds_bool_jump || table.compare_bool_bit.is_some_and(|bit| instr.arg & bit != 0);
+                let op = instr.arg >> table.compare_shift;
+                if op >= 6 {
+                    return Err(bad("is no comparison"));
+                }
+                emit(
+                    Op::CompareOp,
+                    Arg::Compare {
+                        op: op as u8,
+                        to_bool,
+                    },
+                );
+            }
+            "BINARY_OP" => {
+                let nb = table
+                    .enum_name("binary_op", instr.arg)
+                    .ok_or_else(|| bad("is no binary operator"))?;
+                let (op, inplace) = BinOp::from_nb_name(nb).ok_or_else(|| bad("is no binary operator"))?;
+                emit(Op::BinaryOp, Arg::BinaryOp { op, inplace });
+            }
+            "DUP_TOP" => emit(Op::Copy, Arg::Int(1)),
+            "DUP_TOP_TWO" => {
+                emit(Op::Copy, Arg::Int(2));
+                emit(Op::Copy, Arg::Int(2));
+            }
+            "ROT_TWO" => emit(Op::Swap, Arg::Int(2)),
+            "ROT_THREE" => emit(Op::RotN, Arg::Int(3)),
+            "ROT_FOUR" => emit(Op::RotN, Arg::Int(4)),
+            "JUMP_FORWARD" | "JUMP_BACKWARD" | "JUMP_ABSOLUTE" => emit(Op::Jump, target()),
+            "JUMP_BACKWARD_NO_INTERRUPT" => emit(Op::JumpNoInterrupt, target()),
+            _ => {
+                if let Some((op, inplace)) = BinOp::from_opcode_name(name) {
+                    emit(Op::BinaryOp, Arg::BinaryOp { op, inplace });
+                } else if let Some(op) = conditional_jump_of(name) {
+                    emit(op, target());
+                } else {
+                    let op = Op::from_name(name).ok_or_else(|| bad("has no canonical form"))?;
+                    let arg = match &info.arg {
+                        ArgKind::None => Arg::None,
+                        ArgKind::Const => Arg::Const(Const::Index(instr.arg)),
+                        ArgKind::Name { .. } => Arg::Name(instr.arg),
+                        ArgKind::Local => var(instr.arg)?,
+                        ArgKind::Deref => match table.deref_index {
+                            crate::table::DerefIndex::LocalsPlus => var(instr.arg)?,
+                            crate::table::DerefIndex::CellFree => Arg::Var(
+                                vars.var_of_cell_free(instr.arg)
+                                    .ok_or_else(|| bad("names no cell"))?,
+                            ),
+                        },
+                        ArgKind::JumpForward | ArgKind::JumpBackward | ArgKind::JumpAbsolute => target(),
+                        ArgKind::Enum(kind) => match table.enum_name(kind, instr.arg) {
+                            Some(name) => Arg::Enum(name),
+                            None => return Err(bad("is not in its enumeration")),
+                        },
+                        ArgKind::SmallInt => Arg::Const(Const::SmallInt(instr.arg)),
+                        ArgKind::Int | ArgKind::LocalPair => Arg::Int(instr.arg),
+                    };
+                    emit(op, arg);
+                }
+            }
+        }
+    }
+    first.push(out.len());
+    canonical_targets(&mut out, instrs, &first);
+    Ok((out, first))
+}
+
+/// Jump and handler targets of `out`, raised from `instrs`, as canonical indices
+/// (`first`: per raw instruction its first canonical one, and the end).
+fn canonical_targets(out: &mut [Instruction], instrs: &[Instr], first: &[usize]) {
+    // Jump and handler targets: raw indices become canonical ones.
+    for instruction in out.iter_mut() {
+        if let Arg::Target(target) = &mut instruction.arg {
+            *target = first[*target];
+        }
+    }
+    // Every canonical instruction takes the handler of the raw instruction it came from.
+    for (index, instr) in instrs.iter().enumerate() {
+        if let Some(h) = instr.handler {
+            let handler = Handler {
+                target: first[h.target],
+                depth: h.depth,
+                lasti: h.lasti,
+            };
+            for instruction in &mut out[first[index]..first[index + 1]] {
+                instruction.handler = Some(handler);
+            }
+        }
+    }
+}
