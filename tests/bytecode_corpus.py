@@ -292,6 +292,41 @@ def main():
 '''
 
 
+LAZY_IMPORTS_AND_VIRTUAL_ITERATORS = '''
+lazy import json
+lazy from textwrap import dedent
+
+
+def imports():
+    import fractions
+    from decimal import Decimal
+    return json.dumps([1, None, True]), dedent("  x"), fractions.Fraction(1, 3), Decimal("1.5")
+
+
+def delegate(items):
+    got = yield from items
+    return got
+
+
+def iterators(ls, ds):
+    flat = [*chunk for chunk in ls]
+    merged = {**d for d in ds}
+    lazy = list(*chunk for chunk in ls)
+    return flat, merged, lazy, list(delegate([1, 2])), list(delegate("ab")), list(delegate(range(2)))
+
+
+def constants(x):
+    if x is None or x == "" or x == -1:
+        return True
+    built = list(v for v in (1, 2)), set(v for v in (3,)), tuple(v for v in (4,))
+    return False, built, all(v for v in (1,)), any(v for v in (0,))
+
+
+def main():
+    return imports(), iterators([[1, 2], (3,), "ab"], [{"a": 1}, {"b": 2}]), [constants(v) for v in (None, "", -1, 0)]
+'''
+
+
 def sources():
     """(label, source) for this interpreter."""
     found = [("base", BASE.replace("BIG_FUNCTION", big_function()))]
@@ -300,6 +335,7 @@ def sources():
         ("except*", EXCEPT_STAR, (3, 11)),
         ("type parameters", TYPE_PARAMS, (3, 12)),
         ("t-strings", TEMPLATE_STRINGS, (3, 14)),
+        ("lazy imports and virtual iterators", LAZY_IMPORTS_AND_VIRTUAL_ITERATORS, (3, 15)),
     ):
         if sys.version_info >= version:
             found.append((label, source))

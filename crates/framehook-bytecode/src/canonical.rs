@@ -15,7 +15,10 @@
 //! without direction); 3.14's `NOT_TAKEN` is dropped and put back, and
 //! `LOAD_ASSERTION_ERROR` is `LOAD_COMMON_CONSTANT AssertionError`. Everything else keeps
 //! its name and meaning wherever the version has it (the VM reads its stack effect from the
-//! table).
+//! table), its argument as the version writes it: 3.15's `GET_ITER` keeps its check (an
+//! `Int`), `IMPORT_NAME` its lazy/eager flags (`NameFlags`), and `LOAD_COMMON_CONSTANT` the
+//! name of each value, the literals (`None`, `''`, `True`, `False`, `-1`) included
+//! ([`Literal`]).
 
 use crate::error::{Error, Result};
 use crate::linetable::Location;
@@ -284,7 +287,8 @@ pub enum Arg {
     Const(Const),
     /// Index into `co_names`.
     Name(u32),
-    /// `LOAD_SUPER_ATTR`: a name and its two flag bits.
+    /// A name and the flag bits below it in the argument: `LOAD_SUPER_ATTR`'s two, and
+    /// `IMPORT_NAME`'s where the version has them (`enum import_flag`: lazy, eager).
     NameFlags(u32, u8),
     /// A variable: index into `co_varnames + (co_cellvars not in co_varnames) + co_freevars`.
     Var(u32),
@@ -399,9 +403,48 @@ impl Vars {
     }
 }
 
-/// Constants lowering needs that the code has no entry for (a small int below 3.14).
+/// A value `LOAD_COMMON_CONSTANT` loads (3.15+) that is no builtin: the table names it by
+/// its `repr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Literal {
+    None,
+    EmptyString,
+    True,
+    False,
+    MinusOne,
+}
+
+const LITERALS: [(Literal, &str); 5] = [
+    (Literal::None, "None"),
+    (Literal::EmptyString, "''"),
+    (Literal::True, "True"),
+    (Literal::False, "False"),
+    (Literal::MinusOne, "-1"),
+];
+
+impl Literal {
+    /// The literal a `common_constant` name stands for; None for a builtin's name.
+    pub fn from_name(name: &str) -> Option<Literal> {
+        LITERALS.iter().find(|(_, n)| *n == name).map(|(l, _)| *l)
+    }
+
+    /// Its name in the tables' `common_constant` enumeration.
+    pub fn name(self) -> &'static str {
+        LITERALS.iter().find(|(l, _)| *l == self).map_or("", |(_, n)| n)
+    }
+}
+
+/// Constants lowering needs that the code has no entry for (a small int below 3.14, a
+/// common constant's literal where the version has no common constant for it).
 pub trait ConstPool {
     fn small_int(&mut self, value: u32) -> Result<u32>;
+
+    fn literal(&mut self, value: Literal) -> Result<u32> {
+        Err(Error::CannotLower(format!(
+            "the literal {} needs a constant",
+            value.name()
+        )))
+    }
 }
 
 /// A pool that has nothing to add: lowering code raised on the same version never asks.
@@ -533,5 +576,115 @@ mod tests {
             .map(|op| op.name())
             .collect();
         assert!(unused.is_empty(), "canonical opcodes no version has: {unused:?}");
+    }
+
+    /// Lowers one canonical instruction alone on `table`, new constants numbered from 40.
+    fn lower_one(table: &Table, op: Op, arg: Arg) -> Result<Vec<(String, u32)>> {
+        struct Numbered;
+        impl ConstPool for Numbered {
+            fn small_int(&mut self, value: u32) -> Result<u32> {
+                Ok(40 + value)
+            }
+            fn literal(&mut self, value: Literal) -> Result<u32> {
+                Ok(40 + LITERALS.iter().position(|(l, _)| *l == value).expect("listed") as u32)
+            }
+        }
+        let lowered = lower(
+            table,
+            &Vars::default(),
+            &[Instruction::bare(op, arg)],
+            &mut Numbered,
+        )?;
+        Ok(lowered
+            .iter()
+            .map(|i| (table.op(i.opcode).expect("known").name.clone(), i.arg))
+            .collect())
+    }
+
+    fn all_tables() -> impl Iterator<Item = &'static Table> {
+        Table::versions().map(|(major, minor)| Table::for_version(major, minor).unwrap())
+    }
+
+    #[test]
+    fn imports_keep_their_flags_where_the_version_has_them() {
+        for table in all_tables() {
+            let version = format!("{}.{}", table.major, table.minor);
+            let eager = table.enum_value("import_flag", "eager");
+            let lazy = table.enum_value("import_flag", "lazy");
+            let raised = |arg: u32| {
+                let number = table.number("IMPORT_NAME").unwrap();
+                raise(
+                    table,
+                    &Vars::default(),
+                    &[Instr::new(number, arg, None, None, Location::NONE)],
+                )
+                .unwrap()[0]
+                    .arg
+            };
+            let imports = |arg| lower_one(table, Op::ImportName, arg);
+            match (eager, lazy) {
+                (Some(eager), Some(lazy)) => {
+                    // `namei << 2 | flags`, as the compiler writes it, and back.
+                    for flags in [0, lazy, eager] {
+                        let arg = 3 << 2 | flags;
+                        assert_eq!(raised(arg), Arg::NameFlags(3, flags as u8), "{version}");
+                        assert_eq!(imports(raised(arg)).unwrap(), [("IMPORT_NAME".into(), arg)]);
+                    }
+                    // An import written without flags stays eager.
+                    assert_eq!(
+                        imports(Arg::Name(3)).unwrap(),
+                        [("IMPORT_NAME".into(), 3 << 2 | eager)]
+                    );
+                }
+                _ => {
+                    assert_eq!(raised(3), Arg::Name(3), "{version}");
+                    assert_eq!(imports(Arg::Name(3)).unwrap(), [("IMPORT_NAME".into(), 3)]);
+                    assert!(imports(Arg::NameFlags(3, 1)).is_err(), "{version}");
+                    assert_eq!(
+                        imports(Arg::NameFlags(3, 0)).unwrap(),
+                        [("IMPORT_NAME".into(), 3)]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn common_constant_literals_lower_to_the_versions_own_form() {
+        for table in all_tables() {
+            for (literal, name) in LITERALS {
+                assert_eq!(Literal::from_name(name), Some(literal));
+                let lowered = lower_one(table, Op::LoadCommonConstant, Arg::Enum(name)).unwrap();
+                let expected = match table.enum_value("common_constant", name) {
+                    Some(value) => ("LOAD_COMMON_CONSTANT".to_owned(), value),
+                    None => ("LOAD_CONST".to_owned(), 40 + literal as u32),
+                };
+                assert_eq!(lowered, [expected], "{}.{} {name}", table.major, table.minor);
+            }
+            // A builtin is no literal: without the version's common constant it cannot lower.
+            assert_eq!(Literal::from_name("tuple"), None);
+            let tuple = lower_one(table, Op::LoadCommonConstant, Arg::Enum("tuple"));
+            assert_eq!(
+                tuple.is_ok(),
+                table.enum_value("common_constant", "tuple").is_some()
+            );
+        }
+        let none = Instruction::bare(Op::LoadCommonConstant, Arg::Enum("None"));
+        let oldest = all_tables().next().unwrap();
+        assert!(lower(oldest, &Vars::default(), &[none], &mut NoNewConsts).is_err());
+    }
+
+    #[test]
+    fn get_iter_keeps_its_check_where_it_takes_one() {
+        for table in all_tables() {
+            let takes_check = table.op(table.number("GET_ITER").unwrap()).unwrap().arg != ArgKind::None;
+            let get_iter = |arg| lower_one(table, Op::GetIter, arg);
+            assert_eq!(get_iter(Arg::None).unwrap(), [("GET_ITER".into(), 0)]);
+            assert_eq!(get_iter(Arg::Int(0)).unwrap(), [("GET_ITER".into(), 0)]);
+            match get_iter(Arg::Int(3)) {
+                Ok(lowered) => assert!(takes_check && lowered == [("GET_ITER".into(), 3)]),
+                Err(_) => assert!(!takes_check),
+            }
+        }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::{Arg, BinOp, Const, ConstPool, Handler, Instruction, Op, Vars, CONDITIONAL_JUMPS};
+use super::{Arg, BinOp, Const, ConstPool, Handler, Instruction, Literal, Op, Vars, CONDITIONAL_JUMPS};
 use crate::error::{Error, Result};
 use crate::linetable::Location;
 use crate::raw::{self, Instr};
@@ -122,6 +122,8 @@ impl Lowering<'_> {
             Op::LoadConst | Op::LoadCommonConstant => self.constant(at),
             Op::Call => self.call(instruction),
             Op::LoadMethod | Op::LoadAttr | Op::LoadSuperAttr => self.attribute(instruction),
+            Op::ImportName => self.import(instruction),
+            Op::GetIter => self.iteration(instruction),
             Op::CompareOp | Op::BinaryOp => self.operator(instruction),
             Op::Copy | Op::Swap | Op::RotN => self.stack_shuffle(at),
             Op::Jump | Op::JumpNoInterrupt => self.jump(at),
@@ -242,6 +244,15 @@ impl Lowering<'_> {
             {
                 self.emit("LOAD_ASSERTION_ERROR", 0, None)?
             }
+            // A literal the version's common constants lack is a constant of its own.
+            (Op::LoadCommonConstant, Arg::Enum(name))
+                if table.enum_value("common_constant", name).is_none()
+                    && Literal::from_name(name).is_some() =>
+            {
+                let literal = Literal::from_name(name).expect("matched above");
+                let constant = self.pool.literal(literal)?;
+                self.emit("LOAD_CONST", constant, None)?;
+            }
             _ => return self.by_name(instruction),
         }
         Ok(1)
@@ -310,6 +321,54 @@ impl Lowering<'_> {
                 self.emit("LOAD_SUPER_ATTR", name << 2 | u32::from(flags), None)?
             }
             _ => return self.by_name(instruction),
+        }
+        Ok(1)
+    }
+
+    /// `IMPORT_NAME`: the name shifted above the version's flag bits (3.15+), with the flags
+    /// it was raised with; an import without flags is eager, as every import was before
+    /// lazy ones. Flags cannot go where the version has none.
+    fn import(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        let info = table.op(table.require("IMPORT_NAME")?).expect("required");
+        let ArgKind::Name { shift } = info.arg else {
+            return Err(bad_arg(instruction));
+        };
+        let arg = match instruction.arg {
+            Arg::NameFlags(name, flags) if u32::from(flags) >> shift == 0 => name << shift | u32::from(flags),
+            Arg::NameFlags(..) => {
+                return Err(Error::CannotLower(format!(
+                    "{:?}: this version's IMPORT_NAME has no such flags",
+                    instruction.arg
+                )))
+            }
+            Arg::Name(name) if shift == 0 => name,
+            Arg::Name(name) => {
+                let eager = table.enum_value("import_flag", "eager").ok_or_else(|| {
+                    Error::CannotLower("this version's IMPORT_NAME has no eager flag".into())
+                })?;
+                name << shift | eager
+            }
+            _ => return Err(bad_arg(instruction)),
+        };
+        self.emit("IMPORT_NAME", arg, None)?;
+        Ok(1)
+    }
+
+    /// `GET_ITER`: its check where the version's takes one (3.15+); where it takes none, only
+    /// the plain one.
+    fn iteration(&mut self, instruction: &Instruction) -> Result<usize> {
+        let table = self.table;
+        let info = table.op(table.require("GET_ITER")?).expect("required");
+        match instruction.arg {
+            Arg::Int(check) if info.arg != ArgKind::None => self.emit("GET_ITER", check, None)?,
+            Arg::None | Arg::Int(0) => self.emit("GET_ITER", 0, None)?,
+            _ => {
+                return Err(Error::CannotLower(format!(
+                    "{:?}: this version's GET_ITER takes no argument",
+                    instruction.arg
+                )))
+            }
         }
         Ok(1)
     }

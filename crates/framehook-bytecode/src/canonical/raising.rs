@@ -195,7 +195,11 @@ fn raise_mapped(
                     let arg = match &info.arg {
                         ArgKind::None => Arg::None,
                         ArgKind::Const => Arg::Const(Const::Index(instr.arg)),
-                        ArgKind::Name { .. } => Arg::Name(instr.arg),
+                        ArgKind::Name { shift: 0 } => Arg::Name(instr.arg),
+                        // Flags below the name (3.15+ `IMPORT_NAME`: lazy, eager).
+                        ArgKind::Name { shift } => {
+                            Arg::NameFlags(instr.arg >> shift, (instr.arg & ((1 << shift) - 1)) as u8)
+                        }
                         ArgKind::Local => var(instr.arg)?,
                         ArgKind::Deref => match table.deref_index {
                             crate::table::DerefIndex::LocalsPlus => var(instr.arg)?,
