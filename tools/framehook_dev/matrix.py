@@ -168,61 +168,9 @@ def ensure_venv(target: Target) -> None:
     host_stamp.write_text(wanted + "\n")
 
 
-def packages(root: Path = REPO) -> list[Path]:
+def packages() -> list[Path]:
     """framehook, then each example that is a package of its own (examples/*/pyproject.toml)."""
-    return [root] + sorted(path.parent for path in root.glob("examples/*/pyproject.toml"))
-
-
-# Interpreters that the PyO3 of Cargo.lock refuses, with the older PyO3 that builds for them
-# (Cargo.toml accepts both lines; docs/design.md "PyO3"): they build from a copy of the
-# checkout whose lock file pins that version.
-PINNED_PYO3 = {"3.13t": "0.28.3"}
-
-
-def _source_files(root: Path) -> list[str]:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
-                            capture_output=True, check=True).stdout
-    return [name for name in listed.decode().split("\0") if name and (root / name).is_file()]
-
-
-def _pin(root: Path, spec: str, version: str) -> None:
-    done = subprocess.run(["cargo", "update", "--quiet", "-p", spec, "--precise", version], cwd=root,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"cargo update -p {spec} --precise {version} failed:\n{done.stderr[-3000:]}")
-
-
-def source_root(target: Target) -> Path:
-    """Where ``target``'s wheels are built from: the checkout, or for an interpreter in
-    ``PINNED_PYO3`` a copy of it (kept in step file by file, so that cargo's incremental
-    builds hold) whose Cargo.lock pins the PyO3 version it needs."""
-    version = PINNED_PYO3.get(target.name)
-    if version is None:
-        return REPO
-    copy = BUILD_DIR / "sources" / f"{target.name}-pyo3-{version}"
-    wanted = set(_source_files(REPO))
-    for name in wanted - {"Cargo.lock"}:  # the lock file is copied and pinned below
-        source, dest = REPO / name, copy / name
-        stat = source.stat()
-        if not dest.exists() or dest.stat().st_size != stat.st_size or dest.stat().st_mtime != stat.st_mtime:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest)
-    for path in list(copy.rglob("*")):
-        if path.is_file() and str(path.relative_to(copy)) not in wanted | {".framehook-pinned-lock"}:
-            path.unlink()
-    lock = (REPO / "Cargo.lock").read_bytes()
-    stamp = copy / ".framehook-pinned-lock"
-    digest = hashlib.sha256(lock + version.encode()).hexdigest()
-    if not stamp.exists() or stamp.read_text() != digest or not (copy / "Cargo.lock").exists():
-        log(f"{target.name}: pinning PyO3 {version} in {copy / 'Cargo.lock'}")
-        (copy / "Cargo.lock").write_bytes(lock)
-        # pyo3 brings its own build-config along; the build script's direct one follows.
-        _pin(copy, "pyo3", version)
-        locked = re.findall(r'name = "pyo3-build-config"\nversion = "([^"]+)"', (copy / "Cargo.lock").read_text())
-        for other in set(locked) - {version}:
-            _pin(copy, f"pyo3-build-config@{other}", version)
-        stamp.write_text(digest)
-    return copy
+    return [REPO] + sorted(path.parent for path in REPO.glob("examples/*/pyproject.toml"))
 
 
 def pyproject_features(package: Path) -> list[str]:
@@ -249,11 +197,10 @@ def build_and_install(target: Target, *, release: bool = False, testing: bool = 
     wheels = target_dir / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
     env = {"CARGO_TARGET_DIR": str(target_dir)}
-    root = source_root(target)
-    for package in packages(root):
+    for package in packages():
         # maturin's --features replaces pyproject.toml's list, so the test build repeats it.
-        features = pyproject_features(package) + TEST_FEATURES if package == root and testing else []
-        log(f"{target.name}: building {'framehook' if package == root else package.relative_to(root)} "
+        features = pyproject_features(package) + TEST_FEATURES if package == REPO and testing else []
+        log(f"{target.name}: building {'framehook' if package == REPO else package.relative_to(REPO)} "
             f"(target dir {target_dir}{', features ' + ','.join(features) if features else ''})")
         build = target.run(
             [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,

@@ -209,8 +209,6 @@ fn _sot_fused_kernel<'py>(
         program: decoded,
         dtype: dtype.clone().unbind(),
     };
-    // PyO3 0.29+ prefers `new_with_value`, which 0.28 (free-threaded 3.13's) lacks.
-    #[allow(deprecated)]
     PyCapsule::new(program.py(), kernel, Some(CAPSULE_NAME.to_owned()))
 }
 
