@@ -29,6 +29,8 @@ CONFIGS = {
     "g": "three declining Python hooks, cache=True",
     "h": "identity replacement of every function (cache=True)",
     "i": "the hookprof profiler observing",
+    # 3.15+: as (e), the interpreter not asked to keep specializing under the eval function.
+    "j": "one declining Python hook, cache=True, specialization not kept (3.15+)",
     # Beside Paddle: every one imports paddle, so they share its process state.
     "paddle": "paddle imported, no eval frame",
     "paddle-callback": "Paddle's set_eval_frame, callback declining",
@@ -92,9 +94,11 @@ def set_up(config):
     elif config == "d":
         # A hook that only declines (the test decliner's call counter would be its own cost).
         _kept.append(_native._capi_add(b"bench-native-decliner", counting=False))
-    elif config in "efg":
+    elif config in "efgj":
         for index in range(3 if config == "g" else 1):
             _kept.append(framehook.add_frame_hook(decline, name=f"decline{index}", cache=config != "f"))
+        if config == "j" and not _native._set_eval_specializing(False):
+            raise SystemExit("(j) needs CPython 3.15+ (an eval function's 'allow specialization' setting)")
     elif config == "h":
         _kept.append(framehook.add_frame_hook(identity, name="identity", cache=True))
     elif config == "i":

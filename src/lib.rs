@@ -1,5 +1,5 @@
 //! framehook: the high-level CPython frame-hook API (`add_frame_hook` /
-//! `remove_frame_hook`) implemented on PEP 523 for CPython 3.9 to 3.14.
+//! `remove_frame_hook`) implemented on PEP 523 for CPython 3.9 to 3.15.
 //!
 //! - [`pep523_backend`]: every CPython-internal detail, and only there.
 //! - [`hookapi`]: the stable API (registry, chain, caching, frames, bindings).
@@ -183,9 +183,15 @@ pub(crate) mod testing {
             if unsafe { (API.frame_original_code)(frame) } != user_data.cast() {
                 return 0;
             }
-            // SAFETY: hook functions are called attached.
-            let py = unsafe { Python::assume_attached() };
-            pyo3::exceptions::PyRuntimeError::new_err("native test hook failed").restore(py);
+            // Raised through CPython: PyO3 does not count a hook function's thread as
+            // attached, so a PyO3 error made here would drop its parts outside it.
+            // SAFETY: hook functions are called attached; the message is a C string.
+            unsafe {
+                pyo3::ffi::PyErr_SetString(
+                    pyo3::ffi::PyExc_RuntimeError,
+                    c"native test hook failed".as_ptr(),
+                );
+            }
             -1
         }
 

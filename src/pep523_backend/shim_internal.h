@@ -29,7 +29,7 @@ PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag);
 extern _Atomic unsigned long fh_extra_stores;
 #endif
 
-/* How CPython stores co_extra (Objects/codeobject.c, the same in 3.9-3.14):
+/* How CPython stores co_extra (Objects/codeobject.c, the same in 3.9-3.15):
  * read directly, it costs no call, no thread-state lookup, no lock. */
 typedef struct {
     Py_ssize_t ce_size;

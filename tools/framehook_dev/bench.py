@@ -50,7 +50,10 @@ LABELS = {
     "g": "3 decliners, cached",
     "h": "identity replacement",
     "i": "hookprof",
+    "j": "Python decliner, cached, specialization not kept",
 }
+# 3.15+ only: (e) with the interpreter not asked to keep specializing under the eval function.
+SPECIALIZATION_CONFIGS = ["j"]
 # Counted in an isolated sub-interpreter (own GIL; 3.12+), each over the floor there (sub-b).
 SUB_CONFIGS = {"sub-b": "floor, in an isolated sub-interpreter",
                "sub-e": "Python decliner, cached, in an isolated sub-interpreter"}
@@ -284,6 +287,11 @@ def instruction_targets_of(counts: dict[str, dict[str, float]], summaries: dict[
                                   ("sub-e", "sub-b", 1.10)):
             if config in count and base in count:
                 checks.append(target(name, f"({config}) / ({base}) <= {bar}", count[config] / count[base], bar))
+        if "j" in count:
+            # 3.15+: a cached decliner against no hook at all, the interpreter asked to keep
+            # specializing under framehook's eval function (e) and not (j).
+            for config in ("e", "j"):
+                checks.append(target(name, f"({config}) / (a) <= 1.03", count[config] / count["a"], 1.03))
         fib = summaries.get(name, {}).get("workloads", {}).get("fib")
         if fib and "h" in count and "b" in count:
             floor_ns = fib["configs"]["b"]["median_s"] / fib["frames_per_iteration"] * 1e9
@@ -376,6 +384,8 @@ def count_instructions(name: str, args: argparse.Namespace) -> None:
     major, minor = (int(part) for part in re.match(r"(\d+)\.(\d+)", name).groups())
     if (major, minor) >= (3, 12):
         configs += list(SUB_CONFIGS)
+    if (major, minor) >= (3, 15):
+        configs += SPECIALIZATION_CONFIGS
     out = RESULTS / f"instructions-{name}.json"
     log(f"{name}: callgrind over {','.join(configs)}")
     done = target.run([target.venv_python, str(BENCHES / "instructions.py"), "--configs", ",".join(configs),
@@ -392,7 +402,7 @@ def instructions_table() -> str:
     lines = ["", "Instructions per call (callgrind, fib workload; exact and repeatable): added over the floor (b), "
              "and in parentheses the ratio to the floor:", "",
              "| config | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
-    for config in CORE_CONFIGS + ["sot-callback", "sot-skip"]:
+    for config in CORE_CONFIGS + SPECIALIZATION_CONFIGS + ["sot-callback", "sot-skip"]:
         if not any(config in counts[n] for n in names):
             continue
         cells = [f"{counts[n][config] - counts[n]['b']:+.0f} ({counts[n][config] / counts[n]['b']:.3f})"

@@ -86,9 +86,9 @@ _CACHES = getattr(opcode, "_inline_cache_entries", None)
 def _cache_entries(op: int) -> int:
     if _CACHES is None:
         return 0
-    if isinstance(_CACHES, dict):  # 3.13+: by name
-        return _CACHES.get(dis.opname[op], 0)
-    return _CACHES[op]
+    if isinstance(_CACHES, (list, tuple)):  # 3.11, 3.12: by number
+        return _CACHES[op]
+    return _CACHES.get(dis.opname[op], 0)  # 3.13+: by name (a frozendict since 3.15)
 
 
 class Declined(Exception):

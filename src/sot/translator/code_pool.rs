@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyComplex, PyDict, PyFloat, PyInt, PyList, PySlice, PyString, PyTuple};
 
-use crate::hookapi::pyobject::{is_immortal, replace_code, StrongRef};
+use crate::hookapi::pyobject::{discard, is_immortal, replace_code, StrongRef};
 
 /// A generated code and its graph's holder (`[compiled graph]`, one of its constants),
 /// which dropping it empties: a code CPython keeps must not keep its graph.
@@ -75,7 +75,9 @@ impl Drop for Generated {
         // cache's writers, or with their code).
         let py = unsafe { Python::assume_attached() };
         if let Some(holder) = &self.holder {
-            let _ = holder.bind(py).call_method0("clear");
+            if let Err(err) = holder.bind(py).call_method0("clear") {
+                discard(py, err);
+            }
         }
         if let Some(key) = self.original.filter(|_| is_immortal(&self.code.bind(py))) {
             let unused = Unused {

@@ -16,7 +16,7 @@ use super::session::{
     current_session, Config, Family, OwnFrame, CONFIGS, EPOCH, FAMILIES, SESSIONS, TRACING_CONFIGS,
 };
 use super::translate::{fallback, log_event, logging_events, translate};
-use crate::hookapi::pyobject::import;
+use crate::hookapi::pyobject::{discard, import};
 use crate::hookapi::registry::{Hook, OnError, Registry, Transform};
 use crate::hookapi::rust_hook::{HookContext, RustHook};
 
@@ -108,9 +108,15 @@ impl Translator {
         let mut live = self.live_functions.lock();
         *live -= 1;
         if *live == 0 {
-            if let (Some(hook), Ok(registry)) = (self.hook.lock().take(), Registry::current(py)) {
-                self.registered_in.store(0, Ordering::Release);
-                registry.remove(py, hook.id);
+            if let Some(hook) = self.hook.lock().take() {
+                // No registry any more (the interpreter exits): nothing to remove the hook from.
+                match Registry::current(py) {
+                    Ok(registry) => {
+                        self.registered_in.store(0, Ordering::Release);
+                        registry.remove(py, hook.id);
+                    }
+                    Err(err) => discard(py, err),
+                }
             }
         }
     }
