@@ -291,13 +291,15 @@ def test_borrowed_loads_are_never_emitted():
     assert types.FunctionType(again, {"range": range})(2, 3) == f(2, 3)
 
 
-# Opcodes for garbage bytecode: this version's own, not the interpreter's internal ones.
-# (Reading ``co_code`` of a code object whose last instruction's inline caches run past its
-# end overflows CPython's buffer on 3.11+, where the getter rewrites caches; so garbage ends
-# with NOPs enough to hold any caches.)
+# Opcodes for garbage bytecode: this version's own, not the interpreter's internal ones
+# numbered above the specialised forms (reading ``co_code`` holding one fails an assertion in
+# debug builds). (Reading ``co_code`` of a code object whose last instruction's inline caches
+# run past its end overflows CPython's buffer on 3.11+, where the getter rewrites caches; so
+# garbage ends with NOPs enough to hold any caches.)
+INTERPRETER_ONLY = {"ENTER_EXECUTOR", "TRACE_RECORD"}
 GARBAGE_OPCODES = sorted(
     number for name, number in opcode.opmap.items()
-    if number < 256 and not name.startswith("INSTRUMENTED_") and name != "ENTER_EXECUTOR"
+    if number < 256 and not name.startswith("INSTRUMENTED_") and name not in INTERPRETER_ONLY
 )
 NOP_PADDING = bytes([opcode.opmap["NOP"], 0]) * 12
 

@@ -601,14 +601,19 @@ mod tests {
             .collect())
     }
 
-    fn all_tables() -> impl Iterator<Item = &'static Table> {
-        Table::versions().map(|(major, minor)| Table::for_version(major, minor).unwrap())
+    /// Every table, with its version for messages.
+    fn all_tables() -> impl Iterator<Item = (String, &'static Table)> {
+        Table::versions().map(|(major, minor)| {
+            (
+                format!("{major}.{minor}"),
+                Table::for_version(major, minor).unwrap(),
+            )
+        })
     }
 
     #[test]
     fn imports_keep_their_flags_where_the_version_has_them() {
-        for table in all_tables() {
-            let version = format!("{}.{}", table.major, table.minor);
+        for (version, table) in all_tables() {
             let eager = table.enum_value("import_flag", "eager");
             let lazy = table.enum_value("import_flag", "lazy");
             let raised = |arg: u32| {
@@ -626,23 +631,23 @@ mod tests {
                 (Some(eager), Some(lazy)) => {
                     // `namei << 2 | flags`, as the compiler writes it, and back.
                     for flags in [0, lazy, eager] {
-                        let arg = 3 << 2 | flags;
-                        assert_eq!(raised(arg), Arg::NameFlags(3, flags as u8), "{version}");
+                        let arg = 5 << 2 | flags;
+                        assert_eq!(raised(arg), Arg::NameFlags(5, flags as u8), "{version}");
                         assert_eq!(imports(raised(arg)).unwrap(), [("IMPORT_NAME".into(), arg)]);
                     }
                     // An import written without flags stays eager.
                     assert_eq!(
-                        imports(Arg::Name(3)).unwrap(),
-                        [("IMPORT_NAME".into(), 3 << 2 | eager)]
+                        imports(Arg::Name(5)).unwrap(),
+                        [("IMPORT_NAME".into(), 5 << 2 | eager)]
                     );
                 }
                 _ => {
-                    assert_eq!(raised(3), Arg::Name(3), "{version}");
-                    assert_eq!(imports(Arg::Name(3)).unwrap(), [("IMPORT_NAME".into(), 3)]);
-                    assert!(imports(Arg::NameFlags(3, 1)).is_err(), "{version}");
+                    assert_eq!(raised(5), Arg::Name(5), "{version}");
+                    assert_eq!(imports(Arg::Name(5)).unwrap(), [("IMPORT_NAME".into(), 5)]);
+                    assert!(imports(Arg::NameFlags(5, 1)).is_err(), "{version}");
                     assert_eq!(
-                        imports(Arg::NameFlags(3, 0)).unwrap(),
-                        [("IMPORT_NAME".into(), 3)]
+                        imports(Arg::NameFlags(5, 0)).unwrap(),
+                        [("IMPORT_NAME".into(), 5)]
                     );
                 }
             }
@@ -651,7 +656,7 @@ mod tests {
 
     #[test]
     fn common_constant_literals_lower_to_the_versions_own_form() {
-        for table in all_tables() {
+        for (version, table) in all_tables() {
             for (literal, name) in LITERALS {
                 assert_eq!(Literal::from_name(name), Some(literal));
                 let lowered = lower_one(table, Op::LoadCommonConstant, Arg::Enum(name)).unwrap();
@@ -659,7 +664,7 @@ mod tests {
                     Some(value) => ("LOAD_COMMON_CONSTANT".to_owned(), value),
                     None => ("LOAD_CONST".to_owned(), 40 + literal as u32),
                 };
-                assert_eq!(lowered, [expected], "{}.{} {name}", table.major, table.minor);
+                assert_eq!(lowered, [expected], "{version} {name}");
             }
             // A builtin is no literal: without the version's common constant it cannot lower.
             assert_eq!(Literal::from_name("tuple"), None);
@@ -670,20 +675,20 @@ mod tests {
             );
         }
         let none = Instruction::bare(Op::LoadCommonConstant, Arg::Enum("None"));
-        let oldest = all_tables().next().unwrap();
+        let (_, oldest) = all_tables().next().unwrap();
         assert!(lower(oldest, &Vars::default(), &[none], &mut NoNewConsts).is_err());
     }
 
     #[test]
     fn get_iter_keeps_its_check_where_it_takes_one() {
-        for table in all_tables() {
+        for (version, table) in all_tables() {
             let takes_check = table.op(table.number("GET_ITER").unwrap()).unwrap().arg != ArgKind::None;
             let get_iter = |arg| lower_one(table, Op::GetIter, arg);
             assert_eq!(get_iter(Arg::None).unwrap(), [("GET_ITER".into(), 0)]);
             assert_eq!(get_iter(Arg::Int(0)).unwrap(), [("GET_ITER".into(), 0)]);
             match get_iter(Arg::Int(3)) {
-                Ok(lowered) => assert!(takes_check && lowered == [("GET_ITER".into(), 3)]),
-                Err(_) => assert!(!takes_check),
+                Ok(lowered) => assert!(takes_check && lowered == [("GET_ITER".into(), 3)], "{version}"),
+                Err(_) => assert!(!takes_check, "{version}"),
             }
         }
     }

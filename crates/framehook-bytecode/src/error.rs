@@ -38,7 +38,7 @@ impl fmt::Display for Error {
             Error::UnsupportedVersion { major, minor } => {
                 write!(
                     f,
-                    "no bytecode table for CPython {major}.{minor} (framehook supports 3.9 to 3.14)"
+                    "no bytecode table for CPython {major}.{minor} (framehook supports 3.9 to 3.15)"
                 )
             }
             Error::Truncated { offset, what } => write!(f, "bytecode truncated at byte {offset}: {what}"),

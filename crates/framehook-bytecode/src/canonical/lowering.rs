@@ -202,8 +202,9 @@ impl Lowering<'_> {
     }
 
     /// Constants: `RETURN_CONST` for one returned just after, `KW_NAMES` for a call's
-    /// keyword names, `LOAD_SMALL_INT` or a constant of its own for a small int, and
-    /// `LOAD_ASSERTION_ERROR` where there is no `LOAD_COMMON_CONSTANT`.
+    /// keyword names, `LOAD_SMALL_INT` or a constant of its own for a small int,
+    /// `LOAD_ASSERTION_ERROR` where there is no `LOAD_COMMON_CONSTANT`, and a constant of
+    /// its own for a common constant's literal (`None`, …) where the version has none for it.
     fn constant(&mut self, at: At<'_>) -> Result<usize> {
         let At {
             instruction,
