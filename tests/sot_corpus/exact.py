@@ -710,3 +710,15 @@ def a_tuple_repeated_once_is_guarded_a_tuple(x, items):
     except TypeError:
         once = "refused"
     return x * 2, once
+
+
+class _InitReturnsOne:
+    def __init__(self, x):
+        self.x = x
+        return 1
+
+
+@case(args=lambda: (arr(3),), graphs=0, ops=0, raises=TypeError)
+def init_returning_a_value_raises_cpythons_message(x):
+    # CPython names the type `__init__` returned; the translator's message once left it out.
+    return _InitReturnsOne(x)

@@ -50,6 +50,11 @@ pub fn continuation_of(
     let bridged = (point.in_handler_scope && (block_stack || landing_pad_depth(vm, point).is_none()))
         || (block_stack && point.instr.op == Op::SetupWith)
         || !point.handled.is_empty();
+    // A bridge runs the original's instruction and hands the stack on: an iterator pair of
+    // the interpreter's own may hold a tagged int (3.15+), which cannot be handed on.
+    if bridged && matches!(step, Step::IteratorAndNull) {
+        return None;
+    }
     Some(codegen::Continuation { step, bridged })
 }
 
@@ -124,8 +129,11 @@ impl<'py> Translation<'_, 'py, '_> {
                 .and_then(|d| d.get(pc).copied().flatten())
                 .map(|d| d as usize)
         };
+        let iterator_slots = self.table.iterator_slots as usize;
         let kept = match depth_at(head) {
-            Some(depth) if instrs[head].op == Op::ForIter && depth >= 1 => depth - 1,
+            Some(depth) if instrs[head].op == Op::ForIter && depth >= iterator_slots => {
+                depth - iterator_slots
+            }
             Some(depth) if instrs[head].op != Op::ForIter => depth,
             _ => return Ok(Err("its stack cannot be told")),
         };
@@ -240,13 +248,19 @@ impl<'py> Translation<'_, 'py, '_> {
                 .filter(|(_, level)| *level <= span.kept)
                 .copied()
                 .collect();
+            // Where an iterator takes two slots (3.15+), the second may be a list's index
+            // as a tagged int, which no code but the interpreter's may hold: an exit's stub
+            // pops the loop's own slots, and the resume function has NULLs in their place,
+            // which the code after an exit only pops (as it pops a generator loop's NULL).
+            let dead_from = (self.table.iterator_slots > 1).then_some(span.kept);
             let exits = span
                 .exits
                 .iter()
                 .map(|(exit, depth)| {
-                    // The loop's own slots left at an exit (its iterator) are no NULLs.
+                    // The loop's own slots left at an exit (its iterator) are handed on as
+                    // they are, but where they are dead (see `dead_from`): NULLs then.
                     let mut nulls = nulls.clone();
-                    nulls.resize(*depth, false);
+                    nulls.resize(*depth, dead_from.is_some());
                     let key = ResumeKey {
                         pc: *exit,
                         nulls,
@@ -274,11 +288,15 @@ impl<'py> Translation<'_, 'py, '_> {
             };
             // The bridge's locals for the stack at its exits, as deep as the deepest.
             let mut exit_nulls = nulls;
-            exit_nulls.resize(exits.iter().map(|e| e.depth).max().unwrap_or(span.kept), false);
+            exit_nulls.resize(
+                exits.iter().map(|e| e.depth).max().unwrap_or(span.kept),
+                dead_from.is_some(),
+            );
             let bridge = codegen::Bridge {
                 step,
                 next: None,
                 next_nulls: &exit_nulls,
+                dead_from,
                 blocks_after: blocks.len(),
                 exits: &exits,
             };
@@ -314,6 +332,7 @@ impl<'py> Translation<'_, 'py, '_> {
                     step,
                     next: next.as_ref(),
                     next_nulls: &next_key.nulls,
+                    dead_from: None,
                     blocks_after: next_key.blocks.len(),
                     exits: &[],
                 };

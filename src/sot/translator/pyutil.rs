@@ -12,6 +12,30 @@ use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyTuple, PyType};
 /// `builtins.int` with a mock (calling the mock ran the translated mock again, without end).
 pub static BUILTINS: OnceLock<Py<PyDict>> = OnceLock::new();
 
+/// `types.LazyImportType` where the interpreter has lazy imports (3.15+).
+static LAZY_IMPORT_TYPE: pyo3::sync::PyOnceLock<Option<Py<PyType>>> = pyo3::sync::PyOnceLock::new();
+
+/// Whether `obj` is a lazy import's placeholder (3.15+): a module's namespace holds one
+/// until the name is first used, which imports the module. Reading it as a value would
+/// import early; it is never a translation's value.
+pub fn is_lazy_import(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    let placeholder = LAZY_IMPORT_TYPE.get_or_init(py, || {
+        let types = py.import("types").ok()?;
+        Some(
+            types
+                .getattr("LazyImportType")
+                .ok()?
+                .cast_into::<PyType>()
+                .ok()?
+                .unbind(),
+        )
+    });
+    placeholder
+        .as_ref()
+        .is_some_and(|ty| obj.get_type().is(ty.bind(py)))
+}
+
 /// The builtin `name` as framehook found it at import.
 pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     let builtins = BUILTINS

@@ -107,6 +107,9 @@ pub enum Slot {
     /// (`POP_EXCEPT`) and the exception in this local passed instead, for the resume
     /// function to make current in turn.
     Handled(u32),
+    /// Dead (a loop's own slot at an exit, where an iterator is two slots): popped as it
+    /// is, whatever it holds; the resume function has a NULL in its place.
+    Dead,
 }
 
 /// Instructions being written for a code object, with its constants, names and variables.
@@ -269,6 +272,7 @@ pub trait Emit<'py>: Sized {
                 Slot::Handled(_) => self.emit(Op::PopExcept, Arg::None),
                 Slot::Null if drop_nulls => self.discard_null()?,
                 Slot::Null => {}
+                Slot::Dead => self.emit(Op::PopTop, Arg::None),
             }
         }
         let Some(resume) = resume else {
@@ -281,7 +285,7 @@ pub trait Emit<'py>: Sized {
             .iter()
             .filter_map(|slot| match slot {
                 Slot::Var(var) | Slot::Handled(var) => Some(*var),
-                Slot::Null => None,
+                Slot::Null | Slot::Dead => None,
             })
             .collect();
         // The resume function's free variables: the frame's cells, then its own free variables.

@@ -66,7 +66,7 @@ pub fn generate_break<'py>(
     // instruction runs here (a resume function pushes its own).
     let run_here = !continuation.bridged && continuation.step.runs_here();
     let pushed = match continuation.step {
-        Step::BranchOnTruth if !continuation.bridged => &stack[..stack.len() - 1],
+        Step::BranchOnTruth | Step::IteratorAndNull if !continuation.bridged => &stack[..stack.len() - 1],
         _ => stack,
     };
     for (slot, v) in pushed.iter().enumerate() {

@@ -21,6 +21,9 @@ pub struct Bridge<'a, 'py> {
     pub step: &'a Step,
     pub next: Option<&'a ResumeCall<'py>>,
     pub next_nulls: &'a [bool],
+    /// A loop's bridge: the stack slots from this one on are dead at its exits (the loop's
+    /// own, where an iterator is two slots): popped there, not handed on.
+    pub dead_from: Option<usize>,
     pub blocks_after: usize,
     pub exits: &'a [LoopExit<'py>],
 }
@@ -242,6 +245,11 @@ fn bridge_locals(
         for slot in &key.handled {
             let var = new_vars.varnames.iter().position(|n| *n == names.stack(*slot));
             slots[*slot] = Slot::Handled(var.expect("a stack argument") as u32);
+        }
+        if let Some(dead_from) = b.dead_from {
+            for slot in slots.iter_mut().skip(dead_from) {
+                *slot = Slot::Dead;
+            }
         }
         slots
     });
@@ -553,7 +561,7 @@ impl Copied {
 }
 
 /// Runs a break's `step` on the stack as its instruction finds it (`condition` pushes
-/// a branch's condition).
+/// a branch's condition, or the operand an iterator is made of).
 pub fn emit_step<'py, E: Emit<'py>>(
     e: &mut E,
     instr: &Instruction,
@@ -574,6 +582,14 @@ pub fn emit_step<'py, E: Emit<'py>>(
                 ..instr.clone()
             });
             Ok(())
+        }
+        Step::IteratorAndNull => {
+            let iter = builtin(e.writer().pools.py, "iter")?;
+            e.call_constant(iter, |e| {
+                condition(e)?;
+                Ok(1)
+            })?;
+            e.push_null()
         }
         Step::BoundAttribute { null_first } => {
             e.writer().out.push(Instruction {

@@ -16,6 +16,10 @@ pub enum Step {
     /// as the VM reads it: whether CPython's form would push a NULL is known only when it
     /// runs, and the resume function must know its NULL slots.
     BoundAttribute { null_first: bool },
+    /// A plain `GET_ITER` whose iterator takes two slots (3.15+) run as `iter()` beside a
+    /// NULL, as the VM reads it (and `FOR_ITER` takes it): the interpreter's own pair may
+    /// hold a list's index as a tagged int, which no code but the interpreter's may hold.
+    IteratorAndNull,
     /// The loop around the break, run in a bridge until control leaves it.
     Loop(LoopSpan),
 }
@@ -36,7 +40,7 @@ impl Step {
     pub fn kept(&self, depth: usize) -> usize {
         match self {
             Step::RunHere { consumed, .. } => depth - consumed,
-            Step::BranchOnTruth | Step::BoundAttribute { .. } => depth - 1,
+            Step::BranchOnTruth | Step::BoundAttribute { .. } | Step::IteratorAndNull => depth - 1,
             Step::Loop(span) => span.kept,
         }
     }
@@ -46,12 +50,13 @@ impl Step {
         let after = match self {
             Step::RunHere { consumed, produced } => stack.len() - consumed + produced,
             Step::BranchOnTruth => stack.len(),
-            Step::BoundAttribute { .. } => stack.len() + 1,
+            Step::BoundAttribute { .. } | Step::IteratorAndNull => stack.len() + 1,
             Step::Loop(span) => span.kept,
         };
         let kept = self.kept(stack.len());
         let made_null = match self {
             Step::BoundAttribute { null_first } => Some(kept + usize::from(!null_first)),
+            Step::IteratorAndNull => Some(kept + 1),
             _ => None,
         };
         (0..after)
@@ -63,7 +68,7 @@ impl Step {
     /// bridge resumes at its exits instead).
     pub fn resume_pc(&self, pc: usize) -> usize {
         match self {
-            Step::RunHere { .. } | Step::BoundAttribute { .. } => pc + 1,
+            Step::RunHere { .. } | Step::BoundAttribute { .. } | Step::IteratorAndNull => pc + 1,
             Step::BranchOnTruth | Step::Loop(_) => pc,
         }
     }

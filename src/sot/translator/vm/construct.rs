@@ -3,6 +3,18 @@
 use super::*;
 
 impl<'py, 'b> Vm<'py, 'b> {
+    /// `__init__` must return None: CPython's TypeError, with the type it returned.
+    fn check_init_returned_none(&mut self, returned: Vid) -> Res<()> {
+        let none = self.none();
+        if self.identical(returned, none)? {
+            return Ok(());
+        }
+        let type_name = self.concrete(returned)?.get_type().name()?;
+        Err(Problem::Python(PyTypeError::new_err(format!(
+            "__init__() should return None, not '{type_name}'"
+        ))))
+    }
+
     /// A layer's attributes that decide what its call computes (`training`), guarded by value.
     pub(super) fn guard_layer(&mut self, obj: &Bound<'py, PyAny>, source: Option<SourceId>) -> Res<()> {
         let Some(s) = source else {
@@ -217,12 +229,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let mut all = vec![made];
                     all.extend_from_slice(args);
                     let returned = self.call(init, all, kwargs.to_vec())?;
-                    let none = self.none();
-                    if !self.identical(returned, none)? {
-                        return Err(Problem::Python(PyTypeError::new_err(
-                            "__init__() should return None",
-                        )));
-                    }
+                    self.check_init_returned_none(returned)?;
                 }
                 Some(init) if init.is(&object_init) => {}
                 _ => {
@@ -261,12 +268,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let mut all = vec![made];
                 all.extend_from_slice(args);
                 let returned = self.call(init, all, kwargs.to_vec())?;
-                let none = self.none();
-                if !self.identical(returned, none)? {
-                    return Err(Problem::Python(PyTypeError::new_err(
-                        "__init__() should return None",
-                    )));
-                }
+                self.check_init_returned_none(returned)?;
             }
             None if !args.is_empty() || !kwargs.is_empty() => {
                 return Err(Problem::Python(PyTypeError::new_err(format!(

@@ -26,7 +26,7 @@ mod strings;
 
 use std::collections::HashMap;
 
-use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Op};
+use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Literal, Op};
 use framehook_bytecode::table::{CallLayout, ExceptionModel};
 use framehook_bytecode::Table;
 use pyo3::exceptions::{PyAttributeError, PyRuntimeError, PyStopIteration, PyTypeError};
@@ -52,8 +52,8 @@ use super::model::known::Known;
 use super::model::problem::{graph_break, unsupported, Problem, Res};
 use super::model::value::{Function, Lazy, Sym, Val, Vid};
 use super::pyutil::{
-    builtin, is_heap_instance, is_heap_type, is_plain_tuple, is_template, qualname, solid_base,
-    type_name_in_messages,
+    builtin, is_heap_instance, is_heap_type, is_lazy_import, is_plain_tuple, is_template, qualname,
+    solid_base, type_name_in_messages,
 };
 use super::session::with_session;
 use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};

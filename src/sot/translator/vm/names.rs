@@ -16,6 +16,17 @@ impl<'py, 'b> Vm<'py, 'b> {
         let in_globals = frame.globals.get_item(&key).ok();
         let top_globals = self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g));
         if let Some(value) = in_globals {
+            if is_lazy_import(&value) {
+                // Pinned while unresolved: once the program resolves it, the guard fails
+                // and the frame is translated again with the module.
+                if top_globals {
+                    let source = self.intern(Source::Global(name_ref(self.py, name)));
+                    self.pin(source, &value)?;
+                }
+                return graph_break(format!(
+                    "global {name} is a lazy import not used yet (reading it imports)"
+                ));
+            }
             if top_globals {
                 return Ok(self.value_of_source(Source::Global(name_ref(self.py, name)), value));
             }

@@ -315,6 +315,22 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// The value on top of the stack, left there.
+    /// The stack slots an iterator takes in this version (3.15+: two, the iterator and a
+    /// NULL or a list's index).
+    pub(super) fn iterator_slots(&self) -> usize {
+        self.table.iterator_slots as usize
+    }
+
+    /// The iterator (or `SEND`'s receiver) on top of the stack, below its other slots.
+    pub(super) fn iterator_at(&self, frame: &Frame<'py>) -> Res<Vid> {
+        let depth = self.iterator_slots();
+        frame
+            .stack
+            .len()
+            .checked_sub(depth)
+            .map_or_else(|| unsupported("stack underflow"), |index| Ok(frame.stack[index]))
+    }
+
     pub(super) fn top(frame: &Frame<'py>) -> Res<Vid> {
         frame
             .stack

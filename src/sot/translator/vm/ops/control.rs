@@ -1,11 +1,11 @@
 //! Control flow: jumps, iteration, returns, generators (send, yield).
 
-use super::spec::AtBreak::{BranchOnTruth, Breaks, Native};
+use super::spec::AtBreak::{BranchOnTruth, Breaks, PlainIterator};
 use super::spec::OpSpec;
 use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
-    OpSpec::run(Op::GetIter, get_iter, Native(1, 1)),
+    OpSpec::run(Op::GetIter, get_iter, PlainIterator),
     OpSpec::run(Op::GetYieldFromIter, get_iter, Breaks),
     OpSpec::run(Op::ForIter, for_iter, Breaks),
     OpSpec::run(Op::EndFor, pop_iterator, Breaks),
@@ -25,17 +25,26 @@ pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::YieldValue, yield_value, Breaks),
 ];
 
-/// `GET_ITER`, `GET_YIELD_FROM_ITER`.
+/// `GET_ITER`, `GET_YIELD_FROM_ITER`: the iterator, in as many slots as the version's
+/// iterators take (3.15+: the iterator and a NULL, which its `FOR_ITER` and `SEND` accept
+/// as they accept an iterator of their own; generated code rebuilds it so, never as the
+/// interpreter's own list-and-index pair). A `GET_ITER` with a check (3.15's form of
+/// `GET_YIELD_FROM_ITER`) checks nothing more: its operand is no coroutine here, where
+/// coroutines are never translated values.
 fn get_iter<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instruction) -> Res<Option<Vid>> {
     let v = Vm::pop(frame)?;
     let it = vm.iterator(v)?;
     frame.stack.push(it);
+    for _ in 1..vm.iterator_slots() {
+        let null = vm.push_val(Val::Null);
+        frame.stack.push(null);
+    }
     Ok(None)
 }
 
 /// `FOR_ITER`.
 fn for_iter<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let it = Vm::top(frame)?;
+    let it = vm.iterator_at(frame)?;
     if let Some(item) = vm.advance(it)? {
         frame.stack.push(item);
     } else {
@@ -122,7 +131,7 @@ fn return_value<'py>(
 /// `SEND`.
 fn send<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let sent = Vm::pop(frame)?;
-    let receiver = Vm::top(frame)?;
+    let receiver = vm.iterator_at(frame)?;
     match vm.send(receiver, sent)? {
         Sent::Yielded(item) => frame.stack.push(item),
         Sent::Returned(value) => {
@@ -138,10 +147,10 @@ fn send<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) 
     Ok(None)
 }
 
-/// `END_SEND`.
-fn end_send<'py>(_vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instruction) -> Res<Option<Vid>> {
+/// `END_SEND`: the receiver's slots go, the value stays.
+fn end_send<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instruction) -> Res<Option<Vid>> {
     let value = Vm::pop(frame)?;
-    Vm::pop(frame)?;
+    Vm::pop_n(frame, vm.iterator_slots())?;
     frame.stack.push(value);
     Ok(None)
 }

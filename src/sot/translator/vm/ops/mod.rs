@@ -119,6 +119,14 @@ impl<'py> Vm<'py, '_> {
             AtBreak::BoundAttribute => Step::BoundAttribute {
                 null_first: self.table.call_layout != CallLayout::CallableFirst,
             },
+            AtBreak::PlainIterator => match (instr.arg, self.iterator_slots()) {
+                (Arg::None | Arg::Int(0), 1) => Step::RunHere {
+                    consumed: 1,
+                    produced: 1,
+                },
+                (Arg::None | Arg::Int(0), _) => Step::IteratorAndNull,
+                _ => return None,
+            },
         })
     }
 }

@@ -18,7 +18,9 @@ pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::LoadClassderef, load_deref, Breaks),
     OpSpec::run(Op::StoreDeref, store_deref, Breaks),
     OpSpec::run(Op::DeleteDeref, delete_deref, Breaks),
-    OpSpec::run(Op::LoadGlobal, load_global, Breaks),
+    // At a break the generated code reads the global itself, where the original would (a
+    // lazy import's placeholder, 3.15+, imports there).
+    OpSpec::run(Op::LoadGlobal, load_global, Native(0, 1)),
     OpSpec::run(Op::LoadName, load_global, Breaks),
     OpSpec::run(Op::StoreGlobal, store_global, Native(1, 0)),
     OpSpec::run(Op::DeleteGlobal, delete_global, Breaks),
@@ -137,6 +139,16 @@ fn delete_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Inst
 /// package's missing one would be imported as its submodule). A relative import's name is
 /// resolved against the frame's `__package__` first (`Vm::relative_import_name`).
 fn import_name<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
+    if let Arg::NameFlags(_, flags) = instr.arg {
+        // A lazy import (3.15+, module level only) binds a placeholder that resolves on use.
+        if vm
+            .table
+            .enum_value("import_flag", "lazy")
+            .is_some_and(|lazy| u32::from(flags) & lazy != 0)
+        {
+            return unsupported("a lazy import");
+        }
+    }
     let name = Vm::name_at(frame, instr.arg)?;
     let fromlist = Vm::pop(frame)?;
     let level = Vm::pop(frame)?;

@@ -35,6 +35,10 @@ pub(super) enum AtBreak {
     BranchOnTruth,
     /// `LOAD_METHOD`: the generated code loads the bound attribute beside a NULL slot.
     BoundAttribute,
+    /// A plain `GET_ITER`: run as it is where an iterator takes one slot, as `iter()` beside
+    /// a NULL where it takes two (see `Step::IteratorAndNull`); a `GET_ITER` with a check
+    /// (3.15's `yield from`) breaks.
+    PlainIterator,
 }
 
 /// An opcode's entry.

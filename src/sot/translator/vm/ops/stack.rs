@@ -123,7 +123,16 @@ fn load_common_constant<'py>(
     let Arg::Enum(name) = instr.arg else {
         return unsupported("LOAD_COMMON_CONSTANT without a name");
     };
-    let value = builtin(vm.py, name)?;
+    // The interpreter's own values: a literal (3.15+), or a builtin of the real `builtins`
+    // module, whatever the frame's builtins say.
+    let value = match Literal::from_name(name) {
+        Some(Literal::None) => vm.py.None().into_bound(vm.py),
+        Some(Literal::EmptyString) => PyString::new(vm.py, "").into_any(),
+        Some(Literal::True) => PyBool::new(vm.py, true).to_owned().into_any(),
+        Some(Literal::False) => PyBool::new(vm.py, false).to_owned().into_any(),
+        Some(Literal::MinusOne) => (-1i64).into_pyobject(vm.py)?.into_any(),
+        None => builtin(vm.py, name)?,
+    };
     let v = vm.constant(value);
     frame.stack.push(v);
     Ok(None)
