@@ -254,7 +254,7 @@ def test_matrix_lists_every_interpreter_and_marks_the_running_one(tmp_path):
     done = framehook_cli("matrix", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rows = {line.split()[0]: line for line in done.stdout.splitlines()[2:] if line}
-    assert ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d"] == list(rows)[:8]
+    assert ["3.9", "3.10", "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14d", "3.15", "3.15d"] == list(rows)[:10]
     assert "shadow PyFrameObject" in rows["3.9"] and "passed through" in rows["3.10"]
     assert "re-initialised in place" in rows["3.11"] and "hooked" in rows["3.11"]
     assert "free-threaded" in rows["3.13t"]

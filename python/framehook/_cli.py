@@ -37,6 +37,8 @@ MATRIX = (
     ("3.13t", "free-threaded", _IN_PLACE, "hooked (initial call)"),
     ("3.14", "default", _IN_PLACE, "hooked (initial call)"),
     ("3.14d", "debug", _IN_PLACE, "hooked (initial call)"),
+    ("3.15", "default", _IN_PLACE, "hooked (initial call)"),
+    ("3.15d", "debug", _IN_PLACE, "hooked (initial call)"),
 )
 
 # run's options that take a value as the next argument (see split_run_arguments).

@@ -1,4 +1,4 @@
-"""framehook's bytecode layer: CPython 3.9-3.14 bytecode, decoded and assembled in Rust.
+"""framehook's bytecode layer: CPython 3.9-3.15 bytecode, decoded and assembled in Rust.
 
 - ``decode(code)``: the code object's instructions in the canonical instruction set, the
   one SOT's translator understands on every version (``canonical=False``: the running
