@@ -3,7 +3,7 @@
     python -m framehook_dev.sot_workloads_bench                    # all eight interpreters
     python -m framehook_dev.sot_workloads_bench --only 3.13 --fast # a quick, rough run on one
     python -m framehook_dev.sot_workloads_bench --report-only      # the tables from the saved results
-    python -m framehook_dev.sot_workloads_bench --instructions --only 3.13,3.14  # callgrind counts
+    python -m framehook_dev.sot_workloads_bench --instructions --only 3.13,3.14,3.15  # callgrind counts
 
 For each interpreter: the venv of framehook_dev.matrix with a release build of framehook and
 pyperf, as framehook_dev.bench prepares them, then one pyperf run of
@@ -39,9 +39,10 @@ INSTRUCTIONS_END = "<!-- sot-instructions-table-end -->"
 # processes of framehook_dev.bench, as the run is short (about two minutes per interpreter)
 # and the ratios are judged per workload, not averaged over several.
 PYPERF = ["--processes", "10", "--values", "3", "--warmups", "1", "--min-time", "0.03"]
-# 3.14's translated/eager ratio on each workload at most this times 3.13's (the script judges
-# the other targets, per interpreter).
-AGAINST_313 = 1.03
+# Each newer release's translated/eager ratio on each workload at most this times the
+# release before's (the script judges the other targets, per interpreter).
+AGAINST_PREVIOUS = 1.03
+RELEASE_PAIRS = (("3.13", "3.14"), ("3.14", "3.15"))
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -65,19 +66,41 @@ def build_kind(report: dict[str, Any]) -> str:
             "free-threaded" if implementation["gil"] == "off" else "release")
 
 
-def against_313(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per workload: 3.14's translated/eager ratio within AGAINST_313 of 3.13's (timed, or
-    counted in instructions where the reports are sot_instructions.py's)."""
-    if "3.13" not in reports or "3.14" not in reports:
-        return []
+def against_previous(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per workload and pair of releases measured: the newer's translated/eager ratio within
+    AGAINST_PREVIOUS of the older's (timed, or counted in instructions where the reports are
+    sot_instructions.py's)."""
     checks = []
-    old_report = reports["3.13"]
-    workloads = old_report.get("instructions_per_call") or old_report["workloads"]
-    for workload in (name for name in workloads if name != "two_ops"):
-        old, new = (translated_to_eager(reports[name], workload) for name in ("3.13", "3.14"))
-        if old is not None and new is not None:
-            checks.append({"workload": workload, "ratio_313": old, "ratio_314": new, "met": new <= AGAINST_313 * old})
+    for old_name, new_name in RELEASE_PAIRS:
+        if old_name not in reports or new_name not in reports:
+            continue
+        old_report = reports[old_name]
+        workloads = old_report.get("instructions_per_call") or old_report["workloads"]
+        for workload in (name for name in workloads if name != "two_ops"):
+            old, new = (translated_to_eager(reports[name], workload) for name in (old_name, new_name))
+            if old is not None and new is not None:
+                checks.append({"workload": workload, "old": old_name, "new": new_name, "ratio_old": old,
+                               "ratio_new": new, "met": new <= AGAINST_PREVIOUS * old})
     return checks
+
+
+def describe_checks(checks: list[dict[str, Any]], what: str) -> list[str]:
+    """One paragraph per pair of releases."""
+    lines = []
+    for old_name, new_name in RELEASE_PAIRS:
+        pair = [c for c in checks if (c["old"], c["new"]) == (old_name, new_name)]
+        if pair:
+            lines += ["", f"{new_name} beside {old_name}, {what} (target: {new_name}'s at most "
+                      f"{AGAINST_PREVIOUS}x {old_name}'s): "
+                      + "; ".join(f"{c['workload']} {c['ratio_new']:.3f} against {c['ratio_old']:.3f} "
+                                  f"({'met' if c['met'] else '**missed**'})" for c in pair) + "."]
+    return lines
+
+
+def print_checks(checks: list[dict[str, Any]], what: str) -> None:
+    for check in checks:
+        print(f"{'met ' if check['met'] else 'MISS'}  {check['new']:6} {check['workload']}: {what} "
+              f"{check['ratio_new']:.3f}, at most {AGAINST_PREVIOUS} x {check['old']}'s {check['ratio_old']:.3f}")
 
 
 def translated_to_eager(report: dict[str, Any], workload: str) -> Optional[float]:
@@ -97,7 +120,7 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     lines = ["Release builds, numpy backend, pyperf (medians; µs per call unless marked). *Generated code "
              "alone*: SOT's code for the call run as a plain function, without the hook and the guards. "
              "*First call*: after `sot.reset()`, translation included. Target: translated at least "
-             "1.5x faster than eager on each workload (judged on the release builds of 3.9-3.14; in bold "
+             "1.5x faster than eager on each workload (judged on the release builds of 3.9-3.15; in bold "
              "where missed).", "",
              "| interpreter | workload | eager | translated | speedup | generated code alone | guards | breaks | "
              "first call (ms) | Paddle's SOT first call (ms) |",
@@ -121,36 +144,26 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
                  f"{report['python']} {build_kind(report)}, numpy {report['numpy']}; "
                  f"load {report['loadavg'][0]:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    checks = against_313(reports)
-    if checks:
-        lines += ["", f"3.14 beside 3.13, translated/eager (target: 3.14's at most {AGAINST_313}x 3.13's): "
-                  + "; ".join(f"{c['workload']} {c['ratio_314']:.3f} against {c['ratio_313']:.3f} "
-                              f"({'met' if c['met'] else '**missed**'})" for c in checks) + "."]
+    lines += describe_checks(against_previous(reports), "translated/eager")
     return "\n".join(lines)
 
 
 def instruction_tables(reports: dict[str, dict[str, Any]]) -> str:
-    lines = ["Release builds (3.14d: its debug build), numpy backend: instructions per call counted by callgrind "
-             "(`--instructions`; exact and repeatable, where the timings above vary by more than the 3% "
+    lines = ["Release builds (3.14d, 3.15d: their debug builds), numpy backend: instructions per call counted by "
+             "callgrind (`--instructions`; exact and repeatable, where the timings above vary by more than the 3% "
              "judged here), after the first calls.", "",
              "| interpreter | workload | eager | translated | translated/eager |", "| --- | --- |" + " ---: |" * 3]
     for name, report in reports.items():
         for workload, counts in report["instructions_per_call"].items():
             lines.append(f"| {name} | {workload} | {counts['eager']:,.0f} | {counts['translated']:,.0f} | "
                          f"{counts['ratio']:.3f} |")
-    checks = against_313(reports)
-    if checks:
-        lines += ["", f"3.14 beside 3.13, translated/eager in instructions (target: 3.14's at most {AGAINST_313}x "
-                  "3.13's): " + "; ".join(f"{c['workload']} {c['ratio_314']:.3f} against {c['ratio_313']:.3f} "
-                                          f"({'met' if c['met'] else '**missed**'})" for c in checks) + "."]
+    lines += describe_checks(against_previous(reports), "translated/eager in instructions")
     return "\n".join(lines)
 
 
 def print_instruction_targets(reports: dict[str, dict[str, Any]]) -> None:
     print()
-    for check in against_313(reports):
-        print(f"{'met ' if check['met'] else 'MISS'}  3.14   {check['workload']}: translated/eager in instructions "
-              f"{check['ratio_314']:.3f}, at most {AGAINST_313} x 3.13's {check['ratio_313']:.3f}")
+    print_checks(against_previous(reports), "translated/eager in instructions")
 
 
 def print_targets(reports: dict[str, dict[str, Any]]) -> None:
@@ -158,9 +171,7 @@ def print_targets(reports: dict[str, dict[str, Any]]) -> None:
     for name, report in reports.items():
         for check in report["targets"]:
             print(f"{'met ' if check['met'] else 'MISS'}  {name:6} {check['target']}: {check['value']}")
-    for check in against_313(reports):
-        print(f"{'met ' if check['met'] else 'MISS'}  3.14   {check['workload']}: translated/eager "
-              f"{check['ratio_314']:.3f}, at most {AGAINST_313} x 3.13's {check['ratio_313']:.3f}")
+    print_checks(against_previous(reports), "translated/eager")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
