@@ -254,3 +254,24 @@ def break_in_nested_handlers(x):
             inner = repr(sys.exc_info()[1])
         outer = repr(sys.exc_info()[1])
     return y, inner, outer
+
+
+@contextlib.contextmanager
+def _generator_context():
+    yield
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["_generator_context", "_GeneratorContextManager.__exit__"])
+def break_out_of_a_with_in_a_while_loop(x):
+    # The loop runs in a bridge (entering the generator's context manager breaks); `break`
+    # leaves it from inside the `with`, whose __exit__ and its self the exit hands on (3.15
+    # once took them for a `for` loop's iterator slots, popped them and crashed).
+    y = x * 2
+    counter = 0
+    while True:
+        counter += 1
+        with _generator_context():
+            counter += 10
+            break
+        counter += 100
+    return y + counter

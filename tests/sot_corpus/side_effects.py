@@ -165,3 +165,25 @@ def same_list_twice(x, items):
     alias.append(2)
     items.append(3)
     return x * len(alias), alias is items
+
+
+@case(
+    args=lambda: (),
+    graphs=0,
+    ops=0,
+    breaks=["reversed() of a dict", "dict_reversekeyiterator", "dict_reversekeyiterator"],
+    raises=RuntimeError,
+)
+def dict_cleared_and_refilled_under_a_reverse_iterator():
+    # CPython's test_dict (test_reversed_dict_keys_changed_during_iteration): the same size,
+    # other keys below the iterator's place: "dictionary keys changed during iteration".
+    d = dict.fromkeys(range(10))
+    for i in range(7):
+        del d[i]
+    it = reversed(d)
+    next(it)
+    d.clear()
+    d.update(dict.fromkeys(range(10)))
+    for i in range(3, 10):
+        del d[i]
+    return list(it)

@@ -191,6 +191,11 @@ impl<'py> Translation<'_, 'py, '_> {
             step: Step::Loop(LoopSpan {
                 exits,
                 kept,
+                iterator_slots: if instrs[head].op == Op::ForIter {
+                    iterator_slots
+                } else {
+                    0
+                },
                 unhanded,
                 marked,
             }),
@@ -250,17 +255,21 @@ impl<'py> Translation<'_, 'py, '_> {
                 .collect();
             // Where an iterator takes two slots (3.15+), the second may be a list's index
             // as a tagged int, which no code but the interpreter's may hold: an exit's stub
-            // pops the loop's own slots, and the resume function has NULLs in their place,
-            // which the code after an exit only pops (as it pops a generator loop's NULL).
-            let dead_from = (self.table.iterator_slots > 1).then_some(span.kept);
+            // pops a `for` loop's iterator slots, and the resume function has NULLs in their
+            // place, which the code after an exit only pops (as it pops a generator loop's
+            // NULL). Other slots left at an exit (a `with` block's, above the iterator) are
+            // handed on as they are.
+            let dead = if self.table.iterator_slots > 1 {
+                span.kept..span.kept + span.iterator_slots
+            } else {
+                0..0
+            };
             let exits = span
                 .exits
                 .iter()
                 .map(|(exit, depth)| {
-                    // The loop's own slots left at an exit (its iterator) are handed on as
-                    // they are, but where they are dead (see `dead_from`): NULLs then.
                     let mut nulls = nulls.clone();
-                    nulls.resize(*depth, dead_from.is_some());
+                    nulls.extend((span.kept..*depth).map(|slot| dead.contains(&slot)));
                     let key = ResumeKey {
                         pc: *exit,
                         nulls,
@@ -288,15 +297,13 @@ impl<'py> Translation<'_, 'py, '_> {
             };
             // The bridge's locals for the stack at its exits, as deep as the deepest.
             let mut exit_nulls = nulls;
-            exit_nulls.resize(
-                exits.iter().map(|e| e.depth).max().unwrap_or(span.kept),
-                dead_from.is_some(),
-            );
+            let deepest = exits.iter().map(|e| e.depth).max().unwrap_or(span.kept);
+            exit_nulls.extend((span.kept..deepest).map(|slot| dead.contains(&slot)));
             let bridge = codegen::Bridge {
                 step,
                 next: None,
                 next_nulls: &exit_nulls,
-                dead_from,
+                dead,
                 blocks_after: blocks.len(),
                 exits: &exits,
             };
@@ -332,7 +339,7 @@ impl<'py> Translation<'_, 'py, '_> {
                     step,
                     next: next.as_ref(),
                     next_nulls: &next_key.nulls,
-                    dead_from: None,
+                    dead: 0..0,
                     blocks_after: next_key.blocks.len(),
                     exits: &[],
                 };

@@ -21,9 +21,9 @@ pub struct Bridge<'a, 'py> {
     pub step: &'a Step,
     pub next: Option<&'a ResumeCall<'py>>,
     pub next_nulls: &'a [bool],
-    /// A loop's bridge: the stack slots from this one on are dead at its exits (the loop's
-    /// own, where an iterator is two slots): popped there, not handed on.
-    pub dead_from: Option<usize>,
+    /// A loop's bridge: the stack slots dead at its exits (a `for` loop's iterator, where
+    /// an iterator is two slots): popped there, not handed on.
+    pub dead: std::ops::Range<usize>,
     pub blocks_after: usize,
     pub exits: &'a [LoopExit<'py>],
 }
@@ -246,8 +246,8 @@ fn bridge_locals(
             let var = new_vars.varnames.iter().position(|n| *n == names.stack(*slot));
             slots[*slot] = Slot::Handled(var.expect("a stack argument") as u32);
         }
-        if let Some(dead_from) = b.dead_from {
-            for slot in slots.iter_mut().skip(dead_from) {
+        for slot in b.dead.clone() {
+            if let Some(slot) = slots.get_mut(slot) {
                 *slot = Slot::Dead;
             }
         }

@@ -30,6 +30,8 @@ pub enum Step {
 pub struct LoopSpan {
     pub exits: Vec<(usize, usize)>,
     pub kept: usize,
+    /// The slots of the loop's iterator, right above `kept` (0 for a `while` loop).
+    pub iterator_slots: usize,
     pub unhanded: Vec<usize>,
     /// The variables that may hold the unbound marker (see `ResumeKey::marked`).
     pub marked: Vec<usize>,
