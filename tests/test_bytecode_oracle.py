@@ -11,6 +11,7 @@ they must be the same, and ``co_code`` too. Through the canonical instructions
 (``via_ir=True``) the result must run and give what ``bytecode``'s code gives.
 """
 
+import dis
 import opcode
 import sys
 import types
@@ -26,6 +27,10 @@ if sys.version_info < (3, 11):
 bc = pytest.importorskip("bytecode", reason="the bytecode package is a test requirement on 3.11+")
 
 from framehook import bytecode  # noqa: E402
+
+# The stack slots GET_ITER leaves: an iterator, and on 3.15+ beside it a NULL or an index.
+_GET_ITER = opcode.opmap["GET_ITER"]
+ITERATOR_SLOTS = 1 + dis.stack_effect(_GET_ITER, 0 if _GET_ITER >= opcode.HAVE_ARGUMENT else None)
 
 # 3.13+ conditional jumps take an exact bool, which the compiler makes with TO_BOOL.
 CONDITIONAL_NEEDS_BOOL = "TO_BOOL" in opcode.opmap
@@ -48,6 +53,9 @@ class Builder:
         self.instrs = []
         self.depth = 0
         self.budget = 40
+        # Stack positions (from the bottom) no instruction may copy: a loop's index that
+        # 3.15+ keeps beside a tuple it iterates as a tagged int, only the interpreter's.
+        self.hidden = set()
 
     def emit(self, *instrs):
         self.instrs.extend(instrs)
@@ -77,7 +85,8 @@ class Builder:
                 self.emit(bc.Instr("BUILD_TUPLE", n))
                 self.depth += 1 - n
             elif kind == "copy":
-                self.emit(bc.Instr("COPY", self.draw(st.integers(1, self.depth))))
+                copyable = [i for i in range(1, self.depth + 1) if self.depth - i not in self.hidden]
+                self.emit(bc.Instr("COPY", self.draw(st.sampled_from(copyable))))
                 self.depth += 1
             elif kind == "swap" and self.depth - start >= 2:
                 self.emit(bc.Instr("SWAP", self.draw(st.integers(2, self.depth - start))))
@@ -108,14 +117,17 @@ class Builder:
         head, done = bc.Label(), bc.Label()
         self.emit(bc.Instr("LOAD_CONST", (1, 2)), bc.Instr("GET_ITER"), head, bc.Instr("FOR_ITER", done),
                   bc.Instr("POP_TOP"))
-        self.depth += 1
+        below = self.depth
+        self.depth += ITERATOR_SLOTS
+        self.hidden.update(range(below + 1, self.depth))
         self.body(nesting + 1)
+        self.hidden.difference_update(range(below + 1, self.depth))
         self.emit(bc.Instr("JUMP_BACKWARD", head), done)
         if sys.version_info >= (3, 12):
             self.emit(bc.Instr("END_FOR"))
         if sys.version_info >= (3, 13):
             self.emit(bc.Instr("POP_TOP") if sys.version_info < (3, 14) else bc.Instr("POP_ITER"))
-        self.depth -= 1
+        self.depth -= ITERATOR_SLOTS
 
     def try_region(self, nesting):
         """A protected body; the handler re-raises (lasti, if pushed, under the exception)."""
