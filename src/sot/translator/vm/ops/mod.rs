@@ -124,7 +124,7 @@ impl<'py> Vm<'py, '_> {
                     consumed: 1,
                     produced: 1,
                 },
-                (Arg::None | Arg::Int(0), _) => Step::IteratorAndNull,
+                (Arg::None | Arg::Int(0), 2) => Step::IteratorAndNull,
                 _ => return None,
             },
         })
