@@ -136,9 +136,10 @@ _LAZY_NORMALIZATION = (
     "normalized when it leaves that frame and the catching function's entry is kept: tb_frame is "
     "that function's frame, not __init__'s")
 _ANY_EVAL_FUNCTION = (
-    "the test asserts sys.getrefcount(x) == 1 for a local it overwrites (3.15): under any PEP 523 "
-    "function the frame's arguments are referenced once more while it runs (the torture's floor "
-    "mode, a bare pass-through eval function and no hook, diverges alike)")
+    "the test asserts sys.getrefcount(x) == 1 for an argument (3.15): under any PEP 523 function "
+    "CPython calls through its generic path, whose argument array holds a reference of its own "
+    "(the torture's floor mode, a bare pass-through eval function and no hook, diverges alike); "
+    "translated, the call of the resume function holds one more")
 SOT_INHERENT: dict[str, str] = {
     **{f"test.test_int.{case}.test_denial_of_service_prevented_{way}": _TIMES_ITS_TRANSLATION
        for case in ("IntStrDigitLimitsTests", "IntSubclassStrDigitLimitsTests")
