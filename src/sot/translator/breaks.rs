@@ -191,7 +191,10 @@ impl<'py> Translation<'_, 'py, '_> {
             step: Step::Loop(LoopSpan {
                 exits,
                 kept,
-                iterator_slots: if instrs[head].op == Op::ForIter {
+                // Where an iterator takes two slots (3.15+), the second may be a list's
+                // index as a tagged int, which no code but the interpreter's may hold: a
+                // `for` loop's iterator slots are dead at its exits (see `LoopSpan::dead`).
+                dead: if instrs[head].op == Op::ForIter && iterator_slots > 1 {
                     iterator_slots
                 } else {
                     0
@@ -253,17 +256,11 @@ impl<'py> Translation<'_, 'py, '_> {
                 .filter(|(_, level)| *level <= span.kept)
                 .copied()
                 .collect();
-            // Where an iterator takes two slots (3.15+), the second may be a list's index
-            // as a tagged int, which no code but the interpreter's may hold: an exit's stub
-            // pops a `for` loop's iterator slots, and the resume function has NULLs in their
-            // place, which the code after an exit only pops (as it pops a generator loop's
-            // NULL). Other slots left at an exit (a `with` block's, above the iterator) are
-            // handed on as they are.
-            let dead = if self.table.iterator_slots > 1 {
-                span.kept..span.kept + span.iterator_slots
-            } else {
-                0..0
-            };
+            // An exit's stub pops the loop's dead slots, and the resume function has NULLs in
+            // their place, which the code after an exit only pops (as it pops a generator
+            // loop's NULL). Other slots left at an exit (a `with` block's, above the iterator)
+            // are handed on as they are.
+            let dead = span.kept..span.kept + span.dead;
             let exits = span
                 .exits
                 .iter()

@@ -560,6 +560,19 @@ impl Copied {
     }
 }
 
+/// Calls the builtin `name` (as framehook found it) on what `operand` pushes.
+fn call_builtin_on<'py, E: Emit<'py>>(
+    e: &mut E,
+    name: &str,
+    operand: impl FnOnce(&mut E) -> PyResult<()>,
+) -> PyResult<()> {
+    let function = builtin(e.writer().pools.py, name)?;
+    e.call_constant(function, |e| {
+        operand(e)?;
+        Ok(1)
+    })
+}
+
 /// Runs a break's `step` on the stack as its instruction finds it (`condition` pushes
 /// a branch's condition, or the operand an iterator is made of).
 pub fn emit_step<'py, E: Emit<'py>>(
@@ -569,13 +582,7 @@ pub fn emit_step<'py, E: Emit<'py>>(
     condition: impl FnOnce(&mut E) -> PyResult<()>,
 ) -> PyResult<()> {
     match step {
-        Step::BranchOnTruth => {
-            let truth = builtin(e.writer().pools.py, "bool")?;
-            e.call_constant(truth, |e| {
-                condition(e)?;
-                Ok(1)
-            })
-        }
+        Step::BranchOnTruth => call_builtin_on(e, "bool", condition),
         Step::RunHere { .. } => {
             e.writer().out.push(Instruction {
                 handler: None,
@@ -584,11 +591,7 @@ pub fn emit_step<'py, E: Emit<'py>>(
             Ok(())
         }
         Step::IteratorAndNull => {
-            let iter = builtin(e.writer().pools.py, "iter")?;
-            e.call_constant(iter, |e| {
-                condition(e)?;
-                Ok(1)
-            })?;
+            call_builtin_on(e, "iter", condition)?;
             e.push_null()
         }
         Step::BoundAttribute { null_first } => {

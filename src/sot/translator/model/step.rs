@@ -30,8 +30,9 @@ pub enum Step {
 pub struct LoopSpan {
     pub exits: Vec<(usize, usize)>,
     pub kept: usize,
-    /// The slots of the loop's iterator, right above `kept` (0 for a `while` loop).
-    pub iterator_slots: usize,
+    /// The loop's own slots right above `kept` that are dead at its exits, popped there and
+    /// never handed on: a `for` loop's iterator where it takes two slots (3.15+), else none.
+    pub dead: usize,
     pub unhanded: Vec<usize>,
     /// The variables that may hold the unbound marker (see `ResumeKey::marked`).
     pub marked: Vec<usize>,
