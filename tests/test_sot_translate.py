@@ -514,6 +514,23 @@ def test_translation_composes_with_other_hooks():
     assert sot.stats(fast).graphs == 1
 
 
+def test_a_translation_imports_no_module_the_program_has_not():
+    # CPython 3.15's test_dataclasses: `make_dataclass` must leave `typing` unimported, and
+    # the translator imported it (and contextlib) to find the library functions it traces.
+    unimported = ("typing", "contextlib")
+    saved = {name: sys.modules.pop(name) for name in unimported if name in sys.modules}
+    try:
+        fast = sot.translate(two_ops)
+        x = np.arange(3.0)
+        np.testing.assert_array_equal(fast(x, x), x * 2.0 + x)
+        left = [name for name in unimported if name in sys.modules]
+    finally:
+        sys.modules.update(saved)
+    assert left == []
+    stats = sot.stats(fast)
+    assert stats.translations == 1 and stats.graphs == 1 and stats.graph_breaks == []
+
+
 def test_reset_forgets_translations_and_counters():
     fast = sot.translate(two_ops)
     fast(np.ones(2), np.ones(2))

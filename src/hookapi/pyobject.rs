@@ -16,7 +16,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 use crate::pep523_backend::{self, new_error};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyImportError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
@@ -68,16 +68,19 @@ impl Drop for StrongRef {
     }
 }
 
-/// Drops an error that will not be raised without PyO3's deferred release:
-/// it goes back to CPython, which clears it.
+/// The module `name` if `sys.modules` holds it, without importing it: what the
+/// translator reads about a program's modules must not import one the program has not.
+pub fn imported<'py>(py: Python<'py>, name: &str) -> Option<Bound<'py, PyAny>> {
+    let key = PyString::new(py, name);
+    // SAFETY: attached; a str key; a new reference or NULL (no error set when absent).
+    unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyImport_GetModule(key.as_ptr())) }
+}
+
 /// The module `name`, imported without `__import__`: code running in a hook must import
 /// even while the calling frame's builtins lack it (a namedtuple's `__new__` runs with
 /// `__builtins__ = {}`), where `Python::import` would raise KeyError.
 pub fn import<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyModule>> {
-    let key = pyo3::types::PyString::new(py, name);
-    // SAFETY: attached; a str key; a new reference or NULL (no error set when absent).
-    let loaded = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyImport_GetModule(key.as_ptr())) };
-    let module = match loaded {
+    let module = match imported(py, name) {
         Some(module) => module,
         None => {
             let c_name = CString::new(name)?;
@@ -95,13 +98,16 @@ pub fn import<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyModule>
                     ),
                 )
             }?;
-            // SAFETY: as above; the import just put it in sys.modules.
-            unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyImport_GetModule(key.as_ptr())) }?
+            imported(py, name).ok_or_else(|| {
+                PyImportError::new_err(format!("{name} is not in sys.modules after its import"))
+            })?
         }
     };
     Ok(module.cast_into::<PyModule>()?)
 }
 
+/// Drops an error that will not be raised without PyO3's deferred release:
+/// it goes back to CPython, which clears it.
 pub fn discard(py: Python<'_>, err: PyErr) {
     err.restore(py);
     // SAFETY: attached (the token); the error just set is cleared.

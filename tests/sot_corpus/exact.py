@@ -722,3 +722,74 @@ class _InitReturnsOne:
 def init_returning_a_value_raises_cpythons_message(x):
     # CPython names the type `__init__` returned; the translator's message once left it out.
     return _InitReturnsOne(x)
+
+
+
+_Pair = collections.namedtuple("_Pair", "a b")
+
+
+def _pair_after_a_break(items):
+    print("pairing")
+    return _Pair(*items)
+
+
+def _parts_after_a_break(text):
+    print("partitioning")
+    return text.partition("-")
+
+
+@case(args=lambda: (arr(3), [1, 2]), graphs=1, ops=1, breaks=["print"] * 3)
+def a_namedtuple_of_known_values_is_a_new_object_on_every_call(x, items):
+    # CPython 3.15's test_dataclasses (`astuple` with a namedtuple factory): the helper's
+    # translation made the namedtuple once, a constant, and each call returned that object.
+    first = _pair_after_a_break(items)
+    second = _pair_after_a_break(items)
+    return x * 2, first, first is not second
+
+
+@case(args=lambda: (arr(3), "a-b"), graphs=1, ops=1, breaks=["print"] * 3)
+def a_tuple_a_method_returns_is_a_new_object_on_every_call(x, text):
+    # As above for a tuple computed while translating (`str.partition` makes one per call).
+    first = _parts_after_a_break(text)
+    second = _parts_after_a_break(text)
+    return x * 2, first, first is not second
+
+
+
+_doc_reads = [0]
+
+
+class _CountedDoc:
+    """A docstring made when read, from the program's state (as 3.15's dataclasses make
+    one from the signature on first read)."""
+
+    def __get__(self, instance, cls):
+        return f"{cls.__name__} after {_doc_reads[0]} reads"
+
+
+class _Documented:
+    __doc__ = _CountedDoc()
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, globals_checked=("_doc_reads",))
+def a_class_attributes_descriptor_runs_where_the_program_reads_it(x):
+    # CPython 3.15's test_dataclasses: the translator read `C.__doc__` for real while
+    # translating, running the descriptor before the program had set what it reads.
+    _doc_reads[0] += 1
+    return x * 2, _Documented.__doc__
+
+
+def _module_getattr(name):
+    return f"{name} after {_doc_reads[0]} reads"
+
+
+_module_with_getattr = types.ModuleType("_module_with_getattr")
+_module_with_getattr.__getattr__ = _module_getattr
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["__getattr__"], globals_checked=("_doc_reads",))
+def a_modules_getattr_runs_where_the_program_reads_it(x):
+    # As above for a module's `__getattr__` (PEP 562), which the translator ran while
+    # translating.
+    _doc_reads[0] += 1
+    return x * 2, _module_with_getattr.version

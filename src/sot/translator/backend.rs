@@ -11,7 +11,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use super::guard::check::Check;
 use super::model::code::CodeInfo;
-use crate::hookapi::pyobject::{import, StrongRef};
+use crate::hookapi::pyobject::{imported, StrongRef};
 
 /// An attribute a backend may leave out.
 fn optional<'py>(object: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -96,11 +96,16 @@ const TRACED_LIBRARY: &[(&str, &[&str])] = &[
     ("typing", &["cast"]),
 ];
 
+/// Of the modules the program has imported: a module it has not cannot have handed it
+/// one of these functions, and importing it here would change the program's `sys.modules`.
 fn traced_library_codes(py: Python<'_>) -> PyResult<Vec<StrongRef>> {
     let mut codes = Vec::new();
     for (module, paths) in TRACED_LIBRARY {
+        let Some(module) = imported(py, module) else {
+            continue;
+        };
         for path in *paths {
-            let mut function = import(py, module)?.into_any();
+            let mut function = module.clone();
             for name in path.split('.') {
                 function = function.getattr(name)?;
             }

@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::hookapi::pyobject::import;
+use crate::hookapi::pyobject::{import, imported};
 use crate::sot::translator::pyutil::builtin;
 
 /// Python objects the VM uses, looked up once per translation.
@@ -96,11 +96,7 @@ impl<'py> Known<'py> {
             mappingproxy_get: types.getattr("MappingProxyType")?.getattr("get")?,
             string_io: import(py, "io")?.getattr("StringIO")?,
             string_io_write: import(py, "io")?.getattr("StringIO")?.getattr("write")?,
-            copy_copy: import(py, "sys")?
-                .getattr("modules")?
-                .get_item("copy")
-                .and_then(|module| module.getattr("copy"))
-                .ok(),
+            copy_copy: imported(py, "copy").and_then(|module| module.getattr("copy").ok()),
             method_wrapper_type: types.getattr("MethodWrapperType")?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),

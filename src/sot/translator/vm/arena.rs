@@ -66,6 +66,15 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// A computed Python value: mutable containers become symbolic ones.
     pub(super) fn wrap_result(&mut self, result: Bound<'py, PyAny>) -> Vid {
+        // A tuple a call returned is a new object on every call (`divmod`,
+        // `str.partition`): the generated code makes it, where a constant would be one.
+        if result.is_exact_instance_of::<PyTuple>() && !result.is(&PyTuple::empty(self.py)) {
+            let items: Vec<Vid> = result
+                .try_iter()
+                .map(|it| it.flatten().map(|i| self.wrap_result(i)).collect())
+                .unwrap_or_default();
+            return self.push_val(Val::Tuple(items));
+        }
         if result.is_exact_instance_of::<PyList>() {
             let items: Vec<Vid> = result
                 .try_iter()

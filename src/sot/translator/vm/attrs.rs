@@ -492,6 +492,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                 }
             }
+            match self.namespace_read(&obj, name)? {
+                NamespaceRead::Now => {}
+                NamespaceRead::Getter(getter, arguments) => {
+                    let getter = self.constant(getter);
+                    let arguments = arguments.into_iter().map(|a| self.constant(a)).collect();
+                    return self.call(getter, arguments, vec![]);
+                }
+                NamespaceRead::RunsPython(what) => {
+                    return unsupported(format!("attribute {name} of {}: {what}", qualname(&obj)));
+                }
+            }
             let value = obj.getattr(name)?;
             return Ok(attr_source(self, value));
         }
@@ -790,6 +801,106 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// its `__get__` inlined where it is a Python function (it may read state, or have
     /// effects, on every call), a break where it is anything else (a `Mock`); None for a
     /// descriptor of a C type, which the caller reads as such.
+    /// How `getattr(obj, name)` for a class or a module would run: the translation reads
+    /// it now only where that runs no Python code (a program's state can differ from the
+    /// translation's then, and the code's side effects would happen once, while translating).
+    fn namespace_read(&self, obj: &Bound<'py, PyAny>, name: &str) -> PyResult<NamespaceRead<'py>> {
+        let meta = obj.get_type().into_any();
+        let own_getattribute = if obj.is_instance_of::<PyType>() {
+            builtin(self.py, "type")?
+        } else {
+            self.ops.module_type.clone()
+        };
+        let own_getattribute = own_getattribute.getattr("__getattribute__")?;
+        let getattribute = self.type_lookup(&meta, "__getattribute__")?;
+        if !getattribute.is_some_and(|g| g.is(&own_getattribute)) {
+            return Ok(NamespaceRead::RunsPython(
+                "its type's own __getattribute__".into(),
+            ));
+        }
+        let python_get = |vm: &Self, descriptor: &Bound<'py, PyAny>| -> PyResult<Option<Bound<'py, PyAny>>> {
+            Ok(vm
+                .type_lookup(&descriptor.get_type().into_any(), "__get__")?
+                .filter(|get| get.is_instance(&vm.ops.function_type).unwrap_or(false)))
+        };
+        let meta_attr = self.type_lookup(&meta, name)?;
+        if let Some(descriptor) = &meta_attr {
+            let descriptor_type = descriptor.get_type();
+            let data = descriptor_type.hasattr("__set__")? || descriptor_type.hasattr("__delete__")?;
+            if data && descriptor.is_instance(&self.ops.property_type)? {
+                // A metaclass's property (an enum class's `__members__`): its getter inlined.
+                return Ok(NamespaceRead::Getter(
+                    descriptor.getattr("fget")?,
+                    vec![obj.clone()],
+                ));
+            }
+            if data && is_heap_instance(descriptor)? {
+                return Ok(NamespaceRead::RunsPython(format!(
+                    "a {} of its type",
+                    qualname(&descriptor_type.into_any())
+                )));
+            }
+            if data && name == "__doc__" {
+                // `type.__doc__` binds the class's own `__doc__` descriptor (3.15's dataclasses
+                // make the docstring on first read).
+                if let Ok(doc) = obj.getattr("__dict__")?.get_item("__doc__") {
+                    if let Some(get) = python_get(self, &doc)? {
+                        return Ok(NamespaceRead::Getter(
+                            get,
+                            vec![doc, self.py.None().into_bound(self.py), obj.clone()],
+                        ));
+                    }
+                }
+            }
+            if data && name == "__annotations__" {
+                // Deferred annotations (3.14+): the first read calls the class's annotate function.
+                let dict = obj.getattr("__dict__")?;
+                let annotate = ["__annotate_func__", "__annotate__"]
+                    .iter()
+                    .any(|key| dict.get_item(key).is_ok_and(|f| !f.is_none()));
+                if annotate
+                    && !dict.contains("__annotations__")?
+                    && !dict.contains("__annotations_cache__")?
+                {
+                    return Ok(NamespaceRead::RunsPython(
+                        "its __annotate__ runs on first read".into(),
+                    ));
+                }
+            }
+            if data {
+                return Ok(NamespaceRead::Now);
+            }
+        }
+        if obj.is_instance_of::<PyType>() {
+            if let Some(raw) = self.type_lookup(obj, name)? {
+                return Ok(match python_get(self, &raw)? {
+                    Some(get) => {
+                        NamespaceRead::Getter(get, vec![raw, self.py.None().into_bound(self.py), obj.clone()])
+                    }
+                    None => NamespaceRead::Now,
+                });
+            }
+        } else if let Ok(value) = obj.getattr("__dict__")?.get_item(name) {
+            if is_lazy_import(&value) {
+                return Ok(NamespaceRead::RunsPython("a lazy import not used yet".into()));
+            }
+            return Ok(NamespaceRead::Now);
+        } else if obj.getattr("__dict__")?.contains("__getattr__")? {
+            return Ok(NamespaceRead::RunsPython("the module's __getattr__".into()));
+        }
+        if let Some(descriptor) = &meta_attr {
+            if python_get(self, descriptor)?.is_some() {
+                return Ok(NamespaceRead::RunsPython(format!(
+                    "a {} of its type",
+                    qualname(&descriptor.get_type().into_any())
+                )));
+            }
+        } else if self.type_lookup(&meta, "__getattr__")?.is_some() {
+            return Ok(NamespaceRead::RunsPython("its type's __getattr__".into()));
+        }
+        Ok(NamespaceRead::Now)
+    }
+
     pub(super) fn python_descriptor_get(
         &mut self,
         descriptor: &Bound<'py, PyAny>,
@@ -1138,4 +1249,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         attr.is_instance(&self.ops.member_descriptor_type)
     }
+}
+
+/// How a class's or a module's attribute is read: now, by inlining its getter, or not
+/// while translating.
+enum NamespaceRead<'py> {
+    Now,
+    /// A Python getter and its arguments: a metaclass's property, a descriptor's `__get__`.
+    Getter(Bound<'py, PyAny>, Vec<Bound<'py, PyAny>>),
+    RunsPython(String),
 }

@@ -56,7 +56,7 @@ use super::pyutil::{
     solid_base, type_name_in_messages,
 };
 use super::session::with_session;
-use crate::hookapi::pyobject::{has_generic_getattro, import, StrongRef};
+use crate::hookapi::pyobject::{has_generic_getattro, import, imported, StrongRef};
 
 /// The kinds of tensor a value holds (`Vm::tensor_kinds`).
 #[derive(Default)]

@@ -12,13 +12,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> PyResult<bool> {
-        // Only modules already imported: looking must not import one.
-        let modules = import(self.py, "sys")?.getattr("modules")?;
         let is = |module: &str, name: &str| -> bool {
-            modules
-                .get_item(module)
-                .and_then(|m| m.getattr(name))
-                .is_ok_and(|f| f.is(obj))
+            imported(self.py, module)
+                .and_then(|m| m.getattr(name).ok())
+                .is_some_and(|f| f.is(obj))
         };
         let given = args.len() + kwargs.len();
         Ok(FRAME_READERS.iter().any(|(module, name)| {
@@ -67,30 +64,39 @@ impl<'py, 'b> Vm<'py, 'b> {
         let tuple_new = self.builtin("tuple").is_ok_and(|tuple| tuple.is(&receiver))
             && obj.getattr("__name__").is_ok_and(|n| n.to_string() == "__new__");
         if let ([cls, items], true) = (args, tuple_new && kwargs.is_empty()) {
-            // `tuple.__new__(cls, items)` (a namedtuple's `__new__`) of known values: made
-            // now, as immutable as its items.
+            // `tuple.__new__(cls, items)` (a namedtuple's `__new__`): a new object on every
+            // call, so the generated code makes it (a constant would be one object for all).
             let (Some(cls), Ok(items)) = (self.folded_argument(*cls, "")?, self.items_of(*items)) else {
                 return Ok(None);
             };
-            let mut values = Vec::with_capacity(items.len());
-            for item in &items {
-                if self.contains_tensor(*item) {
-                    break;
-                }
-                match self.folded_argument(*item, "")? {
-                    Some(value) if is_immutable(&value) => values.push(value),
-                    _ => break,
-                }
-            }
-            if values.len() == items.len() {
-                let made = obj.call1((cls, PyTuple::new(self.py, values)?))?;
-                return Ok(Some(self.constant(made)));
-            }
-            // Of values of the translation (tensors): a tuple subclass that acts as a tuple.
+            // A tuple subclass that acts as a tuple, of any values of the translation.
             if self.acts_as_a_tuple(&cls)? {
                 return Ok(Some(self.push_val(Val::NamedTuple { class: cls, items })));
             }
-            return Ok(None);
+            // Another (methods of its own, an instance dict): of known immutable values,
+            // made now to be read, and made again by the generated code.
+            let mut values = Vec::with_capacity(items.len());
+            for item in &items {
+                if self.contains_tensor(*item) {
+                    return Ok(None);
+                }
+                match self.folded_argument(*item, "")? {
+                    Some(value) if is_immutable(&value) => values.push(value),
+                    _ => return Ok(None),
+                }
+            }
+            let made = obj.call1((&cls, PyTuple::new(self.py, values)?))?;
+            let class = self.constant(obj.clone());
+            let cls = self.constant(cls);
+            let items = self.push_val(Val::Tuple(items));
+            let args = self.push_val(Val::Tuple(vec![cls, items]));
+            let kwargs = self.push_val(Val::Dict(Vec::new()));
+            return Ok(Some(self.push_val(Val::Constructed {
+                obj: made,
+                class,
+                args,
+                kwargs,
+            })));
         }
         let from_keys = self.builtin("dict").is_ok_and(|dict| dict.is(&receiver))
             && obj.getattr("__name__").is_ok_and(|n| n.to_string() == "fromkeys");
