@@ -198,23 +198,26 @@ class IdentityHook:
     told otherwise), one copy per code object.
 
     The per-code cache is keyed by identity and holds the original only weakly, so that
-    the hook keeps no code object alive that the program would have freed."""
+    the hook keeps no code object alive that the program would have freed. Dead entries are
+    dropped by the hook itself as the cache grows, never by a weakref callback: a callback
+    is Python code run wherever the program frees a code object, which a debugger under
+    test would see (test_bdb's stepping met its frames), where the hook's own calls run with
+    tracing suspended."""
 
     def __init__(self, name: str, transform: Callable[[types.CodeType], types.CodeType] = with_extra_local) -> None:
         self.name = name
         self._transform = transform
         self.stats = COUNTERS.hook(name)
         self._cache: dict[int, tuple[Any, Optional[types.CodeType]]] = {}
+        self._prune_at = 1024
 
-    def _forget(self, key: int) -> Callable[[Any], None]:
+    def _remember(self, code: types.CodeType, result: Optional[types.CodeType]) -> None:
         cache = self._cache
-
-        def forget(ref: Any) -> None:
-            entry = cache.get(key)
-            if entry is not None and entry[0] is ref:
+        if len(cache) >= self._prune_at:
+            for key in [key for key, (ref, _) in cache.items() if ref() is None]:
                 del cache[key]
-
-        return forget
+            self._prune_at = max(1024, 2 * len(cache))
+        cache[id(code)] = (weakref.ref(code), result)
 
     def transform(self, code: types.CodeType) -> Optional[types.CodeType]:
         entry = self._cache.get(id(code))
@@ -239,8 +242,7 @@ class IdentityHook:
         else:
             with COUNTERS.lock:
                 stats["transformed"] += 1
-        key = id(code)
-        self._cache[key] = (weakref.ref(code, self._forget(key)), result)
+        self._remember(code, result)
         return result
 
     def __call__(self, frame: Any) -> Optional[types.CodeType]:
