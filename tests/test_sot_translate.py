@@ -531,6 +531,33 @@ def test_a_translation_imports_no_module_the_program_has_not():
     assert stats.translations == 1 and stats.graphs == 1 and stats.graph_breaks == []
 
 
+def test_a_guard_on_the_type_of_an_argument_keeps_no_class_alive():
+    import gc
+    import weakref
+
+    def make_object():
+        class Local:
+            k = 2.0
+
+        return Local()
+
+    def scaled(x, obj):
+        return x * obj.k
+
+    fast = sot.translate(scaled, full_graph=True)
+    obj = make_object()
+    np.testing.assert_array_equal(fast(np.ones(2), obj), np.full(2, 2.0))
+    np.testing.assert_array_equal(fast(np.ones(2), obj), np.full(2, 2.0))
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.cache_hits, stats.graphs) == (1, 1, 1)
+    cls = weakref.ref(type(obj))
+    del obj
+    gc.collect()
+    # The translation stays cached; the class it guards on is the program's to free.
+    assert cls() is None
+    assert sot.stats(fast).translations == 1
+
+
 def test_reset_forgets_translations_and_counters():
     fast = sot.translate(two_ops)
     fast(np.ones(2), np.ones(2))

@@ -5,6 +5,7 @@ from the caller that object; anything else is a real call or a break."""
 
 import abc
 import collections
+import gc
 import sys
 import types
 
@@ -793,3 +794,24 @@ def a_modules_getattr_runs_where_the_program_reads_it(x):
     # translating.
     _doc_reads[0] += 1
     return x * 2, _module_with_getattr.version
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["class definition", "class definition", "__build_class__", "creating", "reversed()", "iteration over", "collect"])
+def a_class_made_in_a_call_is_freed_with_what_it_holds(x):
+    # CPython 3.15's test_list (`support.check_free_after_iterating`): the class, its
+    # `__del__`'s closure and the iterator in it form a cycle that `gc.collect()` frees;
+    # a translation's guard on the class's type held it strongly, so it was never freed.
+    freed = []
+
+    def iterate_once():
+        class Local(list):
+            def __del__(self):
+                freed.append(it)
+
+        it = reversed(Local())
+        for _ in it:
+            pass
+
+    iterate_once()
+    gc.collect()
+    return x * 2, len(freed)

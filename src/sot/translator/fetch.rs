@@ -109,7 +109,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
         let holds = match &guard.check {
             Check::Absent => false,
             Check::Present => true,
-            Check::Type(t) => type_ptr(&value) == t.as_ptr(),
+            Check::Type(t) => t.holds(&value.get_type()),
             Check::ClassUnchanged(version) => type_version(&value.get_type(), false) == *version,
             Check::SameAs(other) => self.fetch(*other).is_some_and(|o| o.is(&value)),
             Check::Distinct(others) => {

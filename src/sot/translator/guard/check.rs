@@ -37,6 +37,21 @@ pub enum Pin {
 }
 
 impl Pin {
+    /// A type: a class the program made (a heap type) weakly, so that a translation keeps
+    /// no class alive that the program would free (with it, its methods' closures and what
+    /// they hold); a static type, which lives for good, by address.
+    pub fn of_type(ty: &Bound<'_, PyAny>) -> Pin {
+        // SAFETY: a live type object; reading its flags only.
+        let heap = ty
+            .cast::<PyType>()
+            .is_ok_and(|t| unsafe { ffi::PyType_GetFlags(t.as_type_ptr()) } & ffi::Py_TPFLAGS_HEAPTYPE != 0);
+        if heap {
+            Pin::new(ty)
+        } else {
+            Pin::Strong(StrongRef::new(ty))
+        }
+    }
+
     pub fn new(object: &Bound<'_, PyAny>) -> Pin {
         match PyWeakrefReference::new(object) {
             Ok(reference) => Pin::Weak {
@@ -85,7 +100,7 @@ impl Pin {
 /// What a guard checks of its source's value.
 pub enum Check {
     /// `type(value) is T`.
-    Type(StrongRef),
+    Type(Pin),
     /// `value is O`.
     Id(Pin),
     /// `type(value) is type(V) and value == V`.
@@ -138,7 +153,10 @@ impl Check {
                 .map_or_else(|_| "?".to_owned(), |n| n.to_string())
         };
         match self {
-            Check::Type(t) => format!("type is {}", type_name(t)),
+            Check::Type(t) => match t.strong() {
+                Some(t) => format!("type is {}", type_name(&t)),
+                None => "type is <a class that died>".to_owned(),
+            },
             Check::Id(pin) => match pin.object(py) {
                 Some(o) => format!("is {}", truncate(&describe_value(&o, DESCRIBED_DEPTH))),
                 None => "is <an object that died>".to_owned(),
@@ -166,7 +184,7 @@ impl Check {
 
     pub fn same(&self, other: &Check) -> bool {
         match (self, other) {
-            (Check::Type(a), Check::Type(b)) => a.as_ptr() == b.as_ptr(),
+            (Check::Type(a), Check::Type(b)) => a.address() == b.address(),
             (Check::Id(a), Check::Id(b)) => a.address() == b.address(),
             (Check::Equals(a), Check::Equals(b))
             | (Check::SameValue(a), Check::SameValue(b))
@@ -196,19 +214,21 @@ impl Check {
             // `x is O` fixes `type(x)` only where `O.__class__` cannot be assigned.
             (Check::Id(pin), Check::Type(t)) => pin
                 .strong()
-                .is_some_and(|o| type_of(&o) == t.as_ptr() && class_is_fixed(&o)),
+                .is_some_and(|o| type_of(&o) as usize == t.address() && class_is_fixed(&o)),
             // ... and `len(x)` only where O cannot change size.
             (Check::Id(pin), Check::Len(n)) => pin
                 .strong()
                 .is_some_and(|o| is_immutable_sized(&o) && len_of(&o) == Some(*n)),
             // Equals checks the type first (`x is V` also passes it: V's class is fixed).
-            (Check::Equals(v), Check::Type(t)) => type_of(v) == t.as_ptr() && class_is_fixed(v),
+            (Check::Equals(v), Check::Type(t)) => type_of(v) as usize == t.address() && class_is_fixed(v),
             // Equal builtin sequences, mappings and sets have equal lengths.
             (Check::Equals(v), Check::Len(n)) => is_builtin_sized(v) && len_of(v) == Some(*n),
-            (Check::Keys(_), Check::Type(t)) => t.as_ptr() == std::ptr::addr_of_mut!(ffi::PyDict_Type).cast(),
+            (Check::Keys(_), Check::Type(t)) => {
+                t.address() == std::ptr::addr_of_mut!(ffi::PyDict_Type) as usize
+            }
             (Check::Keys(keys) | Check::OrderedKeys { keys, .. }, Check::Len(n)) => len_of(keys) == Some(*n),
-            (Check::OrderedKeys { ty, .. }, Check::Type(t)) => ty.as_ptr() == t.as_ptr(),
-            (Check::Tensor { ty, .. }, Check::Type(t)) => ty.as_ptr() == t.as_ptr(),
+            (Check::OrderedKeys { ty, .. }, Check::Type(t)) => ty.as_ptr() as usize == t.address(),
+            (Check::Tensor { ty, .. }, Check::Type(t)) => ty.as_ptr() as usize == t.address(),
             _ => false,
         }
     }

@@ -237,9 +237,11 @@ impl SourceTable {
     pub fn add_guard(guards: &mut Vec<Guard>, source: SourceId, check: Check) {
         // The class of a value guarded by its type or identity: its attributes too.
         let class = match &check {
-            Check::Type(ty) => {
-                Python::attach(|py| ty.bind(py).cast::<PyType>().ok().and_then(|t| class_unchanged(t)))
-            }
+            Check::Type(ty) => Python::attach(|py| {
+                ty.object(py)
+                    .and_then(|t| t.cast_into::<PyType>().ok())
+                    .and_then(|t| class_unchanged(&t))
+            }),
             Check::Id(pin) => {
                 Python::attach(|py| pin.object(py).and_then(|o| class_unchanged(&o.get_type())))
             }

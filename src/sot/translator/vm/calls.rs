@@ -361,7 +361,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // else the call reads of it (defaults, closure, globals) has its own source.
             match source {
                 Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
-                    self.add_guard(s, Check::Type(StrongRef::new(&self.ops.function_type)));
+                    self.add_guard(s, Check::Type(Pin::of_type(&self.ops.function_type)));
                     let code_source = self.intern(Source::Attr(s, name_ref(self.py, "__code__")));
                     self.add_guard(code_source, Check::Id(Pin::new(&obj.getattr("__code__")?)));
                     let globals_source = self.intern(Source::Attr(s, name_ref(self.py, "__globals__")));
@@ -391,7 +391,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Some(s) => {
                     // Made anew at each attribute read (a `with`'s `__exit__` handed to a
                     // resume function): pinned by type, its function and its receiver.
-                    self.add_guard(s, Check::Type(StrongRef::new(&self.ops.method_type)));
+                    self.add_guard(s, Check::Type(Pin::of_type(&self.ops.method_type)));
                     (
                         self.value_of_source(Source::Attr(s, name_ref(self.py, "__func__")), function),
                         self.value_of_source(Source::Attr(s, name_ref(self.py, "__self__")), receiver),

@@ -89,7 +89,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // A tuple of classes or functions (a class's `__mro__`): each item guarded, weakly,
             // so that the translation does not keep alive the classes the tuple holds.
             let tuple = obj.cast::<PyTuple>().map_err(PyErr::from)?;
-            self.add_guard(source, Check::Type(StrongRef::new(&obj.get_type().into_any())));
+            self.add_guard(source, Check::Type(Pin::of_type(&obj.get_type().into_any())));
             self.add_guard(source, Check::Len(tuple.len()));
             for (index, item) in tuple.iter().enumerate() {
                 let key = index.into_pyobject(self.py)?.into_any();
@@ -136,7 +136,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         } = self.val(vid)
         {
             let (ty, source) = (obj.get_type().into_any(), *source);
-            self.add_guard(source, Check::Type(StrongRef::new(&ty)));
+            self.add_guard(source, Check::Type(Pin::of_type(&ty)));
         }
     }
 

@@ -31,7 +31,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// A C function bound to a class (`MyLayer.apply`) is made anew at each attribute read:
     /// pinned by the class it is bound to and its name.
     pub(super) fn pin_class_bound_builtin(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
-        self.add_guard(source, Check::Type(StrongRef::new(&obj.get_type().into_any())));
+        self.add_guard(source, Check::Type(Pin::of_type(&obj.get_type().into_any())));
         let owner = self.intern(Source::Attr(source, name_ref(self.py, "__self__")));
         self.add_guard(owner, Check::Id(Pin::new(&obj.getattr("__self__")?)));
         let name = self.intern(Source::Attr(source, name_ref(self.py, "__name__")));

@@ -137,7 +137,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // A bound method held somewhere (a closure's cell): which method of which
             // receiver it is, guarded (a cell of another closure of the same code may hold
             // another).
-            self.add_guard(s, Check::Type(StrongRef::new(&obj.get_type().into_any())));
+            self.add_guard(s, Check::Type(Pin::of_type(&obj.get_type().into_any())));
             let name = self.intern(Source::Attr(s, name_ref(self.py, "__name__")));
             self.add_guard(name, Check::Equals(StrongRef::new(&obj.getattr("__name__")?)));
             let owner = self.intern(Source::Attr(s, name_ref(self.py, "__self__")));
