@@ -796,7 +796,11 @@ def a_modules_getattr_runs_where_the_program_reads_it(x):
     return x * 2, _module_with_getattr.version
 
 
-@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["class definition", "class definition", "__build_class__", "creating", "reversed()", "iteration over", "collect"])
+_LOCAL_CLASS_BREAKS = ["class definition", "class definition", "__build_class__", "creating", "reversed()",
+                       "iteration over", "collect"]
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=_LOCAL_CLASS_BREAKS)
 def a_class_made_in_a_call_is_freed_with_what_it_holds(x):
     # CPython 3.15's test_list (`support.check_free_after_iterating`): the class, its
     # `__del__`'s closure and the iterator in it form a cycle that `gc.collect()` frees;
