@@ -66,12 +66,19 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// A computed Python value: mutable containers become symbolic ones.
     pub(super) fn wrap_result(&mut self, result: Bound<'py, PyAny>) -> Vid {
-        // A tuple a call returned is a new object on every call (`divmod`,
-        // `str.partition`): the generated code makes it, where a constant would be one.
-        if result.is_exact_instance_of::<PyTuple>() && !result.is(PyTuple::empty(self.py)) {
+        self.wrap_held(result, 1)
+    }
+
+    /// `result`, of which `holders` references are the call's result and its container's
+    /// (none other: the call made it).
+    fn wrap_held(&mut self, result: Bound<'py, PyAny>, holders: isize) -> Vid {
+        // A tuple the call made (`divmod`, `str.partition`) is a new object on every call:
+        // the generated code makes it, where a constant would be one object for all. One
+        // held elsewhere too (an argument handed back, `t[:]`) stays that object.
+        if result.is_exact_instance_of::<PyTuple>() && result.get_refcnt() == holders {
             let items: Vec<Vid> = result
                 .try_iter()
-                .map(|it| it.flatten().map(|i| self.wrap_result(i)).collect())
+                .map(|it| it.flatten().map(|i| self.wrap_held(i, 2)).collect())
                 .unwrap_or_default();
             return self.push_val(Val::Tuple(items));
         }

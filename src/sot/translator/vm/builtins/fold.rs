@@ -69,6 +69,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             let (Some(cls), Ok(items)) = (self.folded_argument(*cls, "")?, self.items_of(*items)) else {
                 return Ok(None);
             };
+            // `tuple.__new__(tuple, t)` is `t` itself.
+            if cls.is(self.py.get_type::<PyTuple>()) {
+                return Ok(None);
+            }
             // A tuple subclass that acts as a tuple, of any values of the translation.
             if self.acts_as_a_tuple(&cls)? {
                 return Ok(Some(self.push_val(Val::NamedTuple { class: cls, items })));
