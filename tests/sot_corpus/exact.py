@@ -819,3 +819,14 @@ def a_class_made_in_a_call_is_freed_with_what_it_holds(x):
     iterate_once()
     gc.collect()
     return x * 2, len(freed)
+
+
+@case(args=lambda: (arr(3), (1,)), graphs=2, ops=2, breaks=["an exception made with an object from the frame", "print"])
+def a_tuple_handed_back_by_a_call_stays_that_object(x, t):
+    # The fuzzer (seed 700), against the first form of the change above: a tuple that
+    # `t[0]`-style reads and `e.args` hand back is an object that exists, not a new one.
+    held = (t,)
+    error = ValueError(t)
+    y = x * 2
+    print("between")
+    return y + 1, held[0] is t, error.args[0] is t, t[:] is t, tuple(t) is t
