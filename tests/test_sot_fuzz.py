@@ -61,6 +61,11 @@ def test_same_compares_values_as_a_user_of_the_results_does():
         value += [value, value]
     assert sot_fuzz.same(ones, twos) and not sot_fuzz.same(ones, other)
     assert not sot_fuzz.same(ValueError("x"), TypeError("x"))
+    # 3.15 words an oversized repeat count two ways by its call site's specialization.
+    too_large = "Python int too large to convert to C ssize_t"
+    assert sot_fuzz.same(OverflowError(too_large), OverflowError("cannot fit 'int' into an index-sized integer"))
+    assert not sot_fuzz.same(OverflowError(too_large), OverflowError("int too large to convert to float"))
+    assert not sot_fuzz.same(OverflowError(too_large), ValueError(too_large))
 
 
 def test_generation_is_deterministic_and_covers_the_templates():

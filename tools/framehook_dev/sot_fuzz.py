@@ -71,6 +71,21 @@ def _text(value: str) -> str:
     return ADDRESS.sub(" at 0x…", value)
 
 
+# CPython 3.15 words one error two ways for the same operation, by its own state: a
+# sequence repeated a count too large (`b'xy' *= -2**63 - 1`, `n *= 'ab'`) reads the count
+# with `PyLong_AsSsize_t` where the call site's BINARY_OP is specialized and with
+# `PyNumber_AsSsize_t` where it is not, so an eager run's message depends on how warm its
+# call site is, which no translation can know.
+_SAME_WORDING = {
+    "Python int too large to convert to C ssize_t": "cannot fit 'int' into an index-sized integer",
+}
+
+
+def _error_text(error: BaseException) -> str:
+    text = _text(str(error))
+    return _SAME_WORDING.get(text, text) if isinstance(error, OverflowError) else text
+
+
 def _type_key(value: Any) -> tuple[str, str]:
     # Classes defined inside a generated function are new objects on each call: by name.
     kind = type(value)
@@ -133,6 +148,8 @@ def _same(a: Any, b: Any, depth: int, seen: dict[tuple[int, int], tuple[Any, Any
     if isinstance(a, np.generic):
         return _same(a.item(), b.item(), depth + 1, seen)
     if isinstance(a, BaseException):
+        if isinstance(a, OverflowError):
+            return _error_text(a) == _error_text(b)
         return _same(a.args, b.args, depth + 1, seen) and _text(str(a)) == _text(str(b))
     base = next((kind for kind in type(a).__mro__ if kind in BUILTIN_BASES), None)
     if base is not None and type(a) is not base and not _same(_fields(a), _fields(b), depth + 1, seen):
