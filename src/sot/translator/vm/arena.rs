@@ -68,7 +68,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn wrap_result(&mut self, result: Bound<'py, PyAny>) -> Vid {
         // A tuple a call returned is a new object on every call (`divmod`,
         // `str.partition`): the generated code makes it, where a constant would be one.
-        if result.is_exact_instance_of::<PyTuple>() && !result.is(&PyTuple::empty(self.py)) {
+        if result.is_exact_instance_of::<PyTuple>() && !result.is(PyTuple::empty(self.py)) {
             let items: Vec<Vid> = result
                 .try_iter()
                 .map(|it| it.flatten().map(|i| self.wrap_result(i)).collect())
