@@ -26,13 +26,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
         {(3, 9), (3, 10)},
     ),
     "side_effects/set_add_discard": ("mutating a set from the frame", ALL),
-    "side_effects/dict_cleared_and_refilled_under_a_reverse_iterator": (
-        "a WRONG RESULT, found by CPython's test_dict through SOT: a dict the generated code "
-        "changes is given its net change (deletions, then stores), which leaves another table "
-        "than CPython's sequence (clear, update, del): a live reverse iterator over it finds its "
-        "keys changed in one and not in the other",
-        ALL,
-    ),
     "except_star/break_inside_clause": (
         "an except* clause handles only what it matched, which no instruction can make the "
         "current exception again in a resume function: a graph break inside one runs the frame eagerly",

@@ -59,6 +59,7 @@ impl<'py> Translation<'_, 'py, '_> {
             &vm.sources,
             &vm.graph,
             &vm.side_effects,
+            &vm.dict_histories,
             frame_cells_of(vm, locals),
             vm_globals(vm)?,
             rebuilt,

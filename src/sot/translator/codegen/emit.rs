@@ -17,10 +17,6 @@ use crate::sot::translator::pyutil::builtin;
 /// The name of the generated code's local holding the graph's outputs.
 pub const OUTPUTS_LOCAL: &str = "__sot_graph_outputs";
 
-/// The generated code's local holding a mutated container's new contents while the
-/// container is emptied (they may be read from it).
-pub const CONTENTS_LOCAL: &str = "__sot_new_contents";
-
 /// Constants and names of the generated code: the original's, then what it adds.
 pub struct Pools<'py> {
     pub py: Python<'py>,

@@ -11,12 +11,12 @@ use crate::sot::translator::code_pool::Generated;
 use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::kinds::{kind_of, made_exception};
 use crate::sot::translator::model::code::{Parameters, MAX_NESTING};
-use crate::sot::translator::model::frame::SideEffect;
+use crate::sot::translator::model::frame::{DictOp, SideEffect};
 use crate::sot::translator::model::value::{Lazy, Val, Vid};
 use crate::sot::translator::pyutil::builtin;
 
-use super::emit::{Emit, Writer, CONTENTS_LOCAL, OUTPUTS_LOCAL};
-use super::plan::{dict_changes, made_objects, shared_paths, sources_read_first, Plan, MAX_CHAIN};
+use super::emit::{Emit, Writer, OUTPUTS_LOCAL};
+use super::plan::{made_objects, replayed_ops, shared_paths, sources_read_first, Plan, MAX_CHAIN};
 
 pub struct Emitter<'a, 'py> {
     pub plan: &'a Plan<'a, 'py>,
@@ -24,7 +24,6 @@ pub struct Emitter<'a, 'py> {
     /// Per graph symbol: its index among the graph's outputs.
     pub outputs: Vec<Option<usize>>,
     pub outputs_var: u32,
-    pub contents_var: u32,
     /// Objects the translation made, by value, and their locals.
     pub objects: Vec<(Vid, u32)>,
     /// Sources read into a local before the side effects (which may change them).
@@ -57,9 +56,13 @@ impl<'a, 'py> Emitter<'a, 'py> {
     ) -> PyResult<Self> {
         vars.varnames.push(OUTPUTS_LOCAL.to_owned());
         let outputs_var = (vars.varnames.len() - 1) as u32;
-        vars.varnames.push(CONTENTS_LOCAL.to_owned());
-        let contents_var = (vars.varnames.len() - 1) as u32;
-        let objects = made_objects(plan.values, plan.cells, &plan.roots, &mut vars);
+        let objects = made_objects(
+            plan.values,
+            plan.cells,
+            plan.dict_histories,
+            &plan.roots,
+            &mut vars,
+        );
         let read_first = sources_read_first(plan, &mut vars, before_a_step);
         let paths = shared_paths(plan, &read_first, &mut vars);
         let mut outputs = vec![None; plan.graph.symbol_count()];
@@ -71,7 +74,6 @@ impl<'a, 'py> Emitter<'a, 'py> {
             w: Writer::new(plan.table, plan.code, vars, location)?,
             outputs,
             outputs_var,
-            contents_var,
             objects,
             read_first: Vec::new(),
             paths,
@@ -88,7 +90,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         // local may be unset or stale.
         emitter.paths.clear();
         emitter.make_objects()?;
-        for effect in plan.side_effects {
+        for effect in &plan.side_effects {
             emitter.side_effect(effect)?;
         }
         emitter.store_cells()?;
@@ -289,11 +291,61 @@ impl<'a, 'py> Emitter<'a, 'py> {
                         }
                     }
                 }
+                Val::Dict(_) if self.plan.dict_histories.contains_key(&vid) => {
+                    let history = &self.plan.dict_histories[&vid];
+                    let items = Val::Dict(history.items.clone());
+                    let ops = replayed_ops(&history.ops);
+                    kind_of(&items).fill(self, &items, var)?;
+                    for op in &ops {
+                        self.replay_dict_op(
+                            |e| {
+                                e.emit(Op::LoadFast, Arg::Var(var));
+                                Ok(())
+                            },
+                            op,
+                        )?;
+                    }
+                }
                 value => {
                     kind_of(value).fill(self, value, var)?;
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `op` replayed on the dict `dict` pushes, as the program made it.
+    fn replay_dict_op(&mut self, dict: impl Fn(&mut Self) -> PyResult<()>, op: &DictOp) -> PyResult<()> {
+        let (method, args) = match *op {
+            DictOp::Store { key, value, .. } => {
+                self.value(value)?;
+                dict(self)?;
+                self.value(key)?;
+                self.emit(Op::StoreSubscr, Arg::None);
+                return Ok(());
+            }
+            DictOp::Delete { key } => {
+                dict(self)?;
+                self.value(key)?;
+                self.emit(Op::DeleteSubscr, Arg::None);
+                return Ok(());
+            }
+            DictOp::Pop { key } => ("pop", vec![key]),
+            DictOp::PopItem => ("popitem", vec![]),
+            DictOp::SetDefault { key, value } => ("setdefault", vec![key, value]),
+            DictOp::Update { other } => ("update", vec![other]),
+            DictOp::Clear => ("clear", vec![]),
+        };
+        // dict.<method>(<dict>, *args), its result dropped
+        let unbound = self.w.pools.py.get_type::<PyDict>().getattr(method)?;
+        self.call_constant(unbound, |e| {
+            dict(e)?;
+            for arg in &args {
+                e.value(*arg)?;
+            }
+            Ok(1 + args.len())
+        })?;
+        self.emit(Op::PopTop, Arg::None);
         Ok(())
     }
 
@@ -826,48 +878,19 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 let index = self.w.pools.name("cell_contents");
                 self.emit(Op::StoreAttr, Arg::Name(index));
             }
-            SideEffect::Replace {
-                target,
-                contents,
-                before,
-            } => {
-                let (target, contents) = (*target, *contents);
-                if let Some(changes) = dict_changes(self.plan.values, contents, before) {
-                    // del target[key], for each key gone; target[key] = value, for each
-                    // item added or changed
-                    for key in changes.deleted {
-                        self.source(target)?;
-                        self.value(key)?;
-                        self.emit(Op::DeleteSubscr, Arg::None);
-                    }
-                    for (key, value) in changes.stored {
-                        self.value(value)?;
-                        self.source(target)?;
-                        self.value(key)?;
-                        self.emit(Op::StoreSubscr, Arg::None);
-                    }
-                } else if let Val::Dict(_) = &self.plan.values[contents] {
-                    // new = contents; target.clear(); target.update(new)
-                    self.value(contents)?;
-                    self.emit(Op::StoreFast, Arg::Var(self.contents_var));
-                    for (method, with_contents) in [("clear", false), ("update", true)] {
-                        let unbound = py.get_type::<PyDict>().getattr(method)?;
-                        self.call_constant(unbound, |e| {
-                            e.source(target)?;
-                            if with_contents {
-                                e.emit(Op::LoadFast, Arg::Var(e.contents_var));
-                            }
-                            Ok(1 + usize::from(with_contents))
-                        })?;
-                        self.emit(Op::PopTop, Arg::None);
-                    }
-                } else {
+            SideEffect::Replace { target, contents } => {
+                // A dict is given its operations (`SideEffect::DictOp`).
+                if !matches!(self.plan.values[*contents], Val::Dict(_)) {
                     // target[:] = contents
-                    self.value(contents)?;
-                    self.source(target)?;
+                    self.value(*contents)?;
+                    self.source(*target)?;
                     self.load_const(PySlice::full(py).into_any());
                     self.emit(Op::StoreSubscr, Arg::None);
                 }
+            }
+            SideEffect::DictOp { target, op } => {
+                let target = *target;
+                self.replay_dict_op(|e| e.source(target), op)?;
             }
         }
         Ok(())

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::sot::translator::guard::source::{Source, SourceId, SourceTable};
 use crate::sot::translator::kinds::{kind_of, made_exception};
-use crate::sot::translator::model::frame::SideEffect;
+use crate::sot::translator::model::frame::{DictHistory, DictOp, SideEffect};
 use crate::sot::translator::model::graph::Graph;
 use crate::sot::translator::model::value::{Lazy, Sym, Val, Vid};
 
@@ -21,7 +21,11 @@ pub struct Plan<'a, 'py> {
     pub cells: &'a [Option<Vid>],
     pub sources: &'a SourceTable,
     pub graph: &'a Graph<'py>,
-    pub side_effects: &'a [SideEffect],
+    /// The side effects the generated code replays (see `replayed`).
+    pub side_effects: Vec<SideEffect>,
+    /// The dicts the translation made that the generated code makes by replaying their
+    /// history (see `DictHistory`).
+    pub dict_histories: &'a HashMap<Vid, DictHistory>,
     /// The compiled graph's holder (`holder[0](*inputs) -> outputs`), if there are operations.
     pub holder: Option<Bound<'py, PyAny>>,
     /// Whether the graph writes none of its operands (the backend says so): where it raises,
@@ -57,16 +61,18 @@ impl<'a, 'py> Plan<'a, 'py> {
         cells: &'a [Option<Vid>],
         sources: &'a SourceTable,
         graph: &'a Graph<'py>,
-        side_effects: &'a [SideEffect],
+        side_effects: &[SideEffect],
+        dict_histories: &'a HashMap<Vid, DictHistory>,
         frame_cells: Vec<(usize, usize)>,
         globals: Bound<'py, PyAny>,
         rebuilt: &[Vid],
         caught_exceptions: &'a HashMap<usize, Option<Location>>,
     ) -> Self {
-        let mut roots = side_effect_roots(values, side_effects);
+        let side_effects = replayed(side_effects);
+        let mut roots = side_effect_roots(values, &side_effects);
         roots.extend_from_slice(rebuilt);
         roots.extend(cell_roots(cells, &frame_cells, vars));
-        let outputs = needed_outputs(values, cells, graph, &roots);
+        let outputs = needed_outputs(values, cells, dict_histories, graph, &roots);
         Plan {
             table,
             code,
@@ -76,6 +82,7 @@ impl<'a, 'py> Plan<'a, 'py> {
             sources,
             graph,
             side_effects,
+            dict_histories,
             holder: None,
             rerun_on_raise: false,
             frame_cells,
@@ -88,15 +95,32 @@ impl<'a, 'py> Plan<'a, 'py> {
     }
 }
 
-/// The values `value` holds, which the generated code rebuilds with it.
-pub fn children(value: &Val<'_>, cells: &[Option<Vid>]) -> Vec<Vid> {
+/// The values the generated code makes `vid` of: those it holds, or for a dict with a
+/// history, the items and operations the history makes it with.
+pub fn children(
+    values: &[Val<'_>],
+    cells: &[Option<Vid>],
+    histories: &HashMap<Vid, DictHistory>,
+    vid: Vid,
+) -> Vec<Vid> {
     let mut held = Vec::new();
-    kind_of(value).children(value, cells, &mut held);
+    match histories.get(&vid) {
+        Some(history) => {
+            held.extend(history.items.iter().flat_map(|(k, v)| [*k, *v]));
+            held.extend(replayed_ops(&history.ops).iter().flat_map(DictOp::values));
+        }
+        None => kind_of(&values[vid]).children(&values[vid], cells, &mut held),
+    }
     held
 }
 
 /// Every value the generated code rebuilds from `roots`, each once.
-pub fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Vec<Vid> {
+pub fn reachable(
+    values: &[Val<'_>],
+    cells: &[Option<Vid>],
+    histories: &HashMap<Vid, DictHistory>,
+    roots: &[Vid],
+) -> Vec<Vid> {
     let mut seen = vec![false; values.len()];
     let mut found = Vec::new();
     let mut stack: Vec<Vid> = roots.to_vec();
@@ -105,7 +129,7 @@ pub fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Ve
             continue;
         }
         found.push(vid);
-        stack.extend(children(&values[vid], cells));
+        stack.extend(children(values, cells, histories, vid));
     }
     found.sort_unstable();
     found
@@ -115,10 +139,11 @@ pub fn reachable(values: &[Val<'_>], cells: &[Option<Vid>], roots: &[Vid]) -> Ve
 pub fn needed_outputs(
     values: &[Val<'_>],
     cells: &[Option<Vid>],
+    histories: &HashMap<Vid, DictHistory>,
     graph: &Graph<'_>,
     roots: &[Vid],
 ) -> Vec<Sym> {
-    let mut syms: Vec<Sym> = reachable(values, cells, roots)
+    let mut syms: Vec<Sym> = reachable(values, cells, histories, roots)
         .into_iter()
         .filter_map(|vid| match &values[vid] {
             Val::Tensor { sym, .. } | Val::Scalar { sym, .. } if *sym >= graph.inputs.len() => Some(*sym),
@@ -148,7 +173,7 @@ pub fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: b
         },
         _ => None,
     });
-    let mut read: Vec<SourceId> = reachable(plan.values, plan.cells, &plan.roots)
+    let mut read: Vec<SourceId> = reachable(plan.values, plan.cells, plan.dict_histories, &plan.roots)
         .into_iter()
         .filter_map(|vid| match &plan.values[vid] {
             Val::Obj { source, .. } => *source,
@@ -209,27 +234,29 @@ pub const MAX_CHAIN: usize = 8;
 /// The objects the translation made that the generated code rebuilds, and the local
 /// each is made in (named before any instruction is emitted): objects, exceptions,
 /// functions, and lists, dicts and sets held in more than one place (one object, as in
-/// the frame).
+/// the frame), and dicts made by replaying their history.
 pub fn made_objects(
     values: &[Val<'_>],
     cells: &[Option<Vid>],
+    histories: &HashMap<Vid, DictHistory>,
     roots: &[Vid],
     vars: &mut Vars,
 ) -> Vec<(Vid, u32)> {
-    let reached = reachable(values, cells, roots);
+    let reached = reachable(values, cells, histories, roots);
     let mut made_exceptions: Vec<(Bound<'_, PyAny>, u32)> = Vec::new();
     let mut references = vec![0_usize; values.len()];
-    for vid in roots
-        .iter()
-        .copied()
-        .chain(reached.iter().flat_map(|v| children(&values[*v], cells)))
-    {
+    for vid in roots.iter().copied().chain(
+        reached
+            .iter()
+            .flat_map(|v| children(values, cells, histories, *v)),
+    ) {
         references[vid] += 1;
     }
     reached
         .into_iter()
         .filter(|vid| match &values[*vid] {
             Val::Object { .. } | Val::Function(_) | Val::Constructed { .. } => true,
+            Val::Dict(_) if histories.contains_key(vid) => true,
             // Held in more than one place: one object, as in the frame (an iterator
             // advanced through one is advanced for the other).
             Val::List(_)
@@ -273,43 +300,8 @@ pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &
         .collect()
 }
 
-/// What a dict from the frame is given: keys to delete, then items to store.
-pub struct DictChanges {
-    pub deleted: Vec<Vid>,
-    pub stored: Vec<(Vid, Vid)>,
-}
-
-/// How a dict from the frame that held `before` comes to hold `contents`: the keys to
-/// delete, then the items to store (added or given another value), in order. That makes
-/// the same dict, and as CPython's operations leave its table (a deletion makes 3.9's
-/// split table combined), where the keys of `before` that remain are the first of
-/// `contents`' in the same order (a store keeps a key's place, a new key goes last); None
-/// where a remaining key moved (replaced whole then). Keys are compared as values of the
-/// translation: a stored key keeps its first value.
-pub fn dict_changes(values: &[Val<'_>], contents: Vid, before: &[(Vid, Vid)]) -> Option<DictChanges> {
-    let Val::Dict(after) = &values[contents] else {
-        return None;
-    };
-    let stays = |key: &Vid| after.iter().any(|(k, _)| k == key);
-    let remaining: Vec<&(Vid, Vid)> = before.iter().filter(|(key, _)| stays(key)).collect();
-    let deleted: Vec<Vid> = before
-        .iter()
-        .map(|(key, _)| *key)
-        .filter(|key| !stays(key))
-        .collect();
-    let kept = remaining.len() <= after.len() && remaining.iter().zip(after).all(|((k, _), (a, _))| k == a);
-    kept.then(|| DictChanges {
-        deleted,
-        stored: after
-            .iter()
-            .enumerate()
-            .filter(|(index, (_, value))| remaining.get(*index).map_or(true, |(_, old)| old != value))
-            .map(|(_, item)| *item)
-            .collect(),
-    })
-}
-
-/// The roots every generated code rebuilds: side effects' values.
+/// The roots every generated code rebuilds: side effects' values (a list from the frame's
+/// new contents; a dict's operations' values, not its copy).
 pub fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec<Vid> {
     side_effects
         .iter()
@@ -323,14 +315,87 @@ pub fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec
                 std::iter::once(*target).chain(args.iter().copied()).collect()
             }
             SideEffect::StoreFree { value, .. } | SideEffect::StoreCell { value, .. } => vec![*value],
-            SideEffect::Replace { contents, before, .. } => match dict_changes(values, *contents, before) {
-                Some(changes) => changes
-                    .deleted
-                    .into_iter()
-                    .chain(changes.stored.into_iter().flat_map(|(k, v)| [k, v]))
-                    .collect(),
-                None => vec![*contents],
+            SideEffect::Replace { contents, .. } => match values[*contents] {
+                Val::Dict(_) => vec![],
+                _ => vec![*contents],
             },
+            SideEffect::DictOp { op, .. } => op.values(),
         })
         .collect()
+}
+
+/// The side effects the generated code replays: the translation's, each dict's stores
+/// coalesced (`Stores`). An attribute or global store (to an object's `__dict__` or a
+/// module's globals, which may be one of the dicts) ends every run of stores.
+pub fn replayed(side_effects: &[SideEffect]) -> Vec<SideEffect> {
+    let mut stores: HashMap<SourceId, Stores> = HashMap::new();
+    let mut replayed: Vec<SideEffect> = Vec::with_capacity(side_effects.len());
+    for effect in side_effects {
+        match effect {
+            SideEffect::DictOp { target, op } => {
+                if let Some(earlier) = stores.entry(*target).or_default().earlier(op, replayed.len()) {
+                    if let SideEffect::DictOp { op: earlier, .. } = &mut replayed[earlier] {
+                        earlier.take_value_of(op);
+                    }
+                    continue;
+                }
+            }
+            SideEffect::StoreAttr { .. }
+            | SideEffect::DeleteAttr { .. }
+            | SideEffect::StoreGlobal { .. }
+            | SideEffect::DeleteGlobal { .. } => stores.clear(),
+            _ => {}
+        }
+        replayed.push(effect.clone());
+    }
+    replayed
+}
+
+/// The operations on a dict the translation made that the generated code replays: `ops`,
+/// its stores coalesced (`Stores`).
+pub fn replayed_ops(ops: &[DictOp]) -> Vec<DictOp> {
+    let mut stores = Stores::default();
+    let mut replayed: Vec<DictOp> = Vec::with_capacity(ops.len());
+    for op in ops {
+        match stores.earlier(op, replayed.len()) {
+            Some(earlier) => replayed[earlier].take_value_of(op),
+            None => replayed.push(op.clone()),
+        }
+    }
+    replayed
+}
+
+/// The stores to one dict since its last other operation, for coalescing: a store over a
+/// key that one of them added or stored over gives that one its value instead of being
+/// replayed. It changes only the key's value, which nothing reads between the two (the
+/// replay runs no Python code; the stores between it leave the key in place): the dict's
+/// table is the same.
+#[derive(Default)]
+struct Stores {
+    /// Per key the dict holds, the replayed store that gives it its value.
+    last: HashMap<Vid, usize>,
+}
+
+impl Stores {
+    /// The earlier replayed store `op` (the `at`th replayed) gives its value to, if any;
+    /// else notes it.
+    fn earlier(&mut self, op: &DictOp, at: usize) -> Option<usize> {
+        match op {
+            DictOp::Store { over: Some(held), .. } => match self.last.get(held) {
+                Some(earlier) => Some(*earlier),
+                None => {
+                    self.last.insert(*held, at);
+                    None
+                }
+            },
+            DictOp::Store { key, over: None, .. } => {
+                self.last.insert(*key, at);
+                None
+            }
+            _ => {
+                self.last.clear();
+                None
+            }
+        }
+    }
 }

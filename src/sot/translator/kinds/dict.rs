@@ -7,7 +7,8 @@
 //! (unhashable), and the methods `keys`, `values`, `items`, `get`, `update`, `setdefault`,
 //! `pop`, `copy`, `popitem` and `clear`; its iterators raise CPython's RuntimeError when the
 //! dict's size changed. Another attribute is looked up on a real dict (its AttributeError),
-//! and calling a method not listed breaks.
+//! and calling a method not listed breaks. Each change is recorded (`Interp::dict_op`) for
+//! the generated code to replay as made.
 
 use framehook_bytecode::canonical::{Arg, Op};
 use pyo3::exceptions::PyKeyError;
@@ -16,6 +17,7 @@ use pyo3::types::{PyDict, PyString};
 
 use super::{container_method, drain, fill_with, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::hookapi::pyobject::import;
+use crate::sot::translator::model::frame::DictOp;
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::model::value::{DictIter, DictIterStatus, DictPart};
 
@@ -116,6 +118,7 @@ impl Kind for Dict {
                     cx.check_droppable(*k)?;
                     cx.check_droppable(*v)?;
                 }
+                cx.dict_op(v, DictOp::Clear)?;
                 cx.set_val(v, Val::Dict(Vec::new()));
                 if !items.is_empty() {
                     cx.note_keys_removed(v);
@@ -130,35 +133,54 @@ impl Kind for Dict {
                     None => rest.first().copied().unwrap_or(none),
                 }))
             }
-            ("update", rest) => {
+            ("update", rest) if rest.len() <= 1 => {
+                // Each mapping merged in turn, as CPython's: the argument, then the keywords
+                // (a new dict of them). A dict the translation made is given as the items
+                // read now (it may change later).
+                let mut merged = Vec::new();
                 for other in rest {
-                    for (k, value) in cx.dict_items(*other)? {
-                        cx.dict_set(&mut items, k, value)?;
+                    let read = cx.dict_items(*other)?;
+                    for (k, value) in &read {
+                        cx.dict_set(&mut items, *k, *value)?;
                     }
+                    merged.push(match cx.val(*other) {
+                        Val::Dict(_) => cx.push_val(Val::Dict(read)),
+                        _ => *other,
+                    });
                 }
-                for (name, value) in kwargs {
-                    let k = cx.constant(PyString::new(cx.py(), name).into_any());
-                    cx.dict_set(&mut items, k, *value)?;
+                if !kwargs.is_empty() {
+                    let mut keywords = Vec::with_capacity(kwargs.len());
+                    for (name, value) in kwargs {
+                        let k = cx.constant(PyString::new(cx.py(), name).into_any());
+                        cx.dict_set(&mut items, k, *value)?;
+                        keywords.push((k, *value));
+                    }
+                    merged.push(cx.push_val(Val::Dict(keywords)));
+                }
+                for other in merged {
+                    cx.dict_op(v, DictOp::Update { other })?;
                 }
                 cx.set_val(v, Val::Dict(items));
                 Ok(Some(none))
             }
-            ("setdefault", [key, rest @ ..]) => {
+            ("setdefault", [key, rest @ ..]) if rest.len() <= 1 => {
                 let key_obj = cx.concrete(*key)?;
                 if let Some(index) = cx.find_dict_key(&items, &key_obj)? {
                     return Ok(Some(items[index].1));
                 }
                 let value = rest.first().copied().unwrap_or(none);
                 items.push((*key, value));
+                cx.dict_op(v, DictOp::SetDefault { key: *key, value })?;
                 cx.set_val(v, Val::Dict(items));
                 Ok(Some(value))
             }
-            ("pop", [key, rest @ ..]) => {
+            ("pop", [key, rest @ ..]) if rest.len() <= 1 => {
                 let key_obj = cx.concrete(*key)?;
                 let found = match cx.find_dict_key(&items, &key_obj)? {
                     Some(index) => {
                         let (k, value) = items.remove(index);
                         cx.check_droppable(k)?;
+                        cx.dict_op(v, DictOp::Pop { key: *key })?;
                         cx.set_val(v, Val::Dict(items));
                         cx.note_keys_removed(v);
                         Some(value)
@@ -178,6 +200,7 @@ impl Kind for Dict {
                         "popitem(): dictionary is empty",
                     )));
                 };
+                cx.dict_op(v, DictOp::PopItem)?;
                 cx.set_val(v, Val::Dict(items));
                 cx.note_keys_removed(v);
                 Ok(Some(cx.push_val(Val::Tuple(vec![k, value]))))
@@ -238,7 +261,8 @@ impl Kind for Dict {
             return Ok(false);
         };
         let mut items = items.clone();
-        cx.dict_set(&mut items, key, value)?;
+        let over = cx.dict_set(&mut items, key, value)?;
+        cx.dict_op(v, DictOp::Store { key, value, over })?;
         cx.set_val(v, Val::Dict(items));
         Ok(true)
     }
@@ -260,6 +284,8 @@ impl Kind for Dict {
         let (k, value) = items.remove(index);
         cx.check_droppable(k)?;
         cx.check_droppable(value)?;
+        // Deleted by the key the dict holds (the one the program gave is equal to it).
+        cx.dict_op(v, DictOp::Delete { key: k })?;
         cx.set_val(v, Val::Dict(items));
         cx.note_keys_removed(v);
         Ok(true)

@@ -33,6 +33,7 @@ pub use self::known::made_exception;
 
 use super::guard::check::Check;
 use super::guard::source::{Source, SourceId};
+use super::model::frame::DictOp;
 use super::model::known::Known;
 use super::model::problem::{graph_break, Res};
 use super::model::value::Val;
@@ -124,8 +125,12 @@ pub trait Interp<'py> {
     /// tables compare them.
     fn find_key(&mut self, stored: &[Vid], key: &Bound<'py, PyAny>) -> Res<Option<usize>>;
     fn find_dict_key(&mut self, items: &[(Vid, Vid)], key: &Bound<'py, PyAny>) -> Res<Option<usize>>;
-    /// Stores `value` at `key` among a dict's items (replacing an equal key's value).
-    fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()>;
+    /// Stores `value` at `key` among a dict's items (replacing an equal key's value): the
+    /// key they held already, or None where the store added it.
+    fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<Option<Vid>>;
+    /// Records an operation on the dict `dict`, for the generated code to replay as made:
+    /// called once the operation cannot fail, before the dict's value changes.
+    fn dict_op(&mut self, dict: Vid, op: DictOp) -> Res<()>;
     /// Adds `new_items` to the set `target`, each unless an equal one is in.
     fn add_items(&mut self, target: Vid, new_items: Vec<Vid>) -> Res<()>;
     /// `sorted(items, key=key, reverse=reverse)`.

@@ -127,6 +127,7 @@ pub enum Ending {
 }
 
 /// A recorded mutation of something outside the translation, replayed in order.
+#[derive(Clone)]
 pub enum SideEffect {
     /// `nonlocal` assignment to free variable `index` of the translated function.
     StoreFree {
@@ -170,12 +171,88 @@ pub enum SideEffect {
     IteratorPosition {
         iterator: Vid,
     },
-    /// A list or dict from the frame, whose new contents are the Vid's.
+    /// A list or dict from the frame, which the translation works on as its copy
+    /// `contents` from here on: a list is given the copy's items whole after the graph; a
+    /// dict, the `DictOp`s recorded after this one (this one names the dict for the values
+    /// that stand for it, a bound method of it).
     Replace {
         target: SourceId,
         contents: Vid,
-        /// A dict's items as the frame held them (what its guards say), for replaying
-        /// only the changes: see `codegen::dict_changes`. Empty for a list.
-        before: Vec<(Vid, Vid)>,
     },
+    /// An operation the translation made on a dict from the frame (on its copy), replayed
+    /// on the dict as made, in order with the other side effects.
+    DictOp {
+        target: SourceId,
+        op: DictOp,
+    },
+}
+
+/// An operation on a dict, which the generated code replays with the same method and
+/// arguments: the dict's table (deleted slots, its entry count, when it resizes, the new
+/// keys `clear` gives it) is then the one the program's own operations leave, which a live
+/// iterator over the dict reads. Keys and values are as at the time of the operation.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DictOp {
+    /// `d[key] = value`. `over`: the key the dict held already, whose value the store
+    /// replaces (None: it adds the key).
+    Store {
+        key: Vid,
+        value: Vid,
+        over: Option<Vid>,
+    },
+    /// `del d[key]`.
+    Delete {
+        key: Vid,
+    },
+    /// `d.pop(key)` of a key the dict holds.
+    Pop {
+        key: Vid,
+    },
+    /// `d.popitem()`: unlike `del`, it shrinks the table's entry count.
+    PopItem,
+    /// `d.setdefault(key, value)` of a key the dict lacks.
+    SetDefault {
+        key: Vid,
+        value: Vid,
+    },
+    /// `dict.update(d, other)`: a mapping from the frame (read when replayed, after the
+    /// operations before this one), or a dict the translation made of the items read then.
+    Update {
+        other: Vid,
+    },
+    Clear,
+}
+
+impl DictOp {
+    /// The values the generated code rebuilds to replay it.
+    pub fn values(&self) -> Vec<Vid> {
+        match self {
+            DictOp::Store { key, value, .. } | DictOp::SetDefault { key, value } => vec![*key, *value],
+            DictOp::Delete { key } | DictOp::Pop { key } => vec![*key],
+            DictOp::Update { other } => vec![*other],
+            DictOp::PopItem | DictOp::Clear => Vec::new(),
+        }
+    }
+
+    /// A store's value given to the earlier store `self` (see `codegen::replayed`).
+    pub fn take_value_of(&mut self, later: &DictOp) {
+        if let (DictOp::Store { value, .. }, DictOp::Store { value: new, .. }) = (self, later) {
+            *value = *new;
+        }
+    }
+
+    /// Whether it leaves the table unlike a new dict's of the same items (a deleted slot,
+    /// a smaller entry count).
+    pub fn leaves_a_hole(&self) -> bool {
+        matches!(self, DictOp::Delete { .. } | DictOp::Pop { .. } | DictOp::PopItem)
+    }
+}
+
+/// The operations on a dict the translation made since its table first became unlike a
+/// new dict's of its items (`DictOp::leaves_a_hole`), with its items then: the generated
+/// code makes it of `items` and replays `ops` on it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DictHistory {
+    pub items: Vec<(Vid, Vid)>,
+    pub ops: Vec<DictOp>,
 }

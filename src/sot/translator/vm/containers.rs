@@ -92,14 +92,66 @@ impl<'py, 'b> Vm<'py, 'b> {
         exact
     }
 
-    pub(super) fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()> {
+    /// Stores `value` at `key` among a dict's items: the key the items held already, whose
+    /// value it replaced (None: it added the key).
+    pub(super) fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<Option<Vid>> {
         let key_obj = self.concrete(key)?;
         match self.find_dict_key(items, &key_obj)? {
             Some(index) => {
                 self.check_droppable(items[index].1)?;
                 items[index].1 = value;
+                Ok(Some(items[index].0))
             }
-            None => items.push((key, value)),
+            None => {
+                items.push((key, value));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Records `op`, which the translation makes on the dict `dict` (called once it cannot
+    /// fail, before the dict's value changes): on a dict from the frame (its copy), as a side
+    /// effect, replayed as made in order with the others; on a dict the translation made, in
+    /// its history (`made_dict_op`).
+    pub(super) fn dict_op(&mut self, dict: Vid, op: DictOp) -> Res<()> {
+        match self.frame_dicts.get(&dict).copied() {
+            Some(target) => self.side_effects.push(SideEffect::DictOp { target, op }),
+            None => self.made_dict_op(dict, op)?,
+        }
+        Ok(())
+    }
+
+    /// `op` on a dict the translation made, kept in its history from the first operation
+    /// that leaves its table unlike a new dict's of its items, up to a `clear` (which gives
+    /// it a new dict's table again).
+    fn made_dict_op(&mut self, dict: Vid, op: DictOp) -> Res<()> {
+        if op == DictOp::Clear {
+            self.dict_histories.remove(&dict);
+            return Ok(());
+        }
+        if !self.dict_histories.contains_key(&dict) {
+            if op.leaves_a_hole() {
+                let Val::Dict(items) = self.val(dict).clone() else {
+                    return unsupported("a dict's operation on another value");
+                };
+                self.dict_histories
+                    .insert(dict, DictHistory { items, ops: vec![op] });
+            }
+            return Ok(());
+        }
+        let op = match op {
+            // Replayed where the generated code makes the dict, before the side effects:
+            // the items the update read now, not the mapping.
+            DictOp::Update { other } if !matches!(self.val(other), Val::Dict(_)) => {
+                let items = self.dict_items(other)?;
+                DictOp::Update {
+                    other: self.push_val(Val::Dict(items)),
+                }
+            }
+            op => op,
+        };
+        if let Some(history) = self.dict_histories.get_mut(&dict) {
+            history.ops.push(op);
         }
         Ok(())
     }

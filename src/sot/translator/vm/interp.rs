@@ -153,8 +153,12 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::find_dict_key(self, items, key)
     }
 
-    fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<()> {
+    fn dict_set(&mut self, items: &mut Vec<(Vid, Vid)>, key: Vid, value: Vid) -> Res<Option<Vid>> {
         Vm::dict_set(self, items, key, value)
+    }
+
+    fn dict_op(&mut self, dict: Vid, op: DictOp) -> Res<()> {
+        Vm::dict_op(self, dict, op)
     }
 
     fn add_items(&mut self, target: Vid, new_items: Vec<Vid>) -> Res<()> {

@@ -46,7 +46,9 @@ use super::model::code::{
     is_resume_local, null_substitute, CodeInfo, CALLER_FRAME_READERS, CO_COROUTINE_LIKE, CO_GENERATOR,
     CO_VARARGS, CO_VARKEYWORDS, FRAME_READERS, MAX_MADE_ITEMS, MAX_MODELED_ITEMS, MAX_NESTING,
 };
-use super::model::frame::{Block, BreakPoint, Ending, Frame, FreeVariable, GeneratorState, SideEffect, Stop};
+use super::model::frame::{
+    Block, BreakPoint, DictHistory, DictOp, Ending, Frame, FreeVariable, GeneratorState, SideEffect, Stop,
+};
 use super::model::graph::{Graph, GraphArg, Node, NodeKind};
 use super::model::known::Known;
 use super::model::problem::{graph_break, unsupported, Problem, Res};
@@ -102,6 +104,12 @@ pub struct Vm<'py, 'b> {
     /// Lists and dicts from the frame that were mutated: their symbolic copy, by the
     /// object's identity (one object may be reached from several sources).
     mutated: HashMap<usize, Vid>,
+    /// The frame's dicts among them, by their copy: where the operations on a copy are
+    /// replayed (`dict_op`).
+    frame_dicts: HashMap<Vid, SourceId>,
+    /// The dicts the translation made whose table is unlike a new dict's of their items,
+    /// with how the generated code makes them (`dict_op`).
+    pub dict_histories: HashMap<Vid, DictHistory>,
     depth: usize,
     ops: Known<'py>,
     /// What the generated code pushes for a call's NULL slot before 3.11 (a resume
@@ -334,6 +342,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             stored_attrs: Vec::new(),
             stored_globals: Vec::new(),
             mutated: HashMap::new(),
+            frame_dicts: HashMap::new(),
+            dict_histories: HashMap::new(),
             depth: 0,
             ops: Known::new(py)?,
             null_substitute: null_substitute(table, py)?,

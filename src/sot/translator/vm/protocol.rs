@@ -398,8 +398,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(Some(self.push_val(Val::Dict(pairs))))
     }
 
-    /// The symbolic copy of a list or dict from the frame, made on its first mutation
-    /// and written back to it after the graph runs.
+    /// The symbolic copy of a list or dict from the frame, made on its first mutation: a
+    /// list's is written back to it after the graph runs, the operations on a dict's are
+    /// replayed on it (`dict_op`).
     pub(super) fn mutable_copy(&mut self, container: Vid) -> Res<Option<Vid>> {
         let Val::Obj { obj, source: Some(s) } = self.val(container) else {
             return Ok(None);
@@ -408,17 +409,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(copy) = self.mutated.get(&(obj.as_ptr() as usize)) {
             return Ok(Some(*copy));
         }
-        let (copy, before) = if obj.is_exact_instance_of::<PyList>() {
+        let copy = if obj.is_exact_instance_of::<PyList>() {
             let items = self.items_of(container)?;
-            (self.push_val(Val::List(items)), Vec::new())
+            self.push_val(Val::List(items))
         } else if obj.is_exact_instance_of::<PyDict>() {
-            let keys = self.items_of(container)?;
-            let mut items = Vec::with_capacity(keys.len());
-            for k in keys {
-                let v = self.subscript(container, k)?;
-                items.push((k, v));
-            }
-            (self.push_val(Val::Dict(items.clone())), items)
+            let items = self.dict_items(container)?;
+            let copy = self.push_val(Val::Dict(items));
+            self.frame_dicts.insert(copy, s);
+            copy
         } else {
             return Ok(None);
         };
@@ -426,7 +424,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.side_effects.push(SideEffect::Replace {
             target: s,
             contents: copy,
-            before,
         });
         Ok(Some(copy))
     }

@@ -12,6 +12,8 @@ pub(super) struct Snapshot<'py> {
     stored_globals: usize,
     stored_attrs: usize,
     mutated: HashMap<usize, Vid>,
+    frame_dicts: HashMap<Vid, SourceId>,
+    dict_histories: HashMap<Vid, DictHistory>,
     /// What was raised and caught so far: what is raised after it (a raise past a break
     /// point that goes back here) is raised again by the resume function, not beforehand
     /// by the generated code.
@@ -29,6 +31,8 @@ impl<'py> Snapshot<'py> {
             stored_globals: vm.stored_globals.len(),
             stored_attrs: vm.stored_attrs.len(),
             mutated: vm.mutated.clone(),
+            frame_dicts: vm.frame_dicts.clone(),
+            dict_histories: vm.dict_histories.clone(),
             caught_exceptions: vm.caught_exceptions.clone(),
             seen_raised: vm.seen_raised.clone(),
         }
@@ -47,6 +51,8 @@ impl<'py> Snapshot<'py> {
         vm.stored_globals.truncate(self.stored_globals);
         vm.stored_attrs.truncate(self.stored_attrs);
         vm.mutated = self.mutated;
+        vm.frame_dicts = self.frame_dicts;
+        vm.dict_histories = self.dict_histories;
         vm.caught_exceptions = self.caught_exceptions;
         vm.seen_raised = self.seen_raised;
     }
@@ -88,6 +94,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             || self.stored_globals.len() != before.stored_globals
             || self.stored_attrs.len() != before.stored_attrs
             || self.mutated != before.mutated
+            || self.dict_histories != before.dict_histories
             || before
                 .cells
                 .iter()
