@@ -66,6 +66,8 @@ def test_same_compares_values_as_a_user_of_the_results_does():
     assert sot_fuzz.same(OverflowError(too_large), OverflowError("cannot fit 'int' into an index-sized integer"))
     assert not sot_fuzz.same(OverflowError(too_large), OverflowError("int too large to convert to float"))
     assert not sot_fuzz.same(OverflowError(too_large), ValueError(too_large))
+    assert sot_fuzz.same(("caught", too_large), ("caught", "cannot fit 'int' into an index-sized integer"))
+    assert not sot_fuzz.same("a", "b")
 
 
 def test_generation_is_deterministic_and_covers_the_templates():

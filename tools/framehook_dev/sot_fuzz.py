@@ -75,15 +75,20 @@ def _text(value: str) -> str:
 # sequence repeated a count too large (`b'xy' *= -2**63 - 1`, `n *= 'ab'`) reads the count
 # with `PyLong_AsSsize_t` where the call site's BINARY_OP is specialized and with
 # `PyNumber_AsSsize_t` where it is not, so an eager run's message depends on how warm its
-# call site is, which no translation can know.
+# call site is, which no translation can know. Compared as one, as an exception or as the
+# text a handler kept (`str(error)`).
 _SAME_WORDING = {
     "Python int too large to convert to C ssize_t": "cannot fit 'int' into an index-sized integer",
 }
 
 
+def _worded(text: str) -> str:
+    return _SAME_WORDING.get(text, text)
+
+
 def _error_text(error: BaseException) -> str:
     text = _text(str(error))
-    return _SAME_WORDING.get(text, text) if isinstance(error, OverflowError) else text
+    return _worded(text) if isinstance(error, OverflowError) else text
 
 
 def _type_key(value: Any) -> tuple[str, str]:
@@ -158,7 +163,9 @@ def _same(a: Any, b: Any, depth: int, seen: dict[tuple[int, int], tuple[Any, Any
         return _same_float(float.__float__(a), float.__float__(b))
     if base is complex:
         return _same_float(a.real, b.real) and _same_float(a.imag, b.imag)
-    if base in (bool, int, str, bytes):
+    if base is str:
+        return _worded(str.__str__(a)) == _worded(str.__str__(b))
+    if base in (bool, int, bytes):
         return base.__eq__(a, b) is True
     if base in (list, tuple):
         items_a, items_b = base.__getitem__(a, slice(None)), base.__getitem__(b, slice(None))

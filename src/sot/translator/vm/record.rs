@@ -206,9 +206,39 @@ impl<'py, 'b> Vm<'py, 'b> {
             kw.set_item(&name, e)?;
             graph_kwargs.push((name, g));
         }
-        let result = function.call(PyTuple::new(self.py, examples)?, Some(&kw))?;
+        let result = match function.call(PyTuple::new(self.py, examples)?, Some(&kw)) {
+            Ok(result) => result,
+            // One that writes into an operand may have written part of it before it raised
+            // (numpy's `a[0] = (1, None)` stores 1 first): the real one runs, at a break.
+            Err(error) if self.writes_into_an_operand(function, &kw)? => {
+                return unsupported(format!(
+                    "{} raised {} (it may have written part of its operand)",
+                    qualname(function),
+                    qualname(&error.get_type(self.py).into_any())
+                ));
+            }
+            Err(error) => return Err(error.into()),
+        };
         let sym = self.push_node(function, graph_args, graph_kwargs, NodeKind::Operation);
         self.result_value(sym, result)
+    }
+
+    /// Whether `function` stores into one of its operands: `operator.setitem`, an in-place
+    /// operator, or a call given `out=`.
+    fn writes_into_an_operand(
+        &self,
+        function: &Bound<'py, PyAny>,
+        kwargs: &Bound<'py, PyDict>,
+    ) -> PyResult<bool> {
+        if kwargs.contains("out")? {
+            return Ok(true);
+        }
+        for name in WRITING_OPERATORS {
+            if self.ops.op(name)?.is(function) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Adds a node at the current location; its result's symbol.
@@ -457,3 +487,23 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.wrap_result(result))
     }
 }
+
+/// The `operator` functions that store into their first operand.
+const WRITING_OPERATORS: &[&str] = &[
+    "setitem",
+    "delitem",
+    "iadd",
+    "iand",
+    "iconcat",
+    "ifloordiv",
+    "ilshift",
+    "imatmul",
+    "imod",
+    "imul",
+    "ior",
+    "ipow",
+    "irshift",
+    "isub",
+    "itruediv",
+    "ixor",
+];
