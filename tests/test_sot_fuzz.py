@@ -68,6 +68,10 @@ def test_same_compares_values_as_a_user_of_the_results_does():
     assert not sot_fuzz.same(OverflowError(too_large), ValueError(too_large))
     assert sot_fuzz.same(("caught", too_large), ("caught", "cannot fit 'int' into an index-sized integer"))
     assert not sot_fuzz.same("a", "b")
+    raised = sot_fuzz.Outcome("raise", OverflowError(too_large), (), "", sot_fuzz.NUMPY_ERRORS)
+    worded = raised._replace(value=OverflowError("cannot fit 'int' into an index-sized integer"))
+    assert sot_fuzz.differences(raised, worded) == []
+    assert sot_fuzz.differences(raised, raised._replace(value=OverflowError("other"))) == ["exception"]
 
 
 def test_generation_is_deterministic_and_covers_the_templates():

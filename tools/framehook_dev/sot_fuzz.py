@@ -271,7 +271,7 @@ def differences(eager: Outcome, translated: Outcome) -> list[str]:
         found.append("outcome")
     elif eager.kind == "raise":
         if _type_key(eager.value) != _type_key(translated.value) or \
-                _text(str(eager.value)) != _text(str(translated.value)):
+                _error_text(eager.value) != _error_text(translated.value):
             found.append("exception")
     elif eager.kind == "return" and not same(eager.value, translated.value):
         found.append("value")
