@@ -269,6 +269,29 @@ def test_translations_go_with_their_to_static():
     assert out["freed"] == [True, True]
 
 
+def test_a_wrapper_made_with_functools_wraps_gets_its_own_translation():
+    # `functools.wraps` copies the wrapped function's __dict__, where translations are kept.
+    out = child("""
+        fp.install(translator="framehook")
+        import paddle
+
+        def double(x):
+            return x * 2.0
+
+        strategy = paddle.static.BuildStrategy()
+        x = paddle.ones([2])
+        got = [paddle.jit.to_static(double, build_strategy=strategy)(x).numpy().tolist()]
+
+        @functools.wraps(double)  # after double was translated: its table is copied
+        def triple(x):
+            return x * 3.0
+
+        got.append(paddle.jit.to_static(triple, build_strategy=strategy)(x).numpy().tolist())
+        print(json.dumps({"got": got}))
+    """)
+    assert out["got"] == [[2.0, 2.0], [3.0, 3.0]]
+
+
 def test_install_framehook_refuses_after_paddle_jit_sot_was_imported():
     out = child("""
         import paddle.jit.sot

@@ -231,9 +231,10 @@ def _symbolic_translate(
         translations = fn.__dict__.setdefault(_TRANSLATIONS, {})
     except AttributeError:
         raise TypeError(f"symbolic_translate() takes a Python function, not {type(fn).__name__}") from None
-    key = (id(build_strategy), bool(training), backend)
+    # The function is part of the key: `functools.wraps` copies this table to a wrapper.
+    key = (id(fn), id(build_strategy), bool(training), backend)
     entry = translations.get(key)
-    if entry is None:
+    if entry is None or entry[0] is not fn:
         from . import translate
 
         def forget(_strategy: Any) -> None:
@@ -241,5 +242,5 @@ def _symbolic_translate(
 
         # The build strategy held weakly: the translation goes with the to_static() that made it.
         held = None if build_strategy is None else weakref.ref(build_strategy, forget)
-        entry = translations.setdefault(key, (held, translate(fn, backend=_sot_backend, cache_size=_CACHE_SIZE)))
-    return entry[1]
+        entry = translations[key] = (fn, held, translate(fn, backend=_sot_backend, cache_size=_CACHE_SIZE))
+    return entry[2]
