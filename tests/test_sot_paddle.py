@@ -26,13 +26,6 @@ import framehook  # noqa: E402
 import framehook.sot  # noqa: E402
 import framehook.sot.paddle  # noqa: E402
 
-# As Paddle's CI runs test/sot: every graph is compiled however small, and a
-# fallback to dygraph is an error instead of a silent slow path. Read at call
-# time (paddle.utils.environments), so setting them once here is enough.
-os.environ["MIN_GRAPH_SIZE"] = "0"
-os.environ["STRICT_MODE"] = "1"
-os.environ["SOT_LOG_LEVEL"] = "0"
-
 framehook.sot.paddle.install()  # before paddle.jit.sot is imported
 assert framehook.sot.paddle.installed()
 
@@ -45,6 +38,23 @@ from paddle.jit.sot.utils import strict_mode_guard  # noqa: E402
 EXCEPTION_TABLES = sys.version_info >= (3, 11)
 
 CustomCode = collections.namedtuple("CustomCode", ["code", "disable_eval_frame"])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def ci_flags():
+    """As Paddle's CI runs test/sot: every graph is compiled however small, and a fallback
+    to dygraph is an error instead of a silent slow path. Read at call time
+    (paddle.utils.environments); put back after this module, for the tests after it in the
+    process (the docs' examples, which inherit the environment)."""
+    flags = {"MIN_GRAPH_SIZE": "0", "STRICT_MODE": "1", "SOT_LOG_LEVEL": "0"}
+    saved = {name: os.environ.get(name) for name in flags}
+    os.environ.update(flags)
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def test_installed():

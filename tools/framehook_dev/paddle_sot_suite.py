@@ -8,9 +8,11 @@ FLAGS_cudnn_deterministic=True`` and the working directory is the test directory
 * ``native``: Paddle's own C eval frame (``python -m unittest -v test_x`` in effect);
 * ``framehook``: the same, after ``framehook.sot.paddle.install()`` has swapped framehook's
   eval-frame functions into ``paddle.base.core`` (before ``paddle.jit.sot`` is imported);
-* ``translator``: Paddle's ``symbolic_translate`` is framehook's own translator with the paddle
-  backend (``framehook.sot.translate(fn, backend="paddle")``), one translation per function kept
-  across the calls that translate it, as Paddle keeps its cache per code object. Tests that inspect Paddle's
+* ``translator``: ``paddle.jit.to_static``'s SOT mode and Paddle's ``symbolic_translate`` are
+  framehook's own translator with the paddle backend, installed by
+  ``framehook.sot.paddle.install(translator="framehook")`` (one translation per function kept
+  across the calls that translate it, as Paddle keeps its cache per code object), without
+  ``STRICT_MODE``, which that refuses. Tests that inspect Paddle's
   translator (its cache, executor, cost model) are listed in ``NOT_APPLICABLE`` with the reason,
   and not compared. For each test that passes in both, the graph breaks are compared:
   framehook's records against Paddle's. Paddle's are the reasons it collects
@@ -105,6 +107,13 @@ CI_ENV = {
     "SOT_COLLECT_INFO": "breakgraph_reason",
 }
 
+# framehook's translator has no strict mode (framehook.sot.paddle.install refuses STRICT_MODE=1;
+# strict mode makes a Paddle fallback an error): the translator runs without it. MIN_GRAPH_SIZE=0
+# applies (every graph runs as its static program).
+TRANSLATOR_ENV = {"STRICT_MODE": "0"}
+# What framehook.sot.paddle.installed() says in each mode that installs.
+INSTALLED = {"framehook": "paddle", "translator": "framehook"}
+
 # Outcomes a test can have; the first group counts as passing.
 PASSING = ("pass", "xfail")
 SEVERITY = ["pass", "xfail", "skip", "upass", "fail", "error", "crash", "timeout", "missing"]
@@ -131,14 +140,18 @@ if mode == "framehook":
     framehook.sot.paddle.install()
     installed = framehook.sot.paddle.installed()
 elif mode == "translator":
+    import functools
     import framehook.sot as fsot
-    translations = {}
+    import framehook.sot.paddle
+    framehook.sot.paddle.install(translator="framehook")
+    installed = framehook.sot.paddle.installed()
+    import paddle.jit.sot
+    translate_function = paddle.jit.sot.symbolic_translate
+    @functools.wraps(translate_function)
     def symbolic_translate(fn, **kwargs):
-        # One translation per function, kept across calls as Paddle keeps its cache per code.
-        fast = translations.get(fn)
-        if fast is None:
-            fast = translations[fn] = fsot.translate(fn, backend="paddle")
-        made.setdefault(fast, len(fsot.stats(fast).graph_breaks))
+        fast = translate_function(fn, **kwargs)
+        # A bound method's translation is its function's, bound: counted once.
+        made.setdefault(getattr(fast, "__func__", fast), len(fsot.stats(fast).graph_breaks))
         return fast
     use_symbolic_translate(symbolic_translate)
 unrecorded_breaks = [0]  # native modes: Paddle's breaks that record no reason
@@ -256,7 +269,7 @@ class Recording(unittest.TextTestResult):
             emit(event="fail" if failed else "error", test=test.id(), message=f"{subtest.id()}: {first_line(err)}")
 runner = unittest.TextTestRunner(resultclass=Recording, verbosity=2)
 program = unittest.main(module=None, argv=["python -m unittest", "-v", module], testRunner=runner, exit=False)
-if mode == "framehook":
+if mode != "native":
     installed = framehook.sot.paddle.installed()
 ok = program.result.wasSuccessful()
 emit(event="end", ok=ok, installed=installed)
@@ -346,6 +359,8 @@ def run_file(
     module = test_file[:-3]
     env = dict(os.environ)
     env.update(CI_ENV)
+    if mode == "translator":
+        env.update(TRANSLATOR_ENV)
     env.update(extra_env)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     fd, events_name = tempfile.mkstemp(prefix=f"{module}.{mode}.", suffix=".jsonl")
@@ -421,8 +436,10 @@ def run_file(
         "log": str(log_path),
         "log_tail": [line for line in log_lines if not _is_glog(line)][-30:],
     }
-    if mode == "framehook" and begin is not None:
-        result["framehook_installed"] = bool(begin.get("installed")) and (end is None or bool(end.get("installed")))
+    if mode != "native" and begin is not None:
+        wanted = INSTALLED[mode]
+        result["framehook_installed"] = (begin.get("installed") == wanted
+                                         and (end is None or end.get("installed") == wanted))
     return result
 
 
@@ -709,12 +726,12 @@ def main(argv: list[str] | None = None) -> int:
             if comparison:
                 exit_code = max(exit_code, 1)
             comparison_by_mode[mode] = comparison
-        if "framehook" in usable:
-            not_installed = [f for f, r in runs["framehook"].items() if r.get("framehook_installed") is False]
+        for mode in usable:
+            not_installed = [f for f, r in runs[mode].items() if r.get("framehook_installed") is False]
             if not_installed:
                 log(
-                    "paddle_sot_suite: warning: framehook was not installed at the end of "
-                    f"{', '.join(not_installed)} on {label}"
+                    f"paddle_sot_suite: warning: framehook's {INSTALLED[mode]!r} translator was not installed at "
+                    f"the end of {', '.join(not_installed)} on {label}"
                 )
         comparisons[label] = comparison_by_mode
         summary[label] = {

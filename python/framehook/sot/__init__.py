@@ -1,7 +1,8 @@
 """SOT on framehook: the runtime a symbolic opcode translator drives.
 
 The functions are Paddle's five eval-frame functions with Paddle's meaning
-(see ``framehook.sot.paddle`` to run Paddle's SOT on them), as builtins:
+(see ``framehook.sot.paddle`` to run Paddle's SOT on them, or framehook's
+translator behind ``paddle.jit.to_static``), as builtins:
 
 - ``set_eval_frame(callback)``: this thread's callback, returning the old one.
   ``callback(frame)`` is called for each frame about to run and returns an
