@@ -797,10 +797,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(getattr_hook)
     }
 
-    /// `descriptor.__get__(owner, ty)` for a descriptor whose class is written in Python:
-    /// its `__get__` inlined where it is a Python function (it may read state, or have
-    /// effects, on every call), a break where it is anything else (a `Mock`); None for a
-    /// descriptor of a C type, which the caller reads as such.
     /// How `getattr(obj, name)` for a class or a module would run: the translation reads
     /// it now only where that runs no Python code (a program's state can differ from the
     /// translation's then, and the code's side effects would happen once, while translating).
@@ -818,11 +814,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "its type's own __getattribute__".into(),
             ));
         }
-        let python_get = |vm: &Self, descriptor: &Bound<'py, PyAny>| -> PyResult<Option<Bound<'py, PyAny>>> {
-            Ok(vm
-                .type_lookup(&descriptor.get_type().into_any(), "__get__")?
-                .filter(|get| get.is_instance(&vm.ops.function_type).unwrap_or(false)))
-        };
         let meta_attr = self.type_lookup(&meta, name)?;
         if let Some(descriptor) = &meta_attr {
             let descriptor_type = descriptor.get_type();
@@ -844,7 +835,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // `type.__doc__` binds the class's own `__doc__` descriptor (3.15's dataclasses
                 // make the docstring on first read).
                 if let Ok(doc) = obj.getattr("__dict__")?.get_item("__doc__") {
-                    if let Some(get) = python_get(self, &doc)? {
+                    if let Some(get) = self.python_get(&doc)? {
                         return Ok(NamespaceRead::Getter(
                             get,
                             vec![doc, self.py.None().into_bound(self.py), obj.clone()],
@@ -873,7 +864,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         if obj.is_instance_of::<PyType>() {
             if let Some(raw) = self.type_lookup(obj, name)? {
-                return Ok(match python_get(self, &raw)? {
+                return Ok(match self.python_get(&raw)? {
                     Some(get) => {
                         NamespaceRead::Getter(get, vec![raw, self.py.None().into_bound(self.py), obj.clone()])
                     }
@@ -889,7 +880,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(NamespaceRead::RunsPython("the module's __getattr__".into()));
         }
         if let Some(descriptor) = &meta_attr {
-            if python_get(self, descriptor)?.is_some() {
+            if self.python_get(descriptor)?.is_some() {
                 return Ok(NamespaceRead::RunsPython(format!(
                     "a {} of its type",
                     qualname(&descriptor.get_type().into_any())
@@ -901,6 +892,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(NamespaceRead::Now)
     }
 
+    /// A descriptor's `__get__`, where its class's is a Python function.
+    fn python_get(&self, descriptor: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.type_lookup(&descriptor.get_type().into_any(), "__get__")? {
+            Some(get) if get.is_instance(&self.ops.function_type)? => Ok(Some(get)),
+            _ => Ok(None),
+        }
+    }
+
+    /// `descriptor.__get__(owner, ty)` for a descriptor whose class is written in Python:
+    /// its `__get__` inlined where it is a Python function (it may read state, or have
+    /// effects, on every call), a break where it is anything else (a `Mock`); None for a
+    /// descriptor of a C type, which the caller reads as such.
     pub(super) fn python_descriptor_get(
         &mut self,
         descriptor: &Bound<'py, PyAny>,
@@ -912,8 +915,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         }
         let descriptor_type = descriptor.get_type().into_any();
-        match self.type_lookup(&descriptor_type, "__get__")? {
-            Some(get) if get.is_instance(&self.ops.function_type)? => {
+        match self.python_get(descriptor)? {
+            Some(get) => {
                 let get = self.constant(get);
                 let arguments = vec![
                     self.constant(descriptor.clone()),
@@ -922,7 +925,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 ];
                 Ok(Some(self.call(get, arguments, vec![])?))
             }
-            _ => unsupported(format!(
+            None => unsupported(format!(
                 "attribute {name}: a {} descriptor, whose __get__ is not a Python function",
                 qualname(&descriptor_type)
             )),
