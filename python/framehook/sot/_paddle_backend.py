@@ -222,6 +222,22 @@ class PaddleBackend:
         copy.stop_gradient = value.stop_gradient
         return copy
 
+    def call_example(self, function: Any, args: tuple, kwargs: dict) -> Any:
+        """An operation on examples while translating, leaving alone what the graph's run
+        changes, once: the random generator's state (a dropout's draw), and the untrained
+        state one of Paddle's layers may write into (a BatchNorm's running statistics in
+        training, a SpectralNorm's vectors)."""
+        generator = paddle.get_rng_state()
+        state = [*function.parameters(), *function.buffers()] if isinstance(function, _LAYER) else []
+        saved = [(tensor, tensor.clone()) for tensor in state if tensor.stop_gradient and tensor._is_initialized()]
+        try:
+            return function(*args, **kwargs)
+        finally:
+            paddle.set_rng_state(generator)
+            with paddle.no_grad():
+                for tensor, value in saved:
+                    tensor.set_value(value)
+
     def forward_of(self, value: Any) -> Any:
         """For a user's layer (a ``paddle.nn.Layer`` whose call runs no hook), the function
         its call runs, ``forward(layer, *args)``, to translate in its place; else None."""

@@ -61,7 +61,11 @@ def register_backend(name: str, backend: Any) -> None:
     result was used), ``construct(cls, args, kwargs)`` with ``constructed_types`` (for a
     subclass of those, an object made while translating, its frames untranslated, that the
     generated code makes again from the same arguments; or None),
-    ``compile_with_examples(graph, examples)``, ``writes_operands(graph, examples)`` (whether
+    ``compile_with_examples(graph, examples)``, ``call_example(function, args, kwargs)`` (an
+    operation called on examples while translating, in place of ``function(*args, **kwargs)``:
+    where it changes state outside its operands, such as a random generator or a layer's
+    running statistics, the backend puts that back, as the graph's run changes it, once),
+    ``writes_operands(graph, examples)`` (whether
     the compiled graph may write into an array it is given; where it cannot, a run of it
     that raises makes the frame run again untranslated from its start, so that what the
     function did before the failing operation happens; without it, it may), and

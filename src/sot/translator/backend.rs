@@ -56,6 +56,9 @@ pub struct Backend<'py> {
     is_op: Bound<'py, PyAny>,
     is_constant_operand: Bound<'py, PyAny>,
     example: Bound<'py, PyAny>,
+    /// `call_example(function, args, kwargs)`: an operation run on examples while
+    /// translating, the state it changes outside its operands put back (a layer's buffers).
+    call_example: Option<Bound<'py, PyAny>>,
     /// `forward_of(obj)`: the function a layer's call runs, to translate in its place.
     forward_of: Option<Bound<'py, PyAny>>,
     /// Attributes of a layer guarded with its identity (`training`).
@@ -151,6 +154,7 @@ impl<'py> Backend<'py> {
             is_op: object.getattr("is_op")?,
             is_constant_operand: object.getattr("is_constant_operand")?,
             example: object.getattr("example")?,
+            call_example: optional(&object, "call_example")?,
             forward_of: optional(&object, "forward_of")?,
             layer_attributes: match optional(&object, "layer_attributes")? {
                 Some(names) => names.extract()?,
@@ -304,6 +308,21 @@ impl<'py> Backend<'py> {
     /// in-place operations do not touch the caller's tensors while translating).
     pub fn example(&self, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         self.example.call1((value,))
+    }
+
+    /// `function(*args, **kwargs)` on examples while translating, through the backend's
+    /// `call_example` where it has one: the graph's run makes the operation's effects on
+    /// state outside its operands (a layer's running statistics), once.
+    pub fn call_example(
+        &self,
+        function: &Bound<'py, PyAny>,
+        args: Bound<'py, PyTuple>,
+        kwargs: &Bound<'py, pyo3::types::PyDict>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match &self.call_example {
+            Some(call_example) => call_example.call1((function, args, kwargs)),
+            None => function.call(args, Some(kwargs)),
+        }
     }
 
     /// The guard of a tensor (or array) input: its exact type and meta attributes.

@@ -206,7 +206,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             kw.set_item(&name, e)?;
             graph_kwargs.push((name, g));
         }
-        let result = match function.call(PyTuple::new(self.py, examples)?, Some(&kw)) {
+        let result = match self
+            .backend
+            .call_example(function, PyTuple::new(self.py, examples)?, &kw)
+        {
             Ok(result) => result,
             // One that writes into an operand may have written part of it before it raised
             // (numpy's `a[0] = (1, None)` stores 1 first): the real one runs, at a break.
