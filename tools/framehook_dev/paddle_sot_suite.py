@@ -66,46 +66,70 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .process_group import run_in_own_group
 from .provision import CACHE
 
-DEFAULT_TESTS = CACHE / "paddle-test-sot"
-DEFAULT_REPORT = CACHE / "paddle-sot-report.json"
-DEFAULT_LOGS = CACHE / "paddle-sot-logs"
 MODES = ("native", "framehook", "translator")
 
-# Test files that test Paddle's own translator rather than compare translated results with
-# eager ones: not compared in translator mode, each with the reason (a test elsewhere whose
-# source names Paddle's internals is likewise, by the child's INTERNALS).
-NOT_APPLICABLE: dict[str, str] = {
-    "test_envs": "tests Paddle's SOT environment variables",
-    "test_info_collect": "tests Paddle's info collector",
-    "test_psdb": "tests Paddle's SOT debugger (psdb)",
-    "test_step_profiler": "tests Paddle's step profiler",
-    "test_guard_tree": "tests Paddle's native guard tree",
-    "test_guard_fastpath_strategy": "tests Paddle's guard fast path",
-    "test_faster_guard": "tests Paddle's faster guards",
-    "test_instruction_translator_cache": "tests Paddle's executor cache",
-    "test_min_graph_size": "tests Paddle's MIN_GRAPH_SIZE cost model",
-    "test_sir_rollback": "tests Paddle's SIR rollback",
-    "test_execution_base": "tests Paddle's execution base helpers",
-    "test_model_switch_training": "reads Paddle's compile cache (CompileSIRCache) and its partial programs",
-    "test_sot_export": "tests Paddle's SIR export (SOT_EXPORT writes SIR_N.py)",
-}
 
-# test/sot/CMakeLists.txt: py_test_modules(... ENVS SOT_LOG_LEVEL=0 COST_MODEL=False
-# MIN_GRAPH_SIZE=0 STRICT_MODE=True FLAGS_cudnn_deterministic=True); run_all.sh uses STRICT_MODE=1.
-CI_ENV = {
-    "SOT_LOG_LEVEL": "0",
-    "COST_MODEL": "False",
-    "MIN_GRAPH_SIZE": "0",
-    "STRICT_MODE": "1",
-    "FLAGS_cudnn_deterministic": "True",
-    # Paddle's SOT records each graph break's reason (counted per test, beside framehook's).
-    "SOT_COLLECT_INFO": "breakgraph_reason",
-}
+@dataclass(frozen=True)
+class Suite:
+    """One of Paddle's test suites, as its CI runs it."""
+
+    name: str
+    tests: Path  # where its files are (outside the repository)
+    harness: str  # the file every test imports: without it there is no suite
+    env: dict[str, str]  # its CI's environment
+    # Test files that test Paddle's own translator rather than compare translated results with
+    # eager ones: not compared in translator mode, each with the reason (a test elsewhere whose
+    # source names Paddle's internals is likewise, by the child's INTERNALS).
+    not_applicable: dict[str, str] = field(default_factory=dict)
+    # Substrings of the test ids not run: variants that do not use SOT.
+    skip: tuple[str, ...] = ()
+
+
+SOT = Suite(
+    name="sot",
+    tests=CACHE / "paddle-test-sot",
+    harness="test_case_base.py",
+    # test/sot/CMakeLists.txt: py_test_modules(... ENVS SOT_LOG_LEVEL=0 COST_MODEL=False
+    # MIN_GRAPH_SIZE=0 STRICT_MODE=True FLAGS_cudnn_deterministic=True); run_all.sh uses STRICT_MODE=1.
+    env={"SOT_LOG_LEVEL": "0", "COST_MODEL": "False", "MIN_GRAPH_SIZE": "0", "STRICT_MODE": "1",
+         "FLAGS_cudnn_deterministic": "True"},
+    not_applicable={
+        "test_envs": "tests Paddle's SOT environment variables",
+        "test_info_collect": "tests Paddle's info collector",
+        "test_psdb": "tests Paddle's SOT debugger (psdb)",
+        "test_step_profiler": "tests Paddle's step profiler",
+        "test_guard_tree": "tests Paddle's native guard tree",
+        "test_guard_fastpath_strategy": "tests Paddle's guard fast path",
+        "test_faster_guard": "tests Paddle's faster guards",
+        "test_instruction_translator_cache": "tests Paddle's executor cache",
+        "test_min_graph_size": "tests Paddle's MIN_GRAPH_SIZE cost model",
+        "test_sir_rollback": "tests Paddle's SIR rollback",
+        "test_execution_base": "tests Paddle's execution base helpers",
+        "test_model_switch_training": "reads Paddle's compile cache (CompileSIRCache) and its partial programs",
+        "test_sot_export": "tests Paddle's SIR export (SOT_EXPORT writes SIR_N.py)",
+    },
+)
+DYGRAPH_TO_STATIC = Suite(
+    name="dygraph_to_static",
+    tests=CACHE / "paddle-test-dy2st",
+    harness="dygraph_to_static_utils.py",
+    # test/dygraph_to_static/CMakeLists.txt: SOT_ENVS SOT_LOG_LEVEL=0 COST_MODEL=False MIN_GRAPH_SIZE=0
+    # STRICT_MODE=False.
+    env={"SOT_LOG_LEVEL": "0", "COST_MODEL": "False", "MIN_GRAPH_SIZE": "0", "STRICT_MODE": "False"},
+    # Dy2StTestBase makes a variant of each test per translator and IR (`test_x__sot_pir_phi`):
+    # those of Paddle's AST translator say nothing of SOT, in any mode.
+    skip=("__ast_",),
+)
+SUITES = {suite.name: suite for suite in (SOT, DYGRAPH_TO_STATIC)}
+
+# Paddle's SOT records each graph break's reason (counted per test, beside framehook's).
+COLLECT_ENV = {"SOT_COLLECT_INFO": "breakgraph_reason"}
 
 # framehook's translator has no strict mode (framehook.sot.paddle.install refuses STRICT_MODE=1;
 # strict mode makes a Paddle fallback an error): the translator runs without it. MIN_GRAPH_SIZE=0
@@ -118,10 +142,12 @@ INSTALLED = {"framehook": "paddle", "translator": "framehook"}
 PASSING = ("pass", "xfail")
 SEVERITY = ["pass", "xfail", "skip", "upass", "fail", "error", "crash", "timeout", "missing"]
 
-# Runs in the child: argv = [mode, module, events_file].
+# Runs in the child: argv = [mode, module, events_file, config (JSON: "skip", the substrings of
+# test ids not run)].
 CHILD = r"""
-import json, sys, traceback, unittest
-mode, module, events_path = sys.argv[1:4]
+import functools, json, statistics, sys, time, traceback, unittest
+mode, module, events_path, config = sys.argv[1:5]
+config = json.loads(config)
 sink = open(events_path, "a", buffering=1)
 def emit(**fields):
     sink.write(json.dumps(fields) + "\n")
@@ -140,7 +166,6 @@ if mode == "framehook":
     framehook.sot.paddle.install()
     installed = framehook.sot.paddle.installed()
 elif mode == "translator":
-    import functools
     import framehook.sot as fsot
     import framehook.sot.paddle
     framehook.sot.paddle.install(translator="framehook")
@@ -188,6 +213,39 @@ if mode != "translator":
             unrecorded_breaks[0] += 1
         return translate_function(fn, **kwargs)
     use_symbolic_translate(counted_symbolic_translate)
+# Every mode: the calls of what symbolic_translate gives (to_static calls it at each call of a
+# translated function, then calls its result), timed per function: a function's first call
+# translates it and builds its programs, the later ones are hot. Calls made within a timed
+# call are part of it.
+calls = {}
+depth = [0]
+import paddle.jit.sot
+observed_translate = paddle.jit.sot.symbolic_translate
+@functools.wraps(observed_translate)  # installed() follows __wrapped__
+def timed_symbolic_translate(fn, **kwargs):
+    fast = observed_translate(fn, **kwargs)
+    key = getattr(getattr(fn, "__func__", fn), "__code__", fn)
+    def timed(*args, **kwargs):
+        if depth[0]:
+            return fast(*args, **kwargs)
+        depth[0] += 1
+        start = time.perf_counter()
+        try:
+            return fast(*args, **kwargs)
+        finally:
+            calls.setdefault(key, []).append(time.perf_counter() - start)
+            depth[0] -= 1
+    return timed
+use_symbolic_translate(timed_symbolic_translate)
+def timings():
+    # The current test's: its translated functions' first calls, summed, and their later
+    # calls' medians, summed (ms); the number of calls.
+    if not calls:
+        return {}
+    first = sum(durations[0] for durations in calls.values())
+    hot = [statistics.median(durations[1:]) for durations in calls.values() if len(durations) > 1]
+    return {"calls": sum(map(len, calls.values())), "first_ms": round(first * 1e3, 3),
+            "hot_ms": round(sum(hot) * 1e3, 3) if hot else None}
 emit(event="begin", mode=mode, python=sys.version, installed=installed)
 def break_reasons():
     # framehook's graph break reasons in the current test (translator mode), a few.
@@ -227,6 +285,7 @@ def internals_read(test):
     return "; ".join(found) or None
 def clear_breaks():
     made.clear()
+    calls.clear()
     unrecorded_breaks[0] = 0
     if mode != "translator":
         skipped_codes.clear()
@@ -246,7 +305,7 @@ class Recording(unittest.TextTestResult):
         super().startTest(test)
     def addSuccess(self, test):
         super().addSuccess(test)
-        emit(event="pass", test=test.id(), breaks=breaks(), break_reasons=break_reasons())
+        emit(event="pass", test=test.id(), breaks=breaks(), break_reasons=break_reasons(), **timings())
     def addFailure(self, test, err):
         super().addFailure(test, err)
         emit(event="fail", test=test.id(), message=first_line(err))
@@ -267,8 +326,21 @@ class Recording(unittest.TextTestResult):
         if err is not None:
             failed = issubclass(err[0], test.failureException)
             emit(event="fail" if failed else "error", test=test.id(), message=f"{subtest.id()}: {first_line(err)}")
+def without_skipped_variants(suite):
+    # The variants of a test the comparison leaves out (Paddle's AST translator's), by id.
+    kept = unittest.TestSuite()
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            kept.addTest(without_skipped_variants(test))
+        elif not any(part in test.id() for part in config["skip"]):
+            kept.addTest(test)
+    return kept
+class Loader(unittest.TestLoader):
+    def loadTestsFromNames(self, names, module=None):
+        return without_skipped_variants(super().loadTestsFromNames(names, module))
 runner = unittest.TextTestRunner(resultclass=Recording, verbosity=2)
-program = unittest.main(module=None, argv=["python -m unittest", "-v", module], testRunner=runner, exit=False)
+program = unittest.main(module=None, argv=["python -m unittest", "-v", module], testRunner=runner,
+                        testLoader=Loader(), exit=False)
 if mode != "native":
     installed = framehook.sot.paddle.installed()
 ok = program.result.wasSuccessful()
@@ -354,11 +426,13 @@ def probe(python: str) -> dict:
 
 
 def run_file(
-    python: str, mode: str, tests_dir: Path, test_file: str, timeout: float, log_path: Path, extra_env: dict
+    suite: Suite, python: str, mode: str, tests_dir: Path, test_file: str, timeout: float, log_path: Path,
+    extra_env: dict
 ) -> dict:
     module = test_file[:-3]
     env = dict(os.environ)
-    env.update(CI_ENV)
+    env.update(suite.env)
+    env.update(COLLECT_ENV)
     if mode == "translator":
         env.update(TRANSLATOR_ENV)
     env.update(extra_env)
@@ -367,7 +441,7 @@ def run_file(
     os.close(fd)
     events_path = Path(events_name)
     rc, timed_out, duration, _ = run_in_own_group(
-        [python, "-c", CHILD, mode, module, str(events_path)],
+        [python, "-c", CHILD, mode, module, str(events_path), json.dumps({"skip": suite.skip})],
         cwd=tests_dir,
         env=env,
         log_path=log_path,
@@ -404,8 +478,9 @@ def run_file(
                 entry["outcome"] = outcome
                 if event.get("message"):
                     entry["message"] = event["message"]
-            if "breaks" in event:
-                entry["breaks"] = event["breaks"]
+            for field in ("breaks", "calls", "first_ms", "hot_ms"):
+                if field in event:
+                    entry[field] = event[field]
             if event.get("break_reasons"):
                 entry["break_reasons"] = event["break_reasons"]
     log_lines = log_path.read_text(errors="replace").splitlines()
@@ -468,23 +543,23 @@ def count(result: dict) -> tuple[int, int]:
     return passed, len(tests)
 
 
-def not_applicable(mode: str, test: str, result: dict | None = None) -> str | None:
+def not_applicable(suite: Suite, mode: str, test: str, result: dict | None = None) -> str | None:
     """Why ``test`` says nothing of ``mode`` (it inspects Paddle's translator), or None: its
-    file is listed in NOT_APPLICABLE, or its source names Paddle's internals (the child's
+    file is listed in the suite's ``not_applicable``, or its source names Paddle's internals (the child's
     INTERNALS, recorded in ``result``)."""
     if mode != "translator":
         return None
-    return NOT_APPLICABLE.get(test.partition(".")[0]) or (result or {}).get("not_applicable")
+    return suite.not_applicable.get(test.partition(".")[0]) or (result or {}).get("not_applicable")
 
 
-def compare(native: dict, other: dict, mode: str) -> list[dict]:
+def compare(suite: Suite, native: dict, other: dict, mode: str) -> list[dict]:
     """The tests whose passing differs between native and ``mode`` (those not applicable to
     it apart), and, for the translator, those with more graph breaks than native's."""
     differing = []
     for test in sorted(set(native["tests"]) | set(other["tests"])):
         n = native["tests"].get(test, {"outcome": "missing"})
         o = other["tests"].get(test, {"outcome": "missing"})
-        if not_applicable(mode, test, o):
+        if not_applicable(suite, mode, test, o):
             continue
         entry = {"test": test, "native": n["outcome"], mode: o["outcome"], "native_message": n.get("message"),
                  f"{mode}_message": o.get("message")}
@@ -511,7 +586,49 @@ def cell(result: dict | None) -> str:
     return text
 
 
-def print_table(label: str, files: list[str], runs: dict, comparisons: dict, show_failures: bool) -> None:
+def costs(suite: Suite, native: dict, translated: dict) -> dict:
+    """Over the tests of a file that pass both natively and translated (those applicable to the
+    translator): their number, and per side the graph breaks, the translated functions' first
+    calls (ms, summed: translation and program build included) and their later calls' medians
+    (ms, summed)."""
+    both = [(n, translated["tests"][test]) for test, n in native["tests"].items()
+            if n["outcome"] in PASSING and translated["tests"].get(test, {}).get("outcome") in PASSING
+            and not not_applicable(suite, "translator", test, translated["tests"][test])]
+    result: dict = {"tests": len(both)}
+    for side, index in (("native", 0), ("translator", 1)):
+        entries = [pair[index] for pair in both]
+        result[side] = {
+            "breaks": sum(e.get("breaks", 0) for e in entries),
+            "first_ms": round(sum(e.get("first_ms", 0) for e in entries), 1),
+            "hot_ms": round(sum(e.get("hot_ms") or 0 for e in entries), 2),
+        }
+    return result
+
+
+def print_costs(label: str, files: list[str], file_costs: dict[str, dict]) -> None:
+    width = max([len("file")] + [len(f[:-3]) for f in files])
+    log(f"\n== CPython {label}: over the tests passing natively and translated, per file: graph breaks, "
+        "first calls and hot calls (ms) of the translated functions, Paddle's SOT / framehook's ==")
+    log(f"{'file':<{width}}  tests  {'breaks':>11}  {'first calls (ms)':>21}  {'hot calls (ms)':>19}")
+    totals = {"tests": 0, "native": [0, 0.0, 0.0], "translator": [0, 0.0, 0.0]}
+    for f in files:
+        c = file_costs.get(f)
+        if not c or not c["tests"]:
+            continue
+        n, t = c["native"], c["translator"]
+        totals["tests"] += c["tests"]
+        for side in ("native", "translator"):
+            for i, key in enumerate(("breaks", "first_ms", "hot_ms")):
+                totals[side][i] += c[side][key]
+        log(f"{f[:-3]:<{width}}  {c['tests']:>5}  {n['breaks']:>5}/{t['breaks']:<5}  "
+            f"{n['first_ms']:>10.1f}/{t['first_ms']:<10.1f}  {n['hot_ms']:>9.2f}/{t['hot_ms']:<9.2f}")
+    n, t = totals["native"], totals["translator"]
+    log(f"{'total':<{width}}  {totals['tests']:>5}  {n[0]:>5}/{t[0]:<5}  {n[1]:>10.1f}/{t[1]:<10.1f}  "
+        f"{n[2]:>9.2f}/{t[2]:<9.2f}")
+
+
+def print_table(suite: Suite, label: str, files: list[str], runs: dict, comparisons: dict,
+                show_failures: bool) -> None:
     modes = [m for m in MODES if m in runs]
     width = max([len("file")] + [len(f[:-3]) for f in files])
     header = f"{'file':<{width}}  " + "  ".join(f"{m:<18}" for m in modes)
@@ -554,7 +671,7 @@ def print_table(label: str, files: list[str], runs: dict, comparisons: dict, sho
                     log(f"      {side}: {d[f'{side}_message']}")
     if "translator" in runs:
         skipped = sorted({(test, why) for r in runs["translator"].values() for test, t in r["tests"].items()
-                          if (why := not_applicable("translator", test, t))})
+                          if (why := not_applicable(suite, "translator", test, t))})
         if skipped:
             log(f"\n{len(skipped)} test(s) not applicable to the translator on {label} (not compared):")
             for test, why in skipped:
@@ -578,10 +695,13 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
+        "--suite", choices=sorted(SUITES), default=SOT.name,
+        help="Paddle's test/sot (default) or test/dygraph_to_static",
+    )
+    parser.add_argument(
         "--tests",
         type=Path,
-        default=DEFAULT_TESTS,
-        help=f"directory of Paddle's test/sot files (default {DEFAULT_TESTS})",
+        help=f"directory of the suite's files (default {SOT.tests}, {DYGRAPH_TO_STATIC.tests})",
     )
     parser.add_argument(
         "--python",
@@ -611,10 +731,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="processes at once (default 2)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per file before it is killed (default 300)")
     parser.add_argument(
-        "--report", type=Path, default=DEFAULT_REPORT, help=f"JSON report path (default {DEFAULT_REPORT})"
+        "--report", type=Path, help=f"JSON report path (default {CACHE}/paddle-<suite>-report.json)"
     )
     parser.add_argument(
-        "--logs", type=Path, default=DEFAULT_LOGS, help=f"directory for per-file logs (default {DEFAULT_LOGS})"
+        "--logs", type=Path, help=f"directory for per-file logs (default {CACHE}/paddle-<suite>-logs)"
     )
     parser.add_argument(
         "--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for the test processes"
@@ -626,18 +746,21 @@ def main(argv: list[str] | None = None) -> int:
         "--require-tests", action="store_true", help="exit 2 instead of 0 when the test directory is missing or empty"
     )
     args = parser.parse_args(argv)
+    suite = SUITES[args.suite]
     modes = [m for m in MODES if m in (args.mode or MODES)]
     extra_env = dict(item.split("=", 1) for item in args.env)
+    args.report = args.report or CACHE / f"paddle-{suite.name}-report.json"
+    args.logs = args.logs or CACHE / f"paddle-{suite.name}-logs"
 
-    tests_dir = args.tests.expanduser()
+    tests_dir = (args.tests or suite.tests).expanduser()
     test_files = (
-        sorted(p.name for p in tests_dir.glob("test_*.py") if p.name != "test_case_base.py")
+        sorted(p.name for p in tests_dir.glob("test_*.py") if p.name != suite.harness)
         if tests_dir.is_dir()
         else []
     )
-    if not test_files or not (tests_dir / "test_case_base.py").is_file():
+    if not test_files or not (tests_dir / suite.harness).is_file():
         log(
-            f"paddle_sot_suite: SKIPPED: no Paddle test/sot files in {tests_dir} "
+            f"paddle_sot_suite: SKIPPED: no Paddle test/{suite.name} files in {tests_dir} "
             "(they are not part of this repository; docs/reliability.md, section \"Paddle's test/sot suite\", "
             "says how they were obtained)"
         )
@@ -654,8 +777,10 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         log(f"paddle_sot_suite: no test file in {tests_dir} matches -k {args.only} / --exclude {args.exclude}")
         return 2
-    # Longest first, so that two workers finish together.
-    files_by_cost = sorted(files, key=lambda f: (0 if "resnet" in f else 1, f))
+    # Longest first (by the manifest's native times, where it has them), so that two workers
+    # finish together.
+    files_by_cost = sorted(files, key=lambda f: (-entries.get(f, {}).get("native_310", {}).get("seconds", 0),
+                                                 0 if "resnet" in f else 1, f))
 
     interpreters = []
     unavailable = []
@@ -696,7 +821,7 @@ def main(argv: list[str] | None = None) -> int:
     def work(job):
         python, label, mode, f = job
         log_path = args.logs / label / mode / (f[:-3] + ".log")
-        result = run_file(python, mode, tests_dir, f, args.timeout, log_path, extra_env)
+        result = run_file(suite, python, mode, tests_dir, f, args.timeout, log_path, extra_env)
         with lock:
             results[label][mode][f] = result
             done[0] += 1
@@ -720,7 +845,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             comparison: dict[str, list] = {}
             for f in files:
-                diff = compare(runs["native"][f], runs[mode][f], mode)
+                diff = compare(suite, runs["native"][f], runs[mode][f], mode)
                 if diff:
                     comparison[f] = diff
             if comparison:
@@ -744,7 +869,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         summary[label]["differing"] = {mode: sum(len(d) for d in comparison.values())
                                        for mode, comparison in comparison_by_mode.items()}
-        print_table(label, files, runs, comparison_by_mode, args.show_failures)
+        print_table(suite, label, files, runs, comparison_by_mode, args.show_failures)
+        if "native" in usable and "translator" in usable:
+            file_costs = {f: costs(suite, runs["native"][f], runs["translator"][f]) for f in files}
+            summary[label]["costs"] = file_costs
+            print_costs(label, files, file_costs)
     if unavailable:
         exit_code = 2 if exit_code == 0 else exit_code
 
@@ -752,13 +881,14 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "duration": round(time.time() - started, 1),
         "tests_dir": str(tests_dir),
-        "environment": {**CI_ENV, **extra_env},
+        "suite": suite.name,
+        "environment": {**suite.env, **COLLECT_ENV, **extra_env},
         "timeout": args.timeout,
         "modes": modes,
         "manifest": {
             f: {"path": e.get("path"), "commit": e.get("commit")}
             for f, e in entries.items()
-            if f in files or f == "test_case_base.py"
+            if f in files or not f.startswith("test_")
         },
         "interpreters": {
             label: {"python": python, **info, "modes": usable} for python, label, info, usable in interpreters
