@@ -125,6 +125,19 @@ def _is_paddle_layer(value: Any) -> bool:
             and not isinstance(value, _CONTAINERS + _NOT_STATIC_LAYERS))
 
 
+def _copied_build_strategy(strategy: Any) -> Any:
+    """A new ``BuildStrategy`` with ``strategy``'s settings (Paddle's cannot be copied
+    otherwise), or None for None."""
+    if strategy is None:
+        return None
+    cls = type(strategy)
+    copied = cls()
+    for name in dir(cls):
+        if not name.startswith("_") and isinstance(getattr(cls, name), property):
+            setattr(copied, name, getattr(strategy, name))
+    return copied
+
+
 class PaddleBackend:
     """The backend protocol, for Paddle (see ``framehook.sot.register_backend``)."""
 
@@ -177,8 +190,19 @@ class PaddleBackend:
         self._api = _api_functions()
         self._methods = _TensorMethods()
         self._cost_model = cost_model
+        # `paddle.jit.to_static`'s options for the graphs' programs (`with_program_options`).
+        self._program_options: dict[str, Any] = {}
         if _devices_beside_the_cpu():
             self.meta_attributes = (*self.meta_attributes, "place")
+
+    def with_program_options(self, build_strategy: Any = None, backend: Any = None) -> PaddleBackend:
+        """This backend, building its graphs' programs with ``paddle.jit.to_static``'s
+        ``build_strategy`` (``paddle.static.BuildStrategy``: the passes applied; as it is now,
+        a copy, so that the translations do not keep the caller's alive) and ``backend``
+        (``"CINN"``, where Paddle is built with it)."""
+        options = copy.copy(self)
+        options._program_options = {"build_strategy": _copied_build_strategy(build_strategy), "backend": backend}
+        return options
 
     def is_op(self, function: Any) -> bool:
         entry = self._api.get(id(function))
@@ -249,7 +273,7 @@ class PaddleBackend:
         return forward if inspect.isfunction(forward) else None
 
     def compile(self, graph: tuple) -> Callable[..., tuple]:
-        return _StaticGraph(graph, self._methods, self._cost_model)
+        return _StaticGraph(graph, self._methods, self._cost_model, self._program_options)
 
 
 # ``operator`` functions of a tensor and a number: the number may be a program input cast
@@ -296,9 +320,11 @@ class _StaticGraph:
     # Calls timed each way before the cost model chooses.
     TRIALS = 3
 
-    def __init__(self, graph: tuple, methods: _TensorMethods, cost_model: bool = True):
+    def __init__(self, graph: tuple, methods: _TensorMethods, cost_model: bool = True,
+                 program_options: dict[str, Any] | None = None):
         self._inputs, self._nodes, self._outputs = graph
         self._methods = methods
+        self._program_options = program_options or {}
         self._plan: _Plan | None = None
         self._programs: dict[tuple, _Program] = {}
         self._eager = False
@@ -690,7 +716,7 @@ class _Program:
             from paddle.static import InputSpec  # type: ignore[import-not-found]
 
             specs.append(InputSpec(shape=[len(plan.fed)], dtype="float64", name="sot_numbers"))
-        static = paddle.jit.to_static(build, input_spec=[specs], full_graph=True)
+        static = paddle.jit.to_static(build, input_spec=[specs], full_graph=True, **graph._program_options)
         feeds = self._feeds(values)
         if feeds is None:
             raise _Specialize(next(i for i in plan.fed if type(values[i]) not in (int, float, bool)
