@@ -762,6 +762,55 @@ def test_batch_norm_running_statistics_in_training_match_eager(calls):
     np.testing.assert_allclose(translated._variance.numpy(), eager._variance.numpy(), rtol=1e-5, atol=1e-6)
 
 
+class _Holder(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.attr = None
+        self.linear = paddle.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.linear(x) + self.attr
+
+
+def test_a_tensor_stored_on_a_layer_is_replayed_through_its_setattr():
+    # Paddle's Layer.__setattr__ files a tensor among the layer's buffers: the store runs it
+    # after the graph, and the translation reads the value back meanwhile, without a break.
+    def set_and_call(holder, x):
+        holder.attr = x * 2
+        return holder(x)
+
+    paddle.seed(0)
+    eager, translated = _Holder(), _Holder()
+    translated.set_state_dict(eager.state_dict())
+    fast = sot.translate(set_and_call, backend="paddle")
+    for _ in range(2):
+        x = paddle.randn([2, 3])
+        np.testing.assert_allclose(fast(translated, x).numpy(), set_and_call(eager, x).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(translated.attr.numpy(), (x * 2).numpy())
+        assert "attr" in translated._buffers and "attr" not in translated.__dict__
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graphs, stats.graph_breaks) == (1, 1, [])
+
+
+def test_layer_stores_its_setattr_would_refuse_or_treat_apart_run_as_eagerly():
+    def to_parameter_name(holder, x):
+        holder.linear.weight = x  # a parameter's name takes only a Parameter: TypeError
+        return x
+
+    def then_read_the_table(holder, x):
+        holder.attr = x
+        return len(holder._buffers)  # the table the replayed store changes
+
+    holder = _Holder()
+    fast = sot.translate(to_parameter_name, backend="paddle")
+    with pytest.raises(TypeError, match="assignment to parameter 'weight'"):
+        fast(holder, paddle.ones([3, 3]))
+    assert any("Layer.__setattr__" in b.reason for b in sot.stats(fast).graph_breaks), sot.stats(fast)
+    fast = sot.translate(then_read_the_table, backend="paddle")
+    assert fast(_Holder(), paddle.ones([2])) == then_read_the_table(_Holder(), paddle.ones([2])) == 1
+    assert any("the table _buffers of a layer" in b.reason for b in sot.stats(fast).graph_breaks), sot.stats(fast)
+
+
 def test_random_draws_match_eager():
     # The operations run on examples while translating draw from the generator too: its
     # state is put back, so the translated calls draw what the eager ones do.

@@ -262,6 +262,27 @@ class PaddleBackend:
                 for tensor, value in saved:
                     tensor.set_value(value)
 
+    def layer_store(self, layer: Any, name: str, value_type: type) -> tuple[str, ...] | None:
+        """Where ``layer.name = value`` (of ``value_type``) only makes ``layer.name`` give the
+        value, the tables that must lack ``name`` for that (and lack it now): Paddle's ``Layer.__setattr__`` files
+        a tensor among the layer's buffers, another value in its ``__dict__``, unless ``name``
+        is a parameter's or a sublayer's (which take only their kind, else raise), or another
+        value a buffer's. None for a Parameter, a Layer or a ``to_static`` function (filed and
+        renamed apart), a property of the layer's class, and a subclass's own ``__setattr__``."""
+        cls = type(layer)
+        if cls.__setattr__ is not _LAYER.__setattr__ or isinstance(inspect.getattr_static(cls, name, None), property):
+            return None
+        # A to_static function exists only where Paddle's module making them was imported.
+        translator = sys.modules.get("paddle.jit.dy2static.program_translator")
+        filed_apart = (paddle.base.framework.EagerParamBase, _LAYER,
+                       *((translator.StaticFunction,) if translator is not None else ()))
+        if issubclass(value_type, filed_apart):
+            return None
+        tables = ("_parameters", "_sub_layers")
+        if not (issubclass(value_type, _TENSOR) or value_type is type(None)):
+            tables += ("_buffers",)
+        return None if any(name in layer.__dict__.get(table, ()) for table in tables) else tables
+
     def forward_of(self, value: Any) -> Any:
         """For a user's layer (a ``paddle.nn.Layer`` whose call runs no hook), the function
         its call runs, ``forward(layer, *args)``, to translate in its place; else None."""
