@@ -53,7 +53,10 @@ def register_backend(name: str, backend: Any) -> None:
     meta attributes, such as ``dim()``: computed while translating), ``forward_of(obj)`` (the
     function a model layer's call runs, translated in its place, or None), ``layer_types`` and
     ``layer_attributes`` (layers are pinned by identity and those attributes, and read through
-    their ``__getattr__``), ``traced_codes`` and ``traced_files`` (codes and files under
+    their ``__getattr__``), ``layer_store(layer, name, value_type)`` (where ``layer.name = value``
+only makes ``layer.name`` give the value, the names of the layer's tables, dicts, that must
+lack ``name`` for that, which the guards check; the store is then replayed after the graph
+through the layer's ``__setattr__``; else None), ``traced_codes`` and ``traced_files`` (codes and files under
     ``skip_prefixes`` translated all the same), ``fixed_functions`` (functions whose result for
     the same arguments is the same for the whole process, such as a build's facts: called while
     translating), ``guarded_functions`` (functions of no arguments reading the process's state,
