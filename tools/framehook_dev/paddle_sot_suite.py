@@ -87,8 +87,11 @@ class Suite:
     # eager ones: not compared in translator mode, each with the reason (a test elsewhere whose
     # source names Paddle's internals is likewise, by the child's INTERNALS).
     not_applicable: dict[str, str] = field(default_factory=dict)
-    # Substrings of the test ids not run: variants that do not use SOT.
-    skip: tuple[str, ...] = ()
+    # Tests not run, by a substring of their ids, each with the reason (variants that do not
+    # use SOT, tests that kill the process natively): counted apart in the report.
+    deselect: dict[str, str] = field(default_factory=dict)
+    # Links the suite's files expect beside its directory: name -> its target in the directory.
+    links: dict[str, str] = field(default_factory=dict)
 
 
 SOT = Suite(
@@ -122,9 +125,16 @@ DYGRAPH_TO_STATIC = Suite(
     # test/dygraph_to_static/CMakeLists.txt: SOT_ENVS SOT_LOG_LEVEL=0 COST_MODEL=False MIN_GRAPH_SIZE=0
     # STRICT_MODE=False.
     env={"SOT_LOG_LEVEL": "0", "COST_MODEL": "False", "MIN_GRAPH_SIZE": "0", "STRICT_MODE": "False"},
-    # Dy2StTestBase makes a variant of each test per translator and IR (`test_x__sot_pir_phi`):
-    # those of Paddle's AST translator say nothing of SOT, in any mode.
-    skip=("__ast_",),
+    # Dy2StTestBase makes a variant of each test per translator and IR (`test_x__sot_pir`).
+    deselect={
+        "__ast_": "a variant of Paddle's AST translator, which says nothing of SOT",
+        "__sot_pt": "a variant of SOT under the old IR, which Paddle 3.3.1 refuses in every mode "
+        "('SOT is only supported when running in PIR mode')",
+        "test_in_static_mode_mkldnn": "aborts the process natively on Paddle 3.3.1 (oneDNN's pool2d_grad raises "
+        "dnnl::error)",
+    },
+    # The harness loads Path(__file__).parent.parent / "legacy_test/utils.py".
+    links={"legacy_test": "legacy_test"},
 )
 SUITES = {suite.name: suite for suite in (SOT, DYGRAPH_TO_STATIC)}
 
@@ -142,8 +152,8 @@ INSTALLED = {"framehook": "paddle", "translator": "framehook"}
 PASSING = ("pass", "xfail")
 SEVERITY = ["pass", "xfail", "skip", "upass", "fail", "error", "crash", "timeout", "missing"]
 
-# Runs in the child: argv = [mode, module, events_file, config (JSON: "skip", the substrings of
-# test ids not run)].
+# Runs in the child: argv = [mode, module, events_file, config (JSON: "deselect", the substrings
+# of the ids of tests not run, with the reasons)].
 CHILD = r"""
 import functools, json, statistics, sys, time, traceback, unittest
 mode, module, events_path, config = sys.argv[1:5]
@@ -326,18 +336,21 @@ class Recording(unittest.TextTestResult):
         if err is not None:
             failed = issubclass(err[0], test.failureException)
             emit(event="fail" if failed else "error", test=test.id(), message=f"{subtest.id()}: {first_line(err)}")
-def without_skipped_variants(suite):
-    # The variants of a test the comparison leaves out (Paddle's AST translator's), by id.
+def without_deselected(suite):
     kept = unittest.TestSuite()
     for test in suite:
         if isinstance(test, unittest.TestSuite):
-            kept.addTest(without_skipped_variants(test))
-        elif not any(part in test.id() for part in config["skip"]):
+            kept.addTest(without_deselected(test))
+            continue
+        why = next((why for part, why in config["deselect"].items() if part in test.id()), None)
+        if why is None:
             kept.addTest(test)
+        else:
+            emit(event="deselected", test=test.id(), message=why)
     return kept
 class Loader(unittest.TestLoader):
     def loadTestsFromNames(self, names, module=None):
-        return without_skipped_variants(super().loadTestsFromNames(names, module))
+        return without_deselected(super().loadTestsFromNames(names, module))
 runner = unittest.TextTestRunner(resultclass=Recording, verbosity=2)
 program = unittest.main(module=None, argv=["python -m unittest", "-v", module], testRunner=runner,
                         testLoader=Loader(), exit=False)
@@ -441,7 +454,7 @@ def run_file(
     os.close(fd)
     events_path = Path(events_name)
     rc, timed_out, duration, _ = run_in_own_group(
-        [python, "-c", CHILD, mode, module, str(events_path), json.dumps({"skip": suite.skip})],
+        [python, "-c", CHILD, mode, module, str(events_path), json.dumps({"deselect": suite.deselect})],
         cwd=tests_dir,
         env=env,
         log_path=log_path,
@@ -457,11 +470,14 @@ def run_file(
 
     tests: dict[str, dict] = {}
     pending: set[str] = set()
+    deselected: dict[str, int] = {}
     begin = end = None
     for event in events:
         kind = event.get("event")
         if kind == "begin":
             begin = event
+        elif kind == "deselected":
+            deselected[event["message"]] = deselected.get(event["message"], 0) + 1
         elif kind == "end":
             end = event
         elif kind == "start":
@@ -508,6 +524,7 @@ def run_file(
         "returncode": rc,
         "duration": round(duration, 2),
         "tests": dict(sorted(tests.items())),
+        "deselected": deselected,
         "log": str(log_path),
         "log_tail": [line for line in log_lines if not _is_glog(line)][-30:],
     }
@@ -669,6 +686,12 @@ def print_table(suite: Suite, label: str, files: list[str], runs: dict, comparis
             for side in ("native", mode):
                 if d[side] not in PASSING and d.get(f"{side}_message"):
                     log(f"      {side}: {d[f'{side}_message']}")
+    deselected: dict[str, int] = {}
+    for r in runs[modes[0]].values():
+        for why, n in r.get("deselected", {}).items():
+            deselected[why] = deselected.get(why, 0) + n
+    for why, n in sorted(deselected.items()):
+        log(f"\n{n} test(s) not run on {label}: {why}")
     if "translator" in runs:
         skipped = sorted({(test, why) for r in runs["translator"].values() for test, t in r["tests"].items()
                           if (why := not_applicable(suite, "translator", test, t))})
@@ -769,6 +792,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give at least one --python (an interpreter with paddlepaddle installed)")
     manifest = load_manifest(tests_dir)
     entries = check_manifest(tests_dir, manifest)
+    for name, target in suite.links.items():
+        link = tests_dir.parent / name
+        if not link.exists() and (tests_dir / target).exists():
+            link.symlink_to(tests_dir / target)
     files = [
         f
         for f in test_files
