@@ -644,6 +644,62 @@ def print_costs(label: str, files: list[str], file_costs: dict[str, dict]) -> No
         f"{n[2]:>9.2f}/{t[2]:<9.2f}")
 
 
+def markdown(report: dict) -> str:
+    """Per interpreter, a table of the files: tests run (deselected apart), passed in each mode,
+    skipped, and over the tests passing natively and translated, the graph breaks and the
+    translated functions' first and hot calls of both translators; then the differing tests."""
+    lines = []
+    for label, runs in report["runs"].items():
+        modes = [m for m in MODES if m in runs]
+        costs = report["summary"][label].get("costs", {})
+        lines += [f"#### CPython {label}", "",
+                  "| file | tests | " + " | ".join(f"pass, {m}" for m in modes) + " | skipped | "
+                  "breaks, Paddle / framehook | first calls ms, Paddle / framehook | "
+                  "hot calls ms, Paddle / framehook |",
+                  "| --- |" + " ---: |" * (len(modes) + 5)]
+        totals = [0] * (len(modes) + 2)
+        sums = {"native": [0, 0.0, 0.0], "translator": [0, 0.0, 0.0]}
+        for f in sorted(runs[modes[0]]):
+            first = runs[modes[0]][f]
+            tests = len(first["tests"])
+            skipped = sum(1 for t in first["tests"].values() if t["outcome"] == "skip")
+            passed = [count(runs[m][f])[0] if f in runs[m] else 0 for m in modes]
+            status = {r["status"] for m in modes if (r := runs[m].get(f)) and r["status"] in ("timeout", "crash")}
+            row = [tests, *passed, skipped]
+            totals = [a + b for a, b in zip(totals, row)]
+            c = costs.get(f, {"tests": 0})
+            if c["tests"]:
+                for side in sums:
+                    sums[side] = [sums[side][0] + c[side]["breaks"], sums[side][1] + c[side]["first_ms"],
+                                  sums[side][2] + c[side]["hot_ms"]]
+                extra = (f"{c['native']['breaks']} / {c['translator']['breaks']} | "
+                         f"{c['native']['first_ms']:.0f} / {c['translator']['first_ms']:.0f} | "
+                         f"{c['native']['hot_ms']:.1f} / {c['translator']['hot_ms']:.1f}")
+            else:
+                extra = "- | - | -"
+            name = f[:-3] + (f" ({', '.join(sorted(status))})" if status else "")
+            lines.append(f"| {name} | " + " | ".join(map(str, row)) + f" | {extra} |")
+        n, t = sums["native"], sums["translator"]
+        lines.append("| **total** | " + " | ".join(f"**{v}**" for v in totals)
+                     + f" | **{n[0]} / {t[0]}** | **{n[1]:.0f} / {t[1]:.0f}** | **{n[2]:.1f} / {t[2]:.1f}** |")
+        lines.append("")
+        for mode, comparison in report["differing"][label].items():
+            diffs = [d for ds in comparison.values() for d in ds]
+            if not diffs:
+                lines.append(f"- {mode}: every test passing natively passes"
+                             + (", with no more graph breaks" if mode == "translator" else "") + ".")
+                continue
+            fewer_passing = [d for d in diffs if "native_breaks" not in d]
+            more_breaks = [d for d in diffs if "native_breaks" in d]
+            lines.append(f"- {mode}: {len(fewer_passing)} test(s) passing natively do not pass"
+                         + (f"; {len(more_breaks)} pass with more graph breaks" if mode == "translator" else "")
+                         + ".")
+            for d in fewer_passing:
+                lines.append(f"  - `{d['test']}`: {d[mode]}: {d.get(f'{mode}_message') or ''}")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def print_table(suite: Suite, label: str, files: list[str], runs: dict, comparisons: dict,
                 show_failures: bool) -> None:
     modes = [m for m in MODES if m in runs]
@@ -768,6 +824,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--require-tests", action="store_true", help="exit 2 instead of 0 when the test directory is missing or empty"
     )
+    parser.add_argument("--markdown", type=Path, help="also write the per-file tables as markdown to this file")
     args = parser.parse_args(argv)
     suite = SUITES[args.suite]
     modes = [m for m in MODES if m in (args.mode or MODES)]
@@ -925,6 +982,8 @@ def main(argv: list[str] | None = None) -> int:
         "differing": comparisons,
         "runs": results,
     }
+    if args.markdown:
+        args.markdown.write_text(markdown(report))
     args.report.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.report.with_suffix(args.report.suffix + ".tmp")
     tmp.write_text(json.dumps(report, indent=1) + "\n")
