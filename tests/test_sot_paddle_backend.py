@@ -811,6 +811,20 @@ def test_layer_stores_its_setattr_would_refuse_or_treat_apart_run_as_eagerly():
     assert any("the table _buffers of a layer" in b.reason for b in sot.stats(fast).graph_breaks), sot.stats(fast)
 
 
+def test_paddle_tensor_namespace_and_fill_constant_are_captured():
+    # `paddle.tensor` is an object reading its attributes from the module (translated), and
+    # `fill_constant`, public in `paddle.tensor.creation` only, an operation.
+    def biased(x):
+        bias = paddle.tensor.fill_constant([x.shape[-1]], dtype="float32", value=1)
+        return x + bias
+
+    x = paddle.randn([2, 3])
+    fast = sot.translate(biased, backend="paddle")
+    np.testing.assert_allclose(fast(x).numpy(), biased(x).numpy())
+    stats = sot.stats(fast)
+    assert (stats.graphs, stats.ops_captured, stats.graph_breaks) == (1, 2, []), stats
+
+
 def test_random_draws_match_eager():
     # The operations run on examples while translating draw from the generator too: its
     # state is put back, so the translated calls draw what the eager ones do.

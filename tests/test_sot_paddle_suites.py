@@ -26,7 +26,7 @@ suite_tool = pytest.importorskip("framehook_dev.paddle_sot_suite")
 # Per suite, the files of the slice: models and the features issue 42 names (PyLayers,
 # data-dependent control flow, shapes that change between calls), a few minutes in all.
 SLICE = {
-    "sot": ["test_01_basic", "test_11_jumps", "test_sot_dynamic_shape"],
+    "sot": ["test_builtin_dispatch", "test_side_effects", "test_12_for_loop"],
     "dygraph_to_static": ["test_mnist", "test_isinstance", "test_ifelse", "test_pylayer"],
 }
 # A file's timeout: a hang, as no file of the slice takes a minute on a debug build.

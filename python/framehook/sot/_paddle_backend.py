@@ -42,6 +42,8 @@ _CONSTANT_OPERANDS = (paddle.dtype, paddle.base.libpaddle.Place, paddle.CPUPlace
 # Public modules whose functions (their ``__all__``) compute on tensors.
 _API_MODULES = ("", "nn.functional", "linalg", "signal", "fft", "vision.ops", "incubate.nn.functional",
                 "geometric")
+# Functions of other modules that compute a tensor: (module under ``paddle``, name).
+_MORE_OPERATIONS = (("tensor.creation", "fill_constant"),)
 # Functions of those modules that do not compute a tensor: state, modes, files.
 _NOT_OPERATIONS = ("in_dynamic_mode", "save", "load", "seed", "get_rng_state", "set_rng_state",
                    "get_cuda_rng_state", "set_cuda_rng_state", "set_default_dtype", "get_default_dtype",
@@ -73,6 +75,11 @@ def _api_functions() -> dict[int, Any]:
             found[id(function)] = function
     for name, function in vars(paddle._C_ops).items():
         if not name.startswith("_") and inspect.isbuiltin(function):
+            found[id(function)] = function
+    # Public in the modules of ``paddle.tensor`` only (older code's ``paddle.tensor.fill_constant``).
+    for module, name in _MORE_OPERATIONS:
+        function = getattr(sys.modules.get(f"paddle.{module}"), name, None)
+        if function is not None:
             found[id(function)] = function
     return found
 
@@ -160,8 +167,10 @@ class PaddleBackend:
     layer_attributes = ("training",)
     # Paddle's own code translated all the same: the container layers' methods (a
     # Sequential's forward calls its sublayers, a LayerList iterates them).
-    traced_codes = tuple(function.__code__ for container in _CONTAINERS for function in vars(container).values()
-                         if inspect.isfunction(function))
+    traced_codes = (*(function.__code__ for container in _CONTAINERS for function in vars(container).values()
+                      if inspect.isfunction(function)),
+                    # `paddle.tensor` is an object reading its attributes from the module.
+                    *((type(paddle.tensor).__getattr__.__code__,) if not inspect.ismodule(paddle.tensor) else ()))
     # And the functions of Paddle's SOT debugging module (``psdb.assert_true``, the markers
     # ``breakgraph`` and ``fallback``), plain Python: named by path, as importing
     # ``paddle.jit.sot`` here would take the place ``framehook.sot.paddle.install()`` needs.
