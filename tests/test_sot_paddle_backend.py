@@ -825,6 +825,22 @@ def test_paddle_tensor_namespace_and_fill_constant_are_captured():
     assert (stats.graphs, stats.ops_captured, stats.graph_breaks) == (1, 2, []), stats
 
 
+def test_a_numpy_scalars_truth_is_guarded_on_its_value():
+    # A numpy bool handed on (a resume function's, after `tensor.numpy() < 0` broke) is a
+    # value: its truth specializes the translation instead of breaking.
+    def pick(flag, x):
+        if flag:
+            return x + 1
+        return x - 1
+
+    fast = sot.translate(pick, backend="paddle")
+    x = paddle.ones([2])
+    for flag in (np.True_, np.False_, np.True_, np.float32(0.0)):
+        np.testing.assert_allclose(fast(flag, x).numpy(), pick(flag, x).numpy())
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graph_breaks) == (3, []), stats
+
+
 def test_random_draws_match_eager():
     # The operations run on examples while translating draw from the generator too: its
     # state is put back, so the translated calls draw what the eager ones do.
