@@ -853,10 +853,15 @@ def main(argv: list[str] | None = None) -> int:
         link = tests_dir.parent / name
         if not link.exists() and (tests_dir / target).exists():
             link.symlink_to(tests_dir / target)
+    # Files the manifest says not to run (a test needing the network), each with the reason.
+    not_run = {f: e.get("why_not_run", "") for f, e in entries.items() if e.get("run") is False}
+    for f, why in sorted(not_run.items()):
+        log(f"paddle_sot_suite: {f} not run: {why}")
     files = [
         f
         for f in test_files
         if (not args.only or any(s in f for s in args.only)) and not any(s in f for s in args.exclude)
+        and f not in not_run
     ]
     if not files:
         log(f"paddle_sot_suite: no test file in {tests_dir} matches -k {args.only} / --exclude {args.exclude}")
@@ -978,6 +983,7 @@ def main(argv: list[str] | None = None) -> int:
             label: {"python": python, **info, "modes": usable} for python, label, info, usable in interpreters
         },
         "unavailable": unavailable,
+        "not_run": not_run,
         "summary": summary,
         "differing": comparisons,
         "runs": results,
