@@ -825,6 +825,10 @@ def main(argv: list[str] | None = None) -> int:
         "--require-tests", action="store_true", help="exit 2 instead of 0 when the test directory is missing or empty"
     )
     parser.add_argument("--markdown", type=Path, help="also write the per-file tables as markdown to this file")
+    parser.add_argument(
+        "--add-to", type=Path, metavar="REPORT",
+        help="a report of an earlier run whose other files (same interpreters and modes) join this run's",
+    )
     args = parser.parse_args(argv)
     suite = SUITES[args.suite]
     modes = [m for m in MODES if m in (args.mode or MODES)]
@@ -922,6 +926,14 @@ def main(argv: list[str] | None = None) -> int:
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for future in concurrent.futures.as_completed([pool.submit(work, job) for job in jobs]):
             future.result()
+
+    if args.add_to:
+        earlier = json.loads(args.add_to.read_text())["runs"]
+        for label, runs in results.items():
+            for mode, by_file in runs.items():
+                for f, result in earlier.get(label, {}).get(mode, {}).items():
+                    by_file.setdefault(f, result)
+        files = sorted(set(files) | {f for runs in results.values() for by_file in runs.values() for f in by_file})
 
     exit_code = 0
     comparisons: dict[str, dict[str, list]] = {}
