@@ -41,7 +41,10 @@ _CONSTANT_OPERANDS = (paddle.dtype, paddle.base.libpaddle.Place, paddle.CPUPlace
 
 # Public modules whose functions (their ``__all__``) compute on tensors.
 _API_MODULES = ("", "nn.functional", "linalg", "signal", "fft", "vision.ops", "incubate.nn.functional",
-                "geometric")
+                "geometric", "metric")
+# Functions of ``paddle.static`` that compute on tensors in dygraph and static mode alike (the
+# tests' models compute their accuracy in ``forward`` with ``paddle.static.accuracy``).
+_STATIC_MODULE_OPERATIONS = ("accuracy",)
 # Functions of those modules that do not compute a tensor: state, modes, files.
 _NOT_OPERATIONS = ("in_dynamic_mode", "save", "load", "seed", "get_rng_state", "set_rng_state",
                    "get_cuda_rng_state", "set_cuda_rng_state", "set_default_dtype", "get_default_dtype",
@@ -71,6 +74,9 @@ def _api_functions() -> dict[int, Any]:
             if name in _NOT_OPERATIONS or not (inspect.isfunction(function) or inspect.isbuiltin(function)):
                 continue
             found[id(function)] = function
+    for name in _STATIC_MODULE_OPERATIONS:
+        function = getattr(paddle.static, name)
+        found[id(function)] = function
     for name, function in vars(paddle._C_ops).items():
         if not name.startswith("_") and inspect.isbuiltin(function):
             found[id(function)] = function
