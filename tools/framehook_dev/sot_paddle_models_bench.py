@@ -63,7 +63,7 @@ def markdown_table(reports: dict[str, dict[str, Any]]) -> str:
                 f"{result['breaks']['framehook']} | {same} |")
     lines.append("")
     for name, report in reports.items():
-        configs = "; ".join(f"{model}: {result['config']}, framehook's graphs {graph_runs(result)}"
+        configs = "; ".join(f"{model}: {result['config']}, framehook's graphs: {graph_runs(result)}"
                             for model, result in report["models"].items())
         missed = [f"{check['target']} ({check['value']:.2f})" for check in report["targets"] if not check["met"]]
         lines.append(f"- {name} (Python {report['python']}, paddle {report['paddle']}, load "
@@ -73,8 +73,8 @@ def markdown_table(reports: dict[str, dict[str, Any]]) -> str:
 
 
 def graph_runs(result: dict[str, Any]) -> str:
-    """How framehook's cost model runs a model's graphs ("75 operations as its program")."""
-    return ", ".join(f"{graph['operations']} operations {graph['runs']}" for graph in result["framehook_graphs"])
+    """How framehook's cost model runs a model's graphs ("75 operations, run as its program")."""
+    return ", ".join(f"{graph['operations']} operations, run {graph['runs']}" for graph in result["framehook_graphs"])
 
 
 def agreement(check: dict[str, Any]) -> str:
