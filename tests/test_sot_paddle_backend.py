@@ -762,6 +762,85 @@ def test_batch_norm_running_statistics_in_training_match_eager(calls):
     np.testing.assert_allclose(translated._variance.numpy(), eager._variance.numpy(), rtol=1e-5, atol=1e-6)
 
 
+class _Holder(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.attr = None
+        self.linear = paddle.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.linear(x) + self.attr
+
+
+def test_a_tensor_stored_on_a_layer_is_replayed_through_its_setattr():
+    # Paddle's Layer.__setattr__ files a tensor among the layer's buffers: the store runs it
+    # after the graph, and the translation reads the value back meanwhile, without a break.
+    def set_and_call(holder, x):
+        holder.attr = x * 2
+        return holder(x)
+
+    paddle.seed(0)
+    eager, translated = _Holder(), _Holder()
+    translated.set_state_dict(eager.state_dict())
+    fast = sot.translate(set_and_call, backend="paddle")
+    for _ in range(2):
+        x = paddle.randn([2, 3])
+        np.testing.assert_allclose(fast(translated, x).numpy(), set_and_call(eager, x).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(translated.attr.numpy(), (x * 2).numpy())
+        assert "attr" in translated._buffers and "attr" not in translated.__dict__
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graphs, stats.graph_breaks) == (1, 1, [])
+
+
+def test_layer_stores_its_setattr_would_refuse_or_treat_apart_run_as_eagerly():
+    def to_parameter_name(holder, x):
+        holder.linear.weight = x  # a parameter's name takes only a Parameter: TypeError
+        return x
+
+    def then_read_the_table(holder, x):
+        holder.attr = x
+        return len(holder._buffers)  # the table the replayed store changes
+
+    holder = _Holder()
+    fast = sot.translate(to_parameter_name, backend="paddle")
+    with pytest.raises(TypeError, match="assignment to parameter 'weight'"):
+        fast(holder, paddle.ones([3, 3]))
+    assert any("Layer.__setattr__" in b.reason for b in sot.stats(fast).graph_breaks), sot.stats(fast)
+    fast = sot.translate(then_read_the_table, backend="paddle")
+    assert fast(_Holder(), paddle.ones([2])) == then_read_the_table(_Holder(), paddle.ones([2])) == 1
+    assert any("the table _buffers of a layer" in b.reason for b in sot.stats(fast).graph_breaks), sot.stats(fast)
+
+
+def test_paddle_tensor_namespace_and_fill_constant_are_captured():
+    # `paddle.tensor` is an object reading its attributes from the module (translated), and
+    # `fill_constant`, public in `paddle.tensor.creation` only, an operation.
+    def biased(x):
+        bias = paddle.tensor.fill_constant([x.shape[-1]], dtype="float32", value=1)
+        return x + bias
+
+    x = paddle.randn([2, 3])
+    fast = sot.translate(biased, backend="paddle")
+    np.testing.assert_allclose(fast(x).numpy(), biased(x).numpy())
+    stats = sot.stats(fast)
+    assert (stats.graphs, stats.ops_captured, stats.graph_breaks) == (1, 2, []), stats
+
+
+def test_a_numpy_scalars_truth_is_guarded_on_its_value():
+    # A numpy bool handed on (a resume function's, after `tensor.numpy() < 0` broke) is a
+    # value: its truth specializes the translation instead of breaking.
+    def pick(flag, x):
+        if flag:
+            return x + 1
+        return x - 1
+
+    fast = sot.translate(pick, backend="paddle")
+    x = paddle.ones([2])
+    for flag in (np.True_, np.False_, np.True_, np.float32(0.0)):
+        np.testing.assert_allclose(fast(flag, x).numpy(), pick(flag, x).numpy())
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graph_breaks) == (3, []), stats
+
+
 def test_random_draws_match_eager():
     # The operations run on examples while translating draw from the generator too: its
     # state is put back, so the translated calls draw what the eager ones do.

@@ -269,6 +269,47 @@ def test_translations_go_with_their_to_static():
     assert out["freed"] == [True, True]
 
 
+def test_programs_are_built_with_the_build_strategy_which_goes_with_its_to_static():
+    out = child("""
+        import gc
+        fp.install(translator="framehook")
+        import paddle
+
+        # The programs' own to_static calls (full_graph=True), as the backend makes them.
+        built = []
+        to_static = paddle.jit.to_static
+
+        def recording(function=None, *args, **kwargs):
+            if kwargs.get("full_graph"):
+                built.append(kwargs)
+            return to_static(function, *args, **kwargs)
+
+        paddle.jit.to_static = recording
+
+        def double(x):
+            return x * 2.0
+
+        def used_once(x):
+            strategy = paddle.static.BuildStrategy()
+            strategy.enable_inplace = False
+            strategy.memory_optimize = True
+            result = to_static(double, build_strategy=strategy)(x).numpy().tolist()
+            return result, weakref.ref(strategy)
+
+        results, strategies = zip(*(used_once(paddle.ones([2])) for _ in range(3)))
+        gc.collect()
+        print(json.dumps({"results": results, "freed": [ref() is None for ref in strategies],
+                          "programs": [[type(b["build_strategy"]).__name__, b["build_strategy"].enable_inplace,
+                                        b["build_strategy"].memory_optimize] for b in built],
+                          "translations": len(double.__dict__.get("_framehook_sot_translations", {}))}))
+    """)
+    assert out["results"] == [[2.0, 2.0]] * 3
+    # Each to_static's translation built its program with a copy of its strategy's settings...
+    assert out["programs"] == [["BuildStrategy", False, True]] * 3
+    # ... and went with it: the function keeps none of them.
+    assert out["freed"] == [True] * 3 and out["translations"] == 0
+
+
 def test_a_wrapper_made_with_functools_wraps_gets_its_own_translation():
     # `functools.wraps` copies the wrapped function's __dict__, where translations are kept.
     out = child("""

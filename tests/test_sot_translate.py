@@ -743,6 +743,8 @@ def test_bad_input_gets_clear_errors():
         sot.stats(two_ops)
     with pytest.raises(TypeError, match="lacks"):
         sot.register_backend("half", object())
+    with pytest.raises(TypeError, match="backend object int lacks tensor_types"):
+        sot.translate(two_ops, backend=3)
     with pytest.raises(TypeError, match="module names"):
         sot.translate(two_ops, trace_modules="unittest")
     with pytest.raises(ValueError, match="no module named 'no_such_module_here'"):
@@ -785,6 +787,10 @@ def test_register_backend_plugs_a_backend_in():
     fast(np.ones(2), np.full(2, 3.0))
     (inputs, nodes, outputs), examples = compiled[1]
     assert inputs == 2 and [e.tolist() for e in examples] == [[1.0, 1.0], [3.0, 3.0]]
+    # Or the backend object itself, unregistered.
+    fast = sot.translate(two_ops, backend=Counting())
+    assert (fast(np.ones(2), np.ones(2)) == two_ops(np.ones(2), np.ones(2))).all()
+    assert len(compiled) == 3 and sot.stats(fast).graphs == 1
 
 
 def test_operator_functions_run_as_the_operations_they_name():

@@ -87,8 +87,11 @@ class Suite:
     # eager ones: not compared in translator mode, each with the reason (a test elsewhere whose
     # source names Paddle's internals is likewise, by the child's INTERNALS).
     not_applicable: dict[str, str] = field(default_factory=dict)
-    # Substrings of the test ids not run: variants that do not use SOT.
-    skip: tuple[str, ...] = ()
+    # Tests not run, by a substring of their ids, each with the reason (variants that do not
+    # use SOT, tests that kill the process natively): counted apart in the report.
+    deselect: dict[str, str] = field(default_factory=dict)
+    # Links the suite's files expect beside its directory: name -> its target in the directory.
+    links: dict[str, str] = field(default_factory=dict)
 
 
 SOT = Suite(
@@ -122,9 +125,16 @@ DYGRAPH_TO_STATIC = Suite(
     # test/dygraph_to_static/CMakeLists.txt: SOT_ENVS SOT_LOG_LEVEL=0 COST_MODEL=False MIN_GRAPH_SIZE=0
     # STRICT_MODE=False.
     env={"SOT_LOG_LEVEL": "0", "COST_MODEL": "False", "MIN_GRAPH_SIZE": "0", "STRICT_MODE": "False"},
-    # Dy2StTestBase makes a variant of each test per translator and IR (`test_x__sot_pir_phi`):
-    # those of Paddle's AST translator say nothing of SOT, in any mode.
-    skip=("__ast_",),
+    # Dy2StTestBase makes a variant of each test per translator and IR (`test_x__sot_pir`).
+    deselect={
+        "__ast_": "a variant of Paddle's AST translator, which says nothing of SOT",
+        "__sot_pt": "a variant of SOT under the old IR, which Paddle 3.3.1 refuses in every mode "
+        "('SOT is only supported when running in PIR mode')",
+        "test_in_static_mode_mkldnn": "aborts the process natively on Paddle 3.3.1 (oneDNN's pool2d_grad raises "
+        "dnnl::error)",
+    },
+    # The harness loads Path(__file__).parent.parent / "legacy_test/utils.py".
+    links={"legacy_test": "legacy_test"},
 )
 SUITES = {suite.name: suite for suite in (SOT, DYGRAPH_TO_STATIC)}
 
@@ -142,8 +152,8 @@ INSTALLED = {"framehook": "paddle", "translator": "framehook"}
 PASSING = ("pass", "xfail")
 SEVERITY = ["pass", "xfail", "skip", "upass", "fail", "error", "crash", "timeout", "missing"]
 
-# Runs in the child: argv = [mode, module, events_file, config (JSON: "skip", the substrings of
-# test ids not run)].
+# Runs in the child: argv = [mode, module, events_file, config (JSON: "deselect", the substrings
+# of the ids of tests not run, with the reasons)].
 CHILD = r"""
 import functools, json, statistics, sys, time, traceback, unittest
 mode, module, events_path, config = sys.argv[1:5]
@@ -326,18 +336,21 @@ class Recording(unittest.TextTestResult):
         if err is not None:
             failed = issubclass(err[0], test.failureException)
             emit(event="fail" if failed else "error", test=test.id(), message=f"{subtest.id()}: {first_line(err)}")
-def without_skipped_variants(suite):
-    # The variants of a test the comparison leaves out (Paddle's AST translator's), by id.
+def without_deselected(suite):
     kept = unittest.TestSuite()
     for test in suite:
         if isinstance(test, unittest.TestSuite):
-            kept.addTest(without_skipped_variants(test))
-        elif not any(part in test.id() for part in config["skip"]):
+            kept.addTest(without_deselected(test))
+            continue
+        why = next((why for part, why in config["deselect"].items() if part in test.id()), None)
+        if why is None:
             kept.addTest(test)
+        else:
+            emit(event="deselected", test=test.id(), message=why)
     return kept
 class Loader(unittest.TestLoader):
     def loadTestsFromNames(self, names, module=None):
-        return without_skipped_variants(super().loadTestsFromNames(names, module))
+        return without_deselected(super().loadTestsFromNames(names, module))
 runner = unittest.TextTestRunner(resultclass=Recording, verbosity=2)
 program = unittest.main(module=None, argv=["python -m unittest", "-v", module], testRunner=runner,
                         testLoader=Loader(), exit=False)
@@ -441,7 +454,7 @@ def run_file(
     os.close(fd)
     events_path = Path(events_name)
     rc, timed_out, duration, _ = run_in_own_group(
-        [python, "-c", CHILD, mode, module, str(events_path), json.dumps({"skip": suite.skip})],
+        [python, "-c", CHILD, mode, module, str(events_path), json.dumps({"deselect": suite.deselect})],
         cwd=tests_dir,
         env=env,
         log_path=log_path,
@@ -457,11 +470,14 @@ def run_file(
 
     tests: dict[str, dict] = {}
     pending: set[str] = set()
+    deselected: dict[str, int] = {}
     begin = end = None
     for event in events:
         kind = event.get("event")
         if kind == "begin":
             begin = event
+        elif kind == "deselected":
+            deselected[event["message"]] = deselected.get(event["message"], 0) + 1
         elif kind == "end":
             end = event
         elif kind == "start":
@@ -508,6 +524,7 @@ def run_file(
         "returncode": rc,
         "duration": round(duration, 2),
         "tests": dict(sorted(tests.items())),
+        "deselected": deselected,
         "log": str(log_path),
         "log_tail": [line for line in log_lines if not _is_glog(line)][-30:],
     }
@@ -627,6 +644,62 @@ def print_costs(label: str, files: list[str], file_costs: dict[str, dict]) -> No
         f"{n[2]:>9.2f}/{t[2]:<9.2f}")
 
 
+def markdown(report: dict) -> str:
+    """Per interpreter, a table of the files: tests run (deselected apart), passed in each mode,
+    skipped, and over the tests passing natively and translated, the graph breaks and the
+    translated functions' first and hot calls of both translators; then the differing tests."""
+    lines = []
+    for label, runs in report["runs"].items():
+        modes = [m for m in MODES if m in runs]
+        costs = report["summary"][label].get("costs", {})
+        lines += [f"#### CPython {label}", "",
+                  "| file | tests | " + " | ".join(f"pass, {m}" for m in modes) + " | skipped | "
+                  "breaks, Paddle / framehook | first calls ms, Paddle / framehook | "
+                  "hot calls ms, Paddle / framehook |",
+                  "| --- |" + " ---: |" * (len(modes) + 5)]
+        totals = [0] * (len(modes) + 2)
+        sums = {"native": [0, 0.0, 0.0], "translator": [0, 0.0, 0.0]}
+        for f in sorted(runs[modes[0]]):
+            first = runs[modes[0]][f]
+            tests = len(first["tests"])
+            skipped = sum(1 for t in first["tests"].values() if t["outcome"] == "skip")
+            passed = [count(runs[m][f])[0] if f in runs[m] else 0 for m in modes]
+            status = {r["status"] for m in modes if (r := runs[m].get(f)) and r["status"] in ("timeout", "crash")}
+            row = [tests, *passed, skipped]
+            totals = [a + b for a, b in zip(totals, row)]
+            c = costs.get(f, {"tests": 0})
+            if c["tests"]:
+                for side in sums:
+                    sums[side] = [sums[side][0] + c[side]["breaks"], sums[side][1] + c[side]["first_ms"],
+                                  sums[side][2] + c[side]["hot_ms"]]
+                extra = (f"{c['native']['breaks']} / {c['translator']['breaks']} | "
+                         f"{c['native']['first_ms']:.0f} / {c['translator']['first_ms']:.0f} | "
+                         f"{c['native']['hot_ms']:.1f} / {c['translator']['hot_ms']:.1f}")
+            else:
+                extra = "- | - | -"
+            name = f[:-3] + (f" ({', '.join(sorted(status))})" if status else "")
+            lines.append(f"| {name} | " + " | ".join(map(str, row)) + f" | {extra} |")
+        n, t = sums["native"], sums["translator"]
+        lines.append("| **total** | " + " | ".join(f"**{v}**" for v in totals)
+                     + f" | **{n[0]} / {t[0]}** | **{n[1]:.0f} / {t[1]:.0f}** | **{n[2]:.1f} / {t[2]:.1f}** |")
+        lines.append("")
+        for mode, comparison in report["differing"][label].items():
+            diffs = [d for ds in comparison.values() for d in ds]
+            if not diffs:
+                lines.append(f"- {mode}: every test passing natively passes"
+                             + (", with no more graph breaks" if mode == "translator" else "") + ".")
+                continue
+            fewer_passing = [d for d in diffs if "native_breaks" not in d]
+            more_breaks = [d for d in diffs if "native_breaks" in d]
+            lines.append(f"- {mode}: {len(fewer_passing)} test(s) passing natively do not pass"
+                         + (f"; {len(more_breaks)} pass with more graph breaks" if mode == "translator" else "")
+                         + ".")
+            for d in fewer_passing:
+                lines.append(f"  - `{d['test']}`: {d[mode]}: {d.get(f'{mode}_message') or ''}")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def print_table(suite: Suite, label: str, files: list[str], runs: dict, comparisons: dict,
                 show_failures: bool) -> None:
     modes = [m for m in MODES if m in runs]
@@ -669,6 +742,12 @@ def print_table(suite: Suite, label: str, files: list[str], runs: dict, comparis
             for side in ("native", mode):
                 if d[side] not in PASSING and d.get(f"{side}_message"):
                     log(f"      {side}: {d[f'{side}_message']}")
+    deselected: dict[str, int] = {}
+    for r in runs[modes[0]].values():
+        for why, n in r.get("deselected", {}).items():
+            deselected[why] = deselected.get(why, 0) + n
+    for why, n in sorted(deselected.items()):
+        log(f"\n{n} test(s) not run on {label}: {why}")
     if "translator" in runs:
         skipped = sorted({(test, why) for r in runs["translator"].values() for test, t in r["tests"].items()
                           if (why := not_applicable(suite, "translator", test, t))})
@@ -745,6 +824,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--require-tests", action="store_true", help="exit 2 instead of 0 when the test directory is missing or empty"
     )
+    parser.add_argument("--markdown", type=Path, help="also write the per-file tables as markdown to this file")
+    parser.add_argument(
+        "--add-to", type=Path, metavar="REPORT",
+        help="a report of an earlier run whose other files (same interpreters and modes) join this run's",
+    )
     args = parser.parse_args(argv)
     suite = SUITES[args.suite]
     modes = [m for m in MODES if m in (args.mode or MODES)]
@@ -769,10 +853,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give at least one --python (an interpreter with paddlepaddle installed)")
     manifest = load_manifest(tests_dir)
     entries = check_manifest(tests_dir, manifest)
+    for name, target in suite.links.items():
+        link = tests_dir.parent / name
+        if not link.exists() and (tests_dir / target).exists():
+            link.symlink_to(tests_dir / target)
+    # Files the manifest says not to run (a test needing the network), each with the reason.
+    not_run = {f: e.get("why_not_run", "") for f, e in entries.items() if e.get("run") is False}
+    for f, why in sorted(not_run.items()):
+        log(f"paddle_sot_suite: {f} not run: {why}")
     files = [
         f
         for f in test_files
         if (not args.only or any(s in f for s in args.only)) and not any(s in f for s in args.exclude)
+        and f not in not_run
     ]
     if not files:
         log(f"paddle_sot_suite: no test file in {tests_dir} matches -k {args.only} / --exclude {args.exclude}")
@@ -834,6 +927,14 @@ def main(argv: list[str] | None = None) -> int:
         for future in concurrent.futures.as_completed([pool.submit(work, job) for job in jobs]):
             future.result()
 
+    if args.add_to:
+        earlier = json.loads(args.add_to.read_text())["runs"]
+        for label, runs in results.items():
+            for mode, by_file in runs.items():
+                for f, result in earlier.get(label, {}).get(mode, {}).items():
+                    by_file.setdefault(f, result)
+        files = sorted(set(files) | {f for runs in results.values() for by_file in runs.values() for f in by_file})
+
     exit_code = 0
     comparisons: dict[str, dict[str, list]] = {}
     summary: dict[str, dict] = {}
@@ -894,10 +995,13 @@ def main(argv: list[str] | None = None) -> int:
             label: {"python": python, **info, "modes": usable} for python, label, info, usable in interpreters
         },
         "unavailable": unavailable,
+        "not_run": not_run,
         "summary": summary,
         "differing": comparisons,
         "runs": results,
     }
+    if args.markdown:
+        args.markdown.write_text(markdown(report))
     args.report.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.report.with_suffix(args.report.suffix + ".tmp")
     tmp.write_text(json.dumps(report, indent=1) + "\n")

@@ -42,9 +42,10 @@ _CONSTANT_OPERANDS = (paddle.dtype, paddle.base.libpaddle.Place, paddle.CPUPlace
 # Public modules whose functions (their ``__all__``) compute on tensors.
 _API_MODULES = ("", "nn.functional", "linalg", "signal", "fft", "vision.ops", "incubate.nn.functional",
                 "geometric", "metric")
-# Functions of ``paddle.static`` that compute on tensors in dygraph and static mode alike (the
-# tests' models compute their accuracy in ``forward`` with ``paddle.static.accuracy``).
-_STATIC_MODULE_OPERATIONS = ("accuracy",)
+# Functions of other modules that compute a tensor: (module under ``paddle``, name). The
+# dygraph_to_static tests' models compute their accuracy in ``forward`` with
+# ``paddle.static.accuracy``, which static mode builds too.
+_MORE_OPERATIONS = (("tensor.creation", "fill_constant"), ("static", "accuracy"))
 # Functions of those modules that do not compute a tensor: state, modes, files.
 _NOT_OPERATIONS = ("in_dynamic_mode", "save", "load", "seed", "get_rng_state", "set_rng_state",
                    "get_cuda_rng_state", "set_cuda_rng_state", "set_default_dtype", "get_default_dtype",
@@ -74,11 +75,13 @@ def _api_functions() -> dict[int, Any]:
             if name in _NOT_OPERATIONS or not (inspect.isfunction(function) or inspect.isbuiltin(function)):
                 continue
             found[id(function)] = function
-    for name in _STATIC_MODULE_OPERATIONS:
-        function = getattr(paddle.static, name)
-        found[id(function)] = function
     for name, function in vars(paddle._C_ops).items():
         if not name.startswith("_") and inspect.isbuiltin(function):
+            found[id(function)] = function
+    # Outside those modules' ``__all__`` (older code's ``paddle.tensor.fill_constant``, ``paddle.static.accuracy``).
+    for module, name in _MORE_OPERATIONS:
+        function = getattr(sys.modules.get(f"paddle.{module}"), name, None)
+        if function is not None:
             found[id(function)] = function
     return found
 
@@ -131,6 +134,19 @@ def _is_paddle_layer(value: Any) -> bool:
             and not isinstance(value, _CONTAINERS + _NOT_STATIC_LAYERS))
 
 
+def _copied_build_strategy(strategy: Any) -> Any:
+    """A new ``BuildStrategy`` with ``strategy``'s settings (Paddle's cannot be copied
+    otherwise), or None for None."""
+    if strategy is None:
+        return None
+    cls = type(strategy)
+    copied = cls()
+    for name in dir(cls):
+        if not name.startswith("_") and isinstance(getattr(cls, name), property):
+            setattr(copied, name, getattr(strategy, name))
+    return copied
+
+
 class PaddleBackend:
     """The backend protocol, for Paddle (see ``framehook.sot.register_backend``)."""
 
@@ -153,8 +169,10 @@ class PaddleBackend:
     layer_attributes = ("training",)
     # Paddle's own code translated all the same: the container layers' methods (a
     # Sequential's forward calls its sublayers, a LayerList iterates them).
-    traced_codes = tuple(function.__code__ for container in _CONTAINERS for function in vars(container).values()
-                         if inspect.isfunction(function))
+    traced_codes = (*(function.__code__ for container in _CONTAINERS for function in vars(container).values()
+                      if inspect.isfunction(function)),
+                    # `paddle.tensor` is an object reading its attributes from the module.
+                    *((type(paddle.tensor).__getattr__.__code__,) if not inspect.ismodule(paddle.tensor) else ()))
     # And the functions of Paddle's SOT debugging module (``psdb.assert_true``, the markers
     # ``breakgraph`` and ``fallback``), plain Python: named by path, as importing
     # ``paddle.jit.sot`` here would take the place ``framehook.sot.paddle.install()`` needs.
@@ -183,8 +201,19 @@ class PaddleBackend:
         self._api = _api_functions()
         self._methods = _TensorMethods()
         self._cost_model = cost_model
+        # `paddle.jit.to_static`'s options for the graphs' programs (`with_program_options`).
+        self._program_options: dict[str, Any] = {}
         if _devices_beside_the_cpu():
             self.meta_attributes = (*self.meta_attributes, "place")
+
+    def with_program_options(self, build_strategy: Any = None, backend: Any = None) -> PaddleBackend:
+        """This backend, building its graphs' programs with ``paddle.jit.to_static``'s
+        ``build_strategy`` (``paddle.static.BuildStrategy``: the passes applied; as it is now,
+        a copy, so that the translations do not keep the caller's alive) and ``backend``
+        (``"CINN"``, where Paddle is built with it)."""
+        options = copy.copy(self)
+        options._program_options = {"build_strategy": _copied_build_strategy(build_strategy), "backend": backend}
+        return options
 
     def is_op(self, function: Any) -> bool:
         entry = self._api.get(id(function))
@@ -244,6 +273,27 @@ class PaddleBackend:
                 for tensor, value in saved:
                     tensor.set_value(value)
 
+    def layer_store(self, layer: Any, name: str, value_type: type) -> tuple[str, ...] | None:
+        """Where ``layer.name = value`` (of ``value_type``) only makes ``layer.name`` give the
+        value, the tables that must lack ``name`` for that (and lack it now): Paddle's ``Layer.__setattr__`` files
+        a tensor among the layer's buffers, another value in its ``__dict__``, unless ``name``
+        is a parameter's or a sublayer's (which take only their kind, else raise), or another
+        value a buffer's. None for a Parameter, a Layer or a ``to_static`` function (filed and
+        renamed apart), a property of the layer's class, and a subclass's own ``__setattr__``."""
+        cls = type(layer)
+        if cls.__setattr__ is not _LAYER.__setattr__ or isinstance(inspect.getattr_static(cls, name, None), property):
+            return None
+        # A to_static function exists only where Paddle's module making them was imported.
+        translator = sys.modules.get("paddle.jit.dy2static.program_translator")
+        filed_apart = (paddle.base.framework.EagerParamBase, _LAYER,
+                       *((translator.StaticFunction,) if translator is not None else ()))
+        if issubclass(value_type, filed_apart):
+            return None
+        tables = ("_parameters", "_sub_layers")
+        if not (issubclass(value_type, _TENSOR) or value_type is type(None)):
+            tables += ("_buffers",)
+        return None if any(name in layer.__dict__.get(table, ()) for table in tables) else tables
+
     def forward_of(self, value: Any) -> Any:
         """For a user's layer (a ``paddle.nn.Layer`` whose call runs no hook), the function
         its call runs, ``forward(layer, *args)``, to translate in its place; else None."""
@@ -255,7 +305,7 @@ class PaddleBackend:
         return forward if inspect.isfunction(forward) else None
 
     def compile(self, graph: tuple) -> Callable[..., tuple]:
-        return _StaticGraph(graph, self._methods, self._cost_model)
+        return _StaticGraph(graph, self._methods, self._cost_model, self._program_options)
 
 
 # ``operator`` functions of a tensor and a number: the number may be a program input cast
@@ -302,9 +352,11 @@ class _StaticGraph:
     # Calls timed each way before the cost model chooses.
     TRIALS = 3
 
-    def __init__(self, graph: tuple, methods: _TensorMethods, cost_model: bool = True):
+    def __init__(self, graph: tuple, methods: _TensorMethods, cost_model: bool = True,
+                 program_options: dict[str, Any] | None = None):
         self._inputs, self._nodes, self._outputs = graph
         self._methods = methods
+        self._program_options = program_options or {}
         self._plan: _Plan | None = None
         self._programs: dict[tuple, _Program] = {}
         self._eager = False
@@ -696,7 +748,7 @@ class _Program:
             from paddle.static import InputSpec  # type: ignore[import-not-found]
 
             specs.append(InputSpec(shape=[len(plan.fed)], dtype="float64", name="sot_numbers"))
-        static = paddle.jit.to_static(build, input_spec=[specs], full_graph=True)
+        static = paddle.jit.to_static(build, input_spec=[specs], full_graph=True, **graph._program_options)
         feeds = self._feeds(values)
         if feeds is None:
             raise _Specialize(next(i for i in plan.fed if type(values[i]) not in (int, float, bool)

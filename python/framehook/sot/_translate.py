@@ -53,7 +53,10 @@ def register_backend(name: str, backend: Any) -> None:
     meta attributes, such as ``dim()``: computed while translating), ``forward_of(obj)`` (the
     function a model layer's call runs, translated in its place, or None), ``layer_types`` and
     ``layer_attributes`` (layers are pinned by identity and those attributes, and read through
-    their ``__getattr__``), ``traced_codes`` and ``traced_files`` (codes and files under
+    their ``__getattr__``), ``layer_store(layer, name, value_type)`` (where ``layer.name = value``
+only makes ``layer.name`` give the value, the names of the layer's tables, dicts, that must
+lack ``name`` for that, which the guards check; the store is then replayed after the graph
+through the layer's ``__setattr__``; else None), ``traced_codes`` and ``traced_files`` (codes and files under
     ``skip_prefixes`` translated all the same), ``fixed_functions`` (functions whose result for
     the same arguments is the same for the whole process, such as a build's facts: called while
     translating), ``guarded_functions`` (functions of no arguments reading the process's state,
@@ -81,12 +84,16 @@ def register_backend(name: str, backend: Any) -> None:
     depend on the number's value (as numpy's NEP 50 promotion does)."""
     if not isinstance(name, str) or not name:
         raise TypeError("register_backend() takes a non-empty str name")
+    _check_protocol(repr(name), backend)
+    with _BACKENDS_LOCK:
+        _BACKENDS[name] = backend
+
+
+def _check_protocol(label: str, backend: Any) -> None:
     missing = [a for a in ("tensor_types", "meta_attributes", "conversions", "skip_prefixes", "is_op",
                            "is_constant_operand", "example", "compile") if not hasattr(backend, a)]
     if missing:
-        raise TypeError(f"backend {name!r} lacks {', '.join(missing)}")
-    with _BACKENDS_LOCK:
-        _BACKENDS[name] = backend
+        raise TypeError(f"backend {label} lacks {', '.join(missing)}")
 
 
 def _numpy_backend() -> Any:
@@ -107,7 +114,11 @@ def _paddle_backend() -> Any:
 _BUILTIN_BACKENDS: dict[str, Callable[[], Any]] = {"numpy": _numpy_backend, "paddle": _paddle_backend}
 
 
-def _backend(name: str) -> Any:
+def _backend(name: Any) -> Any:
+    """The backend named ``name``, or ``name`` itself where it is a backend object."""
+    if not isinstance(name, str):
+        _check_protocol(f"object {type(name).__name__}", name)
+        return name
     with _BACKENDS_LOCK:
         if name not in _BACKENDS and name in _BUILTIN_BACKENDS:
             _BACKENDS[name] = _BUILTIN_BACKENDS[name]()
@@ -118,11 +129,12 @@ def _backend(name: str) -> Any:
             raise ValueError(f"unknown SOT backend {name!r} (known: {known})") from None
 
 
-def translate(fn: Optional[Callable[..., Any]] = None, *, backend: str = "numpy", full_graph: bool = False,
+def translate(fn: Optional[Callable[..., Any]] = None, *, backend: Any = "numpy", full_graph: bool = False,
               cache_size: int = 8, trace_modules: Iterable[str] = ()) -> Any:
     """``fn`` translated by SOT: its calls (and the calls it makes) run as generated code
     around compiled graphs of its tensor operations. Also a decorator, with or without
-    arguments.
+    arguments. ``backend``: a backend's name (``"numpy"``, ``"paddle"``, or one given to
+    ``register_backend``), or a backend object itself.
 
     The standard library, framehook and the backend's own files are never translated: a
     call into them is a graph break. ``trace_modules`` names modules or packages of those
@@ -220,7 +232,8 @@ def save(fast: Any, path: str, *, input_spec: Any) -> None:
     ``paddle.jit.save(…, path)`` writes, which ``paddle.jit.load(path)`` loads.
     ``input_spec``: the arguments' ``paddle.static.InputSpec``s."""
     translated = _native_of(fast)
-    name = getattr(translated, "_sot_backend", "numpy")
+    backend = getattr(translated, "_sot_backend", "numpy")
+    name = backend if isinstance(backend, str) else getattr(backend, "name", type(backend).__name__)
     if name != "paddle":
         raise ValueError(f"sot.save() saves translations of the paddle backend, not {name!r}")
     from ._paddle_backend import save as save_paddle

@@ -242,5 +242,16 @@ def _symbolic_translate(
 
         # The build strategy held weakly: the translation goes with the to_static() that made it.
         held = None if build_strategy is None else weakref.ref(build_strategy, forget)
-        entry = translations[key] = (fn, held, translate(fn, backend=_sot_backend, cache_size=_CACHE_SIZE))
+        entry = translations[key] = (fn, held, translate(fn, backend=_backend_with(build_strategy, backend),
+                                                         cache_size=_CACHE_SIZE))
     return entry[2]
+
+
+def _backend_with(build_strategy: Any, backend: Any) -> Any:
+    """The backend of one ``to_static`` call: the installed one, building the graphs' programs
+    with the call's ``build_strategy`` and ``backend`` where it gives them."""
+    if build_strategy is None and backend is None:
+        return _sot_backend
+    from ._translate import _backend
+
+    return _backend(_sot_backend).with_program_options(build_strategy, backend)

@@ -59,6 +59,10 @@ pub struct Backend<'py> {
     /// `call_example(function, args, kwargs)`: an operation run on examples while
     /// translating, the state it changes outside its operands put back (a layer's buffers).
     call_example: Option<Bound<'py, PyAny>>,
+    /// `layer_store(layer, name, value_type)`: the tables of the layer (its attributes, dicts)
+    /// whose entry `name` must be absent for `layer.name = value` to only make `layer.name`
+    /// give the value (replayed after the graph), or None.
+    layer_store: Option<Bound<'py, PyAny>>,
     /// `forward_of(obj)`: the function a layer's call runs, to translate in its place.
     forward_of: Option<Bound<'py, PyAny>>,
     /// Attributes of a layer guarded with its identity (`training`).
@@ -156,6 +160,7 @@ impl<'py> Backend<'py> {
             example: object.getattr("example")?,
             call_example: optional(&object, "call_example")?,
             forward_of: optional(&object, "forward_of")?,
+            layer_store: optional(&object, "layer_store")?,
             layer_attributes: match optional(&object, "layer_attributes")? {
                 Some(names) => names.extract()?,
                 None => Vec::new(),
@@ -281,6 +286,28 @@ impl<'py> Backend<'py> {
             Some(forward_of) => {
                 let function = forward_of.call1((value,))?;
                 Ok((!function.is_none()).then_some(function))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The tables of `layer` whose entry `name` must be absent for `layer.name = value` (a
+    /// value of `value_type`) to be a plain store (see `layer_store`), or None where the
+    /// backend has no such rule.
+    pub fn layer_store(
+        &self,
+        layer: &Bound<'py, PyAny>,
+        name: &str,
+        value_type: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Vec<String>>> {
+        match &self.layer_store {
+            Some(layer_store) => {
+                let tables = layer_store.call1((layer, name, value_type))?;
+                if tables.is_none() {
+                    Ok(None)
+                } else {
+                    tables.extract().map(Some)
+                }
             }
             None => Ok(None),
         }

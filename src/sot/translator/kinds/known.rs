@@ -48,7 +48,8 @@ impl Kind for Known {
     }
 
     /// An object from the frame: a list's or dict's length is guarded, another container's
-    /// own `__bool__` or `__len__` inlined, a value's truth guarded on the value.
+    /// own `__bool__` or `__len__` inlined, a value's truth (a backend's constant's too)
+    /// guarded on the value.
     fn truth<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
         let Some((obj, source)) = object(val) else {
             return Ok(None);
@@ -77,6 +78,12 @@ impl Kind for Known {
                 let n = obj.len()?;
                 cx.add_guard(source, Check::Len(n));
                 return Ok(Some(n > 0));
+            }
+            if cx.is_backend_constant(obj) {
+                // A number of the backend's (a numpy scalar), a dtype, a shape: its truth follows
+                // from its value, which the guard compares.
+                cx.guard_value(source, obj)?;
+                return Ok(Some(obj.is_truthy()?));
             }
             if !is_value_type(obj) {
                 return match cx.inlined_truth(v, &class)? {

@@ -18,6 +18,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             // from their namespaces apart (`attr._config._run_validators = False`).
             return unsupported("attribute assignment on a module");
         }
+        if self.store_layer_attr(owner, &name, value)?.is_some() {
+            return Ok(());
+        }
         let class = match self.val(owner) {
             Val::Object { class, .. } => Some(class.clone()),
             Val::Obj { obj, source: Some(_) } if !self.backend.is_tensor(obj) => {
@@ -451,6 +454,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         None => unsupported(format!("reading {name} after deleting it")),
                     };
                 }
+                self.stale_layer_table(&obj, name)?;
                 self.object_attr(owner, obj, source, name)
             }
             _ => unsupported(format!("attribute {name} of an internal value")),

@@ -15,6 +15,7 @@ mod exceptions;
 mod inline;
 mod interp;
 mod iterators;
+mod layers;
 mod matching;
 mod names;
 mod ops;
