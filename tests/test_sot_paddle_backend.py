@@ -870,3 +870,25 @@ def test_spectral_norm_vectors_match_eager():
     for name in ("weight_u", "weight_v"):
         np.testing.assert_allclose(getattr(translated, name).numpy(), getattr(eager, name).numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+@pytest.mark.parametrize("cost_model", [True, False])
+def test_accuracy_in_forward_is_an_operation_of_the_graph(cost_model):
+    # Paddle's dygraph_to_static models (MNIST, BERT) compute their accuracy in forward with
+    # paddle.static.accuracy (paddle.metric.accuracy is the same computation): one graph.
+    from framehook.sot._paddle_backend import PaddleBackend
+
+    def forward(logits, label):
+        probabilities = paddle.nn.functional.softmax(logits)
+        top1 = paddle.static.accuracy(input=probabilities, label=label)
+        top2 = paddle.metric.accuracy(input=probabilities, label=label, k=2)
+        return top1, top2, paddle.nn.functional.cross_entropy(logits, label).mean()
+
+    sot.register_backend(f"paddle-cost-{cost_model}", PaddleBackend(cost_model=cost_model))
+    fast = sot.translate(forward, backend=f"paddle-cost-{cost_model}", full_graph=True)
+    paddle.seed(0)
+    for _ in range(8):  # past the cost model's trials: both ways
+        logits, label = paddle.randn([16, 5]), paddle.randint(0, 5, [16, 1])
+        for got, expected in zip(fast(logits, label), forward(logits, label)):
+            close(got, expected)
+    whole(fast, ops=5)
