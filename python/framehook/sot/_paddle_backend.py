@@ -289,7 +289,7 @@ class PaddleBackend:
                        *((translator.StaticFunction,) if translator is not None else ()))
         if issubclass(value_type, filed_apart):
             return None
-        tables = ("_parameters", "_sub_layers")
+        tables: tuple[str, ...] = ("_parameters", "_sub_layers")
         if not (issubclass(value_type, _TENSOR) or value_type is type(None)):
             tables += ("_buffers",)
         return None if any(name in layer.__dict__.get(table, ()) for table in tables) else tables
