@@ -223,6 +223,43 @@ def test_jit_save_and_load_after_sot_mode_calls(tmp_path):
     assert out == {"same": True, "graphs": 1, "paddle": 0}
 
 
+def test_input_spec_not_to_static_and_ignore_module_work_as_with_paddles_translator(tmp_path):
+    # input_spec: the layer still takes other batch sizes in SOT mode, and jit.save saves
+    # with the spec. not_to_static and ignore_module act on Paddle's AST path only
+    # (`unified(func, for_sot=False)`; its BUILTIN_LIKELY_MODULES), as with Paddle's SOT: the
+    # functions they name are translated with the rest, with eager's results.
+    out = child(f"""
+        made = install_and_record()
+        import paddle
+        from paddle.static import InputSpec
+
+        @paddle.jit.not_to_static
+        def shifted(x):
+            return x - 1
+
+        paddle.jit.ignore_module([np])
+        paddle.seed(0)
+        eager, static = net(), net()
+        static.set_state_dict(eager.state_dict())
+        static = paddle.jit.to_static(static, input_spec=[InputSpec([None, 4], "float32", name="x")])
+        same = []
+        for batch in (3, 5):
+            x = paddle.randn([batch, 4])
+            same.append(close(static(x), eager(x)))
+        affine = paddle.jit.to_static(lambda x: shifted(x) * 2)
+        x = paddle.randn([2, 4])
+        same.append(close(affine(x), shifted(x) * 2))
+        paddle.jit.save(static, {str(tmp_path / "net")!r})
+        loaded = paddle.jit.load({str(tmp_path / "net")!r})
+        same.append(close(loaded(x), eager(x)))
+        print(json.dumps({{"same": same, "translated": len(made),
+                          "graphs": [counters(fast)["graphs"] for fast in made][-1:],
+                          "paddle": paddles_translations()}}))
+    """)
+    assert out["same"] == [True] * 4
+    assert out["translated"] >= 3 and out["graphs"] == [1] and out["paddle"] == 0
+
+
 def test_enable_to_static_false_and_full_graph_bypass_the_translator():
     out = child("""
         made = install_and_record()
