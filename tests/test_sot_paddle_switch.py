@@ -223,6 +223,48 @@ def test_jit_save_and_load_after_sot_mode_calls(tmp_path):
     assert out == {"same": True, "graphs": 1, "paddle": 0}
 
 
+def test_min_graph_size_runs_smaller_graphs_eagerly_read_at_each_translation():
+    # As Paddle reads it (its harness's min_graph_size_guard sets it between to_static calls):
+    # a graph of fewer operations runs its operations eagerly, a larger one as its program.
+    out = child("""
+        made = install_and_record()
+        import paddle
+        from paddle.jit.dy2static.pir_partial_program import PartialProgramLayer
+        runs = []
+        sot_call = PartialProgramLayer.sot_call
+
+        def counted(self, *args, **kwargs):
+            runs.append(1)
+            return sot_call(self, *args, **kwargs)
+
+        PartialProgramLayer.sot_call = counted
+
+        def one_op(x):
+            return x + 1.0
+
+        def twelve_ops(x):
+            for _ in range(12):
+                x = x * 1.5
+            return x
+
+        x = paddle.ones([2])
+        program_runs, same = {}, []
+        for size in ("10", "0"):
+            os.environ["MIN_GRAPH_SIZE"] = size
+            for function in (one_op, twelve_ops):
+                runs.clear()
+                static = paddle.jit.to_static(function)
+                same += [close(static(x), function(x)) for _ in range(3)]
+                program_runs[f"{function.__name__}, MIN_GRAPH_SIZE={size}"] = len(runs)
+        print(json.dumps({"same": same, "program_runs": program_runs,
+                          "ops": sorted({counters(fast)["ops"] for fast in made}), "paddle": paddles_translations()}))
+    """, MIN_GRAPH_SIZE="10")
+    assert out["same"] == [True] * 12
+    assert out["program_runs"] == {"one_op, MIN_GRAPH_SIZE=10": 0, "twelve_ops, MIN_GRAPH_SIZE=10": 3,
+                                   "one_op, MIN_GRAPH_SIZE=0": 3, "twelve_ops, MIN_GRAPH_SIZE=0": 3}
+    assert out["ops"] == [1, 12] and out["paddle"] == 0
+
+
 def test_input_spec_not_to_static_and_ignore_module_work_as_with_paddles_translator(tmp_path):
     # input_spec: the layer still takes other batch sizes in SOT mode, and jit.save saves
     # with the spec. not_to_static and ignore_module act on Paddle's AST path only
@@ -404,8 +446,7 @@ def test_environment_flags():
     out = child("""
         import paddle.base.core as core
         refused = {}
-        for flag, value in [("STRICT_MODE", "1"), ("STRICT_MODE", "maybe"), ("SOT_LOG_LEVEL", "1"),
-                            ("MIN_GRAPH_SIZE", "10")]:
+        for flag, value in [("STRICT_MODE", "1"), ("STRICT_MODE", "maybe"), ("SOT_LOG_LEVEL", "1")]:
             os.environ[flag] = value
             try:
                 fp.install(translator="framehook")
@@ -448,7 +489,7 @@ def test_environment_flags():
                           "counters": counters(made[0]), "paddle": paddles_translations()}))
     """)
     refused = out["refused"]
-    assert set(refused) == {"STRICT_MODE=1", "STRICT_MODE=maybe", "SOT_LOG_LEVEL=1", "MIN_GRAPH_SIZE=10", "no SOT"}
+    assert set(refused) == {"STRICT_MODE=1", "STRICT_MODE=maybe", "SOT_LOG_LEVEL=1", "no SOT"}
     for setting, message in refused.items():
         if setting != "no SOT":
             flag, value = setting.split("=")
@@ -456,7 +497,6 @@ def test_environment_flags():
     assert "lets graph breaks through" in refused["STRICT_MODE=1"]
     assert "not a truth value" in refused["STRICT_MODE=maybe"]
     assert "'framehook.sot' logger" in refused["SOT_LOG_LEVEL=1"]
-    assert "no size threshold" in refused["MIN_GRAPH_SIZE=10"]
     assert "not a SOT-capable build" in refused["no SOT"]
     assert out["untouched"]  # a refusal leaves nothing half-installed
     assert out["same"] == [True] * 10

@@ -195,12 +195,15 @@ class PaddleBackend:
     array_meta_attributes = ("dtype", "shape")
     array_functions = _NUMPY_UFUNCS
 
-    def __init__(self, cost_model: bool = True) -> None:
+    def __init__(self, cost_model: bool = True, min_graph_size: int = 0) -> None:
         """``cost_model=False``: every graph runs as its static program (else a graph's
-        first calls choose between the program and its operations called eagerly)."""
+        first calls choose between the program and its operations called eagerly), but a
+        graph of fewer than ``min_graph_size`` operations, whose operations run eagerly
+        (Paddle's ``MIN_GRAPH_SIZE``)."""
         self._api = _api_functions()
         self._methods = _TensorMethods()
         self._cost_model = cost_model
+        self._min_graph_size = min_graph_size
         # `paddle.jit.to_static`'s options for the graphs' programs (`with_program_options`).
         self._program_options: dict[str, Any] = {}
         if _devices_beside_the_cpu():
@@ -305,7 +308,7 @@ class PaddleBackend:
         return forward if inspect.isfunction(forward) else None
 
     def compile(self, graph: tuple) -> Callable[..., tuple]:
-        return _StaticGraph(graph, self._methods, self._cost_model, self._program_options)
+        return _StaticGraph(graph, self._methods, self._cost_model, self._program_options, self._min_graph_size)
 
 
 # ``operator`` functions of a tensor and a number: the number may be a program input cast
@@ -353,7 +356,7 @@ class _StaticGraph:
     TRIALS = 3
 
     def __init__(self, graph: tuple, methods: _TensorMethods, cost_model: bool = True,
-                 program_options: dict[str, Any] | None = None):
+                 program_options: dict[str, Any] | None = None, min_graph_size: int = 0):
         self._inputs, self._nodes, self._outputs = graph
         self._methods = methods
         self._program_options = program_options or {}
@@ -365,7 +368,7 @@ class _StaticGraph:
         # program is built time that program beside its operations called eagerly (the
         # generated `_Plan.eager`), and the faster runs from then on.
         self._timings: dict[str, list[float]] = {"static": [], "eager": []}
-        self._static: bool | None = None if cost_model else True
+        self._static: bool | None = None if cost_model else len(self._nodes) >= min_graph_size
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> tuple:

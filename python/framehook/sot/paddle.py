@@ -55,10 +55,9 @@ _TRANSLATORS = ("paddle", "framehook")
 _CACHE_SIZE = 20
 # Where a function keeps its translations (see _symbolic_translate).
 _TRANSLATIONS = "_framehook_sot_translations"
-# The backend translator="framehook" translates with: install() chooses it from MIN_GRAPH_SIZE.
-_sot_backend = "paddle"
-# Every graph run as its static program: MIN_GRAPH_SIZE=0.
-_EVERY_GRAPH_STATIC = "paddle/MIN_GRAPH_SIZE=0"
+# The backends translator="framehook" translates with, by the MIN_GRAPH_SIZE they honour
+# (None: unset), made on first use.
+_backends: dict[Optional[int], Any] = {}
 
 
 def installed() -> Optional[Literal["paddle", "framehook"]]:
@@ -87,17 +86,17 @@ def install(translator: str = "paddle") -> None:
     both live. Gradients, ``layer.eval()``, ``paddle.jit.save``/``load`` (which convert
     through Paddle's AST path, as with Paddle's translator), ``enable_to_static(False)`` and
     ``full_graph=True`` (Paddle's AST path) work as with Paddle's translator. The graphs run
-    on Paddle's default executor: ``to_static``'s ``build_strategy`` and ``backend`` (CINN)
-    are not applied to them, which changes speed, never results.
+    with ``to_static``'s ``build_strategy`` and ``backend`` (CINN).
 
-    Paddle's SOT environment flags, read here: ``MIN_GRAPH_SIZE`` unset lets framehook's cost
-    model choose between each graph's static program and its operations run eagerly (by
-    timing both); ``MIN_GRAPH_SIZE=0`` runs every graph as its static program, as Paddle does.
-    ``COST_MODEL`` is ignored (Paddle 3.3.1 reads it nowhere). Refused (RuntimeError): a
-    positive ``MIN_GRAPH_SIZE`` (framehook's translator has no size threshold), a true
+    Paddle's SOT environment flags: ``MIN_GRAPH_SIZE``, read where a translation is made (as
+    Paddle reads it at each translation), runs the graphs of fewer operations as their
+    operations, eagerly, and the others as their static programs, as Paddle does
+    (``MIN_GRAPH_SIZE=0``: every graph as its program); unset, framehook's cost model chooses
+    between each graph's program and its operations by timing both. Read here:
+    ``COST_MODEL`` is ignored (Paddle 3.3.1 reads it nowhere); refused (RuntimeError): a true
     ``STRICT_MODE`` (Paddle's raises where its translator would run a frame in dygraph, and
     lets graph breaks through: framehook's has no such mode), a positive ``SOT_LOG_LEVEL``
-    (framehook's translator logs to the ``framehook.sot`` logger instead). Changing them after
+    (framehook's translator logs to the ``framehook.sot`` logger instead). Changing these after
     ``install()`` has no effect on framehook's translator."""
     if translator not in _TRANSLATORS:
         raise ValueError(
@@ -112,10 +111,11 @@ def install(translator: str = "paddle") -> None:
             f"framehook.sot.paddle.install(translator={translator!r}): the {current!r} translator is installed "
             "already, and a process keeps the translator it installed first"
         )
-    backend = _backend_for_environment() if translator == "framehook" else None
+    if translator == "framehook":
+        _check_environment()
     _install_eval_frame()
-    if backend is not None:
-        _use_framehook_translator(backend)
+    if translator == "framehook":
+        _use_framehook_translator()
 
 
 def _install_eval_frame() -> None:
@@ -143,10 +143,9 @@ def _install_eval_frame() -> None:
         setattr(core, name, function)
 
 
-def _backend_for_environment() -> str:
-    """The backend translator="framehook" translates with, given Paddle's SOT environment
-    flags, each parsed as Paddle 3.3.1 parses it (paddle/jit/sot/utils/envs.py); raises
-    for a flag framehook's translator cannot honour."""
+def _check_environment() -> None:
+    """Raises for a Paddle SOT environment flag framehook's translator cannot honour, each
+    parsed as Paddle 3.3.1 parses it (paddle/jit/sot/utils/envs.py)."""
     from paddle.utils.environments import (  # type: ignore[import-not-found]
         BooleanEnvironmentVariable,
         IntegerEnvironmentVariable,
@@ -176,27 +175,20 @@ def _backend_for_environment() -> str:
             "logs each translation, graph break and fallback to the 'framehook.sot' logger (debug level), and "
             "framehook.sot.explain(fn, *args) describes one call",
         )
+
+
+def _min_graph_size() -> Optional[int]:
+    """``MIN_GRAPH_SIZE`` as Paddle reads it (its default, 10, where it is not an integer),
+    None where it is unset."""
     if "MIN_GRAPH_SIZE" not in os.environ:
-        return "paddle"
-    if IntegerEnvironmentVariable("MIN_GRAPH_SIZE", 10).get() > 0:
-        raise refuse(
-            "MIN_GRAPH_SIZE",
-            "framehook's translator has no size threshold: its cost model times each graph's static program "
-            "beside its operations run eagerly and keeps the faster (MIN_GRAPH_SIZE=0 runs every graph as its "
-            "program)",
-        )
-    return _EVERY_GRAPH_STATIC
+        return None
+    from paddle.utils.environments import IntegerEnvironmentVariable  # type: ignore[import-not-found]
+
+    return max(0, IntegerEnvironmentVariable("MIN_GRAPH_SIZE", 10).get())
 
 
-def _use_framehook_translator(backend: str) -> None:
-    """Makes ``paddle.jit.sot.symbolic_translate`` framehook's translator with ``backend``."""
-    global _sot_backend
-    if backend == _EVERY_GRAPH_STATIC:
-        from . import register_backend
-        from ._paddle_backend import PaddleBackend
-
-        register_backend(backend, PaddleBackend(cost_model=False))
-    _sot_backend = backend
+def _use_framehook_translator() -> None:
+    """Makes ``paddle.jit.sot.symbolic_translate`` framehook's translator."""
     # Imported now that framehook's functions are in place, which its skip rules go to.
     import paddle.jit.sot  # type: ignore[import-not-found]
 
@@ -232,7 +224,8 @@ def _symbolic_translate(
     except AttributeError:
         raise TypeError(f"symbolic_translate() takes a Python function, not {type(fn).__name__}") from None
     # The function is part of the key: `functools.wraps` copies this table to a wrapper.
-    key = (id(fn), id(build_strategy), bool(training), backend)
+    min_graph_size = _min_graph_size()
+    key = (id(fn), id(build_strategy), bool(training), backend, min_graph_size)
     entry = translations.get(key)
     if entry is None or entry[0] is not fn:
         from . import translate
@@ -242,16 +235,21 @@ def _symbolic_translate(
 
         # The build strategy held weakly: the translation goes with the to_static() that made it.
         held = None if build_strategy is None else weakref.ref(build_strategy, forget)
-        entry = translations[key] = (fn, held, translate(fn, backend=_backend_with(build_strategy, backend),
-                                                         cache_size=_CACHE_SIZE))
+        entry = translations[key] = (fn, held, translate(
+            fn, backend=_backend_with(min_graph_size, build_strategy, backend), cache_size=_CACHE_SIZE))
     return entry[2]
 
 
-def _backend_with(build_strategy: Any, backend: Any) -> Any:
-    """The backend of one ``to_static`` call: the installed one, building the graphs' programs
-    with the call's ``build_strategy`` and ``backend`` where it gives them."""
-    if build_strategy is None and backend is None:
-        return _sot_backend
-    from ._translate import _backend
+def _backend_with(min_graph_size: Optional[int], build_strategy: Any, backend: Any) -> Any:
+    """The backend of one ``to_static`` call: the one honouring ``min_graph_size`` (None: the
+    cost model chooses), building the graphs' programs with the call's ``build_strategy``
+    and ``backend`` where it gives them."""
+    shared = _backends.get(min_graph_size)
+    if shared is None:
+        from ._paddle_backend import PaddleBackend
 
-    return _backend(_sot_backend).with_program_options(build_strategy, backend)
+        shared = _backends.setdefault(min_graph_size, PaddleBackend(
+            cost_model=min_graph_size is None, min_graph_size=min_graph_size or 0))
+    if build_strategy is None and backend is None:
+        return shared
+    return shared.with_program_options(build_strategy, backend)
