@@ -26,11 +26,11 @@ pytest.importorskip("paddle", reason="paddlepaddle 3.3.1 wheels are installed on
 suite_tool = pytest.importorskip("framehook_dev.paddle_sot_suite")
 
 # Per suite, the files of the slice: small models (an LSTM, a PTB language model) and what
-# users lean on (PyLayers, data-dependent control flow, layers' attributes set in forward,
-# loops, side effects), a few minutes in all.
+# users lean on (a PyLayer recomputing a to_static function, data-dependent control flow,
+# layers' attributes set in forward, loops, side effects), a few minutes in all.
 SLICE = {
     "sot": ["test_builtin_dispatch", "test_side_effects", "test_12_for_loop"],
-    "dygraph_to_static": ["test_lstm", "test_ptb_lm", "test_isinstance", "test_ifelse", "test_pylayer"],
+    "dygraph_to_static": ["test_lstm", "test_ptb_lm", "test_isinstance", "test_ifelse", "test_jit_recompute"],
 }
 # A file's timeout: a hang, as no file of the slice takes a minute on a debug build.
 FILE_TIMEOUT_S = 240
