@@ -278,11 +278,12 @@ class PaddleBackend:
 
     def layer_store(self, layer: Any, name: str, value_type: type) -> tuple[str, ...] | None:
         """Where ``layer.name = value`` (of ``value_type``) only makes ``layer.name`` give the
-        value, the tables that must lack ``name`` for that (and lack it now): Paddle's ``Layer.__setattr__`` files
-        a tensor among the layer's buffers, another value in its ``__dict__``, unless ``name``
-        is a parameter's or a sublayer's (which take only their kind, else raise), or another
-        value a buffer's. None for a Parameter, a Layer or a ``to_static`` function (filed and
-        renamed apart), a property of the layer's class, and a subclass's own ``__setattr__``."""
+        value, the tables that must lack ``name`` for that (and lack it now): Paddle's
+        ``Layer.__setattr__`` files a tensor among the layer's buffers, another value in its
+        ``__dict__``, unless ``name`` is a parameter's or a sublayer's (which take only their
+        kind, else raise), or another value a buffer's. None for a Parameter, a Layer or a
+        ``to_static`` function (filed and renamed apart), a property of the layer's class, and a
+        subclass's own ``__setattr__``."""
         cls = type(layer)
         if cls.__setattr__ is not _LAYER.__setattr__ or isinstance(inspect.getattr_static(cls, name, None), property):
             return None

@@ -53,24 +53,24 @@ def register_backend(name: str, backend: Any) -> None:
     meta attributes, such as ``dim()``: computed while translating), ``forward_of(obj)`` (the
     function a model layer's call runs, translated in its place, or None), ``layer_types`` and
     ``layer_attributes`` (layers are pinned by identity and those attributes, and read through
-    their ``__getattr__``), ``layer_store(layer, name, value_type)`` (where ``layer.name = value``
-only makes ``layer.name`` give the value, the names of the layer's tables, dicts, that must
-lack ``name`` for that, which the guards check; the store is then replayed after the graph
-through the layer's ``__setattr__``; else None), ``traced_codes`` and ``traced_files`` (codes and files under
-    ``skip_prefixes`` translated all the same), ``fixed_functions`` (functions whose result for
-    the same arguments is the same for the whole process, such as a build's facts: called while
-    translating), ``guarded_functions`` (functions of no arguments reading the process's state,
-    such as the current device: called while translating, and again by the guards where their
-    result was used), ``construct(cls, args, kwargs)`` with ``constructed_types`` (for a
-    subclass of those, an object made while translating, its frames untranslated, that the
-    generated code makes again from the same arguments; or None),
-    ``compile_with_examples(graph, examples)``, ``call_example(function, args, kwargs)`` (an
-    operation called on examples while translating, in place of ``function(*args, **kwargs)``:
-    where it changes state outside its operands, such as a random generator or a layer's
-    running statistics, the backend puts that back, as the graph's run changes it, once),
-    ``writes_operands(graph, examples)`` (whether
-    the compiled graph may write into an array it is given; where it cannot, a run of it
-    that raises makes the frame run again untranslated from its start, so that what the
+    their ``__getattr__``), ``layer_store(layer, name, value_type)`` (where ``layer.name =
+    value`` only makes ``layer.name`` give the value, the names of the layer's tables, dicts,
+    that must lack ``name`` for that, which the guards check; the store is then replayed after
+    the graph through the layer's ``__setattr__``; else None), ``traced_codes`` and
+    ``traced_files`` (codes and files under ``skip_prefixes`` translated all the same),
+    ``fixed_functions`` (functions whose result for the same arguments is the same for the
+    whole process, such as a build's facts: called while translating), ``guarded_functions``
+    (functions of no arguments reading the process's state, such as the current device:
+    called while translating, and again by the guards where their result was used),
+    ``construct(cls, args, kwargs)`` with ``constructed_types`` (for a subclass of those, an
+    object made while translating, its frames untranslated, that the generated code makes
+    again from the same arguments; or None), ``compile_with_examples(graph, examples)``,
+    ``call_example(function, args, kwargs)`` (an operation called on examples while
+    translating, in place of ``function(*args, **kwargs)``: where it changes state outside its
+    operands, such as a random generator or a layer's running statistics, the backend puts
+    that back, as the graph's run changes it, once), ``writes_operands(graph, examples)``
+    (whether the compiled graph may write into an array it is given; where it cannot, a run of
+    it that raises makes the frame run again untranslated from its start, so that what the
     function did before the failing operation happens; without it, it may), and
     ``array_types`` with
     ``array_meta_attributes`` and ``array_functions`` (another library's arrays, which the

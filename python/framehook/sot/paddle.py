@@ -85,8 +85,8 @@ def install(translator: str = "paddle") -> None:
     ``to_static`` call (per layer, for ``to_static(layer)``) and training mode, kept while
     both live. Gradients, ``layer.eval()``, ``paddle.jit.save``/``load`` (which convert
     through Paddle's AST path, as with Paddle's translator), ``enable_to_static(False)`` and
-    ``full_graph=True`` (Paddle's AST path) work as with Paddle's translator. The graphs run
-    with ``to_static``'s ``build_strategy`` and ``backend`` (CINN).
+    ``full_graph=True`` (Paddle's AST path) work as with Paddle's translator. The graphs'
+    programs are built with ``to_static``'s ``build_strategy`` and ``backend`` (CINN).
 
     Paddle's SOT environment flags: ``MIN_GRAPH_SIZE``, read where a translation is made (as
     Paddle reads it at each translation), runs the graphs of fewer operations as their
@@ -180,11 +180,14 @@ def _check_environment() -> None:
 def _min_graph_size() -> Optional[int]:
     """``MIN_GRAPH_SIZE`` as Paddle reads it (its default, 10, where it is not an integer),
     None where it is unset."""
-    if "MIN_GRAPH_SIZE" not in os.environ:
+    # Read at every to_static call: parsed here as paddle.utils.environments parses it.
+    value = os.environ.get("MIN_GRAPH_SIZE")
+    if value is None:
         return None
-    from paddle.utils.environments import IntegerEnvironmentVariable  # type: ignore[import-not-found]
-
-    return max(0, IntegerEnvironmentVariable("MIN_GRAPH_SIZE", 10).get())
+    try:
+        return max(0, int(value))
+    except ValueError:
+        return 10
 
 
 def _use_framehook_translator() -> None:
