@@ -46,6 +46,19 @@ def install_and_record():
     paddle.jit.sot.symbolic_translate = recording
     return made
 
+def count_program_runs():
+    """A list that grows by one at each run of a static program (a graph's, or Paddle's)."""
+    from paddle.jit.dy2static.pir_partial_program import PartialProgramLayer
+    runs = []
+    sot_call = PartialProgramLayer.sot_call
+
+    def counted(self, *args, **kwargs):
+        runs.append(1)
+        return sot_call(self, *args, **kwargs)
+
+    PartialProgramLayer.sot_call = counted
+    return runs
+
 def paddles_translations():
     from paddle.jit.sot.opcode_translator.executor.executor_cache import OpcodeExecutorCache
     return OpcodeExecutorCache().translate_count
@@ -229,15 +242,7 @@ def test_min_graph_size_runs_smaller_graphs_eagerly_read_at_each_translation():
     out = child("""
         made = install_and_record()
         import paddle
-        from paddle.jit.dy2static.pir_partial_program import PartialProgramLayer
-        runs = []
-        sot_call = PartialProgramLayer.sot_call
-
-        def counted(self, *args, **kwargs):
-            runs.append(1)
-            return sot_call(self, *args, **kwargs)
-
-        PartialProgramLayer.sot_call = counted
+        runs = count_program_runs()
 
         def one_op(x):
             return x + 1.0
@@ -469,15 +474,7 @@ def test_environment_flags():
             os.environ[flag] = value
         made = install_and_record()
         import paddle
-        from paddle.jit.dy2static.pir_partial_program import PartialProgramLayer
-        runs = []
-        sot_call = PartialProgramLayer.sot_call
-
-        def counted(self, *args, **kwargs):
-            runs.append(1)
-            return sot_call(self, *args, **kwargs)
-
-        PartialProgramLayer.sot_call = counted
+        runs = count_program_runs()
 
         def add_one(x):
             return x + 1.0

@@ -20,8 +20,8 @@ from . import bench, matrix
 SCRIPT = matrix.REPO / "benches" / "sot_paddle.py"
 TABLE_START = "<!-- sot-paddle-table-start -->"
 TABLE_END = "<!-- sot-paddle-table-end -->"
-# The interpreters paddlepaddle 3.3.1 has wheels for that the matrix installs it on.
-PADDLE_INTERPRETERS = "3.10,3.13"
+# The interpreters the matrix installs paddlepaddle on, as --only takes them.
+PADDLE_INTERPRETERS = ",".join(sorted(matrix.PADDLE_INTERPRETERS))
 
 
 def markdown_table(reports: dict[str, dict[str, Any]]) -> str:

@@ -22,12 +22,11 @@ from typing import Any, Optional
 
 from . import bench, matrix
 from .provision import CACHE
+from .sot_paddle_bench import PADDLE_INTERPRETERS
 
 SCRIPT = matrix.REPO / "benches" / "sot_paddle_models.py"
 TABLE_START = "<!-- sot-paddle-models-table-start -->"
 TABLE_END = "<!-- sot-paddle-models-table-end -->"
-# The interpreters paddlepaddle 3.3.1 has wheels for that the matrix installs it on.
-PADDLE_INTERPRETERS = "3.10,3.13"
 DEFAULT_TESTS = CACHE / "paddle-test-dy2st"
 # The files the script imports the models from (and what they import in turn).
 MODEL_FILES = ["test_mnist.py", "test_resnet.py", "bert_dygraph_model.py", "bert_utils.py",
