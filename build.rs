@@ -27,7 +27,7 @@ print(sys.executable)
 
 const SHIM_DIR: &str = "src/pep523_backend";
 /// Standard C, no Python: the floating-point flags SOT's fused kernels read.
-const FP_FLAGS: &str = "src/sot/elementwise/fp_flags.c";
+const FP_FLAGS: &str = "src/sot/fused/fp_flags.c";
 /// The shim's C files, by concern (see `contract.h` and `shim_internal.h`).
 const SHIM_FILES: &[&str] = &[
     "eval.c",

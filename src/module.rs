@@ -150,7 +150,7 @@ unsafe extern "C" fn exec_module(module: *mut ffi::PyObject) -> c_int {
                 let module = module.cast_unchecked::<PyModule>();
                 crate::sot::python::register(module)?;
                 crate::sot::translator::python::register(module)?;
-                crate::sot::elementwise::python::register(module)?;
+                crate::sot::fused::python::register(module)?;
                 crate::bytecode::register(module)?;
                 #[cfg(feature = "testing")]
                 crate::testing::register(module)?;

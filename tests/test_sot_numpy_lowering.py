@@ -190,7 +190,7 @@ def written_into(source):
 
 
 def fused_runs(source):
-    """How many fused elementwise runs the graph calls."""
+    """How many fused runs the graph calls."""
     return len(re.findall(r"^    _f\d+ = ", source, re.MULTILINE))
 
 
@@ -251,13 +251,14 @@ def test_arrays_made_from_inputs_of_unknown_layouts_are_not_written_into():
 
 def test_a_matrix_product_has_c_order_whatever_the_other_operands_layout():
     # numpy gives a 2-d matrix product C order, and C order wins where operands disagree:
-    # the sum is written into the product beside an operand of any layout.
+    # the sum is written into the product beside an operand of any layout. (Integers: on
+    # floats, the fused kernels compute the two.)
     def f(x, w, y):
         h = x @ w
         return h + y
 
     fast, backend = translate(f)
-    x, w, y = data((3, 4), np.float64), data((4, 5), np.float64, 1), data((3, 5), np.float64, 2)
+    x, w, y = (np.arange(-6, 6).reshape(3, 4), np.arange(20).reshape(4, 5) % 7, np.arange(15).reshape(3, 5) * 3)
     with np.errstate(all="ignore"):
         for args in [(x, w, y), (np.asfortranarray(x), np.asfortranarray(w), np.asfortranarray(y))]:
             assert same_layout((fast(*args),), (f(*args),))
@@ -317,7 +318,7 @@ def test_a_result_goes_into_an_array_no_later_node_reads_of_its_order():
         assert bool(re.search(rf"v\d+ = c\d+\(v\d+, {tanh}\)", source)) == reused, source
 
 
-# ---------------------------------------------------------------- fused elementwise runs
+# ---------------------------------------------------------------- fused runs
 
 
 class KernelCalls:
@@ -477,7 +478,7 @@ def test_the_kernels_check_numpys_array_layout_and_their_arguments():
     subclassed = sample.view(type("Sub", (np.ndarray,), {}))  # only numpy.ndarray itself
     assert not check(subclassed, data_address, list(sample.shape), list(sample.strides))
     float32 = np.dtype(np.float32)
-    with pytest.raises(ValueError, match="not a fused elementwise program: .*ends early"):
+    with pytest.raises(ValueError, match="not a fused kernel program: .*ends early"):
         _native._sot_fused_kernel(b"\x04\x00\x00\x00", float32)
     # -x of 4 float32s: item size, one operand (an array of shape (4,)), no constants, one
     # instruction (negative of operand 0, shape (4,), the first result).
@@ -526,3 +527,93 @@ def test_a_row_maximum_joins_a_run_and_gives_up_where_numpys_order_could_show():
         with np.errstate(invalid="ignore"):
             assert same_layout(fast(y, mask), stable_scores(y, mask))
     assert (calls.ran, calls.gave_up) == (2, 2)
+
+
+class Dense:
+    def __init__(self, rng, features, dtype):
+        self.w = (rng.standard_normal((features, features)) / features**0.5).astype(dtype)
+        self.b = (rng.standard_normal(features) * 0.1).astype(dtype)
+
+
+def dense_layers(layers, x):
+    for layer in layers:
+        h = x @ layer.w + layer.b
+        h = np.maximum(h, 0)
+        x = x + h
+    return x
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (2, 8), (5, 33)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_dense_layers_run_in_one_kernel_with_numpys_products(dtype, shape):
+    # Six matrix products, bias adds, ReLUs and residual adds: one kernel call, whose
+    # products are numpy's own matmul loop (its BLAS's summation order: gemv for one row,
+    # gemm for more), so the results are eager's bit for bit.
+    rng = np.random.default_rng(7)
+    layers = [Dense(rng, shape[1], dtype) for _ in range(6)]
+    fast, backend = translate(dense_layers)
+    x = rng.standard_normal(shape).astype(dtype)
+    assert same_layout((fast(layers, x),), (dense_layers(layers, x),))
+    (graph,) = backend.compiled
+    assert fused_runs(graph.__sot_source__) == 1, graph.__sot_source__
+    assert sot.stats(fast).ops_captured == 24
+    calls = KernelCalls()
+    for _ in range(3):
+        x = rng.standard_normal(shape).astype(dtype)
+        assert same_layout((fast(layers, x),), (dense_layers(layers, x),))
+    assert (calls.ran, calls.gave_up) == (3, 0)
+
+
+def scores(x, w, v):
+    return np.minimum(x @ w.T, 1.0) @ v - x.sum(axis=-1, keepdims=True)
+
+
+def test_products_take_operands_of_any_layout():
+    # A product's result is in C order whatever its operands' layout: a transposed weight
+    # (an F-order operand) and reversed rows run in the kernel, where an elementwise
+    # operation's operands must step in C order.
+    fast, backend = translate(scores)
+    rng = np.random.default_rng(5)
+    w, v = rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
+    x = rng.standard_normal((2, 4))
+    assert same_layout((fast(x, w, v),), (scores(x, w, v),))
+    (graph,) = backend.compiled
+    assert fused_runs(graph.__sot_source__) == 1, graph.__sot_source__
+    calls = KernelCalls()
+    for w_now in (w, rng.standard_normal((6, 4)), np.asfortranarray(w), w[::-1]):
+        x = rng.standard_normal((2, 4))
+        assert same_layout((fast(x, w_now, v),), (scores(x, w_now, v),))
+    assert (calls.ran, calls.gave_up) == (4, 0)
+
+
+def relu_product(x, w):
+    return np.maximum((x @ w) * -1.0, 0.0) * 2.0
+
+
+def test_what_a_product_or_a_pick_could_change_goes_to_numpy():
+    fast, backend = translate(relu_product)
+    w = np.eye(3)
+    x = np.array([[1.0, -2.0, 3.0]])
+    assert same_layout((fast(x, w),), (relu_product(x, w),))
+    calls = KernelCalls()
+    # -0 beside 0 (0 * -1.0; numpy's scalar and vector loops pick differently), a NaN:
+    # numpy's calls.
+    for row in ([0.0, 1.0, 2.0], [np.nan, 1.0, 2.0], [-1.0, 1.0, -2.0]):
+        x = np.array([row])
+        assert same_layout((fast(x, w),), (relu_product(x, w),))
+    assert (calls.ran, calls.gave_up) == (1, 2)
+    # An overflow in the product: numpy's matmul warns of it, as eagerly.
+    huge = np.full((1, 3), 1e200)
+    with pytest.warns(RuntimeWarning, match="overflow encountered in matmul"):
+        expected = relu_product(huge, np.full((3, 3), 1e200))
+    with pytest.warns(RuntimeWarning, match="overflow encountered in matmul"):
+        assert same_layout((fast(huge, np.full((3, 3), 1e200)),), (expected,))
+    assert calls.gave_up == 3
+
+
+def test_the_kernels_find_numpys_matmul_loops_only_in_numpys_matmul():
+    check = _native._sot_fused_check_matmul
+    float32, float64 = np.dtype(np.float32).num, np.dtype(np.float64).num
+    assert check(np.matmul, float32, float64)
+    assert not check(np.add, float32, float64)
+    assert not check(len, float32, float64)

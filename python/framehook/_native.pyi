@@ -19,6 +19,7 @@ __all__ = [
     "_sot_fused",
     "_sot_fused_calls",
     "_sot_fused_check_layout",
+    "_sot_fused_check_matmul",
     "_sot_fused_kernel",
     "_sot_reset",
     "add_frame_hook",
@@ -145,12 +146,13 @@ def _sot_rerun(
     *parameters: Any,
 ) -> Any: ...
 
-# The numpy backend's fused elementwise kernels (src/sot/elementwise): a plan is
+# The numpy backend's fused kernels (src/sot/fused): a plan is
 # (kernel, allocate, result layouts).
 def _sot_fused_kernel(program: bytes, dtype: object) -> object: ...  # a capsule
 def _sot_fused(plan: tuple[Any, ...], *operands: Any) -> tuple[Any, ...] | None: ...
 def _sot_fused_calls() -> tuple[int, int]: ...
 def _sot_fused_check_layout(array: object, data: int, shape: list[int], strides: list[int]) -> bool: ...
+def _sot_fused_check_matmul(matmul: object, float32_number: int, float64_number: int) -> bool: ...
 
 # framehook.bytecode's binding (main interpreter only): rows of
 # (name, arg, argval, argrepr, target, positions, handler).

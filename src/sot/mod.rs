@@ -23,7 +23,7 @@
 //! [`translator`] is framehook's own translator, a hook of its own.
 
 mod code_status;
-pub mod elementwise;
+pub mod fused;
 pub mod python;
 mod runtime;
 mod skip;

@@ -184,6 +184,19 @@ _REDUCTIONS = _ById({
 _MEANS = _ById((_METHODS["mean"], np.mean))
 # Methods that read a sequence argument only: a constant list passed may be a tuple.
 _SHAPE_METHODS = _ById((_METHODS["reshape"], _METHODS["transpose"]))
+# Attributes of an array a node reads (``w.T``): views and values, which never raise on an
+# array (``mT`` does, below two dimensions).
+_ARRAY_ATTRIBUTES = frozenset({"T", "real", "imag", "shape", "ndim", "size", "dtype"})
+
+
+def _is_array_attribute(function: Any) -> bool:
+    """Whether a node's function reads one of ``_ARRAY_ATTRIBUTES`` (an ``attrgetter``)."""
+    if type(function) is not operator.attrgetter:
+        return False
+    names = function.__reduce__()[1]
+    return len(names) == 1 and names[0] in _ARRAY_ATTRIBUTES
+
+
 # What the compile-time run may call: pure, on the value types it checks.
 _PURE_METHODS = _ById([
     *_REDUCTIONS.functions(), *_MEANS.functions(), *_SHAPE_METHODS.functions(),
@@ -232,7 +245,8 @@ def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
         for function, args, kwargs, _, _ in nodes:
             result = _UNKNOWN
             pure = (_INFIX.has(function) or _PREFIX.has(function) or isinstance(function, np.ufunc)
-                    or _PURE_METHODS.has(function) or function is operator.getitem or _IN_PLACE.has(function))
+                    or _PURE_METHODS.has(function) or function is operator.getitem or _IN_PLACE.has(function)
+                    or _is_array_attribute(function))
             if pure and "out" not in kwargs:
                 try:
                     call_args = _resolve(args, values, ref_type)
@@ -399,19 +413,24 @@ def _votes_on_layout(value: Any) -> bool:
     return type(value) is _ARRAY_TYPE and value.ndim > 0 and sum(extent > 1 for extent in value.shape) > 1
 
 
-# ---------------------------------------------------------------- fused elementwise runs
+# ---------------------------------------------------------------- fused runs
 #
-# A run of elementwise nodes on float32 or float64 arrays is computed by one call of a fused
-# kernel (``framehook._native._sot_fused``) where numpy makes one ufunc call and one new
-# array per node. The kernel fuses only what IEEE 754 rounds exactly, in the arrays' dtype,
-# so its results are numpy's bit for bit; where numpy would warn (a value not finite, an
-# underflow) or an operand is not as compiled (its layout is not guarded), it returns None
-# and the run's nodes are called as lowered above, which then warn or raise as numpy does.
+# A run of elementwise nodes and matrix products on float32 or float64 arrays is computed by
+# one call of a fused kernel (``framehook._native._sot_fused``) where numpy makes one ufunc
+# call and one new array per node. The kernel fuses only what IEEE 754 rounds exactly, in
+# the arrays' dtype, and the choices of maximum and minimum; a product runs numpy's own
+# matmul loop on the kernel's memory. So its results are numpy's bit for bit; where numpy
+# would warn (a value not finite, an underflow), a maximum could pick either of two items
+# (a NaN, +0 beside -0), or an operand is not as compiled (its layout is not guarded), it
+# returns None and the run's nodes are called as lowered above, which then warn or raise as
+# numpy does.
 
 _FUSED_CODES = _ById({
     np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3, np.negative: 4,
     np.positive: 5, np.square: 6, np.sqrt: 7, np.reciprocal: 8, np.absolute: 9,
+    np.maximum: 12, np.minimum: 13,
 })
+_MATRIX_PRODUCT_CODE = 14
 _DIVIDE_CODE = 3
 # Reductions over the last axis, keeping it.
 _LAST_AXIS_CODES = {np.maximum.reduce: 10, np.minimum.reduce: 11}
@@ -450,6 +469,15 @@ def _fused_operation(function: Any, args: tuple, kwargs: dict, value_of: Callabl
         return None
     if not 1 <= result.ndim <= _FUSED_MAX_DIMENSIONS:
         return None
+    if _MATMUL.has(function):
+        # Two matrices of the result's dtype, from the graph (numpy's own loop multiplies them).
+        if kwargs or len(args) != 2 or result.ndim != 2 or not _products_available():
+            return None
+        for source in args:
+            value = value_of(source) if isinstance(source, ref_type) else None
+            if not _is_array(value) or value.ndim != 2 or value.dtype != result.dtype:
+                return None
+        return _MATRIX_PRODUCT_CODE, list(args)
     if _REDUCTIONS.has(function) and _REDUCTIONS.of(function) in (np.maximum.reduce, np.minimum.reduce):
         # Over the last axis, kept: the kernels find the same extreme (or give up where
         # numpy's order of visiting the items could matter).
@@ -523,7 +551,7 @@ def _hoistable(function: Any, args: tuple, kwargs: dict, value_of: Callable[[Any
         return True
     if len(args) == 2 and _is_array(values[0]) and not _holds_ref(args[1], ref_type):
         return function is operator.getitem or _SHAPE_METHODS.has(function)
-    return False
+    return len(args) == 1 and _is_array(values[0]) and _is_array_attribute(function)
 
 
 class _FusedRun:
@@ -556,6 +584,20 @@ def _fusion_available() -> bool:
 
 
 _LAYOUT_CHECKED: list[bool] = []
+
+
+def _products_available() -> bool:
+    """Whether the fused kernels can run numpy's matmul loop: ``numpy.matmul``'s fields are
+    where the kernels read them and its float32 and float64 loops were found (checked once)."""
+    if not _MATMUL_CHECKED:
+        from .._native import _sot_fused_check_matmul
+
+        _MATMUL_CHECKED.append(bool(_sot_fused_check_matmul(
+            np.matmul, np.dtype(np.float32).num, np.dtype(np.float64).num)))
+    return _MATMUL_CHECKED[0]
+
+
+_MATMUL_CHECKED: list[bool] = []
 
 
 def _plan_fused_runs(nodes: tuple, inputs: int, values: list, ref_type: Any) -> list[_FusedRun]:

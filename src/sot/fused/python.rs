@@ -2,7 +2,9 @@
 //! dtype)` decodes a program once, at graph compile time, into a capsule with
 //! the dtype object its arrays hold, and `_sot_fused(plan, *operands)` runs it,
 //! where `plan` is `(capsule, allocate, layouts)`: the `numpy.empty` that makes
-//! each result of its `(shape, dtype)` layout.
+//! each result of its `(shape, dtype)` layout. A program's matrix products run
+//! numpy's own matmul loop (found by `_sot_fused_check_matmul`), called as
+//! numpy's ufunc machinery calls it.
 //!
 //! Arrays are read as numpy's own C API reads them, through the fields of
 //! numpy's array object ([`ArrayFields`]): the buffer protocol would make numpy
@@ -15,7 +17,7 @@
 //! order its results likewise) or the kernel gave up: the caller then runs the
 //! operations through numpy.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -24,7 +26,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyFloat, PyInt, PyTuple, PyType};
 
-use super::{run, Float, Input, OperandSpec, Program, MAX_DIMENSIONS};
+use super::{run, Float, Input, Matrix, OperandSpec, Products, Program, Unexact, MAX_DIMENSIONS};
 
 const CAPSULE_NAME: &CStr = c"framehook.sot.fused_kernel";
 
@@ -171,6 +173,188 @@ fn _sot_fused_check_layout(
     false
 }
 
+/// A legacy ufunc inner loop (numpy/ufuncobject.h's `PyUFuncGenericFunction`).
+type GenericLoop =
+    unsafe extern "C" fn(*mut *mut c_char, *const ffi::Py_ssize_t, *const ffi::Py_ssize_t, *mut c_void);
+
+/// The head of numpy's `PyUFuncObject` (numpy/ufuncobject.h), up to the loops'
+/// type numbers: the same in numpy 1.x and 2.x, after the build's `PyObject` head.
+#[repr(C)]
+struct UfuncFields {
+    head: ffi::PyObject,
+    nin: c_int,
+    nout: c_int,
+    nargs: c_int,
+    identity: c_int,
+    functions: *const Option<GenericLoop>,
+    data: *const *mut c_void,
+    ntypes: c_int,
+    flags: c_int,
+    name: *const c_char,
+    types: *const c_char,
+}
+
+/// numpy's matmul loop for one dtype, and the data numpy passes it.
+#[derive(Clone, Copy)]
+struct MatmulLoop {
+    function: GenericLoop,
+    data: *mut c_void,
+}
+
+/// The float32 and float64 matmul loops, found once; the ufunc is held so that
+/// they stay alive.
+struct MatmulLoops {
+    float32: MatmulLoop,
+    float64: MatmulLoop,
+    ufunc: Py<PyAny>,
+}
+
+// SAFETY: the loops are numpy's functions and their (immutable) data, alive
+// while the ufunc is (held here); numpy calls them from any thread.
+unsafe impl Send for MatmulLoops {}
+// SAFETY: as for Send: nothing here is written after it is found.
+unsafe impl Sync for MatmulLoops {}
+
+static MATMUL_LOOPS: OnceLock<MatmulLoops> = OnceLock::new();
+
+/// `_sot_fused_check_matmul(matmul, float32_number, float64_number) -> bool`:
+/// whether `numpy.matmul`'s fields are where [`UfuncFields`] puts them and its
+/// loops for `ff->f` and `dd->d` were found (by its `types`, which list them in
+/// the order of its loops, and the dtypes' type numbers); from then on programs
+/// with matrix products run them.
+#[pyfunction]
+fn _sot_fused_check_matmul(
+    matmul: &Bound<'_, PyAny>,
+    float32_number: c_char,
+    float64_number: c_char,
+) -> bool {
+    if let Some(found) = MATMUL_LOOPS.get() {
+        return found.ufunc.bind(matmul.py()).is(matmul);
+    }
+    let ty = matmul.get_type();
+    let named = |attribute: &str, expected: &str| {
+        ty.getattr(attribute)
+            .and_then(|v| v.extract::<String>())
+            .is_ok_and(|v| v == expected)
+    };
+    let large_enough = ty
+        .getattr("__basicsize__")
+        .and_then(|size| size.extract::<usize>())
+        .is_ok_and(|size| size >= std::mem::size_of::<UfuncFields>());
+    let is_matmul = matmul
+        .getattr("__name__")
+        .and_then(|v| v.extract::<String>())
+        .is_ok_and(|v| v == "matmul");
+    let Ok(types) = matmul.getattr("types").and_then(|t| t.extract::<Vec<String>>()) else {
+        return false;
+    };
+    if !named("__module__", "numpy") || !named("__qualname__", "ufunc") || !large_enough || !is_matmul {
+        return false;
+    }
+    // SAFETY: the object is at least as large as these fields (its type's basic
+    // size); the pointers are followed only once the counts and the name are
+    // found where the mirror puts them.
+    let fields = unsafe { &*matmul.as_ptr().cast::<UfuncFields>() };
+    let counts_match = (fields.nin, fields.nout, fields.nargs) == (2, 1, 3)
+        && usize::try_from(fields.ntypes).ok() == Some(types.len())
+        && !fields.name.is_null()
+        && !fields.functions.is_null()
+        && !fields.data.is_null()
+        && !fields.types.is_null();
+    // SAFETY: a non-null C string of the ufunc's, where the counts matched.
+    if !counts_match || unsafe { CStr::from_ptr(fields.name) }.to_bytes() != b"matmul" {
+        return false;
+    }
+    let find = |signature: &str, number: c_char| -> Option<MatmulLoop> {
+        let at = types.iter().position(|t| t == signature)?;
+        // SAFETY: `types` holds `nargs * ntypes` type numbers and `functions` and
+        // `data` `ntypes` entries (counts checked above); `at < ntypes`.
+        unsafe {
+            let numbers = std::slice::from_raw_parts(fields.types.add(3 * at), 3);
+            if numbers.iter().any(|&n| n != number) {
+                return None;
+            }
+            Some(MatmulLoop {
+                function: (*fields.functions.add(at))?,
+                data: *fields.data.add(at),
+            })
+        }
+    };
+    let (Some(float32), Some(float64)) = (find("ff->f", float32_number), find("dd->d", float64_number))
+    else {
+        return false;
+    };
+    MATMUL_LOOPS.get_or_init(|| MatmulLoops {
+        float32,
+        float64,
+        ufunc: matmul.clone().unbind(),
+    });
+    true
+}
+
+/// A program's products, by numpy's matmul loop for the item type.
+struct NumpyProducts {
+    matmul: Option<MatmulLoop>,
+}
+
+impl<T: Float> Products<T> for NumpyProducts {
+    fn multiply(&mut self, a: Matrix<'_, T>, b: Matrix<'_, T>, result: &mut [T]) -> Result<(), Unexact> {
+        let matmul = self.matmul.ok_or(Unexact)?;
+        let item = std::mem::size_of::<T>() as ffi::Py_ssize_t;
+        let [m, n] = a.shape;
+        let p = b.shape[1];
+        if a.items.is_empty() || b.items.is_empty() || result.len() != m * p || b.shape[0] != n {
+            return Err(Unexact);
+        }
+        let mut args: [*mut c_char; 3] = [
+            a.items[a.origin..].as_ptr().cast_mut().cast(),
+            b.items[b.origin..].as_ptr().cast_mut().cast(),
+            result.as_mut_ptr().cast(),
+        ];
+        // As numpy's gufunc machinery passes them for one pair of matrices: the
+        // outer loop's count, then the signature's n, k, m; the outer steps, then
+        // each operand's steps along its core axes (the result's a new C-order
+        // array's).
+        let dimensions = [
+            1,
+            m as ffi::Py_ssize_t,
+            n as ffi::Py_ssize_t,
+            p as ffi::Py_ssize_t,
+        ];
+        let steps = [
+            0,
+            0,
+            0,
+            a.strides[0] * item,
+            a.strides[1] * item,
+            b.strides[0] * item,
+            b.strides[1] * item,
+            p as ffi::Py_ssize_t * item,
+            item,
+        ];
+        // SAFETY: numpy's loop for this item type (found by its type numbers),
+        // given pointers to the first items of the two matrices and of the
+        // result, whose shapes and strides address only their items (as the
+        // slices span them), as the ufunc machinery would give it; the GIL is held.
+        unsafe {
+            (matmul.function)(
+                args.as_mut_ptr(),
+                dimensions.as_ptr(),
+                steps.as_ptr(),
+                matmul.data,
+            );
+        }
+        // The loop sets an error only where it could not allocate its buffer.
+        // SAFETY: the GIL is held.
+        if unsafe { !ffi::PyErr_Occurred().is_null() } {
+            // SAFETY: the GIL is held; numpy's own call, run instead, raises it again.
+            unsafe { ffi::PyErr_Clear() };
+            return Err(Unexact);
+        }
+        Ok(())
+    }
+}
+
 /// A decoded program and the dtype object of its arrays (checked to be a native
 /// float of the program's item size).
 struct Kernel {
@@ -185,7 +369,7 @@ fn _sot_fused_kernel<'py>(
     dtype: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     let decoded = Program::decode(program.as_bytes())
-        .map_err(|reason| PyValueError::new_err(format!("not a fused elementwise program: {reason}")))?;
+        .map_err(|reason| PyValueError::new_err(format!("not a fused kernel program: {reason}")))?;
     let float_of_size = dtype
         .getattr("kind")
         .and_then(|k| k.extract::<String>())
@@ -254,20 +438,21 @@ impl Arrays {
 
 /// An array operand as the kernel reads it, where it is as the program
 /// describes it: the slice spanning its items, and where item 0 lies in it.
-fn array_input<'a, T: Float>(view: &ArrayView<'_>, shape: &[usize]) -> Option<Input<'a, T>> {
+fn array_input<'a, T: Float>(view: &ArrayView<'_>, shape: &[usize], ordered: bool) -> Option<Input<'a, T>> {
     let item = std::mem::size_of::<T>() as isize;
     if !view.has_shape(shape) || view.strides.iter().any(|stride| stride % item != 0) {
         return None;
     }
-    // numpy orders a new array's axes by its operands' strides where they step
-    // along two axes or more: results in C order need operands whose strides
-    // fall, axis after axis, where they vary (a slice of a larger array too).
+    // numpy orders a new elementwise array's axes by its operands' strides where
+    // they step along two axes or more: results in C order need such operands'
+    // strides to fall, axis after axis, where they vary (a slice of a larger
+    // array too). A product's result is in C order whatever its operands' are.
     let mut varying = shape
         .iter()
         .zip(view.strides)
         .filter(|(&extent, _)| extent > 1)
         .map(|(_, &stride)| stride);
-    if let Some(first) = varying.next() {
+    if let Some(first) = varying.next().filter(|_| ordered) {
         let mut previous = first;
         for stride in varying {
             if stride >= previous || stride <= 0 {
@@ -318,10 +503,12 @@ fn fused<'py, T: Float>(
         return Ok(None);
     }
     let mut inputs: Vec<Input<'_, T>> = Vec::with_capacity(operands.len());
-    for (value, spec) in operands.iter().zip(&program.operands) {
+    for (at, (value, spec)) in operands.iter().zip(&program.operands).enumerate() {
         let input = match spec {
             OperandSpec::Number => number(&value, program.item_size).map(Input::Number),
-            OperandSpec::Array(shape) => arrays.view(&value).and_then(|view| array_input(&view, shape)),
+            OperandSpec::Array(shape) => arrays
+                .view(&value)
+                .and_then(|view| array_input(&view, shape, program.read_elementwise(at))),
         };
         match input {
             Some(input) => inputs.push(input),
@@ -360,7 +547,17 @@ fn fused<'py, T: Float>(
         // holds; `results` keeps it alive.
         outputs.push(unsafe { std::slice::from_raw_parts_mut(view.data.cast::<T>(), register.items()) });
     }
-    let ran = run(program, &inputs, &mut outputs);
+    let loops = MATMUL_LOOPS.get();
+    let mut products = NumpyProducts {
+        matmul: loops.map(|loops| {
+            if program.item_size == f32::ITEM_SIZE {
+                loops.float32
+            } else {
+                loops.float64
+            }
+        }),
+    };
+    let ran = run(program, &inputs, &mut outputs, &mut products);
     drop((outputs, inputs));
     match ran {
         Ok(()) => Ok(Some(PyTuple::new(py, results)?)),
@@ -390,6 +587,7 @@ fn number(value: &Bound<'_, PyAny>, item_size: u32) -> Option<f64> {
 
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_fused_check_layout, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_fused_check_matmul, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_fused_calls, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_fused_kernel, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_fused, module)?)?;
