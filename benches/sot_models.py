@@ -8,7 +8,10 @@ runs them on numpy arrays and Paddle's SOT the same code on paddle tensors.
   (where to normalise, which activation, whether to add the residual) and branching on
   it, collecting intermediate tuples and returning a dict;
 - ``adam``: an Adam step over a list of parameters, with per-parameter state in dicts;
-- ``attention``: a small pre-norm multi-head self-attention block, softmax(q kᵀ / √d) v.
+- ``attention``: a small pre-norm multi-head self-attention block, softmax(q kᵀ / √d) v;
+- ``dense``: six dense layers over a list, ``x = x + relu(x @ w + b)`` each, on a 2x8 input:
+  a graph of matrix products and elementwise operations only, the arithmetic under a
+  microsecond, so that what a graph's execution costs beside its operations shows.
 
 Layers derive from ``Module``, whose ``__call__`` runs forward hooks around ``forward`` as
 the layer base classes of deep-learning frameworks do.
@@ -257,6 +260,22 @@ class AttentionBlock(Module):
 # ------------------------------------------------------------------ the workloads
 
 
+class Dense:
+    """A dense layer's parameters, read by the loop that applies it."""
+
+    def __init__(self, init, features):
+        self.w = init.normal(features, features, std=features**-0.5)
+        self.b = init.normal(features, std=0.1)
+
+
+def dense_stack(layers, x, F):
+    for layer in layers:
+        h = x @ layer.w + layer.b
+        h = F.relu(h)
+        x = x + h
+    return x
+
+
 class Workload(NamedTuple):
     name: str
     description: str
@@ -273,7 +292,7 @@ def optimizer_step(optimizer, grads):
 
 
 def workloads(to_tensor: Callable[[np.ndarray], Any], F: Any) -> dict[str, Workload]:
-    """The three workloads by name, with fresh state, their tensors made by ``to_tensor`` (a
+    """The four workloads by name, with fresh state, their tensors made by ``to_tensor`` (a
     numpy array in, the library's tensor out) and their functions taken from ``F``."""
     init = Init(to_tensor)
     x = init.normal(8, 16)
@@ -282,8 +301,10 @@ def workloads(to_tensor: Callable[[np.ndarray], Any], F: Any) -> dict[str, Workl
     adam = Adam([init.normal(*shape) for shape in shapes], weight_decay=0.01, decoupled=True)
     grads = [init.normal(*shape) for shape in shapes]
     attention = AttentionBlock(init, F, AttentionConfig())
+    layers = [Dense(init, 8) for _ in range(6)]
     return {workload.name: workload for workload in (
         Workload("mlp", "4 pre-norm GELU blocks with residuals, 8x16 in", run_model, (mlp, x)),
         Workload("adam", "AdamW over 6 parameters (biases and 16x32 weights)", optimizer_step, (adam, grads)),
         Workload("attention", "pre-norm 4-head causal self-attention, 8 tokens x 16", run_model, (attention, x)),
+        Workload("dense", "6 dense layers with ReLU and residuals, 2x8 in", dense_stack, (layers, init.normal(2, 8), F)),
     )}

@@ -51,8 +51,11 @@ import numpy_functional
 import sot_models
 from sot import generated_code_of, two_ops
 
-WORKLOADS = ["mlp", "adam", "attention"]
+WORKLOADS = ["mlp", "adam", "attention", "dense"]
 SPEEDUP_BAR = 1.5
+# The dense layers' graph is matrix products and elementwise operations alone: what its
+# execution costs beside numpy's one call per operation is the whole gain (issue 43).
+SPEEDUP_BARS = {"dense": 2.0}
 HOT_OVER_EAGER_BAR_US = 2.0
 PADDLE_REPEATS = 5
 
@@ -239,12 +242,14 @@ def paddle_report(names: list[str]) -> dict | None:
 
 def targets(release: bool, figures: dict, two_ops_figures: dict) -> list[dict]:
     """The bars: each workload translated at least SPEEDUP_BAR times faster than
-    eager (judged on release builds), the 2-op hot call at most 2 µs over eager."""
+    eager (SPEEDUP_BARS where a workload has its own; judged on release builds), the 2-op
+    hot call at most 2 µs over eager."""
     checks = []
     if release:
         for name, row in figures.items():
-            checks.append({"workload": name, "target": f"{name}: translated at least {SPEEDUP_BAR}x faster than eager",
-                           "value": round(row["speedup"], 3), "met": row["speedup"] >= SPEEDUP_BAR})
+            bar = SPEEDUP_BARS.get(name, SPEEDUP_BAR)
+            checks.append({"workload": name, "target": f"{name}: translated at least {bar}x faster than eager",
+                           "value": round(row["speedup"], 3), "met": row["speedup"] >= bar})
     over = two_ops_figures["hot_over_eager_us"]
     checks.append({"workload": "two_ops", "target": f"2-op hot call at most {HOT_OVER_EAGER_BAR_US:g} µs over eager",
                    "value": round(over, 3), "met": over <= HOT_OVER_EAGER_BAR_US})

@@ -120,8 +120,8 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     lines = ["Release builds, numpy backend, pyperf (medians; µs per call unless marked). *Generated code "
              "alone*: SOT's code for the call run as a plain function, without the hook and the guards. "
              "*First call*: after `sot.reset()`, translation included. Target: translated at least "
-             "1.5x faster than eager on each workload (judged on the release builds of 3.9-3.15; in bold "
-             "where missed).", "",
+             "1.5x faster than eager on each workload, 2x on dense (judged on the release builds of 3.9-3.15; "
+             "in bold where missed).", "",
              "| interpreter | workload | eager | translated | speedup | generated code alone | guards | breaks | "
              "first call (ms) | Paddle's SOT first call (ms) |",
              "| --- | --- |" + " ---: |" * 8]
