@@ -50,6 +50,12 @@ pub(crate) mod testing {
         backend::foreign_uninstall(py)
     }
 
+    /// Frames the eval function asked the Rust side about (not passed through on its own).
+    #[pyfunction]
+    pub fn _dispatched_frames() -> u64 {
+        crate::hookapi::dispatch::DISPATCHED_FRAMES.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     #[pyfunction]
     pub fn _foreign_calls() -> u64 {
         backend::foreign_calls()
@@ -126,6 +132,7 @@ pub(crate) mod testing {
 
     pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(_eval_functions, m)?)?;
+        m.add_function(wrap_pyfunction!(_dispatched_frames, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_install, m)?)?;
         m.add_function(wrap_pyfunction!(_eval_specializing, m)?)?;
         m.add_function(wrap_pyfunction!(_set_eval_specializing, m)?)?;

@@ -72,7 +72,14 @@ fn decision(
 }
 
 /// Runs the hook chain for a frame about to start and says what to run.
+/// Frames the eval function handed to this layer (test builds): those it did not pass
+/// through on its own.
+#[cfg(feature = "testing")]
+pub static DISPATCHED_FRAMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 pub(crate) fn on_frame(py: Python<'_>, view: &FrameView<'_>) -> PyResult<RawDecision> {
+    #[cfg(feature = "testing")]
+    DISPATCHED_FRAMES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if disabled_here() {
         return Ok(RUN_ORIGINAL);
     }

@@ -199,6 +199,7 @@ pub struct Generation(u64);
 impl Generation {
     const OBSERVING: u64 = pep523_backend::GENERATION_OBSERVING;
     const NATIVE_CHAIN: u64 = pep523_backend::GENERATION_NATIVE_CHAIN;
+    const SCOPED: u64 = pep523_backend::GENERATION_SCOPED;
     const STEP: u64 = pep523_backend::GENERATION_STEP;
 
     /// A number no other generation of the registry has.
@@ -225,12 +226,18 @@ impl Generation {
     }
 
     fn next(self, hooks: &[Arc<Hook>], native_chain: bool) -> Self {
-        let observing = hooks.iter().any(|hook| hook.enabled() && hook.observer.is_some());
+        let enabled = || hooks.iter().filter(|hook| hook.enabled());
+        let observing = enabled().any(|hook| hook.observer.is_some());
+        // Every enabled hook a scoped Rust hook: threads outside armed scopes go unasked.
+        let scoped = !observing
+            && !native_chain
+            && enabled().all(|hook| matches!(&hook.transform, Some(Transform::Rust(rust)) if rust.scoped()));
         let number = Self::fresh_number();
         Self(
             number
                 | if observing { Self::OBSERVING } else { 0 }
-                | if native_chain { Self::NATIVE_CHAIN } else { 0 },
+                | if native_chain { Self::NATIVE_CHAIN } else { 0 }
+                | if scoped { Self::SCOPED } else { 0 },
         )
     }
 }

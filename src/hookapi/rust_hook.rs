@@ -16,6 +16,34 @@ pub type AfterFrame = Box<dyn FnOnce(Python<'_>) + Send>;
 pub trait RustHook: Send + Sync + 'static {
     /// The code to run instead of `context.code()`, or None to decline.
     fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>>;
+
+    /// Whether the hook declines every frame of a thread outside an [`ArmedScope`]
+    /// (SOT: outside a translated call): where every hook is so, framehook runs
+    /// those frames without asking any.
+    fn scoped(&self) -> bool {
+        false
+    }
+}
+
+/// While alive, this thread's frames are asked of scoped hooks (see
+/// [`RustHook::scoped`]). Scopes nest; each belongs to the thread that made it.
+pub struct ArmedScope {
+    _thread_bound: std::marker::PhantomData<*const ()>,
+}
+
+impl ArmedScope {
+    pub fn enter() -> Self {
+        pep523_backend::arm_thread(1);
+        Self {
+            _thread_bound: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for ArmedScope {
+    fn drop(&mut self) {
+        pep523_backend::arm_thread(-1);
+    }
 }
 
 /// What a [`RustHook`] sees of the frame being dispatched.

@@ -107,10 +107,13 @@ typedef struct fh_context {
 
 /* Generation flags: some hook observes (frames need reporting); the hooks are
  * the context's native chain. Code states are read only in generations with
- * neither: no decision is remembered for the code then. */
+ * neither: no decision is remembered for the code then. Scoped: every hook
+ * acts only on threads inside an armed scope (fh_arm_thread), so frames of
+ * other threads run without asking (never with the other two). */
 #define FH_GENERATION_OBSERVING 1ULL
 #define FH_GENERATION_NATIVE_CHAIN 2ULL
-#define FH_GENERATION_STEP 4ULL
+#define FH_GENERATION_SCOPED 4ULL
+#define FH_GENERATION_STEP 8ULL
 
 /* What co_extra holds at the context's index: a pointer to this head of
  * framehook's per-code state. */
@@ -170,6 +173,10 @@ void fh_prepare_lock_free_read(PyObject *object);
  * hooks nothing for them). */
 void fh_disabled_threads_add(int delta);
 int fh_disabled_threads(void);
+
+/* Armed scopes on the calling thread (nesting: +1 entering, -1 leaving): in a
+ * FH_GENERATION_SCOPED generation, frames of a thread in none run unasked. */
+void fh_arm_thread(int delta);
 
 /* Around running hooks and observers: tracing, profiling and monitoring are
  * suspended, as for a trace function. Calls nest; each enter is left, with the

@@ -86,7 +86,8 @@ pub struct Context {
 
 pub const GENERATION_OBSERVING: u64 = 1;
 pub const GENERATION_NATIVE_CHAIN: u64 = 2;
-pub const GENERATION_STEP: u64 = 4;
+pub const GENERATION_SCOPED: u64 = 4;
+pub const GENERATION_STEP: u64 = 8;
 
 /// `fh_code_state_head`: what co_extra points to at the context's index.
 #[repr(C)]
@@ -116,6 +117,7 @@ extern "C" {
     pub fn fh_prepare_lock_free_read(object: *mut PyObject);
     pub fn fh_disabled_threads_add(delta: c_int);
     pub fn fh_disabled_threads() -> c_int;
+    pub fn fh_arm_thread(delta: c_int);
     pub fn fh_enter_hook_context(tstate: *mut c_void);
     pub fn fh_leave_hook_context(tstate: *mut c_void);
     pub fn fh_code_has_exception_table(code: *mut PyObject) -> c_int;
@@ -234,6 +236,7 @@ mod tests {
             member!("fh_code_state_head", CodeStateHead, replacement),
             ("FH_GENERATION_OBSERVING", GENERATION_OBSERVING as usize),
             ("FH_GENERATION_NATIVE_CHAIN", GENERATION_NATIVE_CHAIN as usize),
+            ("FH_GENERATION_SCOPED", GENERATION_SCOPED as usize),
             ("FH_GENERATION_STEP", GENERATION_STEP as usize),
         ]
     }

@@ -61,6 +61,7 @@ const fh_layout_entry framehook_contract_layout[] = {
     MEMBER(fh_code_state_head, replacement),
     FLAG(FH_GENERATION_OBSERVING),
     FLAG(FH_GENERATION_NATIVE_CHAIN),
+    FLAG(FH_GENERATION_SCOPED),
     FLAG(FH_GENERATION_STEP),
 };
 

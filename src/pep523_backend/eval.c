@@ -249,6 +249,11 @@ void fh_disabled_threads_add(int delta) { atomic_fetch_add(&fh_disabled_thread_c
 
 int fh_disabled_threads(void) { return atomic_load(&fh_disabled_thread_count); }
 
+/* This thread's armed scopes (contract.h): read by the eval function only. */
+static _Thread_local int fh_armed_scopes;
+
+void fh_arm_thread(int delta) { fh_armed_scopes += delta; }
+
 /* --------------------------------------------------- remembered decisions */
 
 /* Code states are read only in generations without these bits (contract.h). */
@@ -531,8 +536,12 @@ PyObject *fh_eval(PyThreadState *tstate, fh_frame *frame, int throwflag)
     unsigned long long generation = atomic_load_explicit(&context->generation, memory_order_acquire);
     fh_code_state_head *state = NULL;
     if (!(generation & FH_GENERATION_UNREMEMBERED)) {
-        state = fh_code_extra((PyObject *)fh_frame_code(frame), context->code_extra_index);
-        if (declined_before(state, generation)
+        /* Outside every armed scope, scoped hooks decline every frame. */
+        int unarmed = (generation & FH_GENERATION_SCOPED) && fh_armed_scopes == 0;
+        if (!unarmed) {
+            state = fh_code_extra((PyObject *)fh_frame_code(frame), context->code_extra_index);
+        }
+        if ((unarmed || declined_before(state, generation))
 #if FH_C_STACK_GUARD
             && fh_python_depth(tstate) <= FH_STACK_CHECK_DEPTH
 #endif

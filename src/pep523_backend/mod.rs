@@ -20,7 +20,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 
 pub use contract::{
     CodeStateHead, Context, Decision, FrameViewRaw, NativeChain, NativeFrameRaw, NativeLink, Upcalls,
-    GENERATION_NATIVE_CHAIN, GENERATION_OBSERVING, GENERATION_STEP,
+    GENERATION_NATIVE_CHAIN, GENERATION_OBSERVING, GENERATION_SCOPED, GENERATION_STEP,
 };
 
 impl Context {
@@ -95,6 +95,13 @@ pub fn disabled_threads_add(delta: c_int) {
 pub fn disabled_threads() -> bool {
     // SAFETY: an atomic counter.
     unsafe { contract::fh_disabled_threads() > 0 }
+}
+
+/// Enters (+1) or leaves (-1) an armed scope on the calling thread: in a scoped
+/// generation the eval function asks no hook about frames of a thread in none.
+pub fn arm_thread(delta: c_int) {
+    // SAFETY: a counter of the calling thread's own.
+    unsafe { contract::fh_arm_thread(delta) }
 }
 
 /// The interpreter the shim was compiled for.

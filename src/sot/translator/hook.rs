@@ -123,6 +123,11 @@ impl Translator {
 }
 
 impl RustHook for Translator {
+    /// Outside a translated call no frame is translated (see `answer`).
+    fn scoped(&self) -> bool {
+        true
+    }
+
     fn on_frame<'py>(&self, context: &mut HookContext<'_, 'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         #[cfg(feature = "testing")]
         if mutant::current() == Some(mutant::Mutant::Eager) {

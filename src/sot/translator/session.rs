@@ -14,6 +14,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use super::cache::GraphRuns;
 use super::cache::{Entries, Record, Reported};
 use crate::hookapi::pyobject::StrongRef;
+use crate::hookapi::rust_hook::ArmedScope;
 
 /// What `sot.stats` reports for one translated function.
 #[derive(Default)]
@@ -327,7 +328,10 @@ thread_local! {
 }
 
 /// Runs `call` as a call of a function translated with `config` (None: untranslated).
+/// A translated call arms the thread: the hook, scoped, is asked about its frames only
+/// there (outside, `current_session()` is None and every frame runs its own code).
 pub fn with_session<R>(config: Option<Arc<Config>>, call: impl FnOnce() -> R) -> R {
+    let _armed = config.is_some().then(ArmedScope::enter);
     SESSIONS.with(|s| s.borrow_mut().push(config));
     let result = call();
     SESSIONS.with(|s| s.borrow_mut().pop());
