@@ -588,13 +588,33 @@ _LAYOUT_CHECKED: list[bool] = []
 
 def _products_available() -> bool:
     """Whether the fused kernels can run numpy's matmul loop: ``numpy.matmul``'s fields are
-    where the kernels read them and its float32 and float64 loops were found (checked once)."""
+    where the kernels read them, its float32 and float64 loops were found, and the loops give
+    ``numpy.matmul``'s own results on each of its paths (a dot, gemv, gemm; checked once:
+    were a numpy to stop calling its legacy loop, this would say so)."""
     if not _MATMUL_CHECKED:
         from .._native import _sot_fused_check_matmul
 
-        _MATMUL_CHECKED.append(bool(_sot_fused_check_matmul(
-            np.matmul, np.dtype(np.float32).num, np.dtype(np.float64).num)))
+        found = _fusion_available() and bool(_sot_fused_check_matmul(
+            np.matmul, np.dtype(np.float32).num, np.dtype(np.float64).num))
+        _MATMUL_CHECKED.append(found and all(_product_matches_numpy(np.dtype(dtype), m, n, p)
+                                             for dtype in (np.float32, np.float64)
+                                             for m, n, p in ((1, 7, 1), (1, 7, 5), (6, 7, 1), (6, 7, 5))))
     return _MATMUL_CHECKED[0]
+
+
+def _product_matches_numpy(dtype: np.dtype, m: int, n: int, p: int) -> bool:
+    """Whether a kernel of one product gives ``numpy.matmul``'s result bit for bit on
+    matrices of these shapes (values whose sums round)."""
+    from .._native import _sot_fused, _sot_fused_kernel
+
+    rng = np.random.default_rng(n)
+    a, b = (rng.standard_normal(shape).astype(dtype) / 3 for shape in ((m, n), (n, p)))
+    words = [dtype.itemsize, 2, 1, 2, m, n, 1, 2, n, p, 0, 1,
+             _MATRIX_PRODUCT_CODE, _OPERAND | 0, _OPERAND | 1, 2, m, p, 1]
+    program = b"".join(word.to_bytes(4, "little") for word in words)
+    plan = (_sot_fused_kernel(program, dtype), np.empty, (((m, p), dtype),))
+    computed = _sot_fused(plan, a, b)
+    return computed is not None and computed[0].tobytes() == np.matmul(a, b).tobytes()
 
 
 _MATMUL_CHECKED: list[bool] = []
