@@ -2060,7 +2060,6 @@ def test_a_thread_local_is_read_in_the_thread_that_calls():
     assert st.graph_breaks == [] and st.guard_failures >= 2, st
 
 
-@pytest.mark.xfail(strict=True, reason="a mutable default of a function reached without a source breaks")
 def test_a_default_mutated_by_one_call_is_seen_by_the_next():
     class Counter:
         def bump(self, seen=[]):  # noqa: B006 - the shared default is the test

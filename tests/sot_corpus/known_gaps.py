@@ -15,7 +15,6 @@ _BREAK_IN_BLOCK_STACK_HANDLER = (
 )
 
 _THREAD_LOCAL_READS = "attributes of a threading.local() are not simulated"
-_DEFAULTS_WITHOUT_SOURCE = "a mutable default of a function reached without a source breaks"
 _ENUM_OPERANDS = "an enum member passed to a tensor operation breaks as a mutable object"
 
 # case id -> (reason, the (major, minor) versions it fails on, or ALL)
@@ -44,11 +43,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
         "thread_local_config_read_as_scikit_learn_reads_it", "thread_local_value_is_the_object_stored",
         "thread_local_attribute_absent", "thread_local_missing_attribute_raises_cpythons_error",
         "thread_local_set_where_absent", "thread_local_value_set_between_calls_is_seen",
-    )},
-    **{f"shared_objects/{name}": (_DEFAULTS_WITHOUT_SOURCE, ALL) for name in (
-        "a_list_default_mutated_by_one_call_is_seen_by_the_next", "a_keyword_only_dict_default_caches_across_calls",
-        "a_list_default_changed_between_calls_is_seen", "a_sentinel_default_keeps_its_identity",
-        "a_dataclass_with_a_default_factory_is_made",
     )},
     "shared_objects/a_numpy_copy_mode_passed_to_an_operation": (_ENUM_OPERANDS, ALL),
     "shared_objects/an_enum_members_value_rebound_between_calls_is_seen": (

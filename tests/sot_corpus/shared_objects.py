@@ -148,6 +148,59 @@ def a_list_default_changed_between_calls_is_seen(x):
     return x * _Formatter().count()
 
 
+_kinds = Cycling(("double",), ("negate",))
+
+
+class _Scaler:
+    def apply(self, x, kind="double"):
+        if kind == "double":
+            return x * 2
+        return -x
+
+
+def _with_new_defaults():
+    _Scaler.apply.__defaults__ = _kinds.next_value()
+    return (arr(3),)
+
+
+@case(args=_with_new_defaults, graphs=1, ops=1, rejected=1)
+def a_methods_defaults_replaced_between_calls_are_seen(x):
+    # The method is found on its class (pinned), its defaults through the function.
+    return _Scaler().apply(x)
+
+
+def _stepped_class():
+    step = "double"
+
+    class Stepped:
+        def apply(self, x):
+            if step == "double":
+                return x * 2
+            return -x
+
+    def set_step(value):
+        nonlocal step
+        step = value
+
+    return Stepped, set_step
+
+
+_Stepped, _set_step = _stepped_class()
+_steps = Cycling("double", "negate")
+
+
+def _with_a_new_step():
+    _set_step(_steps.next_value())
+    return (arr(3),)
+
+
+@case(args=_with_a_new_step, graphs=1, ops=1, rejected=1)
+def a_methods_closure_variable_rebound_between_calls_is_seen(x):
+    # As its defaults, the method's closure cells are read through it: another closure
+    # stores into them.
+    return _Stepped().apply(x)
+
+
 _MISSING = object()
 
 
