@@ -2030,7 +2030,6 @@ def _scaled_by_the_threads_config(x):
     return x * _CONFIG_LOCAL.config["scale"], _CONFIG_LOCAL.config
 
 
-@pytest.mark.xfail(strict=True, reason="attributes of a threading.local() are not simulated")
 def test_a_thread_local_is_read_in_the_thread_that_calls():
     _CONFIG_LOCAL.config = {"scale": 2}
     fast = sot.translate(_scaled_by_the_threads_config, full_graph=True)

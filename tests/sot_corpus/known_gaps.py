@@ -14,7 +14,6 @@ _BREAK_IN_BLOCK_STACK_HANDLER = (
     "break inside one runs the frame eagerly"
 )
 
-_THREAD_LOCAL_READS = "attributes of a threading.local() are not simulated"
 _ENUM_OPERANDS = "an enum member passed to a tensor operation breaks as a mutable object"
 
 # case id -> (reason, the (major, minor) versions it fails on, or ALL)
@@ -39,11 +38,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
         "PREP_RERAISE_STAR, which is not simulated: the original code runs (a fallback)",
         ALL,
     ),
-    **{f"shared_objects/{name}": (_THREAD_LOCAL_READS, ALL) for name in (
-        "thread_local_config_read_as_scikit_learn_reads_it", "thread_local_value_is_the_object_stored",
-        "thread_local_attribute_absent", "thread_local_missing_attribute_raises_cpythons_error",
-        "thread_local_set_where_absent", "thread_local_value_set_between_calls_is_seen",
-    )},
     "shared_objects/a_numpy_copy_mode_passed_to_an_operation": (_ENUM_OPERANDS, ALL),
     "shared_objects/an_enum_members_value_rebound_between_calls_is_seen": (
         "an enum member's name and value are read with the member pinned, not its attributes", ALL,
