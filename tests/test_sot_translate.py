@@ -2082,7 +2082,6 @@ def _copied_if_needed(x):
     return y + 1, y is x
 
 
-@pytest.mark.xfail(strict=True, reason="an enum member passed to a tensor operation breaks")
 def test_an_enum_member_passed_to_an_operation_is_guarded_with_its_value():
     # numpy reads the member's `.value` when called: one rebound must not reuse a graph
     # whose result the translation took for its operand (no copy made, here).

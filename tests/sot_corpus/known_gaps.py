@@ -14,8 +14,6 @@ _BREAK_IN_BLOCK_STACK_HANDLER = (
     "break inside one runs the frame eagerly"
 )
 
-_ENUM_OPERANDS = "an enum member passed to a tensor operation breaks as a mutable object"
-
 # case id -> (reason, the (major, minor) versions it fails on, or ALL)
 KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "breaks_in_blocks/print_in_except": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
@@ -37,10 +35,6 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
         "an exception raised inside an except* clause is merged with the group's rest by CPython's "
         "PREP_RERAISE_STAR, which is not simulated: the original code runs (a fallback)",
         ALL,
-    ),
-    "shared_objects/a_numpy_copy_mode_passed_to_an_operation": (_ENUM_OPERANDS, ALL),
-    "shared_objects/an_enum_members_value_rebound_between_calls_is_seen": (
-        "an enum member's name and value are read with the member pinned, not its attributes", ALL,
     ),
     "type_params/generic_function_defined_inside": (
         "PEP 695 type parameters (INTRINSIC_TYPEVAR) are not simulated",

@@ -564,15 +564,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.is_thread_local(&obj) {
             return self.thread_local_attr(owner, &obj, source, name);
         }
-        if matches!(name, "name" | "value" | "_name_" | "_value_") && obj.is_instance(&self.ops.enum_type)? {
-            // An enum member is one object for good: its name and value are fixed with it.
-            let value = obj.getattr(name)?;
-            if is_immutable(&value) {
-                if let Some(s) = source {
-                    self.add_guard(s, Check::Id(Pin::new(&obj)));
-                }
-                return Ok(self.constant(value));
-            }
+        if matches!(name, "name" | "value" | "_name_" | "_value_") && self.pin_enum_member(owner, &obj)? {
+            // Fixed with the member's pinned state.
+            return Ok(self.constant(obj.getattr(name)?));
         }
         self.instance_attr(owner, obj, source, name)
     }
