@@ -120,8 +120,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             } else {
                 self.add_guard(defaults_source, Check::Len(raw_defaults.len()?));
                 for (i, d) in raw_defaults.try_iter()?.enumerate() {
-                    let key = i.into_pyobject(self.py)?.into_any();
-                    defaults.push(self.value_of_source(Source::Item(defaults_source, StrongRef::new(&key)), d?));
+                    let item = Source::Item(
+                        defaults_source,
+                        StrongRef::new(&i.into_pyobject(self.py)?.into_any()),
+                    );
+                    defaults.push(self.value_of_source(item, d?));
                 }
             }
         }

@@ -77,10 +77,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         name: &str,
     ) -> Res<SourceId> {
         let Some(source) = source else {
-            return unsupported(format!("attribute {name} of a thread-local object without a source"));
+            return unsupported(format!(
+                "attribute {name} of a thread-local object without a source"
+            ));
         };
         if name == "__dict__" || self.type_lookup(&obj.get_type().into_any(), name)?.is_some() {
-            return unsupported(format!("attribute {name} of a thread-local object, which its type has"));
+            return unsupported(format!(
+                "attribute {name} of a thread-local object, which its type has"
+            ));
         }
         self.guard_type(owner);
         Ok(source)
