@@ -97,6 +97,20 @@ def thread_local_value_set_between_calls_is_seen(x):
     return -x
 
 
+class _LocalWithInit(threading.local):
+    def __init__(self):
+        # Runs in each thread on its first use of the object: not modeled.
+        self.settings = {"scale": 4}
+
+
+_local_with_init = _LocalWithInit()
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["attribute settings of _LocalWithInit"])
+def thread_local_subclass_attribute_breaks(x):
+    return x * _local_with_init.settings["scale"]
+
+
 # ---------------------------------------------------------------- defaults
 
 _SEEN: list = []
