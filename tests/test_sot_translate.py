@@ -2020,6 +2020,87 @@ def test_threads_translate_and_call_the_same_function():
     assert sot.stats(fast).graphs >= 1
 
 
+_CONFIG_LOCAL = threading.local()
+
+
+def _scaled_by_the_threads_config(x):
+    # scikit-learn reads its configuration from a thread-local (sklearn/_config.py).
+    if not hasattr(_CONFIG_LOCAL, "config"):
+        return x, "unset"
+    return x * _CONFIG_LOCAL.config["scale"], _CONFIG_LOCAL.config
+
+
+def test_a_thread_local_is_read_in_the_thread_that_calls():
+    _CONFIG_LOCAL.config = {"scale": 2}
+    fast = sot.translate(_scaled_by_the_threads_config, full_graph=True)
+    x = np.ones(2)
+    np.testing.assert_array_equal(fast(x)[0], x * 2)
+    results, configs = {}, {"unset": None, "same": {"scale": 2}, "other": {"scale": 5}}
+
+    def worker(name):
+        if configs[name] is not None:
+            _CONFIG_LOCAL.config = configs[name]
+        results[name] = fast(x)
+
+    for name in configs:
+        thread = threading.Thread(target=worker, args=(name,))
+        thread.start()
+        thread.join()
+    # Each thread computes with its own value: none, an equal one (the guards pass; the
+    # object returned is that thread's), another one (the guards fail).
+    assert results["unset"][1] == "unset"
+    np.testing.assert_array_equal(results["unset"][0], x)
+    assert results["same"][1] is configs["same"]
+    np.testing.assert_array_equal(results["same"][0], x * 2)
+    assert results["other"][1] is configs["other"]
+    np.testing.assert_array_equal(results["other"][0], x * 5)
+    assert fast(x)[1] is _CONFIG_LOCAL.config
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.guard_failures >= 2, st
+
+
+def test_a_default_mutated_by_one_call_is_seen_by_the_next():
+    class Counter:
+        def bump(self, seen=[]):  # noqa: B006 - the shared default is the test
+            seen.append(len(seen))
+            return len(seen)
+
+    def f(x, counter):
+        return x * counter.bump()
+
+    fast = sot.translate(f, full_graph=True)
+    counter = Counter()
+    for expected in (1.0, 2.0, 3.0):
+        np.testing.assert_array_equal(fast(np.ones(2), counter), np.full(2, expected))
+    np.testing.assert_array_equal(f(np.ones(2), counter), np.full(2, 4.0))
+    assert Counter.bump.__defaults__[0] == [0, 1, 2, 3]
+    assert sot.stats(fast).graph_breaks == []
+
+
+def _copied_if_needed(x):
+    y = np.array(x, copy=np._CopyMode.IF_NEEDED)
+    return y + 1, y is x
+
+
+def test_an_enum_member_passed_to_an_operation_is_guarded_with_its_value():
+    # numpy reads the member's `.value` when called: one rebound must not reuse a graph
+    # whose result the translation took for its operand (no copy made, here).
+    fast = sot.translate(_copied_if_needed, full_graph=True)
+    x = np.ones(2)
+    assert fast(x)[1] is True
+    member = np._CopyMode.IF_NEEDED
+    saved = member._value_
+    try:
+        member._value_ = np._CopyMode.ALWAYS.value
+        assert _copied_if_needed(x)[1] is False
+        assert fast(x)[1] is False
+    finally:
+        member._value_ = saved
+    assert fast(x)[1] is True
+    st = sot.stats(fast)
+    assert st.graph_breaks == [] and st.guard_failures >= 1, st
+
+
 def test_generators_interleave_with_their_consumer():
     def produce(log, x):
         for i in range(3):

@@ -48,6 +48,8 @@ pub struct Known<'py> {
     /// 3.13 on).
     pub tuple_getter_type: Bound<'py, PyAny>,
     pub enum_type: Bound<'py, PyAny>,
+    /// `threading.local`'s type (`_thread._local`).
+    pub thread_local_type: Bound<'py, PyAny>,
     /// `functools.lru_cache`'s wrapper of a function.
     pub lru_cache_type: Bound<'py, PyAny>,
     /// `functools.partial` as the generated code makes it again (exactly: a subclass's
@@ -86,6 +88,7 @@ impl<'py> Known<'py> {
             ordered_dict_type: collections.getattr("OrderedDict")?,
             tuple_getter_type: collections.getattr("_tuplegetter")?,
             enum_type: import(py, "enum")?.getattr("Enum")?,
+            thread_local_type: import(py, "_thread")?.getattr("_local")?,
             lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
             partial_type: import(py, "framehook.sot._translate")?.getattr("_partial_type")?,
             object_getattribute: object.getattr("__getattribute__")?,

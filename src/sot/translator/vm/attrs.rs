@@ -28,6 +28,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             _ => None,
         };
+        if let Val::Obj { obj, source } = self.val(owner) {
+            if self.is_thread_local(obj) {
+                let (obj, source) = (obj.clone(), *source);
+                return self.store_thread_local_attr(owner, &obj, source, name, value);
+            }
+        }
         if let Some(class) = class {
             match self.type_lookup(&class, "__setattr__")? {
                 Some(setattr) if setattr.is_instance(&self.ops.function_type)? => {
@@ -555,15 +561,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.backend.is_tensor(&obj) {
             return unsupported("a tensor attribute outside the graph");
         }
-        if matches!(name, "name" | "value" | "_name_" | "_value_") && obj.is_instance(&self.ops.enum_type)? {
-            // An enum member is one object for good: its name and value are fixed with it.
-            let value = obj.getattr(name)?;
-            if is_immutable(&value) {
-                if let Some(s) = source {
-                    self.add_guard(s, Check::Id(Pin::new(&obj)));
-                }
-                return Ok(self.constant(value));
-            }
+        if self.is_thread_local(&obj) {
+            return self.thread_local_attr(owner, &obj, source, name);
+        }
+        if matches!(name, "name" | "value" | "_name_" | "_value_") && self.pin_enum_member(owner, &obj)? {
+            // Fixed with the member's pinned state.
+            return Ok(self.constant(obj.getattr(name)?));
         }
         self.instance_attr(owner, obj, source, name)
     }

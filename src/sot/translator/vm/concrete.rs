@@ -113,6 +113,44 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(())
     }
 
+    /// Whether `member` (the value `vid`) is a member of an `enum.Enum` class with an
+    /// immutable payload whose `__dict__` (`_value_`, `_name_`, what its class stored
+    /// there) holds immutable values only; then it is pinned with them: its identity and
+    /// class, and its `__dict__`'s keys and values, which a program can set again (numpy
+    /// reads a `_CopyMode`'s `.value` when called). The translation may then take the
+    /// member, and what it reads of it, as constants.
+    pub(super) fn pin_enum_member(&mut self, vid: Vid, member: &Bound<'py, PyAny>) -> Res<bool> {
+        if !member.is_instance(&self.ops.enum_type)? {
+            return Ok(false);
+        }
+        let payload = solid_base(&member.get_type().into_any())?;
+        let immutable_payload = payload.is_some_and(|base| {
+            ["object", "int", "float", "complex", "str", "bytes"]
+                .iter()
+                .any(|name| builtin(self.py, name).is_ok_and(|b| b.is(&base)))
+        });
+        let state = member.getattr("__dict__").ok();
+        let Some(state) = state.as_ref().and_then(|s| s.cast_exact::<PyDict>().ok()) else {
+            return Ok(false);
+        };
+        if !immutable_payload || !state.values().iter().all(|value| is_immutable(&value)) {
+            return Ok(false);
+        }
+        let source = match self.val(vid) {
+            Val::Obj { source: Some(s), .. } => *s,
+            _ => self.intern(Source::Held(StrongRef::new(member))),
+        };
+        self.pin(source, member)?;
+        let state_source = self.intern(Source::Attr(source, name_ref(self.py, "__dict__")));
+        let keys = PyTuple::new(self.py, state.keys())?;
+        self.add_guard(state_source, Check::Keys(StrongRef::new(keys.as_any())));
+        for (key, value) in state.iter() {
+            let entry = self.intern(Source::Item(state_source, StrongRef::new(&key)));
+            self.guard_value(entry, &value)?;
+        }
+        Ok(true)
+    }
+
     /// The object a value stands for where only its identity matters (`is`).
     pub(super) fn identity_of(&mut self, vid: Vid) -> Res<Bound<'py, PyAny>> {
         if let Val::Obj {

@@ -101,54 +101,50 @@ impl<'py, 'b> Vm<'py, 'b> {
         source: Option<SourceId>,
     ) -> Res<Function<'py>> {
         let code = obj.getattr("__code__")?;
-        let mut defaults = Vec::new();
         let raw_defaults = obj.getattr("__defaults__")?;
-        if let Some(s) = source {
-            let defaults_source = self.intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
+        let raw_kwdefaults = obj.getattr("__kwdefaults__")?;
+        // A default is one object shared by every call (a list one call appends to, the
+        // next sees; dataclasses' sentinel): read through the function, as any object
+        // reached from the frame. A function reached without a source is one the
+        // translation holds (a method found on a pinned class).
+        let owner = match source {
+            Some(s) => Some(s),
+            None if raw_defaults.is_none() && raw_kwdefaults.is_none() => None,
+            None => Some(self.intern(Source::Held(StrongRef::new(obj)))),
+        };
+        let mut defaults = Vec::new();
+        if let Some(owner) = owner {
+            let defaults_source = self.intern(Source::Attr(owner, name_ref(self.py, "__defaults__")));
             if raw_defaults.is_none() {
                 self.add_guard(defaults_source, Check::Id(Pin::new(&raw_defaults)));
             } else {
                 self.add_guard(defaults_source, Check::Len(raw_defaults.len()?));
-            }
-        }
-        if !raw_defaults.is_none() {
-            for (i, d) in raw_defaults.try_iter()?.enumerate() {
-                let d = d?;
-                defaults.push(match source {
-                    Some(s) => {
-                        let defaults_source = self.intern(Source::Attr(s, name_ref(self.py, "__defaults__")));
-                        let key = i.into_pyobject(self.py)?.into_any();
-                        self.value_of_source(Source::Item(defaults_source, StrongRef::new(&key)), d)
-                    }
-                    None => self.wrap_default(d)?,
-                });
+                for (i, d) in raw_defaults.try_iter()?.enumerate() {
+                    let item = Source::Item(
+                        defaults_source,
+                        StrongRef::new(&i.into_pyobject(self.py)?.into_any()),
+                    );
+                    defaults.push(self.value_of_source(item, d?));
+                }
             }
         }
         let mut kwdefaults = Vec::new();
-        let raw_kwdefaults = obj.getattr("__kwdefaults__")?;
-        if let Some(s) = source {
-            let kw_source = self.intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
+        if let Some(owner) = owner {
+            let kw_source = self.intern(Source::Attr(owner, name_ref(self.py, "__kwdefaults__")));
             if raw_kwdefaults.is_none() {
                 self.add_guard(kw_source, Check::Id(Pin::new(&raw_kwdefaults)));
-            } else if !raw_kwdefaults.is_exact_instance_of::<PyDict>() {
+            } else if let Ok(dict) = raw_kwdefaults.cast_exact::<PyDict>() {
+                self.add_guard(
+                    kw_source,
+                    Check::Keys(StrongRef::new(PyTuple::new(self.py, dict.keys())?.as_any())),
+                );
+                for (k, v) in dict.iter() {
+                    let value = self.value_of_source(Source::Item(kw_source, StrongRef::new(&k)), v);
+                    kwdefaults.push((k.extract::<String>()?, value));
+                }
+            } else {
                 // The keys guard holds only for exact dicts: a subclass would never hit the cache.
                 return graph_break("a function whose __kwdefaults__ is a dict subclass");
-            }
-        }
-        if let Ok(dict) = raw_kwdefaults.cast::<PyDict>() {
-            for (k, v) in dict.iter() {
-                let value = match source {
-                    Some(s) => {
-                        let kw_source = self.intern(Source::Attr(s, name_ref(self.py, "__kwdefaults__")));
-                        self.add_guard(
-                            kw_source,
-                            Check::Keys(StrongRef::new(PyTuple::new(self.py, dict.keys())?.as_any())),
-                        );
-                        self.value_of_source(Source::Item(kw_source, StrongRef::new(&k)), v)
-                    }
-                    None => self.wrap_default(v)?,
-                };
-                kwdefaults.push((k.extract::<String>()?, value));
             }
         }
         let mut closure = Vec::new();
@@ -170,15 +166,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                     None => self.intern(Source::Held(StrongRef::new(&cell))),
                 };
+                // Read through the cell (another closure over it may store into it between
+                // calls), as a default through the function.
                 let content = match cell.getattr("cell_contents") {
-                    Ok(content) => Some(match source {
-                        Some(_) => self.value_of_source(
-                            Source::Attr(cell_source, name_ref(self.py, "cell_contents")),
-                            content,
-                        ),
-                        None if is_immutable(&content) || content.is_callable() => self.constant(content),
-                        None => return unsupported("a closure variable of a function without a source"),
-                    }),
+                    Ok(content) => Some(self.value_of_source(
+                        Source::Attr(cell_source, name_ref(self.py, "cell_contents")),
+                        content,
+                    )),
                     Err(_) => None,
                 };
                 self.cells.push(content);
@@ -201,14 +195,6 @@ impl<'py, 'b> Vm<'py, 'b> {
             annotate: None,
             object: Some(obj.clone()),
         })
-    }
-
-    pub(super) fn wrap_default(&mut self, value: Bound<'py, PyAny>) -> Res<Vid> {
-        if is_immutable(&value) || value.is_callable() {
-            Ok(self.constant(value))
-        } else {
-            unsupported("a mutable default argument")
-        }
     }
 
     /// Runs a Python function's code in a new VM frame.

@@ -24,6 +24,7 @@ mod record;
 mod run;
 mod snapshot;
 mod strings;
+mod thread_locals;
 
 use std::collections::HashMap;
 

@@ -165,7 +165,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             _ => {
                 let obj = self.concrete(vid)?;
-                if !is_immutable(&obj) && !obj.is_callable() && !self.is_dtype_like(&obj) {
+                let constant = is_immutable(&obj)
+                    || obj.is_callable()
+                    || self.is_dtype_like(&obj)
+                    || self.pin_enum_member(vid, &obj)?;
+                if !constant {
                     return unsupported(format!(
                         "a mutable {} passed to a tensor operation",
                         obj.get_type().name()?
