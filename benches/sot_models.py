@@ -306,5 +306,6 @@ def workloads(to_tensor: Callable[[np.ndarray], Any], F: Any) -> dict[str, Workl
         Workload("mlp", "4 pre-norm GELU blocks with residuals, 8x16 in", run_model, (mlp, x)),
         Workload("adam", "AdamW over 6 parameters (biases and 16x32 weights)", optimizer_step, (adam, grads)),
         Workload("attention", "pre-norm 4-head causal self-attention, 8 tokens x 16", run_model, (attention, x)),
-        Workload("dense", "6 dense layers with ReLU and residuals, 2x8 in", dense_stack, (layers, init.normal(2, 8), F)),
+        Workload("dense", "6 dense layers with ReLU and residuals, 2x8 in", dense_stack,
+                 (layers, init.normal(2, 8), F)),
     )}

@@ -474,7 +474,7 @@ def _fused_operation(function: Any, args: tuple, kwargs: dict, value_of: Callabl
         if kwargs or len(args) != 2 or result.ndim != 2 or not _products_available():
             return None
         for source in args:
-            value = value_of(source) if isinstance(source, ref_type) else None
+            value: Any = value_of(source) if isinstance(source, ref_type) else None
             if not _is_array(value) or value.ndim != 2 or value.dtype != result.dtype:
                 return None
         return _MATRIX_PRODUCT_CODE, list(args)

@@ -619,7 +619,7 @@ pub fn run<T: Float>(
             let (a, b) = (matrix(instruction.sources[0])?, matrix(instruction.sources[1])?);
             // numpy's loop starts from clear flags, and may clear them itself (after
             // a BLAS that raises them spuriously): what ran before it is judged first.
-            if fp_flags::reported(&scratch_before) {
+            if fp_flags::reported(scratch_before) {
                 return Err(Unexact);
             }
             let result: &mut [T] = match register.output {
