@@ -34,7 +34,9 @@ Every benchmark runs in its own pyperf worker processes: ``WORKLOAD/eager`` (the
 plainly), ``WORKLOAD/translated`` (through ``sot.translate``, after the first calls),
 ``WORKLOAD/generated`` (SOT's generated code called as a plain function, no hook, no guards;
 only where the translation is whole), ``WORKLOAD/first_call`` (``sot.reset()``, then the
-first call of a new translation). With ``--instructions``, also each workload's instructions
+first call of a new translation). After the pyperf run, a cross-check in the parent: eager
+and translated timed alternately, 21 batches of at least 10 ms each, the minimum per call of
+each (what a loaded machine's pauses leave out). With ``--instructions``, also each workload's instructions
 per call, eager and translated, counted by callgrind (valgrind): the difference between 5
 and 25 calls after 5 warm-up calls, exact and repeatable where a shared machine's timings are
 not. Before timing, each workload is checked, not required:
@@ -77,6 +79,8 @@ CHECK_CALLS = 3
 # Instructions per call: the difference between FEW and MORE calls after WARMUP_CALLS (the
 # first calls: translation, recompilations).
 WARMUP_CALLS, FEW_CALLS, MORE_CALLS = 5, 5, 25
+# The interleaved cross-check: batches of each kind in turn, each at least this long.
+INTERLEAVED_BATCHES, INTERLEAVED_BATCH_S = 21, 0.01
 
 
 # ------------------------------------------------------------------ the files
@@ -399,6 +403,33 @@ def timed_first_calls(name: str, directory: Path) -> Callable[[int], float]:
     return run
 
 
+def interleaved_minimum(name: str, directory: Path) -> dict[str, float]:
+    """Eager and translated µs per call, timed alternately in this process, batch by batch,
+    each the minimum over the batches: a cross-check of pyperf's medians, whose eager and
+    translated processes meet a shared machine's load at different moments."""
+    calls = {"eager": eager_call(name, directory), "translated": translated_call(name, directory)}
+    for call in calls.values():
+        for _ in range(CHECK_CALLS):  # past the first calls (translation, recompilations)
+            call()
+    loops = 1
+    while True:
+        start = pyperf.perf_counter()
+        for _ in range(loops):
+            calls["eager"]()
+        if pyperf.perf_counter() - start >= INTERLEAVED_BATCH_S:
+            break
+        loops *= 2
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(INTERLEAVED_BATCHES):
+        for kind, call in calls.items():
+            start = pyperf.perf_counter()
+            for _ in range(loops):
+                call()
+            best[kind] = min(best[kind], (pyperf.perf_counter() - start) / loops * 1e6)
+    return {"eager_us": best["eager"], "translated_us": best["translated"],
+            "speedup": best["eager"] / best["translated"], "batches": INTERLEAVED_BATCHES, "loops": loops}
+
+
 # ------------------------------------------------------------------ instructions
 
 
@@ -472,7 +503,8 @@ def main() -> int:
         benchmark = runner.bench_time_func(benchmark_name, time_func)
         if benchmark is not None and not args.worker:
             medians[benchmark_name] = benchmark.median()
-            stdev_pct[benchmark_name] = 100 * benchmark.stdev() / benchmark.mean()
+            values = benchmark.get_nvalue()
+            stdev_pct[benchmark_name] = 100 * benchmark.stdev() / benchmark.mean() if values > 1 else 0.0
 
     # Generated code alone only where the translation is whole (its code calls no resume
     # function); pyperf's workers must register the parent's benchmarks in its order, so
@@ -504,6 +536,7 @@ def main() -> int:
             "first_call_ms": medians[f"{name}/first_call"] * 1e3,
             "target": SPEEDUP_BAR, "met": eager / translated >= SPEEDUP_BAR,
             "sot": checks[name],
+            "interleaved": interleaved_minimum(name, directory),
             "instructions": instructions_per_call(name, directory) if args.instructions else None,
         }
     implementation = {"gil": "off" if sysconfig.get_config_var("Py_GIL_DISABLED") else "on",
@@ -518,6 +551,9 @@ def main() -> int:
               f"first call {row['first_call_ms']:.2f} ms  graphs {sot_row['graphs']} ops {sot_row['ops_captured']} "
               f"breaks {len(sot_row['graph_breaks'])} fallbacks {len(sot_row['fallbacks'])}  "
               f"{'exact' if sot_row['exact'] else 'DIFFERS from eager'}")
+        interleaved = row["interleaved"]
+        print(f"{'':22}interleaved minimum: eager {interleaved['eager_us']:.1f} µs, translated "
+              f"{interleaved['translated_us']:.1f} µs ({interleaved['speedup']:.2f}x)")
         if row["instructions"]:
             counted = row["instructions"]
             print(f"{'':22}instructions per call: eager {counted['eager']:,.0f}, translated "
