@@ -142,9 +142,10 @@ def measure(name: str, args: argparse.Namespace) -> None:
 def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     lines = ["Release builds, numpy backend, the translator as it was before any work on these workloads. "
              "*Eager*, *translated*: pyperf medians, µs per call. *Interleaved*: eager over translated timed "
-             "alternately in one process (21 batches, the minimum of each), a cross-check of pyperf's medians, "
-             "whose processes meet a shared machine's load at different moments. *Generated code alone*: SOT's "
-             "code run as a plain function, without the hook and the guards (where the translation is whole). "
+             "alternately in one process (41 batches of 2 ms or more, the minimum of each), a cross-check of "
+             "pyperf's medians, whose processes meet a shared machine's load at different moments. *Generated code "
+             "alone*: SOT's code run as a plain function, without the hook and the guards (where the translation is "
+             "whole). "
              "*First call*: after `sot.reset()`, translation included. *Instructions*: translated/eager in "
              "instructions per call, counted by callgrind (`--instructions`; exact and repeatable, where timings "
              "here are not). *Exact*: three translated calls gave eager's results and state bit for bit. Target "
