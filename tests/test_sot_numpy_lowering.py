@@ -617,3 +617,21 @@ def test_the_kernels_find_numpys_matmul_loops_only_in_numpys_matmul():
     assert check(np.matmul, float32, float64)
     assert not check(np.add, float32, float64)
     assert not check(len, float32, float64)
+
+
+def dot_then_scale(x, w, b, order):
+    y = np.dot(x, w)[order]
+    return y * 2.0 + b
+
+
+def test_numpys_functions_run_at_compile_time_so_what_follows_them_fuses():
+    # np.dot (not a ufunc: no kernel computes it) and an index by a range run once on the
+    # examples, so the types of their results are known and the arithmetic after them is one
+    # kernel call.
+    fast, backend = translate(dot_then_scale)
+    rng = np.random.default_rng(2)
+    x, w, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 5)), rng.standard_normal(5)
+    for _ in range(2):
+        assert same_layout((fast(x, w, b, range(3)),), (dot_then_scale(x, w, b, range(3)),))
+    (graph,) = backend.compiled
+    assert fused_runs(graph.__sot_source__) == 1, graph.__sot_source__

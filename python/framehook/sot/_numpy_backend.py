@@ -220,7 +220,8 @@ def _resolve(value: Any, values: list, ref_type: Any) -> Any:
 
 
 _UNKNOWN: Any = object()
-_PLAIN_OPERANDS = (bool, int, float, complex, type(None), slice, tuple, list, np.dtype, type)
+# (A range and a str numpy reads in C: an index, an einsum's subscripts.)
+_PLAIN_OPERANDS = (bool, int, float, complex, type(None), slice, range, str, tuple, list, np.dtype, type)
 
 
 def _plain(value: Any) -> bool:
@@ -236,7 +237,9 @@ def _plain(value: Any) -> bool:
 
 def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
     """Every symbol's value for the examples, ``_UNKNOWN`` where the node is not one the
-    lowering knows to be pure (nothing else is run: a random draw must not happen twice)."""
+    lowering knows to be pure (nothing else is run: a random draw must not happen twice).
+    numpy's functions the backend takes as operations are pure by that choice (functions of
+    their arguments alone: see ``_NOT_OPERATIONS``)."""
     inputs, nodes, _ = graph
     values: list = [e.copy() if type(e) is _ARRAY_TYPE else (_UNKNOWN if e is None else e) for e in examples]
     values += [_UNKNOWN] * (inputs - len(values))
@@ -246,7 +249,7 @@ def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
             result = _UNKNOWN
             pure = (_INFIX.has(function) or _PREFIX.has(function) or isinstance(function, np.ufunc)
                     or _PURE_METHODS.has(function) or function is operator.getitem or _IN_PLACE.has(function)
-                    or _is_array_attribute(function))
+                    or _is_array_attribute(function) or _is_numpy_callable(function))
             if pure and "out" not in kwargs:
                 try:
                     call_args = _resolve(args, values, ref_type)
