@@ -17,6 +17,9 @@ by the workers that time them):
   ``jax.jit``, hot: the time until the call returns (the device then idle again: each call
   waits for the one before outside the timed part) and the time until its result is ready
   (``block_until_ready``);
+- ``WORKLOAD/jax_synchronous``: the latter with jax's CPU client computing on the calling
+  thread (``jax_cpu_enable_async_dispatch`` off; on by default): no hand-off to another
+  thread, which a loaded machine makes dear;
 - ``WORKLOAD/jax_first_call``: a new ``jax.jit`` of a fresh function object, its first call
   until the result is ready: tracing, lowering and XLA's compilation included;
 - ``dense/numba``, ``dense/numba_first_call``: the dense loop written as a ``numba.njit``
@@ -296,6 +299,16 @@ def jax_ready_call(name: str) -> Callable[[], Any]:
     return lambda: block(workload.hot_call())
 
 
+def jax_synchronous_ready_call(name: str) -> Callable[[], Any]:
+    """jax_ready_call with jax's CPU client running each computation on the calling thread
+    (``jax_cpu_enable_async_dispatch`` off, set before this worker's client is made): what
+    jax's hot call costs without handing the computation to another thread."""
+    import jax
+
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    return jax_ready_call(name)
+
+
 def timed_jax_first_calls(name: str) -> Callable[[int], float]:
     """pyperf's time function for the first call of a new jax.jit of a fresh function
     object, until its result is ready."""
@@ -409,11 +422,13 @@ def figures_of(name: str, medians: dict[str, float]) -> dict:
     row = {"description": numpy_workload(name).description, "eager_us": us("eager"),
            "framehook_us": us("framehook"), "framehook_first_call_ms": ms("framehook_first_call"),
            "jax_dispatch_us": us("jax_dispatch"), "jax_ready_us": us("jax_ready"),
+           "jax_synchronous_us": us("jax_synchronous"),
            "jax_first_call_ms": ms("jax_first_call"), "numba_us": us("numba"),
            "numba_first_call_ms": ms("numba_first_call"), "differences": DIFFERENCES[name]}
     ours, ours_first = row["framehook_us"], row["framehook_first_call_ms"]
     row["ratios"] = {"eager": ratio(row["eager_us"], ours), "jax_dispatch": ratio(row["jax_dispatch_us"], ours),
-                     "jax_ready": ratio(row["jax_ready_us"], ours), "numba": ratio(row["numba_us"], ours),
+                     "jax_ready": ratio(row["jax_ready_us"], ours),
+                     "jax_synchronous": ratio(row["jax_synchronous_us"], ours), "numba": ratio(row["numba_us"], ours),
                      "jax_first_call": ratio(row["jax_first_call_ms"], ours_first),
                      "numba_first_call": ratio(row["numba_first_call_ms"], ours_first)}
     row["aim"] = {"faster_than_jax_ready": ours < row["jax_ready_us"],
@@ -454,6 +469,7 @@ def main() -> int:
         bench(f"{name}/framehook_first_call", timed_first_calls(name))
         bench(f"{name}/jax_dispatch", timed_jax_dispatch(name))
         bench(f"{name}/jax_ready", timed(functools.partial(jax_ready_call, name)))
+        bench(f"{name}/jax_synchronous", timed(functools.partial(jax_synchronous_ready_call, name)))
         bench(f"{name}/jax_first_call", timed_jax_first_calls(name))
         if name in NUMBA_WORKLOADS:
             bench(f"{name}/numba", timed(numba_call))

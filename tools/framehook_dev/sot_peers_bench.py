@@ -102,19 +102,22 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     bar_ms = first_report["first_call_bar_ms"]
     lines = ["Release build of framehook (numpy backend) beside jax.jit on jax's CPU build and numba.njit, "
              "one pyperf run per interpreter (medians). Hot calls in µs: *jax dispatch* is the time until the "
-             "jitted call returns, *jax ready* until its result is ready (`block_until_ready`). Ratios are the "
+             "jitted call returns, *jax ready* until its result is ready (`block_until_ready`), *jax sync* the "
+             "same with jax's CPU client computing on the calling thread (`jax_cpu_enable_async_dispatch` off; "
+             "on by default). Ratios are the "
              "peer's time over framehook's translator's (above 1: framehook faster). Each peer's results were "
              f"checked against eager numpy first (`np.allclose`, rtol {first_report['tolerance']['rtol']:g}, "
              f"atol {first_report['tolerance']['atol']:g}).", "",
-             "| interpreter | workload | eager | framehook | jax dispatch | jax ready | numba | eager / framehook | "
-             "jax ready / framehook | numba / framehook |",
-             "| --- | --- |" + " ---: |" * 8]
+             "| interpreter | workload | eager | framehook | jax dispatch | jax ready | jax sync | numba | "
+             "eager / framehook | jax ready / framehook | jax sync / framehook | numba / framehook |",
+             "| --- | --- |" + " ---: |" * 10]
     for name, report in reports.items():
         for workload, row in report["workloads"].items():
             ratios = row["ratios"]
             cells = [name, workload, cell(row["eager_us"]), cell(row["framehook_us"]), cell(row["jax_dispatch_us"]),
-                     cell(row["jax_ready_us"]), cell(row["numba_us"]), times(ratios["eager"]),
-                     times(ratios["jax_ready"]), times(ratios["numba"])]
+                     cell(row["jax_ready_us"]), cell(row.get("jax_synchronous_us")), cell(row["numba_us"]),
+                     times(ratios["eager"]), times(ratios["jax_ready"]), times(ratios.get("jax_synchronous")),
+                     times(ratios["numba"])]
             lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "First calls in ms: framehook's after `sot.reset()` (translation and graph compilation), a new "
               "`jax.jit` of a fresh function object until its result is ready (tracing, lowering, XLA's "
