@@ -19,6 +19,7 @@ results, printed and written between their markers in docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -136,10 +137,13 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     lines += ["", "What the peers run differently:", "", *differences(reports), "", "Conditions:", ""]
     for name, report in reports.items():
         versions = report["versions"]
+        spread = sorted(report["stdev_pct"].values())
         lines.append(f"- {name}: CPython {versions['python']}, numpy {versions['numpy']}, jax and jaxlib "
                      f"{versions['jaxlib']}, numba {versions['numba']} (llvmlite {versions['llvmlite']}), "
                      f"pyperf {versions['pyperf']}; {report['cpus']} CPUs, load average "
-                     f"{report['loadavg_before'][0]:.1f} before the run, {report['loadavg_after'][0]:.1f} after.")
+                     f"{report['loadavg_before'][0]:.1f} before the run, {report['loadavg_after'][0]:.1f} after; "
+                     f"std dev of a benchmark's values {statistics.median(spread):.0f}% of their mean (median "
+                     f"over the benchmarks), up to {spread[-1]:.0f}%.")
     return "\n".join(lines)
 
 
