@@ -33,7 +33,8 @@ function of arrays, the workloads read and write objects. ``DIFFERENCES`` says w
 differs per workload and peer, and why numba does not apply where it does not.
 
 Before timing, every peer's results are checked against eager numpy over three calls
-(``np.allclose`` at float32 tolerances; the largest difference is reported), and framehook's
+(the same nesting, shapes and dtypes; ``np.allclose`` at float32 tolerances; the largest
+difference is reported), and framehook's
 translation as benches/sot_workloads.py checks it (eager's results, graphs, no fallback).
 """
 
@@ -109,12 +110,14 @@ def leaves(value: Any) -> list[Any]:
 
 
 def shape_of(value: Any) -> Any:
-    """A result's nesting (container kinds, dict keys, array shapes), for comparing peers' results."""
+    """A result's nesting (container types, dict keys, array shapes and dtypes), for
+    comparing peers' results."""
     if isinstance(value, (tuple, list)):
-        return ("seq", len(value), [shape_of(item) for item in value])
+        return (type(value).__name__, [shape_of(item) for item in value])
     if isinstance(value, dict):
         return ("dict", sorted(value), [shape_of(value[key]) for key in sorted(value)])
-    return ("array", np.shape(value))
+    array = np.asarray(value)
+    return ("array", array.shape, array.dtype.str)
 
 
 def compare(actual: Any, expected: Any) -> tuple[bool, float]:
@@ -361,9 +364,7 @@ def numba_dense() -> tuple[Callable[[], Callable[..., Any]], tuple]:
 def numba_checks() -> dict:
     new_dispatcher, arguments = numba_dense()
     compiled = new_dispatcher()
-    checks = check_against_eager("dense", "numba.njit", [lambda: compiled(*arguments)] * CHECKED_CALLS)
-    checks["result_dtype"] = str(compiled(*arguments).dtype)
-    return checks
+    return check_against_eager("dense", "numba.njit", [lambda: compiled(*arguments)] * CHECKED_CALLS)
 
 
 def numba_call() -> Callable[[], Any]:
