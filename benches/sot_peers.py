@@ -34,8 +34,8 @@ differs per workload and peer, and why numba does not apply where it does not.
 
 Before timing, every peer's results are checked against eager numpy over three calls
 (the same nesting, shapes and dtypes; ``np.allclose`` at float32 tolerances; the largest
-difference is reported), and framehook's
-translation as benches/sot_workloads.py checks it (eager's results, graphs, no fallback).
+difference is reported), and framehook's translation as benches/sot_workloads.py checks it
+(eager's results, graphs, no fallback).
 """
 
 from __future__ import annotations
