@@ -70,17 +70,22 @@ def log(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
-def ensure_pyperf(target: matrix.Target) -> None:
-    requirements = BENCHES / "requirements.txt"
+def ensure_requirements(target: matrix.Target, requirements: Path, stamp_name: str) -> None:
+    """Installs ``requirements`` into the target's venv, unless the stamp file ``stamp_name``
+    there says this content of the file is installed already."""
     wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
-    stamp = matrix.host_path(target, target.venv / "framehook-bench-requirements.sha256")
+    stamp = matrix.host_path(target, target.venv / stamp_name)
     if stamp.exists() and stamp.read_text().strip() == wanted:
         return
     log(f"{target.name}: pip install -r {requirements.relative_to(REPO)}")
     done = target.run([target.venv_python, "-m", "pip", "install", "--quiet", "-r", str(requirements)], capture=True)
     if done.returncode != 0:
-        raise RuntimeError(f"installing the bench requirements failed:\n{done.stdout[-3000:]}")
+        raise RuntimeError(f"installing {requirements.name} failed:\n{done.stdout[-3000:]}")
     stamp.write_text(wanted + "\n")
+
+
+def ensure_pyperf(target: matrix.Target) -> None:
+    ensure_requirements(target, BENCHES / "requirements.txt", "framehook-bench-requirements.sha256")
 
 
 def plot_python() -> Path:
@@ -433,12 +438,15 @@ def script_bench_main(argv: Optional[Sequence[str]], *, description: str, script
                       markers: tuple[str, str], tables: Callable[[dict[str, dict]], str],
                       after_report: Optional[Callable[[dict[str, dict]], None]] = None,
                       add_options: Callable[[argparse.ArgumentParser], None] = add_batch_options,
-                      script_options: Callable[[argparse.Namespace, str], list[str]] = batch_options) -> int:
+                      script_options: Callable[[argparse.Namespace, str], list[str]] = batch_options,
+                      prepare: Callable[[str, argparse.Namespace], matrix.Target] = prepared,
+                      interpreters: Sequence[str] = tuple(matrix.INTERPRETERS)) -> int:
     """The driver of a benchmark script (benches/<script>.py, run once per interpreter with a
     release build, writing benches/results/<prefix>-<name>.json): measures the interpreters
-    asked for, then writes ``tables(reports)`` of every interpreter with results between
-    ``markers`` in docs/performance.md and prints it (then ``after_report(reports)``).
-    ``add_options`` adds the driver's options for the script, which
+    asked for (of ``interpreters``; all of them without ``--only``), each in the venv
+    ``prepare(interpreter, args)`` makes ready, then writes ``tables(reports)`` of every
+    interpreter with results between ``markers`` in docs/performance.md and prints it (then
+    ``after_report(reports)``). ``add_options`` adds the driver's options for the script, which
     ``script_options(args, interpreter)`` turns into the script's own."""
     def result_path(name: str) -> Path:
         return RESULTS / f"{prefix}-{name}.json"
@@ -449,12 +457,12 @@ def script_bench_main(argv: Optional[Sequence[str]], *, description: str, script
     parser.add_argument("--no-build", action="store_true", help="use the framehook already installed in the venvs")
     parser.add_argument("--report-only", action="store_true", help="report from benches/results, measure nothing")
     args = parser.parse_args(argv)
-    names = matrix.chosen_interpreters(parser, args.only)
+    names = matrix.chosen_interpreters(parser, args.only, interpreters)
     RESULTS.mkdir(parents=True, exist_ok=True)
     failed = []
     for name in [] if args.report_only else names:
         try:
-            target = prepared(name, args)
+            target = prepare(name, args)
             out = result_path(name)
             out.unlink(missing_ok=True)
             log(f"{name}: {script.relative_to(matrix.REPO)} (load average {os.getloadavg()[0]:.2f})")
@@ -466,7 +474,7 @@ def script_bench_main(argv: Optional[Sequence[str]], *, description: str, script
             failed.append(name)
             log(f"{name}: ERROR: {error}")
     reports = {name: json.loads(result_path(name).read_text())
-               for name in matrix.INTERPRETERS if result_path(name).exists()}
+               for name in interpreters if result_path(name).exists()}
     if reports:
         text = tables(reports)
         page = matrix.REPO / "docs" / "performance.md"
