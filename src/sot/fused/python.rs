@@ -142,17 +142,7 @@ fn _sot_fused_check_layout(
     strides: Vec<isize>,
 ) -> bool {
     let ty = array.get_type();
-    let named = |attribute: &str, expected: &str| {
-        ty.getattr(attribute)
-            .and_then(|v| v.extract::<String>())
-            .is_ok_and(|v| v == expected)
-    };
-    let large_enough = ty
-        .getattr("__basicsize__")
-        .and_then(|size| size.extract::<usize>())
-        .is_ok_and(|size| size >= std::mem::size_of::<ArrayFields>());
-    if !named("__module__", "numpy") || !named("__qualname__", "ndarray") || !large_enough || shape.len() < 2
-    {
+    if !is_numpy_type_holding::<ArrayFields>(&ty, "ndarray") || shape.len() < 2 {
         return false;
     }
     // SAFETY: the object is at least as large as these fields (its type's basic
@@ -232,15 +222,6 @@ fn _sot_fused_check_matmul(
         return found.ufunc.bind(matmul.py()).is(matmul);
     }
     let ty = matmul.get_type();
-    let named = |attribute: &str, expected: &str| {
-        ty.getattr(attribute)
-            .and_then(|v| v.extract::<String>())
-            .is_ok_and(|v| v == expected)
-    };
-    let large_enough = ty
-        .getattr("__basicsize__")
-        .and_then(|size| size.extract::<usize>())
-        .is_ok_and(|size| size >= std::mem::size_of::<UfuncFields>());
     let is_matmul = matmul
         .getattr("__name__")
         .and_then(|v| v.extract::<String>())
@@ -248,7 +229,7 @@ fn _sot_fused_check_matmul(
     let Ok(types) = matmul.getattr("types").and_then(|t| t.extract::<Vec<String>>()) else {
         return false;
     };
-    if !named("__module__", "numpy") || !named("__qualname__", "ufunc") || !large_enough || !is_matmul {
+    if !is_numpy_type_holding::<UfuncFields>(&ty, "ufunc") || !is_matmul {
         return false;
     }
     // SAFETY: the object is at least as large as these fields (its type's basic
@@ -353,6 +334,21 @@ impl<T: Float> Products<T> for NumpyProducts {
         }
         Ok(())
     }
+}
+
+/// Whether `ty` is numpy's class `qualname` and its objects are at least as large
+/// as `Fields`, the head of them a mirror reads.
+fn is_numpy_type_holding<Fields>(ty: &Bound<'_, PyType>, qualname: &str) -> bool {
+    let named = |attribute: &str, expected: &str| {
+        ty.getattr(attribute)
+            .and_then(|v| v.extract::<String>())
+            .is_ok_and(|v| v == expected)
+    };
+    let large_enough = ty
+        .getattr("__basicsize__")
+        .and_then(|size| size.extract::<usize>())
+        .is_ok_and(|size| size >= std::mem::size_of::<Fields>());
+    named("__module__", "numpy") && named("__qualname__", qualname) && large_enough
 }
 
 /// A decoded program and the dtype object of its arrays (checked to be a native
