@@ -1,6 +1,6 @@
 """Side effects on arguments and globals, checked after the call, also around a graph break."""
 
-from ._case import arr, case
+from ._case import Cycling, arr, case
 
 
 class _Box:
@@ -165,6 +165,56 @@ def same_list_twice(x, items):
     alias.append(2)
     items.append(3)
     return x * len(alias), alias is items
+
+
+# One object reached through two paths of the frame (`[a, a]`), or two objects through
+# them (`[a, b]`), in turn: a change made through one path is seen through the other only
+# when they are one object, so which they are is guarded, either way round.
+def _shared_then_distinct(make):
+    shared = make()
+    return Cycling([shared, shared], [make(), make()])
+
+
+def _distinct_then_shared(make):
+    shared = make()
+    return Cycling([make(), make()], [shared, shared])
+
+
+_lists_shared_first = _shared_then_distinct(list)
+_lists_distinct_first = _distinct_then_shared(list)
+_dicts_shared_first = _shared_then_distinct(dict)
+_boxes_shared_first = _shared_then_distinct(lambda: _Box(0))
+_boxes_distinct_first = _distinct_then_shared(lambda: _Box(0))
+
+
+@case(args=lambda: (arr(3), _lists_shared_first.next_value()), graphs=1, ops=1, rejected=1)
+def list_appended_through_one_path_read_through_another(x, lists):
+    lists[0].append(1)
+    return x * 2, len(lists[1]), lists[1]
+
+
+@case(args=lambda: (arr(3), _lists_distinct_first.next_value()), graphs=1, ops=1, rejected=1)
+def list_appended_through_one_path_read_through_another_distinct_first(x, lists):
+    lists[0].append(1)
+    return x * 2, len(lists[1]), lists[1]
+
+
+@case(args=lambda: (arr(3), _dicts_shared_first.next_value()), graphs=1, ops=1, rejected=1)
+def dict_stored_through_one_path_read_through_another(x, dicts):
+    dicts[0]["k"] = 1
+    return x * 2, dicts[1].get("k"), len(dicts[1])
+
+
+@case(args=lambda: (arr(3), _boxes_shared_first.next_value()), graphs=1, ops=1, rejected=1)
+def attribute_stored_through_one_path_read_through_another(x, boxes):
+    boxes[0].v = 5
+    return x * boxes[1].v
+
+
+@case(args=lambda: (arr(3), _boxes_distinct_first.next_value()), graphs=1, ops=1, rejected=1)
+def attribute_stored_through_one_path_read_through_another_distinct_first(x, boxes):
+    boxes[0].v = 5
+    return x * boxes[1].v
 
 
 @case(

@@ -371,6 +371,7 @@ pub fn translate(
     let guards = if matches!(action, Action::Original) {
         Vec::new()
     } else {
+        vm.guard_identities();
         std::mem::take(&mut vm.guards)
     };
     let serial = NEXT_ENTRY.fetch_add(1, Ordering::Relaxed);

@@ -52,6 +52,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(vid) = self.by_source.get(&id) {
             return *vid;
         }
+        self.sourced.push((id, obj.clone()));
         let vid = self.push_val(Val::Obj {
             obj,
             source: Some(id),

@@ -12,6 +12,7 @@ mod concrete;
 mod construct;
 mod containers;
 mod exceptions;
+mod identities;
 mod inline;
 mod interp;
 mod iterators;
@@ -97,6 +98,8 @@ pub struct Vm<'py, 'b> {
     pub side_effects: Vec<SideEffect>,
     /// Values already made for a source (so that a source is one symbol).
     by_source: HashMap<SourceId, Vid>,
+    /// Each source's object, as the translation first met it (`guard_identities`).
+    sourced: Vec<(SourceId, Bound<'py, PyAny>)>,
     /// The frame's tensors that are graph inputs, by symbol (their other attributes are read
     /// from them, not from the examples, which are copies).
     input_tensors: HashMap<Sym, Bound<'py, PyAny>>,
@@ -340,6 +343,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             graph: Graph::default(),
             side_effects: Vec::new(),
             by_source: HashMap::new(),
+            sourced: Vec::new(),
             input_tensors: HashMap::new(),
             stored_attrs: Vec::new(),
             stored_globals: Vec::new(),
