@@ -104,9 +104,9 @@ def main() -> int:
     args = parser.parse_args()
 
     x, y = np.arange(3.0), np.ones(3)
-    fast_two = sot.translate(two_ops)
-    fast_four = sot.translate(four)
-    fast_none = sot.translate(none)
+    fast_two = sot.translate(two_ops, cost_model=False)
+    fast_four = sot.translate(four, cost_model=False)
+    fast_none = sot.translate(none, cost_model=False)
     four_args = (x, y, 2.0, 3)
     gen_two = generated_code_of(fast_two, two_ops, (x, y))
     gen_four = generated_code_of(fast_four, four, four_args)

@@ -306,7 +306,7 @@ def check(name: str, directory: Path) -> dict:
     loaded = modules(directory)
     eager, translated = WORKLOADS[name](loaded), WORKLOADS[name](loaded)
     sot.reset()
-    fast = sot.translate(translated.function)
+    fast = sot.translate(translated.function, cost_model=False)
     differing_calls = []
     for call in range(1, CHECK_CALLS + 1):
         expected = eager.function(*eager.args, **eager.kwargs)
@@ -339,7 +339,7 @@ def eager_call(name: str, directory: Path) -> Callable[[], Any]:
 
 def translated_call(name: str, directory: Path) -> Callable[[], Any]:
     workload = WORKLOADS[name](modules(directory))
-    fast = sot.translate(workload.function)
+    fast = sot.translate(workload.function, cost_model=False)
     return lambda: fast(*workload.args, **workload.kwargs)
 
 
@@ -347,7 +347,7 @@ def generated_call(name: str, directory: Path) -> Callable[[], Any]:
     """SOT's generated code for the call, run as a plain function (read off the frame by a
     hook chained after SOT's), past the first calls' recompilations."""
     workload = WORKLOADS[name](modules(directory))
-    fast = sot.translate(workload.function)
+    fast = sot.translate(workload.function, cost_model=False)
     for _ in range(CHECK_CALLS):
         fast(*workload.args, **workload.kwargs)
     original = workload.function.__code__
@@ -395,7 +395,7 @@ def timed_first_calls(name: str, directory: Path) -> Callable[[int], float]:
         total = 0.0
         for _ in range(loops):
             sot.reset()
-            fast = sot.translate(workload.function)
+            fast = sot.translate(workload.function, cost_model=False)
             start = pyperf.perf_counter()
             fast(*workload.args, **workload.kwargs)
             total += pyperf.perf_counter() - start

@@ -83,7 +83,7 @@ def check_translation(name: str) -> dict:
     over three calls, graphs with operations, no fallback. Returns its counters and explain."""
     eager, translated = numpy_workload(name), numpy_workload(name)
     sot.reset()
-    fast = sot.translate(translated.function)
+    fast = sot.translate(translated.function, cost_model=False)
     for call in range(3):
         expected = eager.function(*eager.args)
         if not same_results(fast(*translated.args), expected):
@@ -112,7 +112,7 @@ def eager_call(name: str) -> Callable[[], Any]:
 
 def translated_call(name: str) -> Callable[[], Any]:
     workload = numpy_workload(name)
-    fast = sot.translate(workload.function)
+    fast = sot.translate(workload.function, cost_model=False)
     return lambda: fast(*workload.args)
 
 
@@ -121,7 +121,7 @@ def generated_call(name: str) -> Callable[[], Any]:
     workload.function(*workload.args)  # past what only a first call does (Adam's state made)
     # The translation owns the entry (and graph) the generated code calls: it lives as long
     # as the timed call.
-    fast = sot.translate(workload.function)
+    fast = sot.translate(workload.function, cost_model=False)
     # Past the recompilations of the first calls too (numbers seen to change become
     # dynamic): the code of the entry every later call hits.
     for _ in range(3):
@@ -137,7 +137,7 @@ def two_ops_eager() -> Callable[[], Any]:
 
 def two_ops_translated() -> Callable[[], Any]:
     x, y = np.arange(3.0), np.ones(3)
-    fast = sot.translate(two_ops)
+    fast = sot.translate(two_ops, cost_model=False)
     return lambda: fast(x, y)
 
 
@@ -166,7 +166,7 @@ def timed_first_calls(name: str) -> Callable[[int], float]:
         total = 0.0
         for _ in range(loops):
             sot.reset()
-            fast = sot.translate(workload.function)
+            fast = sot.translate(workload.function, cost_model=False)
             start = pyperf.perf_counter()
             fast(*workload.args)
             total += pyperf.perf_counter() - start

@@ -1,6 +1,11 @@
 import dis
+import os
 import sys
 import sysconfig
+
+# Translated functions' counters must not depend on timing: no cost model unless a test
+# asks for one (tests/test_sot_cost_model.py). Set before framehook.sot reads it.
+os.environ["FRAMEHOOK_SOT_COST_MODEL"] = "0"
 
 import pytest
 

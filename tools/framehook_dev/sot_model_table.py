@@ -298,7 +298,7 @@ def probe(sot: Any, helpers: dict[str, Any], row: Row, kind: Kind) -> dict[str, 
     function = namespace["probe"]
     make = eval(compile(f"lambda: {kind.expr}", "<sot_model value>", "eval"), helpers)
     eager = _run(function, row, make)
-    fast = sot.translate(function, backend="numpy")
+    fast = sot.translate(function, backend="numpy", cost_model=False)
     cell: dict[str, Any] = {"row": row.label, "kind": kind.name, "raises": eager.outcome.kind == "raise"}
     for which in ("translating call", "cached call"):
         translated = _run(fast, row, make)

@@ -121,7 +121,7 @@ def run_call(sot: Any, trace: tuple[str, ...], name: str, estimator: Any, method
     record: dict[str, Any] = {"estimator": name, "method": method, "rows": int(data.shape[0])}
     eager = bound(data)
     record["eager_s"] = best_time(lambda: bound(data))
-    fast = sot.translate(bound, trace_modules=trace)
+    fast = sot.translate(bound, trace_modules=trace, cost_model=False)
     outcomes = []
     for attempt in ("first", "cached"):
         started = time.perf_counter()

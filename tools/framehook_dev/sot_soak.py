@@ -171,7 +171,7 @@ class Rounds:
         self.calls = Calls(kit)
         x, y = kit.array([1.0, 2.0, 3.0], "float64"), kit.array([0.5, -1.0, 2.0], "float64")
         # (translated function, arguments, eager result, calls per round)
-        self.steady = [(sot.translate(function, backend=kit.backend), args, function(*args), repeat)
+        self.steady = [(sot.translate(function, backend=kit.backend, cost_model=False), args, function(*args), repeat)
                        for function, args, repeat in [(WORKLOAD.affine, (x, y), 24),
                                                       (WORKLOAD.with_break, (x, y), 16),
                                                       (WORKLOAD.branchy, (x, kit.total), 6),
@@ -184,7 +184,7 @@ class Rounds:
 
         for _ in range(rounds):
             scaled = WORKLOAD.make_scaled(self.done % 3 + 1)
-            fast = sot.translate(scaled, backend=self.kit.backend, cache_size=CLOSURE_CACHE_SIZE)
+            fast = sot.translate(scaled, backend=self.kit.backend, cache_size=CLOSURE_CACHE_SIZE, cost_model=False)
             expected = [scaled(*args) for args in self.variants]
             for _ in range(8):
                 for args, want in zip(self.variants, expected):
@@ -282,11 +282,11 @@ def check_threads(seconds: float, callers: int = 8, hang_after: float = 120.0) -
 
     kit = numpy_kit()
     shapes = variants(kit)
-    shared = {function: sot.translate(function, cache_size=CLOSURE_CACHE_SIZE)
+    shared = {function: sot.translate(function, cache_size=CLOSURE_CACHE_SIZE, cost_model=False)
               for function in (WORKLOAD.affine, WORKLOAD.with_break)}
     expected = {(function, i): function(x, y) for function in shared for i, (x, y, _) in enumerate(shapes)}
     signs = [(kit.array([1.0, 2.0], "float64"), kit.total), (kit.array([-1.0, -2.0], "float64"), kit.total)]
-    shared_branchy = sot.translate(WORKLOAD.branchy)
+    shared_branchy = sot.translate(WORKLOAD.branchy, cost_model=False)
     branchy_expected = [WORKLOAD.branchy(*args) for args in signs]
     stop = threading.Event()
     lock = threading.Lock()
@@ -304,7 +304,8 @@ def check_threads(seconds: float, callers: int = 8, hang_after: float = 120.0) -
         An exception is recorded and the next round goes on."""
         rng = random.Random(index)
         calls = Calls(kit)
-        own = {function: sot.translate(function, cache_size=CLOSURE_CACHE_SIZE) for function in shared}
+        own = {function: sot.translate(function, cache_size=CLOSURE_CACHE_SIZE, cost_model=False)
+               for function in shared}
         rounds = 0
         while not (stop.is_set() and rounds):
             rounds += 1
@@ -316,7 +317,7 @@ def check_threads(seconds: float, callers: int = 8, hang_after: float = 120.0) -
                 sign = rng.randrange(2)
                 calls.check(shared_branchy, signs[sign], branchy_expected[sign])
                 scaled = WORKLOAD.make_scaled(rng.randrange(1, 4))
-                fast = sot.translate(scaled, cache_size=CLOSURE_CACHE_SIZE)
+                fast = sot.translate(scaled, cache_size=CLOSURE_CACHE_SIZE, cost_model=False)
                 for args in rng.sample(shapes, 3):
                     calls.check(fast, args, scaled(*args))
             except Exception:

@@ -59,7 +59,7 @@ class Translator:
         self.current: Optional[str] = None
 
     def call(self, function: Any, *args: Any, **kwargs: Any) -> Any:
-        fast = self.sot.translate(function, trace_modules=self.trace)
+        fast = self.sot.translate(function, trace_modules=self.trace, cost_model=False)
         started = time.perf_counter()
         try:
             return fast(*args, **kwargs)

@@ -309,7 +309,7 @@ class SotMethods:
         self.case._callTestMethod = _callTestMethod  # type: ignore[method-assign]
 
     def call(self, case: Any, method: Any) -> Any:
-        fast = self.sot.translate(method, trace_modules=SOT_TRACED)
+        fast = self.sot.translate(method, trace_modules=SOT_TRACED, cost_model=False)
         try:
             return self.original(case, fast)
         finally:

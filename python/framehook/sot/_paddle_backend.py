@@ -830,7 +830,7 @@ def save(function: Callable[..., Any], path: str, input_spec: Any) -> None:
     arguments = [paddle.zeros([2 if d is None or d < 0 else d for d in spec.shape], dtype=spec.dtype)
                  for spec in specs]
     recording = _Recording()
-    fast = _native.SotTranslated(function, recording, False, 1, [])
+    fast = _native.SotTranslated(function, recording, False, 1, [], False)
     with paddle.no_grad():
         fast(*arguments)
     counters = stats(fast)

@@ -36,6 +36,8 @@ class SotStats:
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     fallbacks: list[GraphBreak] = field(default_factory=list)
     own_frame: str = ""
+    cost_model: str = "off"
+    runs_original: int = 0
 
 
 _BACKENDS: dict[str, Any] = {}
@@ -130,7 +132,7 @@ def _backend(name: Any) -> Any:
 
 
 def translate(fn: Optional[Callable[..., Any]] = None, *, backend: Any = "numpy", full_graph: bool = False,
-              cache_size: int = 8, trace_modules: Iterable[str] = ()) -> Any:
+              cache_size: int = 8, trace_modules: Iterable[str] = (), cost_model: Optional[bool] = None) -> Any:
     """``fn`` translated by SOT: its calls (and the calls it makes) run as generated code
     around compiled graphs of its tensor operations. Also a decorator, with or without
     arguments. ``backend``: a backend's name (``"numpy"``, ``"paddle"``, or one given to
@@ -140,15 +142,28 @@ def translate(fn: Optional[Callable[..., Any]] = None, *, backend: Any = "numpy"
     call into them is a graph break. ``trace_modules`` names modules or packages of those
     (``"unittest"``, ``"test"``) whose code this function's calls translate and inline
     like the user's own; their translations are shared with every function translated
-    with the same backend and options, and kept until ``reset()``."""
+    with the same backend and options, and kept until ``reset()``.
+
+    ``cost_model``: after its first calls, the function's calls alternate, timed, between
+    the translation and the original code, and run the faster way from then on (judged
+    again now and then); what a call computes is the same either way. ``None``: on for the
+    numpy backend (the paddle backend chooses per graph, between a program and its
+    operations), unless the environment variable ``FRAMEHOOK_SOT_COST_MODEL`` is ``0``
+    (counters that do not depend on timing, as tests want). ``sot.stats`` says what it
+    chose (``cost_model``) and how many calls ran the original (``runs_original``)."""
     if not isinstance(cache_size, int) or isinstance(cache_size, bool) or cache_size < 1:
         raise ValueError(f"cache_size must be a positive int, not {cache_size!r}")
+    if cost_model is not None and not isinstance(cost_model, bool):
+        raise TypeError(f"cost_model must be True, False or None, not {cost_model!r}")
     backend_object = _backend(backend)
+    if cost_model is None:
+        cost_model = backend_object is _backend("numpy") and os.environ.get("FRAMEHOOK_SOT_COST_MODEL", "1") != "0"
     traced_names = trace_modules if isinstance(trace_modules, str) else tuple(trace_modules)
     traced = _module_prefixes(traced_names)
 
     def wrap(function: Callable[..., Any]) -> Any:
-        translated = _native.SotTranslated(function, backend_object, bool(full_graph), cache_size, traced)
+        translated = _native.SotTranslated(function, backend_object, bool(full_graph), cache_size, traced,
+                                           cost_model)
         functools.update_wrapper(translated, function)
         translated.__dict__["_sot_backend"] = backend  # for explain() and save()
         translated.__dict__["_sot_trace_modules"] = traced_names  # for explain()
@@ -198,6 +213,8 @@ def stats(fast: Any) -> SotStats:
         graph_breaks=[GraphBreak(*r) for r in raw["graph_breaks"]],
         fallbacks=[GraphBreak(*r) for r in raw["fallbacks"]],
         own_frame=raw["own_frame"],
+        cost_model=raw["cost_model"],
+        runs_original=raw["runs_original"],
     )
 
 

@@ -14,6 +14,7 @@ mod cache;
 mod code_pool;
 mod codegen;
 mod compile;
+mod cost;
 mod fetch;
 mod guard;
 mod hook;

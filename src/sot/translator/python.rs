@@ -3,7 +3,9 @@
 //! and the counters `sot.stats` reads.
 
 use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
@@ -11,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::compile;
+use super::cost::{CostModel, Route};
 use super::hook::Translator;
 use super::pyutil::BUILTINS;
 use super::session::Config;
@@ -41,6 +44,7 @@ impl Translated {
         full_graph: bool,
         cache_size: usize,
         traced_prefixes: Vec<String>,
+        cost_model: bool,
     ) -> PyResult<Self> {
         if !function.is_callable() {
             return Err(PyTypeError::new_err(format!(
@@ -63,6 +67,7 @@ impl Translated {
             cache_size,
             traced_prefixes,
             own_code,
+            cost_model,
         );
         translator.function_made(py)?;
         // Made now, so that an error below still counts the function dropped.
@@ -103,18 +108,19 @@ where
     unsafe { Python::attach_unchecked(|_| ffi_body(body)) }
 }
 
-/// `SotTranslated(function, backend, full_graph, cache_size, traced_prefixes)`.
+/// `SotTranslated(function, backend, full_graph, cache_size, traced_prefixes, cost_model)`.
 unsafe extern "C" fn translated_new(
     _subtype: *mut ffi::PyTypeObject,
     args: *mut ffi::PyObject,
     kwargs: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    const NAMES: [&str; 5] = [
+    const NAMES: [&str; 6] = [
         "function",
         "backend",
         "full_graph",
         "cache_size",
         "traced_prefixes",
+        "cost_model",
     ];
     // SAFETY: CPython calls tp_new attached (in the main interpreter, whose module has
     // the type), with a tuple and a dict or NULL.
@@ -127,7 +133,8 @@ unsafe extern "C" fn translated_new(
                     PyTypeError::new_err(format!("SotTranslated() missing required argument '{name}'"))
                 })?);
             }
-            let [function, backend, full_graph, cache_size, traced_prefixes] = given.as_slice() else {
+            let [function, backend, full_graph, cache_size, traced_prefixes, cost_model] = given.as_slice()
+            else {
                 unreachable!("one value per name")
             };
             let translated = Translated::new(
@@ -137,6 +144,7 @@ unsafe extern "C" fn translated_new(
                 full_graph.extract()?,
                 cache_size.extract()?,
                 traced_prefixes.extract()?,
+                cost_model.extract()?,
             )?;
             types()?.translated.instantiate(py, translated)
         })
@@ -159,9 +167,33 @@ unsafe extern "C" fn translated_call(
             let translated = instance_value::<Translated>(callable);
             translated.translator.ensure_registered(py)?;
             let function = translated.function.as_ptr();
-            super::session::with_session(Some(Arc::clone(&translated.config)), || {
-                Bound::from_owned_ptr_or_err(py, ffi::PyObject_Vectorcall(function, args, nargsf, kwnames))
-            })
+            let config = &translated.config;
+            let route = config
+                .cost_model
+                .as_ref()
+                .map_or(Route::Translated, CostModel::route);
+            let session = route.translated().then(|| Arc::clone(config));
+            let call = || {
+                super::session::with_session(session, || {
+                    Bound::from_owned_ptr_or_err(
+                        py,
+                        ffi::PyObject_Vectorcall(function, args, nargsf, kwnames),
+                    )
+                })
+            };
+            let (Some(model), true) = (&config.cost_model, route.timed()) else {
+                return call();
+            };
+            let translations = || config.stats.translations.load(Ordering::Relaxed);
+            let before = translations();
+            let started = Instant::now();
+            let result = call();
+            let elapsed = started.elapsed();
+            // A call that raised took an unusual path: no sample.
+            if result.is_ok() {
+                model.timed(route, elapsed, translations() == before);
+            }
+            result
         })
     }
 }
@@ -272,7 +304,7 @@ fn make_types(py: Python<'_>) -> PyResult<SotTypes> {
             py,
             TypeSpec {
                 name: c"framehook._native.SotTranslated",
-                doc: c"SotTranslated(function, backend, full_graph, cache_size, traced_prefixes)\n--\n\n\
+                doc: c"SotTranslated(function, backend, full_graph, cache_size, traced_prefixes, cost_model)\n--\n\n\
                        A function whose calls run translated (what framehook.sot.translate returns).",
                 slots: vec![
                     slot(ffi::Py_tp_new, translated_new as *mut c_void),

@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 #[cfg(feature = "testing")]
 use super::cache::GraphRuns;
 use super::cache::{Entries, Record, Reported};
+use super::cost::CostModel;
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::ArmedScope;
 
@@ -79,6 +80,9 @@ pub struct Config {
     /// Whether each translation is described (`sot.explain`'s function): then none is shared.
     pub explaining: AtomicBool,
     pub stats: Stats,
+    /// Whether its calls run translated or the original, by their times (None: always
+    /// translated).
+    pub cost_model: Option<CostModel>,
     /// Every graph compiled for this configuration, in order, with how often it ran: the
     /// tests' proof that the generated code ran (test builds only: see `compile::counted`).
     #[cfg(feature = "testing")]
@@ -161,6 +165,7 @@ impl Config {
         cache_size: usize,
         traced_prefixes: Vec<String>,
         own_code: Option<StrongRef>,
+        cost_model: bool,
     ) -> Arc<Config> {
         if !traced_prefixes.is_empty() {
             TRACING_CONFIGS.fetch_add(1, Ordering::AcqRel);
@@ -179,6 +184,7 @@ impl Config {
             replayed: Mutex::default(),
             explaining: AtomicBool::new(false),
             stats: Stats::default(),
+            cost_model: cost_model.then(CostModel::default),
             #[cfg(feature = "testing")]
             graph_runs: Mutex::default(),
         });
@@ -391,5 +397,11 @@ pub fn stats_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, 
     dict.set_item("fallbacks", records(&stats.fallbacks.lock())?)?;
     dict.set_item("explanations", PyList::new(py, stats.explanations.lock().iter())?)?;
     dict.set_item("own_frame", stats.own_frame.lock().as_str())?;
+    let (choice, runs_original) = config
+        .cost_model
+        .as_ref()
+        .map_or(("off", 0), |model| (model.choice().name(), model.runs_original()));
+    dict.set_item("cost_model", choice)?;
+    dict.set_item("runs_original", runs_original)?;
     Ok(dict)
 }

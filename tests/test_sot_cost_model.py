@@ -1,0 +1,91 @@
+"""The numpy backend's cost model (``sot.translate(cost_model=True)``, the default outside
+tests): after its warm-up calls, a translated function's calls alternate, timed, between the
+translation and the original, then run the faster way; results are the same either way."""
+
+import numpy as np
+import pytest
+
+from framehook import sot
+
+WARM_CALLS = 2
+TRIALS = 5
+JUDGED_CALLS = WARM_CALLS + 2 * TRIALS
+
+# Many values read and guarded, next to nothing computed: the guards cost more than the
+# original's dict reads.
+SETTINGS = {f"key{i}": i for i in range(400)}
+
+
+def guarded_more_than_computed(x):
+    total = 0
+    for key in SETTINGS:
+        total += SETTINGS[key]
+    return x, total
+
+
+def folded_away(x):
+    # The loop runs while translating (within the translation's budget); the translation
+    # returns its result.
+    total = 0
+    for i in range(400):
+        total += i * i
+    return x * total
+
+
+def test_a_translation_slower_than_the_original_is_left_for_the_original():
+    fast = sot.translate(guarded_more_than_computed, cost_model=True)
+    x = np.arange(3.0)
+    for _ in range(JUDGED_CALLS + 5):
+        result = fast(x)
+        assert result[0] is x and result[1] == sum(range(400))
+    stats = sot.stats(fast)
+    assert stats.translations == 1
+    assert stats.cost_model == "original", stats
+    # The trials' original calls and every call after the choice.
+    assert stats.runs_original == TRIALS + 5
+    assert stats.cache_hits == WARM_CALLS - 1 + TRIALS
+
+
+def test_a_translation_that_pays_keeps_running():
+    fast = sot.translate(folded_away, cost_model=True)
+    x = np.arange(3.0)
+    expected = folded_away(x)
+    for _ in range(JUDGED_CALLS + 5):
+        np.testing.assert_array_equal(fast(x), expected)
+    stats = sot.stats(fast)
+    assert stats.cost_model == "translated", stats
+    assert stats.runs_original == TRIALS
+    assert stats.cache_hits == JUDGED_CALLS + 5 - 1 - TRIALS
+    assert stats.graphs == 1 and stats.ops_captured == 1
+
+
+def test_judging_reports_its_state_and_no_model_is_off():
+    judged = sot.translate(folded_away, cost_model=True)
+    x = np.arange(3.0)
+    judged(x)
+    assert sot.stats(judged).cost_model == "judging"
+    plain = sot.translate(folded_away, cost_model=False)
+    for _ in range(JUDGED_CALLS + 1):
+        plain(x)
+    stats = sot.stats(plain)
+    assert (stats.cost_model, stats.runs_original) == ("off", 0)
+    assert stats.cache_hits == JUDGED_CALLS
+
+
+def test_a_call_that_raises_is_the_originals_error_either_way():
+    def divide(x, d):
+        return x / d, 10 // d
+
+    fast = sot.translate(divide, cost_model=True)
+    x = np.arange(3.0)
+    for _ in range(JUDGED_CALLS):
+        fast(x, 2)
+    for _ in range(3):
+        with pytest.raises(ZeroDivisionError):
+            fast(x, 0)
+    np.testing.assert_array_equal(fast(x, 2)[0], x / 2)
+
+
+def test_cost_model_must_be_a_bool_or_none():
+    with pytest.raises(TypeError, match="cost_model must be True, False or None"):
+        sot.translate(folded_away, cost_model="yes")
