@@ -681,6 +681,16 @@ def test_explain_names_what_a_break_handed_on_as_the_user_wrote_it(capsys):
     assert capsys.readouterr().out.count("between the graphs") == 2
 
 
+def test_stats_count_the_guards_of_every_translation():
+    # Two translations (before and after the break): their guards, as explain lists them.
+    model, x = _Tempered(), np.ones(2)
+    fast = sot.translate(model.forward)
+    fast(x)
+    blocks = guard_blocks(sot.explain(model.forward, x))
+    assert len(blocks) == 2 and all(blocks)
+    assert sot.stats(fast).guards == sum(len(block) for block in blocks)
+
+
 def test_explain_names_stack_values_a_break_handed_on():
     # A value on the stack at the break by the variable it was read from; the call's
     # result by its place and line; a branch's condition as the truth of the tensor tested.

@@ -31,6 +31,7 @@ class SotStats:
     cache_hits: int = 0
     guard_failures: int = 0
     recompilations: int = 0
+    guards: int = 0
     graphs: int = 0
     ops_captured: int = 0
     graph_breaks: list[GraphBreak] = field(default_factory=list)
@@ -208,8 +209,8 @@ def stats(fast: Any) -> SotStats:
     """The counters of a translated function (since it was made or since ``reset()``)."""
     raw = _native_of(fast)._stats()
     return SotStats(
-        **{k: raw[k] for k in ("translations", "cache_hits", "guard_failures", "recompilations", "graphs",
-                               "ops_captured")},
+        **{k: raw[k] for k in ("translations", "cache_hits", "guard_failures", "recompilations", "guards",
+                               "graphs", "ops_captured")},
         graph_breaks=[GraphBreak(*r) for r in raw["graph_breaks"]],
         fallbacks=[GraphBreak(*r) for r in raw["fallbacks"]],
         own_frame=raw["own_frame"],

@@ -24,6 +24,8 @@ pub struct Stats {
     pub cache_hits: AtomicU64,
     pub guard_failures: AtomicU64,
     pub recompilations: AtomicU64,
+    /// The guards of its translations, all together.
+    pub guards: AtomicU64,
     pub graphs: AtomicU64,
     pub ops_captured: AtomicU64,
     pub breaks: Mutex<Vec<Record>>,
@@ -370,6 +372,7 @@ pub fn stats_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, 
         ("cache_hits", &stats.cache_hits),
         ("guard_failures", &stats.guard_failures),
         ("recompilations", &stats.recompilations),
+        ("guards", &stats.guards),
         ("graphs", &stats.graphs),
         ("ops_captured", &stats.ops_captured),
     ] {

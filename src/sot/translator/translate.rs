@@ -50,6 +50,7 @@ impl<'py> Translation<'_, 'py, '_> {
         match built {
             Ok((action, graph_text)) => {
                 stats.translations.fetch_add(1, Ordering::Relaxed);
+                stats.guards.fetch_add(vm.guards.len() as u64, Ordering::Relaxed);
                 if self.recompiling {
                     stats.recompilations.fetch_add(1, Ordering::Relaxed);
                 }
@@ -335,6 +336,7 @@ pub fn translate(
             frame.arguments.clone(),
             frame.frees.clone(),
         );
+        vm.guard_identities();
         let translation = Translation {
             caches,
             py,
@@ -371,7 +373,6 @@ pub fn translate(
     let guards = if matches!(action, Action::Original) {
         Vec::new()
     } else {
-        vm.guard_identities();
         std::mem::take(&mut vm.guards)
     };
     let serial = NEXT_ENTRY.fetch_add(1, Ordering::Relaxed);
