@@ -5,6 +5,7 @@ translation and the original, then run the faster way; results are the same eith
 import numpy as np
 import pytest
 
+import framehook
 from framehook import sot
 
 WARM_CALLS = 2
@@ -44,6 +45,32 @@ def test_a_translation_slower_than_the_original_is_left_for_the_original():
     # The trials' original calls and every call after the choice.
     assert stats.runs_original == TRIALS + 5
     assert stats.cache_hits == WARM_CALLS - 1 + TRIALS
+    # No function needs the hook: it left the chain, and CPython runs every frame itself.
+    assert "sot.translate" not in hook_names()
+    assert not framehook._native._is_installed()
+
+
+def test_the_choice_is_judged_again_later_with_the_hook_back_for_the_trials():
+    fast = sot.translate(guarded_more_than_computed, cost_model=True)
+    x = np.arange(3.0)
+    # The choice is made by the last trial; the next call parks the function.
+    calls = JUDGED_CALLS + 1
+    for _ in range(calls):
+        fast(x)
+    assert sot.stats(fast).cost_model == "original" and "sot.translate" not in hook_names()
+    # Judged again at 16 times the calls of the choice: an original trial, then a
+    # translated one, with the hook in the chain again.
+    while calls < JUDGED_CALLS * 16 + 1:
+        fast(x)
+        calls += 1
+    assert sot.stats(fast).cost_model == "judging" and "sot.translate" in hook_names()
+    for _ in range(2 * TRIALS):
+        fast(x)
+    assert sot.stats(fast).cost_model == "original" and "sot.translate" not in hook_names()
+
+
+def hook_names():
+    return [handle.name for handle in framehook.frame_hooks()]
 
 
 def test_a_translation_that_pays_keeps_running():
@@ -57,6 +84,7 @@ def test_a_translation_that_pays_keeps_running():
     assert stats.runs_original == TRIALS
     assert stats.cache_hits == JUDGED_CALLS + 5 - 1 - TRIALS
     assert stats.graphs == 1 and stats.ops_captured == 1
+    assert "sot.translate" in hook_names()
 
 
 def test_judging_reports_its_state_and_no_model_is_off():

@@ -33,3 +33,8 @@ def test_sot_demo():
     assert "sot.explain(Model.forward): ran" in output
     assert "  translations=2 graphs=2 ops=16 breaks=1 fallbacks=0" in output
     assert re.match(r"eager [\d.]+ µs, translated [\d.]+ µs: [\d.]+x eager's speed$", lines["time per call"])
+    # Judged after its trials (which way wins is the machine's): 5 original trials, and
+    # every call after a choice of the original.
+    choice = re.match(r"(translated|original) runs \((\d+) of 20 calls ran the original\)$", lines["cost model"])
+    assert choice, lines["cost model"]
+    assert int(choice.group(2)) == (5 if choice.group(1) == "translated" else 5 + 20 - 12)

@@ -73,15 +73,38 @@ def log(message: str) -> None:
 def ensure_requirements(target: matrix.Target, requirements: Path, stamp_name: str) -> None:
     """Installs ``requirements`` into the target's venv, unless the stamp file ``stamp_name``
     there says this content of the file is installed already."""
-    wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    ensure_installed(target, ["-r", str(requirements)], requirements.read_bytes(), stamp_name,
+                     f"-r {requirements.relative_to(REPO)}")
+
+
+def ensure_installed(target: matrix.Target, pip_arguments: list[str], content: bytes, stamp_name: str,
+                     label: str) -> None:
+    """``pip install *pip_arguments`` in the target's venv, unless the stamp file ``stamp_name``
+    there says what was installed had this ``content`` (the requirements, as their text)."""
+    wanted = hashlib.sha256(content).hexdigest()
     stamp = matrix.host_path(target, target.venv / stamp_name)
     if stamp.exists() and stamp.read_text().strip() == wanted:
         return
-    log(f"{target.name}: pip install -r {requirements.relative_to(REPO)}")
-    done = target.run([target.venv_python, "-m", "pip", "install", "--quiet", "-r", str(requirements)], capture=True)
+    log(f"{target.name}: pip install {label}")
+    done = target.run([target.venv_python, "-m", "pip", "install", "--quiet", *pip_arguments], capture=True)
     if done.returncode != 0:
-        raise RuntimeError(f"installing {requirements.name} failed:\n{done.stdout[-3000:]}")
+        raise RuntimeError(f"pip install {label} failed:\n{done.stdout[-3000:]}")
     stamp.write_text(wanted + "\n")
+
+
+def own_venv(name: str, venvs: Path, prefix: str) -> matrix.Target:
+    """A benchmark's own venv for pyenv's interpreter ``name``, ``venvs/name`` (never
+    framehook_dev.matrix's, which the test runs own), made where missing; its builds go to
+    a cargo target directory of their own (``<prefix>-<name>``)."""
+    target = matrix.Target(f"{prefix}-{name}", str(provision.pyenv_python(name)), venvs / name)
+    if not Path(target.venv_python).exists():
+        log(f"{name}: creating venv {target.venv}")
+        for argv in ([target.python, "-m", "venv", str(target.venv)],
+                     [target.venv_python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"]):
+            done = target.run(argv, capture=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}")
+    return target
 
 
 def ensure_pyperf(target: matrix.Target) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from . import bench, matrix, provision
+from . import bench, matrix
 
 SCRIPT = matrix.REPO / "benches" / "sot_peers.py"
 REQUIREMENTS = matrix.REPO / "benches" / "requirements-peers.txt"
@@ -54,14 +54,7 @@ def pyperf_options(args: argparse.Namespace, name: str) -> list[str]:
 def prepared(name: str, args: argparse.Namespace) -> matrix.Target:
     """The interpreter's peers venv with the pinned peers and a release build of framehook
     (unless --no-build), built in a target directory of its own (``peers-<name>``)."""
-    target = matrix.Target(f"peers-{name}", str(provision.pyenv_python(name)), args.venvs / name)
-    if not Path(target.venv_python).exists():
-        bench.log(f"{name}: creating venv {target.venv}")
-        for argv in ([target.python, "-m", "venv", str(target.venv)],
-                     [target.venv_python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"]):
-            done = target.run(argv, capture=True)
-            if done.returncode != 0:
-                raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}")
+    target = bench.own_venv(name, args.venvs, "peers")
     bench.ensure_requirements(target, REQUIREMENTS, "framehook-peers-requirements.sha256")
     if not args.no_build:
         matrix.build_and_install(target, release=True, testing=False)

@@ -104,6 +104,18 @@ impl Translator {
         Ok(())
     }
 
+    /// A translated function whose cost model chose the original for its calls: the hook
+    /// needs it no more, and with no other function needing it, leaves the chain (with no
+    /// other hook, CPython's own eval function runs every frame again, at full speed).
+    pub fn function_parked(&self, py: Python<'_>) {
+        self.function_dropped(py);
+    }
+
+    /// A parked function's calls run translated again (its cost model judges again).
+    pub fn function_unparked(self: &Arc<Self>, py: Python<'_>) -> PyResult<()> {
+        self.function_made(py)
+    }
+
     pub fn function_dropped(&self, py: Python<'_>) {
         let mut live = self.live_functions.lock();
         *live -= 1;

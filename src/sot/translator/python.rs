@@ -3,7 +3,7 @@
 //! and the counters `sot.stats` reads.
 
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -28,6 +28,8 @@ pub struct Translated {
     function: StrongRef,
     config: Arc<Config>,
     translator: Arc<Translator>,
+    /// Its cost model chose the original: it does not keep the hook in the chain.
+    parked: AtomicBool,
 }
 
 impl NativeValue for Translated {
@@ -75,6 +77,7 @@ impl Translated {
             function: StrongRef::new(function),
             config,
             translator,
+            parked: AtomicBool::new(false),
         };
         if tracing {
             // Library codes whose skip was remembered are asked about again.
@@ -84,11 +87,41 @@ impl Translated {
     }
 }
 
+impl Translated {
+    /// Before a call that runs `route`: the hook in the chain for a translated call (put
+    /// back if `framehook.clear_frame_hooks()` removed it), and left to other functions'
+    /// needs once the cost model chose the original.
+    fn park(&self, py: Python<'_>, route: Route) -> PyResult<()> {
+        if route.translated() {
+            if self
+                .parked
+                .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                self.translator.function_unparked(py)?;
+            }
+            return self.translator.ensure_registered(py);
+        }
+        let chose_original = route == Route::Original;
+        if chose_original
+            && self
+                .parked
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            self.translator.function_parked(py);
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Translated {
     fn drop(&mut self) {
         // SAFETY: dropped by the type's dealloc, attached.
         let py = unsafe { Python::assume_attached() };
-        self.translator.function_dropped(py);
+        if !self.parked.load(Ordering::Acquire) {
+            self.translator.function_dropped(py);
+        }
     }
 }
 
@@ -165,13 +198,13 @@ unsafe extern "C" fn translated_call(
     unsafe {
         counted_attached(|py| {
             let translated = instance_value::<Translated>(callable);
-            translated.translator.ensure_registered(py)?;
             let function = translated.function.as_ptr();
             let config = &translated.config;
             let route = config
                 .cost_model
                 .as_ref()
                 .map_or(Route::Translated, CostModel::route);
+            translated.park(py, route)?;
             let session = route.translated().then(|| Arc::clone(config));
             let call = || {
                 super::session::with_session(session, || {

@@ -1,0 +1,94 @@
+"""Time scikit-learn's 1-row inference through SOT's translator beside eager (issue 43).
+
+    python -m framehook_dev.sot_sklearn_bench                 # 3.12 and 3.13
+    python -m framehook_dev.sot_sklearn_bench --only 3.12     # one
+    python -m framehook_dev.sot_sklearn_bench --report-only   # the table from the saved results
+
+For each interpreter: a venv of its own (``--venvs``; never framehook_dev.matrix's) with
+scikit-learn and its dependencies as the suites' manifest pins them for that Python
+(suites_manifest.json, "sklearn"), numpy and a release build of framehook (the build users
+get, in a cargo target directory of its own), then one run of benches/sot_sklearn.py there,
+which writes benches/results/sot-sklearn-<name>.json. Ends with the table per estimator and
+method over every interpreter with results, printed and written between its markers in
+docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+from . import bench, matrix, sot_suites
+
+SCRIPT = matrix.REPO / "benches" / "sot_sklearn.py"
+INTERPRETERS = ("3.12", "3.13")
+VENVS = matrix.BUILD_DIR / "sklearn-bench-venvs"
+TABLE_START = "<!-- sot-sklearn-table-start -->"
+TABLE_END = "<!-- sot-sklearn-table-end -->"
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batches", type=int, default=41, help="timed batches of each way (default 41)")
+    parser.add_argument("--batch-ms", type=float, default=2.0, help="milliseconds per batch, at least (default 2)")
+    parser.add_argument("--venvs", type=Path, default=VENVS,
+                        help=f"where each interpreter's venv is made, as VENVS/<interpreter> (default {VENVS})")
+
+
+def script_options(args: argparse.Namespace, name: str) -> list[str]:
+    return ["--batches", str(args.batches), "--batch-ms", str(args.batch_ms)]
+
+
+def prepared(name: str, args: argparse.Namespace) -> matrix.Target:
+    """The interpreter's venv with the pinned scikit-learn, numpy, maturin and a release
+    build of framehook (unless --no-build)."""
+    target = bench.own_venv(name, args.venvs, "sklearn-bench")
+    _, sklearn = sot_suites.load_manifest()
+    pins = sot_suites.sklearn_requirements(target, sklearn)
+    if not pins:
+        raise RuntimeError(f"the suites' manifest pins no scikit-learn for {name}")
+    wanted = ["--only-binary", ":all:", "numpy", "maturin>=1.7,<2", *pins]
+    bench.ensure_installed(target, wanted, "\n".join(wanted).encode(), "framehook-sklearn-bench.sha256",
+                           " ".join(pins))
+    if not args.no_build:
+        matrix.build_and_install(target, release=True, testing=False)
+    return target
+
+
+def ratio(value: float) -> str:
+    return f"{value:.2f}x"
+
+
+def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
+    lines = []
+    for name, report in reports.items():
+        lines += [
+            f"**{name}** (Python {report['python']}, scikit-learn {report['sklearn']}, numpy {report['numpy']}; "
+            f"minimum µs per call over {report['batches']} alternating batches of {report['batch_ms']:g} ms):",
+            "",
+            "| estimator | method | eager µs | translated µs | speed-up | judged µs | judged speed-up | cost model "
+            "| first call ms | breaks | guards | graphs/ops | exact |",
+            "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
+        ]
+        for call in report["calls"]:
+            lines.append(
+                f"| {call['estimator']} | {call['method']} | {call['eager_us']:.1f} | {call['translated_us']:.1f} "
+                f"| {ratio(call['translated_speedup'])} | {call['judged_us']:.1f} | {ratio(call['judged_speedup'])} "
+                f"| {call['cost_model']} | {call['first_ms']:.1f} | {call['breaks']} | {call['guards']} "
+                f"| {call['graphs']}/{call['ops']} | {'yes' if call['equal'] else 'NO'} |")
+        lines += ["", f"Geometric mean of the speed-ups: translated {ratio(report['translated_geomean'])}, "
+                      f"judged {ratio(report['judged_geomean'])}.", ""]
+    return "\n".join(lines).rstrip("\n")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    return bench.script_bench_main(argv, description=__doc__.splitlines()[0], script=SCRIPT, prefix="sot-sklearn",
+                                   markers=(TABLE_START, TABLE_END), tables=markdown_tables,
+                                   add_options=add_options, script_options=script_options,
+                                   prepare=prepared, interpreters=INTERPRETERS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
