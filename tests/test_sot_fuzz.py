@@ -40,6 +40,21 @@ def test_the_fuzzer_exercises_the_translator(fuzzed):
     assert counts["eager raised"] <= 0.7 * counts["cases"]  # most cases run to their end
 
 
+def test_some_calls_hold_one_object_in_two_parameters():
+    """A share of the first calls and of the later calls pass an earlier argument's object
+    again (`f(x, x, c)`), as the runner builds them and as a reproducer prints them."""
+    cases = [sot_fuzz_gen.generate(f"{SEED}:{index}") for index in range(CASES)]
+    for calls in ([case.args for case in cases], [case.later for case in cases]):
+        aliased = [values for values in calls if any(v.expr.startswith(sot_fuzz_gen.ALIAS) for v in values)]
+        assert 0.1 * CASES <= len(aliased) <= 0.3 * CASES
+    runner = sot_fuzz.Runner()
+    case = next(case for case in cases if case.args[1].expr.startswith(sot_fuzz_gen.ALIAS + "a"))
+    built = runner.arguments(case)
+    assert built[1] is built[0]
+    printed = eval(sot_fuzz_gen.arguments_source(case.args), runner.helpers)
+    assert printed[1] is printed[0] and len(printed) == len(sot_fuzz_gen.PARAMS)
+
+
 def test_same_compares_values_as_a_user_of_the_results_does():
     np = pytest.importorskip("numpy")
     nan = float("nan")

@@ -239,3 +239,15 @@ def an_attribute_stored_on_an_exception_from_the_frame(x, error):
     # BaseException's own __setattr__ is CPython's generic store: replayed as any store.
     error.codepoint = 5
     return x * error.codepoint, error.codepoint
+
+
+
+@case(args=lambda: (arr(3), set()), graphs=1, ops=1, breaks=["unsupported call: set.update"])
+def builtin_method_refusing_keywords_raises_cpythons_message(x, items):
+    # CPython calls `items.update(...)` through set's method descriptor, which names the
+    # type in its message ("set.update() takes no keyword arguments"); found by the fuzzer.
+    try:
+        items.update(k=2)
+    except TypeError as error:
+        return x * 2, str(error)
+    return x, ""

@@ -306,7 +306,13 @@ class Runner:
         return namespace["f"]
 
     def arguments(self, case: gen.Case, later: bool = False) -> tuple:
-        return tuple(eval(value.expr, self.helpers) for value in (case.later if later else case.args))
+        values: list[Any] = []
+        for value in case.later if later else case.args:
+            if value.expr.startswith(gen.ALIAS):
+                values.append(values[gen.PARAMS.index(value.expr[len(gen.ALIAS):])])
+            else:
+                values.append(eval(value.expr, self.helpers))
+        return tuple(values)
 
     def run(self, case: gen.Case, count: bool = False) -> Optional[tuple[str, Outcome, Outcome, list[str]]]:
         """None when the translated runs match the eager one; else (which run, eager outcome,
@@ -407,9 +413,8 @@ def shrink(runner: Runner, case: gen.Case, wanted: str, steps: int = SHRINK_STEP
 
 
 def reproducer(case: gen.Case) -> str:
-    args = ", ".join(value.expr for value in case.args)
-    later = ", ".join(value.expr for value in case.later)
-    return f"{case.source()}\nargs = ({args})\nlater = ({later})\n"
+    later = gen.arguments_source(case.later) if case.later else "()"
+    return f"{case.source()}\nargs = {gen.arguments_source(case.args)}\nlater = {later}\n"
 
 
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|\b\d+\b")

@@ -845,6 +845,17 @@ def identity(rng: random.Random, k: int) -> Fragment:
     return Fragment("identity:" + holder.split("(")[0][:8], tuple(lines))
 
 
+def crossed(rng: random.Random, k: int) -> Fragment:
+    """A change through one parameter, then a read through another: the same object where a
+    call passes it twice (`aliased`), and the read sees the change only then."""
+    x, y = rng.sample(PARAMS, 2)
+    change = pick(rng, (f"{x}.append(1)", f"{x}[0] = 9", f"{x}['k'] = 1", f"{x}.v = 5", f"{x}.clear()",
+                        f"{x}.pop()", f"{x}.update({{'k': 2}})", f"{x} += [7]"))
+    read = pick(rng, (f"len({y})", f"{y}[0]", f"{y}.get('k')", f"getattr({y}, 'v', None)", f"list({y})",
+                      f"{y} == {x}", f"{y} is {x}"))
+    return Fragment("crossed:" + change.split("(")[0][len(x):][:10], (change, f"r.append({read})"))
+
+
 def early_return(rng: random.Random, k: int) -> Fragment:
     x = operand(rng)
     return Fragment("return", (f"if {x}:", "    return ('early', r)"))
@@ -854,7 +865,7 @@ Template = Callable[[random.Random, int], Fragment]
 TEMPLATES: tuple[tuple[Template, int], ...] = (
     (simple_append, 12), (guarded, 24), (truth, 8), (augmented, 4), (store, 5), (unpack, 4), (loop, 5),
     (comprehension, 4), (with_block, 5), (closure, 4), (local_class, 3), (generator, 3), (raising, 4),
-    (printing, 3), (identity, 6), (early_return, 1), *(((match_block, 4),) if HAS_MATCH else ()),
+    (printing, 3), (identity, 6), (crossed, 4), (early_return, 1), *(((match_block, 4),) if HAS_MATCH else ()),
 )
 
 
@@ -873,7 +884,56 @@ def generate(seed: str) -> Case:
         body.append(fragment)
     # Drawn last, so that a seed's function and first arguments are what they were.
     later = tuple(random_value(rng, value.kind if rng.random() < LATER_SAME_KIND else None) for value in args)
+    # Drawn after the rest too: a call's argument may be an earlier argument itself.
+    args, later = aliased(rng, args, later)
     return Case(seed, args, tuple(body), later=later)
+
+
+# The share of calls whose arguments hold one object twice (`f(x, x, c)`), drawn apart for
+# the first call and the later one: a translation made for one object reached through two
+# parameters must not run for two objects, nor the other way round.
+ALIAS_SHARE = 0.15
+# The share of cases where one call holds an object twice and the other an equal copy in
+# its place, the rest the same: only identity tells the calls apart, so the first
+# translation's guards pass for the later call unless they guard it.
+TWIN_SHARE = 0.1
+# An argument that is the object an earlier parameter holds: ALIAS + that parameter's name.
+ALIAS = "@"
+
+
+def aliased(rng: random.Random, args: tuple[Value, ...],
+            later: tuple[Value, ...]) -> tuple[tuple[Value, ...], tuple[Value, ...]]:
+    """The first and the later call's arguments, with some passing an earlier one's object."""
+    def alias_at(values: tuple[Value, ...]) -> tuple[tuple[Value, ...], int, int]:
+        position = rng.randrange(1, len(values))
+        earlier = rng.randrange(position)
+        alias = Value(ALIAS + PARAMS[earlier], values[earlier].kind, (values[position].expr,))
+        return values[:position] + (alias,) + values[position + 1:], position, earlier
+
+    if rng.random() < TWIN_SHARE:
+        shared, position, earlier = alias_at(args)
+        twin = Value(args[earlier].expr, args[earlier].kind)
+        apart = args[:position] + (twin,) + args[position + 1:]
+        return (shared, apart) if rng.random() < 0.5 else (apart, shared)
+    if rng.random() < ALIAS_SHARE:
+        args = alias_at(args)[0]
+    if rng.random() < ALIAS_SHARE:
+        later = alias_at(later)[0]
+    return args, later
+
+
+def arguments_source(values: tuple[Value, ...]) -> str:
+    """The arguments as a tuple display (an aliased one names the earlier one's object)."""
+    aliased_names = {value.expr[len(ALIAS):] for value in values if value.expr.startswith(ALIAS)}
+    items = []
+    for name, value in zip(PARAMS, values):
+        if value.expr.startswith(ALIAS):
+            items.append(f"_{value.expr[len(ALIAS):]}")
+        elif name in aliased_names:
+            items.append(f"(_{name} := {value.expr})")
+        else:
+            items.append(value.expr)
+    return f"({', '.join(items)},)"
 
 
 # The share of a later call's arguments of the same kind as the first call's (the rest of
