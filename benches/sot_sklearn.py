@@ -89,19 +89,23 @@ def measure(sot: Any, name: str, estimator: Any, method: str, row: Any, args: ar
         differences.extend(why for equal, why in (same(eager, result) for result in results) if not equal)
         return fast
 
-    sot.reset()
-    translated = sot.translate(bound, trace_modules=TRACE, cost_model=False)
-    start = time.perf_counter()
-    first = translated(row)
-    record["first_ms"] = (time.perf_counter() - start) * 1e3
-    differences.extend(why for equal, why in [same(eager, first)] if not equal)
-    settled(translated)
-    times = interleaved_minimum({"eager": lambda: bound(row), "translated": lambda: translated(row)},
-                                args.batches, args.batch_ms / 1e3)
-    stats = sot.stats(translated)
+    def translation_alone() -> tuple[dict[str, float], Any]:
+        """The translation's first call after ``sot.reset()``, then its hot calls beside eager's;
+        the function is gone when this returns."""
+        sot.reset()
+        translated = sot.translate(bound, trace_modules=TRACE, cost_model=False)
+        start = time.perf_counter()
+        first = translated(row)
+        record["first_ms"] = (time.perf_counter() - start) * 1e3
+        differences.extend(why for equal, why in [same(eager, first)] if not equal)
+        settled(translated)
+        times = interleaved_minimum({"eager": lambda: bound(row), "translated": lambda: translated(row)},
+                                    args.batches, args.batch_ms / 1e3)
+        return times, sot.stats(translated)
+
+    times, stats = translation_alone()
     # The judged function alone, as a user has it: no other translated function keeps the
     # hook in the chain (a parked function's original calls then run at CPython's speed).
-    del translated
     gc.collect()
     judged = settled(sot.translate(bound, trace_modules=TRACE))
     judged_times = interleaved_minimum({"eager": lambda: bound(row), "judged": lambda: judged(row)},

@@ -2,11 +2,21 @@
 tests): after its warm-up calls, a translated function's calls alternate, timed, between the
 translation and the original, then run the faster way; results are the same either way."""
 
+import gc
+
 import numpy as np
 import pytest
 
 import framehook
 from framehook import sot
+
+
+@pytest.fixture(autouse=True)
+def no_translated_function_left():
+    """Translated functions of earlier tests that are garbage but not yet collected would
+    keep SOT's hook in the chain, which these tests watch leave it."""
+    gc.collect()
+
 
 WARM_CALLS = 2
 TRIALS = 5
