@@ -26,6 +26,18 @@ def no_hooks_left():
     assert not framehook._native._is_installed()
 
 
+@pytest.fixture
+def fresh_sot():
+    """SOT's translations and counters forgotten before and after a test: the tests of the
+    translator's user API (tests/test_sot_translate.py and its topic files) ask for it with
+    ``pytestmark = pytest.mark.usefixtures("fresh_sot")``."""
+    import framehook.sot as sot
+
+    sot.reset()
+    yield
+    sot.reset()
+
+
 def replace_code(target, replacement):
     """A hook that swaps `target`'s code for `replacement`, counting its calls."""
 
