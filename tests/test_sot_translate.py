@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import threading
 import traceback
 import types
@@ -1441,7 +1442,7 @@ def test_a_function_made_while_translating_is_one_object_with_all_make_function_
 
 def _variables_after_a_break(x):
     a = [x, x]
-    sep = os.path.join("a")  # a library function: a break
+    sep = os.getcwd()  # a function written in C: a break
 
     b = (sep, len(a))
     return sorted(vars()), sorted(locals()), b
@@ -1452,7 +1453,7 @@ def test_a_resume_function_shows_only_the_originals_variables():
     assert fast(3) == _variables_after_a_break(3)
     # The resume function runs its own code from the call on (vars() reads its frame).
     st = sot.stats(fast)
-    assert [b.reason for b in st.graph_breaks] == ["unsupported call: join (a library function)"]
+    assert [b.reason for b in st.graph_breaks] == ["unsupported call: getcwd"]
     assert [f.reason for f in st.fallbacks] == ["vars() reads the frame that calls it"]
 
 
@@ -2162,11 +2163,39 @@ def test_trace_modules_translates_library_code_like_the_users():
     case = unittest.TestCase()
     plain, traced = sot.translate(compare), sot.translate(compare, trace_modules=["unittest"])
     assert plain(case, 1, 1) == traced(case, 1, 1) == 2
-    assert [b.reason for b in sot.stats(plain).graph_breaks] == [
-        "unsupported call: TestCase.assertEqual (a library function)"]
+    # Without trace_modules the library's function is inlined too, within the budget of a
+    # library call (assertEqual's few hundred instructions fit); with it, as the user's.
+    assert sot.stats(plain).graph_breaks == [] and sot.stats(plain).translations == 1
     assert sot.stats(traced).graph_breaks == [] and sot.stats(traced).translations == 1
-    with pytest.raises(AssertionError, match="1 != 2"):
-        traced(case, 1, 2)
+    for fast in (plain, traced):
+        with pytest.raises(AssertionError, match="1 != 2"):
+            fast(case, 1, 2)
+
+
+_LONG_TEXT = "line\n" * 400
+
+
+def _indented_long_text(x):
+    y = x + 1
+    text = textwrap.indent(_LONG_TEXT, "  ")  # past a library call's budget: a break
+    return y * len(text)
+
+
+def test_a_library_call_that_breaks_leaves_no_guards():
+    """The whole call is the break, run as it is: what its inlining read (the function's
+    code and globals, its defaults) guards nothing, so a later call with another function
+    there still takes the translation."""
+    fast = sot.translate(_indented_long_text)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fast(x), _indented_long_text(x))
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks] == [
+        "unsupported call: indent (a library function: more than 1000 instructions simulated)"]
+    text = sot.explain(_indented_long_text, x)
+    first = text.split("translated (")[1]
+    assert "G[textwrap] is" in first and ".indent" not in first and "__defaults__" not in first
+    np.testing.assert_array_equal(fast(x), _indented_long_text(x))
+    assert sot.stats(fast).guard_failures == 0
 
 
 SHARED_LIBRARY = """

@@ -307,3 +307,12 @@ pub struct Guard {
     pub source: SourceId,
     pub check: Check,
 }
+
+impl Guard {
+    pub fn clone_ref(&self, py: Python<'_>) -> Guard {
+        Guard {
+            source: self.source,
+            check: self.check.clone_ref(py),
+        }
+    }
+}

@@ -375,11 +375,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             if renamed {
                 return graph_break(format!("a call of {} renamed while translating", qualname(&obj)));
             }
-            if self.backend.is_skipped_code(&obj.getattr("__code__")?)? {
-                return graph_break(format!(
-                    "unsupported call: {} (a library function)",
-                    qualname(&obj)
-                ));
+            match self.backend.code_kind(&obj.getattr("__code__")?)? {
+                CodeKind::Traced => {}
+                CodeKind::Library => return self.call_library(&obj, source, args, kwargs),
+                CodeKind::Closed => {
+                    return graph_break(format!(
+                        "unsupported call: {} (a library function)",
+                        qualname(&obj)
+                    ))
+                }
             }
             let function = self.function_of(&obj, source)?;
             return self.inline(&function, args, kwargs, source);

@@ -17,6 +17,7 @@ mod inline;
 mod interp;
 mod iterators;
 mod layers;
+mod library;
 mod matching;
 mod names;
 mod ops;
@@ -38,7 +39,7 @@ use pyo3::types::{
     PyBool, PyCFunction, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyRange, PyString, PyTuple, PyType,
 };
 
-use super::backend::Backend;
+use super::backend::{Backend, CodeKind};
 use super::guard::check::{
     holds_values_only, is_immutable, is_mutable_container, is_value_type, Check, Pin, VALUE_NESTING,
 };
@@ -132,6 +133,9 @@ pub struct Vm<'py, 'b> {
     outside_cells: HashMap<usize, SourceId>,
     /// Instructions simulated so far (see `MAX_STEPS`).
     steps: usize,
+    /// Where a library call is being inlined: `steps` when its outermost call began (see
+    /// `library::LIBRARY_BUDGET`).
+    library_since: Option<usize>,
     /// How deep `concrete` is in nested values.
     nesting: usize,
     /// The exceptions being handled, innermost last.
@@ -361,6 +365,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             cell_objects: HashMap::new(),
             outside_cells: HashMap::new(),
             steps: 0,
+            library_since: None,
             nesting: 0,
             lasti_values: std::collections::HashSet::new(),
             cleared_unbound: std::collections::HashSet::new(),

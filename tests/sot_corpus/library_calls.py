@@ -1,0 +1,133 @@
+"""Calls of library functions (the standard library's): inlined as user functions are, within
+a budget of instructions per outermost library call; whatever stops one inside (a break,
+something not modeled, the budget spent) makes the whole call the break, at the call site."""
+
+import collections
+import colorsys
+import copy
+import dataclasses
+import enum
+import functools
+import heapq
+import textwrap
+import typing
+
+from ._case import arr, case
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
+def library_arithmetic_inlined(x):
+    h, s, v = colorsys.rgb_to_hsv(0.2, 0.4, 0.6)
+    return x * h + s + v
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def library_exception_caught_by_caller(x):
+    # dataclasses.fields raises TypeError (from None) inside the library: the caller catches it.
+    try:
+        dataclasses.fields(5)
+    except TypeError as error:
+        return x + len(str(error)), error.__cause__ is None, error.__suppress_context__
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, raises=TypeError)
+def library_exception_escapes(x):
+    y = x + 1
+    dataclasses.fields(y)
+    return y
+
+
+@case(args=lambda: (arr(3), collections.UserList([1, 2, 3])), graphs=1, ops=1)
+def library_method_mutates_argument(x, items):
+    items.append(4)  # UserList.append, the library's: `self.data.append(item)`
+    return x + len(items.data), items.data
+
+
+@case(args=lambda: (arr(3), collections.UserList([1])), graphs=1, ops=1)
+def library_method_extends_argument(x, items):
+    items.extend([5, 6])  # UserList.extend: `self.data.extend(other)`, its isinstance test first
+    return x + len(items.data), items.data
+
+
+@case(args=lambda: (arr(3), [5, 1, 4, 2, 0]), graphs=1, ops=1)
+def library_function_mutates_caller_list(x, heap):
+    heapq._siftdown(heap, 0, len(heap) - 1)  # the Python one: moves the 0 up, in place
+    return x + heap[0], heap
+
+
+class _Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+    BLUE = 4
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def library_generator_iterated_by_caller(x):
+    total = 0
+    for member in _Color:  # EnumType.__iter__ gives the library's generator
+        total += member.value
+    return x + total
+
+
+class _Node:
+    def __init__(self, value, child=None):
+        self.value = value
+        self.child = child
+
+    def __copy__(self):
+        # User code called back from copy.copy, calling copy.copy again (nested library
+        # calls share the outermost call's budget).
+        child = copy.copy(self.child) if self.child is not None else None
+        return _Node(self.value + 1, child)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def library_calls_back_user_code(x):
+    node = copy.copy(_Node(1, _Node(10)))
+    return x * node.value + node.child.value
+
+
+@functools.cache
+def _cached_hue(r):
+    return colorsys.rgb_to_hsv(r, 0.5, 0.25)[0]
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def lru_cached_user_function_calling_the_library(x):
+    return x + _cached_hue(0.75)
+
+
+_LONG_TEXT = "line\n" * 400
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["indent (a library function: more than 1000 instructions"])
+def library_call_over_budget(x):
+    y = x + 1
+    text = textwrap.indent(_LONG_TEXT, "  ")  # a loop of 400 rounds: past the budget
+    return y * len(text)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def library_call_under_budget(x):
+    return x + len(textwrap.indent("a\nb\n", "  "))
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["NewType.__init__ (a library function:"])
+def library_function_reading_frames(x):
+    # NewType reads its caller's module from the frame (typing._caller: sys._getframe or
+    # sys._getframemodulename): a break; the call runs as it is.
+    y = x + 1
+    user_id = typing.NewType("UserId", int)
+    return y * len(user_id.__name__)
+
+
+def _recursive_sum(items):
+    # The user's function, handed to a library function that calls it back, recursing.
+    return sum(functools.reduce(lambda a, b: a + b, [i]) if isinstance(i, int) else _recursive_sum(i)
+               for i in items)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def library_calls_in_recursion(x):
+    return x + _recursive_sum([1, [2, [3, copy.copy((4,))[0]]]])
