@@ -2198,6 +2198,25 @@ def test_a_library_call_that_breaks_leaves_no_guards():
     assert sot.stats(fast).guard_failures == 0
 
 
+def _scaled_by_entry(x, table):
+    return x * table.get("scale", 1.0)
+
+
+def test_dict_get_guards_only_the_key_it_reads():
+    """`table.get(key)` of a dict the frame holds guards that key's presence and value, not
+    the dict's other keys: a dict with other keys takes the same translation; one without
+    the key, or with another value there, does not, and computes what the original does."""
+    fast = sot.translate(_scaled_by_entry)
+    x = np.arange(3.0)
+    for table in ({"scale": 2.0, "a": 1}, {"scale": 2.0, "b": 1, "c": 2}, {"b": 0, "scale": 2.0}):
+        np.testing.assert_array_equal(fast(x, table), _scaled_by_entry(x, table))
+    st = sot.stats(fast)
+    assert (st.translations, st.cache_hits, st.graph_breaks) == (1, 2, [])
+    for table in ({"a": 1}, {"scale": 3.0}):
+        np.testing.assert_array_equal(fast(x, table), _scaled_by_entry(x, table))
+    assert sot.stats(fast).translations == 3
+
+
 SHARED_LIBRARY = """
 import zlib
 

@@ -9,6 +9,7 @@ import dataclasses
 import enum
 import functools
 import heapq
+import inspect
 import textwrap
 import typing
 
@@ -131,3 +132,92 @@ def _recursive_sum(items):
 @case(args=lambda: (arr(3),), graphs=1, ops=1)
 def library_calls_in_recursion(x):
     return x + _recursive_sum([1, [2, [3, copy.copy((4,))[0]]]])
+
+
+# What scikit-learn's validation reaches in the standard library, modeled exactly.
+
+class _Fitted:
+    def __init__(self):
+        self.coef_ = 2.0
+        self.alpha = 0.5
+        self.classes_ = (0, 1)
+
+
+@case(args=lambda: (arr(3), _Fitted()), graphs=1, ops=1)
+def vars_of_an_argument(x, estimator):
+    # vars(obj) is obj.__dict__ itself (check_is_fitted lists the names ending in "_").
+    fitted = [name for name in vars(estimator) if name.endswith("_") and not name.startswith("__")]
+    return x * len(fitted), fitted, vars(estimator) is estimator.__dict__
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["vars() of an object without __dict__"])
+def vars_of_an_object_without_dict(x):
+    y = x + 1
+    try:
+        vars(3)  # TypeError, raised by the call run as it is
+    except TypeError:
+        y = y * 2
+    return y
+
+
+class _Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self):
+        self.a = 3
+
+
+@case(args=lambda: (arr(3), _Slotted()), graphs=1, ops=1)
+def c_data_descriptors_read_on_instances(x, slotted):
+    # A getset descriptor's __get__ bound (inspect's _static_getmro) and unbound, a member
+    # descriptor's (a slot), each the attribute the instance's read finds.
+    mro = type.__dict__["__mro__"].__get__(type(slotted))
+    namespace = type(type.__dict__["__dict__"]).__get__(type.__dict__["__dict__"], _Slotted)
+    a = type(slotted).__dict__["a"].__get__(slotted)
+    return x + a, mro, "a" in namespace, "__init__" in namespace, "z" in namespace
+
+
+_MISSING = object()
+
+
+@case(args=lambda: (arr(3), _Fitted()), graphs=1, ops=1)
+def getattr_static_of_instances_and_arrays(x, estimator):
+    found = inspect.getattr_static(estimator, "coef_", _MISSING)
+    on_array = inspect.getattr_static(x, "__narwhals_dataframe__", _MISSING) is _MISSING
+    shape = inspect.getattr_static(x, "shape") is type(x).__dict__["shape"]
+    return x * found, on_array, shape
+
+
+@case(args=lambda: (arr(3), _Fitted()), graphs=1, ops=1)
+def object_getattribute_called(x, estimator):
+    alpha = object.__getattribute__(estimator, "alpha")
+    try:
+        object.__getattribute__(x, "__dict__")  # an array has none: AttributeError
+    except AttributeError as error:
+        return x * alpha, str(error)
+    return x
+
+
+@case(args=lambda: (arr(3), [1, 2], {"k": 5}), graphs=1, ops=1)
+def unbound_container_methods(x, items, table):
+    list.append(items, 3)
+    found = dict.get(table, "k", 0) + dict.get(table, "missing", 10)
+    return x * found, items, dict.get(table, "k"), tuple.index((4, 5, 6), 5)
+
+
+class _OwnGet(dict):
+    def get(self, key, default=None):
+        return 42
+
+
+@case(args=lambda: (arr(3), _OwnGet(k=1)), graphs=2, ops=2, breaks=["unsupported call: dict.get"])
+def unbound_dict_method_of_a_subclass(x, table):
+    y = x + 1
+    # dict's own get, not the subclass's: not modeled, the call runs as it is.
+    found = dict.get(table, "k")
+    return y * found
+
+
+@case(args=lambda: (arr(3), {"a": 1.5, "b": 2}), graphs=1, ops=2)
+def dict_get_of_an_argument(x, table):
+    return x * table.get("a", 0) + table.get("missing", 3), table.get("b")

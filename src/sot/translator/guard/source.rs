@@ -178,9 +178,17 @@ impl SourceTable {
             Source::Builtin(n) => format!("builtins.{}", n.bind(py)),
             Source::Held(held) => {
                 let held = held.bind(py);
-                match held.get_item("__name__") {
-                    Ok(name) => format!("<globals of {name}>"),
-                    Err(_) => format!(
+                match held
+                    .cast::<pyo3::types::PyDict>()
+                    .map(|globals| globals.get_item("__name__"))
+                {
+                    Ok(Ok(Some(name))) => format!("<globals of {name}>"),
+                    _ if held.is_instance_of::<PyType>() => format!(
+                        "<{}>",
+                        held.getattr("__qualname__")
+                            .map_or_else(|_| "a class".into(), |n| n.to_string())
+                    ),
+                    _ => format!(
                         "<{}>",
                         held.get_type()
                             .name()
@@ -188,6 +196,7 @@ impl SourceTable {
                     ),
                 }
             }
+            Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars, handed)),
             Source::Attr(p, n) => format!(
                 "{}.{}",
                 self.describe(py, *p, varnames, freevars, handed),
@@ -198,7 +207,6 @@ impl SourceTable {
                 self.describe(py, *p, varnames, freevars, handed),
                 n.bind(py).to_string()
             ),
-            Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars, handed)),
             Source::Item(p, k) => format!(
                 "{}[{}]",
                 self.describe(py, *p, varnames, freevars, handed),
