@@ -286,7 +286,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         };
         if !instance_class.is_subclass(&objclass)? {
-            return Ok(None);
+            // The descriptor's TypeError (inspect's `_is_type` catches it), which follows from
+            // the instance's type (guarded): raised now, by the descriptor, on the object.
+            let example = match self.val(instance) {
+                Val::Tensor { example, .. } | Val::Obj { obj: example, .. } => example.clone(),
+                _ => return Ok(None),
+            };
+            return match descriptor.call_method1("__get__", (example,)) {
+                Err(error) if error.is_instance_of::<PyTypeError>(self.py) => Err(Problem::Python(error)),
+                _ => Ok(None),
+            };
         }
         let name: String = descriptor.getattr("__name__")?.extract()?;
         let found = self.type_lookup(&instance_type, &name)?;
@@ -298,6 +307,28 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         }
         self.load_attr(instance, &name).map(Some)
+    }
+
+    /// `os.fspath(path)` of a str or bytes (os.path's functions begin with it): the path
+    /// itself, as os.fspath gives it back. None for another call or argument.
+    fn fspath_of_text(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let ([path], true) = (args, kwargs.is_empty()) else {
+            return Ok(None);
+        };
+        let is_fspath = imported(self.py, "os")
+            .and_then(|os| os.getattr("fspath").ok())
+            .is_some_and(|fspath| fspath.is(obj));
+        if !is_fspath || self.contains_tensor(*path) {
+            return Ok(None);
+        }
+        let ty = self.type_of(*path)?;
+        let text = ty.is(self.py.get_type::<PyString>()) || ty.is(self.py.get_type::<pyo3::types::PyBytes>());
+        Ok(text.then_some(*path))
     }
 
     /// `object.__getattribute__(instance, name)` (inspect's `_check_instance`): as
@@ -458,6 +489,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                 }
             }
+        }
+        if let Some(path) = self.fspath_of_text(&obj, &args, &kwargs)? {
+            pin(self);
+            return Ok(path);
         }
         if obj.is(&self.ops.object_getattribute) {
             if let Some(read) = self.object_getattribute(&args, &kwargs)? {
