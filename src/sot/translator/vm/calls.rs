@@ -244,8 +244,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// descriptor, through its bound `__get__` or its type's: inspect's `_static_getmro`,
     /// `type.__dict__['__mro__'].__get__`): the attribute `instance.name` reads, where that
     /// read finds this descriptor (a data descriptor of the instance's type, pinned, whose
-    /// `__getattribute__` is object's or type's, which give data descriptors precedence).
-    /// None for another call.
+    /// `__getattribute__` is object's or type's, which give data descriptors precedence, and
+    /// no `__getattr__`). None for another call.
     fn c_data_descriptor_get(
         &mut self,
         getter: &Bound<'py, PyAny>,
@@ -303,7 +303,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         let type_getattribute = builtin(self.py, "type")?.getattr("__getattribute__")?;
         let generic =
             getattribute.is_some_and(|g| g.is(&self.ops.object_getattribute) || g.is(&type_getattribute));
-        if !generic || !found.is_some_and(|found| found.is(&descriptor)) {
+        // A `__getattr__` would answer where the descriptor raises AttributeError (a slot
+        // never stored); the descriptor's `__get__` raises it.
+        let hook = self.type_lookup(&instance_type, "__getattr__")?;
+        if !generic || hook.is_some() || !found.is_some_and(|found| found.is(&descriptor)) {
             return Ok(None);
         }
         self.load_attr(instance, &name).map(Some)
