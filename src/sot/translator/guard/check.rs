@@ -63,16 +63,6 @@ impl Pin {
         }
     }
 
-    pub fn clone_ref(&self, py: Python<'_>) -> Pin {
-        match self {
-            Pin::Strong(object) => Pin::Strong(object.clone_ref(py)),
-            Pin::Weak { reference, address } => Pin::Weak {
-                reference: reference.clone_ref(py),
-                address: *address,
-            },
-        }
-    }
-
     pub fn address(&self) -> usize {
         match self {
             Pin::Strong(object) => object.as_ptr() as usize,
@@ -148,34 +138,6 @@ pub enum Check {
 }
 
 impl Check {
-    /// The same check, holding the same objects (a snapshot's copy).
-    pub fn clone_ref(&self, py: Python<'_>) -> Check {
-        match self {
-            Check::Type(pin) => Check::Type(pin.clone_ref(py)),
-            Check::Id(pin) => Check::Id(pin.clone_ref(py)),
-            Check::Equals(v) => Check::Equals(v.clone_ref(py)),
-            Check::SameValue(v) => Check::SameValue(v.clone_ref(py)),
-            Check::Len(n) => Check::Len(*n),
-            Check::Keys(k) => Check::Keys(k.clone_ref(py)),
-            Check::OrderedKeys { ty, keys } => Check::OrderedKeys {
-                ty: ty.clone_ref(py),
-                keys: keys.clone_ref(py),
-            },
-            Check::Tensor { ty, attributes } => Check::Tensor {
-                ty: ty.clone_ref(py),
-                attributes: attributes
-                    .iter()
-                    .map(|(name, value)| (name.clone_ref(py), value.clone_ref(py)))
-                    .collect(),
-            },
-            Check::SameAs(other) => Check::SameAs(*other),
-            Check::Distinct(others) => Check::Distinct(others.clone()),
-            Check::ClassUnchanged(tag) => Check::ClassUnchanged(*tag),
-            Check::Absent => Check::Absent,
-            Check::Present => Check::Present,
-        }
-    }
-
     /// What the check asserts; `source_name` names the other sources it reads.
     pub fn describe(&self, py: Python<'_>, source_name: &dyn Fn(SourceId) -> String) -> String {
         // A tensor's meta attributes are the backend's (a dtype, a shape): their own repr.
