@@ -256,10 +256,9 @@ def test_logging_exception_in_a_handler_after_a_break_prints_the_traceback():
     else:
         # 3.9/3.10 resume no frame inside a handler: the break there runs it eagerly.
         assert st.own_frame == "eager"
-        assert [b.reason for b in st.graph_breaks] == [
-            "unsupported call: Logger.exception (a library function) (the frame runs eagerly: an "
-            "exception is being handled)"
-        ]
+        [reason] = [b.reason for b in st.graph_breaks]
+        assert reason.startswith("unsupported call: Logger.exception (a library function: ")
+        assert reason.endswith(") (the frame runs eagerly: an exception is being handled)")
 
 
 def test_an_exception_leaving_a_resume_function_has_the_originals_traceback():

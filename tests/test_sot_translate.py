@@ -5,6 +5,7 @@ tests/test_sot_*.py files (guards, graph breaks, side effects, exceptions, conta
 objects, calls, explain); the differential corpus is tests/test_sot_corpus.py."""
 
 import sys
+import textwrap
 import threading
 import traceback
 
@@ -374,11 +375,58 @@ def test_trace_modules_translates_library_code_like_the_users():
     case = unittest.TestCase()
     plain, traced = sot.translate(compare), sot.translate(compare, trace_modules=["unittest"])
     assert plain(case, 1, 1) == traced(case, 1, 1) == 2
-    assert [b.reason for b in sot.stats(plain).graph_breaks] == [
-        "unsupported call: TestCase.assertEqual (a library function)"]
+    # Without trace_modules the library's function is inlined too, within the budget of a
+    # library call (assertEqual's few hundred instructions fit); with it, as the user's.
+    assert sot.stats(plain).graph_breaks == [] and sot.stats(plain).translations == 1
     assert sot.stats(traced).graph_breaks == [] and sot.stats(traced).translations == 1
-    with pytest.raises(AssertionError, match="1 != 2"):
-        traced(case, 1, 2)
+    for fast in (plain, traced):
+        with pytest.raises(AssertionError, match="1 != 2"):
+            fast(case, 1, 2)
+
+
+_LONG_TEXT = "line\n" * 400
+
+
+def _indented_long_text(x):
+    y = x + 1
+    text = textwrap.indent(_LONG_TEXT, "  ")  # past a library call's budget: a break
+    return y * len(text)
+
+
+def test_a_library_call_that_breaks_leaves_no_guards():
+    """The whole call is the break, run as it is: what its inlining read (the function's
+    code and globals, its defaults) guards nothing, so a later call with another function
+    there still takes the translation."""
+    fast = sot.translate(_indented_long_text)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fast(x), _indented_long_text(x))
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks] == [
+        "unsupported call: indent (a library function: more than 1000 instructions simulated)"]
+    text = sot.explain(_indented_long_text, x)
+    first = text.split("translated (")[1]
+    assert "G[textwrap] is" in first and ".indent" not in first and "__defaults__" not in first
+    np.testing.assert_array_equal(fast(x), _indented_long_text(x))
+    assert sot.stats(fast).guard_failures == 0
+
+
+def _scaled_by_entry(x, table):
+    return x * table.get("scale", 1.0)
+
+
+def test_dict_get_guards_only_the_key_it_reads():
+    """`table.get(key)` of a dict the frame holds guards that key's presence and value, not
+    the dict's other keys: a dict with other keys takes the same translation; one without
+    the key, or with another value there, does not, and computes what the original does."""
+    fast = sot.translate(_scaled_by_entry)
+    x = np.arange(3.0)
+    for table in ({"scale": 2.0, "a": 1}, {"scale": 2.0, "b": 1, "c": 2}, {"b": 0, "scale": 2.0}):
+        np.testing.assert_array_equal(fast(x, table), _scaled_by_entry(x, table))
+    st = sot.stats(fast)
+    assert (st.translations, st.cache_hits, st.graph_breaks) == (1, 2, [])
+    for table in ({"a": 1}, {"scale": 3.0}):
+        np.testing.assert_array_equal(fast(x, table), _scaled_by_entry(x, table))
+    assert sot.stats(fast).translations == 3
 
 
 SHARED_LIBRARY = """

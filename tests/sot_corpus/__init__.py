@@ -67,6 +67,7 @@ MODULES = [
     Module("dynamic_numbers", "dynamic_numbers"),
     Module("exact", "exact"),
     Module("shared_objects", "shared_objects"),
+    Module("library_calls", "library_calls"),
     Module("match_310", "match", (3, 10), "match statements need Python 3.10+"),
     Module("except_star_311", "except_star", (3, 11), "except* needs Python 3.11+"),
     Module("type_params_312", "type_params", (3, 12), "PEP 695 type parameters need Python 3.12+"),

@@ -34,6 +34,20 @@ fn functions_by_address(object: &Bound<'_, PyAny>, name: &str) -> PyResult<HashM
     }
 }
 
+/// How a translation treats the code of a function it meets (`Backend::code_kind`): the
+/// one place that decides.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CodeKind {
+    /// The user's code, and modules the session traces: inlined, translated as a frame.
+    Traced,
+    /// The standard library: never translated as a frame; a call of one of its functions
+    /// is inlined within a budget, else the whole call is a graph break (`vm::library`).
+    Library,
+    /// The backend's own files, numpy's and framehook's: never entered (their functions
+    /// are the backend's operations, modeled, or breaks).
+    Closed,
+}
+
 pub struct Backend<'py> {
     pub object: Bound<'py, PyAny>,
     table: &'static Table,
@@ -50,7 +64,13 @@ pub struct Backend<'py> {
     /// (`dim()`): computed while translating.
     meta_methods: Vec<String>,
     conversions: Vec<String>,
-    skip_prefixes: Vec<String>,
+    /// The standard library's files (and frozen modules'): `CodeKind::Library`.
+    library_prefixes: Vec<String>,
+    /// The backend's own files and framehook's: `CodeKind::Closed`.
+    closed_prefixes: Vec<String>,
+    /// numpy's directory, closed where it would be a library's (a numpy installed apart
+    /// from the standard library is translated as before, under another backend).
+    numpy_prefix: Option<String>,
     /// Under a skip prefix but translated (the session's `trace_modules`).
     traced_prefixes: Vec<String>,
     is_op: Bound<'py, PyAny>,
@@ -127,11 +147,18 @@ impl<'py> Backend<'py> {
         table: &'static Table,
         object: Bound<'py, PyAny>,
         skip_prefixes: Vec<String>,
+        closed_prefixes: Vec<String>,
         traced_prefixes: Vec<String>,
     ) -> PyResult<Self> {
         let strings = |name: &str| -> PyResult<Vec<String>> { object.getattr(name)?.extract() };
-        let mut prefixes = strings("skip_prefixes")?;
-        prefixes.extend(skip_prefixes);
+        let mut closed = strings("skip_prefixes")?;
+        closed.extend(closed_prefixes);
+        // numpy's functions are operations (or breaks) for every backend, never a library's
+        // code to run instruction by instruction.
+        let numpy_prefix = imported(object.py(), "numpy")
+            .and_then(|numpy| numpy.getattr("__file__").ok())
+            .and_then(|file| file.extract::<String>().ok())
+            .and_then(|file| file.rsplit_once('/').map(|(dir, _)| format!("{dir}/")));
         let mut traced_prefixes = traced_prefixes;
         if let Some(files) = optional(&object, "traced_files")? {
             traced_prefixes.extend(files.extract::<Vec<String>>()?);
@@ -153,7 +180,9 @@ impl<'py> Backend<'py> {
                 None => Vec::new(),
             },
             conversions: strings("conversions")?,
-            skip_prefixes: prefixes,
+            library_prefixes: skip_prefixes,
+            closed_prefixes: closed,
+            numpy_prefix,
             traced_prefixes,
             is_op: object.getattr("is_op")?,
             is_constant_operand: object.getattr("is_constant_operand")?,
@@ -372,21 +401,32 @@ impl<'py> Backend<'py> {
         })
     }
 
-    pub fn is_skipped_file(&self, filename: &str) -> bool {
-        let under = |prefixes: &[String]| prefixes.iter().any(|p| filename.starts_with(p.as_str()));
-        under(&self.skip_prefixes) && !under(&self.traced_prefixes)
-    }
-
-    pub fn is_skipped_code(&self, code: &Bound<'py, PyAny>) -> PyResult<bool> {
+    /// How a translation treats `code`: traced (the user's), a library's, or closed.
+    pub fn code_kind(&self, code: &Bound<'py, PyAny>) -> PyResult<CodeKind> {
         if self
             .traced_codes
             .iter()
             .any(|traced| traced.as_ptr() == code.as_ptr())
         {
-            return Ok(false);
+            return Ok(CodeKind::Traced);
         }
         let filename: String = code.getattr("co_filename")?.extract()?;
-        Ok(self.is_skipped_file(&filename))
+        let under = |prefixes: &[String]| prefixes.iter().any(|p| filename.starts_with(p.as_str()));
+        let is_library = under(&self.library_prefixes);
+        Ok(if under(&self.traced_prefixes) {
+            CodeKind::Traced
+        } else if under(&self.closed_prefixes) || (is_library && under(self.numpy_prefix.as_slice())) {
+            CodeKind::Closed
+        } else if is_library {
+            CodeKind::Library
+        } else {
+            CodeKind::Traced
+        })
+    }
+
+    /// Code the translator never translates as a frame (a library's or closed).
+    pub fn is_skipped_code(&self, code: &Bound<'py, PyAny>) -> PyResult<bool> {
+        Ok(self.code_kind(code)? != CodeKind::Traced)
     }
 
     /// A code object's decoded instructions, once per translation.

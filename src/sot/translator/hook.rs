@@ -29,6 +29,9 @@ pub struct Translator {
     /// current, no hook was added or removed, so a call need not look.
     pub registered_in: AtomicU64,
     pub skip_prefixes: Vec<String>,
+    /// Of those, the files no translation enters, not even as a library (`CodeKind::Closed`):
+    /// framehook's own.
+    pub closed_prefixes: Vec<String>,
 }
 
 pub static TRANSLATOR: LazyLock<Mutex<Option<Arc<Translator>>>> = LazyLock::new(Mutex::default);
@@ -57,7 +60,7 @@ impl Translator {
             .getattr("__file__")?
             .extract::<String>()
             .map(|f| f.rsplit_once('/').map_or(f.clone(), |(d, _)| format!("{d}/")))?;
-        skip_prefixes.push(framehook_dir);
+        skip_prefixes.push(framehook_dir.clone());
         skip_prefixes.push("<frozen".to_owned());
         let translator = Arc::new(Translator {
             caches: CodeCaches::request(py)?,
@@ -65,6 +68,7 @@ impl Translator {
             live_functions: Mutex::default(),
             registered_in: AtomicU64::new(0),
             skip_prefixes,
+            closed_prefixes: vec![framehook_dir],
         });
         *slot = Some(Arc::clone(&translator));
         Ok(translator)
@@ -316,6 +320,7 @@ impl Translator {
                 translate(
                     &self.caches,
                     &self.skip_prefixes,
+                    &self.closed_prefixes,
                     py,
                     context,
                     &config,

@@ -287,6 +287,7 @@ pub fn log_event(py: Python<'_>, message: &str) {
 pub fn translate(
     caches: &CodeCaches,
     skip_prefixes: &[String],
+    closed_prefixes: &[String],
     py: Python<'_>,
     context: &HookContext<'_, '_>,
     config: &Arc<Config>,
@@ -303,6 +304,7 @@ pub fn translate(
         table,
         backend_object.clone(),
         skip_prefixes.to_vec(),
+        closed_prefixes.to_vec(),
         config.traced_prefixes.clone(),
     )?;
     if backend.is_skipped_code(&code)? {

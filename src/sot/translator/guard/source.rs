@@ -178,9 +178,17 @@ impl SourceTable {
             Source::Builtin(n) => format!("builtins.{}", n.bind(py)),
             Source::Held(held) => {
                 let held = held.bind(py);
-                match held.get_item("__name__") {
-                    Ok(name) => format!("<globals of {name}>"),
-                    Err(_) => format!(
+                match held
+                    .cast::<pyo3::types::PyDict>()
+                    .map(|globals| globals.get_item("__name__"))
+                {
+                    Ok(Ok(Some(name))) => format!("<globals of {name}>"),
+                    _ if held.is_instance_of::<PyType>() => format!(
+                        "<{}>",
+                        held.getattr("__qualname__")
+                            .map_or_else(|_| "a class".into(), |n| n.to_string())
+                    ),
+                    _ => format!(
                         "<{}>",
                         held.get_type()
                             .name()
@@ -188,6 +196,7 @@ impl SourceTable {
                     ),
                 }
             }
+            Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars, handed)),
             Source::Attr(p, n) => format!(
                 "{}.{}",
                 self.describe(py, *p, varnames, freevars, handed),
@@ -198,7 +207,6 @@ impl SourceTable {
                 self.describe(py, *p, varnames, freevars, handed),
                 n.bind(py).to_string()
             ),
-            Source::Called(p) => format!("{}()", self.describe(py, *p, varnames, freevars, handed)),
             Source::Item(p, k) => format!(
                 "{}[{}]",
                 self.describe(py, *p, varnames, freevars, handed),
@@ -233,8 +241,8 @@ impl SourceTable {
     /// Adds `check` of `source` to `guards` unless a guard of the source already implies
     /// it. Where it implies guards of the source, it takes the first one's place (checked
     /// as early, never before the guards that make fetching the source safe) and the others
-    /// go.
-    pub fn add_guard(guards: &mut Vec<Guard>, source: SourceId, check: Check) {
+    /// go. What it changed goes on `journal`, for `undo_guards`.
+    pub fn add_guard(guards: &mut Vec<Guard>, journal: &mut Vec<GuardUndo>, source: SourceId, check: Check) {
         // The class of a value guarded by its type or identity: its attributes too.
         let class = match &check {
             Check::Type(ty) => Python::attach(|py| {
@@ -247,13 +255,13 @@ impl SourceTable {
             }
             _ => None,
         };
-        Self::add_one_guard(guards, source, check);
+        Self::add_one_guard(guards, journal, source, check);
         if let Some(class) = class {
-            Self::add_one_guard(guards, source, class);
+            Self::add_one_guard(guards, journal, source, class);
         }
     }
 
-    fn add_one_guard(guards: &mut Vec<Guard>, source: SourceId, check: Check) {
+    fn add_one_guard(guards: &mut Vec<Guard>, journal: &mut Vec<GuardUndo>, source: SourceId, check: Check) {
         if guards
             .iter()
             .any(|g| g.source == source && g.check.implies(&check))
@@ -263,14 +271,48 @@ impl SourceTable {
         let implied = |g: &Guard| g.source == source && check.implies(&g.check);
         match guards.iter().position(implied) {
             Some(first) => {
-                let mut index = 0;
-                guards.retain(|g| {
-                    index += 1;
-                    index - 1 == first || !implied(g)
+                let mut removed = Vec::new();
+                for (index, guard) in std::mem::take(guards).into_iter().enumerate() {
+                    if index != first && implied(&guard) {
+                        removed.push((index, guard));
+                    } else {
+                        guards.push(guard);
+                    }
+                }
+                let replaced = std::mem::replace(&mut guards[first].check, check);
+                journal.push(GuardUndo::Replaced {
+                    index: first,
+                    check: replaced,
+                    removed,
                 });
-                guards[first].check = check;
             }
-            None => guards.push(Guard { source, check }),
+            None => {
+                guards.push(Guard { source, check });
+                journal.push(GuardUndo::Pushed);
+            }
+        }
+    }
+
+    /// Takes `guards` back to where `journal` was `mark` long, undoing `add_guard`s since.
+    pub fn undo_guards(guards: &mut Vec<Guard>, journal: &mut Vec<GuardUndo>, mark: usize) {
+        while journal.len() > mark {
+            match journal.pop().expect("longer than the mark") {
+                GuardUndo::Pushed => {
+                    guards.pop();
+                }
+                GuardUndo::Replaced {
+                    index,
+                    check,
+                    removed,
+                } => {
+                    // The removed guards all came after `index`: put back in order, each
+                    // lands where it was.
+                    for (at, guard) in removed {
+                        guards.insert(at, guard);
+                    }
+                    guards[index].check = check;
+                }
+            }
         }
     }
 
@@ -306,4 +348,79 @@ pub fn name_ref(py: Python<'_>, name: &str) -> StrongRef {
 pub struct Guard {
     pub source: SourceId,
     pub check: Check,
+}
+
+/// What one `SourceTable::add_guard` changed of the guards, to undo it.
+pub enum GuardUndo {
+    /// A guard put at the end.
+    Pushed,
+    /// The check that was at `index` before a stronger one took its place, and the guards
+    /// the stronger one made redundant, removed, with where they were (in order).
+    Replaced {
+        index: usize,
+        check: Check,
+        removed: Vec<(usize, Guard)>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Check, Guard, GuardUndo, SourceTable};
+
+    fn lengths(guards: &[Guard]) -> Vec<(usize, Option<usize>)> {
+        guards
+            .iter()
+            .map(|g| {
+                let n = match g.check {
+                    Check::Len(n) => Some(n),
+                    _ => None,
+                };
+                (g.source, n)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn undoing_guards_restores_them_in_order() {
+        let (mut guards, mut journal) = (Vec::new(), Vec::new());
+        SourceTable::add_guard(&mut guards, &mut journal, 0, Check::Present);
+        SourceTable::add_guard(&mut guards, &mut journal, 1, Check::Len(1));
+        let mark = journal.len();
+        // Len(3) implies Present: it takes its place; the others are pushed; an implied one
+        // is not added.
+        SourceTable::add_guard(&mut guards, &mut journal, 0, Check::Len(3));
+        SourceTable::add_guard(&mut guards, &mut journal, 2, Check::Len(2));
+        SourceTable::add_guard(&mut guards, &mut journal, 2, Check::Present);
+        assert_eq!(lengths(&guards), [(0, Some(3)), (1, Some(1)), (2, Some(2))]);
+        SourceTable::undo_guards(&mut guards, &mut journal, mark);
+        assert_eq!(lengths(&guards), [(0, None), (1, Some(1))]);
+        assert!(matches!(guards[0].check, Check::Present));
+        assert_eq!(journal.len(), mark);
+    }
+
+    #[test]
+    fn undoing_a_replacement_puts_the_removed_guards_back_where_they_were() {
+        let guard = |source, n| Guard {
+            source,
+            check: Check::Len(n),
+        };
+        // [g0, g1, g2, g3, g4] became [g0, g1', g3]: g1's check replaced, g2 and g4 removed.
+        let mut guards = vec![guard(0, 0), guard(1, 10), guard(3, 3)];
+        let mut journal = vec![GuardUndo::Replaced {
+            index: 1,
+            check: Check::Len(1),
+            removed: vec![(2, guard(2, 2)), (4, guard(4, 4))],
+        }];
+        SourceTable::undo_guards(&mut guards, &mut journal, 0);
+        assert_eq!(
+            lengths(&guards),
+            [
+                (0, Some(0)),
+                (1, Some(1)),
+                (2, Some(2)),
+                (3, Some(3)),
+                (4, Some(4))
+            ]
+        );
+    }
 }

@@ -29,7 +29,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     pub fn add_guard(&mut self, source: SourceId, check: Check) {
-        SourceTable::add_guard(&mut self.guards, source, check);
+        SourceTable::add_guard(&mut self.guards, &mut self.guard_journal, source, check);
     }
 
     /// The id of `source`; an attribute or item of an object pinned by identity is one

@@ -421,6 +421,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                             name: name.to_owned(),
                         }));
                     }
+                    if name == "get"
+                        && obj.is_exact_instance_of::<PyDict>()
+                        && !self.mutated.contains_key(&(obj.as_ptr() as usize))
+                    {
+                        // Read through the dict itself, guarding only the key it is asked
+                        // for (`frame_dict_get`), not the whole dict's keys.
+                        return Ok(self.push_val(Val::ContainerMethod {
+                            container: owner,
+                            name: name.to_owned(),
+                        }));
+                    }
                     let copy = if mutates {
                         self.mutable_copy(owner)?
                     } else {
@@ -514,6 +525,14 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             let value = obj.getattr(name)?;
+            if source.is_none() && name == "__dict__" && obj.is_instance_of::<PyType>() {
+                // A class the translation holds (an item of a pinned class's `__mro__`): its
+                // namespace read through it, held and pinned, so that its items are read and
+                // guarded one by one (`class_namespace`), as a frame class's are.
+                let held = self.intern(Source::Held(StrongRef::new(&obj)));
+                self.add_guard(held, Check::Id(Pin::new(&obj)));
+                return Ok(self.value_of_source(Source::Attr(held, name_ref(self.py, name)), value));
+            }
             return Ok(attr_source(self, value));
         }
         let exception = obj.is_instance(&self.py.get_type::<pyo3::exceptions::PyBaseException>())?;

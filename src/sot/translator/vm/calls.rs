@@ -240,6 +240,175 @@ impl<'py, 'b> Vm<'py, 'b> {
         })))
     }
 
+    /// `descriptor.__get__(instance[, owner])` of a C data descriptor (a getset or member
+    /// descriptor, through its bound `__get__` or its type's: inspect's `_static_getmro`,
+    /// `type.__dict__['__mro__'].__get__`): the attribute `instance.name` reads, where that
+    /// read finds this descriptor (a data descriptor of the instance's type, pinned, whose
+    /// `__getattribute__` is object's or type's, which give data descriptors precedence, and
+    /// no `__getattr__`). None for another call.
+    fn c_data_descriptor_get(
+        &mut self,
+        getter: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if !kwargs.is_empty() || !getter.getattr("__name__")?.eq("__get__")? {
+            return Ok(None);
+        }
+        let data_descriptor_types = [
+            self.ops.getset_descriptor_type.clone(),
+            self.ops.member_descriptor_type.clone(),
+        ];
+        let (descriptor, args) = if getter.get_type().is(&self.ops.method_wrapper_type) {
+            (getter.getattr("__self__")?, args)
+        } else {
+            let of_data_descriptors = getter
+                .getattr("__objclass__")
+                .is_ok_and(|owner| data_descriptor_types.iter().any(|t| t.is(&owner)));
+            match args {
+                [descriptor, rest @ ..] if of_data_descriptors => (self.identity_of(*descriptor)?, rest),
+                _ => return Ok(None),
+            }
+        };
+        if !data_descriptor_types.iter().any(|t| descriptor.get_type().is(t)) {
+            return Ok(None);
+        }
+        let (&[instance] | &[instance, _]) = args else {
+            return Ok(None);
+        };
+        let instance_type = self.type_of(instance)?;
+        if instance_type.is(self.ops.none.get_type()) {
+            // `__get__(None, owner)` gives the descriptor back; without an owner, a TypeError.
+            return Ok(None);
+        }
+        let objclass = descriptor.getattr("__objclass__")?;
+        let Ok(instance_class) = instance_type.cast::<PyType>() else {
+            return Ok(None);
+        };
+        if !instance_class.is_subclass(&objclass)? {
+            // The descriptor's TypeError (inspect's `_is_type` catches it), which follows from
+            // the instance's type (guarded): raised now, by the descriptor, on the object.
+            let example = match self.val(instance) {
+                Val::Tensor { example, .. } | Val::Obj { obj: example, .. } => example.clone(),
+                _ => return Ok(None),
+            };
+            return match descriptor.call_method1("__get__", (example,)) {
+                Err(error) if error.is_instance_of::<PyTypeError>(self.py) => Err(Problem::Python(error)),
+                _ => Ok(None),
+            };
+        }
+        let name: String = descriptor.getattr("__name__")?.extract()?;
+        let found = self.type_lookup(&instance_type, &name)?;
+        let getattribute = self.type_lookup(&instance_type, "__getattribute__")?;
+        let type_getattribute = builtin(self.py, "type")?.getattr("__getattribute__")?;
+        let generic =
+            getattribute.is_some_and(|g| g.is(&self.ops.object_getattribute) || g.is(&type_getattribute));
+        // A `__getattr__` would answer where the descriptor raises AttributeError (a slot
+        // never stored); the descriptor's `__get__` raises it.
+        let hook = self.type_lookup(&instance_type, "__getattr__")?;
+        if !generic || hook.is_some() || !found.is_some_and(|found| found.is(&descriptor)) {
+            return Ok(None);
+        }
+        self.load_attr(instance, &name).map(Some)
+    }
+
+    /// `os.fspath(path)` of a str or bytes (os.path's functions begin with it): the path
+    /// itself, as os.fspath gives it back. None for another call or argument.
+    fn fspath_of_text(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let ([path], true) = (args, kwargs.is_empty()) else {
+            return Ok(None);
+        };
+        let is_fspath = imported(self.py, "os")
+            .and_then(|os| os.getattr("fspath").ok())
+            .is_some_and(|fspath| fspath.is(obj));
+        if !is_fspath || self.contains_tensor(*path) {
+            return Ok(None);
+        }
+        let ty = self.type_of(*path)?;
+        let text = ty.is(self.py.get_type::<PyString>()) || ty.is(self.py.get_type::<pyo3::types::PyBytes>());
+        Ok(text.then_some(*path))
+    }
+
+    /// `object.__getattribute__(instance, name)` (inspect's `_check_instance`): as
+    /// `instance.name` is read where the instance's type reads attributes so (its
+    /// `__getattribute__` is object's, with no `__getattr__` to fall back to); an
+    /// AttributeError, whatever the instance, where neither its type nor an instance dict
+    /// can hold the name (a tensor's `__dict__`). None for another call.
+    fn object_getattribute(&mut self, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<Option<Vid>> {
+        let ([instance, name], true) = (args, kwargs.is_empty()) else {
+            return Ok(None);
+        };
+        let name_obj = self.concrete(*name)?;
+        if !name_obj.is_exact_instance_of::<PyString>() {
+            return Ok(None);
+        }
+        let name: String = name_obj.extract()?;
+        let ty = self.type_of(*instance)?;
+        if self.type_lookup(&ty, &name)?.is_none() && !has_instance_dict(&ty) {
+            let example = match self.val(*instance) {
+                Val::Tensor { example, .. } | Val::Obj { obj: example, .. } => example.clone(),
+                _ => return Ok(None),
+            };
+            return match self.ops.object_getattribute.call1((example, name_obj)) {
+                Err(error) if error.is_instance_of::<PyAttributeError>(self.py) => {
+                    Err(Problem::Python(error))
+                }
+                _ => Ok(None),
+            };
+        }
+        let own = self
+            .type_lookup(&ty, "__getattribute__")?
+            .is_some_and(|g| g.is(&self.ops.object_getattribute));
+        if !own || self.type_lookup(&ty, "__getattr__")?.is_some() {
+            return Ok(None);
+        }
+        self.load_attr(*instance, &name).map(Some)
+    }
+
+    /// `list.append(items, x)`, `dict.get(table, key)`: a method of the builtin containers
+    /// called unbound, on an object of exactly its class, as the bound method is called (on a
+    /// subclass's object the unbound method may do otherwise than the bound one: not modeled).
+    /// None for another call.
+    fn unbound_container_method(
+        &mut self,
+        method: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let Some((&receiver, rest)) = args.split_first() else {
+            return Ok(None);
+        };
+        if !method.get_type().is(self.ops.c_method_types.get_item(0)?) {
+            return Ok(None);
+        }
+        let name: String = method.getattr("__name__")?.extract()?;
+        let owner = method.getattr("__objclass__")?;
+        let containers = [
+            self.py.get_type::<PyList>().into_any(),
+            self.py.get_type::<PyDict>().into_any(),
+            self.py.get_type::<PyTuple>().into_any(),
+            self.py.get_type::<pyo3::types::PySet>().into_any(),
+        ];
+        if name.starts_with("__") || !containers.iter().any(|c| c.is(&owner)) {
+            return Ok(None);
+        }
+        if !self.type_of(receiver)?.is(&owner) {
+            return Ok(None);
+        }
+        // As the container's own method, where the VM models it (else the C method bound
+        // to it, which would come back here).
+        let bound = self.load_attr(receiver, &name)?;
+        if !matches!(self.val(bound), Val::ContainerMethod { .. }) {
+            return Ok(None);
+        }
+        self.call(bound, rest.to_vec(), kwargs.to_vec()).map(Some)
+    }
+
     pub(super) fn call_object(
         &mut self,
         callable: Vid,
@@ -324,6 +493,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
+        if let Some(path) = self.fspath_of_text(&obj, &args, &kwargs)? {
+            pin(self);
+            return Ok(path);
+        }
+        if obj.is(&self.ops.object_getattribute) {
+            if let Some(read) = self.object_getattribute(&args, &kwargs)? {
+                pin(self);
+                return Ok(read);
+            }
+        }
         if obj.is(&self.ops.object_setattr) {
             pin(self);
             return self.call_object_setattr(&args, &kwargs);
@@ -334,6 +513,14 @@ impl<'py, 'b> Vm<'py, 'b> {
             if let Some(bound) = self.bind_c_method(&obj, &args, &kwargs)? {
                 pin(self);
                 return Ok(bound);
+            }
+            if let Some(read) = self.c_data_descriptor_get(&obj, &args, &kwargs)? {
+                pin(self);
+                return Ok(read);
+            }
+            if let Some(result) = self.unbound_container_method(&obj, &args, &kwargs)? {
+                pin(self);
+                return Ok(result);
             }
         }
         if obj.is_exact_instance_of::<PyCFunction>() {
@@ -375,11 +562,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             if renamed {
                 return graph_break(format!("a call of {} renamed while translating", qualname(&obj)));
             }
-            if self.backend.is_skipped_code(&obj.getattr("__code__")?)? {
-                return graph_break(format!(
-                    "unsupported call: {} (a library function)",
-                    qualname(&obj)
-                ));
+            match self.backend.code_kind(&obj.getattr("__code__")?)? {
+                CodeKind::Traced => {}
+                CodeKind::Library => return self.call_library(&obj, source, args, kwargs),
+                CodeKind::Closed => {
+                    return graph_break(format!(
+                        "unsupported call: {} (a library function)",
+                        qualname(&obj)
+                    ))
+                }
             }
             let function = self.function_of(&obj, source)?;
             return self.inline(&function, args, kwargs, source);

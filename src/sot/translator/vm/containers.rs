@@ -361,10 +361,57 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !kwargs.is_empty() && !matches!(name, "update" | "sort") {
             return unsupported(format!("keyword arguments to {name}"));
         }
+        if name == "get" && matches!(self.val(container), Val::Obj { .. }) {
+            if let Some(found) = self.frame_dict_get(container, &args)? {
+                return Ok(found);
+            }
+            // Changed since the method was read: its copy's.
+            if let Some(copy) = self.readonly_copy(container)? {
+                return self.container_method(copy, name, args, kwargs);
+            }
+        }
         let val = self.val(container).clone();
         match kind_of(&val).method(self, container, &val, name, &args, &kwargs)? {
             Some(result) => Ok(result),
             None => unsupported(format!("method {name} of a list, dict or set")),
         }
+    }
+
+    /// `table.get(key[, default])` of a dict from the frame the translation has not changed:
+    /// the item read through the dict's source, guarded present (or absent: the default),
+    /// as `table[key]` is, and nothing else of the dict guarded. None where the key holds a
+    /// tensor or the dict was changed (then its copy answers).
+    fn frame_dict_get(&mut self, dict: Vid, args: &[Vid]) -> Res<Option<Vid>> {
+        let Val::Obj { obj, source: Some(s) } = self.val(dict).clone() else {
+            return Ok(None);
+        };
+        let (key, default) = match args {
+            [key] => (*key, None),
+            [key, default] => (*key, Some(*default)),
+            _ => return Ok(None),
+        };
+        let Ok(table) = obj.cast_exact::<PyDict>() else {
+            return Ok(None);
+        };
+        if self.mutated.contains_key(&(obj.as_ptr() as usize)) || self.contains_tensor(key) {
+            return Ok(None);
+        }
+        let key_obj = self.concrete(key)?;
+        self.check_native_key(&key_obj)?;
+        self.guard_type(dict);
+        let found = table.get_item(&key_obj)?;
+        let item = self.intern(Source::Item(s, StrongRef::new(&key_obj)));
+        self.add_guard(
+            item,
+            if found.is_some() {
+                Check::Present
+            } else {
+                Check::Absent
+            },
+        );
+        Ok(Some(match found {
+            Some(value) => self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value),
+            None => default.unwrap_or_else(|| self.none()),
+        }))
     }
 }

@@ -17,6 +17,7 @@ mod inline;
 mod interp;
 mod iterators;
 mod layers;
+mod library;
 mod matching;
 mod names;
 mod ops;
@@ -38,12 +39,12 @@ use pyo3::types::{
     PyBool, PyCFunction, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyRange, PyString, PyTuple, PyType,
 };
 
-use super::backend::Backend;
+use super::backend::{Backend, CodeKind};
 use super::guard::check::{
     holds_values_only, is_immutable, is_mutable_container, is_value_type, Check, Pin, VALUE_NESTING,
 };
-use super::guard::source::Guard;
 use super::guard::source::{name_ref, Source, SourceId, SourceTable};
+use super::guard::source::{Guard, GuardUndo};
 use super::kinds::{compare_made_objects, iterated_dict, kind_of, no_tensor_in, Interp};
 use super::model::code::{
     is_resume_local, null_substitute, CodeInfo, CALLER_FRAME_READERS, CO_COROUTINE_LIKE, CO_GENERATOR,
@@ -94,6 +95,9 @@ pub struct Vm<'py, 'b> {
     cells: Vec<Option<Vid>>,
     pub sources: SourceTable,
     pub guards: Vec<Guard>,
+    /// What each `add_guard` changed of `guards`, in order (a break's rollback undoes its
+    /// instruction's).
+    guard_journal: Vec<GuardUndo>,
     pub graph: Graph<'py>,
     pub side_effects: Vec<SideEffect>,
     /// Values already made for a source (so that a source is one symbol).
@@ -132,6 +136,9 @@ pub struct Vm<'py, 'b> {
     outside_cells: HashMap<usize, SourceId>,
     /// Instructions simulated so far (see `MAX_STEPS`).
     steps: usize,
+    /// Where a library call is being inlined: `steps` when its outermost call began (see
+    /// `library::LIBRARY_BUDGET`).
+    library_since: Option<usize>,
     /// How deep `concrete` is in nested values.
     nesting: usize,
     /// The exceptions being handled, innermost last.
@@ -340,6 +347,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             cells: Vec::new(),
             sources,
             guards: Vec::new(),
+            guard_journal: Vec::new(),
             graph: Graph::default(),
             side_effects: Vec::new(),
             by_source: HashMap::new(),
@@ -361,6 +369,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             cell_objects: HashMap::new(),
             outside_cells: HashMap::new(),
             steps: 0,
+            library_since: None,
             nesting: 0,
             lasti_values: std::collections::HashSet::new(),
             cleared_unbound: std::collections::HashSet::new(),

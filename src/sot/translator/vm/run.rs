@@ -239,7 +239,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                     let in_handler_scope = frame.instrs[pc].handler.is_some() || !frame.blocks.is_empty();
                     // The graph and state as they were before the instruction.
-                    snapshot.restore(self);
+                    snapshot.restore_at_break(self);
                     return Ok(Ending::Break(point(self, &frame, in_handler_scope), stop));
                 }
             }

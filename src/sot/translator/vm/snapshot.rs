@@ -19,6 +19,10 @@ pub(super) struct Snapshot<'py> {
     /// by the generated code.
     caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
     seen_raised: std::collections::HashSet<usize>,
+    /// How many guard changes had been made then (`restore_at_break`), and how many
+    /// sources had been met.
+    guard_journal: usize,
+    sourced: usize,
 }
 
 impl<'py> Snapshot<'py> {
@@ -35,7 +39,20 @@ impl<'py> Snapshot<'py> {
             dict_histories: vm.dict_histories.clone(),
             caught_exceptions: vm.caught_exceptions.clone(),
             seen_raised: vm.seen_raised.clone(),
+            guard_journal: vm.guard_journal.len(),
+            sourced: vm.sourced.len(),
         }
+    }
+
+    /// Back to the snapshot where the instruction breaks: the guards it added go too (the
+    /// generated code runs the instruction as it is, whatever the values it read; a guard
+    /// of theirs would only make calls miss the cache), as do the sources it met.
+    pub(super) fn restore_at_break(self, vm: &mut Vm<'py, '_>) {
+        SourceTable::undo_guards(&mut vm.guards, &mut vm.guard_journal, self.guard_journal);
+        vm.sourced.truncate(self.sourced);
+        self.restore(vm);
+        let values = vm.values.len();
+        vm.by_source.retain(|_, vid| *vid < values);
     }
 
     pub(super) fn restore(self, vm: &mut Vm<'py, '_>) {

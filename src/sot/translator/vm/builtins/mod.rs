@@ -59,6 +59,7 @@ const BUILTINS: &[(&str, Handler)] = &[
     ("pow", pow),
     ("bool", bool_),
     ("super", super_),
+    ("vars", vars),
 ];
 
 static HANDLERS: LazyLock<HashMap<&'static str, Handler>> =
@@ -547,5 +548,19 @@ fn super_<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<
             vm.make_super(class, *receiver).map(Some)
         }
         _ => Ok(None),
+    }
+}
+
+/// `vars(obj)`: `obj.__dict__`, read as the attribute is (vars reads it so); an object without
+/// one (vars raises TypeError for it) breaks. `vars()` reads the frame (`reads_callers_frame`).
+fn vars<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let ([obj], true) = (call.args, call.kwargs.is_empty()) else {
+        return Ok(None);
+    };
+    match vm.load_attr(*obj, "__dict__") {
+        Err(Problem::Python(error)) if error.is_instance_of::<PyAttributeError>(vm.py) => {
+            graph_break("vars() of an object without __dict__ (a TypeError)")
+        }
+        other => other.map(Some),
     }
 }

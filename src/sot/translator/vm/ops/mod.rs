@@ -84,6 +84,7 @@ impl<'py> Vm<'py, '_> {
                 "translation too long: more than {MAX_STEPS} instructions simulated"
             ));
         }
+        self.library_budget()?;
         if instr.location.line > 0 {
             self.location = (instr.location.line, frame.filename.clone());
         }

@@ -1,0 +1,263 @@
+"""Calls of library functions (the standard library's): inlined as user functions are, within
+a budget of instructions per outermost library call; whatever stops one inside (a break,
+something not modeled, the budget spent) makes the whole call the break, at the call site."""
+
+import collections
+import colorsys
+import copy
+import dataclasses
+import enum
+import functools
+import heapq
+import inspect
+import os
+import pathlib
+import sys
+import textwrap
+import typing
+
+from ._case import arr, case
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
+def library_arithmetic_inlined(x):
+    h, s, v = colorsys.rgb_to_hsv(0.2, 0.4, 0.6)
+    return x * h + s + v
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def library_exception_caught_by_caller(x):
+    # dataclasses.fields raises TypeError (from None) inside the library: the caller catches it.
+    try:
+        dataclasses.fields(5)
+    except TypeError as error:
+        return x + len(str(error)), error.__cause__ is None, error.__suppress_context__
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, raises=TypeError)
+def library_exception_escapes(x):
+    y = x + 1
+    dataclasses.fields(y)
+    return y
+
+
+@case(args=lambda: (arr(3), collections.UserList([1, 2, 3])), graphs=1, ops=1)
+def library_method_mutates_argument(x, items):
+    items.append(4)  # UserList.append, the library's: `self.data.append(item)`
+    return x + len(items.data), items.data
+
+
+@case(args=lambda: (arr(3), collections.UserList([1])), graphs=1, ops=1)
+def library_method_extends_argument(x, items):
+    items.extend([5, 6])  # UserList.extend: `self.data.extend(other)`, its isinstance test first
+    return x + len(items.data), items.data
+
+
+@case(args=lambda: (arr(3), [5, 1, 4, 2, 0]), graphs=1, ops=1)
+def library_function_mutates_caller_list(x, heap):
+    heapq._siftdown(heap, 0, len(heap) - 1)  # the Python one: moves the 0 up, in place
+    return x + heap[0], heap
+
+
+class _Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+    BLUE = 4
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def library_generator_iterated_by_caller(x):
+    total = 0
+    for member in _Color:  # EnumType.__iter__ gives the library's generator
+        total += member.value
+    return x + total
+
+
+class _Node:
+    def __init__(self, value, child=None):
+        self.value = value
+        self.child = child
+
+    def __copy__(self):
+        # User code called back from copy.copy, calling copy.copy again (nested library
+        # calls share the outermost call's budget).
+        child = copy.copy(self.child) if self.child is not None else None
+        return _Node(self.value + 1, child)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def library_calls_back_user_code(x):
+    node = copy.copy(_Node(1, _Node(10)))
+    return x * node.value + node.child.value
+
+
+@functools.cache
+def _cached_hue(r):
+    return colorsys.rgb_to_hsv(r, 0.5, 0.25)[0]
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def lru_cached_user_function_calling_the_library(x):
+    return x + _cached_hue(0.75)
+
+
+_LONG_TEXT = "line\n" * 400
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["indent (a library function: more than 1000 instructions"])
+def library_call_over_budget(x):
+    y = x + 1
+    text = textwrap.indent(_LONG_TEXT, "  ")  # a loop of 400 rounds: past the budget
+    return y * len(text)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def library_call_under_budget(x):
+    return x + len(textwrap.indent("a\nb\n", "  "))
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["NewType.__init__ (a library function:"])
+def library_function_reading_frames(x):
+    # NewType reads its caller's module from the frame (typing._caller: sys._getframe or
+    # sys._getframemodulename): a break; the call runs as it is.
+    y = x + 1
+    user_id = typing.NewType("UserId", int)
+    return y * len(user_id.__name__)
+
+
+def _recursive_sum(items):
+    # The user's function, handed to a library function that calls it back, recursing.
+    return sum(functools.reduce(lambda a, b: a + b, [i]) if isinstance(i, int) else _recursive_sum(i)
+               for i in items)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def library_calls_in_recursion(x):
+    return x + _recursive_sum([1, [2, [3, copy.copy((4,))[0]]]])
+
+
+# What scikit-learn's validation reaches in the standard library, modeled exactly.
+
+class _Fitted:
+    def __init__(self):
+        self.coef_ = 2.0
+        self.alpha = 0.5
+        self.classes_ = (0, 1)
+
+
+@case(args=lambda: (arr(3), _Fitted()), graphs=1, ops=1)
+def vars_of_an_argument(x, estimator):
+    # vars(obj) is obj.__dict__ itself (check_is_fitted lists the names ending in "_").
+    fitted = [name for name in vars(estimator) if name.endswith("_") and not name.startswith("__")]
+    return x * len(fitted), fitted, vars(estimator) is estimator.__dict__
+
+
+# 3.9 and 3.10 (block stacks) run the frame from a break inside a try as it is.
+@case(args=lambda: (arr(3),), graphs=2 if sys.version_info >= (3, 11) else 1,
+      ops=2 if sys.version_info >= (3, 11) else 1, breaks=["vars() of an object without __dict__"])
+def vars_of_an_object_without_dict(x):
+    y = x + 1
+    try:
+        vars(3)  # TypeError, raised by the call run as it is
+    except TypeError:
+        y = y * 2
+    return y
+
+
+class _Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self):
+        self.a = 3
+
+
+@case(args=lambda: (arr(3), _Slotted()), graphs=1, ops=1)
+def c_data_descriptors_read_on_instances(x, slotted):
+    # A getset descriptor's __get__ bound (inspect's _static_getmro) and unbound, a member
+    # descriptor's (a slot), each the attribute the instance's read finds.
+    mro = type.__dict__["__mro__"].__get__(type(slotted))
+    namespace = type(type.__dict__["__dict__"]).__get__(type.__dict__["__dict__"], _Slotted)
+    a = type(slotted).__dict__["a"].__get__(slotted)
+    return x + a, mro, "a" in namespace, "__init__" in namespace, "z" in namespace
+
+
+_MISSING = object()
+# Where inspect looks classes up through weak references it makes (3.13, later 3.12s), the
+# translation does not make them: each call breaks.
+_WEAK_MRO = hasattr(inspect, "_shadowed_dict_from_weakref_mro_tuple")
+
+
+@case(args=lambda: (arr(3), _Fitted()), graphs=1, ops=1,
+      breaks=["getattr_static (a library function: unsupported call: creating a"] * 3 if _WEAK_MRO else 0)
+def getattr_static_of_instances_and_arrays(x, estimator):
+    found = inspect.getattr_static(estimator, "coef_", _MISSING)
+    on_array = inspect.getattr_static(x, "__narwhals_dataframe__", _MISSING) is _MISSING
+    shape = inspect.getattr_static(x, "shape") is type(x).__dict__["shape"]
+    return x * found, on_array, shape
+
+
+@case(args=lambda: (arr(3), _Fitted()), graphs=1, ops=1)
+def object_getattribute_called(x, estimator):
+    alpha = object.__getattribute__(estimator, "alpha")
+    try:
+        object.__getattribute__(x, "__dict__")  # an array has none: AttributeError
+    except AttributeError as error:
+        return x * alpha, str(error)
+    return x
+
+
+@case(args=lambda: (arr(3), [1, 2], {"k": 5}), graphs=1, ops=1)
+def unbound_container_methods(x, items, table):
+    list.append(items, 3)
+    found = dict.get(table, "k", 0) + dict.get(table, "missing", 10)
+    return x * found, items, dict.get(table, "k"), tuple.index((4, 5, 6), 5)
+
+
+class _OwnGet(dict):
+    def get(self, key, default=None):
+        return 42
+
+
+@case(args=lambda: (arr(3), _OwnGet(k=1)), graphs=2, ops=2, breaks=["unsupported call: dict.get"])
+def unbound_dict_method_of_a_subclass(x, table):
+    y = x + 1
+    # dict's own get, not the subclass's: not modeled, the call runs as it is.
+    found = dict.get(table, "k")
+    return y * found
+
+
+@case(args=lambda: (arr(3), {"a": 1.5, "b": 2}), graphs=1, ops=2)
+def dict_get_of_an_argument(x, table):
+    return x * table.get("a", 0) + table.get("missing", 3), table.get("b")
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def os_path_functions_of_text(x):
+    # os.fspath(path) of a str is the str: os.path's functions run whole.
+    path = os.path.join("data", "model.bin")
+    return x * len(path), os.path.basename(path), os.path.splitext(path), os.fspath(b"raw")
+
+
+@case(args=lambda: (arr(3), pathlib.PurePosixPath("data", "model.bin")), graphs=2, ops=2, breaks=["fspath"])
+def os_fspath_of_a_path_object(x, given):
+    y = x + 1
+    path = os.fspath(given)  # its __fspath__: a break
+    return y * len(path)
+
+
+class _SlottedWithHook:
+    __slots__ = ("a",)
+
+    def __getattr__(self, name):
+        return "hooked"
+
+
+@case(args=lambda: (arr(3), _SlottedWithHook()), graphs=1, ops=1, breaks=["member_descriptor.__get__"],
+      raises=AttributeError)
+def member_descriptor_get_beside_getattr(x, slotted):
+    # slotted.a is "hooked" (the unset slot raises, __getattr__ answers); the descriptor's own
+    # __get__ raises AttributeError: not modeled, the call runs as it is.
+    y = x + len(slotted.a)
+    type(slotted).__dict__["a"].__get__(slotted)
+    return y
