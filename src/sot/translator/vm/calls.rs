@@ -188,6 +188,32 @@ impl<'py, 'b> Vm<'py, 'b> {
         })
     }
 
+    /// The descriptor a call of `getter`, a `__get__`, binds, and the arguments after it: a
+    /// descriptor's own bound `__get__` (a method-wrapper) carries it; the `__get__` of one of
+    /// `descriptor_types` (a slot wrapper) takes it first, pinned (what is bound follows from
+    /// it). None for another call.
+    fn descriptor_of_get<'a>(
+        &mut self,
+        getter: &Bound<'py, PyAny>,
+        args: &'a [Vid],
+        kwargs: &[(String, Vid)],
+        descriptor_types: &[Bound<'py, PyAny>],
+    ) -> Res<Option<(Bound<'py, PyAny>, &'a [Vid])>> {
+        if !kwargs.is_empty() || !getter.getattr("__name__")?.eq("__get__")? {
+            return Ok(None);
+        }
+        if getter.get_type().is(&self.ops.method_wrapper_type) {
+            return Ok(Some((getter.getattr("__self__")?, args)));
+        }
+        let of_these_types = getter
+            .getattr("__objclass__")
+            .is_ok_and(|owner| descriptor_types.iter().any(|t| t.is(&owner)));
+        match args {
+            [descriptor, rest @ ..] if of_these_types => Ok(Some((self.identity_of(*descriptor)?, rest))),
+            _ => Ok(None),
+        }
+    }
+
     /// `descriptor.__get__(instance)` of a C method (attrs' `object.__setattr__.__get__(self)`),
     /// through the descriptor's bound `__get__` (a method-wrapper) or its type's (a slot
     /// wrapper taking the descriptor first): the method bound to the instance, called as
@@ -198,20 +224,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        if !kwargs.is_empty() || !getter.getattr("__name__")?.eq("__get__")? {
+        let c_method_types: Vec<Bound<'py, PyAny>> = self.ops.c_method_types.iter().collect();
+        let Some((descriptor, args)) = self.descriptor_of_get(getter, args, kwargs, &c_method_types)? else {
             return Ok(None);
-        }
-        let (descriptor, args) = if getter.get_type().is(&self.ops.method_wrapper_type) {
-            (getter.getattr("__self__")?, args)
-        } else {
-            let of_c_methods = getter
-                .getattr("__objclass__")
-                .is_ok_and(|owner| self.ops.c_method_types.iter().any(|t| t.is(&owner)));
-            match args {
-                // The descriptor pinned: which C method is bound follows from it.
-                [descriptor, rest @ ..] if of_c_methods => (self.identity_of(*descriptor)?, rest),
-                _ => return Ok(None),
-            }
         };
         if !descriptor.is_instance(self.ops.c_method_types.as_any())? {
             return Ok(None);
@@ -252,23 +267,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        if !kwargs.is_empty() || !getter.getattr("__name__")?.eq("__get__")? {
-            return Ok(None);
-        }
         let data_descriptor_types = [
             self.ops.getset_descriptor_type.clone(),
             self.ops.member_descriptor_type.clone(),
         ];
-        let (descriptor, args) = if getter.get_type().is(&self.ops.method_wrapper_type) {
-            (getter.getattr("__self__")?, args)
-        } else {
-            let of_data_descriptors = getter
-                .getattr("__objclass__")
-                .is_ok_and(|owner| data_descriptor_types.iter().any(|t| t.is(&owner)));
-            match args {
-                [descriptor, rest @ ..] if of_data_descriptors => (self.identity_of(*descriptor)?, rest),
-                _ => return Ok(None),
-            }
+        let Some((descriptor, args)) =
+            self.descriptor_of_get(getter, args, kwargs, &data_descriptor_types)?
+        else {
+            return Ok(None);
         };
         if !data_descriptor_types.iter().any(|t| descriptor.get_type().is(t)) {
             return Ok(None);
