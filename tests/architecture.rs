@@ -813,7 +813,7 @@ fn sot_has_no_import_cycle() {
 /// The translator's layers, lowest first (docs/design.md, "The translator's layers"): a
 /// module uses only modules of the layers before its own.
 const TRANSLATOR_LAYERS: &[&[&str]] = &[
-    &["pyutil", "code_pool"],
+    &["pyutil", "code_pool", "cost"],
     &["guard"],
     &["model"],
     &["cache"],

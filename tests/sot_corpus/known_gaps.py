@@ -14,6 +14,11 @@ _BREAK_IN_BLOCK_STACK_HANDLER = (
     "break inside one runs the frame eagerly"
 )
 
+_COPY_314 = (
+    "3.14's copy.copy tests the object's type against a module-level set of types, a set holding "
+    "objects whose contents no guard compares: the call breaks instead of being inlined"
+)
+
 # case id -> (reason, the (major, minor) versions it fails on, or ALL)
 KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "breaks_in_blocks/print_in_except": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
@@ -26,6 +31,8 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
         {(3, 9), (3, 10)},
     ),
     "side_effects/set_add_discard": ("mutating a set from the frame", ALL),
+    "library_calls/library_calls_back_user_code": (_COPY_314, {(3, 14)}),
+    "library_calls/library_calls_in_recursion": (_COPY_314, {(3, 14)}),
     "exceptions/builtin_method_refusing_keywords_raises_cpythons_message": (
         "a method call (`obj.m(...)`, CPython's LOAD_ATTR method form) is simulated as a bound "
         "method and handed to the generated code as one at a break, so a C method refusing "

@@ -470,64 +470,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 qualname(&obj)
             ));
         }
-        if self.ops.copy_copy.as_ref().is_some_and(|copy| copy.is(&obj)) {
-            if let Some(copied) = self.copy_object(&args, &kwargs)? {
-                pin(self);
-                return Ok(copied);
-            }
-        }
         if obj.is(&self.ops.string_io_write) {
             if let Some(written) = self.write_to_string_io(&args, &kwargs)? {
                 return Ok(written);
             }
         }
-        if obj.is(&self.ops.object_new) {
-            pin(self);
-            return self.object_new(&args, &kwargs);
-        }
-        if obj.is(&self.ops.mappingproxy_get) {
-            if let ([namespace, key, rest @ ..], true) =
-                (args.as_slice(), kwargs.is_empty() && args.len() <= 3)
-            {
-                if let Some(namespace) = self.class_namespace(*namespace)? {
-                    if let Some(entry) = self.class_namespace_entry(namespace, *key)? {
-                        pin(self);
-                        return Ok(
-                            entry.unwrap_or_else(|| rest.first().copied().unwrap_or_else(|| self.none()))
-                        );
-                    }
-                }
-            }
-        }
-        if let Some(path) = self.fspath_of_text(&obj, &args, &kwargs)? {
-            pin(self);
-            return Ok(path);
-        }
-        if obj.is(&self.ops.object_getattribute) {
-            if let Some(read) = self.object_getattribute(&args, &kwargs)? {
-                pin(self);
-                return Ok(read);
-            }
-        }
-        if obj.is(&self.ops.object_setattr) {
-            pin(self);
-            return self.call_object_setattr(&args, &kwargs);
-        }
-        if obj.get_type().is(&self.ops.method_wrapper_type)
-            || obj.is_instance(self.ops.c_method_types.as_any())?
-        {
-            if let Some(bound) = self.bind_c_method(&obj, &args, &kwargs)? {
-                pin(self);
-                return Ok(bound);
-            }
-            if let Some(read) = self.c_data_descriptor_get(&obj, &args, &kwargs)? {
-                pin(self);
-                return Ok(read);
-            }
-            if let Some(result) = self.unbound_container_method(&obj, &args, &kwargs)? {
-                pin(self);
-                return Ok(result);
-            }
+        if let Some(result) = self.modeled_c_call(&obj, source, &args, &kwargs)? {
+            return Ok(result);
         }
         if obj.is_exact_instance_of::<PyCFunction>() {
             if let Some(result) = self.operator_function(&obj, source, &args, &kwargs)? {
@@ -635,6 +584,80 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         graph_break(format!("unsupported call: {}", qualname(&obj)))
+    }
+
+    /// A call of a C callable the VM models where the standard library reaches it (`copy.copy`,
+    /// `object.__new__`, a mappingproxy's `get`, `os.fspath`, `object.__getattribute__`,
+    /// `object.__setattr__`, a C method's or data descriptor's `__get__`, an unbound container
+    /// method), the callable pinned: its result, or None for another call.
+    fn modeled_c_call(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if self.ops.copy_copy.as_ref().is_some_and(|copy| copy.is(obj)) {
+            if let Some(copied) = self.copy_object(args, kwargs)? {
+                self.pin_callable(source, obj);
+                return Ok(Some(copied));
+            }
+        }
+        if obj.is(&self.ops.object_new) {
+            self.pin_callable(source, obj);
+            return self.object_new(args, kwargs).map(Some);
+        }
+        if obj.is(&self.ops.mappingproxy_get) {
+            if let ([namespace, key, rest @ ..], true) = (args, kwargs.is_empty() && args.len() <= 3) {
+                if let Some(namespace) = self.class_namespace(*namespace)? {
+                    if let Some(entry) = self.class_namespace_entry(namespace, *key)? {
+                        self.pin_callable(source, obj);
+                        return Ok(Some(entry.unwrap_or_else(|| {
+                            rest.first().copied().unwrap_or_else(|| self.none())
+                        })));
+                    }
+                }
+            }
+        }
+        if let Some(path) = self.fspath_of_text(obj, args, kwargs)? {
+            self.pin_callable(source, obj);
+            return Ok(Some(path));
+        }
+        if obj.is(&self.ops.object_getattribute) {
+            if let Some(read) = self.object_getattribute(args, kwargs)? {
+                self.pin_callable(source, obj);
+                return Ok(Some(read));
+            }
+        }
+        if obj.is(&self.ops.object_setattr) {
+            self.pin_callable(source, obj);
+            return self.call_object_setattr(args, kwargs).map(Some);
+        }
+        if obj.get_type().is(&self.ops.method_wrapper_type)
+            || obj.is_instance(self.ops.c_method_types.as_any())?
+        {
+            if let Some(bound) = self.bind_c_method(obj, args, kwargs)? {
+                self.pin_callable(source, obj);
+                return Ok(Some(bound));
+            }
+            if let Some(read) = self.c_data_descriptor_get(obj, args, kwargs)? {
+                self.pin_callable(source, obj);
+                return Ok(Some(read));
+            }
+            if let Some(result) = self.unbound_container_method(obj, args, kwargs)? {
+                self.pin_callable(source, obj);
+                return Ok(Some(result));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The callable a call reads at `source`, pinned by identity (what the call does follows
+    /// from which object it is).
+    fn pin_callable(&mut self, source: Option<SourceId>, obj: &Bound<'py, PyAny>) {
+        if let Some(s) = source {
+            self.add_guard(s, Check::Id(Pin::new(obj)));
+        }
     }
 
     /// A call of a function `functools.lru_cache` wraps: the function inlined, as Paddle's and

@@ -98,6 +98,9 @@ pub struct Vm<'py, 'b> {
     /// What each `add_guard` changed of `guards`, in order (a break's rollback undoes its
     /// instruction's).
     guard_journal: Vec<GuardUndo>,
+    /// Guards a break rests on (a lazy import's placeholder, pinned until it resolves): made
+    /// again after the breaking instruction's own guards are undone.
+    break_guards: Vec<(SourceId, Check)>,
     pub graph: Graph<'py>,
     pub side_effects: Vec<SideEffect>,
     /// Values already made for a source (so that a source is one symbol).
@@ -348,6 +351,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             sources,
             guards: Vec::new(),
             guard_journal: Vec::new(),
+            break_guards: Vec::new(),
             graph: Graph::default(),
             side_effects: Vec::new(),
             by_source: HashMap::new(),

@@ -17,11 +17,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         let top_globals = self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g));
         if let Some(value) = in_globals {
             if is_lazy_import(&value) {
-                // Pinned while unresolved: once the program resolves it, the guard fails
-                // and the frame is translated again with the module.
+                // Pinned while unresolved, a guard the break rests on (kept when the
+                // instruction's own guards go): once the program resolves it, the guard
+                // fails and the frame is translated again with the module.
                 if top_globals {
                     let source = self.intern(Source::Global(name_ref(self.py, name)));
-                    self.pin(source, &value)?;
+                    self.break_guards.push((source, Check::Id(Pin::new(&value))));
                 }
                 return graph_break(format!(
                     "global {name} is a lazy import not used yet (reading it imports)"

@@ -147,6 +147,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let unguarded = !handling && blocks_before.is_empty();
             let handled_depth = self.exc_stack.len();
             let snapshot = Snapshot::take(self);
+            self.break_guards.clear();
             self.top_pc = pc;
             let (outcome, caught) = if let Some(why) = self.break_before.get(&pc) {
                 (Err(Problem::Break(format!("it makes {why}"))), false)

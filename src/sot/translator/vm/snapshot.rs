@@ -49,6 +49,9 @@ impl<'py> Snapshot<'py> {
     /// of theirs would only make calls miss the cache), as do the sources it met.
     pub(super) fn restore_at_break(self, vm: &mut Vm<'py, '_>) {
         SourceTable::undo_guards(&mut vm.guards, &mut vm.guard_journal, self.guard_journal);
+        for (source, check) in std::mem::take(&mut vm.break_guards) {
+            vm.add_guard(source, check);
+        }
         vm.sourced.truncate(self.sourced);
         self.restore(vm);
         let values = vm.values.len();
