@@ -119,8 +119,9 @@ def library_call_under_budget(x):
 
 @case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["unsupported call: NewType"])
 def library_function_reading_frames(x):
-    # NewType (a class from 3.10 on, a function before) reads its caller's module from the frame (typing._caller: sys._getframe or
-    # sys._getframemodulename): a break; the call runs as it is.
+    # NewType (a class from 3.10 on, a function before) reads its caller's module from the
+    # frame (typing._caller: sys._getframe or sys._getframemodulename): a break; the call
+    # runs as it is.
     y = x + 1
     user_id = typing.NewType("UserId", int)
     return y * len(user_id.__name__)
