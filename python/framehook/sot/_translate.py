@@ -139,10 +139,11 @@ def translate(fn: Optional[Callable[..., Any]] = None, *, backend: Any = "numpy"
     arguments. ``backend``: a backend's name (``"numpy"``, ``"paddle"``, or one given to
     ``register_backend``), or a backend object itself.
 
-    The standard library, framehook and the backend's own files are never translated: a
-    call into them is a graph break. ``trace_modules`` names modules or packages of those
-    (``"unittest"``, ``"test"``) whose code this function's calls translate and inline
-    like the user's own; their translations are shared with every function translated
+    The standard library's and installed packages' functions are never translated as frames
+    of their own: a call of one is inlined within a budget of instructions, and is a graph
+    break where anything inside stops it (framehook's and the backend's own files are never
+    entered). ``trace_modules`` names modules or packages of those (``"unittest"``,
+    ``"test"``) whose code this function's calls translate and inline like the user's own; their translations are shared with every function translated
     with the same backend and options, and kept until ``reset()``.
 
     ``cost_model``: after its first calls, the function's calls alternate, timed, between
