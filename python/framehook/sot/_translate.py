@@ -143,8 +143,9 @@ def translate(fn: Optional[Callable[..., Any]] = None, *, backend: Any = "numpy"
     of their own: a call of one is inlined within a budget of instructions, and is a graph
     break where anything inside stops it (framehook's and the backend's own files are never
     entered). ``trace_modules`` names modules or packages of those (``"unittest"``,
-    ``"test"``) whose code this function's calls translate and inline like the user's own; their translations are shared with every function translated
-    with the same backend and options, and kept until ``reset()``.
+    ``"test"``) whose code this function's calls translate and inline like the user's own;
+    their translations are shared with every function translated with the same backend and
+    options, and kept until ``reset()``.
 
     ``cost_model``: after its first calls, the function's calls alternate, timed, between
     the translation and the original code, and run the faster way from then on (judged
