@@ -433,11 +433,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Problem::Break(what)
             });
         }
-        let pin = |vm: &mut Self| {
-            if let Some(s) = source {
-                vm.add_guard(s, Check::Id(Pin::new(&obj)));
-            }
-        };
+        let pin = |vm: &mut Self| vm.pin_callable(source, &obj);
         if self.backend.is_array_function(&obj)
             && self.array_operands(&qualname(&obj), &args, &kwargs)?.arrays
         {

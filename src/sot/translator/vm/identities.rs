@@ -27,6 +27,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         if changed.is_empty() {
             return;
         }
+        // Sources guarded by identity: two of them can never come to hold one object.
+        let pinned: HashSet<SourceId> = self
+            .guards
+            .iter()
+            .filter(|g| matches!(g.check, Check::Id(_)))
+            .map(|g| g.source)
+            .collect();
         let mut new_guards = Vec::new();
         for &address in &changed {
             let holders: Vec<&(SourceId, Bound<'py, PyAny>)> = self
@@ -43,11 +50,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                     new_guards.push((*other, Check::SameAs(first)));
                 }
             }
-            let pinned = self.is_pinned(first);
+            let first_pinned = pinned.contains(&first);
             let ty = changed_obj.get_type();
             for (other, obj) in &self.sourced {
                 let could_be_it = obj.as_ptr() as usize != address && obj.get_type().is(&ty);
-                if could_be_it && !(pinned && self.is_pinned(*other)) {
+                if could_be_it && !(first_pinned && pinned.contains(other)) {
                     new_guards.push((first, Check::Distinct(vec![*other])));
                 }
             }
@@ -55,13 +62,5 @@ impl<'py, 'b> Vm<'py, 'b> {
         for (source, check) in new_guards {
             self.add_guard(source, check);
         }
-    }
-
-    /// Whether the source's object is guarded by identity (two such sources can never come
-    /// to hold one object).
-    fn is_pinned(&self, source: SourceId) -> bool {
-        self.guards
-            .iter()
-            .any(|g| g.source == source && matches!(g.check, Check::Id(_)))
     }
 }
