@@ -41,6 +41,16 @@ Measured per model:
 
 The targets: hot step no slower than Paddle SOT's, first step at most 0.5x Paddle SOT's, and no
 more graph breaks than Paddle's translator, per model.
+
+With ``--instructions``, the hot step is counted instead of timed, where wall time cannot tell
+two copies a percent apart: the script runs itself under valgrind's callgrind with collection
+off, and the worker turns it on, by callgrind's client requests, around ``--count-steps`` steps
+of one copy at a time (copies in turn, each first in turn, ``--rounds`` rounds), after
+``--warm-steps`` steps of each copy (the paddle backend's cost model is past its trials by
+then). Collection is per thread: only the main thread's instructions count, not those of
+Paddle's worker threads, which spin for as long as they are left to. Reported per model: the
+instructions per step of each copy (minimum and median over the rounds) and framehook's
+against Paddle SOT's.
 """
 
 from __future__ import annotations
@@ -56,7 +66,9 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -442,6 +454,121 @@ def measure(name: str, model: Model, args: argparse.Namespace) -> dict[str, Any]
     }
 
 
+# callgrind's client requests, reached from Python through ctypes (compiled at run time, with
+# valgrind's header: a client request is an instruction sequence callgrind recognises).
+CALLGRIND_CLIENT = r"""
+#include <valgrind/callgrind.h>
+void bench_toggle_collect(void) { CALLGRIND_TOGGLE_COLLECT; }
+void bench_dump_stats(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
+"""
+
+
+class Callgrind:
+    """Counting instructions of the calling thread between two points, under callgrind."""
+
+    def __init__(self, library: Path) -> None:
+        import ctypes
+
+        self.client = ctypes.CDLL(str(library))
+        self.client.bench_dump_stats.argtypes = [ctypes.c_char_p]
+
+    @staticmethod
+    def compile_client(directory: Path) -> Path:
+        source, library = directory / "client.c", directory / "client.so"
+        source.write_text(CALLGRIND_CLIENT)
+        subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(library), str(source)], check=True)
+        return library
+
+    @contextlib.contextmanager
+    def counting(self, label: str) -> Iterator[None]:
+        """Counts what runs inside on this thread; dumped under ``label`` (then zeroed)."""
+        self.client.bench_toggle_collect()
+        try:
+            yield
+        finally:
+            self.client.bench_toggle_collect()
+            self.client.bench_dump_stats(label.encode())
+
+
+def count_steps(name: str, model: Model, args: argparse.Namespace, callgrind: Callgrind) -> dict[str, Any]:
+    """The worker's part of ``--instructions``: warm steps of every copy, then rounds of
+    counted steps, one copy at a time, each copy first in turn. Returns what is not counted:
+    breaks and how framehook's graphs run."""
+    layers = copies(model)
+    breaks.clear()
+    graphs_before = {id(graph) for graph in framehook_graphs()}
+
+    def run(mode: str, index: int) -> Any:
+        layer, optimizer = layers[mode]
+        with translating(mode):
+            return model.step(layer, optimizer, model.batches[index % len(model.batches)])
+
+    for mode in MODES:
+        paddle.seed(SEED)
+        for index in range(args.warm_steps):
+            run(mode, index)
+    if not breaks.framehook_translations:
+        raise SystemExit(f"{name}: to_static translated nothing: is the model's forward to_static's?")
+    for round_ in range(args.rounds):
+        for mode in MODES[round_ % len(MODES):] + MODES[:round_ % len(MODES)]:
+            with callgrind.counting(f"{name}/{mode}/{round_}"):
+                for index in range(args.count_steps):
+                    run(mode, index)
+    graph_breaks, fallbacks = breaks.framehook()
+    return {"config": model.config, "breaks": {"paddle_sot": breaks.paddle(), "framehook": graph_breaks + fallbacks},
+            "framehook_graphs": graphs_made(graphs_before)}
+
+
+DUMP_LABEL = "desc: Trigger: Client Request: "
+
+
+def counted_dumps(directory: Path) -> dict[str, int]:
+    """The instructions of each dump callgrind wrote in ``directory``, by its label."""
+    counts = {}
+    for dump in directory.glob("callgrind.out*"):
+        label = total = None
+        for line in dump.read_text(errors="replace").splitlines():
+            if line.startswith(DUMP_LABEL):
+                label = line[len(DUMP_LABEL):].strip()
+            elif line.startswith(("summary: ", "totals: ")):
+                total = int(line.split()[1])
+        if label is not None and total is not None:
+            counts[label] = total
+    return counts
+
+
+def count_instructions(names: list[str], args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``--instructions``: this script's worker under callgrind; instructions per step per copy."""
+    with tempfile.TemporaryDirectory(prefix="sot-paddle-models-") as temporary:
+        directory = Path(temporary)
+        library = Callgrind.compile_client(directory)
+        worker = [sys.executable, os.path.abspath(__file__), "--tests", str(args.tests), "--models", ",".join(names),
+                  "--warm-steps", str(args.warm_steps), "--rounds", str(args.rounds),
+                  "--count-steps", str(args.count_steps), "--worker", str(library), "--json",
+                  str(directory / "worker.json")]
+        for option in ("mnist_batch", "resnet_batch", "resnet_image", "bert_sequences", "bert_hidden", "bert_layers"):
+            worker += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
+        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                        f"--callgrind-out-file={directory / 'callgrind.out'}", *worker], check=True)
+        counts = counted_dumps(directory)
+        worker_results = json.loads((directory / "worker.json").read_text())
+    results, targets = {}, []
+    for name in names:
+        per_step = {mode: [counts[f"{name}/{mode}/{round_}"] / args.count_steps for round_ in range(args.rounds)]
+                    for mode in MODES}
+        low = {mode: min(values) for mode, values in per_step.items()}
+        middle = {mode: statistics.median(values) for mode, values in per_step.items()}
+        results[name] = dict(worker_results[name], instructions_per_step=per_step, min_instructions=low,
+                             median_instructions=middle)
+        ratio = middle["framehook"] / middle["paddle_sot"]
+        targets.append({"target": f"{name}: hot step no more instructions than Paddle SOT's", "value": ratio,
+                        "met": ratio <= HOT_RATIO_BAR})
+        print(f"{name:7} Mi instructions per step (median): eager {middle['eager'] / 1e6:9.2f}  paddle SOT "
+              f"{middle['paddle_sot'] / 1e6:9.2f}  framehook {middle['framehook'] / 1e6:9.2f}  ratio {ratio:.4f}",
+              flush=True)
+    return results, targets
+
+
 def framehook_graphs() -> list[Any]:
     # Bench-only: the paddle backend's compiled graphs, found by their (private) class, to say
     # how framehook's cost model chose to run each one.
@@ -495,7 +622,14 @@ def main() -> int:
     parser.add_argument("--min-time", type=float, default=0.3, help="seconds of steps per repeat and copy")
     parser.add_argument("--first-repeats", type=int, default=3, help="first steps of each translated copy")
     parser.add_argument("--check-steps", type=int, default=3)
-    parser.add_argument("--warm-steps", type=int, default=6)
+    parser.add_argument("--warm-steps", type=int,
+                        help="steps of each copy before the hot ones (default 6 after the checked steps; 10 with "
+                             "--instructions, which checks none)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the hot step's instructions under callgrind instead of timing (needs valgrind)")
+    parser.add_argument("--rounds", type=int, default=3, help="--instructions: rounds of counted steps per copy")
+    parser.add_argument("--count-steps", type=int, default=3, help="--instructions: steps per copy and round")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # the callgrind client library
     parser.add_argument("--mnist-batch", type=int, default=16)
     parser.add_argument("--resnet-batch", type=int, default=2)
     parser.add_argument("--resnet-image", type=int, default=32)
@@ -513,16 +647,21 @@ def main() -> int:
         print(f"sot_paddle_models: SKIPPED: no {', '.join(missing)} in {args.tests} "
               "(Paddle's test/dygraph_to_static files, never committed)")
         return 0
+    if args.warm_steps is None:
+        args.warm_steps = 10 if args.instructions or args.worker else 6
+    if args.worker:
+        return count_in_worker(names, args)
+    if args.instructions:
+        started = time.monotonic()
+        results, targets = count_instructions(names, args)
+        write_report(args, results, targets, started)
+        return 0
     sys.path.insert(0, str(args.tests))
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     count_paddle_breaks()
     warm_up()
-    makers = {
-        "mnist": lambda: mnist_model(args.mnist_batch),
-        "resnet": lambda: resnet_model(args.resnet_batch, args.resnet_image),
-        "bert": lambda: bert_model(args.bert_sequences, args.bert_hidden, args.bert_layers),
-    }
+    makers = models(args)
     results, targets = {}, []
     started = time.monotonic()
     for name in names:
@@ -533,24 +672,51 @@ def main() -> int:
               f"{hot['framehook']:8.2f}   first ms: paddle SOT {first['paddle_sot']:9.1f}  framehook "
               f"{first['framehook']:9.1f}   breaks: paddle SOT {result['breaks']['paddle_sot']}  framehook "
               f"{result['breaks']['framehook']}", flush=True)
-    for check in targets:
-        print(f"{'met ' if check['met'] else 'MISS'} {check['target']}: {check['value']:.3f}")
     # Paddle's collector prints what it collected at exit: measured already.
     info_collector.InfoCollector().clear()
+    write_report(args, results, targets, started)
+    return 0
+
+
+def count_in_worker(names: list[str], args: argparse.Namespace) -> int:
+    """``--instructions``' worker, run under callgrind: counted steps of each model."""
+    sys.path.insert(0, str(args.tests))
+    callgrind = Callgrind(args.worker)
+    count_paddle_breaks()
+    warm_up()
+    makers = models(args)
+    results = {name: count_steps(name, makers[name](), args, callgrind) for name in names}
+    info_collector.InfoCollector().clear()
+    Path(args.json).write_text(json.dumps(results))
+    return 0
+
+
+def write_report(args: argparse.Namespace, results: dict[str, Any], targets: list[dict[str, Any]],
+                 started: float) -> None:
+    for check in targets:
+        print(f"{'met ' if check['met'] else 'MISS'} {check['target']}: {check['value']:.4f}")
     report = {
         "name": args.name,
         "python": platform.python_version(),
         "paddle": paddle.__version__,
         "loadavg": os.getloadavg(),
         "seconds": round(time.monotonic() - started),
-        "options": {key: value for key, value in vars(args).items() if key not in ("json", "profile", "tests")},
+        "options": {key: value for key, value in vars(args).items()
+                    if key not in ("json", "profile", "tests", "worker")},
         "models": results,
         "targets": targets,
     }
     if args.json:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=1)
-    return 0
+
+
+def models(args: argparse.Namespace) -> dict[str, Callable[[], Model]]:
+    return {
+        "mnist": lambda: mnist_model(args.mnist_batch),
+        "resnet": lambda: resnet_model(args.resnet_batch, args.resnet_image),
+        "bert": lambda: bert_model(args.bert_sequences, args.bert_hidden, args.bert_layers),
+    }
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ read through locals() or sys._getframe."""
 
 import re
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -124,6 +125,66 @@ def test_an_lru_cached_function_is_inlined_where_its_call_changes_nothing_outsid
         sot.translate(unhashable)(x)
     with pytest.raises(sot.GraphBreakError, match="an argument it cannot hash"):
         sot.translate(unhashable, full_graph=True)(x)
+
+
+def _offset_scale(v, *, k=2.0):
+    return v * k + OFFSET
+
+
+OFFSET = 1.0
+
+
+def _calls_offset_scale(x, scale):
+    return scale(x) - 1
+
+
+def test_an_inlined_callee_replaced_part_by_part_is_called_as_it_now_is():
+    """The guards on an inlined function's code, globals and defaults (read straight from
+    the function) fail for each part changed, in place or by another function object."""
+    def scale(v, bias=0.0):
+        return v * 2.0 + bias
+
+    def no_defaults(v):
+        return v * 3.0
+
+    x = np.ones(2)
+    other_globals = types.FunctionType(_offset_scale.__code__, {"OFFSET": 10.0})
+    other_globals.__kwdefaults__ = {"k": 2.0}
+    calls = [
+        (scale, lambda: None),
+        (scale, lambda: setattr(scale, "__defaults__", (5.0,))),
+        (scale, lambda: setattr(scale, "__code__", (lambda v, bias=0.0: v - bias).__code__)),
+        (scale, lambda: setattr(scale, "__defaults__", None)),  # now its call raises, as eagerly
+        (scale, lambda: setattr(scale, "__code__", no_defaults.__code__)),
+        (_offset_scale, lambda: setattr(_offset_scale, "__kwdefaults__", {"k": 4.0})),
+        (other_globals, lambda: None),  # the same code, other globals
+        # (an int: a float that changed would be computed with, not guarded, from now on)
+        (other_globals, lambda: setattr(other_globals, "__kwdefaults__", {"k": 5})),
+    ]
+    fast = sot.translate(_calls_offset_scale)
+    previous = (0, 0)
+    try:
+        for number, (function, change) in enumerate(calls, start=1):
+            change()
+            counts = []
+            for _ in range(2):
+                try:
+                    expected = _calls_offset_scale(x, function)
+                except TypeError as error:
+                    with pytest.raises(TypeError, match=re.escape(str(error))):
+                        fast(x, function)
+                else:
+                    np.testing.assert_array_equal(fast(x, function), expected)
+                stats = sot.stats(fast)
+                counts.append((stats.translations, stats.cache_hits))
+            # Each change translates anew (a guard that read a stale part would have hit the
+            # previous translation instead); the second call is the cache's.
+            assert counts[0][0] > previous[0], (number, counts)
+            assert counts[1][0] == counts[0][0] and counts[1][1] > counts[0][1], (number, counts)
+            previous = counts[1]
+    finally:
+        _offset_scale.__kwdefaults__ = {"k": 2.0}
+    assert sot.stats(fast).fallbacks == []
 
 
 def test_a_callee_whose_kwdefaults_is_a_dict_subclass_breaks_and_hits_the_cache():

@@ -393,6 +393,29 @@ def _indented_long_text(x):
     return y * len(text)
 
 
+def test_a_library_skipped_by_one_tracing_session_is_translated_by_a_later_one_that_traces_it():
+    """A library's frame that a tracing session runs as it is (its file traced by no
+    session) is remembered as skipped for its code; a session made later that traces the
+    file is asked about its frames again, and translates them as it would alone."""
+
+    def traced_by(modules):
+        fast = sot.translate(_indented_long_text, trace_modules=modules)
+        for _ in range(3):
+            np.testing.assert_array_equal(fast(np.ones(2)), _indented_long_text(np.ones(2)))
+        stats = sot.stats(fast)
+        return fast, (stats.translations, stats.cache_hits, [b.reason for b in stats.graph_breaks])
+
+    # textwrap.indent runs at a break: its frames skipped. The function is kept, and with it
+    # SOT's hook in the chain: nothing but the new session's making asks the frames again.
+    skipping_fast, skipping = traced_by(["unittest"])
+    assert skipping[2] and "unsupported call: indent" in skipping[2][0], skipping
+    tracing = traced_by(["textwrap"])[1]
+    del skipping_fast
+    sot.reset()
+    # textwrap's own frames (its generator's, at least) translated, as they are afresh.
+    assert tracing == traced_by(["textwrap"])[1] and tracing[0] > skipping[0], (tracing, skipping)
+
+
 def test_a_library_call_that_breaks_leaves_no_guards():
     """The whole call is the break, run as it is: what its inlining read (the function's
     code and globals, its defaults) guards nothing, so a later call with another function

@@ -2,11 +2,15 @@
 
     python -m framehook_dev.sot_paddle_models_bench                 # 3.10 and 3.13 (paddlepaddle's wheels)
     python -m framehook_dev.sot_paddle_models_bench --report-only   # the table from the saved results
+    python -m framehook_dev.sot_paddle_models_bench --instructions  # the hot step counted by callgrind
 
 For each interpreter: the venv of framehook_dev.matrix (which has the paddlepaddle wheel on
 3.10 and 3.13) with a release build of framehook, then one run of benches/sot_paddle_models.py
 there, which writes benches/results/sot-paddle-models-<name>.json. Ends with the table over the
 interpreters with results, printed and written between its markers in docs/performance.md.
+With ``--instructions`` the hot step's instructions are counted instead (the script under
+callgrind; valgrind installed on first need): its own results
+(``sot-paddle-models-instructions-<name>.json``) and table.
 
 The models come from Paddle's test/dygraph_to_static files in ``--tests``
 (``$FRAMEHOOK_CACHE/paddle-test-dy2st``), never committed; without them this says SKIPPED and
@@ -20,13 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from . import bench, matrix
+from . import bench, matrix, provision
 from .provision import CACHE
 from .sot_paddle_bench import PADDLE_INTERPRETERS
 
 SCRIPT = matrix.REPO / "benches" / "sot_paddle_models.py"
 TABLE_START = "<!-- sot-paddle-models-table-start -->"
 TABLE_END = "<!-- sot-paddle-models-table-end -->"
+INSTRUCTIONS_START = "<!-- sot-paddle-models-instructions-start -->"
+INSTRUCTIONS_END = "<!-- sot-paddle-models-instructions-end -->"
 DEFAULT_TESTS = CACHE / "paddle-test-dy2st"
 # The files the script imports the models from (and what they import in turn).
 MODEL_FILES = ["test_mnist.py", "test_resnet.py", "bert_dygraph_model.py", "bert_utils.py",
@@ -71,6 +77,34 @@ def markdown_table(reports: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def instructions_table(reports: dict[str, dict[str, Any]]) -> str:
+    lines = ["Release builds of framehook, `paddlepaddle` CPU wheel; million instructions per training step, "
+             "counted by callgrind on the main thread only (Paddle's worker threads spin for as long as they are "
+             "left to), the copies counted in turn in one process, each first in turn; minimum and median over "
+             "the rounds. The target: framehook's hot step no more instructions than Paddle SOT's (medians).", "",
+             "| interpreter | model | eager | Paddle SOT | framehook | framehook / Paddle SOT | "
+             "breaks Paddle SOT / framehook |",
+             "| --- | --- |" + " ---: |" * 5]
+    for name, report in reports.items():
+        for model, result in report["models"].items():
+            low, middle = result["min_instructions"], result["median_instructions"]
+            cells = " | ".join(f"{low[mode] / 1e6:,.2f} ({middle[mode] / 1e6:,.2f})" for mode in
+                               ("eager", "paddle_sot", "framehook"))
+            lines.append(f"| {name} | {model} | {cells} | {middle['framehook'] / middle['paddle_sot']:.4f} | "
+                         f"{result['breaks']['paddle_sot']} / {result['breaks']['framehook']} |")
+    lines.append("")
+    for name, report in reports.items():
+        options = report["options"]
+        configs = "; ".join(f"{model}: {result['config']}, framehook's graphs: {graph_runs(result)}"
+                            for model, result in report["models"].items())
+        missed = [f"{check['target']} ({check['value']:.4f})" for check in report["targets"] if not check["met"]]
+        lines.append(f"- {name} (Python {report['python']}, paddle {report['paddle']}; {options['warm_steps']} "
+                     f"warm steps per copy, then {options['rounds']} rounds of {options['count_steps']} counted "
+                     f"steps; {configs}): "
+                     + ("every target met" if not missed else "**missed**: " + "; ".join(missed)))
+    return "\n".join(lines)
+
+
 def graph_runs(result: dict[str, Any]) -> str:
     """How framehook's cost model runs a model's graphs ("75 operations, run as its program")."""
     return ", ".join(f"{graph['operations']} operations, run {graph['runs']}" for graph in result["framehook_graphs"])
@@ -95,9 +129,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"sot_paddle_models_bench: SKIPPED: no {', '.join(missing)} in {tests} (Paddle's "
               "test/dygraph_to_static files, never committed; fetch them there)")
         return 0
+    if "--instructions" in arguments:
+        return bench.script_bench_main(arguments, description=__doc__.splitlines()[0], script=SCRIPT,
+                                       prefix="sot-paddle-models-instructions",
+                                       markers=(INSTRUCTIONS_START, INSTRUCTIONS_END), tables=instructions_table,
+                                       add_options=add_options, script_options=script_options,
+                                       prepare=prepared_with_valgrind)
     return bench.script_bench_main(arguments, description=__doc__.splitlines()[0], script=SCRIPT,
                                    prefix="sot-paddle-models", markers=(TABLE_START, TABLE_END),
                                    tables=markdown_table, add_options=add_options, script_options=script_options)
+
+
+def prepared_with_valgrind(name: str, args: Any) -> matrix.Target:
+    provision.ensure_valgrind(matrix.resolve(name).in_sid)
+    return bench.prepared(name, args)
 
 
 def tests_dir(arguments: list[str]) -> Path:
@@ -116,11 +161,16 @@ def add_options(parser: Any) -> None:
     parser.add_argument("--first-repeats", type=int, default=3,
                         help="first steps of new copies of each model, per translator (default 3)")
     parser.add_argument("--models", default="mnist,resnet,bert", help="comma-separated (default all three)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count the hot step's instructions with callgrind instead of timing (tens of minutes)")
+    parser.add_argument("--rounds", type=int, default=3, help="--instructions: rounds of counted steps per copy")
 
 
 def script_options(args: Any, name: str) -> list[str]:
-    return ["--tests", str(args.tests), "--repeats", str(args.repeats), "--first-repeats", str(args.first_repeats),
-            "--models", args.models]
+    options = ["--tests", str(args.tests), "--models", args.models]
+    if args.instructions:
+        return [*options, "--instructions", "--rounds", str(args.rounds)]
+    return [*options, "--repeats", str(args.repeats), "--first-repeats", str(args.first_repeats)]
 
 
 if __name__ == "__main__":

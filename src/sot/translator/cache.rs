@@ -2,10 +2,11 @@
 //! its verdict, and the resume functions made from it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
+use pyo3::intern;
 use pyo3::prelude::*;
 
 use super::code_pool::Generated;
@@ -116,6 +117,20 @@ pub struct CodeCache {
     /// Where the code is a resume function: what each value it is handed was in the user's
     /// frame, in its box's order (`Translation::handed_names`), for `explain` and logs.
     pub handed_names: Mutex<Vec<String>>,
+    /// Its co_filename, read once: a library's frame asks at each call whether the session
+    /// traces its file.
+    filename: OnceLock<Box<str>>,
+}
+
+impl CodeCache {
+    /// `code`'s co_filename (the code this cache is of; a code's filename never changes).
+    pub fn filename(&self, code: &Bound<'_, PyAny>) -> PyResult<&str> {
+        if let Some(filename) = self.filename.get() {
+            return Ok(filename);
+        }
+        let filename: String = code.getattr(intern!(code.py(), "co_filename"))?.extract()?;
+        Ok(self.filename.get_or_init(|| filename.into_boxed_str()))
+    }
 }
 
 /// `CodeCache::verdict`: whether frames of a code are translated.

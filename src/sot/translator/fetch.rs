@@ -2,6 +2,7 @@
 //! each check compared with what it found.
 
 use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
@@ -47,6 +48,9 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             }
             Source::Held(held) => Some(held.bind(py)),
             Source::Attr(parent, name) => self.fetch(*parent).and_then(|p| {
+                if let Some(part) = function_part(&p, name) {
+                    return Some(part);
+                }
                 // SAFETY: both live; a failed lookup is an absent value (the error is cleared).
                 unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetAttr(p.as_ptr(), name.as_ptr())) }
                     .or_else(|| clear_error(py))
@@ -157,6 +161,47 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
         };
         holds
     }
+}
+
+/// `function.<name>` for the parts of a function an inlined call is guarded on (`__code__`,
+/// `__globals__`, `__defaults__`, `__kwdefaults__`: about a third of a library-heavy call's
+/// guards), read from the function as its getters read them, without the attribute lookup.
+/// None for anything else (looked up as usual). `FunctionType` cannot be subclassed, so an
+/// exact function's attributes are its type's getters.
+fn function_part<'py>(function: &Bound<'py, PyAny>, name: &StrongRef) -> Option<Bound<'py, PyAny>> {
+    // Free-threaded, another thread could replace the part between the getter's lent
+    // reference and ours: the attribute lookup (a new reference) serves there.
+    if cfg!(Py_GIL_DISABLED) {
+        return None;
+    }
+    let py = function.py();
+    // SAFETY: reading the type of a live object.
+    if unsafe { ffi::Py_TYPE(function.as_ptr()) } != std::ptr::addr_of_mut!(ffi::PyFunction_Type) {
+        return None;
+    }
+    // Names in sources are interned (`name_ref`): one pointer comparison each.
+    let name = name.as_ptr();
+    let getter: unsafe extern "C" fn(*mut ffi::PyObject) -> *mut ffi::PyObject =
+        if name == intern!(py, "__code__").as_ptr() {
+            ffi::PyFunction_GetCode
+        } else if name == intern!(py, "__globals__").as_ptr() {
+            ffi::PyFunction_GetGlobals
+        } else if name == intern!(py, "__defaults__").as_ptr() {
+            ffi::PyFunction_GetDefaults
+        } else if name == intern!(py, "__kwdefaults__").as_ptr() {
+            ffi::PyFunction_GetKwDefaults
+        } else {
+            return None;
+        };
+    // SAFETY: an exact function; the getter lends its field, NULL where the function has
+    // none (no defaults), which its attribute gives as None.
+    let part = unsafe { getter(function.as_ptr()) };
+    Some(if part.is_null() {
+        py.None().into_bound(py)
+    } else {
+        // SAFETY: a live object the function holds, now owned.
+        unsafe { Bound::from_borrowed_ptr(py, part) }
+    })
 }
 
 /// Whether no two of `objects` are one object: sorted, then neighbours compared (not each

@@ -13,7 +13,8 @@ use super::cache::{
 };
 use super::fetch::Fetcher;
 use super::session::{
-    current_session, Config, Family, OwnFrame, CONFIGS, EPOCH, FAMILIES, SESSIONS, TRACING_CONFIGS,
+    current_session, traced_by_any_family, Config, Family, OwnFrame, CONFIGS, EPOCH, FAMILIES, SESSIONS,
+    TRACING_CONFIGS,
 };
 use super::translate::{fallback, log_event, logging_events, translate};
 use crate::hookapi::pyobject::{discard, import};
@@ -201,7 +202,7 @@ impl Translator {
         if verdict == UNJUDGED {
             verdict = if cache.never.load(Ordering::Relaxed) || !self.is_translatable_kind(&code)? {
                 NEVER
-            } else if self.is_library_file(&code)? {
+            } else if self.is_library_file(cache.filename(&code)?) {
                 LIBRARY
             } else {
                 TRANSLATED
@@ -209,11 +210,13 @@ impl Translator {
             cache.verdict.store(verdict, Ordering::Relaxed);
         }
         if verdict != TRANSLATED {
-            let traced =
-                verdict == LIBRARY && config.traces(&code.getattr("co_filename")?.extract::<String>()?);
+            let traced = verdict == LIBRARY && config.traces(cache.filename(&code)?);
             if !traced {
                 config.set_own_frame(&code, OwnFrame::Skipped);
-                if verdict == NEVER || TRACING_CONFIGS.load(Ordering::Acquire) == 0 {
+                if verdict == NEVER
+                    || TRACING_CONFIGS.load(Ordering::Acquire) == 0
+                    || !traced_by_any_family(cache.filename(&code)?)
+                {
                     context.answer_holds_for_the_code();
                 }
                 return Ok(None);
@@ -370,12 +373,10 @@ impl Translator {
     }
 
     /// Code of the standard library or framehook, skipped unless a session traces it.
-    pub fn is_library_file(&self, code: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let filename: String = code.getattr("co_filename")?.extract()?;
-        Ok(self
-            .skip_prefixes
+    pub fn is_library_file(&self, filename: &str) -> bool {
+        self.skip_prefixes
             .iter()
-            .any(|p| filename.starts_with(p.as_str())))
+            .any(|p| filename.starts_with(p.as_str()))
     }
 }
 

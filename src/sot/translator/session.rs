@@ -114,6 +114,20 @@ pub struct Family {
 /// Every family: few (one per set of options), and kept, as their entries are.
 pub static FAMILIES: LazyLock<Mutex<Vec<Arc<Family>>>> = LazyLock::new(Mutex::default);
 
+fn traced_by(prefixes: &[String], filename: &str) -> bool {
+    prefixes.iter().any(|p| filename.starts_with(p.as_str()))
+}
+
+/// Whether any configuration, live or gone, traces `filename`: every tracing configuration
+/// has a family, made before it is, and families are kept. A file no family traces stays
+/// skipped until a new tracing configuration invalidates the remembered answers.
+pub fn traced_by_any_family(filename: &str) -> bool {
+    FAMILIES
+        .lock()
+        .iter()
+        .any(|family| traced_by(&family.traced_prefixes, filename))
+}
+
 impl Family {
     fn of(
         backend: &StrongRef,
@@ -200,9 +214,7 @@ impl Config {
 impl Config {
     /// Whether `filename`, under a skip rule, is translated for this configuration.
     pub fn traces(&self, filename: &str) -> bool {
-        self.traced_prefixes
-            .iter()
-            .any(|p| filename.starts_with(p.as_str()))
+        traced_by(&self.traced_prefixes, filename)
     }
 
     /// The owner of a translation of `code` (`Entry::owner`): the family's, for code of a
@@ -327,7 +339,8 @@ impl Drop for Config {
 }
 
 /// Live configurations with `traced_prefixes`: while there is one, a skipped library
-/// frame's answer is not remembered for its code (another session may translate it).
+/// frame's answer is remembered for its code only where no family traces its file
+/// (another session may translate it).
 pub static TRACING_CONFIGS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
