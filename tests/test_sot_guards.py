@@ -537,3 +537,32 @@ def test_a_class_namespace_read_is_guarded_by_what_the_class_defines():
     st = sot.stats(fast)
     # A class gaining `extra`, then another `scale`: each fails the guards of the one before.
     assert st.translations == 3 and st.guard_failures == 2 and st.graph_breaks == []
+
+
+def test_objects_compared_by_identity_with_eq_translate_again_for_other_objects():
+    """`a == b` of modules, functions or classes (whose == is object's) is `a is b`: guarded
+    by the objects' types and identities, so that later calls with others compare anew; an
+    object whose class defines == is never compared by identity."""
+    import math
+
+    class Namespace(types.ModuleType):
+        def __eq__(self, other):
+            return isinstance(other, types.ModuleType) and self.__name__ == other.__name__
+
+        __hash__ = types.ModuleType.__hash__
+
+    def f(x, xp, other):
+        if xp == other:
+            return x * 2
+        return x - 1
+
+    fast = sot.translate(f)
+    x = np.ones(2)
+    calls = [(np, np), (np, math), (math, math), (np, np), (math, np), (f, f), (f, math), (int, int),
+             (Namespace("numpy"), np), (np, Namespace("numpy"))]
+    for xp, other in calls:
+        np.testing.assert_array_equal(fast(x, xp, other), f(x, xp, other))
+    stats = sot.stats(fast)
+    # Modules, functions and classes: no break; the module subclass's == runs as it is.
+    assert all("Namespace" in b.reason for b in stats.graph_breaks), stats.graph_breaks
+    assert stats.cache_hits >= 2 and stats.translations >= 4, stats

@@ -121,3 +121,28 @@ def branch_on_element(x):
     if x[0] > x[1]:
         return x[0]
     return x[1]
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def branch_on_device_of_a_computed_array(x):
+    # numpy's arrays are all on the cpu ("device", numpy 2): a constant, as the dtype is.
+    y = x * 2
+    if getattr(y, "device", "cpu") == "cpu":
+        return y + 1
+    return y
+
+
+class _OnDevice(np.ndarray):
+    """An array class whose ``device`` a property computes: read from the array, a break."""
+
+    @property
+    def device(self):
+        return "gpu" if self.ndim > 3 else "cpu"
+
+
+@case(args=lambda: (arr(3).view(_OnDevice),), graphs=2, ops=2, breaks=["attribute device of a tensor"])
+def branch_on_device_of_a_subclass_array(x):
+    y = x * 2
+    if y.device == "cpu":
+        return y + 1
+    return y

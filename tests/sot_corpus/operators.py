@@ -150,3 +150,16 @@ def transpose_matmul(x):
 @case(args=lambda: (pos(4),), graphs=1, ops=3)
 def log_sqrt_exp(x):
     return np.log(x), np.sqrt(x), np.exp(x)
+
+
+_NAMESPACES = {"numpy": np, "linalg": np.linalg}
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def modules_compared_with_eq(x):
+    # A module's == is object's, which CPython falls back to `is` for (scikit-learn's
+    # `xp == xp_array` of two array namespaces).
+    xp, other = _NAMESPACES["numpy"], _NAMESPACES["linalg"]
+    if xp == np and xp != other and np.linalg == other:
+        return x * 2
+    return x - 1

@@ -69,6 +69,8 @@ class NumpyBackend:
     tensor_types = (np.ndarray, np.generic)
     # What a tensor's guard compares (its exact type is compared too).
     meta_attributes = ("dtype", "shape")
+    # What numpy's own array and scalar types give for any of their values ("cpu").
+    type_attributes = ("device",)
     # Tensor methods whose result is a Python value computed from the data.
     conversions = ("item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__", "__len__")
     # Files the translator never enters: numpy's own.

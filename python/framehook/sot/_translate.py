@@ -53,7 +53,9 @@ def register_backend(name: str, backend: Any) -> None:
     ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``.
 
     Optional: ``meta_methods`` (tensor methods of no arguments whose result follows from the
-    meta attributes, such as ``dim()``: computed while translating), ``forward_of(obj)`` (the
+    meta attributes, such as ``dim()``: computed while translating), ``type_attributes``
+    (tensor attributes that follow from a tensor type written in C, such as numpy's
+    ``device``: constants), ``forward_of(obj)`` (the
     function a model layer's call runs, translated in its place, or None), ``layer_types`` and
     ``layer_attributes`` (layers are pinned by identity and those attributes, and read through
     their ``__getattr__``), ``layer_store(layer, name, value_type)`` (where ``layer.name =

@@ -11,6 +11,7 @@ use pyo3::types::{PyString, PyTuple};
 
 use super::guard::check::Check;
 use super::model::code::CodeInfo;
+use super::pyutil::is_heap_type;
 use crate::hookapi::pyobject::{imported, StrongRef};
 
 /// An attribute a backend may leave out.
@@ -63,6 +64,9 @@ pub struct Backend<'py> {
     /// Tensor methods of no arguments whose result follows from the meta attributes
     /// (`dim()`): computed while translating.
     meta_methods: Vec<String>,
+    /// Tensor attributes whose value follows from the tensor's type, which its guard
+    /// compares, where that type is written in C (numpy's `device`): constants.
+    type_attributes: Vec<String>,
     conversions: Vec<String>,
     /// The standard library's files (and frozen modules'): `CodeKind::Library`.
     library_prefixes: Vec<String>,
@@ -179,6 +183,10 @@ impl<'py> Backend<'py> {
                 Some(names) => names.extract()?,
                 None => Vec::new(),
             },
+            type_attributes: match optional(&object, "type_attributes")? {
+                Some(names) => names.extract()?,
+                None => Vec::new(),
+            },
             conversions: strings("conversions")?,
             library_prefixes: skip_prefixes,
             closed_prefixes: closed,
@@ -289,6 +297,9 @@ impl<'py> Backend<'py> {
     pub fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool {
         self.meta_attributes_of(tensor).iter().any(|m| m == name)
             || matches!(name, "ndim" | "size" | "itemsize" | "nbytes")
+            // A class written in C has the attributes it was built with (a subclass's
+            // property could compute anything).
+            || (self.type_attributes.iter().any(|m| m == name) && !is_heap_type(&tensor.get_type()))
     }
 
     fn meta_attributes_of(&self, tensor: &Bound<'py, PyAny>) -> &[String] {

@@ -231,6 +231,38 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.concrete(vid)?.extract::<isize>().ok())
     }
 
+    /// `left == right` / `left != right` of two objects whose classes, written in C (fixed),
+    /// both compare with `object`'s methods (modules, functions, classes): `is` and `is not`,
+    /// as CPython falls back to them. None for anything else.
+    pub(super) fn compared_by_identity(&mut self, name: &str, left: Vid, right: Vid) -> Res<Option<Vid>> {
+        if !matches!(name, "eq" | "ne") {
+            return Ok(None);
+        }
+        let (left, right) = (self.realize(left)?, self.realize(right)?);
+        let default_ne = builtin(self.py, "object")?.getattr("__ne__")?;
+        for vid in [left, right] {
+            let Val::Obj { obj, .. } = self.val(vid) else {
+                return Ok(None);
+            };
+            let (obj, class) = (obj.clone(), obj.get_type().into_any());
+            let by_identity = !is_heap_type(&class)
+                && !self.backend.is_tensor(&obj)
+                && self.compares_by_identity(&obj)?
+                && (name == "eq"
+                    || self
+                        .type_lookup(&class, "__ne__")?
+                        .is_some_and(|ne| ne.is(&default_ne)));
+            if !by_identity {
+                return Ok(None);
+            }
+        }
+        // Later calls must bring objects of these classes.
+        self.guard_type(left);
+        self.guard_type(right);
+        let same = self.identical(left, right)?;
+        Ok(Some(self.boolean(same == (name == "eq"))))
+    }
+
     pub(super) fn identical(&mut self, left: Vid, right: Vid) -> Res<bool> {
         if left == right {
             return Ok(true);

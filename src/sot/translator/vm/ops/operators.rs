@@ -77,7 +77,10 @@ fn compare_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruc
     let name = COMPARE_NAMES[op as usize];
     let mut r = match compare_made_objects(vm, name, left, right)? {
         Some(r) => r,
-        None => vm.operator_call(name, vec![left, right])?,
+        None => match vm.compared_by_identity(name, left, right)? {
+            Some(r) => r,
+            None => vm.operator_call(name, vec![left, right])?,
+        },
     };
     if to_bool && !vm.is_tensor_val(r) {
         let b = vm.truthy(r)?;
