@@ -357,7 +357,9 @@ def profiled(path: Path | None, call: Callable[[], Any]) -> Any:
         profile.dump_stats(str(path))
 
 
-def measure(name: str, model: Model, args: argparse.Namespace) -> dict[str, Any]:
+def stepping(model: Model) -> tuple[dict[str, tuple[Any, Any]], Callable[[str, int], Any], set[int]]:
+    """New copies of the model (its breaks counted from now), a function running copy
+    ``mode``'s step on batch ``index``, and the graphs that existed before."""
     layers = copies(model)
     breaks.clear()
     graphs_before = {id(graph) for graph in framehook_graphs()}
@@ -366,6 +368,12 @@ def measure(name: str, model: Model, args: argparse.Namespace) -> dict[str, Any]
         layer, optimizer = layers[mode]
         with translating(mode):
             return model.step(layer, optimizer, model.batches[index % len(model.batches)])
+
+    return layers, run, graphs_before
+
+
+def measure(name: str, model: Model, args: argparse.Namespace) -> dict[str, Any]:
+    layers, run, graphs_before = stepping(model)
 
     # The check: the same seed before each copy's steps (dropout), losses against eager's.
     losses: dict[str, list[float]] = {}
@@ -494,14 +502,7 @@ def count_steps(name: str, model: Model, args: argparse.Namespace, callgrind: Ca
     """The worker's part of ``--instructions``: warm steps of every copy, then rounds of
     counted steps, one copy at a time, each copy first in turn. Returns what is not counted:
     breaks and how framehook's graphs run."""
-    layers = copies(model)
-    breaks.clear()
-    graphs_before = {id(graph) for graph in framehook_graphs()}
-
-    def run(mode: str, index: int) -> Any:
-        layer, optimizer = layers[mode]
-        with translating(mode):
-            return model.step(layer, optimizer, model.batches[index % len(model.batches)])
+    _, run, graphs_before = stepping(model)
 
     for mode in MODES:
         paddle.seed(SEED)
