@@ -1,14 +1,14 @@
 //! A tensor backend as the translator sees it: the Python object registered with
 //! `framehook.sot.register_backend`, with what it answers read once per translation.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use framehook_bytecode::Table;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
+use super::cache::CodeCaches;
 use super::guard::check::Check;
 use super::model::code::CodeInfo;
 use super::pyutil::is_heap_type;
@@ -106,7 +106,8 @@ pub struct Backend<'py> {
     /// Functions whose result, for the same arguments, is the same for the whole process
     /// (a build's facts: `is_compiled_with_cuda()`): called while translating. By address.
     fixed_functions: HashMap<usize, StrongRef>,
-    code_infos: RefCell<HashMap<usize, Rc<CodeInfo>>>,
+    /// Where each code's decoded instructions are kept (its co_extra).
+    caches: CodeCaches,
 }
 
 /// Standard-library functions and methods the VM runs as it runs user code: short, plain
@@ -149,6 +150,7 @@ fn traced_library_codes(py: Python<'_>) -> PyResult<Vec<StrongRef>> {
 impl<'py> Backend<'py> {
     pub fn new(
         table: &'static Table,
+        caches: CodeCaches,
         object: Bound<'py, PyAny>,
         skip_prefixes: Vec<String>,
         closed_prefixes: Vec<String>,
@@ -224,7 +226,7 @@ impl<'py> Backend<'py> {
                 .map(|types| types.cast_into::<PyTuple>())
                 .transpose()?,
             object,
-            code_infos: RefCell::default(),
+            caches,
         })
     }
 
@@ -440,14 +442,8 @@ impl<'py> Backend<'py> {
         Ok(self.code_kind(code)? != CodeKind::Traced)
     }
 
-    /// A code object's decoded instructions, once per translation.
-    pub fn code_info(&self, code: &Bound<'py, PyAny>) -> PyResult<Rc<CodeInfo>> {
-        let key = code.as_ptr() as usize;
-        if let Some(info) = self.code_infos.borrow().get(&key) {
-            return Ok(Rc::clone(info));
-        }
-        let info = Rc::new(CodeInfo::read(self.table, code)?);
-        self.code_infos.borrow_mut().insert(key, Rc::clone(&info));
-        Ok(info)
+    /// A code object's decoded instructions, read once per code.
+    pub fn code_info(&self, code: &Bound<'py, PyAny>) -> PyResult<Arc<CodeInfo>> {
+        self.caches.get(code)?.info(self.table, code)
     }
 }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
+use framehook_bytecode::Table;
 use parking_lot::Mutex;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -12,7 +13,7 @@ use pyo3::prelude::*;
 use super::code_pool::Generated;
 use super::guard::source::Guard;
 use super::guard::source::SourceTable;
-use super::model::code::ResumeKey;
+use super::model::code::{CodeInfo, ResumeKey};
 use crate::hookapi::per_code::PerCode;
 use crate::hookapi::pyobject::StrongRef;
 use crate::hookapi::rust_hook::HookContext;
@@ -120,6 +121,9 @@ pub struct CodeCache {
     /// Its co_filename, read once: a library's frame asks at each call whether the session
     /// traces its file.
     filename: OnceLock<Box<str>>,
+    /// Its decoded instructions, read once: every translation inlining the code (each
+    /// resume function of a call into a library) reads them.
+    info: OnceLock<Arc<CodeInfo>>,
 }
 
 impl CodeCache {
@@ -130,6 +134,16 @@ impl CodeCache {
         }
         let filename: String = code.getattr(intern!(code.py(), "co_filename"))?.extract()?;
         Ok(self.filename.get_or_init(|| filename.into_boxed_str()))
+    }
+
+    /// `code`'s decoded instructions (the code this cache is of; a code's bytecode never
+    /// changes: specialization rewrites `co_code`'s copy in the frame, not `co_code`).
+    pub fn info(&self, table: &'static Table, code: &Bound<'_, PyAny>) -> PyResult<Arc<CodeInfo>> {
+        if let Some(info) = self.info.get() {
+            return Ok(Arc::clone(info));
+        }
+        let info = Arc::new(CodeInfo::read(table, code)?);
+        Ok(Arc::clone(self.info.get_or_init(|| info)))
     }
 }
 
@@ -169,6 +183,7 @@ pub fn move_to_front(cache: &CodeCache, index: usize) {
 }
 
 /// Every code's [`CodeCache`], in its co_extra.
+#[derive(Clone, Copy)]
 pub struct CodeCaches(PerCode<CodeCache>);
 
 impl CodeCaches {

@@ -302,6 +302,7 @@ pub fn translate(
     let backend_object = config.backend.bind(py);
     let backend = Backend::new(
         table,
+        *caches,
         backend_object.clone(),
         skip_prefixes.to_vec(),
         closed_prefixes.to_vec(),
@@ -313,7 +314,7 @@ pub fn translate(
         config.set_own_frame(&code, OwnFrame::Skipped);
         return Ok(None);
     }
-    let info = CodeInfo::read(table, &code)?;
+    let info = backend.code_info(&code)?;
     let frame = FrameInputs::read(py, context, &info);
     // The state this translation extends: its entries' guards index its source table.
     let started = cache.entries.state.load_full();

@@ -75,9 +75,9 @@ pub fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
 
 /// What the VM needs to know about a code object, decoded once.
 pub struct CodeInfo {
-    pub instrs: std::rc::Rc<Vec<Instruction>>,
+    pub instrs: std::sync::Arc<Vec<Instruction>>,
     /// Per instruction: whether it lies inside a loop (`loop_membership`).
-    pub in_loop: std::rc::Rc<Vec<bool>>,
+    pub in_loop: std::sync::Arc<Vec<bool>>,
     pub vars: Vars,
     pub flags: u32,
     pub argcount: usize,
@@ -93,8 +93,8 @@ impl CodeInfo {
         let instrs = framehook_bytecode::canonical::raise(table, &fields.vars, &raw.instrs)
             .map_err(|e| fields.error("decode", e))?;
         Ok(CodeInfo {
-            in_loop: std::rc::Rc::new(loop_membership(&instrs)),
-            instrs: std::rc::Rc::new(instrs),
+            in_loop: std::sync::Arc::new(loop_membership(&instrs)),
+            instrs: std::sync::Arc::new(instrs),
             vars: fields.vars.clone(),
             flags: code.getattr("co_flags")?.extract()?,
             argcount: code.getattr("co_argcount")?.extract()?,

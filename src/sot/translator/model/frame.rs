@@ -52,7 +52,7 @@ impl Stop {
 
 /// A frame of the VM: the translated function's, or an inlined callee's.
 pub struct Frame<'py> {
-    pub instrs: std::rc::Rc<Vec<Instruction>>,
+    pub instrs: std::sync::Arc<Vec<Instruction>>,
     pub consts: Bound<'py, PyTuple>,
     pub names: Bound<'py, PyTuple>,
     pub vars: Vars,
@@ -64,7 +64,7 @@ pub struct Frame<'py> {
     /// For a generator's frame: the value its last `YIELD_VALUE` gave, until taken.
     pub yielded: Option<Vid>,
     /// Per instruction: whether it lies inside a loop.
-    pub in_loop: std::rc::Rc<Vec<bool>>,
+    pub in_loop: std::sync::Arc<Vec<bool>>,
     /// The class of `super()` (the `__class__` cell's contents), if any.
     pub class_cell: Option<usize>,
     /// The code's `co_argcount` (zero-argument `super()` needs a first argument).

@@ -43,7 +43,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let all = info.vars.all().len();
         let null = self.push_val(Val::Null);
         Ok(Frame {
-            instrs: std::rc::Rc::clone(&info.instrs),
+            instrs: std::sync::Arc::clone(&info.instrs),
             consts: code.getattr("co_consts")?.cast_into::<PyTuple>()?,
             names: code.getattr("co_names")?.cast_into::<PyTuple>()?,
             vars: info.vars.clone(),
@@ -53,7 +53,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             pc: 0,
             filename: info.filename.clone(),
             yielded: None,
-            in_loop: std::rc::Rc::clone(&info.in_loop),
+            in_loop: std::sync::Arc::clone(&info.in_loop),
             class_cell: None,
             argcount: info.argcount,
             globals_source: None,
