@@ -66,7 +66,6 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -89,6 +88,9 @@ from paddle.jit.sot.opcode_translator.executor import executor_cache, opcode_exe
 from paddle.jit.sot.utils import info_collector  # noqa: E402
 
 import framehook.sot as sot  # noqa: E402
+
+# Run as a script: its directory is sys.path[0], so its neighbours import.
+from callgrind_client import Callgrind, compile_client, counted_run  # noqa: E402
 from framehook.sot._paddle_backend import _StaticGraph  # noqa: E402
 
 MODES = ("eager", "paddle_sot", "framehook")
@@ -462,42 +464,6 @@ def measure(name: str, model: Model, args: argparse.Namespace) -> dict[str, Any]
     }
 
 
-# callgrind's client requests, reached from Python through ctypes (compiled at run time, with
-# valgrind's header: a client request is an instruction sequence callgrind recognises).
-CALLGRIND_CLIENT = r"""
-#include <valgrind/callgrind.h>
-void bench_toggle_collect(void) { CALLGRIND_TOGGLE_COLLECT; }
-void bench_dump_stats(const char *label) { CALLGRIND_DUMP_STATS_AT(label); }
-"""
-
-
-class Callgrind:
-    """Counting instructions of the calling thread between two points, under callgrind."""
-
-    def __init__(self, library: Path) -> None:
-        import ctypes
-
-        self.client = ctypes.CDLL(str(library))
-        self.client.bench_dump_stats.argtypes = [ctypes.c_char_p]
-
-    @staticmethod
-    def compile_client(directory: Path) -> Path:
-        source, library = directory / "client.c", directory / "client.so"
-        source.write_text(CALLGRIND_CLIENT)
-        subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(library), str(source)], check=True)
-        return library
-
-    @contextlib.contextmanager
-    def counting(self, label: str) -> Iterator[None]:
-        """Counts what runs inside on this thread; dumped under ``label`` (then zeroed)."""
-        self.client.bench_toggle_collect()
-        try:
-            yield
-        finally:
-            self.client.bench_toggle_collect()
-            self.client.bench_dump_stats(label.encode())
-
-
 def count_steps(name: str, model: Model, args: argparse.Namespace, callgrind: Callgrind) -> dict[str, Any]:
     """The worker's part of ``--instructions``: warm steps of every copy, then rounds of
     counted steps, one copy at a time, each copy first in turn. Returns what is not counted:
@@ -520,38 +486,18 @@ def count_steps(name: str, model: Model, args: argparse.Namespace, callgrind: Ca
             "framehook_graphs": graphs_made(graphs_before)}
 
 
-DUMP_LABEL = "desc: Trigger: Client Request: "
-
-
-def counted_dumps(directory: Path) -> dict[str, int]:
-    """The instructions of each dump callgrind wrote in ``directory``, by its label."""
-    counts = {}
-    for dump in directory.glob("callgrind.out*"):
-        label = total = None
-        for line in dump.read_text(errors="replace").splitlines():
-            if line.startswith(DUMP_LABEL):
-                label = line[len(DUMP_LABEL):].strip()
-            elif line.startswith(("summary: ", "totals: ")):
-                total = int(line.split()[1])
-        if label is not None and total is not None:
-            counts[label] = total
-    return counts
-
-
 def count_instructions(names: list[str], args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``--instructions``: this script's worker under callgrind; instructions per step per copy."""
     with tempfile.TemporaryDirectory(prefix="sot-paddle-models-") as temporary:
         directory = Path(temporary)
-        library = Callgrind.compile_client(directory)
+        library = compile_client(directory)
         worker = [sys.executable, os.path.abspath(__file__), "--tests", str(args.tests), "--models", ",".join(names),
                   "--warm-steps", str(args.warm_steps), "--rounds", str(args.rounds),
                   "--count-steps", str(args.count_steps), "--worker", str(library), "--json",
                   str(directory / "worker.json")]
         for option in ("mnist_batch", "resnet_batch", "resnet_image", "bert_sequences", "bert_hidden", "bert_layers"):
             worker += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
-        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
-                        f"--callgrind-out-file={directory / 'callgrind.out'}", *worker], check=True)
-        counts = counted_dumps(directory)
+        counts = counted_run(worker, directory)
         worker_results = json.loads((directory / "worker.json").read_text())
     results, targets = {}, []
     for name in names:

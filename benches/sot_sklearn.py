@@ -21,6 +21,12 @@ batch, each the minimum per call over the batches: what a loaded machine's pause
 out), whether the results equal eager's bit for bit (three calls each), and the
 translation's counters: translations, graphs, operations, guards, breaks (with the most
 frequent reasons) and what the cost model chose.
+
+With ``--instructions``, the calls are counted instead of timed, where timings on a shared
+machine cannot tell a few percent apart: this script runs itself under callgrind
+(benches/callgrind_client.py), and counts, per estimator and method, the first translated
+call after ``sot.reset()`` (the translation of everything it reaches) and the instructions
+per call of eager and translated calls (``COUNTED_CALLS`` each, after ``SETTLE_CALLS``).
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ import collections
 import gc
 import json
 import math
+import os
 import platform
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -40,6 +48,8 @@ from typing import Any, Callable
 # The estimators and the exact comparison are the scikit-learn tool's (one definition).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
+# Run as a script: its directory is sys.path[0], so its neighbours import.
+from callgrind_client import Callgrind, compile_client, counted_run  # noqa: E402
 from framehook_dev.sot_sklearn import estimators, same  # noqa: E402
 
 METHODS = ("predict", "predict_proba", "transform")
@@ -48,6 +58,7 @@ TRACE = ("sklearn",)
 # model's trials (2 warm calls, 5 timed each way).
 SETTLE_CALLS = 20
 CHECK_CALLS = 3
+COUNTED_CALLS = 20
 
 
 def loops_for(call: Callable[[], Any], batch_s: float) -> int:
@@ -124,6 +135,58 @@ def measure(sot: Any, name: str, estimator: Any, method: str, row: Any, args: ar
     return record
 
 
+def calls_of(fitted: list[tuple[str, Any]]) -> list[tuple[str, Any, str]]:
+    """Each (estimator name, estimator, method) measured."""
+    return [(name, estimator, method) for name, estimator in fitted for method in METHODS
+            if hasattr(estimator, method)]
+
+
+def count_in_worker(sot: Any, library: Path, out: Path) -> None:
+    """``--instructions``' worker, under callgrind: each call's first translated call, then
+    eager and translated calls, counted; what is not counted (breaks, guards) to ``out``."""
+    callgrind = Callgrind(library)
+    fitted, inputs = estimators()
+    row = inputs[:1]
+    counters = {}
+    for name, estimator, method in calls_of(fitted):
+        bound = getattr(estimator, method)
+        label = f"{name}.{method}"
+        sot.reset()
+        translated = sot.translate(bound, trace_modules=TRACE, cost_model=False)
+        with callgrind.counting(f"{label}/first"):
+            translated(row)
+        for way, call in (("eager", bound), ("translated", translated)):
+            for _ in range(SETTLE_CALLS):
+                call(row)
+            with callgrind.counting(f"{label}/{way}"):
+                for _ in range(COUNTED_CALLS):
+                    call(row)
+        stats = sot.stats(translated)
+        counters[label] = {"estimator": name, "method": method, "breaks": len(stats.graph_breaks),
+                           "guards": stats.guards}
+    out.write_text(json.dumps(counters))
+
+
+def count_instructions(args: argparse.Namespace) -> dict[str, Any]:
+    """``--instructions``: this script's worker under callgrind; instructions per call."""
+    with tempfile.TemporaryDirectory(prefix="sot-sklearn-") as temporary:
+        directory = Path(temporary)
+        library = compile_client(directory)
+        worker = [sys.executable, os.path.abspath(__file__), "--name", args.name, "--json", args.json,
+                  "--worker", str(library), "--worker-out", str(directory / "worker.json")]
+        counts = counted_run(worker, directory)
+        counters = json.loads((directory / "worker.json").read_text())
+    calls = []
+    for label, counter in counters.items():
+        eager, translated = counts[f"{label}/eager"] / COUNTED_CALLS, counts[f"{label}/translated"] / COUNTED_CALLS
+        calls.append(dict(counter, eager_instructions=eager, translated_instructions=translated,
+                          first_instructions=counts[f"{label}/first"], translated_ratio=eager / translated))
+        print(f"{label}: eager {eager / 1e6:.3f} M, translated {translated / 1e6:.3f} M per call "
+              f"({eager / translated:.2f}x), first call {counts[f'{label}/first'] / 1e6:.1f} M", flush=True)
+    return {"calls": calls, "counted_calls": COUNTED_CALLS, "settle_calls": SETTLE_CALLS,
+            "translated_geomean": geometric_mean([c["translated_ratio"] for c in calls])}
+
+
 def geometric_mean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
@@ -134,32 +197,38 @@ def main() -> int:
     parser.add_argument("--json", required=True)
     parser.add_argument("--batches", type=int, default=41)
     parser.add_argument("--batch-ms", type=float, default=2.0)
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per call under callgrind instead of timing (needs valgrind)")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # the callgrind client library
+    parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     import numpy as np
     import sklearn
 
     from framehook import sot
 
-    fitted, inputs = estimators()
-    row = inputs[:1]
-    calls = []
+    header = {"name": args.name, "python": platform.python_version(), "sklearn": sklearn.__version__,
+              "numpy": np.__version__}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # what eager warns, the translation warns alike
-        for name, estimator in fitted:
-            for method in METHODS:
-                if hasattr(estimator, method):
-                    calls.append(measure(sot, name, estimator, method, row, args))
-                    last = calls[-1]
-                    print(f"{name}.{method}: {last['translated_speedup']:.2f}x translated, "
-                          f"{last['judged_speedup']:.2f}x judged, first {last['first_ms']:.1f} ms, "
-                          f"{last['breaks']} breaks, {'equal' if last['equal'] else last['difference']}",
-                          flush=True)
-    report = {
-        "name": args.name, "python": platform.python_version(), "sklearn": sklearn.__version__,
-        "numpy": np.__version__, "batches": args.batches, "batch_ms": args.batch_ms, "calls": calls,
-        "translated_geomean": geometric_mean([c["translated_speedup"] for c in calls]),
-        "judged_geomean": geometric_mean([c["judged_speedup"] for c in calls]),
-    }
+        if args.worker:
+            count_in_worker(sot, args.worker, args.worker_out)
+            return 0
+        if args.instructions:
+            Path(args.json).write_text(json.dumps(dict(header, **count_instructions(args)), indent=1) + "\n")
+            return 0
+        fitted, inputs = estimators()
+        row = inputs[:1]
+        calls = []
+        for name, estimator, method in calls_of(fitted):
+            calls.append(measure(sot, name, estimator, method, row, args))
+            last = calls[-1]
+            print(f"{name}.{method}: {last['translated_speedup']:.2f}x translated, "
+                  f"{last['judged_speedup']:.2f}x judged, first {last['first_ms']:.1f} ms, "
+                  f"{last['breaks']} breaks, {'equal' if last['equal'] else last['difference']}", flush=True)
+    report = dict(header, batches=args.batches, batch_ms=args.batch_ms, calls=calls,
+                  translated_geomean=geometric_mean([c["translated_speedup"] for c in calls]),
+                  judged_geomean=geometric_mean([c["judged_speedup"] for c in calls]))
     Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0 if all(c["equal"] for c in calls) else 1
 

@@ -3,6 +3,7 @@
     python -m framehook_dev.sot_sklearn_bench                 # 3.12 and 3.13
     python -m framehook_dev.sot_sklearn_bench --only 3.12     # one
     python -m framehook_dev.sot_sklearn_bench --report-only   # the table from the saved results
+    python -m framehook_dev.sot_sklearn_bench --only 3.12 --instructions  # counted by callgrind
 
 For each interpreter: a venv of its own (``--venvs``; never framehook_dev.matrix's) with
 scikit-learn and its dependencies as the suites' manifest pins them for that Python
@@ -10,7 +11,9 @@ scikit-learn and its dependencies as the suites' manifest pins them for that Pyt
 get, in a cargo target directory of its own), then one run of benches/sot_sklearn.py there,
 which writes benches/results/sot-sklearn-<name>.json. Ends with the table per estimator and
 method over every interpreter with results, printed and written between its markers in
-docs/performance.md.
+docs/performance.md. With ``--instructions`` the calls are counted by callgrind instead
+(valgrind installed on first need): results ``sot-sklearn-instructions-<name>.json`` and a
+table of their own.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-from . import bench, matrix, sot_suites
+from . import bench, matrix, provision, sot_suites
 
 SCRIPT = matrix.REPO / "benches" / "sot_sklearn.py"
 INTERPRETERS = ("3.12", "3.13")
 VENVS = matrix.BUILD_DIR / "sklearn-bench-venvs"
 TABLE_START = "<!-- sot-sklearn-table-start -->"
 TABLE_END = "<!-- sot-sklearn-table-end -->"
+INSTRUCTIONS_START = "<!-- sot-sklearn-instructions-start -->"
+INSTRUCTIONS_END = "<!-- sot-sklearn-instructions-end -->"
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -35,9 +40,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-ms", type=float, default=2.0, help="milliseconds per batch, at least (default 2)")
     parser.add_argument("--venvs", type=Path, default=VENVS,
                         help=f"where each interpreter's venv is made, as VENVS/<interpreter> (default {VENVS})")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions per call with callgrind instead of timing (minutes per interpreter)")
 
 
 def script_options(args: argparse.Namespace, name: str) -> list[str]:
+    if args.instructions:
+        return ["--instructions"]
     return ["--batches", str(args.batches), "--batch-ms", str(args.batch_ms)]
 
 
@@ -54,6 +63,8 @@ def prepared(name: str, args: argparse.Namespace) -> matrix.Target:
                            " ".join(pins))
     if not args.no_build:
         matrix.build_and_install(target, release=True, testing=False)
+    if args.instructions:
+        provision.ensure_valgrind(target.in_sid)
     return target
 
 
@@ -83,9 +94,34 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines).rstrip("\n")
 
 
+def instructions_tables(reports: dict[str, dict[str, Any]]) -> str:
+    lines = []
+    for name, report in reports.items():
+        lines += [
+            f"**{name}** (Python {report['python']}, scikit-learn {report['sklearn']}, numpy {report['numpy']}; "
+            f"million instructions per call, counted by callgrind over {report['counted_calls']} calls after "
+            f"{report['settle_calls']}; first call: after `sot.reset()`, translation included):",
+            "",
+            "| estimator | method | eager | translated | eager / translated | first call | breaks | guards |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for call in report["calls"]:
+            lines.append(
+                f"| {call['estimator']} | {call['method']} | {call['eager_instructions'] / 1e6:.3f} "
+                f"| {call['translated_instructions'] / 1e6:.3f} | {ratio(call['translated_ratio'])} "
+                f"| {call['first_instructions'] / 1e6:.1f} | {call['breaks']} | {call['guards']} |")
+        lines += ["", f"Geometric mean, eager / translated: {ratio(report['translated_geomean'])}.", ""]
+    return "\n".join(lines).rstrip("\n")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    return bench.script_bench_main(argv, description=__doc__.splitlines()[0], script=SCRIPT, prefix="sot-sklearn",
-                                   markers=(TABLE_START, TABLE_END), tables=markdown_tables,
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    counting = "--instructions" in arguments
+    return bench.script_bench_main(arguments, description=__doc__.splitlines()[0], script=SCRIPT,
+                                   prefix="sot-sklearn-instructions" if counting else "sot-sklearn",
+                                   markers=(INSTRUCTIONS_START, INSTRUCTIONS_END) if counting
+                                   else (TABLE_START, TABLE_END),
+                                   tables=instructions_tables if counting else markdown_tables,
                                    add_options=add_options, script_options=script_options,
                                    prepare=prepared, interpreters=INTERPRETERS)
 
