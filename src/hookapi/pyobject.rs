@@ -131,6 +131,14 @@ pub fn type_version(type_object: &Bound<'_, PyType>, assign: bool) -> u32 {
     pep523_backend::type_version(type_object, assign)
 }
 
+pub use crate::pep523_backend::FunctionPart;
+
+/// `function.__code__` and the like read straight from an exact function, or None where the
+/// attribute must be looked up (see `pep523_backend::function_part`).
+pub fn function_part<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> Option<Bound<'py, PyAny>> {
+    pep523_backend::function_part(function, part)
+}
+
 /// Whether attributes can be set on a type (a class defined in Python, not a builtin type).
 pub fn type_is_mutable(type_object: &Bound<'_, PyType>) -> bool {
     pep523_backend::type_is_mutable(type_object)

@@ -269,6 +269,47 @@ pub fn type_version(type_object: &Bound<'_, PyType>, assign: bool) -> u32 {
     unsafe { contract::fh_type_version(type_object.as_ptr(), c_int::from(assign)) }
 }
 
+/// A part of a function object that `function_part` reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum FunctionPart {
+    Code,
+    Globals,
+    Defaults,
+    KwDefaults,
+}
+
+/// `function.__code__` (`__globals__`, `__defaults__`, `__kwdefaults__`) of an exact
+/// function, as its getter gives it (None where it has no defaults), without the attribute
+/// lookup. None where the caller must look the attribute up: not an exact function
+/// (`FunctionType` cannot be subclassed, so an exact function's attributes are its type's
+/// getters), or a free-threaded build, where another thread could replace the part between
+/// the reference the C API lends and ours.
+pub fn function_part<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> Option<Bound<'py, PyAny>> {
+    if cfg!(Py_GIL_DISABLED) {
+        return None;
+    }
+    // SAFETY: reading the type of a live object.
+    if unsafe { ffi::Py_TYPE(function.as_ptr()) } != std::ptr::addr_of_mut!(ffi::PyFunction_Type) {
+        return None;
+    }
+    let getter: unsafe extern "C" fn(*mut ffi::PyObject) -> *mut ffi::PyObject = match part {
+        FunctionPart::Code => ffi::PyFunction_GetCode,
+        FunctionPart::Globals => ffi::PyFunction_GetGlobals,
+        FunctionPart::Defaults => ffi::PyFunction_GetDefaults,
+        FunctionPart::KwDefaults => ffi::PyFunction_GetKwDefaults,
+    };
+    let py = function.py();
+    // SAFETY: an exact function; the getter lends its field, NULL where the function has
+    // none (no defaults), which its attribute gives as None.
+    let lent = unsafe { getter(function.as_ptr()) };
+    Some(if lent.is_null() {
+        py.None().into_bound(py)
+    } else {
+        // SAFETY: a live object the function holds, now owned.
+        unsafe { Bound::from_borrowed_ptr(py, lent) }
+    })
+}
+
 /// Whether attributes can be set on a type (a class defined in Python, not a builtin type).
 pub fn type_is_mutable(type_object: &Bound<'_, PyType>) -> bool {
     // SAFETY: `type_object` is a live type.

@@ -9,7 +9,7 @@ use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use super::guard::check::{holds_values_only, is_value_type, Check, VALUE_NESTING};
 use super::guard::source::Guard;
 use super::guard::source::{Source, SourceId, SourceTable};
-use crate::hookapi::pyobject::{type_version, StrongRef};
+use crate::hookapi::pyobject::{function_part, type_version, FunctionPart, StrongRef};
 use crate::hookapi::rust_hook::HookContext;
 
 /// Fetches sources from one frame, each at most once per lookup.
@@ -48,7 +48,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             }
             Source::Held(held) => Some(held.bind(py)),
             Source::Attr(parent, name) => self.fetch(*parent).and_then(|p| {
-                if let Some(part) = function_part(&p, name) {
+                if let Some(part) = function_part_named(&p, name) {
                     return Some(part);
                 }
                 // SAFETY: both live; a failed lookup is an absent value (the error is cleared).
@@ -165,43 +165,24 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
 
 /// `function.<name>` for the parts of a function an inlined call is guarded on (`__code__`,
 /// `__globals__`, `__defaults__`, `__kwdefaults__`: about a third of a library-heavy call's
-/// guards), read from the function as its getters read them, without the attribute lookup.
-/// None for anything else (looked up as usual). `FunctionType` cannot be subclassed, so an
-/// exact function's attributes are its type's getters.
-fn function_part<'py>(function: &Bound<'py, PyAny>, name: &StrongRef) -> Option<Bound<'py, PyAny>> {
-    // Free-threaded, another thread could replace the part between the getter's lent
-    // reference and ours: the attribute lookup (a new reference) serves there.
-    if cfg!(Py_GIL_DISABLED) {
-        return None;
-    }
+/// guards), read from the function without the attribute lookup where the build allows
+/// (`function_part`); None for anything else (looked up as usual).
+fn function_part_named<'py>(function: &Bound<'py, PyAny>, name: &StrongRef) -> Option<Bound<'py, PyAny>> {
     let py = function.py();
-    // SAFETY: reading the type of a live object.
-    if unsafe { ffi::Py_TYPE(function.as_ptr()) } != std::ptr::addr_of_mut!(ffi::PyFunction_Type) {
-        return None;
-    }
     // Names in sources are interned (`name_ref`): one pointer comparison each.
     let name = name.as_ptr();
-    let getter: unsafe extern "C" fn(*mut ffi::PyObject) -> *mut ffi::PyObject =
-        if name == intern!(py, "__code__").as_ptr() {
-            ffi::PyFunction_GetCode
-        } else if name == intern!(py, "__globals__").as_ptr() {
-            ffi::PyFunction_GetGlobals
-        } else if name == intern!(py, "__defaults__").as_ptr() {
-            ffi::PyFunction_GetDefaults
-        } else if name == intern!(py, "__kwdefaults__").as_ptr() {
-            ffi::PyFunction_GetKwDefaults
-        } else {
-            return None;
-        };
-    // SAFETY: an exact function; the getter lends its field, NULL where the function has
-    // none (no defaults), which its attribute gives as None.
-    let part = unsafe { getter(function.as_ptr()) };
-    Some(if part.is_null() {
-        py.None().into_bound(py)
+    let part = if name == intern!(py, "__code__").as_ptr() {
+        FunctionPart::Code
+    } else if name == intern!(py, "__globals__").as_ptr() {
+        FunctionPart::Globals
+    } else if name == intern!(py, "__defaults__").as_ptr() {
+        FunctionPart::Defaults
+    } else if name == intern!(py, "__kwdefaults__").as_ptr() {
+        FunctionPart::KwDefaults
     } else {
-        // SAFETY: a live object the function holds, now owned.
-        unsafe { Bound::from_borrowed_ptr(py, part) }
-    })
+        return None;
+    };
+    function_part(function, part)
 }
 
 /// Whether no two of `objects` are one object: sorted, then neighbours compared (not each
