@@ -1,20 +1,23 @@
 """Instructions of chosen parts of a run, counted by callgrind on the thread that runs them.
 
-A benchmark runs its worker under ``counted_run``: callgrind starts with collection off, and
-the worker turns it on around what it measures with ``Callgrind.counting(label)`` (callgrind's
-client requests, from Python through ctypes). Collection is per thread, so other threads (a
-library's spinning workers) are not counted. Each counted part is dumped under its label;
-``counted_run`` returns the instructions per label.
+A benchmark runs its worker with ``run_worker``: under callgrind, collection off, the worker
+given ``--worker LIBRARY --worker-out FILE``; it turns collection on around what it measures
+with ``Callgrind(LIBRARY).counting(label)`` (callgrind's client requests, from Python through
+ctypes) and writes what is not counted to FILE as JSON. Collection is per thread, so other
+threads (a library's spinning workers) are not counted. Each counted part is dumped under its
+label; ``run_worker`` returns the instructions per label and the worker's JSON.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import subprocess
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any
 
 # A client request is an instruction sequence callgrind recognises: compiled at run time with
 # valgrind's header.
@@ -44,19 +47,22 @@ class Callgrind:
             self.client.bench_dump_stats(label.encode())
 
 
-def compile_client(directory: Path) -> Path:
-    """The client library, built in ``directory``; its path is handed to the worker."""
-    source, library = directory / "client.c", directory / "client.so"
-    source.write_text(CLIENT_SOURCE)
-    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(library), str(source)], check=True)
-    return library
+def run_worker(argv: Sequence[str]) -> tuple[dict[str, int], Any]:
+    """Runs ``argv`` under callgrind as described above: the instructions of each dump, by its
+    label, and the JSON the worker wrote."""
+    with tempfile.TemporaryDirectory(prefix="callgrind-") as temporary:
+        directory = Path(temporary)
+        source, library, out = directory / "client.c", directory / "client.so", directory / "worker.json"
+        source.write_text(CLIENT_SOURCE)
+        subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(library), str(source)], check=True)
+        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
+                        f"--callgrind-out-file={directory / 'callgrind.out'}", *argv,
+                        "--worker", str(library), "--worker-out", str(out)], check=True)
+        return counted_dumps(directory), json.loads(out.read_text())
 
 
-def counted_run(argv: Sequence[str], directory: Path, env: Optional[dict[str, str]] = None) -> dict[str, int]:
-    """Runs ``argv`` under callgrind, collection off until the worker counts, dumps in
-    ``directory``; the instructions of each dump, by its label."""
-    subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no",
-                    f"--callgrind-out-file={directory / 'callgrind.out'}", *argv], check=True, env=env)
+def counted_dumps(directory: Path) -> dict[str, int]:
+    """The instructions of each dump callgrind wrote in ``directory``, by its label."""
     counts = {}
     for dump in directory.glob("callgrind.out*"):
         label = total = None

@@ -67,7 +67,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,7 +89,7 @@ from paddle.jit.sot.utils import info_collector  # noqa: E402
 import framehook.sot as sot  # noqa: E402
 
 # Run as a script: its directory is sys.path[0], so its neighbours import.
-from callgrind_client import Callgrind, compile_client, counted_run  # noqa: E402
+from callgrind_client import Callgrind, run_worker  # noqa: E402
 from framehook.sot._paddle_backend import _StaticGraph  # noqa: E402
 
 MODES = ("eager", "paddle_sot", "framehook")
@@ -488,17 +487,12 @@ def count_steps(name: str, model: Model, args: argparse.Namespace, callgrind: Ca
 
 def count_instructions(names: list[str], args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``--instructions``: this script's worker under callgrind; instructions per step per copy."""
-    with tempfile.TemporaryDirectory(prefix="sot-paddle-models-") as temporary:
-        directory = Path(temporary)
-        library = compile_client(directory)
-        worker = [sys.executable, os.path.abspath(__file__), "--tests", str(args.tests), "--models", ",".join(names),
-                  "--warm-steps", str(args.warm_steps), "--rounds", str(args.rounds),
-                  "--count-steps", str(args.count_steps), "--worker", str(library), "--json",
-                  str(directory / "worker.json")]
-        for option in ("mnist_batch", "resnet_batch", "resnet_image", "bert_sequences", "bert_hidden", "bert_layers"):
-            worker += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
-        counts = counted_run(worker, directory)
-        worker_results = json.loads((directory / "worker.json").read_text())
+    worker = [sys.executable, os.path.abspath(__file__), "--tests", str(args.tests), "--models", ",".join(names),
+              "--warm-steps", str(args.warm_steps), "--rounds", str(args.rounds),
+              "--count-steps", str(args.count_steps)]
+    for option in ("mnist_batch", "resnet_batch", "resnet_image", "bert_sequences", "bert_hidden", "bert_layers"):
+        worker += [f"--{option.replace('_', '-')}", str(getattr(args, option))]
+    counts, worker_results = run_worker(worker)
     results, targets = {}, []
     for name in names:
         per_step = {mode: [counts[f"{name}/{mode}/{round_}"] / args.count_steps for round_ in range(args.rounds)]
@@ -577,6 +571,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="--instructions: rounds of counted steps per copy")
     parser.add_argument("--count-steps", type=int, default=3, help="--instructions: steps per copy and round")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # the callgrind client library
+    parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--mnist-batch", type=int, default=16)
     parser.add_argument("--resnet-batch", type=int, default=2)
     parser.add_argument("--resnet-image", type=int, default=32)
@@ -634,7 +629,7 @@ def count_in_worker(names: list[str], args: argparse.Namespace) -> int:
     makers = models(args)
     results = {name: count_steps(name, makers[name](), args, callgrind) for name in names}
     info_collector.InfoCollector().clear()
-    Path(args.json).write_text(json.dumps(results))
+    args.worker_out.write_text(json.dumps(results))
     return 0
 
 

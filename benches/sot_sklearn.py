@@ -39,7 +39,6 @@ import math
 import os
 import platform
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -49,7 +48,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 # Run as a script: its directory is sys.path[0], so its neighbours import.
-from callgrind_client import Callgrind, compile_client, counted_run  # noqa: E402
+from callgrind_client import Callgrind, run_worker  # noqa: E402
 from framehook_dev.sot_sklearn import estimators, same  # noqa: E402
 
 METHODS = ("predict", "predict_proba", "transform")
@@ -169,13 +168,7 @@ def count_in_worker(sot: Any, library: Path, out: Path) -> None:
 
 def count_instructions(args: argparse.Namespace) -> dict[str, Any]:
     """``--instructions``: this script's worker under callgrind; instructions per call."""
-    with tempfile.TemporaryDirectory(prefix="sot-sklearn-") as temporary:
-        directory = Path(temporary)
-        library = compile_client(directory)
-        worker = [sys.executable, os.path.abspath(__file__), "--name", args.name, "--json", args.json,
-                  "--worker", str(library), "--worker-out", str(directory / "worker.json")]
-        counts = counted_run(worker, directory)
-        counters = json.loads((directory / "worker.json").read_text())
+    counts, counters = run_worker([sys.executable, os.path.abspath(__file__), "--name", args.name, "--json", args.json])
     calls = []
     for label, counter in counters.items():
         eager, translated = counts[f"{label}/eager"] / COUNTED_CALLS, counts[f"{label}/translated"] / COUNTED_CALLS
