@@ -127,6 +127,54 @@ def test_an_lru_cached_function_is_inlined_where_its_call_changes_nothing_outsid
         sot.translate(unhashable, full_graph=True)(x)
 
 
+def test_a_call_functools_cache_already_answered_gives_the_object_it_holds():
+    import functools
+    import os
+
+    ran = []
+
+    @functools.cache
+    def settings():
+        ran.append("settings")
+        with open(os.devnull) as f:  # a body the translator cannot run: the hit never runs it
+            f.read()
+        return {"scale": 2.0}  # mutable: the caller gets the cached dict itself
+
+    @functools.cache
+    def names(kind):
+        ran.append(kind)
+        with open(os.devnull) as f:
+            f.read()
+        return ("a", "b") if kind == "pair" else ("c",)
+
+    def f(x):
+        held = settings()
+        total = x * held["scale"]
+        for name in names("pair"):
+            total = total + len(name)
+        return total, held
+
+    x = np.ones(2)
+    want = f(x)  # the eager call fills both caches
+    ran.clear()
+    fast = sot.translate(f, full_graph=True)
+    for _ in range(2):
+        got = fast(x)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] is settings()
+    assert ran == []
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.cache_hits, stats.graphs, stats.graph_breaks) == (1, 1, 1, []), stats
+
+    # Emptied, the cache no longer answers: the call runs the function, as eager's does.
+    settings.cache_clear()
+    fast = sot.translate(f)
+    got = fast(x)
+    assert ran == ["settings"] and got[1] is settings()
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert "unsupported call: builtin open()" in reasons, reasons
+
+
 def _offset_scale(v, *, k=2.0):
     return v * k + OFFSET
 

@@ -1,5 +1,8 @@
 """Calls: positional, keyword, *args, **kwargs, defaults, inlined user functions and methods."""
 
+import functools
+import os
+
 import numpy as np
 
 from ._case import arr, case
@@ -184,3 +187,21 @@ def numpy_decimals_keyword(x):
 @case(args=lambda: (arr(3), 1.0, 2.0), graphs=1, ops=2)
 def call_with_star_list(x, a, b):
     return _affine(x, *[a, b])
+
+
+@functools.cache
+def _settings():
+    # A body the translator cannot run (it reads a file): a call the cache answers never runs it.
+    with open(os.devnull) as f:
+        f.read()
+    return {"scale": 3.0}
+
+
+_settings()
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def functools_cache_answered(x):
+    # The object the cache holds (a dict, the same object eager's call returns).
+    settings = _settings()
+    return x * settings["scale"], settings is _settings()

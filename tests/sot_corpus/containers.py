@@ -139,3 +139,26 @@ def the_truth_of_a_deque_set_or_tuple_is_its_length(x, pending, pair):
     y = x + 1 if pending else x - 1
     z = y * 2 if pair else y
     return z + len(pending), bool({1} if len(pending) else set())
+
+
+class _ByName(tuple):
+    """A tuple subclass that looks items up by name but iterates as a tuple, as
+    importlib.metadata's `EntryPoints` (narwhals iterates one in scikit-learn's validation)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, name):
+        for item in self:
+            if item[0] == name:
+                return item
+        raise KeyError(name)
+
+
+_FACTORS = _ByName([("half", 0.5), ("triple", 3.0)])
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def tuple_subclass_iterated_as_a_tuple(x):
+    for _, factor in _FACTORS:
+        x = x * factor
+    return x

@@ -139,6 +139,18 @@ pub fn is_plain_tuple(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(true)
 }
 
+/// A tuple (or an instance of a subclass keeping tuple's `__iter__`, as importlib.metadata's
+/// `EntryPoints`): iterating it gives its items, which its identity fixes.
+pub fn iterates_as_tuple(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if obj.is_exact_instance_of::<PyTuple>() {
+        return Ok(true);
+    }
+    if !obj.is_instance_of::<PyTuple>() {
+        return Ok(false);
+    }
+    Ok(obj.get_type().getattr("__iter__")?.is(&obj.py().get_type::<PyTuple>().getattr("__iter__")?))
+}
+
 /// A t-string's template (3.14), made from known values: immutable, iterated as is.
 pub fn is_template(obj: &Bound<'_, PyAny>) -> bool {
     let ty = obj.get_type();

@@ -20,7 +20,7 @@ use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::model::code::MAX_MADE_ITEMS;
 use crate::sot::translator::model::problem::{graph_break, unsupported};
 use crate::sot::translator::model::value::{DictPart, Lazy};
-use crate::sot::translator::pyutil::{builtin_len_base, has_builtin_len, is_plain_tuple, is_template};
+use crate::sot::translator::pyutil::{builtin_len_base, has_builtin_len, is_plain_tuple, is_template, iterates_as_tuple};
 
 pub struct Known;
 
@@ -173,7 +173,7 @@ impl Kind for Known {
         }
         let range_type = cx.known().range_type.clone();
         let safe = obj.is_exact_instance_of::<PyString>()
-            || obj.is_exact_instance_of::<PyTuple>()
+            || iterates_as_tuple(obj)?
             || obj.is_exact_instance_of::<PyFrozenSet>()
             || obj.is_exact_instance_of::<PyBytes>()
             || obj.get_type().is(&range_type)
@@ -181,6 +181,15 @@ impl Kind for Known {
             || cx.is_backend_constant(obj);
         if !safe {
             return unsupported(format!("iteration over {}", obj.get_type().name()?));
+        }
+        if !obj.is_exact_instance_of::<PyTuple>() && iterates_as_tuple(obj)? {
+            // A tuple subclass's items, fixed by its identity (pinned below), are constants
+            // unless they are tensors, which the graph must take as inputs.
+            for item in obj.try_iter()? {
+                if cx.is_backend_tensor(&item?) {
+                    return unsupported(format!("iteration over a {} holding tensors", obj.get_type().name()?));
+                }
+            }
         }
         let obj = cx.concrete(v)?;
         // `range(sys.maxsize)` (its length may not even fit): iterated lazily

@@ -1,6 +1,5 @@
-//! Calls: who handles a callee (inlined, a builtin, a recorded operation, the backend), lru_cache, reduce, operator functions.
+//! Calls: who handles a callee (inlined, a builtin, a recorded operation, the backend), reduce, operator functions.
 
-use super::snapshot::Snapshot;
 use super::*;
 
 impl<'py, 'b> Vm<'py, 'b> {
@@ -654,45 +653,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(s) = source {
             self.add_guard(s, Check::Id(Pin::new(obj)));
         }
-    }
-
-    /// A call of a function `functools.lru_cache` wraps: the function inlined, as Paddle's and
-    /// Dynamo's translators do, where the call changes nothing that existed before it (a call
-    /// the cache answers would not make that change): else a break, the call run as it is.
-    pub(super) fn call_cached(
-        &mut self,
-        wrapper: &Bound<'py, PyAny>,
-        source: Option<SourceId>,
-        args: Vec<Vid>,
-        kwargs: Vec<(String, Vid)>,
-    ) -> Res<Vid> {
-        // The cache hashes the arguments first: one it cannot hash raises, from the real call.
-        for arg in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
-            if !self.hashable(*arg)? {
-                return graph_break(format!(
-                    "a call of {}, an lru_cache'd function, with an argument it cannot hash",
-                    qualname(wrapper)
-                ));
-            }
-        }
-        let before = Snapshot::take(self);
-        let inputs = self.graph.inputs.len();
-        let generators = self.generator_positions();
-        let wrapped = wrapper.getattr("__wrapped__")?;
-        // Through the wrapper (its closure read from there), or a constant the pin fixes.
-        let function = match source {
-            Some(s) => self.value_of_source(Source::Attr(s, name_ref(self.py, "__wrapped__")), wrapped),
-            None => self.constant(wrapped),
-        };
-        let result = self.call(function, args, kwargs)?;
-        if self.changed_since(&before, inputs, &generators) {
-            return graph_break(format!(
-                "a call of {}, an lru_cache'd function, changes what it was given or what is outside it (its \
-                 cache decides whether that happens)",
-                qualname(wrapper)
-            ));
-        }
-        Ok(result)
     }
 
     /// Whether `hash(vid)` succeeds, by its kind.

@@ -18,6 +18,7 @@ mod interp;
 mod iterators;
 mod layers;
 mod library;
+mod lru_cache;
 mod matching;
 mod names;
 mod ops;
