@@ -38,6 +38,7 @@ const SHIM_FILES: &[&str] = &[
     "code_extra.c",
     "stack_guard.c",
     "layout_frame.c",
+    "watch.c",
 ];
 
 fn main() {

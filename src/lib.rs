@@ -56,6 +56,12 @@ pub(crate) mod testing {
         crate::hookapi::dispatch::DISPATCHED_FRAMES.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Guards SOT checked on frames (not those CPython's watchers answered).
+    #[pyfunction]
+    pub fn _guards_checked() -> u64 {
+        crate::sot::translator::fetch::GUARDS_CHECKED.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     #[pyfunction]
     pub fn _foreign_calls() -> u64 {
         backend::foreign_calls()
@@ -133,6 +139,7 @@ pub(crate) mod testing {
     pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(_eval_functions, m)?)?;
         m.add_function(wrap_pyfunction!(_dispatched_frames, m)?)?;
+        m.add_function(wrap_pyfunction!(_guards_checked, m)?)?;
         m.add_function(wrap_pyfunction!(_foreign_install, m)?)?;
         m.add_function(wrap_pyfunction!(_eval_specializing, m)?)?;
         m.add_function(wrap_pyfunction!(_set_eval_specializing, m)?)?;

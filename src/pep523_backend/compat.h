@@ -84,6 +84,15 @@ typedef PyFrameObject fh_frame;
 #  define FH_CODE_INTERNS_CONSTANTS 0
 #endif
 
+/* 3.12+ report changes of watched dicts and of functions (PyDict_AddWatcher,
+ * PyFunction_AddWatcher). Not used on free-threaded builds, where a callback may
+ * run on any thread while another reads what it updates. */
+#if PY_VERSION_HEX >= 0x030C0000 && !defined(Py_GIL_DISABLED)
+#  define FH_HAS_WATCHERS 1
+#else
+#  define FH_HAS_WATCHERS 0
+#endif
+
 #if PY_VERSION_HEX < 0x030A0000
 static inline PyObject *Py_NewRef(PyObject *obj) { Py_INCREF(obj); return obj; }
 static inline PyObject *Py_XNewRef(PyObject *obj) { Py_XINCREF(obj); return obj; }

@@ -209,6 +209,22 @@ int fh_type_is_mutable(PyObject *type);
 int fh_code_interns_constants(void);
 int fh_code_keep_constants(PyObject *code, PyObject *given);
 
+/* Watchers of dicts and functions (3.12+, builds with the GIL; elsewhere the
+ * registering functions return -1 with no exception set, and nothing is watched).
+ * One callback of each kind per interpreter, which runs with the GIL held:
+ * fh_watch_dicts_with registers `changed` for dicts and returns the watcher's id;
+ * it is called with a watched dict and the key added, replaced or deleted, or with
+ * NULL for a change of the whole dict (cleared, cloned into, or `gone`: being
+ * deallocated). fh_watch_dict watches `dict`: 0, or -1 with an exception set.
+ * fh_watch_functions_with registers `changed` for functions: called (key NULL)
+ * with any function whose code, defaults or keyword defaults are being replaced
+ * (CPython has no per-function watch; creation and deallocation are not passed
+ * on: whoever watches a function holds it). */
+typedef void (*fh_watched_changed)(PyObject *object, PyObject *key, int gone);
+int fh_watch_dicts_with(fh_watched_changed changed);
+int fh_watch_dict(int watcher, PyObject *dict);
+int fh_watch_functions_with(fh_watched_changed changed);
+
 /* Per-code storage (co_extra), safe on free-threaded builds. The index is per
  * interpreter. fh_code_get_extra returns NULL when nothing is stored.
  * fh_code_extra_or_store stores `extra` unless a value is stored already, and

@@ -98,6 +98,10 @@ pub struct CodeStateHead {
     pub replacement: AtomicPtr<PyObject>,
 }
 
+/// `fh_watched_changed`: a watched object, the key of a dict's entry that changes (NULL:
+/// the whole object), and whether the object is being deallocated.
+pub type WatchedChanged = unsafe extern "C" fn(object: *mut PyObject, key: *mut PyObject, gone: c_int);
+
 extern "C" {
     pub fn fh_build_version_hex() -> c_ulong;
     pub fn fh_build_gil_disabled() -> c_int;
@@ -126,6 +130,9 @@ extern "C" {
     pub fn fh_type_is_mutable(type_object: *mut PyObject) -> c_int;
     pub fn fh_code_interns_constants() -> c_int;
     pub fn fh_code_keep_constants(code: *mut PyObject, given: *mut PyObject) -> c_int;
+    pub fn fh_watch_dicts_with(changed: WatchedChanged) -> c_int;
+    pub fn fh_watch_dict(watcher: c_int, dict: *mut PyObject) -> c_int;
+    pub fn fh_watch_functions_with(changed: WatchedChanged) -> c_int;
     pub fn fh_request_code_extra_index(free: freefunc) -> Py_ssize_t;
     pub fn fh_code_get_extra(code: *mut PyObject, index: Py_ssize_t) -> *mut c_void;
     pub fn fh_code_extra_or_store(code: *mut PyObject, index: Py_ssize_t, extra: *mut c_void) -> *mut c_void;

@@ -9,6 +9,7 @@
 //! them only through the [`Upcalls`] of the context it was installed with.
 
 mod contract;
+mod watch;
 
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
@@ -22,6 +23,7 @@ pub use contract::{
     CodeStateHead, Context, Decision, FrameViewRaw, NativeChain, NativeFrameRaw, NativeLink, Upcalls,
     GENERATION_NATIVE_CHAIN, GENERATION_OBSERVING, GENERATION_SCOPED, GENERATION_STEP,
 };
+pub use watch::{watch_dict, watch_dict_key, watch_function, Watch};
 
 impl Context {
     pub fn new(generation: u64, code_extra_index: ffi::Py_ssize_t, upcalls: Upcalls) -> Self {

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use super::code_pool::Generated;
 use super::guard::source::Guard;
 use super::guard::source::SourceTable;
+use super::guard::world::World;
 use super::model::code::{CodeInfo, ResumeKey};
 use crate::hookapi::per_code::PerCode;
 use crate::hookapi::pyobject::StrongRef;
@@ -63,6 +64,8 @@ pub struct Entry {
     pub reported: Option<Reported>,
     pub epoch: u64,
     pub guards: Vec<Guard>,
+    /// The guards CPython's watchers answer while nothing they watch changes.
+    pub world: Option<World>,
     pub action: Action,
 }
 

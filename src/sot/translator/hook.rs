@@ -11,7 +11,7 @@ use super::cache::{
     keep_while_running, move_to_front, Action, CodeCaches, Entries, Record, LIBRARY, NEVER, TRANSLATED,
     UNJUDGED,
 };
-use super::fetch::Fetcher;
+use super::fetch::{arm_if_unchanged, Fetcher};
 use super::session::{
     current_session, traced_by_any_family, Config, Family, OwnFrame, CONFIGS, EPOCH, FAMILIES, SESSIONS,
     TRACING_CONFIGS,
@@ -240,7 +240,21 @@ impl Translator {
                     continue;
                 }
                 seen += 1;
-                let failing = fetcher.first_failing(&entry.guards);
+                let failing = match &entry.world {
+                    Some(world) if world.holds(context) => {
+                        fetcher.assume(world);
+                        fetcher.first_failing_of(world.rest(&entry.guards))
+                    }
+                    Some(world) => {
+                        let changes = world.changes();
+                        let failing = fetcher.first_failing(&entry.guards);
+                        if failing.is_none() {
+                            arm_if_unchanged(world, &mut fetcher, changes);
+                        }
+                        failing
+                    }
+                    None => fetcher.first_failing(&entry.guards),
+                };
                 if failing.is_some_and(|g| fetcher.number_changed(g)) {
                     // Every number of the entry seen to change, not only the first: numbers
                     // that change together (a step count per parameter) are generalised by one

@@ -15,7 +15,7 @@ mod code_pool;
 mod codegen;
 mod compile;
 mod cost;
-mod fetch;
+pub(crate) mod fetch;
 mod guard;
 mod hook;
 mod kinds;

@@ -148,7 +148,10 @@ pub fn iterates_as_tuple(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     if !obj.is_instance_of::<PyTuple>() {
         return Ok(false);
     }
-    Ok(obj.get_type().getattr("__iter__")?.is(&obj.py().get_type::<PyTuple>().getattr("__iter__")?))
+    Ok(obj
+        .get_type()
+        .getattr("__iter__")?
+        .is(&obj.py().get_type::<PyTuple>().getattr("__iter__")?))
 }
 
 /// A t-string's template (3.14), made from known values: immutable, iterated as is.

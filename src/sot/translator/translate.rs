@@ -14,6 +14,7 @@ use super::breaks::continuation_of;
 use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, Record, LIBRARY, NEXT_ENTRY};
 use super::codegen;
 use super::compile::explain;
+use super::fetch::{build_world, Fetcher};
 use super::guard::source::{SourceId, SourceTable};
 use super::translation::Translation;
 
@@ -379,12 +380,14 @@ pub fn translate(
         std::mem::take(&mut vm.guards)
     };
     let serial = NEXT_ENTRY.fetch_add(1, Ordering::Relaxed);
+    let world = build_world(&mut Fetcher::new(context, &vm.sources), &guards);
     let entry = Arc::new(Entry {
         owner,
         serial,
         reported: (owner != config.id).then(|| config.took_reports(serial, &mark)),
         epoch,
         guards,
+        world,
         action,
     });
     let answer = matches!(entry.action, Action::Run { .. }).then(|| Arc::clone(&entry));

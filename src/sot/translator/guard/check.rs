@@ -246,14 +246,20 @@ pub fn type_of(o: &StrongRef) -> *mut ffi::PyObject {
 }
 
 /// Whether `o.__class__ = C` always fails: CPython assigns `__class__` only between heap
-/// (3.10+: mutable) types or between module types; static types are neither.
+/// (3.10+: mutable, `type_is_mutable`) types or between module types; static and immutable
+/// types are neither.
 pub fn class_is_fixed(o: &StrongRef) -> bool {
-    // SAFETY: a live object and its type; reading flags only.
-    unsafe {
-        let ty = ffi::Py_TYPE(o.as_ptr());
-        ffi::PyType_GetFlags(ty) & ffi::Py_TPFLAGS_HEAPTYPE == 0
-            && ffi::PyType_IsSubtype(ty, std::ptr::addr_of_mut!(ffi::PyModule_Type)) == 0
+    // SAFETY: a live object and its type.
+    let ty = unsafe { ffi::Py_TYPE(o.as_ptr()) };
+    // SAFETY: as above; a subtype test reads the type's MRO only.
+    if unsafe { ffi::PyType_IsSubtype(ty, std::ptr::addr_of_mut!(ffi::PyModule_Type)) } != 0 {
+        return false;
     }
+    Python::attach(|py| {
+        // SAFETY: a live type, borrowed while `o` holds it.
+        let ty = unsafe { Bound::from_borrowed_ptr(py, ty.cast()) };
+        ty.cast_into::<PyType>().is_ok_and(|t| !type_is_mutable(&t))
+    })
 }
 
 /// Exact tuples, strings, bytes and frozensets: their length is fixed.

@@ -20,7 +20,9 @@ use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::model::code::MAX_MADE_ITEMS;
 use crate::sot::translator::model::problem::{graph_break, unsupported};
 use crate::sot::translator::model::value::{DictPart, Lazy};
-use crate::sot::translator::pyutil::{builtin_len_base, has_builtin_len, is_plain_tuple, is_template, iterates_as_tuple};
+use crate::sot::translator::pyutil::{
+    builtin_len_base, has_builtin_len, is_plain_tuple, is_template, iterates_as_tuple,
+};
 
 pub struct Known;
 
@@ -187,7 +189,10 @@ impl Kind for Known {
             // unless they are tensors, which the graph must take as inputs.
             for item in obj.try_iter()? {
                 if cx.is_backend_tensor(&item?) {
-                    return unsupported(format!("iteration over a {} holding tensors", obj.get_type().name()?));
+                    return unsupported(format!(
+                        "iteration over a {} holding tensors",
+                        obj.get_type().name()?
+                    ));
                 }
             }
         }

@@ -109,10 +109,10 @@ impl<'py, 'b> Vm<'py, 'b> {
 
 fn key_hashes_in_c(obj: &Bound<'_, PyAny>) -> bool {
     is_value_type(obj)
-        || obj.get_type().is(&obj.py().get_type::<PyType>())
-        || obj
-            .cast::<PyTuple>()
-            .is_ok_and(|tuple| tuple.is_exact_instance_of::<PyTuple>() && tuple.iter().all(|i| key_hashes_in_c(&i)))
+        || obj.get_type().is(obj.py().get_type::<PyType>())
+        || obj.cast::<PyTuple>().is_ok_and(|tuple| {
+            tuple.is_exact_instance_of::<PyTuple>() && tuple.iter().all(|i| key_hashes_in_c(&i))
+        })
 }
 
 /// The dict an unbounded cache keeps its results in, by key. The C wrapper does not show it;
@@ -122,7 +122,9 @@ fn key_hashes_in_c(obj: &Bound<'_, PyAny>) -> bool {
 fn results_dict<'py>(wrapper: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
     // Read first, so that a `__dict__` made on first access is among the referents.
     let own = wrapper.getattr("__dict__")?;
-    let referents = import(wrapper.py(), "gc")?.getattr("get_referents")?.call1((wrapper,))?;
+    let referents = import(wrapper.py(), "gc")?
+        .getattr("get_referents")?
+        .call1((wrapper,))?;
     let mut dicts = referents
         .try_iter()?
         .filter_map(Result::ok)

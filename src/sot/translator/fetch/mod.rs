@@ -1,6 +1,8 @@
 //! Guards evaluated on a frame: each source fetched once, straight from the frame, and
 //! each check compared with what it found.
 
+mod fixing;
+
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -9,8 +11,14 @@ use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use super::guard::check::{holds_values_only, is_value_type, Check, VALUE_NESTING};
 use super::guard::source::Guard;
 use super::guard::source::{Source, SourceId, SourceTable};
+use super::guard::world::World;
 use crate::hookapi::pyobject::{function_part, type_version, FunctionPart, StrongRef};
 use crate::hookapi::rust_hook::HookContext;
+pub use fixing::{arm_if_unchanged, build_world};
+
+/// Guards checked on frames (test builds): those the watchers answered are not.
+#[cfg(feature = "testing")]
+pub static GUARDS_CHECKED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Fetches sources from one frame, each at most once per lookup.
 pub struct Fetcher<'c, 'a, 'py> {
@@ -18,6 +26,8 @@ pub struct Fetcher<'c, 'a, 'py> {
     pub table: &'c SourceTable,
     /// Per source: not fetched yet, fetched (Some(value) or None when absent).
     pub fetched: Vec<Option<Option<Bound<'py, PyAny>>>>,
+    /// Worlds found to hold for this frame: their fixed values are current.
+    worlds: Vec<&'c World>,
 }
 
 impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
@@ -26,7 +36,13 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             context,
             table,
             fetched: vec![None; table.sources.len()],
+            worlds: Vec::new(),
         }
+    }
+
+    /// Takes the fixed values of `world`, found to hold for this frame, as fetched.
+    pub fn assume(&mut self, world: &'c World) {
+        self.worlds.push(world);
     }
 
     pub fn fetch(&mut self, id: SourceId) -> Option<Bound<'py, PyAny>> {
@@ -34,6 +50,10 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
             return done.clone();
         }
         let py = self.context.py();
+        if let Some(value) = self.worlds.iter().find_map(|world| world.fixed_value(py, id)) {
+            self.fetched[id] = Some(value.clone());
+            return value;
+        }
         let value = match &self.table.sources[id] {
             Source::Argument(i) => self.context.argument(*i).map(|b| b.to_owned()),
             Source::Free(i) => self.context.free_variable(*i).map(|b| b.to_owned()),
@@ -86,7 +106,11 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
     /// Whether every guard holds for this frame.
     /// The first guard that does not hold for this frame, or None when all hold.
     pub fn first_failing<'g>(&mut self, guards: &'g [Guard]) -> Option<&'g Guard> {
-        guards.iter().find(|guard| !self.check(guard))
+        self.first_failing_of(guards.iter())
+    }
+
+    pub fn first_failing_of<'g>(&mut self, mut guards: impl Iterator<Item = &'g Guard>) -> Option<&'g Guard> {
+        guards.find(|guard| !self.check(guard))
     }
 
     /// Whether `guard` pinned a number (int or float) that the frame now holds another
@@ -105,6 +129,8 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
     }
 
     pub fn check(&mut self, guard: &Guard) -> bool {
+        #[cfg(feature = "testing")]
+        GUARDS_CHECKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let py = self.context.py();
         let value = self.fetch(guard.source);
         let Some(value) = value else {
@@ -167,7 +193,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
 /// `__globals__`, `__defaults__`, `__kwdefaults__`: about a third of a library-heavy call's
 /// guards), read from the function without the attribute lookup where the build allows
 /// (`function_part`); None for anything else (looked up as usual).
-fn function_part_named<'py>(function: &Bound<'py, PyAny>, name: &StrongRef) -> Option<Bound<'py, PyAny>> {
+pub fn function_part_named<'py>(function: &Bound<'py, PyAny>, name: &StrongRef) -> Option<Bound<'py, PyAny>> {
     let py = function.py();
     // Names in sources are interned (`name_ref`): one pointer comparison each.
     let name = name.as_ptr();
