@@ -146,3 +146,19 @@ def branch_on_device_of_a_subclass_array(x):
     if y.device == "cpu":
         return y + 1
     return y
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def builtin_dtype_made_from_its_name(x):
+    # numpy gives its one float64 dtype object for either spelling: the call is that object.
+    if x.dtype == np.dtype("float64") and np.dtype(np.float64) is x.dtype:
+        return x * 2
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=("creating a dtype object",))
+def string_dtype_made_anew_on_each_call(x):
+    # np.dtype("U5") is a new object on each call: a constant would be one object for all.
+    y = x + 1
+    kind = np.dtype("U5")
+    return y * 2, kind.itemsize

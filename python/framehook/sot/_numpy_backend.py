@@ -71,6 +71,8 @@ class NumpyBackend:
     meta_attributes = ("dtype", "shape")
     # What numpy's own array and scalar types give for any of their values ("cpu").
     type_attributes = ("device",)
+    # np.dtype("float64"), np.dtype(np.float64): numpy's one object for each builtin dtype.
+    interned_types = (np.dtype,)
     # Tensor methods whose result is a Python value computed from the data.
     conversions = ("item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__", "__len__")
     # Files the translator never enters: numpy's own.

@@ -55,7 +55,10 @@ def register_backend(name: str, backend: Any) -> None:
     Optional: ``meta_methods`` (tensor methods of no arguments whose result follows from the
     meta attributes, such as ``dim()``: computed while translating), ``type_attributes``
     (tensor attributes that follow from a tensor type written in C, such as numpy's
-    ``device``: constants), ``forward_of(obj)`` (the
+    ``device``: constants), ``interned_types`` (types whose call with plain values runs no
+    Python code and changes nothing, and that give one object for the same arguments where
+    they intern them, such as numpy's builtin dtypes: such a call is that object, else a
+    break), ``forward_of(obj)`` (the
     function a model layer's call runs, translated in its place, or None), ``layer_types`` and
     ``layer_attributes`` (layers are pinned by identity and those attributes, and read through
     their ``__getattr__``), ``layer_store(layer, name, value_type)`` (where ``layer.name =

@@ -67,6 +67,10 @@ pub struct Backend<'py> {
     /// Tensor attributes whose value follows from the tensor's type, which its guard
     /// compares, where that type is written in C (numpy's `device`): constants.
     type_attributes: Vec<String>,
+    /// Types whose call with plain values runs no Python code and changes nothing, and
+    /// gives one object for the same arguments where it interns them (numpy's builtin
+    /// dtypes): such a call is that object.
+    interned_types: Vec<Bound<'py, PyAny>>,
     conversions: Vec<String>,
     /// The standard library's files (and frozen modules'): `CodeKind::Library`.
     library_prefixes: Vec<String>,
@@ -189,6 +193,10 @@ impl<'py> Backend<'py> {
                 Some(names) => names.extract()?,
                 None => Vec::new(),
             },
+            interned_types: match optional(&object, "interned_types")? {
+                Some(types) => types.try_iter()?.collect::<PyResult<_>>()?,
+                None => Vec::new(),
+            },
             conversions: strings("conversions")?,
             library_prefixes: skip_prefixes,
             closed_prefixes: closed,
@@ -293,6 +301,11 @@ impl<'py> Backend<'py> {
     /// and iterated as it is while translating.
     pub fn is_constant_value(&self, value: &Bound<'py, PyAny>) -> bool {
         !value.is_instance_of::<pyo3::types::PyType>() && self.is_constant_operand(value)
+    }
+
+    /// Whether `ty` is one of the backend's `interned_types`.
+    pub fn is_interned_type(&self, ty: &Bound<'py, PyAny>) -> bool {
+        self.interned_types.iter().any(|t| t.is(ty))
     }
 
     /// Whether attribute `name` of `tensor` (a tensor or an array) follows from its guard.

@@ -556,6 +556,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(result);
         }
         if obj.is_instance_of::<PyType>() {
+            if self.backend.is_interned_type(&obj) {
+                if let Some(interned) = self.interned(&obj, &args, &kwargs)? {
+                    pin(self);
+                    return Ok(interned);
+                }
+            }
             return graph_break(format!("unsupported call: creating a {} object", qualname(&obj)));
         }
         if let Some(forward) = self.backend.forward_of(&obj)? {
@@ -649,6 +655,32 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// The callable a call reads at `source`, pinned by identity (what the call does follows
     /// from which object it is).
+    /// A call of one of the backend's `interned_types` with plain values (guarded), made
+    /// twice while translating: where both calls give one object, the type interns it, and
+    /// the call the translated code would make gives it too; else None (a new object each
+    /// time, which a constant would not be).
+    fn interned(&mut self, ty: &Bound<'py, PyAny>, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<Option<Vid>> {
+        let plain = |vm: &Self, vid: Vid| match vm.val(vid) {
+            Val::Obj { obj, .. } => is_value_type(obj) || (obj.is_exact_instance_of::<PyType>() && !is_heap_type(obj)),
+            _ => false,
+        };
+        if !args.iter().chain(kwargs.iter().map(|(_, v)| v)).all(|v| plain(self, *v)) {
+            return Ok(None);
+        }
+        let mut positional = Vec::with_capacity(args.len());
+        for arg in args {
+            positional.push(self.concrete(*arg)?);
+        }
+        let keywords = PyDict::new(self.py);
+        for (name, value) in kwargs {
+            keywords.set_item(name, self.concrete(*value)?)?;
+        }
+        let positional = PyTuple::new(self.py, positional)?;
+        let first = ty.call(&positional, Some(&keywords))?;
+        let second = ty.call(&positional, Some(&keywords))?;
+        Ok(first.is(&second).then(|| self.constant(first)))
+    }
+
     fn pin_callable(&mut self, source: Option<SourceId>, obj: &Bound<'py, PyAny>) {
         if let Some(s) = source {
             self.add_guard(s, Check::Id(Pin::new(obj)));
