@@ -134,7 +134,7 @@ pub fn type_version(type_object: &Bound<'_, PyType>, assign: bool) -> u32 {
 pub use crate::pep523_backend::FunctionPart;
 /// Counters of changes of dict entries and functions, from CPython's watchers (see
 /// `pep523_backend::Watch`).
-pub use crate::pep523_backend::{watch_dict, watch_dict_key, watch_function, Watch};
+pub use crate::pep523_backend::{watch_dict, watch_dict_key, watch_function, watchers_available, Watch};
 
 /// `function.__code__` and the like read straight from an exact function, or None where the
 /// attribute must be looked up (see `pep523_backend::function_part`).

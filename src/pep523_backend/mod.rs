@@ -23,7 +23,7 @@ pub use contract::{
     CodeStateHead, Context, Decision, FrameViewRaw, NativeChain, NativeFrameRaw, NativeLink, Upcalls,
     GENERATION_NATIVE_CHAIN, GENERATION_OBSERVING, GENERATION_SCOPED, GENERATION_STEP,
 };
-pub use watch::{watch_dict, watch_dict_key, watch_function, Watch};
+pub use watch::{watch_dict, watch_dict_key, watch_function, watchers_available, Watch};
 
 impl Context {
     pub fn new(generation: u64, code_extra_index: ffi::Py_ssize_t, upcalls: Upcalls) -> Self {

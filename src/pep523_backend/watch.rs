@@ -113,6 +113,13 @@ fn watchers(registry: &mut Registry, py: Python<'_>) -> (Option<c_int>, Option<c
     })
 }
 
+/// Whether this interpreter watches dicts and functions (3.12+, a build with the GIL, a
+/// watcher slot of each kind free).
+pub fn watchers_available(py: Python<'_>) -> bool {
+    let (dicts, functions) = watchers(&mut REGISTRY.lock(), py);
+    dicts.is_some() && functions.is_some()
+}
+
 /// Counts on `watch` every change of `dict`'s entry `key` (added, replaced, deleted) and of
 /// the whole dict. False where this interpreter watches no dict.
 pub fn watch_dict_key(dict: &Bound<'_, PyDict>, key: &Bound<'_, PyAny>, watch: &Arc<Watch>) -> bool {

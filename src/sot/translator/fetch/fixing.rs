@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyModule, PyTuple, PyType};
 
 use super::{function_part_named, Fetcher};
 use crate::hookapi::pyobject::{
-    import, type_is_mutable, watch_dict, watch_dict_key, watch_function, StrongRef, Watch,
+    import, type_is_mutable, watch_dict, watch_dict_key, watch_function, watchers_available, StrongRef, Watch,
 };
 use crate::sot::translator::guard::check::{class_is_fixed, is_immutable_sized, is_value_type, Check};
 use crate::sot::translator::guard::source::{Guard, Source, SourceId};
@@ -34,6 +34,9 @@ enum Fixed {
 /// The world of an entry whose guards are `guards`, read through `fetcher` on the frame
 /// being translated; None where nothing is fixed (no watchers on this interpreter).
 pub fn build_world(fetcher: &mut Fetcher<'_, '_, '_>, guards: &[Guard]) -> Option<World> {
+    if guards.is_empty() || !watchers_available(fetcher.context.py()) {
+        return None;
+    }
     let count = fetcher.table.sources.len();
     let mut pinned = vec![false; count];
     for guard in guards {

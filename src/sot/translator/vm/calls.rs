@@ -659,12 +659,23 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// twice while translating: where both calls give one object, the type interns it, and
     /// the call the translated code would make gives it too; else None (a new object each
     /// time, which a constant would not be).
-    fn interned(&mut self, ty: &Bound<'py, PyAny>, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<Option<Vid>> {
+    fn interned(
+        &mut self,
+        ty: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
         let plain = |vm: &Self, vid: Vid| match vm.val(vid) {
-            Val::Obj { obj, .. } => is_value_type(obj) || (obj.is_exact_instance_of::<PyType>() && !is_heap_type(obj)),
+            Val::Obj { obj, .. } => {
+                is_value_type(obj) || (obj.is_exact_instance_of::<PyType>() && !is_heap_type(obj))
+            }
             _ => false,
         };
-        if !args.iter().chain(kwargs.iter().map(|(_, v)| v)).all(|v| plain(self, *v)) {
+        if !args
+            .iter()
+            .chain(kwargs.iter().map(|(_, v)| v))
+            .all(|v| plain(self, *v))
+        {
             return Ok(None);
         }
         let mut positional = Vec::with_capacity(args.len());
