@@ -60,8 +60,10 @@ struct Registry {
     /// Per interpreter (by id): its dict watcher's and function watcher's ids, None where it
     /// has none (an older interpreter, a free-threaded build, every slot taken).
     watchers: HashMap<i64, (Option<c_int>, Option<c_int>)>,
-    /// By the object's address: a watched object is held by whoever watches it, so an
-    /// address is not reused while its watches live; a dict being deallocated drops its own.
+    /// By the object's address. A dict being deallocated counts on its watches and drops
+    /// them, before its address can be reused; a function's is not reported, and another
+    /// function given its address is seen as it (whose changes only cost a check of every
+    /// guard: whoever relies on a function's parts holds the function or checks it).
     dicts: HashMap<usize, DictWatches>,
     functions: HashMap<usize, Vec<Weak<Watch>>>,
     /// How many functions were left after the last pruning of those no watch holds (a
