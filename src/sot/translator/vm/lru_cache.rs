@@ -62,9 +62,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        if !kwargs.is_empty() || !args.iter().all(|arg| self.hashes_in_c(*arg)) {
+        if !kwargs.is_empty() {
             return Ok(None);
         }
+        let Some(items) = args
+            .iter()
+            .map(|arg| self.plain_key_part(*arg))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Ok(None);
+        };
         let parameters = wrapper.call_method0("cache_parameters")?;
         if !parameters.get_item("maxsize")?.is_none() || parameters.get_item("typed")?.is_truthy()? {
             return Ok(None);
@@ -72,10 +79,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(cache) = results_dict(wrapper)? else {
             return Ok(None);
         };
-        let mut items = Vec::with_capacity(args.len());
-        for arg in args {
-            items.push(self.concrete(*arg)?);
-        }
         // The key CPython's `lru_cache_make_key` makes without keywords or `typed`: a lone
         // exact str or int argument itself, else the tuple of the arguments.
         let key = match items.as_slice() {
@@ -87,6 +90,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(result) = cache.get_item(&key)? else {
             return Ok(None);
         };
+        // The answer depends on the arguments' values: guarded now that it is used.
+        for arg in args {
+            self.concrete(*arg)?;
+        }
         let key = StrongRef::new(&key);
         let holder = self.intern(Source::Held(StrongRef::new(cache.as_any())));
         let entry = self.intern(Source::Item(holder, key.clone_ref(self.py)));
@@ -94,15 +101,21 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(Some(self.value_of_source(Source::Item(holder, key), result)))
     }
 
-    /// Whether the value is one whose hash and `==` run no Python code (a str, a number, a
-    /// class of a plain metaclass, a tuple of those): its cache entry is then found, at
-    /// translation and in the guard, without running the user's code.
-    fn hashes_in_c(&self, vid: Vid) -> bool {
+    /// The object the value stands for, where its hash and `==` run no Python code (a str, a
+    /// number, a class of a plain metaclass, a tuple of those): its cache entry is then found,
+    /// at translation and in the guard, without running the user's code. Read without a guard.
+    fn plain_key_part(&self, vid: Vid) -> Option<Bound<'py, PyAny>> {
         match self.val(vid) {
-            Val::Obj { obj, .. } => key_hashes_in_c(obj),
-            Val::Scalar { example, .. } => is_value_type(example),
-            Val::Tuple(items) => items.iter().all(|item| self.hashes_in_c(*item)),
-            _ => false,
+            Val::Obj { obj, .. } => key_hashes_in_c(obj).then(|| obj.clone()),
+            Val::Scalar { example, .. } => is_value_type(example).then(|| example.clone()),
+            Val::Tuple(items) => {
+                let items = items
+                    .iter()
+                    .map(|item| self.plain_key_part(*item))
+                    .collect::<Option<Vec<_>>>()?;
+                PyTuple::new(self.py, items).ok().map(Bound::into_any)
+            }
+            _ => None,
         }
     }
 }
