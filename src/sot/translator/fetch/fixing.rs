@@ -13,7 +13,7 @@ use crate::hookapi::pyobject::{
 };
 use crate::sot::translator::guard::check::{class_is_fixed, is_immutable_sized, is_value_type, Check};
 use crate::sot::translator::guard::source::{Guard, Source, SourceId};
-use crate::sot::translator::guard::world::{thread_id, World};
+use crate::sot::translator::guard::world::{thread_id, ReadThrough, World};
 
 /// What the world knows of a source, decided once per source.
 #[derive(Clone, Copy, PartialEq)]
@@ -75,15 +75,13 @@ pub fn build_world(fetcher: &mut Fetcher<'_, '_, '_>, guards: &[Guard]) -> Optio
             (*decided == Fixed::Yes).then(|| fetcher.fetch(id).map(|value| StrongRef::new(&value)))
         })
         .collect();
-    Some(World::new(
-        builder.watch,
-        StrongRef::new(&fetcher.context.globals()),
-        StrongRef::new(&fetcher.context.builtins()),
-        fixed,
-        builder.modules,
-        builder.thread,
-        rest,
-    ))
+    let read_through = ReadThrough {
+        globals: StrongRef::new(&fetcher.context.globals()),
+        builtins: StrongRef::new(&fetcher.context.builtins()),
+        modules: builder.modules,
+        thread: builder.thread,
+    };
+    Some(World::new(builder.watch, read_through, fixed, rest))
 }
 
 /// After every guard held: armed at `changes` where each fixed value is the object

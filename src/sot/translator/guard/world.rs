@@ -23,21 +23,27 @@ use super::source::{Guard, SourceId};
 use crate::hookapi::pyobject::{StrongRef, Watch};
 use crate::hookapi::rust_hook::HookContext;
 
+/// What the fixed values were read through, which no watcher sees change: the same on each
+/// call where the world holds.
+pub struct ReadThrough {
+    /// The frame's globals and builtins.
+    pub globals: StrongRef,
+    pub builtins: StrongRef,
+    /// Modules read through: still of the exact module type (assigning `__class__` changes
+    /// how their attributes are found, and no dict sees it).
+    pub modules: Vec<StrongRef>,
+    /// The thread whose thread-local attributes were fixed (`thread_id`; 0: none).
+    pub thread: i64,
+}
+
 /// What the watched reads of one entry fix, and the guards left to check while they hold.
 pub struct World {
     watch: Arc<Watch>,
     /// The watch's count when the entry was last armed (`u64::MAX`: never).
     armed_at: AtomicU64,
-    /// The frame's globals and builtins the fixed values were read through.
-    globals: StrongRef,
-    builtins: StrongRef,
+    read_through: ReadThrough,
     /// By source id: the value a fixed source holds (None: absent), or None if not fixed.
     fixed: Vec<Option<Option<StrongRef>>>,
-    /// Modules read through: still of the exact module type (assigning `__class__` changes
-    /// how their attributes are found, and no dict sees it).
-    modules: Vec<StrongRef>,
-    /// The thread whose thread-local attributes were fixed (`thread_id`; 0: none).
-    thread: i64,
     /// The entry's guards the fixed values do not decide (their indices, in order).
     rest: Vec<u32>,
 }
@@ -46,21 +52,16 @@ impl World {
     /// A world armed at nothing yet (see `fetch::fixing`, which finds what is fixed).
     pub fn new(
         watch: Arc<Watch>,
-        globals: StrongRef,
-        builtins: StrongRef,
+        read_through: ReadThrough,
         fixed: Vec<Option<Option<StrongRef>>>,
-        modules: Vec<StrongRef>,
-        thread: i64,
         rest: Vec<u32>,
     ) -> Self {
+        let armed_at = AtomicU64::new(u64::MAX);
         Self {
             watch,
-            armed_at: AtomicU64::new(u64::MAX),
-            globals,
-            builtins,
+            armed_at,
+            read_through,
             fixed,
-            modules,
-            thread,
             rest,
         }
     }
@@ -68,12 +69,13 @@ impl World {
     /// Whether nothing watched changed since the entry was armed, for this frame: then the
     /// set-aside guards hold, and the fixed values are current.
     pub fn holds(&self, context: &HookContext<'_, '_>) -> bool {
+        let read = &self.read_through;
         self.armed_at.load(Ordering::Acquire) == self.watch.changes()
-            && context.globals().as_ptr() == self.globals.as_ptr()
-            && context.builtins().as_ptr() == self.builtins.as_ptr()
+            && context.globals().as_ptr() == read.globals.as_ptr()
+            && context.builtins().as_ptr() == read.builtins.as_ptr()
             // SAFETY: live modules (held); reading their type only.
-            && self.modules.iter().all(|m| unsafe { ffi::PyModule_CheckExact(m.as_ptr()) } != 0)
-            && (self.thread == 0 || self.thread == thread_id())
+            && read.modules.iter().all(|m| unsafe { ffi::PyModule_CheckExact(m.as_ptr()) } != 0)
+            && (read.thread == 0 || read.thread == thread_id())
     }
 
     /// Of the entry's `guards`, those the fixed values do not decide.
