@@ -237,7 +237,7 @@ impl<'py> Builder<'py> {
             (Check::Type(_), Some(v)) => {
                 // SAFETY: a live object; reading its type only.
                 if unsafe { ffi::PyModule_CheckExact(v.as_ptr()) } != 0 {
-                    // Its class is checked on each call instead (`World::modules`).
+                    // Its class is checked on each call instead (`ReadThrough::modules`).
                     self.add_module(v);
                     true
                 } else {
@@ -257,7 +257,7 @@ impl<'py> Builder<'py> {
 
     /// An attribute of a `threading.local` (exact `_thread._local`: no descriptor, no
     /// `__getattr__` of its own), which is the entry of the thread's own dict: fixed for
-    /// this thread (`World::thread`).
+    /// this thread (`ReadThrough::thread`).
     fn thread_local_attribute(&mut self, local: &Bound<'_, PyAny>, name: &Bound<'_, PyAny>) -> bool {
         if name.extract::<String>().map_or(true, |n| n.starts_with("__")) {
             return false;

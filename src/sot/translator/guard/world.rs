@@ -5,8 +5,8 @@
 //! A library-heavy call's guards are mostly such reads (scikit-learn's `predict`: about
 //! half of its translated time went to them). At the entry's making, the sources that only
 //! such watched reads reach are *fixed*: their value, and each guard on one that the value
-//! alone decides (`is`, a type that cannot change, an immutable value's `==`, absent or
-//! present), are set aside. A change of any watched entry or function is counted on the
+//! alone decides (`is`, a type that cannot change, an immutable value's `==` or length,
+//! absent or present, a watched dict's keys), are set aside. A change of any watched entry or function is counted on the
 //! entry's `Watch`; while the count is the one the entry was last armed at, the set-aside
 //! guards hold and the fixed values are what a lookup would find, so only the others are
 //! checked. Otherwise every guard is checked, and where they all hold and every fixed value
