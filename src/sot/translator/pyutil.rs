@@ -124,6 +124,17 @@ pub fn builtin_len_base<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'
 /// A tuple, or an instance of a subclass that keeps tuple's `__iter__`, `__getitem__` and
 /// `__len__` (a namedtuple): iterated, indexed and sized as a tuple.
 pub fn is_plain_tuple(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    tuple_keeping(obj, &["__iter__", "__getitem__", "__len__"])
+}
+
+/// A tuple (or an instance of a subclass keeping tuple's `__iter__`, as importlib.metadata's
+/// `EntryPoints`): iterating it gives its items, which its identity fixes.
+pub fn iterates_as_tuple(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    tuple_keeping(obj, &["__iter__"])
+}
+
+/// Whether `obj` is a tuple, or an instance of a subclass whose `methods` are tuple's own.
+fn tuple_keeping(obj: &Bound<'_, PyAny>, methods: &[&str]) -> PyResult<bool> {
     if obj.is_exact_instance_of::<PyTuple>() {
         return Ok(true);
     }
@@ -131,27 +142,12 @@ pub fn is_plain_tuple(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
         return Ok(false);
     }
     let (ty, tuple) = (obj.get_type(), obj.py().get_type::<PyTuple>());
-    for method in ["__iter__", "__getitem__", "__len__"] {
-        if !ty.getattr(method)?.is(&tuple.getattr(method)?) {
+    for method in methods {
+        if !ty.getattr(*method)?.is(&tuple.getattr(*method)?) {
             return Ok(false);
         }
     }
     Ok(true)
-}
-
-/// A tuple (or an instance of a subclass keeping tuple's `__iter__`, as importlib.metadata's
-/// `EntryPoints`): iterating it gives its items, which its identity fixes.
-pub fn iterates_as_tuple(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if obj.is_exact_instance_of::<PyTuple>() {
-        return Ok(true);
-    }
-    if !obj.is_instance_of::<PyTuple>() {
-        return Ok(false);
-    }
-    Ok(obj
-        .get_type()
-        .getattr("__iter__")?
-        .is(&obj.py().get_type::<PyTuple>().getattr("__iter__")?))
 }
 
 /// A t-string's template (3.14), made from known values: immutable, iterated as is.

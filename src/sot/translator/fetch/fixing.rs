@@ -145,22 +145,18 @@ impl<'py> Builder<'py> {
             }
             Source::Item(parent, key) => {
                 let parent = *parent;
-                if self.decide(fetcher, parent) == Fixed::ImmutableNamespace {
-                    return Fixed::Yes;
+                match self.decide(fetcher, parent) {
+                    Fixed::ImmutableNamespace => return Fixed::Yes,
+                    Fixed::Yes | Fixed::Pinned => {}
+                    _ => return Fixed::No,
                 }
-                if self.anchors(fetcher, parent)
-                    && fetcher
-                        .fetch(parent)
-                        .is_some_and(|p| p.is_exact_instance_of::<PyTuple>())
-                {
-                    // A tuple's items are its own for good.
-                    return Fixed::Yes;
-                }
+                let Some(container) = fetcher.fetch(parent) else {
+                    return Fixed::No;
+                };
+                // A tuple's items are its own for good; a dict's entry is watched.
                 yes_if(
-                    self.anchors(fetcher, parent)
-                        && fetcher
-                            .fetch(parent)
-                            .is_some_and(|dict| self.watch_entry(&dict, &key.bind(py))),
+                    container.is_exact_instance_of::<PyTuple>()
+                        || self.watch_entry(&container, &key.bind(py)),
                 )
             }
             Source::Attr(parent, name) => {
@@ -206,10 +202,7 @@ impl<'py> Builder<'py> {
         if unsafe { ffi::PyModule_CheckExact(module.as_ptr()) } == 0 {
             return false;
         }
-        let Ok(name_text) = name.extract::<String>() else {
-            return false;
-        };
-        if name_text.starts_with("__") {
+        if !is_plain_name(name) {
             return false;
         }
         let Ok(module) = module.cast::<PyModule>() else {
@@ -259,7 +252,7 @@ impl<'py> Builder<'py> {
     /// `__getattr__` of its own), which is the entry of the thread's own dict: fixed for
     /// this thread (`ReadThrough::thread`).
     fn thread_local_attribute(&mut self, local: &Bound<'_, PyAny>, name: &Bound<'_, PyAny>) -> bool {
-        if name.extract::<String>().map_or(true, |n| n.starts_with("__")) {
+        if !is_plain_name(name) {
             return false;
         }
         let Ok(own) = local.getattr("__dict__") else {
@@ -281,4 +274,10 @@ impl<'py> Builder<'py> {
         dict.cast_exact::<PyDict>()
             .is_ok_and(|dict| watch_dict_key(dict, key, &self.watch))
     }
+}
+
+/// A name that is not a dunder: no attribute of the module or `threading.local` types'
+/// own, so the instance's dict answers it.
+fn is_plain_name(name: &Bound<'_, PyAny>) -> bool {
+    name.extract::<String>().is_ok_and(|n| !n.starts_with("__"))
 }

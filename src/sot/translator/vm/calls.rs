@@ -653,8 +653,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(None)
     }
 
-    /// The callable a call reads at `source`, pinned by identity (what the call does follows
-    /// from which object it is).
     /// A call of one of the backend's `interned_types` with plain values (guarded), made
     /// twice while translating: where both calls give one object, the type interns it, and
     /// the call the translated code would make gives it too; else None (a new object each
@@ -678,20 +676,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         {
             return Ok(None);
         }
-        let mut positional = Vec::with_capacity(args.len());
-        for arg in args {
-            positional.push(self.concrete(*arg)?);
-        }
-        let keywords = PyDict::new(self.py);
-        for (name, value) in kwargs {
-            keywords.set_item(name, self.concrete(*value)?)?;
-        }
-        let positional = PyTuple::new(self.py, positional)?;
+        let Ok((positional, keywords)) =
+            self.arguments_now(args, kwargs, |vm, vid| vm.concrete(vid).map(Some))?
+        else {
+            return Ok(None);
+        };
         let first = ty.call(&positional, Some(&keywords))?;
         let second = ty.call(&positional, Some(&keywords))?;
         Ok(first.is(&second).then(|| self.constant(first)))
     }
 
+    /// The callable a call reads at `source`, pinned by identity (what the call does follows
+    /// from which object it is).
     fn pin_callable(&mut self, source: Option<SourceId>, obj: &Bound<'py, PyAny>) {
         if let Some(s) = source {
             self.add_guard(s, Check::Id(Pin::new(obj)));
