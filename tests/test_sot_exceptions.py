@@ -495,3 +495,32 @@ def test_a_cached_hash_error_is_the_one_raised_again():
         assert got[1:] == want[1:] == (True, "_FrozenHashError")
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == []
+
+
+@pytest.mark.parametrize("action", ["default", "always", "once", "module", "error"])
+def test_an_operation_that_warns_warns_once_on_the_first_call_at_the_users_line(action):
+    """The translation computes each operation on examples and the graph computes it again
+    on the same call: only the graph's run may warn, where the function does (the example's
+    warning came first, at the caller's line, an extra one under "default" and "always")."""
+    import warnings
+
+    def f(a, b):
+        c = a + 1
+        return c / b
+
+    def warned(fn):
+        with warnings.catch_warnings(record=True) as log, np.errstate(divide="warn"):
+            warnings.simplefilter(action)
+            try:
+                fn(np.ones(3), np.array([1.0, 0.0, 2.0]))
+            except RuntimeWarning as error:
+                return [("raised", str(error))]
+        return [(w.filename, w.lineno, str(w.message)) for w in log]
+
+    fast = sot.translate(f, cost_model=False)
+    eager = warned(f)
+    assert eager
+    assert warned(fast) == eager
+    # Under "error" the division raises while translating: the generated code runs it itself.
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.ops_captured, st.graph_breaks) == (1, 1, 1 if action == "error" else 2, [])

@@ -162,3 +162,19 @@ def string_dtype_made_anew_on_each_call(x):
     y = x + 1
     kind = np.dtype("U5")
     return y * 2, kind.itemsize
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def dtype_question_answered_while_translating(x):
+    # scikit-learn's check_array: np.issubdtype of a dtype is a constant, not a value to break on.
+    if np.issubdtype(x.dtype, np.floating) and np.can_cast(x.dtype, np.float64):
+        return x * 2
+    return x
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def array_made_from_constants_stays_an_operation(x):
+    # np.zeros(3) is a new array on each call: the caller may write into it.
+    out = np.zeros(3)
+    out += x
+    return out

@@ -34,6 +34,8 @@ _NOT_OPERATIONS = frozenset({
     "apply_along_axis", "apply_over_axes", "piecewise", "frompyfunc", "fromfunction",
     "info", "show_config", "show_runtime",
 })
+# numpy's functions of dtypes and scalar types whose results are the same for the whole process.
+_DTYPE_QUESTIONS = ("issubdtype", "isdtype", "can_cast", "promote_types", "result_type")
 # Whose functions share a hidden state (the global random generator): none is an operation.
 _STATEFUL_MODULES = ("numpy.random",)
 # A numpy function object: a C function, a ufunc, or an array-function dispatcher (not an
@@ -73,6 +75,10 @@ class NumpyBackend:
     type_attributes = ("device",)
     # np.dtype("float64"), np.dtype(np.float64): numpy's one object for each builtin dtype.
     interned_types = (np.dtype,)
+    # Questions about dtypes, answered from their arguments alone: called while translating
+    # where no argument is an array (`np.issubdtype(x.dtype, np.floating)`), operations of
+    # an array otherwise.
+    fixed_functions = tuple(getattr(np, name) for name in _DTYPE_QUESTIONS if hasattr(np, name))
     # Tensor methods whose result is a Python value computed from the data.
     conversions = ("item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__", "__len__")
     # Files the translator never enters: numpy's own.
@@ -86,6 +92,17 @@ class NumpyBackend:
 
     def example(self, value: Any) -> Any:
         return value.copy() if type(value) is _ARRAY_TYPE else value
+
+    def call_example(self, function: Any, args: tuple, kwargs: dict) -> Any:
+        """An operation on examples while translating, its warnings kept from the user: the
+        graph computes it again on the same call and warns as eagerly, at the function's line
+        (the example's warning was an extra one, at the caller's). What raises still raises
+        here (a warning the filters make an error, numpy's "raise"), so that an operation
+        writing into its operand breaks where it would raise; numpy's error handler and log
+        are the graph's to call."""
+        quiet = {kind: action if action in ("raise", "warn") else "ignore" for kind, action in np.geterr().items()}
+        with warnings.catch_warnings(record=True), np.errstate(**quiet):
+            return function(*args, **kwargs)
 
     def compile(self, graph: tuple) -> Callable[..., tuple]:
         return compile_graph(graph)

@@ -439,7 +439,21 @@ impl<'py, 'b> Vm<'py, 'b> {
             pin(self);
             return self.record(&obj, args, kwargs);
         }
-        if self.backend.is_op(&obj)? {
+        let is_op = self.backend.is_op(&obj)?;
+        if self.backend.is_fixed_function(&obj) {
+            pin(self);
+            if let Some(result) = self.computed_now(&obj, &args, &kwargs, false)? {
+                return Ok(result);
+            }
+            if !is_op {
+                return graph_break(format!(
+                    "unsupported call: {} with arguments that may differ on a later call",
+                    qualname(&obj)
+                ));
+            }
+            // Of a tensor (`np.result_type(x)`): the operation it is.
+        }
+        if is_op {
             match source {
                 Some(s) if is_class_bound_builtin(&obj)? => self.pin_class_bound_builtin(s, &obj)?,
                 _ => pin(self),
@@ -454,16 +468,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let value = with_session(None, || obj.call0())?;
                 return Ok(self.value_of_source(Source::Called(s), value));
             }
-        }
-        if self.backend.is_fixed_function(&obj) {
-            pin(self);
-            if let Some(result) = self.computed_now(&obj, &args, &kwargs, false)? {
-                return Ok(result);
-            }
-            return graph_break(format!(
-                "unsupported call: {} with arguments that may differ on a later call",
-                qualname(&obj)
-            ));
         }
         if obj.is(&self.ops.string_io_write) {
             if let Some(written) = self.write_to_string_io(&args, &kwargs)? {
