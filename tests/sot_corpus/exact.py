@@ -83,9 +83,9 @@ def distinct_arrays_are_not_one(a, boxed):
     return a + boxed[0], boxed[0] is a
 
 
-@case(args=lambda: (arr(3),), graphs=2, ops=3,
-      breaks=["errstate.__init__", "errstate.__enter__", "errstate.__exit__", "data-dependent"])
+@case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"])
 def errstate_block_before_a_break(x):
+    # The errstate block is a region of the first graph; the branch on its result breaks.
     with np.errstate(over="ignore"):
         ok = np.isfinite(x).all()
     if ok:

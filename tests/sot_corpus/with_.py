@@ -2,6 +2,8 @@
 
 import contextlib
 
+import numpy as np
+
 from ._case import arr, case
 
 
@@ -191,3 +193,27 @@ def suppress_catches_a_missing_key(table, x):
 def nullcontext_gives_its_object(x):
     with contextlib.nullcontext(x) as same:
         return same * 2, same is x
+
+
+def _all_finite(x):
+    # scikit-learn's _assert_all_finite: the sum's overflow is no error there.
+    with np.errstate(over="ignore"):
+        first_pass = np.isfinite(np.sum(x))
+    return first_pass
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
+def errstate_block_in_the_graph(x):
+    # np.errstate's with block is a region of the graph: no break at its entry or exit.
+    finite = _all_finite(x)
+    return x * 2, finite
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
+def nested_errstate_blocks_in_the_graph(x):
+    with np.errstate(all="ignore"):
+        y = x / 2
+        with np.errstate(divide="raise"):
+            z = y / 3
+        w = z - 1
+    return w

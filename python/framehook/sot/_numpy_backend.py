@@ -79,6 +79,11 @@ class NumpyBackend:
     # where no argument is an array (`np.issubdtype(x.dtype, np.floating)`), operations of
     # an array otherwise.
     fixed_functions = tuple(getattr(np, name) for name in _DTYPE_QUESTIONS if hasattr(np, name))
+    # np.errstate(...) of constant settings: made while translating, and again by the
+    # generated code (`construct`); its `with` block is a region of the graph, the
+    # operations inside it run by the graph under the error state it sets.
+    constructed_types = (np.errstate,)
+    region_types = (np.errstate,)
     # Tensor methods whose result is a Python value computed from the data.
     conversions = ("item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__", "__len__")
     # Files the translator never enters: numpy's own.
@@ -92,6 +97,21 @@ class NumpyBackend:
 
     def example(self, value: Any) -> Any:
         return value.copy() if type(value) is _ARRAY_TYPE else value
+
+    def construct(self, cls: Any, args: tuple, kwargs: dict) -> Any:
+        """``np.errstate(**settings)`` itself (not a subclass's) of settings numpy takes, no
+        callback among them (numpy's error state is per context: entering one changes
+        nothing else); None otherwise."""
+        if cls is not np.errstate or args or "call" in kwargs:
+            return None
+        if not all(value is None or type(value) is str for value in kwargs.values()):
+            return None
+        try:
+            with cls(**kwargs):  # numpy checks the settings as it enters
+                pass
+        except (TypeError, ValueError):
+            return None
+        return cls(**kwargs)
 
     def call_example(self, function: Any, args: tuple, kwargs: dict) -> Any:
         """An operation on examples while translating, its warnings kept from the user: the
@@ -660,6 +680,10 @@ def _plan_fused_runs(nodes: tuple, inputs: int, values: list, ref_type: Any) -> 
 
     for index, (function, args, kwargs, _, _) in enumerate(nodes):
         symbol = inputs + index
+        if _is_region_node(function):  # a run computes under one error state
+            close()
+            current = None
+            continue
         result = values[symbol]
         mean = _mean_division(function, args, kwargs, value_of, result, symbol, ref_type)
         operation = mean or _fused_operation(function, args, kwargs, value_of, result, ref_type)
@@ -919,8 +943,22 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     # Statements: (text, line, the lines of the statements an ``if`` holds, or None).
     statements: list[tuple[str, int, Any]] = []
     filename = nodes[0][3] if nodes else "<sot graph>"
+    # The statements that enter a region and those that exit one, by index.
+    enters: set[int] = set()
+    exits: set[int] = set()
     for index, (function, args, kwargs, node_file, line) in enumerate(nodes):
         target = f"v{inputs + index}"
+        if _is_region_node(function):
+            placed_at = line if node_file == filename else 0
+            if function is _REGION_EXIT:
+                exits.add(len(statements))
+                statements.append((f"{operand(args[0])}.__exit__(None, None, None)", placed_at, None))
+            else:
+                settings = ", ".join(f"{k}={operand(v)}" for k, v in kwargs.items())
+                statements.append((f"{target} = {constant(function)}({settings})", placed_at, None))
+                enters.add(len(statements))
+                statements.append((f"{target}.__enter__()", placed_at, None))
+            continue
         result = values[inputs + index] if values is not None else _UNKNOWN
         ufunc = _elementwise_ufunc(function, args, kwargs)
         into = reusable(inputs + index, args, result) if ufunc is not None else None
@@ -988,6 +1026,8 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 for child in ast.walk(statement):
                     if isinstance(child, (ast.stmt, ast.expr)):
                         child.lineno = child.end_lineno = at if at > 0 else line
+    if enters:
+        definition.body = _nest_regions(definition.body, enters, exits)
     definition.lineno = min(lines)
     definition.end_lineno = max(lines)
     key = (filename, source, tuple(placed), tuple(tuple(held) if held else None for held in inner))
@@ -1003,6 +1043,35 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     function = types.FunctionType(code, namespace, "__sot_graph")
     function.__dict__["__sot_source__"] = source  # what the lowering made, for tests and debugging
     return function
+
+
+# A region's nodes (`region_types`): np.errstate(**settings) entered, and its exit.
+_REGION_EXIT = np.errstate.__exit__
+
+
+def _is_region_node(function: Any) -> bool:
+    return function is np.errstate or function is _REGION_EXIT
+
+
+def _nest_regions(body: list, enters: set[int], exits: set[int]) -> list:
+    """The graph's statements with those after each region's entry, up to its exit, in a
+    ``try`` whose ``finally`` exits it: an operation that raises inside leaves numpy's error
+    state as the ``with`` block would. Regions nest as ``with`` blocks do."""
+    nested: list[list] = [[]]
+    for index, statement in enumerate(body):
+        if index in exits:
+            inner = nested.pop() or [ast.copy_location(ast.Pass(), statement)]
+            block = ast.Try(body=inner, handlers=[], orelse=[], finalbody=[statement])
+            held = [node.lineno for part in (*inner, statement) for node in ast.walk(part) if hasattr(node, "lineno")]
+            block.lineno, block.end_lineno = min(held), max(held)
+            block.col_offset = block.end_col_offset = 0
+            nested[-1].append(block)
+            continue
+        nested[-1].append(statement)
+        if index in enters:
+            nested.append([])
+    assert len(nested) == 1, "a region the graph does not exit"
+    return nested[0]
 
 
 # A graph's code, by its source and lines, while a graph function uses it: graphs of one

@@ -76,7 +76,13 @@ def register_backend(name: str, backend: Any) -> None:
     ``call_example(function, args, kwargs)`` (an operation called on examples while
     translating, in place of ``function(*args, **kwargs)``: where it changes state outside its
     operands, such as a random generator or a layer's running statistics, the backend puts
-    that back, as the graph's run changes it, once), ``writes_operands(graph, examples)``
+    that back, as the graph's run changes it, once), ``region_types`` (context managers whose
+    ``with`` block sets state the backend's operations read, such as numpy's ``errstate``,
+    and whose ``__enter__`` gives None: for one the backend constructed, the block's entry
+    and exit are graph nodes, ``(cls, args, kwargs)`` making and entering a manager and
+    ``(cls.__exit__, (entry,), {})`` exiting it, which ``compile`` runs around the nodes
+    between them; a break inside the block breaks at its ``with`` instead),
+    ``writes_operands(graph, examples)``
     (whether the compiled graph may write into an array it is given; where it cannot, a run of
     it that raises makes the frame run again untranslated from its start, so that what the
     function did before the failing operation happens; without it, it may), and

@@ -95,6 +95,9 @@ pub struct Backend<'py> {
     forward_of: Option<Bound<'py, PyAny>>,
     /// Attributes of a layer guarded with its identity (`training`).
     layer_attributes: Vec<String>,
+    /// Context managers whose `with` block sets state the backend's operations read
+    /// (numpy's error state): for one it constructed, the block is a region of the graph.
+    region_types: Option<Bound<'py, PyTuple>>,
     /// Classes of model layers: pinned by identity and `layer_attributes`, their attributes
     /// read through their `__getattr__` (which only looks in the layer's own tables).
     layer_types: Option<Bound<'py, PyTuple>>,
@@ -230,6 +233,9 @@ impl<'py> Backend<'py> {
             },
             fixed_functions: functions_by_address(&object, "fixed_functions")?,
             guarded_functions: functions_by_address(&object, "guarded_functions")?,
+            region_types: optional(&object, "region_types")?
+                .map(|types| types.cast_into::<PyTuple>())
+                .transpose()?,
             layer_types: optional(&object, "layer_types")?
                 .map(|types| types.cast_into::<PyTuple>())
                 .transpose()?,
@@ -263,6 +269,13 @@ impl<'py> Backend<'py> {
             cls.cast::<pyo3::types::PyType>()
                 .is_ok_and(|cls| cls.is_subclass(types.as_any()).unwrap_or(false))
         })
+    }
+
+    /// Whether `obj` is a context manager of the backend's `region_types`.
+    pub fn is_region(&self, obj: &Bound<'py, PyAny>) -> bool {
+        self.region_types
+            .as_ref()
+            .is_some_and(|types| obj.is_instance(types.as_any()).unwrap_or(false))
     }
 
     /// The object `cls(*args, **kwargs)`, for a class `constructs` accepts, made now where the

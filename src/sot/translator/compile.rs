@@ -315,14 +315,16 @@ pub fn graph_text(py: Python<'_>, graph: &Graph<'_>, outputs: &[usize]) -> PyRes
                 |_| node.function.repr().map_or("?".into(), |r| r.to_string()),
                 |n| n.to_string(),
             );
+        let text_of = |a: &GraphArg<'_>| {
+            arg_object(py, a)
+                .and_then(|o| o.repr())
+                .map_or("?".into(), |r| r.to_string())
+        };
         let args: Vec<String> = node
             .args
             .iter()
-            .map(|a| {
-                arg_object(py, a)
-                    .and_then(|o| o.repr())
-                    .map_or("?".into(), |r| r.to_string())
-            })
+            .map(text_of)
+            .chain(node.kwargs.iter().map(|(k, a)| format!("{k}={}", text_of(a))))
             .collect();
         text.push_str(&format!(
             "    %{} = {name}({})    # line {}\n",

@@ -44,6 +44,24 @@ pub enum NodeKind {
     Projection,
     /// Python arithmetic on dynamic numbers: computed in the graph, free as Python's is.
     Arithmetic,
+    /// The start of a backend's region (`with np.errstate(...):`): the manager made from
+    /// the node's arguments and entered; the nodes up to its `RegionExit` run under it.
+    RegionEnter,
+    /// A region's end: its manager (the `RegionEnter` symbol, the one argument) exited.
+    RegionExit,
+}
+
+/// A region the graph entered (`NodeKind::RegionEnter`), as the VM knows it again.
+#[derive(Clone)]
+pub struct Region<'py> {
+    /// The `RegionEnter` node's index among the nodes (its symbol moves as inputs come).
+    pub node: usize,
+    /// The manager made while translating: its `__exit__`'s call is the region's end.
+    pub manager: Bound<'py, PyAny>,
+    /// The top frame's instruction that entered it: where the graph breaks instead, when
+    /// a break comes while it is open (the graph cannot stop inside it).
+    pub pc: usize,
+    pub closed: bool,
 }
 
 /// One recorded operation: `outputs[sym] = function(*args, **kwargs)`.
@@ -63,6 +81,8 @@ pub struct Graph<'py> {
     /// Per input symbol, the source it is read from.
     pub inputs: Vec<SourceId>,
     pub nodes: Vec<Node<'py>>,
+    /// The regions entered, in order (kept with the nodes: a snapshot takes both back).
+    pub regions: Vec<Region<'py>>,
 }
 
 impl Graph<'_> {
@@ -79,6 +99,11 @@ impl Graph<'_> {
 }
 
 impl<'py> Graph<'py> {
+    /// The top-frame instruction that entered the outermost region still open.
+    pub fn open_region_pc(&self) -> Option<usize> {
+        self.regions.iter().find(|r| !r.closed).map(|r| r.pc)
+    }
+
     /// The graph without the arithmetic nodes no output needs (numbers specialized after
     /// all), with `outputs` renumbered for it. Inputs stay as they are.
     pub fn without_dead_arithmetic(&self, outputs: &[Sym]) -> (Graph<'py>, Vec<Sym>) {
@@ -106,9 +131,11 @@ impl<'py> Graph<'py> {
                 renumbered.push(usize::MAX);
             }
         }
+        // The regions are the VM's while translating: the nodes say where they are.
         let graph = Graph {
             inputs: self.inputs.clone(),
             nodes,
+            regions: Vec::new(),
         };
         (graph, outputs.iter().map(|sym| renumbered[*sym]).collect())
     }

@@ -432,6 +432,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Problem::Break(what)
             });
         }
+        if let Some(done) = self.region_call(&obj, &args, &kwargs)? {
+            return Ok(done);
+        }
         let pin = |vm: &mut Self| vm.pin_callable(source, &obj);
         if self.backend.is_array_function(&obj)
             && self.array_operands(&qualname(&obj), &args, &kwargs)?.arrays

@@ -24,6 +24,7 @@ mod names;
 mod ops;
 mod protocol;
 mod record;
+mod regions;
 mod run;
 mod snapshot;
 mod strings;

@@ -210,10 +210,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             kw.set_item(&name, e)?;
             graph_kwargs.push((name, g));
         }
-        let result = match self
-            .backend
-            .call_example(function, PyTuple::new(self.py, examples)?, &kw)
-        {
+        let examples = PyTuple::new(self.py, examples)?;
+        let result = match self.in_open_regions(|| self.backend.call_example(function, examples, &kw)) {
             Ok(result) => result,
             // One that writes into an operand may have written part of it before it raised
             // (numpy's `a[0] = (1, None)` stores 1 first): the real one runs, at a break.

@@ -1,0 +1,128 @@
+//! `with` blocks of the backend's region types (numpy's `errstate`): the block's entry and
+//! exit are graph nodes, so that the operations between them run under the state the
+//! block sets, in the graph, where a break at `with` made each its own resume function.
+
+use super::*;
+use crate::sot::translator::model::graph::Region;
+
+impl<'py> Vm<'py, '_> {
+    /// A call of a region's `__enter__` or `__exit__` on the manager the translation made
+    /// (the backend constructed it, of a `region_types` class), as a `with` block makes it
+    /// on every version (through `BEFORE_WITH`, `SETUP_WITH` or `LOAD_SPECIAL`): the
+    /// `RegionEnter` or `RegionExit` node. None for another call.
+    pub(super) fn region_call(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let Some((&manager, rest)) = args.split_first() else {
+            return Ok(None);
+        };
+        let Val::Constructed { obj, .. } = self.val(manager) else {
+            return Ok(None);
+        };
+        if !self.backend.is_region(obj) || !kwargs.is_empty() {
+            return Ok(None);
+        }
+        let (obj, class) = (obj.clone(), obj.get_type().into_any());
+        let is_special = |vm: &Self, name| -> PyResult<bool> {
+            Ok(vm.type_lookup(&class, name)?.is_some_and(|f| f.is(function)))
+        };
+        if rest.is_empty() && is_special(self, "__enter__")? {
+            return self.enter_region(manager, obj, &class).map(Some);
+        }
+        if rest.len() == 3 && is_special(self, "__exit__")? {
+            return self.exit_region(&obj, function, rest).map(Some);
+        }
+        Ok(None)
+    }
+
+    /// The `RegionEnter` node: the manager's class, called with what made it. `__enter__`'s
+    /// result is None (the backend's region types give that).
+    fn enter_region(&mut self, manager: Vid, obj: Bound<'py, PyAny>, class: &Bound<'py, PyAny>) -> Res<Vid> {
+        let Val::Constructed { args, kwargs, .. } = self.val(manager).clone() else {
+            return unsupported("a region the translation did not make");
+        };
+        let mut graph_args = Vec::new();
+        for arg in self.items_of(args)? {
+            graph_args.push(self.graph_arg(arg)?.0);
+        }
+        let Val::Dict(keywords) = self.val(kwargs).clone() else {
+            return unsupported("a region's keywords that are not a dict");
+        };
+        let mut graph_kwargs = Vec::with_capacity(keywords.len());
+        for (key, value) in keywords {
+            let key: String = self.concrete(key)?.extract()?;
+            graph_kwargs.push((key, self.graph_arg(value)?.0));
+        }
+        self.push_node(class, graph_args, graph_kwargs, NodeKind::RegionEnter);
+        self.graph.regions.push(Region {
+            node: self.graph.nodes.len() - 1,
+            manager: obj,
+            pc: self.top_pc,
+            closed: false,
+        });
+        Ok(self.none())
+    }
+
+    /// The `RegionExit` node of the innermost open region, where the `with` block ends
+    /// without an exception (`exit(None, None, None)`).
+    fn exit_region(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        exit: &Bound<'py, PyAny>,
+        exc_info: &[Vid],
+    ) -> Res<Vid> {
+        let Some(index) = self.graph.regions.iter().rposition(|r| !r.closed) else {
+            return unsupported("a region's exit where none is open");
+        };
+        if !self.graph.regions[index].manager.is(obj) {
+            return unsupported("a region's exit out of order");
+        }
+        for value in exc_info {
+            if !self.concrete(*value)?.is_none() {
+                // An exception leaves the block (its handler breaks first in the `with` itself).
+                return unsupported("a region's exit with an exception");
+            }
+        }
+        let region = &mut self.graph.regions[index];
+        region.closed = true;
+        let enter = self.graph.inputs.len() + region.node;
+        self.push_node(exit, vec![GraphArg::Sym(enter)], vec![], NodeKind::RegionExit);
+        Ok(self.none())
+    }
+
+    /// `run` with the regions open in the graph entered anew, as the graph's run enters them
+    /// around the operation: an operation's example computes under the state they set.
+    pub(super) fn in_open_regions<T>(&self, run: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+        let mut entered = Vec::new();
+        for region in self.graph.regions.iter().filter(|r| !r.closed) {
+            let node = &self.graph.nodes[region.node];
+            let args = node.args.iter().map(constant_of).collect::<PyResult<Vec<_>>>()?;
+            let kwargs = pyo3::types::PyDict::new(self.py);
+            for (key, value) in &node.kwargs {
+                kwargs.set_item(key, constant_of(value)?)?;
+            }
+            let manager = node.function.call(PyTuple::new(self.py, args)?, Some(&kwargs))?;
+            manager.call_method0("__enter__")?;
+            entered.push(manager);
+        }
+        let result = run();
+        let none = self.py.None();
+        for manager in entered.iter().rev() {
+            manager.call_method1("__exit__", (&none, &none, &none))?;
+        }
+        result
+    }
+}
+
+/// A region's argument: a constant (the backend constructs regions from constants only).
+fn constant_of<'py>(arg: &GraphArg<'py>) -> PyResult<Bound<'py, PyAny>> {
+    match arg {
+        GraphArg::Const(value) => Ok(value.clone()),
+        _ => Err(pyo3::exceptions::PyTypeError::new_err(
+            "a region made from other than constants",
+        )),
+    }
+}

@@ -1,0 +1,116 @@
+"""numpy's error state in translations: `with np.errstate(...)` is a region of the graph
+(its entry and exit graph nodes, the operations between them run under it), so that what
+warns, raises or stays quiet does so as eagerly, with no break at the `with`."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import framehook.sot as sot
+
+pytestmark = pytest.mark.usefixtures("fresh_sot")
+
+
+def outcome(fn, *args):
+    """What a call gives, raises and warns (where, what), and whether the error state is
+    the caller's afterwards."""
+    before = np.geterr()
+    with warnings.catch_warnings(record=True) as log:
+        warnings.simplefilter("always")
+        try:
+            result = ("returned", repr(fn(*args)))
+        except Exception as error:  # the comparison is of what was raised
+            result = ("raised", type(error).__name__, str(error))
+    return result, [(w.lineno, str(w.message)) for w in log], np.geterr() == before
+
+
+def same_as_eager(f, *calls):
+    fast = sot.translate(f, cost_model=False)
+    for args in calls:
+        eager = outcome(f, *args)
+        assert outcome(fast, *args) == eager, args
+    return fast, sot.stats(fast)
+
+
+def test_an_errstate_block_runs_in_the_graph_under_its_state():
+    def f(x, scale):
+        with np.errstate(over="ignore"):
+            y = x * scale  # overflows, quietly
+        return np.isfinite((y + 1).sum()), y * scale  # overflows again: warns
+
+    big = np.float32(3e38)
+    fast, st = same_as_eager(f, (np.ones(3, np.float32), big), (np.ones(3, np.float32), big))
+    assert outcome(f, np.ones(3, np.float32), big)[1], "the eager call warns outside the block"
+    assert (st.translations, st.graphs, st.graph_breaks, st.fallbacks) == (1, 1, [], [])
+    assert st.ops_captured == 5
+    text = sot.explain(fast, np.ones(3, np.float32), big)
+    assert "errstate(over='ignore')" in text and "errstate.__exit__" in text, text
+
+
+def test_an_error_inside_a_region_leaves_the_error_state_as_it_was():
+    # Translated where nothing divides by zero; then a zero: the region raises inside the
+    # graph, its `finally` exits it, and the frame runs again untranslated (the log once).
+    def f(x, log):
+        log.append("start")
+        with np.errstate(divide="raise"):
+            y = 1.0 / x
+        return y + 1
+
+    fast = sot.translate(f, cost_model=False)
+    fast(np.ones(2), [])
+    for fn in (f, fast):
+        log = []
+        before = np.geterr()
+        with pytest.raises(FloatingPointError, match="divide by zero"):
+            fn(np.array([1.0, 0.0]), log)
+        assert np.geterr() == before and log == ["start"]
+    st = sot.stats(fast)
+    assert (st.translations, st.graph_breaks) == (1, [])
+
+
+def test_nested_regions_and_a_region_in_a_callee():
+    def quiet_log(z):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.log(z)
+
+    def f(x, y):
+        with np.errstate(all="ignore"):
+            z = x / y
+            with np.errstate(divide="warn"):
+                w = x / y  # warns here, where eagerly it does
+            z = z - w
+        return quiet_log(z - 1) + quiet_log(x)
+
+    calls = [(np.array([1.0, 2.0]), np.array([1.0, 0.0])), (np.array([-1.0, 2.0]), np.array([2.0, 4.0]))]
+    _, st = same_as_eager(f, *calls)
+    assert outcome(f, *calls[0])[1], "the inner block warns"
+    assert (st.translations, st.graphs, st.graph_breaks, st.fallbacks) == (1, 1, [], [])
+
+
+def test_a_break_inside_a_region_breaks_at_its_with():
+    # The graph cannot stop inside a region: the `with` runs as it is, its block after it.
+    def f(x):
+        with np.errstate(over="ignore"):
+            y = x * 2
+            print("shape", y.shape)
+            z = y * 3
+        return z
+
+    _, st = same_as_eager(f, (np.ones(2),), (np.ones(2),))
+    reasons = [b.reason for b in st.graph_breaks]
+    assert any("inside a region" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.errstate(call=lambda *a: None, all="call"),  # a callback: Python code
+    lambda: type("Mine", (np.errstate,), {})(over="ignore"),  # a subclass may enter otherwise
+])
+def test_other_error_state_managers_are_not_regions(make):
+    def f(x):
+        with make():
+            y = x * 2
+        return y + 1
+
+    _, st = same_as_eager(f, (np.ones(2),), (np.ones(2),))
+    assert st.graph_breaks, "entered as it is, at a break"
