@@ -99,7 +99,7 @@ def test_a_break_inside_a_region_breaks_at_its_with():
 
     _, st = same_as_eager(f, (np.ones(2),), (np.ones(2),))
     reasons = [b.reason for b in st.graph_breaks]
-    assert any("inside a region" in r for r in reasons), reasons
+    assert any("inside the with block of a graph region (print()" in r for r in reasons), reasons
 
 
 @pytest.mark.parametrize("make", [
@@ -114,3 +114,49 @@ def test_other_error_state_managers_are_not_regions(make):
 
     _, st = same_as_eager(f, (np.ones(2),), (np.ones(2),))
     assert st.graph_breaks, "entered as it is, at a break"
+
+
+def test_a_catch_warnings_block_runs_in_the_graph_with_its_filters():
+    # The filter set inside the block makes the conversion's warning an error there, and
+    # only there: the graph runs the block's entry, its filter, the operation and its exit.
+    def f(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            try:
+                y = np.asarray(x, dtype=np.float64)
+            except np.exceptions.ComplexWarning:
+                return "complex"
+        return y.astype(np.float32) + np.asarray(x, dtype=np.float64)  # warns, no error
+
+    real, complex_ = np.ones(2), np.ones(2) + 1j
+    fast, st = same_as_eager(f, (real,), (real,), (complex_,), (real,))
+    assert outcome(f, complex_)[0] == ("returned", "'complex'")
+    # One translation per dtype; the complex one returns from the handler, in the block.
+    assert (st.translations, st.graph_breaks, st.fallbacks) == (2, [], [])
+    fresh = sot.translate(f, cost_model=False)
+    fresh(real)
+    text = sot.explain(fresh, real)
+    assert "catch_warnings()" in text and "simplefilter" in text, text
+
+
+def test_reading_the_warning_filters_inside_catch_warnings_breaks():
+    # The translation does not hold the filters the block set: a read of them breaks.
+    def f(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            count = len(warnings.filters)
+        return x * count
+
+    _, st = same_as_eager(f, (np.ones(2),), (np.ones(2),))
+    reasons = [b.reason for b in st.graph_breaks]
+    assert any("filters read inside a catch_warnings block" in r for r in reasons), reasons
+
+
+def test_a_filter_set_outside_catch_warnings_is_no_region_effect():
+    def f(x):
+        warnings.simplefilter("ignore", UserWarning)  # for good: not undone by any block
+        return x + 1
+
+    with warnings.catch_warnings():
+        _, st = same_as_eager(f, (np.ones(2),))
+    assert st.graph_breaks, "set as it is, at a break"

@@ -217,3 +217,14 @@ def nested_errstate_blocks_in_the_graph(x):
             z = y / 3
         w = z - 1
     return w
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def catch_warnings_block_in_the_graph(x):
+    # scikit-learn's check_array: the filter it sets holds for the conversion inside.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)
+        y = np.asarray(x, dtype=np.float64)
+    return y * 2

@@ -11,6 +11,7 @@ import math
 import operator
 import os
 import struct
+import sys
 import types
 import warnings
 import weakref
@@ -34,6 +35,10 @@ _NOT_OPERATIONS = frozenset({
     "apply_along_axis", "apply_over_axes", "piecewise", "frompyfunc", "fromfunction",
     "info", "show_config", "show_runtime",
 })
+# The warnings module, and where 3.14+ implements it.
+_WARNINGS_MODULES = tuple(m for m in (warnings, sys.modules.get("_py_warnings")) if m is not None)
+# What changes only the warning filters that warnings.catch_warnings() saves and restores.
+_FILTER_CHANGES = (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)
 # numpy's functions of dtypes and scalar types whose results are the same for the whole process.
 _DTYPE_QUESTIONS = ("issubdtype", "isdtype", "can_cast", "promote_types", "result_type")
 # Whose functions share a hidden state (the global random generator): none is an operation.
@@ -79,11 +84,16 @@ class NumpyBackend:
     # where no argument is an array (`np.issubdtype(x.dtype, np.floating)`), operations of
     # an array otherwise.
     fixed_functions = tuple(getattr(np, name) for name in _DTYPE_QUESTIONS if hasattr(np, name))
-    # np.errstate(...) of constant settings: made while translating, and again by the
-    # generated code (`construct`); its `with` block is a region of the graph, the
-    # operations inside it run by the graph under the error state it sets.
-    constructed_types = (np.errstate,)
-    region_types = (np.errstate,)
+    # np.errstate(...) of constant settings and warnings.catch_warnings(): made while
+    # translating, and again by the generated code (`construct`); each one's `with` block
+    # is a region of the graph, the operations inside it run by the graph under the error
+    # state or warning filters it sets, and the filters set inside it (`region_effects`).
+    constructed_types = (np.errstate, warnings.catch_warnings)
+    region_types = (np.errstate, warnings.catch_warnings)
+    region_effects = {function: warnings.catch_warnings for function in _FILTER_CHANGES}
+    # Where the values catch_warnings() changes live (the filters list): read inside its
+    # block, they break. numpy's error state is in no namespace the translation reads.
+    region_namespaces = {warnings.catch_warnings: _WARNINGS_MODULES}
     # Tensor methods whose result is a Python value computed from the data.
     conversions = ("item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__", "__len__")
     # Files the translator never enters: numpy's own.
@@ -101,17 +111,23 @@ class NumpyBackend:
     def construct(self, cls: Any, args: tuple, kwargs: dict) -> Any:
         """``np.errstate(**settings)`` itself (not a subclass's) of settings numpy takes, no
         callback among them (numpy's error state is per context: entering one changes
-        nothing else); None otherwise."""
-        if cls is not np.errstate or args or "call" in kwargs:
+        nothing else), and ``warnings.catch_warnings()`` keeping the warnings module's own
+        display (no ``record``, no other module); None otherwise."""
+        if cls is np.errstate:
+            if args or "call" in kwargs or not all(v is None or type(v) is str for v in kwargs.values()):
+                return None
+        elif cls is warnings.catch_warnings:
+            if args or kwargs.get("record") or kwargs.get("module") is not None:
+                return None
+        else:
             return None
-        if not all(value is None or type(value) is str for value in kwargs.values()):
-            return None
-        try:
-            with cls(**kwargs):  # numpy checks the settings as it enters
-                pass
-        except (TypeError, ValueError):
-            return None
-        return cls(**kwargs)
+        if cls is np.errstate or kwargs:
+            try:
+                with cls(*args, **kwargs):  # each checks its settings as it enters
+                    pass
+            except (TypeError, ValueError, AssertionError):
+                return None
+        return cls(*args, **kwargs)
 
     def call_example(self, function: Any, args: tuple, kwargs: dict) -> Any:
         """An operation on examples while translating, its warnings kept from the user: the
@@ -120,7 +136,8 @@ class NumpyBackend:
         here (a warning the filters make an error, numpy's "raise"), so that an operation
         writing into its operand breaks where it would raise; numpy's error handler and log
         are the graph's to call."""
-        quiet = {kind: action if action in ("raise", "warn") else "ignore" for kind, action in np.geterr().items()}
+        quiet: dict[str, Any] = {kind: action if action in ("raise", "warn") else "ignore"
+                                 for kind, action in np.geterr().items()}
         with warnings.catch_warnings(record=True), np.errstate(**quiet):
             return function(*args, **kwargs)
 
@@ -950,12 +967,15 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         target = f"v{inputs + index}"
         if _is_region_node(function):
             placed_at = line if node_file == filename else 0
-            if function is _REGION_EXIT:
+            if any(function is f for f in _REGION_EXITS):
                 exits.add(len(statements))
                 statements.append((f"{operand(args[0])}.__exit__(None, None, None)", placed_at, None))
+            elif any(function is f for f in _FILTER_CHANGES):
+                call_args = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
+                statements.append((f"{constant(function)}({', '.join(call_args)})", placed_at, None))
             else:
-                settings = ", ".join(f"{k}={operand(v)}" for k, v in kwargs.items())
-                statements.append((f"{target} = {constant(function)}({settings})", placed_at, None))
+                made_with = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
+                statements.append((f"{target} = {constant(function)}({', '.join(made_with)})", placed_at, None))
                 enters.add(len(statements))
                 statements.append((f"{target}.__enter__()", placed_at, None))
             continue
@@ -1045,12 +1065,14 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     return function
 
 
-# A region's nodes (`region_types`): np.errstate(**settings) entered, and its exit.
-_REGION_EXIT = np.errstate.__exit__
+# A region's nodes (`region_types`): a manager made and entered, its exit, and the
+# changes of the warning filters inside catch_warnings().
+_REGION_TYPES = (np.errstate, warnings.catch_warnings)
+_REGION_EXITS = tuple(region.__exit__ for region in _REGION_TYPES)
 
 
 def _is_region_node(function: Any) -> bool:
-    return function is np.errstate or function is _REGION_EXIT
+    return any(function is f for f in (*_REGION_TYPES, *_REGION_EXITS, *_FILTER_CHANGES))
 
 
 def _nest_regions(body: list, enters: set[int], exits: set[int]) -> list:

@@ -81,7 +81,12 @@ def register_backend(name: str, backend: Any) -> None:
     and whose ``__enter__`` gives None: for one the backend constructed, the block's entry
     and exit are graph nodes, ``(cls, args, kwargs)`` making and entering a manager and
     ``(cls.__exit__, (entry,), {})`` exiting it, which ``compile`` runs around the nodes
-    between them; a break inside the block breaks at its ``with`` instead),
+    between them; a break inside the block breaks at its ``with`` instead) with
+    ``region_effects`` (a dict: functions changing only the state a region type's block
+    restores, such as ``warnings.simplefilter`` for ``warnings.catch_warnings``, to that type:
+    called with constants inside such a block, graph nodes) and ``region_namespaces`` (a
+    dict: region type to the modules whose values its block may change; such a value read
+    inside the block breaks),
     ``writes_operands(graph, examples)``
     (whether the compiled graph may write into an array it is given; where it cannot, a run of
     it that raises makes the frame run again untranslated from its start, so that what the

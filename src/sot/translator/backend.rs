@@ -98,6 +98,12 @@ pub struct Backend<'py> {
     /// Context managers whose `with` block sets state the backend's operations read
     /// (numpy's error state): for one it constructed, the block is a region of the graph.
     region_types: Option<Bound<'py, PyTuple>>,
+    /// Functions changing only the state a region type saves and restores, by address:
+    /// the region type (`warnings.simplefilter`: `warnings.catch_warnings`).
+    region_effects: HashMap<usize, (StrongRef, StrongRef)>,
+    /// The modules whose values a region type's block may change, by their dict's address:
+    /// reading one of those values inside such a block breaks.
+    region_namespaces: Vec<(StrongRef, usize)>,
     /// Classes of model layers: pinned by identity and `layer_attributes`, their attributes
     /// read through their `__getattr__` (which only looks in the layer's own tables).
     layer_types: Option<Bound<'py, PyTuple>>,
@@ -115,6 +121,35 @@ pub struct Backend<'py> {
     fixed_functions: HashMap<usize, StrongRef>,
     /// Where each code's decoded instructions are kept (its co_extra).
     caches: CodeCaches,
+}
+
+/// The backend's `region_effects` (function -> region type), by the function's address.
+fn region_effects(object: &Bound<'_, PyAny>) -> PyResult<HashMap<usize, (StrongRef, StrongRef)>> {
+    let Some(effects) = optional(object, "region_effects")? else {
+        return Ok(HashMap::new());
+    };
+    let effects = effects.cast_into::<pyo3::types::PyDict>()?;
+    Ok(effects
+        .iter()
+        .map(|(function, region)| {
+            let key = function.as_ptr() as usize;
+            (key, (StrongRef::new(&function), StrongRef::new(&region)))
+        })
+        .collect())
+}
+
+/// The backend's `region_namespaces` (region type -> modules), as (type, module dict's address).
+fn region_namespaces(object: &Bound<'_, PyAny>) -> PyResult<Vec<(StrongRef, usize)>> {
+    let mut namespaces = Vec::new();
+    if let Some(by_type) = optional(object, "region_namespaces")? {
+        for (region, modules) in by_type.cast_into::<pyo3::types::PyDict>()?.iter() {
+            for module in modules.try_iter()? {
+                let dict = module?.getattr("__dict__")?;
+                namespaces.push((StrongRef::new(&region), dict.as_ptr() as usize));
+            }
+        }
+    }
+    Ok(namespaces)
 }
 
 /// Standard-library functions and methods the VM runs as it runs user code: short, plain
@@ -236,6 +271,8 @@ impl<'py> Backend<'py> {
             region_types: optional(&object, "region_types")?
                 .map(|types| types.cast_into::<PyTuple>())
                 .transpose()?,
+            region_effects: region_effects(&object)?,
+            region_namespaces: region_namespaces(&object)?,
             layer_types: optional(&object, "layer_types")?
                 .map(|types| types.cast_into::<PyTuple>())
                 .transpose()?,
@@ -276,6 +313,20 @@ impl<'py> Backend<'py> {
         self.region_types
             .as_ref()
             .is_some_and(|types| obj.is_instance(types.as_any()).unwrap_or(false))
+    }
+
+    /// The region type whose state `function` changes (`region_effects`), if it is one.
+    pub fn region_effect_of(&self, function: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+        self.region_effects
+            .get(&(function.as_ptr() as usize))
+            .map(|(_, region)| region.bind(function.py()).clone())
+    }
+
+    /// Whether a block of a region of type `region` may change the namespace `dict`.
+    pub fn region_changes_namespace(&self, region: &Bound<'py, PyAny>, dict: usize) -> bool {
+        self.region_namespaces
+            .iter()
+            .any(|(ty, namespace)| *namespace == dict && ty.as_ptr() == region.as_ptr())
     }
 
     /// The object `cls(*args, **kwargs)`, for a class `constructs` accepts, made now where the

@@ -97,11 +97,15 @@ impl<'py> Translation<'_, 'py, '_> {
     /// a break or an exception that escapes (the original where a break cannot resume),
     /// the original for a fallback; and the explanation.
     fn outcome(&self, ending: Result<Ending, Stop>) -> PyResult<(Action, String)> {
-        if let (Ok(_), Some(pc)) = (&ending, self.vm.graph.open_region_pc()) {
+        if let (Ok(ending), Some(pc)) = (&ending, self.vm.graph.open_region_pc()) {
             // The graph cannot stop inside a region: the `with` that entered it breaks.
             if !self.vm.break_before.contains_key(&pc) {
-                self.restart
-                    .replace(Some((pc, "a break inside a region's with block".to_owned())));
+                let inside = match ending {
+                    Ending::Break(_, stop) => record_of(stop).reason,
+                    _ => "an exception".to_owned(),
+                };
+                let why = format!("a break inside the with block of a graph region ({inside})");
+                self.restart.replace(Some((pc, why)));
                 return Ok((Action::Original, String::new()));
             }
         }

@@ -49,6 +49,9 @@ pub enum NodeKind {
     RegionEnter,
     /// A region's end: its manager (the `RegionEnter` symbol, the one argument) exited.
     RegionExit,
+    /// A change of the state the innermost open region set, undone as it ends
+    /// (`warnings.simplefilter(...)` inside `warnings.catch_warnings()`): called as recorded.
+    RegionEffect,
 }
 
 /// A region the graph entered (`NodeKind::RegionEnter`), as the VM knows it again.
@@ -61,6 +64,8 @@ pub struct Region<'py> {
     /// The top frame's instruction that entered it: where the graph breaks instead, when
     /// a break comes while it is open (the graph cannot stop inside it).
     pub pc: usize,
+    /// Its `RegionEffect` nodes, by index among the nodes.
+    pub effects: Vec<usize>,
     pub closed: bool,
 }
 
@@ -102,6 +107,11 @@ impl<'py> Graph<'py> {
     /// The top-frame instruction that entered the outermost region still open.
     pub fn open_region_pc(&self) -> Option<usize> {
         self.regions.iter().find(|r| !r.closed).map(|r| r.pc)
+    }
+
+    /// The innermost region still open.
+    pub fn innermost_open_region(&mut self) -> Option<&mut Region<'py>> {
+        self.regions.iter_mut().rev().find(|r| !r.closed)
     }
 
     /// The graph without the arithmetic nodes no output needs (numbers specialized after

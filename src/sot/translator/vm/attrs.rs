@@ -525,6 +525,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             let value = obj.getattr(name)?;
+            if obj.is_instance(&self.ops.module_type)? {
+                self.read_outside_regions(&obj.getattr("__dict__")?, name, &value)?;
+            }
             if source.is_none() && name == "__dict__" && obj.is_instance_of::<PyType>() {
                 // A class the translation holds (an item of a pinned class's `__mro__`): its
                 // namespace read through it, held and pinned, so that its items are read and

@@ -14,6 +14,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let key = PyString::new(self.py, name);
         let in_globals = frame.globals.get_item(&key).ok();
+        if let Some(value) = &in_globals {
+            self.read_outside_regions(frame.globals.as_any(), name, value)?;
+        }
         let top_globals = self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g));
         if let Some(value) = in_globals {
             if is_lazy_import(&value) {

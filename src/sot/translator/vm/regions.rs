@@ -16,6 +16,9 @@ impl<'py> Vm<'py, '_> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
+        if let Some(region_type) = self.backend.region_effect_of(function) {
+            return self.region_effect(function, &region_type, args, kwargs);
+        }
         let Some((&manager, rest)) = args.split_first() else {
             return Ok(None);
         };
@@ -61,6 +64,7 @@ impl<'py> Vm<'py, '_> {
             node: self.graph.nodes.len() - 1,
             manager: obj,
             pc: self.top_pc,
+            effects: Vec::new(),
             closed: false,
         });
         Ok(self.none())
@@ -93,28 +97,126 @@ impl<'py> Vm<'py, '_> {
         Ok(self.none())
     }
 
-    /// `run` with the regions open in the graph entered anew, as the graph's run enters them
-    /// around the operation: an operation's example computes under the state they set.
+    /// `function(*args, **kwargs)` changing the state of the innermost open region, of
+    /// `region_type`, with constant arguments: a `RegionEffect` node (checked now, in the
+    /// regions made anew, so that one that raises breaks). None for another call.
+    fn region_effect(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        region_type: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let in_its_region = self
+            .graph
+            .innermost_open_region()
+            .is_some_and(|r| r.manager.is_instance(region_type).unwrap_or(false));
+        if !in_its_region {
+            return Ok(None);
+        }
+        let mut graph_args = Vec::with_capacity(args.len());
+        for arg in args {
+            graph_args.push(self.graph_arg(*arg)?.0);
+        }
+        let mut graph_kwargs = Vec::with_capacity(kwargs.len());
+        for (key, arg) in kwargs {
+            graph_kwargs.push((key.clone(), self.graph_arg(*arg)?.0));
+        }
+        let all_constant = graph_args
+            .iter()
+            .chain(graph_kwargs.iter().map(|(_, a)| a))
+            .all(|a| matches!(a, GraphArg::Const(_)));
+        if !all_constant {
+            return Ok(None);
+        }
+        let effect = (function, &graph_args[..], &graph_kwargs[..]);
+        if self.in_open_regions(|| call_constants(self.py, effect)).is_err() {
+            return Ok(None);
+        }
+        self.push_node(function, graph_args, graph_kwargs, NodeKind::RegionEffect);
+        let node = self.graph.nodes.len() - 1;
+        if let Some(region) = self.graph.innermost_open_region() {
+            region.effects.push(node);
+        }
+        Ok(Some(self.none()))
+    }
+
+    /// A break where `value`, `name` of `namespace`, is read inside a region whose block
+    /// may change that namespace (`warnings.filters` inside `warnings.catch_warnings()`):
+    /// the graph's run changes it, the translation does not. Its functions, classes and
+    /// modules are read as anywhere (what the block changes are its values).
+    pub(super) fn read_outside_regions(
+        &self,
+        namespace: &Bound<'py, PyAny>,
+        name: &str,
+        value: &Bound<'py, PyAny>,
+    ) -> Res<()> {
+        if self.graph.regions.is_empty()
+            || value.is_instance(&self.ops.function_type)?
+            || value.is_instance_of::<PyType>()
+            || value.is_instance(&self.ops.module_type)?
+        {
+            return Ok(());
+        }
+        let dict = namespace.as_ptr() as usize;
+        let changing = self.graph.regions.iter().filter(|r| !r.closed).find(|r| {
+            self.backend
+                .region_changes_namespace(&r.manager.get_type().into_any(), dict)
+        });
+        match changing {
+            Some(region) => unsupported(format!(
+                "{name} read inside a {} block, which may change it",
+                qualname(&region.manager.get_type().into_any())
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// `run` with the regions open in the graph entered anew (and their effects made), as
+    /// the graph's run has them around the operation: an operation's example computes under
+    /// the state they set.
     pub(super) fn in_open_regions<T>(&self, run: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
         let mut entered = Vec::new();
-        for region in self.graph.regions.iter().filter(|r| !r.closed) {
-            let node = &self.graph.nodes[region.node];
-            let args = node.args.iter().map(constant_of).collect::<PyResult<Vec<_>>>()?;
-            let kwargs = pyo3::types::PyDict::new(self.py);
-            for (key, value) in &node.kwargs {
-                kwargs.set_item(key, constant_of(value)?)?;
-            }
-            let manager = node.function.call(PyTuple::new(self.py, args)?, Some(&kwargs))?;
-            manager.call_method0("__enter__")?;
-            entered.push(manager);
-        }
-        let result = run();
         let none = self.py.None();
+        let mut made = || -> PyResult<()> {
+            for region in self.graph.regions.iter().filter(|r| !r.closed) {
+                let node = &self.graph.nodes[region.node];
+                let manager = call_constants(self.py, (&node.function, &node.args, &node.kwargs))?;
+                manager.call_method0("__enter__")?;
+                entered.push(manager);
+                for effect in &region.effects {
+                    let node = &self.graph.nodes[*effect];
+                    call_constants(self.py, (&node.function, &node.args, &node.kwargs))?;
+                }
+            }
+            Ok(())
+        };
+        let result = made().and_then(|()| run());
         for manager in entered.iter().rev() {
             manager.call_method1("__exit__", (&none, &none, &none))?;
         }
         result
     }
+}
+
+/// `function(*args, **kwargs)` of a region's node, whose arguments are constants (the
+/// backend constructs regions from constants, and effects take constants only).
+type ConstantCall<'a, 'py> = (
+    &'a Bound<'py, PyAny>,
+    &'a [GraphArg<'py>],
+    &'a [(String, GraphArg<'py>)],
+);
+
+fn call_constants<'py>(
+    py: Python<'py>,
+    (function, args, kwargs): ConstantCall<'_, 'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let args = args.iter().map(constant_of).collect::<PyResult<Vec<_>>>()?;
+    let keywords = pyo3::types::PyDict::new(py);
+    for (key, value) in kwargs {
+        keywords.set_item(key, constant_of(value)?)?;
+    }
+    function.call(PyTuple::new(py, args)?, Some(&keywords))
 }
 
 /// A region's argument: a constant (the backend constructs regions from constants only).
