@@ -524,3 +524,45 @@ def test_an_operation_that_warns_warns_once_on_the_first_call_at_the_users_line(
     # Under "error" the division raises while translating: the generated code runs it itself.
     st = sot.stats(fast)
     assert (st.translations, st.graphs, st.ops_captured, st.graph_breaks) == (1, 1, 1 if action == "error" else 2, [])
+
+
+def _caught_matmul(b, c):
+    r = []
+    try:
+        r.append(b @ c)  # casting 1e300 to float32 warns, then matmul refuses a scalar
+    except ValueError as error:
+        r.append(("caught", str(error)))
+    return r
+
+
+def _divided_number(b, c):
+    t = c
+    t /= np.arange(3)  # a number seen to change: its arithmetic is the graph's
+    return t
+
+
+def _inverted_bool(b, c):
+    return ~c  # 3.12+: a DeprecationWarning on every call
+
+
+@pytest.mark.parametrize("f, calls", [
+    (_caught_matmul, [(np.ones((2, 3), np.float32), 1e300)] * 3),
+    (_divided_number, [(None, 0), (None, 2**63), (None, 2**62)]),
+    (_inverted_bool, [(None, False), (None, True)]),
+], ids=["raises-after-warning", "dynamic-number", "folded-operator"])
+def test_warnings_of_calls_made_while_translating_are_the_functions(f, calls):
+    """Found by the fuzzer once it compared warnings: an operation that warned and then
+    raised (the handler caught it) lost its warning; a number's arithmetic and a folded
+    operator computed while translating warned once more, at the caller's line."""
+    import warnings
+
+    def run(fn, args):
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            result = fn(*args)
+        return repr(result), [(w.category.__name__, str(w.message), w.lineno) for w in log]
+
+    fast = sot.translate(f, cost_model=False)
+    for args in calls:
+        assert run(fast, args) == run(f, args), args
+    assert sot.stats(fast).translations >= 1

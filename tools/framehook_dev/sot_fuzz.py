@@ -216,6 +216,7 @@ class Outcome(NamedTuple):
     args: tuple  # the arguments afterwards
     stdout: str
     numpy_errors: dict  # numpy's floating-point error handling afterwards (np.geterr())
+    warned: tuple = ()  # the warnings shown: (category, message, file, line) each
 
     def summary(self) -> str:
         if self.kind == "raise":
@@ -225,7 +226,8 @@ class Outcome(NamedTuple):
         else:
             head = f"returned {describe(self.value)}"
         errors = "" if self.numpy_errors == NUMPY_ERRORS else f"; numpy error handling left at {self.numpy_errors}"
-        return f"{head}; arguments after: {describe(self.args)}; stdout: {self.stdout!r}{errors}"
+        shown = f"; warned: {describe(self.warned)}" if self.warned else ""
+        return f"{head}; arguments after: {describe(self.args)}; stdout: {self.stdout!r}{errors}{shown}"
 
 
 NUMPY_ERRORS = {"divide": "warn", "over": "warn", "under": "ignore", "invalid": "warn"}  # numpy's default
@@ -240,8 +242,11 @@ def run_once(function: Any, args: tuple) -> Outcome:
     np.seterr(**NUMPY_ERRORS)
     out = io.StringIO()
     signal.setitimer(signal.ITIMER_REAL, CASE_TIMEOUT)
+    shown: list = []
     try:
-        with contextlib.redirect_stdout(out):
+        # Every warning shown ("always": none hidden by an earlier run's record of it).
+        with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
             value = function(*args)
         kind = "return"
     except CaseTimeout:
@@ -252,7 +257,8 @@ def run_once(function: Any, args: tuple) -> Outcome:
         kind, value = "raise", error
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-    return Outcome(kind, value, args, out.getvalue(), np.geterr())
+    warned = tuple((w.category.__name__, str(w.message), w.filename, w.lineno) for w in shown)
+    return Outcome(kind, value, args, out.getvalue(), np.geterr(), warned)
 
 
 def reached_the_recursion_limit(outcome: Outcome) -> bool:
@@ -265,7 +271,7 @@ def reached_the_recursion_limit(outcome: Outcome) -> bool:
 
 def differences(eager: Outcome, translated: Outcome) -> list[str]:
     """What differs: of "outcome", "value", "exception", "arguments", "stdout", "numpy error
-    handling"."""
+    handling", "warnings"."""
     found = []
     if eager.kind != translated.kind:
         found.append("outcome")
@@ -281,6 +287,8 @@ def differences(eager: Outcome, translated: Outcome) -> list[str]:
         found.append("stdout")
     if eager.numpy_errors != translated.numpy_errors:
         found.append("numpy error handling")
+    if eager.warned != translated.warned:
+        found.append("warnings")
     if found and reached_the_recursion_limit(eager):
         return []  # not comparable (looked at only where something differs: a repr costs)
     return found

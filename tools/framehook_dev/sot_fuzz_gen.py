@@ -31,6 +31,7 @@ import collections
 import collections.abc
 import contextlib
 import math
+import warnings
 
 import numpy as np
 
@@ -712,9 +713,14 @@ def with_block(rng: random.Random, k: int) -> Fragment:
     manager = pick(rng, ("contextlib.suppress(TypeError)", "contextlib.suppress(Exception)",
                          "contextlib.nullcontext()", f"contextlib.nullcontext({x})",
                          "np.errstate(over='ignore', divide='ignore', invalid='ignore')", "np.errstate(all='raise')",
-                         "Tracker(r)", "Tracker(r, swallow=True)", "Tracker(r) as tr"))
+                         "warnings.catch_warnings()", "Tracker(r)", "Tracker(r, swallow=True)", "Tracker(r) as tr"))
     inner_name, inner = expression(rng)
     body = [f"    r.append({inner})"]
+    if manager.startswith("warnings") and rng.random() < 0.7:
+        # Filters set for the block alone: numpy's warnings ignored, or raised as errors.
+        body.insert(0, pick(rng, ("    warnings.simplefilter('ignore')",
+                                  "    warnings.simplefilter('error', RuntimeWarning)",
+                                  "    warnings.filterwarnings('error', message='.*overflow')")))
     if rng.random() < 0.5:
         body.append(f"    ok{k} = np.isfinite({x}).all()")
     after = []

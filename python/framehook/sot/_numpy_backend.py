@@ -130,15 +130,13 @@ class NumpyBackend:
         return cls(*args, **kwargs)
 
     def call_example(self, function: Any, args: tuple, kwargs: dict) -> Any:
-        """An operation on examples while translating, its warnings kept from the user: the
-        graph computes it again on the same call and warns as eagerly, at the function's line
-        (the example's warning was an extra one, at the caller's). What raises still raises
-        here (a warning the filters make an error, numpy's "raise"), so that an operation
-        writing into its operand breaks where it would raise; numpy's error handler and log
-        are the graph's to call."""
+        """An operation on examples while translating, numpy's error handler and log kept
+        for the graph's run on the same call to call (the translator keeps the example's
+        warnings from the user alike). What raises still raises here (numpy's "raise"), so
+        that an operation writing into its operand breaks where it would raise."""
         quiet: dict[str, Any] = {kind: action if action in ("raise", "warn") else "ignore"
                                  for kind, action in np.geterr().items()}
-        with warnings.catch_warnings(record=True), np.errstate(**quiet):
+        with np.errstate(**quiet):
             return function(*args, **kwargs)
 
     def compile(self, graph: tuple) -> Callable[..., tuple]:

@@ -11,7 +11,7 @@ use pyo3::types::{PyString, PyTuple};
 use super::cache::CodeCaches;
 use super::guard::check::Check;
 use super::model::code::CodeInfo;
-use super::pyutil::is_heap_type;
+use super::pyutil::{is_heap_type, keeping_warnings};
 use crate::hookapi::pyobject::{imported, StrongRef};
 
 /// An attribute a backend may leave out.
@@ -458,17 +458,19 @@ impl<'py> Backend<'py> {
 
     /// `function(*args, **kwargs)` on examples while translating, through the backend's
     /// `call_example` where it has one: the graph's run makes the operation's effects on
-    /// state outside its operands (a layer's running statistics), once.
+    /// state outside its operands (a layer's running statistics), once. So does it show
+    /// the operation's warnings, at the function's line: the example's are recorded, not
+    /// shown (what the filters make an error still raises), and said (the bool).
     pub fn call_example(
         &self,
         function: &Bound<'py, PyAny>,
         args: Bound<'py, PyTuple>,
         kwargs: &Bound<'py, pyo3::types::PyDict>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        match &self.call_example {
+    ) -> PyResult<(PyResult<Bound<'py, PyAny>>, bool)> {
+        keeping_warnings(function.py(), || match &self.call_example {
             Some(call_example) => call_example.call1((function, args, kwargs)),
             None => function.call(args, Some(kwargs)),
-        }
+        })
     }
 
     /// The guard of a tensor (or array) input: its exact type and meta attributes.

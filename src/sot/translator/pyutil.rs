@@ -157,3 +157,23 @@ pub fn is_template(obj: &Bound<'_, PyAny>) -> bool {
         .is_ok_and(|m| m.eq("string.templatelib").unwrap_or(false))
         && ty.name().is_ok_and(|n| n == "Template")
 }
+
+/// `run()` with the warnings it gives recorded, not shown (what the filters make an error
+/// still raises), and whether there were any: a call made while translating, whose
+/// warnings are the generated code's to give, at the function's line, on every call.
+pub fn keeping_warnings<'py, T>(
+    py: Python<'py>,
+    run: impl FnOnce() -> PyResult<T>,
+) -> PyResult<(PyResult<T>, bool)> {
+    let record = PyDict::new(py);
+    record.set_item("record", true)?;
+    let manager = py
+        .import("warnings")?
+        .getattr("catch_warnings")?
+        .call((), Some(&record))?;
+    let shown = manager.call_method0("__enter__")?;
+    let outcome = run();
+    let none = py.None();
+    manager.call_method1("__exit__", (&none, &none, &none))?;
+    Ok((outcome, shown.len()? > 0))
+}

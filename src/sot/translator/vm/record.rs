@@ -211,8 +211,18 @@ impl<'py, 'b> Vm<'py, 'b> {
             graph_kwargs.push((name, g));
         }
         let examples = PyTuple::new(self.py, examples)?;
-        let result = match self.in_open_regions(|| self.backend.call_example(function, examples, &kw)) {
+        let (outcome, warned) =
+            self.in_open_regions(|| self.backend.call_example(function, examples, &kw))?;
+        let result = match outcome {
             Ok(result) => result,
+            // Its warnings were not shown: run at a break, it shows them where it raises.
+            Err(error) if warned => {
+                return unsupported(format!(
+                    "{} warned, then raised {}",
+                    qualname(function),
+                    qualname(&error.get_type(self.py).into_any())
+                ));
+            }
             // One that writes into an operand may have written part of it before it raised
             // (numpy's `a[0] = (1, None)` stores 1 first): the real one runs, at a break.
             Err(error) if self.writes_into_an_operand(function, &kw)? => {
@@ -425,7 +435,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(None);
             }
         }
-        let result = function.call1(PyTuple::new(self.py, examples)?)?;
+        let examples = PyTuple::new(self.py, examples)?;
+        let no_keywords = PyDict::new(self.py);
+        let (outcome, warned) =
+            self.in_open_regions(|| self.backend.call_example(function, examples, &no_keywords))?;
+        let result = match outcome {
+            Ok(result) => result,
+            // Recorded as an operation instead, which breaks there.
+            Err(_) if warned => return Ok(None),
+            Err(error) => return Err(error.into()),
+        };
         if float_result && !result.is_exact_instance_of::<PyFloat>() {
             return Ok(None);
         }
@@ -488,7 +507,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 None => return self.refuse_folding(&format!("operator {name}"), *arg),
             }
         }
-        let result = function.call1(PyTuple::new(self.py, objs)?)?;
+        let result = self.folded_call(&format!("operator {name}"), || {
+            function.call1(PyTuple::new(self.py, objs)?)
+        })?;
         Ok(self.wrap_result(result))
     }
 }

@@ -179,8 +179,22 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Ok((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
             return Ok(None);
         };
-        let result = obj.call(positional, Some(&kw))?;
+        let result = self.folded_call(&qualname(obj), || obj.call(positional, Some(&kw)))?;
         Ok(Some(self.wrap_result(result)))
+    }
+
+    /// A call computed now, its result a constant of the translation; one that warns warns
+    /// on every call (at its line), so it runs as it is, at a break.
+    pub(in crate::sot::translator::vm) fn folded_call(
+        &self,
+        what: &str,
+        call: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+    ) -> Res<Bound<'py, PyAny>> {
+        let (outcome, warned) = keeping_warnings(self.py, call)?;
+        if warned {
+            return graph_break(format!("{what} warns"));
+        }
+        Ok(outcome?)
     }
 
     /// `str.split(text, ",")`: a method of an immutable builtin type called through its
