@@ -1,9 +1,10 @@
 """framehook's main job: SOT translates a small numpy model as one frame hook among others.
 
 1. ``sot.translate(model.forward)``: SOT's hook ("sot.translate") runs the forward as code it
-   generated around compiled graphs of the model's numpy operations. The finiteness check
-   branches on the data, so it breaks the graph: SOT runs the graph so far, the check, and
-   a resume function translated in turn.
+   generated around a compiled graph of the model's numpy operations. The finiteness check
+   branches on the data: SOT assumes it goes as it went while translating, and the graph
+   checks it; where it goes the other way (a diverging input), the forward runs again
+   untranslated and raises as eagerly.
 2. ``watch``, a Python hook added after SOT's, sees each frame after SOT's turn
    (``frame.f_code`` is what will run) and counts those running SOT's code in place of their
    own (``frame.original_code``).
@@ -121,9 +122,20 @@ def main() -> None:
     for graph_break in stats.graph_breaks:
         print("SOT's graph break:  ", f"{os.path.basename(graph_break.filename)}:{graph_break.lineno}: "
               f"{graph_break.reason}")
+    if not stats.graph_breaks:
+        print("SOT's graph breaks:  none (the finiteness check is assumed, checked by the graph)")
     for name, codes in watch.replacements.items():
-        print("watch saw:          ", f"{watch.frames} frames; {name} ran SOT's code ({len(codes)} code objects: "
-              "the generated code and the resume function after the break)")
+        print("watch saw:          ", f"{watch.frames} frames; {name} ran SOT's code ({len(codes)} code "
+              f"object{'s' if len(codes) > 1 else ''}: the generated code, and a resume function after each break)")
+    diverging = np.full_like(x, np.nan)
+    outcomes = []
+    for call in (model.forward, forward):
+        try:
+            call(diverging)
+        except FloatingPointError as error:
+            outcomes.append(f"{type(error).__name__}: {error}")
+    print("a diverging input:  ", " / ".join(outcomes), "(eager / translated: the assumption failed, "
+          "the forward ran again untranslated)")
     print("the profiler saw:")
     profiler.print_stats(sort="ncalls", file=sys.stdout)
     print(sot.explain(model.forward, x), end="")

@@ -16,6 +16,7 @@ __all__ = [
     "_sot_construct",
     "_sot_drop_caller_entry",
     "_sot_rerun",
+    "_sot_assume",
     "_sot_fused",
     "_sot_fused_calls",
     "_sot_fused_check_layout",
@@ -146,6 +147,7 @@ def _sot_rerun(
     exception: BaseException, code: types.CodeType, globals: dict[str, Any], closure: tuple[Any, ...] | None,
     *parameters: Any,
 ) -> Any: ...
+def _sot_assume(value: object, seen: bool) -> None: ...
 
 # The numpy backend's fused kernels (src/sot/fused): a plan is
 # (kernel, allocate, result layouts).

@@ -73,11 +73,24 @@ def print_in_except(x):
     return y + 1
 
 
-@case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"])
+@case(args=lambda: (arr(3),), graphs=1, ops=3)
 def data_dependent_branch_in_try(x):
+    # Assumed: checked by the graph, no break.
     try:
         if x.sum() > 0:
             return x * 2
+        return x / 2
+    except TypeError:
+        return None
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"])
+def data_dependent_branch_in_a_loop_in_try(x):
+    # In a loop a branch on a value is not assumed: the break resumes inside the try.
+    try:
+        for _ in range(1):
+            if x.sum() > 0:
+                return x * 2
         return x / 2
     except TypeError:
         return None
@@ -154,11 +167,20 @@ def two_breaks_in_nested_blocks(x, log):
     return c
 
 
-@case(args=lambda: (arr(3), []), graphs=2, ops=3, breaks=["data-dependent"])
+@case(args=lambda: (arr(3), []), graphs=1, ops=3)
 def data_dependent_branch_in_with(x, log):
     with _Recorder(log):
         if x.sum() > 0:
             return x * 2
+        return x / 2
+
+
+@case(args=lambda: (arr(3), []), graphs=2, ops=3, breaks=["data-dependent"])
+def data_dependent_branch_in_a_loop_in_with(x, log):
+    with _Recorder(log):
+        for _ in range(1):
+            if x.sum() > 0:
+                return x * 2
         return x / 2
 
 

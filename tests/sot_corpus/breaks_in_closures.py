@@ -31,7 +31,8 @@ def _make_converter(k):
 
 case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"], name="free_variable_across_print")(
     _make_printer(2.0))
-case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["data-dependent"], name="free_variable_in_branch")(
+# A branch on a value is assumed (no break); the free variable is a constant of the graph.
+case(args=lambda: (arr(3),), graphs=1, ops=3, name="free_variable_in_branch")(
     _make_thresholder(0.25))
 case(args=lambda: (arr(3),), graphs=2, ops=3, breaks=["tensor to python"], name="free_variable_after_conversion")(
     _make_converter(3.0))

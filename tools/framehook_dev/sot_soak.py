@@ -13,7 +13,8 @@ with ``--child``), as ``framehook_dev.stress`` does. Checks:
   translation, recompilations after guard failures, then guard failures past the cache
   size, which run the original), and drops it; it calls long-lived translations too:
   ``affine`` (cache hits), ``with_break`` (a graph break at an opaque C call, the rest in
-  a resume function) and ``branchy`` (a data-dependent branch: both sides resume). Every
+  a resume function), ``branchy`` (a data-dependent branch in a loop: both sides resume)
+  and ``assumed`` (a data-dependent branch assumed: the other side runs the frame again). Every
   ``RESET_EVERY`` rounds ``sot.reset()`` makes the long-lived ones translate again. Every
   result is compared with the function's eager result.
 * ``vectors``: the same rounds on ``sot_vectors.Vector``, a tensor type in pure Python
@@ -172,10 +173,12 @@ class Rounds:
         x, y = kit.array([1.0, 2.0, 3.0], "float64"), kit.array([0.5, -1.0, 2.0], "float64")
         # (translated function, arguments, eager result, calls per round)
         self.steady = [(sot.translate(function, backend=kit.backend, cost_model=False), args, function(*args), repeat)
-                       for function, args, repeat in [(WORKLOAD.affine, (x, y), 24),
-                                                      (WORKLOAD.with_break, (x, y), 16),
+                       for function, args, repeat in [(WORKLOAD.affine, (x, y), 18),
+                                                      (WORKLOAD.with_break, (x, y), 10),
                                                       (WORKLOAD.branchy, (x, kit.total), 6),
-                                                      (WORKLOAD.branchy, (x * -1.0, kit.total), 6)]]
+                                                      (WORKLOAD.branchy, (x * -1.0, kit.total), 6),
+                                                      (WORKLOAD.assumed, (x, kit.total), 6),
+                                                      (WORKLOAD.assumed, (x * -1.0, kit.total), 6)]]
         self.variants = variants(kit)
         self.done = 0
 
@@ -200,14 +203,18 @@ class Rounds:
                 sot.reset()
 
     def count_steady(self) -> None:
-        for fast, *_ in self.steady[:-1]:  # the last two share one translated function
-            self.calls.count(fast)
+        counted = set()
+        for fast, *_ in self.steady:  # each function's translations once (two calls share one)
+            if fast.__wrapped__ not in counted:
+                counted.add(fast.__wrapped__)
+                self.calls.count(fast)
 
     def watched(self) -> dict[str, Any]:
         """The objects every round passes through, whose references must not pile up."""
         import framehook._native as native
 
-        functions = {name: getattr(WORKLOAD, name) for name in ("affine", "with_break", "branchy", "make_scaled")}
+        functions = {name: getattr(WORKLOAD, name)
+                     for name in ("affine", "with_break", "branchy", "assumed", "make_scaled")}
         watched = {**functions, **{f"{name}.__code__": f.__code__ for name, f in functions.items()},
                    "scaled.__code__": WORKLOAD.make_scaled(0).__code__, "workload globals": WORKLOAD.__dict__,
                    "backend operation": self.kit.total, "SotTranslated type": native.SotTranslated,

@@ -15,7 +15,14 @@ def with_break(x, y):
 
 
 def branchy(x, total):
-    if total(x) > 0:  # data-dependent: the graph breaks, each side resumes
+    for _ in range(1):
+        if total(x) > 0:  # data-dependent, in a loop: the graph breaks, each side resumes
+            return x + 1.0
+    return x - 1.0
+
+
+def assumed(x, total):
+    if total(x) > 0:  # data-dependent: assumed, checked by the graph; the other way reruns
         return x + 1.0
     return x - 1.0
 

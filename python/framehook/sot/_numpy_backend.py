@@ -94,6 +94,9 @@ class NumpyBackend:
     # Where the values catch_warnings() changes live (the filters list): read inside its
     # block, they break. numpy's error state is in no namespace the translation reads.
     region_namespaces = {warnings.catch_warnings: _WARNINGS_MODULES}
+    # Graphs run assumptions (`_sot_assume` nodes) in order, under numpy's error state
+    # "raise": a branch on an array's value is assumed, not broken on.
+    runs_assumptions = True
     # Tensor methods whose result is a Python value computed from the data.
     conversions = ("item", "tolist", "tobytes", "__bool__", "__float__", "__int__", "__index__", "__len__")
     # Files the translator never enters: numpy's own.
@@ -695,7 +698,7 @@ def _plan_fused_runs(nodes: tuple, inputs: int, values: list, ref_type: Any) -> 
 
     for index, (function, args, kwargs, _, _) in enumerate(nodes):
         symbol = inputs + index
-        if _is_region_node(function):  # a run computes under one error state
+        if _is_region_node(function) or function is _native_assume():  # one error state; a check
             close()
             current = None
             continue
@@ -961,6 +964,15 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     # The statements that enter a region and those that exit one, by index.
     enters: set[int] = set()
     exits: set[int] = set()
+    assuming = any(function is _native_assume() for function, *_ in nodes)
+    if assuming:
+        # Where a branch on a tensor's value is assumed, the frame runs again if it goes the
+        # other way: a floating-point error raises (the run again reports it as eagerly),
+        # so that nothing the graph computed before the check was reported twice.
+        first_line = next((line for *_, node_file, line in nodes if node_file == filename), 0)
+        statements.append((f"_speculating = {constant(_speculating)}()", first_line, None))
+        enters.add(len(statements))
+        statements.append(("_speculating.__enter__()", first_line, None))
     for index, (function, args, kwargs, node_file, line) in enumerate(nodes):
         target = f"v{inputs + index}"
         if _is_region_node(function):
@@ -972,6 +984,8 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 call_args = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
                 statements.append((f"{constant(function)}({', '.join(call_args)})", placed_at, None))
             else:
+                if assuming and function is np.errstate:  # what it reports raises, as around it
+                    kwargs = {k: v if v in (None, "ignore") else "raise" for k, v in kwargs.items()}
                 made_with = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
                 statements.append((f"{target} = {constant(function)}({', '.join(made_with)})", placed_at, None))
                 enters.add(len(statements))
@@ -1023,6 +1037,9 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             statements.append((call, first_line, None))
             statements.append((block, first_line, [at for _, at in fallback]))
             fallback = []
+    if assuming:
+        exits.add(len(statements))
+        statements.append(("_speculating.__exit__(None, None, None)", statements[0][1], None))
     returned = "".join(f"v{o}, " for o in outputs)
     source = f"def __sot_graph({params}):\n"
     source += "".join("".join(f"    {text}\n" for text in s.split("\n")) for s, _, _ in statements)
@@ -1071,6 +1088,28 @@ _REGION_EXITS = tuple(region.__exit__ for region in _REGION_TYPES)
 
 def _is_region_node(function: Any) -> bool:
     return any(function is f for f in (*_REGION_TYPES, *_REGION_EXITS, *_FILTER_CHANGES))
+
+
+def _speculating() -> Any:
+    """numpy's error state for a graph that checks assumptions: what the caller's state
+    reports (warns, raises, calls its handler, logs) raises instead, so that the frame runs
+    again and reports it once, where it is eagerly; what it ignores stays ignored."""
+    state = np.geterr()
+    key = tuple(state.values())
+    settings = _SPECULATING.get(key)
+    if settings is None:
+        settings = _SPECULATING[key] = {k: "ignore" if v == "ignore" else "raise" for k, v in state.items()}
+    return np.errstate(**settings)
+
+
+_SPECULATING: dict[tuple, dict[str, Any]] = {}
+
+
+def _native_assume() -> Any:
+    """``framehook._native._sot_assume``: an assumption's node (see ``runs_assumptions``)."""
+    from .._native import _sot_assume
+
+    return _sot_assume
 
 
 def _nest_regions(body: list, enters: set[int], exits: set[int]) -> list:

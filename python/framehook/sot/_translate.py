@@ -87,7 +87,11 @@ def register_backend(name: str, backend: Any) -> None:
     called with constants inside such a block, graph nodes) and ``region_namespaces`` (a
     dict: region type to the modules whose values its block may change; such a value read
     inside the block breaks),
-    ``writes_operands(graph, examples)``
+    ``runs_assumptions`` (true where the compiled graph calls its
+    ``framehook._native._sot_assume(value, seen)`` nodes in order, numpy's floating-point
+    errors raising from its start: a branch on a one-item tensor's value is then assumed to
+    go as it went while translating, checked there, the frame run again untranslated where it
+    does not, instead of a break), ``writes_operands(graph, examples)``
     (whether the compiled graph may write into an array it is given; where it cannot, a run of
     it that raises makes the frame run again untranslated from its start, so that what the
     function did before the failing operation happens; without it, it may), and

@@ -98,6 +98,9 @@ pub struct Backend<'py> {
     /// Context managers whose `with` block sets state the backend's operations read
     /// (numpy's error state): for one it constructed, the block is a region of the graph.
     region_types: Option<Bound<'py, PyTuple>>,
+    /// Whether the compiled graph runs `_sot_assume` nodes in order, numpy's floating-point
+    /// errors raising (`runs_assumptions`): a branch on a tensor's value is then assumed.
+    pub runs_assumptions: bool,
     /// Functions changing only the state a region type saves and restores, by address:
     /// the region type (`warnings.simplefilter`: `warnings.catch_warnings`).
     region_effects: HashMap<usize, (StrongRef, StrongRef)>,
@@ -271,6 +274,10 @@ impl<'py> Backend<'py> {
             region_types: optional(&object, "region_types")?
                 .map(|types| types.cast_into::<PyTuple>())
                 .transpose()?,
+            runs_assumptions: optional(&object, "runs_assumptions")?
+                .map(|flag| flag.is_truthy())
+                .transpose()?
+                .unwrap_or(false),
             region_effects: region_effects(&object)?,
             region_namespaces: region_namespaces(&object)?,
             layer_types: optional(&object, "layer_types")?

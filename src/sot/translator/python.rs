@@ -406,6 +406,28 @@ fn _sot_construct<'py>(
     super::session::with_session(None, || cls.call(args, Some(kwargs)))
 }
 
+pyo3::create_exception!(
+    framehook,
+    SotAssumptionFailed,
+    pyo3::exceptions::PyException,
+    "A branch a translation took on a tensor's value goes the other way on this call."
+);
+
+/// Run by a graph where its translation took a branch on a tensor's value (`if
+/// np.isfinite(total):`): nothing where the value's truth is the one seen while
+/// translating, else `SotAssumptionFailed`, which the generated code's landing pad answers
+/// by running the frame again untranslated (`_sot_rerun`): the other branch is taken as
+/// eagerly, and nothing of the frame had happened.
+#[pyfunction]
+fn _sot_assume(value: &Bound<'_, PyAny>, seen: bool) -> PyResult<()> {
+    if value.is_truthy()? == seen {
+        return Ok(());
+    }
+    Err(SotAssumptionFailed::new_err(
+        "a branch on a tensor's value went the other way",
+    ))
+}
+
 /// Run by SOT's generated code where its graph raised, for a graph that writes none of its
 /// operands (the backend's `writes_operands`): the graph runs first, so nothing of the
 /// frame has happened yet, and the frame's code runs again from its start, untranslated,
@@ -492,6 +514,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_assume, module)?)?;
     #[cfg(feature = "testing")]
     module.add_function(wrap_pyfunction!(_sot_graph_runs, module)?)?;
     Ok(())

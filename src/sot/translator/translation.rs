@@ -83,6 +83,15 @@ impl<'py> Translation<'_, 'py, '_> {
         plan.rerun_on_raise = compiled
             .as_ref()
             .is_some_and(|compiled| compiled.writes_no_operand);
+        if let Some(&pc) = vm.graph.assumed_at.first() {
+            // A failed assumption is answered by running the frame again: not where the
+            // graph writes into an operand, nor where an operation warned (it would again).
+            if !plan.rerun_on_raise || vm.examples_warned {
+                let why = "a branch on a tensor's value whose graph cannot run again";
+                self.restart.replace(Some((pc, why.to_owned())));
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(why));
+            }
+        }
         let generated = generate(&plan).inspect_err(|err| {
             let made_at = plan.unrebuildable.get().and_then(|vid| vm.made_at(vid));
             if let Some(pc) = made_at.filter(|pc| !vm.break_before.contains_key(pc)) {

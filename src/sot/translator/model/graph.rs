@@ -52,6 +52,10 @@ pub enum NodeKind {
     /// A change of the state the innermost open region set, undone as it ends
     /// (`warnings.simplefilter(...)` inside `warnings.catch_warnings()`): called as recorded.
     RegionEffect,
+    /// A branch taken on a tensor's value, assumed to go the same way on every call:
+    /// `_sot_assume(value, seen)` raises where it does not (the frame then runs again,
+    /// untranslated). Not an operation of its own.
+    Assumption,
 }
 
 /// A region the graph entered (`NodeKind::RegionEnter`), as the VM knows it again.
@@ -88,6 +92,9 @@ pub struct Graph<'py> {
     pub nodes: Vec<Node<'py>>,
     /// The regions entered, in order (kept with the nodes: a snapshot takes both back).
     pub regions: Vec<Region<'py>>,
+    /// Per `Assumption` node, in order, the top frame's instruction that made it: where the
+    /// graph breaks instead where an assumption cannot be checked by running again.
+    pub assumed_at: Vec<usize>,
 }
 
 impl Graph<'_> {
@@ -146,6 +153,7 @@ impl<'py> Graph<'py> {
             inputs: self.inputs.clone(),
             nodes,
             regions: Vec::new(),
+            assumed_at: Vec::new(),
         };
         (graph, outputs.iter().map(|sym| renumbered[*sym]).collect())
     }

@@ -5,6 +5,7 @@
 //! user functions are inlined; what it cannot translate stops it with a reason.
 
 mod arena;
+mod assumptions;
 mod attrs;
 mod builtins;
 mod calls;
@@ -174,6 +175,13 @@ pub struct Vm<'py, 'b> {
     seen_raised: std::collections::HashSet<usize>,
     /// The top frame's instruction being simulated.
     top_pc: usize,
+    /// Whether an operation's example warned while translating: the graph's run then would
+    /// too, before the frame could run again at a failed assumption (none is made).
+    pub examples_warned: bool,
+    /// Whether the instruction being simulated lies inside a loop of its frame: a branch
+    /// there is not assumed (a loop on a tensor's value would be unrolled, and assumed to
+    /// run as many times on every call).
+    in_loop_now: bool,
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
     /// a value a previous attempt's generated code could not rebuild (what it was).
     pub break_before: HashMap<usize, String>,
@@ -386,6 +394,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             caught_exceptions: HashMap::new(),
             seen_raised: std::collections::HashSet::new(),
             top_pc: usize::MAX,
+            examples_warned: false,
+            in_loop_now: false,
             break_before: HashMap::new(),
         })
     }

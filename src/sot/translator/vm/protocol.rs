@@ -7,6 +7,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn truthy(&mut self, vid: Vid) -> Res<bool> {
         let vid = self.realize(vid)?;
         let val = self.val(vid).clone();
+        if let Some(truth) = self.assumed_truth(&val)? {
+            return Ok(truth);
+        }
         match kind_of(&val).truth(self, vid, &val)? {
             Some(truth) => Ok(truth),
             None => self.concrete(vid)?.is_truthy().map_err(Problem::from),

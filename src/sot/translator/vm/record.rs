@@ -213,6 +213,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let examples = PyTuple::new(self.py, examples)?;
         let (outcome, warned) =
             self.in_open_regions(|| self.backend.call_example(function, examples, &kw))?;
+        self.examples_warned |= warned;
         let result = match outcome {
             Ok(result) => result,
             // Its warnings were not shown: run at a break, it shows them where it raises.
@@ -439,6 +440,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let no_keywords = PyDict::new(self.py);
         let (outcome, warned) =
             self.in_open_regions(|| self.backend.call_example(function, examples, &no_keywords))?;
+        self.examples_warned |= warned;
         let result = match outcome {
             Ok(result) => result,
             // Recorded as an operation instead, which breaks there.

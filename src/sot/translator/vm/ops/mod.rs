@@ -88,6 +88,7 @@ impl<'py> Vm<'py, '_> {
         if instr.location.line > 0 {
             self.location = (instr.location.line, frame.filename.clone());
         }
+        self.in_loop_now = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
         frame.pc += 1;
         match TABLE[instr.op as usize].map(|spec| spec.run) {
             Some(Run::Handler(run)) => run(self, frame, &instr),

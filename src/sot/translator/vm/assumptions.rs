@@ -1,0 +1,43 @@
+//! Branches on a tensor's value, assumed: `if np.isfinite(total):` goes the way it went
+//! while translating, checked by the graph (`_sot_assume`), instead of a break that makes
+//! the rest of the frame (and of every frame inlined above it) a resume function. Where
+//! the check fails, the graph raises before anything of the frame has happened and the
+//! generated code runs the frame again untranslated, so the other branch runs as eagerly.
+
+use super::*;
+
+impl<'py> Vm<'py, '_> {
+    /// The truth of a tensor of one item, assumed: an `Assumption` node checking it. None
+    /// where the backend's graphs do not check assumptions, an operation's example warned,
+    /// the instruction lies in a loop, or the value is not such a tensor (the branch breaks
+    /// as before).
+    pub(super) fn assumed_truth(&mut self, val: &Val<'py>) -> Res<Option<bool>> {
+        let Val::Tensor { sym, example } = val else {
+            return Ok(None);
+        };
+        // An operation that warned would warn again when the frame runs again.
+        if !self.backend.runs_assumptions || self.examples_warned || self.in_loop_now {
+            return Ok(None);
+        }
+        let one_item = example
+            .getattr("size")
+            .and_then(|s| s.extract::<usize>())
+            .is_ok_and(|n| n == 1);
+        if !one_item {
+            return Ok(None);
+        }
+        let Ok(seen) = example.is_truthy() else {
+            return Ok(None);
+        };
+        let assume = import(self.py, "framehook._native")?.getattr("_sot_assume")?;
+        let seen_value = pyo3::types::PyBool::new(self.py, seen).to_owned().into_any();
+        self.push_node(
+            &assume,
+            vec![GraphArg::Sym(*sym), GraphArg::Const(seen_value)],
+            vec![],
+            NodeKind::Assumption,
+        );
+        self.graph.assumed_at.push(self.top_pc);
+        Ok(Some(seen))
+    }
+}

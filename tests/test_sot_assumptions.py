@@ -1,0 +1,108 @@
+"""Branches on a tensor's value, assumed: the translation takes the branch the value took
+while translating, and the graph checks the value on every call; where it goes the other
+way, the frame runs again untranslated, so that the other branch runs as eagerly. Nothing of
+the frame has happened by then (the graph runs before the side effects), numpy's reports
+raise inside such a graph (so the run again reports them once), and where either cannot hold
+(a graph writing its operand, an operation that warned while translating, a branch in a
+loop) the branch breaks as before."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import framehook.sot as sot
+
+pytestmark = pytest.mark.usefixtures("fresh_sot")
+
+
+def run(fn, *args):
+    """What a call returns or raises, its log and its warnings (message, line)."""
+    log = []
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        try:
+            result = ("returned", repr(fn(*args, log)))
+        except Exception as error:  # compared with the eager call's
+            result = ("raised", type(error).__name__, str(error))
+    return result, log, [(str(w.message), w.lineno) for w in shown]
+
+
+def test_a_branch_on_a_value_is_one_graph_and_the_other_way_runs_the_frame_again():
+    def f(x, log):
+        log.append("start")
+        total = x.sum()
+        if total > 0:
+            log.append("positive")
+            return x * 2
+        log.append("not positive")
+        return x - 1
+
+    fast = sot.translate(f, cost_model=False)
+    for x in (np.ones(3), -np.ones(3), np.ones(3), np.zeros(3)):
+        assert run(fast, x) == run(f, x), x
+    st = sot.stats(fast)
+    # One translation: the calls going the other way ran the original, not a new translation.
+    assert (st.translations, st.graphs, st.graph_breaks, st.fallbacks) == (1, 1, [], [])
+    assert st.ops_captured == 3
+    assert "_sot_assume" in sot.explain(fast, np.ones(3), [])
+
+
+def test_what_the_graph_reported_before_a_failed_assumption_is_reported_once():
+    # log(0) divides by zero before the branch: numpy's report raises inside the graph, and
+    # the run again warns once, at the function's line, as eagerly.
+    def f(x, log):
+        y = np.log(x)
+        if (y < 1).all():
+            log.append("small")
+            return y
+        return -y
+
+    fast = sot.translate(f, cost_model=False)
+    for x in (np.ones(2), np.array([0.0, 1.0]), np.array([0.0, 10.0]), np.array([5.0, 6.0])):
+        assert run(fast, x) == run(f, x), x
+    assert sot.stats(fast).graph_breaks == []
+
+
+def test_a_branch_is_not_assumed_where_the_frame_could_not_run_again():
+    def writes_its_operand(x, log):
+        x += 1  # the graph writes into the caller's array: it cannot run again
+        if x.sum() > 0:
+            return x
+        return -x
+
+    def warned_while_translating(x, log):
+        y = np.sqrt(x)  # sqrt(-1) warns while translating: it would again before a rerun
+        if np.isnan(y).any():
+            return 0.0
+        return y
+
+    def in_a_loop(x, log):
+        for _ in range(2):
+            if x.sum() > 0:  # a loop on a value would be unrolled and assumed to run as often
+                x = x - 1
+        return x
+
+    for f, x in ((writes_its_operand, np.ones(2)), (warned_while_translating, -np.ones(2)), (in_a_loop, np.ones(2))):
+        fast = sot.translate(f, cost_model=False)
+        assert run(fast, x.copy()) == run(f, x.copy())
+        reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+        assert reasons and ("data-dependent" in reasons[0] or "cannot run again" in reasons[0]), (f, reasons)
+
+
+def test_the_error_state_inside_the_graph_is_the_callers_ignoring_what_it_ignores():
+    # Under the caller's "ignore", an overflow is no report: the assumption holds, no rerun.
+    def f(x, log):
+        y = x * x
+        if np.isinf(y).any():
+            log.append("overflowed")
+            return y
+        return x
+
+    fast = sot.translate(f, cost_model=False)
+    big = np.array([1e200])
+    with np.errstate(over="ignore"):
+        assert run(fast, big) == run(f, big)
+        assert run(fast, big) == run(f, big)
+    assert run(fast, big) == run(f, big)  # warns now: the graph raised, the frame ran again
+    assert sot.stats(fast).graph_breaks == []
