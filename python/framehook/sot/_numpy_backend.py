@@ -339,7 +339,10 @@ _READERS = (operator.attrgetter, operator.itemgetter)
 def _writes_an_operand(function: Any, args: tuple, kwargs: dict, values: list, ref_type: type) -> bool:
     """Whether a node may write into an array it is given: ``out`` given (by keyword, or by
     position where the signature names it), an in-place operator on anything but a number,
-    or one of ``_WRITERS``. A function whose signature cannot be read may."""
+    or one of ``_WRITERS``. A function whose signature cannot be read may. A region's
+    nodes and an assumption's write none."""
+    if _is_region_node(function) or function is _native_assume():
+        return False
     if kwargs.get("out") is not None:
         return True
     if _IN_PLACE.has(function):
@@ -964,12 +967,13 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     # The statements that enter a region and those that exit one, by index.
     enters: set[int] = set()
     exits: set[int] = set()
-    assuming = any(function is _native_assume() for function, *_ in nodes)
+    assume = _native_assume()
+    assuming = [node for node in nodes if node[0] is assume]
     if assuming:
         # Where a branch on a tensor's value is assumed, the frame runs again if it goes the
         # other way: a floating-point error raises (the run again reports it as eagerly),
         # so that nothing the graph computed before the check was reported twice.
-        first_line = next((line for *_, node_file, line in nodes if node_file == filename), 0)
+        first_line = nodes[0][4] if nodes[0][3] == filename else 0
         statements.append((f"_speculating = {constant(_speculating)}()", first_line, None))
         enters.add(len(statements))
         statements.append(("_speculating.__enter__()", first_line, None))
