@@ -168,8 +168,9 @@ def translate(fn: Optional[Callable[..., Any]] = None, *, backend: Any = "numpy"
     options, and kept until ``reset()``.
 
     ``cost_model``: after its first calls, the function's calls alternate, timed, between
-    the translation and the original code, and run the faster way from then on (judged
-    again now and then); what a call computes is the same either way. ``None``: on for the
+    the translation and the original code, and run the translation from then on where its
+    best time is at least 5% under the original's, else the original (judged again now
+    and then); what a call computes is the same either way. ``None``: on for the
     numpy backend (the paddle backend chooses per graph, between a program and its
     operations), unless the environment variable ``FRAMEHOOK_SOT_COST_MODEL`` is ``0``
     (counters that do not depend on timing, as tests want). ``sot.stats`` says what it

@@ -6,7 +6,8 @@
 //! (an estimate from the graph alone misses what the breaks cost, and they are most of a
 //! library's 1-row call). So after its warm-up calls (the first translates), the function's
 //! calls alternate between the translation and the original, timed, until each way has
-//! `TRIALS` samples; the faster best time wins. The original is always exact, so the choice
+//! `TRIALS` samples; the translation wins where its best time is at least 5% under the
+original's (`TRANSLATED_AT_MOST`). The original is always exact, so the choice
 //! never changes what a call computes. It is judged again after `REVIEW_FACTOR` times as
 //! many calls (inputs and load change), never on a call that translated (not a hot call).
 
@@ -21,6 +22,10 @@ const WARM_CALLS: u64 = 2;
 const TRIALS: u32 = 5;
 /// A choice made at call n is judged again at call n * REVIEW_FACTOR.
 const REVIEW_FACTOR: u64 = 16;
+/// The translation is chosen where its best time is at most this share of the original's,
+/// in percent: within a few percent the trials cannot tell them apart (a busy machine, a
+/// cold cache), and the original, exact by definition, is then the safe choice.
+const TRANSLATED_AT_MOST: u128 = 95;
 
 /// Where the cost model stands (`SotStats.cost_model`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -138,7 +143,10 @@ impl CostModel {
             _ => return,
         }
         if state.translated.samples >= TRIALS && state.original.samples >= TRIALS {
-            state.choice = if state.translated.time <= state.original.time {
+            let nanos = |best: Best| best.time.map_or(u128::MAX, |t| t.as_nanos());
+            let faster = nanos(state.translated).saturating_mul(100)
+                <= nanos(state.original).saturating_mul(TRANSLATED_AT_MOST);
+            state.choice = if faster {
                 Choice::Translated
             } else {
                 Choice::Original
@@ -189,6 +197,16 @@ mod tests {
         judge(&model, Duration::from_micros(10), Duration::from_micros(30));
         assert_eq!(model.choice(), Choice::Translated);
         assert_eq!(model.route(), Route::Translated);
+    }
+
+    #[test]
+    fn a_translation_within_the_margin_of_the_original_is_not_chosen() {
+        let model = CostModel::default();
+        judge(&model, Duration::from_micros(97), Duration::from_micros(100));
+        assert_eq!(model.choice(), Choice::Original);
+        let model = CostModel::default();
+        judge(&model, Duration::from_micros(95), Duration::from_micros(100));
+        assert_eq!(model.choice(), Choice::Translated);
     }
 
     #[test]
