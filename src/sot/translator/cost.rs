@@ -7,7 +7,7 @@
 //! library's 1-row call). So after its warm-up calls (the first translates), the function's
 //! calls alternate between the translation and the original, timed, until each way has
 //! `TRIALS` samples; the translation wins where its best time is at least 5% under the
-original's (`TRANSLATED_AT_MOST`). The original is always exact, so the choice
+//! original's (`TRANSLATED_AT_MOST`). The original is always exact, so the choice
 //! never changes what a call computes. It is judged again after `REVIEW_FACTOR` times as
 //! many calls (inputs and load change), never on a call that translated (not a hot call).
 
