@@ -160,3 +160,18 @@ def test_a_filter_set_outside_catch_warnings_is_no_region_effect():
     with warnings.catch_warnings():
         _, st = same_as_eager(f, (np.ones(2),))
     assert st.graph_breaks, "set as it is, at a break"
+
+
+def test_a_region_manager_entered_twice_raises_as_eagerly():
+    # numpy refuses to enter one errstate twice; the graph, which makes a manager per
+    # entry, would not: the second entry runs as it is.
+    def f(x):
+        quiet = np.errstate(over="ignore")
+        with quiet:
+            y = x * 2
+        with quiet:
+            return y * 3
+
+    _, st = same_as_eager(f, (np.ones(2),), (np.ones(2),))
+    assert outcome(f, np.ones(2))[0][0] == "raised"
+    assert st.graph_breaks, "entered again as it is, at a break"

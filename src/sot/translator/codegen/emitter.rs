@@ -236,8 +236,15 @@ impl<'a, 'py> Emitter<'a, 'py> {
             match self.plan.values[vid] {
                 Val::Function(_) => self.new_function(vid, var)?,
                 Val::Constructed {
-                    class, args, kwargs, ..
+                    ref obj,
+                    class,
+                    args,
+                    kwargs,
                 } => {
+                    if self.plan.graph.regions.iter().any(|r| r.manager.is(obj)) {
+                        // Entered (a region): made again from its arguments it would not be.
+                        return Err(self.cannot_rebuild(vid, "a region's manager the graph entered"));
+                    }
                     // _sot_construct(cls, args, kwargs): cls(*args, **kwargs), untranslated
                     let construct = import(py, "framehook._native")?.getattr("_sot_construct")?;
                     self.call_constant(construct, |e| {

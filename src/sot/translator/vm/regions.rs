@@ -47,6 +47,11 @@ impl<'py> Vm<'py, '_> {
         let Val::Constructed { args, kwargs, .. } = self.val(manager).clone() else {
             return unsupported("a region the translation did not make");
         };
+        if self.graph.regions.iter().any(|r| r.manager.is(&obj)) {
+            // The graph makes a manager per entry; the one object refuses a second (and
+            // the generated code cannot hand on one the graph entered: it restarts).
+            return unsupported("a region's manager entered again");
+        }
         let mut graph_args = Vec::new();
         for arg in self.items_of(args)? {
             graph_args.push(self.graph_arg(arg)?.0);
@@ -78,21 +83,21 @@ impl<'py> Vm<'py, '_> {
         exit: &Bound<'py, PyAny>,
         exc_info: &[Vid],
     ) -> Res<Vid> {
-        let Some(index) = self.graph.regions.iter().rposition(|r| !r.closed) else {
-            return unsupported("a region's exit where none is open");
-        };
-        if !self.graph.regions[index].manager.is(obj) {
-            return unsupported("a region's exit out of order");
-        }
         for value in exc_info {
             if !self.concrete(*value)?.is_none() {
                 // An exception leaves the block (its handler breaks first in the `with` itself).
                 return unsupported("a region's exit with an exception");
             }
         }
-        let region = &mut self.graph.regions[index];
+        let inputs = self.graph.inputs.len();
+        let Some(region) = self.graph.innermost_open_region() else {
+            return unsupported("a region's exit where none is open");
+        };
+        if !region.manager.is(obj) {
+            return unsupported("a region's exit out of order");
+        }
         region.closed = true;
-        let enter = self.graph.inputs.len() + region.node;
+        let enter = inputs + region.node;
         self.push_node(exit, vec![GraphArg::Sym(enter)], vec![], NodeKind::RegionExit);
         Ok(self.none())
     }
