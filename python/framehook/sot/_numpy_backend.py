@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import inspect
 import math
 import operator
@@ -974,9 +975,8 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         # other way: a floating-point error raises (the run again reports it as eagerly),
         # so that nothing the graph computed before the check was reported twice.
         first_line = nodes[0][4] if nodes[0][3] == filename else 0
-        statements.append((f"_speculating = {constant(_speculating)}()", first_line, None))
         enters.add(len(statements))
-        statements.append(("_speculating.__enter__()", first_line, None))
+        statements.append((f"_speculating = {constant(_speculation_enter)}()", first_line, None))
     for index, (function, args, kwargs, node_file, line) in enumerate(nodes):
         target = f"v{inputs + index}"
         if _is_region_node(function):
@@ -1043,7 +1043,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
             fallback = []
     if assuming:
         exits.add(len(statements))
-        statements.append(("_speculating.__exit__(None, None, None)", statements[0][1], None))
+        statements.append((f"{constant(_speculation_exit)}(_speculating)", statements[0][1], None))
     returned = "".join(f"v{o}, " for o in outputs)
     source = f"def __sot_graph({params}):\n"
     source += "".join("".join(f"    {text}\n" for text in s.split("\n")) for s, _, _ in statements)
@@ -1094,19 +1094,50 @@ def _is_region_node(function: Any) -> bool:
     return any(function is f for f in (*_REGION_TYPES, *_REGION_EXITS, *_FILTER_CHANGES))
 
 
-def _speculating() -> Any:
-    """numpy's error state for a graph that checks assumptions: what the caller's state
-    reports (warns, raises, calls its handler, logs) raises instead, so that the frame runs
-    again and reports it once, where it is eagerly; what it ignores stays ignored."""
-    state = np.geterr()
-    key = tuple(state.values())
-    settings = _SPECULATING.get(key)
-    if settings is None:
-        settings = _SPECULATING[key] = {k: "ignore" if v == "ignore" else "raise" for k, v in state.items()}
-    return np.errstate(**settings)
+def _speculation_enter() -> Any:
+    """Enters numpy's error state for a graph that checks assumptions: what the caller's
+    state reports (warns, raises, calls its handler, logs) raises instead, so that the frame
+    runs again and reports it once, where it is eagerly; what it ignores stays ignored.
+    Where numpy keeps its error state in a context variable (2.x), that variable is set to
+    the state made once per caller's state (an ``np.errstate`` costs ten times as much)."""
+    settings: dict[str, Any]
+    if _ERROR_STATE is None:
+        settings = {k: "ignore" if v == "ignore" else "raise" for k, v in np.geterr().items()}
+        manager = np.errstate(**settings)
+        manager.__enter__()
+        return manager
+    current = _ERROR_STATE.get()
+    speculating = _SPECULATING.get(current)
+    if speculating is None:
+        if len(_SPECULATING) >= 64:  # states made per `with np.errstate` come and go
+            _SPECULATING.clear()
+        settings = {k: "ignore" if v == "ignore" else "raise" for k, v in np.geterr().items()}
+        speculating = _SPECULATING[current] = _make_extobj(**settings)
+    return _ERROR_STATE.set(speculating)
 
 
-_SPECULATING: dict[tuple, dict[str, Any]] = {}
+def _speculation_exit(entered: Any) -> None:
+    """Leaves what ``_speculation_enter`` entered."""
+    if _ERROR_STATE is None:
+        entered.__exit__(None, None, None)
+    else:
+        _ERROR_STATE.reset(entered)
+
+
+def _numpy_error_state() -> tuple[Any, Any]:
+    """numpy 2.x's context variable holding the error state, and the C function making one;
+    (None, None) where numpy has neither (1.x)."""
+    try:
+        config = importlib.import_module("numpy._core._ufunc_config")
+    except ImportError:
+        return None, None
+    variable, make = getattr(config, "_extobj_contextvar", None), getattr(config, "_make_extobj", None)
+    return (variable, make) if variable is not None and make is not None else (None, None)
+
+
+_ERROR_STATE, _make_extobj = _numpy_error_state()
+# Per caller's error state (numpy's object for it), the one a graph with assumptions runs under.
+_SPECULATING: dict[Any, Any] = {}
 
 
 def _native_assume() -> Any:
