@@ -843,3 +843,14 @@ def a_store_into_an_array_that_raises_midway_keeps_what_it_wrote(values, table):
     except TypeError:
         return "caught", table
     return table
+
+
+_TWIN = tuple([-0.0, 0.0])
+_pairs = Cycling((_TWIN, _TWIN), (tuple([-0.0, 0.0]), tuple([-0.0, 0.0])))
+
+
+@case(args=lambda: (arr(3), *_pairs.next_value()), graphs=1, ops=1, rejected=1)
+def equal_tuples_are_one_object_only_where_they_are(x, a, b):
+    # Found by the fuzzer (seed 49): a tuple of values held twice was guarded by its value
+    # alone, so two equal tuples passed the guards and `a is b` stayed True.
+    return x + 1, a is b

@@ -325,12 +325,23 @@ impl<'py, 'b> Vm<'py, 'b> {
                     },
                 ) = (self.val(left), self.val(right))
                 {
-                    if !same && !is_value_type(a) && !is_value_type(b) {
+                    let values = is_value_type(a) || is_value_type(b);
+                    let (sa, sb) = (*sa, *sb);
+                    if !same && !values {
                         // Two objects from the frame: that they are two, guarded as such (not
                         // each pinned: later calls bring other objects).
-                        let (sa, sb) = (*sa, *sb);
                         self.add_guard(sa, Check::Distinct(vec![sb]));
                         return Ok(false);
+                    }
+                    if values {
+                        // A value's guards compare it by value: whether it is the other
+                        // object is guarded apart (an equal tuple is not the one it equals).
+                        let check = if same {
+                            Check::SameAs(sa)
+                        } else {
+                            Check::Distinct(vec![sa])
+                        };
+                        self.add_guard(sb, check);
                     }
                 }
                 let (a, b) = (self.identity_of(left)?, self.identity_of(right)?);
