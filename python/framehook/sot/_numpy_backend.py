@@ -16,6 +16,7 @@ import sys
 import types
 import warnings
 import weakref
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -38,8 +39,12 @@ _NOT_OPERATIONS = frozenset({
 })
 # The warnings module, and where 3.14+ implements it.
 _WARNINGS_MODULES = tuple(m for m in (warnings, sys.modules.get("_py_warnings")) if m is not None)
-# What changes only the warning filters that warnings.catch_warnings() saves and restores.
+# The context managers whose `with` block is a region of the graph (`region_types`), and
+# what changes only the warning filters that warnings.catch_warnings() saves and restores.
+_REGION_TYPES = (np.errstate, warnings.catch_warnings)
 _FILTER_CHANGES = (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)
+# A region's nodes: a manager made and entered, its exit, a filter set inside the block.
+_REGION_NODES = (*_REGION_TYPES, *(region.__exit__ for region in _REGION_TYPES), *_FILTER_CHANGES)
 # numpy's functions of dtypes and scalar types whose results are the same for the whole process.
 _DTYPE_QUESTIONS = ("issubdtype", "isdtype", "can_cast", "promote_types", "result_type")
 # Whose functions share a hidden state (the global random generator): none is an operation.
@@ -89,8 +94,7 @@ class NumpyBackend:
     # translating, and again by the generated code (`construct`); each one's `with` block
     # is a region of the graph, the operations inside it run by the graph under the error
     # state or warning filters it sets, and the filters set inside it (`region_effects`).
-    constructed_types = (np.errstate, warnings.catch_warnings)
-    region_types = (np.errstate, warnings.catch_warnings)
+    constructed_types = region_types = _REGION_TYPES
     region_effects = {function: warnings.catch_warnings for function in _FILTER_CHANGES}
     # Where the values catch_warnings() changes live (the filters list): read inside its
     # block, they break. numpy's error state is in no namespace the translation reads.
@@ -969,7 +973,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     enters: set[int] = set()
     exits: set[int] = set()
     assume = _native_assume()
-    assuming = [node for node in nodes if node[0] is assume]
+    assuming = any(function is assume for function, *_ in nodes)
     if assuming:
         # Where a branch on a tensor's value is assumed, the frame runs again if it goes the
         # other way: a floating-point error raises (the run again reports it as eagerly),
@@ -981,7 +985,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         target = f"v{inputs + index}"
         if _is_region_node(function):
             placed_at = line if node_file == filename else 0
-            if any(function is f for f in _REGION_EXITS):
+            if any(function is region.__exit__ for region in _REGION_TYPES):
                 exits.add(len(statements))
                 statements.append((f"{operand(args[0])}.__exit__(None, None, None)", placed_at, None))
             elif any(function is f for f in _FILTER_CHANGES):
@@ -989,7 +993,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                 statements.append((f"{constant(function)}({', '.join(call_args)})", placed_at, None))
             else:
                 if assuming and function is np.errstate:  # what it reports raises, as around it
-                    kwargs = {k: v if v in (None, "ignore") else "raise" for k, v in kwargs.items()}
+                    kwargs = _raising(kwargs)
                 made_with = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
                 statements.append((f"{target} = {constant(function)}({', '.join(made_with)})", placed_at, None))
                 enters.add(len(statements))
@@ -1084,14 +1088,14 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     return function
 
 
-# A region's nodes (`region_types`): a manager made and entered, its exit, and the
-# changes of the warning filters inside catch_warnings().
-_REGION_TYPES = (np.errstate, warnings.catch_warnings)
-_REGION_EXITS = tuple(region.__exit__ for region in _REGION_TYPES)
-
-
 def _is_region_node(function: Any) -> bool:
-    return any(function is f for f in (*_REGION_TYPES, *_REGION_EXITS, *_FILTER_CHANGES))
+    return any(function is f for f in _REGION_NODES)
+
+
+def _raising(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """numpy error-state settings with what reports (warns, raises, calls the handler,
+    logs) raising instead, what is ignored (or left unset) kept."""
+    return {kind: action if action in (None, "ignore") else "raise" for kind, action in settings.items()}
 
 
 def _speculation_enter() -> Any:
@@ -1100,10 +1104,8 @@ def _speculation_enter() -> Any:
     runs again and reports it once, where it is eagerly; what it ignores stays ignored.
     Where numpy keeps its error state in a context variable (2.x), that variable is set to
     the state made once per caller's state (an ``np.errstate`` costs ten times as much)."""
-    settings: dict[str, Any]
     if _ERROR_STATE is None:
-        settings = {k: "ignore" if v == "ignore" else "raise" for k, v in np.geterr().items()}
-        manager = np.errstate(**settings)
+        manager = np.errstate(**_raising(np.geterr()))
         manager.__enter__()
         return manager
     current = _ERROR_STATE.get()
@@ -1111,8 +1113,7 @@ def _speculation_enter() -> Any:
     if speculating is None:
         if len(_SPECULATING) >= 64:  # states made per `with np.errstate` come and go
             _SPECULATING.clear()
-        settings = {k: "ignore" if v == "ignore" else "raise" for k, v in np.geterr().items()}
-        speculating = _SPECULATING[current] = _make_extobj(**settings)
+        speculating = _SPECULATING[current] = _make_extobj(**_raising(np.geterr()))
     return _ERROR_STATE.set(speculating)
 
 

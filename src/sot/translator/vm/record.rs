@@ -210,10 +210,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             kw.set_item(&name, e)?;
             graph_kwargs.push((name, g));
         }
-        let examples = PyTuple::new(self.py, examples)?;
-        let (outcome, warned) =
-            self.in_open_regions(|| self.backend.call_example(function, examples, &kw))?;
-        self.examples_warned |= warned;
+        let (outcome, warned) = self.example_call(function, examples, &kw)?;
         let result = match outcome {
             Ok(result) => result,
             // Its warnings were not shown: run at a break, it shows them where it raises.
@@ -237,6 +234,22 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         let sym = self.push_node(function, graph_args, graph_kwargs, NodeKind::Operation);
         self.result_value(sym, result)
+    }
+
+    /// An operation on examples while translating (`Backend::call_example`), inside the
+    /// regions open around it; its outcome, and whether it warned (noted: the frame then
+    /// cannot run again at a failed assumption without warning twice).
+    fn example_call(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        examples: Vec<Bound<'py, PyAny>>,
+        kwargs: &Bound<'py, PyDict>,
+    ) -> PyResult<(PyResult<Bound<'py, PyAny>>, bool)> {
+        let examples = PyTuple::new(self.py, examples)?;
+        let (outcome, warned) =
+            self.in_open_regions(|| self.backend.call_example(function, examples, kwargs))?;
+        self.examples_warned |= warned;
+        Ok((outcome, warned))
     }
 
     /// Whether `function` stores into one of its operands: `operator.setitem`, an in-place
@@ -436,11 +449,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(None);
             }
         }
-        let examples = PyTuple::new(self.py, examples)?;
-        let no_keywords = PyDict::new(self.py);
-        let (outcome, warned) =
-            self.in_open_regions(|| self.backend.call_example(function, examples, &no_keywords))?;
-        self.examples_warned |= warned;
+        let (outcome, warned) = self.example_call(function, examples, &PyDict::new(self.py))?;
         let result = match outcome {
             Ok(result) => result,
             // Recorded as an operation instead, which breaks there.

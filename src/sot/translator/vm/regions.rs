@@ -52,18 +52,17 @@ impl<'py> Vm<'py, '_> {
             // the generated code cannot hand on one the graph entered: it restarts).
             return unsupported("a region's manager entered again");
         }
-        let mut graph_args = Vec::new();
-        for arg in self.items_of(args)? {
-            graph_args.push(self.graph_arg(arg)?.0);
-        }
+        let args = self.items_of(args)?;
         let Val::Dict(keywords) = self.val(kwargs).clone() else {
             return unsupported("a region's keywords that are not a dict");
         };
-        let mut graph_kwargs = Vec::with_capacity(keywords.len());
+        let mut kwargs = Vec::with_capacity(keywords.len());
         for (key, value) in keywords {
-            let key: String = self.concrete(key)?.extract()?;
-            graph_kwargs.push((key, self.graph_arg(value)?.0));
+            kwargs.push((self.concrete(key)?.extract::<String>()?, value));
         }
+        let Some((graph_args, graph_kwargs)) = self.constant_operands(&args, &kwargs)? else {
+            return unsupported("a region made from other than constants");
+        };
         self.push_node(class, graph_args, graph_kwargs, NodeKind::RegionEnter);
         self.graph.regions.push(Region {
             node: self.graph.nodes.len() - 1,
@@ -119,6 +118,28 @@ impl<'py> Vm<'py, '_> {
         if !in_its_region {
             return Ok(None);
         }
+        let Some((graph_args, graph_kwargs)) = self.constant_operands(args, kwargs)? else {
+            return Ok(None);
+        };
+        let effect = (function, &graph_args[..], &graph_kwargs[..]);
+        if self.in_open_regions(|| call_constants(self.py, effect)).is_err() {
+            return Ok(None);
+        }
+        self.push_node(function, graph_args, graph_kwargs, NodeKind::RegionEffect);
+        let node = self.graph.nodes.len() - 1;
+        if let Some(region) = self.graph.innermost_open_region() {
+            region.effects.push(node);
+        }
+        Ok(Some(self.none()))
+    }
+
+    /// A region node's operands, where each is a constant (which the graph, and the regions
+    /// made anew around an example, call with); None otherwise.
+    fn constant_operands(
+        &mut self,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<ConstantOperands<'py>>> {
         let mut graph_args = Vec::with_capacity(args.len());
         for arg in args {
             graph_args.push(self.graph_arg(*arg)?.0);
@@ -131,19 +152,7 @@ impl<'py> Vm<'py, '_> {
             .iter()
             .chain(graph_kwargs.iter().map(|(_, a)| a))
             .all(|a| matches!(a, GraphArg::Const(_)));
-        if !all_constant {
-            return Ok(None);
-        }
-        let effect = (function, &graph_args[..], &graph_kwargs[..]);
-        if self.in_open_regions(|| call_constants(self.py, effect)).is_err() {
-            return Ok(None);
-        }
-        self.push_node(function, graph_args, graph_kwargs, NodeKind::RegionEffect);
-        let node = self.graph.nodes.len() - 1;
-        if let Some(region) = self.graph.innermost_open_region() {
-            region.effects.push(node);
-        }
-        Ok(Some(self.none()))
+        Ok(all_constant.then_some((graph_args, graph_kwargs)))
     }
 
     /// A break where `value`, `name` of `namespace`, is read inside a region whose block
@@ -204,8 +213,11 @@ impl<'py> Vm<'py, '_> {
     }
 }
 
-/// `function(*args, **kwargs)` of a region's node, whose arguments are constants (the
-/// backend constructs regions from constants, and effects take constants only).
+/// A region node's positional and keyword operands, all constants.
+type ConstantOperands<'py> = (Vec<GraphArg<'py>>, Vec<(String, GraphArg<'py>)>);
+
+/// `function(*args, **kwargs)` of a region's node, whose arguments are constants
+/// (`constant_operands`).
 type ConstantCall<'a, 'py> = (
     &'a Bound<'py, PyAny>,
     &'a [GraphArg<'py>],
@@ -224,7 +236,7 @@ fn call_constants<'py>(
     function.call(PyTuple::new(py, args)?, Some(&keywords))
 }
 
-/// A region's argument: a constant (the backend constructs regions from constants only).
+/// A region node's operand: a constant (`constant_operands` made it so).
 fn constant_of<'py>(arg: &GraphArg<'py>) -> PyResult<Bound<'py, PyAny>> {
     match arg {
         GraphArg::Const(value) => Ok(value.clone()),
