@@ -384,7 +384,7 @@ def test_trace_modules_translates_library_code_like_the_users():
             fast(case, 1, 2)
 
 
-_LONG_TEXT = "line\n" * 400
+_LONG_TEXT = "line\n" * 2000  # past the instructions one call may simulate, traced or not
 
 
 def _indented_long_text(x):

@@ -34,6 +34,7 @@ class SotStats:
     guards: int = 0
     graphs: int = 0
     ops_captured: int = 0
+    instructions_simulated: int = 0
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     fallbacks: list[GraphBreak] = field(default_factory=list)
     own_frame: str = ""
@@ -233,7 +234,7 @@ def stats(fast: Any) -> SotStats:
     raw = _native_of(fast)._stats()
     return SotStats(
         **{k: raw[k] for k in ("translations", "cache_hits", "guard_failures", "recompilations", "guards",
-                               "graphs", "ops_captured")},
+                               "graphs", "ops_captured", "instructions_simulated")},
         graph_breaks=[GraphBreak(*r) for r in raw["graph_breaks"]],
         fallbacks=[GraphBreak(*r) for r in raw["fallbacks"]],
         own_frame=raw["own_frame"],

@@ -127,9 +127,57 @@ pub struct CodeCache {
     /// Its decoded instructions, read once: every translation inlining the code (each
     /// resume function of a call into a library) reads them.
     info: OnceLock<Arc<CodeInfo>>,
+    /// Where a translation inlining this code saw it break, for its own next translation.
+    break_hints: Mutex<Vec<BreakHint>>,
 }
 
+/// An instruction of a code that broke while a translation of a caller inlined the code: the
+/// break runs the call as it is, so the code's own translation comes next, with the same
+/// values; it breaks at that instruction at once rather than simulating again the calls that
+/// led there (each level of a break deep in inlined calls would simulate them all again).
+/// Only breaks the code's own instructions make (not a bound on the caller's translation:
+/// inlining depth, instructions simulated), outside loops (where another pass could differ).
+#[derive(Clone)]
+pub struct BreakHint {
+    /// The session and epoch that saw it: a hint is for their next translation only.
+    pub session: u64,
+    pub epoch: u64,
+    pub pc: usize,
+    pub reason: String,
+    /// Where the break arose (the innermost inlined instruction), as the break reports it.
+    pub line: i32,
+    pub filename: String,
+}
+
+/// Hints a code keeps at most (a translation reads them all, the next one of the session).
+const MAX_BREAK_HINTS: usize = 8;
+
 impl CodeCache {
+    /// Keeps `hint` for the code's next translation in its session (a newer one of the same
+    /// instruction replaces it).
+    pub fn add_break_hint(&self, hint: BreakHint) {
+        let mut hints = self.break_hints.lock();
+        hints.retain(|h| !(h.session == hint.session && h.pc == hint.pc));
+        if hints.len() == MAX_BREAK_HINTS {
+            hints.remove(0);
+        }
+        hints.push(hint);
+    }
+
+    /// The hints for a translation of `session` in `epoch`, taken: older epochs' go too.
+    pub fn take_break_hints(&self, session: u64, epoch: u64) -> Vec<BreakHint> {
+        let mut hints = self.break_hints.lock();
+        if hints.is_empty() {
+            return Vec::new();
+        }
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut *hints)
+            .into_iter()
+            .filter(|h| h.epoch >= epoch)
+            .partition(|h| h.session == session && h.epoch == epoch);
+        *hints = others;
+        mine
+    }
+
     /// `code`'s co_filename (the code this cache is of; a code's filename never changes).
     pub fn filename(&self, code: &Bound<'_, PyAny>) -> PyResult<&str> {
         if let Some(filename) = self.filename.get() {

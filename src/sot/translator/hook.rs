@@ -420,6 +420,7 @@ pub fn reset() {
             &stats.recompilations,
             &stats.graphs,
             &stats.ops_captured,
+            &stats.instructions_simulated,
         ] {
             counter.store(0, Ordering::Relaxed);
         }

@@ -28,6 +28,8 @@ pub struct Stats {
     pub guards: AtomicU64,
     pub graphs: AtomicU64,
     pub ops_captured: AtomicU64,
+    /// Instructions its translations simulated (restarts included): what translating cost.
+    pub instructions_simulated: AtomicU64,
     pub breaks: Mutex<Vec<Record>>,
     pub fallbacks: Mutex<Vec<Record>>,
     /// One text per translation, for `sot.explain`.
@@ -388,6 +390,7 @@ pub fn stats_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, 
         ("guards", &stats.guards),
         ("graphs", &stats.graphs),
         ("ops_captured", &stats.ops_captured),
+        ("instructions_simulated", &stats.instructions_simulated),
     ] {
         dict.set_item(name, counter.load(Ordering::Relaxed))?;
     }

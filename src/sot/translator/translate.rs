@@ -18,6 +18,7 @@ use super::fetch::{build_world, Fetcher};
 use super::guard::source::{SourceId, SourceTable};
 use super::translation::Translation;
 
+use super::cache::BreakHint;
 use super::model::code::CodeInfo;
 use super::model::frame::{BreakPoint, Ending, FreeVariable, Stop};
 use super::session::{live_owners, Config, OwnFrame};
@@ -342,9 +343,16 @@ pub fn translate(
         .or_else(|_| code.getattr("co_name"))?
         .extract()?;
     let mut break_before = HashMap::new();
+    let break_hints: HashMap<usize, BreakHint> = cache
+        .take_break_hints(config.id, epoch)
+        .into_iter()
+        .map(|hint| (hint.pc, hint))
+        .collect();
+    let mut seen_breaks = Vec::new();
     let (mut vm, action, explanation) = loop {
         let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
         vm.break_before = break_before.clone();
+        vm.break_hints = break_hints.clone();
         let ending = vm.run_top(
             &code,
             &info,
@@ -370,13 +378,22 @@ pub fn translate(
             depths: OnceCell::new(),
         };
         let (action, explanation) = translation.outcome(ending)?;
-        match translation.restart.take() {
+        let restart = translation.restart.take();
+        seen_breaks.append(&mut vm.seen_breaks);
+        stats
+            .instructions_simulated
+            .fetch_add(vm.steps() as u64, Ordering::Relaxed);
+        match restart {
             Some((pc, why)) if break_before.len() < MAX_RESTARTS => {
                 break_before.insert(pc, why);
             }
             _ => break (vm, action, explanation),
         }
     };
+    for seen in seen_breaks {
+        let inlined = caches.get(&seen.code)?;
+        inlined.add_break_hint(seen.hint(config.id, epoch));
+    }
     if !explanation.is_empty() {
         stats.explanations.lock().push(explanation);
     }

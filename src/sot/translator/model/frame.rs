@@ -76,6 +76,8 @@ pub struct Frame<'py> {
     /// Past `RESUME`: the prologue's cells are made (`setup_cells`), and a `MAKE_CELL` now
     /// is an inlined comprehension's (3.12+), which makes a new cell.
     pub resumed: bool,
+    /// The instruction this frame began last (the one a break inside it broke).
+    pub started: usize,
 }
 
 /// A free variable of the translated frame: its cell and the cell's contents.

@@ -1,5 +1,6 @@
 //! Inlining Python functions: functions made or read, arguments bound, frames run.
 
+use super::break_hints::BreakBound;
 use super::*;
 
 impl<'py, 'b> Vm<'py, 'b> {
@@ -206,7 +207,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         source: Option<SourceId>,
     ) -> Res<Vid> {
         if self.depth >= MAX_INLINE_DEPTH {
-            return graph_break("unsupported call: inlining too deep (recursion)");
+            return self.bounded_break(
+                BreakBound::Translation,
+                "unsupported call: inlining too deep (recursion)".to_owned(),
+            );
         }
         let info = self.backend.code_info(&function.code)?;
         if info.flags & CO_COROUTINE_LIKE != 0 {
@@ -238,6 +242,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let saved_location = self.location.clone();
         let result = self.run_inlined(&mut frame);
         self.depth -= 1;
+        if let Err(problem) = &result {
+            self.saw_break(&function.code, &frame, problem);
+        }
         // On a problem the location stays the callee's (a break there happens at the
         // caller's call, which then runs as a call).
         let returned = result?;

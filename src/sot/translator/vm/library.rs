@@ -5,6 +5,7 @@
 //! whole call the break, at the call site: the top frame's snapshot takes the VM back to
 //! before it, guards included, and the call runs as it is.
 
+use super::break_hints::BreakBound;
 use super::*;
 
 /// Instructions an outermost library call (with the calls it makes) may simulate.
@@ -34,7 +35,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.library_since = None;
         match result {
             Err(Problem::Break(reason) | Problem::Fallback(reason)) => {
-                // The call is the break: where the user's code makes it.
+                // The call is the break: where the user's code makes it, whoever inlines it
+                // (a budget is the outermost library call's).
+                if self.break_bound() == Some(BreakBound::Library) {
+                    self.break_bound = None;
+                }
                 self.location = location;
                 graph_break(format!(
                     "unsupported call: {} (a library function: {reason})",
@@ -46,11 +51,12 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// A break once the library call being inlined has spent its budget.
-    pub(super) fn library_budget(&self) -> Res<()> {
+    pub(super) fn library_budget(&mut self) -> Res<()> {
         match self.library_since {
-            Some(since) if self.steps - since > LIBRARY_BUDGET => {
-                graph_break(format!("more than {LIBRARY_BUDGET} instructions simulated"))
-            }
+            Some(since) if self.steps - since > LIBRARY_BUDGET => self.bounded_break(
+                BreakBound::Library,
+                format!("more than {LIBRARY_BUDGET} instructions simulated"),
+            ),
             _ => Ok(()),
         }
     }

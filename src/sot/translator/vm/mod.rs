@@ -7,6 +7,7 @@
 mod arena;
 mod assumptions;
 mod attrs;
+mod break_hints;
 mod builtins;
 mod calls;
 mod concrete;
@@ -86,9 +87,15 @@ enum Sent {
 const MAX_INLINE_DEPTH: usize = 24;
 /// How deep a builtin's argument is looked into before computing with it while translating.
 const MAX_FOLDED_DEPTH: usize = 16;
-/// Instructions one translation simulates at most (loops unroll, calls inline): past it the
-/// graph breaks, so that translating stays cheap next to running.
-const MAX_STEPS: usize = 5_000;
+/// Instructions one translation simulates before its frame's next instruction (loops unroll,
+/// calls inline): past it the graph breaks there, what it holds so far kept, so that
+/// translating stays cheap next to running.
+const MAX_STEPS: usize = 10_000;
+/// Instructions the calls of one instruction of the translated frame may simulate: past it
+/// the instruction is the break (its calls run as calls, each translated on its own). A
+/// bound per instruction, not per translation, so that one long call does not waste what was
+/// simulated of it: its callees would simulate it again.
+const MAX_CALL_STEPS: usize = 10_000;
 
 pub struct Vm<'py, 'b> {
     py: Python<'py>,
@@ -142,6 +149,10 @@ pub struct Vm<'py, 'b> {
     outside_cells: HashMap<usize, SourceId>,
     /// Instructions simulated so far (see `MAX_STEPS`).
     steps: usize,
+    /// `steps` when the translated frame's current instruction began, and its line (see
+    /// `MAX_CALL_STEPS`).
+    top_step_started: usize,
+    top_location: (i32, String),
     /// Where a library call is being inlined: `steps` when its outermost call began (see
     /// `library::LIBRARY_BUDGET`).
     library_since: Option<usize>,
@@ -185,6 +196,12 @@ pub struct Vm<'py, 'b> {
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
     /// a value a previous attempt's generated code could not rebuild (what it was).
     pub break_before: HashMap<usize, String>,
+    /// Top-frame instructions a translation of a caller saw break (`cache::BreakHint`).
+    pub break_hints: HashMap<usize, crate::sot::translator::cache::BreakHint>,
+    /// Breaks seen in inlined frames, for their codes' translations.
+    pub seen_breaks: Vec<break_hints::SeenBreak<'py>>,
+    /// The last break a bound on this translation made, and when (`steps`).
+    break_bound: Option<(break_hints::BreakBound, usize)>,
 }
 
 fn binop_name(op: BinOp, inplace: bool) -> &'static str {
@@ -346,6 +363,11 @@ fn repeated(items: &[Vid], times: isize) -> Res<Vec<Vid>> {
 }
 
 impl<'py, 'b> Vm<'py, 'b> {
+    /// Instructions simulated so far.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
     pub fn new(
         py: Python<'py>,
         table: &'static Table,
@@ -383,6 +405,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             cell_objects: HashMap::new(),
             outside_cells: HashMap::new(),
             steps: 0,
+            top_step_started: 0,
+            top_location: (-1, String::new()),
             library_since: None,
             nesting: 0,
             lasti_values: std::collections::HashSet::new(),
@@ -397,6 +421,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             examples_warned: false,
             in_loop_now: false,
             break_before: HashMap::new(),
+            break_hints: HashMap::new(),
+            seen_breaks: Vec::new(),
+            break_bound: None,
         })
     }
 }

@@ -1,5 +1,6 @@
 //! Frames and the run loop: the top frame run to its end or a break, inlined frames, operand and stack helpers.
 
+use super::break_hints::BreakBound;
 use super::snapshot::Snapshot;
 use super::*;
 
@@ -59,6 +60,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             globals_source: None,
             blocks: Vec::new(),
             resumed: false,
+            started: 0,
         })
     }
 
@@ -149,8 +151,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             let snapshot = Snapshot::take(self);
             self.break_guards.clear();
             self.top_pc = pc;
+            self.top_step_started = self.steps;
             let (outcome, caught) = if let Some(why) = self.break_before.get(&pc) {
                 (Err(Problem::Break(format!("it makes {why}"))), false)
+            } else if let Some(hinted) = self.hinted_break(pc) {
+                (Err(hinted), false)
             } else {
                 match self.step(&mut frame) {
                     Err(Problem::Python(err)) => match self.catch(&mut frame, err) {
@@ -295,6 +300,27 @@ impl<'py, 'b> Vm<'py, 'b> {
             line: -1,
             filename: String::new(),
         }
+    }
+
+    /// A break once the translation has simulated too much: at an instruction of the
+    /// translated frame begun past `MAX_STEPS`, or inside one such instruction's calls past
+    /// `MAX_CALL_STEPS`, or past a library call's budget.
+    pub(super) fn step_budget(&mut self) -> Res<()> {
+        if self.depth == 0 && self.steps > MAX_STEPS {
+            return self.bounded_break(
+                BreakBound::Translation,
+                format!("translation too long: more than {MAX_STEPS} instructions simulated"),
+            );
+        }
+        if self.steps - self.top_step_started > MAX_CALL_STEPS {
+            // The break is the translated frame's instruction: where its calls began.
+            self.location = self.top_location.clone();
+            return self.bounded_break(
+                BreakBound::Translation,
+                format!("translation too long: a call simulating more than {MAX_CALL_STEPS} instructions"),
+            );
+        }
+        self.library_budget()
     }
 
     /// Runs an inlined frame to its return.

@@ -79,16 +79,15 @@ impl<'py> Vm<'py, '_> {
             return unsupported("ran past the end of the code");
         };
         self.steps += 1;
-        if self.steps > MAX_STEPS {
-            return graph_break(format!(
-                "translation too long: more than {MAX_STEPS} instructions simulated"
-            ));
-        }
-        self.library_budget()?;
+        self.step_budget()?;
         if instr.location.line > 0 {
             self.location = (instr.location.line, frame.filename.clone());
+            if self.depth == 0 {
+                self.top_location = self.location.clone();
+            }
         }
         self.in_loop_now = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
+        frame.started = frame.pc;
         frame.pc += 1;
         match TABLE[instr.op as usize].map(|spec| spec.run) {
             Some(Run::Handler(run)) => run(self, frame, &instr),

@@ -1,0 +1,124 @@
+"""What translating costs, counted from run time (`SotStats.instructions_simulated`): the
+instructions a translation simulates are bounded, a long call is simulated once, and a break
+deep in inlined calls does not make each caller's callee simulate again what led there."""
+
+import io
+
+import numpy as np
+import pytest
+
+import framehook.sot as sot
+
+pytestmark = pytest.mark.usefixtures("fresh_sot")
+
+_LOG = io.StringIO()
+
+
+def _busy(n):
+    # Pure Python the VM simulates: a few instructions per round.
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def _innermost(x):
+    y = x * 2.0 + _busy(150)
+    print("a break", file=_LOG)  # the break, outside any loop
+    return y + 1.0
+
+
+def _middle(x):
+    return _innermost(x) - 1.0
+
+
+def _outer(x):
+    return _middle(x) * 3.0
+
+
+def _top(x):
+    return _outer(x + 1.0)
+
+
+def test_a_break_deep_in_inlined_calls_is_not_simulated_again_by_each_callee():
+    """The top frame breaks at its call of `_outer`, which runs as a call: `_outer`,
+    `_middle` and `_innermost` are each translated as they run. Each begins where the top
+    frame's translation saw it break (a hint), so `_busy` is simulated twice (inlined in the
+    top frame's translation, and in `_innermost`'s own, which must reach its break), not
+    once per level."""
+    alone = sot.translate(_innermost)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(alone(x), _innermost(x))
+    once = sot.stats(alone).instructions_simulated
+    assert once > 150 * 4, once  # _busy's rounds, simulated
+
+    sot.reset()
+    fast = sot.translate(_top)
+    np.testing.assert_array_equal(fast(x), _top(x))
+    st = sot.stats(fast)
+    # One break per frame, each where the print is: the same as each would find alone.
+    assert [(b.lineno, b.reason) for b in st.graph_breaks] == [
+        (_innermost.__code__.co_firstlineno + 2, st.graph_breaks[0].reason)] * 4, st.graph_breaks
+    assert "print" in st.graph_breaks[0].reason
+    assert st.graphs >= 2 and st.translations >= 5
+    # Twice `_innermost`'s prefix (and what the other frames add), not four or five times.
+    assert st.instructions_simulated < 2.5 * once, (st.instructions_simulated, once)
+    # The translations run again from the cache, with the same result.
+    np.testing.assert_array_equal(fast(x), _top(x))
+    assert sot.stats(fast).cache_hits >= 5
+
+
+def _long_call(x):
+    return x + _busy(1000)
+
+
+def test_a_long_call_is_simulated_once_in_its_callers_translation():
+    """A call simulating more instructions than a translation's first bound (5,000) but
+    fewer than one instruction's calls may (10,000) is inlined whole: no break, one
+    translation, the call's instructions simulated once."""
+    fast = sot.translate(_long_call)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fast(x), _long_call(x))
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.graph_breaks) == (1, 1, []), st
+    assert 5_000 < st.instructions_simulated < 10_000, st.instructions_simulated
+    np.testing.assert_array_equal(fast(x + 1), _long_call(x + 1))
+    assert sot.stats(fast).cache_hits == 1
+
+
+def _longer_call(x):
+    return x + _busy(5000)
+
+
+def test_a_call_past_its_bound_runs_as_a_call():
+    """A call simulating more than one instruction's calls may is the break: it runs as a
+    call (its own frames translated as they run), the rest of the frame resumed after it."""
+    fast = sot.translate(_longer_call)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fast(x), _longer_call(x))
+    st = sot.stats(fast)
+    assert st.graph_breaks, st
+    assert "a call simulating more than 10000 instructions" in st.graph_breaks[0].reason
+    assert st.graph_breaks[0].lineno == _longer_call.__code__.co_firstlineno + 1
+
+
+def _unrolled(x):
+    y = x + 1.0
+    total = 0
+    for i in range(20_000):
+        total += i
+    return y * total
+
+
+def test_a_loop_of_the_translated_frame_breaks_past_the_translation_bound():
+    """A loop of the frame itself is unrolled until the translation has simulated 10,000
+    instructions; the graph so far stands (the `+` before the loop), the loop goes on in a
+    resume function."""
+    fast = sot.translate(_unrolled)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fast(x), _unrolled(x))
+    st = sot.stats(fast)
+    assert st.graph_breaks and "more than 10000 instructions simulated" in st.graph_breaks[0].reason
+    assert st.ops_captured >= 1
+    # Bounded: the translation and its resume functions' together.
+    assert st.instructions_simulated < 20_000 * 4 * 3, st.instructions_simulated
