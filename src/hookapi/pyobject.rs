@@ -142,6 +142,28 @@ pub fn function_part<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> O
     pep523_backend::function_part(function, part)
 }
 
+/// `ty`'s class attribute `name`, found along its MRO as `type.__getattribute__` would,
+/// without reading each class's `__dict__` proxy (see `pep523_backend::type_lookup`); the
+/// `__mro__` and `__dict__` attributes where the type's fields cannot be read.
+pub fn type_lookup<'py>(
+    ty: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Some(found) = ty
+        .cast::<PyType>()
+        .ok()
+        .and_then(|ty| pep523_backend::type_lookup(ty, name))
+    {
+        return found;
+    }
+    for class in ty.getattr(pyo3::intern!(ty.py(), "__mro__"))?.try_iter()? {
+        if let Ok(found) = class?.getattr(pyo3::intern!(ty.py(), "__dict__"))?.get_item(name) {
+            return Ok(Some(found));
+        }
+    }
+    Ok(None)
+}
+
 /// Whether attributes can be set on a type (a class defined in Python, not a builtin type).
 pub fn type_is_mutable(type_object: &Bound<'_, PyType>) -> bool {
     pep523_backend::type_is_mutable(type_object)

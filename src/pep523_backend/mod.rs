@@ -17,7 +17,7 @@ use std::ptr::NonNull;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 pub use contract::{
     CodeStateHead, Context, Decision, FrameViewRaw, NativeChain, NativeFrameRaw, NativeLink, Upcalls,
@@ -310,6 +310,48 @@ pub fn function_part<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> O
         // SAFETY: a live object the function holds, now owned.
         unsafe { Bound::from_borrowed_ptr(py, lent) }
     })
+}
+
+/// The attribute `name` of the class `ty` as `type.__getattribute__` finds it: the first
+/// class of its MRO whose own dict has it. Read from the type's fields, without making each
+/// class's `__dict__` proxy; None where the fields cannot be read safely (free-threaded
+/// builds, where another thread may swap `tp_mro`; a type being made), for the caller to look
+/// it up the slow way.
+pub fn type_lookup<'py>(
+    ty: &Bound<'py, PyType>,
+    name: &Bound<'py, PyString>,
+) -> Option<PyResult<Option<Bound<'py, PyAny>>>> {
+    if cfg!(Py_GIL_DISABLED) {
+        return None;
+    }
+    let py = ty.py();
+    // SAFETY: `ty` is a live type; under the GIL its `tp_mro` (a tuple, or NULL while the
+    // type is made) stays while this strong reference is taken.
+    let mro = unsafe { Bound::from_borrowed_ptr_or_opt(py, (*ty.as_type_ptr()).tp_mro) }?;
+    let mro = mro.cast_into::<PyTuple>().ok()?;
+    for class in mro.iter() {
+        let class = class.cast_into::<PyType>().ok()?;
+        let dict = type_dict(&class)?;
+        match dict.get_item(name) {
+            Ok(Some(found)) => return Some(Ok(Some(found))),
+            Ok(None) => {}
+            Err(err) => return Some(Err(err)),
+        }
+    }
+    Some(Ok(None))
+}
+
+/// The dict a class keeps its attributes in (a static builtin type's per interpreter from
+/// 3.12 on, read through `PyType_GetDict`).
+fn type_dict<'py>(ty: &Bound<'py, PyType>) -> Option<Bound<'py, PyDict>> {
+    let py = ty.py();
+    #[cfg(Py_3_12)]
+    // SAFETY: a live type; a new reference, or NULL where it has none.
+    let dict = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyType_GetDict(ty.as_type_ptr())) };
+    #[cfg(not(Py_3_12))]
+    // SAFETY: a live type; its `tp_dict` is borrowed and taken as a strong reference.
+    let dict = unsafe { Bound::from_borrowed_ptr_or_opt(py, (*ty.as_type_ptr()).tp_dict) };
+    dict?.cast_into::<PyDict>().ok()
 }
 
 /// Whether attributes can be set on a type (a class defined in Python, not a builtin type).

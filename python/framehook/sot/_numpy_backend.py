@@ -1052,12 +1052,27 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     source = f"def __sot_graph({params}):\n"
     source += "".join("".join(f"    {text}\n" for text in s.split("\n")) for s, _, _ in statements)
     source += f"    return ({returned})\n"
-    tree = ast.parse(source)
-    definition = tree.body[0]
-    assert isinstance(definition, ast.FunctionDef)
     lines = [line for _, line, _ in statements if line > 0] or [1]
     placed = [line if line > 0 else min(lines) for _, line, _ in statements] + [max(lines)]
     inner = [held for _, _, held in statements] + [None]
+    key = (filename, source, tuple(placed), tuple(tuple(held) if held else None for held in inner))
+    code = _CODES.get(key)
+    if code is None:
+        code = _compiled(source, filename, placed, inner, enters, exits)
+        _CODES[key] = code
+    namespace: dict[str, Any] = {"__builtins__": builtins, "_slice": slice, **constants}
+    function = types.FunctionType(code, namespace, "__sot_graph")
+    function.__dict__["__sot_source__"] = source  # what the lowering made, for tests and debugging
+    return function
+
+
+def _compiled(source: str, filename: str, placed: list, inner: list, enters: set[int], exits: set[int]) -> Any:
+    """The code of the graph function ``source`` defines: each statement at its line in
+    ``placed`` (a fused run's fallback, ``inner``'s lines, each node at its own), region
+    statements nested in ``try``/``finally``."""
+    tree = ast.parse(source)
+    definition = tree.body[0]
+    assert isinstance(definition, ast.FunctionDef)
     for node, line, held in zip(definition.body, placed, inner):
         for child in ast.walk(node):
             if isinstance(child, (ast.stmt, ast.expr)):
@@ -1071,21 +1086,13 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
                         child.lineno = child.end_lineno = at if at > 0 else line
     if enters:
         definition.body = _nest_regions(definition.body, enters, exits)
-    definition.lineno = min(lines)
-    definition.end_lineno = max(lines)
-    key = (filename, source, tuple(placed), tuple(tuple(held) if held else None for held in inner))
-    code = _CODES.get(key)
-    if code is None:
-        module_code = compile(tree, filename, "exec")
-        code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
-        # Marked nested: free-threaded 3.13 makes a function of a code without the flag
-        # immortal once a thread has run (deferred reference counting, gh-117696).
-        code = code.replace(co_flags=code.co_flags | _CO_NESTED)
-        _CODES[key] = code
-    namespace: dict[str, Any] = {"__builtins__": builtins, "_slice": slice, **constants}
-    function = types.FunctionType(code, namespace, "__sot_graph")
-    function.__dict__["__sot_source__"] = source  # what the lowering made, for tests and debugging
-    return function
+    definition.lineno = min(placed)
+    definition.end_lineno = max(placed)
+    module_code = compile(tree, filename, "exec")
+    code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
+    # Marked nested: free-threaded 3.13 makes a function of a code without the flag
+    # immortal once a thread has run (deferred reference counting, gh-117696).
+    return code.replace(co_flags=code.co_flags | _CO_NESTED)
 
 
 def _is_region_node(function: Any) -> bool:

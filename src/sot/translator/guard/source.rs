@@ -1,7 +1,7 @@
 //! Sources: where a value came from, as a path from the frame (an argument, a free
 //! variable, a global, an attribute or item of another source), interned in a table.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 use pyo3::ffi;
@@ -242,26 +242,34 @@ impl SourceTable {
     /// it. Where it implies guards of the source, it takes the first one's place (checked
     /// as early, never before the guards that make fetching the source safe) and the others
     /// go. What it changed goes on `journal`, for `undo_guards`.
-    pub fn add_guard(guards: &mut Vec<Guard>, journal: &mut Vec<GuardUndo>, source: SourceId, check: Check) {
-        // The class of a value guarded by its type or identity: its attributes too.
-        let class = match &check {
-            Check::Type(ty) => Python::attach(|py| {
-                ty.object(py)
-                    .and_then(|t| t.cast_into::<PyType>().ok())
-                    .and_then(|t| class_unchanged(&t))
-            }),
-            Check::Id(pin) => {
-                Python::attach(|py| pin.object(py).and_then(|o| class_unchanged(&o.get_type())))
-            }
+    /// The guard that comes with `check` of a value: where it pins the value's type or the
+    /// value itself, the class's attributes unchanged too.
+    pub fn class_guard(py: Python<'_>, check: &Check) -> Option<Check> {
+        match check {
+            Check::Type(ty) => ty
+                .object(py)
+                .and_then(|t| t.cast_into::<PyType>().ok())
+                .and_then(|t| class_unchanged(&t)),
+            Check::Id(pin) => pin.object(py).and_then(|o| class_unchanged(&o.get_type())),
             _ => None,
-        };
-        Self::add_one_guard(guards, journal, source, check);
-        if let Some(class) = class {
-            Self::add_one_guard(guards, journal, source, class);
         }
     }
 
-    fn add_one_guard(guards: &mut Vec<Guard>, journal: &mut Vec<GuardUndo>, source: SourceId, check: Check) {
+    /// Adds `check` of `source` (recorded in `journal`), unless a guard of the source already
+    /// implies it; it takes the place of those it implies. `guarded`: every source `guards`
+    /// has held a guard of (the guard of a source not in it is put at the end at once).
+    pub fn add_guard(
+        guards: &mut Vec<Guard>,
+        journal: &mut Vec<GuardUndo>,
+        guarded: &mut HashSet<SourceId>,
+        source: SourceId,
+        check: Check,
+    ) {
+        if guarded.insert(source) {
+            guards.push(Guard { source, check });
+            journal.push(GuardUndo::Pushed);
+            return;
+        }
         if guards
             .iter()
             .any(|g| g.source == source && g.check.implies(&check))
@@ -365,7 +373,7 @@ pub enum GuardUndo {
 
 #[cfg(test)]
 mod tests {
-    use super::{Check, Guard, GuardUndo, SourceTable};
+    use super::{Check, Guard, GuardUndo, HashSet, SourceTable};
 
     fn lengths(guards: &[Guard]) -> Vec<(usize, Option<usize>)> {
         guards
@@ -382,15 +390,15 @@ mod tests {
 
     #[test]
     fn undoing_guards_restores_them_in_order() {
-        let (mut guards, mut journal) = (Vec::new(), Vec::new());
-        SourceTable::add_guard(&mut guards, &mut journal, 0, Check::Present);
-        SourceTable::add_guard(&mut guards, &mut journal, 1, Check::Len(1));
+        let (mut guards, mut journal, mut guarded) = (Vec::new(), Vec::new(), HashSet::new());
+        SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 0, Check::Present);
+        SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 1, Check::Len(1));
         let mark = journal.len();
         // Len(3) implies Present: it takes its place; the others are pushed; an implied one
         // is not added.
-        SourceTable::add_guard(&mut guards, &mut journal, 0, Check::Len(3));
-        SourceTable::add_guard(&mut guards, &mut journal, 2, Check::Len(2));
-        SourceTable::add_guard(&mut guards, &mut journal, 2, Check::Present);
+        SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 0, Check::Len(3));
+        SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 2, Check::Len(2));
+        SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 2, Check::Present);
         assert_eq!(lengths(&guards), [(0, Some(3)), (1, Some(1)), (2, Some(2))]);
         SourceTable::undo_guards(&mut guards, &mut journal, mark);
         assert_eq!(lengths(&guards), [(0, None), (1, Some(1))]);

@@ -29,7 +29,16 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     pub fn add_guard(&mut self, source: SourceId, check: Check) {
-        SourceTable::add_guard(&mut self.guards, &mut self.guard_journal, source, check);
+        let class = SourceTable::class_guard(self.py, &check);
+        for check in std::iter::once(check).chain(class) {
+            SourceTable::add_guard(
+                &mut self.guards,
+                &mut self.guard_journal,
+                &mut self.guarded_sources,
+                source,
+                check,
+            );
+        }
     }
 
     /// The id of `source`; an attribute or item of an object pinned by identity is one

@@ -349,12 +349,20 @@ impl<'py, 'b> Vm<'py, 'b> {
         ty: &Bound<'py, PyAny>,
         name: &str,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        for class in ty.getattr("__mro__")?.try_iter()? {
-            if let Ok(found) = class?.getattr("__dict__")?.get_item(name) {
-                return Ok(Some(found));
-            }
+        crate::hookapi::pyobject::type_lookup(ty, &self.interned_name(name))
+    }
+
+    /// `name` as an interned Python string, made once per translation: lookups by it hash
+    /// nothing anew.
+    pub(super) fn interned_name(&self, name: &str) -> Bound<'py, PyString> {
+        if let Some(found) = self.interned_names.borrow().get(name) {
+            return found.clone();
         }
-        Ok(None)
+        let made = PyString::intern(self.py, name);
+        self.interned_names
+            .borrow_mut()
+            .insert(name.to_owned(), made.clone());
+        made
     }
 
     pub(super) fn load_attr(&mut self, owner: Vid, name: &str) -> Res<Vid> {

@@ -2,6 +2,8 @@
 
 use super::break_hints::BreakBound;
 use super::*;
+use crate::hookapi::pyobject::{function_part, FunctionPart};
+use pyo3::intern;
 
 impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn make_function(&mut self, frame: &mut Frame<'py>, arg: Arg) -> Res<()> {
@@ -101,9 +103,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         obj: &Bound<'py, PyAny>,
         source: Option<SourceId>,
     ) -> Res<Function<'py>> {
-        let code = obj.getattr("__code__")?;
-        let raw_defaults = obj.getattr("__defaults__")?;
-        let raw_kwdefaults = obj.getattr("__kwdefaults__")?;
+        let py = self.py;
+        // An exact function's parts read straight from it (each call of one asks).
+        let part = |part: FunctionPart, name: &Bound<'py, PyString>| match function_part(obj, part) {
+            Some(found) => Ok(found),
+            None => obj.getattr(name),
+        };
+        let code = part(FunctionPart::Code, intern!(py, "__code__"))?;
+        let raw_defaults = part(FunctionPart::Defaults, intern!(py, "__defaults__"))?;
+        let raw_kwdefaults = part(FunctionPart::KwDefaults, intern!(py, "__kwdefaults__"))?;
         // A default is one object shared by every call (a list one call appends to, the
         // next sees; dataclasses' sentinel): read through the function, as any object
         // reached from the frame. A function reached without a source is one the
@@ -186,9 +194,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         Ok(Function {
             code,
-            globals: obj.getattr("__globals__")?,
-            name: obj.getattr("__name__")?.extract()?,
-            qualname: obj.getattr("__qualname__")?.extract()?,
+            globals: part(FunctionPart::Globals, intern!(py, "__globals__"))?,
+            name: obj.getattr(intern!(py, "__name__"))?.extract()?,
+            qualname: obj.getattr(intern!(py, "__qualname__"))?.extract()?,
             defaults,
             kwdefaults,
             closure,

@@ -196,6 +196,12 @@ pub struct Vm<'py, 'b> {
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
     /// a value a previous attempt's generated code could not rebuild (what it was).
     pub break_before: HashMap<usize, String>,
+    /// Every source `guards` has held a guard of (`SourceTable::add_guard`).
+    guarded_sources: std::collections::HashSet<SourceId>,
+    /// The functions that read their caller's frame (`FRAME_READERS`), as read.
+    frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
+    /// Names looked up in classes, as interned Python strings (`interned_name`).
+    interned_names: std::cell::RefCell<HashMap<String, Bound<'py, PyString>>>,
     /// Top-frame instructions a translation of a caller saw break (`cache::BreakHint`).
     pub break_hints: HashMap<usize, crate::sot::translator::cache::BreakHint>,
     /// Breaks seen in inlined frames, for their codes' translations.
@@ -422,6 +428,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             in_loop_now: false,
             break_before: HashMap::new(),
             break_hints: HashMap::new(),
+            interned_names: Default::default(),
+            frame_readers: Default::default(),
+            guarded_sources: Default::default(),
             seen_breaks: Vec::new(),
             break_bound: None,
         })

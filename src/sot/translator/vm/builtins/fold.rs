@@ -12,21 +12,25 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> PyResult<bool> {
-        let is = |module: &str, name: &str| -> bool {
-            imported(self.py, module)
-                .and_then(|m| m.getattr(name).ok())
-                .is_some_and(|f| f.is(obj))
-        };
+        // Read once per translation (each call asks): a module not imported yet, again.
+        let mut readers = self.frame_readers.borrow_mut();
+        readers.resize(FRAME_READERS.len(), None);
         let given = args.len() + kwargs.len();
-        Ok(FRAME_READERS.iter().any(|(module, name)| {
-            is(module, name)
-                && match *name {
-                    "locals" | "vars" | "dir" => given == 0,
-                    // Without a globals namespace they run in the caller's.
-                    "eval" | "exec" => given < 2,
-                    _ => true,
+        Ok(FRAME_READERS
+            .iter()
+            .zip(readers.iter_mut())
+            .any(|((module, name), reader)| {
+                if reader.is_none() {
+                    *reader = imported(self.py, module).and_then(|m| m.getattr(*name).ok());
                 }
-        }))
+                reader.as_ref().is_some_and(|f| f.is(obj))
+                    && match *name {
+                        "locals" | "vars" | "dir" => given == 0,
+                        // Without a globals namespace they run in the caller's.
+                        "eval" | "exec" => given < 2,
+                        _ => true,
+                    }
+            }))
     }
 
     pub(in crate::sot::translator::vm) fn builtin(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
