@@ -1,6 +1,7 @@
 //! What generated code is made of, and which values, graph outputs and sources it needs
 //! (reachability over the values it rebuilds).
 
+use crate::sot::translator::model::values::Values;
 use framehook_bytecode::canonical::Vars;
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
@@ -17,7 +18,7 @@ pub struct Plan<'a, 'py> {
     pub table: &'static Table,
     pub code: &'a Bound<'py, PyAny>,
     pub vars: &'a Vars,
-    pub values: &'a [Val<'py>],
+    pub values: &'a Values<'py>,
     pub cells: &'a [Option<Vid>],
     pub sources: &'a SourceTable,
     pub graph: &'a Graph<'py>,
@@ -57,7 +58,7 @@ impl<'a, 'py> Plan<'a, 'py> {
         table: &'static Table,
         code: &'a Bound<'py, PyAny>,
         vars: &'a Vars,
-        values: &'a [Val<'py>],
+        values: &'a Values<'py>,
         cells: &'a [Option<Vid>],
         sources: &'a SourceTable,
         graph: &'a Graph<'py>,
@@ -98,7 +99,7 @@ impl<'a, 'py> Plan<'a, 'py> {
 /// The values the generated code makes `vid` of: those it holds, or for a dict with a
 /// history, the items and operations the history makes it with.
 pub fn children(
-    values: &[Val<'_>],
+    values: &Values<'_>,
     cells: &[Option<Vid>],
     histories: &HashMap<Vid, DictHistory>,
     vid: Vid,
@@ -116,7 +117,7 @@ pub fn children(
 
 /// Every value the generated code rebuilds from `roots`, each once.
 pub fn reachable(
-    values: &[Val<'_>],
+    values: &Values<'_>,
     cells: &[Option<Vid>],
     histories: &HashMap<Vid, DictHistory>,
     roots: &[Vid],
@@ -137,7 +138,7 @@ pub fn reachable(
 
 /// The graph symbols the generated code needs: those of the values it rebuilds.
 pub fn needed_outputs(
-    values: &[Val<'_>],
+    values: &Values<'_>,
     cells: &[Option<Vid>],
     histories: &HashMap<Vid, DictHistory>,
     graph: &Graph<'_>,
@@ -236,7 +237,7 @@ pub const MAX_CHAIN: usize = 8;
 /// functions, and lists, dicts and sets held in more than one place (one object, as in
 /// the frame), and dicts made by replaying their history.
 pub fn made_objects(
-    values: &[Val<'_>],
+    values: &Values<'_>,
     cells: &[Option<Vid>],
     histories: &HashMap<Vid, DictHistory>,
     roots: &[Vid],
@@ -302,7 +303,7 @@ pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &
 
 /// The roots every generated code rebuilds: side effects' values (a list from the frame's
 /// new contents; a dict's operations' values, not its copy).
-pub fn side_effect_roots(values: &[Val<'_>], side_effects: &[SideEffect]) -> Vec<Vid> {
+pub fn side_effect_roots(values: &Values<'_>, side_effects: &[SideEffect]) -> Vec<Vid> {
     side_effects
         .iter()
         .flat_map(|effect| match effect {

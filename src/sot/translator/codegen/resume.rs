@@ -1,6 +1,7 @@
 //! Resume functions and bridges: the original code entered at a break with the values
 //! handed on, and the step a break runs before one takes over.
 
+use crate::sot::translator::model::values::Values;
 use framehook_bytecode::canonical::{Arg, Instruction, Op, Vars};
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
@@ -623,7 +624,7 @@ pub struct Continuation {
 
 impl Continuation {
     /// Per stack slot the function the generated code calls receives: whether it is NULL.
-    pub fn slots_after(&self, values: &[Val<'_>], stack: &[Vid]) -> Vec<bool> {
+    pub fn slots_after(&self, values: &Values<'_>, stack: &[Vid]) -> Vec<bool> {
         if self.bridged {
             return stack.iter().map(|v| matches!(values[*v], Val::Null)).collect();
         }

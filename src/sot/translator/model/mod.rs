@@ -8,6 +8,7 @@ pub mod known;
 pub mod problem;
 pub mod step;
 pub mod value;
+pub mod values;
 
 /// A value's index in the VM's arena: stack slots, locals and containers hold these,
 /// so a list mutated through one alias is seen through every other.

@@ -3,6 +3,7 @@
 
 use super::value::Val;
 use super::Vid;
+use crate::sot::translator::model::values::Values;
 
 /// What a break runs before the resume function takes over.
 pub enum Step {
@@ -49,7 +50,7 @@ impl Step {
     }
 
     /// Per stack slot the resume function after the step receives: whether it is NULL.
-    pub fn slots_after(&self, values: &[Val<'_>], stack: &[Vid]) -> Vec<bool> {
+    pub fn slots_after(&self, values: &Values<'_>, stack: &[Vid]) -> Vec<bool> {
         let after = match self {
             Step::RunHere { consumed, produced } => stack.len() - consumed + produced,
             Step::BranchOnTruth => stack.len(),

@@ -61,6 +61,7 @@ use super::model::graph::{Graph, GraphArg, Node, NodeKind};
 use super::model::known::Known;
 use super::model::problem::{graph_break, unsupported, Problem, Res};
 use super::model::value::{Function, Lazy, Sym, Val, Vid};
+use super::model::values::Values;
 use super::pyutil::{
     builtin, is_heap_instance, is_heap_type, is_lazy_import, is_plain_tuple, is_template, keeping_warnings,
     qualname, solid_base, type_name_in_messages,
@@ -101,7 +102,7 @@ pub struct Vm<'py, 'b> {
     py: Python<'py>,
     table: &'static Table,
     backend: &'b Backend<'py>,
-    pub values: Vec<Val<'py>>,
+    pub values: Values<'py>,
     cells: Vec<Option<Vid>>,
     pub sources: SourceTable,
     pub guards: Vec<Guard>,
@@ -384,7 +385,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             py,
             table,
             backend,
-            values: Vec::new(),
+            values: Values::default(),
             cells: Vec::new(),
             sources,
             guards: Vec::new(),

@@ -98,9 +98,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 *sym += 1;
             }
         };
-        for value in &mut self.values {
-            if let Val::Tensor { sym, .. } | Val::Scalar { sym, .. } = value {
-                shift(sym);
+        // Only the values that move are written (a write copies the chunk a snapshot shares).
+        for vid in 0..self.values.len() {
+            if matches!(&self.values[vid], Val::Tensor { sym, .. } | Val::Scalar { sym, .. } if *sym >= inputs)
+            {
+                if let Val::Tensor { sym, .. } | Val::Scalar { sym, .. } = &mut self.values[vid] {
+                    shift(sym);
+                }
             }
         }
         for node in &mut self.graph.nodes {

@@ -5,7 +5,7 @@ use super::*;
 /// The VM's state before an instruction of the translated frame, to go back to when the
 /// instruction breaks the graph or raises (the generated code then runs it itself).
 pub(super) struct Snapshot<'py> {
-    values: Vec<Val<'py>>,
+    values: Values<'py>,
     cells: Vec<Option<Vid>>,
     graph: Graph<'py>,
     side_effects: usize,
@@ -28,7 +28,7 @@ pub(super) struct Snapshot<'py> {
 impl<'py> Snapshot<'py> {
     pub(super) fn take(vm: &Vm<'py, '_>) -> Self {
         Snapshot {
-            values: vm.values.iter().map(Val::clone).collect(),
+            values: vm.values.clone(),
             cells: vm.cells.clone(),
             graph: vm.graph.clone(),
             side_effects: vm.side_effects.len(),
@@ -120,11 +120,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .iter()
                 .enumerate()
                 .any(|(i, cell)| self.cells[i] != *cell)
-            || before
+            || self
                 .values
-                .iter()
-                .enumerate()
-                .any(|(vid, old)| !same(old, &self.values[vid]))
+                .maybe_changed(&before.values)
+                .any(|vid| !same(&before.values[vid], &self.values[vid]))
             || self
                 .generator_positions()
                 .iter()
