@@ -1,12 +1,12 @@
 //! Sources: where a value came from, as a path from the frame (an argument, a free
 //! variable, a global, an attribute or item of another source), interned in a table.
 
-use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyString, PyType};
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
 pub use super::check::SourceId;
 use super::check::{class_unchanged, same_key, Check};
@@ -52,7 +52,7 @@ impl Source {
 
     /// Where the table's index files it: equal sources (`same`) fall in one bucket.
     fn bucket(&self) -> u64 {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let mut hasher = FxHasher::default();
         std::mem::discriminant(self).hash(&mut hasher);
         match self {
             Source::Argument(i) | Source::Free(i) | Source::Called(i) => i.hash(&mut hasher),
@@ -119,7 +119,7 @@ pub struct SourceTable {
     pub dynamic: Vec<SourceId>,
     /// The ids of `sources` by their bucket: interning one of many (a long list's items)
     /// looks at the few that may be the same, not at all.
-    index: HashMap<u64, Vec<SourceId>>,
+    index: FxHashMap<u64, Vec<SourceId>>,
 }
 
 impl SourceTable {
@@ -261,7 +261,7 @@ impl SourceTable {
     pub fn add_guard(
         guards: &mut Vec<Guard>,
         journal: &mut Vec<GuardUndo>,
-        guarded: &mut HashSet<SourceId>,
+        guarded: &mut FxHashSet<SourceId>,
         source: SourceId,
         check: Check,
     ) {
@@ -323,26 +323,45 @@ impl SourceTable {
             }
         }
     }
+}
 
-    /// Where a child (attribute or item) of `parent` is interned: under the first source
-    /// whose guards pin the object that `parent`'s guards pin (`Check::Id`). Every frame
-    /// that passes both identity guards holds one object at the two sources, so their
-    /// children are one value and guarded once. The first pin comes before `parent`'s,
-    /// and the child's guards come after both.
-    pub fn pinned_alias(guards: &[Guard], parent: SourceId) -> SourceId {
-        let pinned = guards.iter().find_map(|g| match &g.check {
-            Check::Id(pin) if g.source == parent => Some(pin.address()),
-            _ => None,
-        });
-        let Some(pinned) = pinned else {
-            return parent;
-        };
-        guards
-            .iter()
-            .find_map(|g| match &g.check {
-                Check::Id(pin) if pin.address() == pinned => Some(g.source),
-                _ => None,
-            })
+/// Where a child (attribute or item) of a source is interned: under the first source whose
+/// guards pin the object that the source's guards pin (`Check::Id`). Every frame that passes
+/// both identity guards holds one object at the two sources, so their children are one value
+/// and guarded once. The first pin comes before the source's, and the child's guards come
+/// after both. Read from the guards in order once, then kept as guards are pushed.
+#[derive(Default)]
+pub struct Pins {
+    /// Per source, the address its first identity guard pins.
+    pinned: FxHashMap<SourceId, usize>,
+    /// Per address, the first source pinned to it.
+    first: FxHashMap<usize, SourceId>,
+}
+
+impl Pins {
+    pub fn of(guards: &[Guard]) -> Pins {
+        let mut pins = Pins::default();
+        for guard in guards {
+            pins.pushed(guard);
+        }
+        pins
+    }
+
+    /// `guard` put after the guards read so far.
+    pub fn pushed(&mut self, guard: &Guard) {
+        if let Check::Id(pin) = &guard.check {
+            let address = pin.address();
+            self.pinned.entry(guard.source).or_insert(address);
+            self.first.entry(address).or_insert(guard.source);
+        }
+    }
+
+    /// The source a child of `parent` is interned under.
+    pub fn alias(&self, parent: SourceId) -> SourceId {
+        self.pinned
+            .get(&parent)
+            .and_then(|address| self.first.get(address))
+            .copied()
             .unwrap_or(parent)
     }
 }
@@ -373,7 +392,7 @@ pub enum GuardUndo {
 
 #[cfg(test)]
 mod tests {
-    use super::{Check, Guard, GuardUndo, HashSet, SourceTable};
+    use super::{Check, FxHashSet, Guard, GuardUndo, SourceTable};
 
     fn lengths(guards: &[Guard]) -> Vec<(usize, Option<usize>)> {
         guards
@@ -390,7 +409,7 @@ mod tests {
 
     #[test]
     fn undoing_guards_restores_them_in_order() {
-        let (mut guards, mut journal, mut guarded) = (Vec::new(), Vec::new(), HashSet::new());
+        let (mut guards, mut journal, mut guarded) = (Vec::new(), Vec::new(), FxHashSet::default());
         SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 0, Check::Present);
         SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 1, Check::Len(1));
         let mark = journal.len();

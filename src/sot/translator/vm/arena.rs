@@ -31,6 +31,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     pub fn add_guard(&mut self, source: SourceId, check: Check) {
         let class = SourceTable::class_guard(self.py, &check);
         for check in std::iter::once(check).chain(class) {
+            let before = self.guard_journal.len();
             SourceTable::add_guard(
                 &mut self.guards,
                 &mut self.guard_journal,
@@ -38,18 +39,27 @@ impl<'py, 'b> Vm<'py, 'b> {
                 source,
                 check,
             );
+            match self.guard_journal.last() {
+                _ if self.guard_journal.len() == before => {}
+                Some(GuardUndo::Pushed) => {
+                    if let (Some(pins), Some(pushed)) = (&mut self.pins, self.guards.last()) {
+                        pins.pushed(pushed);
+                    }
+                }
+                // A guard changed in place: the pins are read again when next asked.
+                _ => self.pins = None,
+            }
         }
     }
 
     /// The id of `source`; an attribute or item of an object pinned by identity is one
-    /// source with the same child of the first source pinned to it (`pinned_alias`).
+    /// source with the same child of the first source pinned to it (`Pins`).
     pub(super) fn intern(&mut self, source: Source) -> SourceId {
+        let pins = self.pins.get_or_insert_with(|| Pins::of(&self.guards));
         let source = match source {
-            Source::Attr(parent, name) => Source::Attr(SourceTable::pinned_alias(&self.guards, parent), name),
-            Source::OwnAttr(parent, name) => {
-                Source::OwnAttr(SourceTable::pinned_alias(&self.guards, parent), name)
-            }
-            Source::Item(parent, key) => Source::Item(SourceTable::pinned_alias(&self.guards, parent), key),
+            Source::Attr(parent, name) => Source::Attr(pins.alias(parent), name),
+            Source::OwnAttr(parent, name) => Source::OwnAttr(pins.alias(parent), name),
+            Source::Item(parent, key) => Source::Item(pins.alias(parent), key),
             other => other,
         };
         self.sources.intern(source)

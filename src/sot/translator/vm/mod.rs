@@ -48,7 +48,7 @@ use super::guard::check::{
     holds_values_only, is_immutable, is_mutable_container, is_value_type, Check, Pin, VALUE_NESTING,
 };
 use super::guard::source::{name_ref, Source, SourceId, SourceTable};
-use super::guard::source::{Guard, GuardUndo};
+use super::guard::source::{Guard, GuardUndo, Pins};
 use super::kinds::{compare_made_objects, iterated_dict, kind_of, no_tensor_in, Interp};
 use super::model::code::{
     is_resume_local, null_substitute, CodeInfo, CALLER_FRAME_READERS, CO_COROUTINE_LIKE, CO_GENERATOR,
@@ -115,7 +115,7 @@ pub struct Vm<'py, 'b> {
     pub graph: Graph<'py>,
     pub side_effects: Vec<SideEffect>,
     /// Values already made for a source (so that a source is one symbol).
-    by_source: HashMap<SourceId, Vid>,
+    by_source: rustc_hash::FxHashMap<SourceId, Vid>,
     /// Each source's object, as the translation first met it (`guard_identities`).
     sourced: Vec<(SourceId, Bound<'py, PyAny>)>,
     /// The frame's tensors that are graph inputs, by symbol (their other attributes are read
@@ -197,8 +197,11 @@ pub struct Vm<'py, 'b> {
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
     /// a value a previous attempt's generated code could not rebuild (what it was).
     pub break_before: HashMap<usize, String>,
+    /// What `guards` pin by identity (`Pins`), read again when a guard changes in place or
+    /// guards are undone.
+    pins: Option<Pins>,
     /// Every source `guards` has held a guard of (`SourceTable::add_guard`).
-    guarded_sources: std::collections::HashSet<SourceId>,
+    guarded_sources: rustc_hash::FxHashSet<SourceId>,
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
     /// Names looked up in classes, as interned Python strings (`interned_name`).
@@ -393,7 +396,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             break_guards: Vec::new(),
             graph: Graph::default(),
             side_effects: Vec::new(),
-            by_source: HashMap::new(),
+            by_source: Default::default(),
             sourced: Vec::new(),
             input_tensors: HashMap::new(),
             stored_attrs: Vec::new(),
@@ -432,6 +435,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             interned_names: Default::default(),
             frame_readers: Default::default(),
             guarded_sources: Default::default(),
+            pins: None,
             seen_breaks: Vec::new(),
             break_bound: None,
         })

@@ -48,7 +48,10 @@ impl<'py> Snapshot<'py> {
     /// generated code runs the instruction as it is, whatever the values it read; a guard
     /// of theirs would only make calls miss the cache), as do the sources it met.
     pub(super) fn restore_at_break(self, vm: &mut Vm<'py, '_>) {
-        SourceTable::undo_guards(&mut vm.guards, &mut vm.guard_journal, self.guard_journal);
+        if vm.guard_journal.len() > self.guard_journal {
+            SourceTable::undo_guards(&mut vm.guards, &mut vm.guard_journal, self.guard_journal);
+            vm.pins = None;
+        }
         for (source, check) in std::mem::take(&mut vm.break_guards) {
             vm.add_guard(source, check);
         }
