@@ -189,6 +189,14 @@ pub fn has_generic_getattro(ty: &Bound<'_, pyo3::types::PyType>) -> bool {
     getattro.is_some_and(|f| f as *const () == ffi::PyObject_GenericGetAttr as *const ())
 }
 
+/// Whether `object` can be weakly referenced (its type has a weak reference list): asked
+/// before `weakref.ref`, whose refusal costs an exception.
+pub fn supports_weakrefs(object: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: a live object's type; `tp_weaklistoffset` is a plain field (CPython's
+    // `_PyType_SUPPORTS_WEAKREFS`: nonzero, managed weak references included).
+    unsafe { (*ffi::Py_TYPE(object.as_ptr())).tp_weaklistoffset != 0 }
+}
+
 /// The name of `object`'s type, for messages.
 pub fn type_name(object: &Bound<'_, PyAny>) -> String {
     match object.get_type().name() {

@@ -82,6 +82,9 @@ pub struct Backend<'py> {
     /// Under a skip prefix but translated (the session's `trace_modules`).
     traced_prefixes: Vec<String>,
     is_op: Bound<'py, PyAny>,
+    /// `is_op`'s answers in this translation, by address (the object held, so that the
+    /// address stays its own): a function is asked at each of its calls.
+    is_op_answers: std::cell::RefCell<rustc_hash::FxHashMap<usize, (Bound<'py, PyAny>, bool)>>,
     is_constant_operand: Bound<'py, PyAny>,
     example: Bound<'py, PyAny>,
     /// `call_example(function, args, kwargs)`: an operation run on examples while
@@ -244,6 +247,7 @@ impl<'py> Backend<'py> {
             numpy_prefix,
             traced_prefixes,
             is_op: object.getattr("is_op")?,
+            is_op_answers: Default::default(),
             is_constant_operand: object.getattr("is_constant_operand")?,
             example: object.getattr("example")?,
             call_example: optional(&object, "call_example")?,
@@ -304,7 +308,15 @@ impl<'py> Backend<'py> {
     }
 
     pub fn is_op(&self, function: &Bound<'py, PyAny>) -> PyResult<bool> {
-        self.is_op.call1((function,))?.is_truthy()
+        let address = function.as_ptr() as usize;
+        if let Some((_, answer)) = self.is_op_answers.borrow().get(&address) {
+            return Ok(*answer);
+        }
+        let answer = self.is_op.call1((function,))?.is_truthy()?;
+        self.is_op_answers
+            .borrow_mut()
+            .insert(address, (function.clone(), answer));
+        Ok(answer)
     }
 
     /// Whether `cls` is one the backend may construct (a subclass of `constructed_types`).

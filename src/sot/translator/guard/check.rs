@@ -53,6 +53,9 @@ impl Pin {
     }
 
     pub fn new(object: &Bound<'_, PyAny>) -> Pin {
+        if !crate::hookapi::pyobject::supports_weakrefs(object) {
+            return Pin::Strong(StrongRef::new(object));
+        }
         match PyWeakrefReference::new(object) {
             Ok(reference) => Pin::Weak {
                 reference: StrongRef::from_owned(reference.into_any()),
