@@ -325,6 +325,21 @@ def a_containers_missing_method_is_guarded_by_type(x, things):
     return x * 2, done
 
 
+def _one_ordered_dict_twice():
+    shared = collections.OrderedDict(k=1, v=2)
+    return arr(3), shared, shared
+
+
+@case(args=_one_ordered_dict_twice, graphs=1, ops=1)
+def an_attribute_stored_on_an_ordered_dict_is_read_through_its_other_name(x, a, c):
+    # Found by the fuzzer (seed 50): an OrderedDict instance has a __dict__, so `c.v = 5`
+    # makes `a.v` 5 where a is c; its attribute was read from the real object as a
+    # container's missing method is (an AttributeError: getattr's default) while the
+    # store waited for the graph.
+    c.v = 5
+    return x * 2, getattr(a, "v", None), hasattr(a, "v"), getattr(a, "k", None)
+
+
 class _Keyed(dict):
     def __getitem__(self, key):
         return ("own", key)

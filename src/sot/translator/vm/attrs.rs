@@ -390,9 +390,17 @@ impl<'py, 'b> Vm<'py, 'b> {
                 graph_break(format!("{name} of a StringIO the translation wrote to"))
             }
             Val::Obj { obj, source } => {
+                // An OrderedDict has a `__dict__`: a name its class lacks, or one the
+                // translation stored, is an attribute of its own, read as any object's.
+                let ordered = self.is_ordered_dict(&obj)
+                    && self.type_lookup(&obj.get_type().into_any(), name)?.is_some()
+                    && !self
+                        .stored_attrs
+                        .iter()
+                        .any(|(p, n, _)| *p == obj.as_ptr() as usize && n == name);
                 let container = obj.is_exact_instance_of::<PyList>()
                     || obj.is_exact_instance_of::<PyDict>()
-                    || self.is_ordered_dict(&obj)
+                    || ordered
                     || obj.is_exact_instance_of::<PyTuple>() && matches!(name, "index" | "count");
                 if container && source.is_some() {
                     // A method of a list, dict or tuple from the frame works on its symbolic
