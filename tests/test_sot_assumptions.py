@@ -64,6 +64,49 @@ def test_what_the_graph_reported_before_a_failed_assumption_is_reported_once():
     assert sot.stats(fast).graph_breaks == []
 
 
+def test_a_branch_checked_before_the_graph_writes_its_operand_is_assumed():
+    # The check comes before `x += 1`: where it fails, nothing was written yet, so the frame
+    # runs again (an exception after the write would be raised on, not run again).
+    def checks_then_writes(x, log):
+        if x.sum() > 0:
+            log.append("positive")
+            x += 1
+            return x
+        log.append("not positive")
+        return -x
+
+    fast = sot.translate(checks_then_writes, cost_model=False)
+    for x in (np.ones(2), -np.ones(2), np.ones(2), np.zeros(2)):
+        assert run(fast, x.copy()) == run(checks_then_writes, x.copy()), x
+    st = sot.stats(fast)
+    # One graph, the branch in it (not a translation again to break there).
+    assert (st.translations, st.graphs, st.graph_breaks, st.fallbacks) == (1, 1, [], []), st
+    assert "_sot_assume" in sot.explain(fast, np.ones(2), [])
+    # The caller's array is written once, where the branch went as assumed.
+    x = np.ones(2)
+    fast(x, [])
+    np.testing.assert_array_equal(x, [2.0, 2.0])
+
+
+def test_an_error_after_the_graph_wrote_its_operand_is_raised_not_run_again():
+    # Only a failed assumption runs the frame again: the inverse of a singular matrix,
+    # after `x += 1`, raises from the graph, the array written once, as eagerly.
+    def checks_writes_inverts(x, matrix, log):
+        if x.sum() > 0:
+            x += 1
+            return np.linalg.inv(matrix)
+        return -x
+
+    fast = sot.translate(checks_writes_inverts, cost_model=False)
+    fast(np.ones(2), np.eye(2), [])
+    for make in (lambda: (np.ones(2), np.zeros((2, 2))), lambda: (-np.ones(2), np.zeros((2, 2)))):
+        x, m = make()
+        x_eager, m_eager = make()
+        assert run(fast, x, m) == run(checks_writes_inverts, x_eager, m_eager)
+        np.testing.assert_array_equal(x, x_eager)
+    assert sot.stats(fast).graph_breaks == []
+
+
 def test_a_branch_is_not_assumed_where_the_frame_could_not_run_again():
     def writes_its_operand(x, log):
         x += 1  # the graph writes into the caller's array: it cannot run again

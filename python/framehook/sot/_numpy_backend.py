@@ -17,7 +17,7 @@ import types
 import warnings
 import weakref
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -163,13 +163,19 @@ class NumpyBackend:
         view of one). Where it cannot, a run that raises leaves everything as it was, and the
         generated code runs the frame again untranslated (so that what the function did
         before the failing operation happens, as it does eagerly)."""
+        return self.first_operand_write(graph, examples) is not None
+
+    def first_operand_write(self, graph: tuple, examples: tuple) -> Optional[int]:
+        """The index of the first node that may write into an array the graph is given, or
+        None. The compiled graph runs no node before its place (a fused run's members run
+        at its last member's), so a check before that node raises with nothing written."""
         from .._native import SotRef
 
         inputs, nodes, _ = graph
         # The inputs' values (not the nodes' results: the graph is not run again for this).
         values = [_UNKNOWN if e is None else e for e in examples] + [_UNKNOWN] * (inputs + len(nodes))
-        return any(_writes_an_operand(function, args, kwargs, values, SotRef)
-                   for function, args, kwargs, _, _ in nodes)
+        return next((index for index, (function, args, kwargs, _, _) in enumerate(nodes)
+                     if _writes_an_operand(function, args, kwargs, values, SotRef)), None)
 
 
 # ---------------------------------------------------------------- lowering

@@ -95,7 +95,10 @@ def register_backend(name: str, backend: Any) -> None:
     does not, instead of a break), ``writes_operands(graph, examples)``
     (whether the compiled graph may write into an array it is given; where it cannot, a run of
     it that raises makes the frame run again untranslated from its start, so that what the
-    function did before the failing operation happens; without it, it may), and
+    function did before the failing operation happens; without it, it may),
+    ``first_operand_write(graph, examples)`` (the index of the first node that may write
+    into an array the graph is given, or None; the compiled graph running no node before its
+    place: assumptions checked before it still make the frame run again where they fail), and
     ``array_types`` with
     ``array_meta_attributes`` and ``array_functions`` (another library's arrays, which the
     backend's operations also take: graph values as tensors are, guarded on those

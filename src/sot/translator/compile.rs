@@ -45,9 +45,10 @@ pub struct Compiled<'py> {
     pub holder: Bound<'py, PyAny>,
     /// The graph's text, for `explain`.
     pub text: String,
-    /// Whether the backend says a run of it writes into no array it is given
-    /// (`writes_operands`; a backend without it may).
-    pub writes_no_operand: bool,
+    /// The first node that may write into an array the graph is given, or None where none
+    /// does (the backend's `writes_operands`, then its `first_operand_write`; where it
+    /// says it writes and cannot say where, or has neither, from the first node).
+    pub first_write: Option<usize>,
 }
 
 /// Compiles the graph with the backend for `outputs`.
@@ -71,11 +72,23 @@ pub fn compile_graph<'py>(
     } else {
         backend.object.call_method1("compile", (&description,))?
     };
-    let writes_no_operand = backend.object.hasattr("writes_operands")?
-        && !backend
+    // Whether it writes (`writes_operands`, what a backend overrides), then where first.
+    let writes = !backend.object.hasattr("writes_operands")?
+        || backend
             .object
             .call_method1("writes_operands", (&description, &examples))?
             .is_truthy()?;
+    let first_write = match writes {
+        false => None,
+        true if backend.object.hasattr("first_operand_write")? => Some(
+            backend
+                .object
+                .call_method1("first_operand_write", (&description, &examples))?
+                .extract::<Option<usize>>()?
+                .unwrap_or(0),
+        ),
+        true => Some(0),
+    };
     if let Ok(code) = compiled.getattr("__code__") {
         caches.never_translate(&code)?;
     }
@@ -88,7 +101,7 @@ pub fn compile_graph<'py>(
             .getattr("_GraphHolder")?
             .call1((PyList::new(py, [called])?,))?,
         text,
-        writes_no_operand,
+        first_write,
     })
 }
 

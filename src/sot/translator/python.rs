@@ -443,6 +443,34 @@ fn _sot_rerun<'py>(
     closure: &Bound<'py, PyAny>,
     parameters: &Bound<'py, PyTuple>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    run_again(exception, code, globals, closure, parameters)
+}
+
+/// `_sot_rerun`, for a graph that may write an operand after its last assumption's check:
+/// only a failed assumption (raised before anything was written) runs the frame again;
+/// any other exception is raised on, as the graph raised it.
+#[pyfunction(signature = (exception, code, globals, closure, *parameters))]
+fn _sot_rerun_assumption<'py>(
+    exception: &Bound<'py, PyAny>,
+    code: &Bound<'py, PyAny>,
+    globals: &Bound<'py, PyAny>,
+    closure: &Bound<'py, PyAny>,
+    parameters: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if !exception.is_instance_of::<SotAssumptionFailed>() {
+        return Err(PyErr::from_value(exception.clone()));
+    }
+    run_again(exception, code, globals, closure, parameters)
+}
+
+/// The frame of `code` run again, untranslated, with `parameters` (see `_sot_rerun`).
+fn run_again<'py>(
+    exception: &Bound<'py, PyAny>,
+    code: &Bound<'py, PyAny>,
+    globals: &Bound<'py, PyAny>,
+    closure: &Bound<'py, PyAny>,
+    parameters: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = exception.py();
     if !exception.is_instance_of::<pyo3::exceptions::PyException>() {
         return Err(PyErr::from_value(exception.clone()));
@@ -514,6 +542,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_rerun_assumption, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_assume, module)?)?;
     #[cfg(feature = "testing")]
     module.add_function(wrap_pyfunction!(_sot_graph_runs, module)?)?;

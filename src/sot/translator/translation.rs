@@ -10,8 +10,10 @@ use super::backend::Backend;
 use super::cache::{Action, CodeCache, CodeCaches};
 use super::code_pool::Generated;
 use super::codegen;
+use super::codegen::Rerun;
 use super::compile::compile_graph;
 use super::model::code::{CodeInfo, FRAME_READERS};
+use super::model::graph::NodeKind;
 use super::model::value::Val;
 use super::session::Config;
 use super::vm::Vm;
@@ -80,13 +82,20 @@ impl<'py> Translation<'_, 'py, '_> {
             )?)
         };
         plan.holder = compiled.as_ref().map(|compiled| compiled.holder.clone());
-        plan.rerun_on_raise = compiled
-            .as_ref()
-            .is_some_and(|compiled| compiled.writes_no_operand);
+        let last_check = graph
+            .nodes
+            .iter()
+            .rposition(|node| node.kind == NodeKind::Assumption);
+        plan.rerun = match compiled.as_ref().map(|compiled| compiled.first_write) {
+            Some(None) => Rerun::OnRaise,
+            Some(Some(write)) if last_check.is_some_and(|check| check < write) => Rerun::OnFailedAssumption,
+            _ => Rerun::Never,
+        };
         if let Some(&pc) = vm.graph.assumed_at.first() {
             // A failed assumption is answered by running the frame again: not where the
-            // graph writes into an operand, nor where an operation warned (it would again).
-            if !plan.rerun_on_raise || vm.examples_warned {
+            // graph may have written into an operand before a check fails, nor where an
+            // operation warned (it would again).
+            if plan.rerun == Rerun::Never || vm.examples_warned {
                 let why = "a branch on a tensor's value whose graph cannot run again";
                 self.restart.replace(Some((pc, why.to_owned())));
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(why));

@@ -16,7 +16,7 @@ use crate::sot::translator::model::value::{Lazy, Val, Vid};
 use crate::sot::translator::pyutil::builtin;
 
 use super::emit::{Emit, Writer, OUTPUTS_LOCAL};
-use super::plan::{made_objects, replayed_ops, shared_paths, sources_read_first, Plan, MAX_CHAIN};
+use super::plan::{made_objects, replayed_ops, shared_paths, sources_read_first, Plan, Rerun, MAX_CHAIN};
 
 pub struct Emitter<'a, 'py> {
     pub plan: &'a Plan<'a, 'py>,
@@ -451,15 +451,15 @@ impl<'a, 'py> Emitter<'a, 'py> {
         Ok(())
     }
 
-    /// `outputs = holder[0](*inputs)`, when there is a graph; where the graph writes none of
-    /// its operands, under a landing pad that reruns the frame if it raises (`emit_rerun`).
+    /// `outputs = holder[0](*inputs)`, when there is a graph; where the graph's raising can
+    /// make the frame run again (`Plan::rerun`), under a landing pad that does (`emit_rerun`).
     pub fn emit_graph_call(&mut self) -> PyResult<()> {
         let Some(holder) = self.plan.holder.clone() else {
             return Ok(());
         };
         let py = self.w.pools.py;
         let inputs: Vec<SourceId> = self.plan.graph.inputs.clone();
-        let setup = if self.plan.rerun_on_raise {
+        let setup = if self.plan.rerun != Rerun::Never {
             self.open_block_for_the_way_out()
         } else {
             None
@@ -478,7 +478,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 Ok(inputs.len())
             },
         )?;
-        if self.plan.rerun_on_raise {
+        if self.plan.rerun != Rerun::Never {
             let covered = first..self.w.out.len();
             if setup.is_some() {
                 self.emit(Op::PopBlock, Arg::None);
@@ -491,8 +491,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
     /// The landing pad of the graph's call: the exception into the outputs' local (unset
     /// there), no longer the one being handled, then `_sot_rerun(exception, code, globals(),
-    /// closure, *parameters)` returned (see it). Nothing of the frame ran before the graph,
-    /// so its parameters still hold what the call passed.
+    /// closure, *parameters)` returned (see it; `_sot_rerun_assumption` where only a failed
+    /// assumption runs the frame again). Nothing of the frame ran before the graph, so its
+    /// parameters still hold what the call passed.
     fn emit_rerun(&mut self, pad: RerunPad) -> PyResult<()> {
         let py = self.w.pools.py;
         let at = self.w.out.len();
@@ -524,7 +525,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let first_free = self.plan.vars.all().len() - frees;
         let closure: Vec<u32> = (first_free..first_free + frees).map(|v| self.var_of(v)).collect();
         let closure_op = self.w.closure_op();
-        let rerun = import(py, "framehook._native")?.getattr("_sot_rerun")?;
+        let rerun = import(py, "framehook._native")?.getattr(match self.plan.rerun {
+            Rerun::OnFailedAssumption => "_sot_rerun_assumption",
+            _ => "_sot_rerun",
+        })?;
         let globals = builtin(py, "globals")?;
         let block = self.open_block_for_the_way_out();
         self.call_constant(rerun, |e| {

@@ -13,6 +13,18 @@ use crate::sot::translator::model::frame::{DictHistory, DictOp, SideEffect};
 use crate::sot::translator::model::graph::Graph;
 use crate::sot::translator::model::value::{Lazy, Sym, Val, Vid};
 
+/// Which exceptions of the graph's run make the frame run again untranslated from its start
+/// (the graph runs first: nothing of the frame has happened, where nothing was written).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Rerun {
+    /// None: the graph may write an operand before it raises.
+    Never,
+    /// Any: the graph writes none of its operands.
+    OnRaise,
+    /// A failed assumption only: every check comes before the first node that writes.
+    OnFailedAssumption,
+}
+
 /// What the generated code is made of.
 pub struct Plan<'a, 'py> {
     pub table: &'static Table,
@@ -29,9 +41,9 @@ pub struct Plan<'a, 'py> {
     pub dict_histories: &'a HashMap<Vid, DictHistory>,
     /// The compiled graph's holder (`holder[0](*inputs) -> outputs`), if there are operations.
     pub holder: Option<Bound<'py, PyAny>>,
-    /// Whether the graph writes none of its operands (the backend says so): where it raises,
-    /// the frame runs again untranslated (see `Emitter::emit_rerun`).
-    pub rerun_on_raise: bool,
+    /// Where the graph's raising makes the frame run again untranslated (see
+    /// `Emitter::emit_rerun`).
+    pub rerun: Rerun,
     /// The frame's cells: (the VM's cell, the variable holding it).
     pub frame_cells: Vec<(usize, usize)>,
     pub globals: Bound<'py, PyAny>,
@@ -85,7 +97,7 @@ impl<'a, 'py> Plan<'a, 'py> {
             side_effects,
             dict_histories,
             holder: None,
-            rerun_on_raise: false,
+            rerun: Rerun::Never,
             frame_cells,
             globals,
             roots,
