@@ -272,6 +272,18 @@ static inline void fh_compat_assign_type_version(PyTypeObject *type)
 #endif
 }
 
+/* The dict a class keeps its attributes in, a new reference (NULL where it has
+ * none): a static builtin type's is per interpreter from 3.12 on. */
+static inline PyObject *fh_compat_type_dict(PyTypeObject *type)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyType_GetDict(type);
+#else
+    Py_XINCREF(type->tp_dict);
+    return type->tp_dict;
+#endif
+}
+
 /* ----------------------------------------------------------------- frames */
 
 static inline PyCodeObject *fh_frame_code(fh_frame *frame)

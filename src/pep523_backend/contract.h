@@ -201,6 +201,10 @@ unsigned int fh_type_version(PyObject *type, int assign);
  * not immutable), else 0 (builtin types). */
 int fh_type_is_mutable(PyObject *type);
 
+/* The dict `type` keeps its attributes in, a new reference, or NULL (no error set) where
+ * it has none. */
+PyObject *fh_type_dict(PyObject *type);
+
 /* 1 where a new code object's constants may be swapped for interned equal ones
  * (free-threaded 3.13+); fh_code_keep_constants then puts back the objects of
  * `given`, a copy of the tuple `code` was made with, taken before (its items,

@@ -201,6 +201,8 @@ int fh_type_is_mutable(PyObject *type)
     return (flags & Py_TPFLAGS_HEAPTYPE) != 0;
 }
 
+PyObject *fh_type_dict(PyObject *type) { return fh_compat_type_dict((PyTypeObject *)type); }
+
 unsigned int fh_type_version(PyObject *type, int assign)
 {
     PyTypeObject *cls = (PyTypeObject *)type;

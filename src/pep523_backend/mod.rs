@@ -342,15 +342,10 @@ pub fn type_lookup<'py>(
 }
 
 /// The dict a class keeps its attributes in (a static builtin type's per interpreter from
-/// 3.12 on, read through `PyType_GetDict`).
+/// 3.12 on: `fh_compat_type_dict`).
 fn type_dict<'py>(ty: &Bound<'py, PyType>) -> Option<Bound<'py, PyDict>> {
-    let py = ty.py();
-    #[cfg(Py_3_12)]
-    // SAFETY: a live type; a new reference, or NULL where it has none.
-    let dict = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyType_GetDict(ty.as_type_ptr())) };
-    #[cfg(not(Py_3_12))]
-    // SAFETY: a live type; its `tp_dict` is borrowed and taken as a strong reference.
-    let dict = unsafe { Bound::from_borrowed_ptr_or_opt(py, (*ty.as_type_ptr()).tp_dict) };
+    // SAFETY: a live type; a new reference, or NULL (no error set) where it has none.
+    let dict = unsafe { Bound::from_owned_ptr_or_opt(ty.py(), contract::fh_type_dict(ty.as_ptr())) };
     dict?.cast_into::<PyDict>().ok()
 }
 

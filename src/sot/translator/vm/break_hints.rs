@@ -4,39 +4,6 @@
 //! which its frame breaks at once.
 
 use super::*;
-use crate::sot::translator::cache::BreakHint;
-
-/// Why a break is not the inlined code's own: a bound on the translation inlining it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum BreakBound {
-    /// Inlining depth or instructions simulated: another caller would not break there.
-    Translation,
-    /// A library call's budget: the outermost library call is where it breaks, whoever
-    /// inlines its caller.
-    Library,
-}
-
-/// A break seen in an inlined frame: its code, and the hint for that code.
-pub struct SeenBreak<'py> {
-    pub code: Bound<'py, PyAny>,
-    pub pc: usize,
-    pub reason: String,
-    pub line: i32,
-    pub filename: String,
-}
-
-impl SeenBreak<'_> {
-    pub fn hint(self, session: u64, epoch: u64) -> BreakHint {
-        BreakHint {
-            session,
-            epoch,
-            pc: self.pc,
-            reason: self.reason,
-            line: self.line,
-            filename: self.filename,
-        }
-    }
-}
 
 impl<'py> Vm<'py, '_> {
     /// A break that a bound on this translation makes (see `BreakBound`).

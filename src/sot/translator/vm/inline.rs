@@ -1,6 +1,5 @@
 //! Inlining Python functions: functions made or read, arguments bound, frames run.
 
-use super::break_hints::BreakBound;
 use super::*;
 use crate::hookapi::pyobject::{function_part, FunctionPart};
 use pyo3::intern;

@@ -5,7 +5,6 @@
 //! whole call the break, at the call site: the top frame's snapshot takes the VM back to
 //! before it, guards included, and the call runs as it is.
 
-use super::break_hints::BreakBound;
 use super::*;
 
 /// Instructions an outermost library call (with the calls it makes) may simulate.

@@ -44,6 +44,7 @@ use pyo3::types::{
 };
 
 use super::backend::{Backend, CodeKind};
+use super::cache::BreakHint;
 use super::guard::check::{
     holds_values_only, is_immutable, is_mutable_container, is_value_type, Check, Pin, VALUE_NESTING,
 };
@@ -207,11 +208,43 @@ pub struct Vm<'py, 'b> {
     /// Names looked up in classes, as interned Python strings (`interned_name`).
     interned_names: std::cell::RefCell<HashMap<String, Bound<'py, PyString>>>,
     /// Top-frame instructions a translation of a caller saw break (`cache::BreakHint`).
-    pub break_hints: HashMap<usize, crate::sot::translator::cache::BreakHint>,
+    pub break_hints: HashMap<usize, BreakHint>,
     /// Breaks seen in inlined frames, for their codes' translations.
-    pub seen_breaks: Vec<break_hints::SeenBreak<'py>>,
+    pub seen_breaks: Vec<SeenBreak<'py>>,
     /// The last break a bound on this translation made, and when (`steps`).
-    break_bound: Option<(break_hints::BreakBound, usize)>,
+    break_bound: Option<(BreakBound, usize)>,
+}
+
+/// Why a break is not the inlined code's own: a bound on the translation inlining it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum BreakBound {
+    /// Inlining depth or instructions simulated: another caller would not break there.
+    Translation,
+    /// A library call's budget: the outermost library call is where it breaks, whoever
+    /// inlines its caller.
+    Library,
+}
+
+/// A break seen in an inlined frame: its code, and the hint for that code.
+pub struct SeenBreak<'py> {
+    pub code: Bound<'py, PyAny>,
+    pub pc: usize,
+    pub reason: String,
+    pub line: i32,
+    pub filename: String,
+}
+
+impl SeenBreak<'_> {
+    pub fn hint(self, session: u64, epoch: u64) -> BreakHint {
+        BreakHint {
+            session,
+            epoch,
+            pc: self.pc,
+            reason: self.reason,
+            line: self.line,
+            filename: self.filename,
+        }
+    }
 }
 
 fn binop_name(op: BinOp, inplace: bool) -> &'static str {

@@ -1,6 +1,5 @@
 //! Frames and the run loop: the top frame run to its end or a break, inlined frames, operand and stack helpers.
 
-use super::break_hints::BreakBound;
 use super::snapshot::Snapshot;
 use super::*;
 
