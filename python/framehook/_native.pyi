@@ -16,7 +16,6 @@ __all__ = [
     "_sot_construct",
     "_sot_drop_caller_entry",
     "_sot_rerun",
-    "_sot_rerun_assumption",
     "_sot_assume",
     "_sot_fused",
     "_sot_fused_calls",
@@ -145,12 +144,8 @@ def _sot_call_with(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -
 def _sot_construct(cls: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
 def _sot_drop_caller_entry(exception: BaseException) -> types.TracebackType | None: ...
 def _sot_rerun(
-    exception: BaseException, code: types.CodeType, globals: dict[str, Any], closure: tuple[Any, ...] | None,
-    *parameters: Any,
-) -> Any: ...
-def _sot_rerun_assumption(
-    exception: BaseException, code: types.CodeType, globals: dict[str, Any], closure: tuple[Any, ...] | None,
-    *parameters: Any,
+    exception: BaseException, assumptions_only: bool, code: types.CodeType, globals: dict[str, Any],
+    closure: tuple[Any, ...] | None, *parameters: Any,
 ) -> Any: ...
 def _sot_assume(value: object, seen: bool) -> None: ...
 

@@ -434,30 +434,19 @@ fn _sot_assume(value: &Bound<'_, PyAny>, seen: bool) -> PyResult<()> {
 /// with its parameters, so that what the function does before the failing operation
 /// happens, and the exception is raised where it is eagerly. `parameters` are in the code's
 /// order: positional, keyword-only, then `*args` and `**kwargs` where it has them. An
-/// exception that is not an `Exception` (KeyboardInterrupt, SystemExit) is raised on.
-#[pyfunction(signature = (exception, code, globals, closure, *parameters))]
+/// exception that is not an `Exception` (KeyboardInterrupt, SystemExit) is raised on, and
+/// with `assumptions_only` (a graph that may write an operand after its last assumption's
+/// check) any but a failed assumption, raised before anything was written.
+#[pyfunction(signature = (exception, assumptions_only, code, globals, closure, *parameters))]
 fn _sot_rerun<'py>(
     exception: &Bound<'py, PyAny>,
+    assumptions_only: bool,
     code: &Bound<'py, PyAny>,
     globals: &Bound<'py, PyAny>,
     closure: &Bound<'py, PyAny>,
     parameters: &Bound<'py, PyTuple>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    run_again(exception, code, globals, closure, parameters)
-}
-
-/// `_sot_rerun`, for a graph that may write an operand after its last assumption's check:
-/// only a failed assumption (raised before anything was written) runs the frame again;
-/// any other exception is raised on, as the graph raised it.
-#[pyfunction(signature = (exception, code, globals, closure, *parameters))]
-fn _sot_rerun_assumption<'py>(
-    exception: &Bound<'py, PyAny>,
-    code: &Bound<'py, PyAny>,
-    globals: &Bound<'py, PyAny>,
-    closure: &Bound<'py, PyAny>,
-    parameters: &Bound<'py, PyTuple>,
-) -> PyResult<Bound<'py, PyAny>> {
-    if !exception.is_instance_of::<SotAssumptionFailed>() {
+    if assumptions_only && !exception.is_instance_of::<SotAssumptionFailed>() {
         return Err(PyErr::from_value(exception.clone()));
     }
     run_again(exception, code, globals, closure, parameters)
@@ -542,7 +531,6 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
-    module.add_function(wrap_pyfunction!(_sot_rerun_assumption, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_assume, module)?)?;
     #[cfg(feature = "testing")]
     module.add_function(wrap_pyfunction!(_sot_graph_runs, module)?)?;

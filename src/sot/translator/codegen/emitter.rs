@@ -490,10 +490,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
     }
 
     /// The landing pad of the graph's call: the exception into the outputs' local (unset
-    /// there), no longer the one being handled, then `_sot_rerun(exception, code, globals(),
-    /// closure, *parameters)` returned (see it; `_sot_rerun_assumption` where only a failed
-    /// assumption runs the frame again). Nothing of the frame ran before the graph, so its
-    /// parameters still hold what the call passed.
+    /// there), no longer the one being handled, then `_sot_rerun(exception, assumptions_only,
+    /// code, globals(), closure, *parameters)` returned (see it). Nothing of the frame ran
+    /// before the graph, so its parameters still hold what the call passed.
     fn emit_rerun(&mut self, pad: RerunPad) -> PyResult<()> {
         let py = self.w.pools.py;
         let at = self.w.out.len();
@@ -525,14 +524,13 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let first_free = self.plan.vars.all().len() - frees;
         let closure: Vec<u32> = (first_free..first_free + frees).map(|v| self.var_of(v)).collect();
         let closure_op = self.w.closure_op();
-        let rerun = import(py, "framehook._native")?.getattr(match self.plan.rerun {
-            Rerun::OnFailedAssumption => "_sot_rerun_assumption",
-            _ => "_sot_rerun",
-        })?;
+        let rerun = import(py, "framehook._native")?.getattr("_sot_rerun")?;
+        let assumptions_only = pyo3::types::PyBool::new(py, self.plan.rerun == Rerun::OnFailedAssumption);
         let globals = builtin(py, "globals")?;
         let block = self.open_block_for_the_way_out();
         self.call_constant(rerun, |e| {
             e.emit(Op::LoadFast, Arg::Var(e.outputs_var));
+            e.load_const(assumptions_only.to_owned().into_any());
             e.load_const(code);
             e.call_constant(globals, |_| Ok(0))?;
             if closure.is_empty() {
@@ -551,7 +549,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 };
                 e.emit(op, Arg::Var(parameter as u32));
             }
-            Ok(4 + parameters)
+            Ok(5 + parameters)
         })?;
         self.return_through(block)
     }
