@@ -238,10 +238,6 @@ impl SourceTable {
         }
     }
 
-    /// Adds `check` of `source` to `guards` unless a guard of the source already implies
-    /// it. Where it implies guards of the source, it takes the first one's place (checked
-    /// as early, never before the guards that make fetching the source safe) and the others
-    /// go. What it changed goes on `journal`, for `undo_guards`.
     /// The guard that comes with `check` of a value: where it pins the value's type or the
     /// value itself, the class's attributes unchanged too.
     pub fn class_guard(py: Python<'_>, check: &Check) -> Option<Check> {
@@ -255,9 +251,12 @@ impl SourceTable {
         }
     }
 
-    /// Adds `check` of `source` (recorded in `journal`), unless a guard of the source already
-    /// implies it; it takes the place of those it implies. `guarded`: every source `guards`
-    /// has held a guard of (the guard of a source not in it is put at the end at once).
+    /// Adds `check` of `source` to `guards` unless a guard of the source already implies
+    /// it. Where it implies guards of the source, it takes the first one's place (checked
+    /// as early, never before the guards that make fetching the source safe) and the others
+    /// go. What it changed goes on `journal`, for `undo_guards`. `guarded`: every source
+    /// `guards` has held a guard of (the guard of a source not in it is put at the end at
+    /// once, without looking through the others).
     pub fn add_guard(
         guards: &mut Vec<Guard>,
         journal: &mut Vec<GuardUndo>,
