@@ -1,7 +1,6 @@
 //! What generated code is made of, and which values, graph outputs and sources it needs
 //! (reachability over the values it rebuilds).
 
-use crate::sot::translator::model::values::Values;
 use framehook_bytecode::canonical::Vars;
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
@@ -12,6 +11,7 @@ use crate::sot::translator::kinds::{kind_of, made_exception};
 use crate::sot::translator::model::frame::{DictHistory, DictOp, SideEffect};
 use crate::sot::translator::model::graph::Graph;
 use crate::sot::translator::model::value::{Lazy, Sym, Val, Vid};
+use crate::sot::translator::model::values::Values;
 
 /// Which exceptions of the graph's run make the frame run again untranslated from its start
 /// (the graph runs first: nothing of the frame has happened, where nothing was written).

@@ -1,7 +1,6 @@
 //! Resume functions and bridges: the original code entered at a break with the values
 //! handed on, and the step a break runs before one takes over.
 
-use crate::sot::translator::model::values::Values;
 use framehook_bytecode::canonical::{Arg, Instruction, Op, Vars};
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
@@ -10,6 +9,7 @@ use pyo3::types::PySlice;
 use crate::sot::translator::model::code::{unbound_marker, ResumeKey, RESUME_BOX, RESUME_STACK};
 use crate::sot::translator::model::step::Step;
 use crate::sot::translator::model::value::{Val, Vid};
+use crate::sot::translator::model::values::Values;
 use crate::sot::translator::pyutil::builtin;
 
 use super::emit::{slot_locals, Emit, ResumeCall, Slot, Writer};

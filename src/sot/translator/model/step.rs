@@ -2,8 +2,8 @@
 //! function after it takes over.
 
 use super::value::Val;
+use super::values::Values;
 use super::Vid;
-use crate::sot::translator::model::values::Values;
 
 /// What a break runs before the resume function takes over.
 pub enum Step {
