@@ -107,9 +107,22 @@ fn line_table_field(table: &Table) -> &'static str {
 
 /// A new code object: `code` with its bytecode replaced by `instrs`.
 pub fn assemble<'py>(table: &Table, fields: &CodeFields<'py>, code: &Code) -> PyResult<Bound<'py, PyAny>> {
+    assemble_at(table, fields, code, fields.first_line)
+}
+
+/// `assemble`, the line table written from `first_line` (the new `co_firstlineno`).
+fn assemble_at<'py>(
+    table: &Table,
+    fields: &CodeFields<'py>,
+    code: &Code,
+    first_line: i32,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = fields.code.py();
-    let assembled = raw::encode(table, code, fields.first_line).map_err(|e| fields.error("assemble", e))?;
+    let assembled = raw::encode(table, code, first_line).map_err(|e| fields.error("assemble", e))?;
     let changes = PyDict::new(py);
+    if first_line != fields.first_line {
+        changes.set_item("co_firstlineno", first_line)?;
+    }
     changes.set_item("co_code", PyBytes::new(py, &assembled.code))?;
     changes.set_item(line_table_field(table), PyBytes::new(py, &assembled.line_table))?;
     if table.exceptions == ExceptionModel::Table {
@@ -371,7 +384,51 @@ fn _bytecode_reassemble<'py>(
     replace_code(&new_code, &changes)
 }
 
+/// `_bytecode_relined(code, lines)`: `code` with what its source's line `n` holds placed at
+/// line `lines[n - 1]`, without columns, its first line that of its first source line: code
+/// compiled from text made for it (a graph's function) placed at the user's lines.
+#[pyfunction]
+fn _bytecode_relined<'py>(py: Python<'py>, code: Bound<'py, PyAny>, lines: Vec<i32>) -> PyResult<Bound<'py, PyAny>> {
+    let table = running_table(py)?;
+    let fields = CodeFields::read(table, &code)?;
+    let mut decoded = fields.decode(table)?;
+    let placed = |line: i32| -> PyResult<i32> {
+        if line <= 0 {
+            return Ok(line);
+        }
+        lines.get(line as usize - 1).copied().ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "_bytecode_relined: the code has line {line}, past the {} lines given",
+                lines.len()
+            ))
+        })
+    };
+    let relined = |location: Location| -> PyResult<Location> {
+        let line = placed(location.line)?;
+        Ok(Location {
+            line,
+            end_line: if location.line <= 0 { location.end_line } else { line },
+            col: -1,
+            end_col: -1,
+        })
+    };
+    for instr in &mut decoded.instrs {
+        instr.location = relined(instr.location)?;
+        if let Some(location) = instr.prefix_location {
+            instr.prefix_location = Some(relined(location)?);
+        }
+        for line in &mut instr.passed_lines {
+            *line = placed(*line)?;
+        }
+    }
+    for line in &mut decoded.end_lines {
+        *line = placed(*line)?;
+    }
+    assemble_at(table, &fields, &decoded, placed(fields.first_line)?)
+}
+
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(_bytecode_relined, module)?)?;
     module.add_function(wrap_pyfunction!(_bytecode_decode, module)?)?;
     module.add_function(wrap_pyfunction!(_bytecode_decode_canonical, module)?)?;
     module.add_function(wrap_pyfunction!(_bytecode_reassemble, module)?)?;

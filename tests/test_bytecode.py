@@ -229,6 +229,40 @@ def test_not_a_code_object_raises_type_error():
             bytecode.reassemble(bad)
 
 
+def test_relined_code_runs_each_line_at_the_line_given():
+    # What the numpy backend's graphs are compiled with: text made up for the graph, each of
+    # its lines moved to the user's line it stands for (not in order), columns dropped.
+    source = "def f(x):\n    y = x + 1\n    if y > 2:\n        y = -y\n    return y\n"
+    code = next(c for c in compile(source, "<relined>", "exec").co_consts if isinstance(c, types.CodeType))
+    relined = _native._bytecode_relined(code, [30, 41, 17, 90, 12])
+    assert relined.co_firstlineno == 30
+    assert relined.co_code == code.co_code
+    import dis
+
+    lines = {line for _, line in dis.findlinestarts(relined) if line is not None}
+    assert lines <= {30, 41, 17, 90, 12} and {41, 17, 90, 12} <= lines
+    if hasattr(relined, "co_positions"):
+        assert all(col is None and end_col is None and end == line
+                   for line, end, col, end_col in relined.co_positions() if line is not None)
+    f = types.FunctionType(relined, {})
+    assert (f(1), f(5)) == (2, -6)
+
+    def raised_at(argument):
+        try:
+            types.FunctionType(relined, {})(argument)
+        except TypeError as error:
+            return error.__traceback__.tb_next.tb_lineno
+        raise AssertionError("no error")
+
+    assert raised_at("text") == 41  # `x + 1`, the source's line 2
+
+
+def test_relined_code_past_the_lines_given_raises_value_error():
+    code = sample_code()
+    with pytest.raises(ValueError, match="past the 1 lines given"):
+        _native._bytecode_relined(code, [1])
+
+
 def reassembled_deeply(code):
     """``code`` and every code object in its constants, reassembled through the canonical
     instructions."""

@@ -4,7 +4,6 @@ source line (so a traceback through a graph shows the user's own lines)."""
 
 from __future__ import annotations
 
-import ast
 import builtins
 import importlib
 import inspect
@@ -142,8 +141,11 @@ class NumpyBackend:
         for the graph's run on the same call to call (the translator keeps the example's
         warnings from the user alike). What raises still raises here (numpy's "raise"), so
         that an operation writing into its operand breaks where it would raise."""
+        settings = np.geterr()
         quiet: dict[str, Any] = {kind: action if action in ("raise", "warn") else "ignore"
-                                 for kind, action in np.geterr().items()}
+                                 for kind, action in settings.items()}
+        if quiet == settings:  # numpy's default state: nothing to change (entering costs µs)
+            return function(*args, **kwargs)
         with np.errstate(**quiet):
             return function(*args, **kwargs)
 
@@ -369,14 +371,51 @@ def _writes_an_operand(function: Any, args: tuple, kwargs: dict, values: list, r
     if (_INFIX.has(function) or _PREFIX.has(function) or function is operator.getitem
             or isinstance(function, _READERS)):
         return False
-    try:
-        parameters = list(inspect.signature(function).parameters.values())
-    except (TypeError, ValueError):
+    out_at = _out_position(function)
+    if out_at is _NO_SIGNATURE:
         # An ndarray method without a signature (older numpy): none takes `out` before its
         # second argument after the array.
         return not (getattr(function, "__objclass__", None) is _ARRAY_TYPE and len(args) <= 2)
-    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return "out" in positional[:len(args)]
+    return out_at is not None and out_at < len(args)
+
+
+_NO_SIGNATURE = object()
+# Where each function seen takes `out` positionally, by identity (a function is held while
+# its entry is, so that its id is not another's): `inspect.signature` costs tens of µs, and
+# a translation asks of every node of every graph it compiles.
+_OUT_POSITIONS: dict[int, tuple[Any, Any]] = {}
+_OUT_POSITIONS_KEPT = 4096
+
+
+def _out_position(function: Any) -> Any:
+    """The index among ``function``'s positional parameters of ``out``, None where it takes
+    none so, or ``_NO_SIGNATURE`` where its signature cannot be read. A bound method is
+    looked up by its function (its signature is the same for every instance)."""
+    self = getattr(function, "__self__", None)
+    key_function = function
+    if isinstance(function, types.MethodType):
+        key_function = function.__func__
+    elif isinstance(function, types.BuiltinMethodType) and not isinstance(self, types.ModuleType) and self is not None:
+        # `array.astype`: one bound method per array, the same C method under each (the
+        # class's, where binding it gives the same method).
+        method = getattr(type(self), function.__name__, None)
+        bound = getattr(method, "__get__", None)
+        if not isinstance(self, type) and bound is not None and bound(self, type(self)) == function:
+            key_function = method
+    known = _OUT_POSITIONS.get(id(key_function))
+    if known is not None and known[0] is key_function:
+        return known[1]
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        position: Any = _NO_SIGNATURE
+    else:
+        positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        position = positional.index("out") if "out" in positional else None
+    if len(_OUT_POSITIONS) >= _OUT_POSITIONS_KEPT:
+        _OUT_POSITIONS.clear()
+    _OUT_POSITIONS[id(key_function)] = (key_function, position)
+    return position
 
 
 def _dtype_constant(number: Any, dtype: np.dtype) -> Any:
@@ -1055,16 +1094,11 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
         exits.add(len(statements))
         statements.append((f"{constant(_speculation_exit)}(_speculating)", statements[0][1], None))
     returned = "".join(f"v{o}, " for o in outputs)
-    source = f"def __sot_graph({params}):\n"
-    source += "".join("".join(f"    {text}\n" for text in s.split("\n")) for s, _, _ in statements)
-    source += f"    return ({returned})\n"
-    lines = [line for _, line, _ in statements if line > 0] or [1]
-    placed = [line if line > 0 else min(lines) for _, line, _ in statements] + [max(lines)]
-    inner = [held for _, _, held in statements] + [None]
-    key = (filename, source, tuple(placed), tuple(tuple(held) if held else None for held in inner))
+    source, placed = _graph_text(params, statements, enters, exits, f"return ({returned})")
+    key = (filename, source, tuple(placed))
     code = _CODES.get(key)
     if code is None:
-        code = _compiled(source, filename, placed, inner, enters, exits)
+        code = _compiled(source, filename, placed)
         _CODES[key] = code
     namespace: dict[str, Any] = {"__builtins__": builtins, "_slice": slice, **constants}
     function = types.FunctionType(code, namespace, "__sot_graph")
@@ -1072,30 +1106,60 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     return function
 
 
-def _compiled(source: str, filename: str, placed: list, inner: list, enters: set[int], exits: set[int]) -> Any:
-    """The code of the graph function ``source`` defines: each statement at its line in
-    ``placed`` (a fused run's fallback, ``inner``'s lines, each node at its own), region
-    statements nested in ``try``/``finally``."""
-    tree = ast.parse(source)
-    definition = tree.body[0]
-    assert isinstance(definition, ast.FunctionDef)
-    for node, line, held in zip(definition.body, placed, inner):
-        for child in ast.walk(node):
-            if isinstance(child, (ast.stmt, ast.expr)):
-                child.lineno = child.end_lineno = line
-        if held is not None:  # a fused run's fallback: each node at its own line
-            assert isinstance(node, ast.If)
-            node.end_lineno = max([line, *held])
-            for statement, at in zip(node.body, held):
-                for child in ast.walk(statement):
-                    if isinstance(child, (ast.stmt, ast.expr)):
-                        child.lineno = child.end_lineno = at if at > 0 else line
-    if enters:
-        definition.body = _nest_regions(definition.body, enters, exits)
-    definition.lineno = min(placed)
-    definition.end_lineno = max(placed)
-    module_code = compile(tree, filename, "exec")
+def _graph_text(params: str, statements: list, enters: set[int], exits: set[int],
+                returning: str) -> tuple[str, list[int]]:
+    """The graph function's source, and the line each of its lines runs at: each statement
+    at its own (0: the graph's first), a fused run's fallback statements each at theirs,
+    the return at the graph's last; the statements after a region's entry, up to its exit,
+    in a ``try`` whose ``finally`` exits it (at the least line it holds), as ``with``
+    blocks nest."""
+    known = [line for _, line, _ in statements if line > 0] or [1]
+    first, last = min(known), max(known)
+    text = [f"def __sot_graph({params}):"]
+    placed = [first]
+    opened: list[int] = []  # each open region's ``try:``, by its index in ``text``
+
+    def emit(statement: str, line: int, held: Any, depth: int) -> None:
+        parts = statement.split("\n")
+        # A fused run's fallback: ``if``, its statements (each at its own line), ``else``.
+        at = [line] * len(parts) if held is None else [line, *(h if h > 0 else line for h in held)]
+        assert held is None or parts[len(at)].startswith("else:"), "a fallback of one line per statement"
+        at += [line] * (len(parts) - len(at))
+        text.extend("    " * depth + part for part in parts)
+        placed.extend(at)
+
+    for index, (statement, line, held) in enumerate(statements):
+        line = line if line > 0 else first
+        depth = 1 + len(opened)
+        if index in exits:
+            start = opened.pop()
+            if start == len(text) - 1:
+                emit("pass", line, None, depth)
+            text.append("    " * (depth - 1) + "finally:")
+            placed.append(line)
+            emit(statement, line, None, depth)
+            placed[start] = min(placed[start + 1:])
+            continue
+        emit(statement, line, held, depth)
+        if index in enters:
+            text.append("    " * depth + "try:")
+            placed.append(line)
+            opened.append(len(text) - 1)
+    assert not opened, "a region the graph does not exit"
+    text.append("    " + returning)
+    placed.append(last)
+    return "\n".join(text) + "\n", placed
+
+
+def _compiled(source: str, filename: str, placed: list[int]) -> Any:
+    """The code of the graph function ``source`` defines, each line at its line in
+    ``placed`` (compiled from the text, lines moved after: an ``ast`` rewrite costs
+    several times the compilation)."""
+    from .._native import _bytecode_relined
+
+    module_code = compile(source, filename, "exec")
     code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
+    code = _bytecode_relined(code, placed)
     # Marked nested: free-threaded 3.13 makes a function of a code without the flag
     # immortal once a thread has run (deferred reference counting, gh-117696).
     return code.replace(co_flags=code.co_flags | _CO_NESTED)
@@ -1159,27 +1223,6 @@ def _native_assume() -> Any:
     from .._native import _sot_assume
 
     return _sot_assume
-
-
-def _nest_regions(body: list, enters: set[int], exits: set[int]) -> list:
-    """The graph's statements with those after each region's entry, up to its exit, in a
-    ``try`` whose ``finally`` exits it: an operation that raises inside leaves numpy's error
-    state as the ``with`` block would. Regions nest as ``with`` blocks do."""
-    nested: list[list] = [[]]
-    for index, statement in enumerate(body):
-        if index in exits:
-            inner = nested.pop() or [ast.copy_location(ast.Pass(), statement)]
-            block = ast.Try(body=inner, handlers=[], orelse=[], finalbody=[statement])
-            held = [node.lineno for part in (*inner, statement) for node in ast.walk(part) if hasattr(node, "lineno")]
-            block.lineno, block.end_lineno = min(held), max(held)
-            block.col_offset = block.end_col_offset = 0
-            nested[-1].append(block)
-            continue
-        nested[-1].append(statement)
-        if index in enters:
-            nested.append([])
-    assert len(nested) == 1, "a region the graph does not exit"
-    return nested[0]
 
 
 # A graph's code, by its source and lines, while a graph function uses it: graphs of one
