@@ -149,3 +149,56 @@ def test_the_error_state_inside_the_graph_is_the_callers_ignoring_what_it_ignore
         assert run(fast, big) == run(f, big)
     assert run(fast, big) == run(f, big)  # warns now: the graph raised, the frame ran again
     assert sot.stats(fast).graph_breaks == []
+
+
+def test_a_bool_an_operation_returns_is_assumed_as_a_branch_on_it():
+    # scikit-learn's check_array: `if np.may_share_memory(array, array_orig):` copy. The
+    # bool is the graph's, checked on every call; a call where it differs runs the original.
+    def copies_unless_fresh(x, y, log):
+        z = np.asarray(x)
+        if np.may_share_memory(z, y):
+            log.append("shared")
+            z = z.copy()
+        return z * 2
+
+    fast = sot.translate(copies_unless_fresh, cost_model=False)
+    a, b = np.ones(3), np.zeros(3)
+    for x, y in ((a, a[:]), (a, a[::-1]), (a, b), (b, a), (b, b[:])):
+        assert run(fast, x, y) == run(copies_unless_fresh, x, y)
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.graph_breaks, st.fallbacks) == (1, 1, [], [])
+    assert "_sot_assume" in sot.explain(fast, a, a[:], [])
+
+
+def test_the_flags_of_an_array_the_graph_makes_are_read_by_the_graph():
+    # check_array again: `flags = getattr(array, "flags", None)`, then
+    # `if not getattr(flags, "writeable", True):` of an array it made (a view of a read-only
+    # input is read-only too: those calls run the original).
+    def writable_copy(x, log):
+        y = x[1:]
+        flags = getattr(y, "flags", None)
+        if not getattr(flags, "writeable", True):
+            log.append("read-only")
+            y = y.copy()
+        return y + 1, flags.c_contiguous
+
+    fast = sot.translate(writable_copy, cost_model=False)
+    frozen = np.arange(4.0)
+    frozen.setflags(write=False)
+    for x in (np.arange(4.0), np.arange(4.0), frozen, np.arange(4.0)):
+        assert run(fast, x) == run(writable_copy, x)
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.graph_breaks, st.fallbacks) == (1, 1, [], [])
+    assert st.ops_captured >= 3  # the slice, the flags read, the addition
+
+
+def test_the_flags_of_an_array_the_graph_makes_used_as_a_value_break():
+    def returns_flags(x, log):
+        y = x + 1
+        return y.flags.writeable, str(y.flags)
+
+    fast = sot.translate(returns_flags, cost_model=False)
+    x = np.arange(3.0)
+    assert run(fast, x) == run(returns_flags, x)
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert reasons == ["tensor to python: attribute flags of a tensor"], reasons

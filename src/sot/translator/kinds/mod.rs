@@ -354,7 +354,9 @@ pub fn kind_of(val: &Val<'_>) -> &'static dyn Kind {
     match val {
         Val::Null | Val::Cell(_) => &internal::Internal,
         Val::Obj { .. } => &known::Known,
-        Val::Tensor { .. } | Val::Scalar { .. } | Val::TensorMethod { .. } => &tensor::Tensor,
+        Val::Tensor { .. } | Val::Scalar { .. } | Val::TensorMethod { .. } | Val::TensorPart { .. } => {
+            &tensor::Tensor
+        }
         Val::Tuple(_) | Val::NamedTuple { .. } | Val::Slice(..) => &tuple::Tuple,
         Val::List(_) | Val::ListIter { .. } => &list::List,
         Val::Dict(_) | Val::DictView { .. } | Val::DictIter(_) => &dict::Dict,

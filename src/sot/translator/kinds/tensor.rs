@@ -1,5 +1,6 @@
 //! Tensors of the graph (with the value each had while translating), Python numbers the
-//! graph computes from numbers that change between calls, and methods of a tensor.
+//! graph computes from numbers that change between calls, and methods and other
+//! attributes of a tensor.
 //!
 //! Models: `type`, `len` and the meta attributes (shape, dtype: pinned by the guards) from the
 //! tensor's example; indexing, item assignment, iteration (by rows) and tensor methods and
@@ -17,12 +18,17 @@ pub struct Tensor;
 impl Kind for Tensor {
     fn python_type<'py>(
         &self,
-        _cx: &mut dyn Interp<'py>,
+        cx: &mut dyn Interp<'py>,
         _v: Vid,
         val: &Val<'py>,
     ) -> Res<Option<Bound<'py, PyAny>>> {
         Ok(match val {
             Val::Tensor { example, .. } => Some(example.get_type().into_any()),
+            // What the attribute of a tensor of the example's (guarded) type is.
+            Val::TensorPart { tensor, path } => match cx.val(*tensor) {
+                Val::Tensor { example, .. } => Some(part_of(example, path)?.get_type().into_any()),
+                _ => None,
+            },
             _ => None,
         })
     }
@@ -31,6 +37,7 @@ impl Kind for Tensor {
         match val {
             Val::Tensor { .. } => graph_break("data-dependent branch on a tensor's value"),
             Val::TensorMethod { .. } => Ok(Some(true)),
+            Val::TensorPart { path, .. } => part_used(path),
             _ => Ok(None),
         }
     }
@@ -69,6 +76,7 @@ impl Kind for Tensor {
         match val {
             Val::Tensor { .. } => graph_break("tensor to python value (data-dependent)"),
             Val::Scalar { .. } => unreachable!("realize specializes a dynamic number"),
+            Val::TensorPart { path, .. } => part_used(path),
             _ => graph_break("tensor method used as a value (tensor to python)"),
         }
     }
@@ -76,6 +84,7 @@ impl Kind for Tensor {
     fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
         match val {
             Val::Tensor { example, .. } => tensor_attr(cx, v, example, name).map(Some),
+            Val::TensorPart { tensor, path } => part_attr(cx, *tensor, &format!("{path}.{name}")).map(Some),
             _ => Ok(None),
         }
     }
@@ -110,6 +119,12 @@ impl Kind for Tensor {
             Val::TensorMethod { tensor, name } => {
                 r.value(*tensor)?;
                 r.load_attr(name);
+            }
+            Val::TensorPart { tensor, path } => {
+                r.value(*tensor)?;
+                for name in path.split('.') {
+                    r.load_attr(name);
+                }
             }
             _ => return Ok(false),
         }
@@ -152,7 +167,7 @@ impl Kind for Tensor {
     }
 
     fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
-        if let Val::TensorMethod { tensor, .. } = val {
+        if let Val::TensorMethod { tensor, .. } | Val::TensorPart { tensor, .. } = val {
             out.push(*tensor);
         }
     }
@@ -190,5 +205,43 @@ fn tensor_attr<'py>(
             return Ok(cx.value_of_source(Source::Attr(source, name_ref(cx.py(), name)), value));
         }
     }
+    if matches!(cx.val(owner), Val::Tensor { .. }) {
+        // Of a tensor the graph makes (`x.flags`): what is read of it, the graph reads.
+        return Ok(cx.push_val(Val::TensorPart {
+            tensor: owner,
+            path: name.to_owned(),
+        }));
+    }
     graph_break(format!("tensor to python: attribute {name} of a tensor"))
+}
+
+/// The attribute at `path` (`flags.writeable`) of the example `tensor`.
+fn part_of<'py>(tensor: &Bound<'py, PyAny>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+    path.split('.').try_fold(tensor.clone(), |part, name| part.getattr(name))
+}
+
+/// An attribute at `path` of a tensor the graph makes, read by the graph
+/// (`operator.attrgetter(path)`): a tensor, or a bool it assumes; a method or another
+/// part, where the example's is one; any other value breaks.
+fn part_attr<'py>(cx: &mut dyn Interp<'py>, tensor: Vid, path: &str) -> Res<Vid> {
+    let Val::Tensor { example, .. } = cx.val(tensor) else {
+        return graph_break(format!("tensor to python: attribute {path} of a tensor"));
+    };
+    let value = part_of(example, path)?;
+    if value.is_callable() {
+        return graph_break(format!("tensor to python: method {path} of a tensor"));
+    }
+    if value.is_exact_instance_of::<pyo3::types::PyBool>() || cx.is_backend_tensor(&value) {
+        let getter = cx.known().operator.getattr("attrgetter")?.call1((path,))?;
+        return cx.record(&getter, vec![tensor]);
+    }
+    Ok(cx.push_val(Val::TensorPart {
+        tensor,
+        path: path.to_owned(),
+    }))
+}
+
+/// A tensor's part used as a Python value: what it holds depends on the tensor.
+fn part_used<T>(path: &str) -> Res<T> {
+    graph_break(format!("tensor to python: attribute {path} of a tensor"))
 }

@@ -70,6 +70,12 @@ pub enum Val<'py> {
         tensor: Vid,
         name: String,
     },
+    /// An attribute of a tensor the graph makes that is neither a tensor nor a method
+    /// (`x.flags`), at `path` from it: its own attributes are read by the graph.
+    TensorPart {
+        tensor: Vid,
+        path: String,
+    },
     /// A method of a list, dict, set, tuple or generator the translated code made.
     ContainerMethod {
         container: Vid,

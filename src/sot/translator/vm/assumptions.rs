@@ -1,5 +1,6 @@
 //! Branches on a tensor's value, assumed: `if np.isfinite(total):` goes the way it went
-//! while translating, checked by the graph (`_sot_assume`), instead of a break that makes
+//! while translating, checked by the graph (`_sot_assume`), as does an operation's bool
+//! (`if np.may_share_memory(a, b):`), instead of a break that makes
 //! the rest of the frame (and of every frame inlined above it) a resume function. Where
 //! the check fails, the graph raises before anything of the frame has happened and the
 //! generated code runs the frame again untranslated, so the other branch runs as eagerly.
@@ -29,15 +30,36 @@ impl<'py> Vm<'py, '_> {
         let Ok(seen) = example.is_truthy() else {
             return Ok(None);
         };
+        self.assume(*sym, seen)?;
+        Ok(Some(seen))
+    }
+
+    /// An operation's result that is a Python bool (`np.may_share_memory(a, b)`), assumed
+    /// to be the one it was while translating, as a branch on a tensor's truth is: the
+    /// constant, checked by the graph. None where a branch on a tensor could not be assumed.
+    pub(super) fn assumed_bool(&mut self, sym: Sym, example: &Bound<'py, PyAny>) -> Res<Option<Vid>> {
+        if !example.is_exact_instance_of::<pyo3::types::PyBool>()
+            || !self.backend.runs_assumptions
+            || self.examples_warned
+            || self.in_loop_now
+        {
+            return Ok(None);
+        }
+        self.assume(sym, example.is_truthy()?)?;
+        Ok(Some(self.constant(example.clone())))
+    }
+
+    /// An `Assumption` node: the graph checks that symbol `sym`'s truth is `seen`.
+    fn assume(&mut self, sym: Sym, seen: bool) -> Res<()> {
         let assume = import(self.py, "framehook._native")?.getattr("_sot_assume")?;
         let seen_value = pyo3::types::PyBool::new(self.py, seen).to_owned().into_any();
         self.push_node(
             &assume,
-            vec![GraphArg::Sym(*sym), GraphArg::Const(seen_value)],
+            vec![GraphArg::Sym(sym), GraphArg::Const(seen_value)],
             vec![],
             NodeKind::Assumption,
         );
         self.graph.assumed_at.push(self.top_pc);
-        Ok(Some(seen))
+        Ok(())
     }
 }

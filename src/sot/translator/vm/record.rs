@@ -328,6 +328,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }));
             }
         }
+        if let Some(assumed) = self.assumed_bool(sym, &example)? {
+            return Ok(assumed);
+        }
         graph_break(format!(
             "tensor to python: an operation returned a {} computed from tensor values",
             example.get_type().name()?
