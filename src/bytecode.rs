@@ -388,7 +388,11 @@ fn _bytecode_reassemble<'py>(
 /// line `lines[n - 1]`, without columns, its first line that of its first source line: code
 /// compiled from text made for it (a graph's function) placed at the user's lines.
 #[pyfunction]
-fn _bytecode_relined<'py>(py: Python<'py>, code: Bound<'py, PyAny>, lines: Vec<i32>) -> PyResult<Bound<'py, PyAny>> {
+fn _bytecode_relined<'py>(
+    py: Python<'py>,
+    code: Bound<'py, PyAny>,
+    lines: Vec<i32>,
+) -> PyResult<Bound<'py, PyAny>> {
     let table = running_table(py)?;
     let fields = CodeFields::read(table, &code)?;
     let mut decoded = fields.decode(table)?;
@@ -407,7 +411,11 @@ fn _bytecode_relined<'py>(py: Python<'py>, code: Bound<'py, PyAny>, lines: Vec<i
         let line = placed(location.line)?;
         Ok(Location {
             line,
-            end_line: if location.line <= 0 { location.end_line } else { line },
+            end_line: if location.line <= 0 {
+                location.end_line
+            } else {
+                line
+            },
             col: -1,
             end_col: -1,
         })

@@ -217,7 +217,8 @@ fn tensor_attr<'py>(
 
 /// The attribute at `path` (`flags.writeable`) of the example `tensor`.
 fn part_of<'py>(tensor: &Bound<'py, PyAny>, path: &str) -> PyResult<Bound<'py, PyAny>> {
-    path.split('.').try_fold(tensor.clone(), |part, name| part.getattr(name))
+    path.split('.')
+        .try_fold(tensor.clone(), |part, name| part.getattr(name))
 }
 
 /// An attribute at `path` of a tensor the graph makes, read by the graph

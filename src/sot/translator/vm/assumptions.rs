@@ -1,9 +1,9 @@
 //! Branches on a tensor's value, assumed: `if np.isfinite(total):` goes the way it went
-//! while translating, checked by the graph (`_sot_assume`), as does an operation's bool
-//! (`if np.may_share_memory(a, b):`), instead of a break that makes
-//! the rest of the frame (and of every frame inlined above it) a resume function. Where
-//! the check fails, the graph raises before anything of the frame has happened and the
-//! generated code runs the frame again untranslated, so the other branch runs as eagerly.
+//! while translating, checked by the graph (`_sot_assume`), as does a bool an operation
+//! returns (`np.may_share_memory(a, b)`), instead of a break that makes the rest of the
+//! frame (and of every frame inlined above it) a resume function. Where the check fails,
+//! the graph raises before anything of the frame has happened and the generated code runs
+//! the frame again untranslated, so the other branch runs as eagerly.
 
 use super::*;
 
