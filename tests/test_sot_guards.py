@@ -566,30 +566,3 @@ def test_objects_compared_by_identity_with_eq_translate_again_for_other_objects(
     # Modules, functions and classes: no break; the module subclass's == runs as it is.
     assert all("Namespace" in b.reason for b in stats.graph_breaks), stats.graph_breaks
     assert stats.cache_hits >= 2 and stats.translations >= 4, stats
-
-
-def test_the_id_of_an_object_from_outside_is_a_constant_guarded_by_its_identity():
-    # `memo = {id(f): f}` (inspect.unwrap, copy.deepcopy): the id of an object read from
-    # the frame is its identity, guarded; another object misses the cache.
-    def keyed(x, key_of):
-        memo = {id(key_of): key_of}
-        return x * 2, id(key_of) in memo, memo[id(key_of)] is key_of, id(key_of)
-
-    first, second = _Plain(), _Plain()
-    fast = sot.translate(keyed, cost_model=False)
-    for key_of in (first, first, second, first):
-        result, eager = fast(np.ones(2), key_of), keyed(np.ones(2), key_of)
-        assert result[1:] == eager[1:] and (result[0] == eager[0]).all()
-    st = sot.stats(fast)
-    assert (st.translations, st.graphs, st.graph_breaks) == (2, 2, [])
-
-
-def test_the_id_of_an_object_made_on_each_call_breaks():
-    def fresh_id(x):
-        made = [x]
-        return x + 1, id(made) != id([])
-
-    fast = sot.translate(fresh_id, cost_model=False)
-    assert fast(np.ones(2))[1] == fresh_id(np.ones(2))[1]
-    # Both: the first in the function's translation, the second in its resume function's.
-    assert [b.reason for b in sot.stats(fast).graph_breaks] == ["unsupported call: builtin id()"] * 2

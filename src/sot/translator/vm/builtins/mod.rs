@@ -60,7 +60,6 @@ const BUILTINS: &[(&str, Handler)] = &[
     ("bool", bool_),
     ("super", super_),
     ("vars", vars),
-    ("id", id),
 ];
 
 static HANDLERS: LazyLock<HashMap<&'static str, Handler>> =
@@ -118,22 +117,6 @@ impl<'py> Vm<'py, '_> {
 
 fn tensor_to_python<T>(name: &str) -> Res<T> {
     graph_break(format!("tensor to python: {name}() of a tensor (data-dependent)"))
-}
-
-/// `id(x)` of an object read from outside the translation: a constant, its identity
-/// guarded. Of anything the translation or the original makes anew on each call (a folded
-/// constant included), it declines (a break).
-fn id<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
-    let [x] = call.args else {
-        return Ok(None);
-    };
-    let Val::Obj { obj, source: Some(source) } = vm.val(*x) else {
-        return Ok(None);
-    };
-    let (obj, source) = (obj.clone(), *source);
-    vm.add_guard(source, Check::Id(Pin::new(&obj)));
-    let address = (obj.as_ptr() as usize).into_pyobject(vm.py)?.into_any();
-    Ok(Some(vm.constant(address)))
 }
 
 fn print(_vm: &mut Vm<'_, '_>, _call: &BuiltinCall<'_, '_>) -> Res<Option<Vid>> {
