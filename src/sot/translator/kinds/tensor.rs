@@ -37,7 +37,7 @@ impl Kind for Tensor {
         match val {
             Val::Tensor { .. } => graph_break("data-dependent branch on a tensor's value"),
             Val::TensorMethod { .. } => Ok(Some(true)),
-            Val::TensorPart { path, .. } => part_used(path),
+            Val::TensorPart { path, .. } => attribute_used(path),
             _ => Ok(None),
         }
     }
@@ -76,7 +76,7 @@ impl Kind for Tensor {
         match val {
             Val::Tensor { .. } => graph_break("tensor to python value (data-dependent)"),
             Val::Scalar { .. } => unreachable!("realize specializes a dynamic number"),
-            Val::TensorPart { path, .. } => part_used(path),
+            Val::TensorPart { path, .. } => attribute_used(path),
             _ => graph_break("tensor method used as a value (tensor to python)"),
         }
     }
@@ -212,7 +212,7 @@ fn tensor_attr<'py>(
             path: name.to_owned(),
         }));
     }
-    graph_break(format!("tensor to python: attribute {name} of a tensor"))
+    attribute_used(name)
 }
 
 /// The attribute at `path` (`flags.writeable`) of the example `tensor`.
@@ -226,7 +226,7 @@ fn part_of<'py>(tensor: &Bound<'py, PyAny>, path: &str) -> PyResult<Bound<'py, P
 /// part, where the example's is one; any other value breaks.
 fn part_attr<'py>(cx: &mut dyn Interp<'py>, tensor: Vid, path: &str) -> Res<Vid> {
     let Val::Tensor { example, .. } = cx.val(tensor) else {
-        return graph_break(format!("tensor to python: attribute {path} of a tensor"));
+        return attribute_used(path);
     };
     let value = part_of(example, path)?;
     if value.is_callable() {
@@ -242,7 +242,8 @@ fn part_attr<'py>(cx: &mut dyn Interp<'py>, tensor: Vid, path: &str) -> Res<Vid>
     }))
 }
 
-/// A tensor's part used as a Python value: what it holds depends on the tensor.
-fn part_used<T>(path: &str) -> Res<T> {
+/// An attribute at `path` of a tensor used as a Python value: what it holds depends on
+/// the tensor.
+fn attribute_used<T>(path: &str) -> Res<T> {
     graph_break(format!("tensor to python: attribute {path} of a tensor"))
 }

@@ -16,8 +16,7 @@ impl<'py> Vm<'py, '_> {
         let Val::Tensor { sym, example } = val else {
             return Ok(None);
         };
-        // An operation that warned would warn again when the frame runs again.
-        if !self.backend.runs_assumptions || self.examples_warned || self.in_loop_now {
+        if !self.may_assume() {
             return Ok(None);
         }
         let one_item = example
@@ -38,15 +37,18 @@ impl<'py> Vm<'py, '_> {
     /// to be the one it was while translating, as a branch on a tensor's truth is: the
     /// constant, checked by the graph. None where a branch on a tensor could not be assumed.
     pub(super) fn assumed_bool(&mut self, sym: Sym, example: &Bound<'py, PyAny>) -> Res<Option<Vid>> {
-        if !example.is_exact_instance_of::<pyo3::types::PyBool>()
-            || !self.backend.runs_assumptions
-            || self.examples_warned
-            || self.in_loop_now
-        {
+        if !example.is_exact_instance_of::<pyo3::types::PyBool>() || !self.may_assume() {
             return Ok(None);
         }
         self.assume(sym, example.is_truthy()?)?;
         Ok(Some(self.constant(example.clone())))
+    }
+
+    /// Whether a value may be assumed here: the backend's graphs check assumptions, no
+    /// operation's example warned (it would warn again when the frame runs again), and the
+    /// instruction lies in no loop.
+    fn may_assume(&self) -> bool {
+        self.backend.runs_assumptions && !self.examples_warned && !self.in_loop_now
     }
 
     /// An `Assumption` node: the graph checks that symbol `sym`'s truth is `seen`.
