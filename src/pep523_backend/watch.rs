@@ -3,7 +3,7 @@
 //! whoever relies on them sees with one load that none changed. Elsewhere nothing can be
 //! watched and the registering functions answer false.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Weak};
@@ -41,7 +41,7 @@ impl Watch {
 /// change (a key whose hash or `==` could run Python code).
 #[derive(Default)]
 struct DictWatches {
-    by_key: HashMap<isize, Vec<Weak<Watch>>>,
+    by_key: FxHashMap<isize, Vec<Weak<Watch>>>,
     every_change: Vec<Weak<Watch>>,
 }
 
@@ -59,13 +59,13 @@ impl DictWatches {
 struct Registry {
     /// Per interpreter (by id): its dict watcher's and function watcher's ids, None where it
     /// has none (an older interpreter, a free-threaded build, every slot taken).
-    watchers: HashMap<i64, (Option<c_int>, Option<c_int>)>,
+    watchers: FxHashMap<i64, (Option<c_int>, Option<c_int>)>,
     /// By the object's address. A dict being deallocated counts on its watches and drops
     /// them, before its address can be reused; a function's is not reported, and another
     /// function given its address is seen as it (whose changes only cost a check of every
     /// guard: whoever relies on a function's parts holds the function or checks it).
-    dicts: HashMap<usize, DictWatches>,
-    functions: HashMap<usize, Vec<Weak<Watch>>>,
+    dicts: FxHashMap<usize, DictWatches>,
+    functions: FxHashMap<usize, Vec<Weak<Watch>>>,
     /// How many functions were left after the last pruning of those no watch holds (a
     /// function's deallocation is not reported: its entry stays until pruned).
     functions_pruned_to: usize,

@@ -15,6 +15,7 @@ pub mod canonical;
 mod error;
 pub mod exceptions;
 mod expr;
+mod fnv;
 pub mod linetable;
 pub mod liveness;
 pub mod loops;

@@ -25,7 +25,8 @@ impl Loop {
 /// lies on a path from the head to the jump (exception edges included: a handler that
 /// jumps back is part of the loop, though 3.11+ put it past the code after the loop).
 pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
-    let predecessors = predecessors(instrs);
+    // Made at the first backward jump: most code has none.
+    let mut predecessors: Option<Vec<Vec<usize>>> = None;
     instrs
         .iter()
         .enumerate()
@@ -37,6 +38,7 @@ pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
                 }
                 let mut body = vec![false; instrs.len()];
                 body[head] = true;
+                let predecessors = predecessors.get_or_insert_with(|| self::predecessors(instrs));
                 let mut work = vec![jump];
                 while let Some(index) = work.pop() {
                     if from_head[index] && !std::mem::replace(&mut body[index], true) {

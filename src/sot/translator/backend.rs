@@ -1,7 +1,7 @@
 //! A tensor backend as the translator sees it: the Python object registered with
 //! `framehook.sot.register_backend`, with what it answers read once per translation.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use framehook_bytecode::Table;
@@ -25,13 +25,13 @@ fn optional<'py>(object: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Boun
 }
 
 /// The functions a backend lists under `name`, by address (held, so the address stays theirs).
-fn functions_by_address(object: &Bound<'_, PyAny>, name: &str) -> PyResult<HashMap<usize, StrongRef>> {
+fn functions_by_address(object: &Bound<'_, PyAny>, name: &str) -> PyResult<FxHashMap<usize, StrongRef>> {
     match optional(object, name)? {
         Some(functions) => functions
             .try_iter()?
             .map(|function| function.map(|function| (function.as_ptr() as usize, StrongRef::new(&function))))
             .collect(),
-        None => Ok(HashMap::new()),
+        None => Ok(FxHashMap::default()),
     }
 }
 
@@ -60,7 +60,7 @@ pub struct Backend<'py> {
     array_meta_attributes: Vec<String>,
     /// Functions computing on those arrays only (numpy's ufuncs): an operation where they
     /// meet one, a conversion (data-dependent) where they meet a tensor. By address.
-    array_functions: HashMap<usize, StrongRef>,
+    array_functions: FxHashMap<usize, StrongRef>,
     /// Tensor methods of no arguments whose result follows from the meta attributes
     /// (`dim()`): computed while translating.
     meta_methods: Vec<String>,
@@ -84,7 +84,7 @@ pub struct Backend<'py> {
     is_op: Bound<'py, PyAny>,
     /// `is_op`'s answers in this translation, by address (the object held, so that the
     /// address stays its own): a function is asked at each of its calls.
-    is_op_answers: std::cell::RefCell<rustc_hash::FxHashMap<usize, (Bound<'py, PyAny>, bool)>>,
+    is_op_answers: std::cell::RefCell<FxHashMap<usize, (Bound<'py, PyAny>, bool)>>,
     is_constant_operand: Bound<'py, PyAny>,
     example: Bound<'py, PyAny>,
     /// `call_example(function, args, kwargs)`: an operation run on examples while
@@ -106,7 +106,7 @@ pub struct Backend<'py> {
     pub runs_assumptions: bool,
     /// Functions changing only the state a region type saves and restores, by address:
     /// the region type (`warnings.simplefilter`: `warnings.catch_warnings`).
-    region_effects: HashMap<usize, (StrongRef, StrongRef)>,
+    region_effects: FxHashMap<usize, (StrongRef, StrongRef)>,
     /// The modules whose values a region type's block may change, by their dict's address:
     /// reading one of those values inside such a block breaks.
     region_namespaces: Vec<(StrongRef, usize)>,
@@ -117,22 +117,22 @@ pub struct Backend<'py> {
     traced_codes: Vec<StrongRef>,
     /// Functions of no arguments reading the process's state (the current device): called
     /// while translating, their result read through `Source::Called` (guarded where used).
-    guarded_functions: HashMap<usize, StrongRef>,
+    guarded_functions: FxHashMap<usize, StrongRef>,
     /// `construct(cls, args, kwargs)`: an object the translation may make while translating
     /// and the generated code makes again, or None; asked for subclasses of
     /// `constructed_types` only.
     construct: Option<(Bound<'py, PyAny>, Bound<'py, PyTuple>)>,
     /// Functions whose result, for the same arguments, is the same for the whole process
     /// (a build's facts: `is_compiled_with_cuda()`): called while translating. By address.
-    fixed_functions: HashMap<usize, StrongRef>,
+    fixed_functions: FxHashMap<usize, StrongRef>,
     /// Where each code's decoded instructions are kept (its co_extra).
     caches: CodeCaches,
 }
 
 /// The backend's `region_effects` (function -> region type), by the function's address.
-fn region_effects(object: &Bound<'_, PyAny>) -> PyResult<HashMap<usize, (StrongRef, StrongRef)>> {
+fn region_effects(object: &Bound<'_, PyAny>) -> PyResult<FxHashMap<usize, (StrongRef, StrongRef)>> {
     let Some(effects) = optional(object, "region_effects")? else {
-        return Ok(HashMap::new());
+        return Ok(FxHashMap::default());
     };
     let effects = effects.cast_into::<pyo3::types::PyDict>()?;
     Ok(effects
@@ -189,7 +189,9 @@ fn traced_library_codes(py: Python<'_>) -> PyResult<Vec<StrongRef>> {
             for name in path.split('.') {
                 function = function.getattr(name)?;
             }
-            codes.push(StrongRef::new(&function.getattr("__code__")?));
+            codes.push(StrongRef::new(
+                &function.getattr(pyo3::intern!(function.py(), "__code__"))?,
+            ));
         }
     }
     Ok(codes)
@@ -210,7 +212,7 @@ impl<'py> Backend<'py> {
         // numpy's functions are operations (or breaks) for every backend, never a library's
         // code to run instruction by instruction.
         let numpy_prefix = imported(object.py(), "numpy")
-            .and_then(|numpy| numpy.getattr("__file__").ok())
+            .and_then(|numpy| numpy.getattr(pyo3::intern!(numpy.py(), "__file__")).ok())
             .and_then(|file| file.extract::<String>().ok())
             .and_then(|file| file.rsplit_once('/').map(|(dir, _)| format!("{dir}/")));
         let mut traced_prefixes = traced_prefixes;
@@ -219,7 +221,9 @@ impl<'py> Backend<'py> {
         }
         Ok(Self {
             table,
-            tensor_types: object.getattr("tensor_types")?.cast_into::<PyTuple>()?,
+            tensor_types: object
+                .getattr(pyo3::intern!(object.py(), "tensor_types"))?
+                .cast_into::<PyTuple>()?,
             meta_attributes: strings("meta_attributes")?,
             array_meta_attributes: match optional(&object, "array_types")? {
                 Some(_) => strings("array_meta_attributes")?,
@@ -246,10 +250,10 @@ impl<'py> Backend<'py> {
             closed_prefixes: closed,
             numpy_prefix,
             traced_prefixes,
-            is_op: object.getattr("is_op")?,
+            is_op: object.getattr(pyo3::intern!(object.py(), "is_op"))?,
             is_op_answers: Default::default(),
-            is_constant_operand: object.getattr("is_constant_operand")?,
-            example: object.getattr("example")?,
+            is_constant_operand: object.getattr(pyo3::intern!(object.py(), "is_constant_operand"))?,
+            example: object.getattr(pyo3::intern!(object.py(), "example"))?,
             call_example: optional(&object, "call_example")?,
             forward_of: optional(&object, "forward_of")?,
             layer_store: optional(&object, "layer_store")?,
@@ -521,7 +525,7 @@ impl<'py> Backend<'py> {
         {
             return Ok(CodeKind::Traced);
         }
-        let filename: String = code.getattr("co_filename")?.extract()?;
+        let filename: String = code.getattr(pyo3::intern!(code.py(), "co_filename"))?.extract()?;
         let under = |prefixes: &[String]| prefixes.iter().any(|p| filename.starts_with(p.as_str()));
         let is_library = under(&self.library_prefixes);
         Ok(if under(&self.traced_prefixes) {

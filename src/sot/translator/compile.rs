@@ -89,7 +89,7 @@ pub fn compile_graph<'py>(
         ),
         true => Some(0),
     };
-    if let Ok(code) = compiled.getattr("__code__") {
+    if let Ok(code) = compiled.getattr(pyo3::intern!(compiled.py(), "__code__")) {
         caches.never_translate(&code)?;
     }
     let text = graph_text(py, graph, outputs)?;
@@ -323,7 +323,10 @@ pub fn graph_text(py: Python<'_>, graph: &Graph<'_>, outputs: &[usize]) -> PyRes
         let name = node
             .function
             .getattr("__qualname__")
-            .or_else(|_| node.function.getattr("__name__"))
+            .or_else(|_| {
+                node.function
+                    .getattr(pyo3::intern!(node.function.py(), "__name__"))
+            })
             .map_or_else(
                 |_| node.function.repr().map_or("?".into(), |r| r.to_string()),
                 |n| n.to_string(),

@@ -312,7 +312,9 @@ impl Translator {
         if seen > 0 {
             config.stats.guard_failures.fetch_add(1, Ordering::Relaxed);
             if let Some(guard) = failed_guard {
-                let name = code.getattr("co_qualname").or_else(|_| code.getattr("co_name"));
+                let name = code
+                    .getattr(pyo3::intern!(code.py(), "co_qualname"))
+                    .or_else(|_| code.getattr(pyo3::intern!(code.py(), "co_name")));
                 let name = name.map_or_else(|_| "?".to_owned(), |n| n.to_string());
                 log_event(
                     context.py(),
@@ -382,7 +384,7 @@ impl Translator {
 impl Translator {
     /// A function's frame (not a module or class body, not a generator or coroutine).
     pub fn is_translatable_kind(&self, code: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let flags: u32 = code.getattr("co_flags")?.extract()?;
+        let flags: u32 = code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?;
         Ok(flags & CO_OPTIMIZED_NEWLOCALS == CO_OPTIMIZED_NEWLOCALS && flags & CO_GENERATOR_LIKE == 0)
     }
 

@@ -383,7 +383,10 @@ fn _sot_drop_caller_entry<'py>(exception: &Bound<'py, PyAny>) -> Option<Bound<'p
         unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyException_GetTraceback(exception.as_ptr())) }?;
     // SAFETY: attached; a borrowed reference to the calling frame, or NULL.
     let caller = unsafe { ffi::PyEval_GetFrame() };
-    let (Ok(frame), Ok(next)) = (traceback.getattr("tb_frame"), traceback.getattr("tb_next")) else {
+    let (Ok(frame), Ok(next)) = (
+        traceback.getattr(pyo3::intern!(traceback.py(), "tb_frame")),
+        traceback.getattr(pyo3::intern!(traceback.py(), "tb_next")),
+    ) else {
         return Some(traceback);
     };
     if frame.as_ptr() != caller.cast() || next.is_none() {
@@ -469,7 +472,7 @@ fn run_again<'py>(
         .getattr("FunctionType")?
         .call1((code, globals, &none, &none, closure))?;
     let layout = super::model::code::Parameters::of(code)?;
-    let varnames = code.getattr("co_varnames")?;
+    let varnames = code.getattr(pyo3::intern!(code.py(), "co_varnames"))?;
     let mut args: Vec<Bound<'py, PyAny>> = parameters.iter().take(layout.positional).collect();
     let kwargs = PyDict::new(py);
     let keyword_only = layout.positional..layout.positional + layout.keyword_only;

@@ -55,7 +55,7 @@ pub fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// The first class of `ty`'s MRO written in C: the base whose layout (and slots such as
 /// `__setattr__`) its instances have.
 pub fn solid_base<'py>(ty: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    for base in ty.getattr("__mro__")?.try_iter()? {
+    for base in ty.getattr(pyo3::intern!(ty.py(), "__mro__"))?.try_iter()? {
         let base = base?;
         if !is_heap_type(&base) {
             return Ok(Some(base));
@@ -67,7 +67,7 @@ pub fn solid_base<'py>(ty: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
 /// Whether a class was made by a class statement (or `type()`), not written in C.
 pub fn is_heap_type(ty: &Bound<'_, PyAny>) -> bool {
     const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
-    ty.getattr("__flags__")
+    ty.getattr(pyo3::intern!(ty.py(), "__flags__"))
         .and_then(|flags| flags.extract::<u64>())
         .is_ok_and(|flags| flags & HEAP_TYPE != 0)
 }
@@ -83,8 +83,8 @@ pub fn type_name_in_messages(ty: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 pub fn qualname(obj: &Bound<'_, PyAny>) -> String {
-    obj.getattr("__qualname__")
-        .or_else(|_| obj.getattr("__name__"))
+    obj.getattr(pyo3::intern!(obj.py(), "__qualname__"))
+        .or_else(|_| obj.getattr(pyo3::intern!(obj.py(), "__name__")))
         .map_or_else(
             |_| obj.get_type().name().map_or("?".into(), |n| n.to_string()),
             |n| n.to_string(),
@@ -114,7 +114,9 @@ pub fn builtin_len_base<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'
         deque,
     ] {
         if ty.is_subclass(&base)? {
-            let own = ty.getattr("__len__")?.is(&base.getattr("__len__")?);
+            let own = ty
+                .getattr(pyo3::intern!(ty.py(), "__len__"))?
+                .is(&base.getattr(pyo3::intern!(base.py(), "__len__"))?);
             return Ok(own.then_some(base));
         }
     }
@@ -153,7 +155,7 @@ fn tuple_keeping(obj: &Bound<'_, PyAny>, methods: &[&str]) -> PyResult<bool> {
 /// A t-string's template (3.14), made from known values: immutable, iterated as is.
 pub fn is_template(obj: &Bound<'_, PyAny>) -> bool {
     let ty = obj.get_type();
-    ty.getattr("__module__")
+    ty.getattr(pyo3::intern!(ty.py(), "__module__"))
         .is_ok_and(|m| m.eq("string.templatelib").unwrap_or(false))
         && ty.name().is_ok_and(|n| n == "Template")
 }
@@ -166,14 +168,14 @@ pub fn keeping_warnings<'py, T>(
     run: impl FnOnce() -> PyResult<T>,
 ) -> PyResult<(PyResult<T>, bool)> {
     let record = PyDict::new(py);
-    record.set_item("record", true)?;
+    record.set_item(pyo3::intern!(py, "record"), true)?;
     let manager = py
-        .import("warnings")?
-        .getattr("catch_warnings")?
+        .import(pyo3::intern!(py, "warnings"))?
+        .getattr(pyo3::intern!(py, "catch_warnings"))?
         .call((), Some(&record))?;
-    let shown = manager.call_method0("__enter__")?;
+    let shown = manager.call_method0(pyo3::intern!(py, "__enter__"))?;
     let outcome = run();
     let none = py.None();
-    manager.call_method1("__exit__", (&none, &none, &none))?;
+    manager.call_method1(pyo3::intern!(py, "__exit__"), (&none, &none, &none))?;
     Ok((outcome, shown.len()? > 0))
 }

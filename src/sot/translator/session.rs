@@ -227,7 +227,14 @@ impl Config {
             .as_ref()
             .is_some_and(|c| c.as_ptr() == code.as_ptr());
         Ok(match self.sharing() {
-            Some(family) if !own && self.traces(&code.getattr("co_filename")?.extract::<String>()?) => {
+            Some(family)
+                if !own
+                    && self.traces(
+                        &code
+                            .getattr(pyo3::intern!(code.py(), "co_filename"))?
+                            .extract::<String>()?,
+                    ) =>
+            {
                 family.id
             }
             _ => self.id,

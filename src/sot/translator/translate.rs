@@ -340,7 +340,7 @@ pub fn translate(
     let stats = &config.stats;
     let qualname: String = code
         .getattr("co_qualname")
-        .or_else(|_| code.getattr("co_name"))?
+        .or_else(|_| code.getattr(pyo3::intern!(code.py(), "co_name")))?
         .extract()?;
     let mut break_before = HashMap::new();
     let break_hints: HashMap<usize, BreakHint> = cache
@@ -374,7 +374,6 @@ pub fn translate(
             recompiling,
             qualname: &qualname,
             restart: RefCell::new(None),
-            liveness: OnceCell::new(),
             depths: OnceCell::new(),
         };
         let (action, explanation) = translation.outcome(ending)?;
@@ -554,7 +553,7 @@ pub fn full_graph_error(py: Python<'_>, kind: &str, record: &Record) -> PyErr {
         "{kind} under full_graph=True: {} ({}:{})",
         record.reason, record.filename, record.line
     );
-    match import(py, "framehook.sot").and_then(|m| m.getattr("GraphBreakError")) {
+    match import(py, "framehook.sot").and_then(|m| m.getattr(pyo3::intern!(m.py(), "GraphBreakError"))) {
         Ok(class) => match class.call1((message,)) {
             Ok(instance) => PyErr::from_value(instance),
             Err(err) => err,

@@ -12,7 +12,7 @@ use super::code_pool::Generated;
 use super::codegen;
 use super::codegen::Rerun;
 use super::compile::compile_graph;
-use super::model::code::{CodeInfo, FRAME_READERS};
+use super::model::code::CodeInfo;
 use super::model::graph::NodeKind;
 use super::model::value::Val;
 use super::session::Config;
@@ -35,8 +35,6 @@ pub struct Translation<'t, 'py, 'b> {
     /// Set when the code cannot be made because of a value an earlier top-frame
     /// instruction made: translating again breaks before that instruction (and says why).
     pub restart: RefCell<Option<(usize, String)>>,
-    /// Which variables the rest of the code may read (see `Translation::liveness`).
-    pub liveness: OnceCell<Option<Liveness>>,
     /// The stack's depth at each jump target (see `Translation::depths`).
     pub depths: OnceCell<Option<Vec<Option<u32>>>>,
 }
@@ -110,21 +108,9 @@ impl<'py> Translation<'_, 'py, '_> {
         Ok((Action::Run(generated), compiled.map(|compiled| compiled.text)))
     }
 
-    /// Which variables the rest of the code may read, from each instruction on; None
-    /// where the code names a function that reads its frame's variables (`locals()`,
-    /// `super()`...): then a resume function gets every bound one.
+    /// Which variables the rest of the code may read (`CodeInfo::liveness`).
     pub fn liveness(&self) -> PyResult<Option<&Liveness>> {
-        if let Some(liveness) = self.liveness.get() {
-            return Ok(liveness.as_ref());
-        }
-        let names: Vec<String> = self.code.getattr("co_names")?.extract()?;
-        let reads_frame = names
-            .iter()
-            .any(|n| n == "super" || FRAME_READERS.iter().any(|(_, reader)| reader == n));
-        let vars = &self.info.vars;
-        let locals = vars.all().len() - vars.freevars.len();
-        let computed = (!reads_frame).then(|| Liveness::new(&self.info.instrs, locals));
-        Ok(self.liveness.get_or_init(|| computed).as_ref())
+        self.info.liveness(self.code)
     }
 
     /// The stack's depth where each instruction starts, where a jump may land (None: the

@@ -1,7 +1,7 @@
 //! Lowering: canonical instructions as the running version's instructions, each family of
 //! canonical opcodes by its rules (the forms the version has), the rest by name.
 
-use std::collections::HashSet;
+use crate::fnv::FnvSet;
 
 use super::{Arg, BinOp, Const, ConstPool, Handler, Instruction, Literal, Op, Vars, CONDITIONAL_JUMPS};
 use crate::error::{Error, Result};
@@ -57,7 +57,7 @@ pub fn lower(
 }
 
 /// The canonical instructions a jump or a handler lands on.
-fn jump_targets(code: &[Instruction]) -> HashSet<usize> {
+fn jump_targets(code: &[Instruction]) -> FnvSet<usize> {
     code.iter()
         .flat_map(|i| {
             let jump = if let Arg::Target(t) = i.arg { Some(t) } else { None };
@@ -72,7 +72,7 @@ struct Lowering<'a> {
     vars: &'a Vars,
     code: &'a [Instruction],
     /// The canonical instructions a jump or a handler lands on.
-    targets: HashSet<usize>,
+    targets: FnvSet<usize>,
     pool: &'a mut dyn ConstPool,
     out: Vec<Instr>,
     /// Forward-only conditional jumps that skip the backward jump after them.
@@ -644,7 +644,7 @@ fn bad_target(target: usize) -> Error {
 
 /// Whether the value a conditional jump at `index` tests is certainly an exact `bool`: made
 /// by the instruction just before, which is not a jump target.
-fn produces_bool(code: &[Instruction], index: usize, targets: &HashSet<usize>) -> bool {
+fn produces_bool(code: &[Instruction], index: usize, targets: &FnvSet<usize>) -> bool {
     if index == 0 || targets.contains(&index) {
         return false;
     }

@@ -139,7 +139,7 @@ pub trait Emit<'py>: Sized {
     fn load_const(&mut self, value: Bound<'py, PyAny>) {
         if !is_hashable_constant(&value) {
             let held = import(value.py(), "framehook.sot._translate")
-                .and_then(|module| module.getattr("_Held"))
+                .and_then(|module| module.getattr(pyo3::intern!(module.py(), "_Held")))
                 .and_then(|held| held.call1(((value.clone(),),)));
             if let Ok(held) = held {
                 let index = self.writer().pools.held(&value, held);
@@ -308,7 +308,7 @@ pub trait Emit<'py>: Sized {
                 let function_type = import(py, "types")?.getattr("FunctionType")?;
                 let globals = builtin(py, "globals")?;
                 e.call_constant(function_type, |e| {
-                    let name = target.getattr("co_name")?;
+                    let name = target.getattr(pyo3::intern!(target.py(), "co_name"))?;
                     e.load_const(target);
                     e.call_constant(globals, |_| Ok(0))?;
                     e.load_const(name);
@@ -445,8 +445,10 @@ impl<'py> Writer<'py> {
     ) -> PyResult<Self> {
         let pools = Pools::new(
             code.py(),
-            code.getattr("co_consts")?.try_iter()?.collect::<PyResult<_>>()?,
-            code.getattr("co_names")?.extract()?,
+            code.getattr(pyo3::intern!(code.py(), "co_consts"))?
+                .try_iter()?
+                .collect::<PyResult<_>>()?,
+            code.getattr(pyo3::intern!(code.py(), "co_names"))?.extract()?,
         );
         Ok(Writer {
             table,
@@ -474,10 +476,12 @@ impl<'py> Writer<'py> {
         code: &Bound<'py, PyAny>,
         arguments: Option<usize>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let first_line: i32 = code.getattr("co_firstlineno")?.extract()?;
+        let first_line: i32 = code
+            .getattr(pyo3::intern!(code.py(), "co_firstlineno"))?
+            .extract()?;
         let changes = encode_changes(self.table, &self.vars, &self.out, &mut self.pools, first_line)?;
         if let Some(count) = arguments {
-            let flags: u32 = code.getattr("co_flags")?.extract()?;
+            let flags: u32 = code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?;
             changes.set_item("co_argcount", count)?;
             changes.set_item("co_posonlyargcount", 0)?;
             changes.set_item("co_kwonlyargcount", 0)?;
@@ -566,6 +570,6 @@ fn is_hashable_constant(value: &Bound<'_, PyAny>) -> bool {
     }
     value
         .get_type()
-        .getattr("__hash__")
+        .getattr(pyo3::intern!(value.py(), "__hash__"))
         .is_ok_and(|hash| !hash.is_none())
 }

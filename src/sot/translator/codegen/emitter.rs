@@ -372,7 +372,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
     /// Pushes `type(e)(*e.args)` for an exception the translation made.
     pub fn new_exception(&mut self, exception: &Bound<'py, PyAny>) -> PyResult<()> {
-        let (class, args) = (exception.get_type().into_any(), exception.getattr("args")?);
+        let (class, args) = (
+            exception.get_type().into_any(),
+            exception.getattr(pyo3::intern!(exception.py(), "args"))?,
+        );
         let count = args.len()?;
         self.call_constant(class, |e| {
             for arg in args.try_iter()? {
@@ -434,8 +437,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
             let index = self.w.pools.name(link);
             self.emit(Op::StoreAttr, Arg::Name(index));
         }
-        if exception.getattr("__cause__")?.is_none()
-            && exception.getattr("__suppress_context__")?.is_truthy()?
+        if exception
+            .getattr(pyo3::intern!(exception.py(), "__cause__"))?
+            .is_none()
+            && exception
+                .getattr(pyo3::intern!(exception.py(), "__suppress_context__"))?
+                .is_truthy()?
         {
             // `raise ... from None`
             self.emit(Op::Copy, Arg::Int(1));

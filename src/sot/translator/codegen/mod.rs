@@ -23,7 +23,10 @@ pub use self::resume::*;
 
 /// A new code object for `plan.code`: the graph called, side effects replayed, `returned` returned.
 pub fn generate(plan: &Plan<'_, '_>, returned: Vid) -> PyResult<Generated> {
-    let first_line: i32 = plan.code.getattr("co_firstlineno")?.extract()?;
+    let first_line: i32 = plan
+        .code
+        .getattr(pyo3::intern!(plan.code.py(), "co_firstlineno"))?
+        .extract()?;
     let mut emitter = Emitter::begin(plan, plan.vars.clone(), Location::line(first_line), false)?;
     emitter.value(returned)?;
     emitter.emit(Op::ReturnValue, Arg::None);

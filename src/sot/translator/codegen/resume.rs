@@ -156,7 +156,10 @@ impl ResumeVars {
             .collect();
         handed.extend(key.live.iter().map(|v| old_all[*v].clone()));
         let boxed = handed.len();
-        let takes_arguments = code.getattr("co_argcount")?.extract::<usize>()? > 0;
+        let takes_arguments = code
+            .getattr(pyo3::intern!(code.py(), "co_argcount"))?
+            .extract::<usize>()?
+            > 0;
         let first_handed = key.live.contains(&0) && takes_arguments;
         let mut varnames: Vec<String> = if first_handed {
             vec![old_all[0].clone()]

@@ -255,7 +255,7 @@ impl<'py> Builder<'py> {
         if !is_plain_name(name) {
             return false;
         }
-        let Ok(own) = local.getattr("__dict__") else {
+        let Ok(own) = local.getattr(pyo3::intern!(local.py(), "__dict__")) else {
             return false;
         };
         self.thread = thread_id();

@@ -316,7 +316,7 @@ pub fn describe_value(obj: &Bound<'_, PyAny>, depth: usize) -> String {
     };
     let own_repr = || obj.repr().map_or_else(|_| "?".to_owned(), |r| r.to_string());
     let qualname = |ty: &Bound<'_, PyAny>| {
-        ty.getattr("__qualname__")
+        ty.getattr(pyo3::intern!(ty.py(), "__qualname__"))
             .map_or_else(|_| "?".to_owned(), |n| n.to_string())
     };
     if obj.is_none()
@@ -349,7 +349,7 @@ pub fn describe_value(obj: &Bound<'_, PyAny>, depth: usize) -> String {
     if obj.is_exact_instance_of::<PyModule>() {
         return format!(
             "<module '{}'>",
-            obj.getattr("__name__")
+            obj.getattr(pyo3::intern!(obj.py(), "__name__"))
                 .map_or_else(|_| "?".to_owned(), |n| n.to_string())
         );
     }
@@ -371,7 +371,7 @@ pub fn describe_value(obj: &Bound<'_, PyAny>, depth: usize) -> String {
         // read through the type's own getter, which runs no code of the object's.
         let c_type = crate::sot::translator::pyutil::is_heap_instance(obj).is_ok_and(|heap| !heap);
         let name = c_type
-            .then(|| obj.getattr("__name__").ok())
+            .then(|| obj.getattr(pyo3::intern!(obj.py(), "__name__")).ok())
             .flatten()
             .filter(|name| name.is_exact_instance_of::<PyString>());
         return match name {

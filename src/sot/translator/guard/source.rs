@@ -185,7 +185,7 @@ impl SourceTable {
                     Ok(Ok(Some(name))) => format!("<globals of {name}>"),
                     _ if held.is_instance_of::<PyType>() => format!(
                         "<{}>",
-                        held.getattr("__qualname__")
+                        held.getattr(pyo3::intern!(held.py(), "__qualname__"))
                             .map_or_else(|_| "a class".into(), |n| n.to_string())
                     ),
                     _ => format!(
@@ -269,14 +269,19 @@ impl SourceTable {
             journal.push(GuardUndo::Pushed);
             return;
         }
-        if guards
-            .iter()
-            .any(|g| g.source == source && g.check.implies(&check))
-        {
-            return;
+        // One pass: a guard of the source that implies the new one makes it needless; else
+        // the first it implies is where it goes.
+        let mut first_implied = None;
+        for (index, guard) in guards.iter().enumerate().filter(|(_, g)| g.source == source) {
+            if guard.check.implies(&check) {
+                return;
+            }
+            if first_implied.is_none() && check.implies(&guard.check) {
+                first_implied = Some(index);
+            }
         }
         let implied = |g: &Guard| g.source == source && check.implies(&g.check);
-        match guards.iter().position(implied) {
+        match first_implied {
             Some(first) => {
                 let mut removed = Vec::new();
                 for (index, guard) in std::mem::take(guards).into_iter().enumerate() {

@@ -113,7 +113,7 @@ impl Kind for Instance {
                 obj.hash().is_ok()
             }
             // A class that defines `__eq__` alone has no `__hash__`.
-            Val::Object { class, .. } => !class.getattr("__hash__")?.is_none(),
+            Val::Object { class, .. } => !class.getattr(pyo3::intern!(class.py(), "__hash__"))?.is_none(),
             _ => true,
         }))
     }
@@ -207,7 +207,7 @@ pub fn compare_made_objects<'py>(
         let inverse_of_eq = method == "ne"
             && found.as_ref().is_some_and(|f| {
                 builtin(cx.py(), "object")
-                    .and_then(|o| o.getattr("__ne__"))
+                    .and_then(|o| o.getattr(pyo3::intern!(o.py(), "__ne__")))
                     .is_ok_and(|default| f.is(&default))
             });
         let function = if inverse_of_eq {
@@ -243,8 +243,8 @@ pub fn compare_made_objects<'py>(
             let (left_type, right_type) = (cx.type_of(left)?, cx.type_of(right)?);
             Err(Problem::Python(pyo3::exceptions::PyTypeError::new_err(format!(
                 "'{symbol}' not supported between instances of '{}' and '{}'",
-                left_type.getattr("__name__")?,
-                right_type.getattr("__name__")?
+                left_type.getattr(pyo3::intern!(left_type.py(), "__name__"))?,
+                right_type.getattr(pyo3::intern!(right_type.py(), "__name__"))?
             ))))
         }
     }

@@ -68,7 +68,9 @@ impl Kind for Known {
             let class = obj.get_type().into_any();
             let length_is_truth = match builtin_len_base(obj)? {
                 Some(base) => match cx.type_lookup(&class, "__bool__")? {
-                    Some(truth) => base.getattr("__bool__").is_ok_and(|own| own.is(&truth)),
+                    Some(truth) => base
+                        .getattr(pyo3::intern!(base.py(), "__bool__"))
+                        .is_ok_and(|own| own.is(&truth)),
                     None => true,
                 },
                 None => false,
@@ -413,7 +415,7 @@ impl Kind for Known {
         match source {
             Some(source) => r.source(source)?,
             None if obj.is_exact_instance_of::<PyFrozenSet>() => {
-                let copy = obj.getattr("copy")?;
+                let copy = obj.getattr(pyo3::intern!(obj.py(), "copy"))?;
                 r.call_constant(copy, &mut |_| Ok(0))?;
             }
             None => r.load_const(obj.clone()),

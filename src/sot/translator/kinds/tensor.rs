@@ -194,7 +194,11 @@ fn tensor_attr<'py>(
         }));
     }
     if cx.is_backend_tensor(&value) {
-        let getter = cx.known().operator.getattr("attrgetter")?.call1((name,))?;
+        let getter = cx
+            .known()
+            .operator
+            .getattr(pyo3::intern!(cx.py(), "attrgetter"))?
+            .call1((name,))?;
         return cx.record(&getter, vec![owner]);
     }
     // Another attribute of a tensor from the frame (`name`, `persistable`): read from it,
@@ -233,7 +237,11 @@ fn part_attr<'py>(cx: &mut dyn Interp<'py>, tensor: Vid, path: &str) -> Res<Vid>
         return graph_break(format!("tensor to python: method {path} of a tensor"));
     }
     if value.is_exact_instance_of::<pyo3::types::PyBool>() || cx.is_backend_tensor(&value) {
-        let getter = cx.known().operator.getattr("attrgetter")?.call1((path,))?;
+        let getter = cx
+            .known()
+            .operator
+            .getattr(pyo3::intern!(cx.py(), "attrgetter"))?
+            .call1((path,))?;
         return cx.record(&getter, vec![tensor]);
     }
     Ok(cx.push_val(Val::TensorPart {

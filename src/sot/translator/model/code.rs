@@ -2,6 +2,7 @@
 //! the names and markers generated code shares with the VM.
 
 use framehook_bytecode::canonical::{Instruction, Vars};
+use framehook_bytecode::liveness::Liveness;
 use framehook_bytecode::Table;
 use pyo3::prelude::*;
 
@@ -37,9 +38,10 @@ impl Parameters {
 
     pub fn of(code: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(Parameters::new(
-            code.getattr("co_argcount")?.extract()?,
-            code.getattr("co_kwonlyargcount")?.extract()?,
-            code.getattr("co_flags")?.extract()?,
+            code.getattr(pyo3::intern!(code.py(), "co_argcount"))?.extract()?,
+            code.getattr(pyo3::intern!(code.py(), "co_kwonlyargcount"))?
+                .extract()?,
+            code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?,
         ))
     }
 
@@ -84,6 +86,9 @@ pub struct CodeInfo {
     pub posonly: usize,
     pub kwonly: usize,
     pub filename: String,
+    /// Which variables the rest of the code may read (see `CodeInfo::liveness`): made on
+    /// first need, once per code (its translations and their restarts ask again).
+    liveness: std::sync::OnceLock<Option<Liveness>>,
 }
 
 impl CodeInfo {
@@ -96,12 +101,33 @@ impl CodeInfo {
             in_loop: std::sync::Arc::new(loop_membership(&instrs)),
             instrs: std::sync::Arc::new(instrs),
             vars: fields.vars.clone(),
-            flags: code.getattr("co_flags")?.extract()?,
-            argcount: code.getattr("co_argcount")?.extract()?,
-            posonly: code.getattr("co_posonlyargcount")?.extract()?,
-            kwonly: code.getattr("co_kwonlyargcount")?.extract()?,
-            filename: code.getattr("co_filename")?.extract()?,
+            flags: code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?,
+            argcount: code.getattr(pyo3::intern!(code.py(), "co_argcount"))?.extract()?,
+            posonly: code
+                .getattr(pyo3::intern!(code.py(), "co_posonlyargcount"))?
+                .extract()?,
+            kwonly: code
+                .getattr(pyo3::intern!(code.py(), "co_kwonlyargcount"))?
+                .extract()?,
+            filename: code.getattr(pyo3::intern!(code.py(), "co_filename"))?.extract()?,
+            liveness: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Which variables the rest of `code` (this information's) may read, from each
+    /// instruction on; None where the code names a function that reads its frame's
+    /// variables (`locals()`, `super()`...): then a resume function gets every bound one.
+    pub fn liveness(&self, code: &Bound<'_, PyAny>) -> PyResult<Option<&Liveness>> {
+        if let Some(liveness) = self.liveness.get() {
+            return Ok(liveness.as_ref());
+        }
+        let names: Vec<String> = code.getattr(pyo3::intern!(code.py(), "co_names"))?.extract()?;
+        let reads_frame = names
+            .iter()
+            .any(|n| n == "super" || FRAME_READERS.iter().any(|(_, reader)| reader == n));
+        let locals = self.vars.all().len() - self.vars.freevars.len();
+        let computed = (!reads_frame).then(|| Liveness::new(&self.instrs, locals));
+        Ok(self.liveness.get_or_init(|| computed).as_ref())
     }
 
     /// Arguments, `*args` and `**kwargs` included.

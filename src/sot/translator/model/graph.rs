@@ -117,7 +117,12 @@ impl<'py> Graph<'py> {
     }
 
     /// The innermost region still open.
-    pub fn innermost_open_region(&mut self) -> Option<&mut Region<'py>> {
+    pub fn innermost_open_region(&self) -> Option<&Region<'py>> {
+        self.regions.iter().rev().find(|r| !r.closed)
+    }
+
+    /// The innermost region still open, to change.
+    pub fn innermost_open_region_mut(&mut self) -> Option<&mut Region<'py>> {
         self.regions.iter_mut().rev().find(|r| !r.closed)
     }
 

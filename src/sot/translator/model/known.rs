@@ -1,7 +1,7 @@
 //! Python objects the VM compares with and calls, looked up once per translation.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::hookapi::pyobject::{import, imported};
 use crate::sot::translator::pyutil::builtin;
@@ -9,6 +9,7 @@ use crate::sot::translator::pyutil::builtin;
 /// Python objects the VM uses, looked up once per translation.
 pub struct Known<'py> {
     pub operator: Bound<'py, PyAny>,
+    operator_namespace: Bound<'py, PyDict>,
     /// The module `builtins` as it is now, for the names user code reads (the VM's own
     /// uses of builtins are `pyutil::builtin`'s).
     pub builtins: Bound<'py, PyAny>,
@@ -63,21 +64,23 @@ impl<'py> Known<'py> {
         let types = import(py, "types")?;
         let collections = import(py, "collections")?;
         let object = builtin(py, "object")?;
+        let operator = import(py, "operator")?;
         Ok(Self {
-            operator: import(py, "operator")?.into_any(),
-            function_type: types.getattr("FunctionType")?,
-            method_type: types.getattr("MethodType")?,
-            module_type: types.getattr("ModuleType")?,
+            operator_namespace: operator.dict(),
+            operator: operator.into_any(),
+            function_type: types.getattr(pyo3::intern!(types.py(), "FunctionType"))?,
+            method_type: types.getattr(pyo3::intern!(types.py(), "MethodType"))?,
+            module_type: types.getattr(pyo3::intern!(types.py(), "ModuleType"))?,
             property_type: builtin(py, "property")?,
-            member_descriptor_type: types.getattr("MemberDescriptorType")?,
-            getset_descriptor_type: types.getattr("GetSetDescriptorType")?,
+            member_descriptor_type: types.getattr(pyo3::intern!(types.py(), "MemberDescriptorType"))?,
+            getset_descriptor_type: types.getattr(pyo3::intern!(types.py(), "GetSetDescriptorType"))?,
             staticmethod_type: builtin(py, "staticmethod")?,
             classmethod_type: builtin(py, "classmethod")?,
             c_method_types: PyTuple::new(
                 py,
                 [
-                    types.getattr("MethodDescriptorType")?,
-                    types.getattr("WrapperDescriptorType")?,
+                    types.getattr(pyo3::intern!(types.py(), "MethodDescriptorType"))?,
+                    types.getattr(pyo3::intern!(types.py(), "WrapperDescriptorType"))?,
                 ],
             )?,
             range_type: builtin(py, "range")?,
@@ -85,22 +88,25 @@ impl<'py> Known<'py> {
                 .call1((PyList::empty(py),))?
                 .get_type()
                 .into_any(),
-            ordered_dict_type: collections.getattr("OrderedDict")?,
-            tuple_getter_type: collections.getattr("_tuplegetter")?,
+            ordered_dict_type: collections.getattr(pyo3::intern!(collections.py(), "OrderedDict"))?,
+            tuple_getter_type: collections.getattr(pyo3::intern!(collections.py(), "_tuplegetter"))?,
             enum_type: import(py, "enum")?.getattr("Enum")?,
             thread_local_type: import(py, "_thread")?.getattr("_local")?,
             lru_cache_type: import(py, "functools")?.getattr("_lru_cache_wrapper")?,
             partial_type: import(py, "framehook.sot._translate")?.getattr("_partial_type")?,
-            object_getattribute: object.getattr("__getattribute__")?,
-            object_setattr: object.getattr("__setattr__")?,
+            object_getattribute: object.getattr(pyo3::intern!(object.py(), "__getattribute__"))?,
+            object_setattr: object.getattr(pyo3::intern!(object.py(), "__setattr__"))?,
             type_setattr: builtin(py, "type")?.getattr("__setattr__")?,
             exception_setattr: builtin(py, "BaseException")?.getattr("__setattr__")?,
-            object_new: object.getattr("__new__")?,
-            mappingproxy_get: types.getattr("MappingProxyType")?.getattr("get")?,
+            object_new: object.getattr(pyo3::intern!(object.py(), "__new__"))?,
+            mappingproxy_get: types
+                .getattr(pyo3::intern!(types.py(), "MappingProxyType"))?
+                .getattr("get")?,
             string_io: import(py, "io")?.getattr("StringIO")?,
             string_io_write: import(py, "io")?.getattr("StringIO")?.getattr("write")?,
-            copy_copy: imported(py, "copy").and_then(|module| module.getattr("copy").ok()),
-            method_wrapper_type: types.getattr("MethodWrapperType")?,
+            copy_copy: imported(py, "copy")
+                .and_then(|module| module.getattr(pyo3::intern!(module.py(), "copy")).ok()),
+            method_wrapper_type: types.getattr(pyo3::intern!(types.py(), "MethodWrapperType"))?,
             builtins: import(py, "builtins")?.into_any(),
             none: py.None().into_bound(py),
         })
@@ -108,5 +114,16 @@ impl<'py> Known<'py> {
 
     pub fn op(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
         self.operator.getattr(name)
+    }
+
+    /// Whether `function` is the `operator` module's function `name` (looked up in the
+    /// module's namespace: most functions asked about are not there, and a failed
+    /// attribute read makes an exception).
+    pub fn is_op_named(&self, name: &str, function: &Bound<'py, PyAny>) -> bool {
+        self.operator_namespace
+            .get_item(name)
+            .ok()
+            .flatten()
+            .is_some_and(|found| found.is(function))
     }
 }

@@ -61,7 +61,8 @@ impl<'py> Vm<'py, '_> {
             vec![],
             NodeKind::Assumption,
         );
-        self.graph.assumed_at.push(self.top_pc);
+        let pc = self.top_pc;
+        self.graph_mut().assumed_at.push(pc);
         Ok(())
     }
 }

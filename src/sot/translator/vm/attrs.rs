@@ -105,7 +105,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if self.stored_attrs.is_empty() {
             return Ok(false);
         }
-        for class in ty.getattr("__mro__")?.try_iter()? {
+        for class in ty.getattr(pyo3::intern!(ty.py(), "__mro__"))?.try_iter()? {
             let class = class?.as_ptr() as usize;
             if self.stored_attrs.iter().any(|(p, n, _)| *p == class && n == name) {
                 return Ok(true);
@@ -127,7 +127,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let owner = self.realize(*owner)?;
         let class = self.type_of(owner)?;
         let generic = match solid_base(&class)? {
-            Some(base) => base.getattr("__setattr__")?.is(&self.ops.object_setattr),
+            Some(base) => base
+                .getattr(pyo3::intern!(base.py(), "__setattr__"))?
+                .is(&self.ops.object_setattr),
             None => false,
         };
         if !generic {
@@ -266,7 +268,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// stores any value as it is; a C type's members check theirs (`__suppress_context__`
     /// takes only a bool).
     pub(super) fn is_python_slot(&self, descriptor: &Bound<'py, PyAny>) -> PyResult<bool> {
-        Ok(self.is_slot(Some(descriptor))? && is_heap_type(&descriptor.getattr("__objclass__")?))
+        Ok(self.is_slot(Some(descriptor))?
+            && is_heap_type(&descriptor.getattr(pyo3::intern!(descriptor.py(), "__objclass__"))?))
     }
 
     /// A property's setter when it is a Python function (the VM inlines it); None for any
@@ -275,7 +278,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !descriptor.is_instance(&self.ops.property_type)? {
             return Ok(None);
         }
-        let setter = descriptor.getattr("fset")?;
+        let setter = descriptor.getattr(pyo3::intern!(descriptor.py(), "fset"))?;
         Ok(setter.is_instance(&self.ops.function_type)?.then_some(setter))
     }
 
@@ -301,13 +304,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "deleting {name} of an object whose __dict__ the translation changed"
             ));
         }
-        let dict = obj.getattr("__dict__")?;
+        let dict = obj.getattr(pyo3::intern!(obj.py(), "__dict__"))?;
         let key = PyString::intern(self.py, &name).into_any();
         if !dict.contains(&key)? {
             return unsupported(format!("deleting {name}, which the object's __dict__ lacks"));
         }
         self.guard_type(owner);
-        let dict_source = self.intern(Source::Attr(source, name_ref(self.py, "__dict__")));
+        let dict_source = self.intern(Source::Attr(source, self.name_ref("__dict__")));
         let entry = self.intern(Source::Item(dict_source, StrongRef::new(&key)));
         self.add_guard(entry, Check::Present);
         self.side_effects.push(SideEffect::DeleteAttr {
@@ -327,7 +330,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(false);
         }
         let ty = obj.get_type().into_any();
-        let plain = ty.getattr("__getattribute__")?.is(&self.ops.object_getattribute)
+        let plain = ty
+            .getattr(pyo3::intern!(ty.py(), "__getattribute__"))?
+            .is(&self.ops.object_getattribute)
             && self
                 .type_lookup(&ty, "__dict__")?
                 .is_some_and(|d| d.is_instance(&self.ops.getset_descriptor_type).unwrap_or(false));
@@ -350,6 +355,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         name: &str,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         crate::hookapi::pyobject::type_lookup(ty, &self.interned_name(name))
+    }
+
+    /// `name` as a source's attribute or key (`guard::source::name_ref`), from the
+    /// translation's interned names.
+    pub(super) fn name_ref(&self, name: &str) -> StrongRef {
+        StrongRef::new(self.interned_name(name).as_any())
     }
 
     /// `name` as an interned Python string, made once per translation: lookups by it hash
@@ -377,12 +388,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // A super object from the frame reads as one the translation made: its class
                 // pinned, its receiver read from it.
                 self.guard_type(owner);
-                let class = obj.getattr("__thisclass__")?;
-                let class_source = self.intern(Source::Attr(s, name_ref(self.py, "__thisclass__")));
+                let class = obj.getattr(pyo3::intern!(obj.py(), "__thisclass__"))?;
+                let class_source = self.intern(Source::Attr(s, self.name_ref("__thisclass__")));
                 self.add_guard(class_source, Check::Id(Pin::new(&class)));
                 let receiver = self.value_of_source(
-                    Source::Attr(s, name_ref(self.py, "__self__")),
-                    obj.getattr("__self__")?,
+                    Source::Attr(s, self.name_ref("__self__")),
+                    obj.getattr(pyo3::intern!(obj.py(), "__self__"))?,
                 );
                 self.super_attr(class, receiver, name)
             }
@@ -408,7 +419,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     // type lacks raises CPython's AttributeError here (reading an exact
                     // builtin's attribute runs no user code), its type guarded.
                     self.guard_type(owner);
-                    obj.getattr(name)?;
+                    obj.getattr(self.interned_name(name))?;
                     if self.is_ordered_dict(&obj) && !matches!(name, "get" | "keys" | "values" | "items") {
                         // Its other methods are its own (`copy` makes an OrderedDict,
                         // `popitem` and `move_to_end` take its order).
@@ -521,7 +532,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             if obj.is_instance_of::<PyType>() {
                 if let Some(raw) = self.type_lookup(&obj, name)? {
                     if raw.is_instance(&self.ops.classmethod_type)? {
-                        let function = self.constant(raw.getattr("__func__")?);
+                        let function = self.constant(raw.getattr(pyo3::intern!(raw.py(), "__func__"))?);
                         return Ok(self.push_val(Val::Method {
                             function,
                             receiver: owner,
@@ -540,9 +551,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return unsupported(format!("attribute {name} of {}: {what}", qualname(&obj)));
                 }
             }
-            let value = obj.getattr(name)?;
+            let value = obj.getattr(self.interned_name(name))?;
             if obj.is_instance(&self.ops.module_type)? {
-                self.read_outside_regions(&obj.getattr("__dict__")?, name, &value)?;
+                self.read_outside_regions(&obj.getattr(pyo3::intern!(obj.py(), "__dict__"))?, name, &value)?;
             }
             if source.is_none() && name == "__dict__" && obj.is_instance_of::<PyType>() {
                 // A class the translation holds (an item of a pinned class's `__mro__`): its
@@ -550,7 +561,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // guarded one by one (`class_namespace`), as a frame class's are.
                 let held = self.intern(Source::Held(StrongRef::new(&obj)));
                 self.add_guard(held, Check::Id(Pin::new(&obj)));
-                return Ok(self.value_of_source(Source::Attr(held, name_ref(self.py, name)), value));
+                return Ok(self.value_of_source(Source::Attr(held, self.name_ref(name)), value));
             }
             return Ok(attr_source(self, value));
         }
@@ -587,13 +598,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                         }));
                     }
                 }
-                let value = obj.getattr(name)?;
-                if value.getattr("__self__").is_ok_and(|bound_to| bound_to.is(&obj)) {
+                let value = obj.getattr(self.interned_name(name))?;
+                if value
+                    .getattr(pyo3::intern!(value.py(), "__self__"))
+                    .is_ok_and(|bound_to| bound_to.is(&obj))
+                {
                     return unsupported(format!("method {name} of an exception the translation made"));
                 }
                 return Ok(self.constant(value));
             }
-            let value = obj.getattr(name)?;
+            let value = obj.getattr(self.interned_name(name))?;
             return Ok(self.constant(value));
         }
         if self.backend.is_tensor(&obj) {
@@ -604,7 +618,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         if matches!(name, "name" | "value" | "_name_" | "_value_") && self.pin_enum_member(owner, &obj)? {
             // Fixed with the member's pinned state.
-            return Ok(self.constant(obj.getattr(name)?));
+            return Ok(self.constant(obj.getattr(self.interned_name(name))?));
         }
         self.instance_attr(owner, obj, source, name)
     }
@@ -666,13 +680,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // A property or descriptor raising AttributeError hands over to `__getattr__`.
                 return unsupported(format!(
                     "attribute {name} of {} (a descriptor beside its __getattr__)",
-                    ty.getattr("__qualname__")?
+                    ty.getattr(pyo3::intern!(ty.py(), "__qualname__"))?
                 ));
             }
         }
         if let Some(descriptor) = &class_attr {
             if descriptor.is_instance(&self.ops.property_type)? {
-                let getter = descriptor.getattr("fget")?;
+                let getter = descriptor.getattr(pyo3::intern!(descriptor.py(), "fget"))?;
                 let function = self.constant(getter);
                 return self.call(function, vec![owner], vec![]);
             }
@@ -688,7 +702,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Err(error) if is_slot && error.is_instance_of::<PyAttributeError>(self.py) => {
                         // A slot never stored: on a later call the object may have it.
                         if let Some(s) = source {
-                            let key = name_ref(self.py, name);
+                            let key = self.name_ref(name);
                             let attr = self.intern(if own {
                                 Source::OwnAttr(s, key)
                             } else {
@@ -722,7 +736,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(value);
             }
         }
-        let instance_dict = obj.getattr("__dict__").ok();
+        let instance_dict = obj.getattr(pyo3::intern!(obj.py(), "__dict__")).ok();
         if let Some(dict) = &instance_dict {
             if let Ok(value) = dict.get_item(name) {
                 // Present (read where the generated code starts): on a later call the
@@ -738,7 +752,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // class's method or value (simplejson's `self.default = default`), or instead of
             // its `__getattr__`.
             if let Some(s) = source {
-                let dict = self.intern(Source::Attr(s, name_ref(self.py, "__dict__")));
+                let dict = self.intern(Source::Attr(s, self.name_ref("__dict__")));
                 let entry = self.intern(Source::Item(dict, StrongRef::new(&PyString::new(self.py, name))));
                 self.add_guard(entry, Check::Absent);
             }
@@ -767,7 +781,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 if let Some(s) = source {
                     self.add_guard(s, Check::Id(Pin::new(&obj)));
                 }
-                let value = obj.getattr(name)?;
+                let value = obj.getattr(self.interned_name(name))?;
                 Ok(self.constant(value))
             }
             Some(_) => {
@@ -777,7 +791,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // A layer's parameter or sublayer, read through its `__getattr__` (as the guard
             // reads it again).
             None if reads_through_getattr => {
-                let value = obj.getattr(name)?;
+                let value = obj.getattr(self.interned_name(name))?;
                 Ok(attr_source(self, value))
             }
             None => {
@@ -803,7 +817,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         ty: &Bound<'py, PyAny>,
         name: &str,
     ) -> Res<Option<Bound<'py, PyAny>>> {
-        let getattribute = ty.getattr("__getattribute__")?;
+        let getattribute = ty.getattr(pyo3::intern!(ty.py(), "__getattribute__"))?;
         let reads_through_getattr = self.backend.is_layer(obj);
         let generic_lookup =
             getattribute.is(&self.ops.object_getattribute) || has_generic_getattro(&obj.get_type());
@@ -829,14 +843,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             let why = if getattribute.is_instance(&self.ops.object_getattribute.get_type())?
                 && self.type_lookup(ty, "__getattr__")?.is_none()
             {
-                let owner = getattribute.getattr("__objclass__")?.getattr("__qualname__")?;
+                let owner = getattribute
+                    .getattr(pyo3::intern!(getattribute.py(), "__objclass__"))?
+                    .getattr("__qualname__")?;
                 format!("{owner}'s __getattribute__, written in C, is not simulated")
             } else {
                 "custom __getattribute__ or __getattr__".to_owned()
             };
             return unsupported(format!(
                 "attribute {name} of {} ({why})",
-                ty.getattr("__qualname__")?
+                ty.getattr(pyo3::intern!(ty.py(), "__qualname__"))?
             ));
         }
         Ok(getattr_hook)
@@ -852,7 +868,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         } else {
             self.ops.module_type.clone()
         };
-        let own_getattribute = own_getattribute.getattr("__getattribute__")?;
+        let own_getattribute =
+            own_getattribute.getattr(pyo3::intern!(own_getattribute.py(), "__getattribute__"))?;
         let getattribute = self.type_lookup(&meta, "__getattribute__")?;
         if !getattribute.is_some_and(|g| g.is(&own_getattribute)) {
             return Ok(NamespaceRead::RunsPython(
@@ -866,7 +883,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             if data && descriptor.is_instance(&self.ops.property_type)? {
                 // A metaclass's property (an enum class's `__members__`): its getter inlined.
                 return Ok(NamespaceRead::Getter(
-                    descriptor.getattr("fget")?,
+                    descriptor.getattr(pyo3::intern!(descriptor.py(), "fget"))?,
                     vec![obj.clone()],
                 ));
             }
@@ -879,7 +896,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             if data && name == "__doc__" {
                 // `type.__doc__` binds the class's own `__doc__` descriptor (3.15's dataclasses
                 // make the docstring on first read).
-                if let Ok(doc) = obj.getattr("__dict__")?.get_item("__doc__") {
+                if let Ok(doc) = obj
+                    .getattr(pyo3::intern!(obj.py(), "__dict__"))?
+                    .get_item("__doc__")
+                {
                     if let Some(get) = self.python_get(&doc)? {
                         return Ok(NamespaceRead::Getter(
                             get,
@@ -890,7 +910,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             if data && name == "__annotations__" {
                 // Deferred annotations (3.14+): the first read calls the class's annotate function.
-                let dict = obj.getattr("__dict__")?;
+                let dict = obj.getattr(pyo3::intern!(obj.py(), "__dict__"))?;
                 let annotate = ["__annotate_func__", "__annotate__"]
                     .iter()
                     .any(|key| dict.get_item(key).is_ok_and(|f| !f.is_none()));
@@ -916,12 +936,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                     None => NamespaceRead::Now,
                 });
             }
-        } else if let Ok(value) = obj.getattr("__dict__")?.get_item(name) {
+        } else if let Ok(value) = obj.getattr(pyo3::intern!(obj.py(), "__dict__"))?.get_item(name) {
             if is_lazy_import(&value) {
                 return Ok(NamespaceRead::RunsPython("a lazy import not used yet".into()));
             }
             return Ok(NamespaceRead::Now);
-        } else if obj.getattr("__dict__")?.contains("__getattr__")? {
+        } else if obj
+            .getattr(pyo3::intern!(obj.py(), "__dict__"))?
+            .contains("__getattr__")?
+        {
             return Ok(NamespaceRead::RunsPython("the module's __getattr__".into()));
         }
         if let Some(descriptor) = &meta_attr {
@@ -983,7 +1006,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(raw) = self.type_lookup(&ty, name)? else {
             return Err(Problem::Python(PyTypeError::new_err(format!(
                 "'{}' object does not support the context manager protocol",
-                ty.getattr("__name__")?
+                ty.getattr(pyo3::intern!(ty.py(), "__name__"))?
             ))));
         };
         if raw.is_instance(&self.ops.function_type)? {
@@ -995,7 +1018,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         graph_break(format!(
             "unsupported call: {name} of {} written in C",
-            ty.getattr("__qualname__")?
+            ty.getattr(pyo3::intern!(ty.py(), "__qualname__"))?
         ))
     }
 
@@ -1017,10 +1040,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             })));
         }
         if raw.is_instance(&self.ops.staticmethod_type)? {
-            return Ok(Some(self.constant(raw.getattr("__func__")?)));
+            return Ok(Some(
+                self.constant(raw.getattr(pyo3::intern!(raw.py(), "__func__"))?),
+            ));
         }
         if raw.is_instance(&self.ops.classmethod_type)? {
-            let function = self.constant(raw.getattr("__func__")?);
+            let function = self.constant(raw.getattr(pyo3::intern!(raw.py(), "__func__"))?);
             let receiver = class_value.unwrap_or_else(|| self.constant(class.clone()));
             return Ok(Some(self.push_val(Val::Method { function, receiver })));
         }
@@ -1061,7 +1086,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if arguments && !own("__new__")? {
             return Err(Problem::Python(PyTypeError::new_err(format!(
                 "{}.__init__() takes exactly one argument (the instance to initialize)",
-                class.getattr("__name__")?
+                class.getattr(pyo3::intern!(class.py(), "__name__"))?
             ))));
         }
         Ok(self.constant(self.ops.none.clone()))
@@ -1096,10 +1121,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "super().{name} where the translation set a class's {name}"
             ));
         }
-        let mro = ty.getattr("__mro__")?.cast_into::<PyTuple>()?;
+        let mro = ty
+            .getattr(pyo3::intern!(ty.py(), "__mro__"))?
+            .cast_into::<PyTuple>()?;
         let start = mro.iter().position(|c| c.is(&class)).map_or(mro.len(), |p| p + 1);
         for base in mro.iter().skip(start) {
-            if let Ok(raw) = base.getattr("__dict__")?.get_item(name) {
+            if let Ok(raw) = base.getattr(pyo3::intern!(base.py(), "__dict__"))?.get_item(name) {
                 if receiver_is_class && raw.is_instance(&self.ops.function_type)? {
                     // Of the class itself, a function is given unbound (`super().__new__`).
                     return Ok(self.constant(raw));
@@ -1109,7 +1136,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return Ok(bound);
                 }
                 if raw.is_instance(&self.ops.property_type)? && !receiver_is_class {
-                    let function = self.constant(raw.getattr("fget")?);
+                    let function = self.constant(raw.getattr(pyo3::intern!(raw.py(), "fget"))?);
                     return self.call(function, vec![receiver], vec![]);
                 }
                 if base.is(&builtin(self.py, "object")?)
@@ -1169,7 +1196,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         if let Some(descriptor) = &class_attr {
             if descriptor.is_instance(&self.ops.property_type)? {
-                let getter = self.constant(descriptor.getattr("fget")?);
+                let getter = self.constant(descriptor.getattr(pyo3::intern!(descriptor.py(), "fget"))?);
                 return self.call(getter, vec![owner], vec![]);
             }
         }

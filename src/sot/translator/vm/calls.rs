@@ -164,8 +164,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         }
         self.guard_type(*stream);
-        let closed = obj.getattr("closed")?;
-        let closed_source = self.intern(Source::Attr(source, name_ref(self.py, "closed")));
+        let closed = obj.getattr(pyo3::intern!(obj.py(), "closed"))?;
+        let closed_source = self.intern(Source::Attr(source, self.name_ref("closed")));
         self.guard_value(closed_source, &closed)?;
         if closed.is_truthy()? {
             return Ok(None);
@@ -198,11 +198,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: &[(String, Vid)],
         descriptor_types: &[Bound<'py, PyAny>],
     ) -> Res<Option<(Bound<'py, PyAny>, &'a [Vid])>> {
-        if !kwargs.is_empty() || !getter.getattr("__name__")?.eq("__get__")? {
+        if !kwargs.is_empty()
+            || !getter
+                .getattr(pyo3::intern!(getter.py(), "__name__"))?
+                .eq("__get__")?
+        {
             return Ok(None);
         }
         if getter.get_type().is(&self.ops.method_wrapper_type) {
-            return Ok(Some((getter.getattr("__self__")?, args)));
+            return Ok(Some((
+                getter.getattr(pyo3::intern!(getter.py(), "__self__"))?,
+                args,
+            )));
         }
         let of_these_types = getter
             .getattr("__objclass__")
@@ -234,7 +241,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         };
         let instance_type = self.type_of(instance)?;
-        let objclass = descriptor.getattr("__objclass__")?;
+        let objclass = descriptor.getattr(pyo3::intern!(descriptor.py(), "__objclass__"))?;
         if instance_type.is(self.ops.none.get_type())
             || !instance_type
                 .cast::<PyType>()
@@ -286,7 +293,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // `__get__(None, owner)` gives the descriptor back; without an owner, a TypeError.
             return Ok(None);
         }
-        let objclass = descriptor.getattr("__objclass__")?;
+        let objclass = descriptor.getattr(pyo3::intern!(descriptor.py(), "__objclass__"))?;
         let Ok(instance_class) = instance_type.cast::<PyType>() else {
             return Ok(None);
         };
@@ -302,7 +309,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 _ => Ok(None),
             };
         }
-        let name: String = descriptor.getattr("__name__")?.extract()?;
+        let name: String = descriptor
+            .getattr(pyo3::intern!(descriptor.py(), "__name__"))?
+            .extract()?;
         let found = self.type_lookup(&instance_type, &name)?;
         let getattribute = self.type_lookup(&instance_type, "__getattribute__")?;
         let type_getattribute = builtin(self.py, "type")?.getattr("__getattribute__")?;
@@ -329,7 +338,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         };
         let is_fspath = imported(self.py, "os")
-            .and_then(|os| os.getattr("fspath").ok())
+            .and_then(|os| os.getattr(pyo3::intern!(os.py(), "fspath")).ok())
             .is_some_and(|fspath| fspath.is(obj));
         if !is_fspath || self.contains_tensor(*path) {
             return Ok(None);
@@ -391,8 +400,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !method.get_type().is(self.ops.c_method_types.get_item(0)?) {
             return Ok(None);
         }
-        let name: String = method.getattr("__name__")?.extract()?;
-        let owner = method.getattr("__objclass__")?;
+        let name: String = method
+            .getattr(pyo3::intern!(method.py(), "__name__"))?
+            .extract()?;
+        let owner = method.getattr(pyo3::intern!(method.py(), "__objclass__"))?;
         let containers = [
             self.py.get_type::<PyList>().into_any(),
             self.py.get_type::<PyDict>().into_any(),
@@ -506,10 +517,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             match source {
                 Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
                     self.add_guard(s, Check::Type(Pin::of_type(&self.ops.function_type)));
-                    let code_source = self.intern(Source::Attr(s, name_ref(self.py, "__code__")));
-                    self.add_guard(code_source, Check::Id(Pin::new(&obj.getattr("__code__")?)));
-                    let globals_source = self.intern(Source::Attr(s, name_ref(self.py, "__globals__")));
-                    self.add_guard(globals_source, Check::Id(Pin::new(&obj.getattr("__globals__")?)));
+                    let code_source = self.intern(Source::Attr(s, self.name_ref("__code__")));
+                    self.add_guard(
+                        code_source,
+                        Check::Id(Pin::new(&obj.getattr(pyo3::intern!(obj.py(), "__code__"))?)),
+                    );
+                    let globals_source = self.intern(Source::Attr(s, self.name_ref("__globals__")));
+                    self.add_guard(
+                        globals_source,
+                        Check::Id(Pin::new(&obj.getattr(pyo3::intern!(obj.py(), "__globals__"))?)),
+                    );
                 }
                 _ => pin(self),
             }
@@ -519,7 +536,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             if renamed {
                 return graph_break(format!("a call of {} renamed while translating", qualname(&obj)));
             }
-            match self.backend.code_kind(&obj.getattr("__code__")?)? {
+            match self
+                .backend
+                .code_kind(&obj.getattr(pyo3::intern!(obj.py(), "__code__"))?)?
+            {
                 CodeKind::Traced => {}
                 CodeKind::Library => return self.call_library(&obj, source, args, kwargs),
                 CodeKind::Closed => {
@@ -533,16 +553,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             return self.inline(&function, args, kwargs, source);
         }
         if obj.is_instance(&self.ops.method_type)? {
-            let function = obj.getattr("__func__")?;
-            let receiver = obj.getattr("__self__")?;
+            let function = obj.getattr(pyo3::intern!(obj.py(), "__func__"))?;
+            let receiver = obj.getattr(pyo3::intern!(obj.py(), "__self__"))?;
             let (function, receiver) = match source {
                 Some(s) => {
                     // Made anew at each attribute read (a `with`'s `__exit__` handed to a
                     // resume function): pinned by type, its function and its receiver.
                     self.add_guard(s, Check::Type(Pin::of_type(&self.ops.method_type)));
                     (
-                        self.value_of_source(Source::Attr(s, name_ref(self.py, "__func__")), function),
-                        self.value_of_source(Source::Attr(s, name_ref(self.py, "__self__")), receiver),
+                        self.value_of_source(Source::Attr(s, self.name_ref("__func__")), function),
+                        self.value_of_source(Source::Attr(s, self.name_ref("__self__")), receiver),
                     )
                 }
                 None => (self.constant(function), self.constant(receiver)),
@@ -738,10 +758,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let Ok(name) = obj.getattr("__name__").and_then(|n| n.extract::<String>()) else {
+        let Ok(name) = obj
+            .getattr(pyo3::intern!(self.py, "__name__"))
+            .and_then(|n| n.extract::<String>())
+        else {
             return Ok(None);
         };
-        if !kwargs.is_empty() || !self.ops.op(&name).is_ok_and(|f| f.is(obj)) {
+        if !kwargs.is_empty() || !self.ops.is_op_named(&name, obj) {
             return Ok(None);
         }
         let binary = BINARY_OPS

@@ -129,7 +129,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .iter()
                 .any(|name| builtin(self.py, name).is_ok_and(|b| b.is(&base)))
         });
-        let state = member.getattr("__dict__").ok();
+        let state = member.getattr(pyo3::intern!(member.py(), "__dict__")).ok();
         let Some(state) = state.as_ref().and_then(|s| s.cast_exact::<PyDict>().ok()) else {
             return Ok(false);
         };
@@ -141,7 +141,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             _ => self.intern(Source::Held(StrongRef::new(member))),
         };
         self.pin(source, member)?;
-        let state_source = self.intern(Source::Attr(source, name_ref(self.py, "__dict__")));
+        let state_source = self.intern(Source::Attr(source, self.name_ref("__dict__")));
         let keys = PyTuple::new(self.py, state.keys())?;
         self.add_guard(state_source, Check::Keys(StrongRef::new(keys.as_any())));
         for (key, value) in state.iter() {

@@ -22,7 +22,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         for name in self.backend.layer_attributes(obj).to_vec() {
             let value = obj.getattr(name.as_str())?;
-            let attribute = self.intern(Source::Attr(s, name_ref(self.py, &name)));
+            let attribute = self.intern(Source::Attr(s, self.name_ref(&name)));
             self.guard_value(attribute, &value)?;
         }
         Ok(())
@@ -32,10 +32,16 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// pinned by the class it is bound to and its name.
     pub(super) fn pin_class_bound_builtin(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
         self.add_guard(source, Check::Type(Pin::of_type(&obj.get_type().into_any())));
-        let owner = self.intern(Source::Attr(source, name_ref(self.py, "__self__")));
-        self.add_guard(owner, Check::Id(Pin::new(&obj.getattr("__self__")?)));
-        let name = self.intern(Source::Attr(source, name_ref(self.py, "__name__")));
-        self.add_guard(name, Check::Equals(StrongRef::new(&obj.getattr("__name__")?)));
+        let owner = self.intern(Source::Attr(source, self.name_ref("__self__")));
+        self.add_guard(
+            owner,
+            Check::Id(Pin::new(&obj.getattr(pyo3::intern!(obj.py(), "__self__"))?)),
+        );
+        let name = self.intern(Source::Attr(source, self.name_ref("__name__")));
+        self.add_guard(
+            name,
+            Check::Equals(StrongRef::new(&obj.getattr(pyo3::intern!(obj.py(), "__name__"))?)),
+        );
         Ok(())
     }
 
@@ -137,7 +143,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         // A class with abstract methods left: `object.__new__` raises TypeError (the call
         // runs for real).
         const TPFLAGS_IS_ABSTRACT: u64 = 1 << 20;
-        if cls.getattr("__flags__")?.extract::<u64>()? & TPFLAGS_IS_ABSTRACT != 0 {
+        if cls
+            .getattr(pyo3::intern!(cls.py(), "__flags__"))?
+            .extract::<u64>()?
+            & TPFLAGS_IS_ABSTRACT
+            != 0
+        {
             return Ok(None);
         }
         let pin = |vm: &mut Self| {
@@ -152,7 +163,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let init = self.type_lookup(cls, "__init__")?;
         // object's own, a Python function's, or another the VM does not run (a property, a
         // C type's, a callable object): then the class is called as it is.
-        let object_init = object.getattr("__init__")?;
+        let object_init = object.getattr(pyo3::intern!(object.py(), "__init__"))?;
         let default_init = init.as_ref().is_some_and(|i| i.is(&object_init));
         let python_init = init.filter(|init| init.is_instance(&self.ops.function_type).unwrap_or(false));
         let python_new = self.type_lookup(cls, "__new__")?.filter(|new| {
@@ -246,7 +257,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             .getattr("__module__")
             .is_ok_and(|m| !m.eq("builtins").unwrap_or(true));
         let has_dict = has_instance_dict(cls);
-        let default_new = cls.getattr("__new__")?.is(&object.getattr("__new__")?);
+        let default_new = cls
+            .getattr(pyo3::intern!(cls.py(), "__new__"))?
+            .is(&object.getattr(pyo3::intern!(object.py(), "__new__"))?);
         // Without a __dict__, a Python class with the default __new__ keeps its
         // attributes in `__slots__` (see `is_slot`).
         let slotted = !has_dict && cls.hasattr("__slots__")?;
@@ -291,7 +304,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: &[(String, Vid)],
     ) -> Res<Vid> {
         let function = if new.is_instance(&self.ops.staticmethod_type)? {
-            new.getattr("__func__")?
+            new.getattr(pyo3::intern!(new.py(), "__func__"))?
         } else {
             new.clone()
         };
@@ -324,7 +337,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         let object = builtin(self.py, "object")?;
         let mut copies_as_object = self.type_lookup(&class, "__copy__")?.is_none()
             && self.type_lookup(&class, "__setstate__")?.is_none()
-            && class.getattr("__new__")?.is(&object.getattr("__new__")?);
+            && class
+                .getattr(pyo3::intern!(class.py(), "__new__"))?
+                .is(&object.getattr(pyo3::intern!(object.py(), "__new__"))?);
         for name in ["__reduce_ex__", "__reduce__", "__getstate__"] {
             let found = self.type_lookup(&class, name)?;
             let own = object.getattr(name).ok();
@@ -349,12 +364,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.guard_type(*original);
         let mut attrs = Vec::new();
         if has_instance_dict(&class) {
-            let dict = obj.getattr("__dict__")?;
+            let dict = obj.getattr(pyo3::intern!(obj.py(), "__dict__"))?;
             let dict = dict.cast_exact::<PyDict>().map_err(PyErr::from)?;
             if dict.keys().iter().any(|k| !k.is_exact_instance_of::<PyString>()) {
                 return Ok(None);
             }
-            let dict_source = self.intern(Source::Attr(source, name_ref(self.py, "__dict__")));
+            let dict_source = self.intern(Source::Attr(source, self.name_ref("__dict__")));
             let keys = PyTuple::new(self.py, dict.keys())?;
             self.add_guard(dict_source, Check::Keys(StrongRef::new(keys.as_any())));
             for (key, value) in dict.iter() {
@@ -364,10 +379,15 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         // Slots, set after the dict by `setattr` (a class's own `__setattr__` would run).
-        let own_setattr = !class.getattr("__setattr__")?.is(&self.ops.object_setattr);
-        for base in class.getattr("__mro__")?.try_iter()? {
+        let own_setattr = !class
+            .getattr(pyo3::intern!(class.py(), "__setattr__"))?
+            .is(&self.ops.object_setattr);
+        for base in class.getattr(pyo3::intern!(class.py(), "__mro__"))?.try_iter()? {
             let base = base?;
-            let Ok(declared) = base.getattr("__dict__")?.get_item("__slots__") else {
+            let Ok(declared) = base
+                .getattr(pyo3::intern!(base.py(), "__dict__"))?
+                .get_item("__slots__")
+            else {
                 continue;
             };
             let names: Vec<String> = match declared.extract::<String>() {
@@ -385,19 +405,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                     Some(rest) if !rest.ends_with("__") => {
                         format!(
                             "_{}{name}",
-                            base.getattr("__name__")?
+                            base.getattr(pyo3::intern!(base.py(), "__name__"))?
                                 .extract::<String>()?
                                 .trim_start_matches('_')
                         )
                     }
                     _ => name,
                 };
-                let attr = self.intern(Source::Attr(source, name_ref(self.py, &mangled)));
+                let attr = self.intern(Source::Attr(source, self.name_ref(&mangled)));
                 match obj.getattr(mangled.as_str()) {
                     Ok(value) if !own_setattr => {
                         self.add_guard(attr, Check::Present);
                         let value =
-                            self.value_of_source(Source::Attr(source, name_ref(self.py, &mangled)), value);
+                            self.value_of_source(Source::Attr(source, self.name_ref(&mangled)), value);
                         attrs.push((mangled, value));
                     }
                     Ok(_) => return Ok(None),
@@ -423,7 +443,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         const TPFLAGS_IS_ABSTRACT: u64 = 1 << 20;
         let makeable = cls.is_instance_of::<PyType>()
             && is_heap_type(&cls)
-            && cls.getattr("__flags__")?.extract::<u64>()? & TPFLAGS_IS_ABSTRACT == 0
+            && cls.getattr(pyo3::intern!(cls.py(), "__flags__"))?.extract::<u64>()? & TPFLAGS_IS_ABSTRACT == 0
             && self.type_lookup(&cls, "__del__")?.is_none()
             // Its instances laid out as `object`'s, with a `__dict__` or slots.
             && solid_base(&cls)?.is_some_and(|base| base.is(&object))

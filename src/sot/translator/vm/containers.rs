@@ -40,7 +40,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let keys = PyList::new(self.py, keys)?;
         let kwargs = PyDict::new(self.py);
-        kwargs.set_item("key", keys.getattr("__getitem__")?)?;
+        kwargs.set_item("key", keys.getattr(pyo3::intern!(keys.py(), "__getitem__"))?)?;
         if reverse {
             kwargs.set_item("reverse", true)?;
         }
@@ -312,7 +312,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let ty = self.type_of(vid)?;
                 return unsupported(format!(
                     "the items of a {} read as a mapping",
-                    ty.getattr("__name__")?
+                    ty.getattr(pyo3::intern!(ty.py(), "__name__"))?
                 ));
             }
         }

@@ -18,7 +18,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         let caught = err.value(self.py).clone().into_any();
         // No Python frame run for real raised it (its traceback is empty yet).
-        let top_frame_only = raised_here && self.depth == 0 && caught.getattr("__traceback__")?.is_none();
+        let top_frame_only = raised_here
+            && self.depth == 0
+            && caught
+                .getattr(pyo3::intern!(caught.py(), "__traceback__"))?
+                .is_none();
         match self.caught_exceptions.entry(caught.as_ptr() as usize) {
             std::collections::hash_map::Entry::Vacant(entry) => {
                 entry.insert(top_frame_only.then(|| frame.instrs[index].location));
@@ -51,7 +55,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(());
         };
         let handled = self.chained_to(handled)?;
-        if !handled.is(&exc) && exc.getattr("__context__")?.is_none() {
+        if !handled.is(&exc) && exc.getattr(pyo3::intern!(exc.py(), "__context__"))?.is_none() {
             chain_context(&exc, &handled)?;
         }
         Ok(())
@@ -216,7 +220,7 @@ fn chain_context(exc: &Bound<'_, PyAny>, handled: &Bound<'_, PyAny>) -> PyResult
     let mut slow = handled.clone();
     let mut move_slow = false;
     loop {
-        let context = current.getattr("__context__")?;
+        let context = current.getattr(pyo3::intern!(current.py(), "__context__"))?;
         if context.is_none() {
             break;
         }
@@ -229,7 +233,7 @@ fn chain_context(exc: &Bound<'_, PyAny>, handled: &Bound<'_, PyAny>) -> PyResult
             break;
         }
         if move_slow {
-            slow = slow.getattr("__context__")?;
+            slow = slow.getattr(pyo3::intern!(slow.py(), "__context__"))?;
         }
         move_slow = !move_slow;
     }

@@ -15,11 +15,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         let mut top = Self::pop_n(frame, base)?;
         let code_vid = top.remove(0);
         let code = self.concrete(code_vid)?;
-        let name: String = code.getattr("co_name")?.extract()?;
+        let name: String = code.getattr(pyo3::intern!(code.py(), "co_name"))?.extract()?;
         // Before 3.11 the qualified name comes on the stack, after it in the code object.
         let qualname = match top.first() {
             Some(qualname) => self.concrete(*qualname)?,
-            None => code.getattr("co_qualname")?,
+            None => code.getattr(pyo3::intern!(code.py(), "co_qualname"))?,
         };
         let function = Function {
             code,
@@ -122,7 +122,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         let mut defaults = Vec::new();
         if let Some(owner) = owner {
-            let defaults_source = self.intern(Source::Attr(owner, name_ref(self.py, "__defaults__")));
+            let defaults_source = self.intern(Source::Attr(owner, self.name_ref("__defaults__")));
             if raw_defaults.is_none() {
                 self.add_guard(defaults_source, Check::Id(Pin::new(&raw_defaults)));
             } else {
@@ -138,7 +138,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let mut kwdefaults = Vec::new();
         if let Some(owner) = owner {
-            let kw_source = self.intern(Source::Attr(owner, name_ref(self.py, "__kwdefaults__")));
+            let kw_source = self.intern(Source::Attr(owner, self.name_ref("__kwdefaults__")));
             if raw_kwdefaults.is_none() {
                 self.add_guard(kw_source, Check::Id(Pin::new(&raw_kwdefaults)));
             } else if let Ok(dict) = raw_kwdefaults.cast_exact::<PyDict>() {
@@ -156,7 +156,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         let mut closure = Vec::new();
-        let raw_closure = obj.getattr("__closure__")?;
+        let raw_closure = obj.getattr(pyo3::intern!(obj.py(), "__closure__"))?;
         if !raw_closure.is_none() {
             for (index, cell) in raw_closure.try_iter()?.enumerate() {
                 let cell = cell?;
@@ -168,7 +168,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 let cell_source = match source {
                     Some(s) => {
-                        let closure_source = self.intern(Source::Attr(s, name_ref(self.py, "__closure__")));
+                        let closure_source = self.intern(Source::Attr(s, self.name_ref("__closure__")));
                         let index_key = index.into_pyobject(self.py)?.into_any();
                         self.intern(Source::Item(closure_source, StrongRef::new(&index_key)))
                     }
@@ -176,13 +176,14 @@ impl<'py, 'b> Vm<'py, 'b> {
                 };
                 // Read through the cell (another closure over it may store into it between
                 // calls), as a default through the function.
-                let content = match cell.getattr("cell_contents") {
-                    Ok(content) => Some(self.value_of_source(
-                        Source::Attr(cell_source, name_ref(self.py, "cell_contents")),
-                        content,
-                    )),
-                    Err(_) => None,
-                };
+                let content =
+                    match cell.getattr(pyo3::intern!(cell.py(), "cell_contents")) {
+                        Ok(content) => Some(self.value_of_source(
+                            Source::Attr(cell_source, self.name_ref("cell_contents")),
+                            content,
+                        )),
+                        Err(_) => None,
+                    };
                 self.cells.push(content);
                 closure.push(self.cells.len() - 1);
                 self.outside_cells.insert(self.cells.len() - 1, cell_source);
@@ -227,7 +228,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(top) = self.top_globals.as_ref() {
             if !function.globals.is(top) {
                 let globals = match source {
-                    Some(s) => Source::Attr(s, name_ref(self.py, "__globals__")),
+                    Some(s) => Source::Attr(s, self.name_ref("__globals__")),
                     None => Source::Held(StrongRef::new(&function.globals)),
                 };
                 frame.globals_source = Some(self.intern(globals));

@@ -81,7 +81,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return unsupported("a list iterator without a source");
         };
         self.guard_type(vid);
-        let reduce = self.intern(Source::Attr(source, name_ref(self.py, "__reduce__")));
+        let reduce = self.intern(Source::Attr(source, self.name_ref("__reduce__")));
         let state = self.intern(Source::Called(reduce));
         let reduced = obj.call_method0("__reduce__")?;
         // `(iter, (list,), position)`; an exhausted one has let go of its list: `(iter, ([],))`.

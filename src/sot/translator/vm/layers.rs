@@ -28,8 +28,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         // What the layer's `__setattr__` does depends on the value's type.
         self.guard_type(value);
         for table in tables {
-            let table = self.intern(Source::Attr(source, name_ref(self.py, &table)));
-            let entry = self.intern(Source::Item(table, name_ref(self.py, name)));
+            let table = self.intern(Source::Attr(source, self.name_ref(&table)));
+            let entry = self.intern(Source::Item(table, self.name_ref(name)));
             self.add_guard(entry, Check::Absent);
         }
         self.side_effects.push(SideEffect::StoreAttr {

@@ -32,10 +32,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         let before = Snapshot::take(self);
         let inputs = self.graph.inputs.len();
         let generators = self.generator_positions();
-        let wrapped = wrapper.getattr("__wrapped__")?;
+        let wrapped = wrapper.getattr(pyo3::intern!(wrapper.py(), "__wrapped__"))?;
         // Through the wrapper (its closure read from there), or a constant the pin fixes.
         let function = match source {
-            Some(s) => self.value_of_source(Source::Attr(s, name_ref(self.py, "__wrapped__")), wrapped),
+            Some(s) => self.value_of_source(Source::Attr(s, self.name_ref("__wrapped__")), wrapped),
             None => self.constant(wrapped),
         };
         let result = self.call(function, args, kwargs)?;
@@ -134,7 +134,7 @@ fn key_hashes_in_c(obj: &Bound<'_, PyAny>) -> bool {
 /// there (a pure-Python wrapper, another layout) answers None: the call is inlined.
 fn results_dict<'py>(wrapper: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
     // Read first, so that a `__dict__` made on first access is among the referents.
-    let own = wrapper.getattr("__dict__")?;
+    let own = wrapper.getattr(pyo3::intern!(wrapper.py(), "__dict__"))?;
     let referents = import(wrapper.py(), "gc")?
         .getattr("get_referents")?
         .call1((wrapper,))?;

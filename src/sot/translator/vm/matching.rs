@@ -28,7 +28,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         const SEQUENCE: u64 = 1 << 5;
         const MAPPING: u64 = 1 << 6;
         let ty = self.type_of(subject)?;
-        let flags: u64 = ty.getattr("__flags__")?.extract()?;
+        let flags: u64 = ty.getattr(pyo3::intern!(ty.py(), "__flags__"))?.extract()?;
         Ok(flags & if mapping { MAPPING } else { SEQUENCE } != 0)
     }
 
@@ -57,7 +57,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         // they define `__match_args__`.
         let mut match_self = false;
         if count > 0 {
-            match class.getattr("__match_args__") {
+            match class.getattr(pyo3::intern!(class.py(), "__match_args__")) {
                 Ok(match_args) => {
                     let Ok(match_args) = match_args.cast_exact::<PyTuple>() else {
                         return unsupported("a __match_args__ that is not a tuple");
@@ -73,7 +73,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                 }
                 Err(err) if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(self.py) => {
-                    let flags: u64 = class.getattr("__flags__")?.extract()?;
+                    let flags: u64 = class.getattr(pyo3::intern!(class.py(), "__flags__"))?.extract()?;
                     match_self = flags & MATCH_SELF_FLAG != 0;
                     if !match_self || count > 1 {
                         return unsupported("more positional sub-patterns than the class accepts");

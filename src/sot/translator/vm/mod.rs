@@ -113,7 +113,7 @@ pub struct Vm<'py, 'b> {
     /// Guards a break rests on (a lazy import's placeholder, pinned until it resolves): made
     /// again after the breaking instruction's own guards are undone.
     break_guards: Vec<(SourceId, Check)>,
-    pub graph: Graph<'py>,
+    pub graph: std::rc::Rc<Graph<'py>>,
     pub side_effects: Vec<SideEffect>,
     /// Values already made for a source (so that a source is one symbol).
     by_source: rustc_hash::FxHashMap<SourceId, Vid>,
@@ -206,7 +206,7 @@ pub struct Vm<'py, 'b> {
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
     /// Names looked up in classes, as interned Python strings (`interned_name`).
-    interned_names: std::cell::RefCell<HashMap<String, Bound<'py, PyString>>>,
+    interned_names: std::cell::RefCell<rustc_hash::FxHashMap<String, Bound<'py, PyString>>>,
     /// Top-frame instructions a translation of a caller saw break (`cache::BreakHint`).
     pub break_hints: HashMap<usize, BreakHint>,
     /// Breaks seen in inlined frames, for their codes' translations.
@@ -384,7 +384,10 @@ fn methods_of_builtin(builtin: &str) -> &'static [&'static str] {
 /// `dict.keys()`, `values()` or `items()` (of a dict the translation reads or made).
 fn is_dict_view(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     let ty = obj.get_type();
-    Ok(ty.getattr("__module__")?.extract::<String>()? == "builtins"
+    Ok(ty
+        .getattr(pyo3::intern!(ty.py(), "__module__"))?
+        .extract::<String>()?
+        == "builtins"
         && matches!(ty.name()?.to_str()?, "dict_keys" | "dict_values" | "dict_items"))
 }
 
@@ -406,6 +409,12 @@ fn repeated(items: &[Vid], times: isize) -> Res<Vec<Vid>> {
 }
 
 impl<'py, 'b> Vm<'py, 'b> {
+    /// The graph, to change: copied first where a snapshot shares it (the VM takes one
+    /// before each instruction of the translated frame, and most record nothing).
+    pub(super) fn graph_mut(&mut self) -> &mut Graph<'py> {
+        std::rc::Rc::make_mut(&mut self.graph)
+    }
+
     /// Instructions simulated so far.
     pub fn steps(&self) -> usize {
         self.steps
@@ -427,7 +436,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             guards: Vec::new(),
             guard_journal: Vec::new(),
             break_guards: Vec::new(),
-            graph: Graph::default(),
+            graph: std::rc::Rc::default(),
             side_effects: Vec::new(),
             by_source: Default::default(),
             sourced: Vec::new(),

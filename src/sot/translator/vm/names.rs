@@ -12,8 +12,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 )))),
             };
         }
-        let key = PyString::new(self.py, name);
-        let in_globals = frame.globals.get_item(&key).ok();
+        let in_globals = frame.globals.get_item(self.interned_name(name)).ok();
         if let Some(value) = &in_globals {
             self.read_outside_regions(frame.globals.as_any(), name, value)?;
         }
@@ -24,7 +23,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // instruction's own guards go): once the program resolves it, the guard
                 // fails and the frame is translated again with the module.
                 if top_globals {
-                    let source = self.intern(Source::Global(name_ref(self.py, name)));
+                    let source = self.intern(Source::Global(self.name_ref(name)));
                     self.break_guards.push((source, Check::Id(Pin::new(&value))));
                 }
                 return graph_break(format!(
@@ -32,7 +31,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 ));
             }
             if top_globals {
-                return Ok(self.value_of_source(Source::Global(name_ref(self.py, name)), value));
+                return Ok(self.value_of_source(Source::Global(self.name_ref(name)), value));
             }
             return self.foreign_global(frame, name, value);
         }
@@ -41,15 +40,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         let value = self
             .ops
             .builtins
-            .getattr("__dict__")?
-            .get_item(name)
+            .getattr(pyo3::intern!(self.py, "__dict__"))?
+            .get_item(self.interned_name(name))
             .map_err(|_| {
                 Problem::Python(pyo3::exceptions::PyNameError::new_err(format!(
                     "name '{name}' is not defined"
                 )))
             })?;
         if top_globals {
-            return Ok(self.value_of_source(Source::Builtin(name_ref(self.py, name)), value));
+            return Ok(self.value_of_source(Source::Builtin(self.name_ref(name)), value));
         }
         // A builtin read by a callee of another module: a constant of the translation.
         Ok(self.constant(value))
@@ -151,13 +150,22 @@ impl<'py, 'b> Vm<'py, 'b> {
         // without one is not counted: framehook's own identity guards hold such ones.
         let weakref = import(self.py, "weakref")?;
         let proxies = (
-            weakref.getattr("ProxyType")?,
-            weakref.getattr("CallableProxyType")?,
+            weakref.getattr(pyo3::intern!(weakref.py(), "ProxyType"))?,
+            weakref.getattr(pyo3::intern!(weakref.py(), "CallableProxyType"))?,
         );
-        for reference in weakref.getattr("getweakrefs")?.call1((obj,))?.try_iter()? {
+        for reference in weakref
+            .getattr(pyo3::intern!(weakref.py(), "getweakrefs"))?
+            .call1((obj,))?
+            .try_iter()?
+        {
             let reference = reference?;
             let kind = reference.get_type();
-            if kind.is(&proxies.0) || kind.is(&proxies.1) || !reference.getattr("__callback__")?.is_none() {
+            if kind.is(&proxies.0)
+                || kind.is(&proxies.1)
+                || !reference
+                    .getattr(pyo3::intern!(reference.py(), "__callback__"))?
+                    .is_none()
+            {
                 return Ok(true);
             }
         }
@@ -181,7 +189,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(module) = module else {
             return unsupported(format!("import of {name} (not imported yet)"));
         };
-        let initializing = match module.getattr("__spec__") {
+        let initializing = match module.getattr(pyo3::intern!(module.py(), "__spec__")) {
             Ok(spec) if !spec.is_none() => spec
                 .getattr("_initializing")
                 .map_or(Ok(false), |flag| flag.is_truthy())?,

@@ -126,11 +126,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         if let (Some(reflected), true) = (reflected, inplace && changes_a_list) {
             let right_type = self.type_of(right)?;
-            let builtin_type = right_type.getattr("__module__")?.eq("builtins")?;
+            let builtin_type = right_type
+                .getattr(pyo3::intern!(right_type.py(), "__module__"))?
+                .eq("builtins")?;
             if self.is_tensor(right) || !builtin_type && self.type_lookup(&right_type, reflected)?.is_some() {
                 return unsupported(format!(
                     "a list's in-place operator with a {} (its {reflected} comes first)",
-                    right_type.getattr("__name__")?
+                    right_type.getattr(pyo3::intern!(right_type.py(), "__name__"))?
                 ));
             }
         }

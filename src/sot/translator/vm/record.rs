@@ -89,7 +89,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// the symbols of the operations' results are renumbered.
     pub(super) fn add_input(&mut self, source: SourceId) -> Sym {
         let inputs = self.graph.inputs.len();
-        self.graph.inputs.push(source);
+        self.graph_mut().inputs.push(source);
         if self.graph.nodes.is_empty() {
             return inputs;
         }
@@ -107,7 +107,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
-        for node in &mut self.graph.nodes {
+        for node in &mut self.graph_mut().nodes {
             node.visit_syms(&mut |sym| shift(sym));
         }
         inputs
@@ -283,7 +283,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         kind: NodeKind,
     ) -> Sym {
         let (line, filename) = self.location.clone();
-        self.graph.nodes.push(Node {
+        self.graph_mut().nodes.push(Node {
             function: function.clone(),
             args,
             kwargs,

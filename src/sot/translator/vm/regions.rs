@@ -64,13 +64,14 @@ impl<'py> Vm<'py, '_> {
             return unsupported("a region made from other than constants");
         };
         self.push_node(class, graph_args, graph_kwargs, NodeKind::RegionEnter);
-        self.graph.regions.push(Region {
+        let region = Region {
             node: self.graph.nodes.len() - 1,
             manager: obj,
             pc: self.top_pc,
             effects: Vec::new(),
             closed: false,
-        });
+        };
+        self.graph_mut().regions.push(region);
         Ok(self.none())
     }
 
@@ -89,7 +90,7 @@ impl<'py> Vm<'py, '_> {
             }
         }
         let inputs = self.graph.inputs.len();
-        let Some(region) = self.graph.innermost_open_region() else {
+        let Some(region) = self.graph_mut().innermost_open_region_mut() else {
             return unsupported("a region's exit where none is open");
         };
         if !region.manager.is(obj) {
@@ -127,7 +128,7 @@ impl<'py> Vm<'py, '_> {
         }
         self.push_node(function, graph_args, graph_kwargs, NodeKind::RegionEffect);
         let node = self.graph.nodes.len() - 1;
-        if let Some(region) = self.graph.innermost_open_region() {
+        if let Some(region) = self.graph_mut().innermost_open_region_mut() {
             region.effects.push(node);
         }
         Ok(Some(self.none()))

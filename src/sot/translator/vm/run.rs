@@ -44,8 +44,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         let null = self.push_val(Val::Null);
         Ok(Frame {
             instrs: std::sync::Arc::clone(&info.instrs),
-            consts: code.getattr("co_consts")?.cast_into::<PyTuple>()?,
-            names: code.getattr("co_names")?.cast_into::<PyTuple>()?,
+            consts: code
+                .getattr(pyo3::intern!(code.py(), "co_consts"))?
+                .cast_into::<PyTuple>()?,
+            names: code
+                .getattr(pyo3::intern!(code.py(), "co_names"))?
+                .cast_into::<PyTuple>()?,
             vars: info.vars.clone(),
             locals: vec![null; all],
             globals,
@@ -275,8 +279,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         let module_level = globals.values().into_iter().find(|value| {
             value.is_exact_instance_of::<pyo3::types::PyFunction>()
-                && value.getattr("__code__").is_ok_and(|c| c.is(code))
-                && value.getattr("__closure__").is_ok_and(|c| c.is_none())
+                && value
+                    .getattr(pyo3::intern!(value.py(), "__code__"))
+                    .is_ok_and(|c| c.is(code))
+                && value
+                    .getattr(pyo3::intern!(value.py(), "__closure__"))
+                    .is_ok_and(|c| c.is_none())
         });
         let Some(function) = module_level else {
             return Ok(None);
@@ -284,8 +292,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !self.backend.is_op(&function)? {
             return Ok(None);
         }
-        self.location = (code.getattr("co_firstlineno")?.extract()?, info.filename.clone());
-        let names: Vec<String> = code.getattr("co_varnames")?.extract()?;
+        self.location = (
+            code.getattr(pyo3::intern!(code.py(), "co_firstlineno"))?
+                .extract()?,
+            info.filename.clone(),
+        );
+        let names: Vec<String> = code.getattr(pyo3::intern!(code.py(), "co_varnames"))?.extract()?;
         let args = frame.locals[..info.argcount].to_vec();
         let kwargs = (info.argcount..info.argcount + info.kwonly)
             .map(|index| (names[index].clone(), frame.locals[index]))

@@ -7,7 +7,7 @@ use super::*;
 pub(super) struct Snapshot<'py> {
     values: Values<'py>,
     cells: Vec<Option<Vid>>,
-    graph: Graph<'py>,
+    graph: std::rc::Rc<Graph<'py>>,
     side_effects: usize,
     stored_globals: usize,
     stored_attrs: usize,

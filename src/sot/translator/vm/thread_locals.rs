@@ -26,7 +26,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         name: &str,
     ) -> Res<Vid> {
         let local = self.thread_local_source(owner, obj, source, name)?;
-        let entry = Source::Attr(local, name_ref(self.py, name));
+        let entry = Source::Attr(local, self.name_ref(name));
         match obj.getattr(name) {
             Ok(value) => {
                 let value = self.value_of_source(entry, value);

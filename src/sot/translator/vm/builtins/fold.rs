@@ -62,11 +62,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let Ok(receiver) = obj.getattr("__self__") else {
+        let Ok(receiver) = obj.getattr(pyo3::intern!(obj.py(), "__self__")) else {
             return self.call_unbound_builtin_method(obj, args, kwargs);
         };
         let tuple_new = self.builtin("tuple").is_ok_and(|tuple| tuple.is(&receiver))
-            && obj.getattr("__name__").is_ok_and(|n| n.to_string() == "__new__");
+            && obj
+                .getattr(pyo3::intern!(obj.py(), "__name__"))
+                .is_ok_and(|n| n.to_string() == "__new__");
         if let ([cls, items], true) = (args, tuple_new && kwargs.is_empty()) {
             // `tuple.__new__(cls, items)` (a namedtuple's `__new__`): a new object on every
             // call, so the generated code makes it (a constant would be one object for all).
@@ -107,7 +109,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             })));
         }
         let from_keys = self.builtin("dict").is_ok_and(|dict| dict.is(&receiver))
-            && obj.getattr("__name__").is_ok_and(|n| n.to_string() == "fromkeys");
+            && obj
+                .getattr(pyo3::intern!(obj.py(), "__name__"))
+                .is_ok_and(|n| n.to_string() == "fromkeys");
         if from_keys && kwargs.is_empty() {
             // `dict.fromkeys(keys[, value])`: a dict the translation makes.
             let (keys, value) = match args {
@@ -136,7 +140,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             .chain(kwargs.iter().map(|(_, v)| v))
             .any(|a| self.contains_tensor(*a))
         {
-            if pure_module && receiver.getattr("__name__")?.extract::<String>()? == "operator" {
+            if pure_module
+                && receiver
+                    .getattr(pyo3::intern!(receiver.py(), "__name__"))?
+                    .extract::<String>()?
+                    == "operator"
+            {
                 return Ok(Some(self.record(obj, args.to_vec(), kwargs.to_vec())?));
             }
             return graph_break(format!("tensor to python: {} of a tensor", qualname(obj)));
@@ -146,12 +155,17 @@ impl<'py, 'b> Vm<'py, 'b> {
             // receiver it is, guarded (a cell of another closure of the same code may hold
             // another).
             self.add_guard(s, Check::Type(Pin::of_type(&obj.get_type().into_any())));
-            let name = self.intern(Source::Attr(s, name_ref(self.py, "__name__")));
-            self.add_guard(name, Check::Equals(StrongRef::new(&obj.getattr("__name__")?)));
-            let owner = self.intern(Source::Attr(s, name_ref(self.py, "__self__")));
+            let name = self.intern(Source::Attr(s, self.name_ref("__name__")));
+            self.add_guard(
+                name,
+                Check::Equals(StrongRef::new(&obj.getattr(pyo3::intern!(obj.py(), "__name__"))?)),
+            );
+            let owner = self.intern(Source::Attr(s, self.name_ref("__self__")));
             self.guard_value(owner, &receiver)?;
         }
-        let joined = obj.getattr("__name__").is_ok_and(|n| n.to_string() == "join")
+        let joined = obj
+            .getattr(pyo3::intern!(obj.py(), "__name__"))
+            .is_ok_and(|n| n.to_string() == "join")
             && (receiver.is_exact_instance_of::<PyString>()
                 || receiver.is_exact_instance_of::<pyo3::types::PyBytes>());
         if let ([iterable], true) = (args, joined && kwargs.is_empty()) {
@@ -212,7 +226,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !obj.is_instance(self.ops.c_method_types.as_any())? {
             return Ok(None);
         }
-        let owner = obj.getattr("__objclass__")?;
+        let owner = obj.getattr(pyo3::intern!(obj.py(), "__objclass__"))?;
         let immutable_type = ["str", "bytes", "int", "float", "complex", "tuple", "frozenset"]
             .iter()
             .any(|name| self.builtin(name).is_ok_and(|t| t.is(&owner)));
@@ -312,7 +326,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         if obj.is_exact_instance_of::<PyCFunction>() {
             // `len`, `math.sqrt`: of no object, or of a module.
-            let receiver = obj.getattr("__self__")?;
+            let receiver = obj.getattr(pyo3::intern!(obj.py(), "__self__"))?;
             return Ok(receiver.is_none() || receiver.is_instance(&self.ops.module_type)?);
         }
         let sized_for_good =
@@ -335,7 +349,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         if is_template(obj) {
             // Its strings, and the values of its interpolations.
-            return self.computes_the_same_later(&obj.getattr("values")?, builtin, depth - 1);
+            return self.computes_the_same_later(
+                &obj.getattr(pyo3::intern!(obj.py(), "values"))?,
+                builtin,
+                depth - 1,
+            );
         }
         if sized_for_good
             || obj.is_exact_instance_of::<PyList>()
@@ -377,7 +395,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             if !obj.is_instance(&base)? {
                 continue;
             }
-            let base_methods = base.getattr("__dict__")?;
+            let base_methods = base.getattr(pyo3::intern!(base.py(), "__dict__"))?;
             for name in methods {
                 let Some(found) = self.type_lookup(&ty, name)? else {
                     return Ok(false);

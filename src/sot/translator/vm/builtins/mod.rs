@@ -81,7 +81,10 @@ impl<'py> Vm<'py, '_> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let name = match obj.getattr("__name__").and_then(|n| n.extract::<String>()) {
+        let name = match obj
+            .getattr(pyo3::intern!(obj.py(), "__name__"))
+            .and_then(|n| n.extract::<String>())
+        {
             Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => name,
             _ => return self.call_bound_builtin(obj, source, args, kwargs),
         };
@@ -207,7 +210,7 @@ fn reversed<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Optio
     let ty = vm.type_of(*x)?;
     let py = vm.py;
     if ty.is(py.get_type::<PySet>()) || ty.is(py.get_type::<PyFrozenSet>()) {
-        let name = ty.getattr("__name__")?;
+        let name = ty.getattr(pyo3::intern!(ty.py(), "__name__"))?;
         return Err(Problem::Python(PyTypeError::new_err(format!(
             "'{name}' object is not reversible"
         ))));
@@ -220,7 +223,10 @@ fn reversed<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Optio
         py.get_type::<PyBytes>(),
     ];
     if !sequence.iter().any(|t| ty.is(t)) {
-        return unsupported(format!("reversed() of a {}", ty.getattr("__name__")?));
+        return unsupported(format!(
+            "reversed() of a {}",
+            ty.getattr(pyo3::intern!(ty.py(), "__name__"))?
+        ));
     }
     let mut items = vm.items_of(*x)?;
     items.reverse();

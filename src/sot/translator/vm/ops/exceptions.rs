@@ -230,7 +230,7 @@ fn with_except_start<'py>(
     };
     let exc = vm.concrete(exception)?;
     let kind = vm.constant(exc.get_type().into_any());
-    let traceback = vm.constant(exc.getattr("__traceback__")?);
+    let traceback = vm.constant(exc.getattr(pyo3::intern!(exc.py(), "__traceback__"))?);
     let mut args = Vec::new();
     if let Some(r) = receiver.filter(|r| !matches!(vm.val(*r), Val::Null)) {
         args.push(r);

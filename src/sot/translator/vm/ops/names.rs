@@ -172,7 +172,7 @@ fn import_name<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
     };
     let object = vm.concrete(module)?;
     if !names.is_empty() && object.hasattr("__path__")? {
-        let namespace = object.getattr("__dict__")?;
+        let namespace = object.getattr(pyo3::intern!(object.py(), "__dict__"))?;
         for wanted in &names {
             if wanted == "*" || !namespace.contains(wanted)? {
                 return unsupported(format!("from {name} import {wanted} (it may import a submodule)"));
@@ -189,8 +189,10 @@ fn import_from<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
     let name = Vm::name_at(frame, instr.arg)?;
     let module = Vm::top(frame)?;
     let object = vm.concrete(module)?;
-    let in_namespace =
-        object.is_instance(&vm.ops.module_type)? && object.getattr("__dict__")?.contains(&name)?;
+    let in_namespace = object.is_instance(&vm.ops.module_type)?
+        && object
+            .getattr(pyo3::intern!(object.py(), "__dict__"))?
+            .contains(&name)?;
     if !in_namespace {
         return unsupported(format!("from ... import {name} (not in the module's namespace)"));
     }
