@@ -517,16 +517,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             match source {
                 Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
                     self.add_guard(s, Check::Type(Pin::of_type(&self.ops.function_type)));
-                    let code_source = self.intern(Source::Attr(s, self.name_ref("__code__")));
-                    self.add_guard(
-                        code_source,
-                        Check::Id(Pin::new(&obj.getattr(pyo3::intern!(obj.py(), "__code__"))?)),
-                    );
-                    let globals_source = self.intern(Source::Attr(s, self.name_ref("__globals__")));
-                    self.add_guard(
-                        globals_source,
-                        Check::Id(Pin::new(&obj.getattr(pyo3::intern!(obj.py(), "__globals__"))?)),
-                    );
+                    self.pin_attribute(s, &obj, "__code__")?;
+                    self.pin_attribute(s, &obj, "__globals__")?;
                 }
                 _ => pin(self),
             }

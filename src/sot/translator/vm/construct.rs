@@ -28,15 +28,19 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(())
     }
 
+    /// Guards the attribute `name` of `source` (`obj`'s, read now) by identity.
+    pub(super) fn pin_attribute(&mut self, source: SourceId, obj: &Bound<'py, PyAny>, name: &str) -> Res<()> {
+        let attribute = self.intern(Source::Attr(source, self.name_ref(name)));
+        let value = obj.getattr(self.interned_name(name))?;
+        self.add_guard(attribute, Check::Id(Pin::new(&value)));
+        Ok(())
+    }
+
     /// A C function bound to a class (`MyLayer.apply`) is made anew at each attribute read:
     /// pinned by the class it is bound to and its name.
     pub(super) fn pin_class_bound_builtin(&mut self, source: SourceId, obj: &Bound<'py, PyAny>) -> Res<()> {
         self.add_guard(source, Check::Type(Pin::of_type(&obj.get_type().into_any())));
-        let owner = self.intern(Source::Attr(source, self.name_ref("__self__")));
-        self.add_guard(
-            owner,
-            Check::Id(Pin::new(&obj.getattr(pyo3::intern!(obj.py(), "__self__"))?)),
-        );
+        self.pin_attribute(source, obj, "__self__")?;
         let name = self.intern(Source::Attr(source, self.name_ref("__name__")));
         self.add_guard(
             name,
