@@ -26,7 +26,7 @@ impl Loop {
 /// jumps back is part of the loop, though 3.11+ put it past the code after the loop).
 pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
     // Made at the first backward jump: most code has none.
-    let mut predecessors: Option<Vec<Vec<usize>>> = None;
+    let mut made_predecessors: Option<Vec<Vec<usize>>> = None;
     instrs
         .iter()
         .enumerate()
@@ -38,7 +38,7 @@ pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
                 }
                 let mut body = vec![false; instrs.len()];
                 body[head] = true;
-                let predecessors = predecessors.get_or_insert_with(|| self::predecessors(instrs));
+                let predecessors = made_predecessors.get_or_insert_with(|| predecessors(instrs));
                 let mut work = vec![jump];
                 while let Some(index) = work.pop() {
                     if from_head[index] && !std::mem::replace(&mut body[index], true) {

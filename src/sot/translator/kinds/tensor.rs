@@ -194,12 +194,7 @@ fn tensor_attr<'py>(
         }));
     }
     if cx.is_backend_tensor(&value) {
-        let getter = cx
-            .known()
-            .operator
-            .getattr(pyo3::intern!(cx.py(), "attrgetter"))?
-            .call1((name,))?;
-        return cx.record(&getter, vec![owner]);
+        return read_by_graph(cx, owner, name);
     }
     // Another attribute of a tensor from the frame (`name`, `persistable`): read from it,
     // through its source (the generated code reads it again; used, it is guarded).
@@ -217,6 +212,13 @@ fn tensor_attr<'py>(
         }));
     }
     attribute_used(name)
+}
+
+/// The attribute at `path` of `tensor`, read by the graph: `operator.attrgetter(path)`
+/// recorded on it.
+fn read_by_graph<'py>(cx: &mut dyn Interp<'py>, tensor: Vid, path: &str) -> Res<Vid> {
+    let getter = cx.known().op("attrgetter")?.call1((path,))?;
+    cx.record(&getter, vec![tensor])
 }
 
 /// The attribute at `path` (`flags.writeable`) of the example `tensor`.
@@ -237,12 +239,7 @@ fn part_attr<'py>(cx: &mut dyn Interp<'py>, tensor: Vid, path: &str) -> Res<Vid>
         return graph_break(format!("tensor to python: method {path} of a tensor"));
     }
     if value.is_exact_instance_of::<pyo3::types::PyBool>() || cx.is_backend_tensor(&value) {
-        let getter = cx
-            .known()
-            .operator
-            .getattr(pyo3::intern!(cx.py(), "attrgetter"))?
-            .call1((path,))?;
-        return cx.record(&getter, vec![tensor]);
+        return read_by_graph(cx, tensor, path);
     }
     Ok(cx.push_val(Val::TensorPart {
         tensor,
