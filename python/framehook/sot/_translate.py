@@ -35,6 +35,8 @@ class SotStats:
     graphs: int = 0
     ops_captured: int = 0
     instructions_simulated: int = 0
+    # Library calls a summary of an earlier simulation of the same call gave.
+    library_calls_replayed: int = 0
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     fallbacks: list[GraphBreak] = field(default_factory=list)
     own_frame: str = ""
@@ -237,7 +239,8 @@ def stats(fast: Any) -> SotStats:
     raw = _native_of(fast)._stats()
     return SotStats(
         **{k: raw[k] for k in ("translations", "cache_hits", "guard_failures", "recompilations", "guards",
-                               "graphs", "ops_captured", "instructions_simulated")},
+                               "graphs", "ops_captured", "instructions_simulated",
+                               "library_calls_replayed")},
         graph_breaks=[GraphBreak(*r) for r in raw["graph_breaks"]],
         fallbacks=[GraphBreak(*r) for r in raw["fallbacks"]],
         own_frame=raw["own_frame"],

@@ -413,6 +413,7 @@ pub fn reset() {
     }
     // Dropped with no lock held: dropping entries runs Python code (graphs' release).
     drop(removed);
+    super::vm::clear_summaries();
     for config in &configs {
         let stats = &config.stats;
         for counter in [
@@ -423,6 +424,7 @@ pub fn reset() {
             &stats.graphs,
             &stats.ops_captured,
             &stats.instructions_simulated,
+            &stats.library_calls_replayed,
         ] {
             counter.store(0, Ordering::Relaxed);
         }

@@ -30,6 +30,8 @@ pub struct Stats {
     pub ops_captured: AtomicU64,
     /// Instructions its translations simulated (restarts included): what translating cost.
     pub instructions_simulated: AtomicU64,
+    /// Library calls a summary gave instead of a simulation (`vm/summaries.rs`).
+    pub library_calls_replayed: AtomicU64,
     pub breaks: Mutex<Vec<Record>>,
     pub fallbacks: Mutex<Vec<Record>>,
     /// One text per translation, for `sot.explain`.
@@ -398,6 +400,7 @@ pub fn stats_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, 
         ("graphs", &stats.graphs),
         ("ops_captured", &stats.ops_captured),
         ("instructions_simulated", &stats.instructions_simulated),
+        ("library_calls_replayed", &stats.library_calls_replayed),
     ] {
         dict.set_item(name, counter.load(Ordering::Relaxed))?;
     }

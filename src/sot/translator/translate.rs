@@ -22,7 +22,7 @@ use super::cache::BreakHint;
 use super::model::code::CodeInfo;
 use super::model::frame::{BreakPoint, Ending, FreeVariable, Stop};
 use super::session::{live_owners, Config, OwnFrame};
-use super::vm::Vm;
+use super::vm::{SummaryScope, Vm};
 use crate::hookapi::pyobject::import;
 use crate::hookapi::rust_hook::HookContext;
 
@@ -349,10 +349,22 @@ pub fn translate(
         .map(|hint| (hint.pc, hint))
         .collect();
     let mut seen_breaks = Vec::new();
+    let mut replay_summaries = true;
+    // A resume function's first argument is the box its values come in.
+    let resume_box = match frame.arguments.first() {
+        Some(Some(first)) if !cache.handed_names.lock().is_empty() => Some(first.as_ptr() as usize),
+        _ => None,
+    };
     let (mut vm, action, explanation) = loop {
         let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
         vm.break_before = break_before.clone();
         vm.break_hints = break_hints.clone();
+        vm.resume_box = resume_box;
+        vm.summary_scope = Some(SummaryScope {
+            owner,
+            epoch,
+            replay: replay_summaries,
+        });
         let ending = vm.run_top(
             &code,
             &info,
@@ -360,6 +372,18 @@ pub fn translate(
             frame.arguments.clone(),
             frame.frees.clone(),
         );
+        stats
+            .instructions_simulated
+            .fetch_add(vm.steps() as u64, Ordering::Relaxed);
+        if !vm.replayed_hold(&mut Fetcher::new(context, &vm.sources)) {
+            // A summary's guards fail on this frame (what its call read changed since):
+            // simulated again, its calls recorded anew.
+            replay_summaries = false;
+            continue;
+        }
+        stats
+            .library_calls_replayed
+            .fetch_add(vm.summaries_replayed as u64, Ordering::Relaxed);
         vm.guard_identities();
         let translation = Translation {
             caches,
@@ -379,9 +403,6 @@ pub fn translate(
         let (action, explanation) = translation.outcome(ending)?;
         let restart = translation.restart.take();
         seen_breaks.append(&mut vm.seen_breaks);
-        stats
-            .instructions_simulated
-            .fetch_add(vm.steps() as u64, Ordering::Relaxed);
         match restart {
             Some((pc, why)) if break_before.len() < MAX_RESTARTS => {
                 break_before.insert(pc, why);

@@ -131,18 +131,13 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
     pub fn check(&mut self, guard: &Guard) -> bool {
         #[cfg(feature = "testing")]
         GUARDS_CHECKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let py = self.context.py();
         let value = self.fetch(guard.source);
-        let Some(value) = value else {
-            return matches!(guard.check, Check::Absent);
-        };
-        let holds = match &guard.check {
-            Check::Absent => false,
-            Check::Present => true,
-            Check::Type(t) => t.holds(&value.get_type()),
-            Check::ClassUnchanged(version) => type_version(&value.get_type(), false) == *version,
-            Check::SameAs(other) => self.fetch(*other).is_some_and(|o| o.is(&value)),
+        match &guard.check {
+            Check::SameAs(other) => value.is_some_and(|v| self.fetch(*other).is_some_and(|o| o.is(&v))),
             Check::Distinct(others) => {
+                let Some(value) = value else {
+                    return false;
+                };
                 let mut objects = Vec::with_capacity(others.len() + 1);
                 objects.push(value.as_ptr());
                 for other in others {
@@ -153,39 +148,50 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 }
                 all_distinct(&mut objects)
             }
-            Check::Id(pin) => pin.holds(&value),
-            Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, &value, v),
-            Check::SameValue(v) => type_ptr(&value) == type_ptr(&v.bind(py)) && rich_equal(py, &value, v),
-            Check::Len(n) => {
-                // SAFETY: a live object; -1 (with an error) fails the guard.
-                let len = unsafe { ffi::PyObject_Size(value.as_ptr()) };
-                if len < 0 {
-                    clear_error::<()>(py);
-                }
-                len == *n as ffi::Py_ssize_t
+            check => value_holds(self.context.py(), check, value.as_ref()),
+        }
+    }
+}
+
+/// Whether `value` (None: the source holds nothing) passes `check`, one that reads no other
+/// source (never `SameAs` or `Distinct`, which fail here).
+pub fn value_holds(py: Python<'_>, check: &Check, value: Option<&Bound<'_, PyAny>>) -> bool {
+    let Some(value) = value else {
+        return matches!(check, Check::Absent);
+    };
+    match check {
+        Check::Absent | Check::SameAs(_) | Check::Distinct(_) => false,
+        Check::Present => true,
+        Check::Type(t) => t.holds(&value.get_type()),
+        Check::ClassUnchanged(version) => type_version(&value.get_type(), false) == *version,
+        Check::Id(pin) => pin.holds(value),
+        Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, value, v),
+        Check::SameValue(v) => type_ptr(value) == type_ptr(&v.bind(py)) && rich_equal(py, value, v),
+        Check::Len(n) => {
+            // SAFETY: a live object; -1 (with an error) fails the guard.
+            let len = unsafe { ffi::PyObject_Size(value.as_ptr()) };
+            if len < 0 {
+                clear_error::<()>(py);
             }
-            Check::Keys(keys) => value.cast_exact::<PyDict>().is_ok_and(|d| same_keys(py, d, keys)),
-            Check::OrderedKeys { ty, keys } => {
-                type_ptr(&value) == ty.as_ptr() && same_ordered_keys(py, &value, keys)
-            }
-            Check::Tensor { ty, attributes } => {
-                type_ptr(&value) == ty.as_ptr()
-                    && attributes.iter().all(|(name, expected)| {
-                        // SAFETY: live objects; a failed lookup fails the guard.
-                        let got = unsafe {
-                            Bound::from_owned_ptr_or_opt(
-                                py,
-                                ffi::PyObject_GetAttr(value.as_ptr(), name.as_ptr()),
-                            )
-                        };
-                        match got {
-                            Some(got) => got.as_ptr() == expected.as_ptr() || rich_equal(py, &got, expected),
-                            None => clear_error::<bool>(py).unwrap_or(false),
-                        }
-                    })
-            }
-        };
-        holds
+            len == *n as ffi::Py_ssize_t
+        }
+        Check::Keys(keys) => value.cast_exact::<PyDict>().is_ok_and(|d| same_keys(py, d, keys)),
+        Check::OrderedKeys { ty, keys } => {
+            type_ptr(value) == ty.as_ptr() && same_ordered_keys(py, value, keys)
+        }
+        Check::Tensor { ty, attributes } => {
+            type_ptr(value) == ty.as_ptr()
+                && attributes.iter().all(|(name, expected)| {
+                    // SAFETY: live objects; a failed lookup fails the guard.
+                    let got = unsafe {
+                        Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetAttr(value.as_ptr(), name.as_ptr()))
+                    };
+                    match got {
+                        Some(got) => got.as_ptr() == expected.as_ptr() || rich_equal(py, &got, expected),
+                        None => clear_error::<bool>(py).unwrap_or(false),
+                    }
+                })
+        }
     }
 }
 

@@ -90,6 +90,16 @@ impl Pin {
         Python::attach(|py| self.object(py).map(|o| StrongRef::new(&o)))
     }
 
+    pub fn clone_ref(&self, py: Python<'_>) -> Pin {
+        match self {
+            Pin::Strong(object) => Pin::Strong(object.clone_ref(py)),
+            Pin::Weak { reference, address } => Pin::Weak {
+                reference: reference.clone_ref(py),
+                address: *address,
+            },
+        }
+    }
+
     /// Whether `value` is the pinned object (a weakly pinned one only while it lives).
     pub fn holds(&self, value: &Bound<'_, PyAny>) -> bool {
         value.as_ptr() as usize == self.address()
@@ -182,6 +192,33 @@ impl Check {
             Check::ClassUnchanged(_) => "its class unchanged".to_owned(),
             Check::Absent => "is absent".to_owned(),
             Check::Present => "is present".to_owned(),
+        }
+    }
+
+    pub fn clone_ref(&self, py: Python<'_>) -> Check {
+        match self {
+            Check::Type(pin) => Check::Type(pin.clone_ref(py)),
+            Check::Id(pin) => Check::Id(pin.clone_ref(py)),
+            Check::Equals(v) => Check::Equals(v.clone_ref(py)),
+            Check::SameValue(v) => Check::SameValue(v.clone_ref(py)),
+            Check::Len(n) => Check::Len(*n),
+            Check::Keys(keys) => Check::Keys(keys.clone_ref(py)),
+            Check::OrderedKeys { ty, keys } => Check::OrderedKeys {
+                ty: ty.clone_ref(py),
+                keys: keys.clone_ref(py),
+            },
+            Check::Tensor { ty, attributes } => Check::Tensor {
+                ty: ty.clone_ref(py),
+                attributes: attributes
+                    .iter()
+                    .map(|(name, value)| (name.clone_ref(py), value.clone_ref(py)))
+                    .collect(),
+            },
+            Check::SameAs(other) => Check::SameAs(*other),
+            Check::Distinct(others) => Check::Distinct(others.clone()),
+            Check::ClassUnchanged(version) => Check::ClassUnchanged(*version),
+            Check::Absent => Check::Absent,
+            Check::Present => Check::Present,
         }
     }
 

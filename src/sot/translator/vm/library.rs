@@ -22,6 +22,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     ) -> Res<Vid> {
         let outermost = self.library_since.is_none();
         if outermost {
+            if let Some(result) = self.replay_or_record(function, source, &args, &kwargs)? {
+                return Ok(result);
+            }
             self.library_since = Some(self.steps);
         }
         let location = self.location.clone();
@@ -32,6 +35,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return result;
         }
         self.library_since = None;
+        self.finish_recording(&result);
         match result {
             Err(Problem::Break(reason) | Problem::Fallback(reason)) => {
                 // The call is the break: where the user's code makes it, whoever inlines it

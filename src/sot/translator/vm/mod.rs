@@ -30,6 +30,7 @@ mod regions;
 mod run;
 mod snapshot;
 mod strings;
+mod summaries;
 mod thread_locals;
 
 use std::collections::HashMap;
@@ -69,6 +70,7 @@ use super::pyutil::{
 };
 use super::session::with_session;
 use crate::hookapi::pyobject::{has_generic_getattro, import, imported, StrongRef};
+pub use summaries::{clear_summaries, SummaryScope};
 
 /// The kinds of tensor a value holds (`Vm::tensor_kinds`).
 #[derive(Default)]
@@ -213,6 +215,17 @@ pub struct Vm<'py, 'b> {
     pub seen_breaks: Vec<SeenBreak<'py>>,
     /// The last break a bound on this translation made, and when (`steps`).
     break_bound: Option<(BreakBound, usize)>,
+    /// Whose library call summaries the translation uses and adds to (`summaries`).
+    pub summary_scope: Option<SummaryScope>,
+    /// The outermost library call being simulated for a summary.
+    recording: Option<summaries::Recording<'py>>,
+    /// The guards of the summaries used, checked on the frame before the translation is.
+    replayed: Vec<Guard>,
+    /// Library calls given by a summary instead of simulated.
+    pub summaries_replayed: usize,
+    /// The list a resume function is handed its values in (by address): its prologue
+    /// empties it, which no code of the user's sees.
+    pub resume_box: Option<usize>,
 }
 
 /// Why a break is not the inlined code's own: a bound on the translation inlining it.
@@ -480,6 +493,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             pins: None,
             seen_breaks: Vec::new(),
             break_bound: None,
+            summary_scope: None,
+            recording: None,
+            replayed: Vec::new(),
+            summaries_replayed: 0,
+            resume_box: None,
         })
     }
 }

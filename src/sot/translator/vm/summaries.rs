@@ -1,0 +1,491 @@
+//! Summaries of pure library calls. A library function whose simulation made no operation,
+//! changed nothing and gave a constant gives that constant again, in any later translation
+//! of the same session, for arguments of the same kinds: its guards, rebased on the new
+//! call's function and arguments, stand for what it read, and are checked on the frame
+//! being translated before the translation is used (`Vm::replayed_hold`). scikit-learn asks
+//! narwhals' `is_into_dataframe` about its input some thirty times per `predict` of a
+//! pipeline, each about 950 instructions to simulate; a summary is a few dozen guards.
+//!
+//! What a call's simulation depends on, and how a summary covers it:
+//! - the function: its code, globals, defaults (the guards `function_of` makes on its
+//!   source, recorded, and made again on the new call's); closures are not summarized;
+//! - each argument: a constant's value (`Check::Equals`), a tensor's type and meta
+//!   (`Backend::tensor_check`), an object from the frame through the guards on its source;
+//! - what it reads beyond them (module globals, `sys.modules`): every guard asked for while
+//!   it ran, and every guard of each source it read (a source read before gives its value
+//!   without asking for its guards again), each as a path from the function, an argument,
+//!   an object pinned by identity or a builtin;
+//! - the translation's own changes: none may be pending (attributes, globals, lists and
+//!   dicts of the frame mutated, an exception being handled), when recorded or replayed.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+
+use super::*;
+use crate::sot::translator::fetch::{value_holds, Fetcher};
+use crate::sot::translator::session::EPOCH;
+
+/// The summaries kept, all sessions together: past it they are dropped and made again.
+const MAX_SUMMARIES: usize = 1024;
+/// Summaries of one function (for different kinds of arguments) in one session.
+const MAX_PER_FUNCTION: usize = 8;
+
+/// Where a summary's guard reads from.
+enum Root {
+    /// The function called.
+    Function,
+    /// An argument of the call, by position.
+    Argument(usize),
+    /// An object pinned by identity where the call read it (a module, a globals dict).
+    Held(StrongRef),
+    Builtin(StrongRef),
+}
+
+enum Step {
+    Attr(StrongRef),
+    OwnAttr(StrongRef),
+    Item(StrongRef),
+    Called,
+}
+
+struct Path {
+    root: Root,
+    steps: Vec<Step>,
+}
+
+/// A guard of a summary: a check of what `path` reads; where it compares with other sources
+/// (`SameAs`, `Distinct`), their paths, in its order.
+struct SummaryGuard {
+    path: Path,
+    check: Check,
+    others: Vec<Path>,
+}
+
+/// What one library call gave, and what that rests on.
+struct Summary {
+    function: StrongRef,
+    /// Per argument: the check its value passes (a constant's value, a tensor's meta), or
+    /// None for an object from the frame (what the call read of it is among `guards`).
+    arguments: Vec<Option<Check>>,
+    result: StrongRef,
+    guards: Vec<SummaryGuard>,
+}
+
+#[derive(Default)]
+struct Store {
+    epoch: u64,
+    /// By owner (the session sharing translations) and function address.
+    summaries: FxHashMap<(u64, usize), Vec<Arc<Summary>>>,
+    count: usize,
+}
+
+static STORE: Mutex<Option<Store>> = Mutex::new(None);
+
+/// Whose summaries a translation reads and adds to.
+#[derive(Clone, Copy)]
+pub struct SummaryScope {
+    pub owner: u64,
+    pub epoch: u64,
+    /// Whether found summaries are used (not after one's guards failed on the frame).
+    pub replay: bool,
+}
+
+/// A library call being simulated for a summary.
+pub(super) struct Recording<'py> {
+    /// Sources it read whose values the translation had made before it began: their
+    /// guards, made then, are among what it rests on.
+    reads: Vec<SourceId>,
+    /// The first value made after it began.
+    first_value: Vid,
+    /// Guards asked for while it ran, whether new or not.
+    requests: Vec<(SourceId, Check)>,
+    arguments: Vec<Option<Check>>,
+    argument_sources: Vec<Option<SourceId>>,
+    function: Bound<'py, PyAny>,
+    function_source: Option<SourceId>,
+    /// The lengths of what a pure call leaves as it was.
+    marks: [usize; 8],
+}
+
+impl Recording<'_> {
+    pub(super) fn request(&mut self, py: Python<'_>, source: SourceId, check: &Check) {
+        self.requests.push((source, check.clone_ref(py)));
+    }
+
+    /// `source` read, its value `vid` made already.
+    pub(super) fn read(&mut self, source: SourceId, vid: Vid) {
+        if vid < self.first_value {
+            self.reads.push(source);
+        }
+    }
+}
+
+/// Drops every summary (`sot.reset()`); the old ones go after the lock is let go, as their
+/// objects' finalizers may translate.
+pub fn clear_summaries() {
+    let old = STORE.lock().take();
+    drop(old);
+}
+
+impl<'py, 'b> Vm<'py, 'b> {
+    /// The summary's result for this call, its guards made, where one of this session holds
+    /// for these arguments; else, where the call may be summarized, starts recording it.
+    pub(super) fn replay_or_record(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let Some(scope) = self.summary_scope else {
+            return Ok(None);
+        };
+        let eligible = kwargs.is_empty()
+            && self.recording.is_none()
+            && self.nothing_pending()
+            && function.is_exact_instance_of::<pyo3::types::PyFunction>()
+            && function.getattr(pyo3::intern!(self.py, "__closure__"))?.is_none();
+        if !eligible {
+            return Ok(None);
+        }
+        let argument_sources: Vec<Option<SourceId>> = args.iter().map(|a| self.source_of(*a)).collect();
+        if scope.replay {
+            for summary in found_summaries(scope, function) {
+                if let Some(result) = self.replay(&summary, function, source, args, &argument_sources)? {
+                    return Ok(Some(result));
+                }
+            }
+        }
+        let Some(arguments) = args
+            .iter()
+            .map(|a| self.argument_check(*a))
+            .collect::<PyResult<Option<Vec<_>>>>()?
+        else {
+            return Ok(None);
+        };
+        self.recording = Some(Recording {
+            reads: Vec::new(),
+            first_value: self.values.len(),
+            requests: Vec::new(),
+            arguments,
+            argument_sources,
+            function: function.clone(),
+            function_source: source,
+            marks: self.purity_marks(),
+        });
+        Ok(None)
+    }
+
+    /// Ends the recording of the library call that gave `result`: a summary of it where it
+    /// was pure and gave a constant.
+    pub(super) fn finish_recording(&mut self, result: &Res<Vid>) {
+        let Some(recording) = self.recording.take() else {
+            return;
+        };
+        let (Ok(result), Some(scope)) = (result, self.summary_scope) else {
+            return;
+        };
+        let constant = match self.val(*result) {
+            Val::Obj { obj, source: None } if is_value_type(obj) => obj.clone(),
+            _ => return,
+        };
+        if recording.marks != self.purity_marks() || !self.nothing_pending() {
+            return;
+        }
+        let Some(guards) = self.summary_guards(&recording) else {
+            return;
+        };
+        let summary = Summary {
+            function: StrongRef::new(&recording.function),
+            arguments: recording.arguments,
+            result: StrongRef::new(&constant),
+            guards,
+        };
+        store_summary(scope, summary);
+    }
+
+    /// Whether the guards of the summaries this translation used hold for its frame.
+    pub fn replayed_hold(&self, fetcher: &mut Fetcher<'_, '_, 'py>) -> bool {
+        fetcher.first_failing(&self.replayed).is_none()
+    }
+
+    fn replay(
+        &mut self,
+        summary: &Summary,
+        function: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        argument_sources: &[Option<SourceId>],
+    ) -> Res<Option<Vid>> {
+        let py = self.py;
+        if summary.arguments.len() != args.len() {
+            return Ok(None);
+        }
+        for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
+            let fits = match (check, self.val(*arg)) {
+                (None, Val::Obj { .. }) => arg_source.is_some(),
+                (Some(check), Val::Tensor { example, .. }) => value_holds(py, check, Some(example)),
+                (Some(check), Val::Obj { obj, .. }) => value_holds(py, check, Some(obj)),
+                _ => false,
+            };
+            if !fits {
+                return Ok(None);
+            }
+        }
+        let mut rebased = Vec::with_capacity(summary.guards.len());
+        for SummaryGuard { path, check, others } in &summary.guards {
+            // A guard on an argument itself (its type, its value) is checked now: another
+            // summary of the function may fit it.
+            if let (Root::Argument(i), [], []) = (&path.root, path.steps.as_slice(), others.as_slice()) {
+                let holds = match self.val(args[*i]) {
+                    Val::Obj { obj, .. } => value_holds(py, check, Some(obj)),
+                    Val::Tensor { example, .. } => value_holds(py, check, Some(example)),
+                    _ => false,
+                };
+                if !holds {
+                    return Ok(None);
+                }
+            }
+            let Some(id) = self.rebase(path, function, source, argument_sources) else {
+                return Ok(None);
+            };
+            let Some(others) = others
+                .iter()
+                .map(|other| self.rebase(other, function, source, argument_sources))
+                .collect::<Option<Vec<SourceId>>>()
+            else {
+                return Ok(None);
+            };
+            let check = match check {
+                Check::SameAs(_) => Check::SameAs(others[0]),
+                Check::Distinct(_) => Check::Distinct(others),
+                check => check.clone_ref(py),
+            };
+            rebased.push((id, check));
+        }
+        // The function's own guards, as a simulation would make them first.
+        self.function_of(function, source)?;
+        for (id, check) in rebased {
+            self.replayed.push(Guard {
+                source: id,
+                check: check.clone_ref(py),
+            });
+            self.add_guard(id, check);
+        }
+        self.summaries_replayed += 1;
+        Ok(Some(self.constant(summary.result.bind(py))))
+    }
+
+    fn rebase(
+        &mut self,
+        path: &Path,
+        function: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        argument_sources: &[Option<SourceId>],
+    ) -> Option<SourceId> {
+        let py = self.py;
+        let mut id = match &path.root {
+            Root::Function => match source {
+                Some(s) => s,
+                None => self.intern(Source::Held(StrongRef::new(function))),
+            },
+            Root::Argument(i) => (*argument_sources.get(*i)?)?,
+            Root::Held(object) => self.intern(Source::Held(object.clone_ref(py))),
+            Root::Builtin(name) => self.intern(Source::Builtin(name.clone_ref(py))),
+        };
+        for step in &path.steps {
+            id = self.intern(match step {
+                Step::Attr(name) => Source::Attr(id, name.clone_ref(py)),
+                Step::OwnAttr(name) => Source::OwnAttr(id, name.clone_ref(py)),
+                Step::Item(key) => Source::Item(id, key.clone_ref(py)),
+                Step::Called => Source::Called(id),
+            });
+        }
+        Some(id)
+    }
+
+    /// Every guard the recorded call rests on, as paths from the call; None where one reads
+    /// something else of the frame (or compares sources).
+    fn summary_guards(&self, recording: &Recording<'py>) -> Option<Vec<SummaryGuard>> {
+        let py = self.py;
+        let pinned: FxHashMap<SourceId, StrongRef> = self
+            .guards
+            .iter()
+            .filter_map(|g| match &g.check {
+                Check::Id(pin) => pin.object(py).map(|o| (g.source, StrongRef::new(&o))),
+                _ => None,
+            })
+            .collect();
+        let mut read: rustc_hash::FxHashSet<SourceId> = recording.reads.iter().copied().collect();
+        read.extend(recording.argument_sources.iter().flatten());
+        read.extend(recording.function_source);
+        // A guard relating the frame's sources made before the call (its graph inputs are
+        // distinct objects) is not one it rests on: it compared nothing of theirs (a
+        // comparison it made is among its own requests).
+        let kept = self.guards.iter().filter(|g| {
+            read.contains(&g.source) && !matches!(g.check, Check::SameAs(_) | Check::Distinct(_))
+        });
+        let all = recording
+            .requests
+            .iter()
+            .map(|(s, c)| (*s, c))
+            .chain(kept.map(|g| (g.source, &g.check)));
+        let mut guards: Vec<SummaryGuard> = Vec::new();
+        let mut seen: FxHashMap<SourceId, Vec<&Check>> = FxHashMap::default();
+        for (source, check) in all {
+            let same = seen.entry(source).or_default();
+            if same.iter().any(|c| c.same(check)) {
+                continue;
+            }
+            same.push(check);
+            let related: &[SourceId] = match check {
+                Check::SameAs(other) => std::slice::from_ref(other),
+                Check::Distinct(others) => others,
+                _ => &[],
+            };
+            let path_of = |s: SourceId| self.path_of(s, recording, &pinned, false);
+            guards.push(SummaryGuard {
+                path: path_of(source)?,
+                check: check.clone_ref(py),
+                others: related.iter().map(|s| path_of(*s)).collect::<Option<_>>()?,
+            });
+        }
+        Some(guards)
+    }
+
+    /// `source` as a path from the recorded call: its function, an argument, a builtin, or
+    /// (for a parent: the child's guard is on that object) an object pinned by identity.
+    fn path_of(
+        &self,
+        source: SourceId,
+        recording: &Recording<'py>,
+        pinned: &FxHashMap<SourceId, StrongRef>,
+        is_parent: bool,
+    ) -> Option<Path> {
+        let py = self.py;
+        let root = |root| {
+            Some(Path {
+                root,
+                steps: Vec::new(),
+            })
+        };
+        if is_parent {
+            if let Some(object) = pinned.get(&source) {
+                return root(Root::Held(object.clone_ref(py)));
+            }
+        }
+        if recording.function_source == Some(source) {
+            return root(Root::Function);
+        }
+        if let Some(i) = recording.argument_sources.iter().position(|s| *s == Some(source)) {
+            return root(Root::Argument(i));
+        }
+        let (parent, step) = match &self.sources.sources[source] {
+            Source::Attr(parent, name) => (*parent, Step::Attr(name.clone_ref(py))),
+            Source::OwnAttr(parent, name) => (*parent, Step::OwnAttr(name.clone_ref(py))),
+            Source::Item(parent, key) => (*parent, Step::Item(key.clone_ref(py))),
+            Source::Called(parent) => (*parent, Step::Called),
+            Source::Held(object) => return root(Root::Held(object.clone_ref(py))),
+            Source::Builtin(name) => return root(Root::Builtin(name.clone_ref(py))),
+            Source::Argument(_) | Source::Free(_) | Source::Global(_) => return None,
+        };
+        let mut path = self.path_of(parent, recording, pinned, true)?;
+        path.steps.push(step);
+        Some(path)
+    }
+
+    /// What a summary keeps of an argument: None for an object from the frame (`sourced`),
+    /// a check of a constant's value or a tensor's meta; not summarized (the outer None)
+    /// for anything else (a list the translation made, a function).
+    fn argument_check(&self, arg: Vid) -> PyResult<Option<Option<Check>>> {
+        Ok(match self.val(arg) {
+            Val::Tensor { example, .. } => Some(Some(self.backend.tensor_check(example)?)),
+            Val::Obj { source: Some(_), .. } => Some(None),
+            Val::Obj { obj, source: None } if is_value_type(obj) => {
+                Some(Some(Check::Equals(StrongRef::new(obj))))
+            }
+            _ => None,
+        })
+    }
+
+    /// The source a value came from (a tensor input's, found by its value).
+    fn source_of(&self, vid: Vid) -> Option<SourceId> {
+        match self.val(vid) {
+            Val::Obj { source, .. } => *source,
+            Val::Tensor { .. } => self.by_source.iter().find(|(_, v)| **v == vid).map(|(s, _)| *s),
+            _ => None,
+        }
+    }
+
+    /// Whether the translation has changed nothing of the frame's objects so far (what a
+    /// library call reads is then what the frame holds), and handles no exception.
+    fn nothing_pending(&self) -> bool {
+        self.mutated
+            .keys()
+            .all(|address| self.resume_box == Some(*address))
+            && self.stored_attrs.is_empty()
+            && self.stored_globals.is_empty()
+            && self.exc_stack.is_empty()
+    }
+
+    /// What a pure call leaves as it was (a tensor argument made a graph input by its reading
+    /// is not a change: the first operation on it would make it one).
+    fn purity_marks(&self) -> [usize; 8] {
+        [
+            self.graph.nodes.len(),
+            self.side_effects.len(),
+            self.dict_histories.len(),
+            self.frame_dicts.len(),
+            self.break_guards.len(),
+            self.seen_breaks.len(),
+            self.mutated.len(),
+            self.stored_attrs.len() + self.stored_globals.len(),
+        ]
+    }
+}
+
+/// The summaries of `function` in `scope`'s session (shared: looked at outside the lock).
+fn found_summaries(scope: SummaryScope, function: &Bound<'_, PyAny>) -> Vec<Arc<Summary>> {
+    let store = STORE.lock();
+    match store.as_ref() {
+        Some(store) if store.epoch == scope.epoch && scope.epoch == EPOCH.load(Ordering::Relaxed) => store
+            .summaries
+            .get(&(scope.owner, function.as_ptr() as usize))
+            // The newest first: one recorded after another's guards failed supersedes it.
+            .map(|found| {
+                found
+                    .iter()
+                    .rev()
+                    .filter(|s| s.function.is(function))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+fn store_summary(scope: SummaryScope, summary: Summary) {
+    let key = (scope.owner, summary.function.as_ptr() as usize);
+    let mut dropped = Vec::new();
+    let mut cleared = None;
+    {
+        let mut slot = STORE.lock();
+        let store = slot.get_or_insert_with(Store::default);
+        if store.epoch != scope.epoch || store.count >= MAX_SUMMARIES {
+            cleared = Some(std::mem::take(store));
+            store.epoch = scope.epoch;
+        }
+        let found = store.summaries.entry(key).or_default();
+        if found.len() >= MAX_PER_FUNCTION {
+            dropped.push(found.remove(0));
+            store.count -= 1;
+        }
+        found.push(Arc::new(summary));
+        store.count += 1;
+    }
+    drop((dropped, cleared));
+}

@@ -1,0 +1,189 @@
+"""Summaries of pure library calls (`src/sot/translator/vm/summaries.rs`): a library function
+whose simulation made no operation, changed nothing and gave a constant gives it again in a
+later translation for arguments of the same kinds, under its guards rebased on the new call
+(`SotStats.library_calls_replayed`), without being simulated again. What it read changing
+between the translations, or after them, is seen: the result is always the original's.
+
+The library functions here are compiled with a file name in the standard library's folder,
+as the translator tells a library's code from the user's by where it lives."""
+
+import io
+import os
+import sysconfig
+import types
+
+import numpy as np
+import pytest
+
+import framehook.sot as sot
+
+pytestmark = pytest.mark.usefixtures("fresh_sot")
+
+_LOG = io.StringIO()
+
+_LIBRARY_SOURCE = '''
+KNOWN = {}
+CALLS = []
+
+
+def is_known(x):
+    """Reads module state, as narwhals' is_into_dataframe reads sys.modules."""
+    name = type(x).__name__
+    for key in ("pandas", "polars", "pyarrow", "modin", "cudf", "dask"):
+        names = KNOWN.get(key)
+        if names is not None and name in names:
+            return True
+    return name in KNOWN
+
+
+def flag_of(obj):
+    return getattr(obj, "flag", False) is True
+
+
+def is_matrix(x):
+    return x.ndim == 2
+
+
+def counted(x):
+    CALLS.append(type(x).__name__)
+    return len(CALLS) > 0
+'''
+
+
+def _library_module():
+    path = os.path.join(sysconfig.get_path("stdlib"), "_framehook_test_summaries.py")
+    module = types.ModuleType("_framehook_test_summaries")
+    module.__file__ = path
+    exec(compile(_LIBRARY_SOURCE, path, "exec"), module.__dict__)
+    return module
+
+
+LIB = _library_module()
+
+
+@pytest.fixture(autouse=True)
+def _library_state():
+    LIB.KNOWN.clear()
+    LIB.CALLS.clear()
+    yield
+    LIB.KNOWN.clear()
+    LIB.CALLS.clear()
+
+
+def _mark_known_and_break():
+    LIB.KNOWN["ndarray"] = True
+    print("a break", file=_LOG)
+
+
+def asks_twice(x):
+    a = x * 2.0 if LIB.is_known(x) else x * 3.0
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    return a + 1.0 if LIB.is_known(a) else a - 1.0
+
+
+def asks_twice_changing_between(x):
+    a = x * 2.0 if LIB.is_known(x) else x * 3.0
+    _mark_known_and_break()
+    return a + 1.0 if LIB.is_known(a) else a - 1.0
+
+
+def _translations(fast):
+    st = sot.stats(fast)
+    return st.translations, st.graphs, [b.lineno for b in st.graph_breaks], st.library_calls_replayed
+
+
+def test_a_pure_library_call_is_simulated_once_and_given_again_by_its_summary():
+    x = np.arange(3.0)
+    expected = asks_twice(x)
+    fast = sot.translate(asks_twice)
+    np.testing.assert_array_equal(fast(x), expected)
+    translations, graphs, breaks, replayed = _translations(fast)
+    # The frame, then the resume function after the break: one graph each; the second call
+    # of is_known (on a float array like the first's) is the summary's.
+    assert (translations, graphs, len(breaks), replayed) == (2, 2, 1, 1)
+
+    # Hot calls run the translation; what the summary read changing is seen by its guards.
+    np.testing.assert_array_equal(fast(x), expected)
+    LIB.KNOWN["ndarray"] = True
+    now = asks_twice(x)
+    assert not np.array_equal(now, expected)
+    np.testing.assert_array_equal(fast(x), now)
+    LIB.KNOWN["ndarray"] = None
+    LIB.KNOWN["polars"] = {"ndarray"}
+    np.testing.assert_array_equal(fast(x), asks_twice(x))
+
+
+def test_a_summary_whose_reads_changed_since_it_was_made_is_not_used():
+    """The break's call marks ndarrays known after the first translation recorded is_known
+    (False): the resume function's translation finds the summary, its guards fail on the
+    frame, and it is translated again simulating the call (True)."""
+    x = np.arange(3.0)
+    expected = asks_twice_changing_between(x)
+    LIB.KNOWN.clear()
+    fast = sot.translate(asks_twice_changing_between)
+    np.testing.assert_array_equal(fast(x), expected)
+    translations, graphs, breaks, replayed = _translations(fast)
+    # The break is the print in the called function (translated on its own, no graph).
+    assert (graphs, replayed) == (2, 0)
+    assert set(breaks) == {_mark_known_and_break.__code__.co_firstlineno + 2}
+
+
+class _Flagged:
+    def __init__(self, flag):
+        self.flag = flag
+
+
+def asks_objects(x, first, second):
+    a = x + 1.0 if LIB.flag_of(first) else x - 1.0
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    return a * 2.0 if LIB.flag_of(second) else a * 3.0
+
+
+@pytest.mark.parametrize("flags", [(True, True), (False, True), (True, False), (False, False)])
+def test_a_summary_reads_its_argument_object_through_the_new_calls_argument(flags):
+    x = np.arange(3.0)
+    first, second = _Flagged(flags[0]), _Flagged(flags[1])
+    fast = sot.translate(asks_objects)
+    np.testing.assert_array_equal(fast(x, first, second), asks_objects(x, first, second))
+    translations, graphs, breaks, replayed = _translations(fast)
+    # The second object's flag is the first's: the summary's guard (on the resume function's
+    # argument) holds, and it gives the result; else the call is simulated.
+    assert (translations, graphs, len(breaks), replayed) == (2, 2, 1, int(flags[0] == flags[1]))
+    # Hot: the entries' guards tell the objects apart.
+    for other in ((True, False), (False, True), (True, True)):
+        objects = _Flagged(other[0]), _Flagged(other[1])
+        np.testing.assert_array_equal(fast(x, *objects), asks_objects(x, *objects))
+
+
+def asks_shapes(x):
+    a = x + 1.0 if LIB.is_matrix(x) else x - 1.0
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    m = a.reshape(1, -1)
+    return m * 2.0 if LIB.is_matrix(m) else m * 3.0
+
+
+def test_a_summary_is_for_tensors_of_the_same_meta_only():
+    x = np.arange(3.0)
+    fast = sot.translate(asks_shapes)
+    np.testing.assert_array_equal(fast(x), asks_shapes(x))
+    translations, graphs, breaks, replayed = _translations(fast)
+    # A 1-d then a 2-d array: the second call is simulated, and answers for its own shape.
+    assert (translations, graphs, len(breaks), replayed) == (2, 2, 1, 0)
+
+
+def asks_counted(x):
+    a = x + 1.0 if LIB.counted(x) else x
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    return a + 1.0 if LIB.counted(a) else a
+
+
+def test_a_library_call_that_changes_state_is_never_summarized():
+    x = np.arange(3.0)
+    expected = asks_counted(x)
+    eager_calls = list(LIB.CALLS)
+    LIB.CALLS.clear()
+    fast = sot.translate(asks_counted)
+    np.testing.assert_array_equal(fast(x), expected)
+    translations, graphs, breaks, replayed = _translations(fast)
+    assert (translations, len(breaks), replayed) == (2, 1, 0)
+    assert LIB.CALLS == eager_calls  # each call appended, once, as the original did
