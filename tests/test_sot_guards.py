@@ -3,6 +3,7 @@ Python values, identities, a dict's keys, a class's namespace), recompiling wher
 fails, the cache size limit, and guards that neither run the user's code nor keep its
 objects alive."""
 
+import collections
 import subprocess
 import sys
 import types
@@ -285,6 +286,27 @@ def test_numbers_changing_every_call_become_graph_arithmetic_with_division_and_p
     st = sot.stats(fast)
     assert st.translations == 2 and st.recompilations == 1 and st.cache_hits == 8
     assert not st.graph_breaks and not st.fallbacks
+
+
+def test_numbers_that_changed_are_looked_for_only_up_to_a_guard_that_fails_otherwise():
+    """A number guarded before a list argument (a candidate for a dynamic number when it
+    changes), and the argument now a defaultdict: the guards after its failing type guard
+    are not read, as reading `a[0]` of a defaultdict adds the key (fuzzer seed 63)."""
+
+    def f(a, c):
+        m = np.mean(c)
+        return np.isfinite(a).all(), m
+
+    fast = sot.translate(f)
+    assert fast([1, 2], 0) == f([1, 2], 0)
+    eager = collections.defaultdict(int, {"k": 1})
+    with pytest.raises(TypeError):
+        f(eager, 7)
+    translated = collections.defaultdict(int, {"k": 1})
+    with pytest.raises(TypeError):
+        fast(translated, 7)
+    assert translated == eager == {"k": 1}
+    assert sot.stats(fast).translations == 2  # the new call's, as the original raised
 
 
 def test_a_division_by_a_dynamic_number_that_becomes_zero_raises_zerodivisionerror():

@@ -258,12 +258,17 @@ impl Translator {
                 if failing.is_some_and(|g| fetcher.number_changed(g)) {
                     // Every number of the entry seen to change, not only the first: numbers
                     // that change together (a step count per parameter) are generalised by one
-                    // recompilation, not one each.
+                    // recompilation, not one each. In the guards' order, up to one failing
+                    // otherwise: the sources after it may not be safe to read (`a[0]` of what
+                    // is no longer a list runs its `__getitem__`, a defaultdict's adds a key).
                     for guard in &entry.guards {
-                        if fetcher.number_changed(guard)
-                            && fetcher.first_failing(std::slice::from_ref(guard)).is_some()
-                            && !changed_numbers.contains(&guard.source)
-                        {
+                        if fetcher.check(guard) {
+                            continue;
+                        }
+                        if !fetcher.number_changed(guard) {
+                            break;
+                        }
+                        if !changed_numbers.contains(&guard.source) {
                             changed_numbers.push(guard.source);
                         }
                     }
