@@ -44,6 +44,10 @@ def is_matrix(x):
     return x.ndim == 2
 
 
+def is_same(a, b):
+    return a is b
+
+
 def counted(x):
     CALLS.append(type(x).__name__)
     return len(CALLS) > 0
@@ -153,6 +157,40 @@ def test_a_summary_reads_its_argument_object_through_the_new_calls_argument(flag
     for other in ((True, False), (False, True), (True, True)):
         objects = _Flagged(other[0]), _Flagged(other[1])
         np.testing.assert_array_equal(fast(x, *objects), asks_objects(x, *objects))
+
+
+def asks_twice_of_other_shapes(x):
+    a = x * 2.0 if LIB.is_known(x) else x * 3.0
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    m = a.reshape(1, -1)[:, :2]
+    return m + 1.0 if LIB.is_known(m) else m - 1.0
+
+
+def test_a_summary_that_read_only_the_type_of_a_tensor_holds_for_any_shape():
+    x = np.arange(3.0)
+    fast = sot.translate(asks_twice_of_other_shapes)
+    np.testing.assert_array_equal(fast(x), asks_twice_of_other_shapes(x))
+    translations, graphs, breaks, replayed = _translations(fast)
+    assert (translations, graphs, len(breaks), replayed) == (2, 2, 1, 1)
+
+
+def asks_identity(x, y):
+    first = LIB.is_same(x, x)
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    second = LIB.is_same(x, y)
+    third = LIB.is_same(y, y)
+    return (x + 1.0 if first else x), (y + 1.0 if second else y), (y * 2.0 if third else y)
+
+
+def test_a_summary_holds_for_arguments_that_are_one_object_as_they_were():
+    x, y = np.arange(3.0), np.arange(3.0)
+    fast = sot.translate(asks_identity)
+    for got, want in zip(fast(x, y), asks_identity(x, y)):
+        np.testing.assert_array_equal(got, want)
+    translations, graphs, breaks, replayed = _translations(fast)
+    # is_same(x, y) is simulated (x was both arguments when recorded); is_same(y, y) is
+    # the summary's.
+    assert (translations, len(breaks), replayed) == (2, 1, 1)
 
 
 def asks_shapes(x):

@@ -154,6 +154,9 @@ pub trait Interp<'py> {
     fn input_tensor(&self, sym: usize) -> Option<(SourceId, Bound<'py, PyAny>)>;
     /// Whether `obj` is one of the backend's tensors.
     fn is_backend_tensor(&self, obj: &Bound<'py, PyAny>) -> bool;
+    /// Notes that what is read of the tensor `vid` follows from more than its type (its
+    /// shape, dtype, or other meta: a library call's summary then holds for that meta only).
+    fn tensor_meta_read(&mut self, vid: Vid);
     /// Whether the backend's guard of a tensor pins its attribute `name` (shape, dtype).
     fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool;
     /// Whether the backend reads `obj` as a constant (a dtype, a place).

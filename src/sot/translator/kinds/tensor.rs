@@ -25,10 +25,13 @@ impl Kind for Tensor {
         Ok(match val {
             Val::Tensor { example, .. } => Some(example.get_type().into_any()),
             // What the attribute of a tensor of the example's (guarded) type is.
-            Val::TensorPart { tensor, path } => match cx.val(*tensor) {
-                Val::Tensor { example, .. } => Some(part_of(example, path)?.get_type().into_any()),
-                _ => None,
-            },
+            Val::TensorPart { tensor, path } => {
+                cx.tensor_meta_read(*tensor);
+                match cx.val(*tensor) {
+                    Val::Tensor { example, .. } => Some(part_of(example, path)?.get_type().into_any()),
+                    _ => None,
+                }
+            }
             _ => None,
         })
     }
@@ -42,9 +45,13 @@ impl Kind for Tensor {
         }
     }
 
-    fn len<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+    fn len<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
         match val {
-            Val::Tensor { example, .. } => cx.int_value(example.len()?).map(Some),
+            Val::Tensor { example, .. } => {
+                let len = example.len()?;
+                cx.tensor_meta_read(v);
+                cx.int_value(len).map(Some)
+            }
             _ => Ok(None),
         }
     }
@@ -54,6 +61,7 @@ impl Kind for Tensor {
         let Val::Tensor { example, .. } = val else {
             return Ok(None);
         };
+        cx.tensor_meta_read(v);
         let rows = example
             .len()
             .map_err(|_| Problem::Break("iteration over a 0-d tensor".into()))?;
@@ -181,6 +189,7 @@ fn tensor_attr<'py>(
     example: &Bound<'py, PyAny>,
     name: &str,
 ) -> Res<Vid> {
+    cx.tensor_meta_read(owner);
     if cx.is_meta_attribute(example, name) {
         // Shape, dtype and the like are what the tensor's guard pins.
         let value = example.getattr(name)?;
@@ -231,6 +240,7 @@ fn part_of<'py>(tensor: &Bound<'py, PyAny>, path: &str) -> PyResult<Bound<'py, P
 /// (`operator.attrgetter(path)`): a tensor, or a bool it assumes; a method or another
 /// part, where the example's is one; any other value breaks.
 fn part_attr<'py>(cx: &mut dyn Interp<'py>, tensor: Vid, path: &str) -> Res<Vid> {
+    cx.tensor_meta_read(tensor);
     let Val::Tensor { example, .. } = cx.val(tensor) else {
         return attribute_used(path);
     };

@@ -109,6 +109,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 if self.backend.is_meta_method(&name) && args.is_empty() && kwargs.is_empty() {
                     // `x.dim()`: what the guarded meta attributes say, computed now.
                     let value = example.call_method0(name.as_str())?;
+                    self.tensor_meta_read(tensor);
                     return Ok(self.constant(value));
                 }
                 if self.backend.is_array(example) {

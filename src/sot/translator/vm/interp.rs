@@ -228,6 +228,10 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::intern(self, source)
     }
 
+    fn tensor_meta_read(&mut self, vid: Vid) {
+        Vm::tensor_meta_read(self, vid);
+    }
+
     fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool {
         self.backend.is_meta_attribute(tensor, name)
     }

@@ -67,9 +67,12 @@ struct SummaryGuard {
 /// What one library call gave, and what that rests on.
 struct Summary {
     function: StrongRef,
-    /// Per argument: the check its value passes (a constant's value, a tensor's meta), or
-    /// None for an object from the frame (what the call read of it is among `guards`).
+    /// Per argument: the check its value passes (a constant's value, a tensor's type, and
+    /// its meta where the call read more than its type), or None for an object from the
+    /// frame (what the call read of it is among `guards`).
     arguments: Vec<Option<Check>>,
+    /// Per argument, the first argument that is the same object (`f(x, x)`).
+    aliases: Vec<usize>,
     result: StrongRef,
     guards: Vec<SummaryGuard>,
 }
@@ -102,8 +105,10 @@ pub(super) struct Recording<'py> {
     first_value: Vid,
     /// Guards asked for while it ran, whether new or not.
     requests: Vec<(SourceId, Check)>,
-    arguments: Vec<Option<Check>>,
+    args: Vec<Vid>,
     argument_sources: Vec<Option<SourceId>>,
+    /// The tensors (by symbol) of which it read more than their type.
+    meta_read: rustc_hash::FxHashSet<Sym>,
     function: Bound<'py, PyAny>,
     function_source: Option<SourceId>,
     /// The lengths of what a pure call leaves as it was.
@@ -159,19 +164,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
-        let Some(arguments) = args
-            .iter()
-            .map(|a| self.argument_check(*a))
-            .collect::<PyResult<Option<Vec<_>>>>()?
-        else {
+        if !args.iter().all(|a| self.summarizable(*a)) {
             return Ok(None);
-        };
+        }
         self.recording = Some(Recording {
             reads: Vec::new(),
             first_value: self.values.len(),
             requests: Vec::new(),
-            arguments,
+            args: args.to_vec(),
             argument_sources,
+            meta_read: Default::default(),
             function: function.clone(),
             function_source: source,
             marks: self.purity_marks(),
@@ -198,9 +200,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some(guards) = self.summary_guards(&recording) else {
             return;
         };
+        let Ok(arguments) = recording
+            .args
+            .iter()
+            .map(|a| self.argument_check(*a, &recording.meta_read))
+            .collect::<PyResult<Vec<_>>>()
+        else {
+            return;
+        };
         let summary = Summary {
             function: StrongRef::new(&recording.function),
-            arguments: recording.arguments,
+            arguments,
+            aliases: self.aliases(&recording.args),
             result: StrongRef::new(&constant),
             guards,
         };
@@ -221,7 +232,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         argument_sources: &[Option<SourceId>],
     ) -> Res<Option<Vid>> {
         let py = self.py;
-        if summary.arguments.len() != args.len() {
+        if summary.arguments.len() != args.len() || summary.aliases != self.aliases(args) {
             return Ok(None);
         }
         for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
@@ -266,8 +277,14 @@ impl<'py, 'b> Vm<'py, 'b> {
             };
             rebased.push((id, check));
         }
-        // The function's own guards, as a simulation would make them first.
+        // The function's own guards, as a simulation would make them first; a tensor
+        // argument from the frame is guarded on what the summary holds for.
         self.function_of(function, source)?;
+        for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
+            if let (Some(check), Some(s), true) = (check, arg_source, self.is_tensor_argument(*arg)) {
+                rebased.push((*s, check.clone_ref(py)));
+            }
+        }
         for (id, check) in rebased {
             self.replayed.push(Guard {
                 source: id,
@@ -328,11 +345,22 @@ impl<'py, 'b> Vm<'py, 'b> {
         let kept = self.guards.iter().filter(|g| {
             read.contains(&g.source) && !matches!(g.check, Check::SameAs(_) | Check::Distinct(_))
         });
+        // A tensor argument's type and meta are its check in the summary (`argument_check`),
+        // made again on the new call's argument: its guards of them here are not.
+        let tensor_sources: Vec<SourceId> = recording
+            .args
+            .iter()
+            .zip(&recording.argument_sources)
+            .filter_map(|(arg, source)| source.filter(|_| self.is_tensor_argument(*arg)))
+            .collect();
         let all = recording
             .requests
             .iter()
             .map(|(s, c)| (*s, c))
-            .chain(kept.map(|g| (g.source, &g.check)));
+            .chain(kept.map(|g| (g.source, &g.check)))
+            .filter(|(s, c)| {
+                !(tensor_sources.contains(s) && matches!(c, Check::Type(_) | Check::Tensor { .. }))
+            });
         let mut guards: Vec<SummaryGuard> = Vec::new();
         let mut seen: FxHashMap<SourceId, Vec<&Check>> = FxHashMap::default();
         for (source, check) in all {
@@ -397,18 +425,68 @@ impl<'py, 'b> Vm<'py, 'b> {
         Some(path)
     }
 
-    /// What a summary keeps of an argument: None for an object from the frame (`sourced`),
-    /// a check of a constant's value or a tensor's meta; not summarized (the outer None)
-    /// for anything else (a list the translation made, a function).
-    fn argument_check(&self, arg: Vid) -> PyResult<Option<Option<Check>>> {
-        Ok(match self.val(arg) {
-            Val::Tensor { example, .. } => Some(Some(self.backend.tensor_check(example)?)),
-            Val::Obj { source: Some(_), .. } => Some(None),
-            Val::Obj { obj, source: None } if is_value_type(obj) => {
-                Some(Some(Check::Equals(StrongRef::new(obj))))
+    /// Whether a call with `arg` may be summarized: a tensor, an object from the frame, a
+    /// constant value (not a list the translation made, a function).
+    fn summarizable(&self, arg: Vid) -> bool {
+        match self.val(arg) {
+            Val::Tensor { .. } | Val::Obj { source: Some(_), .. } => true,
+            Val::Obj { obj, source: None } => is_value_type(obj),
+            _ => false,
+        }
+    }
+
+    /// What a summary keeps of an argument (`summarizable`): a check of a constant's value,
+    /// of a tensor's type (and meta, where the call read them: `meta_read`), or None for
+    /// another object from the frame. A tensor from the frame is one whether the translation
+    /// made it a graph input yet or not.
+    fn argument_check(&self, arg: Vid, meta_read: &rustc_hash::FxHashSet<Sym>) -> PyResult<Option<Check>> {
+        let (tensor, sym) = match self.val(arg) {
+            Val::Tensor { sym, example } => (example, Some(*sym)),
+            Val::Obj { obj, source: Some(s) } if self.backend.is_tensor(obj) => {
+                (obj, self.graph.inputs.iter().position(|input| input == s))
             }
-            _ => None,
-        })
+            Val::Obj { obj, source: None } => return Ok(Some(Check::Equals(StrongRef::new(obj)))),
+            _ => return Ok(None),
+        };
+        Ok(Some(match sym {
+            Some(sym) if meta_read.contains(&sym) => self.backend.tensor_check(tensor)?,
+            _ => Check::Type(Pin::of_type(&tensor.get_type().into_any())),
+        }))
+    }
+
+    /// Whether `arg` is a tensor (one the graph made or takes, or one from the frame yet).
+    fn is_tensor_argument(&self, arg: Vid) -> bool {
+        match self.val(arg) {
+            Val::Tensor { .. } => true,
+            Val::Obj { obj, source: Some(_) } => self.backend.is_tensor(obj),
+            _ => false,
+        }
+    }
+
+    /// Per argument, the first that is the same object.
+    fn aliases(&self, args: &[Vid]) -> Vec<usize> {
+        let object = |vid: Vid| match self.val(vid) {
+            Val::Tensor { example, .. } => example.as_ptr(),
+            Val::Obj { obj, .. } => obj.as_ptr(),
+            _ => std::ptr::null_mut(),
+        };
+        args.iter()
+            .enumerate()
+            .map(|(i, a)| {
+                args[..i]
+                    .iter()
+                    .position(|b| object(*b) == object(*a))
+                    .unwrap_or(i)
+            })
+            .collect()
+    }
+
+    /// Notes, while a library call is recorded, that it read more of the tensor `vid` than
+    /// its type.
+    pub(super) fn tensor_meta_read(&mut self, vid: Vid) {
+        if let (Some(recording), Val::Tensor { sym, .. }) = (&mut self.recording, &self.values[vid]) {
+            recording.meta_read.insert(*sym);
+        }
     }
 
     /// The source a value came from (a tensor input's, found by its value).
