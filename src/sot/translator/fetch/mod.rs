@@ -155,6 +155,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
 
 /// Whether `value` (None: the source holds nothing) passes `check`, one that reads no other
 /// source (never `SameAs` or `Distinct`, which fail here).
+#[inline]
 pub fn value_holds(py: Python<'_>, check: &Check, value: Option<&Bound<'_, PyAny>>) -> bool {
     let Some(value) = value else {
         return matches!(check, Check::Absent);

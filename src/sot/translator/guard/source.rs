@@ -360,6 +360,11 @@ impl Pins {
         }
     }
 
+    /// The first source pinned to the object at `address`.
+    pub fn first_pinned(&self, address: usize) -> Option<SourceId> {
+        self.first.get(&address).copied()
+    }
+
     /// The source a child of `parent` is interned under.
     pub fn alias(&self, parent: SourceId) -> SourceId {
         self.pinned

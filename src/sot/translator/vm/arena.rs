@@ -68,6 +68,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.sources.intern(source)
     }
 
+    /// The first source the guards pin to the object at `address`.
+    pub(super) fn pinned_source(&mut self, address: usize) -> Option<SourceId> {
+        self.pins
+            .get_or_insert_with(|| Pins::of(&self.guards))
+            .first_pinned(address)
+    }
+
     /// The value of a source, made once.
     pub(super) fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
         let id = self.intern(source);

@@ -246,8 +246,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(None);
             }
         }
-        let mut rebased = Vec::with_capacity(summary.guards.len());
         for SummaryGuard { path, check, others } in &summary.guards {
+            // Every argument a guard reads through must have a source here.
+            let rooted = |p: &Path| match p.root {
+                Root::Argument(i) => argument_sources[i].is_some(),
+                _ => true,
+            };
+            if !rooted(path) || !others.iter().all(rooted) {
+                return Ok(None);
+            }
             // A guard on an argument itself (its type, its value) is checked now: another
             // summary of the function may fit it.
             if let (Root::Argument(i), [], []) = (&path.root, path.steps.as_slice(), others.as_slice()) {
@@ -260,37 +267,34 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return Ok(None);
                 }
             }
-            let Some(id) = self.rebase(path, function, source, argument_sources) else {
-                return Ok(None);
-            };
-            let Some(others) = others
+        }
+        // The function's own guards, as a simulation would make them first; a tensor
+        // argument from the frame is guarded on what the summary holds for.
+        self.function_of(function, source)?;
+        let mut replayed = Vec::new();
+        for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
+            if let (Some(check), Some(s), true) = (check, arg_source, self.is_tensor_argument(*arg)) {
+                replayed.push((*s, check.clone_ref(py)));
+            }
+        }
+        // In order, each made before the next is rebased: an object a guard pins is reached
+        // through that source after it (the sources a simulation would use).
+        for SummaryGuard { path, check, others } in &summary.guards {
+            let id = self.rebase(path, function, source, argument_sources);
+            let others: Vec<SourceId> = others
                 .iter()
                 .map(|other| self.rebase(other, function, source, argument_sources))
-                .collect::<Option<Vec<SourceId>>>()
-            else {
-                return Ok(None);
-            };
+                .collect();
             let check = match check {
                 Check::SameAs(_) => Check::SameAs(others[0]),
                 Check::Distinct(_) => Check::Distinct(others),
                 check => check.clone_ref(py),
             };
-            rebased.push((id, check));
+            self.add_guard(id, check.clone_ref(py));
+            replayed.push((id, check));
         }
-        // The function's own guards, as a simulation would make them first; a tensor
-        // argument from the frame is guarded on what the summary holds for.
-        self.function_of(function, source)?;
-        for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
-            if let (Some(check), Some(s), true) = (check, arg_source, self.is_tensor_argument(*arg)) {
-                rebased.push((*s, check.clone_ref(py)));
-            }
-        }
-        for (id, check) in rebased {
-            self.replayed.push(Guard {
-                source: id,
-                check: check.clone_ref(py),
-            });
-            self.add_guard(id, check);
+        for (id, check) in replayed {
+            self.replayed.push(Guard { source: id, check });
         }
         self.summaries_replayed += 1;
         Ok(Some(self.constant(summary.result.bind(py))))
@@ -302,15 +306,19 @@ impl<'py, 'b> Vm<'py, 'b> {
         function: &Bound<'py, PyAny>,
         source: Option<SourceId>,
         argument_sources: &[Option<SourceId>],
-    ) -> Option<SourceId> {
+    ) -> SourceId {
         let py = self.py;
         let mut id = match &path.root {
             Root::Function => match source {
                 Some(s) => s,
                 None => self.intern(Source::Held(StrongRef::new(function))),
             },
-            Root::Argument(i) => (*argument_sources.get(*i)?)?,
-            Root::Held(object) => self.intern(Source::Held(object.clone_ref(py))),
+            Root::Argument(i) => argument_sources[*i].expect("an argument checked to have a source"),
+            // The source this translation pins the object under, where one does.
+            Root::Held(object) => match self.pinned_source(object.as_ptr() as usize) {
+                Some(pinned) => pinned,
+                None => self.intern(Source::Held(object.clone_ref(py))),
+            },
             Root::Builtin(name) => self.intern(Source::Builtin(name.clone_ref(py))),
         };
         for step in &path.steps {
@@ -321,7 +329,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Step::Called => Source::Called(id),
             });
         }
-        Some(id)
+        id
     }
 
     /// Every guard the recorded call rests on, as paths from the call; None where one reads
@@ -353,11 +361,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             .zip(&recording.argument_sources)
             .filter_map(|(arg, source)| source.filter(|_| self.is_tensor_argument(*arg)))
             .collect();
-        let all = recording
-            .requests
-            .iter()
-            .map(|(s, c)| (*s, c))
-            .chain(kept.map(|g| (g.source, &g.check)))
+        // The guards made before the call first, as they were made (a pin before the guards
+        // on what it pins).
+        let all = kept
+            .map(|g| (g.source, &g.check))
+            .chain(recording.requests.iter().map(|(s, c)| (*s, c)))
             .filter(|(s, c)| {
                 !(tensor_sources.contains(s) && matches!(c, Check::Type(_) | Check::Tensor { .. }))
             });
