@@ -49,6 +49,14 @@ def is_same(a, b):
     return a is b
 
 
+def call_it(function):
+    return function()
+
+
+def first_of(iterator):
+    return next(iterator)
+
+
 def counted(x):
     CALLS.append(type(x).__name__)
     return len(CALLS) > 0
@@ -231,3 +239,48 @@ def test_a_library_call_that_changes_state_is_never_summarized():
     translations, graphs, breaks, replayed = _translations(fast)
     assert (translations, len(breaks), replayed) == (2, 1, 0)
     assert LIB.CALLS == eager_calls  # each call appended, once, as the original did
+
+
+def _counter_closure():
+    n = 0
+
+    def get():
+        return n
+
+    def steps(x):
+        nonlocal n
+        n += 1
+        a = x + 1.0 if LIB.call_it(get) == 1 else x
+        print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+        n += 1
+        return a * 2.0 if LIB.call_it(get) == 1 else a * 3.0
+
+    return steps
+
+
+def test_a_call_reading_a_cell_the_translation_stored_into_is_never_summarized():
+    """`get` reads the translated frame's cell, which the translation stored into before
+    each call: what the call gave is the translation's cell, not something the frame's
+    guards could hold, and it is simulated each time."""
+    x = np.arange(3.0)
+    expected = _counter_closure()(x)
+    fast = sot.translate(_counter_closure())
+    np.testing.assert_array_equal(fast(x), expected)
+    translations, graphs, breaks, replayed = _translations(fast)
+    assert (translations, graphs, len(breaks), replayed) == (2, 2, 1, 0)
+
+
+def asks_an_iterator(x, iterator):
+    a = x + LIB.first_of(iterator)
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    return a + LIB.first_of(iterator)
+
+
+def test_a_call_that_advances_an_iterator_from_the_frame_is_never_summarized():
+    x = np.arange(3.0)
+    expected = asks_an_iterator(x, iter([1, 2]))
+    fast = sot.translate(asks_an_iterator)
+    iterator = iter([1, 2])
+    np.testing.assert_array_equal(fast(x, iterator), expected)
+    assert next(iterator, None) is None
+    assert sot.stats(fast).library_calls_replayed == 0

@@ -162,8 +162,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let cell = cell?;
                 // A cell the translation knows already (the translated frame's own free
                 // variables) is that cell: stores through one are seen through the other.
-                if let Some(known) = self.cell_objects.get(&(cell.as_ptr() as usize)) {
-                    closure.push(*known);
+                if let Some(known) = self.cell_objects.get(&(cell.as_ptr() as usize)).copied() {
+                    self.closure_cell_read(known);
+                    closure.push(known);
                     continue;
                 }
                 let cell_source = match source {

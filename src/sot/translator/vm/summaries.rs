@@ -111,8 +111,17 @@ pub(super) struct Recording<'py> {
     meta_read: rustc_hash::FxHashSet<Sym>,
     function: Bound<'py, PyAny>,
     function_source: Option<SourceId>,
-    /// The lengths of what a pure call leaves as it was.
-    marks: [usize; 8],
+    /// The VM before the call (`changed_since`: a pure call changed no value that existed
+    /// then, no cell, nothing outside), the graph's inputs and generators' positions then.
+    before: snapshot::Snapshot<'py>,
+    inputs: usize,
+    generators: Vec<(Vid, usize, bool)>,
+    /// What else a pure call leaves as it was (`graph_marks`).
+    marks: [usize; 3],
+    /// The cells the translation had made before the call: a function it inlines over one
+    /// of them reads what the translation may have stored there, not what the frame holds.
+    first_cell: usize,
+    reads_earlier_cells: bool,
 }
 
 impl Recording<'_> {
@@ -176,7 +185,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             meta_read: Default::default(),
             function: function.clone(),
             function_source: source,
-            marks: self.purity_marks(),
+            before: snapshot::Snapshot::take(self),
+            inputs: self.graph.inputs.len(),
+            generators: self.generator_positions(),
+            marks: self.graph_marks(),
+            first_cell: self.cells.len(),
+            reads_earlier_cells: false,
         });
         Ok(None)
     }
@@ -194,7 +208,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Obj { obj, source: None } if is_value_type(obj) => obj.clone(),
             _ => return,
         };
-        if recording.marks != self.purity_marks() || !self.nothing_pending() {
+        let changed = recording.marks != self.graph_marks()
+            || recording.reads_earlier_cells
+            || self.changed_since(&recording.before, recording.inputs, &recording.generators);
+        if changed || !self.nothing_pending() {
             return;
         }
         let Some(guards) = self.summary_guards(&recording) else {
@@ -517,19 +534,23 @@ impl<'py, 'b> Vm<'py, 'b> {
             && self.exc_stack.is_empty()
     }
 
-    /// What a pure call leaves as it was (a tensor argument made a graph input by its reading
-    /// is not a change: the first operation on it would make it one).
-    fn purity_marks(&self) -> [usize; 8] {
+    /// What a pure call leaves as it was beside the values (`changed_since`): the graph's
+    /// operations (a tensor argument made a graph input by its reading is not a change: the
+    /// first operation on it would make it one), a break's guards, breaks seen inside.
+    fn graph_marks(&self) -> [usize; 3] {
         [
             self.graph.nodes.len(),
-            self.side_effects.len(),
-            self.dict_histories.len(),
-            self.frame_dicts.len(),
             self.break_guards.len(),
             self.seen_breaks.len(),
-            self.mutated.len(),
-            self.stored_attrs.len() + self.stored_globals.len(),
         ]
+    }
+
+    /// Notes, while a library call is recorded, that a function it inlines closes over the
+    /// translation's cell `cell`.
+    pub(super) fn closure_cell_read(&mut self, cell: usize) {
+        if let Some(recording) = &mut self.recording {
+            recording.reads_earlier_cells |= cell < recording.first_cell;
+        }
     }
 }
 
