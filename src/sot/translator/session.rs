@@ -248,6 +248,13 @@ impl Config {
         owner == self.id || self.sharing().is_some_and(|f| f.id == owner)
     }
 
+    /// Whose library call summaries its translations use (`vm/summaries.rs`): its family's,
+    /// where it shares one (its own code tells library code from the user's as the family's
+    /// does), else its own.
+    pub fn summary_owner(&self) -> u64 {
+        self.sharing().map_or(self.id, |family| family.id)
+    }
+
     /// The family whose translations this configuration shares (none while explaining).
     fn sharing(&self) -> Option<&Arc<Family>> {
         self.family

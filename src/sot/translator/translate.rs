@@ -361,7 +361,7 @@ pub fn translate(
         vm.break_hints = break_hints.clone();
         vm.resume_box = resume_box;
         vm.summary_scope = Some(SummaryScope {
-            owner,
+            owner: config.summary_owner(),
             epoch,
             replay: replay_summaries,
         });
