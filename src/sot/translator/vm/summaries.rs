@@ -4,19 +4,23 @@
 //! call's function and arguments, stand for what it read, and are checked on the frame
 //! being translated before the translation is used (`Vm::replayed_hold`). scikit-learn asks
 //! narwhals' `is_into_dataframe` about its input some thirty times per `predict` of a
-//! pipeline, each about 950 instructions to simulate; a summary is a few dozen guards.
+//! pipeline, each about 950 instructions to simulate, where its summary is 175 guards.
 //!
 //! What a call's simulation depends on, and how a summary covers it:
 //! - the function: its code, globals, defaults (the guards `function_of` makes on its
 //!   source, recorded, and made again on the new call's); closures are not summarized;
-//! - each argument: a constant's value (`Check::Equals`), a tensor's type and meta
-//!   (`Backend::tensor_check`), an object from the frame through the guards on its source;
+//! - each argument: a constant's value (`Check::Equals`); a tensor's type, and its meta
+//!   (`Backend::tensor_check`) where the call read more than its type
+//!   (`Interp::tensor_meta_read`); an object from the frame through the guards on its
+//!   source; which arguments were one object;
 //! - what it reads beyond them (module globals, `sys.modules`): every guard asked for while
-//!   it ran, and every guard of each source it read (a source read before gives its value
-//!   without asking for its guards again), each as a path from the function, an argument,
-//!   an object pinned by identity or a builtin;
+//!   it ran, and every guard of each source it read whose value the translation had made
+//!   before (read again, it gives its value without asking for its guards), each as a path
+//!   from the function, an argument, an object pinned by identity or a builtin;
 //! - the translation's own changes: none may be pending (attributes, globals, lists and
-//!   dicts of the frame mutated, an exception being handled), when recorded or replayed.
+//!   dicts of the frame changed, a resume function's box excepted; an exception being
+//!   handled), when recorded or replayed; and the call changes nothing that existed before
+//!   it (`Vm::changed_since`) nor reads a cell the translation made before it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
