@@ -111,6 +111,8 @@ pub(super) struct Recording<'py> {
     requests: Vec<(SourceId, Check)>,
     args: Vec<Vid>,
     argument_sources: Vec<Option<SourceId>>,
+    /// Which arguments were one object (before the call made any a graph input).
+    aliases: Vec<usize>,
     /// The tensors (by symbol) of which it read more than their type.
     meta_read: rustc_hash::FxHashSet<Sym>,
     function: Bound<'py, PyAny>,
@@ -186,6 +188,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             requests: Vec::new(),
             args: args.to_vec(),
             argument_sources,
+            aliases: self.aliases(args),
             meta_read: Default::default(),
             function: function.clone(),
             function_source: source,
@@ -232,7 +235,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let summary = Summary {
             function: StrongRef::new(&recording.function),
             arguments,
-            aliases: self.aliases(&recording.args),
+            aliases: recording.aliases,
             result: StrongRef::new(&constant),
             guards,
         };
@@ -289,9 +292,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
-        // The function's own guards, as a simulation would make them first; a tensor
-        // argument from the frame is guarded on what the summary holds for.
-        self.function_of(function, source)?;
+        // The function's own guards, as a simulation would make them first (where that
+        // fails, the simulation says why); a tensor argument from the frame is guarded on
+        // what the summary holds for.
+        if self.function_of(function, source).is_err() {
+            return Ok(None);
+        }
         let mut replayed = Vec::new();
         for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
             if let (Some(check), Some(s), true) = (check, arg_source, self.is_tensor_argument(*arg)) {
