@@ -7,11 +7,13 @@ between the translations, or after them, is seen: the result is always the origi
 The library functions here are compiled with a file name in the standard library's folder,
 as the translator tells a library's code from the user's by where it lives."""
 
+import gc
 import inspect
 import io
 import os
 import sysconfig
 import types
+import weakref
 
 import numpy as np
 import pytest
@@ -25,6 +27,13 @@ _LOG = io.StringIO()
 _LIBRARY_SOURCE = '''
 KNOWN = {}
 CALLS = []
+
+
+class Holder:
+    registered = None
+
+
+HOLDER = Holder()
 
 
 def is_known(x):
@@ -51,6 +60,10 @@ def is_same(a, b):
 
 def call_it(function):
     return function()
+
+
+def registered_flag():
+    return HOLDER.registered.flag is True
 
 
 def first_of(iterator):
@@ -81,6 +94,7 @@ def _library_state():
     yield
     LIB.KNOWN.clear()
     LIB.CALLS.clear()
+    LIB.HOLDER.registered = None
 
 
 def _mark_known_and_break():
@@ -284,3 +298,30 @@ def test_a_call_that_advances_an_iterator_from_the_frame_is_never_summarized():
     np.testing.assert_array_equal(fast(x, iterator), expected)
     assert next(iterator, None) is None
     assert sot.stats(fast).library_calls_replayed == 0
+
+
+def asks_the_registered_class(x):
+    a = x + 1.0 if LIB.registered_flag() else x
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    return a * 2.0 if LIB.registered_flag() else a
+
+
+def test_a_summary_keeps_no_class_of_the_program_alive():
+    """The summary reads an attribute of a class the library reaches (pinned by identity):
+    it holds the class weakly, as the translations' guards do."""
+
+    class Registered:
+        flag = True
+
+    LIB.HOLDER.registered = Registered
+    x = np.arange(3.0)
+    fast = sot.translate(asks_the_registered_class)
+    np.testing.assert_array_equal(fast(x), asks_the_registered_class(x))
+    assert sot.stats(fast).library_calls_replayed == 1
+    gone = weakref.ref(Registered)
+    LIB.HOLDER.registered = None
+    del Registered
+    gc.collect()
+    assert gone() is None
+    with pytest.raises(AttributeError):  # None.flag, as the original
+        fast(x)

@@ -43,8 +43,10 @@ enum Root {
     Function,
     /// An argument of the call, by position.
     Argument(usize),
-    /// An object pinned by identity where the call read it (a module, a globals dict).
-    Held(StrongRef),
+    /// An object pinned by identity where the call read it (a module, a globals dict):
+    /// weakly where it takes weak references (a summary keeps no class of the program's
+    /// alive; one whose object died is not used).
+    Held(Pin),
     Builtin(StrongRef),
 }
 
@@ -270,13 +272,20 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(None);
             }
         }
+        // The objects the guards are rooted at, alive while they are made.
+        let mut held = Vec::new();
         for SummaryGuard { path, check, others } in &summary.guards {
-            // Every argument a guard reads through must have a source here.
-            let rooted = |p: &Path| match p.root {
-                Root::Argument(i) => argument_sources[i].is_some(),
+            // Every argument a guard reads through must have a source here, every object
+            // must live.
+            let mut rooted = |p: &Path| match &p.root {
+                Root::Argument(i) => argument_sources[*i].is_some(),
+                Root::Held(pin) => pin.object(py).is_some_and(|object| {
+                    held.push(object);
+                    true
+                }),
                 _ => true,
             };
-            if !rooted(path) || !others.iter().all(rooted) {
+            if !rooted(path) || !others.iter().all(&mut rooted) {
                 return Ok(None);
             }
             // A guard on an argument itself (its type, its value) is checked now: another
@@ -342,9 +351,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             },
             Root::Argument(i) => argument_sources[*i].expect("an argument checked to have a source"),
             // The source this translation pins the object under, where one does.
-            Root::Held(object) => match self.pinned_source(object.as_ptr() as usize) {
-                Some(pinned) => pinned,
-                None => self.intern(Source::Held(object.clone_ref(py))),
+            Root::Held(pin) => match (self.pinned_source(pin.address()), pin.object(py)) {
+                (Some(pinned), _) => pinned,
+                (None, Some(object)) => self.intern(Source::Held(StrongRef::new(&object))),
+                (None, None) => unreachable!("a summary's objects are checked alive first"),
             },
             Root::Builtin(name) => self.intern(Source::Builtin(name.clone_ref(py))),
         };
@@ -363,11 +373,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// something else of the frame (or compares sources).
     fn summary_guards(&self, recording: &Recording<'py>) -> Option<Vec<SummaryGuard>> {
         let py = self.py;
-        let pinned: FxHashMap<SourceId, StrongRef> = self
+        let pinned: FxHashMap<SourceId, &Pin> = self
             .guards
             .iter()
             .filter_map(|g| match &g.check {
-                Check::Id(pin) => pin.object(py).map(|o| (g.source, StrongRef::new(&o))),
+                Check::Id(pin) => Some((g.source, pin)),
                 _ => None,
             })
             .collect();
@@ -425,7 +435,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         &self,
         source: SourceId,
         recording: &Recording<'py>,
-        pinned: &FxHashMap<SourceId, StrongRef>,
+        pinned: &FxHashMap<SourceId, &Pin>,
         is_parent: bool,
     ) -> Option<Path> {
         let py = self.py;
@@ -451,7 +461,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Source::OwnAttr(parent, name) => (*parent, Step::OwnAttr(name.clone_ref(py))),
             Source::Item(parent, key) => (*parent, Step::Item(key.clone_ref(py))),
             Source::Called(parent) => (*parent, Step::Called),
-            Source::Held(object) => return root(Root::Held(object.clone_ref(py))),
+            Source::Held(object) => return root(Root::Held(Pin::new(&object.bind(py)))),
             Source::Builtin(name) => return root(Root::Builtin(name.clone_ref(py))),
             Source::Argument(_) | Source::Free(_) | Source::Global(_) => return None,
         };
