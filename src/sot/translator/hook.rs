@@ -418,7 +418,7 @@ pub fn reset() {
     }
     // Dropped with no lock held: dropping entries runs Python code (graphs' release).
     drop(removed);
-    super::vm::clear_summaries();
+    super::vm::summaries::clear_summaries();
     for config in &configs {
         let stats = &config.stats;
         for counter in [

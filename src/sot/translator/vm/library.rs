@@ -5,6 +5,7 @@
 //! whole call the break, at the call site: the top frame's snapshot takes the VM back to
 //! before it, guards included, and the call runs as it is.
 
+use super::summaries::LibraryCall;
 use super::*;
 
 /// Instructions an outermost library call (with the calls it makes) may simulate.
@@ -21,9 +22,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: Vec<(String, Vid)>,
     ) -> Res<Vid> {
         let outermost = self.library_since.is_none();
+        let mut recording = None;
         if outermost {
-            if let Some(result) = self.replay_or_record(function, source, &args, &kwargs)? {
-                return Ok(result);
+            match self.replay_or_record(function, source, &args, &kwargs)? {
+                LibraryCall::Replayed(result) => return Ok(result),
+                LibraryCall::Recorded(started) => recording = Some(started),
+                LibraryCall::Simulated => {}
             }
             self.library_since = Some(self.steps);
         }
@@ -35,7 +39,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             return result;
         }
         self.library_since = None;
-        self.finish_recording(&result);
+        if let Some(recording) = recording {
+            self.finish_recording(*recording, &result);
+        }
         match result {
             Err(Problem::Break(reason) | Problem::Fallback(reason)) => {
                 // The call is the break: where the user's code makes it, whoever inlines it

@@ -30,7 +30,8 @@ mod regions;
 mod run;
 mod snapshot;
 mod strings;
-mod summaries;
+pub(crate) mod summaries;
+mod summary_log;
 mod thread_locals;
 
 use std::collections::HashMap;
@@ -70,7 +71,7 @@ use super::pyutil::{
 };
 use super::session::with_session;
 use crate::hookapi::pyobject::{has_generic_getattro, import, imported, StrongRef};
-pub use summaries::{clear_summaries, SummaryScope};
+pub use summary_log::SummaryScope;
 
 /// The kinds of tensor a value holds (`Vm::tensor_kinds`).
 #[derive(Default)]
@@ -218,7 +219,7 @@ pub struct Vm<'py, 'b> {
     /// Whose library call summaries the translation uses and adds to (`summaries`).
     pub summary_scope: Option<SummaryScope>,
     /// The outermost library call being simulated for a summary.
-    recording: Option<summaries::Recording<'py>>,
+    recording: Option<summary_log::SummaryLog>,
     /// The guards of the summaries used, checked on the frame before the translation is.
     replayed: Vec<Guard>,
     /// Library calls given by a summary instead of simulated.

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
+use super::summary_log::SummaryLog;
 use super::*;
 use crate::sot::translator::fetch::{value_holds, Fetcher};
 use crate::sot::translator::session::EPOCH;
@@ -93,30 +94,13 @@ struct Store {
 
 static STORE: Mutex<Option<Store>> = Mutex::new(None);
 
-/// Whose summaries a translation reads and adds to.
-#[derive(Clone, Copy)]
-pub struct SummaryScope {
-    pub owner: u64,
-    pub epoch: u64,
-    /// Whether found summaries are used (not after one's guards failed on the frame).
-    pub replay: bool,
-}
-
-/// A library call being simulated for a summary.
+/// A library call being simulated for a summary: what it was called with, and the VM
+/// before it (its log is the VM's, `SummaryLog`).
 pub(super) struct Recording<'py> {
-    /// Sources it read whose values the translation had made before it began: their
-    /// guards, made then, are among what it rests on.
-    reads: Vec<SourceId>,
-    /// The first value made after it began.
-    first_value: Vid,
-    /// Guards asked for while it ran, whether new or not.
-    requests: Vec<(SourceId, Check)>,
     args: Vec<Vid>,
     argument_sources: Vec<Option<SourceId>>,
     /// Which arguments were one object (before the call made any a graph input).
     aliases: Vec<usize>,
-    /// The tensors (by symbol) of which it read more than their type.
-    meta_read: rustc_hash::FxHashSet<Sym>,
     function: Bound<'py, PyAny>,
     function_source: Option<SourceId>,
     /// The VM before the call (`changed_since`: a pure call changed no value that existed
@@ -126,23 +110,16 @@ pub(super) struct Recording<'py> {
     generators: Vec<(Vid, usize, bool)>,
     /// What else a pure call leaves as it was (`graph_marks`).
     marks: [usize; 3],
-    /// The cells the translation had made before the call: a function it inlines over one
-    /// of them reads what the translation may have stored there, not what the frame holds.
-    first_cell: usize,
-    reads_earlier_cells: bool,
 }
 
-impl Recording<'_> {
-    pub(super) fn request(&mut self, py: Python<'_>, source: SourceId, check: &Check) {
-        self.requests.push((source, check.clone_ref(py)));
-    }
-
-    /// `source` read, its value `vid` made already.
-    pub(super) fn read(&mut self, source: SourceId, vid: Vid) {
-        if vid < self.first_value {
-            self.reads.push(source);
-        }
-    }
+/// What becomes of an outermost library call (`Vm::replay_or_record`).
+pub(super) enum LibraryCall<'py> {
+    /// A summary gave its result.
+    Replayed(Vid),
+    /// It is simulated, and recorded for a summary.
+    Recorded(Box<Recording<'py>>),
+    /// It is simulated only.
+    Simulated,
 }
 
 /// Drops every summary (`sot.reset()`); the old ones go after the lock is let go, as their
@@ -161,9 +138,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         source: Option<SourceId>,
         args: &[Vid],
         kwargs: &[(String, Vid)],
-    ) -> Res<Option<Vid>> {
+    ) -> Res<LibraryCall<'py>> {
         let Some(scope) = self.summary_scope else {
-            return Ok(None);
+            return Ok(LibraryCall::Simulated);
         };
         let eligible = kwargs.is_empty()
             && self.recording.is_none()
@@ -171,43 +148,37 @@ impl<'py, 'b> Vm<'py, 'b> {
             && function.is_exact_instance_of::<pyo3::types::PyFunction>()
             && function.getattr(pyo3::intern!(self.py, "__closure__"))?.is_none();
         if !eligible {
-            return Ok(None);
+            return Ok(LibraryCall::Simulated);
         }
         let argument_sources: Vec<Option<SourceId>> = args.iter().map(|a| self.source_of(*a)).collect();
         if scope.replay {
             for summary in found_summaries(scope, function) {
                 if let Some(result) = self.replay(&summary, function, source, args, &argument_sources)? {
-                    return Ok(Some(result));
+                    return Ok(LibraryCall::Replayed(result));
                 }
             }
         }
         if !args.iter().all(|a| self.summarizable(*a)) {
-            return Ok(None);
+            return Ok(LibraryCall::Simulated);
         }
-        self.recording = Some(Recording {
-            reads: Vec::new(),
-            first_value: self.values.len(),
-            requests: Vec::new(),
+        self.recording = Some(SummaryLog::new(self.values.len(), self.cells.len()));
+        Ok(LibraryCall::Recorded(Box::new(Recording {
             args: args.to_vec(),
             argument_sources,
             aliases: self.aliases(args),
-            meta_read: Default::default(),
             function: function.clone(),
             function_source: source,
             before: snapshot::Snapshot::take(self),
             inputs: self.graph.inputs.len(),
             generators: self.generator_positions(),
             marks: self.graph_marks(),
-            first_cell: self.cells.len(),
-            reads_earlier_cells: false,
-        });
-        Ok(None)
+        })))
     }
 
     /// Ends the recording of the library call that gave `result`: a summary of it where it
     /// was pure and gave a constant.
-    pub(super) fn finish_recording(&mut self, result: &Res<Vid>) {
-        let Some(recording) = self.recording.take() else {
+    pub(super) fn finish_recording(&mut self, recording: Recording<'py>, result: &Res<Vid>) {
+        let Some(log) = self.recording.take() else {
             return;
         };
         let (Ok(result), Some(scope)) = (result, self.summary_scope) else {
@@ -218,18 +189,18 @@ impl<'py, 'b> Vm<'py, 'b> {
             _ => return,
         };
         let changed = recording.marks != self.graph_marks()
-            || recording.reads_earlier_cells
+            || log.reads_earlier_cells
             || self.changed_since(&recording.before, recording.inputs, &recording.generators);
         if changed || !self.nothing_pending() {
             return;
         }
-        let Some(guards) = self.summary_guards(&recording) else {
+        let Some(guards) = self.summary_guards(&recording, &log) else {
             return;
         };
         let Ok(arguments) = recording
             .args
             .iter()
-            .map(|a| self.argument_check(*a, &recording.meta_read))
+            .map(|a| self.argument_check(*a, &log.meta_read))
             .collect::<PyResult<Vec<_>>>()
         else {
             return;
@@ -371,7 +342,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Every guard the recorded call rests on, as paths from the call; None where one reads
     /// something else of the frame (or compares sources).
-    fn summary_guards(&self, recording: &Recording<'py>) -> Option<Vec<SummaryGuard>> {
+    fn summary_guards(&self, recording: &Recording<'py>, log: &SummaryLog) -> Option<Vec<SummaryGuard>> {
         let py = self.py;
         let pinned: FxHashMap<SourceId, &Pin> = self
             .guards
@@ -381,7 +352,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 _ => None,
             })
             .collect();
-        let mut read: rustc_hash::FxHashSet<SourceId> = recording.reads.iter().copied().collect();
+        let mut read: rustc_hash::FxHashSet<SourceId> = log.reads.iter().copied().collect();
         read.extend(recording.argument_sources.iter().flatten());
         read.extend(recording.function_source);
         // A guard relating the frame's sources made before the call (its graph inputs are
@@ -402,7 +373,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         // on what it pins).
         let all = kept
             .map(|g| (g.source, &g.check))
-            .chain(recording.requests.iter().map(|(s, c)| (*s, c)))
+            .chain(log.requests.iter().map(|(s, c)| (*s, c)))
             .filter(|(s, c)| {
                 !(tensor_sources.contains(s) && matches!(c, Check::Type(_) | Check::Tensor { .. }))
             });
@@ -569,7 +540,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// translation's cell `cell`.
     pub(super) fn closure_cell_read(&mut self, cell: usize) {
         if let Some(recording) = &mut self.recording {
-            recording.reads_earlier_cells |= cell < recording.first_cell;
+            recording.cell_read(cell);
         }
     }
 }
