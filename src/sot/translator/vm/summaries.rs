@@ -87,7 +87,8 @@ struct Summary {
 #[derive(Default)]
 struct Store {
     epoch: u64,
-    /// By owner (the session sharing translations) and function address.
+    /// By owner (`Config::summary_owner`: a family, or a configuration of its own) and
+    /// function address; an owner gone leaves its summaries until the bound or a reset.
     summaries: FxHashMap<(u64, usize), Vec<Arc<Summary>>>,
     count: usize,
 }
