@@ -375,7 +375,7 @@ pub fn translate(
         stats
             .instructions_simulated
             .fetch_add(vm.steps() as u64, Ordering::Relaxed);
-        if !vm.replayed_hold(&mut Fetcher::new(context, &vm.sources)) {
+        if !vm.replayed_hold(context) {
             // A summary's guards fail on this frame (what its call read changed since):
             // simulated again, its calls recorded anew.
             replay_summaries = false;

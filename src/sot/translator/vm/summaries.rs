@@ -30,6 +30,7 @@ use rustc_hash::FxHashMap;
 
 use super::summary_log::SummaryLog;
 use super::*;
+use crate::hookapi::rust_hook::HookContext;
 use crate::sot::translator::fetch::{value_holds, Fetcher};
 use crate::sot::translator::session::EPOCH;
 
@@ -216,9 +217,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         store_summary(scope, summary);
     }
 
-    /// Whether the guards of the summaries this translation used hold for its frame.
-    pub fn replayed_hold(&self, fetcher: &mut Fetcher<'_, '_, 'py>) -> bool {
-        fetcher.first_failing(&self.replayed).is_none()
+    /// Whether the guards of the summaries this translation used hold for its frame (read
+    /// from it only where it used one).
+    pub fn replayed_hold(&self, context: &HookContext<'_, 'py>) -> bool {
+        self.replayed.is_empty()
+            || Fetcher::new(context, &self.sources)
+                .first_failing(&self.replayed)
+                .is_none()
     }
 
     fn replay(
@@ -236,9 +241,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
             let fits = match (check, self.val(*arg)) {
                 (None, Val::Obj { .. }) => arg_source.is_some(),
-                (Some(check), Val::Tensor { example, .. }) => value_holds(py, check, Some(example)),
-                (Some(check), Val::Obj { obj, .. }) => value_holds(py, check, Some(obj)),
-                _ => false,
+                (Some(check), _) => value_holds(py, check, self.argument_object(*arg)),
+                (None, _) => false,
             };
             if !fits {
                 return Ok(None);
@@ -263,12 +267,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             // A guard on an argument itself (its type, its value) is checked now: another
             // summary of the function may fit it.
             if let (Root::Argument(i), [], []) = (&path.root, path.steps.as_slice(), others.as_slice()) {
-                let holds = match self.val(args[*i]) {
-                    Val::Obj { obj, .. } => value_holds(py, check, Some(obj)),
-                    Val::Tensor { example, .. } => value_holds(py, check, Some(example)),
-                    _ => false,
-                };
-                if !holds {
+                if !self
+                    .argument_object(args[*i])
+                    .is_some_and(|object| value_holds(py, check, Some(object)))
+                {
                     return Ok(None);
                 }
             }
@@ -281,7 +283,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let mut replayed = Vec::new();
         for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
-            if let (Some(check), Some(s), true) = (check, arg_source, self.is_tensor_argument(*arg)) {
+            if let (Some(check), Some(s), Some(_)) = (check, arg_source, self.tensor_argument(*arg)) {
                 replayed.push((*s, check.clone_ref(py)));
             }
         }
@@ -368,7 +370,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             .args
             .iter()
             .zip(&recording.argument_sources)
-            .filter_map(|(arg, source)| source.filter(|_| self.is_tensor_argument(*arg)))
+            .filter_map(|(arg, source)| source.filter(|_| self.tensor_argument(*arg).is_some()))
             .collect();
         // The guards made before the call first, as they were made (a pin before the guards
         // on what it pins).
@@ -457,13 +459,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// another object from the frame. A tensor from the frame is one whether the translation
     /// made it a graph input yet or not.
     fn argument_check(&self, arg: Vid, meta_read: &rustc_hash::FxHashSet<Sym>) -> PyResult<Option<Check>> {
-        let (tensor, sym) = match self.val(arg) {
-            Val::Tensor { sym, example } => (example, Some(*sym)),
-            Val::Obj { obj, source: Some(s) } if self.backend.is_tensor(obj) => {
-                (obj, self.graph.inputs.iter().position(|input| input == s))
-            }
-            Val::Obj { obj, source: None } => return Ok(Some(Check::Equals(StrongRef::new(obj)))),
-            _ => return Ok(None),
+        if let Val::Obj { obj, source: None } = self.val(arg) {
+            return Ok(Some(Check::Equals(StrongRef::new(obj))));
+        }
+        let Some((tensor, sym)) = self.tensor_argument(arg) else {
+            return Ok(None);
         };
         Ok(Some(match sym {
             Some(sym) if meta_read.contains(&sym) => self.backend.tensor_check(tensor)?,
@@ -471,21 +471,33 @@ impl<'py, 'b> Vm<'py, 'b> {
         }))
     }
 
-    /// Whether `arg` is a tensor (one the graph made or takes, or one from the frame yet).
-    fn is_tensor_argument(&self, arg: Vid) -> bool {
+    /// The tensor `arg` is (one the graph made or takes, or one from the frame not made a
+    /// graph input yet), with its graph symbol where it has one.
+    fn tensor_argument(&self, arg: Vid) -> Option<(&Bound<'py, PyAny>, Option<Sym>)> {
         match self.val(arg) {
-            Val::Tensor { .. } => true,
-            Val::Obj { obj, source: Some(_) } => self.backend.is_tensor(obj),
-            _ => false,
+            Val::Tensor { sym, example } => Some((example, Some(*sym))),
+            Val::Obj { obj, source: Some(s) } if self.backend.is_tensor(obj) => {
+                Some((obj, self.graph.inputs.iter().position(|input| input == s)))
+            }
+            _ => None,
+        }
+    }
+
+    /// The Python object an argument's checks are evaluated on: a tensor's example, an
+    /// object's self.
+    fn argument_object(&self, arg: Vid) -> Option<&Bound<'py, PyAny>> {
+        match self.val(arg) {
+            Val::Tensor { example, .. } => Some(example),
+            Val::Obj { obj, .. } => Some(obj),
+            _ => None,
         }
     }
 
     /// Per argument, the first that is the same object.
     fn aliases(&self, args: &[Vid]) -> Vec<usize> {
-        let object = |vid: Vid| match self.val(vid) {
-            Val::Tensor { example, .. } => example.as_ptr(),
-            Val::Obj { obj, .. } => obj.as_ptr(),
-            _ => std::ptr::null_mut(),
+        let object = |vid: Vid| {
+            self.argument_object(vid)
+                .map_or(std::ptr::null_mut(), |o| o.as_ptr())
         };
         args.iter()
             .enumerate()
