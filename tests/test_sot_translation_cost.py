@@ -122,3 +122,38 @@ def test_a_loop_of_the_translated_frame_breaks_past_the_translation_bound():
     assert st.ops_captured >= 1
     # Bounded: the translation and its resume functions' together.
     assert st.instructions_simulated < 20_000 * 4 * 3, st.instructions_simulated
+
+
+def _prefix(x):
+    return x * 2.0 + _busy(150)
+
+
+def _break_inside_a_region(x):
+    y = x * 2.0 + _busy(150)
+    with np.errstate(over="ignore"):
+        z = y * 3.0
+        print("a break", file=_LOG)  # inside the region: the graph breaks at the `with`
+        w = z + 1.0
+    return w
+
+
+def test_a_break_inside_a_graph_region_does_not_simulate_again_what_led_to_the_region():
+    """The graph cannot stop inside a region, so a break in a region's block is a break at
+    the `with` that entered it: the translation goes back to the state it had there, not
+    simulating the frame again up to it (`_busy` once, not twice)."""
+    alone = sot.translate(_prefix)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(alone(x), _prefix(x))
+    once = sot.stats(alone).instructions_simulated
+    assert once > 150 * 4, once
+
+    sot.reset()
+    fast = sot.translate(_break_inside_a_region, cost_model=False)
+    np.testing.assert_array_equal(fast(x), _break_inside_a_region(x))
+    st = sot.stats(fast)
+    with_line = _break_inside_a_region.__code__.co_firstlineno + 2
+    assert st.graph_breaks[0].lineno == with_line and st.graphs >= 2, (st.graph_breaks, st.graphs)
+    assert "inside the with block of a graph region (print()" in st.graph_breaks[0].reason, st.graph_breaks
+    assert st.instructions_simulated < 1.5 * once, (st.instructions_simulated, once)
+    np.testing.assert_array_equal(fast(x), _break_inside_a_region(x))
+    assert sot.stats(fast).cache_hits >= 1

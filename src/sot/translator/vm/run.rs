@@ -143,6 +143,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         // handler), and the state then: if it escapes the frame from inside a handler,
         // the generated code raises it there, under the original's handlers.
         let mut first_caught: Option<(BreakPoint, Snapshot<'py>)> = None;
+        // The state before the instruction that entered the graph region still open: a
+        // break inside the region's block is a break at that instruction (the graph cannot
+        // stop inside a region), without simulating up to it again.
+        let mut region_entry: Option<RegionEntry<'py>> = None;
         loop {
             let pc = frame.pc;
             let stack_before = frame.stack.clone();
@@ -152,6 +156,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             let unguarded = !handling && blocks_before.is_empty();
             let handled_depth = self.exc_stack.len();
             let snapshot = Snapshot::take(self);
+            let region_open_before = self.graph.open_region_pc().is_some();
+            if !region_open_before {
+                region_entry = None;
+            }
+            let location_before = self.location.clone();
+            let examples_warned_before = self.examples_warned;
             self.break_guards.clear();
             self.top_pc = pc;
             self.top_step_started = self.steps;
@@ -204,6 +214,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(None) => {
                     if caught && !handling {
                         first_caught = Some((point(self, &frame, true), snapshot));
+                    } else if !region_open_before
+                        && !offset_on_stack
+                        && self.graph.open_region_pc() == Some(pc)
+                    {
+                        let in_handler_scope =
+                            frame.instrs[pc].handler.is_some() || !blocks_before.is_empty();
+                        region_entry = Some(RegionEntry {
+                            pc,
+                            point: point(self, &frame, in_handler_scope),
+                            snapshot,
+                            location: location_before,
+                            examples_warned: examples_warned_before,
+                        });
                     }
                 }
                 // A re-raise of what a handler caught (what `except*` clauses left) is
@@ -221,6 +244,23 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let (arose, state) = first_caught.take().expect("checked");
                     state.restore(self);
                     return Ok(Ending::Raise(arose));
+                }
+                Err(Problem::Break(reason) | Problem::Fallback(reason))
+                    if !reads_callers
+                        && !offset_on_stack
+                        && region_entry
+                            .as_ref()
+                            .is_some_and(|entry| snapshot.open_region_pc() == Some(entry.pc)) =>
+                {
+                    let entry = region_entry.take().expect("checked");
+                    self.location = entry.location;
+                    self.examples_warned = entry.examples_warned;
+                    self.break_guards.clear();
+                    let stop = self.located(Problem::Break(format!(
+                        "it makes a break inside the with block of a graph region ({reason})"
+                    )));
+                    entry.snapshot.restore_at_break(self);
+                    return Ok(Ending::Break(entry.point, stop));
                 }
                 Err(problem) => {
                     // What the translator does not simulate ends the graph here too: the
@@ -476,4 +516,14 @@ impl<'py, 'b> Vm<'py, 'b> {
             .and_then(|number| self.table.op(number))
             .map_or(true, |info| !info.terminator)
     }
+}
+
+/// What a break inside a graph region's block goes back to (`Vm::run_top`): the state before
+/// the top-frame instruction that entered the region, and the break there.
+struct RegionEntry<'py> {
+    pc: usize,
+    point: BreakPoint,
+    snapshot: Snapshot<'py>,
+    location: (i32, String),
+    examples_warned: bool,
 }

@@ -61,6 +61,11 @@ impl<'py> Snapshot<'py> {
         vm.by_source.retain(|_, vid| *vid < values);
     }
 
+    /// The top-frame instruction that entered the outermost graph region open then.
+    pub(super) fn open_region_pc(&self) -> Option<usize> {
+        self.graph.open_region_pc()
+    }
+
     pub(super) fn restore(self, vm: &mut Vm<'py, '_>) {
         vm.values = self.values;
         vm.made_at.truncate(vm.values.len());
