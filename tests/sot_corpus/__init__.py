@@ -45,6 +45,7 @@ MODULES = [
     Module("slices", "slices"),
     Module("closures", "closures"),
     Module("strings", "strings"),
+    Module("regex", "regex"),
     Module("globals_", "globals"),
     Module("generators", "generators"),
     Module("super_", "super"),

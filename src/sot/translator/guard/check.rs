@@ -509,4 +509,48 @@ pub fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
         || obj
             .cast::<PyTuple>()
             .is_ok_and(|t| t.iter().all(|i| is_immutable(&i)))
+        || is_immutable_regex(obj)
+}
+
+/// `re`'s compiled patterns and their matches (`_sre`'s types, which no method changes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Regex {
+    Pattern,
+    Match,
+}
+
+/// Which of `re`'s types `ty` is, if one: by the name `_sre` gives it, of a type no class
+/// derives from (a class statement's type, or `type()`'s, always may).
+pub fn regex_type(ty: &Bound<'_, PyAny>) -> Option<Regex> {
+    const BASE_TYPE: std::ffi::c_ulong = 1 << 10; // Py_TPFLAGS_BASETYPE
+    let ty = ty.cast::<PyType>().ok()?;
+    // SAFETY: a live type object (borrowed for the call): its flags, and its `tp_name`, a
+    // NUL-terminated string it owns.
+    let (flags, name) = unsafe {
+        let ty = ty.as_type_ptr();
+        (ffi::PyType_GetFlags(ty), std::ffi::CStr::from_ptr((*ty).tp_name))
+    };
+    if flags & BASE_TYPE != 0 {
+        return None;
+    }
+    match name.to_bytes() {
+        b"re.Pattern" => Some(Regex::Pattern),
+        b"re.Match" => Some(Regex::Match),
+        _ => None,
+    }
+}
+
+/// A compiled pattern.
+fn is_immutable_regex(obj: &Bound<'_, PyAny>) -> bool {
+    regex_type(&obj.get_type().into_any()) == Some(Regex::Pattern)
+}
+
+/// A match of a pattern in a `str` or `bytes`, which no method changes (one in a `bytearray`
+/// or another buffer reads the buffer as it is when asked for a group). Not a value the
+/// translation may pin: a program makes a new one on every call.
+pub fn is_match_of_a_value(obj: &Bound<'_, PyAny>) -> bool {
+    regex_type(&obj.get_type().into_any()) == Some(Regex::Match)
+        && obj.getattr(pyo3::intern!(obj.py(), "string")).is_ok_and(|s| {
+            s.is_exact_instance_of::<PyString>() || s.is_exact_instance_of::<pyo3::types::PyBytes>()
+        })
 }

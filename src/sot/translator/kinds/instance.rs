@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use super::{Interp, Kind, Res, Sym, Val, Vid};
-use crate::sot::translator::guard::check::is_immutable;
+use crate::sot::translator::guard::check::{is_immutable, is_match_of_a_value, is_value_type};
 use crate::sot::translator::model::problem::{graph_break, unsupported, Problem};
 use crate::sot::translator::pyutil::{builtin, is_heap_instance, qualname};
 use crate::sot::translator::session::with_session;
@@ -85,15 +85,33 @@ impl Kind for Instance {
             Val::Object { class, attrs } => cx.made_object_attr(v, class.clone(), attrs, name).map(Some),
             Val::Super { class, receiver } => cx.super_attr(class.clone(), *receiver, name).map(Some),
             Val::Constructed { obj, .. } => {
-                // Made again by the generated code: what it reads of it must be a value.
+                // Made again by the generated code: what it reads of it must be a value, or,
+                // of an immutable object, a method of its C type (a match's `group`), bound
+                // to the object the generated code makes.
                 let value = obj.getattr(name)?;
-                if !is_immutable(&value) {
-                    return unsupported(format!(
-                        "attribute {name} of a {} the translation made",
-                        qualname(&obj.get_type().into_any())
-                    ));
+                if is_immutable(&value) {
+                    return Ok(Some(cx.constant(value)));
                 }
-                Ok(Some(cx.constant(value)))
+                let class = obj.get_type().into_any();
+                let c_method = cx.type_lookup(&class, name)?.filter(|method| {
+                    (is_immutable(obj) || is_match_of_a_value(obj))
+                        && method
+                            .is_instance(cx.known().c_method_types.as_any())
+                            .unwrap_or(false)
+                });
+                match c_method {
+                    Some(method) if value.getattr("__self__").is_ok_and(|owner| owner.is(obj)) => {
+                        let function = cx.constant(method);
+                        Ok(Some(cx.push_val(Val::Method {
+                            function,
+                            receiver: v,
+                        })))
+                    }
+                    _ => unsupported(format!(
+                        "attribute {name} of a {} the translation made",
+                        qualname(&class)
+                    )),
+                }
             }
             _ => Ok(None),
         }
@@ -104,6 +122,22 @@ impl Kind for Instance {
             (Val::Object { class: c, attrs: a }, Val::Object { class: d, attrs: b }) => c.is(d) && a == b,
             _ => std::mem::discriminant(old) == std::mem::discriminant(new),
         }
+    }
+
+    /// An item of a match the translation made (`m[1]`), by a value: a value itself.
+    fn item<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, key: Vid) -> Res<Option<Vid>> {
+        let Val::Constructed { obj, .. } = val else {
+            return Ok(None);
+        };
+        if !is_match_of_a_value(obj) {
+            return Ok(None);
+        }
+        let key = cx.concrete(key)?;
+        if !is_value_type(&key) {
+            return Ok(None);
+        }
+        let item = obj.get_item(&key)?;
+        Ok(is_immutable(&item).then(|| cx.constant(item)))
     }
 
     fn hashable<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<bool>> {

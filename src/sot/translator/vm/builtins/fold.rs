@@ -198,6 +198,36 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         };
         let result = self.folded_call(&qualname(obj), || obj.call(positional, Some(&kw)))?;
+        if regex_type(&result.get_type().into_any()) == Some(Regex::Match) {
+            // A new match on every call (`pattern.search(text)`): read now, made again by the
+            // generated code where it is used as an object.
+            let class = self.constant(obj.clone());
+            let args = self.push_val(Val::Tuple(args.to_vec()));
+            let mut keywords = Vec::with_capacity(kwargs.len());
+            for (name, value) in kwargs {
+                keywords.push((self.constant(PyString::new(self.py, name).into_any()), *value));
+            }
+            let kwargs = self.push_val(Val::Dict(keywords));
+            return Ok(Some(self.push_val(Val::Constructed {
+                obj: result,
+                class,
+                args,
+                kwargs,
+            })));
+        }
+        let made_anew = result.is_exact_instance_of::<PyList>()
+            || result.is_exact_instance_of::<PyDict>()
+            || result.is_exact_instance_of::<pyo3::types::PySet>()
+            || result.is_exact_instance_of::<PyTuple>();
+        if !(made_anew || is_immutable(&result)) {
+            // An iterator (`pattern.finditer(text)`, `"ab".__iter__()`): one object would
+            // serve every call.
+            return graph_break(format!(
+                "{} gives a {} object",
+                qualname(obj),
+                type_name_in_messages(&result.get_type().into_any())?
+            ));
+        }
         Ok(Some(self.wrap_result(result)))
     }
 
@@ -229,7 +259,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         let owner = obj.getattr(pyo3::intern!(obj.py(), "__objclass__"))?;
         let immutable_type = ["str", "bytes", "int", "float", "complex", "tuple", "frozenset"]
             .iter()
-            .any(|name| self.builtin(name).is_ok_and(|t| t.is(&owner)));
+            .any(|name| self.builtin(name).is_ok_and(|t| t.is(&owner)))
+            || regex_type(&owner).is_some();
         if !immutable_type
             || args
                 .iter()
@@ -302,8 +333,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         let value = self.concrete(vid)?;
         let own_exception = matches!(self.val(vid), Val::Obj { source: None, .. })
             && value.is_instance_of::<pyo3::exceptions::PyBaseException>();
+        // A match the translation made (a search it computed): made again alike.
+        let made_match = matches!(self.val(vid), Val::Constructed { .. }) && is_match_of_a_value(&value);
         let fixed = builtin == "callable"
             || own_exception
+            || made_match
             || self.computes_the_same_later(&value, builtin, MAX_FOLDED_DEPTH)?;
         Ok(fixed.then_some(value))
     }
