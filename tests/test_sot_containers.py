@@ -2,6 +2,7 @@
 iterators and views, made by the translation or from the frame, and the builtins over them
 (sum, any, zip, reversed, ...), with CPython's results and errors."""
 
+import itertools
 import sys
 
 import numpy as np
@@ -212,6 +213,29 @@ def test_zip_enumerate_map_and_filter_pull_their_iterators_as_cpython_does():
         assert got[-1] == [0, 1, 2, 0, 0, 1, 2, 3, 0, 1]
     st = sot.stats(fast)
     assert st.graph_breaks == [] and st.fallbacks == [] and st.graphs == 1 and st.cache_hits == 1
+
+
+def _drop_and_take(x):
+    log = []
+    release = (1, 9, 0, 0)
+    # packaging's `_cmpkey`: the release without its trailing zeros.
+    trimmed = tuple(reversed(list(itertools.dropwhile(lambda part: part == 0, reversed(release)))))
+    rest = list(itertools.dropwhile(lambda v: v < 2, _counted(log, 5)))  # pulls all five
+    head = list(itertools.takewhile(lambda v: v < 2, _counted(log, 5)))  # pulls three, keeps two
+    taken = itertools.takewhile(lambda v: v < 1, [0, 5, 0])
+    after_the_end = (list(taken), list(taken))  # ended at 5: the last 0 is never taken
+    return x + len(log), trimmed, rest, head, after_the_end, log
+
+
+def test_dropwhile_and_takewhile_pull_their_iterators_as_cpython_does():
+    fast = sot.translate(_drop_and_take, full_graph=True)
+    for _ in range(2):
+        got, want = fast(np.ones(2)), _drop_and_take(np.ones(2))
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1:] == want[1:]
+        assert got[1:5] == ((1, 9), [2, 3, 4], [0, 1], ([0], []))
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.cache_hits) == (1, 1, 1), st
 
 
 def _first_of_a_huge_range(x):

@@ -163,3 +163,30 @@ def modules_compared_with_eq(x):
     if xp == np and xp != other and np.linalg == other:
         return x * 2
     return x - 1
+
+
+class _Infinity:
+    # packaging's `Infinity`: greater than anything, equal only to itself's kind.
+    def __eq__(self, other):
+        return isinstance(other, _Infinity)
+
+    def __lt__(self, other):
+        return False
+
+    def __ge__(self, other):
+        return True
+
+    def __hash__(self):
+        return 7
+
+
+_INFINITY = _Infinity()
+
+
+@case(args=lambda: (arr(3), (1, 9)), graphs=1, ops=1)
+def tuples_holding_objects_compared_item_by_item(x, release):
+    key, other = (1, 9, _INFINITY), release + (0,)
+    # The same object is equal without its `__eq__`; the first unequal items decide; else the lengths.
+    answers = (key >= other, key < other, key == (1, 9, _INFINITY), key != other, (key, 1) <= (key,),
+               (1, _INFINITY) < (2, _INFINITY), (_INFINITY,) == (_Infinity(),))
+    return x * 2 if key >= other else x, answers

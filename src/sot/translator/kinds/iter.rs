@@ -37,6 +37,8 @@ impl Kind for Iterators {
                 Lazy::Enumerate { .. } => builtin(py, "enumerate")?,
                 Lazy::Map { .. } => builtin(py, "map")?,
                 Lazy::Filter { .. } => builtin(py, "filter")?,
+                Lazy::DropWhile { .. } => import(py, "itertools")?.getattr("dropwhile")?,
+                Lazy::TakeWhile { .. } => import(py, "itertools")?.getattr("takewhile")?,
             },
             _ => return Ok(None),
         }))
@@ -175,7 +177,7 @@ impl Kind for Iterators {
 }
 
 /// The next item of a lazy builtin iterator `it`, pulling its iterators as CPython's
-/// `zip`, `enumerate`, `map` and `filter` do.
+/// `zip`, `enumerate`, `map`, `filter` and `itertools`' `dropwhile` and `takewhile` do.
 fn lazy_next<'py>(cx: &mut dyn Interp<'py>, it: Vid, lazy: &Lazy) -> Res<Option<Vid>> {
     match lazy.clone() {
         Lazy::Zip(iterators) => {
@@ -238,6 +240,55 @@ fn lazy_next<'py>(cx: &mut dyn Interp<'py>, it: Vid, lazy: &Lazy) -> Res<Option<
                     return Ok(Some(item));
                 }
             }
+            Ok(None)
+        }
+        Lazy::DropWhile {
+            predicate,
+            iterator,
+            dropping,
+        } => {
+            while let Some(item) = cx.advance(iterator)? {
+                if !dropping {
+                    return Ok(Some(item));
+                }
+                let verdict = cx.call(predicate, vec![item])?;
+                if !cx.truthy(verdict)? {
+                    cx.set_val(
+                        it,
+                        Val::Lazy(Lazy::DropWhile {
+                            predicate,
+                            iterator,
+                            dropping: false,
+                        }),
+                    );
+                    return Ok(Some(item));
+                }
+            }
+            Ok(None)
+        }
+        Lazy::TakeWhile {
+            predicate,
+            iterator,
+            done,
+        } => {
+            if done {
+                return Ok(None);
+            }
+            let Some(item) = cx.advance(iterator)? else {
+                return Ok(None);
+            };
+            let verdict = cx.call(predicate, vec![item])?;
+            if cx.truthy(verdict)? {
+                return Ok(Some(item));
+            }
+            cx.set_val(
+                it,
+                Val::Lazy(Lazy::TakeWhile {
+                    predicate,
+                    iterator,
+                    done: true,
+                }),
+            );
             Ok(None)
         }
     }

@@ -149,6 +149,20 @@ pub enum Lazy {
     Map { function: Vid, iterators: Vec<Vid> },
     /// `filter(function, iterator)`; without a function (None), the true items.
     Filter { function: Option<Vid>, iterator: Vid },
+    /// `itertools.dropwhile(predicate, iterator)`: the items from the first the predicate
+    /// is false for (`dropping` until then).
+    DropWhile {
+        predicate: Vid,
+        iterator: Vid,
+        dropping: bool,
+    },
+    /// `itertools.takewhile(predicate, iterator)`: the items up to the first the predicate
+    /// is false for, which ends it (`done`).
+    TakeWhile {
+        predicate: Vid,
+        iterator: Vid,
+        done: bool,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

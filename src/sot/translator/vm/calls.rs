@@ -769,12 +769,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let (op, inplace) = binary.expect("matched");
                 self.binary(*a, *b, op, inplace)?
             }
-            (name, [a, b]) if COMPARE_NAMES.contains(&name) => {
-                match compare_made_objects(self, name, *a, *b)? {
-                    Some(r) => r,
-                    None => self.operator_call(name, vec![*a, *b])?,
-                }
-            }
+            (name, [a, b]) if COMPARE_NAMES.contains(&name) => self.rich_compare(name, *a, *b)?,
             ("neg" | "pos" | "invert", [a]) => self.operator_call(&name, vec![*a])?,
             ("setitem", [container, key, value]) => {
                 self.store_subscript(*container, *key, *value)?;

@@ -236,6 +236,70 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.concrete(vid)?.extract::<isize>().ok())
     }
 
+    /// `left <name> right` ("lt" to "ge", `COMPARE_NAMES`): a Python comparison of an
+    /// object's class inlined, objects that compare by identity, two tuples item by item,
+    /// else the operator on values.
+    pub(super) fn rich_compare(&mut self, name: &str, left: Vid, right: Vid) -> Res<Vid> {
+        if let Some(r) = compare_made_objects(self, name, left, right)? {
+            return Ok(r);
+        }
+        if let Some(r) = self.compared_by_identity(name, left, right)? {
+            return Ok(r);
+        }
+        if let Some(r) = self.compare_tuples(name, left, right)? {
+            return Ok(r);
+        }
+        self.operator_call(name, vec![left, right])
+    }
+
+    /// Two tuples, one holding more than values (objects whose class compares in Python:
+    /// packaging's `Infinity`), compared as `tuple`'s comparison does: the first items that
+    /// are neither the same object nor equal decide (`==` false, `!=` true, else their own
+    /// comparison, its result as it is), else the lengths. None for other operands, and
+    /// for tuples of values (the operator compares them whole).
+    fn compare_tuples(&mut self, name: &str, left: Vid, right: Vid) -> Res<Option<Vid>> {
+        let tuple_of_values = |vm: &Self, v: Vid| -> Option<bool> {
+            match vm.val(v) {
+                Val::Tuple(items) => Some(
+                    items
+                        .iter()
+                        .all(|i| matches!(vm.val(*i), Val::Obj { obj, .. } if is_value_type(obj))),
+                ),
+                Val::Obj { obj, .. } if obj.is_exact_instance_of::<PyTuple>() => Some(is_value_type(obj)),
+                _ => None,
+            }
+        };
+        match (tuple_of_values(self, left), tuple_of_values(self, right)) {
+            (Some(false), Some(_)) | (Some(_), Some(false)) => {}
+            _ => return Ok(None),
+        }
+        let (left_items, right_items) = (self.items_of(left)?, self.items_of(right)?);
+        for (a, b) in left_items.iter().zip(&right_items) {
+            if self.identical(*a, *b)? {
+                continue;
+            }
+            let equal = self.rich_compare("eq", *a, *b)?;
+            if self.truthy(equal)? {
+                continue;
+            }
+            return Ok(Some(match name {
+                "eq" => self.boolean(false),
+                "ne" => self.boolean(true),
+                _ => self.rich_compare(name, *a, *b)?,
+            }));
+        }
+        let (l, r) = (left_items.len(), right_items.len());
+        let answer = match name {
+            "lt" => l < r,
+            "le" => l <= r,
+            "eq" => l == r,
+            "ne" => l != r,
+            "gt" => l > r,
+            _ => l >= r,
+        };
+        Ok(Some(self.boolean(answer)))
+    }
+
     /// `left == right` / `left != right` of two objects whose classes, written in C (fixed),
     /// both compare with `object`'s methods (modules, functions, classes): `is` and `is not`,
     /// as CPython falls back to them. None for anything else.

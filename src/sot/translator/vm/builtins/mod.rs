@@ -65,6 +65,12 @@ const BUILTINS: &[(&str, Handler)] = &[
 static HANDLERS: LazyLock<HashMap<&'static str, Handler>> =
     LazyLock::new(|| BUILTINS.iter().copied().collect());
 
+/// The iterators of `itertools` the VM models, by name.
+const ITERTOOLS: &[(&str, Handler)] = &[
+    ("dropwhile", dropwhile_or_takewhile),
+    ("takewhile", dropwhile_or_takewhile),
+];
+
 /// Builtins that read a tensor's data (a conversion to a Python value): with a tensor
 /// argument, the graph breaks.
 const TENSOR_TO_PYTHON: &[&str] = &[
@@ -86,6 +92,7 @@ impl<'py> Vm<'py, '_> {
             .and_then(|n| n.extract::<String>())
         {
             Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => name,
+            Ok(name) if self.is_itertools(&name, obj) => name,
             _ => return self.call_bound_builtin(obj, source, args, kwargs),
         };
         if let Some(s) = source {
@@ -98,7 +105,11 @@ impl<'py> Vm<'py, '_> {
             kwargs,
             any_tensor: args.iter().any(|a| self.contains_tensor(*a)),
         };
-        if let Some(handler) = HANDLERS.get(name.as_str()) {
+        let handler = match ITERTOOLS.iter().find(|(modeled, _)| *modeled == name) {
+            Some((_, handler)) if self.is_itertools(&name, obj) => Some(handler),
+            _ => HANDLERS.get(name.as_str()),
+        };
+        if let Some(handler) = handler {
             if let Some(result) = handler(self, &call)? {
                 return Ok(Some(result));
             }
@@ -115,6 +126,17 @@ impl<'py> Vm<'py, '_> {
             return self.folded_builtin_call(obj, call.name, args, kwargs).map(Some);
         }
         graph_break(format!("unsupported call: builtin {name}()"))
+    }
+}
+
+impl<'py> Vm<'py, '_> {
+    /// Whether `obj` is the `itertools` iterator `name` the VM models (the module imported:
+    /// a program that has not imported it holds none of its functions).
+    fn is_itertools(&self, name: &str, obj: &Bound<'py, PyAny>) -> bool {
+        ITERTOOLS.iter().any(|(modeled, _)| *modeled == name)
+            && imported(self.py, "itertools")
+                .and_then(|module| module.getattr(name).ok())
+                .is_some_and(|function| function.is(obj))
     }
 }
 
@@ -393,6 +415,27 @@ fn map<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid
         function: *function,
         iterators,
     }))))
+}
+
+/// `itertools.dropwhile(predicate, iterable)` and `itertools.takewhile(...)`.
+fn dropwhile_or_takewhile<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let ([predicate, it], []) = (call.args, call.kwargs) else {
+        return Ok(None);
+    };
+    let (predicate, iterator) = (*predicate, vm.iterator(*it)?);
+    let lazy = match call.name {
+        "dropwhile" => Lazy::DropWhile {
+            predicate,
+            iterator,
+            dropping: true,
+        },
+        _ => Lazy::TakeWhile {
+            predicate,
+            iterator,
+            done: false,
+        },
+    };
+    Ok(Some(vm.push_val(Val::Lazy(lazy))))
 }
 
 fn filter<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {

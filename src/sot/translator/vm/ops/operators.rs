@@ -75,13 +75,7 @@ fn compare_op<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruc
     let right = Vm::pop(frame)?;
     let left = Vm::pop(frame)?;
     let name = COMPARE_NAMES[op as usize];
-    let mut r = match compare_made_objects(vm, name, left, right)? {
-        Some(r) => r,
-        None => match vm.compared_by_identity(name, left, right)? {
-            Some(r) => r,
-            None => vm.operator_call(name, vec![left, right])?,
-        },
-    };
+    let mut r = vm.rich_compare(name, left, right)?;
     if to_bool && !vm.is_tensor_val(r) {
         let b = vm.truthy(r)?;
         r = vm.boolean(b);
