@@ -208,3 +208,9 @@ def setattr_and_delattr_store_as_statements_do(x, bag):
 @case(args=lambda: (arr(3),), graphs=1, ops=1)
 def typing_cast_hands_its_value_back(x):
     return typing.cast("np.ndarray", x * 2)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def a_folded_call_giving_a_dtype(x):
+    # numpy's function of dtypes computed while translating: a dtype is the backend's constant.
+    return x.astype(np.result_type(x.dtype, np.float32))

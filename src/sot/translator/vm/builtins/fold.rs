@@ -193,6 +193,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: &[(String, Vid)],
         of_str: bool,
     ) -> Res<Option<Vid>> {
+        if is_stateful_regex_method(obj) {
+            return Ok(None);
+        }
         let reads = if of_str { "format" } else { "" };
         let Ok((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
             return Ok(None);
@@ -215,18 +218,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 kwargs,
             })));
         }
-        let made_anew = result.is_exact_instance_of::<PyList>()
-            || result.is_exact_instance_of::<PyDict>()
-            || result.is_exact_instance_of::<pyo3::types::PySet>()
-            || result.is_exact_instance_of::<PyTuple>();
-        if !(made_anew || is_immutable(&result)) {
-            // An iterator (`pattern.finditer(text)`, `"ab".__iter__()`): one object would
-            // serve every call.
-            return graph_break(format!(
-                "{} gives a {} object",
-                qualname(obj),
-                type_name_in_messages(&result.get_type().into_any())?
-            ));
+        // SAFETY: a live object; `PyIter_Check` reads its type's slot only.
+        if unsafe { pyo3::ffi::PyIter_Check(result.as_ptr()) } != 0 {
+            // `"ab".__iter__()`: one iterator would serve every call.
+            return graph_break(format!("{} gives an iterator", qualname(obj)));
         }
         Ok(Some(self.wrap_result(result)))
     }
@@ -555,4 +550,45 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         Ok(Some(result))
     }
+}
+
+/// The methods of `re`'s patterns and matches computed while translating: those giving a
+/// value, a new container or a match. Not `finditer` and `scanner`, whose objects hold
+/// their progress.
+const REGEX_METHODS: &[&str] = &[
+    "search",
+    "match",
+    "fullmatch",
+    "findall",
+    "split",
+    "sub",
+    "subn",
+    "group",
+    "groups",
+    "groupdict",
+    "start",
+    "end",
+    "span",
+    "expand",
+    "__getitem__",
+    "__copy__",
+    "__deepcopy__",
+];
+
+/// Whether `method` (bound, or its type's) is one of a pattern's or a match's that is not
+/// computed while translating.
+fn is_stateful_regex_method(method: &Bound<'_, PyAny>) -> bool {
+    let py = method.py();
+    let owner = match method.getattr(pyo3::intern!(py, "__self__")) {
+        Ok(receiver) => receiver.get_type().into_any(),
+        Err(_) => match method.getattr(pyo3::intern!(py, "__objclass__")) {
+            Ok(owner) => owner,
+            Err(_) => return false,
+        },
+    };
+    regex_type(&owner).is_some()
+        && !method
+            .getattr(pyo3::intern!(py, "__name__"))
+            .and_then(|name| name.extract::<String>())
+            .is_ok_and(|name| REGEX_METHODS.contains(&name.as_str()))
 }
