@@ -436,6 +436,49 @@ def test_values_sent_into_a_generator_are_what_its_yields_evaluate_to():
         sot.translate(just_started)(1.0)
 
 
+def _returns(value):
+    yield 1
+    return value
+
+
+def _end_of(value, x):
+    generator = _returns(value)
+    next(generator)
+    try:
+        next(generator)
+    except StopIteration as end:
+        return x + 1, end.value
+    return x, None
+
+
+def test_a_generator_that_returned_an_object_ends_as_eagerly():
+    # Its StopIteration carries that object, which the translation does not make: the
+    # call runs as it is (a generator returning a number is simulated to its end).
+    for value, breaks in (([1, 2], True), (3, False)):
+        sot.reset()
+        fast = sot.translate(_end_of)
+        x = np.arange(2.0)
+        for _ in range(2):
+            got, want = fast(value, x), _end_of(value, x)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert got[1] == want[1] == value
+        assert bool(sot.stats(fast).graph_breaks) == breaks, sot.stats(fast)
+
+
+def _next_of_exhausted(x):
+    numbers = iter([x])
+    next(numbers)
+    return next(numbers)
+
+
+def test_an_exhausted_iterator_s_stop_iteration_reaches_the_caller():
+    fast = sot.translate(_next_of_exhausted)
+    for _ in range(2):
+        with pytest.raises(StopIteration) as raised:
+            fast(np.arange(2.0))
+        assert raised.value.args == ()
+
+
 def test_a_closure_over_a_comprehension_variable_sees_its_own_cell():
     # 3.12+ inlines comprehensions: a variable a closure captures gets a new cell
     # mid-function (MAKE_CELL after RESUME), shadowing the enclosing x.

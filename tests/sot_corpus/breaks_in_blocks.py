@@ -2,6 +2,7 @@
 
 import contextlib
 import sys
+import threading
 import time
 
 from ._case import arr, case
@@ -285,18 +286,34 @@ def _generator_context():
     yield
 
 
-@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["cannot rebuild", "_GeneratorContextManager.__exit__"])
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def break_out_of_a_generator_context_in_a_while_loop(x):
+    # contextlib's helper, inlined, makes a context manager holding a generator the VM runs:
+    # entered and exited in the graph's translation, the loop unrolled.
+    y = x * 2
+    counter = 0
+    while True:
+        counter += 1
+        with _generator_context():
+            counter += 10
+            break
+        counter += 100
+    return y + counter
+
+
+_LOCK = threading.Lock()
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["__exit__ of lock written in C", "lock.__exit__"])
 def break_out_of_a_with_in_a_while_loop(x):
-    # The loop runs in a bridge (entering the generator's context manager breaks: contextlib's
-    # helper, inlined, makes a context manager holding a generator, which the generated code
-    # cannot rebuild, so the call runs as it is); `break`
+    # The loop runs in a bridge (a lock's `__exit__`, written in C, breaks); `break`
     # leaves it from inside the `with`, whose __exit__ and its self the exit hands on (3.15
     # once took them for a `for` loop's iterator slots, popped them and crashed).
     y = x * 2
     counter = 0
     while True:
         counter += 1
-        with _generator_context():
+        with _LOCK:
             counter += 10
             break
         counter += 100

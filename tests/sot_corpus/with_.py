@@ -228,3 +228,46 @@ def catch_warnings_block_in_the_graph(x):
         warnings.simplefilter("error", np.exceptions.ComplexWarning)
         y = np.asarray(x, dtype=np.float64)
     return y * 2
+
+
+_CONFIG = {"scale": 1.0}
+
+
+@contextlib.contextmanager
+def _scaled(scale):
+    # scikit-learn's `config_context`: set, yield, put back in `finally`.
+    old = _CONFIG["scale"]
+    _CONFIG["scale"] = scale
+    try:
+        yield old
+    finally:
+        _CONFIG["scale"] = old
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2, globals_checked=("_CONFIG",))
+def contextmanager_sets_and_puts_back(x):
+    # The generator runs to its yield at the `with`, past it at the end (its StopIteration
+    # caught by contextlib's `__exit__`): one graph, the dict's stores replayed.
+    with _scaled(3.0) as old:
+        y = x * _CONFIG["scale"]
+    return y + old, _CONFIG["scale"]
+
+
+def _counted_to(n):
+    yield from range(n)
+    return n
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def stop_iteration_carries_what_the_generator_returned(x):
+    numbers = _counted_to(2)
+    seen = [next(numbers), next(numbers)]
+    try:
+        next(numbers)
+    except StopIteration as end:
+        seen.append(end.value)
+    try:
+        next(iter([]))
+    except StopIteration as end:
+        seen.append(end.args)
+    return x + len(seen), seen

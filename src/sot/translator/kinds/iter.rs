@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 
 use super::{drain, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::hookapi::pyobject::import;
-use crate::sot::translator::model::problem::{unsupported, Problem};
+use crate::sot::translator::model::problem::Problem;
 use crate::sot::translator::model::value::Lazy;
 use crate::sot::translator::pyutil::builtin;
 
@@ -104,7 +104,7 @@ impl Kind for Iterators {
         }
         match cx.advance(v)? {
             Some(item) => Ok(Some(item)),
-            None => unsupported("generator.send() raised StopIteration"),
+            None => Err(cx.exhausted(v)),
         }
     }
 

@@ -35,7 +35,7 @@ use super::guard::check::Check;
 use super::guard::source::{Source, SourceId};
 use super::model::frame::DictOp;
 use super::model::known::Known;
-use super::model::problem::{graph_break, Res};
+use super::model::problem::{graph_break, Problem, Res};
 use super::model::value::Val;
 use super::model::{Sym, Vid};
 
@@ -87,6 +87,8 @@ pub trait Interp<'py> {
     fn dict_items(&mut self, vid: Vid) -> Res<Vec<(Vid, Vid)>>;
     /// The next item of an iterator of the translation; None once it is exhausted.
     fn advance(&mut self, iterator: Vid) -> Res<Option<Vid>>;
+    /// What asking an exhausted iterator for its next item raises (`StopIteration`).
+    fn exhausted(&mut self, iterator: Vid) -> Problem;
     /// Runs a generator the translated code made up to its next `yield`: what it yields,
     /// None once it returned.
     fn resume_generator(&mut self, generator: Vid) -> Res<Option<Vid>>;

@@ -97,6 +97,10 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::advance(self, iterator)
     }
 
+    fn exhausted(&mut self, iterator: Vid) -> Problem {
+        Vm::exhausted(self, iterator)
+    }
+
     fn resume_generator(&mut self, generator: Vid) -> Res<Option<Vid>> {
         Vm::resume_generator(self, generator)
     }

@@ -25,6 +25,34 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
+    /// What `next()` without a default (or a generator's `send`) raises where `iterator` is
+    /// exhausted: `StopIteration`, of a builtin iterator the translation made bare, of a
+    /// generator it runs with what the generator returned where that is a value (caught,
+    /// as `contextlib`'s `__exit__` catches its generator's end). Not simulated for
+    /// another: a Python `__next__`'s own exception carries what it was made with.
+    pub(super) fn exhausted(&mut self, iterator: Vid) -> Problem {
+        let returned = match self.val(iterator) {
+            Val::Generator(state) => state.borrow().returned,
+            Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(_) | Val::DictIter(_) => None,
+            _ => return Problem::Fallback("next() raised StopIteration".to_owned()),
+        };
+        let value = match returned.map(|vid| self.concrete(vid)) {
+            None => None,
+            Some(Ok(value)) if value.is_none() => None,
+            Some(Ok(value)) if is_value_type(&value) => Some(value),
+            Some(Ok(_)) => {
+                return Problem::Fallback(
+                    "a generator's end: StopIteration of an object it returned".to_owned(),
+                )
+            }
+            Some(Err(problem)) => return problem,
+        };
+        Problem::Python(match value {
+            Some(value) => PyStopIteration::new_err((value.unbind(),)),
+            None => PyStopIteration::new_err(()),
+        })
+    }
+
     /// Runs a generator the translated code made up to its next `yield`, so that its side
     /// effects interleave with its consumer's: what it yields, None once it returned.
     pub(super) fn resume_generator(&mut self, generator: Vid) -> Res<Option<Vid>> {

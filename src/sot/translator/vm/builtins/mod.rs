@@ -276,7 +276,7 @@ fn next<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vi
     } else if let Some(default) = rest.first() {
         Ok(Some(*default))
     } else {
-        unsupported("next() raised StopIteration")
+        Err(vm.exhausted(it))
     }
 }
 
