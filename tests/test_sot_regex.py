@@ -111,3 +111,18 @@ def test_a_match_from_the_frame_is_not_pinned():
     st = sot.stats(fast)
     # The frame and its resume function, translated once each: no guard on the match.
     assert st.graph_breaks and (st.translations, st.guard_failures, st.cache_hits) == (2, 0, 4), st
+
+
+def _hash_of_a_match(x, text):
+    m = _WORD.search(text)
+    return x + 1, hash(m), m
+
+
+def test_the_hash_of_a_match_made_anew_is_its_own():
+    # A match's hash is its identity's: each call's match has its own.
+    fast = sot.translate(_hash_of_a_match)
+    x = np.arange(2.0)
+    for text in ("a=b", "a=b", "c=d"):
+        result, its_hash, match = fast(x, text)
+        np.testing.assert_array_equal(result, x + 1)
+        assert its_hash == hash(match) and match.group() == text

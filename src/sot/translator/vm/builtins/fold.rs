@@ -328,8 +328,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         let value = self.concrete(vid)?;
         let own_exception = matches!(self.val(vid), Val::Obj { source: None, .. })
             && value.is_instance_of::<pyo3::exceptions::PyBaseException>();
+        // An object the generated code makes again is another object on every call: what
+        // reads its identity (its hash, an attribute bound to it) differs.
+        let constructed = matches!(self.val(vid), Val::Constructed { .. });
+        if constructed && matches!(builtin, "hash" | "getattr") {
+            return Ok(None);
+        }
         // A match the translation made (a search it computed): made again alike.
-        let made_match = matches!(self.val(vid), Val::Constructed { .. }) && is_match_of_a_value(&value);
+        let made_match = constructed && is_match_of_a_value(&value);
         let fixed = builtin == "callable"
             || own_exception
             || made_match
