@@ -214,3 +214,11 @@ def typing_cast_hands_its_value_back(x):
 def a_folded_call_giving_a_dtype(x):
     # numpy's function of dtypes computed while translating: a dtype is the backend's constant.
     return x.astype(np.result_type(x.dtype, np.float32))
+
+
+@case(args=lambda: (arr(3), 2), graphs=1, ops=1, min_version=(3, 10))
+def unions_of_types_are_values(x, n):
+    # `int | None` (types.UnionType, typing.Union from 3.14): or-ed again, compared, asked.
+    number = int | float
+    optional = number | None
+    return x * n, isinstance(n, optional), optional == (int | float | None), optional.__args__

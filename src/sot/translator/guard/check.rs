@@ -510,6 +510,7 @@ pub fn is_immutable(obj: &Bound<'_, PyAny>) -> bool {
             .cast::<PyTuple>()
             .is_ok_and(|t| t.iter().all(|i| is_immutable(&i)))
         || is_immutable_regex(obj)
+        || is_type_union(obj)
 }
 
 /// `re`'s compiled patterns and their matches (`_sre`'s types, which no method changes).
@@ -519,25 +520,34 @@ pub enum Regex {
     Match,
 }
 
-/// Which of `re`'s types `ty` is, if one: by the name `_sre` gives it, of a type no class
-/// derives from (a class statement's type, or `type()`'s, always may).
-pub fn regex_type(ty: &Bound<'_, PyAny>) -> Option<Regex> {
+/// Which of `names` CPython's C code gives `ty`, where no class derives from it (a class
+/// statement's type, or `type()`'s, always may: none of those is named so).
+fn final_c_type_named(ty: &Bound<'_, PyAny>, names: &[&[u8]]) -> Option<usize> {
     const BASE_TYPE: std::ffi::c_ulong = 1 << 10; // Py_TPFLAGS_BASETYPE
     let ty = ty.cast::<PyType>().ok()?;
     // SAFETY: a live type object (borrowed for the call): its flags, and its `tp_name`, a
-    // NUL-terminated string it owns.
-    let (flags, name) = unsafe {
+    // NUL-terminated string it owns, compared before the borrow ends.
+    unsafe {
         let ty = ty.as_type_ptr();
-        (ffi::PyType_GetFlags(ty), std::ffi::CStr::from_ptr((*ty).tp_name))
-    };
-    if flags & BASE_TYPE != 0 {
-        return None;
+        if ffi::PyType_GetFlags(ty) & BASE_TYPE != 0 {
+            return None;
+        }
+        let name = std::ffi::CStr::from_ptr((*ty).tp_name).to_bytes();
+        names.iter().position(|wanted| *wanted == name)
     }
-    match name.to_bytes() {
-        b"re.Pattern" => Some(Regex::Pattern),
-        b"re.Match" => Some(Regex::Match),
-        _ => None,
+}
+
+/// Which of `re`'s types `ty` is, if one (by the names `_sre` gives them).
+pub fn regex_type(ty: &Bound<'_, PyAny>) -> Option<Regex> {
+    match final_c_type_named(ty, &[b"re.Pattern", b"re.Match"])? {
+        0 => Some(Regex::Pattern),
+        _ => Some(Regex::Match),
     }
+}
+
+/// `int | None` (3.10+: `types.UnionType`, `typing.Union` from 3.14): its members fixed.
+fn is_type_union(obj: &Bound<'_, PyAny>) -> bool {
+    final_c_type_named(&obj.get_type().into_any(), &[b"types.UnionType", b"typing.Union"]).is_some()
 }
 
 /// A compiled pattern.
