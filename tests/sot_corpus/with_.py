@@ -1,6 +1,7 @@
 """with statements on user context managers: enter/exit order, `as` values, suppressing or not."""
 
 import contextlib
+import itertools
 
 import numpy as np
 
@@ -271,3 +272,64 @@ def stop_iteration_carries_what_the_generator_returned(x):
     except StopIteration as end:
         seen.append(end.args)
     return x + len(seen), seen
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def stop_iteration_through_builtin_iterators(x):
+    # enumerate, filter and dropwhile hand on the StopIteration of the iterator under them
+    # (a generator's carries what it returned); one that ran out of a list's is bare.
+    ends = []
+    for make in (enumerate, lambda g: filter(None, g), lambda g: itertools.dropwhile(bool, g)):
+        it = make(_counted_to(2))
+        for _ in range(4):
+            try:
+                next(it)
+            except StopIteration as end:
+                ends.append(end.args)
+                break
+    try:
+        next(enumerate([]))
+    except StopIteration as end:
+        ends.append(end.args)
+    return x - 1, ends
+
+
+def _delegating(inner):
+    got = yield from inner
+    return got
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def a_generator_asked_again_after_its_end_stops_bare(x):
+    # Only the advance that ended it carries its return value: a later next() raises a bare
+    # StopIteration, and a `yield from` of it gives None.
+    numbers = _counted_to(1)
+    next(numbers)
+    ends = []
+    for _ in range(2):
+        try:
+            next(numbers)
+        except StopIteration as end:
+            ends.append(end.args)
+    outer = _delegating(numbers)
+    try:
+        next(outer)
+    except StopIteration as end:
+        ends.append(end.args)
+    return x * 2, ends
+
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2,
+      breaks=("cannot rebuild", "cannot rebuild", "iteration over zip", "iteration over zip"))
+def stop_iteration_of_zip_over_a_generator_runs_as_it_is(x):
+    # Which of zip's iterators ended is not kept: its StopIteration is not made, so zip and
+    # the generator are made by the real code (the translation's could not be handed on).
+    y = x + 1
+    it = zip(_counted_to(1), [0, 1])
+    next(it)
+    try:
+        next(it)
+    except StopIteration as end:
+        return y * 2, end.args
+    return y, None

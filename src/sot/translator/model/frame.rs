@@ -22,7 +22,9 @@ pub struct GeneratorState<'py> {
     /// Suspended at a yield, whose value the next `send` replaces (next() sends None).
     pub suspended: bool,
     pub finished: bool,
-    /// What the generator returned (the value of a `yield from` it was delegated to).
+    /// What the generator returned, while the advance that ended it is the last one: what
+    /// its `StopIteration` carries (a `yield from`'s value). An advance after its end finds
+    /// none, as CPython's raises a bare `StopIteration`.
     pub returned: Option<Vid>,
 }
 

@@ -26,15 +26,12 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// What `next()` without a default (or a generator's `send`) raises where `iterator` is
-    /// exhausted: `StopIteration`, of a builtin iterator the translation made bare, of a
-    /// generator it runs with what the generator returned where that is a value (caught,
-    /// as `contextlib`'s `__exit__` catches its generator's end). Not simulated for
-    /// another: a Python `__next__`'s own exception carries what it was made with.
+    /// exhausted: `StopIteration`, carrying what `stop_value` finds where that is a value
+    /// (caught, as `contextlib`'s `__exit__` catches its generator's end). Not simulated
+    /// where that is not known, or another object.
     pub(super) fn exhausted(&mut self, iterator: Vid) -> Problem {
-        let returned = match self.val(iterator) {
-            Val::Generator(state) => state.borrow().returned,
-            Val::Iter { .. } | Val::ListIter { .. } | Val::Lazy(_) | Val::DictIter(_) => None,
-            _ => return Problem::Fallback("next() raised StopIteration".to_owned()),
+        let Some(returned) = self.stop_value(iterator) else {
+            return Problem::Fallback("next() raised StopIteration".to_owned());
         };
         let value = match returned.map(|vid| self.concrete(vid)) {
             None => None,
@@ -53,6 +50,33 @@ impl<'py, 'b> Vm<'py, 'b> {
         })
     }
 
+    /// What the `StopIteration` of `iterator`'s end, just met, carries: a generator's
+    /// return value (the advance that ended it being its last), none for a builtin iterator
+    /// over the translation's values; what an `enumerate`, `filter`, `dropwhile` or
+    /// `takewhile` hands on from the iterator under it, as CPython's do. None where it is
+    /// not known: a Python `__next__`'s own exception; `zip` or `map` over an iterator whose
+    /// end may carry a value (which of theirs ended is not kept).
+    fn stop_value(&self, iterator: Vid) -> Option<Option<Vid>> {
+        match self.val(iterator) {
+            Val::Generator(state) => Some(state.borrow().returned),
+            Val::Iter { .. }
+            | Val::ListIter { .. }
+            | Val::DictIter(_)
+            | Val::Lazy(Lazy::Range { .. } | Lazy::TakeWhile { done: true, .. }) => Some(None),
+            Val::Lazy(
+                Lazy::Enumerate { iterator, .. }
+                | Lazy::Filter { iterator, .. }
+                | Lazy::DropWhile { iterator, .. }
+                | Lazy::TakeWhile { iterator, .. },
+            ) => self.stop_value(*iterator),
+            Val::Lazy(Lazy::Zip(iterators) | Lazy::Map { iterators, .. }) => iterators
+                .iter()
+                .all(|it| self.stop_value(*it) == Some(None))
+                .then_some(None),
+            _ => None,
+        }
+    }
+
     /// Runs a generator the translated code made up to its next `yield`, so that its side
     /// effects interleave with its consumer's: what it yields, None once it returned.
     pub(super) fn resume_generator(&mut self, generator: Vid) -> Res<Option<Vid>> {
@@ -65,6 +89,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             ))
         })?;
         if state.finished {
+            state.returned = None;
             return Ok(None);
         }
         if self.depth >= MAX_INLINE_DEPTH {
@@ -153,9 +178,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(item) = self.advance(receiver)? {
             return Ok(Sent::Yielded(item));
         }
-        let returned = match self.val(receiver) {
-            Val::Generator(state) => state.borrow().returned,
-            _ => None,
+        let Some(returned) = self.stop_value(receiver) else {
+            return unsupported("yield from an iterator whose StopIteration is not known");
         };
         Ok(Sent::Returned(returned.unwrap_or_else(|| self.none())))
     }
