@@ -175,3 +175,18 @@ def test_a_region_manager_entered_twice_raises_as_eagerly():
     _, st = same_as_eager(f, (np.ones(2),), (np.ones(2),))
     assert outcome(f, np.ones(2))[0][0] == "raised"
     assert st.graph_breaks, "entered again as it is, at a break"
+
+
+def _described(x):
+    manager = np.errstate(all="ignore")
+    return x + 1, repr(manager), manager
+
+
+def test_what_reads_a_made_again_managers_identity_is_not_computed_while_translating():
+    # The generated code makes the manager again on every call: its repr (object's, with
+    # its address) is that object's, not the one made while translating.
+    fast = sot.translate(_described, cost_model=False)
+    for _ in range(3):
+        result, described, manager = fast(np.ones(2))
+        np.testing.assert_array_equal(result, np.ones(2) + 1)
+        assert described == repr(manager)

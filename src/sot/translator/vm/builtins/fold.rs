@@ -328,18 +328,17 @@ impl<'py, 'b> Vm<'py, 'b> {
         let value = self.concrete(vid)?;
         let own_exception = matches!(self.val(vid), Val::Obj { source: None, .. })
             && value.is_instance_of::<pyo3::exceptions::PyBaseException>();
-        // An object the generated code makes again is another object on every call: what
-        // reads its identity (its hash, an attribute bound to it) differs.
-        let constructed = matches!(self.val(vid), Val::Constructed { .. });
-        if constructed && matches!(builtin, "hash" | "getattr") {
-            return Ok(None);
-        }
-        // A match the translation made (a search it computed): made again alike.
-        let made_match = constructed && is_match_of_a_value(&value);
         let fixed = builtin == "callable"
             || own_exception
-            || made_match
-            || self.computes_the_same_later(&value, builtin, MAX_FOLDED_DEPTH)?;
+            || if matches!(self.val(vid), Val::Constructed { .. }) {
+                // Made again by the generated code, another object on every call: only what
+                // reads its value (a match's, a tuple's of values), not its identity (its
+                // hash, `object`'s repr or `==`, an attribute bound to it).
+                !matches!(builtin, "hash" | "getattr")
+                    && (is_match_of_a_value(&value) || is_immutable(&value))
+            } else {
+                self.computes_the_same_later(&value, builtin, MAX_FOLDED_DEPTH)?
+            };
         Ok(fixed.then_some(value))
     }
 
