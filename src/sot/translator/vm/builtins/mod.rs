@@ -87,12 +87,12 @@ impl<'py> Vm<'py, '_> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let name = match obj
+        let (name, of_itertools) = match obj
             .getattr(pyo3::intern!(obj.py(), "__name__"))
             .and_then(|n| n.extract::<String>())
         {
-            Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => name,
-            Ok(name) if self.is_itertools(&name, obj) => name,
+            Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => (name, false),
+            Ok(name) if self.is_itertools(&name, obj) => (name, true),
             _ => return self.call_bound_builtin(obj, source, args, kwargs),
         };
         if let Some(s) = source {
@@ -105,9 +105,13 @@ impl<'py> Vm<'py, '_> {
             kwargs,
             any_tensor: args.iter().any(|a| self.contains_tensor(*a)),
         };
-        let handler = match ITERTOOLS.iter().find(|(modeled, _)| *modeled == name) {
-            Some((_, handler)) if self.is_itertools(&name, obj) => Some(handler),
-            _ => HANDLERS.get(name.as_str()),
+        let handler = if of_itertools {
+            ITERTOOLS
+                .iter()
+                .find(|(modeled, _)| *modeled == name)
+                .map(|(_, h)| h)
+        } else {
+            HANDLERS.get(name.as_str())
         };
         if let Some(handler) = handler {
             if let Some(result) = handler(self, &call)? {
