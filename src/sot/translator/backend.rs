@@ -11,7 +11,7 @@ use pyo3::types::{PyString, PyTuple};
 use super::cache::CodeCaches;
 use super::guard::check::Check;
 use super::model::code::CodeInfo;
-use super::pyutil::{is_heap_type, keeping_warnings};
+use super::pyutil::{is_heap_type, keeping_warnings, InstanceTest};
 use crate::hookapi::pyobject::{imported, StrongRef};
 
 /// An attribute a backend may leave out.
@@ -52,11 +52,11 @@ pub enum CodeKind {
 pub struct Backend<'py> {
     pub object: Bound<'py, PyAny>,
     table: &'static Table,
-    tensor_types: Bound<'py, PyTuple>,
+    tensor_types: InstanceTest<'py>,
     meta_attributes: Vec<String>,
     /// Arrays of another library the backend's operations also take (numpy's, for Paddle):
     /// graph values as tensors are, guarded on `array_meta_attributes`.
-    array_types: Option<Bound<'py, PyTuple>>,
+    array_types: Option<InstanceTest<'py>>,
     array_meta_attributes: Vec<String>,
     /// Functions computing on those arrays only (numpy's ufuncs): an operation where they
     /// meet one, a conversion (data-dependent) where they meet a tensor. By address.
@@ -221,16 +221,18 @@ impl<'py> Backend<'py> {
         }
         Ok(Self {
             table,
-            tensor_types: object
-                .getattr(pyo3::intern!(object.py(), "tensor_types"))?
-                .cast_into::<PyTuple>()?,
+            tensor_types: InstanceTest::new(
+                object
+                    .getattr(pyo3::intern!(object.py(), "tensor_types"))?
+                    .cast_into::<PyTuple>()?,
+            )?,
             meta_attributes: strings("meta_attributes")?,
             array_meta_attributes: match optional(&object, "array_types")? {
                 Some(_) => strings("array_meta_attributes")?,
                 None => Vec::new(),
             },
             array_types: optional(&object, "array_types")?
-                .map(|types| types.cast_into::<PyTuple>())
+                .map(|types| InstanceTest::new(types.cast_into::<PyTuple>()?))
                 .transpose()?,
             array_functions: functions_by_address(&object, "array_functions")?,
             meta_methods: match optional(&object, "meta_methods")? {
@@ -298,13 +300,11 @@ impl<'py> Backend<'py> {
 
     /// A tensor, or an array the backend takes as one (`is_array`).
     pub fn is_tensor(&self, value: &Bound<'py, PyAny>) -> bool {
-        value.is_instance(self.tensor_types.as_any()).unwrap_or(false) || self.is_array(value)
+        self.tensor_types.test(value) || self.is_array(value)
     }
 
     pub fn is_array(&self, value: &Bound<'py, PyAny>) -> bool {
-        self.array_types
-            .as_ref()
-            .is_some_and(|types| value.is_instance(types.as_any()).unwrap_or(false))
+        self.array_types.as_ref().is_some_and(|types| types.test(value))
     }
 
     pub fn is_array_function(&self, function: &Bound<'py, PyAny>) -> bool {

@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyString, PyType};
-use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
+use rustc_hash::{FxHashMap, FxHasher};
 
 pub use super::check::SourceId;
 use super::check::{class_unchanged, same_key, Check};
@@ -254,63 +254,71 @@ impl SourceTable {
     /// Adds `check` of `source` to `guards` unless a guard of the source already implies
     /// it. Where it implies guards of the source, it takes the first one's place (checked
     /// as early, never before the guards that make fetching the source safe) and the others
-    /// go. What it changed goes on `journal`, for `undo_guards`. `guarded`: every source
-    /// `guards` has held a guard of (the guard of a source not in it is put at the end at
-    /// once, without looking through the others).
+    /// go. What it changed goes on `journal`, for `undo_guards`; `positions` keeps where
+    /// each source's guards are (only those are looked through).
     pub fn add_guard(
         guards: &mut Vec<Guard>,
         journal: &mut Vec<GuardUndo>,
-        guarded: &mut FxHashSet<SourceId>,
+        positions: &mut GuardPositions,
         source: SourceId,
         check: Check,
     ) {
-        if guarded.insert(source) {
-            guards.push(Guard { source, check });
-            journal.push(GuardUndo::Pushed);
-            return;
-        }
         // One pass: a guard of the source that implies the new one makes it needless; else
         // the first it implies is where it goes.
         let mut first_implied = None;
-        for (index, guard) in guards.iter().enumerate().filter(|(_, g)| g.source == source) {
+        for &index in positions.of_source(source) {
+            let guard = &guards[index as usize];
             if guard.check.implies(&check) {
                 return;
             }
             if first_implied.is_none() && check.implies(&guard.check) {
-                first_implied = Some(index);
+                first_implied = Some(index as usize);
             }
         }
-        let implied = |g: &Guard| g.source == source && check.implies(&g.check);
-        match first_implied {
-            Some(first) => {
-                let mut removed = Vec::new();
-                for (index, guard) in std::mem::take(guards).into_iter().enumerate() {
-                    if index != first && implied(&guard) {
-                        removed.push((index, guard));
-                    } else {
-                        guards.push(guard);
-                    }
+        let Some(first) = first_implied else {
+            positions.pushed(source, guards.len());
+            guards.push(Guard { source, check });
+            journal.push(GuardUndo::Pushed);
+            return;
+        };
+        let others: Vec<usize> = positions
+            .of_source(source)
+            .iter()
+            .map(|&index| index as usize)
+            .filter(|&index| index > first && check.implies(&guards[index].check))
+            .collect();
+        let mut removed = Vec::with_capacity(others.len());
+        if !others.is_empty() {
+            let mut kept = Vec::with_capacity(guards.len() - others.len());
+            for (index, guard) in std::mem::take(guards).into_iter().enumerate() {
+                match others.binary_search(&index) {
+                    Ok(_) => removed.push((index, guard)),
+                    Err(_) => kept.push(guard),
                 }
-                let replaced = std::mem::replace(&mut guards[first].check, check);
-                journal.push(GuardUndo::Replaced {
-                    index: first,
-                    check: replaced,
-                    removed,
-                });
             }
-            None => {
-                guards.push(Guard { source, check });
-                journal.push(GuardUndo::Pushed);
-            }
+            *guards = kept;
+            *positions = GuardPositions::of(guards);
         }
+        let replaced = std::mem::replace(&mut guards[first].check, check);
+        journal.push(GuardUndo::Replaced {
+            index: first,
+            check: replaced,
+            removed,
+        });
     }
 
     /// Takes `guards` back to where `journal` was `mark` long, undoing `add_guard`s since.
-    pub fn undo_guards(guards: &mut Vec<Guard>, journal: &mut Vec<GuardUndo>, mark: usize) {
+    pub fn undo_guards(
+        guards: &mut Vec<Guard>,
+        journal: &mut Vec<GuardUndo>,
+        positions: &mut GuardPositions,
+        mark: usize,
+    ) {
         while journal.len() > mark {
             match journal.pop().expect("longer than the mark") {
                 GuardUndo::Pushed => {
-                    guards.pop();
+                    let guard = guards.pop().expect("a pushed guard");
+                    positions.popped(guard.source);
                 }
                 GuardUndo::Replaced {
                     index,
@@ -319,12 +327,47 @@ impl SourceTable {
                 } => {
                     // The removed guards all came after `index`: put back in order, each
                     // lands where it was.
+                    let moved = !removed.is_empty();
                     for (at, guard) in removed {
                         guards.insert(at, guard);
                     }
                     guards[index].check = check;
+                    if moved {
+                        *positions = GuardPositions::of(guards);
+                    }
                 }
             }
+        }
+    }
+}
+
+/// Where each source's guards are in a translation's guards, in order: `add_guard` looks
+/// through a source's own guards, not all of them (a long translation has thousands, and
+/// most of its guards are of a source guarded before).
+#[derive(Default)]
+pub struct GuardPositions(FxHashMap<SourceId, Vec<u32>>);
+
+impl GuardPositions {
+    fn of(guards: &[Guard]) -> GuardPositions {
+        let mut positions = GuardPositions::default();
+        for (index, guard) in guards.iter().enumerate() {
+            positions.pushed(guard.source, index);
+        }
+        positions
+    }
+
+    fn of_source(&self, source: SourceId) -> &[u32] {
+        self.0.get(&source).map_or(&[], Vec::as_slice)
+    }
+
+    fn pushed(&mut self, source: SourceId, index: usize) {
+        let index = u32::try_from(index).expect("fewer than 2**32 guards");
+        self.0.entry(source).or_default().push(index);
+    }
+
+    fn popped(&mut self, source: SourceId) {
+        if let Some(indices) = self.0.get_mut(&source) {
+            indices.pop();
         }
     }
 }
@@ -401,7 +444,7 @@ pub enum GuardUndo {
 
 #[cfg(test)]
 mod tests {
-    use super::{Check, FxHashSet, Guard, GuardUndo, SourceTable};
+    use super::{Check, Guard, GuardPositions, GuardUndo, SourceTable};
 
     fn lengths(guards: &[Guard]) -> Vec<(usize, Option<usize>)> {
         guards
@@ -418,7 +461,7 @@ mod tests {
 
     #[test]
     fn undoing_guards_restores_them_in_order() {
-        let (mut guards, mut journal, mut guarded) = (Vec::new(), Vec::new(), FxHashSet::default());
+        let (mut guards, mut journal, mut guarded) = (Vec::new(), Vec::new(), GuardPositions::default());
         SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 0, Check::Present);
         SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 1, Check::Len(1));
         let mark = journal.len();
@@ -428,7 +471,7 @@ mod tests {
         SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 2, Check::Len(2));
         SourceTable::add_guard(&mut guards, &mut journal, &mut guarded, 2, Check::Present);
         assert_eq!(lengths(&guards), [(0, Some(3)), (1, Some(1)), (2, Some(2))]);
-        SourceTable::undo_guards(&mut guards, &mut journal, mark);
+        SourceTable::undo_guards(&mut guards, &mut journal, &mut guarded, mark);
         assert_eq!(lengths(&guards), [(0, None), (1, Some(1))]);
         assert!(matches!(guards[0].check, Check::Present));
         assert_eq!(journal.len(), mark);
@@ -447,7 +490,8 @@ mod tests {
             check: Check::Len(1),
             removed: vec![(2, guard(2, 2)), (4, guard(4, 4))],
         }];
-        SourceTable::undo_guards(&mut guards, &mut journal, 0);
+        let mut positions = GuardPositions::of(&guards);
+        SourceTable::undo_guards(&mut guards, &mut journal, &mut positions, 0);
         assert_eq!(
             lengths(&guards),
             [
@@ -458,5 +502,11 @@ mod tests {
                 (4, Some(4))
             ]
         );
+        // Where each source's guards are follows them: the guard of 4 put back (last now)
+        // makes the same check needless, and 3's moved one is found where it went.
+        SourceTable::add_guard(&mut guards, &mut journal, &mut positions, 4, Check::Len(4));
+        SourceTable::add_guard(&mut guards, &mut journal, &mut positions, 3, Check::Present);
+        assert_eq!(guards.len(), 5);
+        assert!(journal.is_empty());
     }
 }

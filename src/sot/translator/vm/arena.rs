@@ -38,7 +38,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             SourceTable::add_guard(
                 &mut self.guards,
                 &mut self.guard_journal,
-                &mut self.guarded_sources,
+                &mut self.guard_positions,
                 source,
                 check,
             );

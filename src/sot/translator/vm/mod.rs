@@ -52,7 +52,7 @@ use super::guard::check::{
     Check, Pin, Regex, VALUE_NESTING,
 };
 use super::guard::source::{name_ref, Source, SourceId, SourceTable};
-use super::guard::source::{Guard, GuardUndo, Pins};
+use super::guard::source::{Guard, GuardPositions, GuardUndo, Pins};
 use super::kinds::{compare_made_objects, iterated_dict, kind_of, no_tensor_in, Interp};
 use super::model::code::{
     is_resume_local, null_substitute, CodeInfo, CALLER_FRAME_READERS, CO_COROUTINE_LIKE, CO_GENERATOR,
@@ -205,8 +205,8 @@ pub struct Vm<'py, 'b> {
     /// What `guards` pin by identity (`Pins`), read again when a guard changes in place or
     /// guards are undone.
     pins: Option<Pins>,
-    /// Every source `guards` has held a guard of (`SourceTable::add_guard`).
-    guarded_sources: rustc_hash::FxHashSet<SourceId>,
+    /// Where each source's guards are in `guards` (`SourceTable::add_guard`).
+    guard_positions: GuardPositions,
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
     /// Names looked up in classes, as interned Python strings (`interned_name`).
@@ -491,7 +491,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             break_hints: HashMap::new(),
             interned_names: Default::default(),
             frame_readers: Default::default(),
-            guarded_sources: Default::default(),
+            guard_positions: Default::default(),
             pins: None,
             seen_breaks: Vec::new(),
             break_bound: None,

@@ -49,7 +49,12 @@ impl<'py> Snapshot<'py> {
     /// of theirs would only make calls miss the cache), as do the sources it met.
     pub(super) fn restore_at_break(self, vm: &mut Vm<'py, '_>) {
         if vm.guard_journal.len() > self.guard_journal {
-            SourceTable::undo_guards(&mut vm.guards, &mut vm.guard_journal, self.guard_journal);
+            SourceTable::undo_guards(
+                &mut vm.guards,
+                &mut vm.guard_journal,
+                &mut vm.guard_positions,
+                self.guard_journal,
+            );
             vm.pins = None;
         }
         for (source, check) in std::mem::take(&mut vm.break_guards) {
