@@ -182,10 +182,11 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
     let units = code.len() / 2;
     // Per code unit: the instruction that starts there (prefixes included).
     let mut starts: Vec<Option<usize>> = vec![None; units + 1];
-    let mut instrs = Vec::new();
-    let mut unit_of_instr = Vec::new();
+    // At most one instruction per code unit.
+    let mut instrs = Vec::with_capacity(units);
+    let mut unit_of_instr = Vec::with_capacity(units);
     // Per instruction: (opcode unit, unit after its caches), for jump targets.
-    let mut spans = Vec::new();
+    let mut spans = Vec::with_capacity(units);
     let mut unit = 0;
     while unit < units {
         let start = unit;

@@ -523,8 +523,10 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         let builtins = import(py, "builtins")?
             .getattr("__dict__")?
             .cast_into::<PyDict>()?
-            .copy()?;
-        let _ = BUILTINS.set(builtins.unbind());
+            .iter()
+            .filter_map(|(name, value)| Some((name.extract::<String>().ok()?, value.unbind())))
+            .collect();
+        let _ = BUILTINS.set(builtins);
     }
     let types = types()?;
     module.add("SotTranslated", types.translated.type_object(py))?;

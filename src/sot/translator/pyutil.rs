@@ -6,11 +6,14 @@ use std::sync::OnceLock;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyTuple, PyType};
+use rustc_hash::FxHashMap;
 
 /// The builtins as they were when framehook was imported: what the generated code calls
 /// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
 /// `builtins.int` with a mock (calling the mock ran the translated mock again, without end).
-pub static BUILTINS: OnceLock<Py<PyDict>> = OnceLock::new();
+/// By Rust string: the translator asks for them thousands of times per translation, and
+/// each ask of the dict made and hashed a Python string.
+pub static BUILTINS: OnceLock<FxHashMap<String, Py<PyAny>>> = OnceLock::new();
 
 /// `types.LazyImportType` where the interpreter has lazy imports (3.15+).
 static LAZY_IMPORT_TYPE: pyo3::sync::PyOnceLock<Option<Py<PyType>>> = pyo3::sync::PyOnceLock::new();
@@ -42,8 +45,8 @@ pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> 
         .get()
         .ok_or_else(|| PyRuntimeError::new_err("framehook: SOT's builtins are not read yet"))?;
     builtins
-        .bind(py)
-        .get_item(name)?
+        .get(name)
+        .map(|found| found.bind(py).clone())
         .ok_or_else(|| PyRuntimeError::new_err(format!("framehook: no builtin named {name}")))
 }
 
@@ -181,15 +184,18 @@ pub fn keeping_warnings<'py, T>(
 }
 
 /// `isinstance(value, types)` for a tuple of classes asked about every value (the backend's
-/// tensor types), answered from `value`'s type where that is the whole answer: each class's
-/// metaclass is `type` (no `__instancecheck__` of its own), and `value`'s class attribute
-/// `__class__` is `object`'s, which `isinstance` reads after the type (for proxies). Asking
-/// `isinstance` reads `__class__` of every value that is not one: a twentieth of a
-/// translation's simulation.
+/// tensor types), answered once per type of value where the type is the whole answer: each
+/// class's metaclass is `type` (no `__instancecheck__` of its own), and the value's class
+/// attribute `__class__` is `object`'s, which `isinstance` reads after the type (for
+/// proxies). Asking `isinstance` read `__class__` of every value that is not one: a
+/// twentieth of a translation's simulation.
 pub struct InstanceTest<'py> {
     types: Bound<'py, PyTuple>,
     /// `object.__class__`, where every class of `types` is a plain one.
     plain: Option<Bound<'py, PyAny>>,
+    /// Per type of value asked about (by address, the type held): the answer for all its
+    /// instances, or None where each instance is asked (its class has its own `__class__`).
+    answers: std::cell::RefCell<FxHashMap<usize, (Bound<'py, PyType>, Option<bool>)>>,
 }
 
 impl<'py> InstanceTest<'py> {
@@ -204,26 +210,40 @@ impl<'py> InstanceTest<'py> {
             ),
             false => None,
         };
-        Ok(Self { types, plain })
+        Ok(Self {
+            types,
+            plain,
+            answers: Default::default(),
+        })
     }
 
     pub fn test(&self, value: &Bound<'py, PyAny>) -> bool {
-        let ty = value.get_type();
-        if let Some(object_class) = &self.plain {
-            // SAFETY: `ty` and each class of `types` (checked in `new`) are type objects.
-            let subtype = |class: Bound<'py, PyAny>| unsafe {
-                pyo3::ffi::PyType_IsSubtype(ty.as_type_ptr(), class.as_ptr().cast()) != 0
-            };
-            if self.types.iter().any(subtype) {
-                return true;
+        let answer = self.plain.as_ref().and_then(|object_class| {
+            let ty = value.get_type();
+            let address = ty.as_ptr() as usize;
+            if let Some((_, answer)) = self.answers.borrow().get(&address) {
+                return *answer;
             }
-            let name = pyo3::intern!(value.py(), "__class__");
-            if let Ok(Some(found)) = crate::hookapi::pyobject::type_lookup(ty.as_any(), name) {
-                if found.is(object_class) {
-                    return false;
-                }
-            }
+            let answer = self.type_answer(&ty, object_class);
+            self.answers.borrow_mut().insert(address, (ty, answer));
+            answer
+        });
+        answer.unwrap_or_else(|| value.is_instance(self.types.as_any()).unwrap_or(false))
+    }
+
+    /// The answer for every instance of `ty`, where its type decides it.
+    fn type_answer(&self, ty: &Bound<'py, PyType>, object_class: &Bound<'py, PyAny>) -> Option<bool> {
+        // SAFETY: `ty` and each class of `types` (checked in `new`) are type objects.
+        let subtype = |class: Bound<'py, PyAny>| unsafe {
+            pyo3::ffi::PyType_IsSubtype(ty.as_type_ptr(), class.as_ptr().cast()) != 0
+        };
+        if self.types.iter().any(subtype) {
+            return Some(true);
         }
-        value.is_instance(self.types.as_any()).unwrap_or(false)
+        let name = pyo3::intern!(ty.py(), "__class__");
+        match crate::hookapi::pyobject::type_lookup(ty.as_any(), name) {
+            Ok(Some(found)) if found.is(object_class) => Some(false),
+            _ => None,
+        }
     }
 }

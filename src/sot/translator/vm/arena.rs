@@ -49,8 +49,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                         pins.pushed(pushed);
                     }
                 }
-                // A guard changed in place: the pins are read again when next asked.
-                _ => self.pins = None,
+                // A guard changed in place, where it pins by identity (before or now) or
+                // others went: the pins are read again when next asked.
+                Some(GuardUndo::Replaced {
+                    index,
+                    check: replaced,
+                    removed,
+                }) => {
+                    let pinning = |check: &Check| matches!(check, Check::Id(_));
+                    if !removed.is_empty() || pinning(replaced) || pinning(&self.guards[*index].check) {
+                        self.pins = None;
+                    }
+                }
+                None => {}
             }
         }
     }
