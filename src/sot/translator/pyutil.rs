@@ -193,10 +193,12 @@ pub struct InstanceTest<'py> {
     types: Bound<'py, PyTuple>,
     /// `object.__class__`, where every class of `types` is a plain one.
     plain: Option<Bound<'py, PyAny>>,
-    /// Per type of value asked about (by address, the type held): the answer for all its
-    /// instances, or None where each instance is asked (its class has its own `__class__`).
-    answers: std::cell::RefCell<FxHashMap<usize, (Bound<'py, PyType>, Option<bool>)>>,
+    answers: std::cell::RefCell<TypeAnswers<'py>>,
 }
+
+/// Per type of value asked about (by address, the type held): the answer for all its
+/// instances, or None where each instance is asked (its class has its own `__class__`).
+type TypeAnswers<'py> = FxHashMap<usize, (Bound<'py, PyType>, Option<bool>)>;
 
 impl<'py> InstanceTest<'py> {
     pub fn new(types: Bound<'py, PyTuple>) -> PyResult<Self> {
