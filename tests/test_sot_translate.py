@@ -488,6 +488,13 @@ def test_functions_tracing_a_module_share_its_translations(tmp_path, monkeypatch
         for _ in range(2):
             np.testing.assert_array_equal(fast(x), second(x))
         stats = sot.stats(fast)
+        if sys.version_info >= (3, 11):
+            # The break inside scaled goes on there (nested resume): second, scaled's resume
+            # function (made again: first's code held the one first's break made) and
+            # second's resume function; one break, second's, at the crc32 call.
+            assert stats.translations == 3 and stats.cache_hits == 3, (options, stats)
+            assert [b.reason for b in stats.graph_breaks] == ["unsupported call: crc32"], stats
+            continue
         # second, its resume function, and (unless shared) scaled and its resume function
         assert stats.translations == (2 if shared else 4), (options, stats)
         assert stats.cache_hits == (6 if shared else 4) and stats.guard_failures == 0
@@ -496,7 +503,7 @@ def test_functions_tracing_a_module_share_its_translations(tmp_path, monkeypatch
     sot.reset()  # the shared translations go too
     fast = sot.translate(second, trace_modules=traced)
     np.testing.assert_array_equal(fast(x), second(x))
-    assert sot.stats(fast).translations == 4
+    assert sot.stats(fast).translations == (3 if sys.version_info >= (3, 11) else 4)
     # explain() translates with the function's traced modules: the library's translation,
     # shared, is explained too.
     assert "scaled: translated" in sot.explain(fast, x)

@@ -3,6 +3,7 @@ instructions a translation simulates are bounded, a long call is simulated once,
 deep in inlined calls does not make each caller's callee simulate again what led there."""
 
 import io
+import sys
 
 import numpy as np
 import pytest
@@ -41,11 +42,15 @@ def _top(x):
 
 
 def test_a_break_deep_in_inlined_calls_is_not_simulated_again_by_each_callee():
-    """The top frame breaks at its call of `_outer`, which runs as a call: `_outer`,
-    `_middle` and `_innermost` are each translated as they run. Each begins where the top
-    frame's translation saw it break (a hint), so `_busy` is simulated twice (inlined in the
-    top frame's translation, and in `_innermost`'s own, which must reach its break), not
-    once per level."""
+    """3.11+: the break at `_innermost`'s print, three frames down, keeps the top frame's
+    graph up to there and goes on in each frame (nested resume): the top frame's call runs
+    `_outer`'s bridge, which runs `_middle`'s, which runs `_innermost`'s, which runs the
+    print and then `_innermost`'s resume function; each bridge then calls its frame's. One
+    break, `_busy` simulated once. 3.9/3.10: the top frame breaks at its call of `_outer`,
+    which runs as a call: `_outer`, `_middle` and `_innermost` are each translated as they
+    run. Each begins where the top frame's translation saw it break (a hint), so `_busy` is
+    simulated twice (inlined in the top frame's translation, and in `_innermost`'s own,
+    which must reach its break), not once per level."""
     alone = sot.translate(_innermost)
     x = np.arange(3.0)
     np.testing.assert_array_equal(alone(x), _innermost(x))
@@ -54,8 +59,21 @@ def test_a_break_deep_in_inlined_calls_is_not_simulated_again_by_each_callee():
 
     sot.reset()
     fast = sot.translate(_top)
-    np.testing.assert_array_equal(fast(x), _top(x))
+    printed = _LOG.getvalue().count("a break")
+    translated = fast(x)
+    assert _LOG.getvalue().count("a break") == printed + 1  # the print ran once
+    np.testing.assert_array_equal(translated, _top(x))
     st = sot.stats(fast)
+    if sys.version_info >= (3, 11):
+        assert [(b.lineno, b.reason) for b in st.graph_breaks] == [
+            (_innermost.__code__.co_firstlineno + 2, "print() is a side effect the graph cannot hold (print)")]
+        # The top frame's graph (up to `_innermost`'s print) and one per resume function
+        # after it: `_innermost`'s, `_middle`'s, `_outer`'s and `_top`'s.
+        assert (st.translations, st.graphs) == (5, 4), st
+        assert st.instructions_simulated < 1.3 * once, (st.instructions_simulated, once)
+        np.testing.assert_array_equal(fast(x), _top(x))
+        assert sot.stats(fast).cache_hits == 5
+        return
     # One break per frame, each where the print is: the same as each would find alone.
     assert [(b.lineno, b.reason) for b in st.graph_breaks] == [
         (_innermost.__code__.co_firstlineno + 2, st.graph_breaks[0].reason)] * 4, st.graph_breaks

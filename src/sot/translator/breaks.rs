@@ -9,7 +9,7 @@ use super::model::code::{is_resume_local, ResumeKey};
 use super::model::frame::BreakPoint;
 use super::model::step::{LoopSpan, Step};
 use super::model::value::{Val, Vid};
-use super::translation::{vm_globals, Translation};
+use super::translation::Translation;
 use super::vm::Vm;
 use crate::hookapi::pyobject::{import, StrongRef};
 
@@ -393,7 +393,7 @@ impl<'py> Translation<'_, 'py, '_> {
         point: &BreakPoint,
         kept: usize,
     ) -> PyResult<codegen::ResumeCall<'py>> {
-        let (py, info, cache, vm) = (self.py, self.info, self.cache, self.vm);
+        let (py, info, cache) = (self.py, self.info, self.cache);
         let has_closure = !info.vars.freevars.is_empty() || !info.vars.cellvars.is_empty();
         let known = cache
             .resumes
@@ -422,7 +422,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 } else {
                     import(py, "types")?
                         .getattr("FunctionType")?
-                        .call1((resume_code, vm_globals(vm)?))?
+                        .call1((resume_code, self.frame_globals()?))?
                 };
                 let weak = import(py, "weakref")?.getattr("ref")?.call1((&target,))?;
                 let mut resumes = cache.resumes.lock();

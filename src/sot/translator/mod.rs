@@ -22,6 +22,7 @@ mod kinds;
 mod model;
 pub mod python;
 mod pyutil;
+mod resumed;
 mod session;
 mod translate;
 mod translation;

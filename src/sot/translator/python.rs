@@ -370,6 +370,24 @@ fn _sot_call_with<'py>(
     function.call(args, kwargs)
 }
 
+/// What SOT's generated code calls in place of a callee that a break deep in inlined calls
+/// resumes in (`vm::nested`), bound to the callee's bridge and the values it is handed (a
+/// `functools.partial` of it): the caller's call, with whatever arguments it passes, runs
+/// the bridge, which empties the list it takes. Native, so that the bridge stands where the
+/// callee's frame stood.
+#[pyfunction(signature = (bridge, handed, /, *_args, **_kwargs))]
+fn _sot_resumed<'py>(
+    bridge: &Bound<'py, PyAny>,
+    handed: &Bound<'py, pyo3::types::PyList>,
+    _args: &Bound<'py, PyTuple>,
+    _kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match handed.is_empty() {
+        true => bridge.call0(),
+        false => bridge.call1((handed,)),
+    }
+}
+
 /// Run by SOT's generated code where an exception leaves a resume function it called: the
 /// exception's traceback loses its first entry where that entry is the caller's frame (the
 /// generated code's, at the break: native, this function has no frame of its own) and
@@ -534,6 +552,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_reset, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_resumed, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_assume, module)?)?;

@@ -16,6 +16,7 @@ use super::codegen;
 use super::compile::explain;
 use super::fetch::{build_world, Fetcher};
 use super::guard::source::{SourceId, SourceTable};
+use super::resumed;
 use super::translation::Translation;
 
 use super::cache::BreakHint;
@@ -385,21 +386,46 @@ pub fn translate(
             .library_calls_replayed
             .fetch_add(vm.summaries_replayed as u64, Ordering::Relaxed);
         vm.guard_identities();
-        let translation = Translation {
-            caches,
-            py,
-            config,
-            backend: &backend,
-            table,
-            code: &code,
-            info: &info,
-            cache,
-            vm: &vm,
-            recompiling,
-            qualname: &qualname,
-            restart: RefCell::new(None),
-            depths: OnceCell::new(),
+        macro_rules! translation_of {
+            ($vm:expr) => {
+                Translation {
+                    caches,
+                    py,
+                    config,
+                    backend: &backend,
+                    table,
+                    code: &code,
+                    info: &info,
+                    cache,
+                    vm: $vm,
+                    globals: None,
+                    recompiling,
+                    qualname: &qualname,
+                    restart: RefCell::new(None),
+                    depths: OnceCell::new(),
+                }
+            };
+        }
+        // A break deep in inlined calls that resumes where it stopped: the top frame's call
+        // runs what goes on in them (else the translation breaks at that call at once).
+        let ending = match ending {
+            Ok(Ending::Break(point, stop)) if vm.nested_frames().is_some() => {
+                match resumed::bridges(&translation_of!(&vm), &point)? {
+                    Ok(bridges) => Ok(Ending::Break(
+                        resumed::resumed_point(py, &mut vm, bridges, point)?,
+                        stop,
+                    )),
+                    Err(why) if break_before.len() < MAX_RESTARTS => {
+                        let why = format!("it makes a break inside a call that cannot resume there ({why})");
+                        break_before.insert(point.pc, why);
+                        continue;
+                    }
+                    Err(_) => Err(stop),
+                }
+            }
+            other => other,
         };
+        let translation = translation_of!(&vm);
         let (action, explanation) = translation.outcome(ending)?;
         let restart = translation.restart.take();
         seen_breaks.append(&mut vm.seen_breaks);

@@ -30,6 +30,9 @@ pub struct Translation<'t, 'py, 'b> {
     pub info: &'t CodeInfo,
     pub cache: &'t CodeCache,
     pub vm: &'t Vm<'py, 'b>,
+    /// The globals of the frame the code runs in where it is not the translated frame's (an
+    /// inlined frame a break resumes in: `resumed`).
+    pub globals: Option<Bound<'py, PyAny>>,
     pub recompiling: bool,
     pub qualname: &'t str,
     /// Set when the code cannot be made because of a value an earlier top-frame
@@ -136,6 +139,16 @@ pub fn frame_cells_of(vm: &Vm<'_, '_>, locals: &[usize]) -> Vec<(usize, usize)> 
             _ => None,
         })
         .collect()
+}
+
+impl<'py> Translation<'_, 'py, '_> {
+    /// The globals of the frame the code runs in.
+    pub fn frame_globals(&self) -> PyResult<Bound<'py, PyAny>> {
+        match &self.globals {
+            Some(globals) => Ok(globals.clone()),
+            None => vm_globals(self.vm),
+        }
+    }
 }
 
 pub fn vm_globals<'py>(vm: &Vm<'py, '_>) -> PyResult<Bound<'py, PyAny>> {

@@ -23,6 +23,7 @@ mod library;
 mod lru_cache;
 mod matching;
 mod names;
+pub(crate) mod nested;
 mod ops;
 mod protocol;
 mod record;
@@ -207,6 +208,10 @@ pub struct Vm<'py, 'b> {
     pins: Option<Pins>,
     /// Where each source's guards are in `guards` (`SourceTable::add_guard`).
     guard_positions: GuardPositions,
+    /// The break going up inlined frames that each can resume where it stopped
+    /// (`vm::nested`), and those frames once the top frame breaks at their call.
+    nested: Option<nested::NestedBreak<'py>>,
+    nested_frames: Option<Vec<nested::InlinedPoint<'py>>>,
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
     /// Names looked up in classes, as interned Python strings (`interned_name`).
@@ -492,6 +497,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             interned_names: Default::default(),
             frame_readers: Default::default(),
             guard_positions: Default::default(),
+            nested: None,
+            nested_frames: None,
             pins: None,
             seen_breaks: Vec::new(),
             break_bound: None,

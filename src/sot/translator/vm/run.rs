@@ -43,6 +43,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let all = info.vars.all().len();
         let null = self.push_val(Val::Null);
         Ok(Frame {
+            code: Some(code.clone()),
             instrs: std::sync::Arc::clone(&info.instrs),
             consts: code
                 .getattr(pyo3::intern!(code.py(), "co_consts"))?
@@ -199,8 +200,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                     in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
                     in_handler_scope,
                     instr: frame.instrs[pc].clone(),
-                    stack: stack_before,
-                    locals: locals_before,
+                    stack: stack_before.clone(),
+                    locals: locals_before.clone(),
                     blocks: blocks_before
                         .iter()
                         .filter_map(|b| Some((b.handler?, b.level)))
@@ -263,6 +264,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return Ok(Ending::Break(entry.point, stop));
                 }
                 Err(problem) => {
+                    // A break deep in inlined calls that each can resume where it stopped
+                    // keeps the graph up to there (`vm::nested`); the state is then the
+                    // innermost frame's before its instruction.
+                    let nested = !reads_callers
+                        && !offset_on_stack
+                        && self.nested_break_at_top(&frame.instrs[pc], &stack_before, &problem);
                     // What the translator does not simulate ends the graph here too: the
                     // instruction runs natively and a resume function goes on after it.
                     let stop = match problem {
@@ -288,7 +295,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                     }
                     let in_handler_scope = frame.instrs[pc].handler.is_some() || !frame.blocks.is_empty();
                     // The graph and state as they were before the instruction.
-                    snapshot.restore_at_break(self);
+                    if !nested {
+                        snapshot.restore_at_break(self);
+                    }
                     return Ok(Ending::Break(point(self, &frame, in_handler_scope), stop));
                 }
             }
@@ -374,11 +383,21 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.library_budget()
     }
 
-    /// Runs an inlined frame to its return.
+    /// Runs an inlined frame to its return. Before a call it may resume at, its state is
+    /// kept for a break inside the call (`vm::nested`).
     pub(super) fn run_inlined(&mut self, frame: &mut Frame<'py>) -> Res<Vid> {
         loop {
-            if let Some(returned) = self.step_handling(frame)? {
-                return Ok(returned);
+            let before = self.before_call(frame);
+            match self.step_handling(frame) {
+                Ok(Some(returned)) => return Ok(returned),
+                Ok(None) => {}
+                Err(problem) => {
+                    match before {
+                        Some(before) => self.stopped_in_call(frame, before, &problem),
+                        None => self.nested = None,
+                    }
+                    return Err(problem);
+                }
             }
         }
     }

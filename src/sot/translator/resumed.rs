@@ -1,0 +1,181 @@
+//! The generated side of a break deep in inlined calls that resumes where it stopped
+//! (`vm::nested`): each inlined frame's bridge at its instruction, and what its caller's
+//! call runs in place of it (`_sot_resumed` bound to the bridge and the values handed on).
+
+use std::cell::{OnceCell, RefCell};
+
+use pyo3::prelude::*;
+
+use super::codegen;
+use super::model::code::ResumeKey;
+use super::model::frame::BreakPoint;
+use super::model::step::Step;
+use super::model::value::{Val, Vid};
+use super::translation::Translation;
+use super::vm::Vm;
+use crate::hookapi::pyobject::import;
+
+/// One inlined frame's way on: its bridge, and what it is handed (in its box's order: the
+/// stack slots that are not NULL, the callee's among them, then the live variables).
+pub struct FrameBridge<'py> {
+    bridge: Bound<'py, PyAny>,
+    handed: Vec<Handed>,
+}
+
+enum Handed {
+    Value(Vid),
+    /// The callee's slot: what goes on in the frame below.
+    Callee,
+}
+
+/// The bridges of the frames the break of `top`'s translation at `point` resumes in,
+/// innermost first; Err(why) where one of them cannot go on so.
+pub fn bridges<'py>(
+    top: &Translation<'_, 'py, '_>,
+    point: &BreakPoint,
+) -> PyResult<Result<Vec<FrameBridge<'py>>, String>> {
+    let vm = top.vm;
+    let Some(frames) = vm.nested_frames() else {
+        return Ok(Ok(Vec::new()));
+    };
+    if !matches!(vm.at_break(&point.instr), Some(Step::RunHere { consumed, .. }) if consumed <= point.stack.len())
+    {
+        return Ok(Err("the call cannot run in the generated code".to_owned()));
+    }
+    let mut bridges = Vec::with_capacity(frames.len());
+    for (index, inlined) in frames.iter().enumerate().rev() {
+        let innermost = index == frames.len() - 1;
+        let info = top.backend.code_info(&inlined.code)?;
+        let cache = top.caches.get(&inlined.code)?;
+        let qualname: String = inlined
+            .code
+            .getattr(pyo3::intern!(top.py, "co_qualname"))
+            .and_then(|name| name.extract())
+            .unwrap_or_default();
+        let frame = Translation {
+            caches: top.caches,
+            py: top.py,
+            config: top.config,
+            backend: top.backend,
+            table: top.table,
+            code: &inlined.code,
+            info: &info,
+            cache,
+            vm,
+            globals: Some(inlined.globals.clone()),
+            recompiling: top.recompiling,
+            qualname: &qualname,
+            restart: RefCell::new(None),
+            depths: OnceCell::new(),
+        };
+        match frame_bridge(&frame, &inlined.point, !innermost)? {
+            Some(bridge) => bridges.push(bridge),
+            None => return Ok(Err(format!("{qualname} cannot resume at its call"))),
+        }
+    }
+    Ok(Ok(bridges))
+}
+
+/// The bridge of the frame `frame` translates at `point`, its callee (`resumes_below`) made
+/// what goes on in the frame below; None where its step cannot run there.
+fn frame_bridge<'py>(
+    frame: &Translation<'_, 'py, '_>,
+    point: &BreakPoint,
+    resumes_below: bool,
+) -> PyResult<Option<FrameBridge<'py>>> {
+    let vm = frame.vm;
+    let Some(step @ Step::RunHere { consumed, .. }) = vm.at_break(&point.instr) else {
+        return Ok(None);
+    };
+    if consumed > point.stack.len() {
+        return Ok(None);
+    }
+    let mut nulls: Vec<bool> = point
+        .stack
+        .iter()
+        .map(|v| matches!(vm.values[*v], Val::Null))
+        .collect();
+    let callee = resumes_below.then(|| vm.callee_slots(point.stack.len(), consumed));
+    if let Some((callee, null)) = callee {
+        nulls[callee] = false;
+        nulls[null] = true;
+    }
+    let live = frame.handed(point)?;
+    let live_vars: Vec<usize> = live.iter().map(|(var, _)| *var).collect();
+    let next_key = ResumeKey {
+        pc: step.resume_pc(point.pc),
+        nulls: step.slots_after(&vm.values, &point.stack),
+        live: live_vars.clone(),
+        blocks: Vec::new(),
+        handled: Vec::new(),
+        bridge: false,
+        marked: Vec::new(),
+    };
+    let next = if next_key.pc < frame.info.instrs.len() && vm.falls_through(&point.instr) {
+        let kept = step.kept(point.stack.len());
+        Some(frame.resume_call(next_key.clone(), None, point, kept)?)
+    } else {
+        None
+    };
+    let key = ResumeKey {
+        pc: point.pc,
+        nulls: nulls.clone(),
+        live: live_vars,
+        blocks: Vec::new(),
+        handled: Vec::new(),
+        bridge: true,
+        marked: Vec::new(),
+    };
+    let bridge = codegen::Bridge {
+        step: &step,
+        next: next.as_ref(),
+        next_nulls: &next_key.nulls,
+        dead: 0..0,
+        blocks_after: 0,
+        exits: &[],
+    };
+    let call = frame.resume_call(key, Some(bridge), point, point.stack.len())?;
+    if call.has_closure {
+        return Ok(None);
+    }
+    let mut handed: Vec<Handed> = (0..point.stack.len())
+        .filter(|slot| !nulls[*slot])
+        .map(|slot| match callee {
+            Some((callee, _)) if callee == slot => Handed::Callee,
+            _ => Handed::Value(point.stack[slot]),
+        })
+        .collect();
+    handed.extend(live.iter().map(|(_, vid)| Handed::Value(*vid)));
+    Ok(Some(FrameBridge {
+        bridge: call.target,
+        handed,
+    }))
+}
+
+/// The top frame's break `point` with its call's callee made what goes on in the inlined
+/// frames (`bridges`, innermost first).
+pub fn resumed_point<'py>(
+    py: Python<'py>,
+    vm: &mut Vm<'py, '_>,
+    bridges: Vec<FrameBridge<'py>>,
+    point: BreakPoint,
+) -> PyResult<BreakPoint> {
+    let resumed = import(py, "framehook._native")?.getattr("_sot_resumed")?;
+    let mut below: Option<Vid> = None;
+    for FrameBridge { bridge, handed } in bridges {
+        let handed = handed
+            .into_iter()
+            .map(|handed| match handed {
+                Handed::Value(vid) => vid,
+                Handed::Callee => below.expect("an outer frame's callee resumes below"),
+            })
+            .collect();
+        below = Some(vm.resumed_callee(resumed.clone(), bridge, handed));
+    }
+    let (Some(callee), Some(Step::RunHere { consumed, .. })) = (below, vm.at_break(&point.instr)) else {
+        // `bridges` made none, or found the top frame's call runs in the generated code.
+        return Ok(point);
+    };
+    let stack = vm.with_callee(&point.stack, consumed, callee);
+    Ok(BreakPoint { stack, ..point })
+}

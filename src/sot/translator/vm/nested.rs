@@ -1,0 +1,264 @@
+//! Breaks deep in inlined calls, resumed where they stopped (nested resume). A break in a
+//! callee was a break at the top frame's call: the callee ran as a call and its own
+//! translation simulated again all the top frame's had simulated inside it, and so did each
+//! level below, down to the break. Where each inlined frame on the way can resume at its
+//! instruction, the break keeps the graph up to the innermost instruction instead, and the
+//! generated code goes on in each frame: the top frame's call runs a `SotResumed` in place
+//! of the callee, which calls the callee's bridge at its call (its stack and variables
+//! handed on), down to the innermost frame's bridge, which runs the breaking instruction;
+//! each bridge then calls its frame's resume function after the instruction. Each frame's
+//! rest runs at the depth it had (the bridges stand where the frames stood).
+//!
+//! A frame resumes so where a resume function of its code can go on from its instruction
+//! as a plain frame: a call (`CALL`) of a function of the session's traced code, with no
+//! cells, not a generator, not in a loop, no handler around the instruction (3.11+), no
+//! exception being handled, and no read of its callers' frames.
+
+use super::snapshot::Snapshot;
+use super::*;
+use crate::sot::translator::model::frame::BreakPoint;
+
+/// An inlined frame where a break inside it stopped: its code and globals, and its state
+/// before the instruction it stopped at.
+pub struct InlinedPoint<'py> {
+    pub code: Bound<'py, PyAny>,
+    pub globals: Bound<'py, PyAny>,
+    pub point: BreakPoint,
+}
+
+/// A break going up inlined frames that each can resume where it stopped.
+pub struct NestedBreak<'py> {
+    /// The frames, innermost first.
+    frames: Vec<InlinedPoint<'py>>,
+    /// The state before the innermost frame's instruction.
+    snapshot: Snapshot<'py>,
+    /// The instructions simulated when it stopped, and why: a break goes up the frames
+    /// without simulating more, so a later count (or another reason) means the break was
+    /// handled on the way.
+    steps: usize,
+    reason: String,
+    /// The inlining depth of the outermost frame so far: the next must be its caller (a
+    /// generator's frame between them keeps none).
+    depth: usize,
+}
+
+impl NestedBreak<'_> {
+    /// Whether the break going up at `depth` (after `steps`, for `reason`) is this one, out
+    /// of the frame it called.
+    fn goes_on(&self, steps: usize, reason: &str, depth: usize) -> bool {
+        self.steps == steps && self.reason == reason && self.depth == depth + 1
+    }
+}
+
+/// What an inlined frame keeps before an instruction it may resume at.
+pub(super) struct BeforeCall<'py> {
+    stack: Vec<Vid>,
+    locals: Vec<Vid>,
+    snapshot: Snapshot<'py>,
+}
+
+impl<'py> Vm<'py, '_> {
+    /// The state kept before `frame`'s next instruction, where a break inside it could
+    /// resume there; None where it could not.
+    pub(super) fn before_call(&mut self, frame: &Frame<'py>) -> Option<BeforeCall<'py>> {
+        let instr = frame.instrs.get(frame.pc)?;
+        let resumable = instr.op == Op::Call
+            && instr.handler.is_none()
+            && self.table.exceptions == ExceptionModel::Table
+            && frame.code.is_some()
+            && frame.vars.cellvars.is_empty()
+            && frame.vars.freevars.is_empty()
+            && !frame.in_loop.get(frame.pc).copied().unwrap_or(true)
+            && self.exc_stack.is_empty()
+            && self.library_since.is_none()
+            && !self.reads_callers(frame);
+        resumable.then(|| BeforeCall {
+            stack: frame.stack.clone(),
+            locals: frame.locals.clone(),
+            snapshot: Snapshot::take(self),
+        })
+    }
+
+    /// Whether `frame`'s code reads its callers' frames (a bridge would stand between them).
+    fn reads_callers(&self, frame: &Frame<'py>) -> bool {
+        frame.names.iter().any(|name| {
+            name.extract::<&str>()
+                .is_ok_and(|name| CALLER_FRAME_READERS.contains(&name))
+        })
+    }
+
+    /// After `frame`'s instruction kept in `before` stopped with `problem`: the frame joins
+    /// the nested break going up (the innermost one begins it), where the problem is a
+    /// break of its own (no bound's) that nothing handled on the way.
+    pub(super) fn stopped_in_call(&mut self, frame: &Frame<'py>, before: BeforeCall<'py>, problem: &Problem) {
+        let reason = match problem {
+            Problem::Break(reason) | Problem::Fallback(reason) if self.break_bound().is_none() => reason,
+            _ => {
+                self.nested = None;
+                return;
+            }
+        };
+        let Some(code) = frame.code.clone() else {
+            self.nested = None;
+            return;
+        };
+        let point = BreakPoint {
+            pc: frame.started,
+            instr: frame.instrs[frame.started].clone(),
+            stack: before.stack,
+            locals: before.locals,
+            in_loop: false,
+            in_handler_scope: false,
+            blocks: Vec::new(),
+            handled: Vec::new(),
+            handling: false,
+        };
+        let inlined = InlinedPoint {
+            code,
+            globals: frame.globals.clone(),
+            point,
+        };
+        let depth = self.depth;
+        let calls_below = self
+            .called_code(&inlined.point.instr, &inlined.point.stack)
+            .filter(|called| {
+                self.nested
+                    .as_ref()
+                    .and_then(|nested| nested.frames.last())
+                    .is_some_and(|below| below.code.is(called))
+            });
+        match &mut self.nested {
+            Some(nested) if calls_below.is_some() && nested.goes_on(self.steps, reason, depth) => {
+                nested.frames.push(inlined);
+                nested.depth = depth;
+            }
+            _ => {
+                self.nested = Some(NestedBreak {
+                    frames: vec![inlined],
+                    snapshot: before.snapshot,
+                    steps: self.steps,
+                    reason: reason.clone(),
+                    depth,
+                })
+            }
+        }
+    }
+
+    /// Whether the break of the top frame's call `instr` came out of the inlined frames of
+    /// the nested break going up, each resuming where it stopped: then the state goes back
+    /// to before the innermost frame's instruction, and the frames are kept (outermost
+    /// first) for the generated code. Not where a graph region was open there (the graph
+    /// cannot stop inside one).
+    pub(super) fn nested_break_at_top(
+        &mut self,
+        instr: &Instruction,
+        stack: &[Vid],
+        problem: &Problem,
+    ) -> bool {
+        let Some(nested) = self.nested.take() else {
+            return false;
+        };
+        let (Problem::Break(reason) | Problem::Fallback(reason)) = problem else {
+            return false;
+        };
+        if !nested.goes_on(self.steps, reason, 0) || nested.snapshot.open_region_pc().is_some() {
+            return false;
+        }
+        let calls_below = self
+            .called_code(instr, stack)
+            .zip(nested.frames.last())
+            .is_some_and(|(called, below)| below.code.is(&called));
+        if !calls_below {
+            return false;
+        }
+        let NestedBreak {
+            mut frames, snapshot, ..
+        } = nested;
+        frames.reverse();
+        snapshot.restore_at_break(self);
+        self.nested_frames = Some(frames);
+        true
+    }
+
+    /// The inlined frames the translation's break resumes in, outermost first, if it does.
+    pub fn nested_frames(&self) -> Option<&[InlinedPoint<'py>]> {
+        self.nested_frames.as_deref()
+    }
+}
+
+impl<'py> Vm<'py, '_> {
+    /// The code of the Python function that the call `instr` (`CALL`) on `stack` calls, where its result
+    /// is that function's (a function, a method of one, a partial of one): the callee whose
+    /// frame a break below goes on in. None for any other callable (a class, whose call
+    /// runs `__init__` and gives the instance; a builtin calling back).
+    fn called_code(&self, instr: &Instruction, stack: &[Vid]) -> Option<Bound<'py, PyAny>> {
+        let (Op::Call, Arg::Call { argc, kw_names }) = (instr.op, instr.arg) else {
+            return None;
+        };
+        let consumed = argc as usize + usize::from(kw_names) + self.callable_slots(Op::Call);
+        let base = stack.len().checked_sub(consumed)?;
+        let (callable, _) = self.pop_callable(stack[base..base + 2].to_vec()).ok()?;
+        self.code_of_callable(callable, 0)
+    }
+
+    fn code_of_callable(&self, callable: Vid, nesting: usize) -> Option<Bound<'py, PyAny>> {
+        if nesting > MAX_NESTING {
+            return None;
+        }
+        match self.val(callable) {
+            Val::Function(function) => Some(function.code.clone()),
+            Val::Method { function, .. } | Val::Partial { function, .. } => {
+                self.code_of_callable(*function, nesting + 1)
+            }
+            Val::Obj { obj, .. } => {
+                let function = match obj.is_instance(&self.ops.method_type).ok()? {
+                    true => obj.getattr(pyo3::intern!(self.py, "__func__")).ok()?,
+                    false => obj.clone(),
+                };
+                function
+                    .is_exact_instance_of::<pyo3::types::PyFunction>()
+                    .then(|| function.getattr(pyo3::intern!(self.py, "__code__")).ok())
+                    .flatten()
+            }
+            _ => None,
+        }
+    }
+
+    /// The slots of a call's callable pair in a stack of `depth` slots where the call takes
+    /// `consumed`: (the callable's, the NULL's) for a call of a plain callable.
+    pub fn callee_slots(&self, depth: usize, consumed: usize) -> (usize, usize) {
+        let base = depth - consumed;
+        match self.table.call_layout {
+            CallLayout::CallableFirst => (base, base + 1),
+            _ => (base + 1, base),
+        }
+    }
+
+    /// `stack` with the callable pair of the call that takes `consumed` slots made
+    /// `resumed` and a NULL.
+    pub fn with_callee(&mut self, stack: &[Vid], consumed: usize, resumed: Vid) -> Vec<Vid> {
+        let (callee, null) = self.callee_slots(stack.len(), consumed);
+        let mut stack = stack.to_vec();
+        stack[callee] = resumed;
+        stack[null] = self.push_val(Val::Null);
+        stack
+    }
+
+    /// What a caller's call runs in place of a callee that resumes in its `bridge` with
+    /// the values `handed` (`_sot_resumed`, bound to them).
+    pub fn resumed_callee(
+        &mut self,
+        resumed: Bound<'py, PyAny>,
+        bridge: Bound<'py, PyAny>,
+        handed: Vec<Vid>,
+    ) -> Vid {
+        let function = self.constant(resumed);
+        let bridge = self.constant(bridge);
+        let handed = self.push_val(Val::List(handed));
+        self.push_val(Val::Partial {
+            function,
+            args: vec![bridge, handed],
+            keywords: Vec::new(),
+        })
+    }
+}
