@@ -63,6 +63,7 @@ MODULES = [
     Module("comprehensions", "comprehensions"),
     Module("breaks_in_blocks", "breaks_in_blocks"),
     Module("breaks_in_closures", "breaks_in_closures"),
+    Module("nested_resume", "nested_resume"),
     Module("recursion", "recursion"),
     Module("walrus", "walrus"),
     Module("dynamic_numbers", "dynamic_numbers"),

@@ -1,0 +1,141 @@
+"""A break deep in inlined calls (3.11+: nested resume): the top frame's graph runs up to the
+innermost frame's breaking instruction, and each frame goes on where it stopped. Where a
+frame cannot (a class's `__init__`, a callback of a builtin, a generator), the call above it
+is the break and runs as a call, as on 3.9/3.10."""
+
+import functools
+import io
+import sys
+
+from ._case import NESTED_RESUME, arr, case
+
+_LOG = io.StringIO()
+
+
+def _leaf(y):
+    z = y * 2.0
+    print("leaf", file=_LOG)
+    return z + 1.0
+
+
+def _middle(y, scale=1.0):
+    w = y - 3.0
+    return _leaf(w) * scale + w
+
+
+def _upper(y):
+    v = y + 1.0
+    return _middle(v, scale=2.0) - v
+
+
+# Three frames down, a keyword call on the way: one break (3.11+); each frame's work before
+# the break is in the top frame's graph, after it in each frame's resume function.
+@case(args=lambda: (arr(3),), graphs=5 if NESTED_RESUME else 8, ops=9,
+      breaks=["print"] if NESTED_RESUME else ["print"] * 4)
+def three_frames_down(x):
+    u = x * 0.5
+    return _upper(u) + u
+
+
+def _raises_after(y):
+    print("about to raise", file=_LOG)
+    raise ValueError(f"bad {y.shape}")
+
+
+def _passes_on(y):
+    return _raises_after(y + 1.0) * 2.0
+
+
+# An exception from the innermost frame's rest leaves each frame as it would, to the top
+# frame's handler.
+@case(args=lambda: (arr(3),), graphs=1 if NESTED_RESUME else 2, ops=2,
+      breaks=["print", "exception from the frame"] if NESTED_RESUME else ["print"] * 3)
+def exception_after_the_break_reaches_the_top(x):
+    try:
+        return _passes_on(x * 3.0)
+    except ValueError as error:
+        return str(error)
+
+
+class _Made:
+    def __init__(self, y):
+        self.y = y * 2.0
+        print("made", file=_LOG)
+        self.z = self.y + 1.0
+
+
+# The call of a class gives the instance, not `__init__`'s None: the break is the top frame's
+# call, and `__init__` runs in the call (translated on its own). 3.13 runs the second call's
+# `__init__` as it is (noticed here, not nested resume's doing: the class call is a call).
+@case(args=lambda: (arr(3),), graphs=4, ops=4, breaks=["print", "print"], hot=sys.version_info[:2] != (3, 13))
+def a_break_in_init_is_the_callers_call(x):
+    made = _Made(x + 1.0)
+    return made.z - made.y
+
+
+def _noisy_key(item):
+    print("key", item, file=_LOG)
+    return -item
+
+
+# A key function `sorted` calls back: the break is the call of `sorted`. (Not hot: the key
+# function's translation is guarded on each item, so the calls translate anew at first.)
+@case(args=lambda: (arr(3), [3, 1, 2]), graphs=2, ops=2, breaks=["print"] * 2, hot=False)
+def a_break_in_a_callback_is_the_builtins_call(x, items):
+    ordered = sorted(items, key=_noisy_key)
+    return x * ordered[0] + 1.0
+
+
+def _scaled_by(factor, y):
+    out = y * factor
+    print("scaled", file=_LOG)
+    return out - 1.0
+
+
+# A partial of a function: its call gives the function's result, which goes on where it broke.
+@case(args=lambda: (arr(3),), graphs=3 if NESTED_RESUME else 4, ops=4,
+      breaks=["print"] if NESTED_RESUME else ["print", "print"])
+def a_partial_goes_on_in_its_function(x):
+    triple = functools.partial(_scaled_by, 3.0)
+    return triple(x + 2.0) * 2.0
+
+
+def _fills(y):
+    bucket = [y * 2.0]
+    print("filling", file=_LOG)
+    bucket.append(y + 1.0)
+    return bucket
+
+
+def _wraps_list(y):
+    made = _fills(y)
+    made.append(y)
+    return made
+
+
+# A list made before the break is the one object the frames go on with after it.
+@case(args=lambda: (arr(3),), graphs=2 if NESTED_RESUME else 3, ops=3,
+      breaks=["print"] if NESTED_RESUME else ["print", "print", "print"])
+def a_list_made_before_the_break_is_one_object_after_it(x):
+    items = _wraps_list(x - 1.0)
+    return items, len(items)
+
+
+class _Model:
+    def __init__(self, w):
+        self.w = w
+
+    def forward(self, y):
+        h = y @ self.w
+        return self.activate(h)
+
+    def activate(self, h):
+        print("activating", file=_LOG)
+        return h * (h > 0)
+
+
+# A method calling a method: the bound method's function goes on where it broke.
+@case(args=lambda: (_Model(arr(3, 3, seed=1)), arr(2, 3)), graphs=3 if NESTED_RESUME else 4, ops=5,
+      breaks=["print"] if NESTED_RESUME else ["print", "print", "print"])
+def a_method_chain_goes_on_in_each_method(model, x):
+    return model.forward(x + 0.5) - 0.5
