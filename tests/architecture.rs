@@ -824,7 +824,7 @@ const TRANSLATOR_LAYERS: &[&[&str]] = &[
     &["codegen"],
     &["compile"],
     &["translation"],
-    &["breaks"],
+    &["breaks", "resumed"],
     &["translate"],
     &["hook"],
     &["python"],

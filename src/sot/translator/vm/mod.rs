@@ -18,12 +18,13 @@ mod identities;
 mod inline;
 mod interp;
 mod iterators;
+pub(crate) mod kept;
 mod layers;
 mod library;
 mod lru_cache;
 mod matching;
 mod names;
-pub(crate) mod nested;
+mod nested;
 mod ops;
 mod protocol;
 mod record;
@@ -210,8 +211,8 @@ pub struct Vm<'py, 'b> {
     guard_positions: GuardPositions,
     /// The break going up inlined frames that each can resume where it stopped
     /// (`vm::nested`), and those frames once the top frame breaks at their call.
-    nested: Option<nested::NestedBreak<'py>>,
-    nested_frames: Option<Vec<nested::InlinedPoint<'py>>>,
+    nested: Option<kept::NestedBreak<'py>>,
+    nested_frames: Option<Vec<kept::InlinedPoint<'py>>>,
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
     /// Names looked up in classes, as interned Python strings (`interned_name`).

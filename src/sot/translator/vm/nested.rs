@@ -14,33 +14,10 @@
 //! cells, not a generator, not in a loop, no handler around the instruction (3.11+), no
 //! exception being handled, and no read of its callers' frames.
 
+use super::kept::{InlinedPoint, NestedBreak};
 use super::snapshot::Snapshot;
 use super::*;
 use crate::sot::translator::model::frame::BreakPoint;
-
-/// An inlined frame where a break inside it stopped: its code and globals, and its state
-/// before the instruction it stopped at.
-pub struct InlinedPoint<'py> {
-    pub code: Bound<'py, PyAny>,
-    pub globals: Bound<'py, PyAny>,
-    pub point: BreakPoint,
-}
-
-/// A break going up inlined frames that each can resume where it stopped.
-pub struct NestedBreak<'py> {
-    /// The frames, innermost first.
-    frames: Vec<InlinedPoint<'py>>,
-    /// The state before the innermost frame's instruction.
-    snapshot: Snapshot<'py>,
-    /// The instructions simulated when it stopped, and why: a break goes up the frames
-    /// without simulating more, so a later count (or another reason) means the break was
-    /// handled on the way.
-    steps: usize,
-    reason: String,
-    /// The inlining depth of the outermost frame so far: the next must be its caller (a
-    /// generator's frame between them keeps none).
-    depth: usize,
-}
 
 impl NestedBreak<'_> {
     /// Whether the break going up at `depth` (after `steps`, for `reason`) is this one, out

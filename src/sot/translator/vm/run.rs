@@ -270,29 +270,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let nested = !reads_callers
                         && !offset_on_stack
                         && self.nested_break_at_top(&frame.instrs[pc], &stack_before, &problem);
-                    // What the translator does not simulate ends the graph here too: the
-                    // instruction runs natively and a resume function goes on after it.
-                    let stop = match problem {
-                        Problem::Eager(_) => return Err(self.located(problem)),
-                        Problem::Break(reason) | Problem::Fallback(reason) if reads_callers => {
-                            return Err(self.located(Problem::Eager(format!(
-                                "{reason} (the frame reads its callers' frames: a resume function \
-                                 would stand between them)"
-                            ))))
-                        }
-                        Problem::Fallback(reason) => self.located(Problem::Break(reason)),
-                        problem => self.located(problem),
-                    };
-                    if offset_on_stack {
-                        return Err(Stop::Fallback {
-                            reason: format!(
-                                "{} (inside an exception handler that cannot resume)",
-                                stop.reason()
-                            ),
-                            line: self.location.0,
-                            filename: self.location.1.clone(),
-                        });
-                    }
+                    let stop = self.top_break_stop(problem, reads_callers, offset_on_stack)?;
                     let in_handler_scope = frame.instrs[pc].handler.is_some() || !frame.blocks.is_empty();
                     // The graph and state as they were before the instruction.
                     if !nested {
@@ -302,6 +280,40 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
+    }
+
+    /// Why the top frame's instruction stops the translation: what the translator does not
+    /// simulate ends the graph there too (the instruction runs natively and a resume
+    /// function goes on after it), but where no resume function can go on (Err: the frame
+    /// runs eagerly or falls back).
+    fn top_break_stop(
+        &self,
+        problem: Problem,
+        reads_callers: bool,
+        offset_on_stack: bool,
+    ) -> Result<Stop, Stop> {
+        let stop = match problem {
+            Problem::Eager(_) => return Err(self.located(problem)),
+            Problem::Break(reason) | Problem::Fallback(reason) if reads_callers => {
+                return Err(self.located(Problem::Eager(format!(
+                    "{reason} (the frame reads its callers' frames: a resume function would stand \
+                     between them)"
+                ))))
+            }
+            Problem::Fallback(reason) => self.located(Problem::Break(reason)),
+            problem => self.located(problem),
+        };
+        if offset_on_stack {
+            return Err(Stop::Fallback {
+                reason: format!(
+                    "{} (inside an exception handler that cannot resume)",
+                    stop.reason()
+                ),
+                line: self.location.0,
+                filename: self.location.1.clone(),
+            });
+        }
+        Ok(stop)
     }
 
     /// Where the translated function is itself one of the backend's operations (a function

@@ -2,28 +2,7 @@
 
 use super::*;
 
-/// The VM's state before an instruction of the translated frame, to go back to when the
-/// instruction breaks the graph or raises (the generated code then runs it itself).
-pub(super) struct Snapshot<'py> {
-    values: Values<'py>,
-    cells: Vec<Option<Vid>>,
-    graph: std::rc::Rc<Graph<'py>>,
-    side_effects: usize,
-    stored_globals: usize,
-    stored_attrs: usize,
-    mutated: HashMap<usize, Vid>,
-    frame_dicts: HashMap<Vid, SourceId>,
-    dict_histories: HashMap<Vid, DictHistory>,
-    /// What was raised and caught so far: what is raised after it (a raise past a break
-    /// point that goes back here) is raised again by the resume function, not beforehand
-    /// by the generated code.
-    caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
-    seen_raised: std::collections::HashSet<usize>,
-    /// How many guard changes had been made then (`restore_at_break`), and how many
-    /// sources had been met.
-    guard_journal: usize,
-    sourced: usize,
-}
+pub(super) use super::kept::Snapshot;
 
 impl<'py> Snapshot<'py> {
     pub(super) fn take(vm: &Vm<'py, '_>) -> Self {
