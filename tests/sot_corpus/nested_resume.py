@@ -139,3 +139,52 @@ class _Model:
       breaks=["print"] if NESTED_RESUME else ["print", "print", "print"])
 def a_method_chain_goes_on_in_each_method(model, x):
     return model.forward(x + 0.5) - 0.5
+
+
+def _sums_after(y, n):
+    base = y + 1.0
+    print("summing", file=_LOG)
+    return sum(base * k for k in range(n))
+
+
+# A frame with a cell (a generator expression after the break closes over `base`): its bridge
+# is made when the call runs, with a new cell holding `base`.
+@case(args=lambda: (arr(3),), graphs=3 if NESTED_RESUME else 4, ops=9,
+      breaks=["print"] if NESTED_RESUME else ["print", "print"])
+def a_frame_with_cells_goes_on(x):
+    return _sums_after(x * 2.0, 3) - 1.0
+
+
+def _logged(function):
+    def wrapper(y):
+        print("calling", function.__name__, file=_LOG)
+        return function(y) * 2.0
+    return wrapper
+
+
+@_logged
+def _plus_three(y):
+    return y + 3.0
+
+
+# A decorator's wrapper (a closure over the function it wraps) goes on where it broke, in the
+# wrapper's own closure.
+@case(args=lambda: (arr(3),), graphs=3, ops=4,
+      breaks=["print"] if NESTED_RESUME else ["print", "print"])
+def a_closure_goes_on_in_its_cells(x):
+    return _plus_three(x - 1.0) + 1.0
+
+
+# A closure made by the frame writes its cell after the break: the frame reads what it wrote.
+@case(args=lambda: (arr(3),), graphs=3, ops=3,
+      breaks=["print"] if NESTED_RESUME else ["print", "print"])
+def a_closure_writes_its_cell_after_the_break(x):
+    count = 0
+
+    def bump(y):
+        nonlocal count
+        print("bump", file=_LOG)
+        count += 1
+        return y * count
+
+    return bump(x + 1.0) + count

@@ -388,6 +388,53 @@ fn _sot_resumed<'py>(
     }
 }
 
+/// `_sot_resumed` for a callee with cells: its bridge is made here, from the bridge's code,
+/// the callee's globals and a closure of new cells holding `contents` (the frame's own
+/// cells; the unbound marker for an empty one) and the callee's closure (the function
+/// itself, under a method or a partial: the cells it shares with its maker).
+#[pyfunction(signature = (callee, code, contents, handed, /, *_args, **_kwargs))]
+fn _sot_resumed_in<'py>(
+    callee: &Bound<'py, PyAny>,
+    code: &Bound<'py, PyAny>,
+    contents: &Bound<'py, PyTuple>,
+    handed: &Bound<'py, pyo3::types::PyList>,
+    _args: &Bound<'py, PyTuple>,
+    _kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = callee.py();
+    let mut function = callee.clone();
+    for _ in 0..8 {
+        if let Ok(inner) = function.getattr(pyo3::intern!(py, "__func__")) {
+            function = inner;
+        } else if function.is_instance(&import(py, "functools")?.getattr("partial")?)? {
+            function = function.getattr(pyo3::intern!(py, "func"))?;
+        } else {
+            break;
+        }
+    }
+    let types = import(py, "types")?;
+    let marker = super::model::code::unbound_marker(py)?;
+    let cell_type = types.getattr("CellType")?;
+    let mut closure = Vec::new();
+    for content in contents.iter() {
+        closure.push(match content.is(&marker) {
+            true => cell_type.call0()?,
+            false => cell_type.call1((content,))?,
+        });
+    }
+    let own = function.getattr(pyo3::intern!(py, "__closure__"))?;
+    if !own.is_none() {
+        closure.extend(own.try_iter()?.collect::<PyResult<Vec<_>>>()?);
+    }
+    let name = code.getattr(pyo3::intern!(py, "co_name"))?;
+    let globals = function.getattr(pyo3::intern!(py, "__globals__"))?;
+    let bridge =
+        types
+            .getattr("FunctionType")?
+            .call1((code, globals, name, py.None(), PyTuple::new(py, closure)?))?;
+    _sot_resumed(&bridge, handed, _args, _kwargs)
+}
+
 /// Run by SOT's generated code where an exception leaves a resume function it called: the
 /// exception's traceback loses its first entry where that entry is the caller's frame (the
 /// generated code's, at the break: native, this function has no frame of its own) and
@@ -553,6 +600,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_call_with, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_resumed, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_resumed_in, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_assume, module)?)?;

@@ -18,8 +18,21 @@ use crate::hookapi::pyobject::import;
 /// One inlined frame's way on: its bridge, and what it is handed (in its box's order: the
 /// stack slots that are not NULL, the callee's among them, then the live variables).
 pub struct FrameBridge<'py> {
-    bridge: Bound<'py, PyAny>,
+    bridge: Bridged<'py>,
     handed: Vec<Handed>,
+}
+
+/// A bridge, or where the frame has cells, what it is made from when the call runs: its
+/// code, the callee (whose closure and globals it takes) and the frame's cells' contents.
+enum Bridged<'py> {
+    Function(Bound<'py, PyAny>),
+    WithCells {
+        code: Bound<'py, PyAny>,
+        callee: Vid,
+        names: Vec<String>,
+        cellvars: Vec<String>,
+        locals: Vec<Vid>,
+    },
 }
 
 enum Handed {
@@ -45,6 +58,14 @@ pub fn bridges<'py>(
     let mut bridges = Vec::with_capacity(frames.len());
     for (index, inlined) in frames.iter().enumerate().rev() {
         let innermost = index == frames.len() - 1;
+        let caller = if index == 0 {
+            point
+        } else {
+            &frames[index - 1].point
+        };
+        let Some(callee) = vm.callable_of_call(&caller.instr, &caller.stack) else {
+            return Ok(Err("its caller's call has no callee to read".to_owned()));
+        };
         let info = top.backend.code_info(&inlined.code)?;
         let cache = top.caches.get(&inlined.code)?;
         let qualname: String = inlined
@@ -68,7 +89,7 @@ pub fn bridges<'py>(
             restart: RefCell::new(None),
             depths: OnceCell::new(),
         };
-        match frame_bridge(&frame, &inlined.point, !innermost)? {
+        match frame_bridge(&frame, &inlined.point, !innermost, callee)? {
             Some(bridge) => bridges.push(bridge),
             None => return Ok(Err(format!("{qualname} cannot resume at its call"))),
         }
@@ -77,11 +98,14 @@ pub fn bridges<'py>(
 }
 
 /// The bridge of the frame `frame` translates at `point`, its callee (`resumes_below`) made
-/// what goes on in the frame below; None where its step cannot run there.
+/// what goes on in the frame below; None where its step cannot run there. `called`: the
+/// frame's function as its caller calls it (a frame with cells takes its closure and
+/// globals when the call runs).
 fn frame_bridge<'py>(
     frame: &Translation<'_, 'py, '_>,
     point: &BreakPoint,
     resumes_below: bool,
+    called: Vid,
 ) -> PyResult<Option<FrameBridge<'py>>> {
     let vm = frame.vm;
     let Some(step @ Step::RunHere { consumed, .. }) = vm.at_break(&point.instr) else {
@@ -135,9 +159,28 @@ fn frame_bridge<'py>(
         exits: &[],
     };
     let call = frame.resume_call(key, Some(bridge), point, point.stack.len())?;
-    if call.has_closure {
-        return Ok(None);
-    }
+    let bridge = match call.has_closure {
+        false => Bridged::Function(call.target),
+        true => Bridged::WithCells {
+            code: call.target,
+            callee: called,
+            names: frame
+                .info
+                .vars
+                .all()
+                .iter()
+                .map(|name| name.to_string())
+                .collect(),
+            cellvars: frame
+                .info
+                .vars
+                .cellvars
+                .iter()
+                .map(|name| name.to_string())
+                .collect(),
+            locals: point.locals.clone(),
+        },
+    };
     let mut handed: Vec<Handed> = (0..point.stack.len())
         .filter(|slot| !nulls[*slot])
         .map(|slot| match callee {
@@ -146,10 +189,7 @@ fn frame_bridge<'py>(
         })
         .collect();
     handed.extend(live.iter().map(|(_, vid)| Handed::Value(*vid)));
-    Ok(Some(FrameBridge {
-        bridge: call.target,
-        handed,
-    }))
+    Ok(Some(FrameBridge { bridge, handed }))
 }
 
 /// The top frame's break `point` with its call's callee made what goes on in the inlined
@@ -160,7 +200,7 @@ pub fn resumed_point<'py>(
     bridges: Vec<FrameBridge<'py>>,
     point: BreakPoint,
 ) -> PyResult<BreakPoint> {
-    let resumed = import(py, "framehook._native")?.getattr("_sot_resumed")?;
+    let native = import(py, "framehook._native")?;
     let mut below: Option<Vid> = None;
     for FrameBridge { bridge, handed } in bridges {
         let handed = handed
@@ -170,7 +210,28 @@ pub fn resumed_point<'py>(
                 Handed::Callee => below.expect("an outer frame's callee resumes below"),
             })
             .collect();
-        below = Some(vm.resumed_callee(resumed.clone(), bridge, handed));
+        let (resumed, bound) = match bridge {
+            Bridged::Function(bridge) => (native.getattr("_sot_resumed")?, vec![vm.constant_value(bridge)]),
+            Bridged::WithCells {
+                code,
+                callee,
+                names,
+                cellvars,
+                locals,
+            } => {
+                let Some(contents) = vm.cell_values(&names, &cellvars, &locals)? else {
+                    return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                        "framehook: a frame's cell variable holds no cell",
+                    ));
+                };
+                let contents = vm.tuple_value(contents);
+                (
+                    native.getattr("_sot_resumed_in")?,
+                    vec![callee, vm.constant_value(code), contents],
+                )
+            }
+        };
+        below = Some(vm.resumed_callee(resumed, bound, handed));
     }
     let (Some(callee), Some(Step::RunHere { consumed, .. })) = (below, vm.at_break(&point.instr)) else {
         // `bridges` made none, or found the top frame's call runs in the generated code.

@@ -17,6 +17,7 @@
 use super::kept::{InlinedPoint, NestedBreak};
 use super::snapshot::Snapshot;
 use super::*;
+use crate::sot::translator::model::code::unbound_marker;
 use crate::sot::translator::model::frame::BreakPoint;
 
 impl NestedBreak<'_> {
@@ -43,8 +44,6 @@ impl<'py> Vm<'py, '_> {
             && instr.handler.is_none()
             && self.table.exceptions == ExceptionModel::Table
             && frame.code.is_some()
-            && frame.vars.cellvars.is_empty()
-            && frame.vars.freevars.is_empty()
             && !frame.in_loop.get(frame.pc).copied().unwrap_or(true)
             && self.exc_stack.is_empty()
             && self.library_since.is_none()
@@ -169,13 +168,18 @@ impl<'py> Vm<'py, '_> {
     /// frame a break below goes on in. None for any other callable (a class, whose call
     /// runs `__init__` and gives the instance; a builtin calling back).
     fn called_code(&self, instr: &Instruction, stack: &[Vid]) -> Option<Bound<'py, PyAny>> {
+        self.code_of_callable(self.callable_of_call(instr, stack)?, 0)
+    }
+
+    /// What the call `instr` (`CALL`) on `stack` calls.
+    pub fn callable_of_call(&self, instr: &Instruction, stack: &[Vid]) -> Option<Vid> {
         let (Op::Call, Arg::Call { argc, kw_names }) = (instr.op, instr.arg) else {
             return None;
         };
         let consumed = argc as usize + usize::from(kw_names) + self.callable_slots(Op::Call);
         let base = stack.len().checked_sub(consumed)?;
         let (callable, _) = self.pop_callable(stack[base..base + 2].to_vec()).ok()?;
-        self.code_of_callable(callable, 0)
+        Some(callable)
     }
 
     fn code_of_callable(&self, callable: Vid, nesting: usize) -> Option<Bound<'py, PyAny>> {
@@ -221,21 +225,52 @@ impl<'py> Vm<'py, '_> {
         stack
     }
 
-    /// What a caller's call runs in place of a callee that resumes in its `bridge` with
-    /// the values `handed` (`_sot_resumed`, bound to them).
-    pub fn resumed_callee(
-        &mut self,
-        resumed: Bound<'py, PyAny>,
-        bridge: Bound<'py, PyAny>,
-        handed: Vec<Vid>,
-    ) -> Vid {
+    /// What a caller's call runs in place of a callee that resumes in its bridge with the
+    /// values `handed`: `resumed` bound to `bound` (the bridge, or what makes it) and them.
+    pub fn resumed_callee(&mut self, resumed: Bound<'py, PyAny>, bound: Vec<Vid>, handed: Vec<Vid>) -> Vid {
         let function = self.constant(resumed);
-        let bridge = self.constant(bridge);
-        let handed = self.push_val(Val::List(handed));
+        let mut args = bound;
+        args.push(self.push_val(Val::List(handed)));
         self.push_val(Val::Partial {
             function,
-            args: vec![bridge, handed],
+            args,
             keywords: Vec::new(),
         })
+    }
+
+    /// A constant of the translation, as the values a bridge is made with.
+    pub fn constant_value(&mut self, obj: Bound<'py, PyAny>) -> Vid {
+        self.constant(obj)
+    }
+
+    /// A tuple of `items` the generated code makes.
+    pub fn tuple_value(&mut self, items: Vec<Vid>) -> Vid {
+        self.push_val(Val::Tuple(items))
+    }
+
+    /// The contents of the cells `frame_locals` holds for `cellvars` (their names among
+    /// `all`), in that order, as the values a callee's bridge is made with: the unbound
+    /// marker for an empty one. None where a cell variable holds no cell.
+    pub fn cell_values(
+        &mut self,
+        all: &[String],
+        cellvars: &[String],
+        frame_locals: &[Vid],
+    ) -> PyResult<Option<Vec<Vid>>> {
+        let mut values = Vec::with_capacity(cellvars.len());
+        for cell in cellvars {
+            let Some(slot) = all.iter().position(|name| name == cell) else {
+                return Ok(None);
+            };
+            let Val::Cell(index) = self.val(frame_locals[slot]) else {
+                return Ok(None);
+            };
+            let value = match self.cells[*index] {
+                Some(content) => content,
+                None => self.constant(unbound_marker(self.py)?),
+            };
+            values.push(value);
+        }
+        Ok(Some(values))
     }
 }
