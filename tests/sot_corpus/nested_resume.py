@@ -188,3 +188,15 @@ def a_closure_writes_its_cell_after_the_break(x):
         return y * count
 
     return bump(x + 1.0) + count
+
+
+def _calls_with_star(function, *args, **kwargs):
+    scale = kwargs.pop("scale", 1.0)
+    return function(*args, **kwargs) * scale
+
+
+# A call with `*args` and `**kwargs` (CALL_FUNCTION_EX) on the way goes on as a plain call.
+@case(args=lambda: (arr(3),), graphs=4 if NESTED_RESUME else 5, ops=5,
+      breaks=["print"] if NESTED_RESUME else ["print", "print", "print"])
+def a_star_call_on_the_way_goes_on(x):
+    return _calls_with_star(_leaf, x + 2.0, scale=0.5) - 2.0

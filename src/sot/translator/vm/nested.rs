@@ -3,22 +3,24 @@
 //! translation simulated again all the top frame's had simulated inside it, and so did each
 //! level below, down to the break. Where each inlined frame on the way can resume at its
 //! instruction, the break keeps the graph up to the innermost instruction instead, and the
-//! generated code goes on in each frame: the top frame's call runs a `SotResumed` in place
-//! of the callee, which calls the callee's bridge at its call (its stack and variables
-//! handed on), down to the innermost frame's bridge, which runs the breaking instruction;
-//! each bridge then calls its frame's resume function after the instruction. Each frame's
-//! rest runs at the depth it had (the bridges stand where the frames stood).
+//! generated code goes on in each frame: the top frame's call runs `_sot_resumed` in place
+//! of the callee, bound to the callee's bridge at its call (its stack and variables handed
+//! on; `_sot_resumed_in` makes the bridge when the call runs where the frame has cells),
+//! down to the innermost frame's bridge, which runs the breaking instruction; each bridge
+//! then calls its frame's resume function after the instruction. Each frame's rest runs at
+//! the depth it had (the bridges stand where the frames stood); `resumed` makes the bridges.
 //!
-//! A frame resumes so where a resume function of its code can go on from its instruction
-//! as a plain frame: a call (`CALL`) of a function of the session's traced code, with no
-//! cells, not a generator, not in a loop, no handler around the instruction (3.11+), no
-//! exception being handled, and no read of its callers' frames.
+//! A frame resumes so where a resume function of its code can go on from its instruction:
+//! a call (`CALL`, `CALL_FUNCTION_EX`) in the session's traced code, not in a loop, no
+//! handler around it (3.11+), no exception being handled, no read of its callers' frames;
+//! above the innermost frame, the call is of the frame below's own function.
 
 use super::kept::{InlinedPoint, NestedBreak};
 use super::snapshot::Snapshot;
 use super::*;
 use crate::sot::translator::model::code::unbound_marker;
 use crate::sot::translator::model::frame::BreakPoint;
+use crate::sot::translator::model::step::Step;
 
 impl NestedBreak<'_> {
     /// Whether the break going up at `depth` (after `steps`, for `reason`) is this one, out
@@ -40,7 +42,7 @@ impl<'py> Vm<'py, '_> {
     /// resume there; None where it could not.
     pub(super) fn before_call(&mut self, frame: &Frame<'py>) -> Option<BeforeCall<'py>> {
         let instr = frame.instrs.get(frame.pc)?;
-        let resumable = instr.op == Op::Call
+        let resumable = matches!(instr.op, Op::Call | Op::CallFunctionEx)
             && instr.handler.is_none()
             && self.table.exceptions == ExceptionModel::Table
             && frame.code.is_some()
@@ -171,12 +173,14 @@ impl<'py> Vm<'py, '_> {
         self.code_of_callable(self.callable_of_call(instr, stack)?, 0)
     }
 
-    /// What the call `instr` (`CALL`) on `stack` calls.
+    /// What the call `instr` (`CALL`, `CALL_FUNCTION_EX`) on `stack` calls.
     pub fn callable_of_call(&self, instr: &Instruction, stack: &[Vid]) -> Option<Vid> {
-        let (Op::Call, Arg::Call { argc, kw_names }) = (instr.op, instr.arg) else {
+        if !matches!(instr.op, Op::Call | Op::CallFunctionEx) {
+            return None;
+        }
+        let Some(Step::RunHere { consumed, .. }) = self.at_break(instr) else {
             return None;
         };
-        let consumed = argc as usize + usize::from(kw_names) + self.callable_slots(Op::Call);
         let base = stack.len().checked_sub(consumed)?;
         let (callable, _) = self.pop_callable(stack[base..base + 2].to_vec()).ok()?;
         Some(callable)
