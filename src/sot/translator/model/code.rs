@@ -86,6 +86,9 @@ pub struct CodeInfo {
     pub posonly: usize,
     pub kwonly: usize,
     pub filename: String,
+    /// The code names a function that reads its callers' frames (`CALLER_FRAME_READERS`):
+    /// a resume function would stand between them.
+    pub reads_callers: bool,
     /// Which variables the rest of the code may read (see `CodeInfo::liveness`): made on
     /// first need, once per code (its translations and their restarts ask again).
     liveness: std::sync::OnceLock<Option<Liveness>>,
@@ -110,6 +113,11 @@ impl CodeInfo {
                 .getattr(pyo3::intern!(code.py(), "co_kwonlyargcount"))?
                 .extract()?,
             filename: code.getattr(pyo3::intern!(code.py(), "co_filename"))?.extract()?,
+            reads_callers: code
+                .getattr(pyo3::intern!(code.py(), "co_names"))?
+                .extract::<Vec<String>>()?
+                .iter()
+                .any(|name| CALLER_FRAME_READERS.contains(&name.as_str())),
             liveness: std::sync::OnceLock::new(),
         })
     }

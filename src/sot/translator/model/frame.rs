@@ -82,6 +82,8 @@ pub struct Frame<'py> {
     pub resumed: bool,
     /// The instruction this frame began last (the one a break inside it broke).
     pub started: usize,
+    /// Its code reads its callers' frames (`CodeInfo::reads_callers`).
+    pub reads_callers: bool,
 }
 
 /// A free variable of the translated frame: its cell and the cell's contents.

@@ -57,8 +57,8 @@ use super::guard::source::{name_ref, Source, SourceId, SourceTable};
 use super::guard::source::{Guard, GuardPositions, GuardUndo, Pins};
 use super::kinds::{compare_made_objects, iterated_dict, kind_of, no_tensor_in, Interp};
 use super::model::code::{
-    is_resume_local, null_substitute, CodeInfo, CALLER_FRAME_READERS, CO_COROUTINE_LIKE, CO_GENERATOR,
-    CO_VARARGS, CO_VARKEYWORDS, FRAME_READERS, MAX_MADE_ITEMS, MAX_MODELED_ITEMS, MAX_NESTING,
+    is_resume_local, null_substitute, CodeInfo, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS, CO_VARKEYWORDS,
+    FRAME_READERS, MAX_MADE_ITEMS, MAX_MODELED_ITEMS, MAX_NESTING,
 };
 use super::model::frame::{
     Block, BreakPoint, DictHistory, DictOp, Ending, Frame, FreeVariable, GeneratorState, SideEffect, Stop,

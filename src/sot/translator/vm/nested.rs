@@ -49,19 +49,11 @@ impl<'py> Vm<'py, '_> {
             && !frame.in_loop.get(frame.pc).copied().unwrap_or(true)
             && self.exc_stack.is_empty()
             && self.library_since.is_none()
-            && !self.reads_callers(frame);
+            && !frame.reads_callers;
         resumable.then(|| BeforeCall {
             stack: frame.stack.clone(),
             locals: frame.locals.clone(),
             snapshot: Snapshot::take(self),
-        })
-    }
-
-    /// Whether `frame`'s code reads its callers' frames (a bridge would stand between them).
-    fn reads_callers(&self, frame: &Frame<'py>) -> bool {
-        frame.names.iter().any(|name| {
-            name.extract::<&str>()
-                .is_ok_and(|name| CALLER_FRAME_READERS.contains(&name))
         })
     }
 

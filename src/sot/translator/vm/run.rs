@@ -65,6 +65,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             blocks: Vec::new(),
             resumed: false,
             started: 0,
+            reads_callers: info.reads_callers,
         })
     }
 
@@ -128,11 +129,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             })
             .collect();
         self.setup_cells(&mut frame, &closure);
-        let names: Vec<String> = code
-            .getattr("co_names")
-            .and_then(|n| n.extract())
-            .map_err(|e| self.located_top(e))?;
-        let reads_callers = names.iter().any(|n| CALLER_FRAME_READERS.contains(&n.as_str()));
+        let reads_callers = info.reads_callers;
         match self.top_as_one_operation(code, info, &frame) {
             Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
             Ok(None) => {}
