@@ -402,17 +402,23 @@ fn _sot_resumed_in<'py>(
     _kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = callee.py();
+    let types = import(py, "types")?;
+    let (method, partial) = (
+        types.getattr("MethodType")?,
+        import(py, "functools")?.getattr("partial")?,
+    );
     let mut function = callee.clone();
     for _ in 0..8 {
-        if let Ok(inner) = function.getattr(pyo3::intern!(py, "__func__")) {
-            function = inner;
-        } else if function.is_instance(&import(py, "functools")?.getattr("partial")?)? {
+        if function.is_exact_instance_of::<pyo3::types::PyFunction>() {
+            break;
+        } else if function.is_instance(&method)? {
+            function = function.getattr(pyo3::intern!(py, "__func__"))?;
+        } else if function.is_instance(&partial)? {
             function = function.getattr(pyo3::intern!(py, "func"))?;
         } else {
             break;
         }
     }
-    let types = import(py, "types")?;
     let marker = super::model::code::unbound_marker(py)?;
     let cell_type = types.getattr("CellType")?;
     let mut closure = Vec::new();

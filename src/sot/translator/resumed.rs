@@ -3,11 +3,12 @@
 //! call runs in place of it (`_sot_resumed` bound to the bridge and the values handed on).
 
 use std::cell::{OnceCell, RefCell};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 
 use super::codegen;
-use super::model::code::ResumeKey;
+use super::model::code::{CodeInfo, ResumeKey};
 use super::model::frame::BreakPoint;
 use super::model::step::Step;
 use super::model::value::{Val, Vid};
@@ -29,8 +30,7 @@ enum Bridged<'py> {
     WithCells {
         code: Bound<'py, PyAny>,
         callee: Vid,
-        names: Vec<String>,
-        cellvars: Vec<String>,
+        info: Arc<CodeInfo>,
         locals: Vec<Vid>,
     },
 }
@@ -89,7 +89,7 @@ pub fn bridges<'py>(
             restart: RefCell::new(None),
             depths: OnceCell::new(),
         };
-        match frame_bridge(&frame, &inlined.point, !innermost, callee)? {
+        match frame_bridge(&frame, &info, &inlined.point, !innermost, callee)? {
             Some(bridge) => bridges.push(bridge),
             None => return Ok(Err(format!("{qualname} cannot resume at its call"))),
         }
@@ -103,6 +103,7 @@ pub fn bridges<'py>(
 /// globals when the call runs).
 fn frame_bridge<'py>(
     frame: &Translation<'_, 'py, '_>,
+    info: &Arc<CodeInfo>,
     point: &BreakPoint,
     resumes_below: bool,
     called: Vid,
@@ -164,20 +165,7 @@ fn frame_bridge<'py>(
         true => Bridged::WithCells {
             code: call.target,
             callee: called,
-            names: frame
-                .info
-                .vars
-                .all()
-                .iter()
-                .map(|name| name.to_string())
-                .collect(),
-            cellvars: frame
-                .info
-                .vars
-                .cellvars
-                .iter()
-                .map(|name| name.to_string())
-                .collect(),
+            info: Arc::clone(info),
             locals: point.locals.clone(),
         },
     };
@@ -215,11 +203,10 @@ pub fn resumed_point<'py>(
             Bridged::WithCells {
                 code,
                 callee,
-                names,
-                cellvars,
+                info,
                 locals,
             } => {
-                let Some(contents) = vm.cell_values(&names, &cellvars, &locals)? else {
+                let Some(contents) = vm.cell_values(&info.vars, &locals)? else {
                     return Err(pyo3::exceptions::PyRuntimeError::new_err(
                         "framehook: a frame's cell variable holds no cell",
                     ));

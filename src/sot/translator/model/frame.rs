@@ -55,7 +55,7 @@ impl Stop {
 /// A frame of the VM: the translated function's, or an inlined callee's.
 pub struct Frame<'py> {
     /// The frame's code object (an inlined frame may resume in a function of it).
-    pub code: Option<Bound<'py, PyAny>>,
+    pub code: Bound<'py, PyAny>,
     pub instrs: std::sync::Arc<Vec<Instruction>>,
     pub consts: Bound<'py, PyTuple>,
     pub names: Bound<'py, PyTuple>,

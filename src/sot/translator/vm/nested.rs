@@ -21,6 +21,7 @@ use super::*;
 use crate::sot::translator::model::code::unbound_marker;
 use crate::sot::translator::model::frame::BreakPoint;
 use crate::sot::translator::model::step::Step;
+use framehook_bytecode::canonical::Vars;
 
 impl NestedBreak<'_> {
     /// Whether the break going up at `depth` (after `steps`, for `reason`) is this one, out
@@ -45,7 +46,6 @@ impl<'py> Vm<'py, '_> {
         let resumable = matches!(instr.op, Op::Call | Op::CallFunctionEx)
             && instr.handler.is_none()
             && self.table.exceptions == ExceptionModel::Table
-            && frame.code.is_some()
             && !frame.in_loop.get(frame.pc).copied().unwrap_or(true)
             && self.exc_stack.is_empty()
             && self.library_since.is_none()
@@ -68,10 +68,6 @@ impl<'py> Vm<'py, '_> {
                 return;
             }
         };
-        let Some(code) = frame.code.clone() else {
-            self.nested = None;
-            return;
-        };
         let point = BreakPoint {
             pc: frame.started,
             instr: frame.instrs[frame.started].clone(),
@@ -84,7 +80,7 @@ impl<'py> Vm<'py, '_> {
             handling: false,
         };
         let inlined = InlinedPoint {
-            code,
+            code: frame.code.clone(),
             globals: frame.globals.clone(),
             point,
         };
@@ -157,7 +153,7 @@ impl<'py> Vm<'py, '_> {
 }
 
 impl<'py> Vm<'py, '_> {
-    /// The code of the Python function that the call `instr` (`CALL`) on `stack` calls, where its result
+    /// The code of the Python function that the call `instr` on `stack` calls, where its result
     /// is that function's (a function, a method of one, a partial of one): the callee whose
     /// frame a break below goes on in. None for any other callable (a class, whose call
     /// runs `__init__` and gives the instance; a builtin calling back).
@@ -244,17 +240,13 @@ impl<'py> Vm<'py, '_> {
         self.push_val(Val::Tuple(items))
     }
 
-    /// The contents of the cells `frame_locals` holds for `cellvars` (their names among
-    /// `all`), in that order, as the values a callee's bridge is made with: the unbound
-    /// marker for an empty one. None where a cell variable holds no cell.
-    pub fn cell_values(
-        &mut self,
-        all: &[String],
-        cellvars: &[String],
-        frame_locals: &[Vid],
-    ) -> PyResult<Option<Vec<Vid>>> {
-        let mut values = Vec::with_capacity(cellvars.len());
-        for cell in cellvars {
+    /// The contents of the cells `frame_locals` holds for the cell variables of `vars`, in
+    /// their order, as the values a callee's bridge is made with: the unbound marker for an
+    /// empty one. None where a cell variable holds no cell.
+    pub fn cell_values(&mut self, vars: &Vars, frame_locals: &[Vid]) -> PyResult<Option<Vec<Vid>>> {
+        let all = vars.all();
+        let mut values = Vec::with_capacity(vars.cellvars.len());
+        for cell in &vars.cellvars {
             let Some(slot) = all.iter().position(|name| name == cell) else {
                 return Ok(None);
             };

@@ -43,7 +43,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let all = info.vars.all().len();
         let null = self.push_val(Val::Null);
         Ok(Frame {
-            code: Some(code.clone()),
+            code: code.clone(),
             instrs: std::sync::Arc::clone(&info.instrs),
             consts: code
                 .getattr(pyo3::intern!(code.py(), "co_consts"))?
