@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+import framehook
 import framehook.sot as sot
 
 pytestmark = pytest.mark.usefixtures("fresh_sot")
@@ -175,3 +176,41 @@ def test_a_break_inside_a_graph_region_does_not_simulate_again_what_led_to_the_r
     assert st.instructions_simulated < 1.5 * once, (st.instructions_simulated, once)
     np.testing.assert_array_equal(fast(x), _break_inside_a_region(x))
     assert sot.stats(fast).cache_hits >= 1
+
+
+def _long_prefix(x):
+    a = x + 1.0
+    b = a * 2.0 - x
+    c = (a + b) / 3.0
+    d = c * c + a - b
+    e = d - c + 1.0
+    f = (e + d) * (a - 2.0)
+    g = f / 4.0 + e - d
+    h = g * 2.0 + f - c
+    print("a break", file=_LOG)  # the break: what follows is short
+    return h + 1.0
+
+
+def test_a_resume_function_leaves_out_what_only_the_start_reached():
+    """A resume function is the original entered at its break: the part before the break,
+    which no path from there reaches, is not in its code (nor lowered, encoded and decoded
+    again when it is translated). Seen by a hook beside the translator, asked about the
+    resume function's frame as it runs."""
+    codes = []
+    handle = framehook.add_frame_hook(
+        lambda frame: codes.append(frame.f_code) if frame.f_code.co_name == "_long_prefix" else None)
+    try:
+        fast = sot.translate(_long_prefix)
+        x = np.arange(3.0)
+        np.testing.assert_array_equal(fast(x), _long_prefix(x))
+    finally:
+        framehook.remove_frame_hook(handle)
+    st = sot.stats(fast)
+    assert [b.lineno for b in st.graph_breaks] == [_long_prefix.__code__.co_firstlineno + 9], st.graph_breaks
+    assert (st.translations, st.graphs) == (2, 2), st
+    original = _long_prefix.__code__
+    resumed = [code for code in codes if code is not original]
+    assert len(resumed) == 1, codes
+    # The prologue taking the values handed on, the print and the return: a fraction of
+    # the original's instructions.
+    assert len(resumed[0].co_code) < len(original.co_code) / 2, (len(resumed[0].co_code), len(original.co_code))

@@ -8,6 +8,7 @@
 //!   running version's instructions.
 //! * [`liveness`]: which local variables canonical code may still read, per instruction.
 //! * [`loops`]: the loop around an instruction, and where control leaves it.
+//! * [`reachable`]: canonical code without what no path from its entry reaches.
 //!
 //! No Python here: code objects come in as their byte strings and name lists.
 
@@ -20,6 +21,7 @@ pub mod linetable;
 pub mod liveness;
 pub mod loops;
 pub mod raw;
+pub mod reachable;
 mod stack;
 pub mod table;
 

@@ -2,6 +2,7 @@
 //! handed on, and the step a break runs before one takes over.
 
 use framehook_bytecode::canonical::{Arg, Instruction, Op, Vars};
+use framehook_bytecode::reachable::without_unreachable;
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
 use pyo3::types::PySlice;
@@ -79,7 +80,7 @@ impl ResumeNames {
 /// stack slots and the live variables as arguments, sets the blocks up again, pushes
 /// the slots and jumps to `key.pc` (a bridge runs its step there and calls the next
 /// resume function instead). Exception table, cells, names and line numbers are the
-/// original's.
+/// original's; what only the original's start reached is left out.
 pub fn resume_code<'py>(
     table: &'static Table,
     code: &Bound<'py, PyAny>,
@@ -110,6 +111,9 @@ pub fn resume_code<'py>(
     resume.go_on(&mut w, &mut into_copy)?;
     let copied = resume.copy_original(&mut w, &mut into_copy)?;
     copied.retarget(&mut w.out, &into_copy);
+    // The copy's part that only the original's start reaches is not lowered, encoded, nor
+    // decoded again when the resume function is translated.
+    w.out = without_unreachable(std::mem::take(&mut w.out));
     w.finish(code, Some(resume.vars.argcount))
 }
 
