@@ -284,6 +284,15 @@ static inline PyObject *fh_compat_type_dict(PyTypeObject *type)
 #endif
 }
 
+static inline int fh_compat_lookup_attr(PyObject *object, PyObject *name, PyObject **result)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyObject_GetOptionalAttr(object, name, result);
+#else
+    return _PyObject_LookupAttr(object, name, result);
+#endif
+}
+
 /* ----------------------------------------------------------------- frames */
 
 static inline PyCodeObject *fh_frame_code(fh_frame *frame)

@@ -204,6 +204,9 @@ int fh_type_is_mutable(PyObject *type);
 /* The dict `type` keeps its attributes in, a new reference, or NULL (no error set) where
  * it has none. */
 PyObject *fh_type_dict(PyObject *type);
+/* getattr(object, name): 1 and a new reference in *result, 0 where it has no such
+ * attribute (no AttributeError made where the lookup is generic), -1 with an error set. */
+int fh_lookup_attr(PyObject *object, PyObject *name, PyObject **result);
 
 /* 1 where a new code object's constants may be swapped for interned equal ones
  * (free-threaded 3.13+); fh_code_keep_constants then puts back the objects of

@@ -203,6 +203,11 @@ int fh_type_is_mutable(PyObject *type)
 
 PyObject *fh_type_dict(PyObject *type) { return fh_compat_type_dict((PyTypeObject *)type); }
 
+int fh_lookup_attr(PyObject *object, PyObject *name, PyObject **result)
+{
+    return fh_compat_lookup_attr(object, name, result);
+}
+
 unsigned int fh_type_version(PyObject *type, int assign)
 {
     PyTypeObject *cls = (PyTypeObject *)type;

@@ -349,6 +349,24 @@ fn type_dict<'py>(ty: &Bound<'py, PyType>) -> Option<Bound<'py, PyDict>> {
     dict?.cast_into::<PyDict>().ok()
 }
 
+/// `getattr(object, name)`, None where it has no such attribute, without the AttributeError
+/// a generic lookup would make for the caller to drop (3.13's `PyObject_GetOptionalAttr`,
+/// `_PyObject_LookupAttr` before: `fh_compat_lookup_attr`).
+pub fn optional_attr<'py>(
+    object: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = object.py();
+    let mut found = std::ptr::null_mut();
+    // SAFETY: live object and str; `found` receives a new reference or NULL.
+    match unsafe { contract::fh_lookup_attr(object.as_ptr(), name.as_ptr(), &mut found) } {
+        // SAFETY: the new reference it gave.
+        1 => Ok(Some(unsafe { Bound::from_owned_ptr(py, found) })),
+        0 => Ok(None),
+        _ => Err(PyErr::fetch(py)),
+    }
+}
+
 /// Whether attributes can be set on a type (a class defined in Python, not a builtin type).
 pub fn type_is_mutable(type_object: &Bound<'_, PyType>) -> bool {
     // SAFETY: `type_object` is a live type.

@@ -12,16 +12,13 @@ use super::cache::CodeCaches;
 use super::guard::check::Check;
 use super::model::code::CodeInfo;
 use super::pyutil::{is_heap_type, keeping_warnings, InstanceTest};
-use crate::hookapi::pyobject::{imported, StrongRef};
+use crate::hookapi::pyobject::{imported, optional_attr, StrongRef};
 
 /// An attribute a backend may leave out.
 fn optional<'py>(object: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match object.getattr(name) {
-        Ok(value) if !value.is_none() => Ok(Some(value)),
-        Ok(_) => Ok(None),
-        Err(error) if error.is_instance_of::<pyo3::exceptions::PyAttributeError>(object.py()) => Ok(None),
-        Err(error) => Err(error),
-    }
+    // Without an AttributeError per attribute a backend leaves out, per translation.
+    let found = optional_attr(object, &PyString::new(object.py(), name))?;
+    Ok(found.filter(|value| !value.is_none()))
 }
 
 /// The functions a backend lists under `name`, by address (held, so the address stays theirs).

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::hookapi::pyobject::import;
+use crate::hookapi::pyobject::{has_attr, import};
 
 use super::backend::Backend;
 use super::cache::CodeCaches;
@@ -65,7 +65,7 @@ pub fn compile_graph<'py>(
     // A backend that specialises on its inputs' types (their exact types and meta
     // attributes are guarded) is given the values they had while translating.
     let examples = PyTuple::new(py, input_examples(py, vm, graph.inputs.len()))?;
-    let compiled = if backend.object.hasattr("compile_with_examples")? {
+    let compiled = if has_attr(&backend.object, "compile_with_examples")? {
         backend
             .object
             .call_method1("compile_with_examples", (&description, &examples))?
@@ -73,14 +73,14 @@ pub fn compile_graph<'py>(
         backend.object.call_method1("compile", (&description,))?
     };
     // Whether it writes (`writes_operands`, what a backend overrides), then where first.
-    let writes = !backend.object.hasattr("writes_operands")?
+    let writes = !has_attr(&backend.object, "writes_operands")?
         || backend
             .object
             .call_method1("writes_operands", (&description, &examples))?
             .is_truthy()?;
     let first_write = match writes {
         false => None,
-        true if backend.object.hasattr("first_operand_write")? => Some(
+        true if has_attr(&backend.object, "first_operand_write")? => Some(
             backend
                 .object
                 .call_method1("first_operand_write", (&description, &examples))?

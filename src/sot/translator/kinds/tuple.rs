@@ -14,6 +14,7 @@ use pyo3::types::{PySlice, PyTuple};
 use super::{
     concrete_all, no_tensor_in, push_items, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid,
 };
+use crate::hookapi::pyobject::has_attr;
 use crate::sot::translator::model::problem::{unsupported, Problem};
 use crate::sot::translator::pyutil::{builtin, qualname, type_name_in_messages};
 use framehook_bytecode::canonical::{Arg, Op};
@@ -244,7 +245,7 @@ fn named_tuple_attr<'py>(
             receiver: owner,
         }));
     }
-    let plain = !found.get_type().hasattr("__get__")?;
+    let plain = !has_attr(found.get_type().as_any(), "__get__")?;
     if plain || found.is_instance(&cx.known().classmethod_type)? {
         return Ok(cx.constant(class.getattr(name)?));
     }
@@ -275,7 +276,7 @@ pub(super) fn sequence_item<'py>(
         return Ok(items[at as usize]);
     }
     if !key_obj.is_instance_of::<PySlice>() {
-        if key_obj.hasattr("__index__")? {
+        if has_attr(&key_obj, "__index__")? {
             return unsupported(format!("a {kind} index that is no index-sized integer"));
         }
         return Err(Problem::Python(PyTypeError::new_err(format!(

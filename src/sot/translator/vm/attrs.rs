@@ -84,7 +84,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             ));
         }
         let on_metaclass = self.type_lookup(&obj.get_type().into_any(), &name)?;
-        if on_metaclass.is_some_and(|d| d.get_type().hasattr("__set__").unwrap_or(true)) {
+        if on_metaclass.is_some_and(|d| has_attr(d.get_type().as_any(), "__set__").unwrap_or(true)) {
             // A data descriptor of the metaclass (a property) takes the store.
             return unsupported(format!("assignment to the metaclass's data descriptor {name}"));
         }
@@ -155,7 +155,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return unsupported("attribute assignment on an object without a __dict__");
             }
             if let Some(descriptor) =
-                class_attr.filter(|d| !is_slot && d.get_type().hasattr("__set__").unwrap_or(false))
+                class_attr.filter(|d| !is_slot && has_attr(d.get_type().as_any(), "__set__").unwrap_or(false))
             {
                 let Some(setter) = self.python_setter(&descriptor)? else {
                     return unsupported(format!("assignment to the data descriptor {name}"));
@@ -199,7 +199,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Some(descriptor) => self.is_python_slot(descriptor)?,
             None => false,
         };
-        if !is_python_slot && !obj.hasattr("__dict__")? {
+        if !is_python_slot && !has_attr(&obj, "__dict__")? {
             return unsupported(
                 "attribute assignment on an object without a __dict__, not to one of its slots",
             );
@@ -235,7 +235,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 "assignment to {name} of an object whose __dict__ the translation changed"
             ));
         }
-        if let Some(descriptor) = class_attr.filter(|d| d.get_type().hasattr("__set__").unwrap_or(false)) {
+        if let Some(descriptor) =
+            class_attr.filter(|d| has_attr(d.get_type().as_any(), "__set__").unwrap_or(false))
+        {
             if !is_python_slot {
                 // A setter may change more than the attribute (`e.__cause__ = None` sets
                 // `__suppress_context__`), which replaying the store later would hide from
@@ -295,7 +297,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let (obj, source) = (obj.clone(), *source);
         if self.backend.is_tensor(&obj)
             || self.overrides_object(&obj, "__delattr__")?
-            || !obj.hasattr("__dict__")?
+            || !has_attr(&obj, "__dict__")?
         {
             return unsupported("attribute deletion on an object with __delattr__ or slots");
         }
@@ -675,7 +677,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 || descriptor.is_instance(&self.ops.staticmethod_type)?
                 || descriptor.is_instance(&self.ops.classmethod_type)?
                 || descriptor.is_instance(self.ops.c_method_types.as_any())?
-                || !descriptor.get_type().hasattr("__get__")?;
+                || !has_attr(descriptor.get_type().as_any(), "__get__")?;
             if !plain {
                 // A property or descriptor raising AttributeError hands over to `__getattr__`.
                 return unsupported(format!(
@@ -691,7 +693,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return self.call(function, vec![owner], vec![]);
             }
             let descriptor_type = descriptor.get_type();
-            if descriptor_type.hasattr("__set__")? && descriptor_type.hasattr("__get__")? {
+            if has_attr(&descriptor_type, "__set__")? && has_attr(&descriptor_type, "__get__")? {
                 if let Some(value) = self.python_descriptor_get(descriptor, owner, &ty, name)? {
                     return Ok(value);
                 }
@@ -772,7 +774,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     receiver: owner,
                 }))
             }
-            Some(raw) if raw.get_type().hasattr("__get__")? => {
+            Some(raw) if has_attr(raw.get_type().as_any(), "__get__")? => {
                 if let Some(value) = self.python_descriptor_get(&raw, owner, &ty, name)? {
                     return Ok(value);
                 }
@@ -879,7 +881,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let meta_attr = self.type_lookup(&meta, name)?;
         if let Some(descriptor) = &meta_attr {
             let descriptor_type = descriptor.get_type();
-            let data = descriptor_type.hasattr("__set__")? || descriptor_type.hasattr("__delete__")?;
+            let data = has_attr(&descriptor_type, "__set__")? || has_attr(&descriptor_type, "__delete__")?;
             if data && descriptor.is_instance(&self.ops.property_type)? {
                 // A metaclass's property (an enum class's `__members__`): its getter inlined.
                 return Ok(NamespaceRead::Getter(
@@ -1152,7 +1154,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     // `super().__new__(cls)` reaching object's: called as `object.__new__`.
                     return Ok(self.constant(raw));
                 }
-                if is_immutable(&raw) && !raw.get_type().hasattr("__get__")? {
+                if is_immutable(&raw) && !has_attr(raw.get_type().as_any(), "__get__")? {
                     // A plain class attribute (`a = 1`), fixed as the class's methods are.
                     return Ok(self.constant(raw));
                 }
@@ -1218,7 +1220,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                     receiver: owner,
                 }));
             }
-            if !unset_slot && raw.get_type().hasattr("__get__")? && !raw.is_instance_of::<PyType>() {
+            if !unset_slot && has_attr(raw.get_type().as_any(), "__get__")? && !raw.is_instance_of::<PyType>()
+            {
                 return unsupported(format!(
                     "class attribute {name} of an object the translation made: a descriptor not simulated"
                 ));

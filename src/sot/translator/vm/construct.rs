@@ -266,7 +266,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             .is(&object.getattr(pyo3::intern!(object.py(), "__new__"))?);
         // Without a __dict__, a Python class with the default __new__ keeps its
         // attributes in `__slots__` (see `is_slot`).
-        let slotted = !has_dict && cls.hasattr("__slots__")?;
+        let slotted = !has_dict && has_attr(cls, "__slots__")?;
         if !is_python_class
             || !(has_dict || slotted)
             || !default_new
@@ -451,7 +451,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             && self.type_lookup(&cls, "__del__")?.is_none()
             // Its instances laid out as `object`'s, with a `__dict__` or slots.
             && solid_base(&cls)?.is_some_and(|base| base.is(&object))
-            && (has_instance_dict(&cls) || cls.hasattr("__slots__")?);
+            && (has_instance_dict(&cls) || has_attr(&cls, "__slots__")?);
         if !makeable {
             return unsupported(format!("object.__new__ of a {} object", qualname(&cls)));
         }

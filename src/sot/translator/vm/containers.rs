@@ -160,7 +160,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// with `__del__`: when that runs (and what it does) is not simulated.
     pub(super) fn check_droppable(&self, value: Vid) -> Res<()> {
         if let Val::Obj { obj, .. } = self.val(value) {
-            if obj.get_type().hasattr("__del__")? {
+            if has_attr(obj.get_type().as_any(), "__del__")? {
                 return unsupported(format!(
                     "dropping a {} (it has __del__) from a container",
                     obj.get_type().name()?

@@ -207,7 +207,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // An iterator of a C type from the frame (a generator, a range's iterator...):
             // `iter()` of it is itself, which only the original code advances (a loop over
             // it runs there). Its type, guarded, keeps its `iter()`.
-            let iterates_itself = obj.get_type().hasattr("__next__").unwrap_or(false)
+            let iterates_itself = has_attr(obj.get_type().as_any(), "__next__").unwrap_or(false)
                 && obj.try_iter().is_ok_and(|it| it.is(obj));
             if iterates_itself {
                 self.guard_type(v);

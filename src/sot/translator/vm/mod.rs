@@ -73,7 +73,7 @@ use super::pyutil::{
     qualname, solid_base, type_name_in_messages,
 };
 use super::session::with_session;
-use crate::hookapi::pyobject::{has_generic_getattro, import, imported, StrongRef};
+use crate::hookapi::pyobject::{has_attr, has_generic_getattro, import, imported, StrongRef};
 pub use summary_log::SummaryScope;
 
 /// The kinds of tensor a value holds (`Vm::tensor_kinds`).

@@ -171,7 +171,7 @@ fn import_name<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
         _ => module,
     };
     let object = vm.concrete(module)?;
-    if !names.is_empty() && object.hasattr("__path__")? {
+    if !names.is_empty() && has_attr(&object, "__path__")? {
         let namespace = object.getattr(pyo3::intern!(object.py(), "__dict__"))?;
         for wanted in &names {
             if wanted == "*" || !namespace.contains(wanted)? {
