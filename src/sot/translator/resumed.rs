@@ -73,21 +73,16 @@ pub fn bridges<'py>(
             .getattr(pyo3::intern!(top.py, "co_qualname"))
             .and_then(|name| name.extract())
             .unwrap_or_default();
+        // The top frame's translation, for the inlined frame's code, in its globals.
         let frame = Translation {
-            caches: top.caches,
-            py: top.py,
-            config: top.config,
-            backend: top.backend,
-            table: top.table,
             code: &inlined.code,
             info: &info,
             cache,
-            vm,
             globals: Some(inlined.globals.clone()),
-            recompiling: top.recompiling,
             qualname: &qualname,
             restart: RefCell::new(None),
             depths: OnceCell::new(),
+            ..*top
         };
         match frame_bridge(&frame, &info, &inlined.point, !innermost, callee)? {
             Some(bridge) => bridges.push(bridge),
