@@ -1,7 +1,8 @@
-"""Summaries of pure library calls (`src/sot/translator/vm/summaries.rs`): a library function
-whose simulation made no operation, changed nothing and gave a constant gives it again in a
-later translation for arguments of the same kinds, under its guards rebased on the new call
-(`SotStats.library_calls_replayed`), without being simulated again. What it read changing
+"""Summaries of pure calls (`src/sot/translator/vm/summaries.rs`): a library function whose
+simulation made no operation, changed nothing and gave a constant gives it again in a later
+translation for arguments of the same kinds, under its guards rebased on the new call
+(`SotStats.library_calls_replayed`), without being simulated again; so does a traced
+function from its second call in the session on. What it read changing
 between the translations, or after them, is seen: the result is always the original's.
 
 The library functions here are compiled with a file name in the standard library's folder,
@@ -73,6 +74,10 @@ def first_of(iterator):
 def counted(x):
     CALLS.append(type(x).__name__)
     return len(CALLS) > 0
+
+
+def is_leap(year):
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 '''
 
 
@@ -186,6 +191,67 @@ def test_a_summary_reads_its_argument_object_through_the_new_calls_argument(flag
     for other in ((True, False), (False, True), (True, True)):
         objects = _Flagged(other[0]), _Flagged(other[1])
         np.testing.assert_array_equal(fast(x, *objects), asks_objects(x, *objects))
+
+
+def leap_of_a_literal_then_of(year):
+    literal = LIB.is_leap(2024)
+    return literal, LIB.is_leap(year)
+
+
+def test_a_summary_of_a_constant_argument_guards_the_frame_value_it_is_given_again():
+    """Recorded for the literal 2024, the summary is found for the frame's year, equal to it
+    on the first call: the translation then rests on the year being 2024 (idna's
+    `_encode_range(cp_value, 0)` in a loop over a label gave the first letter's range for
+    every letter)."""
+    fast = sot.translate(leap_of_a_literal_then_of)
+    assert fast(2024) == (True, True)
+    assert sot.stats(fast).library_calls_replayed == 1
+    assert fast(2023) == (True, False)
+    assert fast(1900) == (True, False)
+    assert fast(2000) == (True, True)
+
+
+# A module of the user's (traced) beside this one: a summary reads globals through its
+# function, not as the translated frame's own.
+_USER_SOURCE = """
+import _framehook_test_summaries as LIB
+
+
+def known_here(x):
+    return type(x).__name__ in LIB.KNOWN
+"""
+
+
+def _user_module():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_framehook_test_user.py")
+    module = types.ModuleType("_framehook_test_user")
+    module.__file__ = path
+    sys.modules.setdefault("_framehook_test_summaries", LIB)
+    exec(compile(_USER_SOURCE, path, "exec"), module.__dict__)
+    return module
+
+
+USER = _user_module()
+
+
+def asks_a_traced_function_three_times(x):
+    a = x * 2.0 if USER.known_here(x) else x * 3.0
+    b = a + 1.0 if USER.known_here(a) else a - 1.0
+    return b * 2.0 if USER.known_here(b) else b * 3.0
+
+
+def test_a_pure_traced_function_is_summarized_from_its_second_call():
+    """The first call is simulated, the second recorded, the third the summary's."""
+    x = np.arange(3.0)
+    fast = sot.translate(asks_a_traced_function_three_times)
+    np.testing.assert_array_equal(fast(x), asks_a_traced_function_three_times(x))
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, len(st.graph_breaks), st.library_calls_replayed) == (1, 1, 0, 1)
+    # What the summary read changing is seen by the guards it left.
+    LIB.KNOWN["ndarray"] = True
+    expected = asks_a_traced_function_three_times(x)
+    np.testing.assert_array_equal(fast(x), expected)
+    assert sot.stats(fast).translations == 2
 
 
 def asks_twice_of_other_shapes(x):

@@ -165,19 +165,22 @@ class NumpyBackend:
         view of one). Where it cannot, a run that raises leaves everything as it was, and the
         generated code runs the frame again untranslated (so that what the function did
         before the failing operation happens, as it does eagerly)."""
-        return self.first_operand_write(graph, examples) is not None
+        first = _first_operand_write(graph, examples)
+        # Where it may, the translator asks ``first_operand_write`` of the graph next: the
+        # answer waits for it (one tuple, read whole by another thread; held until then).
+        self._answered = (graph, examples, first) if first is not None else None
+        return first is not None
 
     def first_operand_write(self, graph: tuple, examples: tuple) -> Optional[int]:
         """The index of the first node that may write into an array the graph is given, or
         None. The compiled graph runs no node before its place (a fused run's members run
         at its last member's), so a check before that node raises with nothing written."""
-        from .._native import SotRef
+        answered, self._answered = self._answered, None
+        if answered is not None and answered[0] is graph and answered[1] is examples:
+            return answered[2]
+        return _first_operand_write(graph, examples)
 
-        inputs, nodes, _ = graph
-        # The inputs' values (not the nodes' results: the graph is not run again for this).
-        values = [_UNKNOWN if e is None else e for e in examples] + [_UNKNOWN] * (inputs + len(nodes))
-        return next((index for index, (function, args, kwargs, _, _) in enumerate(nodes)
-                     if _writes_an_operand(function, args, kwargs, values, SotRef)), None)
+    _answered: Optional[tuple] = None
 
 
 # ---------------------------------------------------------------- lowering
@@ -189,6 +192,16 @@ class NumpyBackend:
 # are guarded, so the types seen while compiling (the graph run once on copies of the
 # translation's examples) are those of every later call. Each rule below is the only place
 # its rewrite is made; a node no rule applies to is called as recorded.
+
+
+def _first_operand_write(graph: tuple, examples: tuple) -> Optional[int]:
+    from .._native import SotRef
+
+    inputs, nodes, _ = graph
+    # The inputs' values (not the nodes' results: the graph is not run again for this).
+    values = [_UNKNOWN if e is None else e for e in examples] + [_UNKNOWN] * (inputs + len(nodes))
+    return next((index for index, (function, args, kwargs, _, _) in enumerate(nodes)
+                 if _writes_an_operand(function, args, kwargs, values, SotRef)), None)
 
 class _ById(dict[int, tuple[Any, Any]]):
     """A table keyed by the identity of functions (a node's function may be any callable,

@@ -8,6 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyTuple, PyType};
 use rustc_hash::FxHashMap;
 
+use crate::hookapi::pyobject::import;
+
 /// The builtins as they were when framehook was imported: what the generated code calls
 /// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
 /// `builtins.int` with a mock (calling the mock ran the translated mock again, without end).
@@ -104,7 +106,7 @@ pub fn has_builtin_len(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// `len(obj)`, where one does.
 pub fn builtin_len_base<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyType>>> {
     let ty = obj.get_type();
-    let deque = crate::hookapi::pyobject::import(obj.py(), "collections")?
+    let deque = import(obj.py(), "collections")?
         .getattr("deque")?
         .cast_into::<PyType>()
         .map_err(PyErr::from)?;
@@ -172,8 +174,7 @@ pub fn keeping_warnings<'py, T>(
 ) -> PyResult<(PyResult<T>, bool)> {
     let record = PyDict::new(py);
     record.set_item(pyo3::intern!(py, "record"), true)?;
-    let manager = py
-        .import(pyo3::intern!(py, "warnings"))?
+    let manager = import(py, "warnings")?
         .getattr(pyo3::intern!(py, "catch_warnings"))?
         .call((), Some(&record))?;
     let shown = manager.call_method0(pyo3::intern!(py, "__enter__"))?;

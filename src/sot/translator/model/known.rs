@@ -31,6 +31,7 @@ pub struct Known<'py> {
     /// `object`'s, defined on the type itself.
     pub exception_setattr: Bound<'py, PyAny>,
     pub object_new: Bound<'py, PyAny>,
+    pub object_init: Bound<'py, PyAny>,
     /// `types.MappingProxyType.get`, the method a class's `__dict__` answers `get` with.
     pub mappingproxy_get: Bound<'py, PyAny>,
     /// `io.StringIO` and its `write`: a write to one from the frame is replayed in order.
@@ -99,6 +100,7 @@ impl<'py> Known<'py> {
             type_setattr: builtin(py, "type")?.getattr("__setattr__")?,
             exception_setattr: builtin(py, "BaseException")?.getattr("__setattr__")?,
             object_new: object.getattr(pyo3::intern!(object.py(), "__new__"))?,
+            object_init: object.getattr(pyo3::intern!(object.py(), "__init__"))?,
             mappingproxy_get: types
                 .getattr(pyo3::intern!(types.py(), "MappingProxyType"))?
                 .getattr("get")?,

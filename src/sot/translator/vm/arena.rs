@@ -29,7 +29,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     pub fn add_guard(&mut self, source: SourceId, check: Check) {
-        if let Some(recording) = &mut self.recording {
+        for recording in &mut self.recording {
             recording.request(self.py, source, &check);
         }
         let class = SourceTable::class_guard(self.py, &check);
@@ -90,7 +90,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
         let id = self.intern(source);
         if let Some(vid) = self.by_source.get(&id) {
-            if let Some(recording) = &mut self.recording {
+            for recording in &mut self.recording {
                 recording.read(id, *vid);
             }
             return *vid;

@@ -90,8 +90,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         match self.val(callable).clone() {
             Val::Function(f) => self.inline(&f, args, kwargs, None),
             Val::Method { function, receiver } => {
-                let object_init = builtin(self.py, "object")?.getattr("__init__")?;
-                if matches!(self.val(function), Val::Obj { obj, .. } if obj.is(&object_init)) {
+                if matches!(self.val(function), Val::Obj { obj, .. } if obj.is(&self.ops.object_init)) {
                     let class = self.type_of(receiver)?;
                     return self.object_init(&class, !args.is_empty() || !kwargs.is_empty());
                 }
@@ -533,7 +532,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .backend
                 .code_kind(&obj.getattr(pyo3::intern!(obj.py(), "__code__"))?)?
             {
-                CodeKind::Traced => {}
+                CodeKind::Traced => return self.call_traced(&obj, source, args, kwargs),
                 CodeKind::Library => return self.call_library(&obj, source, args, kwargs),
                 CodeKind::Closed => {
                     return graph_break(format!(
@@ -542,8 +541,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                     ))
                 }
             }
-            let function = self.function_of(&obj, source)?;
-            return self.inline(&function, args, kwargs, source);
         }
         if obj.is_instance(&self.ops.method_type)? {
             let function = obj.getattr(pyo3::intern!(obj.py(), "__func__"))?;

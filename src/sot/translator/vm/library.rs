@@ -24,7 +24,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let outermost = self.library_since.is_none();
         let mut recording = None;
         if outermost {
-            match self.replay_or_record(function, source, &args, &kwargs)? {
+            match self.replay_or_record(function, source, &args, &kwargs, true)? {
                 LibraryCall::Replayed(result) => return Ok(result),
                 LibraryCall::Recorded(started) => recording = Some(started),
                 LibraryCall::Simulated => {}

@@ -225,8 +225,8 @@ pub struct Vm<'py, 'b> {
     break_bound: Option<(BreakBound, usize)>,
     /// Whose library call summaries the translation uses and adds to (`summaries`).
     pub summary_scope: Option<SummaryScope>,
-    /// The outermost library call being simulated for a summary.
-    recording: Option<summary_log::SummaryLog>,
+    /// The calls being simulated for summaries, outermost first (`summaries`).
+    recording: Vec<summary_log::SummaryLog>,
     /// The guards of the summaries used, checked on the frame before the translation is.
     replayed: Vec<Guard>,
     /// Library calls given by a summary instead of simulated.
@@ -504,7 +504,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             seen_breaks: Vec::new(),
             break_bound: None,
             summary_scope: None,
-            recording: None,
+            recording: Vec::new(),
             replayed: Vec::new(),
             summaries_replayed: 0,
             resume_box: None,

@@ -1,15 +1,20 @@
-//! Summaries of pure library calls. A library function whose simulation made no operation,
-//! changed nothing and gave a constant gives that constant again, in any later translation
-//! of the same session, for arguments of the same kinds: its guards, rebased on the new
-//! call's function and arguments, stand for what it read, and are checked on the frame
-//! being translated before the translation is used (`Vm::replayed_hold`). scikit-learn asks
+//! Summaries of pure calls. A library function whose simulation made no operation, changed
+//! nothing and gave a constant gives that constant again, in any later translation of the
+//! same session, for arguments of the same kinds: its guards, rebased on the new call's
+//! function and arguments, stand for what it read, and are checked on the frame being
+//! translated before the translation is used (`Vm::replayed_hold`). scikit-learn asks
 //! narwhals' `is_into_dataframe` about its input some thirty times per `predict` of a
-//! pipeline, each about 950 instructions to simulate, where its summary is 175 guards.
+//! pipeline, each about 950 instructions to simulate, where its summary is 175 guards. A
+//! traced function is summarized alike from its second call in the session on (a first
+//! call's recording costs more than most such calls save: scikit-learn's `check_is_fitted`
+//! and `_get_feature_names` repeat, most of a translation's calls do not); calls being
+//! recorded nest, each logging what the calls inside it read and replayed.
 //!
 //! What a call's simulation depends on, and how a summary covers it:
 //! - the function: its code, globals, defaults (the guards `function_of` makes on its
 //!   source, recorded, and made again on the new call's); closures are not summarized;
-//! - each argument: a constant's value (`Check::Equals`); a tensor's type, and its meta
+//! - each argument: a constant's value (`Check::Equals`, guarded on the new call's argument
+//!   where the frame gives it); a tensor's type, and its meta
 //!   (`Backend::tensor_check`) where the call read more than its type
 //!   (`Interp::tensor_meta_read`); an object from the frame through the guards on its
 //!   source; which arguments were one object;
@@ -26,7 +31,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::summary_log::SummaryLog;
 use super::*;
@@ -96,6 +101,28 @@ struct Store {
 
 static STORE: Mutex<Option<Store>> = Mutex::new(None);
 
+/// Functions called once already (`Vm::replay_or_record`), by owner and address, in one
+/// epoch. Past `MAX_SEEN` the set starts again (a function then waits one call more).
+#[derive(Default)]
+struct Seen {
+    epoch: u64,
+    functions: FxHashSet<(u64, usize)>,
+}
+
+static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
+const MAX_SEEN: usize = 1 << 16;
+
+/// Whether `function` was called before in `scope`'s session; notes that it was.
+fn called_before(scope: SummaryScope, function: &Bound<'_, PyAny>) -> bool {
+    let mut slot = SEEN.lock();
+    let seen = slot.get_or_insert_with(Seen::default);
+    if seen.epoch != scope.epoch || seen.functions.len() >= MAX_SEEN {
+        seen.epoch = scope.epoch;
+        seen.functions.clear();
+    }
+    !seen.functions.insert((scope.owner, function.as_ptr() as usize))
+}
+
 /// A library call being simulated for a summary: what it was called with, and the VM
 /// before it (its log is the VM's, `SummaryLog`).
 pub(super) struct Recording<'py> {
@@ -124,9 +151,10 @@ pub(super) enum LibraryCall<'py> {
     Simulated,
 }
 
-/// Drops every summary (`sot.reset()`); the old ones go after the lock is let go, as their
-/// objects' finalizers may translate.
+/// Drops every summary and what was called (`sot.reset()`); the old summaries go after the
+/// lock is let go, as their objects' finalizers may translate.
 pub fn clear_summaries() {
+    SEEN.lock().take();
     let old = STORE.lock().take();
     drop(old);
 }
@@ -140,12 +168,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         source: Option<SourceId>,
         args: &[Vid],
         kwargs: &[(String, Vid)],
+        record_first_call: bool,
     ) -> Res<LibraryCall<'py>> {
         let Some(scope) = self.summary_scope else {
             return Ok(LibraryCall::Simulated);
         };
         let eligible = kwargs.is_empty()
-            && self.recording.is_none()
             && self.nothing_pending()
             && function.is_exact_instance_of::<pyo3::types::PyFunction>()
             && function.getattr(pyo3::intern!(self.py, "__closure__"))?.is_none();
@@ -163,7 +191,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         if !args.iter().all(|a| self.summarizable(*a)) {
             return Ok(LibraryCall::Simulated);
         }
-        self.recording = Some(SummaryLog::new(self.values.len(), self.cells.len()));
+        if !record_first_call && !called_before(scope, function) {
+            return Ok(LibraryCall::Simulated);
+        }
+        self.recording
+            .push(SummaryLog::new(self.values.len(), self.cells.len()));
         Ok(LibraryCall::Recorded(Box::new(Recording {
             args: args.to_vec(),
             argument_sources,
@@ -180,7 +212,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Ends the recording of the library call that gave `result`: a summary of it where it
     /// was pure and gave a constant.
     pub(super) fn finish_recording(&mut self, recording: Recording<'py>, result: &Res<Vid>) {
-        let Some(log) = self.recording.take() else {
+        let Some(log) = self.recording.pop() else {
             return;
         };
         let (Ok(result), Some(scope)) = (result, self.summary_scope) else {
@@ -276,16 +308,22 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         // The function's own guards, as a simulation would make them first (where that
-        // fails, the simulation says why); a tensor argument from the frame is guarded on
-        // what the summary holds for.
+        // fails, the simulation says why); an argument from the frame is guarded on what
+        // the summary holds for (a tensor's type or meta, a constant's value).
         if self.function_of(function, source).is_err() {
             return Ok(None);
         }
         let mut replayed = Vec::new();
         for ((check, arg), arg_source) in summary.arguments.iter().zip(args).zip(argument_sources) {
-            if let (Some(check), Some(s), Some(_)) = (check, arg_source, self.tensor_argument(*arg)) {
-                replayed.push((*s, check.clone_ref(py)));
+            let (Some(check), Some(s)) = (check, arg_source) else {
+                continue;
+            };
+            // A constant's value, recorded as a check, given here by the frame: the result
+            // holds for that value only.
+            if self.tensor_argument(*arg).is_none() {
+                self.add_guard(*s, check.clone_ref(py));
             }
+            replayed.push((*s, check.clone_ref(py)));
         }
         // In order, each made before the next is rebased: an object a guard pins is reached
         // through that source after it (the sources a simulation would use).
@@ -513,8 +551,10 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Notes, while a library call is recorded, that it read more of the tensor `vid` than
     /// its type.
     pub(super) fn tensor_meta_read(&mut self, vid: Vid) {
-        if let (Some(recording), Val::Tensor { sym, .. }) = (&mut self.recording, &self.values[vid]) {
-            recording.meta_read.insert(*sym);
+        if let Val::Tensor { sym, .. } = &self.values[vid] {
+            for recording in &mut self.recording {
+                recording.meta_read.insert(*sym);
+            }
         }
     }
 
@@ -552,7 +592,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Notes, while a library call is recorded, that a function it inlines closes over the
     /// translation's cell `cell`.
     pub(super) fn closure_cell_read(&mut self, cell: usize) {
-        if let Some(recording) = &mut self.recording {
+        for recording in &mut self.recording {
             recording.cell_read(cell);
         }
     }
