@@ -80,7 +80,8 @@ pub struct CodeInfo {
     pub instrs: std::sync::Arc<Vec<Instruction>>,
     /// Per instruction: whether it lies inside a loop (`loop_membership`).
     pub in_loop: std::sync::Arc<Vec<bool>>,
-    pub vars: Vars,
+    /// Shared with each VM frame of the code (a frame per inlined call).
+    pub vars: std::sync::Arc<Vars>,
     pub flags: u32,
     pub argcount: usize,
     pub posonly: usize,
@@ -103,7 +104,7 @@ impl CodeInfo {
         Ok(CodeInfo {
             in_loop: std::sync::Arc::new(loop_membership(&instrs)),
             instrs: std::sync::Arc::new(instrs),
-            vars: fields.vars.clone(),
+            vars: std::sync::Arc::new(fields.vars.clone()),
             flags: code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?,
             argcount: code.getattr(pyo3::intern!(code.py(), "co_argcount"))?.extract()?,
             posonly: code

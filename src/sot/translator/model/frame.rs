@@ -59,12 +59,13 @@ pub struct Frame<'py> {
     pub instrs: std::sync::Arc<Vec<Instruction>>,
     pub consts: Bound<'py, PyTuple>,
     pub names: Bound<'py, PyTuple>,
-    pub vars: Vars,
+    pub vars: std::sync::Arc<Vars>,
     pub locals: Vec<Vid>,
     pub globals: Bound<'py, PyAny>,
     pub stack: Vec<Vid>,
     pub pc: usize,
-    pub filename: String,
+    /// Shared by the VM's location at each instruction (set per instruction run).
+    pub filename: std::rc::Rc<str>,
     /// For a generator's frame: the value its last `YIELD_VALUE` gave, until taken.
     pub yielded: Option<Vid>,
     /// Per instruction: whether it lies inside a loop.

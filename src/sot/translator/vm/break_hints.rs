@@ -37,7 +37,7 @@ impl<'py> Vm<'py, '_> {
             pc: frame.started,
             reason: reason.clone(),
             line: self.location.0,
-            filename: self.location.1.clone(),
+            filename: self.location.1.to_string(),
         });
     }
 
@@ -54,7 +54,7 @@ impl<'py> Vm<'py, '_> {
     /// The break a hint makes at the top frame's instruction `pc`, where the VM was handed one.
     pub(super) fn hinted_break(&mut self, pc: usize) -> Option<Problem> {
         let hint = self.break_hints.get(&pc)?;
-        self.location = (hint.line, hint.filename.clone());
+        self.location = (hint.line, hint.filename.as_str().into());
         Some(Problem::Break(hint.reason.clone()))
     }
 }

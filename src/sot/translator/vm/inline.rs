@@ -298,7 +298,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: Vec<(String, Vid)>,
     ) -> Res<()> {
         let positional = info.argcount;
-        let names: Vec<String> = frame.vars.varnames.clone();
+        let vars = std::sync::Arc::clone(&frame.vars);
+        let names = &vars.varnames;
         let mut bound: Vec<Option<Vid>> = vec![None; info.total_arguments()];
         let mut extra_positional = Vec::new();
         for (i, a) in args.into_iter().enumerate() {

@@ -150,7 +150,7 @@ pub struct Vm<'py, 'b> {
     top_freevars: usize,
     top_globals: Option<Bound<'py, PyAny>>,
     /// The line and file of the instruction being run, for recorded nodes.
-    location: (i32, String),
+    location: (i32, std::rc::Rc<str>),
     /// Real cell objects the translation reads, by identity, and their VM cells.
     cell_objects: HashMap<usize, usize>,
     /// The VM cells that are cells of inlined functions' closures, with their sources.
@@ -160,7 +160,7 @@ pub struct Vm<'py, 'b> {
     /// `steps` when the translated frame's current instruction began, and its line (see
     /// `MAX_CALL_STEPS`).
     top_step_started: usize,
-    top_location: (i32, String),
+    top_location: (i32, std::rc::Rc<str>),
     /// Where a library call is being inlined: `steps` when its outermost call began (see
     /// `library::LIBRARY_BUDGET`).
     library_since: Option<usize>,
@@ -473,13 +473,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             top_arguments: 0,
             top_freevars: 0,
             top_globals: None,
-            location: (-1, String::new()),
+            location: (-1, "".into()),
             exc_stack: Vec::new(),
             cell_objects: HashMap::new(),
             outside_cells: HashMap::new(),
             steps: 0,
             top_step_started: 0,
-            top_location: (-1, String::new()),
+            top_location: (-1, "".into()),
             library_since: None,
             nesting: 0,
             lasti_values: std::collections::HashSet::new(),

@@ -282,7 +282,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         kwargs: Vec<(String, GraphArg<'py>)>,
         kind: NodeKind,
     ) -> Sym {
-        let (line, filename) = self.location.clone();
+        let line = self.location.0;
+        let filename = self.location.1.to_string();
         self.graph_mut().nodes.push(Node {
             function: function.clone(),
             args,

@@ -7,7 +7,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Where the problem arose: the innermost instruction running (in an inlined
     /// callee, the callee's line).
     pub(super) fn located(&self, problem: Problem) -> Stop {
-        let (line, filename) = self.location.clone();
+        let line = self.location.0;
+        let filename = self.location.1.to_string();
         match problem {
             Problem::Break(reason) => Stop::Break {
                 reason,
@@ -51,12 +52,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             names: code
                 .getattr(pyo3::intern!(code.py(), "co_names"))?
                 .cast_into::<PyTuple>()?,
-            vars: info.vars.clone(),
+            vars: std::sync::Arc::clone(&info.vars),
             locals: vec![null; all],
             globals,
             stack: Vec::new(),
             pc: 0,
-            filename: info.filename.clone(),
+            filename: info.filename.as_str().into(),
             yielded: None,
             in_loop: std::sync::Arc::clone(&info.in_loop),
             class_cell: None,
@@ -72,9 +73,13 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Makes a cell for every cell variable (holding its argument, if it is one)
     /// and puts the closure's cells in the free variables' slots.
     pub(super) fn setup_cells(&mut self, frame: &mut Frame<'py>, closure: &[usize]) {
-        let all: Vec<String> = frame.vars.all().iter().map(|s| s.to_string()).collect();
-        for cell in frame.vars.cellvars.clone() {
-            let slot = all.iter().position(|n| *n == cell).expect("cells are variables");
+        let vars = std::sync::Arc::clone(&frame.vars);
+        let all = vars.all();
+        for cell in &vars.cellvars {
+            let slot = all
+                .iter()
+                .position(|n| *n == cell.as_str())
+                .expect("cells are variables");
             let initial = match self.val(frame.locals[slot]) {
                 Val::Null => None,
                 _ => Some(frame.locals[slot]),
@@ -86,9 +91,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             frame.locals[slot] = self.push_val(Val::Cell(index));
         }
-        let first_free = all.len() - frame.vars.freevars.len();
+        let first_free = all.len() - vars.freevars.len();
         for (i, cell) in closure.iter().enumerate() {
-            if frame.vars.freevars[i] == "__class__" {
+            if vars.freevars[i] == "__class__" {
                 frame.class_cell = Some(*cell);
             }
             frame.locals[first_free + i] = self.push_val(Val::Cell(*cell));
@@ -307,7 +312,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     stop.reason()
                 ),
                 line: self.location.0,
-                filename: self.location.1.clone(),
+                filename: self.location.1.to_string(),
             });
         }
         Ok(stop)
@@ -353,7 +358,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.location = (
             code.getattr(pyo3::intern!(code.py(), "co_firstlineno"))?
                 .extract()?,
-            info.filename.clone(),
+            info.filename.as_str().into(),
         );
         let names: Vec<String> = code.getattr(pyo3::intern!(code.py(), "co_varnames"))?.extract()?;
         let args = frame.locals[..info.argcount].to_vec();
@@ -552,6 +557,6 @@ struct RegionEntry<'py> {
     pc: usize,
     point: BreakPoint,
     snapshot: Snapshot<'py>,
-    location: (i32, String),
+    location: (i32, std::rc::Rc<str>),
     examples_warned: bool,
 }
