@@ -532,7 +532,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .backend
                 .code_kind(&obj.getattr(pyo3::intern!(obj.py(), "__code__"))?)?
             {
-                CodeKind::Traced => return self.call_traced(&obj, source, args, kwargs),
+                // Inside a library call's simulation, its budget and its summary cover the
+                // calls it makes.
+                CodeKind::Traced | CodeKind::Library if self.library_since.is_some() => {
+                    return self.inline_function(&obj, source, args, kwargs)
+                }
+                // A traced function's summary is made from its second call on (`summaries`).
+                CodeKind::Traced => return self.inline_summarized(&obj, source, args, kwargs, false, |_| {}),
                 CodeKind::Library => return self.call_library(&obj, source, args, kwargs),
                 CodeKind::Closed => {
                     return graph_break(format!(

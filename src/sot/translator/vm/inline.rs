@@ -1,6 +1,5 @@
 //! Inlining Python functions: functions made or read, arguments bound, frames run.
 
-use super::summaries::LibraryCall;
 use super::*;
 use crate::hookapi::pyobject::{function_part, FunctionPart};
 use pyo3::intern;
@@ -208,31 +207,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         })
     }
 
-    /// `function(*args, **kwargs)` of a traced function, inlined. Outside a library call's
-    /// simulation, a summary of an earlier pure call gives its result, and a function called
-    /// before in the session is recorded for one (`summaries`).
-    pub(super) fn call_traced(
+    /// `function(*args, **kwargs)` of a Python function, inlined.
+    pub(super) fn inline_function(
         &mut self,
         function: &Bound<'py, PyAny>,
         source: Option<SourceId>,
         args: Vec<Vid>,
         kwargs: Vec<(String, Vid)>,
     ) -> Res<Vid> {
-        let mut recording = None;
-        if self.library_since.is_none() {
-            match self.replay_or_record(function, source, &args, &kwargs, false)? {
-                LibraryCall::Replayed(result) => return Ok(result),
-                LibraryCall::Recorded(started) => recording = Some(started),
-                LibraryCall::Simulated => {}
-            }
-        }
-        let result = self
-            .function_of(function, source)
-            .and_then(|inlined| self.inline(&inlined, args, kwargs, source));
-        if let Some(recording) = recording {
-            self.finish_recording(*recording, &result);
-        }
-        result
+        let inlined = self.function_of(function, source)?;
+        self.inline(&inlined, args, kwargs, source)
     }
 
     /// Runs a Python function's code in a new VM frame.

@@ -5,15 +5,14 @@
 //! whole call the break, at the call site: the top frame's snapshot takes the VM back to
 //! before it, guards included, and the call runs as it is.
 
-use super::summaries::LibraryCall;
 use super::*;
 
 /// Instructions an outermost library call (with the calls it makes) may simulate.
 pub(super) const LIBRARY_BUDGET: usize = 1_000;
 
 impl<'py, 'b> Vm<'py, 'b> {
-    /// `function(*args, **kwargs)` of a library's function, inlined; a break naming it where
-    /// anything inside stops.
+    /// `function(*args, **kwargs)` of a library's function, the outermost (not inside another's
+    /// simulation), inlined; a break naming it where anything inside stops.
     pub(super) fn call_library(
         &mut self,
         function: &Bound<'py, PyAny>,
@@ -21,27 +20,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: Vec<Vid>,
         kwargs: Vec<(String, Vid)>,
     ) -> Res<Vid> {
-        let outermost = self.library_since.is_none();
-        let mut recording = None;
-        if outermost {
-            match self.replay_or_record(function, source, &args, &kwargs, true)? {
-                LibraryCall::Replayed(result) => return Ok(result),
-                LibraryCall::Recorded(started) => recording = Some(started),
-                LibraryCall::Simulated => {}
-            }
-            self.library_since = Some(self.steps);
-        }
         let location = self.location.clone();
-        let result = self
-            .function_of(function, source)
-            .and_then(|inlined| self.inline(&inlined, args, kwargs, source));
-        if !outermost {
-            return result;
-        }
+        let result = self.inline_summarized(function, source, args, kwargs, true, |vm| {
+            vm.library_since = Some(vm.steps);
+        });
         self.library_since = None;
-        if let Some(recording) = recording {
-            self.finish_recording(*recording, &result);
-        }
         match result {
             Err(Problem::Break(reason) | Problem::Fallback(reason)) => {
                 // The call is the break: where the user's code makes it, whoever inlines it

@@ -125,7 +125,7 @@ fn called_before(scope: SummaryScope, function: &Bound<'_, PyAny>) -> bool {
 
 /// A library call being simulated for a summary: what it was called with, and the VM
 /// before it (its log is the VM's, `SummaryLog`).
-pub(super) struct Recording<'py> {
+struct Recording<'py> {
     args: Vec<Vid>,
     argument_sources: Vec<Option<SourceId>>,
     /// Which arguments were one object (before the call made any a graph input).
@@ -142,7 +142,7 @@ pub(super) struct Recording<'py> {
 }
 
 /// What becomes of an outermost library call (`Vm::replay_or_record`).
-pub(super) enum LibraryCall<'py> {
+enum LibraryCall<'py> {
     /// A summary gave its result.
     Replayed(Vid),
     /// It is simulated, and recorded for a summary.
@@ -162,7 +162,7 @@ pub fn clear_summaries() {
 impl<'py, 'b> Vm<'py, 'b> {
     /// The summary's result for this call, its guards made, where one of this session holds
     /// for these arguments; else, where the call may be summarized, starts recording it.
-    pub(super) fn replay_or_record(
+    fn replay_or_record(
         &mut self,
         function: &Bound<'py, PyAny>,
         source: Option<SourceId>,
@@ -209,9 +209,34 @@ impl<'py, 'b> Vm<'py, 'b> {
         })))
     }
 
+    /// `function(*args, **kwargs)`, a summary's result where one of the session holds for it;
+    /// else inlined (after `simulating`), and recorded for a summary where it may be (a
+    /// function's first call only where `record_first_call`).
+    pub(super) fn inline_summarized(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        args: Vec<Vid>,
+        kwargs: Vec<(String, Vid)>,
+        record_first_call: bool,
+        simulating: impl FnOnce(&mut Self),
+    ) -> Res<Vid> {
+        let recording = match self.replay_or_record(function, source, &args, &kwargs, record_first_call)? {
+            LibraryCall::Replayed(result) => return Ok(result),
+            LibraryCall::Recorded(started) => Some(started),
+            LibraryCall::Simulated => None,
+        };
+        simulating(self);
+        let result = self.inline_function(function, source, args, kwargs);
+        if let Some(recording) = recording {
+            self.finish_recording(*recording, &result);
+        }
+        result
+    }
+
     /// Ends the recording of the library call that gave `result`: a summary of it where it
     /// was pure and gave a constant.
-    pub(super) fn finish_recording(&mut self, recording: Recording<'py>, result: &Res<Vid>) {
+    fn finish_recording(&mut self, recording: Recording<'py>, result: &Res<Vid>) {
         let Some(log) = self.recording.pop() else {
             return;
         };
