@@ -194,15 +194,6 @@ class NumpyBackend:
 # its rewrite is made; a node no rule applies to is called as recorded.
 
 
-def _first_operand_write(graph: tuple, examples: tuple) -> Optional[int]:
-    from .._native import SotRef
-
-    inputs, nodes, _ = graph
-    # The inputs' values (not the nodes' results: the graph is not run again for this).
-    values = [_UNKNOWN if e is None else e for e in examples] + [_UNKNOWN] * (inputs + len(nodes))
-    return next((index for index, (function, args, kwargs, _, _) in enumerate(nodes)
-                 if _writes_an_operand(function, args, kwargs, values, SotRef)), None)
-
 class _ById(dict[int, tuple[Any, Any]]):
     """A table keyed by the identity of functions (a node's function may be any callable,
     unhashable or with an ``__eq__`` of its own)."""
@@ -390,6 +381,16 @@ def _writes_an_operand(function: Any, args: tuple, kwargs: dict, values: list, r
         # second argument after the array.
         return not (getattr(function, "__objclass__", None) is _ARRAY_TYPE and len(args) <= 2)
     return out_at is not None and out_at < len(args)
+
+
+def _first_operand_write(graph: tuple, examples: tuple) -> Optional[int]:
+    from .._native import SotRef
+
+    inputs, nodes, _ = graph
+    # The inputs' values (not the nodes' results: the graph is not run again for this).
+    values = [_UNKNOWN if e is None else e for e in examples] + [_UNKNOWN] * (inputs + len(nodes))
+    return next((index for index, (function, args, kwargs, _, _) in enumerate(nodes)
+                 if _writes_an_operand(function, args, kwargs, values, SotRef)), None)
 
 
 _NO_SIGNATURE = object()

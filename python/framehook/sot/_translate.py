@@ -35,7 +35,8 @@ class SotStats:
     graphs: int = 0
     ops_captured: int = 0
     instructions_simulated: int = 0
-    # Library calls a summary of an earlier simulation of the same call gave.
+    # Calls a summary of an earlier simulation of the same function gave (library functions;
+    # traced ones from their third call in the session).
     library_calls_replayed: int = 0
     graph_breaks: list[GraphBreak] = field(default_factory=list)
     fallbacks: list[GraphBreak] = field(default_factory=list)
