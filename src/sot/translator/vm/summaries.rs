@@ -97,30 +97,37 @@ struct Store {
     /// function address; an owner gone leaves its summaries until the bound or a reset.
     summaries: FxHashMap<(u64, usize), Vec<Arc<Summary>>>,
     count: usize,
+    /// Traced functions called once already (`Vm::replay_or_record`), keyed alike; past
+    /// `MAX_CALLED` the set starts again (a function then waits one call more).
+    called: FxHashSet<(u64, usize)>,
+}
+
+impl Store {
+    /// The store of `epoch` in `slot`; one of another epoch is replaced by an empty one and
+    /// handed back, to be dropped once the lock is let go (its objects' finalizers may
+    /// translate).
+    fn of_epoch(slot: &mut Option<Store>, epoch: u64) -> (&mut Store, Option<Store>) {
+        let store = slot.get_or_insert_with(Store::default);
+        let old = (store.epoch != epoch).then(|| std::mem::take(store));
+        store.epoch = epoch;
+        (store, old)
+    }
 }
 
 static STORE: Mutex<Option<Store>> = Mutex::new(None);
-
-/// Functions called once already (`Vm::replay_or_record`), by owner and address, in one
-/// epoch. Past `MAX_SEEN` the set starts again (a function then waits one call more).
-#[derive(Default)]
-struct Seen {
-    epoch: u64,
-    functions: FxHashSet<(u64, usize)>,
-}
-
-static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
-const MAX_SEEN: usize = 1 << 16;
+const MAX_CALLED: usize = 1 << 16;
 
 /// Whether `function` was called before in `scope`'s session; notes that it was.
 fn called_before(scope: SummaryScope, function: &Bound<'_, PyAny>) -> bool {
-    let mut slot = SEEN.lock();
-    let seen = slot.get_or_insert_with(Seen::default);
-    if seen.epoch != scope.epoch || seen.functions.len() >= MAX_SEEN {
-        seen.epoch = scope.epoch;
-        seen.functions.clear();
+    let mut slot = STORE.lock();
+    let (store, old) = Store::of_epoch(&mut slot, scope.epoch);
+    if store.called.len() >= MAX_CALLED {
+        store.called.clear();
     }
-    !seen.functions.insert((scope.owner, function.as_ptr() as usize))
+    let before = !store.called.insert((scope.owner, function.as_ptr() as usize));
+    drop(slot);
+    drop(old);
+    before
 }
 
 /// A library call being simulated for a summary: what it was called with, and the VM
@@ -154,7 +161,6 @@ enum LibraryCall<'py> {
 /// Drops every summary and what was called (`sot.reset()`); the old summaries go after the
 /// lock is let go, as their objects' finalizers may translate.
 pub fn clear_summaries() {
-    SEEN.lock().take();
     let old = STORE.lock().take();
     drop(old);
 }
@@ -646,22 +652,20 @@ fn found_summaries(scope: SummaryScope, function: &Bound<'_, PyAny>) -> Vec<Arc<
 
 fn store_summary(scope: SummaryScope, summary: Summary) {
     let key = (scope.owner, summary.function.as_ptr() as usize);
-    let mut dropped = Vec::new();
-    let mut cleared = None;
-    {
-        let mut slot = STORE.lock();
-        let store = slot.get_or_insert_with(Store::default);
-        if store.epoch != scope.epoch || store.count >= MAX_SUMMARIES {
-            cleared = Some(std::mem::take(store));
-            store.epoch = scope.epoch;
-        }
-        let found = store.summaries.entry(key).or_default();
-        if found.len() >= MAX_PER_FUNCTION {
-            dropped.push(found.remove(0));
-            store.count -= 1;
-        }
-        found.push(Arc::new(summary));
-        store.count += 1;
+    let mut dropped = None;
+    let mut slot = STORE.lock();
+    let (store, mut cleared) = Store::of_epoch(&mut slot, scope.epoch);
+    if store.count >= MAX_SUMMARIES {
+        cleared = Some(std::mem::take(store));
+        store.epoch = scope.epoch;
     }
+    let found = store.summaries.entry(key).or_default();
+    if found.len() >= MAX_PER_FUNCTION {
+        dropped = Some(found.remove(0));
+        store.count -= 1;
+    }
+    found.push(Arc::new(summary));
+    store.count += 1;
+    drop(slot);
     drop((dropped, cleared));
 }
