@@ -1,10 +1,11 @@
 """Builtins on Python values and iterables: enumerate, range, zip, map, len, isinstance, min, max, sorted..."""
 
+import copy
 import typing
 
 import numpy as np
 
-from ._case import arr, case
+from ._case import Cycling, arr, case
 
 
 def _double(v):
@@ -222,3 +223,30 @@ def unions_of_types_are_values(x, n):
     number = int | float
     optional = number | None
     return x * n, isinstance(n, optional), optional == (int | float | None), optional.__args__
+
+
+_memo_keys = Cycling(np.add, np.multiply)
+
+
+@case(args=lambda: (arr(3), _memo_keys.next_value()), graphs=1, ops=1, rejected=1)
+def id_of_a_function_keys_a_memo(x, f):
+    # id() of a function from the frame pins it: one number on every call passing the
+    # guards, and another function fails them (copy.deepcopy and inspect.unwrap key their
+    # memos by id).
+    names = {id(np.add): "add", id(np.multiply): "multiply"}
+    return x * 2.0, names[id(f)]
+
+
+@case(args=lambda: (arr(3), None), graphs=1, ops=1)
+def deepcopy_of_none(x, nothing):
+    # copy.deepcopy keys its memo by id(nothing): None is one object for every call.
+    return x * 2.0 if copy.deepcopy(nothing) is None else x
+
+
+@case(args=lambda: (arr(3), [1, 2]), graphs=2, ops=2, breaks=("builtin id()",), hot=False)
+def id_of_a_list_from_the_frame_breaks(x, items):
+    # Each call may bring another list: its id is that call's own. (The code after the
+    # break is handed the number, a dict's key, which each call's new list changes.)
+    y = x * 2.0
+    seen = {id(items): items}
+    return y + len(seen)

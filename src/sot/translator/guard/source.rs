@@ -403,6 +403,11 @@ impl Pins {
         }
     }
 
+    /// Whether an identity guard pins `source`.
+    pub fn is_pinned(&self, source: SourceId) -> bool {
+        self.pinned.contains_key(&source)
+    }
+
     /// The first source pinned to the object at `address`.
     pub fn first_pinned(&self, address: usize) -> Option<SourceId> {
         self.first.get(&address).copied()

@@ -86,6 +86,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             .first_pinned(address)
     }
 
+    /// Whether an identity guard pins `source`.
+    pub(super) fn is_pinned(&mut self, source: SourceId) -> bool {
+        self.pins
+            .get_or_insert_with(|| Pins::of(&self.guards))
+            .is_pinned(source)
+    }
+
     /// The value of a source, made once.
     pub(super) fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
         let id = self.intern(source);

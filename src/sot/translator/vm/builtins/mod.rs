@@ -9,6 +9,7 @@ mod fold;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
+use crate::sot::translator::pyutil::is_heap_instance;
 use crate::sot::translator::vm::*;
 use pyo3::types::{PyBytes, PySet};
 
@@ -60,6 +61,7 @@ const BUILTINS: &[(&str, Handler)] = &[
     ("bool", bool_),
     ("super", super_),
     ("vars", vars),
+    ("id", id),
 ];
 
 static HANDLERS: LazyLock<HashMap<&'static str, Handler>> =
@@ -616,4 +618,47 @@ fn vars<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vi
         }
         other => other.map(Some),
     }
+}
+
+/// `id(x)` of an object every call passing the guards holds itself: a constant the
+/// translation holds (the generated code holds that object), an object from the frame pinned
+/// by identity, or a module, class, singleton (`None`), or function (a callable of a C type:
+/// a Python or builtin function, a ufunc; not a method bound to an object, a new object
+/// each time it is read) from the frame, pinned (as a call of one pins it).
+/// Any other object's identity is its call's own (a new object each call, or one a guard only
+/// compares by value): `id` breaks on it (`copy.deepcopy` and `inspect.unwrap` key their
+/// memos by it).
+fn id<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let ([x], []) = (call.args, call.kwargs) else {
+        return Ok(None);
+    };
+    let Val::Obj { obj, source } = vm.val(*x).clone() else {
+        return Ok(None);
+    };
+    if let Some(source) = source {
+        let py = vm.py;
+        let held_alike = obj.is_none()
+            || obj.is(py.Ellipsis())
+            || obj.is(py.NotImplemented())
+            || obj.is_instance_of::<pyo3::types::PyModule>()
+            || obj.is_instance_of::<pyo3::types::PyType>()
+            || obj.is_callable() && !is_heap_instance(&obj)? && !bound_to_an_object(vm, &obj)?;
+        if !held_alike && !vm.is_pinned(source) {
+            return Ok(None);
+        }
+        vm.pin(source, &obj)?;
+    }
+    let address = (obj.as_ptr() as usize).into_pyobject(vm.py)?.into_any();
+    Ok(Some(vm.constant(address)))
+}
+
+/// A method bound to an object other than a module (`obj.method`, `[].append`).
+fn bound_to_an_object<'py>(vm: &Vm<'py, '_>, callable: &Bound<'py, PyAny>) -> PyResult<bool> {
+    if callable.is_instance(&vm.ops.method_type)? {
+        return Ok(true);
+    }
+    Ok(callable.is_instance_of::<pyo3::types::PyCFunction>()
+        && callable
+            .getattr(pyo3::intern!(callable.py(), "__self__"))
+            .is_ok_and(|owner| !owner.is_none() && !owner.is_instance_of::<pyo3::types::PyModule>()))
 }
