@@ -566,3 +566,30 @@ def test_warnings_of_calls_made_while_translating_are_the_functions(f, calls):
     for args in calls:
         assert run(fast, args) == run(f, args), args
     assert sot.stats(fast).translations >= 1
+
+
+def _inverted_flag(x, flag):
+    return x * 2.0, ~flag  # ~ of a bool warns (deprecated, 3.12+); of an int it does not
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="~ of a bool warns from Python 3.12")
+def test_a_folded_operator_that_warns_warns_on_every_call():
+    """Operators of numbers and strings are computed while translating without catching
+    warnings (they cannot warn), but for ``~`` of a bool, which warns: its call is left to
+    the generated code, and warns on every call as eagerly."""
+    import warnings
+
+    def warned(fn, flag):
+        with warnings.catch_warnings(record=True) as log:
+            warnings.simplefilter("always")
+            result = fn(np.ones(2), flag)
+        return result[1], [(w.category, w.lineno) for w in log]
+
+    fast = sot.translate(_inverted_flag, cost_model=False)
+    for _ in range(2):
+        assert warned(fast, True) == warned(_inverted_flag, True)
+        assert warned(fast, True)[1]
+    assert warned(fast, 5) == warned(_inverted_flag, 5) == (-6, [])
+    st = sot.stats(fast)
+    assert [b.reason for b in st.graph_breaks] == ["operator invert warns"]
+    assert st.graphs >= 1 and st.ops_captured >= 1

@@ -1,5 +1,5 @@
 //! A tensor backend as the translator sees it: the Python object registered with
-//! `framehook.sot.register_backend`, with what it answers read once per translation.
+//! `framehook.sot.register_backend`, with what it declares read once per session.
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -46,17 +46,22 @@ pub enum CodeKind {
     Closed,
 }
 
-pub struct Backend<'py> {
-    pub object: Bound<'py, PyAny>,
-    table: &'static Table,
-    tensor_types: InstanceTest<'py>,
+/// What a backend object declares (the tables among its attributes, and the prefixes the
+/// session traces and closes), read at a session's first translation and kept with the
+/// session (`Config::declared`): a backend's attributes are its configuration, set before it
+/// is registered. Reading them again per translation cost a tenth of a resume function's.
+/// Its methods are read per translation (a bound method is a new object: the session keeps
+/// none).
+pub struct Declared {
+    object: Py<PyAny>,
+    tensor_types: Py<PyTuple>,
     meta_attributes: Vec<String>,
     /// Arrays of another library the backend's operations also take (numpy's, for Paddle):
     /// graph values as tensors are, guarded on `array_meta_attributes`.
-    array_types: Option<InstanceTest<'py>>,
+    array_types: Option<Py<PyTuple>>,
     array_meta_attributes: Vec<String>,
     /// Functions computing on those arrays only (numpy's ufuncs): an operation where they
-    /// meet one, a conversion (data-dependent) where they meet a tensor. By address.
+    /// take a tensor, a break otherwise. By address.
     array_functions: FxHashMap<usize, StrongRef>,
     /// Tensor methods of no arguments whose result follows from the meta attributes
     /// (`dim()`): computed while translating.
@@ -67,37 +72,19 @@ pub struct Backend<'py> {
     /// Types whose call with plain values runs no Python code and changes nothing, and
     /// gives one object for the same arguments where it interns them (numpy's builtin
     /// dtypes): such a call is that object.
-    interned_types: Vec<Bound<'py, PyAny>>,
+    interned_types: Vec<Py<PyAny>>,
     conversions: Vec<String>,
     /// The standard library's files (and frozen modules'): `CodeKind::Library`.
     library_prefixes: Vec<String>,
     /// The backend's own files and framehook's: `CodeKind::Closed`.
     closed_prefixes: Vec<String>,
-    /// numpy's directory, closed where it would be a library's (a numpy installed apart
-    /// from the standard library is translated as before, under another backend).
-    numpy_prefix: Option<String>,
     /// Under a skip prefix but translated (the session's `trace_modules`).
     traced_prefixes: Vec<String>,
-    is_op: Bound<'py, PyAny>,
-    /// `is_op`'s answers in this translation, by address (the object held, so that the
-    /// address stays its own): a function is asked at each of its calls.
-    is_op_answers: std::cell::RefCell<FxHashMap<usize, (Bound<'py, PyAny>, bool)>>,
-    is_constant_operand: Bound<'py, PyAny>,
-    example: Bound<'py, PyAny>,
-    /// `call_example(function, args, kwargs)`: an operation run on examples while
-    /// translating, the state it changes outside its operands put back (a layer's buffers).
-    call_example: Option<Bound<'py, PyAny>>,
-    /// `layer_store(layer, name, value_type)`: the tables of the layer (its attributes, dicts)
-    /// whose entry `name` must be absent for `layer.name = value` to only make `layer.name`
-    /// give the value (replayed after the graph), or None.
-    layer_store: Option<Bound<'py, PyAny>>,
-    /// `forward_of(obj)`: the function a layer's call runs, to translate in its place.
-    forward_of: Option<Bound<'py, PyAny>>,
     /// Attributes of a layer guarded with its identity (`training`).
     layer_attributes: Vec<String>,
     /// Context managers whose `with` block sets state the backend's operations read
     /// (numpy's error state): for one it constructed, the block is a region of the graph.
-    region_types: Option<Bound<'py, PyTuple>>,
+    region_types: Option<Py<PyTuple>>,
     /// Whether the compiled graph runs `_sot_assume` nodes in order, numpy's floating-point
     /// errors raising (`runs_assumptions`): a branch on a tensor's value is then assumed.
     pub runs_assumptions: bool,
@@ -109,19 +96,124 @@ pub struct Backend<'py> {
     region_namespaces: Vec<(StrongRef, usize)>,
     /// Classes of model layers: pinned by identity and `layer_attributes`, their attributes
     /// read through their `__getattr__` (which only looks in the layer's own tables).
-    layer_types: Option<Bound<'py, PyTuple>>,
-    /// Codes under a skip prefix translated all the same (a container layer's forward).
+    layer_types: Option<Py<PyTuple>>,
+    /// The backend's codes under a skip prefix translated all the same (a container
+    /// layer's forward).
     traced_codes: Vec<StrongRef>,
     /// Functions of no arguments reading the process's state (the current device): called
     /// while translating, their result read through `Source::Called` (guarded where used).
     guarded_functions: FxHashMap<usize, StrongRef>,
+    /// Functions whose result, for the same arguments, is the same for the whole process
+    /// (a build's facts: `is_compiled_with_cuda()`): called while translating. By address.
+    fixed_functions: FxHashMap<usize, StrongRef>,
+    /// The classes `construct` is asked about (`constructed_types`).
+    constructed_types: Option<Py<PyTuple>>,
+}
+
+impl Declared {
+    pub fn read(
+        object: &Bound<'_, PyAny>,
+        skip_prefixes: &[String],
+        closed_prefixes: &[String],
+        traced_prefixes: &[String],
+    ) -> PyResult<Self> {
+        let py = object.py();
+        let strings = |name: &str| -> PyResult<Vec<String>> { object.getattr(name)?.extract() };
+        let names = |name: &str| -> PyResult<Vec<String>> {
+            optional(object, name)?.map_or_else(|| Ok(Vec::new()), |names| names.extract())
+        };
+        let tuple = |name: &str| -> PyResult<Option<Py<PyTuple>>> {
+            optional(object, name)?
+                .map(|types| Ok(types.cast_into::<PyTuple>()?.unbind()))
+                .transpose()
+        };
+        let mut closed = strings("skip_prefixes")?;
+        closed.extend_from_slice(closed_prefixes);
+        let mut traced = traced_prefixes.to_vec();
+        if let Some(files) = optional(object, "traced_files")? {
+            traced.extend(files.extract::<Vec<String>>()?);
+        }
+        Ok(Self {
+            object: object.clone().unbind(),
+            tensor_types: object
+                .getattr(pyo3::intern!(py, "tensor_types"))?
+                .cast_into::<PyTuple>()?
+                .unbind(),
+            meta_attributes: strings("meta_attributes")?,
+            array_meta_attributes: match optional(object, "array_types")? {
+                Some(_) => strings("array_meta_attributes")?,
+                None => Vec::new(),
+            },
+            array_types: tuple("array_types")?,
+            array_functions: functions_by_address(object, "array_functions")?,
+            meta_methods: names("meta_methods")?,
+            type_attributes: names("type_attributes")?,
+            interned_types: match optional(object, "interned_types")? {
+                Some(types) => types
+                    .try_iter()?
+                    .map(|t| t.map(Bound::unbind))
+                    .collect::<PyResult<_>>()?,
+                None => Vec::new(),
+            },
+            conversions: strings("conversions")?,
+            library_prefixes: skip_prefixes.to_vec(),
+            closed_prefixes: closed,
+            traced_prefixes: traced,
+            layer_attributes: names("layer_attributes")?,
+            traced_codes: match optional(object, "traced_codes")? {
+                Some(codes) => codes
+                    .try_iter()?
+                    .map(|code| code.map(|c| StrongRef::new(&c)))
+                    .collect::<PyResult<_>>()?,
+                None => Vec::new(),
+            },
+            constructed_types: tuple("constructed_types")?,
+            fixed_functions: functions_by_address(object, "fixed_functions")?,
+            guarded_functions: functions_by_address(object, "guarded_functions")?,
+            region_types: tuple("region_types")?,
+            runs_assumptions: optional(object, "runs_assumptions")?
+                .map(|flag| flag.is_truthy())
+                .transpose()?
+                .unwrap_or(false),
+            region_effects: region_effects(object)?,
+            region_namespaces: region_namespaces(object)?,
+            layer_types: tuple("layer_types")?,
+        })
+    }
+}
+
+/// A backend as one translation sees it: what it declared, and what this translation asked.
+pub struct Backend<'py> {
+    pub object: Bound<'py, PyAny>,
+    declared: Arc<Declared>,
+    table: &'static Table,
+    tensor_types: InstanceTest<'py>,
+    array_types: Option<InstanceTest<'py>>,
+    /// numpy's directory, closed where it would be a library's (a numpy installed apart
+    /// from the standard library is translated as before, under another backend).
+    numpy_prefix: Option<String>,
+    /// The standard library's functions the VM runs as user code, of the modules imported
+    /// by now (`traced_library_codes`).
+    library_codes: Vec<StrongRef>,
+    is_op: Bound<'py, PyAny>,
+    is_constant_operand: Bound<'py, PyAny>,
+    example: Bound<'py, PyAny>,
+    /// `call_example(function, args, kwargs)`: an operation run on examples while
+    /// translating, the state it changes outside its operands put back (a layer's buffers).
+    call_example: Option<Bound<'py, PyAny>>,
+    /// `layer_store(layer, name, value_type)`: the tables of the layer (its attributes, dicts)
+    /// whose entry `name` must be absent for `layer.name = value` to only make `layer.name`
+    /// give the value (replayed after the graph), or None.
+    layer_store: Option<Bound<'py, PyAny>>,
+    /// `forward_of(obj)`: the function a layer's call runs, to translate in its place.
+    forward_of: Option<Bound<'py, PyAny>>,
     /// `construct(cls, args, kwargs)`: an object the translation may make while translating
     /// and the generated code makes again, or None; asked for subclasses of
     /// `constructed_types` only.
     construct: Option<(Bound<'py, PyAny>, Bound<'py, PyTuple>)>,
-    /// Functions whose result, for the same arguments, is the same for the whole process
-    /// (a build's facts: `is_compiled_with_cuda()`): called while translating. By address.
-    fixed_functions: FxHashMap<usize, StrongRef>,
+    /// `is_op`'s answers in this translation, by address (the object held, so that the
+    /// address stays its own): a function is asked at each of its calls.
+    is_op_answers: std::cell::RefCell<FxHashMap<usize, (Bound<'py, PyAny>, bool)>>,
     /// Where each code's decoded instructions are kept (its co_extra).
     caches: CodeCaches,
 }
@@ -196,103 +288,47 @@ fn traced_library_codes(py: Python<'_>) -> PyResult<Vec<StrongRef>> {
 
 impl<'py> Backend<'py> {
     pub fn new(
+        py: Python<'py>,
         table: &'static Table,
         caches: CodeCaches,
-        object: Bound<'py, PyAny>,
-        skip_prefixes: Vec<String>,
-        closed_prefixes: Vec<String>,
-        traced_prefixes: Vec<String>,
+        declared: Arc<Declared>,
     ) -> PyResult<Self> {
-        let strings = |name: &str| -> PyResult<Vec<String>> { object.getattr(name)?.extract() };
-        let mut closed = strings("skip_prefixes")?;
-        closed.extend(closed_prefixes);
         // numpy's functions are operations (or breaks) for every backend, never a library's
         // code to run instruction by instruction.
-        let numpy_prefix = imported(object.py(), "numpy")
-            .and_then(|numpy| numpy.getattr(pyo3::intern!(numpy.py(), "__file__")).ok())
+        let numpy_prefix = imported(py, "numpy")
+            .and_then(|numpy| numpy.getattr(pyo3::intern!(py, "__file__")).ok())
             .and_then(|file| file.extract::<String>().ok())
             .and_then(|file| file.rsplit_once('/').map(|(dir, _)| format!("{dir}/")));
-        let mut traced_prefixes = traced_prefixes;
-        if let Some(files) = optional(&object, "traced_files")? {
-            traced_prefixes.extend(files.extract::<Vec<String>>()?);
-        }
+        let object = declared.object.bind(py).clone();
         Ok(Self {
-            table,
-            tensor_types: InstanceTest::new(
-                object
-                    .getattr(pyo3::intern!(object.py(), "tensor_types"))?
-                    .cast_into::<PyTuple>()?,
-            )?,
-            meta_attributes: strings("meta_attributes")?,
-            array_meta_attributes: match optional(&object, "array_types")? {
-                Some(_) => strings("array_meta_attributes")?,
-                None => Vec::new(),
-            },
-            array_types: optional(&object, "array_types")?
-                .map(|types| InstanceTest::new(types.cast_into::<PyTuple>()?))
-                .transpose()?,
-            array_functions: functions_by_address(&object, "array_functions")?,
-            meta_methods: match optional(&object, "meta_methods")? {
-                Some(names) => names.extract()?,
-                None => Vec::new(),
-            },
-            type_attributes: match optional(&object, "type_attributes")? {
-                Some(names) => names.extract()?,
-                None => Vec::new(),
-            },
-            interned_types: match optional(&object, "interned_types")? {
-                Some(types) => types.try_iter()?.collect::<PyResult<_>>()?,
-                None => Vec::new(),
-            },
-            conversions: strings("conversions")?,
-            library_prefixes: skip_prefixes,
-            closed_prefixes: closed,
-            numpy_prefix,
-            traced_prefixes,
-            is_op: object.getattr(pyo3::intern!(object.py(), "is_op"))?,
-            is_op_answers: Default::default(),
-            is_constant_operand: object.getattr(pyo3::intern!(object.py(), "is_constant_operand"))?,
-            example: object.getattr(pyo3::intern!(object.py(), "example"))?,
+            is_op: object.getattr(pyo3::intern!(py, "is_op"))?,
+            is_constant_operand: object.getattr(pyo3::intern!(py, "is_constant_operand"))?,
+            example: object.getattr(pyo3::intern!(py, "example"))?,
             call_example: optional(&object, "call_example")?,
             forward_of: optional(&object, "forward_of")?,
             layer_store: optional(&object, "layer_store")?,
-            layer_attributes: match optional(&object, "layer_attributes")? {
-                Some(names) => names.extract()?,
-                None => Vec::new(),
-            },
-            traced_codes: {
-                let mut codes = traced_library_codes(object.py())?;
-                if let Some(more) = optional(&object, "traced_codes")? {
-                    for code in more.try_iter()? {
-                        codes.push(StrongRef::new(&code?));
-                    }
-                }
-                codes
-            },
-            construct: match (
-                optional(&object, "construct")?,
-                optional(&object, "constructed_types")?,
-            ) {
-                (Some(construct), Some(types)) => Some((construct, types.cast_into::<PyTuple>()?)),
+            construct: match (optional(&object, "construct")?, &declared.constructed_types) {
+                (Some(construct), Some(types)) => Some((construct, types.bind(py).clone())),
                 _ => None,
             },
-            fixed_functions: functions_by_address(&object, "fixed_functions")?,
-            guarded_functions: functions_by_address(&object, "guarded_functions")?,
-            region_types: optional(&object, "region_types")?
-                .map(|types| types.cast_into::<PyTuple>())
-                .transpose()?,
-            runs_assumptions: optional(&object, "runs_assumptions")?
-                .map(|flag| flag.is_truthy())
-                .transpose()?
-                .unwrap_or(false),
-            region_effects: region_effects(&object)?,
-            region_namespaces: region_namespaces(&object)?,
-            layer_types: optional(&object, "layer_types")?
-                .map(|types| types.cast_into::<PyTuple>())
-                .transpose()?,
             object,
+            table,
+            tensor_types: InstanceTest::new(declared.tensor_types.bind(py).clone())?,
+            array_types: declared
+                .array_types
+                .as_ref()
+                .map(|types| InstanceTest::new(types.bind(py).clone()))
+                .transpose()?,
+            numpy_prefix,
+            library_codes: traced_library_codes(py)?,
+            is_op_answers: Default::default(),
+            declared,
             caches,
         })
+    }
+
+    pub fn declared(&self) -> &Declared {
+        &self.declared
     }
 
     /// A tensor, or an array the backend takes as one (`is_array`).
@@ -305,7 +341,9 @@ impl<'py> Backend<'py> {
     }
 
     pub fn is_array_function(&self, function: &Bound<'py, PyAny>) -> bool {
-        self.array_functions.contains_key(&(function.as_ptr() as usize))
+        self.declared
+            .array_functions
+            .contains_key(&(function.as_ptr() as usize))
     }
 
     pub fn is_op(&self, function: &Bound<'py, PyAny>) -> PyResult<bool> {
@@ -330,21 +368,24 @@ impl<'py> Backend<'py> {
 
     /// Whether `obj` is a context manager of the backend's `region_types`.
     pub fn is_region(&self, obj: &Bound<'py, PyAny>) -> bool {
-        self.region_types
+        self.declared
+            .region_types
             .as_ref()
-            .is_some_and(|types| obj.is_instance(types.as_any()).unwrap_or(false))
+            .is_some_and(|types| obj.is_instance(types.bind(obj.py()).as_any()).unwrap_or(false))
     }
 
     /// The region type whose state `function` changes (`region_effects`), if it is one.
     pub fn region_effect_of(&self, function: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
-        self.region_effects
+        self.declared
+            .region_effects
             .get(&(function.as_ptr() as usize))
             .map(|(_, region)| region.bind(function.py()).clone())
     }
 
     /// Whether a block of a region of type `region` may change the namespace `dict`.
     pub fn region_changes_namespace(&self, region: &Bound<'py, PyAny>, dict: usize) -> bool {
-        self.region_namespaces
+        self.declared
+            .region_namespaces
             .iter()
             .any(|(ty, namespace)| *namespace == dict && ty.as_ptr() == region.as_ptr())
     }
@@ -367,11 +408,15 @@ impl<'py> Backend<'py> {
     }
 
     pub fn is_guarded_function(&self, function: &Bound<'py, PyAny>) -> bool {
-        self.guarded_functions.contains_key(&(function.as_ptr() as usize))
+        self.declared
+            .guarded_functions
+            .contains_key(&(function.as_ptr() as usize))
     }
 
     pub fn is_fixed_function(&self, function: &Bound<'py, PyAny>) -> bool {
-        self.fixed_functions.contains_key(&(function.as_ptr() as usize))
+        self.declared
+            .fixed_functions
+            .contains_key(&(function.as_ptr() as usize))
     }
 
     pub fn is_constant_operand(&self, value: &Bound<'py, PyAny>) -> bool {
@@ -389,7 +434,7 @@ impl<'py> Backend<'py> {
 
     /// Whether `ty` is one of the backend's `interned_types`.
     pub fn is_interned_type(&self, ty: &Bound<'py, PyAny>) -> bool {
-        self.interned_types.iter().any(|t| t.is(ty))
+        self.declared.interned_types.iter().any(|t| t.is(ty))
     }
 
     /// Whether attribute `name` of `tensor` (a tensor or an array) follows from its guard.
@@ -398,24 +443,24 @@ impl<'py> Backend<'py> {
             || matches!(name, "ndim" | "size" | "itemsize" | "nbytes")
             // A class written in C has the attributes it was built with (a subclass's
             // property could compute anything).
-            || (self.type_attributes.iter().any(|m| m == name) && !is_heap_type(&tensor.get_type()))
+            || (self.declared.type_attributes.iter().any(|m| m == name) && !is_heap_type(&tensor.get_type()))
     }
 
     fn meta_attributes_of(&self, tensor: &Bound<'py, PyAny>) -> &[String] {
         if self.is_array(tensor) {
-            &self.array_meta_attributes
+            &self.declared.array_meta_attributes
         } else {
-            &self.meta_attributes
+            &self.declared.meta_attributes
         }
     }
 
     pub fn is_meta_method(&self, name: &str) -> bool {
-        self.meta_methods.iter().any(|m| m == name)
+        self.declared.meta_methods.iter().any(|m| m == name)
     }
 
     /// Methods of a tensor that turn it into a Python value.
     pub fn is_conversion(&self, name: &str) -> bool {
-        self.conversions.iter().any(|c| c == name)
+        self.declared.conversions.iter().any(|c| c == name)
     }
 
     /// For an object whose call runs a Python function the backend names (a model layer's
@@ -456,7 +501,7 @@ impl<'py> Backend<'py> {
     /// another object).
     pub fn layer_attributes(&self, value: &Bound<'py, PyAny>) -> &[String] {
         if self.is_layer(value) {
-            &self.layer_attributes
+            &self.declared.layer_attributes
         } else {
             &[]
         }
@@ -465,9 +510,10 @@ impl<'py> Backend<'py> {
     /// Whether `obj` is a model layer: its `__getattr__` only reads the layer's own tables
     /// (parameters, sublayers), so the translator may read attributes through it.
     pub fn is_layer(&self, obj: &Bound<'py, PyAny>) -> bool {
-        self.layer_types
+        self.declared
+            .layer_types
             .as_ref()
-            .is_some_and(|types| obj.is_instance(types.as_any()).unwrap_or(false))
+            .is_some_and(|types| obj.is_instance(types.bind(obj.py()).as_any()).unwrap_or(false))
     }
 
     /// What the translation computes with in place of `value` (a copy, so that
@@ -515,19 +561,17 @@ impl<'py> Backend<'py> {
 
     /// How a translation treats `code`: traced (the user's), a library's, or closed.
     pub fn code_kind(&self, code: &Bound<'py, PyAny>) -> PyResult<CodeKind> {
-        if self
-            .traced_codes
-            .iter()
-            .any(|traced| traced.as_ptr() == code.as_ptr())
-        {
+        let traced_code = |traced: &StrongRef| traced.as_ptr() == code.as_ptr();
+        if self.library_codes.iter().any(traced_code) || self.declared.traced_codes.iter().any(traced_code) {
             return Ok(CodeKind::Traced);
         }
         let filename: String = code.getattr(pyo3::intern!(code.py(), "co_filename"))?.extract()?;
         let under = |prefixes: &[String]| prefixes.iter().any(|p| filename.starts_with(p.as_str()));
-        let is_library = under(&self.library_prefixes);
-        Ok(if under(&self.traced_prefixes) {
+        let is_library = under(&self.declared.library_prefixes);
+        Ok(if under(&self.declared.traced_prefixes) {
             CodeKind::Traced
-        } else if under(&self.closed_prefixes) || (is_library && under(self.numpy_prefix.as_slice())) {
+        } else if under(&self.declared.closed_prefixes) || (is_library && under(self.numpy_prefix.as_slice()))
+        {
             CodeKind::Closed
         } else if is_library {
             CodeKind::Library

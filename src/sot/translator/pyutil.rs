@@ -184,6 +184,22 @@ pub fn keeping_warnings<'py, T>(
     Ok((outcome, shown.len()? > 0))
 }
 
+/// Whether `obj` is an `int`, `bool`, `float`, `str` or `None` (exactly), or a tuple of them:
+/// values whose comparisons, arithmetic (but `~` of a bool), formatting and `str` methods
+/// never warn (`BytesWarning` is `bytes`'s; these raise where they fail), so a call on them
+/// alone runs without `keeping_warnings`' catch (a fiftieth of a translation's time).
+pub fn is_quiet_value(obj: &Bound<'_, PyAny>) -> bool {
+    use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
+    obj.is_none()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyString>()
+        || obj
+            .cast_exact::<PyTuple>()
+            .is_ok_and(|items| items.iter().all(|item| is_quiet_value(&item)))
+}
+
 /// `isinstance(value, types)` for a tuple of classes asked about every value (the backend's
 /// tensor types), answered once per type of value where the type is the whole answer: each
 /// class's metaclass is `type` (no `__instancecheck__` of its own), and the value's class

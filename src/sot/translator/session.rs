@@ -89,6 +89,8 @@ pub struct Config {
     /// Whether its calls run translated or the original, by their times (None: always
     /// translated).
     pub cost_model: Option<CostModel>,
+    /// What its backend declares, read at its first translation (`Declared`).
+    pub declared: std::sync::OnceLock<Arc<super::backend::Declared>>,
     /// Every graph compiled for this configuration, in order, with how often it ran: the
     /// tests' proof that the generated code ran (test builds only: see `compile::counted`).
     #[cfg(feature = "testing")]
@@ -205,6 +207,7 @@ impl Config {
             explaining: AtomicBool::new(false),
             stats: Stats::default(),
             cost_model: cost_model.then(CostModel::default),
+            declared: std::sync::OnceLock::new(),
             #[cfg(feature = "testing")]
             graph_runs: Mutex::default(),
         });

@@ -9,7 +9,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
-use super::backend::Backend;
+use super::backend::{Backend, Declared};
 use super::breaks::continuation_of;
 use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, Record, LIBRARY, NEXT_ENTRY};
 use super::codegen;
@@ -314,15 +314,19 @@ pub fn translate(
 ) -> PyResult<Option<Arc<Entry>>> {
     let code = code.clone().unbind().into_bound(py);
     let table = crate::bytecode::running_table(py)?;
-    let backend_object = config.backend.bind(py);
-    let backend = Backend::new(
-        table,
-        *caches,
-        backend_object.clone(),
-        skip_prefixes.to_vec(),
-        closed_prefixes.to_vec(),
-        config.traced_prefixes.clone(),
-    )?;
+    let declared = match config.declared.get() {
+        Some(declared) => Arc::clone(declared),
+        None => {
+            let declared = Arc::new(Declared::read(
+                &config.backend.bind(py),
+                skip_prefixes,
+                closed_prefixes,
+                &config.traced_prefixes,
+            )?);
+            Arc::clone(config.declared.get_or_init(|| declared))
+        }
+    };
+    let backend = Backend::new(py, table, *caches, declared)?;
     if backend.is_skipped_code(&code)? {
         // The backend's own files: a library for every session but those tracing it.
         cache.verdict.store(LIBRARY, Ordering::Relaxed);

@@ -48,7 +48,7 @@ impl<'py> Vm<'py, '_> {
     /// operation's example warned (it would warn again when the frame runs again), and the
     /// instruction lies in no loop.
     fn may_assume(&self) -> bool {
-        self.backend.runs_assumptions && !self.examples_warned && !self.in_loop_now
+        self.backend.declared().runs_assumptions && !self.examples_warned && !self.in_loop_now
     }
 
     /// An `Assumption` node: the graph checks that symbol `sym`'s truth is `seen`.

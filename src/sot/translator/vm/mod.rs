@@ -69,8 +69,8 @@ use super::model::problem::{graph_break, unsupported, Problem, Res};
 use super::model::value::{Function, Lazy, Sym, Val, Vid};
 use super::model::values::Values;
 use super::pyutil::{
-    builtin, is_heap_instance, is_heap_type, is_lazy_import, is_plain_tuple, is_template, keeping_warnings,
-    qualname, solid_base, type_name_in_messages,
+    builtin, is_heap_instance, is_heap_type, is_lazy_import, is_plain_tuple, is_quiet_value, is_template,
+    keeping_warnings, qualname, solid_base, type_name_in_messages,
 };
 use super::session::with_session;
 use crate::hookapi::pyobject::{has_attr, has_generic_getattro, import, imported, StrongRef};

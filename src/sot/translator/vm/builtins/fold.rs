@@ -200,7 +200,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Ok((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
             return Ok(None);
         };
-        let result = self.folded_call(&qualname(obj), || obj.call(positional, Some(&kw)))?;
+        // A method of a number or a string on numbers and strings cannot warn.
+        let quiet = obj.is_instance_of::<pyo3::types::PyCFunction>()
+            && obj
+                .getattr(pyo3::intern!(self.py, "__self__"))
+                .is_ok_and(|receiver| is_quiet_value(&receiver))
+            && positional.iter().all(|arg| is_quiet_value(&arg))
+            && kw.values().iter().all(|arg| is_quiet_value(&arg));
+        let result = self.folded_call(&qualname(obj), quiet, || obj.call(positional, Some(&kw)))?;
         if regex_type(&result.get_type().into_any()) == Some(Regex::Match) {
             // A new match on every call (`pattern.search(text)`): read now, made again by the
             // generated code where it is used as an object.
@@ -227,12 +234,17 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// A call computed now, its result a constant of the translation; one that warns warns
-    /// on every call (at its line), so it runs as it is, at a break.
+    /// on every call (at its line), so it runs as it is, at a break. A `quiet` call (on
+    /// `is_quiet_value`s only) cannot warn: it runs as it is.
     pub(in crate::sot::translator::vm) fn folded_call(
         &self,
         what: &str,
+        quiet: bool,
         call: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
     ) -> Res<Bound<'py, PyAny>> {
+        if quiet {
+            return Ok(call()?);
+        }
         let (outcome, warned) = keeping_warnings(self.py, call)?;
         if warned {
             return graph_break(format!("{what} warns"));
