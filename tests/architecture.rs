@@ -816,7 +816,7 @@ const TRANSLATOR_LAYERS: &[&[&str]] = &[
     &["pyutil", "code_pool", "cost"],
     &["guard"],
     &["model"],
-    &["cache"],
+    &["cache", "declared"],
     &["session"],
     &["fetch", "backend"],
     &["kinds"],

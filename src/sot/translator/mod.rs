@@ -15,6 +15,7 @@ mod code_pool;
 mod codegen;
 mod compile;
 mod cost;
+mod declared;
 pub(crate) mod fetch;
 mod guard;
 mod hook;

@@ -90,7 +90,7 @@ pub struct Config {
     /// translated).
     pub cost_model: Option<CostModel>,
     /// What its backend declares, read at its first translation (`Declared`).
-    pub declared: std::sync::OnceLock<Arc<super::backend::Declared>>,
+    pub declared: std::sync::OnceLock<Arc<super::declared::Declared>>,
     /// Every graph compiled for this configuration, in order, with how often it ran: the
     /// tests' proof that the generated code ran (test builds only: see `compile::counted`).
     #[cfg(feature = "testing")]

@@ -9,11 +9,12 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 
-use super::backend::{Backend, Declared};
+use super::backend::Backend;
 use super::breaks::continuation_of;
 use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, Record, LIBRARY, NEXT_ENTRY};
 use super::codegen;
 use super::compile::explain;
+use super::declared::Declared;
 use super::fetch::{build_world, Fetcher};
 use super::guard::source::{SourceId, SourceTable};
 use super::resumed;
