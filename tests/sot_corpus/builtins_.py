@@ -1,6 +1,5 @@
 """Builtins on Python values and iterables: enumerate, range, zip, map, len, isinstance, min, max, sorted..."""
 
-import copy
 import typing
 
 import numpy as np
@@ -238,9 +237,11 @@ def id_of_a_function_keys_a_memo(x, f):
 
 
 @case(args=lambda: (arr(3), None), graphs=1, ops=1)
-def deepcopy_of_none(x, nothing):
-    # copy.deepcopy keys its memo by id(nothing): None is one object for every call.
-    return x * 2.0 if copy.deepcopy(nothing) is None else x
+def id_of_none_keys_a_memo(x, nothing):
+    # copy.deepcopy (before 3.14) keys its memo by id(x) first: None from the frame is one
+    # object for every call.
+    memo = {id(nothing): "none"}
+    return x * 2.0, memo.get(id(None))
 
 
 @case(args=lambda: (arr(3), [1, 2]), graphs=2, ops=2, breaks=("builtin id()",), hot=False)
