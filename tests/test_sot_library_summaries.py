@@ -26,6 +26,8 @@ pytestmark = pytest.mark.usefixtures("fresh_sot")
 _LOG = io.StringIO()
 
 _LIBRARY_SOURCE = '''
+import dataclasses
+
 KNOWN = {}
 CALLS = []
 
@@ -78,6 +80,56 @@ def counted(x):
 
 def is_leap(year):
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+
+
+class InputTags:
+    def __init__(self):
+        self.allow_nan = False
+        self.two_d = True
+        self.dtypes = ["float64"]
+
+
+@dataclasses.dataclass
+class Tags:
+    """As scikit-learn's tags: a dataclass holding another object made with it."""
+    sparse: bool = False
+    name: str = "tags"
+    input_tags: InputTags = dataclasses.field(default_factory=InputTags)
+
+
+def make_tags(x):
+    """Objects made from what it reads, as scikit-learn's get_tags makes its dataclasses."""
+    tags = Tags(sparse=x.ndim == 2)
+    tags.input_tags.two_d = x.ndim == 2
+    return tags
+
+
+def _flagged_class():
+    flag = True
+
+    class Flagged:
+        """Its __init__ reads a cell of its closure, as a dataclass's generated one does."""
+        def __init__(self):
+            self.flag = flag
+
+    return Flagged
+
+
+Flagged = _flagged_class()
+
+
+CONFIG = {"assume_finite": False, "display": "diagram"}
+
+
+def get_config():
+    """A copy of the module's settings, as scikit-learn's get_config."""
+    return CONFIG.copy()
+
+
+def make_tags_holding(x, held):
+    tags = Tags()
+    tags.name = held
+    return tags
 '''
 
 
@@ -151,6 +203,102 @@ def test_a_pure_library_call_is_simulated_once_and_given_again_by_its_summary():
     np.testing.assert_array_equal(fast(x), asks_twice(x))
 
 
+def asks_for_tags_twice(x):
+    first = LIB.make_tags(x)
+    first.input_tags.allow_nan = True  # changes to what the first call made only
+    first.input_tags.dtypes.append("float32")
+    second = LIB.make_tags(x)
+    y = x * 2.0 if first.sparse or second.input_tags.two_d else x * 3.0
+    z = y + 1.0 if second.input_tags.allow_nan else y - 1.0
+    fresh = first is not second and first.input_tags is not second.input_tags
+    fresh = fresh and first.input_tags.dtypes is not second.input_tags.dtypes
+    return z, fresh, second
+
+
+def _tags_state(tags):
+    return tags.sparse, tags.name, vars(tags.input_tags)
+
+
+def test_a_call_giving_objects_it_made_is_given_again_as_new_objects_by_its_summary():
+    """make_tags gives a dataclass holding another object holding a list, all made by the
+    call: its summary makes new ones with the same attributes at each replay, which the
+    caller then changes as its own (the first call's changes are not the second's)."""
+    x = np.arange(3.0)
+    expected, fresh, tags = asks_for_tags_twice(x)
+    assert fresh
+    fast = sot.translate(asks_for_tags_twice)
+    got, got_fresh, got_tags = fast(x)
+    np.testing.assert_array_equal(got, expected)
+    assert got_fresh
+    # The second call's objects, made again by the generated code.
+    assert type(got_tags) is LIB.Tags and type(got_tags.input_tags) is LIB.InputTags
+    assert _tags_state(got_tags) == _tags_state(tags)
+    translations, graphs, breaks, replayed = _translations(fast)
+    assert (translations, graphs, len(breaks), replayed) == (1, 1, 0, 1)
+
+    # A matrix: what the call read (the array's meta) differs, so it is simulated again.
+    m = np.ones((2, 2))
+    expected, _, tags = asks_for_tags_twice(m)
+    got, _, got_tags = fast(m)
+    np.testing.assert_array_equal(got, expected)
+    assert _tags_state(got_tags) == _tags_state(tags) and got_tags.input_tags.two_d
+    assert sot.stats(fast).translations == 2
+
+    # The dataclass's default, which the instance holds, changing is seen by the guard the
+    # summary keeps on it.
+    defaults = LIB.Tags.__init__.__defaults__
+    LIB.Tags.__init__.__defaults__ = (defaults[0], "renamed", defaults[2])
+    try:
+        _, _, tags = asks_for_tags_twice(x)
+        _, _, got_tags = fast(x)
+        assert got_tags.name == tags.name == "renamed"
+    finally:
+        LIB.Tags.__init__.__defaults__ = defaults
+
+
+def asks_for_the_config_twice(x):
+    first = LIB.get_config()
+    first["assume_finite"] = True  # the first copy's, not the second's
+    second = LIB.get_config()
+    return (x + 1.0 if second["assume_finite"] else x - 1.0), first is not second, second
+
+
+def test_a_call_giving_a_dict_it_made_is_given_again_as_a_new_dict_by_its_summary():
+    x = np.arange(3.0)
+    fast = sot.translate(asks_for_the_config_twice)
+    got, fresh, config = fast(x)
+    expected, _, expected_config = asks_for_the_config_twice(x)
+    np.testing.assert_array_equal(got, expected)
+    assert fresh and config == expected_config and type(config) is dict
+    assert sot.stats(fast).library_calls_replayed == 1
+    # The settings changing is seen by the summary's guards.
+    LIB.CONFIG["assume_finite"] = True
+    try:
+        expected, _, expected_config = asks_for_the_config_twice(x)
+        got, _, config = fast(x)
+        np.testing.assert_array_equal(got, expected)
+        assert config == expected_config
+    finally:
+        LIB.CONFIG["assume_finite"] = False
+
+
+def holds_what_it_was_given(x, items):
+    tags = LIB.make_tags_holding(x, items)
+    tags_again = LIB.make_tags_holding(x, items)
+    return x + len(tags.name) + len(tags_again.name)
+
+
+def test_a_call_giving_an_object_holding_what_it_was_given_is_not_summarized():
+    """The object holds the caller's list: not a value a summary could make again."""
+    x = np.arange(3.0)
+    items = [1, 2]
+    fast = sot.translate(holds_what_it_was_given)
+    np.testing.assert_array_equal(fast(x, items), holds_what_it_was_given(x, items))
+    assert sot.stats(fast).library_calls_replayed == 0
+    items.append(3)
+    np.testing.assert_array_equal(fast(x, items), holds_what_it_was_given(x, items))
+
+
 def test_a_summary_whose_reads_changed_since_it_was_made_is_not_used():
     """The break's call marks ndarrays known after the first translation recorded is_known
     (False): the resume function's translation finds the summary, its guards fail on the
@@ -219,6 +367,12 @@ import _framehook_test_summaries as LIB
 
 def known_here(x):
     return type(x).__name__ in LIB.KNOWN
+
+
+def make_flagged(x):
+    made = LIB.Flagged()
+    made.two_d = x.ndim == 2
+    return made
 """
 
 
@@ -252,6 +406,33 @@ def test_a_pure_traced_function_is_summarized_from_its_second_call():
     expected = asks_a_traced_function_three_times(x)
     np.testing.assert_array_equal(fast(x), expected)
     assert sot.stats(fast).translations == 2
+
+
+def asks_for_flagged_three_times(x):
+    a, b, c = USER.make_flagged(x), USER.make_flagged(x), USER.make_flagged(x)
+    return (x + 1.0 if a.flag and b.flag and c.flag and not c.two_d else x - 1.0), a is not c
+
+
+def test_a_call_inlining_a_closure_inlined_before_it_is_summarized_on_the_cells_contents():
+    """Flagged's __init__, inlined by the first call (simulated), reads its closure's cell
+    again in the second (recorded): the translation stored nothing there, so the call read
+    what the function holds, and its summary rests on the cell's contents (the third
+    call is the summary's)."""
+    x = np.arange(3.0)
+    fast = sot.translate(asks_for_flagged_three_times)
+    got, fresh = fast(x)
+    np.testing.assert_array_equal(got, asks_for_flagged_three_times(x)[0])
+    assert fresh
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, len(st.graph_breaks), st.library_calls_replayed) == (1, 1, 0, 1)
+    cell = LIB.Flagged.__init__.__closure__[0]
+    cell.cell_contents = False
+    try:
+        expected = asks_for_flagged_three_times(x)[0]
+        np.testing.assert_array_equal(fast(x)[0], expected)
+        assert sot.stats(fast).translations == 2
+    finally:
+        cell.cell_contents = True
 
 
 def asks_twice_of_other_shapes(x):

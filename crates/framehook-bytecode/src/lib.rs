@@ -16,7 +16,7 @@ pub mod canonical;
 mod error;
 pub mod exceptions;
 mod expr;
-mod fnv;
+mod word_hash;
 pub mod linetable;
 pub mod liveness;
 pub mod loops;

@@ -1,7 +1,7 @@
 //! The opcode tables: one per CPython minor version, generated from the interpreter itself
 //! (`tables/FORMAT.md`), parsed once when first used.
 
-use crate::fnv::FnvMap;
+use crate::word_hash::WordMap;
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
@@ -148,9 +148,9 @@ pub struct Table {
     /// Stack slots a `for` loop's iterator takes (2 where `GET_ITER` pushes the iterator or
     /// sequence and NULL or an index, which `FOR_ITER`, `SEND` and their ends see).
     pub iterator_slots: u32,
-    enums: FnvMap<String, Vec<(u32, String)>>,
+    enums: WordMap<String, Vec<(u32, String)>>,
     ops: Vec<Option<OpInfo>>,
-    by_name: FnvMap<String, u8>,
+    by_name: WordMap<String, u8>,
 }
 
 const TABLES: [(u8, &str); 7] = [
@@ -220,10 +220,10 @@ impl Table {
     }
 
     pub fn parse(text: &str) -> Result<Table> {
-        let mut props: FnvMap<&str, &str> = FnvMap::default();
-        let mut enums: FnvMap<String, Vec<(u32, String)>> = FnvMap::default();
+        let mut props: WordMap<&str, &str> = WordMap::default();
+        let mut enums: WordMap<String, Vec<(u32, String)>> = WordMap::default();
         let mut ops: Vec<Option<OpInfo>> = vec![None; 256];
-        let mut by_name = FnvMap::default();
+        let mut by_name = WordMap::default();
         for (index, line) in text.lines().enumerate() {
             let line_no = index + 1;
             let bad = |why: String| Error::BadTable { line: line_no, why };

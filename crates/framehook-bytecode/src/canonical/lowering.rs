@@ -1,7 +1,6 @@
 //! Lowering: canonical instructions as the running version's instructions, each family of
 //! canonical opcodes by its rules (the forms the version has), the rest by name.
 
-use crate::fnv::FnvSet;
 
 use super::{Arg, BinOp, Const, ConstPool, Handler, Instruction, Literal, Op, Vars, CONDITIONAL_JUMPS};
 use crate::error::{Error, Result};
@@ -56,14 +55,18 @@ pub fn lower(
     lowering.finish(&first)
 }
 
-/// The canonical instructions a jump or a handler lands on.
-fn jump_targets(code: &[Instruction]) -> FnvSet<usize> {
-    code.iter()
-        .flat_map(|i| {
-            let jump = if let Arg::Target(t) = i.arg { Some(t) } else { None };
-            jump.into_iter().chain(i.handler.map(|h| h.target))
-        })
-        .collect()
+/// Per canonical instruction (and the end): whether a jump or a handler lands on it.
+fn jump_targets(code: &[Instruction]) -> Vec<bool> {
+    let mut targets = vec![false; code.len() + 1];
+    for instruction in code {
+        let jump = if let Arg::Target(t) = instruction.arg { Some(t) } else { None };
+        for target in jump.into_iter().chain(instruction.handler.map(|h| h.target)) {
+            if let Some(slot) = targets.get_mut(target) {
+                *slot = true;
+            }
+        }
+    }
+    targets
 }
 
 /// One [`lower`] under way: the canonical code, and the raw instructions written so far.
@@ -71,8 +74,8 @@ struct Lowering<'a> {
     table: &'a Table,
     vars: &'a Vars,
     code: &'a [Instruction],
-    /// The canonical instructions a jump or a handler lands on.
-    targets: FnvSet<usize>,
+    /// Per canonical instruction: whether a jump or a handler lands on it.
+    targets: Vec<bool>,
     pool: &'a mut dyn ConstPool,
     out: Vec<Instr>,
     /// Forward-only conditional jumps that skip the backward jump after them.
@@ -108,7 +111,7 @@ impl Lowering<'_> {
         self.handler = instruction.handler;
         let next = code
             .get(index + 1)
-            .filter(|_| !self.targets.contains(&(index + 1)));
+            .filter(|_| !self.targets.get(index + 1).copied().unwrap_or(false));
         let at = At {
             index,
             instruction,
@@ -644,8 +647,8 @@ fn bad_target(target: usize) -> Error {
 
 /// Whether the value a conditional jump at `index` tests is certainly an exact `bool`: made
 /// by the instruction just before, which is not a jump target.
-fn produces_bool(code: &[Instruction], index: usize, targets: &FnvSet<usize>) -> bool {
-    if index == 0 || targets.contains(&index) {
+fn produces_bool(code: &[Instruction], index: usize, targets: &[bool]) -> bool {
+    if index == 0 || targets.get(index).copied().unwrap_or(false) {
         return false;
     }
     match code[index - 1] {

@@ -2,7 +2,7 @@
 //! the rule for its name (fused, split and renamed forms become one canonical form) or, where
 //! none applies, the canonical opcode of the same name with its argument by the table's kind.
 
-use crate::fnv::FnvSet;
+use crate::word_hash::WordSet;
 
 use super::{Arg, BinOp, Const, Handler, Instruction, Op, Vars, CONDITIONAL_JUMPS};
 use crate::error::{Error, Result};
@@ -55,7 +55,7 @@ fn raise_mapped(
     let mut first = Vec::with_capacity(instrs.len() + 1);
     let var_count = vars.all().len() as u32;
     let mut kw_names_pending = false;
-    let raw_targets: FnvSet<usize> = instrs
+    let raw_targets: WordSet<usize> = instrs
         .iter()
         .flat_map(|i| i.target.into_iter().chain(i.handler.map(|h| h.target)))
         .collect();

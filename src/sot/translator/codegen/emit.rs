@@ -535,22 +535,22 @@ pub fn encode_changes<'py>(
     )
     .map_err(error)?;
     let changes = PyDict::new(py);
-    changes.set_item("co_code", PyBytes::new(py, &assembled.code))?;
+    changes.set_item(pyo3::intern!(py, "co_code"), PyBytes::new(py, &assembled.code))?;
     let line_field = match table.line_table {
-        LineTableFormat::Lnotab => "co_lnotab",
-        _ => "co_linetable",
+        LineTableFormat::Lnotab => pyo3::intern!(py, "co_lnotab"),
+        _ => pyo3::intern!(py, "co_linetable"),
     };
     changes.set_item(line_field, PyBytes::new(py, &assembled.line_table))?;
     if table.exceptions == ExceptionModel::Table {
-        changes.set_item("co_exceptiontable", PyBytes::new(py, &assembled.exception_table))?;
+        changes.set_item(pyo3::intern!(py, "co_exceptiontable"), PyBytes::new(py, &assembled.exception_table))?;
     }
-    changes.set_item("co_stacksize", assembled.stack_size)?;
-    changes.set_item("co_consts", PyTuple::new(py, &pools.consts)?)?;
-    changes.set_item("co_names", PyTuple::new(py, &pools.names)?)?;
-    changes.set_item("co_varnames", PyTuple::new(py, &vars.varnames)?)?;
-    changes.set_item("co_cellvars", PyTuple::new(py, &vars.cellvars)?)?;
-    changes.set_item("co_freevars", PyTuple::new(py, &vars.freevars)?)?;
-    changes.set_item("co_nlocals", vars.varnames.len())?;
+    changes.set_item(pyo3::intern!(py, "co_stacksize"), assembled.stack_size)?;
+    changes.set_item(pyo3::intern!(py, "co_consts"), PyTuple::new(py, &pools.consts)?)?;
+    changes.set_item(pyo3::intern!(py, "co_names"), PyTuple::new(py, &pools.names)?)?;
+    changes.set_item(pyo3::intern!(py, "co_varnames"), PyTuple::new(py, &vars.varnames)?)?;
+    changes.set_item(pyo3::intern!(py, "co_cellvars"), PyTuple::new(py, &vars.cellvars)?)?;
+    changes.set_item(pyo3::intern!(py, "co_freevars"), PyTuple::new(py, &vars.freevars)?)?;
+    changes.set_item(pyo3::intern!(py, "co_nlocals"), vars.varnames.len())?;
     Ok(changes)
 }
 

@@ -1,10 +1,14 @@
 //! Summaries of pure calls. A library function whose simulation made no operation, changed
 //! nothing and gave a constant gives that constant again, in any later translation of the
-//! same session, for arguments of the same kinds: its guards, rebased on the new call's
-//! function and arguments, stand for what it read, and are checked on the frame being
-//! translated before the translation is used (`Vm::replayed_hold`). scikit-learn asks
-//! narwhals' `is_into_dataframe` about its input some thirty times per `predict` of a
-//! pipeline, each about 950 instructions to simulate, where its summary is 175 guards. A
+//! same session, for arguments of the same kinds; one that gave instances of Python classes,
+//! lists or dicts it made, holding constants and one another (scikit-learn's tags, each a
+//! dataclass made anew by `get_tags` some twenty times per `predict` of a pipeline; its
+//! configuration's copy), gives new ones alike at each replay, as each call makes its own.
+//! Its guards, rebased on the new call's function and arguments, stand for what it read, and
+//! are checked on the frame being translated before the translation is used
+//! (`Vm::replayed_hold`). scikit-learn asks narwhals' `is_into_dataframe` about its input
+//! some thirty times per `predict` of a pipeline, each about 950 instructions to simulate,
+//! where its summary is 175 guards. A
 //! traced function is summarized alike from its second call in the session on (a first
 //! call's recording costs more than most such calls save: scikit-learn's `check_is_fitted`
 //! and `_get_feature_names` repeat, most of a translation's calls do not); calls being
@@ -86,9 +90,53 @@ struct Summary {
     arguments: Vec<Option<Check>>,
     /// Per argument, the first argument that is the same object (`f(x, x)`).
     aliases: Vec<usize>,
-    result: StrongRef,
+    result: Given,
     guards: Vec<SummaryGuard>,
 }
+
+/// What a summarized call gives.
+enum Given {
+    /// A constant value.
+    Constant(StrongRef),
+    /// Instances of Python classes, lists and dicts the call made, holding constant values
+    /// and one another (scikit-learn's tags, its configuration's copy): made again at each
+    /// replay, as each call makes its own;
+    /// the last is the result, each one's parts name earlier ones.
+    Made(Vec<MadeObject>),
+}
+
+/// An object a summarized call made.
+enum MadeObject {
+    /// An instance: its class (held weakly where it takes weak references, as the guards
+    /// that pinned it do: a summary keeps no class of the program alive) and its attributes
+    /// in the order they were set.
+    Instance {
+        class: Pin,
+        attrs: Vec<(String, MadeAttr)>,
+    },
+    List(Vec<MadeAttr>),
+    /// A dict of constant keys (a dict whose table differs from a new one's of its items
+    /// is a change of the call's: it is not summarized).
+    Dict(Vec<(StrongRef, MadeAttr)>),
+}
+
+enum MadeAttr {
+    Constant(StrongRef),
+    /// An earlier object of the same result (one object held twice stays one).
+    Made(usize),
+}
+
+/// A made result being read (`Vm::made_result`): the call's first value, the instances
+/// so far and their indices by value, the frame's values they hold.
+struct MadeWalk<'a> {
+    first_value: Vid,
+    made: &'a mut Vec<MadeObject>,
+    index_of: &'a mut FxHashMap<Vid, usize>,
+    held_values: &'a mut Vec<(SourceId, Check)>,
+}
+
+/// How deep a made result's instances may hold one another.
+const MAX_MADE_DEPTH: usize = 8;
 
 #[derive(Default)]
 struct Store {
@@ -241,7 +289,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// Ends the recording of the library call that gave `result`: a summary of it where it
-    /// was pure and gave a constant.
+    /// was pure and gave a constant, or instances it made of constants (`Given::Made`).
     fn finish_recording(&mut self, recording: Recording<'py>, result: &Res<Vid>) {
         let Some(log) = self.recording.pop() else {
             return;
@@ -249,9 +297,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         let (Ok(result), Some(scope)) = (result, self.summary_scope) else {
             return;
         };
-        let constant = match self.val(*result) {
-            Val::Obj { obj, source: None } if is_value_type(obj) => obj.clone(),
-            _ => return,
+        // The values from the frame a made result holds, kept as constants: guarded on theirs.
+        let mut held_values = Vec::new();
+        let given = match self.val(*result) {
+            Val::Obj { obj, source: None } if is_value_type(obj) => Given::Constant(StrongRef::new(obj)),
+            _ => match self.made_result(*result, log.first_value(), &mut held_values) {
+                Some(made) => Given::Made(made),
+                None => return,
+            },
         };
         let changed = recording.marks != self.graph_marks()
             || log.reads_earlier_cells
@@ -259,7 +312,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if changed || !self.nothing_pending() {
             return;
         }
-        let Some(guards) = self.summary_guards(&recording, &log) else {
+        let Some(guards) = self.summary_guards(&recording, &log, &held_values) else {
             return;
         };
         let Ok(arguments) = recording
@@ -274,7 +327,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             function: StrongRef::new(&recording.function),
             arguments,
             aliases: recording.aliases,
-            result: StrongRef::new(&constant),
+            result: given,
             guards,
         };
         store_summary(scope, summary);
@@ -309,6 +362,18 @@ impl<'py, 'b> Vm<'py, 'b> {
             };
             if !fits {
                 return Ok(None);
+            }
+        }
+        // The classes of a made result, alive (else the summary is of no use).
+        let mut classes = Vec::new();
+        if let Given::Made(made) = &summary.result {
+            for object in made {
+                if let MadeObject::Instance { class, .. } = object {
+                    let Some(class) = class.object(py) else {
+                        return Ok(None);
+                    };
+                    classes.push(class);
+                }
             }
         }
         // The objects the guards are rooted at, alive while they are made.
@@ -376,7 +441,117 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.replayed.push(Guard { source: id, check });
         }
         self.summaries_replayed += 1;
-        Ok(Some(self.constant(summary.result.bind(py))))
+        Ok(Some(self.given(&summary.result, &classes)))
+    }
+
+    /// The result a summary gives: its constant, or its objects made again (`classes`: its
+    /// instances', in order, alive).
+    fn given(&mut self, given: &Given, classes: &[Bound<'py, PyAny>]) -> Vid {
+        let made = match given {
+            Given::Constant(constant) => return self.constant(constant.bind(self.py)),
+            Given::Made(made) => made,
+        };
+        let mut classes = classes.iter();
+        let mut vids: Vec<Vid> = Vec::with_capacity(made.len());
+        for object in made {
+            let part = |vm: &mut Self, attr: &MadeAttr| match attr {
+                MadeAttr::Constant(value) => vm.constant(value.bind(vm.py)),
+                MadeAttr::Made(index) => vids[*index],
+            };
+            let val = match object {
+                MadeObject::Instance { attrs, .. } => Val::Object {
+                    class: classes.next().expect("a class per instance").clone(),
+                    attrs: attrs.iter().map(|(name, attr)| (name.clone(), part(self, attr))).collect(),
+                },
+                MadeObject::List(items) => Val::List(items.iter().map(|item| part(self, item)).collect()),
+                MadeObject::Dict(items) => Val::Dict(
+                    items
+                        .iter()
+                        .map(|(key, value)| (self.constant(key.bind(self.py)), part(self, value)))
+                        .collect(),
+                ),
+            };
+            vids.push(self.push_val(val));
+        }
+        *vids.last().expect("a made result has its object")
+    }
+
+    /// `result` as instances, lists and dicts the recorded call made (from `first_value` on) holding
+    /// constant values and one another, or None where it is anything else. A value from the
+    /// frame one holds (a default of the function that made it) is kept as a constant, its
+    /// value's guard added to `held_values`.
+    fn made_result(
+        &self,
+        result: Vid,
+        first_value: Vid,
+        held_values: &mut Vec<(SourceId, Check)>,
+    ) -> Option<Vec<MadeObject>> {
+        let mut made = Vec::new();
+        let mut index_of = FxHashMap::default();
+        let mut walk = MadeWalk {
+            first_value,
+            made: &mut made,
+            index_of: &mut index_of,
+            held_values,
+        };
+        self.made_object(result, &mut walk, 0)?;
+        Some(made)
+    }
+
+    fn made_object(&self, vid: Vid, walk: &mut MadeWalk<'_>, depth: usize) -> Option<usize> {
+        if let Some(index) = walk.index_of.get(&vid) {
+            return Some(*index);
+        }
+        if vid < walk.first_value || depth == MAX_MADE_DEPTH {
+            return None;
+        }
+        let object = match self.val(vid) {
+            Val::Object { class, attrs } => MadeObject::Instance {
+                class: Pin::new(class),
+                attrs: attrs
+                    .iter()
+                    .map(|(name, value)| Some((name.clone(), self.made_part(*value, walk, depth)?)))
+                    .collect::<Option<_>>()?,
+            },
+            Val::List(items) => MadeObject::List(
+                items
+                    .iter()
+                    .map(|item| self.made_part(*item, walk, depth))
+                    .collect::<Option<_>>()?,
+            ),
+            Val::Dict(items) => MadeObject::Dict(
+                items
+                    .iter()
+                    .map(|(key, value)| match self.val(*key) {
+                        Val::Obj { obj, source: None } if is_value_type(obj) => {
+                            Some((StrongRef::new(obj), self.made_part(*value, walk, depth)?))
+                        }
+                        _ => None,
+                    })
+                    .collect::<Option<_>>()?,
+            ),
+            _ => return None,
+        };
+        walk.index_of.insert(vid, walk.made.len());
+        walk.made.push(object);
+        Some(walk.made.len() - 1)
+    }
+
+    /// An attribute or item of a made object: a constant value, or another made object.
+    fn made_part(&self, vid: Vid, walk: &mut MadeWalk<'_>, depth: usize) -> Option<MadeAttr> {
+        Some(match self.val(vid) {
+            Val::Obj { obj, source } if is_value_type(obj) => {
+                let value = StrongRef::new(obj);
+                if let Some(source) = source {
+                    walk.held_values.push((*source, Check::Equals(value.clone_ref(self.py))));
+                }
+                MadeAttr::Constant(value)
+            }
+            Val::Object { .. } | Val::List(_) | Val::Dict(_) => {
+                MadeAttr::Made(self.made_object(vid, walk, depth + 1)?)
+            }
+            _ => return None,
+        })
     }
 
     fn rebase(
@@ -412,9 +587,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         id
     }
 
-    /// Every guard the recorded call rests on, as paths from the call; None where one reads
-    /// something else of the frame (or compares sources).
-    fn summary_guards(&self, recording: &Recording<'py>, log: &SummaryLog) -> Option<Vec<SummaryGuard>> {
+    /// Every guard the recorded call rests on (and `held_values`, the guards its result
+    /// needs), as paths from the call; None where one reads something else of the frame (or
+    /// compares sources).
+    fn summary_guards(
+        &self,
+        recording: &Recording<'py>,
+        log: &SummaryLog,
+        held_values: &[(SourceId, Check)],
+    ) -> Option<Vec<SummaryGuard>> {
         let py = self.py;
         let pinned: FxHashMap<SourceId, &Pin> = self
             .guards
@@ -446,6 +627,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let all = kept
             .map(|g| (g.source, &g.check))
             .chain(log.requests.iter().map(|(s, c)| (*s, c)))
+            .chain(held_values.iter().map(|(s, c)| (*s, c)))
             .filter(|(s, c)| {
                 !(tensor_sources.contains(s) && matches!(c, Check::Type(_) | Check::Tensor { .. }))
             });
@@ -621,8 +803,25 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// Notes, while a library call is recorded, that a function it inlines closes over the
-    /// translation's cell `cell`.
+    /// translation's cell `cell`. A cell of a function inlined before (a dataclass's
+    /// `__init__` called again) that holds what the function's holds, the translation having
+    /// stored nothing there, is read as the function's: its contents' source.
     pub(super) fn closure_cell_read(&mut self, cell: usize) {
+        if self.recording.is_empty() {
+            return;
+        }
+        if let Some(&cell_source) = self.outside_cells.get(&cell) {
+            let contents = self.intern(Source::Attr(cell_source, self.name_ref("cell_contents")));
+            let read = self.by_source.get(&contents).copied();
+            if let (Some(read), Some(holds)) = (read, self.cells[cell]) {
+                if read == holds {
+                    for recording in &mut self.recording {
+                        recording.read(contents, read);
+                    }
+                    return;
+                }
+            }
+        }
         for recording in &mut self.recording {
             recording.cell_read(cell);
         }

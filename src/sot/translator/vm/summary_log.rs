@@ -46,6 +46,11 @@ impl SummaryLog {
         }
     }
 
+    /// The first value made after the call began: those from it on are the call's.
+    pub fn first_value(&self) -> Vid {
+        self.first_value
+    }
+
     pub fn request(&mut self, py: Python<'_>, source: SourceId, check: &Check) {
         self.requests.push((source, check.clone_ref(py)));
     }
