@@ -282,6 +282,34 @@ def test_a_call_giving_a_dict_it_made_is_given_again_as_a_new_dict_by_its_summar
         LIB.CONFIG["assume_finite"] = False
 
 
+def reads_the_config_then_works(x):
+    config = LIB.get_config()
+    total = 0
+    for i in range(100):  # simulated: what a second simulation of the frame would cost
+        total += i
+    return x + total if config["assume_finite"] else x - total
+
+
+def test_a_summary_whose_guards_fail_on_the_call_is_not_replayed():
+    """The settings change, so the first translation's guards fail; the second finds the
+    summary of get_config, whose guards it reads at the call and finds failing: it simulates
+    the call (once), rather than replaying it and simulating the whole frame again when the
+    guards fail on the frame at the end."""
+    x = np.arange(3.0)
+    fast = sot.translate(reads_the_config_then_works)
+    np.testing.assert_array_equal(fast(x), reads_the_config_then_works(x))
+    first = sot.stats(fast).instructions_simulated
+    assert first > 100 * 3, first
+    LIB.CONFIG["assume_finite"] = True
+    try:
+        np.testing.assert_array_equal(fast(x), reads_the_config_then_works(x))
+        st = sot.stats(fast)
+        assert (st.translations, st.library_calls_replayed) == (2, 0)
+        assert st.instructions_simulated - first < 1.5 * first, (st.instructions_simulated, first)
+    finally:
+        LIB.CONFIG["assume_finite"] = False
+
+
 def holds_what_it_was_given(x, items):
     tags = LIB.make_tags_holding(x, items)
     tags_again = LIB.make_tags_holding(x, items)

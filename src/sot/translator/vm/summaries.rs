@@ -403,6 +403,19 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
+        // What the guards read, read now where it can be (the objects the call would read):
+        // a summary whose guards fail there is not replayed, as its failure at the end
+        // (`replayed_hold`) would make the whole translation simulate again.
+        for SummaryGuard { path, check, others } in &summary.guards {
+            if !others.is_empty() {
+                continue;
+            }
+            if let Some(value) = self.path_value(path, function, args) {
+                if !value_holds(py, check, value.as_ref()) {
+                    return Ok(None);
+                }
+            }
+        }
         // The function's own guards, as a simulation would make them first (where that
         // fails, the simulation says why); an argument from the frame is guarded on what
         // the summary holds for (a tensor's type or meta, a constant's value).
@@ -552,6 +565,44 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             _ => return None,
         })
+    }
+
+    /// What `path` reads from this call (None inside: absent), where it can be read while
+    /// translating: from the function, an argument or a held object, through attributes and
+    /// items, as the guards read them; None where it cannot (a call, an own attribute, a
+    /// builtin the frame's globals may shadow).
+    fn path_value(
+        &self,
+        path: &Path,
+        function: &Bound<'py, PyAny>,
+        args: &[Vid],
+    ) -> Option<Option<Bound<'py, PyAny>>> {
+        let py = self.py;
+        let mut value = match &path.root {
+            Root::Function => function.clone(),
+            Root::Argument(i) => self.argument_object(args[*i])?.clone(),
+            Root::Held(pin) => pin.object(py)?,
+            Root::Builtin(_) => return None,
+        };
+        for step in &path.steps {
+            let next = match step {
+                Step::Attr(name) => name
+                    .bind(py)
+                    .cast::<PyString>()
+                    .ok()
+                    .and_then(|name| value.getattr(name).ok()),
+                Step::Item(key) => match value.cast_exact::<PyDict>() {
+                    Ok(dict) => dict.get_item(key.bind(py)).ok().flatten(),
+                    Err(_) => value.get_item(key.bind(py)).ok(),
+                },
+                Step::OwnAttr(_) | Step::Called => return None,
+            };
+            match next {
+                Some(next) => value = next,
+                None => return Some(None),
+            }
+        }
+        Some(Some(value))
     }
 
     fn rebase(
