@@ -16,7 +16,6 @@ pub mod canonical;
 mod error;
 pub mod exceptions;
 mod expr;
-mod word_hash;
 pub mod linetable;
 pub mod liveness;
 pub mod loops;
@@ -24,6 +23,7 @@ pub mod raw;
 pub mod reachable;
 mod stack;
 pub mod table;
+mod word_hash;
 
 pub use error::{Error, Result};
 pub use expr::Expr;

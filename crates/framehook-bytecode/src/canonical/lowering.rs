@@ -1,7 +1,6 @@
 //! Lowering: canonical instructions as the running version's instructions, each family of
 //! canonical opcodes by its rules (the forms the version has), the rest by name.
 
-
 use super::{Arg, BinOp, Const, ConstPool, Handler, Instruction, Literal, Op, Vars, CONDITIONAL_JUMPS};
 use crate::error::{Error, Result};
 use crate::linetable::Location;
@@ -59,7 +58,11 @@ pub fn lower(
 fn jump_targets(code: &[Instruction]) -> Vec<bool> {
     let mut targets = vec![false; code.len() + 1];
     for instruction in code {
-        let jump = if let Arg::Target(t) = instruction.arg { Some(t) } else { None };
+        let jump = if let Arg::Target(t) = instruction.arg {
+            Some(t)
+        } else {
+            None
+        };
         for target in jump.into_iter().chain(instruction.handler.map(|h| h.target)) {
             if let Some(slot) = targets.get_mut(target) {
                 *slot = true;

@@ -542,14 +542,26 @@ pub fn encode_changes<'py>(
     };
     changes.set_item(line_field, PyBytes::new(py, &assembled.line_table))?;
     if table.exceptions == ExceptionModel::Table {
-        changes.set_item(pyo3::intern!(py, "co_exceptiontable"), PyBytes::new(py, &assembled.exception_table))?;
+        changes.set_item(
+            pyo3::intern!(py, "co_exceptiontable"),
+            PyBytes::new(py, &assembled.exception_table),
+        )?;
     }
     changes.set_item(pyo3::intern!(py, "co_stacksize"), assembled.stack_size)?;
     changes.set_item(pyo3::intern!(py, "co_consts"), PyTuple::new(py, &pools.consts)?)?;
     changes.set_item(pyo3::intern!(py, "co_names"), PyTuple::new(py, &pools.names)?)?;
-    changes.set_item(pyo3::intern!(py, "co_varnames"), PyTuple::new(py, &vars.varnames)?)?;
-    changes.set_item(pyo3::intern!(py, "co_cellvars"), PyTuple::new(py, &vars.cellvars)?)?;
-    changes.set_item(pyo3::intern!(py, "co_freevars"), PyTuple::new(py, &vars.freevars)?)?;
+    changes.set_item(
+        pyo3::intern!(py, "co_varnames"),
+        PyTuple::new(py, &vars.varnames)?,
+    )?;
+    changes.set_item(
+        pyo3::intern!(py, "co_cellvars"),
+        PyTuple::new(py, &vars.cellvars)?,
+    )?;
+    changes.set_item(
+        pyo3::intern!(py, "co_freevars"),
+        PyTuple::new(py, &vars.freevars)?,
+    )?;
     changes.set_item(pyo3::intern!(py, "co_nlocals"), vars.varnames.len())?;
     Ok(changes)
 }

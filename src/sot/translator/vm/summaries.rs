@@ -474,7 +474,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             let val = match object {
                 MadeObject::Instance { attrs, .. } => Val::Object {
                     class: classes.next().expect("a class per instance").clone(),
-                    attrs: attrs.iter().map(|(name, attr)| (name.clone(), part(self, attr))).collect(),
+                    attrs: attrs
+                        .iter()
+                        .map(|(name, attr)| (name.clone(), part(self, attr)))
+                        .collect(),
                 },
                 MadeObject::List(items) => Val::List(items.iter().map(|item| part(self, item)).collect()),
                 MadeObject::Dict(items) => Val::Dict(
@@ -556,7 +559,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Obj { obj, source } if is_value_type(obj) => {
                 let value = StrongRef::new(obj);
                 if let Some(source) = source {
-                    walk.held_values.push((*source, Check::Equals(value.clone_ref(self.py))));
+                    walk.held_values
+                        .push((*source, Check::Equals(value.clone_ref(self.py))));
                 }
                 MadeAttr::Constant(value)
             }
