@@ -102,6 +102,28 @@ def lru_cached_user_function_calling_the_library(x):
     return x + _cached_hue(0.75)
 
 
+@functools.lru_cache(maxsize=16)
+def _bounded_pair(n):
+    return [n, n + 1]  # the cache keeps this list: every later call gives the same one
+
+
+_MADE_BY_A_CACHED_CALL = "an lru_cache'd function, gives an object it made"
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=[_MADE_BY_A_CACHED_CALL] * 2)
+def bounded_lru_cache_gives_its_one_object(x):
+    a = _bounded_pair(2)
+    b = _bounded_pair(2)
+    return x + len(a) if a is b else x - 1.0
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["_SpecialGenericAlias.__getitem__"] * 2)
+def typing_alias_is_the_cached_one(x):
+    # typing caches its aliases (a bounded lru_cache): attrs compares field types by identity.
+    # (Where typing's cached function reads the caller's frame, it breaks on that first.)
+    return x + 1.0 if typing.List[int] is typing.List[int] else x - 1.0
+
+
 _LONG_TEXT = "line\n" * 400
 
 

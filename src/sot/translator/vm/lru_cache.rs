@@ -9,7 +9,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// where an unbounded cache already holds the answer, the object it holds (`cache_hit`);
     /// else the function inlined, as Paddle's and Dynamo's translators do, where the call
     /// changes nothing that existed before it (a call the cache answers would not make that
-    /// change): else a break, the call run as it is.
+    /// change) and gives an object that existed before it or a constant (not one it made,
+    /// which the cache would give again by identity): else a break, the call run as it is.
     pub(super) fn call_cached(
         &mut self,
         wrapper: &Bound<'py, PyAny>,
@@ -43,6 +44,17 @@ impl<'py, 'b> Vm<'py, 'b> {
             return graph_break(format!(
                 "a call of {}, an lru_cache'd function, changes what it was given or what is outside it (its \
                  cache decides whether that happens)",
+                qualname(wrapper)
+            ));
+        }
+        // The cache gives every later call the object the first made (typing's aliases,
+        // compared by identity): a value the translation makes anew at each call (a list, an
+        // instance, a tuple, an array) would be another object each time. An object that
+        // existed before, or a number, is the call's either way.
+        if !matches!(self.val(result), Val::Obj { .. } | Val::Scalar { .. }) {
+            return graph_break(format!(
+                "a call of {}, an lru_cache'd function, gives an object it made (the cache gives that \
+                 one object to every later call)",
                 qualname(wrapper)
             ));
         }
