@@ -100,8 +100,8 @@ enum Given {
     Constant(StrongRef),
     /// Instances of Python classes, lists and dicts the call made, holding constant values
     /// and one another (scikit-learn's tags, its configuration's copy): made again at each
-    /// replay, as each call makes its own;
-    /// the last is the result, each one's parts name earlier ones.
+    /// replay, as each call makes its own; the last is the result, each one's parts name
+    /// earlier ones.
     Made(Vec<MadeObject>),
 }
 
@@ -492,10 +492,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         *vids.last().expect("a made result has its object")
     }
 
-    /// `result` as instances, lists and dicts the recorded call made (from `first_value` on) holding
-    /// constant values and one another, or None where it is anything else. A value from the
-    /// frame one holds (a default of the function that made it) is kept as a constant, its
-    /// value's guard added to `held_values`.
+    /// `result` as instances, lists and dicts the recorded call made (from `first_value`
+    /// on) holding constant values and one another, or None where it is anything else. A
+    /// value from the frame one holds (a default of the function that made it) is kept as a
+    /// constant, its value's guard added to `held_values`.
     fn made_result(
         &self,
         result: Vid,
