@@ -121,7 +121,7 @@ def bounded_lru_cache_gives_its_one_object(x):
 def typing_alias_is_the_cached_one(x):
     # typing caches its aliases (a bounded lru_cache): attrs compares field types by identity.
     # (Where typing's cached function reads the caller's frame, it breaks on that first.)
-    return x + 1.0 if typing.List[int] is typing.List[int] else x - 1.0
+    return x + 1.0 if typing.List[int] is typing.List[int] else x - 1.0  # noqa: UP006
 
 
 _LONG_TEXT = "line\n" * 400
