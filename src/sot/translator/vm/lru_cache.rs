@@ -48,10 +48,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             ));
         }
         // The cache gives every later call the object the first made (typing's aliases,
-        // compared by identity): a value the translation makes anew at each call (a list, an
-        // instance, a tuple, an array) would be another object each time. An object that
-        // existed before, or a number, is the call's either way.
-        if !matches!(self.val(result), Val::Obj { .. } | Val::Scalar { .. }) {
+        // compared by identity): a Python value the translation makes anew at each call (a
+        // list, an instance, a tuple) would be another object each time. An object that
+        // existed before, or a number, is the call's either way. A tensor the graph computes
+        // is a new one at each call, as the function's own on a cache miss (a tensor key is
+        // hashed by identity: a frame's new tensor misses); a call repeated on one tensor
+        // gives another tensor of the same values, where the cache gives the same object.
+        if !matches!(
+            self.val(result),
+            Val::Obj { .. } | Val::Scalar { .. } | Val::Tensor { .. }
+        ) {
             return graph_break(format!(
                 "a call of {}, an lru_cache'd function, gives an object it made (the cache gives that \
                  one object to every later call)",
