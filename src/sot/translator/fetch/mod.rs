@@ -67,14 +67,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 }
             }
             Source::Held(held) => Some(held.bind(py)),
-            Source::Attr(parent, name) => self.fetch(*parent).and_then(|p| {
-                if let Some(part) = function_part_named(&p, name) {
-                    return Some(part);
-                }
-                // SAFETY: both live; a failed lookup is an absent value (the error is cleared).
-                unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetAttr(p.as_ptr(), name.as_ptr())) }
-                    .or_else(|| clear_error(py))
-            }),
+            Source::Attr(parent, name) => self.fetch(*parent).and_then(|p| attr_value(&p, name)),
             Source::OwnAttr(parent, name) => self.fetch(*parent).and_then(|p| {
                 // SAFETY: as for attributes; the generic lookup runs no `__getattr__`.
                 unsafe {
@@ -82,16 +75,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 }
                 .or_else(|| clear_error(py))
             }),
-            Source::Item(parent, key) => self.fetch(*parent).and_then(|p| {
-                if p.is_exact_instance_of::<PyDict>() {
-                    // A missing key raises no KeyError here (an instance's `__dict__` guarded
-                    // to lack a name is the common case: it is read on every call).
-                    return dict_get(&p, key);
-                }
-                // SAFETY: as for attributes.
-                unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetItem(p.as_ptr(), key.as_ptr())) }
-                    .or_else(|| clear_error(py))
-            }),
+            Source::Item(parent, key) => self.fetch(*parent).and_then(|p| item_value(&p, key)),
             // Untranslated (a guard's reading); a failed call is an absent value (its error
             // cleared): the guard fails.
             Source::Called(function) => self.fetch(*function).and_then(|f| {
@@ -200,6 +184,31 @@ pub fn value_holds(py: Python<'_>, check: &Check, value: Option<&Bound<'_, PyAny
 /// `__globals__`, `__defaults__`, `__kwdefaults__`: about a third of a library-heavy call's
 /// guards), read from the function without the attribute lookup where the build allows
 /// (`function_part`); None for anything else (looked up as usual).
+/// `parent.name` as a guard reads it: a function's part straight from the function, else
+/// the attribute; None where it is absent (the error cleared).
+pub fn attr_value<'py>(parent: &Bound<'py, PyAny>, name: &StrongRef) -> Option<Bound<'py, PyAny>> {
+    if let Some(part) = function_part_named(parent, name) {
+        return Some(part);
+    }
+    let py = parent.py();
+    // SAFETY: both live; a failed lookup is an absent value (the error is cleared).
+    unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetAttr(parent.as_ptr(), name.as_ptr())) }
+        .or_else(|| clear_error(py))
+}
+
+/// `parent[key]` as a guard reads it; None where it is absent (the error cleared).
+pub fn item_value<'py>(parent: &Bound<'py, PyAny>, key: &StrongRef) -> Option<Bound<'py, PyAny>> {
+    if parent.is_exact_instance_of::<PyDict>() {
+        // A missing key raises no KeyError here (an instance's `__dict__` guarded to lack a
+        // name is the common case: it is read on every call).
+        return dict_get(parent, key);
+    }
+    let py = parent.py();
+    // SAFETY: as for attributes.
+    unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetItem(parent.as_ptr(), key.as_ptr())) }
+        .or_else(|| clear_error(py))
+}
+
 pub fn function_part_named<'py>(function: &Bound<'py, PyAny>, name: &StrongRef) -> Option<Bound<'py, PyAny>> {
     let py = function.py();
     // Names in sources are interned (`name_ref`): one pointer comparison each.

@@ -40,7 +40,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::summary_log::SummaryLog;
 use super::*;
 use crate::hookapi::rust_hook::HookContext;
-use crate::sot::translator::fetch::{value_holds, Fetcher};
+use crate::sot::translator::fetch::{attr_value, item_value, value_holds, Fetcher};
 use crate::sot::translator::session::EPOCH;
 
 /// The summaries kept, all sessions together: past it they are dropped and made again.
@@ -590,15 +590,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         for step in &path.steps {
             let next = match step {
-                Step::Attr(name) => name
-                    .bind(py)
-                    .cast::<PyString>()
-                    .ok()
-                    .and_then(|name| value.getattr(name).ok()),
-                Step::Item(key) => match value.cast_exact::<PyDict>() {
-                    Ok(dict) => dict.get_item(key.bind(py)).ok().flatten(),
-                    Err(_) => value.get_item(key.bind(py)).ok(),
-                },
+                Step::Attr(name) => attr_value(&value, name),
+                Step::Item(key) => item_value(&value, key),
                 Step::OwnAttr(_) | Step::Called => return None,
             };
             match next {
