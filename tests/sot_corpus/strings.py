@@ -102,3 +102,50 @@ def join_of_a_generator_expression(x, items):
     # generator drained as join drains it, each `__str__` inlined.
     text = " ".join(str(item) for item in items)
     return x * len(text), text, ",".join(k for k in ("p", "q") if k != "q")
+
+
+class _Countable:
+    """more-itertools' `countable` (more.py): an iterator object counting what it gives."""
+
+    def __init__(self, iterable):
+        self._iterator = iter(iterable)
+        self.items_seen = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self._iterator)
+        self.items_seen += 1
+        return item
+
+
+@case(args=lambda: (arr(3), "0123456789"), graphs=2, ops=1,
+      breaks=["cannot rebuild"] * 2 + ["iteration over str_ascii_iterator"] * 2 + ["unsupported call: str.join"],
+      hot=False)  # `items_seen += 1` turns dynamic on the first call's second item: the second call runs that graph once more
+def join_of_an_iterator_object(x, text):
+    # more-itertools' CountableTests.test_basic: join runs the object's `__next__` on each
+    # call, so it is never computed while translating (that consumed the iterator).
+    it = _Countable(text)
+    first = next(it)
+    seen = it.items_seen
+    rest = "".join(it)
+    return x + seen, first, seen, rest, it.items_seen
+
+
+class _Cell:
+    def __init__(self, value):
+        self.value = value
+
+    def __getitem__(self, key):
+        return self.value
+
+
+_CELL = _Cell(1)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, globals_checked=("_CELL",), breaks=["unsupported call: str.format"] * 2)
+def format_reads_an_attribute_and_an_item(x):
+    # `"{0.value}"` reads an attribute, `"{0[k]}"` an item, of its argument when it runs.
+    _CELL.value += 1
+    return x + 1, "{0.value}".format(_CELL), "{0[k]}/{c.value:>3}".format(_CELL, c=_CELL)

@@ -196,8 +196,24 @@ impl<'py, 'b> Vm<'py, 'b> {
         if is_stateful_regex_method(obj) {
             return Ok(None);
         }
-        let reads = if of_str { "format" } else { "" };
-        let Ok((positional, kw)) = self.pure_arguments(args, kwargs, reads)? else {
+        let reads = if of_str && self.formats_its_arguments(obj, args)? {
+            "format"
+        } else {
+            ""
+        };
+        // `str.upper(text)`: the string the method runs on, read for its value as a bound
+        // method's receiver is (a `str` subclass's by its inherited methods).
+        let through_class = of_str
+            && !obj
+                .getattr(pyo3::intern!(self.py, "__self__"))
+                .is_ok_and(|receiver| receiver.is_instance_of::<PyString>());
+        let mut position = 0;
+        let arguments = self.arguments_now(args, kwargs, |vm, vid| {
+            let receiver = through_class && position == 0;
+            position += 1;
+            vm.folded_argument(vid, if receiver { "format" } else { reads })
+        })?;
+        let Ok((positional, kw)) = arguments else {
             return Ok(None);
         };
         // A method of a number or a string on numbers and strings cannot warn.
@@ -231,6 +247,31 @@ impl<'py, 'b> Vm<'py, 'b> {
             return graph_break(format!("{} gives an iterator", qualname(obj)));
         }
         Ok(Some(self.wrap_result(result)))
+    }
+
+    /// Whether the `str` method `obj` (bound, or called through `str` with the template
+    /// first) is `format` of a template whose fields only format their arguments
+    /// (`__format__`, `__str__`, `__repr__`: `"{}"`, `"{0:.2f}"`, `"{x!r}"`). Any other
+    /// reads them otherwise: `join` iterates its argument, `center` takes an index,
+    /// `"{0.n}"` and `"{0[k]}"` read an attribute or an item as they run.
+    fn formats_its_arguments(&mut self, obj: &Bound<'py, PyAny>, args: &[Vid]) -> Res<bool> {
+        if !obj
+            .getattr(pyo3::intern!(self.py, "__name__"))
+            .is_ok_and(|name| name.to_string() == "format")
+        {
+            return Ok(false);
+        }
+        let template = match obj.getattr(pyo3::intern!(self.py, "__self__")) {
+            Ok(receiver) if receiver.is_instance_of::<PyString>() => receiver,
+            _ => match args.first() {
+                Some(first) => self.concrete(*first)?,
+                None => return Ok(false),
+            },
+        };
+        let Ok(text) = template.cast::<PyString>() else {
+            return Ok(false);
+        };
+        Ok(fields_format_only(&text.to_cow()?))
     }
 
     /// A call computed now, its result a constant of the translation; one that warns warns
@@ -608,4 +649,35 @@ fn is_stateful_regex_method(method: &Bound<'_, PyAny>) -> bool {
             .getattr(pyo3::intern!(py, "__name__"))
             .and_then(|name| name.extract::<String>())
             .is_ok_and(|name| REGEX_METHODS.contains(&name.as_str()))
+}
+
+/// Whether every replacement field of the `str.format` template `template` names an
+/// argument without reading an attribute or an item of it (`{0.n}`, `{k[1]}`), nested
+/// fields of a format spec (`{:{width}}`) included.
+fn fields_format_only(template: &str) -> bool {
+    // One entry per open field: whether its name is still being read.
+    let mut open: Vec<bool> = Vec::new();
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, open.last().copied()) {
+            ('{', None) if chars.peek() == Some(&'{') => {
+                chars.next();
+            }
+            ('}', None) if chars.peek() == Some(&'}') => {
+                chars.next();
+            }
+            ('{', _) => open.push(true),
+            ('}', Some(_)) => {
+                open.pop();
+            }
+            ('.' | '[', Some(true)) => return false,
+            (':' | '!', Some(true)) => {
+                if let Some(in_name) = open.last_mut() {
+                    *in_name = false;
+                }
+            }
+            _ => {}
+        }
+    }
+    true
 }
