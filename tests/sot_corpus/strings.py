@@ -122,7 +122,7 @@ class _Countable:
 
 @case(args=lambda: (arr(3), "0123456789"), graphs=2, ops=1,
       breaks=["cannot rebuild"] * 2 + ["iteration over str_ascii_iterator"] * 2 + ["unsupported call: str.join"],
-      hot=False)  # `items_seen += 1` turns dynamic on the first call's second item: the second call runs that graph once more
+      hot=False)  # `items_seen += 1` turns dynamic on the first call: the second runs its graph once more
 def join_of_an_iterator_object(x, text):
     # more-itertools' CountableTests.test_basic: join runs the object's `__next__` on each
     # call, so it is never computed while translating (that consumed the iterator).
@@ -148,4 +148,4 @@ _CELL = _Cell(1)
 def format_reads_an_attribute_and_an_item(x):
     # `"{0.value}"` reads an attribute, `"{0[k]}"` an item, of its argument when it runs.
     _CELL.value += 1
-    return x + 1, "{0.value}".format(_CELL), "{0[k]}/{c.value:>3}".format(_CELL, c=_CELL)
+    return x + 1, "{0.value}".format(_CELL), "{0[k]}/{c.value:>3}".format(_CELL, c=_CELL)  # noqa: UP030, UP032
