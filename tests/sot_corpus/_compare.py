@@ -35,7 +35,18 @@ def _slots(cls):
 
 
 def _raised_at(exception):
-    return [(frame.name, frame.lineno) for frame in traceback.extract_tb(exception.__traceback__)]
+    """Each frame's function and line, and whether its code object can be hashed (code that
+    keys code objects, as jinja2's `internal_code` set, must get the original's answer)."""
+    return [(frame.f_code.co_name, line, _can_hash(frame.f_code))
+            for frame, line in traceback.walk_tb(exception.__traceback__)]
+
+
+def _can_hash(code):
+    try:
+        hash(code)
+    except TypeError:
+        return False
+    return True
 
 
 def assert_same(expected, got, path="result", rtol=None):

@@ -3,6 +3,7 @@
 import sys
 
 from ._case import arr, case
+from ._elsewhere import Registry
 
 # 3.9/3.10's handlers (blocks) run a resume function's handler eagerly: one break fewer.
 HANDLER_RESUMES = sys.version_info >= (3, 11)
@@ -251,3 +252,13 @@ def builtin_method_refusing_keywords_raises_cpythons_message(x, items):
     except TypeError as error:
         return x * 2, str(error)
     return x, ""
+
+
+@case(args=lambda: (arr(3), []), graphs=1, ops=1, raises=ValueError)
+def raised_by_code_holding_another_modules_globals(x, items):
+    # jinja2's rewrite_traceback_stack hashes each frame's code (`f_code in internal_code`):
+    # the frame that raises runs generated code, which holds the globals of the module
+    # `names` reads (a dict) to read `REGISTERED` from.
+    items.append(Registry().names())
+    items.append(x + 1)
+    raise ValueError(f"after {len(items)}")

@@ -625,10 +625,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.source(parent)?;
                 self.subscript_const(key);
             }
-            Source::Held(held) => {
-                let index = self.w.pools.constant(held.bind(py));
-                self.emit(Op::LoadConst, Arg::Const(Const::Index(index)));
-            }
+            Source::Held(held) => self.load_const(held.bind(py).clone()),
             Source::Called(function) => {
                 let function = *function;
                 self.call(|e| e.source(function), |_| Ok(0))?;
