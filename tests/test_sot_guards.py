@@ -588,3 +588,25 @@ def test_objects_compared_by_identity_with_eq_translate_again_for_other_objects(
     # Modules, functions and classes: no break; the module subclass's == runs as it is.
     assert all("Namespace" in b.reason for b in stats.graph_breaks), stats.graph_breaks
     assert stats.cache_hits >= 2 and stats.translations >= 4, stats
+
+
+def _by_recursion_limit(x):
+    return x + 1.0 if sys.getrecursionlimit() > 5000 else x - 1.0
+
+
+def test_the_recursion_limit_read_while_translating_is_guarded():
+    # inspect.unwrap bounds its loop by sys.getrecursionlimit(): read while translating, its
+    # value guarded, so a later limit translates again.
+    fast = sot.translate(_by_recursion_limit, full_graph=True)
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(1000)
+        np.testing.assert_array_equal(fast(np.ones(2)), np.zeros(2))
+        np.testing.assert_array_equal(fast(np.ones(2)), np.zeros(2))
+        sys.setrecursionlimit(6000)
+        np.testing.assert_array_equal(fast(np.ones(2)), np.full(2, 2.0))
+    finally:
+        sys.setrecursionlimit(limit)
+    st = sot.stats(fast)
+    assert (st.translations, st.cache_hits, st.guard_failures, st.graphs) == (2, 1, 1, 2)
+    assert st.graph_breaks == []

@@ -284,3 +284,24 @@ def member_descriptor_get_beside_getattr(x, slotted):
     y = x + len(slotted.a)
     type(slotted).__dict__["a"].__get__(slotted)
     return y
+
+
+def _decorated(function):
+    @functools.wraps(function)
+    def wrapper(*args):
+        return function(*args)
+
+    return wrapper
+
+
+@_decorated
+def _wrapped_scale(x):
+    return x * 2.0
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def unwrap_reads_the_recursion_limit(x):
+    # inspect.unwrap (under inspect.signature: scikit-learn's estimators) bounds its loop
+    # by sys.getrecursionlimit(): read while translating, guarded.
+    inner = inspect.unwrap(_wrapped_scale)
+    return inner(x), inner.__name__

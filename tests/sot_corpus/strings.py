@@ -121,7 +121,7 @@ class _Countable:
 
 
 @case(args=lambda: (arr(3), "0123456789"), graphs=2, ops=1,
-      breaks=["cannot rebuild"] * 2 + ["iteration over str_ascii_iterator"] * 2 + ["unsupported call: str.join"],
+      breaks=["cannot rebuild"] * 2 + ["iteration over str_"] * 2 + ["unsupported call: str.join"],
       hot=False)  # `items_seen += 1` turns dynamic on the first call: the second runs its graph once more
 def join_of_an_iterator_object(x, text):
     # more-itertools' CountableTests.test_basic: join runs the object's `__next__` on each

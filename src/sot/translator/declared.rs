@@ -27,6 +27,11 @@ fn functions_by_address(object: &Bound<'_, PyAny>, name: &str) -> PyResult<FxHas
     }
 }
 
+/// Functions of no arguments reading the interpreter's state, guarded as a backend's
+/// `guarded_functions` are, whatever the backend: `inspect.unwrap` (under
+/// `inspect.signature`) bounds its loop by `sys.getrecursionlimit()`.
+const INTERPRETER_STATE_FUNCTIONS: &[(&str, &str)] = &[("sys", "getrecursionlimit")];
+
 /// What a backend object declares (the tables among its attributes, and the prefixes the
 /// session traces and closes), read at a session's first translation and kept with the
 /// session (`Config::declared`): a backend's attributes are its configuration, set before it
@@ -150,7 +155,14 @@ impl Declared {
             },
             constructed_types: tuple("constructed_types")?,
             fixed_functions: functions_by_address(object, "fixed_functions")?,
-            guarded_functions: functions_by_address(object, "guarded_functions")?,
+            guarded_functions: {
+                let mut functions = functions_by_address(object, "guarded_functions")?;
+                for (module, name) in INTERPRETER_STATE_FUNCTIONS {
+                    let function = py.import(*module)?.getattr(*name)?;
+                    functions.insert(function.as_ptr() as usize, StrongRef::new(&function));
+                }
+                functions
+            },
             region_types: tuple("region_types")?,
             runs_assumptions: optional(object, "runs_assumptions")?
                 .map(|flag| flag.is_truthy())
