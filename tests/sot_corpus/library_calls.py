@@ -66,6 +66,14 @@ class _Color(enum.Enum):
     BLUE = 4
 
 
+@case(args=lambda: (arr(3), 2), graphs=1, ops=1)
+def enum_member_by_value(x, value):
+    # `_Color(2)` runs EnumType.__call__ (a metaclass's `__call__` written in Python): the
+    # member that exists, looked up by value (inspect.signature: `_ParameterKind(kind)`).
+    member = _Color(value)
+    return x * member.value, member is _Color.GREEN, member.name
+
+
 @case(args=lambda: (arr(3),), graphs=1, ops=1)
 def library_generator_iterated_by_caller(x):
     total = 0

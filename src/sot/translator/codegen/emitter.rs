@@ -1,7 +1,7 @@
 //! The generated code's body: the graph called with its inputs, values rebuilt, side
 //! effects replayed, exceptions made again.
 
-use framehook_bytecode::canonical::{Arg, BinOp, Const, Handler, Instruction, Op, Vars};
+use framehook_bytecode::canonical::{Arg, BinOp, Handler, Instruction, Op, Vars};
 use framehook_bytecode::Location;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice, PyString};

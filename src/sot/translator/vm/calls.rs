@@ -585,6 +585,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     return Ok(interned);
                 }
             }
+            if let Some(made) = self.call_through_metaclass(&obj, &args, &kwargs)? {
+                pin(self);
+                return Ok(made);
+            }
             return graph_break(format!("unsupported call: creating a {} object", qualname(&obj)));
         }
         if let Some(forward) = self.backend.forward_of(&obj)? {

@@ -122,6 +122,28 @@ impl<'py, 'b> Vm<'py, 'b> {
         })))
     }
 
+    /// `cls(*args, **kwargs)` where the class's metaclass defines `__call__` in Python (an
+    /// `Enum` class looking a member up by value): that method inlined, `cls` first. The
+    /// class is pinned by the caller (its metaclass with it).
+    pub(super) fn call_through_metaclass(
+        &mut self,
+        cls: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        let metaclass = cls.get_type().into_any();
+        let Some(call) = self.type_lookup(&metaclass, "__call__")? else {
+            return Ok(None);
+        };
+        if !call.is_instance_of::<pyo3::types::PyFunction>() {
+            return Ok(None);
+        }
+        let function = self.constant(call);
+        let mut all = vec![self.constant(cls.clone())];
+        all.extend_from_slice(args);
+        self.call(function, all, kwargs.to_vec()).map(Some)
+    }
+
     /// `cls(*args, **kwargs)` for a class whose instances the VM can make: exceptions
     /// built by C code (made now, from known arguments), and Python classes with the
     /// default `__new__` and a `__dict__` (a symbolic object, its `__init__` inlined).
