@@ -196,17 +196,19 @@ impl<'py, 'b> Vm<'py, 'b> {
         if is_stateful_regex_method(obj) {
             return Ok(None);
         }
-        let reads = if of_str && self.formats_its_arguments(obj, args)? {
+        // The string a bound `str` method runs on; none where it is called through `str`.
+        let text = obj
+            .getattr(pyo3::intern!(self.py, "__self__"))
+            .ok()
+            .filter(|receiver| receiver.is_instance_of::<PyString>());
+        let reads = if of_str && self.formats_its_arguments(obj, text.as_ref(), args)? {
             "format"
         } else {
             ""
         };
         // `str.upper(text)`: the string the method runs on, read for its value as a bound
         // method's receiver is (a `str` subclass's by its inherited methods).
-        let through_class = of_str
-            && !obj
-                .getattr(pyo3::intern!(self.py, "__self__"))
-                .is_ok_and(|receiver| receiver.is_instance_of::<PyString>());
+        let through_class = of_str && text.is_none();
         let mut position = 0;
         let arguments = self.arguments_now(args, kwargs, |vm, vid| {
             let receiver = through_class && position == 0;
@@ -249,24 +251,27 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(Some(self.wrap_result(result)))
     }
 
-    /// Whether the `str` method `obj` (bound, or called through `str` with the template
-    /// first) is `format` of a template whose fields only format their arguments
+    /// Whether the `str` method `obj` (bound to `text`, or called through `str` with the
+    /// template first) is `format` of a template whose fields only format their arguments
     /// (`__format__`, `__str__`, `__repr__`: `"{}"`, `"{0:.2f}"`, `"{x!r}"`). Any other
     /// reads them otherwise: `join` iterates its argument, `center` takes an index,
     /// `"{0.n}"` and `"{0[k]}"` read an attribute or an item as they run.
-    fn formats_its_arguments(&mut self, obj: &Bound<'py, PyAny>, args: &[Vid]) -> Res<bool> {
+    fn formats_its_arguments(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        text: Option<&Bound<'py, PyAny>>,
+        args: &[Vid],
+    ) -> Res<bool> {
         if !obj
             .getattr(pyo3::intern!(self.py, "__name__"))
             .is_ok_and(|name| name.to_string() == "format")
         {
             return Ok(false);
         }
-        let template = match obj.getattr(pyo3::intern!(self.py, "__self__")) {
-            Ok(receiver) if receiver.is_instance_of::<PyString>() => receiver,
-            _ => match args.first() {
-                Some(first) => self.concrete(*first)?,
-                None => return Ok(false),
-            },
+        let template = match (text, args.first()) {
+            (Some(text), _) => text.clone(),
+            (None, Some(first)) => self.concrete(*first)?,
+            (None, None) => return Ok(false),
         };
         let Ok(text) = template.cast::<PyString>() else {
             return Ok(false);
