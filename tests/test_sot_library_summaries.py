@@ -130,6 +130,16 @@ def make_tags_holding(x, held):
     tags = Tags()
     tags.name = held
     return tags
+
+
+def counts_then_prints(x):
+    """Simulated a long way before what stops it: a print."""
+    total = 0
+    for i in range(100):
+        total += i
+    CALLS.append(total)
+    print("printed", file=SINK)
+    return x
 '''
 
 
@@ -137,6 +147,7 @@ def _library_module():
     path = os.path.join(sysconfig.get_path("stdlib"), "_framehook_test_summaries.py")
     module = types.ModuleType("_framehook_test_summaries")
     module.__file__ = path
+    module.SINK = io.StringIO()
     exec(compile(_LIBRARY_SOURCE, path, "exec"), module.__dict__)
     return module
 
@@ -618,3 +629,39 @@ def test_a_summary_keeps_no_class_of_the_program_alive():
     here = os.path.dirname(os.path.abspath(__file__))
     run = subprocess.run([sys.executable, "-c", _CLASS_LIFETIME, here], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+def calls_the_printing_function_once(x):
+    return LIB.counts_then_prints(x * 2.0) - 1.0
+
+
+def calls_the_printing_function_thrice(x):
+    y = LIB.counts_then_prints(x * 2.0)
+    z = LIB.counts_then_prints(y + 1.0)  # an array again: breaks at once
+    w = LIB.counts_then_prints(3.0)  # a float: simulated
+    return z - w
+
+
+def test_a_library_call_that_stopped_breaks_at_once_when_called_again_alike():
+    """A library call whose simulation stops (here at a print) is the break: it runs as it
+    is. Called again in the session with arguments of the same kinds, it breaks at once,
+    with the same reason, without simulating the 700 instructions up to the print again;
+    with an argument of another kind it is simulated again. Every call runs, once each."""
+    x = np.arange(3.0)
+    once = sot.translate(calls_the_printing_function_once)
+    np.testing.assert_array_equal(once(x), calls_the_printing_function_once(x))
+    simulated_once = sot.stats(once).instructions_simulated
+    assert simulated_once > 100 * 5, simulated_once
+    sot.reset()
+    fast = sot.translate(calls_the_printing_function_thrice)
+    printed = LIB.SINK.getvalue().count("printed")
+    calls = len(LIB.CALLS)
+    np.testing.assert_array_equal(fast(x), calls_the_printing_function_thrice(x))
+    assert LIB.SINK.getvalue().count("printed") == printed + 6  # three calls each, once
+    assert len(LIB.CALLS) == calls + 6
+    st = sot.stats(fast)
+    reason = "unsupported call: counts_then_prints (a library function: print() is a side effect"
+    assert [b.reason[:len(reason)] for b in st.graph_breaks] == [reason] * 3, st.graph_breaks
+    # The first and the third call simulated, the second not.
+    assert 1.8 * simulated_once < st.instructions_simulated < 2.3 * simulated_once, (
+        st.instructions_simulated, simulated_once)

@@ -214,3 +214,39 @@ def test_a_resume_function_leaves_out_what_only_the_start_reached():
     # The prologue taking the values handed on, the print and the return: a fraction of
     # the original's instructions.
     assert len(resumed[0].co_code) < len(original.co_code) / 2, (len(resumed[0].co_code), len(original.co_code))
+
+
+def _prefix_then_print(x):
+    total = _busy(150)
+    print("a break", file=_LOG)
+    return x + total
+
+
+def _prefix_then_generator_then_print(x):
+    total = _busy(150)
+    shifts = (v for v in (1.0, 2.0))  # a generator made while translating
+    print("a break", file=_LOG)  # its state here holds the generator: no resume function
+    return x + next(shifts) + total
+
+
+def test_a_translation_that_must_break_earlier_is_not_simulated_again():
+    """The print breaks where the frame holds a generator the translation made, which no
+    resume function can be given: the translation breaks instead where the generator is
+    made. It goes back to its state kept there, rather than simulating the frame again up
+    to it: `_busy` is simulated once, as in the same frame without the function."""
+    x = np.arange(3.0)
+    plain = sot.translate(_prefix_then_print)
+    np.testing.assert_array_equal(plain(x), _prefix_then_print(x))
+    once = sot.stats(plain).instructions_simulated
+    assert once > 150 * 4, once
+    sot.reset()
+    fast = sot.translate(_prefix_then_generator_then_print)
+    printed = _LOG.getvalue().count("a break")
+    np.testing.assert_array_equal(fast(x), _prefix_then_generator_then_print(x))
+    assert _LOG.getvalue().count("a break") == printed + 2  # the translated call's and the original's
+    st = sot.stats(fast)
+    made_at = _prefix_then_generator_then_print.__code__.co_firstlineno + 2
+    assert [(b.lineno, b.reason.split(" (")[0]) for b in st.graph_breaks][:1] == [
+        (made_at, "it makes a value the generated code cannot rebuild")], st.graph_breaks
+    assert st.instructions_simulated < 1.3 * once, (st.instructions_simulated, once)
+    np.testing.assert_array_equal(fast(x), _prefix_then_generator_then_print(x))

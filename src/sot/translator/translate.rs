@@ -361,26 +361,37 @@ pub fn translate(
         Some(Some(first)) if !cache.handed_names.lock().is_empty() => Some(first.as_ptr() as usize),
         _ => None,
     };
+    // A run that must break earlier goes back to its state there where it kept it.
+    let mut rewound: Option<(Vm, Result<Ending, Stop>)> = None;
     let (mut vm, action, explanation) = loop {
-        let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
-        vm.break_before = break_before.clone();
-        vm.break_hints = break_hints.clone();
-        vm.resume_box = resume_box;
-        vm.summary_scope = Some(SummaryScope {
-            owner: config.summary_owner(),
-            epoch,
-            replay: replay_summaries,
-        });
-        let ending = vm.run_top(
-            &code,
-            &info,
-            frame.globals.clone(),
-            frame.arguments.clone(),
-            frame.frees.clone(),
-        );
+        let (mut vm, ending, counted) = match rewound.take() {
+            Some((vm, ending)) => {
+                let counted = vm.steps();
+                (vm, ending, counted)
+            }
+            None => {
+                let mut vm = Vm::new(py, table, &backend, sources.clone_ref(py))?;
+                vm.break_before = break_before.clone();
+                vm.break_hints = break_hints.clone();
+                vm.resume_box = resume_box;
+                vm.summary_scope = Some(SummaryScope {
+                    owner: config.summary_owner(),
+                    epoch,
+                    replay: replay_summaries,
+                });
+                let ending = vm.run_top(
+                    &code,
+                    &info,
+                    frame.globals.clone(),
+                    frame.arguments.clone(),
+                    frame.frees.clone(),
+                );
+                (vm, ending, 0)
+            }
+        };
         stats
             .instructions_simulated
-            .fetch_add(vm.steps() as u64, Ordering::Relaxed);
+            .fetch_add((vm.steps() - counted) as u64, Ordering::Relaxed);
         if !vm.replayed_hold(context) {
             // A summary's guards fail on this frame (what its call read changed since):
             // simulated again, its calls recorded anew.
@@ -421,7 +432,8 @@ pub fn translate(
                         stop,
                     )),
                     Err(why) if break_before.len() < MAX_RESTARTS => {
-                        let why = format!("it makes a break inside a call that cannot resume there ({why})");
+                        let why = format!("a break inside a call that cannot resume there ({why})");
+                        rewound = vm.rewind(point.pc, &why).map(|ending| (vm, ending));
                         break_before.insert(point.pc, why);
                         continue;
                     }
@@ -436,6 +448,7 @@ pub fn translate(
         seen_breaks.append(&mut vm.seen_breaks);
         match restart {
             Some((pc, why)) if break_before.len() < MAX_RESTARTS => {
+                rewound = vm.rewind(pc, &why).map(|ending| (vm, ending));
                 break_before.insert(pc, why);
             }
             _ => break (vm, action, explanation),

@@ -35,6 +35,27 @@ pub(super) struct Snapshot<'py> {
     pub(super) sourced: usize,
 }
 
+/// The VM before the top frame's first run of an instruction where a break would stop as a
+/// plain break (no handler, region or caller-reading frame in the way): `Vm::rewind` goes
+/// back to it when the translation must break there after all.
+pub(super) struct FirstVisit<'py> {
+    pub(super) snapshot: Snapshot<'py>,
+    pub(super) stack: Vec<Vid>,
+    pub(super) locals: Vec<Vid>,
+    pub(super) location: (i32, std::rc::Rc<str>),
+    pub(super) examples_warned: bool,
+    pub(super) in_handler_scope: bool,
+    pub(super) summaries_replayed: usize,
+    /// How many generator resumptions had been made then.
+    pub(super) generator_resumes: usize,
+}
+
+/// The top frame's instructions, and per instruction whether it lies in a loop.
+pub(super) type TopCode = (
+    std::sync::Arc<Vec<framehook_bytecode::canonical::Instruction>>,
+    std::sync::Arc<Vec<bool>>,
+);
+
 /// An inlined frame where a break inside it stopped: its code and globals, and its state
 /// before the instruction it stopped at.
 pub struct InlinedPoint<'py> {

@@ -213,6 +213,13 @@ pub struct Vm<'py, 'b> {
     /// (`vm::nested`), and those frames once the top frame breaks at their call.
     nested: Option<kept::NestedBreak<'py>>,
     nested_frames: Option<Vec<kept::InlinedPoint<'py>>>,
+    /// Per top-frame instruction, the state before its first run (`Vm::rewind`).
+    first_visits: HashMap<usize, kept::FirstVisit<'py>>,
+    /// The top frame's instructions, and which lie in a loop.
+    top_code: Option<kept::TopCode>,
+    /// The generators resumed so far, by their state's address, in order (a generator's
+    /// state moves in place: `Vm::rewind`).
+    generator_resumes: Vec<usize>,
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
     /// Names looked up in classes, as interned Python strings (`interned_name`).
@@ -500,6 +507,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             guard_positions: Default::default(),
             nested: None,
             nested_frames: None,
+            first_visits: HashMap::new(),
+            top_code: None,
+            generator_resumes: Vec::new(),
             pins: None,
             seen_breaks: Vec::new(),
             break_bound: None,

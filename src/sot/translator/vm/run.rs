@@ -135,6 +135,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             .collect();
         self.setup_cells(&mut frame, &closure);
         let reads_callers = info.reads_callers;
+        self.first_visits.clear();
+        self.top_code = Some((frame.instrs.clone(), frame.in_loop.clone()));
         match self.top_as_one_operation(code, info, &frame) {
             Ok(Some(returned)) => return Ok(Ending::Return(returned, frame.locals.clone())),
             Ok(None) => {}
@@ -229,6 +231,23 @@ impl<'py, 'b> Vm<'py, 'b> {
                             snapshot,
                             location: location_before,
                             examples_warned: examples_warned_before,
+                        });
+                    } else if unguarded
+                        && handled_depth == 0
+                        && !region_open_before
+                        && !offset_on_stack
+                        && !reads_callers
+                    {
+                        // Where a break before this instruction would stop as a plain break.
+                        self.first_visits.entry(pc).or_insert_with(|| kept::FirstVisit {
+                            snapshot,
+                            stack: stack_before.clone(),
+                            locals: locals_before.clone(),
+                            location: location_before,
+                            examples_warned: examples_warned_before,
+                            in_handler_scope: frame.instrs[pc].handler.is_some(),
+                            summaries_replayed: self.summaries_replayed,
+                            generator_resumes: self.generator_resumes.len(),
                         });
                     }
                 }
@@ -548,6 +567,61 @@ impl<'py, 'b> Vm<'py, 'b> {
             .number(instr.op.name())
             .and_then(|number| self.table.op(number))
             .map_or(true, |info| !info.terminator)
+    }
+}
+
+impl<'py> Vm<'py, '_> {
+    /// The ending the top frame's run would have had with a break before instruction `pc`
+    /// (`break_before`, for `why`), made from the state kept before its first run of `pc`
+    /// instead of simulating up to it again; None where none was kept (the translation
+    /// then starts again). The run reached `pc` before anything that would have stopped it,
+    /// and simulates alike each time, so that state is the one the new run would reach;
+    /// a generator the translation made moves in place (its state is shared, not kept), so
+    /// one made before it and resumed since leaves nothing to go back to.
+    pub fn rewind(&mut self, pc: usize, why: &str) -> Option<Result<Ending, Stop>> {
+        let visit = self.first_visits.remove(&pc)?;
+        let (instrs, in_loop) = self.top_code.clone()?;
+        let handles_exception = visit.stack.iter().any(|v| self.exception_slots.contains_key(v));
+        let resumed: rustc_hash::FxHashSet<usize> = self.generator_resumes[visit.generator_resumes..]
+            .iter()
+            .copied()
+            .collect();
+        let moved_since = !resumed.is_empty()
+            && visit.snapshot.values.iter().any(|value| {
+                matches!(value, Val::Generator(state) if resumed.contains(&(std::rc::Rc::as_ptr(state) as usize)))
+            });
+        if moved_since || handles_exception {
+            return None;
+        }
+        self.first_visits.clear();
+        self.break_before.insert(pc, why.to_owned());
+        self.nested = None;
+        self.nested_frames = None;
+        self.break_bound = None;
+        self.library_since = None;
+        self.exc_stack.clear();
+        self.top_pc = pc;
+        self.location = visit.location;
+        self.top_location = self.location.clone();
+        self.examples_warned = visit.examples_warned;
+        self.summaries_replayed = visit.summaries_replayed;
+        self.break_guards.clear();
+        let stop = self.located(Problem::Break(format!("it makes {why}")));
+        visit.snapshot.restore_at_break(self);
+        Some(Ok(Ending::Break(
+            BreakPoint {
+                pc,
+                in_loop: in_loop.get(pc).copied().unwrap_or(false),
+                in_handler_scope: visit.in_handler_scope,
+                instr: instrs[pc].clone(),
+                stack: visit.stack,
+                locals: visit.locals,
+                blocks: Vec::new(),
+                handled: Vec::new(),
+                handling: false,
+            },
+            stop,
+        )))
     }
 }
 

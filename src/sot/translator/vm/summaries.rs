@@ -148,6 +148,64 @@ struct Store {
     /// Traced functions called once already (`Vm::replay_or_record`), keyed alike; past
     /// `MAX_CALLED` the set starts again (a function then waits one call more).
     called: FxHashSet<(u64, usize)>,
+    /// Library calls that stopped (`Vm::call_library`), keyed alike; past `MAX_SUMMARIES`
+    /// they are forgotten.
+    failed: FxHashMap<(u64, usize), Vec<FailedCall>>,
+}
+
+/// A library call whose simulation stopped (a break inside it, its budget spent), and why:
+/// the function called again with arguments of the same kinds breaks at once, in any later
+/// translation of the session. Its simulation would most likely stop alike; breaking is
+/// exact wherever it is (the call runs as it is), this one only earlier.
+struct FailedCall {
+    function: Py<PyAny>,
+    arguments: Vec<ArgumentKind>,
+    reason: String,
+}
+
+/// What a call's argument is, as a failed call's record compares it: its form in the VM
+/// and, where it has one, its type (`Vm::argument_kind`).
+pub(super) type ArgumentKind = (u64, usize);
+
+/// Why `function`, called with arguments of `arguments`' kinds, stopped before in `scope`'s
+/// session, if it did.
+pub(super) fn failed_before(
+    scope: SummaryScope,
+    function: &Bound<'_, PyAny>,
+    arguments: &[ArgumentKind],
+) -> Option<String> {
+    let store = STORE.lock();
+    let store = store
+        .as_ref()
+        .filter(|s| s.epoch == scope.epoch && scope.epoch == EPOCH.load(Ordering::Relaxed))?;
+    store
+        .failed
+        .get(&(scope.owner, function.as_ptr() as usize))?
+        .iter()
+        .find(|failed| failed.function.is(function) && failed.arguments == arguments)
+        .map(|failed| failed.reason.clone())
+}
+
+/// Notes that `function`, called with arguments of `arguments`' kinds, stopped: `reason`.
+pub(super) fn note_failure(
+    scope: SummaryScope,
+    function: &Bound<'_, PyAny>,
+    arguments: Vec<ArgumentKind>,
+    reason: String,
+) {
+    let key = (scope.owner, function.as_ptr() as usize);
+    let mut slot = STORE.lock();
+    let (store, old) = Store::of_epoch(&mut slot, scope.epoch);
+    let forgotten = (store.failed.len() >= MAX_SUMMARIES).then(|| std::mem::take(&mut store.failed));
+    let found = store.failed.entry(key).or_default();
+    let dropped = (found.len() >= MAX_PER_FUNCTION).then(|| found.remove(0));
+    found.push(FailedCall {
+        function: function.clone().unbind(),
+        arguments,
+        reason,
+    });
+    drop(slot);
+    drop((old, forgotten, dropped));
 }
 
 impl Store {
