@@ -313,3 +313,53 @@ def unwrap_reads_the_recursion_limit(x):
     # by sys.getrecursionlimit(): read while translating, guarded.
     inner = inspect.unwrap(_wrapped_scale)
     return inner(x), inner.__name__
+
+
+class _SlottedTag:
+    __slots__ = ("kind", "names", "unset")
+
+    def __init__(self, kind, names):
+        self.kind = kind
+        self.names = names
+
+
+@dataclasses.dataclass
+class _Tags:
+    inner: _SlottedTag
+    extra: dict
+    pair: tuple
+    missing: object = None
+
+
+# copyreg writes `__slotnames__` into a class at its first copy (the translation copies
+# only after it, as a call made before would have written it).
+copy.deepcopy(_Tags(_SlottedTag("k", []), {}, ()))
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def deepcopy_of_objects_the_translation_made(x):
+    # The copy copy.deepcopy makes (a bare instance given its __dict__ and slots' copies),
+    # one list met three times copied once, atoms and a tuple of atoms kept, no break.
+    shared = [1, 2]
+    tags = _Tags(_SlottedTag("c", shared), {"a": shared, "b": (1, "s")}, (shared, 3))
+    copied = copy.deepcopy(tags)
+    copied.inner.names.append(3)
+    return (x + 1.0, copied.inner.kind, copied.inner.names, tags.inner.names, hasattr(copied.inner, "unset"),
+            copied.extra, copied.pair, copied.missing, copied is tags, copied.inner is tags.inner,
+            copied.extra["a"] is copied.inner.names, copied.pair[0] is copied.inner.names,
+            copied.extra["b"] is tags.extra["b"], copy.deepcopy(None), copy.deepcopy("s"))
+
+
+class _OwnCopy:
+    def __init__(self, value):
+        self.value = value
+
+    def __deepcopy__(self, memo):
+        return _OwnCopy(self.value + 1)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2, breaks=["unsupported call: deepcopy"])
+def deepcopy_of_an_object_copying_itself(x):
+    # A class's own __deepcopy__: the library function is called as it is (it breaks).
+    copied = copy.deepcopy(_OwnCopy(1))
+    return x * copied.value + 1.0

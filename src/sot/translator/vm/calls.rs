@@ -528,6 +528,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             if renamed {
                 return graph_break(format!("a call of {} renamed while translating", qualname(&obj)));
             }
+            if let Some(copied) = self.modeled_deepcopy(&obj, &args, &kwargs)? {
+                return Ok(copied);
+            }
             match self
                 .backend
                 .code_kind(&obj.getattr(pyo3::intern!(obj.py(), "__code__"))?)?

@@ -13,6 +13,7 @@ mod calls;
 mod concrete;
 mod construct;
 mod containers;
+mod deepcopy;
 mod exceptions;
 mod identities;
 mod inline;
@@ -213,6 +214,8 @@ pub struct Vm<'py, 'b> {
     /// (`vm::nested`), and those frames once the top frame breaks at their call.
     nested: Option<kept::NestedBreak<'py>>,
     nested_frames: Option<Vec<kept::InlinedPoint<'py>>>,
+    /// `copy.deepcopy`, once looked up (`Vm::modeled_deepcopy`).
+    deepcopy: std::cell::OnceCell<Option<Bound<'py, PyAny>>>,
     /// Per top-frame instruction, the state before its first run (`Vm::rewind`).
     first_visits: HashMap<usize, kept::FirstVisit<'py>>,
     /// The top frame's instructions, and which lie in a loop.
@@ -507,6 +510,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             guard_positions: Default::default(),
             nested: None,
             nested_frames: None,
+            deepcopy: std::cell::OnceCell::new(),
             first_visits: HashMap::new(),
             top_code: None,
             generator_resumes: Vec::new(),
