@@ -241,8 +241,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                         // Where a break before this instruction would stop as a plain break.
                         self.first_visits.entry(pc).or_insert_with(|| kept::FirstVisit {
                             snapshot,
-                            stack: stack_before.clone(),
-                            locals: locals_before.clone(),
+                            stack: stack_before,
+                            locals: locals_before,
                             location: location_before,
                             examples_warned: examples_warned_before,
                             in_handler_scope: frame.instrs[pc].handler.is_some(),
