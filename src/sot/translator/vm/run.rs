@@ -239,16 +239,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                         && !reads_callers
                     {
                         // Where a break before this instruction would stop as a plain break.
-                        self.first_visits.entry(pc).or_insert_with(|| kept::FirstVisit {
-                            snapshot,
-                            stack: stack_before,
-                            locals: locals_before,
-                            location: location_before,
-                            examples_warned: examples_warned_before,
-                            in_handler_scope: frame.instrs[pc].handler.is_some(),
-                            summaries_replayed: self.summaries_replayed,
-                            generator_resumes: self.generator_resumes.len(),
-                        });
+                        let in_handler_scope = frame.instrs[pc].handler.is_some();
+                        let state = (snapshot, stack_before, locals_before, location_before);
+                        self.keep_first_visit(pc, state, examples_warned_before, in_handler_scope);
                     }
                 }
                 // A re-raise of what a handler caught (what `except*` clauses left) is
@@ -571,6 +564,27 @@ impl<'py, 'b> Vm<'py, 'b> {
 }
 
 impl<'py> Vm<'py, '_> {
+    /// Keeps the state before the top frame's first run of instruction `pc` (`rewind`).
+    fn keep_first_visit(
+        &mut self,
+        pc: usize,
+        (snapshot, stack, locals, location): (Snapshot<'py>, Vec<Vid>, Vec<Vid>, (i32, std::rc::Rc<str>)),
+        examples_warned: bool,
+        in_handler_scope: bool,
+    ) {
+        let (summaries_replayed, generator_resumes) = (self.summaries_replayed, self.generator_resumes.len());
+        self.first_visits.entry(pc).or_insert_with(|| kept::FirstVisit {
+            snapshot,
+            stack,
+            locals,
+            location,
+            examples_warned,
+            in_handler_scope,
+            summaries_replayed,
+            generator_resumes,
+        });
+    }
+
     /// The ending the top frame's run would have had with a break before instruction `pc`
     /// (`break_before`, for `why`), made from the state kept before its first run of `pc`
     /// instead of simulating up to it again; None where none was kept (the translation
