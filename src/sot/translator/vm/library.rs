@@ -76,12 +76,21 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// An argument's kind, as a failed call's record compares it: its variant in the VM
-    /// and, where it has one, its type (a library call stopping depends on little more).
+    /// and, where it has one, its type, and a number's, string's or None's value (a
+    /// library call stopping depends on little more).
     fn argument_kind(&self, arg: Vid) -> ArgumentKind {
         let of = |obj: &Bound<'py, PyAny>| obj.get_type().as_ptr() as usize;
         let mut variant = rustc_hash::FxHasher::default();
         std::mem::discriminant(self.val(arg)).hash(&mut variant);
         let class = match self.val(arg) {
+            // A number, string or None: its value too (a flag's value may take the call
+            // another way).
+            Val::Obj { obj, .. }
+                if crate::sot::translator::pyutil::is_quiet_value(obj)
+                    && !obj.is_instance_of::<PyTuple>() =>
+            {
+                obj.hash().map_or(of(obj), |hash| of(obj) ^ hash as usize)
+            }
             Val::Obj { obj, .. } | Val::Constructed { obj, .. } => of(obj),
             Val::Tensor { example, .. } | Val::Scalar { example, .. } => of(example),
             Val::Object { class, .. } | Val::NamedTuple { class, .. } => class.as_ptr() as usize,
