@@ -98,15 +98,12 @@ impl<'py> Vm<'py, '_> {
             return Ok(true); // a cycle: the memo gives the copy being made
         }
         let items: Vec<Vid> = match self.val(vid) {
-            // A tuple from the frame may hold other items on a later call.
-            Val::Obj { obj, source } => {
-                return Ok(!(source.is_some() && obj.is_instance_of::<PyTuple>()) && is_atom(obj)?)
-            }
+            Val::Obj { .. } => return self.copied_as_itself(vid),
             Val::Scalar { example, .. } => return is_atom(example),
             Val::Tuple(items) | Val::List(items) => items.clone(),
             Val::Dict(pairs) => {
                 for (key, _) in pairs {
-                    if !matches!(self.val(*key), Val::Obj { obj, .. } if is_atom(obj)?) {
+                    if !self.copied_as_itself(*key)? {
                         return Ok(false);
                     }
                 }
@@ -134,6 +131,17 @@ impl<'py> Vm<'py, '_> {
         }
         open.pop();
         Ok(true)
+    }
+
+    /// Whether `vid` is an object that is its own copy: an atom (a tuple of atoms from the
+    /// frame may hold other items on a later call).
+    fn copied_as_itself(&self, vid: Vid) -> PyResult<bool> {
+        match self.val(vid) {
+            Val::Obj { obj, source } => {
+                Ok(!(source.is_some() && obj.is_instance_of::<PyTuple>()) && is_atom(obj)?)
+            }
+            _ => Ok(false),
+        }
     }
 
     /// The class's `__slotnames__` where its instances are copied as a bare new one given

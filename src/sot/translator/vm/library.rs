@@ -62,11 +62,14 @@ impl<'py, 'b> Vm<'py, 'b> {
             Err(Problem::Break(reason) | Problem::Fallback(reason)) => {
                 // The call is the break: where the user's code makes it, whoever inlines it
                 // (a budget is the outermost library call's).
-                if self.break_bound() == Some(BreakBound::Library) {
+                let bound = self.break_bound();
+                if bound == Some(BreakBound::Library) {
                     self.break_bound = None;
                 }
                 self.location = location;
-                if let Some(scope) = self.summary_scope {
+                // What the translation's own bounds stopped (its depth, its instructions)
+                // another caller's call would not stop at.
+                if let (Some(scope), false) = (self.summary_scope, bound == Some(BreakBound::Translation)) {
                     summaries::note_failure(scope, function, arguments, reason.clone());
                 }
                 stopped(&reason)
