@@ -164,7 +164,8 @@ struct FailedCall {
 }
 
 /// What a call's argument is, as a failed call's record compares it: its form in the VM
-/// and, where it has one, its type (`Vm::argument_kind`).
+/// and, where it has one, its type, and a number's, string's or None's value
+/// (`Vm::argument_kind`).
 pub(super) type ArgumentKind = (u64, usize);
 
 /// Why `function`, called with arguments of `arguments`' kinds, stopped before in `scope`'s
