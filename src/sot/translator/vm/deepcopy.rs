@@ -99,7 +99,7 @@ impl<'py> Vm<'py, '_> {
         }
         let items: Vec<Vid> = match self.val(vid) {
             Val::Obj { .. } => return self.copied_as_itself(vid),
-            Val::Scalar { example, .. } => return is_atom(example),
+            Val::Scalar { example, .. } => return Ok(is_atom(example)),
             Val::Tuple(items) | Val::List(items) => items.clone(),
             Val::Dict(pairs) => {
                 for (key, _) in pairs {
@@ -138,7 +138,7 @@ impl<'py> Vm<'py, '_> {
     fn copied_as_itself(&self, vid: Vid) -> PyResult<bool> {
         match self.val(vid) {
             Val::Obj { obj, source } => {
-                Ok(!(source.is_some() && obj.is_instance_of::<PyTuple>()) && is_atom(obj)?)
+                Ok(!(source.is_some() && obj.is_instance_of::<PyTuple>()) && is_atom(obj))
             }
             _ => Ok(false),
         }
@@ -299,21 +299,12 @@ struct Copying<'py> {
 
 /// Whether `copy.deepcopy` gives `obj` itself: its exact type one of `_deepcopy_atomic`'s
 /// (a tuple of atoms is one too, as its copy is itself).
-fn is_atom(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    use pyo3::types::{PyBool, PyBytes, PyComplex, PyFloat, PyInt, PyString};
-    if let Ok(items) = obj.cast_exact::<PyTuple>() {
-        for item in items.iter() {
-            if !is_atom(&item)? {
-                return Ok(false);
-            }
-        }
-        return Ok(true);
-    }
-    Ok(obj.is_none()
-        || obj.is_exact_instance_of::<PyInt>()
-        || obj.is_exact_instance_of::<PyBool>()
-        || obj.is_exact_instance_of::<PyFloat>()
+fn is_atom(obj: &Bound<'_, PyAny>) -> bool {
+    use pyo3::types::{PyBytes, PyComplex};
+    crate::sot::translator::pyutil::is_quiet_value(obj)
         || obj.is_exact_instance_of::<PyComplex>()
-        || obj.is_exact_instance_of::<PyString>()
-        || obj.is_exact_instance_of::<PyBytes>())
+        || obj.is_exact_instance_of::<PyBytes>()
+        || obj
+            .cast_exact::<PyTuple>()
+            .is_ok_and(|items| items.iter().all(|item| is_atom(&item)))
 }
