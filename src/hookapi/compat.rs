@@ -30,12 +30,20 @@ struct Signature<'py> {
 impl<'py> Signature<'py> {
     fn of(code: &Bound<'py, PyAny>) -> PyResult<Self> {
         Ok(Self {
-            argcount: code.getattr("co_argcount")?.extract()?,
-            posonlyargcount: code.getattr("co_posonlyargcount")?.extract()?,
-            kwonlyargcount: code.getattr("co_kwonlyargcount")?.extract()?,
-            flags: code.getattr("co_flags")?.extract()?,
-            freevars: code.getattr("co_freevars")?.cast_into()?,
-            varnames: code.getattr("co_varnames")?.cast_into()?,
+            argcount: code.getattr(pyo3::intern!(code.py(), "co_argcount"))?.extract()?,
+            posonlyargcount: code
+                .getattr(pyo3::intern!(code.py(), "co_posonlyargcount"))?
+                .extract()?,
+            kwonlyargcount: code
+                .getattr(pyo3::intern!(code.py(), "co_kwonlyargcount"))?
+                .extract()?,
+            flags: code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?,
+            freevars: code
+                .getattr(pyo3::intern!(code.py(), "co_freevars"))?
+                .cast_into()?,
+            varnames: code
+                .getattr(pyo3::intern!(code.py(), "co_varnames"))?
+                .cast_into()?,
         })
     }
 

@@ -2,7 +2,7 @@
 //! `framehook.sot.register_backend`, with what it declares read once per session.
 
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use framehook_bytecode::Table;
 use pyo3::prelude::*;
@@ -41,7 +41,7 @@ pub struct Backend<'py> {
     numpy_prefix: Option<String>,
     /// The standard library's functions the VM runs as user code, of the modules imported
     /// by now (`traced_library_codes`).
-    library_codes: Vec<StrongRef>,
+    library_codes: Arc<Vec<StrongRef>>,
     is_op: Bound<'py, PyAny>,
     is_constant_operand: Bound<'py, PyAny>,
     example: Bound<'py, PyAny>,
@@ -85,10 +85,18 @@ const TRACED_LIBRARY: &[(&str, &[&str])] = &[
 
 /// Of the modules the program has imported: a module it has not cannot have handed it
 /// one of these functions, and importing it here would change the program's `sys.modules`.
-fn traced_library_codes(py: Python<'_>) -> PyResult<Vec<StrongRef>> {
+/// Kept for the process once every module is imported (the functions are the library's
+/// own: a program that replaces one hands over another function, never traced as these).
+fn traced_library_codes(py: Python<'_>) -> PyResult<Arc<Vec<StrongRef>>> {
+    static ALL_IMPORTED: OnceLock<Arc<Vec<StrongRef>>> = OnceLock::new();
+    if let Some(codes) = ALL_IMPORTED.get() {
+        return Ok(codes.clone());
+    }
     let mut codes = Vec::new();
+    let mut all_imported = true;
     for (module, paths) in TRACED_LIBRARY {
         let Some(module) = imported(py, module) else {
+            all_imported = false;
             continue;
         };
         for path in *paths {
@@ -101,7 +109,11 @@ fn traced_library_codes(py: Python<'_>) -> PyResult<Vec<StrongRef>> {
             ));
         }
     }
-    Ok(codes)
+    let codes = Arc::new(codes);
+    Ok(match all_imported {
+        true => ALL_IMPORTED.get_or_init(|| codes).clone(),
+        false => codes,
+    })
 }
 
 impl<'py> Backend<'py> {

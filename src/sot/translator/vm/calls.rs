@@ -818,7 +818,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        if !kwargs.is_empty() || !import(self.py, "functools")?.getattr("reduce")?.is(obj) {
+        if !kwargs.is_empty() || !self.ops.functools_reduce.is(obj) {
             return Ok(None);
         }
         let (function, iterable, initial) = match args {
