@@ -42,8 +42,6 @@ _WARNINGS_MODULES = tuple(m for m in (warnings, sys.modules.get("_py_warnings"))
 # what changes only the warning filters that warnings.catch_warnings() saves and restores.
 _REGION_TYPES = (np.errstate, warnings.catch_warnings)
 _FILTER_CHANGES = (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)
-# A region's nodes: a manager made and entered, its exit, a filter set inside the block.
-_REGION_NODES = (*_REGION_TYPES, *(region.__exit__ for region in _REGION_TYPES), *_FILTER_CHANGES)
 # numpy's functions of dtypes and scalar types whose results are the same for the whole process.
 _DTYPE_QUESTIONS = ("issubdtype", "isdtype", "can_cast", "promote_types", "result_type")
 # Whose functions share a hidden state (the global random generator): none is an operation.
@@ -212,6 +210,9 @@ class _ById(dict[int, tuple[Any, Any]]):
     def functions(self) -> list[Any]:
         return [function for function, _ in self.values()]
 
+
+# A region's nodes: a manager made and entered, its exit, a filter set inside the block.
+_REGION_NODE_TABLE = _ById([*_REGION_TYPES, *(region.__exit__ for region in _REGION_TYPES), *_FILTER_CHANGES])
 
 # ``operator.add(a, b)`` is ``a + b`` by definition: the expression, without the call.
 _INFIX = _ById({
@@ -1166,21 +1167,32 @@ def _graph_text(params: str, statements: list, enters: set[int], exits: set[int]
 
 
 def _compiled(source: str, filename: str, placed: list[int]) -> Any:
-    """The code of the graph function ``source`` defines, each line at its line in
-    ``placed`` (compiled from the text, lines moved after: an ``ast`` rewrite costs
-    several times the compilation)."""
+    """The code of the graph function ``source`` defines, in ``filename``, each line at its
+    line in ``placed`` (compiled from the text once, file and lines set after: an ``ast``
+    rewrite costs several times the compilation, and graphs of one text in other files or
+    at other lines, as a small graph often is, share the compilation)."""
     from .._native import _bytecode_relined
 
-    module_code = compile(source, filename, "exec")
-    code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
-    code = _bytecode_relined(code, placed)
+    compiled = _COMPILED_TEXTS.get(source)
+    if compiled is None:
+        module_code = compile(source, "<sot graph>", "exec")
+        compiled = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
+        if len(_COMPILED_TEXTS) >= _COMPILED_TEXTS_KEPT:
+            _COMPILED_TEXTS.clear()
+        _COMPILED_TEXTS[source] = compiled
+    code = _bytecode_relined(compiled.replace(co_filename=filename), placed)
     # Marked nested: free-threaded 3.13 makes a function of a code without the flag
     # immortal once a thread has run (deferred reference counting, gh-117696).
     return code.replace(co_flags=code.co_flags | _CO_NESTED)
 
 
+# Each graph text's compiled function code, in no file, at the lines the text has.
+_COMPILED_TEXTS: dict[str, types.CodeType] = {}
+_COMPILED_TEXTS_KEPT = 256
+
+
 def _is_region_node(function: Any) -> bool:
-    return any(function is f for f in _REGION_NODES)
+    return _REGION_NODE_TABLE.has(function)
 
 
 def _raising(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 //! Sources: where a value came from, as a path from the frame (an argument, a free
 //! variable, a global, an attribute or item of another source), interned in a table.
 
+use std::collections::hash_map::Entry;
 use std::hash::{Hash, Hasher};
 
 use pyo3::ffi;
@@ -118,21 +119,32 @@ pub struct SourceTable {
     /// Dynamo's: specialize first, generalize what was seen to change).
     pub dynamic: Vec<SourceId>,
     /// The ids of `sources` by their bucket: interning one of many (a long list's items)
-    /// looks at the few that may be the same, not at all.
-    index: FxHashMap<u64, Vec<SourceId>>,
+    /// looks at the few that may be the same, not at all. A bucket's first source, then the
+    /// rare others (a list per bucket made an allocation per source).
+    index: FxHashMap<u64, SourceId>,
+    index_more: FxHashMap<u64, Vec<SourceId>>,
 }
 
 impl SourceTable {
     /// The id of `source`, added if new.
     pub fn intern(&mut self, source: Source) -> SourceId {
         let bucket = source.bucket();
-        let ids = self.index.entry(bucket).or_default();
-        if let Some(found) = ids.iter().find(|id| self.sources[**id].same(&source)) {
-            return *found;
+        let id = self.sources.len();
+        match self.index.entry(bucket) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(id);
+            }
+            Entry::Occupied(first) if self.sources[*first.get()].same(&source) => return *first.get(),
+            Entry::Occupied(_) => {
+                let more = self.index_more.entry(bucket).or_default();
+                if let Some(found) = more.iter().find(|other| self.sources[**other].same(&source)) {
+                    return *found;
+                }
+                more.push(id);
+            }
         }
-        ids.push(self.sources.len());
         self.sources.push(source);
-        self.sources.len() - 1
+        id
     }
 
     pub fn clone_ref(&self, py: Python<'_>) -> SourceTable {
@@ -140,6 +152,7 @@ impl SourceTable {
             sources: self.sources.iter().map(|s| s.clone_ref(py)).collect(),
             dynamic: self.dynamic.clone(),
             index: self.index.clone(),
+            index_more: self.index_more.clone(),
         }
     }
 

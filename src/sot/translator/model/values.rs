@@ -33,7 +33,14 @@ impl<'py> Values<'py> {
             self.chunks.push(Rc::new(Vec::with_capacity(CHUNK)));
         }
         let last = self.chunks.last_mut().expect("a chunk has room");
-        Rc::make_mut(last).push(value);
+        if Rc::get_mut(last).is_none() {
+            // Shared with a snapshot: copied with the chunk's full capacity (a plain clone
+            // has only its length's, and the push would grow it again).
+            let mut copy = Vec::with_capacity(CHUNK);
+            copy.extend(last.iter().cloned());
+            *last = Rc::new(copy);
+        }
+        Rc::get_mut(last).expect("not shared").push(value);
         self.len += 1;
     }
 
