@@ -1,7 +1,9 @@
 //! Lowering: canonical instructions as the running version's instructions, each family of
 //! canonical opcodes by its rules (the forms the version has), the rest by name.
 
-use super::{Arg, BinOp, Const, ConstPool, Handler, Instruction, Literal, Op, Vars, CONDITIONAL_JUMPS};
+use super::{
+    Arg, BinOp, Const, ConstPool, Handler, Instruction, Literal, Op, Vars, ALL_OPS, CONDITIONAL_JUMPS,
+};
 use crate::error::{Error, Result};
 use crate::linetable::Location;
 use crate::raw::{self, Instr};
@@ -37,6 +39,7 @@ pub fn lower(
         skips: Vec::new(),
         location: Location::NONE,
         handler: None,
+        opcodes: [None; ALL_OPS.len()],
     };
     // Per canonical instruction: its first raw instruction.
     let mut first: Vec<usize> = Vec::with_capacity(code.len() + 1);
@@ -87,6 +90,9 @@ struct Lowering<'a> {
     /// instruction being lowered.
     location: Location,
     handler: Option<Handler>,
+    /// The version's opcode per canonical opcode, looked up by name at its first use in
+    /// the code (a lookup per instruction was a tenth of lowering).
+    opcodes: [Option<u8>; ALL_OPS.len()],
 }
 
 /// The canonical instruction being lowered, and the next one, which it may become one raw
@@ -556,13 +562,14 @@ impl Lowering<'_> {
     fn by_name(&mut self, instruction: &Instruction) -> Result<usize> {
         let table = self.table;
         let name = instruction.op.name();
+        let opcode = self.opcode_of(instruction.op)?;
         match instruction.arg {
-            Arg::None => self.emit(name, 0, None)?,
+            Arg::None => self.emit_opcode(opcode, 0, None),
             Arg::Int(value) | Arg::Name(value) | Arg::Const(Const::Index(value)) => {
-                self.emit(name, value, None)?
+                self.emit_opcode(opcode, value, None)
             }
             Arg::Var(var) => {
-                let info = table.op(table.require(name)?).expect("required");
+                let info = table.op(opcode).expect("required");
                 let index = if info.arg == ArgKind::Deref
                     && table.deref_index == crate::table::DerefIndex::CellFree
                 {
@@ -572,27 +579,44 @@ impl Lowering<'_> {
                 } else {
                     var
                 };
-                self.emit(name, index, None)?;
+                self.emit_opcode(opcode, index, None);
             }
-            Arg::Target(target) => self.emit(name, 0, Some(target))?,
+            Arg::Target(target) => self.emit_opcode(opcode, 0, Some(target)),
             Arg::Enum(value) => {
-                let info = table.op(table.require(name)?).expect("required");
+                let info = table.op(opcode).expect("required");
                 let ArgKind::Enum(kind) = &info.arg else {
                     return Err(bad_arg(instruction));
                 };
                 let value = table.enum_value(kind, value).ok_or_else(|| {
                     Error::CannotLower(format!("{name} has no value {value} in this version"))
                 })?;
-                self.emit(name, value, None)?;
+                self.emit_opcode(opcode, value, None);
             }
             _ => return Err(bad_arg(instruction)),
         }
         Ok(1)
     }
 
+    /// The version's opcode of the canonical `op`'s name, which it must have.
+    fn opcode_of(&mut self, op: Op) -> Result<u8> {
+        let cached = &mut self.opcodes[op as usize];
+        if let Some(opcode) = *cached {
+            return Ok(opcode);
+        }
+        let opcode = self.table.require(op.name())?;
+        *cached = Some(opcode);
+        Ok(opcode)
+    }
+
     /// Appends `name arg`; `target` is still a canonical index.
     fn emit(&mut self, name: &str, arg: u32, target: Option<usize>) -> Result<()> {
         let opcode = self.table.require(name)?;
+        self.emit_opcode(opcode, arg, target);
+        Ok(())
+    }
+
+    /// Appends `opcode arg`; `target` is still a canonical index.
+    fn emit_opcode(&mut self, opcode: u8, arg: u32, target: Option<usize>) {
         let handler = self.handler.map(|h| raw::Handler {
             target: h.target,
             depth: h.depth,
@@ -600,7 +624,6 @@ impl Lowering<'_> {
         });
         self.out
             .push(Instr::new(opcode, arg, target, handler, self.location));
-        Ok(())
     }
 
     /// The raw instructions, their targets raw indices (`first`: per canonical instruction

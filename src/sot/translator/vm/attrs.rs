@@ -677,7 +677,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 || descriptor.is_instance(&self.ops.staticmethod_type)?
                 || descriptor.is_instance(&self.ops.classmethod_type)?
                 || descriptor.is_instance(self.ops.c_method_types.as_any())?
-                || !has_attr(descriptor.get_type().as_any(), "__get__")?;
+                || !has_attr(descriptor.get_type().as_any(), "__get__")?
+                // An instance's `__dict__` (made where it is absent): never AttributeError.
+                || name == "__dict__" && descriptor.is_instance(&self.ops.getset_descriptor_type)?;
             if !plain {
                 // A property or descriptor raising AttributeError hands over to `__getattr__`.
                 return unsupported(format!(
@@ -821,8 +823,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     ) -> Res<Option<Bound<'py, PyAny>>> {
         let getattribute = ty.getattr(pyo3::intern!(ty.py(), "__getattribute__"))?;
         let reads_through_getattr = self.backend.is_layer(obj);
-        let generic_lookup =
-            getattribute.is(&self.ops.object_getattribute) || has_generic_getattro(&obj.get_type());
+        let generic_lookup = getattribute.is(&self.ops.object_getattribute)
+            || has_generic_getattro(&obj.get_type())
+            || self.is_generic_slot_wrapper(&getattribute)?;
         // A `__getattr__` written in Python runs where the generic lookup fails (ParseResults'
         // names); the lookup must then be one that fails only by raising AttributeError.
         let getattr_hook = match self.type_lookup(ty, "__getattr__")? {
@@ -858,6 +861,19 @@ impl<'py, 'b> Vm<'py, 'b> {
             ));
         }
         Ok(getattr_hook)
+    }
+
+    /// Whether `getattribute` is a C type's own `__getattribute__` slot wrapper where that
+    /// type looks attributes up as `object` does (`dict`'s): a Python subclass defining
+    /// `__getattr__` (sklearn's `Bunch`) has the hook as its `tp_getattro`, which calls the
+    /// wrapper, that is the generic lookup, before `__getattr__`.
+    fn is_generic_slot_wrapper(&self, getattribute: &Bound<'py, PyAny>) -> PyResult<bool> {
+        let wrapper_type = self.ops.c_method_types.get_item(1)?;
+        if !getattribute.get_type().is(&wrapper_type) {
+            return Ok(false);
+        }
+        let owner = getattribute.getattr(pyo3::intern!(getattribute.py(), "__objclass__"))?;
+        Ok(owner.cast::<PyType>().is_ok_and(has_generic_getattro))
     }
 
     /// How `getattr(obj, name)` for a class or a module would run: the translation reads
@@ -1147,6 +1163,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                 {
                     // object.__init__, __setattr__ and the like, bound to the receiver (a
                     // frozen dataclass's __setattr__ calls super().__setattr__(name, value)).
+                    let function = self.constant(raw);
+                    return Ok(self.push_val(Val::Method { function, receiver }));
+                }
+                if !receiver_is_class && raw.is(&self.ops.dict_getitem) {
+                    // A dict subclass's own `__getitem__` reading the dict's item
+                    // (`Vm::frame_dict_item`).
                     let function = self.constant(raw);
                     return Ok(self.push_val(Val::Method { function, receiver }));
                 }
