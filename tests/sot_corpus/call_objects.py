@@ -363,56 +363,6 @@ def a_dict_subclass_with_getattr_reads_its_own_dict(x, notes):
     return x * notes.scale + notes.__dict__["_notes"]["scale"]
 
 
-class _Bunch(dict):
-    """scikit-learn's Bunch: keys read as attributes, its own __getitem__ handing over to
-    dict's through super()."""
-
-    def __getitem__(self, key):
-        if key in self.__dict__.get("_deprecated", {}):
-            raise LookupError(key)
-        return super().__getitem__(key)
-
-    def __getattr__(self, key):
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
-
-
-_bunches = Cycling(_Bunch(scale=2.0, name="a"), _Bunch(scale=2.0), _Bunch(scale=3.0, name="b"))
-
-
-@case(args=lambda: (arr(3), _bunches.next_value()), graphs=1, ops=1, rejected=2)
-def a_dict_subclass_reads_its_items_through_super(x, bunch):
-    # `bunch["scale"]` and `bunch.scale` each reach dict.__getitem__ through the class's
-    # own __getitem__: the dict's item, guarded present (or absent: KeyError); the other
-    # bunches fail those guards.
-    try:
-        name = bunch["name"]
-    except KeyError:
-        name = None
-    return x * bunch["scale"], bunch.scale, name
-
-
-class _Defaulting(dict):
-    """A dict subclass whose __missing__ answers for an absent key (dict.__getitem__ calls
-    it): its own __getitem__ hands over to dict's through super()."""
-
-    def __getitem__(self, key):
-        return super().__getitem__(key)
-
-    def __missing__(self, key):
-        return len(key)
-
-
-@case(args=lambda: (arr(3), _Defaulting(scale=2.0)), graphs=2, ops=2,
-      breaks=["unsupported call: dict.__getitem__", "unsupported call: dict.__getitem__"])
-def a_dict_subclass_with_missing_answers_an_absent_key(x, table):
-    # Present: the dict's item; absent: __missing__'s answer, which the VM does not run:
-    # a break at the call (in the function, and in __getitem__ run on its own).
-    return x * table["scale"] + table["absent"]
-
-
 class _Tokens:
     """pyparsing's ParseResults: a Python __new__ (handing back an instance it is given)
     and a Python __init__, over slots."""

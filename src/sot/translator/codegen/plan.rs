@@ -223,10 +223,8 @@ pub fn shared_paths(
     let mut uses: HashMap<SourceId, usize> = HashMap::new();
     for source in read {
         let mut at = source;
-        while let Source::Attr(parent, _)
-        | Source::OwnAttr(parent, _)
-        | Source::Item(parent, _)
-        | Source::OwnItem(parent, _) = &plan.sources.sources[at]
+        while let Source::Attr(parent, _) | Source::OwnAttr(parent, _) | Source::Item(parent, _) =
+            &plan.sources.sources[at]
         {
             *uses.entry(at).or_default() += 1;
             at = *parent;

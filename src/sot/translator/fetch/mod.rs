@@ -76,10 +76,6 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 .or_else(|| clear_error(py))
             }),
             Source::Item(parent, key) => self.fetch(*parent).and_then(|p| item_value(&p, key)),
-            Source::OwnItem(parent, key) => self
-                .fetch(*parent)
-                .filter(|p| p.is_instance_of::<PyDict>())
-                .and_then(|p| dict_get(&p, key)),
             // Untranslated (a guard's reading); a failed call is an absent value (its error
             // cleared): the guard fails.
             Source::Called(function) => self.fetch(*function).and_then(|f| {

@@ -27,9 +27,6 @@ pub enum Source {
     /// `__dict__`), never through the class's `__getattr__`, which reading it must not run.
     OwnAttr(SourceId, StrongRef),
     Item(SourceId, StrongRef),
-    /// An item as `dict.__getitem__` finds it in a dict (a subclass's instance included),
-    /// never through the class's own `__getitem__`, which reading it must not run.
-    OwnItem(SourceId, StrongRef),
     /// An object the translation holds because it has no other way to it: the globals of
     /// another module's function reached without a source, a cell of such a function.
     Held(StrongRef),
@@ -47,8 +44,7 @@ impl Source {
             }
             (Source::Attr(p, a), Source::Attr(q, b))
             | (Source::OwnAttr(p, a), Source::OwnAttr(q, b))
-            | (Source::Item(p, a), Source::Item(q, b))
-            | (Source::OwnItem(p, a), Source::OwnItem(q, b)) => p == q && same_key(a, b),
+            | (Source::Item(p, a), Source::Item(q, b)) => p == q && same_key(a, b),
             (Source::Held(a), Source::Held(b)) => a.as_ptr() == b.as_ptr(),
             (Source::Called(a), Source::Called(b)) => a == b,
             _ => false,
@@ -62,10 +58,7 @@ impl Source {
         match self {
             Source::Argument(i) | Source::Free(i) | Source::Called(i) => i.hash(&mut hasher),
             Source::Global(key) | Source::Builtin(key) => key_hash(key).hash(&mut hasher),
-            Source::Attr(parent, key)
-            | Source::OwnAttr(parent, key)
-            | Source::Item(parent, key)
-            | Source::OwnItem(parent, key) => {
+            Source::Attr(parent, key) | Source::OwnAttr(parent, key) | Source::Item(parent, key) => {
                 parent.hash(&mut hasher);
                 key_hash(key).hash(&mut hasher);
             }
@@ -83,7 +76,6 @@ impl Source {
             Source::Attr(p, n) => Source::Attr(*p, n.clone_ref(py)),
             Source::OwnAttr(p, n) => Source::OwnAttr(*p, n.clone_ref(py)),
             Source::Item(p, k) => Source::Item(*p, k.clone_ref(py)),
-            Source::OwnItem(p, k) => Source::OwnItem(*p, k.clone_ref(py)),
             Source::Held(g) => Source::Held(g.clone_ref(py)),
             Source::Called(p) => Source::Called(*p),
         }
@@ -227,13 +219,6 @@ impl SourceTable {
                 "object.__getattribute__({}, {:?})",
                 self.describe(py, *p, varnames, freevars, handed),
                 n.bind(py).to_string()
-            ),
-            Source::OwnItem(p, k) => format!(
-                "dict.__getitem__({}, {})",
-                self.describe(py, *p, varnames, freevars, handed),
-                k.bind(py)
-                    .repr()
-                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
             ),
             Source::Item(p, k) => format!(
                 "{}[{}]",

@@ -79,8 +79,6 @@ known_objects! {
     exception_setattr: PyAny = builtin(py, "BaseException")?.getattr("__setattr__")?;
     object_new: PyAny = object.getattr(pyo3::intern!(py, "__new__"))?;
     object_init: PyAny = object.getattr(pyo3::intern!(py, "__init__"))?;
-    /// `dict.__getitem__`: a dict subclass's `super().__getitem__` (sklearn's `Bunch`).
-    dict_getitem: PyAny = builtin(py, "dict")?.getattr("__getitem__")?;
     /// `types.MappingProxyType.get`, the method a class's `__dict__` answers `get` with.
     mappingproxy_get: PyAny = types.getattr(pyo3::intern!(py, "MappingProxyType"))?.getattr("get")?;
     /// `io.StringIO` and its `write`: a write to one from the frame is replayed in order.

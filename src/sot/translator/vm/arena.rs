@@ -74,7 +74,6 @@ impl<'py, 'b> Vm<'py, 'b> {
             Source::Attr(parent, name) => Source::Attr(pins.alias(parent), name),
             Source::OwnAttr(parent, name) => Source::OwnAttr(pins.alias(parent), name),
             Source::Item(parent, key) => Source::Item(pins.alias(parent), key),
-            Source::OwnItem(parent, key) => Source::OwnItem(pins.alias(parent), key),
             other => other,
         };
         self.sources.intern(source)

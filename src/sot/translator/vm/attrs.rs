@@ -1166,12 +1166,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let function = self.constant(raw);
                     return Ok(self.push_val(Val::Method { function, receiver }));
                 }
-                if !receiver_is_class && raw.is(&self.ops.dict_getitem) {
-                    // A dict subclass's own `__getitem__` reading the dict's item
-                    // (`Vm::frame_dict_item`).
-                    let function = self.constant(raw);
-                    return Ok(self.push_val(Val::Method { function, receiver }));
-                }
                 if receiver_is_class && raw.is(&self.ops.object_new) {
                     // `super().__new__(cls)` reaching object's: called as `object.__new__`.
                     return Ok(self.constant(raw));

@@ -660,12 +660,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(Some(read));
             }
         }
-        if obj.is(&self.ops.dict_getitem) {
-            if let Some(item) = self.frame_dict_item(args, kwargs)? {
-                self.pin_callable(source, obj);
-                return Ok(Some(item));
-            }
-        }
         if obj.is(&self.ops.object_setattr) {
             self.pin_callable(source, obj);
             return self.call_object_setattr(args, kwargs).map(Some);

@@ -377,54 +377,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
-    /// `dict.__getitem__(table, key)` of a dict from the frame, a subclass's instance
-    /// included (its own `__getitem__` calls it through `super()`), the translation has
-    /// not changed: the dict's item (never the class's `__getitem__`), guarded present
-    /// (or absent: KeyError, where the class has no `__missing__`). None otherwise.
-    pub(super) fn frame_dict_item(&mut self, args: &[Vid], kwargs: &[(String, Vid)]) -> Res<Option<Vid>> {
-        let ([dict, key], true) = (args, kwargs.is_empty()) else {
-            return Ok(None);
-        };
-        let (dict, key) = (*dict, *key);
-        let Val::Obj { obj, source: Some(s) } = self.val(dict).clone() else {
-            return Ok(None);
-        };
-        let Ok(table) = obj.cast::<PyDict>() else {
-            return Ok(None);
-        };
-        if self.mutated.contains_key(&(obj.as_ptr() as usize)) || self.contains_tensor(key) {
-            return Ok(None);
-        }
-        let key_obj = self.concrete(key)?;
-        self.check_native_key(&key_obj)?;
-        let found = table.get_item(&key_obj)?;
-        if found.is_none()
-            && self
-                .type_lookup(&obj.get_type().into_any(), "__missing__")?
-                .is_some()
-        {
-            return Ok(None);
-        }
-        self.guard_type(dict);
-        let item = self.intern(Source::OwnItem(s, StrongRef::new(&key_obj)));
-        self.add_guard(
-            item,
-            if found.is_some() {
-                Check::Present
-            } else {
-                Check::Absent
-            },
-        );
-        match found {
-            Some(value) => Ok(Some(
-                self.value_of_source(Source::OwnItem(s, StrongRef::new(&key_obj)), value),
-            )),
-            None => Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err(
-                key_obj.unbind(),
-            ))),
-        }
-    }
-
     /// `table.get(key[, default])` of a dict from the frame the translation has not changed:
     /// the item read through the dict's source, guarded present (or absent: the default),
     /// as `table[key]` is, and nothing else of the dict guarded. None where the key holds a

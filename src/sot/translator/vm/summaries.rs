@@ -64,7 +64,6 @@ enum Root {
 enum Step {
     Attr(StrongRef),
     OwnAttr(StrongRef),
-    OwnItem(StrongRef),
     Item(StrongRef),
     Called,
 }
@@ -652,7 +651,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let next = match step {
                 Step::Attr(name) => attr_value(&value, name),
                 Step::Item(key) => item_value(&value, key),
-                Step::OwnAttr(_) | Step::OwnItem(_) | Step::Called => return None,
+                Step::OwnAttr(_) | Step::Called => return None,
             };
             match next {
                 Some(next) => value = next,
@@ -688,7 +687,6 @@ impl<'py, 'b> Vm<'py, 'b> {
             id = self.intern(match step {
                 Step::Attr(name) => Source::Attr(id, name.clone_ref(py)),
                 Step::OwnAttr(name) => Source::OwnAttr(id, name.clone_ref(py)),
-                Step::OwnItem(key) => Source::OwnItem(id, key.clone_ref(py)),
                 Step::Item(key) => Source::Item(id, key.clone_ref(py)),
                 Step::Called => Source::Called(id),
             });
@@ -794,7 +792,6 @@ impl<'py, 'b> Vm<'py, 'b> {
             Source::Attr(parent, name) => (*parent, Step::Attr(name.clone_ref(py))),
             Source::OwnAttr(parent, name) => (*parent, Step::OwnAttr(name.clone_ref(py))),
             Source::Item(parent, key) => (*parent, Step::Item(key.clone_ref(py))),
-            Source::OwnItem(parent, key) => (*parent, Step::OwnItem(key.clone_ref(py))),
             Source::Called(parent) => (*parent, Step::Called),
             Source::Held(object) => return root(Root::Held(Pin::new(&object.bind(py)))),
             Source::Builtin(name) => return root(Root::Builtin(name.clone_ref(py))),
