@@ -29,21 +29,14 @@ struct Signature<'py> {
 
 impl<'py> Signature<'py> {
     fn of(code: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let py = code.py();
         Ok(Self {
-            argcount: code.getattr(pyo3::intern!(code.py(), "co_argcount"))?.extract()?,
-            posonlyargcount: code
-                .getattr(pyo3::intern!(code.py(), "co_posonlyargcount"))?
-                .extract()?,
-            kwonlyargcount: code
-                .getattr(pyo3::intern!(code.py(), "co_kwonlyargcount"))?
-                .extract()?,
-            flags: code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?,
-            freevars: code
-                .getattr(pyo3::intern!(code.py(), "co_freevars"))?
-                .cast_into()?,
-            varnames: code
-                .getattr(pyo3::intern!(code.py(), "co_varnames"))?
-                .cast_into()?,
+            argcount: code.getattr(pyo3::intern!(py, "co_argcount"))?.extract()?,
+            posonlyargcount: code.getattr(pyo3::intern!(py, "co_posonlyargcount"))?.extract()?,
+            kwonlyargcount: code.getattr(pyo3::intern!(py, "co_kwonlyargcount"))?.extract()?,
+            flags: code.getattr(pyo3::intern!(py, "co_flags"))?.extract()?,
+            freevars: code.getattr(pyo3::intern!(py, "co_freevars"))?.cast_into()?,
+            varnames: code.getattr(pyo3::intern!(py, "co_varnames"))?.cast_into()?,
         })
     }
 
