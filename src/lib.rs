@@ -8,8 +8,9 @@
 /// The translator allocates small vectors, maps and values by the thousand per
 /// translation: with glibc's allocator a tenth of its instructions were malloc and free.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::MiMalloc = allocator::MiMalloc;
 
+mod allocator;
 mod bytecode;
 pub mod hookapi;
 mod module;

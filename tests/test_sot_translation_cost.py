@@ -178,6 +178,49 @@ def test_a_break_inside_a_graph_region_does_not_simulate_again_what_led_to_the_r
     assert sot.stats(fast).cache_hits >= 1
 
 
+def _region_after_a_made_iterator(x):
+    y = x * 2.0
+    items = (v for v in (3.0, 1.0))  # made while translating: no break can hand it on
+    with np.errstate(over="ignore"):
+        total = 0
+        for i in range(150):  # as `_busy`, in the frame (a call's summary would replay)
+            total += i
+        z = y * 3.0 + total
+        print("a break", file=_LOG)  # inside the region: the graph breaks at the `with`
+        w = z + next(items)
+    return w
+
+
+def test_a_resume_function_breaks_at_once_at_a_region_that_broke_inside_before():
+    """A break inside a region, where the `with` cannot be broken at (a value made while
+    translating is live there), breaks earlier; the resume function made there reaches the
+    same `with` and breaks at it at once (`cache::RegionBreak`), not simulating the
+    region's block again. A later translation of the code with other guards does too."""
+    alone = sot.translate(_prefix)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(alone(x), _prefix(x))
+    once = sot.stats(alone).instructions_simulated  # the loop's 150 rounds, simulated once
+
+    sot.reset()
+    fast = sot.translate(_region_after_a_made_iterator, cost_model=False)
+    np.testing.assert_array_equal(fast(x), _region_after_a_made_iterator(x))
+    st = sot.stats(fast)
+    with_line = _region_after_a_made_iterator.__code__.co_firstlineno + 3
+    # The original's, moved to the generator's line; the resume function's, at the `with`.
+    assert [b.lineno for b in st.graph_breaks[:2]] == [with_line - 1, with_line], st.graph_breaks
+    assert "inside the with block of a graph region (print()" in st.graph_breaks[1].reason, st.graph_breaks
+    # The loop twice: in the original's region, and in the block's translation after the
+    # `with` ran (not a third time in the resume function's region).
+    assert st.instructions_simulated < 2.5 * once, (st.instructions_simulated, once)
+
+    simulated = st.instructions_simulated
+    x4 = np.arange(4.0)  # other shapes: the codes are translated again, guarded anew
+    np.testing.assert_array_equal(fast(x4), _region_after_a_made_iterator(x4))
+    st = sot.stats(fast)
+    assert st.translations > 6 and st.instructions_simulated - simulated < 1.5 * once, (
+        st.translations, st.instructions_simulated - simulated, once)
+
+
 def _long_prefix(x):
     a = x + 1.0
     b = a * 2.0 - x

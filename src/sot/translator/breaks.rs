@@ -412,7 +412,9 @@ impl<'py> Translation<'_, 'py, '_> {
                 let resume_code =
                     codegen::resume_code(self.table, self.code, &info.vars, &info.instrs, &key, bridge)?;
                 let handed = self.handed_names(point, &key, kept);
-                *self.caches.get(&resume_code)?.handed_names.lock() = handed;
+                let resume_cache = self.caches.get(&resume_code)?;
+                *resume_cache.handed_names.lock() = handed;
+                resume_cache.share_region_breaks(cache);
                 if key.bridge {
                     // Its first step is the break: translating it would break there again.
                     self.caches.never_translate(&resume_code)?;

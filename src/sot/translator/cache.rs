@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
+use framehook_bytecode::canonical::Op;
 use framehook_bytecode::Table;
 use parking_lot::Mutex;
 use pyo3::intern;
@@ -129,7 +130,28 @@ pub struct CodeCache {
     info: OnceLock<Arc<CodeInfo>>,
     /// Where a translation inlining this code saw it break, for its own next translation.
     break_hints: Mutex<Vec<BreakHint>>,
+    /// The graph regions that broke inside, shared by the code and the resume functions
+    /// made from it (set on a resume function as it is made, else made on first use).
+    region_breaks: OnceLock<Arc<Mutex<Vec<RegionBreak>>>>,
 }
+
+/// A `with` whose graph region a translation entered, then left for a break inside its
+/// block (the translation breaks at the `with`, its block's simulation wasted). The code's
+/// later translations in the session, and those of the resume functions made from it
+/// (copies of its rest: the same `with` at the same line), break at that `with` at once.
+/// By line and instruction, as a resume function's instructions are numbered anew; outside
+/// loops only (another pass could differ).
+#[derive(Clone)]
+pub struct RegionBreak {
+    pub session: u64,
+    pub epoch: u64,
+    pub line: i32,
+    pub op: Op,
+    pub reason: String,
+}
+
+/// Region breaks a code and its resume functions keep at most.
+const MAX_REGION_BREAKS: usize = 8;
 
 /// An instruction of a code that broke while a translation of a caller inlined the code: the
 /// break runs the call as it is, so the code's own translation comes next, with the same
@@ -176,6 +198,44 @@ impl CodeCache {
             .partition(|h| h.session == session && h.epoch == epoch);
         *hints = others;
         mine
+    }
+
+    fn region_breaks(&self) -> &Arc<Mutex<Vec<RegionBreak>>> {
+        self.region_breaks.get_or_init(Default::default)
+    }
+
+    /// Makes this cache, a new resume function's, share the region breaks of `origin`, the
+    /// code it was made from.
+    pub fn share_region_breaks(&self, origin: &CodeCache) {
+        let _ = self.region_breaks.set(Arc::clone(origin.region_breaks()));
+    }
+
+    /// Keeps `broke` (a newer one of the same instruction replaces it).
+    pub fn add_region_break(&self, broke: RegionBreak) {
+        let mut breaks = self.region_breaks().lock();
+        breaks.retain(|b| {
+            !(b.session == broke.session
+                && b.epoch == broke.epoch
+                && b.line == broke.line
+                && b.op == broke.op)
+        });
+        if breaks.len() == MAX_REGION_BREAKS {
+            breaks.remove(0);
+        }
+        breaks.push(broke);
+    }
+
+    /// The region breaks seen in `session`'s `epoch`.
+    pub fn region_breaks_of(&self, session: u64, epoch: u64) -> Vec<RegionBreak> {
+        let Some(breaks) = self.region_breaks.get() else {
+            return Vec::new();
+        };
+        let breaks = breaks.lock();
+        breaks
+            .iter()
+            .filter(|b| b.session == session && b.epoch == epoch)
+            .cloned()
+            .collect()
     }
 
     /// `code`'s co_filename (the code this cache is of; a code's filename never changes).

@@ -11,7 +11,10 @@ use pyo3::prelude::*;
 
 use super::backend::Backend;
 use super::breaks::continuation_of;
-use super::cache::{Action, CacheState, CodeCache, CodeCaches, Entries, Entry, Record, LIBRARY, NEXT_ENTRY};
+use super::cache::{
+    Action, BreakHint, CacheState, CodeCache, CodeCaches, Entries, Entry, Record, RegionBreak, LIBRARY,
+    NEXT_ENTRY,
+};
 use super::codegen;
 use super::compile::explain;
 use super::declared::Declared;
@@ -20,7 +23,6 @@ use super::guard::source::{SourceId, SourceTable};
 use super::resumed;
 use super::translation::Translation;
 
-use super::cache::BreakHint;
 use super::model::code::CodeInfo;
 use super::model::frame::{BreakPoint, Ending, FreeVariable, Stop};
 use super::session::{live_owners, Config, OwnFrame};
@@ -349,11 +351,27 @@ pub fn translate(
         .or_else(|_| code.getattr(pyo3::intern!(code.py(), "co_name")))?
         .extract()?;
     let mut break_before = HashMap::new();
-    let break_hints: HashMap<usize, BreakHint> = cache
+    let mut break_hints: HashMap<usize, BreakHint> = cache
         .take_break_hints(config.id, epoch)
         .into_iter()
         .map(|hint| (hint.pc, hint))
         .collect();
+    // The `with`s whose graph regions broke inside before (`cache::RegionBreak`) break at once.
+    for broke in cache.region_breaks_of(config.id, epoch) {
+        for (pc, instr) in info.instrs.iter().enumerate() {
+            if instr.op == broke.op && instr.location.line == broke.line && !info.in_loop[pc] {
+                break_hints.entry(pc).or_insert_with(|| BreakHint {
+                    session: config.id,
+                    epoch,
+                    pc,
+                    reason: broke.reason.clone(),
+                    line: broke.line,
+                    filename: info.filename.clone(),
+                });
+            }
+        }
+    }
+    let mut region_restarts: Vec<(usize, String)> = Vec::new();
     let mut seen_breaks = Vec::new();
     let mut replay_summaries = true;
     // A resume function's first argument is the box its values come in.
@@ -448,6 +466,9 @@ pub fn translate(
         seen_breaks.append(&mut vm.seen_breaks);
         match restart {
             Some((pc, why)) if break_before.len() < MAX_RESTARTS => {
+                if vm.graph.open_region_pc() == Some(pc) {
+                    region_restarts.push((pc, format!("it makes {why}")));
+                }
                 rewound = vm.rewind(pc, &why).map(|ending| (vm, ending));
                 break_before.insert(pc, why);
             }
@@ -457,6 +478,21 @@ pub fn translate(
     for seen in seen_breaks {
         let inlined = caches.get(&seen.code)?;
         inlined.add_break_hint(seen.hint(config.id, epoch));
+    }
+    for (pc, reason) in std::mem::take(&mut vm.region_breaks)
+        .into_iter()
+        .chain(region_restarts)
+    {
+        if !info.in_loop[pc] {
+            let instr = &info.instrs[pc];
+            cache.add_region_break(RegionBreak {
+                session: config.id,
+                epoch,
+                line: instr.location.line,
+                op: instr.op,
+                reason,
+            });
+        }
     }
     if !explanation.is_empty() {
         stats.explanations.lock().push(explanation);

@@ -229,6 +229,9 @@ pub struct Vm<'py, 'b> {
     interned_names: std::cell::RefCell<rustc_hash::FxHashMap<String, Bound<'py, PyString>>>,
     /// Top-frame instructions a translation of a caller saw break (`cache::BreakHint`).
     pub break_hints: HashMap<usize, BreakHint>,
+    /// The top frame's instructions that entered a graph region which then broke inside,
+    /// with the break's reason (`cache::RegionBreak`).
+    pub region_breaks: Vec<(usize, String)>,
     /// Breaks seen in inlined frames, for their codes' translations.
     pub seen_breaks: Vec<SeenBreak<'py>>,
     /// The last break a bound on this translation made, and when (`steps`).
@@ -505,6 +508,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             in_loop_now: false,
             break_before: HashMap::new(),
             break_hints: HashMap::new(),
+            region_breaks: Vec::new(),
             interned_names: Default::default(),
             frame_readers: Default::default(),
             guard_positions: Default::default(),

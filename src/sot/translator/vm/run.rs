@@ -271,9 +271,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     self.location = entry.location;
                     self.examples_warned = entry.examples_warned;
                     self.break_guards.clear();
-                    let stop = self.located(Problem::Break(format!(
-                        "it makes a break inside the with block of a graph region ({reason})"
-                    )));
+                    let reason =
+                        format!("it makes a break inside the with block of a graph region ({reason})");
+                    self.region_breaks.push((entry.pc, reason.clone()));
+                    let stop = self.located(Problem::Break(reason));
                     entry.snapshot.restore_at_break(self);
                     return Ok(Ending::Break(entry.point, stop));
                 }
