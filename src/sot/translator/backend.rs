@@ -376,7 +376,7 @@ impl<'py> Backend<'py> {
             .meta_attributes_of(value)
             .iter()
             .map(|name| {
-                let key = PyString::intern(py, name).into_any();
+                let key = crate::sot::translator::pyutil::interned(py, name).into_any();
                 Ok((
                     StrongRef::new(&key),
                     StrongRef::new(&value.getattr(name.as_str())?),

@@ -3,9 +3,10 @@
 
 use std::sync::OnceLock;
 
+use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyTuple, PyType};
+use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyString, PyTuple, PyType};
 use rustc_hash::FxHashMap;
 
 use crate::hookapi::pyobject::import;
@@ -16,6 +17,29 @@ use crate::hookapi::pyobject::import;
 /// By Rust string: the translator asks for them thousands of times per translation, and
 /// each ask of the dict made and hashed a Python string.
 pub static BUILTINS: OnceLock<FxHashMap<String, Py<PyAny>>> = OnceLock::new();
+
+/// Names made into interned Python strings, for the whole process: a translation asks for
+/// hundreds (attribute and global lookups, the names of the codes it generates), and making
+/// each anew cost a string, CPython's intern table lookup and the string's release.
+static INTERNED: OnceLock<Mutex<FxHashMap<Box<str>, Py<PyString>>>> = OnceLock::new();
+
+/// Names `INTERNED` keeps at most (a program may look up names it computes).
+const INTERNED_KEPT: usize = 1 << 16;
+
+/// `name` as an interned Python string.
+pub fn interned<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
+    let table = INTERNED.get_or_init(Default::default);
+    if let Some(found) = table.lock().get(name) {
+        return found.bind(py).clone();
+    }
+    let made = PyString::intern(py, name);
+    let mut table = table.lock();
+    if table.len() >= INTERNED_KEPT {
+        table.clear();
+    }
+    table.insert(name.into(), made.clone().unbind());
+    made
+}
 
 /// `types.LazyImportType` where the interpreter has lazy imports (3.15+).
 static LAZY_IMPORT_TYPE: pyo3::sync::PyOnceLock<Option<Py<PyType>>> = pyo3::sync::PyOnceLock::new();

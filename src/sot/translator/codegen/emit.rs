@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyTuple};
 
 use crate::hookapi::pyobject::{import, replace_code};
 use crate::sot::translator::model::code::null_substitute;
-use crate::sot::translator::pyutil::builtin;
+use crate::sot::translator::pyutil::{builtin, interned};
 
 /// The name of the generated code's local holding the graph's outputs.
 pub const OUTPUTS_LOCAL: &str = "__sot_graph_outputs";
@@ -549,19 +549,12 @@ pub fn encode_changes<'py>(
     }
     changes.set_item(pyo3::intern!(py, "co_stacksize"), assembled.stack_size)?;
     changes.set_item(pyo3::intern!(py, "co_consts"), PyTuple::new(py, &pools.consts)?)?;
-    changes.set_item(pyo3::intern!(py, "co_names"), PyTuple::new(py, &pools.names)?)?;
-    changes.set_item(
-        pyo3::intern!(py, "co_varnames"),
-        PyTuple::new(py, &vars.varnames)?,
-    )?;
-    changes.set_item(
-        pyo3::intern!(py, "co_cellvars"),
-        PyTuple::new(py, &vars.cellvars)?,
-    )?;
-    changes.set_item(
-        pyo3::intern!(py, "co_freevars"),
-        PyTuple::new(py, &vars.freevars)?,
-    )?;
+    // Interned as the code object keeps them (it would intern strings made anew).
+    let names = |names: &[String]| PyTuple::new(py, names.iter().map(|name| interned(py, name)));
+    changes.set_item(pyo3::intern!(py, "co_names"), names(&pools.names)?)?;
+    changes.set_item(pyo3::intern!(py, "co_varnames"), names(&vars.varnames)?)?;
+    changes.set_item(pyo3::intern!(py, "co_cellvars"), names(&vars.cellvars)?)?;
+    changes.set_item(pyo3::intern!(py, "co_freevars"), names(&vars.freevars)?)?;
     changes.set_item(pyo3::intern!(py, "co_nlocals"), vars.varnames.len())?;
     Ok(changes)
 }

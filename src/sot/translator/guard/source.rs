@@ -438,7 +438,7 @@ impl Pins {
 
 /// A name as the key of a source.
 pub fn name_ref(py: Python<'_>, name: &str) -> StrongRef {
-    StrongRef::from_owned(PyString::intern(py, name).into_any())
+    StrongRef::from_owned(crate::sot::translator::pyutil::interned(py, name).into_any())
 }
 
 /// One guard: a check of a source's value.

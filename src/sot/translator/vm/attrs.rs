@@ -307,7 +307,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             ));
         }
         let dict = obj.getattr(pyo3::intern!(obj.py(), "__dict__"))?;
-        let key = PyString::intern(self.py, &name).into_any();
+        let key = self.interned_name(&name).into_any();
         if !dict.contains(&key)? {
             return unsupported(format!("deleting {name}, which the object's __dict__ lacks"));
         }
@@ -365,17 +365,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         StrongRef::new(self.interned_name(name).as_any())
     }
 
-    /// `name` as an interned Python string, made once per translation: lookups by it hash
-    /// nothing anew.
+    /// `name` as an interned Python string (`pyutil::interned`).
     pub(super) fn interned_name(&self, name: &str) -> Bound<'py, PyString> {
-        if let Some(found) = self.interned_names.borrow().get(name) {
-            return found.clone();
-        }
-        let made = PyString::intern(self.py, name);
-        self.interned_names
-            .borrow_mut()
-            .insert(name.to_owned(), made.clone());
-        made
+        crate::sot::translator::pyutil::interned(self.py, name)
     }
 
     pub(super) fn load_attr(&mut self, owner: Vid, name: &str) -> Res<Vid> {
@@ -516,7 +508,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     ) -> Res<Vid> {
         let attr_source = |vm: &mut Self, value: Bound<'py, PyAny>| match source {
             Some(s) => {
-                let key = PyString::intern(vm.py, name).into_any();
+                let key = vm.interned_name(name).into_any();
                 vm.value_of_source(Source::Attr(s, StrongRef::new(&key)), value)
             }
             None => vm.constant(value),
@@ -658,7 +650,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         let attr_source = |vm: &mut Self, value: Bound<'py, PyAny>| match source {
             Some(s) => {
-                let key = StrongRef::new(&PyString::intern(vm.py, name).into_any());
+                let key = StrongRef::new(&vm.interned_name(name).into_any());
                 vm.value_of_source(
                     if own {
                         Source::OwnAttr(s, key)

@@ -225,8 +225,6 @@ pub struct Vm<'py, 'b> {
     generator_resumes: Vec<usize>,
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
-    /// Names looked up in classes, as interned Python strings (`interned_name`).
-    interned_names: std::cell::RefCell<rustc_hash::FxHashMap<String, Bound<'py, PyString>>>,
     /// Top-frame instructions a translation of a caller saw break (`cache::BreakHint`).
     pub break_hints: HashMap<usize, BreakHint>,
     /// The top frame's instructions that entered a graph region which then broke inside,
@@ -509,7 +507,6 @@ impl<'py, 'b> Vm<'py, 'b> {
             break_before: HashMap::new(),
             break_hints: HashMap::new(),
             region_breaks: Vec::new(),
-            interned_names: Default::default(),
             frame_readers: Default::default(),
             guard_positions: Default::default(),
             nested: None,
