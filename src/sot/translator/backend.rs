@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use framehook_bytecode::Table;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::PyTuple;
 
 use super::cache::CodeCaches;
 use super::declared::{optional, Declared};

@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyInt, PyString, PyType};
+use pyo3::types::{PyInt, PyType};
 use rustc_hash::{FxHashMap, FxHasher};
 
 pub use super::check::SourceId;
