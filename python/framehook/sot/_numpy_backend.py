@@ -201,8 +201,8 @@ class _ById(dict[int, tuple[Any, Any]]):
                                                        ((k, True) for k in table)))
 
     def has(self, function: Any) -> bool:
-        entry = self.get(id(function))
-        return entry is not None and entry[0] is function
+        # The table holds its functions: an object alive with one's id is that function.
+        return id(function) in self
 
     def of(self, function: Any) -> Any:
         return self[id(function)][1]
@@ -324,10 +324,7 @@ def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
         warnings.simplefilter("ignore")
         for function, args, kwargs, _, _ in nodes:
             result = _UNKNOWN
-            pure = (_INFIX.has(function) or _PREFIX.has(function) or isinstance(function, np.ufunc)
-                    or _PURE_METHODS.has(function) or function is operator.getitem or _IN_PLACE.has(function)
-                    or _is_array_attribute(function) or _is_numpy_callable(function))
-            if pure and "out" not in kwargs:
+            if _is_pure(function) and "out" not in kwargs:
                 try:
                     call_args = _resolve(args, values, ref_type)
                     call_kwargs = {k: _resolve(v, values, ref_type) for k, v in kwargs.items()}
@@ -338,6 +335,26 @@ def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
                     result = _UNKNOWN
             values.append(result)
     return values
+
+
+def _is_pure(function: Any) -> bool:
+    """Whether the compile-time run may call ``function`` (see ``_run_once``), asked once
+    per function object (the answer is the function's alone)."""
+    entry = _PURE_CALLS.get(id(function))
+    if entry is not None:
+        return entry[1]
+    pure = (_INFIX.has(function) or _PREFIX.has(function) or isinstance(function, np.ufunc)
+            or _PURE_METHODS.has(function) or function is operator.getitem or _IN_PLACE.has(function)
+            or _is_array_attribute(function) or _is_numpy_callable(function))
+    if len(_PURE_CALLS) >= _PURE_CALLS_KEPT:
+        _PURE_CALLS.clear()
+    _PURE_CALLS[id(function)] = (function, pure)  # held: its id is no other object's
+    return pure
+
+
+# ``_is_pure``'s answers, by the identity of the function (held by its entry).
+_PURE_CALLS: dict[int, tuple[Any, bool]] = {}
+_PURE_CALLS_KEPT = 4096
 
 
 # What writes into its operands whatever its arguments: item assignment, numpy's functions
