@@ -356,21 +356,7 @@ pub fn translate(
         .into_iter()
         .map(|hint| (hint.pc, hint))
         .collect();
-    // The `with`s whose graph regions broke inside before (`cache::RegionBreak`) break at once.
-    for broke in cache.region_breaks_of(config.id, epoch) {
-        for (pc, instr) in info.instrs.iter().enumerate() {
-            if instr.op == broke.op && instr.location.line == broke.line && !info.in_loop[pc] {
-                break_hints.entry(pc).or_insert_with(|| BreakHint {
-                    session: config.id,
-                    epoch,
-                    pc,
-                    reason: broke.reason.clone(),
-                    line: broke.line,
-                    filename: info.filename.clone(),
-                });
-            }
-        }
-    }
+    hint_region_breaks(cache, &info, config.id, epoch, &mut break_hints);
     let mut region_restarts: Vec<(usize, String)> = Vec::new();
     let mut seen_breaks = Vec::new();
     let mut replay_summaries = true;
@@ -479,21 +465,10 @@ pub fn translate(
         let inlined = caches.get(&seen.code)?;
         inlined.add_break_hint(seen.hint(config.id, epoch));
     }
-    for (pc, reason) in std::mem::take(&mut vm.region_breaks)
+    let region_breaks = std::mem::take(&mut vm.region_breaks)
         .into_iter()
-        .chain(region_restarts)
-    {
-        if !info.in_loop[pc] {
-            let instr = &info.instrs[pc];
-            cache.add_region_break(RegionBreak {
-                session: config.id,
-                epoch,
-                line: instr.location.line,
-                op: instr.op,
-                reason,
-            });
-        }
-    }
+        .chain(region_restarts);
+    keep_region_breaks(cache, &info, config.id, epoch, region_breaks);
     if !explanation.is_empty() {
         stats.explanations.lock().push(explanation);
     }
@@ -523,6 +498,54 @@ pub fn translate(
     keep_entries(config.caches_of(owner), &cache.entries);
     store_entry(py, &cache.entries, started.as_ref(), entry, epoch, &vm.sources);
     Ok(answer)
+}
+
+/// Hints to break at once at the `with`s whose graph regions broke inside before
+/// (`cache::RegionBreak`): the code's, or the code's it was made from.
+fn hint_region_breaks(
+    cache: &CodeCache,
+    info: &CodeInfo,
+    session: u64,
+    epoch: u64,
+    hints: &mut HashMap<usize, BreakHint>,
+) {
+    for broke in cache.region_breaks_of(session, epoch) {
+        for (pc, instr) in info.instrs.iter().enumerate() {
+            if instr.op == broke.op && instr.location.line == broke.line && !info.in_loop[pc] {
+                hints.entry(pc).or_insert_with(|| BreakHint {
+                    session,
+                    epoch,
+                    pc,
+                    reason: broke.reason.clone(),
+                    line: broke.line,
+                    filename: info.filename.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// Keeps the regions a translation saw break inside, by the instruction that entered each
+/// and the break's reason, for the code's next translations and its resume functions'.
+fn keep_region_breaks(
+    cache: &CodeCache,
+    info: &CodeInfo,
+    session: u64,
+    epoch: u64,
+    breaks: impl Iterator<Item = (usize, String)>,
+) {
+    for (pc, reason) in breaks {
+        if !info.in_loop[pc] {
+            let instr = &info.instrs[pc];
+            cache.add_region_break(RegionBreak {
+                session,
+                epoch,
+                line: instr.location.line,
+                op: instr.op,
+                reason,
+            });
+        }
+    }
 }
 
 /// What the VM runs the frame with: its arguments, its free variables (cells and their
