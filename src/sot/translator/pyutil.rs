@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyString, PyTuple, PyType};
 use rustc_hash::FxHashMap;
 
-use crate::hookapi::pyobject::import;
+use crate::hookapi::pyobject::{import, StrongRef};
 
 /// The builtins as they were when framehook was imported: what the generated code calls
 /// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
@@ -21,7 +21,7 @@ pub static BUILTINS: OnceLock<FxHashMap<String, Py<PyAny>>> = OnceLock::new();
 /// Names made into interned Python strings, for the whole process: a translation asks for
 /// hundreds (attribute and global lookups, the names of the codes it generates), and making
 /// each anew cost a string, CPython's intern table lookup and the string's release.
-static INTERNED: OnceLock<Mutex<FxHashMap<Box<str>, Py<PyString>>>> = OnceLock::new();
+static INTERNED: OnceLock<Mutex<FxHashMap<Box<str>, StrongRef>>> = OnceLock::new();
 
 /// Names `INTERNED` keeps at most (a program may look up names it computes).
 const INTERNED_KEPT: usize = 1 << 16;
@@ -30,14 +30,24 @@ const INTERNED_KEPT: usize = 1 << 16;
 pub fn interned<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
     let table = INTERNED.get_or_init(Default::default);
     if let Some(found) = table.lock().get(name) {
-        return found.bind(py).clone();
+        // Only strings are filed.
+        return found
+            .bind(py)
+            .cast_into::<PyString>()
+            .expect("an interned string");
     }
     let made = PyString::intern(py, name);
-    let mut table = table.lock();
-    if table.len() >= INTERNED_KEPT {
-        table.clear();
-    }
-    table.insert(name.into(), made.clone().unbind());
+    let released = {
+        let mut table = table.lock();
+        let released = if table.len() >= INTERNED_KEPT {
+            std::mem::take(&mut *table)
+        } else {
+            FxHashMap::default()
+        };
+        table.insert(name.into(), StrongRef::new(made.as_any()));
+        released
+    };
+    drop(released); // after the lock: releasing takes no lock of ours then
     made
 }
 
