@@ -211,6 +211,29 @@ class _ById(dict[int, tuple[Any, Any]]):
         return [function for function, _ in self.values()]
 
 
+_NOT_KEPT: Any = object()
+
+
+class _AnswersById:
+    """Answers about functions asked once each, by identity (each entry holds its function:
+    an object alive with its id is that function), ``kept`` at most, all forgotten when
+    full."""
+
+    def __init__(self, kept: int):
+        self._answers: dict[int, tuple[Any, Any]] = {}
+        self._kept = kept
+
+    def get(self, function: Any) -> Any:
+        """The answer kept for ``function``, or ``_NOT_KEPT``."""
+        entry = self._answers.get(id(function))
+        return _NOT_KEPT if entry is None else entry[1]
+
+    def keep(self, function: Any, answer: Any) -> None:
+        if len(self._answers) >= self._kept:
+            self._answers.clear()
+        self._answers[id(function)] = (function, answer)
+
+
 # A region's nodes: a manager made and entered, its exit, a filter set inside the block.
 _REGION_NODE_TABLE = _ById([*_REGION_TYPES, *(region.__exit__ for region in _REGION_TYPES), *_FILTER_CHANGES])
 
@@ -340,21 +363,18 @@ def _run_once(graph: tuple, examples: tuple, ref_type: type) -> list:
 def _is_pure(function: Any) -> bool:
     """Whether the compile-time run may call ``function`` (see ``_run_once``), asked once
     per function object (the answer is the function's alone)."""
-    entry = _PURE_CALLS.get(id(function))
-    if entry is not None:
-        return entry[1]
+    known = _PURE_CALLS.get(function)
+    if known is not _NOT_KEPT:
+        return known
     pure = (_INFIX.has(function) or _PREFIX.has(function) or isinstance(function, np.ufunc)
             or _PURE_METHODS.has(function) or function is operator.getitem or _IN_PLACE.has(function)
             or _is_array_attribute(function) or _is_numpy_callable(function))
-    if len(_PURE_CALLS) >= _PURE_CALLS_KEPT:
-        _PURE_CALLS.clear()
-    _PURE_CALLS[id(function)] = (function, pure)  # held: its id is no other object's
+    _PURE_CALLS.keep(function, pure)
     return pure
 
 
-# ``_is_pure``'s answers, by the identity of the function (held by its entry).
-_PURE_CALLS: dict[int, tuple[Any, bool]] = {}
-_PURE_CALLS_KEPT = 4096
+# ``_is_pure``'s answers.
+_PURE_CALLS = _AnswersById(4096)
 
 
 # What writes into its operands whatever its arguments: item assignment, numpy's functions
@@ -415,8 +435,7 @@ _NO_SIGNATURE = object()
 # Where each function seen takes `out` positionally, by identity (a function is held while
 # its entry is, so that its id is not another's): `inspect.signature` costs tens of µs, and
 # a translation asks of every node of every graph it compiles.
-_OUT_POSITIONS: dict[int, tuple[Any, Any]] = {}
-_OUT_POSITIONS_KEPT = 4096
+_OUT_POSITIONS = _AnswersById(4096)
 
 
 def _out_position(function: Any) -> Any:
@@ -434,9 +453,9 @@ def _out_position(function: Any) -> Any:
         bound = getattr(method, "__get__", None)
         if not isinstance(self, type) and bound is not None and bound(self, type(self)) == function:
             key_function = method
-    known = _OUT_POSITIONS.get(id(key_function))
-    if known is not None and known[0] is key_function:
-        return known[1]
+    known = _OUT_POSITIONS.get(key_function)
+    if known is not _NOT_KEPT:
+        return known
     try:
         parameters = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
@@ -444,9 +463,7 @@ def _out_position(function: Any) -> Any:
     else:
         positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         position = positional.index("out") if "out" in positional else None
-    if len(_OUT_POSITIONS) >= _OUT_POSITIONS_KEPT:
-        _OUT_POSITIONS.clear()
-    _OUT_POSITIONS[id(key_function)] = (key_function, position)
+    _OUT_POSITIONS.keep(key_function, position)
     return position
 
 
