@@ -1279,10 +1279,17 @@ _SPECULATING: dict[Any, Any] = {}
 
 
 def _native_assume() -> Any:
-    """``framehook._native._sot_assume``: an assumption's node (see ``runs_assumptions``)."""
-    from .._native import _sot_assume
+    """``framehook._native._sot_assume``: an assumption's node (see ``runs_assumptions``),
+    imported once, at the first need."""
+    global _ASSUME
+    if _ASSUME is None:
+        from .._native import _sot_assume
 
-    return _sot_assume
+        _ASSUME = _sot_assume
+    return _ASSUME
+
+
+_ASSUME: Any = None
 
 
 # A graph's code, by its source and lines, while a graph function uses it: graphs of one

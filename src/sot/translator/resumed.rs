@@ -2,7 +2,7 @@
 //! (`vm::nested`): each inlined frame's bridge at its instruction, and what its caller's
 //! call runs in place of it (`_sot_resumed` bound to the bridge and the values handed on).
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -81,7 +81,6 @@ pub fn bridges<'py>(
             globals: Some(inlined.globals.clone()),
             qualname: &qualname,
             restart: RefCell::new(None),
-            depths: OnceCell::new(),
             ..*top
         };
         match frame_bridge(&frame, &info, &inlined.point, !innermost, callee)? {

@@ -1,8 +1,8 @@
 //! The driver: runs the VM over a frame's code, builds the generated code (with the
 //! graph compiled), starts again where a break must come earlier, and records the outcome.
 
-use std::cell::{OnceCell, RefCell};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
@@ -350,7 +350,7 @@ pub fn translate(
         .getattr("co_qualname")
         .or_else(|_| code.getattr(pyo3::intern!(code.py(), "co_name")))?
         .extract()?;
-    let mut break_before = HashMap::new();
+    let mut break_before = HashMap::default();
     let mut break_hints: HashMap<usize, BreakHint> = cache
         .take_break_hints(config.id, epoch)
         .into_iter()
@@ -422,7 +422,6 @@ pub fn translate(
                     recompiling,
                     qualname: &qualname,
                     restart: RefCell::new(None),
-                    depths: OnceCell::new(),
                 }
             };
         }

@@ -1,7 +1,7 @@
 //! One translation's fixed inputs, and what the driver and break planning share: the
 //! generated code of a plan (its graph compiled), liveness and stack depths.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::RefCell;
 
 use framehook_bytecode::liveness::Liveness;
 use pyo3::prelude::*;
@@ -38,8 +38,6 @@ pub struct Translation<'t, 'py, 'b> {
     /// Set when the code cannot be made because of a value an earlier top-frame
     /// instruction made: translating again breaks before that instruction (and says why).
     pub restart: RefCell<Option<(usize, String)>>,
-    /// The stack's depth at each jump target (see `Translation::depths`).
-    pub depths: OnceCell<Option<Vec<Option<u32>>>>,
 }
 
 impl<'py> Translation<'_, 'py, '_> {
@@ -119,13 +117,7 @@ impl<'py> Translation<'_, 'py, '_> {
     /// The stack's depth where each instruction starts, where a jump may land (None: the
     /// code cannot be read so).
     pub fn depths(&self) -> Option<&[Option<u32>]> {
-        self.depths
-            .get_or_init(|| {
-                let fields = crate::bytecode::CodeFields::read(self.table, self.code).ok()?;
-                let raw = fields.decode(self.table).ok()?;
-                framehook_bytecode::canonical::entry_depths(self.table, &fields.vars, &raw).ok()
-            })
-            .as_deref()
+        self.info.depths(self.table, self.code)
     }
 }
 

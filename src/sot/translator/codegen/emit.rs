@@ -1,7 +1,7 @@
 //! Writing instructions, constants and names of a code object: what generated code and
 //! resume functions share.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use framehook_bytecode::canonical::{self, Arg, CodeKind, Const, ConstPool, Handler, Instruction, Op, Vars};
 use framehook_bytecode::raw::{self, Code};
@@ -33,7 +33,7 @@ pub struct Pools<'py> {
 
 impl<'py> Pools<'py> {
     fn new(py: Python<'py>, consts: Vec<Bound<'py, PyAny>>, names: Vec<String>) -> Self {
-        let mut const_index = HashMap::with_capacity(consts.len());
+        let mut const_index = HashMap::with_capacity_and_hasher(consts.len(), Default::default());
         for (index, constant) in consts.iter().enumerate() {
             const_index
                 .entry(constant.as_ptr() as usize)
@@ -44,7 +44,7 @@ impl<'py> Pools<'py> {
             consts,
             names,
             const_index,
-            held_index: HashMap::new(),
+            held_index: HashMap::default(),
             holding: Vec::new(),
         }
     }

@@ -4,7 +4,7 @@
 use framehook_bytecode::canonical::Vars;
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::sot::translator::guard::source::{Source, SourceId, SourceTable};
 use crate::sot::translator::kinds::{kind_of, made_exception};
@@ -220,7 +220,7 @@ pub fn shared_paths(
     read.extend(read_first.iter().map(|(source, _)| *source));
     read.sort_unstable();
     read.dedup();
-    let mut uses: HashMap<SourceId, usize> = HashMap::new();
+    let mut uses: HashMap<SourceId, usize> = HashMap::default();
     for source in read {
         let mut at = source;
         while let Source::Attr(parent, _) | Source::OwnAttr(parent, _) | Source::Item(parent, _) =
@@ -341,7 +341,7 @@ pub fn side_effect_roots(values: &Values<'_>, side_effects: &[SideEffect]) -> Ve
 /// coalesced (`Stores`). An attribute or global store (to an object's `__dict__` or a
 /// module's globals, which may be one of the dicts) ends every run of stores.
 pub fn replayed(side_effects: &[SideEffect]) -> Vec<SideEffect> {
-    let mut stores: HashMap<SourceId, Stores> = HashMap::new();
+    let mut stores: HashMap<SourceId, Stores> = HashMap::default();
     let mut replayed: Vec<SideEffect> = Vec::with_capacity(side_effects.len());
     for effect in side_effects {
         match effect {

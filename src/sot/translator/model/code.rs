@@ -93,6 +93,9 @@ pub struct CodeInfo {
     /// Which variables the rest of the code may read (see `CodeInfo::liveness`): made on
     /// first need, once per code (its translations and their restarts ask again).
     liveness: std::sync::OnceLock<Option<Liveness>>,
+    /// The stack's depth where each instruction starts, where a jump may land (see
+    /// `CodeInfo::depths`): made on first need, once per code.
+    depths: std::sync::OnceLock<Option<Vec<Option<u32>>>>,
 }
 
 impl CodeInfo {
@@ -120,6 +123,7 @@ impl CodeInfo {
                 .iter()
                 .any(|name| CALLER_FRAME_READERS.contains(&name.as_str())),
             liveness: std::sync::OnceLock::new(),
+            depths: std::sync::OnceLock::new(),
         })
     }
 
@@ -137,6 +141,18 @@ impl CodeInfo {
         let locals = self.vars.all().len() - self.vars.freevars.len();
         let computed = (!reads_frame).then(|| Liveness::new(&self.instrs, locals));
         Ok(self.liveness.get_or_init(|| computed).as_ref())
+    }
+
+    /// The stack's depth where each instruction of `code` (this information's) starts,
+    /// where a jump may land; None where the code cannot be read so.
+    pub fn depths(&self, table: &'static Table, code: &Bound<'_, PyAny>) -> Option<&[Option<u32>]> {
+        self.depths
+            .get_or_init(|| {
+                let fields = crate::bytecode::CodeFields::read(table, code).ok()?;
+                let raw = fields.decode(table).ok()?;
+                framehook_bytecode::canonical::entry_depths(table, &fields.vars, &raw).ok()
+            })
+            .as_deref()
     }
 
     /// Arguments, `*args` and `**kwargs` included.

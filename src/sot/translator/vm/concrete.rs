@@ -21,7 +21,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// value once (a list may hold itself).
     pub(super) fn realize_deep(&mut self, vid: Vid) -> Res<()> {
         let mut pending = vec![vid];
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = rustc_hash::FxHashSet::default();
         while let Some(vid) = pending.pop() {
             if !seen.insert(vid) {
                 continue;

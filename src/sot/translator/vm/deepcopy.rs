@@ -19,7 +19,7 @@
 //!   `__slotnames__`);
 //! - one object met twice is copied once (the memo), a cycle included.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::*;
 use crate::hookapi::pyobject::import;
@@ -75,7 +75,7 @@ impl<'py> Vm<'py, '_> {
             self.guard_plain_copies(class, slots, &tables)?;
         }
         let mut copying = Copying {
-            memo: HashMap::new(),
+            memo: HashMap::default(),
             classes,
         };
         Ok(Some(self.deep_copied(*value, &mut copying)))

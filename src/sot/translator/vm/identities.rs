@@ -9,7 +9,7 @@
 //! `[a, a]` would run for `[a, b]` with `b` changed too, and one made for `[a, b]` would run
 //! for `[a, a]` reading `a` as it was before the change.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use super::*;
 

@@ -2,7 +2,7 @@
 //! it), and a break going up inlined frames that each can resume where it stopped
 //! (`nested`). Apart from both, so that the VM's state can hold them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use pyo3::prelude::*;
 
@@ -28,7 +28,7 @@ pub(super) struct Snapshot<'py> {
     /// point that goes back here) is raised again by the resume function, not beforehand
     /// by the generated code.
     pub(super) caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
-    pub(super) seen_raised: std::collections::HashSet<usize>,
+    pub(super) seen_raised: rustc_hash::FxHashSet<usize>,
     /// How many guard changes had been made then (`restore_at_break`), and how many
     /// sources had been met.
     pub(super) guard_journal: usize,

@@ -37,7 +37,7 @@ pub(crate) mod summaries;
 mod summary_log;
 mod thread_locals;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Literal, Op};
 use framehook_bytecode::table::{CallLayout, ExceptionModel};
@@ -170,20 +170,20 @@ pub struct Vm<'py, 'b> {
     /// The exceptions being handled, innermost last.
     exc_stack: Vec<Vid>,
     /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
-    lasti_values: std::collections::HashSet<Vid>,
+    lasti_values: rustc_hash::FxHashSet<Vid>,
     /// Stack slots where an inlined comprehension (3.12+ `LOAD_FAST_AND_CLEAR`) saved a
     /// variable that was unbound: its end unbinds the variable again.
-    pub cleared_unbound: std::collections::HashSet<Vid>,
+    pub cleared_unbound: rustc_hash::FxHashSet<Vid>,
     /// Slots where `PUSH_EXC_INFO` saved the previous exception, and the exception it
     /// made current (what a resume function makes current again).
     exception_slots: HashMap<Vid, Vid>,
     /// What `except*` clauses left unhandled (CHECK_EG_MATCH's rest).
-    unhandled_groups: std::collections::HashSet<Vid>,
+    unhandled_groups: rustc_hash::FxHashSet<Vid>,
     /// Per value, the top frame's instruction that made it (`usize::MAX`: before the first).
     made_at: Vec<usize>,
     /// The exceptions raised in the translation whose chaining is decided (by address; see
     /// `chain_to_handled`).
-    chained: std::collections::HashSet<usize>,
+    chained: rustc_hash::FxHashSet<usize>,
     /// The exceptions a handler of the translation caught, by address: CPython gave them a
     /// traceback. Each with where the top frame raised it where that entry is all the
     /// traceback holds (an instruction of the top frame raised it, caught once, with
@@ -192,7 +192,7 @@ pub struct Vm<'py, 'b> {
     pub caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
     /// The exceptions some frame's handlers were looked up for, by address (the first
     /// frame to look raised it).
-    seen_raised: std::collections::HashSet<usize>,
+    seen_raised: rustc_hash::FxHashSet<usize>,
     /// The top frame's instruction being simulated.
     top_pc: usize,
     /// Whether an operation's example warned while translating: the graph's run then would
@@ -472,12 +472,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             side_effects: Vec::new(),
             by_source: Default::default(),
             sourced: Vec::new(),
-            input_tensors: HashMap::new(),
+            input_tensors: HashMap::default(),
             stored_attrs: Vec::new(),
             stored_globals: Vec::new(),
-            mutated: HashMap::new(),
-            frame_dicts: HashMap::new(),
-            dict_histories: HashMap::new(),
+            mutated: HashMap::default(),
+            frame_dicts: HashMap::default(),
+            dict_histories: HashMap::default(),
             depth: 0,
             ops: Known::new(py)?,
             null_substitute: null_substitute(table, py)?,
@@ -486,33 +486,33 @@ impl<'py, 'b> Vm<'py, 'b> {
             top_globals: None,
             location: (-1, "".into()),
             exc_stack: Vec::new(),
-            cell_objects: HashMap::new(),
-            outside_cells: HashMap::new(),
+            cell_objects: HashMap::default(),
+            outside_cells: HashMap::default(),
             steps: 0,
             top_step_started: 0,
             top_location: (-1, "".into()),
             library_since: None,
             nesting: 0,
-            lasti_values: std::collections::HashSet::new(),
-            cleared_unbound: std::collections::HashSet::new(),
-            exception_slots: HashMap::new(),
-            unhandled_groups: std::collections::HashSet::new(),
+            lasti_values: rustc_hash::FxHashSet::default(),
+            cleared_unbound: rustc_hash::FxHashSet::default(),
+            exception_slots: HashMap::default(),
+            unhandled_groups: rustc_hash::FxHashSet::default(),
             made_at: Vec::new(),
-            chained: std::collections::HashSet::new(),
-            caught_exceptions: HashMap::new(),
-            seen_raised: std::collections::HashSet::new(),
+            chained: rustc_hash::FxHashSet::default(),
+            caught_exceptions: HashMap::default(),
+            seen_raised: rustc_hash::FxHashSet::default(),
             top_pc: usize::MAX,
             examples_warned: false,
             in_loop_now: false,
-            break_before: HashMap::new(),
-            break_hints: HashMap::new(),
+            break_before: HashMap::default(),
+            break_hints: HashMap::default(),
             region_breaks: Vec::new(),
             frame_readers: Default::default(),
             guard_positions: Default::default(),
             nested: None,
             nested_frames: None,
             deepcopy: std::cell::OnceCell::new(),
-            first_visits: HashMap::new(),
+            first_visits: HashMap::default(),
             top_code: None,
             generator_resumes: Vec::new(),
             pins: None,

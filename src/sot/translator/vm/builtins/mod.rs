@@ -6,7 +6,7 @@
 
 mod fold;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::LazyLock;
 
 use crate::sot::translator::pyutil::is_heap_instance;
