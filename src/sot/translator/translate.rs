@@ -1,7 +1,7 @@
 //! The driver: runs the VM over a frame's code, builds the generated code (with the
 //! graph compiled), starts again where a break must come earlier, and records the outcome.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -350,8 +350,8 @@ pub fn translate(
         .getattr("co_qualname")
         .or_else(|_| code.getattr(pyo3::intern!(code.py(), "co_name")))?
         .extract()?;
-    let mut break_before = HashMap::default();
-    let mut break_hints: HashMap<usize, BreakHint> = cache
+    let mut break_before = FxHashMap::default();
+    let mut break_hints: FxHashMap<usize, BreakHint> = cache
         .take_break_hints(config.id, epoch)
         .into_iter()
         .map(|hint| (hint.pc, hint))
@@ -506,7 +506,7 @@ fn hint_region_breaks(
     info: &CodeInfo,
     session: u64,
     epoch: u64,
-    hints: &mut HashMap<usize, BreakHint>,
+    hints: &mut FxHashMap<usize, BreakHint>,
 ) {
     for broke in cache.region_breaks_of(session, epoch) {
         for (pc, instr) in info.instrs.iter().enumerate() {

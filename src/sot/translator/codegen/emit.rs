@@ -1,7 +1,7 @@
 //! Writing instructions, constants and names of a code object: what generated code and
 //! resume functions share.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 
 use framehook_bytecode::canonical::{self, Arg, CodeKind, Const, ConstPool, Handler, Instruction, Op, Vars};
 use framehook_bytecode::raw::{self, Code};
@@ -24,16 +24,16 @@ pub struct Pools<'py> {
     pub names: Vec<String>,
     /// Each constant's index by its address (generated code may hold thousands: a long
     /// list's items).
-    const_index: HashMap<usize, u32>,
+    const_index: FxHashMap<usize, u32>,
     /// Each unhashable value's box (`load_const`) by the value's address, the values kept
     /// alive while the addresses are keys.
-    held_index: HashMap<usize, u32>,
+    held_index: FxHashMap<usize, u32>,
     holding: Vec<Bound<'py, PyAny>>,
 }
 
 impl<'py> Pools<'py> {
     fn new(py: Python<'py>, consts: Vec<Bound<'py, PyAny>>, names: Vec<String>) -> Self {
-        let mut const_index = HashMap::with_capacity_and_hasher(consts.len(), Default::default());
+        let mut const_index = FxHashMap::with_capacity_and_hasher(consts.len(), Default::default());
         for (index, constant) in consts.iter().enumerate() {
             const_index
                 .entry(constant.as_ptr() as usize)
@@ -44,7 +44,7 @@ impl<'py> Pools<'py> {
             consts,
             names,
             const_index,
-            held_index: HashMap::default(),
+            held_index: FxHashMap::default(),
             holding: Vec::new(),
         }
     }

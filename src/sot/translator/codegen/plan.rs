@@ -4,7 +4,7 @@
 use framehook_bytecode::canonical::Vars;
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::sot::translator::guard::source::{Source, SourceId, SourceTable};
 use crate::sot::translator::kinds::{kind_of, made_exception};
@@ -38,7 +38,7 @@ pub struct Plan<'a, 'py> {
     pub side_effects: Vec<SideEffect>,
     /// The dicts the translation made that the generated code makes by replaying their
     /// history (see `DictHistory`).
-    pub dict_histories: &'a HashMap<Vid, DictHistory>,
+    pub dict_histories: &'a FxHashMap<Vid, DictHistory>,
     /// The compiled graph's holder (`holder[0](*inputs) -> outputs`), if there are operations.
     pub holder: Option<Bound<'py, PyAny>>,
     /// Where the graph's raising makes the frame run again untranslated (see
@@ -59,7 +59,7 @@ pub struct Plan<'a, 'py> {
     /// The exceptions a handler of the translation caught, by address, with where the top
     /// frame raised each whose traceback the generated code can give it again (see
     /// `Vm::caught_exceptions`).
-    pub caught_exceptions: &'a HashMap<usize, Option<Location>>,
+    pub caught_exceptions: &'a FxHashMap<usize, Option<Location>>,
 }
 
 impl<'a, 'py> Plan<'a, 'py> {
@@ -75,11 +75,11 @@ impl<'a, 'py> Plan<'a, 'py> {
         sources: &'a SourceTable,
         graph: &'a Graph<'py>,
         side_effects: &[SideEffect],
-        dict_histories: &'a HashMap<Vid, DictHistory>,
+        dict_histories: &'a FxHashMap<Vid, DictHistory>,
         frame_cells: Vec<(usize, usize)>,
         globals: Bound<'py, PyAny>,
         rebuilt: &[Vid],
-        caught_exceptions: &'a HashMap<usize, Option<Location>>,
+        caught_exceptions: &'a FxHashMap<usize, Option<Location>>,
     ) -> Self {
         let side_effects = replayed(side_effects);
         let mut roots = side_effect_roots(values, &side_effects);
@@ -113,7 +113,7 @@ impl<'a, 'py> Plan<'a, 'py> {
 pub fn children(
     values: &Values<'_>,
     cells: &[Option<Vid>],
-    histories: &HashMap<Vid, DictHistory>,
+    histories: &FxHashMap<Vid, DictHistory>,
     vid: Vid,
 ) -> Vec<Vid> {
     let mut held = Vec::new();
@@ -131,7 +131,7 @@ pub fn children(
 pub fn reachable(
     values: &Values<'_>,
     cells: &[Option<Vid>],
-    histories: &HashMap<Vid, DictHistory>,
+    histories: &FxHashMap<Vid, DictHistory>,
     roots: &[Vid],
 ) -> Vec<Vid> {
     let mut seen = vec![false; values.len()];
@@ -152,7 +152,7 @@ pub fn reachable(
 pub fn needed_outputs(
     values: &Values<'_>,
     cells: &[Option<Vid>],
-    histories: &HashMap<Vid, DictHistory>,
+    histories: &FxHashMap<Vid, DictHistory>,
     graph: &Graph<'_>,
     roots: &[Vid],
 ) -> Vec<Sym> {
@@ -220,7 +220,7 @@ pub fn shared_paths(
     read.extend(read_first.iter().map(|(source, _)| *source));
     read.sort_unstable();
     read.dedup();
-    let mut uses: HashMap<SourceId, usize> = HashMap::default();
+    let mut uses: FxHashMap<SourceId, usize> = FxHashMap::default();
     for source in read {
         let mut at = source;
         while let Source::Attr(parent, _) | Source::OwnAttr(parent, _) | Source::Item(parent, _) =
@@ -251,7 +251,7 @@ pub const MAX_CHAIN: usize = 8;
 pub fn made_objects(
     values: &Values<'_>,
     cells: &[Option<Vid>],
-    histories: &HashMap<Vid, DictHistory>,
+    histories: &FxHashMap<Vid, DictHistory>,
     roots: &[Vid],
     vars: &mut Vars,
 ) -> Vec<(Vid, u32)> {
@@ -341,7 +341,7 @@ pub fn side_effect_roots(values: &Values<'_>, side_effects: &[SideEffect]) -> Ve
 /// coalesced (`Stores`). An attribute or global store (to an object's `__dict__` or a
 /// module's globals, which may be one of the dicts) ends every run of stores.
 pub fn replayed(side_effects: &[SideEffect]) -> Vec<SideEffect> {
-    let mut stores: HashMap<SourceId, Stores> = HashMap::default();
+    let mut stores: FxHashMap<SourceId, Stores> = FxHashMap::default();
     let mut replayed: Vec<SideEffect> = Vec::with_capacity(side_effects.len());
     for effect in side_effects {
         match effect {
@@ -386,7 +386,7 @@ pub fn replayed_ops(ops: &[DictOp]) -> Vec<DictOp> {
 #[derive(Default)]
 struct Stores {
     /// Per key the dict holds, the replayed store that gives it its value.
-    last: HashMap<Vid, usize>,
+    last: FxHashMap<Vid, usize>,
 }
 
 impl Stores {

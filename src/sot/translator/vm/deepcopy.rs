@@ -19,7 +19,7 @@
 //!   `__slotnames__`);
 //! - one object met twice is copied once (the memo), a cycle included.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 
 use super::*;
 use crate::hookapi::pyobject::import;
@@ -75,7 +75,7 @@ impl<'py> Vm<'py, '_> {
             self.guard_plain_copies(class, slots, &tables)?;
         }
         let mut copying = Copying {
-            memo: HashMap::default(),
+            memo: FxHashMap::default(),
             classes,
         };
         Ok(Some(self.deep_copied(*value, &mut copying)))
@@ -293,7 +293,7 @@ impl<'py> Vm<'py, '_> {
 /// A copy being made: each value copied so far and its copy, and the classes of the
 /// instances it copies with their `__slotnames__`.
 struct Copying<'py> {
-    memo: HashMap<Vid, Vid>,
+    memo: FxHashMap<Vid, Vid>,
     classes: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
 }
 

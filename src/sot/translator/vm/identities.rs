@@ -9,7 +9,7 @@
 //! `[a, a]` would run for `[a, b]` with `b` changed too, and one made for `[a, b]` would run
 //! for `[a, a]` reading `a` as it was before the change.
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::FxHashSet;
 
 use super::*;
 
@@ -18,7 +18,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// attribute stored or deleted) to be held by the sources that held it, and by no other
     /// source holding an object of its type. Called once, when the translation is done.
     pub fn guard_identities(&mut self) {
-        let changed: HashSet<usize> = self
+        let changed: FxHashSet<usize> = self
             .mutated
             .keys()
             .copied()
@@ -28,7 +28,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return;
         }
         // Sources guarded by identity: two of them can never come to hold one object.
-        let pinned: HashSet<SourceId> = self
+        let pinned: FxHashSet<SourceId> = self
             .guards
             .iter()
             .filter(|g| matches!(g.check, Check::Id(_)))

@@ -2,7 +2,7 @@
 //! it), and a break going up inlined frames that each can resume where it stopped
 //! (`nested`). Apart from both, so that the VM's state can hold them.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use pyo3::prelude::*;
 
@@ -21,14 +21,14 @@ pub(super) struct Snapshot<'py> {
     pub(super) side_effects: usize,
     pub(super) stored_globals: usize,
     pub(super) stored_attrs: usize,
-    pub(super) mutated: HashMap<usize, Vid>,
-    pub(super) frame_dicts: HashMap<Vid, SourceId>,
-    pub(super) dict_histories: HashMap<Vid, DictHistory>,
+    pub(super) mutated: FxHashMap<usize, Vid>,
+    pub(super) frame_dicts: FxHashMap<Vid, SourceId>,
+    pub(super) dict_histories: FxHashMap<Vid, DictHistory>,
     /// What was raised and caught so far: what is raised after it (a raise past a break
     /// point that goes back here) is raised again by the resume function, not beforehand
     /// by the generated code.
-    pub(super) caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
-    pub(super) seen_raised: rustc_hash::FxHashSet<usize>,
+    pub(super) caught_exceptions: FxHashMap<usize, Option<framehook_bytecode::Location>>,
+    pub(super) seen_raised: FxHashSet<usize>,
     /// How many guard changes had been made then (`restore_at_break`), and how many
     /// sources had been met.
     pub(super) guard_journal: usize,

@@ -37,7 +37,7 @@ pub(crate) mod summaries;
 mod summary_log;
 mod thread_locals;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use framehook_bytecode::canonical::{Arg, BinOp, Const, Instruction, Literal, Op};
 use framehook_bytecode::table::{CallLayout, ExceptionModel};
@@ -123,24 +123,24 @@ pub struct Vm<'py, 'b> {
     pub graph: std::rc::Rc<Graph<'py>>,
     pub side_effects: Vec<SideEffect>,
     /// Values already made for a source (so that a source is one symbol).
-    by_source: rustc_hash::FxHashMap<SourceId, Vid>,
+    by_source: FxHashMap<SourceId, Vid>,
     /// Each source's object, as the translation first met it (`guard_identities`).
     sourced: Vec<(SourceId, Bound<'py, PyAny>)>,
     /// The frame's tensors that are graph inputs, by symbol (their other attributes are read
     /// from them, not from the examples, which are copies).
-    input_tensors: HashMap<Sym, Bound<'py, PyAny>>,
+    input_tensors: FxHashMap<Sym, Bound<'py, PyAny>>,
     /// Attributes stored on (or, None, deleted from) objects from the frame, in order.
     stored_attrs: Vec<(usize, String, Option<Vid>)>,
     stored_globals: Vec<(String, Option<Vid>)>,
     /// Lists and dicts from the frame that were mutated: their symbolic copy, by the
     /// object's identity (one object may be reached from several sources).
-    mutated: HashMap<usize, Vid>,
+    mutated: FxHashMap<usize, Vid>,
     /// The frame's dicts among them, by their copy: where the operations on a copy are
     /// replayed (`dict_op`).
-    frame_dicts: HashMap<Vid, SourceId>,
+    frame_dicts: FxHashMap<Vid, SourceId>,
     /// The dicts the translation made whose table is unlike a new dict's of their items,
     /// with how the generated code makes them (`dict_op`).
-    pub dict_histories: HashMap<Vid, DictHistory>,
+    pub dict_histories: FxHashMap<Vid, DictHistory>,
     depth: usize,
     ops: Known<'py>,
     /// What the generated code pushes for a call's NULL slot before 3.11 (a resume
@@ -153,9 +153,9 @@ pub struct Vm<'py, 'b> {
     /// The line and file of the instruction being run, for recorded nodes.
     location: (i32, std::rc::Rc<str>),
     /// Real cell objects the translation reads, by identity, and their VM cells.
-    cell_objects: HashMap<usize, usize>,
+    cell_objects: FxHashMap<usize, usize>,
     /// The VM cells that are cells of inlined functions' closures, with their sources.
-    outside_cells: HashMap<usize, SourceId>,
+    outside_cells: FxHashMap<usize, SourceId>,
     /// Instructions simulated so far (see `MAX_STEPS`).
     steps: usize,
     /// `steps` when the translated frame's current instruction began, and its line (see
@@ -170,29 +170,29 @@ pub struct Vm<'py, 'b> {
     /// The exceptions being handled, innermost last.
     exc_stack: Vec<Vid>,
     /// Values that are a handler's saved instruction offset (3.11+ `lasti`).
-    lasti_values: rustc_hash::FxHashSet<Vid>,
+    lasti_values: FxHashSet<Vid>,
     /// Stack slots where an inlined comprehension (3.12+ `LOAD_FAST_AND_CLEAR`) saved a
     /// variable that was unbound: its end unbinds the variable again.
-    pub cleared_unbound: rustc_hash::FxHashSet<Vid>,
+    pub cleared_unbound: FxHashSet<Vid>,
     /// Slots where `PUSH_EXC_INFO` saved the previous exception, and the exception it
     /// made current (what a resume function makes current again).
-    exception_slots: HashMap<Vid, Vid>,
+    exception_slots: FxHashMap<Vid, Vid>,
     /// What `except*` clauses left unhandled (CHECK_EG_MATCH's rest).
-    unhandled_groups: rustc_hash::FxHashSet<Vid>,
+    unhandled_groups: FxHashSet<Vid>,
     /// Per value, the top frame's instruction that made it (`usize::MAX`: before the first).
     made_at: Vec<usize>,
     /// The exceptions raised in the translation whose chaining is decided (by address; see
     /// `chain_to_handled`).
-    chained: rustc_hash::FxHashSet<usize>,
+    chained: FxHashSet<usize>,
     /// The exceptions a handler of the translation caught, by address: CPython gave them a
     /// traceback. Each with where the top frame raised it where that entry is all the
     /// traceback holds (an instruction of the top frame raised it, caught once, with
     /// exception tables): the generated code raises what it makes again there, for the same
     /// traceback; it can give no other exception one.
-    pub caught_exceptions: HashMap<usize, Option<framehook_bytecode::Location>>,
+    pub caught_exceptions: FxHashMap<usize, Option<framehook_bytecode::Location>>,
     /// The exceptions some frame's handlers were looked up for, by address (the first
     /// frame to look raised it).
-    seen_raised: rustc_hash::FxHashSet<usize>,
+    seen_raised: FxHashSet<usize>,
     /// The top frame's instruction being simulated.
     top_pc: usize,
     /// Whether an operation's example warned while translating: the graph's run then would
@@ -204,7 +204,7 @@ pub struct Vm<'py, 'b> {
     in_loop_now: bool,
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
     /// a value a previous attempt's generated code could not rebuild (what it was).
-    pub break_before: HashMap<usize, String>,
+    pub break_before: FxHashMap<usize, String>,
     /// What `guards` pin by identity (`Pins`), read again when a guard changes in place or
     /// guards are undone.
     pins: Option<Pins>,
@@ -217,7 +217,7 @@ pub struct Vm<'py, 'b> {
     /// `copy.deepcopy`, once looked up (`Vm::modeled_deepcopy`).
     deepcopy: std::cell::OnceCell<Option<Bound<'py, PyAny>>>,
     /// Per top-frame instruction, the state before its first run (`Vm::rewind`).
-    first_visits: HashMap<usize, kept::FirstVisit<'py>>,
+    first_visits: FxHashMap<usize, kept::FirstVisit<'py>>,
     /// The top frame's instructions, and which lie in a loop.
     top_code: Option<kept::TopCode>,
     /// The generators resumed so far, by their state's address, in order (a generator's
@@ -226,7 +226,7 @@ pub struct Vm<'py, 'b> {
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
     /// Top-frame instructions a translation of a caller saw break (`cache::BreakHint`).
-    pub break_hints: HashMap<usize, BreakHint>,
+    pub break_hints: FxHashMap<usize, BreakHint>,
     /// The top frame's instructions that entered a graph region which then broke inside,
     /// with the break's reason (`cache::RegionBreak`).
     pub region_breaks: Vec<(usize, String)>,
@@ -472,12 +472,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             side_effects: Vec::new(),
             by_source: Default::default(),
             sourced: Vec::new(),
-            input_tensors: HashMap::default(),
+            input_tensors: FxHashMap::default(),
             stored_attrs: Vec::new(),
             stored_globals: Vec::new(),
-            mutated: HashMap::default(),
-            frame_dicts: HashMap::default(),
-            dict_histories: HashMap::default(),
+            mutated: FxHashMap::default(),
+            frame_dicts: FxHashMap::default(),
+            dict_histories: FxHashMap::default(),
             depth: 0,
             ops: Known::new(py)?,
             null_substitute: null_substitute(table, py)?,
@@ -486,33 +486,33 @@ impl<'py, 'b> Vm<'py, 'b> {
             top_globals: None,
             location: (-1, "".into()),
             exc_stack: Vec::new(),
-            cell_objects: HashMap::default(),
-            outside_cells: HashMap::default(),
+            cell_objects: FxHashMap::default(),
+            outside_cells: FxHashMap::default(),
             steps: 0,
             top_step_started: 0,
             top_location: (-1, "".into()),
             library_since: None,
             nesting: 0,
-            lasti_values: rustc_hash::FxHashSet::default(),
-            cleared_unbound: rustc_hash::FxHashSet::default(),
-            exception_slots: HashMap::default(),
-            unhandled_groups: rustc_hash::FxHashSet::default(),
+            lasti_values: FxHashSet::default(),
+            cleared_unbound: FxHashSet::default(),
+            exception_slots: FxHashMap::default(),
+            unhandled_groups: FxHashSet::default(),
             made_at: Vec::new(),
-            chained: rustc_hash::FxHashSet::default(),
-            caught_exceptions: HashMap::default(),
-            seen_raised: rustc_hash::FxHashSet::default(),
+            chained: FxHashSet::default(),
+            caught_exceptions: FxHashMap::default(),
+            seen_raised: FxHashSet::default(),
             top_pc: usize::MAX,
             examples_warned: false,
             in_loop_now: false,
-            break_before: HashMap::default(),
-            break_hints: HashMap::default(),
+            break_before: FxHashMap::default(),
+            break_hints: FxHashMap::default(),
             region_breaks: Vec::new(),
             frame_readers: Default::default(),
             guard_positions: Default::default(),
             nested: None,
             nested_frames: None,
             deepcopy: std::cell::OnceCell::new(),
-            first_visits: HashMap::default(),
+            first_visits: FxHashMap::default(),
             top_code: None,
             generator_resumes: Vec::new(),
             pins: None,

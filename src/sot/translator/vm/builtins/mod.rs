@@ -6,7 +6,7 @@
 
 mod fold;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
 
 use crate::sot::translator::pyutil::is_heap_instance;
@@ -64,7 +64,7 @@ const BUILTINS: &[(&str, Handler)] = &[
     ("id", id),
 ];
 
-static HANDLERS: LazyLock<HashMap<&'static str, Handler>> =
+static HANDLERS: LazyLock<FxHashMap<&'static str, Handler>> =
     LazyLock::new(|| BUILTINS.iter().copied().collect());
 
 /// The iterators of `itertools` the VM models, by name.
