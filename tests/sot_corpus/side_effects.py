@@ -323,3 +323,20 @@ def made_dict_with_a_hole_updated_from_an_argument(d):
     d["y"] = 2
     print("made")
     return e
+
+
+
+# One slice object on every call: a key that is no plain value is guarded by identity.
+_ALL = slice(None)
+_ONE_TO_TWO = slice(1, 2)
+
+
+@case(args=lambda: (arr(2), {}, _ALL, _ONE_TO_TWO), graphs=2, ops=2, breaks=["print"],
+      min_version=(3, 12))
+def a_dicts_slice_key_stored_before_a_break_is_read_after_it(x, d, everything, one_to_two):
+    # A slice is a dict key like any other (hashable from 3.12): the resumed code reads
+    # `d[everything]` as the dict's item, not as a slice of its keys.
+    d[everything] = x.sum()
+    d[one_to_two] = "one to two"
+    print("mid")
+    return x + d[everything], d[one_to_two], list(d.items())

@@ -371,7 +371,8 @@ impl Kind for Known {
             cx.add_guard(source, Check::Len(obj.len()?));
         }
         let value = found?;
-        if !is_slice {
+        // A slice is a mapping's key like any other; only a sequence's slice holds items.
+        if mapping || !is_slice {
             return Ok(Some(
                 cx.value_of_source(Source::Item(source, StrongRef::new(&key_obj)), value),
             ));
