@@ -200,3 +200,46 @@ def _calls_with_star(function, *args, **kwargs):
       breaks=["print"] if NESTED_RESUME else ["print", "print", "print"])
 def a_star_call_on_the_way_goes_on(x):
     return _calls_with_star(_leaf, x + 2.0, scale=0.5) - 2.0
+
+
+def _logged_layer(y, k):
+    z = y * k
+    print("layer", k, file=_LOG)
+    return z + 1.0
+
+
+def _layers(y, n):
+    acc = y - 1.0
+    for _ in range(n):
+        acc = _logged_layer(acc, 0.5)
+    return acc * 2.0
+
+
+# A callee's call inside its loop breaks: the callee resumes in a bridge running its loop on
+# from that call (its later rounds call the layer as the original does), not as a call
+# of its own translated again from its start.
+@case(args=lambda: (arr(3), 3), graphs=5 if NESTED_RESUME else 6, ops=7 if NESTED_RESUME else 6,
+      breaks=["print"] * 2 if NESTED_RESUME else ["print"] * 3)
+def a_callee_resumes_inside_its_loop(x, n):
+    u = x + 0.5
+    return _layers(u, n) - u
+
+
+def _scan(y, weights):
+    total = y * 0.0
+    for w in weights:
+        total = total + _logged_layer(y, 0.5)
+        if w > 1.5:
+            last = w
+            break
+    else:
+        last = None
+    return total, last
+
+
+# The callee's loop is left by `break`, with a variable it assigned first inside the loop.
+@case(args=lambda: (arr(3), [1.0, 2.0, 3.0]), graphs=4 if NESTED_RESUME else 5,
+      ops=6 if NESTED_RESUME else 5, breaks=["print"] * 2 if NESTED_RESUME else ["print"] * 3)
+def a_callee_loop_left_by_break_hands_on_what_it_assigned(x, weights):
+    total, last = _scan(x * 2.0, weights)
+    return total + 1.0, last

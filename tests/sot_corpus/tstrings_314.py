@@ -91,10 +91,11 @@ def iterate_template_holding_array(x):
     return kinds, total
 
 
-# _render then runs as its own frame: str() of the array it holds breaks in its loop; the
-# template's iterator (a TemplateIter, which generated code cannot make again as such) is
-# then made for real, and the loop over it runs in the original's code.
+# str() of the array breaks in _render's loop; _render cannot resume there (its loop's
+# iterator, a TemplateIter, is one generated code cannot make again as such), so the call is
+# the break and _render runs as its own frame: the iterator is then made for real, and the
+# loop over it runs in the original's code.
 @case(args=lambda: (arr(3),), graphs=1, ops=1,
-      breaks=["tensor to python", "cannot rebuild", "iteration over TemplateIter"])
+      breaks=["cannot rebuild", "cannot rebuild", "iteration over TemplateIter"])
 def array_template_rendered(x):
     return _render(t"value {x + 1}"), x

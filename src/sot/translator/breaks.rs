@@ -244,67 +244,8 @@ impl<'py> Translation<'_, 'py, '_> {
         let handled_slots: Vec<usize> = point.handled.iter().map(|(slot, _)| *slot).collect();
         let step = &continuation.step;
         let resume = if let Step::Loop(span) = step {
-            // Each exit's resume function gets the stack below the loop's iterator, the
-            // variables the bridge got, and the blocks set up outside the loop.
-            let nulls: Vec<bool> = point.stack[..span.kept]
-                .iter()
-                .map(|v| matches!(vm.values[*v], Val::Null))
-                .collect();
-            let blocks: Vec<(usize, usize)> = point
-                .blocks
-                .iter()
-                .filter(|(_, level)| *level <= span.kept)
-                .copied()
-                .collect();
-            // An exit's stub pops the loop's dead slots, and the resume function has NULLs in
-            // their place, which the code after an exit only pops (as it pops a generator
-            // loop's NULL). Other slots left at an exit (a `with` block's, above the iterator)
-            // are handed on as they are.
-            let dead = span.kept..span.kept + span.dead;
-            let exits = span
-                .exits
-                .iter()
-                .map(|(exit, depth)| {
-                    let mut nulls = nulls.clone();
-                    nulls.extend((span.kept..*depth).map(|slot| dead.contains(&slot)));
-                    let key = ResumeKey {
-                        pc: *exit,
-                        nulls,
-                        live: live_vars.iter().chain(&span.unhanded).copied().collect(),
-                        blocks: blocks.clone(),
-                        handled: Vec::new(),
-                        bridge: false,
-                        marked: span.marked.clone(),
-                    };
-                    Ok(codegen::LoopExit {
-                        pc: *exit,
-                        depth: *depth,
-                        resume: self.resume_call(key, None, point, span.kept)?,
-                    })
-                })
-                .collect::<PyResult<Vec<_>>>()?;
-            let key = ResumeKey {
-                pc: point.pc,
-                nulls: continuation.slots_after(&vm.values, &point.stack),
-                live: live_vars.clone(),
-                blocks: point.blocks.clone(),
-                handled: Vec::new(),
-                bridge: true,
-                marked: span.marked.clone(),
-            };
-            // The bridge's locals for the stack at its exits, as deep as the deepest.
-            let mut exit_nulls = nulls;
-            let deepest = exits.iter().map(|e| e.depth).max().unwrap_or(span.kept);
-            exit_nulls.extend((span.kept..deepest).map(|slot| dead.contains(&slot)));
-            let bridge = codegen::Bridge {
-                step,
-                next: None,
-                next_nulls: &exit_nulls,
-                dead,
-                blocks_after: blocks.len(),
-                exits: &exits,
-            };
-            Some(self.resume_call(key, Some(bridge), point, point.stack.len())?)
+            let nulls = continuation.slots_after(&vm.values, &point.stack);
+            Some(self.loop_bridge(point, step, span, &live_vars, nulls)?)
         } else {
             // The resume function after the step (the bridge's, where the step is bridged).
             let next_key = ResumeKey {
@@ -382,6 +323,82 @@ impl<'py> Translation<'_, 'py, '_> {
                 }),
             )
         })
+    }
+
+    /// The bridge of a break inside the loop `span` (the `step` of `point`): it runs the
+    /// loop from the break's instruction as the original does, and each way out of it calls
+    /// the resume function there. `bridge_nulls`: per stack slot the bridge receives,
+    /// whether it is NULL.
+    pub fn loop_bridge(
+        &self,
+        point: &BreakPoint,
+        step: &Step,
+        span: &LoopSpan,
+        live_vars: &[usize],
+        bridge_nulls: Vec<bool>,
+    ) -> PyResult<codegen::ResumeCall<'py>> {
+        let vm = self.vm;
+        // Each exit's resume function gets the stack below the loop's iterator, the
+        // variables the bridge got, and the blocks set up outside the loop.
+        let nulls: Vec<bool> = point.stack[..span.kept]
+            .iter()
+            .map(|v| matches!(vm.values[*v], Val::Null))
+            .collect();
+        let blocks: Vec<(usize, usize)> = point
+            .blocks
+            .iter()
+            .filter(|(_, level)| *level <= span.kept)
+            .copied()
+            .collect();
+        // An exit's stub pops the loop's dead slots, and the resume function has NULLs in
+        // their place, which the code after an exit only pops (as it pops a generator
+        // loop's NULL). Other slots left at an exit (a `with` block's, above the iterator)
+        // are handed on as they are.
+        let dead = span.kept..span.kept + span.dead;
+        let exits = span
+            .exits
+            .iter()
+            .map(|(exit, depth)| {
+                let mut nulls = nulls.clone();
+                nulls.extend((span.kept..*depth).map(|slot| dead.contains(&slot)));
+                let key = ResumeKey {
+                    pc: *exit,
+                    nulls,
+                    live: live_vars.iter().chain(&span.unhanded).copied().collect(),
+                    blocks: blocks.clone(),
+                    handled: Vec::new(),
+                    bridge: false,
+                    marked: span.marked.clone(),
+                };
+                Ok(codegen::LoopExit {
+                    pc: *exit,
+                    depth: *depth,
+                    resume: self.resume_call(key, None, point, span.kept)?,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let key = ResumeKey {
+            pc: point.pc,
+            nulls: bridge_nulls,
+            live: live_vars.to_vec(),
+            blocks: point.blocks.clone(),
+            handled: Vec::new(),
+            bridge: true,
+            marked: span.marked.clone(),
+        };
+        // The bridge's locals for the stack at its exits, as deep as the deepest.
+        let mut exit_nulls = nulls;
+        let deepest = exits.iter().map(|e| e.depth).max().unwrap_or(span.kept);
+        exit_nulls.extend((span.kept..deepest).map(|slot| dead.contains(&slot)));
+        let bridge = codegen::Bridge {
+            step,
+            next: None,
+            next_nulls: &exit_nulls,
+            dead,
+            blocks_after: blocks.len(),
+            exits: &exits,
+        };
+        self.resume_call(key, Some(bridge), point, point.stack.len())
     }
 
     /// The resume function (or `bridge`) for `key`, made once per place and stack layout;

@@ -121,39 +121,19 @@ fn frame_bridge<'py>(
     }
     let live = frame.handed(point)?;
     let live_vars: Vec<usize> = live.iter().map(|(var, _)| *var).collect();
-    let next_key = ResumeKey {
-        pc: step.resume_pc(point.pc),
-        nulls: step.slots_after(&vm.values, &point.stack),
-        live: live_vars.clone(),
-        blocks: Vec::new(),
-        handled: Vec::new(),
-        bridge: false,
-        marked: Vec::new(),
-    };
-    let next = if next_key.pc < frame.info.instrs.len() && vm.falls_through(&point.instr) {
-        let kept = step.kept(point.stack.len());
-        Some(frame.resume_call(next_key.clone(), None, point, kept)?)
+    let call = if point.in_loop {
+        // The loop around the call runs in the bridge, its first round's call the callee's
+        // own way on (where the frame below resumes).
+        let Ok(continuation) = frame.loop_continuation(point)? else {
+            return Ok(None);
+        };
+        let Step::Loop(span) = &continuation.step else {
+            return Ok(None);
+        };
+        frame.loop_bridge(point, &continuation.step, span, &live_vars, nulls.clone())?
     } else {
-        None
+        call_bridge(frame, point, &step, &live_vars, nulls.clone())?
     };
-    let key = ResumeKey {
-        pc: point.pc,
-        nulls: nulls.clone(),
-        live: live_vars,
-        blocks: Vec::new(),
-        handled: Vec::new(),
-        bridge: true,
-        marked: Vec::new(),
-    };
-    let bridge = codegen::Bridge {
-        step: &step,
-        next: next.as_ref(),
-        next_nulls: &next_key.nulls,
-        dead: 0..0,
-        blocks_after: 0,
-        exits: &[],
-    };
-    let call = frame.resume_call(key, Some(bridge), point, point.stack.len())?;
     let bridge = match call.has_closure {
         false => Bridged::Function(call.target),
         true => Bridged::WithCells {
@@ -172,6 +152,51 @@ fn frame_bridge<'py>(
         .collect();
     handed.extend(live.iter().map(|(_, vid)| Handed::Value(*vid)));
     Ok(Some(FrameBridge { bridge, handed }))
+}
+
+/// The bridge of a frame's call outside any loop: it runs the call, then calls the resume
+/// function after it.
+fn call_bridge<'py>(
+    frame: &Translation<'_, 'py, '_>,
+    point: &BreakPoint,
+    step: &Step,
+    live_vars: &[usize],
+    nulls: Vec<bool>,
+) -> PyResult<codegen::ResumeCall<'py>> {
+    let vm = frame.vm;
+    let next_key = ResumeKey {
+        pc: step.resume_pc(point.pc),
+        nulls: step.slots_after(&vm.values, &point.stack),
+        live: live_vars.to_vec(),
+        blocks: Vec::new(),
+        handled: Vec::new(),
+        bridge: false,
+        marked: Vec::new(),
+    };
+    let next = if next_key.pc < frame.info.instrs.len() && vm.falls_through(&point.instr) {
+        let kept = step.kept(point.stack.len());
+        Some(frame.resume_call(next_key.clone(), None, point, kept)?)
+    } else {
+        None
+    };
+    let key = ResumeKey {
+        pc: point.pc,
+        nulls,
+        live: live_vars.to_vec(),
+        blocks: Vec::new(),
+        handled: Vec::new(),
+        bridge: true,
+        marked: Vec::new(),
+    };
+    let bridge = codegen::Bridge {
+        step,
+        next: next.as_ref(),
+        next_nulls: &next_key.nulls,
+        dead: 0..0,
+        blocks_after: 0,
+        exits: &[],
+    };
+    frame.resume_call(key, Some(bridge), point, point.stack.len())
 }
 
 /// The top frame's break `point` with its call's callee made what goes on in the inlined

@@ -11,9 +11,11 @@
 //! the depth it had (the bridges stand where the frames stood); `resumed` makes the bridges.
 //!
 //! A frame resumes so where a resume function of its code can go on from its instruction:
-//! a call (`CALL`, `CALL_FUNCTION_EX`) in the session's traced code, not in a loop, no
-//! handler around it (3.11+), no exception being handled, no read of its callers' frames;
-//! above the innermost frame, the call is of the frame below's own function.
+//! a call (`CALL`, `CALL_FUNCTION_EX`) in the session's traced code, no handler around it
+//! (3.11+), no exception being handled, no read of its callers' frames; above the innermost
+//! frame, the call is of the frame below's own function. A call inside a loop resumes in a
+//! bridge that runs the loop on from it (`Translation::loop_bridge`), as a break of the top
+//! frame inside a loop does.
 
 use super::kept::{InlinedPoint, NestedBreak};
 use super::snapshot::Snapshot;
@@ -46,7 +48,6 @@ impl<'py> Vm<'py, '_> {
         let resumable = matches!(instr.op, Op::Call | Op::CallFunctionEx)
             && instr.handler.is_none()
             && self.table.exceptions == ExceptionModel::Table
-            && !frame.in_loop.get(frame.pc).copied().unwrap_or(true)
             && self.exc_stack.is_empty()
             && self.library_since.is_none()
             && !frame.reads_callers;
@@ -73,7 +74,7 @@ impl<'py> Vm<'py, '_> {
             instr: frame.instrs[frame.started].clone(),
             stack: before.stack,
             locals: before.locals,
-            in_loop: false,
+            in_loop: frame.in_loop.get(frame.started).copied().unwrap_or(false),
             in_handler_scope: false,
             blocks: Vec::new(),
             handled: Vec::new(),
