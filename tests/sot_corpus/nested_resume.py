@@ -243,3 +243,128 @@ def _scan(y, weights):
 def a_callee_loop_left_by_break_hands_on_what_it_assigned(x, weights):
     total, last = _scan(x * 2.0, weights)
     return total + 1.0, last
+
+
+def _raising_leaf(y, fail):
+    w = y + 3.0
+    print("leaf", file=_LOG)
+    if fail:
+        raise ValueError("leaf failed")
+    return w * 2.0
+
+
+def _guarded(y, fail):
+    try:
+        z = _raising_leaf(y * 2.0, fail)
+    except ValueError as error:
+        return y - 1.0, str(error)
+    return z + 1.0, "ok"
+
+
+# A callee's call inside `try`: the callee resumes under its handler (a bridge made from its
+# code runs the call there), not as a call of its own translated again from its start.
+@case(args=lambda: (arr(3), False), graphs=4 if NESTED_RESUME else 6, ops=6,
+      breaks=["print"] if NESTED_RESUME else ["print"] * 3)
+def a_callee_resumes_under_its_try(x, fail):
+    r, why = _guarded(x + 0.5, fail)
+    return r * 3.0, why
+
+
+# What the frame below raises after the break reaches the callee's handler.
+@case(args=lambda: (arr(3), True), graphs=2 if NESTED_RESUME else 4, ops=4,
+      breaks=["print"] if NESTED_RESUME else ["print"] * 3)
+def a_callee_handler_catches_what_the_rest_below_raises(x, fail):
+    r, why = _guarded(x + 0.5, fail)
+    return r * 3.0, why
+
+
+class _Scope:
+    """A context manager keeping what happened to it; it suppresses a KeyError."""
+
+    def __init__(self):
+        self.events = []
+
+    def __enter__(self):
+        self.events.append("enter")
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        self.events.append("exit" if kind is None else kind.__name__)
+        return kind is KeyError
+
+
+def _lookup_leaf(y, key):
+    w = y * 3.0
+    print("lookup", key, file=_LOG)
+    return w + {"a": 1.0}[key]
+
+
+def _scoped(y, scope, key):
+    with scope:
+        z = _lookup_leaf(y - 1.0, key)
+        return z * 2.0
+    return y
+
+
+# A callee's call inside its `with` block: the callee resumes there, and its `with` exits
+# as the original's does.
+@case(args=lambda: (arr(3), _Scope(), "a"), graphs=4 if NESTED_RESUME else 6, ops=6,
+      breaks=["print"] if NESTED_RESUME else ["print"] * 3)
+def a_callee_resumes_inside_its_with_block(x, scope, key):
+    return _scoped(x + 1.0, scope, key) + 0.5, scope.events
+
+
+# What the frame below raises after the break goes through the callee's `with` exit, which
+# suppresses it; the callee goes on after its block.
+@case(args=lambda: (arr(3), _Scope(), "b"), graphs=2 if NESTED_RESUME else 4, ops=4,
+      breaks=["print"] if NESTED_RESUME else ["print"] * 3)
+def a_callee_with_block_suppresses_what_the_rest_below_raises(x, scope, key):
+    return _scoped(x + 1.0, scope, key) + 0.5, scope.events
+
+
+def _finally_leaf(y, log):
+    try:
+        return _leaf(y + 2.0)
+    finally:
+        log.append("finally")
+
+
+# A callee's call inside `try ... finally`: its `finally` runs once, after the rest below.
+@case(args=lambda: (arr(3), []), graphs=3 if NESTED_RESUME else 5, ops=5,
+      breaks=["print"] if NESTED_RESUME else ["print"] * 3)
+def a_callee_finally_runs_after_the_rest_below(x, log):
+    return _finally_leaf(x * 2.0, log) - 1.0, log
+
+
+def _tried_layers(y, n):
+    acc = y - 1.0
+    try:
+        for _ in range(n):
+            acc = _logged_layer(acc, 0.5)
+    except ArithmeticError:
+        return y
+    return acc * 2.0
+
+
+# A callee's call inside a loop inside `try`: the loop runs on in a bridge under the handler.
+@case(args=lambda: (arr(3), 3), graphs=5 if NESTED_RESUME else 6, ops=7 if NESTED_RESUME else 6,
+      breaks=["print"] * 2 if NESTED_RESUME else ["print"] * 3)
+def a_callee_resumes_inside_its_loop_under_its_try(x, n):
+    u = x + 0.5
+    return _tried_layers(u, n) - u
+
+
+def _converted(items):
+    return [item.tolist() if item.ndim > 1 else item for item in items]
+
+
+# A callee's call inside a comprehension. 3.12+ inline it, under a handler that unbinds
+# its variable again at its end: no loop bridge runs there, so the callee's frame cuts the
+# chain (the top frame breaks at its call, as it does before 3.11) and the callee runs
+# eagerly; 3.11 resumes in the comprehension's own frame.
+@case(args=lambda: (arr(3), arr(2, 2)), graphs=1, ops=2,
+      breaks=(["tolist"] * 3 if not NESTED_RESUME else ["tolist"] if sys.version_info < (3, 12)
+              else ["tolist", "comprehension inside it unbinds its variable"]))
+def a_callee_comprehension_call_breaks(x, y):
+    z = x * 2.0
+    return _converted([z, y + 1.0]), z

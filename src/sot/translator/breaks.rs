@@ -101,7 +101,7 @@ impl<'py> Translation<'_, 'py, '_> {
         };
         // A comprehension the loop inlines (3.12+) unbinds its variable again at its end
         // where it was unbound: an exit would hand on a variable with nothing in it.
-        if point.stack.iter().any(|v| vm.cleared_unbound.contains(v)) {
+        if vm.unbinds_at_loop_end(&point.stack) {
             return Ok(Err(
                 "a comprehension inside it unbinds its variable again at its end",
             ));

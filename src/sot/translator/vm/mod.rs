@@ -173,7 +173,7 @@ pub struct Vm<'py, 'b> {
     lasti_values: FxHashSet<Vid>,
     /// Stack slots where an inlined comprehension (3.12+ `LOAD_FAST_AND_CLEAR`) saved a
     /// variable that was unbound: its end unbinds the variable again.
-    pub cleared_unbound: FxHashSet<Vid>,
+    cleared_unbound: FxHashSet<Vid>,
     /// Slots where `PUSH_EXC_INFO` saved the previous exception, and the exception it
     /// made current (what a resume function makes current again).
     exception_slots: FxHashMap<Vid, Vid>,

@@ -11,11 +11,13 @@
 //! the depth it had (the bridges stand where the frames stood); `resumed` makes the bridges.
 //!
 //! A frame resumes so where a resume function of its code can go on from its instruction:
-//! a call (`CALL`, `CALL_FUNCTION_EX`) in the session's traced code, no handler around it
-//! (3.11+), no exception being handled, no read of its callers' frames; above the innermost
-//! frame, the call is of the frame below's own function. A call inside a loop resumes in a
-//! bridge that runs the loop on from it (`Translation::loop_bridge`), as a break of the top
-//! frame inside a loop does.
+//! a call (`CALL`, `CALL_FUNCTION_EX`) in the session's traced code (3.11+), no exception
+//! being handled, no read of its callers' frames; above the innermost frame, the call is of
+//! the frame below's own function. The bridge, made from the frame's code, runs the call
+//! under the handler the original has around it (a `try`'s, a `with`'s), so what the frame
+//! below raises goes where it would. A call inside a loop resumes in a bridge that runs the
+//! loop on from it (`Translation::loop_bridge`), as a break of the top frame inside a loop
+//! does; not inside an inlined comprehension whose end unbinds its variable again.
 
 use super::kept::{InlinedPoint, NestedBreak};
 use super::snapshot::Snapshot;
@@ -45,8 +47,9 @@ impl<'py> Vm<'py, '_> {
     /// resume there; None where it could not.
     pub(super) fn before_call(&mut self, frame: &Frame<'py>) -> Option<BeforeCall<'py>> {
         let instr = frame.instrs.get(frame.pc)?;
+        let in_loop = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
         let resumable = matches!(instr.op, Op::Call | Op::CallFunctionEx)
-            && instr.handler.is_none()
+            && !(in_loop && self.unbinds_at_loop_end(&frame.stack))
             && self.table.exceptions == ExceptionModel::Table
             && self.exc_stack.is_empty()
             && self.library_since.is_none()
@@ -75,7 +78,7 @@ impl<'py> Vm<'py, '_> {
             stack: before.stack,
             locals: before.locals,
             in_loop: frame.in_loop.get(frame.started).copied().unwrap_or(false),
-            in_handler_scope: false,
+            in_handler_scope: frame.instrs[frame.started].handler.is_some(),
             blocks: Vec::new(),
             handled: Vec::new(),
             handling: false,
@@ -135,7 +138,12 @@ impl<'py> Vm<'py, '_> {
             .called_code(instr, stack)
             .zip(nested.frames.last())
             .is_some_and(|(called, below)| below.code.is(&called));
-        if !calls_below {
+        if !calls_below
+            || nested
+                .frames
+                .iter()
+                .any(|inlined| self.closes_over_own_cells(&inlined.point))
+        {
             return false;
         }
         let NestedBreak {
@@ -145,6 +153,30 @@ impl<'py> Vm<'py, '_> {
         snapshot.restore_at_break(self);
         self.nested_frames = Some(frames);
         true
+    }
+
+    /// Whether an inlined frame at `point` holds a function made over one of its own cells:
+    /// the generated code hands its values on, and closes only over the top frame's cells.
+    fn closes_over_own_cells(&self, point: &BreakPoint) -> bool {
+        let own: Vec<usize> = point
+            .locals
+            .iter()
+            .filter_map(|vid| match self.val(*vid) {
+                Val::Cell(cell) => Some(*cell),
+                _ => None,
+            })
+            .collect();
+        !own.is_empty()
+            && point.stack.iter().chain(&point.locals).any(|vid| {
+                matches!(self.val(*vid), Val::Function(function) if function.closure.iter().any(|cell| own.contains(cell)))
+            })
+    }
+
+    /// Whether `stack` holds what an inlined comprehension (3.12+) saved of a variable that
+    /// was unbound: its end unbinds the variable again, so no exit of a loop around it
+    /// can hand the variable on (a loop bridge cannot run there).
+    pub fn unbinds_at_loop_end(&self, stack: &[Vid]) -> bool {
+        stack.iter().any(|v| self.cleared_unbound.contains(v))
     }
 
     /// The inlined frames the translation's break resumes in, outermost first, if it does.
