@@ -10,6 +10,7 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sot_demo.py"
 # hookprof names code by co_qualname where the interpreter has one (3.11+).
 TRANSLATED_ROW = re.compile(r"^\s+(\d+) .*sot_demo\.py:\d+\((Model\.)?forward \[replaces (Model\.)?forward\]\)$")
 GRAPH_ROW = re.compile(r"^\s+(\d+) .*sot_demo\.py:\d+\(__sot_graph\)$")
+NODE_ROW = re.compile(r"^\s+(\d+) .*sot_demo\.py:\d+\(__sot_graph_node\)$")
 
 
 def test_sot_demo():
@@ -29,9 +30,13 @@ def test_sot_demo():
     # A diverging input fails the assumption: the forward runs again untranslated and raises.
     diverged = "FloatingPointError: the model diverged"
     assert lines["a diverging input"].startswith(f"{diverged} / {diverged} "), lines["a diverging input"]
-    # The profiler saw SOT's code for forward, and its graph, run on each of the 3 calls.
+    # The profiler saw SOT's code for forward run on each of the 3 calls, and its graph: the
+    # first run's code on the first two (the second lowers the graph, then runs it), the
+    # lowered code on the last two; the first run called its nodes one by one (the 16
+    # operations and the finiteness check's assumption).
     assert [int(m.group(1)) for m in map(TRANSLATED_ROW.match, output) if m] == [3], done.stdout
-    assert [int(m.group(1)) for m in map(GRAPH_ROW.match, output) if m] == [3], done.stdout
+    assert [int(m.group(1)) for m in map(GRAPH_ROW.match, output) if m] == [2, 2], done.stdout
+    assert sum(int(m.group(1)) for m in map(NODE_ROW.match, output) if m) == 17, done.stdout
     assert "sot.explain(Model.forward): ran" in output
     assert "  translations=1 graphs=1 ops=16 breaks=0 fallbacks=0" in output
     assert re.match(r"eager [\d.]+ µs, translated [\d.]+ µs: [\d.]+x eager's speed$", lines["time per call"])

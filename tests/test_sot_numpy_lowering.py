@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import operator
 import re
+import warnings
 
 import numpy as np
 import pytest
 
 import framehook.sot as sot
 from framehook import _native
-from framehook.sot._numpy_backend import NumpyBackend
+from framehook.sot._numpy_backend import NumpyBackend, compile_graph
 
 METHODS = np.ndarray.__dict__
 
@@ -26,14 +27,16 @@ def _reset():
 
 
 class Recording(NumpyBackend):
-    """The numpy backend, keeping each compiled graph function."""
+    """The numpy backend, keeping each compiled graph function and its graph."""
 
     def __init__(self):
         self.compiled = []
+        self.graphs = []
 
     def compile_with_examples(self, graph, examples):
         function = super().compile_with_examples(graph, examples)
         self.compiled.append(function)
+        self.graphs.append(graph)
         return function
 
 
@@ -53,6 +56,16 @@ def identical(actual, expected):
         and np.array_equal(actual, expected, equal_nan=True)
         and np.array_equal(np.signbit(np.real(actual)), np.signbit(np.real(expected)))
     )
+
+
+def call_lowered(fast, *args):
+    """``fast(*args)`` once its graph is lowered: a graph runs its nodes as recorded at its
+    first run and is lowered at its second, whose result is returned (the first's must be
+    the same)."""
+    first = fast(*args)
+    lowered = fast(*args)
+    assert identical(first, lowered)
+    return lowered
 
 
 def data(shape, dtype, seed=0):
@@ -127,7 +140,7 @@ def test_mean_of_float16_and_integers_keeps_numpys_wrapper():
         sot.reset()
         fast, backend = translate(f)
         x = data((3, 4), dtype)
-        assert identical(fast(x), f(x))
+        assert identical(call_lowered(fast, x), f(x))
         assert any(v is METHODS["mean"] for v in called(backend.compiled[0]))
 
 
@@ -177,7 +190,7 @@ def test_constant_sequences_are_made_once():
 
     fast, backend = translate(f)
     x = data((3, 4), np.float32)
-    assert identical(fast(x), f(x))
+    assert identical(call_lowered(fast, x), f(x))
     source = backend.compiled[0].__sot_source__
     assert "_slice(" not in source and "[1" not in source and "[2" not in source
     assert operator.getitem not in called(backend.compiled[0])
@@ -228,7 +241,7 @@ def test_an_array_another_value_views_is_not_written_into():
     fast, backend = translate(f)
     x = data((3, 4), np.float64)
     with np.errstate(all="ignore"):
-        assert identical(fast(x), f(x))
+        assert identical(call_lowered(fast, x), f(x))
     assert written_into(backend.compiled[0].__sot_source__) == []
 
 
@@ -318,6 +331,65 @@ def test_a_result_goes_into_an_array_no_later_node_reads_of_its_order():
         assert bool(re.search(rf"v\d+ = c\d+\(v\d+, {tanh}\)", source)) == reused, source
 
 
+# ---------------------------------------------------------------- first runs
+
+
+def logs(x):
+    scaled = x * 2.0
+    return np.log(scaled) + 1.0, scaled  # np.log(0.0) warns here
+
+
+LOG_LINE = logs.__code__.co_firstlineno + 2
+
+
+def test_a_graph_runs_its_nodes_at_its_first_run_and_is_lowered_at_its_second():
+    fast, backend = translate(logs)
+    x = np.array([0.0, 1.0, 4.0])
+    frames_seen = []
+
+    for _ in range(3):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = fast(x)
+        assert identical(result, logs(x))
+        (graph,) = backend.compiled
+        # The graph function is the same object throughout: its code changes at the second run.
+        frames_seen.append((graph.__code__, "__sot_source__" in graph.__dict__))
+        # Each run warns once, from the node's own line, as eagerly.
+        assert [(w.category, w.filename, w.lineno) for w in caught] == [(RuntimeWarning, __file__, LOG_LINE)]
+    first, lowered, again = frames_seen
+    assert first[1] is False and lowered[1] is True and again == lowered and lowered[0] is not first[0]
+    assert "c" in graph.__sot_source__ and graph.__code__.co_filename == __file__
+    stats = sot.stats(fast)
+    # The first run's frames (in this file, at its lines) are never translated.
+    assert (stats.translations, stats.graphs, stats.ops_captured, stats.cache_hits) == (1, 1, 3, 2)
+    assert stats.graph_breaks == []
+
+
+def in_region(x):
+    with np.errstate(divide="raise"):
+        y = np.log(x)
+    return y * 2.0
+
+
+def test_a_first_run_that_raises_leaves_the_regions_it_entered():
+    fast, backend = translate(in_region)
+    x = np.array([1.0, 2.0])
+    assert identical(fast(x), in_region(x))
+    assert sot.stats(fast).graphs == 1 and sot.stats(fast).graph_breaks == []
+    # The same graph compiled again, run first where it raises inside its region (a first
+    # run is the translating call's, on its inputs: this one is made to fail).
+    (graph,) = backend.graphs
+    function = compile_graph(graph, (x,))
+    before = np.geterr()
+    for run in ("first", "lowered"):
+        with pytest.raises(FloatingPointError, match="divide by zero encountered in log"):
+            function(np.array([0.0, 1.0]))
+        assert np.geterr() == before, run
+    assert "__sot_source__" in function.__dict__
+    assert identical(function(x), backend.compiled[0](x))
+
+
 # ---------------------------------------------------------------- fused runs
 
 
@@ -358,9 +430,12 @@ def test_fused_runs_give_eager_results_bit_for_bit(dtype, shape):
         scale, k = float(rng.uniform(0.5, 2)), call + 2
         expected = layer(x, bias, scale, k)
         assert same_layout(fast(x, bias, scale, k), expected)
-    # Every elementwise operation is in one of two runs, cut by the second mean's sum.
+    # Every elementwise operation is in one of two runs, cut by the second mean's sum (in
+    # each graph lowered: the first call's, for its constants, ran once and was not).
     graphs = backend.compiled
-    assert [fused_runs(graph.__sot_source__) for graph in graphs] == [2] * len(graphs)
+    lowered = [graph for graph in graphs if "__sot_source__" in graph.__dict__]
+    assert lowered == graphs[1:] and len(graphs) == 2
+    assert [fused_runs(graph.__sot_source__) for graph in lowered] == [2]
     calls = KernelCalls()
     x = (rng.standard_normal(shape) * 4).astype(dtype)
     assert same_layout(fast(x, bias, 1.25, 9), layer(x, bias, 1.25, 9))
@@ -384,7 +459,7 @@ def test_what_numpy_warns_of_is_warned_of_by_numpy(function, x, message):
     with pytest.warns(RuntimeWarning, match=message):
         expected = function(x)
     with pytest.warns(RuntimeWarning, match=message):
-        assert same_layout((fast(x),), (expected,))
+        assert same_layout((call_lowered(fast, x),), (expected,))
     calls = KernelCalls()
     with np.errstate(all="raise"), pytest.raises(FloatingPointError, match=message):
         fast(x)
@@ -415,7 +490,7 @@ def test_operands_of_any_strides_and_c_order_by_strides():
     fast, backend = translate(f)
     base = np.arange(96, dtype=np.float64).reshape(8, 12)
     x, y = base[:4, :6].copy(), base[4:, 6:].copy()
-    assert same_layout((fast(x, y),), (f(x, y),))
+    assert same_layout((call_lowered(fast, x, y),), (f(x, y),))
     calls = KernelCalls()
     # Slices of a larger array (axes still in C order by their strides) run in the kernel;
     # an F-order operand (numpy gives the result its order) and reversed rows go to numpy.
@@ -432,7 +507,7 @@ def test_operands_of_any_strides_and_c_order_by_strides():
         assert (calls.ran > before) == in_kernel
     # A vector may step any way: it has one layout.
     v, w = base[0, ::-2], base[1, :6]
-    fast(v, w)  # compiled for vectors
+    call_lowered(fast, v, w)  # compiled for vectors, then lowered
     before = calls.ran
     assert same_layout((fast(v, w),), (f(v, w),))
     assert calls.ran == before + 1
@@ -444,7 +519,7 @@ def test_numbers_the_dtype_cannot_hold_exactly_go_to_numpy():
 
     fast, backend = translate(f)
     x = np.linspace(-1, 1, 6, dtype=np.float32)
-    for k in (1, 2):
+    for k in (1, 2, 3):  # from the second call on, k is a graph input: lowered at the third
         assert same_layout((fast(x, k),), (f(x, k),))
     calls = KernelCalls()
     for k in (5, 2**24, 2**24 + 1, 2**40):
@@ -462,7 +537,7 @@ def test_what_is_not_fused():
     fast, backend = translate(f)
     x = np.linspace(-1, 1, 6)
     args = (x, x.astype(np.float16), np.arange(6))
-    assert identical(fast(*args), f(*args))
+    assert identical(call_lowered(fast, *args), f(*args))
     source = backend.compiled[0].__sot_source__
     assert fused_runs(source) == 1, source  # tanh(x) * 2.0 + 1.0's two operations
 
@@ -514,7 +589,7 @@ def test_a_row_maximum_joins_a_run_and_gives_up_where_numpys_order_could_show():
     rng = np.random.default_rng(3)
     mask = np.triu(np.full((4, 4), -1e9, np.float32), 1)
     x = rng.standard_normal((2, 4, 4)).astype(np.float32)
-    assert same_layout(fast(x, mask), stable_scores(x, mask))
+    assert same_layout(call_lowered(fast, x, mask), stable_scores(x, mask))
     (graph,) = backend.compiled
     assert fused_runs(graph.__sot_source__) == 1, graph.__sot_source__
     calls = KernelCalls()
@@ -553,7 +628,7 @@ def test_dense_layers_run_in_one_kernel_with_numpys_products(dtype, shape):
     layers = [Dense(rng, shape[1], dtype) for _ in range(6)]
     fast, backend = translate(dense_layers)
     x = rng.standard_normal(shape).astype(dtype)
-    assert same_layout((fast(layers, x),), (dense_layers(layers, x),))
+    assert same_layout((call_lowered(fast, layers, x),), (dense_layers(layers, x),))
     (graph,) = backend.compiled
     assert fused_runs(graph.__sot_source__) == 1, graph.__sot_source__
     assert sot.stats(fast).ops_captured == 24
@@ -576,7 +651,7 @@ def test_products_take_operands_of_any_layout():
     rng = np.random.default_rng(5)
     w, v = rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
     x = rng.standard_normal((2, 4))
-    assert same_layout((fast(x, w, v),), (scores(x, w, v),))
+    assert same_layout((call_lowered(fast, x, w, v),), (scores(x, w, v),))
     (graph,) = backend.compiled
     assert fused_runs(graph.__sot_source__) == 1, graph.__sot_source__
     calls = KernelCalls()
@@ -594,7 +669,7 @@ def test_what_a_product_or_a_pick_could_change_goes_to_numpy():
     fast, backend = translate(relu_product)
     w = np.eye(3)
     x = np.array([[1.0, -2.0, 3.0]])
-    assert same_layout((fast(x, w),), (relu_product(x, w),))
+    assert same_layout((call_lowered(fast, x, w),), (relu_product(x, w),))
     calls = KernelCalls()
     # -0 beside 0 (0 * -1.0; numpy's scalar and vector loops pick differently), a NaN:
     # numpy's calls.

@@ -20,6 +20,7 @@ __all__ = [
     "_sot_drop_caller_entry",
     "_sot_rerun",
     "_sot_assume",
+    "_sot_never_translated",
     "_sot_fused",
     "_sot_fused_calls",
     "_sot_fused_check_layout",
@@ -156,6 +157,7 @@ def _sot_rerun(
     closure: tuple[Any, ...] | None, *parameters: Any,
 ) -> Any: ...
 def _sot_assume(value: object, seen: bool) -> None: ...
+def _sot_never_translated(code: types.CodeType) -> None: ...
 
 # The numpy backend's fused kernels (src/sot/fused): a plan is
 # (kernel, allocate, result layouts).

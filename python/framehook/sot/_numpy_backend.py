@@ -905,7 +905,148 @@ def _operand_source(value: Any, constant: Callable[[Any], str], ref_type: Any) -
 def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     """``graph`` is ``(inputs, nodes, outputs)``, nodes ``(function, args, kwargs, filename,
     line)`` whose arguments hold ``framehook._native.SotRef`` symbols; ``examples``, where
-    given, the inputs' values while translating (the nodes are then lowered for their types)."""
+    given, the inputs' values while translating (the nodes are then lowered for their types).
+
+    The function made runs its nodes as recorded the first time (``_FirstRun``), and from
+    its second run on the lowered graph (``_lowered``): a translation's graphs mostly run
+    once or a few times before its hot calls, and lowering and compiling a graph costs as
+    much as ten runs of it (a first call must not wait for a compiler)."""
+    nodes = graph[1]
+    filename, first = _graph_place(nodes)
+    first_run = _FirstRun(graph, examples)
+    namespace: dict[str, Any] = {"__builtins__": builtins, "_slice": slice, "_first_run": first_run}
+    function = types.FunctionType(_placed_code(_ENTRY_SOURCE, filename, first), namespace, "__sot_graph")
+    first_run.function = weakref.ref(function)
+    return function
+
+
+def _graph_place(nodes: tuple) -> tuple[str, int]:
+    """The file a graph function stands in (its first node's), and its first line (the
+    least line of a node in that file)."""
+    filename = nodes[0][3] if nodes else "<sot graph>"
+    lines = [line for *_, node_file, line in nodes if node_file == filename and line > 0]
+    return filename, min(lines, default=1)
+
+
+class _FirstRun:
+    """What a graph function runs until it is lowered: at its first run the graph's nodes,
+    called as recorded; at its second the lowering, which the function runs from then on
+    (its code replaced, the constants the lowered code reads added to its globals)."""
+
+    __slots__ = ("graph", "examples", "ran", "function")
+
+    def __init__(self, graph: tuple, examples: Any):
+        # Held until the lowering (the examples are the translation's copies).
+        self.graph: Optional[tuple] = graph
+        self.examples = examples
+        self.ran = False
+        # Weak: the function's globals hold this (no cycle for the collector to find).
+        self.function: Any = None
+
+    def __call__(self, inputs: tuple) -> tuple:
+        function = self.function()
+        graph = self.graph
+        if graph is None:  # lowered (by another thread, while this call began)
+            return function(*inputs)
+        if not self.ran:
+            self.ran = True
+            return _run_nodes(graph, inputs, function.__globals__)
+        from .._native import _sot_never_translated
+
+        code, constants, source = _lowered(graph, self.examples)
+        _sot_never_translated(code)
+        function.__globals__.update(constants)
+        function.__code__ = code
+        function.__dict__["__sot_source__"] = source  # what the lowering made, for tests and debugging
+        self.graph = self.examples = None
+        return function(*inputs)
+
+
+def _run_nodes(graph: tuple, inputs: tuple, namespace: dict[str, Any]) -> tuple:
+    """The graph's first run: its nodes called as recorded, in order, each from a frame at
+    the line the lowered graph runs it at (where what it warns points, with the same
+    globals), under the regions it enters and, where it checks assumptions, the error state
+    the lowered graph sets up for them (``_speculation_enter``); its outputs. What is still
+    entered where a node raises is exited as the lowered graph's ``finally`` blocks do."""
+    from .._native import SotRef
+
+    _, nodes, outputs = graph
+    filename, first = _graph_place(nodes)
+    values = list(inputs)
+    callers: dict[int, Any] = {}
+    assume = _native_assume()
+    assuming = any(function is assume for function, *_ in nodes)
+    opened: list[Any] = []
+    speculating = _speculation_enter() if assuming else None
+    try:
+        for function, args, kwargs, node_file, line in nodes:
+            call_args = _resolve(args, values, SotRef)
+            call_kwargs = {name: _resolve(value, values, SotRef) for name, value in kwargs.items()}
+            if _is_region_node(function):
+                if any(function is region.__exit__ for region in _REGION_TYPES):
+                    opened.pop()
+                    result = call_args[0].__exit__(None, None, None)
+                elif any(function is change for change in _FILTER_CHANGES):
+                    result = function(*call_args, **call_kwargs)
+                else:
+                    if assuming and function is np.errstate:  # what it reports raises, as around it
+                        call_kwargs = _raising(call_kwargs)
+                    result = function(*call_args, **call_kwargs)
+                    result.__enter__()
+                    opened.append(result)
+                values.append(result)
+                continue
+            at = line if node_file == filename and line > 0 else first
+            caller = callers.get(at)
+            if caller is None:
+                caller = callers[at] = types.FunctionType(_placed_code(_CALLER_SOURCE, filename, at), namespace)
+            values.append(caller(function, call_args, call_kwargs))
+    finally:
+        _leave(opened, speculating)
+    return tuple(values[output] for output in outputs)
+
+
+def _leave(opened: list, speculating: Any) -> None:
+    """Exits the regions still entered, innermost first, then the assumptions' error state,
+    each whatever the one before raised."""
+    try:
+        if opened:
+            opened.pop().__exit__(None, None, None)
+    finally:
+        if opened:
+            _leave(opened, speculating)
+        elif speculating is not None:
+            _speculation_exit(speculating)
+
+
+# A graph function's code until its second run, and the code its first run calls each node
+# from: compiled once with every line at its first, placed per file and first line, while
+# a graph function uses them (a code made at run time goes with its file's functions).
+_ENTRY_SOURCE = "def __sot_graph(*inputs):\n    return _first_run(inputs)\n"
+_CALLER_SOURCE = "def __sot_graph_node(function, args, kwargs):\n    return function(*args, **kwargs)\n"
+_TEMPLATES: dict[str, types.CodeType] = {}
+_PLACED: weakref.WeakValueDictionary[tuple[str, str, int], types.CodeType] = weakref.WeakValueDictionary()
+
+
+def _placed_code(source: str, filename: str, line: int) -> types.CodeType:
+    key = (source, filename, line)
+    code = _PLACED.get(key)
+    if code is None:
+        from .._native import _sot_never_translated
+
+        template = _TEMPLATES.get(source)
+        if template is None:
+            template = _TEMPLATES[source] = _compiled(source, "<sot graph>", [1, 1])
+        # (A code's lines are kept relative to its first: one new code object per place.)
+        code = template.replace(co_filename=filename, co_firstlineno=line)
+        _sot_never_translated(code)
+        _PLACED[key] = code
+    return code
+
+
+def _lowered(graph: tuple, examples: Any) -> tuple[types.CodeType, dict[str, Any], str]:
+    """The lowered graph: its function's code, the constants it reads as globals, and its
+    source."""
     from .._native import SotRef, _sot_fused
 
     inputs, nodes, outputs = graph
@@ -1062,7 +1203,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     params = ", ".join(f"v{i}" for i in range(inputs))
     # Statements: (text, line, the lines of the statements an ``if`` holds, or None).
     statements: list[tuple[str, int, Any]] = []
-    filename = nodes[0][3] if nodes else "<sot graph>"
+    filename = _graph_place(nodes)[0]
     # The statements that enter a region and those that exit one, by index.
     enters: set[int] = set()
     exits: set[int] = set()
@@ -1149,10 +1290,7 @@ def compile_graph(graph: tuple, examples: Any = None) -> Callable[..., tuple]:
     if code is None:
         code = _compiled(source, filename, placed)
         _CODES[key] = code
-    namespace: dict[str, Any] = {"__builtins__": builtins, "_slice": slice, **constants}
-    function = types.FunctionType(code, namespace, "__sot_graph")
-    function.__dict__["__sot_source__"] = source  # what the lowering made, for tests and debugging
-    return function
+    return code, constants, source
 
 
 def _graph_text(params: str, statements: list, enters: set[int], exits: set[int],

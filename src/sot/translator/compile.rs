@@ -43,7 +43,7 @@ pub fn input_examples<'py>(py: Python<'py>, vm: &Vm<'py, '_>, inputs: usize) -> 
 pub struct Compiled<'py> {
     /// `[compiled]`, which generated code calls.
     pub holder: Bound<'py, PyAny>,
-    /// The graph's text, for `explain`.
+    /// The graph's text, for `explain` (empty where the session does not explain).
     pub text: String,
     /// The first node that may write into an array the graph is given, or None where none
     /// does (the backend's `writes_operands`, then its `first_operand_write`; where it
@@ -92,7 +92,12 @@ pub fn compile_graph<'py>(
     if let Ok(code) = compiled.getattr(pyo3::intern!(compiled.py(), "__code__")) {
         caches.never_translate(&code)?;
     }
-    let text = graph_text(py, graph, outputs)?;
+    // Described only for `sot.explain` (each node's and argument's repr cost).
+    let text = if config.explaining.load(std::sync::atomic::Ordering::Relaxed) {
+        graph_text(py, graph, outputs)?
+    } else {
+        String::new()
+    };
     let called = counted::as_called(py, config, graph, compiled)?;
     Ok(Compiled {
         // A list the generated code holds as a constant, hashed by identity (`_GraphHolder`):

@@ -10,7 +10,7 @@ use std::time::Instant;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyCode, PyDict, PyTuple};
 
 use super::compile;
 use super::cost::{CostModel, Route};
@@ -357,6 +357,21 @@ fn _sot_reset() {
     super::hook::reset();
 }
 
+/// `_sot_never_translated(code)`: a code a backend made to run a graph (the numpy backend's
+/// lowered graph and the frames its first run calls nodes from), which the translator then
+/// never translates: it stands in the user's file, at the user's lines, and runs only what
+/// the translation captured.
+#[pyfunction]
+fn _sot_never_translated(code: &Bound<'_, PyAny>) -> PyResult<()> {
+    if !code.is_instance_of::<PyCode>() {
+        return Err(PyTypeError::new_err(format!(
+            "_sot_never_translated() takes a code object, not {}",
+            code.get_type().name()?
+        )));
+    }
+    Translator::get(code.py())?.caches.never_translate(code)
+}
+
 /// What SOT's generated code puts in a call's NULL slot on 3.9/3.10 (no `PUSH_NULL`
 /// there): `CALL_METHOD` calls it with the callable above it, as if the slot were NULL.
 /// Native, so that no frame of its own stands between the caller and the callee (what
@@ -610,6 +625,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_assume, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_never_translated, module)?)?;
     #[cfg(feature = "testing")]
     module.add_function(wrap_pyfunction!(_sot_graph_runs, module)?)?;
     Ok(())
