@@ -951,9 +951,10 @@ class _FirstRun:
         if not self.ran:
             self.ran = True
             return _run_nodes(graph, inputs, function.__globals__)
-        from .._native import _sot_never_translated
+        from .._native import _sot_never_translated, disabled
 
-        code, constants, source = _lowered(graph, self.examples)
+        with disabled():  # framehook's own work, which hooks do not see (as a translation)
+            code, constants, source = _lowered(graph, self.examples)
         _sot_never_translated(code)
         function.__globals__.update(constants)
         function.__code__ = code
