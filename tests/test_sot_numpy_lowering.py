@@ -14,6 +14,7 @@ import pytest
 
 import framehook.sot as sot
 from framehook import _native
+from framehook.sot import _numpy_backend
 from framehook.sot._numpy_backend import NumpyBackend, compile_graph
 
 METHODS = np.ndarray.__dict__
@@ -388,6 +389,32 @@ def test_a_first_run_that_raises_leaves_the_regions_it_entered():
         assert np.geterr() == before, run
     assert "__sot_source__" in function.__dict__
     assert identical(function(x), backend.compiled[0](x))
+
+
+def doubled_logs(x):
+    x *= 2.0  # into the input: a graph that raises after it cannot run the frame again
+    return np.log(x) + 1.0
+
+
+def test_a_graph_the_lowering_cannot_make_runs_as_recorded(monkeypatch):
+    def failing(graph, examples):
+        raise RuntimeError("a lowering rule failed")
+
+    fast, backend = translate(doubled_logs)
+    monkeypatch.setattr(_numpy_backend, "_lowered", failing)
+    for _ in range(4):
+        x, expected_x = np.array([1.0, 4.0]), np.array([1.0, 4.0])
+        assert identical(fast(x), doubled_logs(expected_x)) and identical(x, expected_x)
+    (graph,) = backend.compiled
+    assert "__sot_source__" not in graph.__dict__  # still the first run's code
+    stats = sot.stats(fast)
+    assert (stats.translations, stats.graphs, stats.ops_captured, stats.cache_hits) == (1, 1, 3, 3)
+    assert stats.fallbacks == [] and stats.graph_breaks == []
+
+
+def test_only_a_code_object_is_marked_as_never_translated():
+    with pytest.raises(TypeError, match="_sot_never_translated\\(\\) takes a code object, not int"):
+        _native._sot_never_translated(42)
 
 
 # ---------------------------------------------------------------- fused runs

@@ -939,7 +939,7 @@ class _FirstRun:
         # Held until the lowering (the examples are the translation's copies).
         self.graph: Optional[tuple] = graph
         self.examples = examples
-        self.ran = False
+        self.ran = _NOT_RUN
         # Weak: the function's globals hold this (no cycle for the collector to find).
         self.function: Any = None
 
@@ -948,19 +948,30 @@ class _FirstRun:
         graph = self.graph
         if graph is None:  # lowered (by another thread, while this call began)
             return function(*inputs)
-        if not self.ran:
-            self.ran = True
+        if self.ran != _RAN_ONCE:
+            self.ran = max(self.ran, _RAN_ONCE)
             return _run_nodes(graph, inputs, function.__globals__)
         from .._native import _sot_never_translated, disabled
 
-        with disabled():  # framehook's own work, which hooks do not see (as a translation)
-            code, constants, source = _lowered(graph, self.examples)
+        try:
+            with disabled():  # framehook's own work, which hooks do not see (as a translation)
+                code, constants, source = _lowered(graph, self.examples)
+        except Exception:
+            # What the lowering cannot make, the graph runs as recorded from now on: the
+            # original's calls (exact), as a translation the backend fails falls back.
+            self.ran, self.examples = _EVERY_RUN, None
+            return _run_nodes(graph, inputs, function.__globals__)
         _sot_never_translated(code)
         function.__globals__.update(constants)
         function.__code__ = code
         function.__dict__["__sot_source__"] = source  # what the lowering made, for tests and debugging
         self.graph = self.examples = None
         return function(*inputs)
+
+
+# A graph function's runs as recorded so far: none, one (the next lowers the graph), or every
+# one (the lowering failed).
+_NOT_RUN, _RAN_ONCE, _EVERY_RUN = 0, 1, 2
 
 
 def _run_nodes(graph: tuple, inputs: tuple, namespace: dict[str, Any]) -> tuple:
