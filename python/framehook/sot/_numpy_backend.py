@@ -986,8 +986,7 @@ def _run_nodes(graph: tuple, inputs: tuple, namespace: dict[str, Any]) -> tuple:
     filename, first = _graph_place(nodes)
     values = list(inputs)
     callers: dict[int, Any] = {}
-    assume = _native_assume()
-    assuming = any(function is assume for function, *_ in nodes)
+    assuming = _checks_assumptions(nodes)
     opened: list[Any] = []
     speculating = _speculation_enter() if assuming else None
     try:
@@ -995,15 +994,14 @@ def _run_nodes(graph: tuple, inputs: tuple, namespace: dict[str, Any]) -> tuple:
             call_args = _resolve(args, values, SotRef)
             call_kwargs = {name: _resolve(value, values, SotRef) for name, value in kwargs.items()}
             if _is_region_node(function):
-                if any(function is region.__exit__ for region in _REGION_TYPES):
+                role = _region_role(function)
+                if role is _REGION_EXIT:
                     opened.pop()
                     result = call_args[0].__exit__(None, None, None)
-                elif any(function is change for change in _FILTER_CHANGES):
+                elif role is _FILTER_CHANGE:
                     result = function(*call_args, **call_kwargs)
                 else:
-                    if assuming and function is np.errstate:  # what it reports raises, as around it
-                        call_kwargs = _raising(call_kwargs)
-                    result = function(*call_args, **call_kwargs)
+                    result = function(*call_args, **_region_settings(function, call_kwargs, assuming))
                     result.__enter__()
                     opened.append(result)
                 values.append(result)
@@ -1219,8 +1217,7 @@ def _lowered(graph: tuple, examples: Any) -> tuple[types.CodeType, dict[str, Any
     # The statements that enter a region and those that exit one, by index.
     enters: set[int] = set()
     exits: set[int] = set()
-    assume = _native_assume()
-    assuming = any(function is assume for function, *_ in nodes)
+    assuming = _checks_assumptions(nodes)
     if assuming:
         # Where a branch on a tensor's value is assumed, the frame runs again if it goes the
         # other way: a floating-point error raises (the run again reports it as eagerly),
@@ -1232,15 +1229,15 @@ def _lowered(graph: tuple, examples: Any) -> tuple[types.CodeType, dict[str, Any
         target = f"v{inputs + index}"
         if _is_region_node(function):
             placed_at = line if node_file == filename else 0
-            if any(function is region.__exit__ for region in _REGION_TYPES):
+            role = _region_role(function)
+            if role is _REGION_EXIT:
                 exits.add(len(statements))
                 statements.append((f"{operand(args[0])}.__exit__(None, None, None)", placed_at, None))
-            elif any(function is f for f in _FILTER_CHANGES):
+            elif role is _FILTER_CHANGE:
                 call_args = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
                 statements.append((f"{constant(function)}({', '.join(call_args)})", placed_at, None))
             else:
-                if assuming and function is np.errstate:  # what it reports raises, as around it
-                    kwargs = _raising(kwargs)
+                kwargs = _region_settings(function, kwargs, assuming)
                 made_with = [operand(a) for a in args] + [f"{k}={operand(v)}" for k, v in kwargs.items()]
                 statements.append((f"{target} = {constant(function)}({', '.join(made_with)})", placed_at, None))
                 enters.add(len(statements))
@@ -1377,6 +1374,31 @@ _COMPILED_TEXTS_KEPT = 256
 
 def _is_region_node(function: Any) -> bool:
     return _REGION_NODE_TABLE.has(function)
+
+
+_REGION_EXIT, _FILTER_CHANGE, _REGION_ENTRY = "exit", "filter change", "entry"
+
+
+def _region_role(function: Any) -> str:
+    """What a region's node does: exit a region, change the warning filters inside one, or
+    make a region's manager, which the graph then enters."""
+    if any(function is region.__exit__ for region in _REGION_TYPES):
+        return _REGION_EXIT
+    if any(function is change for change in _FILTER_CHANGES):
+        return _FILTER_CHANGE
+    return _REGION_ENTRY
+
+
+def _region_settings(function: Any, kwargs: dict[str, Any], assuming: bool) -> dict[str, Any]:
+    """The settings a region's manager is made with: in a graph that checks assumptions,
+    what an np.errstate reports raises, as around it."""
+    return _raising(kwargs) if assuming and function is np.errstate else kwargs
+
+
+def _checks_assumptions(nodes: tuple) -> bool:
+    """Whether a graph has an assumption's node (it runs under ``_speculation_enter``)."""
+    assume = _native_assume()
+    return any(function is assume for function, *_ in nodes)
 
 
 def _raising(settings: Mapping[str, Any]) -> dict[str, Any]:
