@@ -183,7 +183,9 @@ def _region_after_a_made_iterator(x):
     items = (v for v in (3.0, 1.0))  # made while translating: no break can hand it on
     with np.errstate(over="ignore"):
         total = 0
-        for i in range(150):  # as `_busy`, in the frame (a call's summary would replay)
+        # As `_busy`, in the frame (a call's summary would replay), within the region's
+        # budget of simulated instructions (`REGION_BUDGET`).
+        for i in range(100):
             total += i
         z = y * 3.0 + total
         print("a break", file=_LOG)  # inside the region: the graph breaks at the `with`

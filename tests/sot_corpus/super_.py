@@ -1,6 +1,6 @@
 """super() in methods and inheritance: overriding, chained super, MRO diamonds, classmethods, properties."""
 
-from ._case import arr, case
+from ._case import Cycling, arr, case
 
 
 class _Base:
@@ -170,3 +170,86 @@ def super_of_a_non_type_raises(x):
 def super_of_an_unrelated_object_raises(x):
     y = x + 1
     return super(_Base, 1), y
+
+
+class _Routes(dict):
+    """scikit-learn's Bunch: a dict subclass whose own `__getitem__` checks a note kept in its
+    `__dict__`, then reads dict's item through super()."""
+
+    def __init__(self, **items):
+        super().__init__(items)
+        self.__dict__["_renamed"] = {}
+
+    def __getitem__(self, key):
+        if key in self.__dict__.get("_renamed", {}):
+            key = self.__dict__["_renamed"][key]
+        return super().__getitem__(key)
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def scale_or(self, default):
+        return super().get("scale", default), super().__contains__("shift")
+
+
+_routes = Cycling(_Routes(scale=2.0, shift=1.0), _Routes(scale=3.0))
+
+
+@case(args=lambda: (arr(3), _routes.next_value()), graphs=1, ops=2, rejected=1)
+def super_getitem_of_a_dict_base_reads_the_entry(x, routes):
+    # dict's own methods through super(): the entries read from the dict's storage, each
+    # guarded present or absent (the second object lacks `shift`: the guards reject it).
+    scale, has_shift = routes.scale_or(1.0)
+    shift = routes.shift if has_shift else 0.0
+    try:
+        missing = routes["missing"]
+    except KeyError:
+        missing = None
+    return x * routes["scale"] + shift * scale, missing
+
+
+class _RenamedRoutes(_Routes):
+    def __init__(self, **items):
+        super().__init__(**items)
+        self.__dict__["_renamed"] = {"factor": "scale"}
+
+
+@case(args=lambda: (arr(3), _RenamedRoutes(scale=4.0)), graphs=1, ops=1)
+def super_getitem_of_a_dict_base_after_the_subclass_logic(x, routes):
+    # The subclass's own logic first (a renamed key), then dict's entry under the new key.
+    return x * routes.factor
+
+
+class _Defaulted(dict):
+    def __missing__(self, key):
+        return ("made for", key)
+
+    def __getitem__(self, key):
+        return super().__getitem__(key)
+
+
+@case(
+    args=lambda: (arr(3), _Defaulted(a=1.0)),
+    graphs=1,
+    ops=2,
+    breaks=["dict.__getitem__", "dict.__getitem__"],
+)
+def super_getitem_of_a_dict_base_with_missing_is_a_break(x, table):
+    # dict's __getitem__ calls the class's __missing__ for a missing key: not modeled (a
+    # break in the caller, then in `__getitem__` run as its own frame); a present key's
+    # entry is read.
+    y = x * table["a"]
+    return y + 1, table[(1, 2)]
+
+
+@case(args=lambda: (arr(3), _Routes(scale=2.0)), graphs=1, ops=1)
+def super_getitem_of_a_dict_base_raises_keyerror_of_the_key(x, routes):
+    # A tuple key: dict's KeyError holds the key itself as its one argument.
+    try:
+        routes[(1, 2)]
+    except KeyError as error:
+        return x * routes["scale"], error.args
+    return x, None

@@ -333,3 +333,31 @@ def stop_iteration_of_zip_over_a_generator_runs_as_it_is(x):
     except StopIteration as end:
         return y, end.args
     return y, None
+
+
+def _long_sum(x, n):
+    total = x
+    for _ in range(n):
+        total = total + 1
+    return total
+
+
+@case(
+    args=lambda: (arr(3),),
+    graphs=2,
+    ops=201,
+    breaks=[
+        "it makes a break inside the with block of a graph region (more than 1000 instructions",
+        "errstate.__exit__",
+    ],
+)
+def a_long_call_inside_a_region_breaks_at_the_with(x):
+    # A break inside a region's block throws the block's simulation away, so the block (its
+    # calls included) simulates a bounded number of instructions: past it, the `with` is the
+    # break and the
+    # block is translated on its own, the call inlined there (its loop's 200 additions in
+    # the resume function's graph), the `with` entered and left for real.
+    y = x * 2
+    with np.errstate(over="ignore"):
+        z = _long_sum(y, 200)
+    return z

@@ -625,6 +625,15 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.source(parent)?;
                 self.subscript_const(key);
             }
+            Source::StoredItem(parent, key) => {
+                let (parent, key) = (*parent, key.bind(py).clone());
+                let getitem = builtin(py, "dict")?.getattr("__getitem__")?;
+                self.call_constant(getitem, |e| {
+                    e.source(parent)?;
+                    e.load_const(key);
+                    Ok(2)
+                })?;
+            }
             Source::Held(held) => self.load_const(held.bind(py).clone()),
             Source::Called(function) => {
                 let function = *function;

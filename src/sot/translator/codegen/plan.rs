@@ -223,8 +223,10 @@ pub fn shared_paths(
     let mut uses: FxHashMap<SourceId, usize> = FxHashMap::default();
     for source in read {
         let mut at = source;
-        while let Source::Attr(parent, _) | Source::OwnAttr(parent, _) | Source::Item(parent, _) =
-            &plan.sources.sources[at]
+        while let Source::Attr(parent, _)
+        | Source::OwnAttr(parent, _)
+        | Source::Item(parent, _)
+        | Source::StoredItem(parent, _) = &plan.sources.sources[at]
         {
             *uses.entry(at).or_default() += 1;
             at = *parent;

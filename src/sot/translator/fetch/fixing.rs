@@ -143,7 +143,7 @@ impl<'py> Builder<'py> {
                     self.watch_entry(&globals, &name.bind(py)) && self.watch_entry(&builtins, &name.bind(py)),
                 )
             }
-            Source::Item(parent, key) => {
+            Source::Item(parent, key) | Source::StoredItem(parent, key) => {
                 let parent = *parent;
                 match self.decide(fetcher, parent) {
                     Fixed::ImmutableNamespace => return Fixed::Yes,

@@ -76,6 +76,7 @@ impl<'c, 'a, 'py> Fetcher<'c, 'a, 'py> {
                 .or_else(|| clear_error(py))
             }),
             Source::Item(parent, key) => self.fetch(*parent).and_then(|p| item_value(&p, key)),
+            Source::StoredItem(parent, key) => self.fetch(*parent).and_then(|p| stored_item_value(&p, key)),
             // Untranslated (a guard's reading); a failed call is an absent value (its error
             // cleared): the guard fails.
             Source::Called(function) => self.fetch(*function).and_then(|f| {
@@ -207,6 +208,15 @@ pub fn item_value<'py>(parent: &Bound<'py, PyAny>, key: &StrongRef) -> Option<Bo
     // SAFETY: as for attributes.
     unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyObject_GetItem(parent.as_ptr(), key.as_ptr())) }
         .or_else(|| clear_error(py))
+}
+
+/// An entry of a dict's storage (a subclass's object too), as dict's own methods read it;
+/// None for another object.
+pub fn stored_item_value<'py>(parent: &Bound<'py, PyAny>, key: &StrongRef) -> Option<Bound<'py, PyAny>> {
+    parent
+        .is_instance_of::<PyDict>()
+        .then(|| dict_get(parent, key))
+        .flatten()
 }
 
 pub fn function_part_named<'py>(function: &Bound<'py, PyAny>, name: &StrongRef) -> Option<Bound<'py, PyAny>> {
@@ -348,7 +358,7 @@ pub fn rich_equal(py: Python<'_>, a: &Bound<'_, PyAny>, b: &StrongRef) -> bool {
 
 pub fn dict_get<'py>(dict: &Bound<'py, PyAny>, key: &StrongRef) -> Option<Bound<'py, PyAny>> {
     let mut found = std::ptr::null_mut();
-    // SAFETY: `dict` is an exact dict (a frame's globals or builtins, or a checked one),
+    // SAFETY: `dict` is a dict (a frame's globals or builtins, or a checked one),
     // `key` a live object; a strong reference comes back (safe on free-threaded builds too),
     // and a failed lookup (an unhashable key) is an absent value.
     unsafe {

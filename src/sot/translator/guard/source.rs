@@ -27,6 +27,9 @@ pub enum Source {
     /// `__dict__`), never through the class's `__getattr__`, which reading it must not run.
     OwnAttr(SourceId, StrongRef),
     Item(SourceId, StrongRef),
+    /// An entry of a dict's storage as dict's own methods read it (`dict.__getitem__` of a
+    /// subclass's object): the subclass's `__getitem__` is never run.
+    StoredItem(SourceId, StrongRef),
     /// An object the translation holds because it has no other way to it: the globals of
     /// another module's function reached without a source, a cell of such a function.
     Held(StrongRef),
@@ -44,7 +47,8 @@ impl Source {
             }
             (Source::Attr(p, a), Source::Attr(q, b))
             | (Source::OwnAttr(p, a), Source::OwnAttr(q, b))
-            | (Source::Item(p, a), Source::Item(q, b)) => p == q && same_key(a, b),
+            | (Source::Item(p, a), Source::Item(q, b))
+            | (Source::StoredItem(p, a), Source::StoredItem(q, b)) => p == q && same_key(a, b),
             (Source::Held(a), Source::Held(b)) => a.as_ptr() == b.as_ptr(),
             (Source::Called(a), Source::Called(b)) => a == b,
             _ => false,
@@ -58,7 +62,10 @@ impl Source {
         match self {
             Source::Argument(i) | Source::Free(i) | Source::Called(i) => i.hash(&mut hasher),
             Source::Global(key) | Source::Builtin(key) => key_hash(key).hash(&mut hasher),
-            Source::Attr(parent, key) | Source::OwnAttr(parent, key) | Source::Item(parent, key) => {
+            Source::Attr(parent, key)
+            | Source::OwnAttr(parent, key)
+            | Source::Item(parent, key)
+            | Source::StoredItem(parent, key) => {
                 parent.hash(&mut hasher);
                 key_hash(key).hash(&mut hasher);
             }
@@ -76,6 +83,7 @@ impl Source {
             Source::Attr(p, n) => Source::Attr(*p, n.clone_ref(py)),
             Source::OwnAttr(p, n) => Source::OwnAttr(*p, n.clone_ref(py)),
             Source::Item(p, k) => Source::Item(*p, k.clone_ref(py)),
+            Source::StoredItem(p, k) => Source::StoredItem(*p, k.clone_ref(py)),
             Source::Held(g) => Source::Held(g.clone_ref(py)),
             Source::Called(p) => Source::Called(*p),
         }
@@ -222,6 +230,13 @@ impl SourceTable {
             ),
             Source::Item(p, k) => format!(
                 "{}[{}]",
+                self.describe(py, *p, varnames, freevars, handed),
+                k.bind(py)
+                    .repr()
+                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            ),
+            Source::StoredItem(p, k) => format!(
+                "dict.__getitem__({}, {})",
                 self.describe(py, *p, varnames, freevars, handed),
                 k.bind(py)
                     .repr()

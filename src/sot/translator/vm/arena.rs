@@ -74,6 +74,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Source::Attr(parent, name) => Source::Attr(pins.alias(parent), name),
             Source::OwnAttr(parent, name) => Source::OwnAttr(pins.alias(parent), name),
             Source::Item(parent, key) => Source::Item(pins.alias(parent), key),
+            Source::StoredItem(parent, key) => Source::StoredItem(pins.alias(parent), key),
             other => other,
         };
         self.sources.intern(source)

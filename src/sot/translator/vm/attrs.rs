@@ -1149,12 +1149,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                     let function = self.constant(raw.getattr(pyo3::intern!(raw.py(), "fget"))?);
                     return self.call(function, vec![receiver], vec![]);
                 }
-                if base.is(&builtin(self.py, "object")?)
-                    && !receiver_is_class
+                if !receiver_is_class
                     && raw.is_instance(self.ops.c_method_types.as_any())?
+                    && raw.getattr(pyo3::intern!(raw.py(), "__objclass__"))?.is(&base)
                 {
-                    // object.__init__, __setattr__ and the like, bound to the receiver (a
-                    // frozen dataclass's __setattr__ calls super().__setattr__(name, value)).
+                    // A builtin base's own method bound to the receiver, as its `__get__`
+                    // binds it: `object.__setattr__` (a frozen dataclass's), `dict.__getitem__`
+                    // (scikit-learn's Bunch); the call is then modeled or a break.
                     let function = self.constant(raw);
                     return Ok(self.push_val(Val::Method { function, receiver }));
                 }

@@ -386,8 +386,8 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// `list.append(items, x)`, `dict.get(table, key)`: a method of the builtin containers
     /// called unbound, on an object of exactly its class, as the bound method is called (on a
-    /// subclass's object the unbound method may do otherwise than the bound one: not modeled).
-    /// None for another call.
+    /// subclass's object the unbound method may do otherwise than the bound one: not modeled,
+    /// but for dict's reads of its storage, `stored_dict_method`). None for another call.
     fn unbound_container_method(
         &mut self,
         method: &Bound<'py, PyAny>,
@@ -410,6 +410,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.py.get_type::<PyTuple>().into_any(),
             self.py.get_type::<pyo3::types::PySet>().into_any(),
         ];
+        if owner.is(&containers[1]) {
+            if let Some(read) = self.stored_dict_method(&name, receiver, rest, kwargs)? {
+                return Ok(Some(read));
+            }
+        }
         if name.starts_with("__") || !containers.iter().any(|c| c.is(&owner)) {
             return Ok(None);
         }

@@ -378,19 +378,76 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// `table.get(key[, default])` of a dict from the frame the translation has not changed:
-    /// the item read through the dict's source, guarded present (or absent: the default),
-    /// as `table[key]` is, and nothing else of the dict guarded. None where the key holds a
-    /// tensor or the dict was changed (then its copy answers).
+    /// its entry (`frame_dict_entry`) or the default. None where the entry is not read so.
     fn frame_dict_get(&mut self, dict: Vid, args: &[Vid]) -> Res<Option<Vid>> {
-        let Val::Obj { obj, source: Some(s) } = self.val(dict).clone() else {
-            return Ok(None);
-        };
         let (key, default) = match args {
             [key] => (*key, None),
             [key, default] => (*key, Some(*default)),
             _ => return Ok(None),
         };
-        let Ok(table) = obj.cast_exact::<PyDict>() else {
+        Ok(self
+            .frame_dict_entry(dict, key)?
+            .map(|found| found.unwrap_or_else(|| default.unwrap_or_else(|| self.none()))))
+    }
+
+    /// `dict.__getitem__`, `dict.get` and `dict.__contains__` called on a dict from the frame,
+    /// a subclass's object included (`super().__getitem__(key)` in scikit-learn's Bunch):
+    /// dict's own methods read the dict's storage, never the subclass's `__getitem__`. A
+    /// missing key of `__getitem__` raises KeyError as dict's does (a class with
+    /// `__missing__`, which dict's calls then, is not modeled). None for another call.
+    pub(super) fn stored_dict_method(
+        &mut self,
+        name: &str,
+        receiver: Vid,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if !kwargs.is_empty() || !matches!(name, "__getitem__" | "get" | "__contains__") {
+            return Ok(None);
+        }
+        let Val::Obj { obj, .. } = self.val(receiver).clone() else {
+            return Ok(None);
+        };
+        let Some(&key) = args.first() else {
+            return Ok(None);
+        };
+        match (name, args.len()) {
+            ("__getitem__", 1) => {
+                // A missing key's `__missing__` call is not modeled (a present key's read is).
+                let missing_hook = !obj.is_exact_instance_of::<PyDict>()
+                    && self
+                        .type_lookup(&obj.get_type().into_any(), "__missing__")?
+                        .is_some();
+                if missing_hook && (self.contains_tensor(key) || !obj.contains(self.concrete(key)?)?) {
+                    return Ok(None);
+                }
+                match self.frame_dict_entry(receiver, key)? {
+                    Some(Some(value)) => Ok(Some(value)),
+                    // dict's KeyError, its one argument the key (a tuple key too).
+                    Some(None) => Err(Problem::Python(pyo3::exceptions::PyKeyError::new_err((self
+                        .concrete(key)?
+                        .unbind(),)))),
+                    None => Ok(None),
+                }
+            }
+            ("get", 1 | 2) => self.frame_dict_get(receiver, args),
+            ("__contains__", 1) => Ok(self
+                .frame_dict_entry(receiver, key)?
+                .map(|found| self.constant(PyBool::new(self.py, found.is_some()).to_owned().into_any()))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The entry under `key` of a dict from the frame (a subclass's object included) the
+    /// translation has not changed, read from the dict's storage through its source and
+    /// guarded present (Some(value)) or absent (Some(None)), nothing else of the dict
+    /// guarded. None where the key holds a tensor or the dict was changed (then its copy
+    /// answers).
+    fn frame_dict_entry(&mut self, dict: Vid, key: Vid) -> Res<Option<Option<Vid>>> {
+        let Val::Obj { obj, source: Some(s) } = self.val(dict).clone() else {
+            return Ok(None);
+        };
+        let Ok(table) = obj.cast::<PyDict>() else {
             return Ok(None);
         };
         if self.mutated.contains_key(&(obj.as_ptr() as usize)) || self.contains_tensor(key) {
@@ -400,7 +457,16 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.check_native_key(&key_obj)?;
         self.guard_type(dict);
         let found = table.get_item(&key_obj)?;
-        let item = self.intern(Source::Item(s, StrongRef::new(&key_obj)));
+        // An exact dict's `table[key]` is its storage's entry; a subclass's is read as dict's
+        // methods read it.
+        let entry = |key| {
+            if obj.is_exact_instance_of::<PyDict>() {
+                Source::Item(s, key)
+            } else {
+                Source::StoredItem(s, key)
+            }
+        };
+        let item = self.intern(entry(StrongRef::new(&key_obj)));
         self.add_guard(
             item,
             if found.is_some() {
@@ -409,9 +475,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Check::Absent
             },
         );
-        Ok(Some(match found {
-            Some(value) => self.value_of_source(Source::Item(s, StrongRef::new(&key_obj)), value),
-            None => default.unwrap_or_else(|| self.none()),
-        }))
+        Ok(Some(found.map(|value| {
+            self.value_of_source(entry(StrongRef::new(&key_obj)), value)
+        })))
     }
 }

@@ -165,6 +165,9 @@ pub struct Vm<'py, 'b> {
     /// Where a library call is being inlined: `steps` when its outermost call began (see
     /// `library::LIBRARY_BUDGET`).
     library_since: Option<usize>,
+    /// Where the translated frame is inside the `with` block of a graph region it entered:
+    /// `steps` when it entered it (see `regions::REGION_BUDGET`).
+    region_since: Option<usize>,
     /// How deep `concrete` is in nested values.
     nesting: usize,
     /// The exceptions being handled, innermost last.
@@ -492,6 +495,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             top_step_started: 0,
             top_location: (-1, "".into()),
             library_since: None,
+            region_since: None,
             nesting: 0,
             lasti_values: FxHashSet::default(),
             cleared_unbound: FxHashSet::default(),

@@ -164,6 +164,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let region_open_before = self.graph.open_region_pc().is_some();
             if !region_open_before {
                 region_entry = None;
+                self.region_since = None;
             }
             let location_before = self.location.clone();
             let examples_warned_before = self.examples_warned;
@@ -225,6 +226,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                     {
                         let in_handler_scope =
                             frame.instrs[pc].handler.is_some() || !blocks_before.is_empty();
+                        self.region_since = Some(self.steps);
                         region_entry = Some(RegionEntry {
                             pc,
                             point: point(self, &frame, in_handler_scope),
@@ -391,7 +393,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// A break once the translation has simulated too much: at an instruction of the
     /// translated frame begun past `MAX_STEPS`, or inside one such instruction's calls past
-    /// `MAX_CALL_STEPS`, or past a library call's budget.
+    /// `MAX_CALL_STEPS`, or past a library call's or a graph region's budget.
     pub(super) fn step_budget(&mut self) -> Res<()> {
         if self.depth == 0 && self.steps > MAX_STEPS {
             return self.bounded_break(
@@ -407,7 +409,8 @@ impl<'py, 'b> Vm<'py, 'b> {
                 format!("translation too long: a call simulating more than {MAX_CALL_STEPS} instructions"),
             );
         }
-        self.library_budget()
+        self.library_budget()?;
+        self.region_budget()
     }
 
     /// Runs an inlined frame to its return. Before a call it may resume at, its state is

@@ -40,7 +40,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::summary_log::SummaryLog;
 use super::*;
 use crate::hookapi::rust_hook::HookContext;
-use crate::sot::translator::fetch::{attr_value, item_value, value_holds, Fetcher};
+use crate::sot::translator::fetch::{attr_value, item_value, stored_item_value, value_holds, Fetcher};
 use crate::sot::translator::session::EPOCH;
 
 /// The summaries kept, all sessions together: past it they are dropped and made again.
@@ -65,6 +65,7 @@ enum Step {
     Attr(StrongRef),
     OwnAttr(StrongRef),
     Item(StrongRef),
+    StoredItem(StrongRef),
     Called,
 }
 
@@ -651,6 +652,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             let next = match step {
                 Step::Attr(name) => attr_value(&value, name),
                 Step::Item(key) => item_value(&value, key),
+                Step::StoredItem(key) => stored_item_value(&value, key),
                 Step::OwnAttr(_) | Step::Called => return None,
             };
             match next {
@@ -688,6 +690,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Step::Attr(name) => Source::Attr(id, name.clone_ref(py)),
                 Step::OwnAttr(name) => Source::OwnAttr(id, name.clone_ref(py)),
                 Step::Item(key) => Source::Item(id, key.clone_ref(py)),
+                Step::StoredItem(key) => Source::StoredItem(id, key.clone_ref(py)),
                 Step::Called => Source::Called(id),
             });
         }
@@ -792,6 +795,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Source::Attr(parent, name) => (*parent, Step::Attr(name.clone_ref(py))),
             Source::OwnAttr(parent, name) => (*parent, Step::OwnAttr(name.clone_ref(py))),
             Source::Item(parent, key) => (*parent, Step::Item(key.clone_ref(py))),
+            Source::StoredItem(parent, key) => (*parent, Step::StoredItem(key.clone_ref(py))),
             Source::Called(parent) => (*parent, Step::Called),
             Source::Held(object) => return root(Root::Held(Pin::new(&object.bind(py)))),
             Source::Builtin(name) => return root(Root::Builtin(name.clone_ref(py))),
