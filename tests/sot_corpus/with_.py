@@ -2,6 +2,7 @@
 
 import contextlib
 import itertools
+import sys
 
 import numpy as np
 
@@ -335,6 +336,9 @@ def stop_iteration_of_zip_over_a_generator_runs_as_it_is(x):
     return y, None
 
 
+_LONG_BLOCK = "it makes a break inside the with block of a graph region (more than 1000 instructions"
+
+
 def _long_sum(x, n):
     total = x
     for _ in range(n):
@@ -347,8 +351,11 @@ def _long_sum(x, n):
     graphs=2,
     ops=201,
     breaks=[
-        "it makes a break inside the with block of a graph region (more than 1000 instructions",
-        "errstate.__exit__",
+        _LONG_BLOCK,
+        # On 3.14 the resume function starts at the `with` and breaks there at once (the
+        # region broke inside before); earlier it starts inside the block, and errstate's
+        # `__exit__` (numpy's code) is its break.
+        _LONG_BLOCK if sys.version_info >= (3, 14) else "errstate.__exit__",
     ],
 )
 def a_long_call_inside_a_region_breaks_at_the_with(x):
