@@ -612,13 +612,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.emit(Op::LoadAttr, Arg::Name(index));
             }
             Source::OwnAttr(parent, name) => {
-                let (parent, name) = (*parent, name.bind(py).clone());
                 let getattribute = builtin(py, "object")?.getattr("__getattribute__")?;
-                self.call_constant(getattribute, |e| {
-                    e.source(parent)?;
-                    e.load_const(name);
-                    Ok(2)
-                })?;
+                self.read_through(getattribute, *parent, name.bind(py).clone())?;
             }
             Source::Item(parent, key) => {
                 let (parent, key) = (*parent, key.bind(py));
@@ -626,13 +621,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.subscript_const(key);
             }
             Source::StoredItem(parent, key) => {
-                let (parent, key) = (*parent, key.bind(py).clone());
                 let getitem = builtin(py, "dict")?.getattr("__getitem__")?;
-                self.call_constant(getitem, |e| {
-                    e.source(parent)?;
-                    e.load_const(key);
-                    Ok(2)
-                })?;
+                self.read_through(getitem, *parent, key.bind(py).clone())?;
             }
             Source::Held(held) => self.load_const(held.bind(py).clone()),
             Source::Called(function) => {
@@ -641,6 +631,21 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
         }
         Ok(())
+    }
+
+    /// Pushes `function(<what parent holds>, key)`: a read through a builtin type's own
+    /// method (`object.__getattribute__`, `dict.__getitem__`), never the class's override.
+    fn read_through(
+        &mut self,
+        function: Bound<'py, PyAny>,
+        parent: SourceId,
+        key: Bound<'py, PyAny>,
+    ) -> PyResult<()> {
+        self.call_constant(function, |e| {
+            e.source(parent)?;
+            e.load_const(key);
+            Ok(2)
+        })
     }
 
     /// Pushes an object the generated code made (see `made_objects`).
