@@ -253,3 +253,25 @@ def super_getitem_of_a_dict_base_raises_keyerror_of_the_key(x, routes):
     except KeyError as error:
         return x * routes["scale"], error.args
     return x, None
+
+
+_CONTAINS_ASKED = []
+
+
+class _AskedDefaulted(dict):
+    def __missing__(self, key):
+        return 0.0
+
+    def __contains__(self, key):
+        _CONTAINS_ASKED.append(key)
+        return dict.__contains__(self, key)
+
+    def __getitem__(self, key):
+        return super().__getitem__(key)
+
+
+@case(args=lambda: (arr(3), _AskedDefaulted(a=2.0)), graphs=1, ops=1, globals_checked=("_CONTAINS_ASKED",))
+def super_getitem_of_a_dict_base_with_missing_runs_no_python_contains(x, table):
+    # Whether the key is there (else `__missing__`) is the storage's answer: translating
+    # runs no `__contains__` of the class's (eager never calls it here).
+    return x * table["a"]

@@ -413,13 +413,24 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         match (name, args.len()) {
             ("__getitem__", 1) => {
-                // A missing key's `__missing__` call is not modeled (a present key's read is).
+                // A missing key's `__missing__` call is not modeled (a present key's read is);
+                // presence asked of the storage, as `frame_dict_entry` reads it.
                 let missing_hook = !obj.is_exact_instance_of::<PyDict>()
                     && self
                         .type_lookup(&obj.get_type().into_any(), "__missing__")?
                         .is_some();
-                if missing_hook && (self.contains_tensor(key) || !obj.contains(self.concrete(key)?)?) {
-                    return Ok(None);
+                if missing_hook {
+                    let Ok(table) = obj.cast::<PyDict>() else {
+                        return Ok(None);
+                    };
+                    if self.contains_tensor(key) {
+                        return Ok(None);
+                    }
+                    let key_obj = self.concrete(key)?;
+                    self.check_native_key(&key_obj)?;
+                    if !table.contains(&key_obj)? {
+                        return Ok(None);
+                    }
                 }
                 match self.frame_dict_entry(receiver, key)? {
                     Some(Some(value)) => Ok(Some(value)),
@@ -433,7 +444,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             ("get", 1 | 2) => self.frame_dict_get(receiver, args),
             ("__contains__", 1) => Ok(self
                 .frame_dict_entry(receiver, key)?
-                .map(|found| self.constant(PyBool::new(self.py, found.is_some()).to_owned().into_any()))),
+                .map(|found| self.boolean(found.is_some()))),
             _ => Ok(None),
         }
     }
