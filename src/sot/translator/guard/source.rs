@@ -231,16 +231,12 @@ impl SourceTable {
             Source::Item(p, k) => format!(
                 "{}[{}]",
                 self.describe(py, *p, varnames, freevars, handed),
-                k.bind(py)
-                    .repr()
-                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+                key_text(py, k)
             ),
             Source::StoredItem(p, k) => format!(
                 "dict.__getitem__({}, {})",
                 self.describe(py, *p, varnames, freevars, handed),
-                k.bind(py)
-                    .repr()
-                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+                key_text(py, k)
             ),
         }
     }
@@ -473,6 +469,13 @@ pub enum GuardUndo {
         check: Check,
         removed: Vec<(usize, Guard)>,
     },
+}
+
+/// A key as a description shows it: its repr, or `?` where that fails.
+fn key_text(py: Python<'_>, key: &StrongRef) -> String {
+    key.bind(py)
+        .repr()
+        .map_or_else(|_| "?".to_owned(), |r| r.to_string())
 }
 
 #[cfg(test)]
