@@ -380,7 +380,7 @@ impl GuardPositions {
         positions
     }
 
-    fn of_source(&self, source: SourceId) -> &[u32] {
+    pub fn of_source(&self, source: SourceId) -> &[u32] {
         self.0.get(&source).map_or(&[], Vec::as_slice)
     }
 

@@ -697,6 +697,20 @@ impl<'py, 'b> Vm<'py, 'b> {
         id
     }
 
+    /// The object `source`'s identity guard pins (its last, as guards are in order), if one
+    /// does.
+    fn identity_pin(&self, source: SourceId) -> Option<&Pin> {
+        self.guard_positions
+            .of_source(source)
+            .iter()
+            .filter_map(|index| match &self.guards[*index as usize].check {
+                Check::Id(pin) => Some((*index, pin)),
+                _ => None,
+            })
+            .max_by_key(|(index, _)| *index)
+            .map(|(_, pin)| pin)
+    }
+
     /// Every guard the recorded call rests on (and `held_values`, the guards its result
     /// needs), as paths from the call; None where one reads something else of the frame (or
     /// compares sources).
@@ -707,23 +721,24 @@ impl<'py, 'b> Vm<'py, 'b> {
         held_values: &[(SourceId, Check)],
     ) -> Option<Vec<SummaryGuard>> {
         let py = self.py;
-        let pinned: FxHashMap<SourceId, &Pin> = self
-            .guards
-            .iter()
-            .filter_map(|g| match &g.check {
-                Check::Id(pin) => Some((g.source, pin)),
-                _ => None,
-            })
-            .collect();
         let mut read: rustc_hash::FxHashSet<SourceId> = log.reads.iter().copied().collect();
         read.extend(recording.argument_sources.iter().flatten());
         read.extend(recording.function_source);
+        // The guards of the sources read, through where each source's guards are (a long
+        // translation has thousands; a call reads few sources), in the guards' order.
+        let mut read_guards: Vec<usize> = read
+            .iter()
+            .flat_map(|source| self.guard_positions.of_source(*source))
+            .map(|index| *index as usize)
+            .collect();
+        read_guards.sort_unstable();
         // A guard relating the frame's sources made before the call (its graph inputs are
         // distinct objects) is not one it rests on: it compared nothing of theirs (a
         // comparison it made is among its own requests).
-        let kept = self.guards.iter().filter(|g| {
-            read.contains(&g.source) && !matches!(g.check, Check::SameAs(_) | Check::Distinct(_))
-        });
+        let kept = read_guards
+            .into_iter()
+            .map(|index| &self.guards[index])
+            .filter(|g| !matches!(g.check, Check::SameAs(_) | Check::Distinct(_)));
         // A tensor argument's type and meta are its check in the summary (`argument_check`),
         // made again on the new call's argument: its guards of them here are not.
         let tensor_sources: Vec<SourceId> = recording
@@ -754,7 +769,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Check::Distinct(others) => others,
                 _ => &[],
             };
-            let path_of = |s: SourceId| self.path_of(s, recording, &pinned, false);
+            let path_of = |s: SourceId| self.path_of(s, recording, false);
             guards.push(SummaryGuard {
                 path: path_of(source)?,
                 check: check.clone_ref(py),
@@ -766,13 +781,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// `source` as a path from the recorded call: its function, an argument, a builtin, or
     /// (for a parent: the child's guard is on that object) an object pinned by identity.
-    fn path_of(
-        &self,
-        source: SourceId,
-        recording: &Recording<'py>,
-        pinned: &FxHashMap<SourceId, &Pin>,
-        is_parent: bool,
-    ) -> Option<Path> {
+    fn path_of(&self, source: SourceId, recording: &Recording<'py>, is_parent: bool) -> Option<Path> {
         let py = self.py;
         let root = |root| {
             Some(Path {
@@ -781,7 +790,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             })
         };
         if is_parent {
-            if let Some(object) = pinned.get(&source) {
+            if let Some(object) = self.identity_pin(source) {
                 return root(Root::Held(object.clone_ref(py)));
             }
         }
@@ -801,7 +810,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             Source::Builtin(name) => return root(Root::Builtin(name.clone_ref(py))),
             Source::Argument(_) | Source::Free(_) | Source::Global(_) => return None,
         };
-        let mut path = self.path_of(parent, recording, pinned, true)?;
+        let mut path = self.path_of(parent, recording, true)?;
         path.steps.push(step);
         Some(path)
     }
