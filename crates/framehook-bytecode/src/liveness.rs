@@ -31,11 +31,14 @@ impl Liveness {
             Arg::Var(v) if (*v as usize) < locals => Some(*v as usize),
             _ => None,
         };
+        // One buffer for what each instruction's successors read (an allocation per
+        // instruction and pass was most of the time on short codes).
+        let mut out = vec![0u64; words];
         let mut changed = true;
         while changed {
             changed = false;
             for (pc, instr) in instrs.iter().enumerate().rev() {
-                let mut out = vec![0u64; words];
+                out.fill(0);
                 let mut join = |from: usize| {
                     let range = from.min(instrs.len()) * words..(from.min(instrs.len()) + 1) * words;
                     for (word, bits) in out.iter_mut().zip(&live[range]) {
