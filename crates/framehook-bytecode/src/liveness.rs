@@ -32,7 +32,7 @@ impl Liveness {
             _ => None,
         };
         // One buffer for what each instruction's successors read (an allocation per
-        // instruction and pass was most of the time on short codes).
+        // instruction and pass was a third of the time it took).
         let mut out = vec![0u64; words];
         let mut changed = true;
         while changed {
