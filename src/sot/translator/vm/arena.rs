@@ -87,6 +87,20 @@ impl<'py, 'b> Vm<'py, 'b> {
             .first_pinned(address)
     }
 
+    /// The object `source`'s identity guard pins (its last in the guards' order; a source has
+    /// one: another would contradict it), found through the source's own guards.
+    pub(super) fn identity_pin(&self, source: SourceId) -> Option<&Pin> {
+        self.guard_positions
+            .of_source(source)
+            .iter()
+            .filter_map(|index| match &self.guards[*index as usize].check {
+                Check::Id(pin) => Some((*index, pin)),
+                _ => None,
+            })
+            .max_by_key(|(index, _)| *index)
+            .map(|(_, pin)| pin)
+    }
+
     /// Whether an identity guard pins `source`.
     pub(super) fn is_pinned(&mut self, source: SourceId) -> bool {
         self.pins

@@ -1286,10 +1286,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if name.bind(self.py).ne("__dict__")? {
             return Ok(None);
         }
-        let class = self.guards.iter().find_map(|g| match &g.check {
-            Check::Id(pin) if g.source == *parent => pin.object(self.py),
-            _ => None,
-        });
+        let class = self.identity_pin(*parent).and_then(|pin| pin.object(self.py));
         let Some(class) = class.filter(|c| c.is_instance_of::<PyType>()) else {
             return Ok(None);
         };

@@ -101,15 +101,4 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         (variant.finish(), class)
     }
-
-    /// A break once the library call being inlined has spent its budget.
-    pub(super) fn library_budget(&mut self) -> Res<()> {
-        match self.library_since {
-            Some(since) if self.steps - since > LIBRARY_BUDGET => self.bounded_break(
-                BreakBound::Library,
-                format!("more than {LIBRARY_BUDGET} instructions simulated"),
-            ),
-            _ => Ok(()),
-        }
-    }
 }

@@ -12,17 +12,6 @@ use crate::sot::translator::model::graph::Region;
 pub(super) const REGION_BUDGET: usize = 1_000;
 
 impl<'py> Vm<'py, '_> {
-    /// A break once the translated frame's region block has spent its budget.
-    pub(super) fn region_budget(&mut self) -> Res<()> {
-        match self.region_since {
-            Some(since) if self.steps - since > REGION_BUDGET => self.bounded_break(
-                BreakBound::Translation,
-                format!("more than {REGION_BUDGET} instructions simulated in the block"),
-            ),
-            _ => Ok(()),
-        }
-    }
-
     /// A call of a region's `__enter__` or `__exit__` on the manager the translation made
     /// (the backend constructed it, of a `region_types` class), as a `with` block makes it
     /// on every version (through `BEFORE_WITH`, `SETUP_WITH` or `LOAD_SPECIAL`): the

@@ -409,8 +409,37 @@ impl<'py, 'b> Vm<'py, 'b> {
                 format!("translation too long: a call simulating more than {MAX_CALL_STEPS} instructions"),
             );
         }
-        self.library_budget()?;
-        self.region_budget()
+        // A library call's budget is the outermost call's (its stop is the call's break); a
+        // region block's is the translated frame's (the `with` is the break).
+        self.budget_spent(
+            self.library_since,
+            library::LIBRARY_BUDGET,
+            BreakBound::Library,
+            "",
+        )?;
+        self.budget_spent(
+            self.region_since,
+            regions::REGION_BUDGET,
+            BreakBound::Translation,
+            " in the block",
+        )
+    }
+
+    /// A break, bounded by `bound`, once more than `budget` instructions were simulated
+    /// since `since` (None: no budget running).
+    fn budget_spent(
+        &mut self,
+        since: Option<usize>,
+        budget: usize,
+        bound: BreakBound,
+        place: &str,
+    ) -> Res<()> {
+        match since {
+            Some(since) if self.steps - since > budget => {
+                self.bounded_break(bound, format!("more than {budget} instructions simulated{place}"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Runs an inlined frame to its return. Before a call it may resume at, its state is

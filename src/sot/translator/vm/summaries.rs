@@ -697,20 +697,6 @@ impl<'py, 'b> Vm<'py, 'b> {
         id
     }
 
-    /// The object `source`'s identity guard pins (its last, as guards are in order), if one
-    /// does.
-    fn identity_pin(&self, source: SourceId) -> Option<&Pin> {
-        self.guard_positions
-            .of_source(source)
-            .iter()
-            .filter_map(|index| match &self.guards[*index as usize].check {
-                Check::Id(pin) => Some((*index, pin)),
-                _ => None,
-            })
-            .max_by_key(|(index, _)| *index)
-            .map(|(_, pin)| pin)
-    }
-
     /// Every guard the recorded call rests on (and `held_values`, the guards its result
     /// needs), as paths from the call; None where one reads something else of the frame (or
     /// compares sources).
