@@ -24,24 +24,30 @@ impl Loop {
 /// code after its `try`, which is no loop). Its head is the jump's target, its body what
 /// lies on a path from the head to the jump (exception edges included: a handler that
 /// jumps back is part of the loop, though 3.11+ put it past the code after the loop).
+///
+/// Such a path's instructions get back to the head (through the jump) and the head gets
+/// to them: they are in the head's strongly connected component, which holds the jump
+/// exactly where control gets back to it. One pass finds the components (a forward
+/// search per back edge was most of reading a code with loops); each body is then the
+/// component's instructions that reach the jump before the head.
 pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
     // Made at the first backward jump: most code has none.
-    let mut made_predecessors: Option<Vec<Vec<usize>>> = None;
+    let mut made: Option<(Vec<Vec<usize>>, Vec<usize>)> = None;
     instrs
         .iter()
         .enumerate()
         .filter_map(|(jump, instr)| match instr.arg {
             Arg::Target(head) if head <= jump && is_jump(instr.op) => {
-                let from_head = reachable(instrs, &[head], &[]);
-                if !from_head[jump] {
+                let (predecessors, component) =
+                    made.get_or_insert_with(|| (predecessors(instrs), components(instrs)));
+                if component[jump] != component[head] {
                     return None;
                 }
                 let mut body = vec![false; instrs.len()];
                 body[head] = true;
-                let predecessors = made_predecessors.get_or_insert_with(|| predecessors(instrs));
                 let mut work = vec![jump];
                 while let Some(index) = work.pop() {
-                    if from_head[index] && !std::mem::replace(&mut body[index], true) {
+                    if component[index] == component[head] && !std::mem::replace(&mut body[index], true) {
                         work.extend(&predecessors[index]);
                     }
                 }
@@ -50,6 +56,75 @@ pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
             _ => None,
         })
         .collect()
+}
+
+/// Per instruction: its strongly connected component's number, following fall-through,
+/// jumps and handlers (Tarjan's algorithm, without recursion).
+fn components(instrs: &[Instruction]) -> Vec<usize> {
+    const UNSEEN: usize = usize::MAX;
+    let count = instrs.len();
+    // At most three: the next instruction, a jump's target, a handler.
+    let successors_of = |index: usize| -> ([usize; 3], usize) {
+        let mut found = ([0; 3], 0);
+        for to in successors(index, &instrs[index]).filter(|to| *to < count) {
+            found.0[found.1] = to;
+            found.1 += 1;
+        }
+        found
+    };
+    let mut order = vec![UNSEEN; count];
+    let mut low = vec![0; count];
+    let mut component = vec![UNSEEN; count];
+    let mut stack = Vec::new();
+    let mut on_stack = vec![false; count];
+    let mut next_order = 0;
+    let mut next_component = 0;
+    for root in 0..count {
+        if order[root] != UNSEEN {
+            continue;
+        }
+        // Per instruction being visited: its successors, and how many were followed.
+        let mut visiting: Vec<(usize, ([usize; 3], usize), usize)> = Vec::new();
+        order[root] = next_order;
+        low[root] = next_order;
+        next_order += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        visiting.push((root, successors_of(root), 0));
+        while let Some((index, successors, followed)) = visiting.last_mut() {
+            let index = *index;
+            if *followed < successors.1 {
+                let to = successors.0[*followed];
+                *followed += 1;
+                if order[to] == UNSEEN {
+                    order[to] = next_order;
+                    low[to] = next_order;
+                    next_order += 1;
+                    stack.push(to);
+                    on_stack[to] = true;
+                    visiting.push((to, successors_of(to), 0));
+                } else if on_stack[to] {
+                    low[index] = low[index].min(order[to]);
+                }
+                continue;
+            }
+            visiting.pop();
+            if let Some((parent, _, _)) = visiting.last() {
+                low[*parent] = low[*parent].min(low[index]);
+            }
+            if low[index] == order[index] {
+                while let Some(member) = stack.pop() {
+                    on_stack[member] = false;
+                    component[member] = next_component;
+                    if member == index {
+                        break;
+                    }
+                }
+                next_component += 1;
+            }
+        }
+    }
+    component
 }
 
 /// A `while` loop's first test of its condition, which 3.10+ put before the loop (it tests
@@ -328,6 +403,34 @@ mod tests {
         assert_eq!(outer.head, 0);
         assert_eq!(outer.body, [true, true, true, true, true, false]);
         assert_eq!(outermost_loop(&code, 5), None);
+    }
+
+    #[test]
+    fn each_back_edge_closes_what_reaches_it_from_the_head() {
+        // A resume function's shape: 0 jumps into the loop's middle (3); 1 head, 2 a
+        // `continue` back to 1, 3-4 the rest, 4 back to 1; 5 return.
+        let code = [
+            Instruction::bare(Op::Jump, Arg::Target(3)),
+            Instruction::bare(Op::ForIter, Arg::Target(5)),
+            Instruction::bare(Op::PopJumpIfTrue, Arg::Target(1)),
+            Instruction::bare(Op::LoadFast, Arg::Var(0)),
+            Instruction::bare(Op::Jump, Arg::Target(1)),
+            Instruction::bare(Op::ReturnValue, Arg::None),
+        ];
+        let found = loops(&code);
+        let bodies: Vec<(usize, usize, &[bool])> = found
+            .iter()
+            .map(|(jump, a_loop)| (*jump, a_loop.head, &a_loop.body[..]))
+            .collect();
+        // The jump in is no part of either (the head does not get to it); the `continue`
+        // closes the head and itself, the last back edge everything from the head on.
+        assert_eq!(
+            bodies,
+            [
+                (2, 1, &[false, true, true, false, false, false][..]),
+                (4, 1, &[false, true, true, true, true, false][..]),
+            ]
+        );
     }
 
     #[test]
