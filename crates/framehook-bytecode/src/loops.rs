@@ -32,7 +32,7 @@ impl Loop {
 /// component's instructions that reach the jump before the head.
 pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
     // Made at the first backward jump: most code has none.
-    let mut made: Option<(Vec<Vec<usize>>, Vec<usize>)> = None;
+    let mut made: Option<(Predecessors, Vec<usize>)> = None;
     instrs
         .iter()
         .enumerate()
@@ -79,12 +79,12 @@ fn components(instrs: &[Instruction]) -> Vec<usize> {
     let mut on_stack = vec![false; count];
     let mut next_order = 0;
     let mut next_component = 0;
+    // Per instruction being visited: its successors, and how many were followed.
+    let mut visiting: Vec<(usize, ([usize; 3], usize), usize)> = Vec::new();
     for root in 0..count {
         if order[root] != UNSEEN {
             continue;
         }
-        // Per instruction being visited: its successors, and how many were followed.
-        let mut visiting: Vec<(usize, ([usize; 3], usize), usize)> = Vec::new();
         order[root] = next_order;
         low[root] = next_order;
         next_order += 1;
@@ -182,16 +182,45 @@ pub fn outermost_loop(instrs: &[Instruction], pc: usize) -> Option<Loop> {
 }
 
 /// Per instruction: those control may come from (fall-through, jumps, handlers).
-fn predecessors(instrs: &[Instruction]) -> Vec<Vec<usize>> {
-    let mut predecessors = vec![Vec::new(); instrs.len()];
-    for (index, instr) in instrs.iter().enumerate() {
-        for to in successors(index, instr) {
-            if let Some(p) = predecessors.get_mut(to) {
-                p.push(index);
-            }
-        }
+struct Predecessors {
+    /// Where each instruction's predecessors start in `from` (and where the last's end).
+    starts: Vec<usize>,
+    from: Vec<usize>,
+}
+
+impl std::ops::Index<usize> for Predecessors {
+    type Output = [usize];
+
+    fn index(&self, index: usize) -> &[usize] {
+        &self.from[self.starts[index]..self.starts[index + 1]]
     }
-    predecessors
+}
+
+/// Each instruction's predecessors, in one allocation (a vector per instruction was
+/// most of finding a code's loops).
+fn predecessors(instrs: &[Instruction]) -> Predecessors {
+    let count = instrs.len();
+    let edges = || {
+        instrs
+            .iter()
+            .enumerate()
+            .flat_map(|(index, instr)| successors(index, instr).map(move |to| (index, to)))
+            .filter(move |(_, to)| *to < count)
+    };
+    let mut starts = vec![0; count + 1];
+    for (_, to) in edges() {
+        starts[to + 1] += 1;
+    }
+    for index in 0..count {
+        starts[index + 1] += starts[index];
+    }
+    let mut filled = starts.clone();
+    let mut from = vec![0; starts[count]];
+    for (index, to) in edges() {
+        from[filled[to]] = index;
+        filled[to] += 1;
+    }
+    Predecessors { starts, from }
 }
 
 /// Where control goes on, in normal flow, once it leaves `a_loop`, sorted: the targets of

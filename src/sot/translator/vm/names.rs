@@ -12,7 +12,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 )))),
             };
         }
-        let in_globals = frame.globals.get_item(self.interned_name(name)).ok();
+        let key = self.interned_name(name);
+        // A plain dict is read as `LOAD_GLOBAL` reads it, without the KeyError a missing
+        // name (a builtin's) would raise and drop; another mapping through its `__getitem__`.
+        let in_globals = match frame.globals.cast_exact::<PyDict>() {
+            Ok(globals) => globals.get_item(&key)?,
+            Err(_) => frame.globals.get_item(&key).ok(),
+        };
         if let Some(value) = &in_globals {
             self.read_outside_regions(frame.globals.as_any(), name, value)?;
         }
