@@ -27,9 +27,9 @@ impl Loop {
 ///
 /// Such a path's instructions get back to the head (through the jump) and the head gets
 /// to them: they are in the head's strongly connected component, which holds the jump
-/// exactly where control gets back to it. One pass finds the components (a forward
-/// search per back edge was most of reading a code with loops); each body is then the
-/// component's instructions that reach the jump before the head.
+/// exactly where control gets back to it. One pass finds the components (where a
+/// forward search from each back edge's head grew with loops times instructions); each
+/// body is then the component's instructions that reach the jump before the head.
 pub fn loops(instrs: &[Instruction]) -> Vec<(usize, Loop)> {
     // Made at the first backward jump: most code has none.
     let mut made: Option<(Predecessors, Vec<usize>)> = None;
@@ -196,8 +196,7 @@ impl std::ops::Index<usize> for Predecessors {
     }
 }
 
-/// Each instruction's predecessors, in one allocation (a vector per instruction was
-/// most of finding a code's loops).
+/// Each instruction's predecessors, in one allocation (not a vector per instruction).
 fn predecessors(instrs: &[Instruction]) -> Predecessors {
     let count = instrs.len();
     let edges = || {
