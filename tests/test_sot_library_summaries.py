@@ -214,6 +214,31 @@ def test_a_pure_library_call_is_simulated_once_and_given_again_by_its_summary():
     np.testing.assert_array_equal(fast(x), asks_twice(x))
 
 
+def asks_again_after_the_break(x):
+    a = x * 2.0 if LIB.is_known(x) else x * 3.0
+    print("a break", file=_LOG)
+    b = a + 1.0 if LIB.is_known(x) else a - 1.0
+    return b * 2.0 if LIB.is_known(x) else b * 3.0
+
+
+def test_a_summary_replayed_twice_on_one_argument_keeps_its_guards():
+    """The resume function's two calls on the same argument are both the summary's (the
+    second adds the guards the first read, without reading them again); what they read
+    changing is still seen on later calls."""
+    x = np.arange(3.0)
+    expected = asks_again_after_the_break(x)
+    fast = sot.translate(asks_again_after_the_break)
+    np.testing.assert_array_equal(fast(x), expected)
+    translations, graphs, breaks, replayed = _translations(fast)
+    assert (translations, graphs, breaks, replayed) == (2, 2, [_break_line(asks_again_after_the_break)], 2)
+    np.testing.assert_array_equal(fast(x), expected)
+    LIB.KNOWN["ndarray"] = True
+    now = asks_again_after_the_break(x)
+    assert not np.array_equal(now, expected)
+    np.testing.assert_array_equal(fast(x), now)
+    assert sot.stats(fast).translations > translations
+
+
 def asks_for_tags_twice(x):
     first = LIB.make_tags(x)
     first.input_tags.allow_nan = True  # changes to what the first call made only

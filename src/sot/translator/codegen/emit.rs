@@ -8,7 +8,7 @@ use framehook_bytecode::raw::{self, Code};
 use framehook_bytecode::table::{CallLayout, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple};
 
 use crate::hookapi::pyobject::{import, replace_code};
 use crate::sot::translator::model::code::null_substitute;
@@ -21,7 +21,11 @@ pub const OUTPUTS_LOCAL: &str = "__sot_graph_outputs";
 pub struct Pools<'py> {
     pub py: Python<'py>,
     pub consts: Vec<Bound<'py, PyAny>>,
-    pub names: Vec<String>,
+    /// The original code's `co_names`, the strings it holds (interned), then the names
+    /// added: the original's are not made into Rust strings and interned again for every
+    /// code made from it.
+    original_names: Bound<'py, PyTuple>,
+    added_names: Vec<String>,
     /// Each constant's index by its address (generated code may hold thousands: a long
     /// list's items).
     const_index: FxHashMap<usize, u32>,
@@ -32,7 +36,7 @@ pub struct Pools<'py> {
 }
 
 impl<'py> Pools<'py> {
-    fn new(py: Python<'py>, consts: Vec<Bound<'py, PyAny>>, names: Vec<String>) -> Self {
+    fn new(py: Python<'py>, consts: Vec<Bound<'py, PyAny>>, original_names: Bound<'py, PyTuple>) -> Self {
         let mut const_index = FxHashMap::with_capacity_and_hasher(consts.len(), Default::default());
         for (index, constant) in consts.iter().enumerate() {
             const_index
@@ -42,7 +46,8 @@ impl<'py> Pools<'py> {
         Pools {
             py,
             consts,
-            names,
+            original_names,
+            added_names: Vec::new(),
             const_index,
             held_index: FxHashMap::default(),
             holding: Vec::new(),
@@ -70,11 +75,34 @@ impl<'py> Pools<'py> {
     }
 
     pub fn name(&mut self, name: &str) -> u32 {
-        if let Some(found) = self.names.iter().position(|n| n == name) {
+        let original = self
+            .original_names
+            .iter()
+            .position(|n| n.cast::<PyString>().ok().and_then(|n| n.to_str().ok()) == Some(name));
+        if let Some(found) = original {
             return found as u32;
         }
-        self.names.push(name.to_owned());
-        (self.names.len() - 1) as u32
+        let added = match self.added_names.iter().position(|n| n == name) {
+            Some(found) => found,
+            None => {
+                self.added_names.push(name.to_owned());
+                self.added_names.len() - 1
+            }
+        };
+        (self.original_names.len() + added) as u32
+    }
+
+    /// `co_names` of the code made: the original's tuple where nothing was added.
+    fn names_tuple(&self) -> PyResult<Bound<'py, PyTuple>> {
+        if self.added_names.is_empty() {
+            return Ok(self.original_names.clone());
+        }
+        let added = self
+            .added_names
+            .iter()
+            .map(|name| interned(self.py, name).into_any());
+        let names: Vec<Bound<'py, PyAny>> = self.original_names.iter().chain(added).collect();
+        PyTuple::new(self.py, names)
     }
 }
 
@@ -448,7 +476,8 @@ impl<'py> Writer<'py> {
             code.getattr(pyo3::intern!(code.py(), "co_consts"))?
                 .try_iter()?
                 .collect::<PyResult<_>>()?,
-            code.getattr(pyo3::intern!(code.py(), "co_names"))?.extract()?,
+            code.getattr(pyo3::intern!(code.py(), "co_names"))?
+                .cast_into::<PyTuple>()?,
         );
         Ok(Writer {
             table,
@@ -551,7 +580,7 @@ pub fn encode_changes<'py>(
     changes.set_item(pyo3::intern!(py, "co_consts"), PyTuple::new(py, &pools.consts)?)?;
     // Interned as the code object keeps them (it would intern strings made anew).
     let names = |names: &[String]| PyTuple::new(py, names.iter().map(|name| interned(py, name)));
-    changes.set_item(pyo3::intern!(py, "co_names"), names(&pools.names)?)?;
+    changes.set_item(pyo3::intern!(py, "co_names"), pools.names_tuple()?)?;
     changes.set_item(pyo3::intern!(py, "co_varnames"), names(&vars.varnames)?)?;
     changes.set_item(pyo3::intern!(py, "co_cellvars"), names(&vars.cellvars)?)?;
     changes.set_item(pyo3::intern!(py, "co_freevars"), names(&vars.freevars)?)?;
@@ -572,6 +601,17 @@ pub struct ResumeCall<'py> {
 fn is_hashable_constant(value: &Bound<'_, PyAny>) -> bool {
     if let Ok(items) = value.cast_exact::<PyTuple>() {
         return items.iter().all(|item| is_hashable_constant(&item));
+    }
+    // Most constants: the builtin immutable types, hashable by definition (asking each
+    // type for `__hash__` was a tenth of making a long function's resume code).
+    if value.is_none()
+        || value.is_exact_instance_of::<PyInt>()
+        || value.is_exact_instance_of::<PyString>()
+        || value.is_exact_instance_of::<PyFloat>()
+        || value.is_exact_instance_of::<PyBool>()
+        || value.is_exact_instance_of::<PyBytes>()
+    {
+        return true;
     }
     value
         .get_type()

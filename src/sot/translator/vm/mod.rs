@@ -245,6 +245,8 @@ pub struct Vm<'py, 'b> {
     replayed: Vec<Guard>,
     /// Library calls given by a summary instead of simulated.
     pub summaries_replayed: usize,
+    /// The summaries replayed since the last snapshot went back to (`summaries::Replays`).
+    replays: summaries::Replays,
     /// The list a resume function is handed its values in (by address): its prologue
     /// empties it, which no code of the user's sees.
     pub resume_box: Option<usize>,
@@ -526,6 +528,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             recording: Vec::new(),
             replayed: Vec::new(),
             summaries_replayed: 0,
+            replays: Default::default(),
             resume_box: None,
         })
     }

@@ -51,6 +51,7 @@ impl<'py> Snapshot<'py> {
     }
 
     pub(super) fn restore(self, vm: &mut Vm<'py, '_>) {
+        vm.replays.clear();
         vm.values = self.values;
         vm.made_at.truncate(vm.values.len());
         vm.cells = self.cells;

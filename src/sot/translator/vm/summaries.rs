@@ -95,6 +95,54 @@ struct Summary {
     guards: Vec<SummaryGuard>,
 }
 
+/// The summaries this translation replayed, by summary and function: each replay's
+/// arguments and sources, and the summary's guards it added. Replayed again with the same
+/// ones, a summary adds the same guards: nothing is pending at a replay, and what they read
+/// of the frame does not change while translating. Emptied where the translation goes back
+/// to a snapshot (`Snapshot::restore`): guards undone, value ids made again.
+#[derive(Default)]
+pub(super) struct Replays(FxHashMap<(usize, usize), Vec<Replay>>);
+
+/// One replay kept in `Replays`.
+pub(super) struct Replay {
+    /// Held, so that no other summary is made at its address while it is a key.
+    summary: Arc<Summary>,
+    function: StrongRef,
+    source: Option<SourceId>,
+    args: Vec<Vid>,
+    argument_sources: Vec<Option<SourceId>>,
+    guards: Vec<(SourceId, Check)>,
+}
+
+impl Replays {
+    fn guards_of(
+        &self,
+        summary: &Summary,
+        function: &Bound<'_, PyAny>,
+        source: Option<SourceId>,
+        args: &[Vid],
+        argument_sources: &[Option<SourceId>],
+    ) -> Option<&[(SourceId, Check)]> {
+        let key = (summary as *const Summary as usize, function.as_ptr() as usize);
+        self.0.get(&key)?.iter().find_map(|replay| {
+            (replay.source == source && replay.args == args && replay.argument_sources == argument_sources)
+                .then_some(replay.guards.as_slice())
+        })
+    }
+
+    fn keep(&mut self, replay: Replay) {
+        let key = (
+            Arc::as_ptr(&replay.summary) as usize,
+            replay.function.as_ptr() as usize,
+        );
+        self.0.entry(key).or_default().push(replay);
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// What a summarized call gives.
 enum Given {
     /// A constant value.
@@ -297,7 +345,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let argument_sources: Vec<Option<SourceId>> = args.iter().map(|a| self.source_of(*a)).collect();
         if scope.replay {
             for summary in found_summaries(scope, function) {
-                if let Some(result) = self.replay(&summary, function, source, args, &argument_sources)? {
+                if let Some(result) = self.replay(summary, function, source, args, &argument_sources)? {
                     return Ok(LibraryCall::Replayed(result));
                 }
             }
@@ -404,7 +452,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     fn replay(
         &mut self,
-        summary: &Summary,
+        summary: Arc<Summary>,
         function: &Bound<'py, PyAny>,
         source: Option<SourceId>,
         args: &[Vid],
@@ -436,43 +484,56 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
         }
+        // Replayed before in this translation with these arguments: the guards it read and
+        // made then hold now, and are added again as they were.
+        let again: Option<Vec<(SourceId, Check)>> = self
+            .replays
+            .guards_of(&summary, function, source, args, argument_sources)
+            .map(|guards| {
+                guards
+                    .iter()
+                    .map(|(id, check)| (*id, check.clone_ref(py)))
+                    .collect()
+            });
         // The objects the guards are rooted at, alive while they are made.
         let mut held = Vec::new();
-        for SummaryGuard { path, check, others } in &summary.guards {
-            // Every argument a guard reads through must have a source here, every object
-            // must live.
-            let mut rooted = |p: &Path| match &p.root {
-                Root::Argument(i) => argument_sources[*i].is_some(),
-                Root::Held(pin) => pin.object(py).is_some_and(|object| {
-                    held.push(object);
-                    true
-                }),
-                _ => true,
-            };
-            if !rooted(path) || !others.iter().all(&mut rooted) {
-                return Ok(None);
-            }
-            // A guard on an argument itself (its type, its value) is checked now: another
-            // summary of the function may fit it.
-            if let (Root::Argument(i), [], []) = (&path.root, path.steps.as_slice(), others.as_slice()) {
-                if !self
-                    .argument_object(args[*i])
-                    .is_some_and(|object| value_holds(py, check, Some(object)))
-                {
+        if again.is_none() {
+            for SummaryGuard { path, check, others } in &summary.guards {
+                // Every argument a guard reads through must have a source here, every object
+                // must live.
+                let mut rooted = |p: &Path| match &p.root {
+                    Root::Argument(i) => argument_sources[*i].is_some(),
+                    Root::Held(pin) => pin.object(py).is_some_and(|object| {
+                        held.push(object);
+                        true
+                    }),
+                    _ => true,
+                };
+                if !rooted(path) || !others.iter().all(&mut rooted) {
                     return Ok(None);
                 }
+                // A guard on an argument itself (its type, its value) is checked now: another
+                // summary of the function may fit it.
+                if let (Root::Argument(i), [], []) = (&path.root, path.steps.as_slice(), others.as_slice()) {
+                    if !self
+                        .argument_object(args[*i])
+                        .is_some_and(|object| value_holds(py, check, Some(object)))
+                    {
+                        return Ok(None);
+                    }
+                }
             }
-        }
-        // What the guards read, read now where it can be (the objects the call would read):
-        // a summary whose guards fail there is not replayed, as its failure at the end
-        // (`replayed_hold`) would make the whole translation simulate again.
-        for SummaryGuard { path, check, others } in &summary.guards {
-            if !others.is_empty() {
-                continue;
-            }
-            if let Some(value) = self.path_value(path, function, args) {
-                if !value_holds(py, check, value.as_ref()) {
-                    return Ok(None);
+            // What the guards read, read now where it can be (the objects the call would read):
+            // a summary whose guards fail there is not replayed, as its failure at the end
+            // (`replayed_hold`) would make the whole translation simulate again.
+            for SummaryGuard { path, check, others } in &summary.guards {
+                if !others.is_empty() {
+                    continue;
+                }
+                if let Some(value) = self.path_value(path, function, args) {
+                    if !value_holds(py, check, value.as_ref()) {
+                        return Ok(None);
+                    }
                 }
             }
         }
@@ -494,24 +555,42 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             replayed.push((*s, check.clone_ref(py)));
         }
-        // In order, each made before the next is rebased: an object a guard pins is reached
-        // through that source after it (the sources a simulation would use).
-        for SummaryGuard { path, check, others } in &summary.guards {
-            let id = self.rebase(path, function, source, argument_sources);
-            let others: Vec<SourceId> = others
-                .iter()
-                .map(|other| self.rebase(other, function, source, argument_sources))
-                .collect();
-            let check = match check {
-                Check::SameAs(_) => Check::SameAs(others[0]),
-                Check::Distinct(_) => Check::Distinct(others),
-                check => check.clone_ref(py),
-            };
-            self.add_guard(id, check.clone_ref(py));
-            replayed.push((id, check));
-        }
-        for (id, check) in replayed {
-            self.replayed.push(Guard { source: id, check });
+        let Some(guards) = again else {
+            // In order, each made before the next is rebased: an object a guard pins is
+            // reached through that source after it (the sources a simulation would use).
+            let mut summary_guards = Vec::with_capacity(summary.guards.len());
+            for SummaryGuard { path, check, others } in &summary.guards {
+                let id = self.rebase(path, function, source, argument_sources);
+                let others: Vec<SourceId> = others
+                    .iter()
+                    .map(|other| self.rebase(other, function, source, argument_sources))
+                    .collect();
+                let check = match check {
+                    Check::SameAs(_) => Check::SameAs(others[0]),
+                    Check::Distinct(_) => Check::Distinct(others),
+                    check => check.clone_ref(py),
+                };
+                self.add_guard(id, check.clone_ref(py));
+                summary_guards.push((id, check.clone_ref(py)));
+                replayed.push((id, check));
+            }
+            for (id, check) in replayed {
+                self.replayed.push(Guard { source: id, check });
+            }
+            self.summaries_replayed += 1;
+            let result = self.given(&summary.result, &classes);
+            self.replays.keep(Replay {
+                summary,
+                function: StrongRef::new(function),
+                source,
+                args: args.to_vec(),
+                argument_sources: argument_sources.to_vec(),
+                guards: summary_guards,
+            });
+            return Ok(Some(result));
+        };
+        for (id, check) in guards {
+            self.add_guard(id, check);
         }
         self.summaries_replayed += 1;
         Ok(Some(self.given(&summary.result, &classes)))
