@@ -8,9 +8,10 @@ use framehook_bytecode::raw::{self, Code};
 use framehook_bytecode::table::{CallLayout, ExceptionModel, LineTableFormat};
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyInt, PyString, PyTuple};
 
 use crate::hookapi::pyobject::{import, replace_code};
+use crate::sot::translator::guard::check::is_value_type;
 use crate::sot::translator::model::code::null_substitute;
 use crate::sot::translator::pyutil::{builtin, interned};
 
@@ -604,13 +605,7 @@ fn is_hashable_constant(value: &Bound<'_, PyAny>) -> bool {
     }
     // Most constants: the builtin immutable types, hashable by definition (asking each
     // type for `__hash__` was a tenth of making a long function's resume code).
-    if value.is_none()
-        || value.is_exact_instance_of::<PyInt>()
-        || value.is_exact_instance_of::<PyString>()
-        || value.is_exact_instance_of::<PyFloat>()
-        || value.is_exact_instance_of::<PyBool>()
-        || value.is_exact_instance_of::<PyBytes>()
-    {
+    if is_value_type(value) {
         return true;
     }
     value
