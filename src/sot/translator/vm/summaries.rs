@@ -497,45 +497,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             });
         // The objects the guards are rooted at, alive while they are made.
         let mut held = Vec::new();
-        if again.is_none() {
-            for SummaryGuard { path, check, others } in &summary.guards {
-                // Every argument a guard reads through must have a source here, every object
-                // must live.
-                let mut rooted = |p: &Path| match &p.root {
-                    Root::Argument(i) => argument_sources[*i].is_some(),
-                    Root::Held(pin) => pin.object(py).is_some_and(|object| {
-                        held.push(object);
-                        true
-                    }),
-                    _ => true,
-                };
-                if !rooted(path) || !others.iter().all(&mut rooted) {
-                    return Ok(None);
-                }
-                // A guard on an argument itself (its type, its value) is checked now: another
-                // summary of the function may fit it.
-                if let (Root::Argument(i), [], []) = (&path.root, path.steps.as_slice(), others.as_slice()) {
-                    if !self
-                        .argument_object(args[*i])
-                        .is_some_and(|object| value_holds(py, check, Some(object)))
-                    {
-                        return Ok(None);
-                    }
-                }
-            }
-            // What the guards read, read now where it can be (the objects the call would read):
-            // a summary whose guards fail there is not replayed, as its failure at the end
-            // (`replayed_hold`) would make the whole translation simulate again.
-            for SummaryGuard { path, check, others } in &summary.guards {
-                if !others.is_empty() {
-                    continue;
-                }
-                if let Some(value) = self.path_value(path, function, args) {
-                    if !value_holds(py, check, value.as_ref()) {
-                        return Ok(None);
-                    }
-                }
-            }
+        if again.is_none() && !self.summary_fits(&summary, function, args, argument_sources, &mut held) {
+            return Ok(None);
         }
         // The function's own guards, as a simulation would make them first (where that
         // fails, the simulation says why); an argument from the frame is guarded on what
@@ -555,45 +518,99 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             replayed.push((*s, check.clone_ref(py)));
         }
-        let Some(guards) = again else {
-            // In order, each made before the next is rebased: an object a guard pins is
-            // reached through that source after it (the sources a simulation would use).
-            let mut summary_guards = Vec::with_capacity(summary.guards.len());
-            for SummaryGuard { path, check, others } in &summary.guards {
-                let id = self.rebase(path, function, source, argument_sources);
-                let others: Vec<SourceId> = others
-                    .iter()
-                    .map(|other| self.rebase(other, function, source, argument_sources))
-                    .collect();
-                let check = match check {
-                    Check::SameAs(_) => Check::SameAs(others[0]),
-                    Check::Distinct(_) => Check::Distinct(others),
-                    check => check.clone_ref(py),
-                };
-                self.add_guard(id, check.clone_ref(py));
-                summary_guards.push((id, check.clone_ref(py)));
-                replayed.push((id, check));
+        match again {
+            Some(guards) => {
+                for (id, check) in guards {
+                    self.add_guard(id, check);
+                }
             }
-            for (id, check) in replayed {
-                self.replayed.push(Guard { source: id, check });
+            None => {
+                // In order, each made before the next is rebased: an object a guard pins is
+                // reached through that source after it (the sources a simulation would use).
+                let mut summary_guards = Vec::with_capacity(summary.guards.len());
+                for SummaryGuard { path, check, others } in &summary.guards {
+                    let id = self.rebase(path, function, source, argument_sources);
+                    let others: Vec<SourceId> = others
+                        .iter()
+                        .map(|other| self.rebase(other, function, source, argument_sources))
+                        .collect();
+                    let check = match check {
+                        Check::SameAs(_) => Check::SameAs(others[0]),
+                        Check::Distinct(_) => Check::Distinct(others),
+                        check => check.clone_ref(py),
+                    };
+                    self.add_guard(id, check.clone_ref(py));
+                    summary_guards.push((id, check.clone_ref(py)));
+                    replayed.push((id, check));
+                }
+                for (id, check) in replayed {
+                    self.replayed.push(Guard { source: id, check });
+                }
+                self.replays.keep(Replay {
+                    summary: Arc::clone(&summary),
+                    function: StrongRef::new(function),
+                    source,
+                    args: args.to_vec(),
+                    argument_sources: argument_sources.to_vec(),
+                    guards: summary_guards,
+                });
             }
-            self.summaries_replayed += 1;
-            let result = self.given(&summary.result, &classes);
-            self.replays.keep(Replay {
-                summary,
-                function: StrongRef::new(function),
-                source,
-                args: args.to_vec(),
-                argument_sources: argument_sources.to_vec(),
-                guards: summary_guards,
-            });
-            return Ok(Some(result));
-        };
-        for (id, check) in guards {
-            self.add_guard(id, check);
         }
         self.summaries_replayed += 1;
         Ok(Some(self.given(&summary.result, &classes)))
+    }
+
+    /// Whether `summary`'s guards can be rebased on this call and hold here: every argument
+    /// a guard reads through has a source, every object a guard is rooted at lives (kept in
+    /// `held`), and what the guards read holds now where it can be read.
+    fn summary_fits(
+        &self,
+        summary: &Summary,
+        function: &Bound<'py, PyAny>,
+        args: &[Vid],
+        argument_sources: &[Option<SourceId>],
+        held: &mut Vec<Bound<'py, PyAny>>,
+    ) -> bool {
+        let py = self.py;
+        for SummaryGuard { path, check, others } in &summary.guards {
+            // Every argument a guard reads through must have a source here, every object
+            // must live.
+            let mut rooted = |p: &Path| match &p.root {
+                Root::Argument(i) => argument_sources[*i].is_some(),
+                Root::Held(pin) => pin.object(py).is_some_and(|object| {
+                    held.push(object);
+                    true
+                }),
+                _ => true,
+            };
+            if !rooted(path) || !others.iter().all(&mut rooted) {
+                return false;
+            }
+            // A guard on an argument itself (its type, its value) is checked now: another
+            // summary of the function may fit it.
+            if let (Root::Argument(i), [], []) = (&path.root, path.steps.as_slice(), others.as_slice()) {
+                if !self
+                    .argument_object(args[*i])
+                    .is_some_and(|object| value_holds(py, check, Some(object)))
+                {
+                    return false;
+                }
+            }
+        }
+        // What the guards read, read now where it can be (the objects the call would read):
+        // a summary whose guards fail there is not replayed, as its failure at the end
+        // (`replayed_hold`) would make the whole translation simulate again.
+        for SummaryGuard { path, check, others } in &summary.guards {
+            if !others.is_empty() {
+                continue;
+            }
+            if let Some(value) = self.path_value(path, function, args) {
+                if !value_holds(py, check, value.as_ref()) {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// The result a summary gives: its constant, or its objects made again (`classes`: its
