@@ -37,10 +37,13 @@ def guarded_more_than_computed(x, settings=SETTINGS):
 
 def folded_away(x):
     # The loop runs while translating (within the translation's budget); the translation
-    # returns its result.
+    # returns its result. Each step's large power makes the original's call some 30 times
+    # a translated call's guards and graph, even in a debug build: the trials tell them
+    # apart on a busy machine (with `i * i` they were within 2x in a debug build, and the
+    # choice flipped now and then).
     total = 0
     for i in range(400):
-        total += i * i
+        total += i**300 % 1000
     return x * total
 
 

@@ -34,6 +34,7 @@ mod run;
 mod snapshot;
 mod strings;
 pub(crate) mod summaries;
+mod summary;
 mod summary_log;
 mod thread_locals;
 
@@ -245,8 +246,8 @@ pub struct Vm<'py, 'b> {
     replayed: Vec<Guard>,
     /// Library calls given by a summary instead of simulated.
     pub summaries_replayed: usize,
-    /// The summaries replayed since the last snapshot went back to (`summaries::Replays`).
-    replays: summaries::Replays,
+    /// The summaries replayed since the last snapshot went back to (`summary::Replays`).
+    replays: summary::Replays,
     /// The list a resume function is handed its values in (by address): its prologue
     /// empties it, which no code of the user's sees.
     pub resume_box: Option<usize>,

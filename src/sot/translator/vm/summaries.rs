@@ -37,6 +37,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::summary::{Given, MadeAttr, MadeObject, Path, Replay, Root, Step, Summary, SummaryGuard};
 use super::summary_log::SummaryLog;
 use super::*;
 use crate::hookapi::rust_hook::HookContext;
@@ -47,133 +48,6 @@ use crate::sot::translator::session::EPOCH;
 const MAX_SUMMARIES: usize = 1024;
 /// Summaries of one function (for different kinds of arguments) in one session.
 const MAX_PER_FUNCTION: usize = 8;
-
-/// Where a summary's guard reads from.
-enum Root {
-    /// The function called.
-    Function,
-    /// An argument of the call, by position.
-    Argument(usize),
-    /// An object pinned by identity where the call read it (a module, a globals dict):
-    /// weakly where it takes weak references (a summary keeps no class of the program's
-    /// alive; one whose object died is not used).
-    Held(Pin),
-    Builtin(StrongRef),
-}
-
-enum Step {
-    Attr(StrongRef),
-    OwnAttr(StrongRef),
-    Item(StrongRef),
-    StoredItem(StrongRef),
-    Called,
-}
-
-struct Path {
-    root: Root,
-    steps: Vec<Step>,
-}
-
-/// A guard of a summary: a check of what `path` reads; where it compares with other sources
-/// (`SameAs`, `Distinct`), their paths, in its order.
-struct SummaryGuard {
-    path: Path,
-    check: Check,
-    others: Vec<Path>,
-}
-
-/// What one library call gave, and what that rests on.
-struct Summary {
-    function: StrongRef,
-    /// Per argument: the check its value passes (a constant's value, a tensor's type, and
-    /// its meta where the call read more than its type), or None for an object from the
-    /// frame (what the call read of it is among `guards`).
-    arguments: Vec<Option<Check>>,
-    /// Per argument, the first argument that is the same object (`f(x, x)`).
-    aliases: Vec<usize>,
-    result: Given,
-    guards: Vec<SummaryGuard>,
-}
-
-/// The summaries this translation replayed, by summary and function: each replay's
-/// arguments and sources, and the summary's guards it added. Replayed again with the same
-/// ones, a summary adds the same guards: nothing is pending at a replay, and what they read
-/// of the frame does not change while translating. Emptied where the translation goes back
-/// to a snapshot (`Snapshot::restore`): guards undone, value ids made again.
-#[derive(Default)]
-pub(super) struct Replays(FxHashMap<(usize, usize), Vec<Replay>>);
-
-/// One replay kept in `Replays`.
-pub(super) struct Replay {
-    /// Held, so that no other summary is made at its address while it is a key.
-    summary: Arc<Summary>,
-    function: StrongRef,
-    source: Option<SourceId>,
-    args: Vec<Vid>,
-    argument_sources: Vec<Option<SourceId>>,
-    guards: Vec<(SourceId, Check)>,
-}
-
-impl Replays {
-    fn guards_of(
-        &self,
-        summary: &Summary,
-        function: &Bound<'_, PyAny>,
-        source: Option<SourceId>,
-        args: &[Vid],
-        argument_sources: &[Option<SourceId>],
-    ) -> Option<&[(SourceId, Check)]> {
-        let key = (summary as *const Summary as usize, function.as_ptr() as usize);
-        self.0.get(&key)?.iter().find_map(|replay| {
-            (replay.source == source && replay.args == args && replay.argument_sources == argument_sources)
-                .then_some(replay.guards.as_slice())
-        })
-    }
-
-    fn keep(&mut self, replay: Replay) {
-        let key = (
-            Arc::as_ptr(&replay.summary) as usize,
-            replay.function.as_ptr() as usize,
-        );
-        self.0.entry(key).or_default().push(replay);
-    }
-
-    pub(super) fn clear(&mut self) {
-        self.0.clear();
-    }
-}
-
-/// What a summarized call gives.
-enum Given {
-    /// A constant value.
-    Constant(StrongRef),
-    /// Instances of Python classes, lists and dicts the call made, holding constant values
-    /// and one another (scikit-learn's tags, its configuration's copy): made again at each
-    /// replay, as each call makes its own; the last is the result, each one's parts name
-    /// earlier ones.
-    Made(Vec<MadeObject>),
-}
-
-/// An object a summarized call made.
-enum MadeObject {
-    /// An instance: its class (held weakly where it takes weak references, as the guards
-    /// that pinned it do: a summary keeps no class of the program alive) and its attributes
-    /// in the order they were set.
-    Instance {
-        class: Pin,
-        attrs: Vec<(String, MadeAttr)>,
-    },
-    List(Vec<MadeAttr>),
-    /// A dict of constant keys (a dict whose table differs from a new one's of its items
-    /// is a change of the call's: it is not summarized).
-    Dict(Vec<(StrongRef, MadeAttr)>),
-}
-
-enum MadeAttr {
-    Constant(StrongRef),
-    /// An earlier object of the same result (one object held twice stays one).
-    Made(usize),
-}
 
 /// A made result being read (`Vm::made_result`): the call's first value, the instances
 /// so far and their indices by value, the frame's values they hold.
