@@ -10,6 +10,7 @@ import sysconfig
 import textwrap
 import threading
 import traceback
+import weakref
 
 import numpy as np
 import pytest
@@ -186,6 +187,47 @@ def test_register_backend_plugs_a_backend_in():
     fast = sot.translate(two_ops, backend=Counting())
     assert (fast(np.ones(2), np.ones(2)) == two_ops(np.ones(2), np.ones(2))).all()
     assert len(compiled) == 3 and sot.stats(fast).graphs == 1
+
+
+def test_is_op_is_asked_once_per_session_and_keeps_no_function_alive():
+    """A function called in a translation and in its resume function is asked about once
+    (the session keeps the answer), and the session holds it weakly: a closure it kept the
+    answer for, with what its cells hold, is freed when the program drops it."""
+    from framehook.sot._numpy_backend import NumpyBackend
+
+    asked = []
+
+    class Asking(NumpyBackend):
+        def is_op(self, function):
+            asked.append(function)
+            return super().is_op(function)
+
+    class Payload:
+        pass
+
+    def scaling(payload):
+        def scale(x):
+            return x * 2.0 if payload else x
+
+        return scale
+
+    def f(x, scale):
+        y = scale(x + 1.0)
+        threading.RLock()  # a break: what follows is a resume function, translated on its own
+        return scale(y) - 1.0
+
+    payload = Payload()
+    kept = weakref.ref(payload)
+    scale = scaling(payload)
+    fast = sot.translate(f, backend=Asking())
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(fast(x, scale), f(x, scale))
+    st = sot.stats(fast)
+    assert st.translations == 2 and len(st.graph_breaks) == 1 and st.graphs == 2, st
+    assert sum(function is scale for function in asked) == 1
+    del scale, payload, asked
+    gc.collect()
+    assert kept() is None
 
 
 def test_objects_the_backend_constructs_are_made_again_by_the_generated_code():

@@ -176,12 +176,21 @@ impl<'py> Backend<'py> {
             .contains_key(&(function.as_ptr() as usize))
     }
 
+    /// The backend's `is_op(function)`, asked once per session where the session keeps
+    /// the answer (`declared::OpAnswers`), else once per translation.
     pub fn is_op(&self, function: &Bound<'py, PyAny>) -> PyResult<bool> {
         let address = function.as_ptr() as usize;
         if let Some((_, answer)) = self.is_op_answers.borrow().get(&address) {
             return Ok(*answer);
         }
-        let answer = self.is_op.call1((function,))?.is_truthy()?;
+        let answer = match self.declared.op_answers.get(function) {
+            Some(answer) => answer,
+            None => {
+                let answer = self.is_op.call1((function,))?.is_truthy()?;
+                self.declared.op_answers.keep(function, answer)?;
+                answer
+            }
+        };
         self.is_op_answers
             .borrow_mut()
             .insert(address, (function.clone(), answer));

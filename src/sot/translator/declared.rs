@@ -2,11 +2,13 @@
 //! with `framehook.sot.register_backend`, read once per session (`Config::declared`) and
 //! asked through each translation's `Backend`.
 
+use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
+use super::guard::check::Pin;
 use crate::hookapi::pyobject::{optional_attr, StrongRef};
 
 /// An attribute a backend may leave out.
@@ -94,6 +96,65 @@ pub struct Declared {
     pub(super) fixed_functions: FxHashMap<usize, StrongRef>,
     /// The classes `construct` is asked about (`constructed_types`).
     pub(super) constructed_types: Option<Py<PyTuple>>,
+    /// `is_op`'s answers kept for the session (`Backend::is_op`).
+    pub(super) op_answers: OpAnswers,
+}
+
+/// `is_op`'s answers kept for the session, by address: a function is asked once per
+/// session, not once per translation (a first call of a library's entry point makes tens
+/// of translations, each asking about the same few hundred functions). A callable is held
+/// weakly where it takes weak references (a closure keeps its cells, a class its methods:
+/// a session keeps none of them alive), else only a module's builtin is kept, held (a
+/// bound method holds its instance, and is a new object at each read).
+#[derive(Default)]
+pub(super) struct OpAnswers(Mutex<FxHashMap<usize, (Pin, bool)>>);
+
+/// Answers kept at most: past it they are dropped and asked again (a program may make
+/// functions as it runs).
+const OP_ANSWERS_KEPT: usize = 4096;
+
+impl OpAnswers {
+    /// The answer kept for `function` (None where none is, or the object it was kept for
+    /// died and another took its address).
+    pub(super) fn get(&self, function: &Bound<'_, PyAny>) -> Option<bool> {
+        let answers = self.0.lock();
+        let (pin, answer) = answers.get(&(function.as_ptr() as usize))?;
+        pin.object(function.py())
+            .is_some_and(|kept| kept.is(function))
+            .then_some(*answer)
+    }
+
+    pub(super) fn keep(&self, function: &Bound<'_, PyAny>, answer: bool) -> PyResult<()> {
+        let Some(pin) = session_pin(function)? else {
+            return Ok(());
+        };
+        let released = {
+            let mut answers = self.0.lock();
+            let released = match answers.len() >= OP_ANSWERS_KEPT {
+                true => std::mem::take(&mut *answers),
+                false => FxHashMap::default(),
+            };
+            answers.insert(function.as_ptr() as usize, (pin, answer));
+            released
+        };
+        drop(released); // after the lock: releasing may run a finalizer, which may translate
+        Ok(())
+    }
+}
+
+/// How a session holds `function` with its answer: weakly where it takes weak references,
+/// held where it is a builtin of a module (or of none), else not at all.
+fn session_pin(function: &Bound<'_, PyAny>) -> PyResult<Option<Pin>> {
+    if crate::hookapi::pyobject::supports_weakrefs(function) {
+        return Ok(Some(Pin::new(function)));
+    }
+    if function.is_exact_instance_of::<pyo3::types::PyCFunction>() {
+        let owner = function.getattr(pyo3::intern!(function.py(), "__self__"))?;
+        if owner.is_none() || owner.is_exact_instance_of::<pyo3::types::PyModule>() {
+            return Ok(Some(Pin::new(function)));
+        }
+    }
+    Ok(None)
 }
 
 impl Declared {
@@ -154,6 +215,7 @@ impl Declared {
                 None => Vec::new(),
             },
             constructed_types: tuple("constructed_types")?,
+            op_answers: OpAnswers::default(),
             fixed_functions: functions_by_address(object, "fixed_functions")?,
             guarded_functions: {
                 let mut functions = functions_by_address(object, "guarded_functions")?;
