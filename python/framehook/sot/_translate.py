@@ -54,7 +54,8 @@ def register_backend(name: str, backend: Any) -> None:
     ``tensor_types`` (a tuple of types), ``meta_attributes`` (the tensor attributes its
     guards compare), ``conversions`` (tensor methods that give Python values),
     ``skip_prefixes`` (files never translated), and the methods ``is_op(function)``,
-    ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``.
+    ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``. ``is_op``'s
+    answer for a function is kept for the session (asked once, not by each translation).
 
     Optional: ``meta_methods`` (tensor methods of no arguments whose result follows from the
     meta attributes, such as ``dim()``: computed while translating), ``type_attributes``
