@@ -187,7 +187,7 @@ impl<'py> Backend<'py> {
             Some(answer) => answer,
             None => {
                 let answer = self.is_op.call1((function,))?.is_truthy()?;
-                self.declared.op_answers.keep(function, answer)?;
+                self.declared.op_answers.keep(function, answer);
                 answer
             }
         };

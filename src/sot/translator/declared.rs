@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
 use super::guard::check::Pin;
-use crate::hookapi::pyobject::{optional_attr, StrongRef};
+use crate::hookapi::pyobject::{optional_attr, supports_weakrefs, StrongRef};
 
 /// An attribute a backend may leave out.
 pub(super) fn optional<'py>(object: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -102,10 +102,9 @@ pub struct Declared {
 
 /// `is_op`'s answers kept for the session, by address: a function is asked once per
 /// session, not once per translation (a first call of a library's entry point makes tens
-/// of translations, each asking about the same few hundred functions). A callable is held
-/// weakly where it takes weak references (a closure keeps its cells, a class its methods:
-/// a session keeps none of them alive), else only a module's builtin is kept, held (a
-/// bound method holds its instance, and is a new object at each read).
+/// of translations, each asking about the same few hundred functions). Only callables that
+/// take weak references are kept, weakly: a closure keeps its cells, a class its methods,
+/// a bound method its instance, and a session keeps none of them alive.
 #[derive(Default)]
 pub(super) struct OpAnswers(Mutex<FxHashMap<usize, (Pin, bool)>>);
 
@@ -124,10 +123,13 @@ impl OpAnswers {
             .then_some(*answer)
     }
 
-    pub(super) fn keep(&self, function: &Bound<'_, PyAny>, answer: bool) -> PyResult<()> {
-        let Some(pin) = session_pin(function)? else {
-            return Ok(());
-        };
+    /// Keeps `function`'s answer where it takes weak references (else the translation's
+    /// own map has it).
+    pub(super) fn keep(&self, function: &Bound<'_, PyAny>, answer: bool) {
+        if !supports_weakrefs(function) {
+            return;
+        }
+        let pin = Pin::new(function);
         let released = {
             let mut answers = self.0.lock();
             let released = match answers.len() >= OP_ANSWERS_KEPT {
@@ -138,23 +140,7 @@ impl OpAnswers {
             released
         };
         drop(released); // after the lock: releasing may run a finalizer, which may translate
-        Ok(())
     }
-}
-
-/// How a session holds `function` with its answer: weakly where it takes weak references,
-/// held where it is a builtin of a module (or of none), else not at all.
-fn session_pin(function: &Bound<'_, PyAny>) -> PyResult<Option<Pin>> {
-    if crate::hookapi::pyobject::supports_weakrefs(function) {
-        return Ok(Some(Pin::new(function)));
-    }
-    if function.is_exact_instance_of::<pyo3::types::PyCFunction>() {
-        let owner = function.getattr(pyo3::intern!(function.py(), "__self__"))?;
-        if owner.is_none() || owner.is_exact_instance_of::<pyo3::types::PyModule>() {
-            return Ok(Some(Pin::new(function)));
-        }
-    }
-    Ok(None)
 }
 
 impl Declared {
