@@ -43,6 +43,116 @@ pub fn entry_depths(table: &'static Table, vars: &Vars, code: &raw::Code) -> Res
     Ok(depths)
 }
 
+/// How a raw opcode raises, decided once per table from its name (`rule_of`) and replayed
+/// per instruction.
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    /// Raises to nothing (3.14's `NOT_TAKEN`, 3.11's `PRECALL`).
+    Dropped,
+    /// 3.11/3.12's `KW_NAMES`: the names, pushed for the `CALL` that follows.
+    KwNames,
+    /// A call; `keywords`: this form takes keyword names (`CALL_KW`, `CALL_FUNCTION_KW`).
+    Call {
+        keywords: bool,
+    },
+    LoadSmallInt,
+    ReturnConst,
+    /// The instruction is one canonical instruction whose argument is fixed.
+    Fixed(Op, Arg),
+    /// `DUP_TOP_TWO`: two copies.
+    DupTopTwo,
+    /// A fused pair of loads or stores of the variables in the argument's two nibbles.
+    Pair(Op, Op),
+    /// `LOAD_GLOBAL` with its NULL bit.
+    LoadGlobalNull,
+    /// `LOAD_ATTR` with its method bit.
+    LoadAttrMethod,
+    LoadSuperAttr,
+    CompareOp,
+    /// `BINARY_OP`: the operator by the table's enumeration.
+    BinaryOpByEnum,
+    /// A jump to the instruction's target: `JUMP`'s forms, the conditional jumps.
+    Jump(Op),
+    /// The canonical opcode of the same name, its argument by the table's kind.
+    Same(Op),
+    NoCanonicalForm,
+}
+
+/// What raising a table's instructions decides per opcode and per operator number.
+struct Rules {
+    by_opcode: Vec<Rule>,
+    /// Per `BINARY_OP` argument (3.11+), its operator.
+    binary_ops: Vec<Option<(BinOp, bool)>>,
+}
+
+/// `table`'s rules, made on its first use (tables live for the whole process).
+fn rules(table: &'static Table) -> &'static Rules {
+    static MADE: std::sync::Mutex<Vec<(usize, &'static Rules)>> = std::sync::Mutex::new(Vec::new());
+    let key = table as *const Table as usize;
+    let mut made = MADE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, rules)) = made.iter().find(|(k, _)| *k == key) {
+        return rules;
+    }
+    let by_opcode = (0..=u8::MAX)
+        .map(|opcode| {
+            table
+                .op(opcode)
+                .map_or(Rule::NoCanonicalForm, |info| rule_of(&info.name, info.null_bit))
+        })
+        .collect();
+    let entries = table.enum_entries("binary_op");
+    let size = entries.iter().map(|(v, _)| *v as usize + 1).max().unwrap_or(0);
+    let mut binary_ops = vec![None; size];
+    for (value, name) in entries {
+        binary_ops[*value as usize] = BinOp::from_nb_name(name);
+    }
+    let rules: &'static Rules = Box::leak(Box::new(Rules {
+        by_opcode,
+        binary_ops,
+    }));
+    made.push((key, rules));
+    rules
+}
+
+/// How the raw opcode `name` raises (`null_bit`: its argument's bit 0 pushes a NULL or
+/// self slot).
+fn rule_of(name: &str, null_bit: bool) -> Rule {
+    match name {
+        "NOT_TAKEN" | "PRECALL" => Rule::Dropped,
+        "KW_NAMES" => Rule::KwNames,
+        "CALL" | "CALL_FUNCTION" => Rule::Call { keywords: false },
+        "CALL_KW" | "CALL_FUNCTION_KW" => Rule::Call { keywords: true },
+        "LOAD_SMALL_INT" => Rule::LoadSmallInt,
+        "RETURN_CONST" => Rule::ReturnConst,
+        "LOAD_ASSERTION_ERROR" => Rule::Fixed(Op::LoadCommonConstant, Arg::Enum("AssertionError")),
+        "LOAD_FAST_BORROW" => Rule::Same(Op::LoadFast),
+        "STORE_FAST_LOAD_FAST" => Rule::Pair(Op::StoreFast, Op::LoadFast),
+        "STORE_FAST_STORE_FAST" => Rule::Pair(Op::StoreFast, Op::StoreFast),
+        "LOAD_FAST_LOAD_FAST" | "LOAD_FAST_BORROW_LOAD_FAST_BORROW" => Rule::Pair(Op::LoadFast, Op::LoadFast),
+        "LOAD_GLOBAL" if null_bit => Rule::LoadGlobalNull,
+        "LOAD_ATTR" if null_bit => Rule::LoadAttrMethod,
+        "LOAD_SUPER_ATTR" => Rule::LoadSuperAttr,
+        "COMPARE_OP" => Rule::CompareOp,
+        "BINARY_OP" => Rule::BinaryOpByEnum,
+        "DUP_TOP" => Rule::Fixed(Op::Copy, Arg::Int(1)),
+        "DUP_TOP_TWO" => Rule::DupTopTwo,
+        "ROT_TWO" => Rule::Fixed(Op::Swap, Arg::Int(2)),
+        "ROT_THREE" => Rule::Fixed(Op::RotN, Arg::Int(3)),
+        "ROT_FOUR" => Rule::Fixed(Op::RotN, Arg::Int(4)),
+        "JUMP_FORWARD" | "JUMP_BACKWARD" | "JUMP_ABSOLUTE" => Rule::Jump(Op::Jump),
+        "JUMP_BACKWARD_NO_INTERRUPT" => Rule::Jump(Op::JumpNoInterrupt),
+        _ => {
+            if let Some((op, inplace)) = BinOp::from_opcode_name(name) {
+                Rule::Fixed(Op::BinaryOp, Arg::BinaryOp { op, inplace })
+            } else if let Some(op) = conditional_jump_of(name) {
+                Rule::Jump(op)
+            } else {
+                Op::from_name(name).map_or(Rule::NoCanonicalForm, Rule::Same)
+            }
+        }
+    }
+}
+
 /// [`raise`], and per raw instruction the index of its first canonical one (one more
 /// entry: the end).
 fn raise_mapped(
@@ -50,6 +160,7 @@ fn raise_mapped(
     vars: &Vars,
     instrs: &[Instr],
 ) -> Result<(Vec<Instruction>, Vec<usize>)> {
+    let rules = rules(table);
     let mut out: Vec<Instruction> = Vec::with_capacity(instrs.len());
     // Per raw instruction: the index of its first canonical instruction.
     let mut first = Vec::with_capacity(instrs.len() + 1);
@@ -64,7 +175,6 @@ fn raise_mapped(
         let info = table
             .op(instr.opcode)
             .expect("decoded instructions have known opcodes");
-        let name = info.name.as_str();
         let bad = |why: &str| Error::BadArgument {
             offset: index,
             name: "instruction",
@@ -87,14 +197,14 @@ fn raise_mapped(
             })
         };
         let target = || Arg::Target(instr.target.unwrap_or(usize::MAX));
-        match name {
-            "NOT_TAKEN" | "PRECALL" => {}
-            "KW_NAMES" => {
+        match rules.by_opcode[usize::from(instr.opcode)] {
+            Rule::Dropped => {}
+            Rule::KwNames => {
                 emit(Op::LoadConst, Arg::Const(Const::Index(instr.arg)));
                 kw_names_pending = true;
             }
-            "CALL" | "CALL_KW" | "CALL_FUNCTION" | "CALL_FUNCTION_KW" => {
-                let kw_names = kw_names_pending || name.ends_with("_KW");
+            Rule::Call { keywords } => {
+                let kw_names = kw_names_pending || keywords;
                 kw_names_pending = false;
                 emit(
                     Op::Call,
@@ -104,26 +214,21 @@ fn raise_mapped(
                     },
                 );
             }
-            "LOAD_SMALL_INT" => emit(Op::LoadConst, Arg::Const(Const::SmallInt(instr.arg))),
-            "RETURN_CONST" => {
+            Rule::LoadSmallInt => emit(Op::LoadConst, Arg::Const(Const::SmallInt(instr.arg))),
+            Rule::ReturnConst => {
                 emit(Op::LoadConst, Arg::Const(Const::Index(instr.arg)));
                 emit(Op::ReturnValue, Arg::None);
             }
-            "LOAD_ASSERTION_ERROR" => emit(Op::LoadCommonConstant, Arg::Enum("AssertionError")),
-            "LOAD_FAST_BORROW" => emit(Op::LoadFast, var(instr.arg)?),
-            "LOAD_FAST_LOAD_FAST"
-            | "LOAD_FAST_BORROW_LOAD_FAST_BORROW"
-            | "STORE_FAST_LOAD_FAST"
-            | "STORE_FAST_STORE_FAST" => {
-                let (first_op, second_op) = match name {
-                    "STORE_FAST_LOAD_FAST" => (Op::StoreFast, Op::LoadFast),
-                    "STORE_FAST_STORE_FAST" => (Op::StoreFast, Op::StoreFast),
-                    _ => (Op::LoadFast, Op::LoadFast),
-                };
+            Rule::Fixed(op, arg) => emit(op, arg),
+            Rule::DupTopTwo => {
+                emit(Op::Copy, Arg::Int(2));
+                emit(Op::Copy, Arg::Int(2));
+            }
+            Rule::Pair(first_op, second_op) => {
                 emit(first_op, var(instr.arg >> 4)?);
                 emit(second_op, var(instr.arg & 15)?);
             }
-            "LOAD_GLOBAL" if info.null_bit => {
+            Rule::LoadGlobalNull => {
                 let load = Arg::Name(instr.arg >> 1);
                 let with_null = instr.arg & 1 != 0;
                 if with_null && table.call_layout == CallLayout::NullFirst {
@@ -134,7 +239,7 @@ fn raise_mapped(
                     emit(Op::PushNull, Arg::None);
                 }
             }
-            "LOAD_ATTR" if info.null_bit => {
+            Rule::LoadAttrMethod => {
                 let op = if instr.arg & 1 != 0 {
                     Op::LoadMethod
                 } else {
@@ -142,11 +247,11 @@ fn raise_mapped(
                 };
                 emit(op, Arg::Name(instr.arg >> 1));
             }
-            "LOAD_SUPER_ATTR" => emit(
+            Rule::LoadSuperAttr => emit(
                 Op::LoadSuperAttr,
                 Arg::NameFlags(instr.arg >> 2, (instr.arg & 3) as u8),
             ),
-            "COMPARE_OP" => {
+            Rule::CompareOp => {
                 // A comparison that feeds a jump requiring a bool is one that makes a bool,
                 // whether or not its argument says so (CPython's generated `__annotate__`
                 // functions compare ints straight into the jump).
@@ -168,57 +273,44 @@ fn raise_mapped(
                     },
                 );
             }
-            "BINARY_OP" => {
-                let nb = table
-                    .enum_name("binary_op", instr.arg)
+            Rule::BinaryOpByEnum => {
+                let (op, inplace) = rules
+                    .binary_ops
+                    .get(instr.arg as usize)
+                    .copied()
+                    .flatten()
                     .ok_or_else(|| bad("is no binary operator"))?;
-                let (op, inplace) = BinOp::from_nb_name(nb).ok_or_else(|| bad("is no binary operator"))?;
                 emit(Op::BinaryOp, Arg::BinaryOp { op, inplace });
             }
-            "DUP_TOP" => emit(Op::Copy, Arg::Int(1)),
-            "DUP_TOP_TWO" => {
-                emit(Op::Copy, Arg::Int(2));
-                emit(Op::Copy, Arg::Int(2));
+            Rule::Jump(op) => emit(op, target()),
+            Rule::Same(op) => {
+                let arg = match &info.arg {
+                    ArgKind::None => Arg::None,
+                    ArgKind::Const => Arg::Const(Const::Index(instr.arg)),
+                    ArgKind::Name { shift: 0 } => Arg::Name(instr.arg),
+                    // Flags below the name (3.15+ `IMPORT_NAME`: lazy, eager).
+                    ArgKind::Name { shift } => {
+                        Arg::NameFlags(instr.arg >> shift, (instr.arg & ((1 << shift) - 1)) as u8)
+                    }
+                    ArgKind::Local => var(instr.arg)?,
+                    ArgKind::Deref => match table.deref_index {
+                        crate::table::DerefIndex::LocalsPlus => var(instr.arg)?,
+                        crate::table::DerefIndex::CellFree => Arg::Var(
+                            vars.var_of_cell_free(instr.arg)
+                                .ok_or_else(|| bad("names no cell"))?,
+                        ),
+                    },
+                    ArgKind::JumpForward | ArgKind::JumpBackward | ArgKind::JumpAbsolute => target(),
+                    ArgKind::Enum(kind) => match table.enum_name(kind, instr.arg) {
+                        Some(name) => Arg::Enum(name),
+                        None => return Err(bad("is not in its enumeration")),
+                    },
+                    ArgKind::SmallInt => Arg::Const(Const::SmallInt(instr.arg)),
+                    ArgKind::Int | ArgKind::LocalPair => Arg::Int(instr.arg),
+                };
+                emit(op, arg);
             }
-            "ROT_TWO" => emit(Op::Swap, Arg::Int(2)),
-            "ROT_THREE" => emit(Op::RotN, Arg::Int(3)),
-            "ROT_FOUR" => emit(Op::RotN, Arg::Int(4)),
-            "JUMP_FORWARD" | "JUMP_BACKWARD" | "JUMP_ABSOLUTE" => emit(Op::Jump, target()),
-            "JUMP_BACKWARD_NO_INTERRUPT" => emit(Op::JumpNoInterrupt, target()),
-            _ => {
-                if let Some((op, inplace)) = BinOp::from_opcode_name(name) {
-                    emit(Op::BinaryOp, Arg::BinaryOp { op, inplace });
-                } else if let Some(op) = conditional_jump_of(name) {
-                    emit(op, target());
-                } else {
-                    let op = Op::from_name(name).ok_or_else(|| bad("has no canonical form"))?;
-                    let arg = match &info.arg {
-                        ArgKind::None => Arg::None,
-                        ArgKind::Const => Arg::Const(Const::Index(instr.arg)),
-                        ArgKind::Name { shift: 0 } => Arg::Name(instr.arg),
-                        // Flags below the name (3.15+ `IMPORT_NAME`: lazy, eager).
-                        ArgKind::Name { shift } => {
-                            Arg::NameFlags(instr.arg >> shift, (instr.arg & ((1 << shift) - 1)) as u8)
-                        }
-                        ArgKind::Local => var(instr.arg)?,
-                        ArgKind::Deref => match table.deref_index {
-                            crate::table::DerefIndex::LocalsPlus => var(instr.arg)?,
-                            crate::table::DerefIndex::CellFree => Arg::Var(
-                                vars.var_of_cell_free(instr.arg)
-                                    .ok_or_else(|| bad("names no cell"))?,
-                            ),
-                        },
-                        ArgKind::JumpForward | ArgKind::JumpBackward | ArgKind::JumpAbsolute => target(),
-                        ArgKind::Enum(kind) => match table.enum_name(kind, instr.arg) {
-                            Some(name) => Arg::Enum(name),
-                            None => return Err(bad("is not in its enumeration")),
-                        },
-                        ArgKind::SmallInt => Arg::Const(Const::SmallInt(instr.arg)),
-                        ArgKind::Int | ArgKind::LocalPair => Arg::Int(instr.arg),
-                    };
-                    emit(op, arg);
-                }
-            }
+            Rule::NoCanonicalForm => return Err(bad("has no canonical form")),
         }
     }
     first.push(out.len());
