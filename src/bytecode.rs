@@ -57,7 +57,7 @@ impl<'py> CodeFields<'py> {
             names: length(intern!(py, "co_names"))?,
             varnames: vars.varnames.len() as u32,
             cells_and_frees: (vars.cellvars.len() + vars.freevars.len()) as u32,
-            locals_plus: vars.all().len() as u32,
+            locals_plus: vars.count() as u32,
         };
         Ok(CodeFields {
             code: code.clone(),

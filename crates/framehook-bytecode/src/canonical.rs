@@ -365,14 +365,50 @@ impl Vars {
     /// The variables in canonical order (3.11+'s locals-plus order).
     pub fn all(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.varnames.iter().map(String::as_str).collect();
-        names.extend(
-            self.cellvars
-                .iter()
-                .filter(|c| !self.varnames.contains(c))
-                .map(String::as_str),
-        );
+        names.extend(self.own_cells());
         names.extend(self.freevars.iter().map(String::as_str));
         names
+    }
+
+    /// The cell variables that are no argument or local, which `all` lists after them.
+    fn own_cells(&self) -> impl Iterator<Item = &str> {
+        self.cellvars
+            .iter()
+            .filter(|c| !self.varnames.contains(c))
+            .map(String::as_str)
+    }
+
+    /// How many variables `all` lists (without listing them).
+    pub fn count(&self) -> usize {
+        self.first_free() + self.freevars.len()
+    }
+
+    /// The canonical index of the first free variable: how many variables come before them.
+    pub fn first_free(&self) -> usize {
+        self.varnames.len() + self.own_cells().count()
+    }
+
+    /// The name of canonical variable `var` (`all()[var]`), None past the last.
+    pub fn name(&self, var: usize) -> Option<&str> {
+        if let Some(name) = self.varnames.get(var) {
+            return Some(name);
+        }
+        let past_locals = var - self.varnames.len();
+        let cells = self.own_cells().count();
+        match past_locals.checked_sub(cells) {
+            None => self.own_cells().nth(past_locals),
+            Some(free) => self.freevars.get(free).map(String::as_str),
+        }
+    }
+
+    /// The canonical index of the variable `name` (its first, as `all()` lists them).
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.varnames
+            .iter()
+            .map(String::as_str)
+            .chain(self.own_cells())
+            .chain(self.freevars.iter().map(String::as_str))
+            .position(|n| n == name)
     }
 
     /// The canonical index of ≤ 3.10's cell/free index `index`.
@@ -537,6 +573,27 @@ mod tests {
     use super::*;
     use crate::raw::Instr;
     use crate::table::ArgKind;
+
+    /// `count`, `first_free`, `name` and `index_of` answer as `all()`'s list does: a cell
+    /// that is also an argument is listed once, among the arguments.
+    #[test]
+    fn variables_are_counted_named_and_found_as_all_lists_them() {
+        let vars = Vars {
+            varnames: vec!["a".into(), "b".into(), "c".into()],
+            cellvars: vec!["b".into(), "x".into()],
+            freevars: vec!["y".into(), "z".into()],
+        };
+        let all = vars.all();
+        assert_eq!(all, ["a", "b", "c", "x", "y", "z"]);
+        assert_eq!(vars.count(), all.len());
+        assert_eq!(vars.first_free(), all.len() - vars.freevars.len());
+        for (index, name) in all.iter().enumerate() {
+            assert_eq!(vars.name(index), Some(*name));
+            assert_eq!(vars.index_of(name), Some(index));
+        }
+        assert_eq!(vars.name(all.len()), None);
+        assert_eq!(vars.index_of("w"), None);
+    }
 
     /// Every opcode that can appear in `co_code`, in every table, raises to canonical
     /// instructions, and every canonical opcode exists in some version.

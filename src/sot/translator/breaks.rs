@@ -63,7 +63,7 @@ impl<'py> Translation<'_, 'py, '_> {
     /// cells and those the rest never reads that hold None.
     pub fn handed(&self, point: &BreakPoint) -> PyResult<Vec<(usize, usize)>> {
         let (info, vm) = (self.info, self.vm);
-        let first_free = info.vars.all().len() - info.vars.freevars.len();
+        let first_free = info.vars.first_free();
         let liveness = self.liveness()?;
         Ok(point.locals[..first_free]
             .iter()
@@ -152,7 +152,7 @@ impl<'py> Translation<'_, 'py, '_> {
             return Ok(Err("its stack cannot be told"));
         };
         let handed: Vec<usize> = self.handed(point)?.iter().map(|(var, _)| *var).collect();
-        let first_free = info.vars.all().len() - info.vars.freevars.len();
+        let first_free = info.vars.first_free();
         let exit_pcs: Vec<usize> = exits.iter().map(|(pc, _)| *pc).collect();
         // What an exit reads that the bridge was not handed (a variable the loop assigns
         // first) is marked until the loop stores it; so is a handed one after a `del`. No
@@ -230,7 +230,7 @@ impl<'py> Translation<'_, 'py, '_> {
         continuation: &codegen::Continuation,
     ) -> PyResult<(Action, Option<String>)> {
         let (info, vm) = (self.info, self.vm);
-        let variables = info.vars.all().len();
+        let variables = info.vars.count();
         let first_free = variables - info.vars.freevars.len();
         let live = self.handed(point)?;
         let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();

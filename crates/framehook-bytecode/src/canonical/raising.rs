@@ -164,7 +164,7 @@ fn raise_mapped(
     let mut out: Vec<Instruction> = Vec::with_capacity(instrs.len());
     // Per raw instruction: the index of its first canonical instruction.
     let mut first = Vec::with_capacity(instrs.len() + 1);
-    let var_count = vars.all().len() as u32;
+    let var_count = vars.count() as u32;
     let mut kw_names_pending = false;
     let raw_targets: WordSet<usize> = instrs
         .iter()

@@ -120,12 +120,10 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// The generated code's index of the original code's variable `var` (the generated
     /// code's own locals come before the cells).
     pub fn var_of(&self, var: usize) -> u32 {
-        let name = self.plan.vars.all()[var];
+        let name = self.plan.vars.name(var).expect("a variable of the original");
         self.w
             .vars
-            .all()
-            .iter()
-            .position(|n| *n == name)
+            .index_of(name)
             .expect("the original's variables are kept") as u32
     }
 
@@ -169,7 +167,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// Stores the frame's cells' contents as the translation left them (what a resume
     /// function or a rebuilt closure then shares), where they are the frame's own.
     pub fn store_cells(&mut self) -> PyResult<()> {
-        let first_free = self.plan.vars.all().len() - self.plan.vars.freevars.len();
+        let first_free = self.plan.vars.first_free();
         for (cell, var) in self.plan.frame_cells.clone() {
             if var >= first_free {
                 continue;
@@ -528,7 +526,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let code = self.plan.code.clone();
         let parameters = Parameters::of(&code)?.count();
         let frees = self.plan.vars.freevars.len();
-        let first_free = self.plan.vars.all().len() - frees;
+        let first_free = self.plan.vars.first_free();
         let closure: Vec<u32> = (first_free..first_free + frees).map(|v| self.var_of(v)).collect();
         let closure_op = self.w.closure_op();
         let rerun = import(py, "framehook._native")?.getattr("_sot_rerun")?;
@@ -598,7 +596,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 self.emit(op, Arg::Var(*i as u32));
             }
             Source::Free(i) => {
-                let index = self.w.vars.all().len() - self.w.vars.freevars.len() + i;
+                let index = self.w.vars.first_free() + i;
                 self.emit(Op::LoadDeref, Arg::Var(index as u32));
             }
             Source::Global(name) | Source::Builtin(name) => {
@@ -896,7 +894,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             }
             SideEffect::StoreFree { index, value } => {
                 self.value(*value)?;
-                let var = self.w.vars.all().len() - self.w.vars.freevars.len() + index;
+                let var = self.w.vars.first_free() + index;
                 self.emit(Op::StoreDeref, Arg::Var(var as u32));
             }
             SideEffect::StoreCell { cell, value } => {

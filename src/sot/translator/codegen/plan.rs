@@ -307,7 +307,7 @@ pub fn made_objects(
 
 /// The contents of the frame's own cells, which the generated code stores back.
 pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars) -> Vec<Vid> {
-    let first_free = vars.all().len() - vars.freevars.len();
+    let first_free = vars.first_free();
     frame_cells
         .iter()
         .filter(|(_, var)| *var < first_free)

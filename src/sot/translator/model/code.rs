@@ -138,7 +138,7 @@ impl CodeInfo {
         let reads_frame = names
             .iter()
             .any(|n| n == "super" || FRAME_READERS.iter().any(|(_, reader)| reader == n));
-        let locals = self.vars.all().len() - self.vars.freevars.len();
+        let locals = self.vars.first_free();
         let computed = (!reads_frame).then(|| Liveness::new(&self.instrs, locals));
         Ok(self.liveness.get_or_init(|| computed).as_ref())
     }

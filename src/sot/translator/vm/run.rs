@@ -41,7 +41,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         info: &CodeInfo,
         globals: Bound<'py, PyAny>,
     ) -> PyResult<Frame<'py>> {
-        let all = info.vars.all().len();
+        let all = info.vars.count();
         let null = self.push_val(Val::Null);
         Ok(Frame {
             code: code.clone(),

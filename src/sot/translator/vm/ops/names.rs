@@ -30,7 +30,11 @@ pub(super) const OPS: &[OpSpec] = &[
 fn load_fast<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let v = frame.locals[Vm::var_at(instr.arg)?];
     if matches!(vm.val(v), Val::Null) {
-        let name = frame.vars.all()[Vm::var_at(instr.arg)?].to_owned();
+        let name = frame
+            .vars
+            .name(Vm::var_at(instr.arg)?)
+            .expect("a raised variable")
+            .to_owned();
         // CPython's message, which 3.11 reworded.
         let message = if vm.py.version_info() >= (3, 11) {
             format!("cannot access local variable '{name}' where it is not associated with a value")
@@ -71,7 +75,7 @@ fn store_or_delete_fast<'py>(
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
     let slot = Vm::var_at(instr.arg)?;
-    let own_variable = !is_resume_local(frame.vars.all()[slot]);
+    let own_variable = !is_resume_local(frame.vars.name(slot).expect("a raised variable"));
     if vm.depth == 0 && own_variable && vm.drops_a_watched_object(frame.locals[slot])? {
         return graph_break(
             "a store over the frame's only reference to an object with weak references or \
