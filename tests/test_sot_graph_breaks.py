@@ -3,6 +3,7 @@ and the values a break hands on to them (freed as in one frame), loops that run 
 and calls a break interrupts."""
 
 import contextlib
+import inspect
 import os
 import sys
 
@@ -472,20 +473,47 @@ def test_a_method_call_through_getattr_resumes_with_the_right_stack():
     assert_translated_with_breaks(fast)
 
 
-def test_a_generator_made_before_a_break_is_made_by_the_real_code():
-    # Generated code cannot make a half-run generator again: translating again breaks where
-    # it is made, so that it is a real object.
+def test_a_generator_made_before_a_break_is_handed_on_suspended_where_it_was():
+    # Generated code makes a half-run generator again: a generator of its code entered at the
+    # `yield` it stopped at, with its variables and stack, run up to there.
     def name_of_a_generator(n):
         squares = (i * i for i in range(n))
         first = next(squares)
         return squares.__name__, first, list(squares)
 
     fast = sot.translate(name_of_a_generator)
-    assert fast(4) == name_of_a_generator(4)
+    assert fast(4) == name_of_a_generator(4) == ("<genexpr>", 0, [1, 4, 9])
     assert fast(4) == name_of_a_generator(4)
     assert_translated_with_breaks(fast)
     reasons = [b.reason for b in sot.stats(fast).graph_breaks]
-    assert any("cannot rebuild" in r for r in reasons), reasons
+    assert reasons[0] == "attribute __name__ of an internal value", reasons
+    assert not any("cannot rebuild" in r for r in reasons), reasons
+
+
+def _two_steps(log):
+    log.append("started")
+    yield 1
+    yield 2
+
+
+def test_a_handed_on_generator_is_suspended_at_its_yield_as_the_original():
+    def state_after_a_break():
+        log = []
+        steps = _two_steps(log)
+        next(steps)
+        print("", end="")  # a break while the generator is suspended
+        suspended = (inspect.getgeneratorstate(steps), steps.gi_frame.f_lineno, steps.__name__,
+                     steps.__qualname__, list(log))
+        return suspended, list(steps), inspect.getgeneratorstate(steps), log
+
+    fast = sot.translate(state_after_a_break)
+    want = state_after_a_break()
+    assert want[0][:2] == (inspect.GEN_SUSPENDED, _two_steps.__code__.co_firstlineno + 2)
+    assert fast() == want
+    assert fast() == want
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert reasons[0] == "print() is a side effect the graph cannot hold (print)", reasons
+    assert not any("cannot rebuild" in r for r in reasons), reasons
 
 
 def test_a_bound_method_of_a_list_made_before_a_break_is_bound_to_that_list():

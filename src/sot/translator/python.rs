@@ -456,6 +456,23 @@ fn _sot_resumed_in<'py>(
     _sot_resumed(&bridge, handed, _args, _kwargs)
 }
 
+/// Made by SOT's generated code where it hands on a generator the translation ran up to a
+/// `yield`: `function`'s code is the generator's, entered at that `yield` with the values
+/// `handed`; its generator (named `qualname`, as the original's function is) runs up to
+/// there (yielding None, dropped), so that it is suspended where the translation's was, and
+/// `next`, `send`, `throw` and `close` go on from there as the original's would.
+#[pyfunction(signature = (function, handed, qualname, /))]
+fn _sot_primed_generator<'py>(
+    function: &Bound<'py, PyAny>,
+    handed: &Bound<'py, pyo3::types::PyList>,
+    qualname: &Bound<'py, pyo3::types::PyString>,
+) -> PyResult<Bound<'py, PyAny>> {
+    function.setattr(pyo3::intern!(function.py(), "__qualname__"), qualname)?;
+    let generator = function.call1((handed,))?;
+    generator.call_method0(pyo3::intern!(function.py(), "__next__"))?;
+    Ok(generator)
+}
+
 /// Run by SOT's generated code where an exception leaves a resume function it called: the
 /// exception's traceback loses its first entry where that entry is the caller's frame (the
 /// generated code's, at the break: native, this function has no frame of its own) and
@@ -622,6 +639,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_resumed, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_resumed_in, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_primed_generator, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_assume, module)?)?;

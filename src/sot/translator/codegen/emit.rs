@@ -464,13 +464,14 @@ impl<'py> Writer<'py> {
         }
     }
 
-    /// Starts a code object made from `code` (whose constants and names it extends)
-    /// with `vars`: the prologue they need.
+    /// Starts a code object of `kind` made from `code` (whose constants and names it
+    /// extends) with `vars`: the prologue they need.
     pub fn new(
         table: &'static Table,
         code: &Bound<'py, PyAny>,
         vars: Vars,
         location: Location,
+        kind: CodeKind,
     ) -> PyResult<Self> {
         let pools = Pools::new(
             code.py(),
@@ -483,7 +484,7 @@ impl<'py> Writer<'py> {
         Ok(Writer {
             table,
             pools,
-            out: canonical::prologue(table, &vars, CodeKind::Function),
+            out: canonical::prologue(table, &vars, kind),
             vars,
             location,
         })

@@ -1,7 +1,7 @@
 //! The generated code's body: the graph called with its inputs, values rebuilt, side
 //! effects replayed, exceptions made again.
 
-use framehook_bytecode::canonical::{Arg, BinOp, Handler, Instruction, Op, Vars};
+use framehook_bytecode::canonical::{Arg, BinOp, CodeKind, Handler, Instruction, Op, Vars};
 use framehook_bytecode::Location;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice, PyString};
@@ -12,7 +12,7 @@ use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::kinds::{kind_of, made_exception};
 use crate::sot::translator::model::code::{Parameters, MAX_NESTING};
 use crate::sot::translator::model::frame::{DictOp, SideEffect};
-use crate::sot::translator::model::value::{Lazy, Val, Vid};
+use crate::sot::translator::model::value::{Val, Vid};
 use crate::sot::translator::pyutil::builtin;
 
 use super::emit::{Emit, Writer, OUTPUTS_LOCAL};
@@ -35,7 +35,13 @@ pub struct Emitter<'a, 'py> {
     pub nesting: usize,
     /// Where the graph's run reruns the frame if it raises (`emit_rerun`), written at the end.
     pub rerun: Option<RerunPad>,
+    /// The generators among `objects` not made yet (`make_objects`).
+    pub generators_unmade: Vec<Vid>,
 }
+
+/// Why a value cannot be handed on: what its kind cannot rebuild.
+const UNREBUILDABLE: &str =
+    "a value the generated code cannot rebuild (a function, iterator or method made while translating)";
 
 /// The graph's call, covered by the landing pad that reruns the frame: its instructions
 /// (3.11+: given the pad as handler), or the `SETUP_FINALLY` before them (3.9/3.10).
@@ -69,9 +75,14 @@ impl<'a, 'py> Emitter<'a, 'py> {
         for (index, sym) in plan.outputs.iter().enumerate() {
             outputs[*sym] = Some(index);
         }
+        let generators_unmade = objects
+            .iter()
+            .map(|(vid, _)| *vid)
+            .filter(|vid| matches!(plan.values[*vid], Val::Generator(_)))
+            .collect();
         let mut emitter = Emitter {
             plan,
-            w: Writer::new(plan.table, plan.code, vars, location)?,
+            w: Writer::new(plan.table, plan.code, vars, location, CodeKind::Function)?,
             outputs,
             outputs_var,
             objects,
@@ -79,6 +90,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             paths,
             nesting: 0,
             rerun: None,
+            generators_unmade,
         };
         emitter.emit_graph_call()?;
         for (source, var) in &read_first {
@@ -253,16 +265,28 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     })?;
                     self.emit(Op::StoreFast, Arg::Var(var));
                 }
-                Val::Iter { .. }
-                | Val::ListIter { .. }
-                | Val::Partial { .. }
-                | Val::Lazy(Lazy::Range { .. }) => {
+                Val::Iter { .. } | Val::ListIter { .. } | Val::Partial { .. } | Val::Lazy(_) => {
                     let plan = self.plan;
                     let value = &plan.values[vid];
-                    kind_of(value).rebuild(self, vid, value)?;
+                    if !kind_of(value).rebuild(self, vid, value)? {
+                        return Err(self.cannot_rebuild(vid, UNREBUILDABLE));
+                    }
                     self.emit(Op::StoreFast, Arg::Var(var));
                 }
                 _ => {}
+            }
+        }
+        // Generators after the functions and iterators their frames may hold, each after
+        // those it holds (`made` refuses one not made yet).
+        for &(vid, var) in &objects {
+            if let Val::Generator(_) = self.plan.values[vid] {
+                let plan = self.plan;
+                let value = &plan.values[vid];
+                if !kind_of(value).rebuild(self, vid, value)? {
+                    return Err(self.cannot_rebuild(vid, UNREBUILDABLE));
+                }
+                self.emit(Op::StoreFast, Arg::Var(var));
+                self.generators_unmade.retain(|unmade| *unmade != vid);
             }
         }
         for (vid, var) in objects {
@@ -648,6 +672,9 @@ impl<'a, 'py> Emitter<'a, 'py> {
 
     /// Pushes an object the generated code made (see `made_objects`).
     pub fn made(&mut self, vid: Vid) -> PyResult<()> {
+        if self.generators_unmade.contains(&vid) {
+            return Err(self.cannot_rebuild(vid, "a generator held by one made before it"));
+        }
         let var = self.objects.iter().find(|(v, _)| *v == vid).map(|(_, var)| *var);
         let var =
             var.ok_or_else(|| pyo3::exceptions::PyValueError::new_err("an object made without its local"))?;
@@ -681,10 +708,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         let plan = self.plan;
         let val = &plan.values[vid];
         if !kind_of(val).rebuild(self, vid, val)? {
-            return Err(self.cannot_rebuild(
-                vid,
-                "a value the generated code cannot rebuild (a function, iterator or method made while translating)",
-            ));
+            return Err(self.cannot_rebuild(vid, UNREBUILDABLE));
         }
         Ok(())
     }

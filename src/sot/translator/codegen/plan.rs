@@ -10,7 +10,7 @@ use crate::sot::translator::guard::source::{Source, SourceId, SourceTable};
 use crate::sot::translator::kinds::{kind_of, made_exception};
 use crate::sot::translator::model::frame::{DictHistory, DictOp, SideEffect};
 use crate::sot::translator::model::graph::Graph;
-use crate::sot::translator::model::value::{Lazy, Sym, Val, Vid};
+use crate::sot::translator::model::value::{Sym, Val, Vid};
 use crate::sot::translator::model::values::Values;
 
 /// Which exceptions of the graph's run make the frame run again untranslated from its start
@@ -280,7 +280,8 @@ pub fn made_objects(
             | Val::Iter { .. }
             | Val::ListIter { .. }
             | Val::Partial { .. }
-            | Val::Lazy(Lazy::Range { .. }) => references[*vid] > 1,
+            | Val::Generator(_)
+            | Val::Lazy(_) => references[*vid] > 1,
             value => made_exception(value).is_some(),
         })
         .map(|vid| {

@@ -1,13 +1,16 @@
 //! Resume functions and bridges: the original code entered at a break with the values
 //! handed on, and the step a break runs before one takes over.
 
-use framehook_bytecode::canonical::{Arg, Instruction, Op, Vars};
+use framehook_bytecode::canonical::{Arg, CodeKind, Instruction, Op, Vars};
 use framehook_bytecode::reachable::without_unreachable;
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
 use pyo3::types::PySlice;
 
-use crate::sot::translator::model::code::{unbound_marker, ResumeKey, RESUME_BOX, RESUME_STACK};
+use crate::sot::translator::model::code::{
+    unbound_marker, ResumeKey, CO_GENERATOR, RESUME_BOX, RESUME_STACK,
+};
+use crate::sot::translator::model::frame::GeneratorState;
 use crate::sot::translator::model::step::Step;
 use crate::sot::translator::model::value::{Val, Vid};
 use crate::sot::translator::model::values::Values;
@@ -80,7 +83,8 @@ impl ResumeNames {
 /// stack slots and the live variables as arguments, sets the blocks up again, pushes
 /// the slots and jumps to `key.pc` (a bridge runs its step there and calls the next
 /// resume function instead). Exception table, cells, names and line numbers are the
-/// original's; what only the original's start reached is left out.
+/// original's; what only the original's start reached is left out. A generator's resume
+/// function is a generator (its frame returned to its caller first, as the original's).
 pub fn resume_code<'py>(
     table: &'static Table,
     code: &Bound<'py, PyAny>,
@@ -92,7 +96,12 @@ pub fn resume_code<'py>(
     let (resume_vars, new_vars) = ResumeVars::new(code, vars, key, bridge.as_ref())?;
     let resume = Resume::new(key, instrs, resume_vars, bridge, unbound_marker(code.py())?);
     let location = instrs.get(key.pc).map_or(Location::NONE, |i| i.location);
-    let mut w = Writer::new(table, code, new_vars, location)?;
+    let flags: u32 = code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?;
+    let kind = match flags & CO_GENERATOR {
+        0 => CodeKind::Function,
+        _ => CodeKind::Generator,
+    };
+    let mut w = Writer::new(table, code, new_vars, location, kind)?;
     for instruction in &mut w.out {
         instruction.location = location;
     }
@@ -644,4 +653,44 @@ impl Continuation {
 pub struct LandingPad<'a, 'py> {
     pub depth: usize,
     pub resume: &'a ResumeCall<'py>,
+}
+
+/// The resume key of a generator suspended as `state` is: its `yield` entered again with
+/// the stack and the bound variables it holds there (the value yielded is the `None` the
+/// suspended frame holds for the next `send`), and 3.9/3.10's blocks set up again. None
+/// where that state cannot be set up so: not suspended at a plain `yield` (before its first
+/// run, inside `yield from`, inside an exception handler), moved since the state the
+/// translation went back to, or with cells of its own (its free variables come with its
+/// function, `Rebuild::suspended_generator`).
+pub fn generator_key(state: &GeneratorState<'_>, values: &Values<'_>) -> Option<ResumeKey> {
+    let frame = &state.frame;
+    if !state.suspended || state.finished || state.stale || state.handling {
+        return None;
+    }
+    if !frame.vars.cellvars.is_empty() {
+        return None;
+    }
+    let at = frame.pc.checked_sub(1)?;
+    let delegating = at
+        .checked_sub(1)
+        .is_some_and(|before| frame.instrs[before].op == Op::Send);
+    if frame.instrs[at].op != Op::YieldValue || delegating {
+        return None;
+    }
+    let is_null = |vid: &Vid| matches!(values[*vid], Val::Null);
+    Some(ResumeKey {
+        pc: at,
+        nulls: frame.stack.iter().map(is_null).collect(),
+        live: (0..frame.vars.first_free())
+            .filter(|var| !is_null(&frame.locals[*var]))
+            .collect(),
+        blocks: frame
+            .blocks
+            .iter()
+            .map(|block| Some((block.handler?, block.level)))
+            .collect::<Option<_>>()?,
+        handled: Vec::new(),
+        bridge: false,
+        marked: Vec::new(),
+    })
 }

@@ -5,7 +5,8 @@
 //! Models: `type` of a generator and of the lazy builtins, `next` (pulling the iterators
 //! they wrap as CPython's `zip`, `enumerate`, `map` and `filter` do), `iter()` of an iterator
 //! (itself), a generator's `send`. An iterator over known values is rebuilt as an iterator
-//! over the items it has left.
+//! over the items it has left; a generator suspended at a `yield` as a generator of its code
+//! entered there (`Rebuild::suspended_generator`).
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -39,6 +40,7 @@ impl Kind for Iterators {
                 Lazy::Filter { .. } => builtin(py, "filter")?,
                 Lazy::DropWhile { .. } => import(py, "itertools")?.getattr("dropwhile")?,
                 Lazy::TakeWhile { .. } => import(py, "itertools")?.getattr("takewhile")?,
+                Lazy::ISlice { .. } => import(py, "itertools")?.getattr("islice")?,
             },
             _ => return Ok(None),
         }))
@@ -121,8 +123,17 @@ impl Kind for Iterators {
     /// An iterator over known values: `iter()` of the items it has left; a range's: `iter()`
     /// of the rest of the range.
     fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
-        if !matches!(val, Val::Iter { .. } | Val::Lazy(Lazy::Range { .. })) {
-            return Ok(false);
+        match val {
+            Val::Generator(state) => return r.suspended_generator(&state.borrow()),
+            Val::Lazy(
+                lazy @ (Lazy::Zip(_)
+                | Lazy::Enumerate { .. }
+                | Lazy::Map { .. }
+                | Lazy::Filter { .. }
+                | Lazy::ISlice { .. }),
+            ) => return rebuild_lazy(r, lazy).map(|()| true),
+            Val::Iter { .. } | Val::Lazy(Lazy::Range { .. }) => {}
+            _ => return Ok(false),
         }
         let iter = builtin(r.py(), "iter")?;
         match val {
@@ -169,11 +180,86 @@ impl Kind for Iterators {
         drain(cx, v).map(Some)
     }
 
+    /// A suspended generator holds its frame's variables and stack.
     fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
-        if let Val::Iter { items, next, .. } = val {
-            out.extend(&items[*next..]);
+        match val {
+            Val::Iter { items, next, .. } => out.extend(&items[*next..]),
+            Val::Lazy(Lazy::Zip(iterators)) => out.extend(iterators),
+            Val::Lazy(Lazy::Enumerate { iterator, .. }) => out.push(*iterator),
+            Val::Lazy(Lazy::ISlice {
+                iterator,
+                done: false,
+                ..
+            }) => out.push(*iterator),
+            Val::Lazy(Lazy::Map { function, iterators }) => {
+                out.push(*function);
+                out.extend(iterators);
+            }
+            Val::Lazy(Lazy::Filter { function, iterator }) => out.extend(function.iter().chain([iterator])),
+            Val::Generator(state) => {
+                let state = state.borrow();
+                if state.suspended && !state.finished && !state.stale {
+                    out.extend(state.frame.locals.iter().chain(&state.frame.stack));
+                }
+            }
+            _ => {}
         }
     }
+}
+
+/// `zip`, `enumerate`, `map` or `filter` of the iterators (and function) `lazy` holds, each
+/// rebuilt where it is now: the same iterator as the rest of the translation's; an `islice`
+/// with its bounds counted from where it is (one that ended, of no items).
+fn rebuild_lazy<'py>(r: &mut dyn Rebuild<'py>, lazy: &Lazy) -> PyResult<()> {
+    let py = r.py();
+    if let Lazy::ISlice {
+        iterator,
+        count,
+        next,
+        stop,
+        step,
+        done,
+    } = *lazy
+    {
+        let islice = import(py, "itertools")?.getattr("islice")?;
+        return r.call_constant(islice, &mut |r| {
+            if done {
+                r.build_tuple(0);
+                r.load_const(0_i64.into_pyobject(py)?.into_any());
+                return Ok(2);
+            }
+            r.value(iterator)?;
+            let bounds = [Some(next - count), stop.map(|stop| stop - count), Some(step)];
+            for bound in bounds {
+                match bound {
+                    Some(bound) => r.load_const(bound.into_pyobject(py)?.into_any()),
+                    None => r.load_const(py.None().into_bound(py)),
+                }
+            }
+            Ok(4)
+        });
+    }
+    let (maker, function, iterators, start): (&str, Option<Option<Vid>>, Vec<Vid>, Option<i64>) = match lazy {
+        Lazy::Zip(iterators) => ("zip", None, iterators.clone(), None),
+        Lazy::Enumerate { iterator, count } => ("enumerate", None, vec![*iterator], Some(*count)),
+        Lazy::Map { function, iterators } => ("map", Some(Some(*function)), iterators.clone(), None),
+        Lazy::Filter { function, iterator } => ("filter", Some(*function), vec![*iterator], None),
+        _ => unreachable!("rebuild takes the other iterators"),
+    };
+    r.call_constant(builtin(py, maker)?, &mut |r| {
+        match function {
+            Some(Some(function)) => r.value(function)?,
+            Some(None) => r.load_const(py.None().into_bound(py)),
+            None => {}
+        }
+        for iterator in &iterators {
+            r.value(*iterator)?;
+        }
+        if let Some(start) = start {
+            r.load_const(start.into_pyobject(py)?.into_any());
+        }
+        Ok(usize::from(function.is_some()) + iterators.len() + usize::from(start.is_some()))
+    })
 }
 
 /// The next item of a lazy builtin iterator `it`, pulling its iterators as CPython's
@@ -290,6 +376,58 @@ fn lazy_next<'py>(cx: &mut dyn Interp<'py>, it: Vid, lazy: &Lazy) -> Res<Option<
                 }),
             );
             Ok(None)
+        }
+        Lazy::ISlice {
+            iterator,
+            mut count,
+            next,
+            stop,
+            step,
+            done,
+        } => {
+            if done {
+                return Ok(None);
+            }
+            let state = |count, next, done| {
+                Val::Lazy(Lazy::ISlice {
+                    iterator,
+                    count,
+                    next,
+                    stop,
+                    step,
+                    done,
+                })
+            };
+            // CPython's `islice_next`: the items before `next` skipped, then one taken; its
+            // iterator's end, an exception it raises, or `stop` end the islice.
+            loop {
+                let skipping = count < next;
+                if !skipping && stop.is_some_and(|stop| count >= stop) {
+                    cx.set_val(it, state(count, next, true));
+                    return Ok(None);
+                }
+                let item = match cx.advance(iterator) {
+                    Ok(Some(item)) => item,
+                    Ok(None) => {
+                        cx.set_val(it, state(count, next, true));
+                        return Ok(None);
+                    }
+                    Err(problem) => {
+                        if matches!(problem, Problem::Python(_)) {
+                            cx.set_val(it, state(count, next, true));
+                        }
+                        return Err(problem);
+                    }
+                };
+                count += 1;
+                if skipping {
+                    continue;
+                }
+                let after = next.saturating_add(step);
+                let after = stop.map_or(after, |stop| after.min(stop));
+                cx.set_val(it, state(count, after, false));
+                return Ok(Some(item));
+            }
         }
     }
 }

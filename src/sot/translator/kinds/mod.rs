@@ -33,7 +33,7 @@ pub use self::known::made_exception;
 
 use super::guard::check::Check;
 use super::guard::source::{Source, SourceId};
-use super::model::frame::DictOp;
+use super::model::frame::{DictOp, GeneratorState};
 use super::model::known::Known;
 use super::model::problem::{graph_break, Problem, Res};
 use super::model::value::Val;
@@ -194,6 +194,9 @@ pub trait Rebuild<'py> {
     ) -> PyResult<()>;
     /// Pushes a new tuple, list, set or dict of what `container` holds.
     fn contents(&mut self, container: &Val<'py>) -> PyResult<()>;
+    /// Pushes a generator suspended where `state`'s is, with its variables and stack; false
+    /// where that state cannot be set up again.
+    fn suspended_generator(&mut self, state: &GeneratorState<'py>) -> PyResult<bool>;
 }
 
 /// A kind of value: its behaviour under each protocol. `val` is the value `v` holds (a

@@ -26,6 +26,14 @@ pub struct GeneratorState<'py> {
     /// its `StopIteration` carries (a `yield from`'s value). An advance after its end finds
     /// none, as CPython's raises a bare `StopIteration`.
     pub returned: Option<Vid>,
+    /// The generator function's qualified name (3.9/3.10's code does not carry it).
+    pub qualname: String,
+    /// Suspended inside an exception handler (the handled exception on its stack or a
+    /// handler's block running): a state the generated code cannot set up again.
+    pub handling: bool,
+    /// Resumed after the state a break or raise went back to (the state is shared, not
+    /// kept): its position is not the one at that point.
+    pub stale: bool,
 }
 
 /// Why a frame's translation stopped before its end.

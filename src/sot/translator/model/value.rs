@@ -156,6 +156,17 @@ pub enum Lazy {
         iterator: Vid,
         dropping: bool,
     },
+    /// `itertools.islice(iterator, start, stop, step)`: of the items counted from its start
+    /// (`count` taken so far), item `next`, then every `step`th before `stop`; `done` once it
+    /// ended (CPython's then lets go of its iterator and yields nothing more).
+    ISlice {
+        iterator: Vid,
+        count: i64,
+        next: i64,
+        stop: Option<i64>,
+        step: i64,
+        done: bool,
+    },
     /// `itertools.takewhile(predicate, iterator)`: the items up to the first the predicate
     /// is false for, which ends it (`done`).
     TakeWhile {

@@ -256,6 +256,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 suspended: false,
                 finished: false,
                 returned: None,
+                qualname: function.qualname.clone(),
+                handling: false,
+                stale: false,
             };
             return Ok(self.push_val(Val::Generator(std::rc::Rc::new(std::cell::RefCell::new(state)))));
         }

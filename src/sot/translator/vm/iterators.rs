@@ -103,6 +103,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                 Ok(None) => {
                     if let Some(item) = state.frame.yielded.take() {
                         state.suspended = true;
+                        state.handling = state.frame.blocks.iter().any(|b| b.handler.is_none())
+                            || state.frame.stack.iter().any(|v| {
+                                self.exception_slots.contains_key(v) || self.lasti_values.contains(v)
+                            });
                         break Ok(Some(item));
                     }
                 }

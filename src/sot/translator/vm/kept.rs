@@ -33,6 +33,9 @@ pub(super) struct Snapshot<'py> {
     /// sources had been met.
     pub(super) guard_journal: usize,
     pub(super) sourced: usize,
+    /// How many generator resumptions had been made then: a generator resumed since is
+    /// past the state restored (`Snapshot::restore` marks it stale).
+    pub(super) generator_resumes: usize,
 }
 
 /// The VM before the top frame's first run of an instruction where a break would stop as a

@@ -20,6 +20,7 @@ impl<'py> Snapshot<'py> {
             seen_raised: vm.seen_raised.clone(),
             guard_journal: vm.guard_journal.len(),
             sourced: vm.sourced.len(),
+            generator_resumes: vm.generator_resumes.len(),
         }
     }
 
@@ -52,6 +53,7 @@ impl<'py> Snapshot<'py> {
 
     pub(super) fn restore(self, vm: &mut Vm<'py, '_>) {
         vm.replays.clear();
+        vm.mark_stale_generators(self.generator_resumes);
         vm.values = self.values;
         vm.made_at.truncate(vm.values.len());
         vm.cells = self.cells;
@@ -72,6 +74,24 @@ impl<'py> Snapshot<'py> {
 }
 
 impl<'py, 'b> Vm<'py, 'b> {
+    /// Marks stale the generators resumed since the `since`th resumption: the state a
+    /// break or raise goes back to holds them (they move in place) but not where they were.
+    fn mark_stale_generators(&self, since: usize) {
+        let moved: rustc_hash::FxHashSet<usize> = self.generator_resumes[since..].iter().copied().collect();
+        if moved.is_empty() {
+            return;
+        }
+        for value in self.values.iter() {
+            if let Val::Generator(state) = value {
+                if moved.contains(&(std::rc::Rc::as_ptr(state) as usize)) {
+                    if let Ok(mut state) = state.try_borrow_mut() {
+                        state.stale = true;
+                    }
+                }
+            }
+        }
+    }
+
     /// Where each generator the translation holds is suspended: `Val::Generator` shares its
     /// state (a `Snapshot` holds the same one).
     pub(super) fn generator_positions(&self) -> Vec<(Vid, usize, bool)> {

@@ -71,6 +71,7 @@ static HANDLERS: LazyLock<FxHashMap<&'static str, Handler>> =
 const ITERTOOLS: &[(&str, Handler)] = &[
     ("dropwhile", dropwhile_or_takewhile),
     ("takewhile", dropwhile_or_takewhile),
+    ("islice", islice),
 ];
 
 /// Builtins that read a tensor's data (a conversion to a Python value): with a tensor
@@ -442,6 +443,47 @@ fn dropwhile_or_takewhile<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>
         },
     };
     Ok(Some(vm.push_val(Val::Lazy(lazy))))
+}
+
+/// `itertools.islice(iterable, stop)` and `islice(iterable, start, stop[, step])` with
+/// known bounds CPython takes (ints, or None for the defaults); any other call as it is.
+fn islice<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
+    let ([it, bounds @ ..], []) = (call.args, call.kwargs) else {
+        return Ok(None);
+    };
+    let mut known = Vec::with_capacity(bounds.len());
+    for bound in bounds {
+        let value = vm.concrete(*bound)?;
+        if value.is_none() {
+            known.push(None);
+        } else if value.is_exact_instance_of::<pyo3::types::PyInt>() {
+            match value.extract::<i64>() {
+                Ok(value) if value >= 0 => known.push(Some(value)),
+                _ => return Ok(None),
+            }
+        } else {
+            return Ok(None);
+        }
+    }
+    let (start, stop, step) = match known[..] {
+        [stop] => (Some(0), stop, None),
+        [start, stop] => (start, stop, None),
+        [start, stop, step] => (start, stop, step),
+        _ => return Ok(None),
+    };
+    let (start, step) = (start.unwrap_or(0), step.unwrap_or(1));
+    if step == 0 {
+        return Ok(None);
+    }
+    let iterator = vm.iterator(*it)?;
+    Ok(Some(vm.push_val(Val::Lazy(Lazy::ISlice {
+        iterator,
+        count: 0,
+        next: start,
+        stop,
+        step,
+        done: false,
+    }))))
 }
 
 fn filter<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
