@@ -180,7 +180,7 @@ def test_a_break_inside_a_graph_region_does_not_simulate_again_what_led_to_the_r
 
 def _region_after_a_made_iterator(x):
     y = x * 2.0
-    items = iter({"a": 3.0, "b": 1.0}.values())  # made while translating: no break can hand it on
+    items = (v for v in (3.0, 1.0))  # made while translating: no break can hand it on
     with np.errstate(over="ignore"):
         total = 0
         # As `_busy`, in the frame (a call's summary would replay), within the region's
@@ -208,7 +208,7 @@ def test_a_resume_function_breaks_at_once_at_a_region_that_broke_inside_before()
     np.testing.assert_array_equal(fast(x), _region_after_a_made_iterator(x))
     st = sot.stats(fast)
     with_line = _region_after_a_made_iterator.__code__.co_firstlineno + 3
-    # The original's, moved to the iterator's line; the resume function's, at the `with`.
+    # The original's, moved to the generator's line; the resume function's, at the `with`.
     assert [b.lineno for b in st.graph_breaks[:2]] == [with_line - 1, with_line], st.graph_breaks
     assert "inside the with block of a graph region (print()" in st.graph_breaks[1].reason, st.graph_breaks
     # The loop twice: in the original's region, and in the block's translation after the
@@ -267,16 +267,16 @@ def _prefix_then_print(x):
     return x + total
 
 
-def _prefix_then_iterator_then_print(x):
+def _prefix_then_generator_then_print(x):
     total = _busy(150)
-    shifts = iter({"one": 1.0, "two": 2.0}.values())  # a dict's iterator made while translating
-    print("a break", file=_LOG)  # its state here holds the iterator: no resume function
+    shifts = (v for v in (1.0, 2.0))  # a generator made while translating
+    print("a break", file=_LOG)  # its state here holds the generator: no resume function
     return x + next(shifts) + total
 
 
 def test_a_translation_that_must_break_earlier_is_not_simulated_again():
-    """The print breaks where the frame holds a dict's iterator the translation made, which
-    no resume function can be given: the translation breaks instead where the iterator is
+    """The print breaks where the frame holds a generator the translation made, which no
+    resume function can be given: the translation breaks instead where the generator is
     made. It goes back to its state kept there, rather than simulating the frame again up
     to it: `_busy` is simulated once, as in the same frame without the function."""
     x = np.arange(3.0)
@@ -285,13 +285,13 @@ def test_a_translation_that_must_break_earlier_is_not_simulated_again():
     once = sot.stats(plain).instructions_simulated
     assert once > 150 * 4, once
     sot.reset()
-    fast = sot.translate(_prefix_then_iterator_then_print)
+    fast = sot.translate(_prefix_then_generator_then_print)
     printed = _LOG.getvalue().count("a break")
-    np.testing.assert_array_equal(fast(x), _prefix_then_iterator_then_print(x))
+    np.testing.assert_array_equal(fast(x), _prefix_then_generator_then_print(x))
     assert _LOG.getvalue().count("a break") == printed + 2  # the translated call's and the original's
     st = sot.stats(fast)
-    made_at = _prefix_then_iterator_then_print.__code__.co_firstlineno + 2
+    made_at = _prefix_then_generator_then_print.__code__.co_firstlineno + 2
     assert [(b.lineno, b.reason.split(" (")[0]) for b in st.graph_breaks][:1] == [
         (made_at, "it makes a value the generated code cannot rebuild")], st.graph_breaks
     assert st.instructions_simulated < 1.3 * once, (st.instructions_simulated, once)
-    np.testing.assert_array_equal(fast(x), _prefix_then_iterator_then_print(x))
+    np.testing.assert_array_equal(fast(x), _prefix_then_generator_then_print(x))

@@ -17,7 +17,7 @@ __all__ = [
     "_sot_call_with",
     "_sot_construct",
     "_sot_resumed",
-    "_sot_generator",
+    "_sot_primed_generator",
     "_sot_resumed_in",
     "_sot_drop_caller_entry",
     "_sot_rerun",
@@ -148,8 +148,8 @@ class SotRef:
 def _sot_reset() -> None: ...
 def _sot_call_with(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
 def _sot_construct(cls: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
-def _sot_generator(
-    function: Callable[[list[Any]], Generator[Any, Any, Any]], handed: list[Any], qualname: str, started: bool, /
+def _sot_primed_generator(
+    function: Callable[[list[Any]], Generator[Any, Any, Any]], handed: list[Any], qualname: str, /
 ) -> Generator[Any, Any, Any]: ...
 def _sot_resumed(bridge: Callable[..., Any], handed: list[Any], /, *_args: Any, **_kwargs: Any) -> Any: ...
 def _sot_resumed_in(

@@ -2,7 +2,6 @@
 a generator the translation ran up to a `yield`, handed on at a break suspended there."""
 
 import io
-import sys
 from itertools import islice
 
 from ._case import NESTED_RESUME, arr, case
@@ -270,79 +269,3 @@ def an_islice_advanced_before_a_break_is_handed_on_where_it_is(x, numbers):
     first = next(picked)
     print("between", file=_SINK)
     return x * first, list(picked), type(picked).__name__
-
-
-class _Logged:
-    def __init__(self, log):
-        self.log = log
-
-    def __enter__(self):
-        self.log.append("entered")
-        return self
-
-    def __exit__(self, kind, value, traceback):
-        self.log.append(("exited", kind))
-        return False
-
-
-def _inside_with(x, log):
-    with _Logged(log):
-        yield x * 2
-        yield x * 3
-
-
-@case(args=lambda: (arr(3),), graphs=1, ops=1,
-      breaks=("print", "iteration over generator", "generator.close"))
-def a_generator_suspended_in_a_with_block_exits_it_when_closed_after_a_break(x):
-    # Handed on under the `with`'s handler (3.9/3.10: its block set up again): closing it
-    # runs `__exit__` with GeneratorExit, as the original's.
-    log = []
-    numbers = _inside_with(x, log)
-    first = next(numbers)
-    print("between", file=_SINK)
-    second = next(numbers)
-    numbers.close()
-    return first, second, log
-
-
-@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=("print", "generator.throw"))
-def an_exception_thrown_into_a_generator_in_a_with_block_after_a_break_exits_it(x):
-    log = []
-    numbers = _inside_with(x, log)
-    first = next(numbers)
-    print("between", file=_SINK)
-    try:
-        numbers.throw(ValueError("thrown"))
-    except ValueError:
-        log.append("caught")
-    return first, log
-
-
-def _yields_while_handling(x):
-    try:
-        raise KeyError("handled")
-    except KeyError:
-        yield x * 2, sys.exc_info()[0]
-    yield x * 3, sys.exc_info()[0]
-
-
-@case(args=lambda: (arr(3),), graphs=1, ops=1,
-      breaks=("cannot rebuild", "iteration over generator", "print", "iteration over generator"))
-def a_generator_suspended_in_an_except_block_is_made_by_the_real_code(x):
-    # Its handled exception (`sys.exc_info()` inside) is a state the generated code cannot
-    # set up again: the translation breaks where the generator is made.
-    x = x + 1
-    numbers = _yields_while_handling(x)
-    first = next(numbers)
-    print("between", file=_SINK)
-    return first, list(numbers)
-
-
-@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=("print", "iteration over generator"))
-def a_generator_not_started_before_a_break_is_handed_on_unstarted(x):
-    # Made, not run: handed on at its start (a `send` of a value would raise as the
-    # original's does), it runs in the resume function.
-    doubled = x * 2
-    scaled = (k * 2.0 for k in (1.0, 2.0, 3.0))
-    print("between", file=_SINK)
-    return doubled, list(scaled)

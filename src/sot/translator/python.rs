@@ -456,24 +456,20 @@ fn _sot_resumed_in<'py>(
     _sot_resumed(&bridge, handed, _args, _kwargs)
 }
 
-/// Made by SOT's generated code where it hands on a generator the translation made:
-/// `function`'s code is the generator's, entered with the values `handed` at its start or,
-/// where it had `started`, at the `yield` it is suspended at. Its generator (named
-/// `qualname`, as the original's function is) runs up to that `yield` (which yields None,
-/// dropped), so that it is where the translation's was, and `next`, `send`, `throw` and
-/// `close` go on from there as the original's would.
-#[pyfunction(signature = (function, handed, qualname, started, /))]
-fn _sot_generator<'py>(
+/// Made by SOT's generated code where it hands on a generator the translation ran up to a
+/// `yield`: `function`'s code is the generator's, entered at that `yield` with the values
+/// `handed`; its generator (named `qualname`, as the original's function is) runs up to
+/// there (yielding None, dropped), so that it is suspended where the translation's was, and
+/// `next`, `send`, `throw` and `close` go on from there as the original's would.
+#[pyfunction(signature = (function, handed, qualname, /))]
+fn _sot_primed_generator<'py>(
     function: &Bound<'py, PyAny>,
     handed: &Bound<'py, pyo3::types::PyList>,
     qualname: &Bound<'py, pyo3::types::PyString>,
-    started: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     function.setattr(pyo3::intern!(function.py(), "__qualname__"), qualname)?;
     let generator = function.call1((handed,))?;
-    if started {
-        generator.call_method0(pyo3::intern!(function.py(), "__next__"))?;
-    }
+    generator.call_method0(pyo3::intern!(function.py(), "__next__"))?;
     Ok(generator)
 }
 
@@ -643,7 +639,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(_sot_construct, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_resumed, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_resumed_in, module)?)?;
-    module.add_function(wrap_pyfunction!(_sot_generator, module)?)?;
+    module.add_function(wrap_pyfunction!(_sot_primed_generator, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_drop_caller_entry, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_rerun, module)?)?;
     module.add_function(wrap_pyfunction!(_sot_assume, module)?)?;

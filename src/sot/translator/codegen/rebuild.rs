@@ -80,10 +80,10 @@ impl<'py> Rebuild<'py> for Emitter<'_, 'py> {
         Emitter::contents(self, container)
     }
 
-    /// `_sot_generator(function, [handed...], qualname, started)`: a function of the
+    /// `_sot_primed_generator(function, [handed...], qualname)`: a function of the
     /// generator's resume code (`generator_key`) over the frame's cells its free variables
-    /// are, whose generator is run up to its `yield` where it had started.
-    fn generator(&mut self, state: &GeneratorState<'py>) -> PyResult<bool> {
+    /// are, whose generator is run up to its `yield` before it is used.
+    fn suspended_generator(&mut self, state: &GeneratorState<'py>) -> PyResult<bool> {
         let Some(key) = generator_key(state, self.plan.values) else {
             return Ok(false);
         };
@@ -117,12 +117,9 @@ impl<'py> Rebuild<'py> for Emitter<'_, 'py> {
             true => Some(function_type.call1((&code, &frame.globals))?),
             false => None,
         };
-        let made = import(py, "framehook._native")?.getattr("_sot_generator")?;
-        let started = pyo3::types::PyBool::new(py, state.suspended)
-            .to_owned()
-            .into_any();
+        let primed = import(py, "framehook._native")?.getattr("_sot_primed_generator")?;
         let qualname = PyString::new(py, &state.qualname).into_any();
-        Emit::call_constant(self, made, |e| {
+        Emit::call_constant(self, primed, |e| {
             match &function {
                 Some(function) => Emit::load_const(e, function.clone()),
                 // types.FunctionType(code, globals, None, None, closure)
@@ -147,8 +144,7 @@ impl<'py> Rebuild<'py> for Emitter<'_, 'py> {
             }
             Emit::emit(e, Op::BuildList, Arg::Int(handed.len() as u32));
             Emit::load_const(e, qualname.clone());
-            Emit::load_const(e, started.clone());
-            Ok(4)
+            Ok(3)
         })?;
         Ok(true)
     }

@@ -519,18 +519,8 @@ impl<'py> Resume<'_, 'py> {
             }
             position[index] = w.out.len();
             let mut copy = instruction.clone();
-            // The original's own prologue: done by the new one (a generator's too).
-            in_prologue &= match copy.op {
-                Op::CopyFreeVars
-                | Op::MakeCell
-                | Op::Resume
-                | Op::Nop
-                | Op::ReturnGenerator
-                | Op::GenStart => true,
-                // What `RETURN_GENERATOR` left for the first `send`.
-                Op::PopTop => index > 0 && instrs[index - 1].op == Op::ReturnGenerator,
-                _ => false,
-            };
+            // The original's own prologue: done by the new one.
+            in_prologue &= matches!(copy.op, Op::CopyFreeVars | Op::MakeCell | Op::Resume | Op::Nop);
             if in_prologue {
                 copy = Instruction {
                     op: Op::Nop,
@@ -665,36 +655,31 @@ pub struct LandingPad<'a, 'py> {
     pub resume: &'a ResumeCall<'py>,
 }
 
-/// The resume key of the generator `state` is: where it has not started yet, its code's
-/// start with its arguments; where it is suspended at a plain `yield`, that `yield` entered
-/// again with the stack and the bound variables it holds there (the value yielded is the
-/// `None` the suspended frame holds for the next `send`), and 3.9/3.10's blocks set up
-/// again. None where that state cannot be set up so: inside `yield from` (its delegate's
-/// `SEND` would be skipped) or an exception handler, ended, moved since the state the
+/// The resume key of a generator suspended as `state` is: its `yield` entered again with
+/// the stack and the bound variables it holds there (the value yielded is the `None` the
+/// suspended frame holds for the next `send`), and 3.9/3.10's blocks set up again. None
+/// where that state cannot be set up so: not suspended at a plain `yield` (before its first
+/// run, inside `yield from`, inside an exception handler), moved since the state the
 /// translation went back to, or with cells of its own (its free variables come with its
-/// function, `Rebuild::generator`).
+/// function, `Rebuild::suspended_generator`).
 pub fn generator_key(state: &GeneratorState<'_>, values: &Values<'_>) -> Option<ResumeKey> {
     let frame = &state.frame;
-    if state.finished || state.stale || state.handling || !frame.vars.cellvars.is_empty() {
+    if !state.suspended || state.finished || state.stale || state.handling {
         return None;
     }
-    let pc = match state.suspended {
-        true => {
-            let at = frame.pc.checked_sub(1)?;
-            let delegating = at
-                .checked_sub(1)
-                .is_some_and(|before| frame.instrs[before].op == Op::Send);
-            if frame.instrs[at].op != Op::YieldValue || delegating {
-                return None;
-            }
-            at
-        }
-        false if frame.pc == 0 && frame.stack.is_empty() => 0,
-        false => return None,
-    };
+    if !frame.vars.cellvars.is_empty() {
+        return None;
+    }
+    let at = frame.pc.checked_sub(1)?;
+    let delegating = at
+        .checked_sub(1)
+        .is_some_and(|before| frame.instrs[before].op == Op::Send);
+    if frame.instrs[at].op != Op::YieldValue || delegating {
+        return None;
+    }
     let is_null = |vid: &Vid| matches!(values[*vid], Val::Null);
     Some(ResumeKey {
-        pc,
+        pc: at,
         nulls: frame.stack.iter().map(is_null).collect(),
         live: (0..frame.vars.first_free())
             .filter(|var| !is_null(&frame.locals[*var]))

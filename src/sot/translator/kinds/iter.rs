@@ -5,8 +5,8 @@
 //! Models: `type` of a generator and of the lazy builtins, `next` (pulling the iterators
 //! they wrap as CPython's `zip`, `enumerate`, `map` and `filter` do), `iter()` of an iterator
 //! (itself), a generator's `send`. An iterator over known values is rebuilt as an iterator
-//! over the items it has left; a generator not started or suspended at a `yield` as a
-//! generator of its code entered there (`Rebuild::generator`).
+//! over the items it has left; a generator suspended at a `yield` as a generator of its code
+//! entered there (`Rebuild::suspended_generator`).
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -124,7 +124,7 @@ impl Kind for Iterators {
     /// of the rest of the range.
     fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
         match val {
-            Val::Generator(state) => return r.generator(&state.borrow()),
+            Val::Generator(state) => return r.suspended_generator(&state.borrow()),
             Val::Lazy(
                 lazy @ (Lazy::Zip(_)
                 | Lazy::Enumerate { .. }
@@ -180,7 +180,7 @@ impl Kind for Iterators {
         drain(cx, v).map(Some)
     }
 
-    /// A generator holds its frame's variables and stack.
+    /// A suspended generator holds its frame's variables and stack.
     fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
         match val {
             Val::Iter { items, next, .. } => out.extend(&items[*next..]),
@@ -198,7 +198,7 @@ impl Kind for Iterators {
             Val::Lazy(Lazy::Filter { function, iterator }) => out.extend(function.iter().chain([iterator])),
             Val::Generator(state) => {
                 let state = state.borrow();
-                if !state.finished && !state.stale {
+                if state.suspended && !state.finished && !state.stale {
                     out.extend(state.frame.locals.iter().chain(&state.frame.stack));
                 }
             }

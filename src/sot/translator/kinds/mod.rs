@@ -194,9 +194,9 @@ pub trait Rebuild<'py> {
     ) -> PyResult<()>;
     /// Pushes a new tuple, list, set or dict of what `container` holds.
     fn contents(&mut self, container: &Val<'py>) -> PyResult<()>;
-    /// Pushes a generator where `state`'s is (not started, or suspended at a `yield`), with
-    /// its variables and stack; false where that state cannot be set up again.
-    fn generator(&mut self, state: &GeneratorState<'py>) -> PyResult<bool>;
+    /// Pushes a generator suspended where `state`'s is, with its variables and stack; false
+    /// where that state cannot be set up again.
+    fn suspended_generator(&mut self, state: &GeneratorState<'py>) -> PyResult<bool>;
 }
 
 /// A kind of value: its behaviour under each protocol. `val` is the value `v` holds (a
