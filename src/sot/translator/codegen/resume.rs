@@ -659,12 +659,11 @@ pub struct LandingPad<'a, 'py> {
 /// the stack and the bound variables it holds there (the value yielded is the `None` the
 /// suspended frame holds for the next `send`), and 3.9/3.10's blocks set up again. None
 /// where that state cannot be set up so: not suspended at a plain `yield` (before its first
-/// run, inside `yield from`, inside an exception handler), moved since the state the
-/// translation went back to, or with cells of its own (its free variables come with its
+/// run, inside `yield from`, inside an exception handler), or with cells of its own (its free variables come with its
 /// function, `Rebuild::suspended_generator`).
 pub fn generator_key(state: &GeneratorState<'_>, values: &Values<'_>) -> Option<ResumeKey> {
     let frame = &state.frame;
-    if !state.suspended || state.finished || state.stale || state.handling {
+    if !state.suspended || state.finished || state.handling {
         return None;
     }
     if !frame.vars.cellvars.is_empty() {

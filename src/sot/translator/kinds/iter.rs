@@ -198,7 +198,7 @@ impl Kind for Iterators {
             Val::Lazy(Lazy::Filter { function, iterator }) => out.extend(function.iter().chain([iterator])),
             Val::Generator(state) => {
                 let state = state.borrow();
-                if state.suspended && !state.finished && !state.stale {
+                if state.suspended && !state.finished {
                     out.extend(state.frame.locals.iter().chain(&state.frame.stack));
                 }
             }

@@ -17,6 +17,7 @@ pub struct Block {
 }
 
 /// A generator the translated code made: its frame, suspended at its last `yield`.
+#[derive(Clone)]
 pub struct GeneratorState<'py> {
     pub frame: Frame<'py>,
     /// Suspended at a yield, whose value the next `send` replaces (next() sends None).
@@ -31,9 +32,6 @@ pub struct GeneratorState<'py> {
     /// Suspended inside an exception handler (the handled exception on its stack or a
     /// handler's block running): a state the generated code cannot set up again.
     pub handling: bool,
-    /// Resumed after the state a break or raise went back to (the state is shared, not
-    /// kept): its position is not the one at that point.
-    pub stale: bool,
 }
 
 /// Why a frame's translation stopped before its end.
@@ -61,6 +59,7 @@ impl Stop {
 }
 
 /// A frame of the VM: the translated function's, or an inlined callee's.
+#[derive(Clone)]
 pub struct Frame<'py> {
     /// The frame's code object (an inlined frame may resume in a function of it).
     pub code: Bound<'py, PyAny>,

@@ -258,7 +258,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 returned: None,
                 qualname: function.qualname.clone(),
                 handling: false,
-                stale: false,
             };
             return Ok(self.push_val(Val::Generator(std::rc::Rc::new(std::cell::RefCell::new(state)))));
         }

@@ -33,8 +33,8 @@ pub(super) struct Snapshot<'py> {
     /// sources had been met.
     pub(super) guard_journal: usize,
     pub(super) sourced: usize,
-    /// How many generator resumptions had been made then: a generator resumed since is
-    /// past the state restored (`Snapshot::restore` marks it stale).
+    /// How many generator resumptions had been made then: a generator resumed since is put
+    /// back as it was (`Vm::restore_generators`).
     pub(super) generator_resumes: usize,
 }
 
@@ -49,8 +49,6 @@ pub(super) struct FirstVisit<'py> {
     pub(super) examples_warned: bool,
     pub(super) in_handler_scope: bool,
     pub(super) summaries_replayed: usize,
-    /// How many generator resumptions had been made then.
-    pub(super) generator_resumes: usize,
 }
 
 /// The top frame's instructions, and per instruction whether it lies in a loop.

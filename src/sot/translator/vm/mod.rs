@@ -107,6 +107,12 @@ const MAX_STEPS: usize = 10_000;
 /// simulated of it: its callees would simulate it again.
 const MAX_CALL_STEPS: usize = 10_000;
 
+/// A generator's state, and a copy of it before a resumption.
+type GeneratorResume<'py> = (
+    std::rc::Rc<std::cell::RefCell<GeneratorState<'py>>>,
+    GeneratorState<'py>,
+);
+
 pub struct Vm<'py, 'b> {
     py: Python<'py>,
     table: &'static Table,
@@ -224,9 +230,9 @@ pub struct Vm<'py, 'b> {
     first_visits: FxHashMap<usize, kept::FirstVisit<'py>>,
     /// The top frame's instructions, and which lie in a loop.
     top_code: Option<kept::TopCode>,
-    /// The generators resumed so far, by their state's address, in order (a generator's
-    /// state moves in place: `Vm::rewind`).
-    generator_resumes: Vec<usize>,
+    /// The generators resumed so far, in order, each with its state before (a generator's
+    /// state moves in place, shared by the snapshots: `Snapshot::restore` puts it back).
+    generator_resumes: Vec<GeneratorResume<'py>>,
     /// The functions that read their caller's frame (`FRAME_READERS`), as read.
     frame_readers: std::cell::RefCell<Vec<Option<Bound<'py, PyAny>>>>,
     /// Top-frame instructions a translation of a caller saw break (`cache::BreakHint`).

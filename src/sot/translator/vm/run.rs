@@ -605,7 +605,7 @@ impl<'py> Vm<'py, '_> {
         examples_warned: bool,
         in_handler_scope: bool,
     ) {
-        let (summaries_replayed, generator_resumes) = (self.summaries_replayed, self.generator_resumes.len());
+        let summaries_replayed = self.summaries_replayed;
         self.first_visits.entry(pc).or_insert_with(|| kept::FirstVisit {
             snapshot,
             stack,
@@ -614,7 +614,6 @@ impl<'py> Vm<'py, '_> {
             examples_warned,
             in_handler_scope,
             summaries_replayed,
-            generator_resumes,
         });
     }
 
@@ -622,22 +621,13 @@ impl<'py> Vm<'py, '_> {
     /// (`break_before`, for `why`), made from the state kept before its first run of `pc`
     /// instead of simulating up to it again; None where none was kept (the translation
     /// then starts again). The run reached `pc` before anything that would have stopped it,
-    /// and simulates alike each time, so that state is the one the new run would reach;
-    /// a generator the translation made moves in place (its state is shared, not kept), so
-    /// one made before it and resumed since leaves nothing to go back to.
+    /// and simulates alike each time, so that state is the one the new run would reach (a
+    /// generator resumed since, whose state moves in place, is put back as it was then).
     pub fn rewind(&mut self, pc: usize, why: &str) -> Option<Result<Ending, Stop>> {
         let visit = self.first_visits.remove(&pc)?;
         let (instrs, in_loop) = self.top_code.clone()?;
         let handles_exception = visit.stack.iter().any(|v| self.exception_slots.contains_key(v));
-        let resumed: rustc_hash::FxHashSet<usize> = self.generator_resumes[visit.generator_resumes..]
-            .iter()
-            .copied()
-            .collect();
-        let moved_since = !resumed.is_empty()
-            && visit.snapshot.values.iter().any(|value| {
-                matches!(value, Val::Generator(state) if resumed.contains(&(std::rc::Rc::as_ptr(state) as usize)))
-            });
-        if moved_since || handles_exception {
+        if handles_exception {
             return None;
         }
         self.first_visits.clear();

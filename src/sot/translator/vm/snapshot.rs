@@ -53,7 +53,7 @@ impl<'py> Snapshot<'py> {
 
     pub(super) fn restore(self, vm: &mut Vm<'py, '_>) {
         vm.replays.clear();
-        vm.mark_stale_generators(self.generator_resumes);
+        vm.restore_generators(self.generator_resumes);
         vm.values = self.values;
         vm.made_at.truncate(vm.values.len());
         vm.cells = self.cells;
@@ -74,20 +74,13 @@ impl<'py> Snapshot<'py> {
 }
 
 impl<'py, 'b> Vm<'py, 'b> {
-    /// Marks stale the generators resumed since the `since`th resumption: the state a
-    /// break or raise goes back to holds them (they move in place) but not where they were.
-    fn mark_stale_generators(&self, since: usize) {
-        let moved: rustc_hash::FxHashSet<usize> = self.generator_resumes[since..].iter().copied().collect();
-        if moved.is_empty() {
-            return;
-        }
-        for value in self.values.iter() {
-            if let Val::Generator(state) = value {
-                if moved.contains(&(std::rc::Rc::as_ptr(state) as usize)) {
-                    if let Ok(mut state) = state.try_borrow_mut() {
-                        state.stale = true;
-                    }
-                }
+    /// Puts back the generators resumed since the `since`th resumption as they were then:
+    /// the state a break, a raise or a rewind goes back to holds them (their state moves in
+    /// place, shared by every snapshot), and the generated code hands them on from there.
+    pub(super) fn restore_generators(&mut self, since: usize) {
+        for (state, before) in self.generator_resumes[since..].iter().rev() {
+            if let Ok(mut state) = state.try_borrow_mut() {
+                *state = before.clone();
             }
         }
     }
