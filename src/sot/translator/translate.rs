@@ -289,7 +289,10 @@ fn logger(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
 /// Whether the `framehook.sot` logger takes debug records: the translator describes what it
 /// did (a translation, a break, a failed guard) only then, not on every translation.
 pub fn logging_events(py: Python<'_>) -> bool {
-    logger(py).is_some_and(|enabled| enabled.is_truthy().unwrap_or(false))
+    const DEBUG: i32 = 10;
+    logger(py)
+        .and_then(|logger| logger.call_method1("isEnabledFor", (DEBUG,)).ok())
+        .is_some_and(|enabled| enabled.is_truthy().unwrap_or(false))
 }
 
 pub fn log_event(py: Python<'_>, message: &str) {
