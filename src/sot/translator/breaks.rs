@@ -230,8 +230,7 @@ impl<'py> Translation<'_, 'py, '_> {
         continuation: &codegen::Continuation,
     ) -> PyResult<(Action, Option<String>)> {
         let (info, vm) = (self.info, self.vm);
-        let variables = info.vars.count();
-        let first_free = variables - info.vars.freevars.len();
+        let first_free = info.vars.first_free();
         let live = self.handed(point)?;
         let live_vars: Vec<usize> = live.iter().map(|(i, _)| *i).collect();
         // Variables the original has unbound there (`del x`, or not yet assigned).

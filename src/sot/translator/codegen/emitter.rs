@@ -39,10 +39,6 @@ pub struct Emitter<'a, 'py> {
     pub generators_unmade: Vec<Vid>,
 }
 
-/// Why a value cannot be handed on: what its kind cannot rebuild.
-const UNREBUILDABLE: &str =
-    "a value the generated code cannot rebuild (a function, iterator or method made while translating)";
-
 /// The graph's call, covered by the landing pad that reruns the frame: its instructions
 /// (3.11+: given the pad as handler), or the `SETUP_FINALLY` before them (3.9/3.10).
 pub struct RerunPad {
@@ -266,11 +262,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     self.emit(Op::StoreFast, Arg::Var(var));
                 }
                 Val::Iter { .. } | Val::ListIter { .. } | Val::Partial { .. } | Val::Lazy(_) => {
-                    let plan = self.plan;
-                    let value = &plan.values[vid];
-                    if !kind_of(value).rebuild(self, vid, value)? {
-                        return Err(self.cannot_rebuild(vid, UNREBUILDABLE));
-                    }
+                    self.rebuild(vid)?;
                     self.emit(Op::StoreFast, Arg::Var(var));
                 }
                 _ => {}
@@ -280,11 +272,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         // those it holds (`made` refuses one not made yet).
         for &(vid, var) in &objects {
             if let Val::Generator(_) = self.plan.values[vid] {
-                let plan = self.plan;
-                let value = &plan.values[vid];
-                if !kind_of(value).rebuild(self, vid, value)? {
-                    return Err(self.cannot_rebuild(vid, UNREBUILDABLE));
-                }
+                self.rebuild(vid)?;
                 self.emit(Op::StoreFast, Arg::Var(var));
                 self.generators_unmade.retain(|unmade| *unmade != vid);
             }
@@ -705,12 +693,21 @@ impl<'a, 'py> Emitter<'a, 'py> {
         if self.objects.iter().any(|(v, _)| *v == vid) {
             return self.made(vid);
         }
+        self.rebuild(vid)
+    }
+
+    /// Pushes the value `vid` stands for as its kind makes it again (never from the local
+    /// of an object made once).
+    fn rebuild(&mut self, vid: Vid) -> PyResult<()> {
         let plan = self.plan;
         let val = &plan.values[vid];
-        if !kind_of(val).rebuild(self, vid, val)? {
-            return Err(self.cannot_rebuild(vid, UNREBUILDABLE));
+        match kind_of(val).rebuild(self, vid, val)? {
+            true => Ok(()),
+            false => Err(self.cannot_rebuild(
+                vid,
+                "a value the generated code cannot rebuild (a function, iterator or method made while translating)",
+            )),
         }
-        Ok(())
     }
 
     /// Makes the function the translation made as `vid` into `var`: `types.FunctionType`

@@ -83,17 +83,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Val::Generator(state) = self.val(generator).clone() else {
             return unsupported("advancing a value that is no iterator");
         };
-        let before = state.try_borrow().map(|state| state.clone()).map_err(|_| {
-            Problem::Python(pyo3::exceptions::PyValueError::new_err(
-                "generator already executing",
-            ))
-        })?;
-        self.generator_resumes.push((std::rc::Rc::clone(&state), before));
+        let shared = std::rc::Rc::clone(&state);
         let mut state = state.try_borrow_mut().map_err(|_| {
             Problem::Python(pyo3::exceptions::PyValueError::new_err(
                 "generator already executing",
             ))
         })?;
+        self.generator_resumes.push((shared, state.clone()));
         if state.finished {
             state.returned = None;
             return Ok(None);

@@ -77,7 +77,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Puts back the generators resumed since the `since`th resumption as they were then:
     /// the state a break, a raise or a rewind goes back to holds them (their state moves in
     /// place, shared by every snapshot), and the generated code hands them on from there.
-    pub(super) fn restore_generators(&mut self, since: usize) {
+    pub(super) fn restore_generators(&self, since: usize) {
         for (state, before) in self.generator_resumes[since..].iter().rev() {
             if let Ok(mut state) = state.try_borrow_mut() {
                 *state = before.clone();
