@@ -331,11 +331,6 @@ class _Tags:
     missing: object = None
 
 
-# copyreg writes `__slotnames__` into a class at its first copy (the translation copies
-# only after it, as a call made before would have written it).
-copy.deepcopy(_Tags(_SlottedTag("k", []), {}, ()))
-
-
 @case(args=lambda: (arr(3),), graphs=1, ops=1)
 def deepcopy_of_objects_the_translation_made(x):
     # The copy copy.deepcopy makes (a bare instance given its __dict__ and slots' copies),

@@ -90,15 +90,24 @@ impl<'py> Translation<'_, 'py, '_> {
             Some(Some(write)) if last_check.is_some_and(|check| check < write) => Rerun::OnFailedAssumption,
             _ => Rerun::Never,
         };
-        if let Some(&pc) = vm.graph.assumed_at.first() {
+        let assumed = &vm.graph.assumed_at;
+        if !assumed.is_empty() && (plan.rerun == Rerun::Never || vm.examples_warned) {
             // A failed assumption is answered by running the frame again: not where the
             // graph may have written into an operand before a check fails, nor where an
-            // operation warned (it would again).
-            if plan.rerun == Rerun::Never || vm.examples_warned {
-                let why = "a branch on a tensor's value whose graph cannot run again";
-                self.restart.replace(Some((pc, why.to_owned())));
-                return Err(pyo3::exceptions::PyRuntimeError::new_err(why));
-            }
+            // operation warned (it would again). The break comes before the first check
+            // that cannot be answered so: those before the first write still can.
+            let answerable = match compiled.as_ref().and_then(|compiled| compiled.first_write) {
+                Some(write) if !vm.examples_warned => graph.nodes[..write.min(graph.nodes.len())]
+                    .iter()
+                    .filter(|node| node.kind == NodeKind::Assumption)
+                    .count(),
+                _ => 0,
+            };
+            // `without_dead_arithmetic` keeps every `Assumption` node, in order.
+            let pc = assumed.get(answerable).unwrap_or(&assumed[0]);
+            let why = "a branch on a tensor's value whose graph cannot run again";
+            self.restart.replace(Some((*pc, why.to_owned())));
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(why));
         }
         let generated = generate(&plan).inspect_err(|err| {
             let made_at = plan.unrebuildable.get().and_then(|vid| vm.made_at(vid));

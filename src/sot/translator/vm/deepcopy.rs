@@ -11,8 +11,10 @@
 //! - a list or dict is a new one of its items' copies (a dict's keys are atoms);
 //! - an instance goes through `object.__reduce_ex__(4)`: a bare `cls.__new__(cls)` given
 //!   the copy of its `__dict__`, then of each slot set, in the order of the class's
-//!   `__slotnames__` (which `copyreg` writes into the class on its first copy: until then
-//!   the call is made); that holds where neither `copy._deepcopy_dispatch` nor
+//!   `__slotnames__`, which `copyreg._slotnames` works out from the classes' `__slots__`
+//!   and writes into the class on its first copy (the VM asks it while translating, as
+//!   the copy the first call makes would; it depends on the classes alone); that holds
+//!   where neither `copy._deepcopy_dispatch` nor
 //!   `copyreg.dispatch_table` has the class, it has no `__deepcopy__`, `__setstate__`,
 //!   `__getnewargs__` or `__getnewargs_ex__`, and its `__reduce_ex__`, `__reduce__`,
 //!   `__getstate__`, `__new__` and `__setattr__` are `object`'s (each guarded, as is its
@@ -175,11 +177,19 @@ impl<'py> Vm<'py, '_> {
                 _ => return Ok(None),
             }
         }
+        // Written into the class by the first call, as the copy would (see the module's
+        // documentation); guarded to be the list it is.
+        let Ok(slots) = import(self.py, "copyreg")?
+            .getattr(pyo3::intern!(self.py, "_slotnames"))?
+            .call1((class,))
+        else {
+            return Ok(None);
+        };
         let own = class.getattr(pyo3::intern!(self.py, "__dict__"))?;
         Ok(own
             .get_item(pyo3::intern!(self.py, "__slotnames__"))
             .ok()
-            .filter(|slots| slots.is_exact_instance_of::<pyo3::types::PyList>()))
+            .filter(|written| written.is(&slots) && slots.is_exact_instance_of::<pyo3::types::PyList>()))
     }
 
     /// Guards what `plain_copy_slots` found of `class`.
