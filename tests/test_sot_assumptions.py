@@ -133,6 +133,79 @@ def test_a_branch_is_not_assumed_where_the_frame_could_not_run_again():
         assert reasons and ("data-dependent" in reasons[0] or "cannot run again" in reasons[0]), (f, reasons)
 
 
+def test_writes_into_a_copy_the_graph_made_leave_it_able_to_run_again():
+    # scikit-learn's scalers: check_array copies, then `X -= mean_`: the writes go into the
+    # graph's own array, so a check after them can still run the frame again. Where the
+    # array may be the caller's (np.asarray gives it back), the branch breaks.
+    def copies(x, log):
+        y = np.array(x)
+        y -= 1
+        z = np.asarray(y)  # the graph's copy given back
+        z /= 2
+        if z.sum() > 0:
+            log.append("positive")
+            return z
+        return -z
+
+    def may_be_the_callers(x, log):
+        y = np.asarray(x)
+        y -= 1
+        if y.sum() > 0:
+            return y
+        return -y
+
+    fast = sot.translate(copies, cost_model=False)
+    for make in (lambda: np.full(2, 3.0), lambda: np.zeros(2), lambda: np.full(2, 3.0)):
+        x, x_eager = make(), make()
+        assert run(fast, x) == run(copies, x_eager)
+        np.testing.assert_array_equal(x, x_eager)
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.graph_breaks) == (1, 1, []), st
+    assert "_sot_assume" in sot.explain(fast, np.full(2, 3.0), [])
+
+    fast = sot.translate(may_be_the_callers, cost_model=False)
+    x, x_eager = np.full(2, 3.0), np.full(2, 3.0)
+    assert run(fast, x) == run(may_be_the_callers, x_eager)
+    np.testing.assert_array_equal(x, x_eager)
+    assert [b.reason for b in sot.stats(fast).graph_breaks] == [
+        "it makes a branch on a tensor's value whose graph cannot run again"
+    ]
+
+
+def _checks_then_writes(x, log):
+    if x.sum() > 0:  # checked before the write: a failed check can run the frame again
+        log.append("positive")
+    x += 1
+    return x
+
+
+def _checks(x, log):
+    if x.max() > 2:
+        log.append("large")
+        return x * 2
+    return x
+
+
+def test_the_break_comes_before_the_first_check_that_cannot_run_again():
+    # A check before the graph's first write into its operand is answered by running the
+    # frame again; the one after it is not: the frame breaks before the call that makes it
+    # (line of `_checks`), and the checks before stay assumed in the first graph.
+    def f(x, log):
+        y = _checks_then_writes(x, log)
+        return _checks(y, log)
+
+    fast = sot.translate(f, cost_model=False)
+    for make in (lambda: np.ones(2), lambda: np.full(2, 3.0), lambda: -np.ones(2), lambda: np.ones(2)):
+        x, x_eager = make(), make()
+        assert run(fast, x) == run(f, x_eager)
+        np.testing.assert_array_equal(x, x_eager)
+    st = sot.stats(fast)
+    assert [(b.reason, b.lineno) for b in st.graph_breaks] == [
+        ("it makes a branch on a tensor's value whose graph cannot run again", f.__code__.co_firstlineno + 2)
+    ], st.graph_breaks
+    assert "_sot_assume" in sot.explain(fast, np.ones(2), [])
+
+
 def test_the_error_state_inside_the_graph_is_the_callers_ignoring_what_it_ignores():
     # Under the caller's "ignore", an overflow is no report: the assumption holds, no rerun.
     def f(x, log):

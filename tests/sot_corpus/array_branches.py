@@ -179,3 +179,19 @@ def array_made_from_constants_stays_an_operation(x):
     out = np.zeros(3)
     out += x
     return out
+
+
+@case(args=lambda: (iarr(3), np.int32), graphs=1, ops=3)
+def branch_on_a_dtypes_limits(x, index_dtype):
+    # scikit-learn's `_safely_cast_index_arrays`: np.iinfo(dtype).max, a value of the dtype
+    # alone, made while translating (no break), compared with an array's value (assumed).
+    max_value = np.iinfo(index_dtype).max
+    if x.max() > max_value:
+        raise ValueError("too large")
+    return x + 1, max_value, np.iinfo("int8").min, np.finfo(np.float32).bits, np.finfo("float64").bits
+
+
+@case(args=lambda: (arr(3, dtype=np.float32),), graphs=1, ops=2)
+def limits_of_an_arrays_dtype(x):
+    # np.finfo(x.dtype): the dtype is the array's, guarded; the limits are made for it.
+    return x * 2, np.finfo(x.dtype).bits, np.iinfo(x.astype(np.int16).dtype).max

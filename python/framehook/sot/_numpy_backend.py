@@ -42,6 +42,8 @@ _WARNINGS_MODULES = tuple(m for m in (warnings, sys.modules.get("_py_warnings"))
 # what changes only the warning filters that warnings.catch_warnings() saves and restores.
 _REGION_TYPES = (np.errstate, warnings.catch_warnings)
 _FILTER_CHANGES = (warnings.simplefilter, warnings.filterwarnings, warnings.resetwarnings)
+# A dtype's limits: each attribute a value of the dtype alone (`finfo` made once per dtype).
+_LIMITS_TYPES = (np.iinfo, np.finfo)
 # numpy's functions of dtypes and scalar types whose results are the same for the whole process.
 _DTYPE_QUESTIONS = ("issubdtype", "isdtype", "can_cast", "promote_types", "result_type")
 # Whose functions share a hidden state (the global random generator): none is an operation.
@@ -91,7 +93,9 @@ class NumpyBackend:
     # translating, and again by the generated code (`construct`); each one's `with` block
     # is a region of the graph, the operations inside it run by the graph under the error
     # state or warning filters it sets, and the filters set inside it (`region_effects`).
-    constructed_types = region_types = _REGION_TYPES
+    region_types = _REGION_TYPES
+    # And a dtype's limits (`np.iinfo(np.int32).max`): values of the dtype alone.
+    constructed_types = (*_REGION_TYPES, *_LIMITS_TYPES)
     region_effects = {function: warnings.catch_warnings for function in _FILTER_CHANGES}
     # Where the values catch_warnings() changes live (the filters list): read inside its
     # block, they break. numpy's error state is in no namespace the translation reads.
@@ -117,7 +121,15 @@ class NumpyBackend:
         """``np.errstate(**settings)`` itself (not a subclass's) of settings numpy takes, no
         callback among them (numpy's error state is per context: entering one changes
         nothing else), and ``warnings.catch_warnings()`` keeping the warnings module's own
-        display (no ``record``, no other module); None otherwise."""
+        display (no ``record``, no other module); ``np.iinfo``/``np.finfo`` of a dtype (a
+        type, a dtype or its name: not an array's); None otherwise."""
+        if cls in _LIMITS_TYPES:
+            if kwargs or len(args) != 1 or not isinstance(args[0], (type, np.dtype, str)):
+                return None
+            try:
+                return cls(args[0])
+            except (TypeError, ValueError):  # not a dtype of its kind: the call raises
+                return None
         if cls is np.errstate:
             if args or "call" in kwargs or not all(v is None or type(v) is str for v in kwargs.values()):
                 return None
@@ -391,21 +403,29 @@ _WRITERS = _ById([
 _READERS = (operator.attrgetter, operator.itemgetter)
 
 
-def _writes_an_operand(function: Any, args: tuple, kwargs: dict, values: list, ref_type: type) -> bool:
+def _writes_an_operand(function: Any, args: tuple, kwargs: dict, values: list, ref_type: type,
+                       made: set) -> bool:
     """Whether a node may write into an array it is given: ``out`` given (by keyword, or by
     position where the signature names it), an in-place operator on anything but a number,
     or one of ``_WRITERS``. A function whose signature cannot be read may. A region's
-    nodes and an assumption's write none."""
-    if _is_region_node(function) or function is _native_assume():
+    nodes, an assumption and ``_ARRAY_MAKERS`` write none, nor does an in-place operator,
+    ``out=`` or an item's store into an array the graph made (``made``: see
+    ``_made_by_the_graph``)."""
+    if _is_region_node(function) or function is _native_assume() or _ARRAY_MAKERS.has(function):
         return False
-    if kwargs.get("out") is not None:
-        return True
+    out = kwargs.get("out")
+    if out is not None:
+        return not _is_made(out, made, ref_type)
     if _IN_PLACE.has(function):
+        if args and _is_made(args[0], made, ref_type):
+            return False
         try:
             target = _resolve(args[0], values, ref_type)
         except (IndexError, LookupError):  # no operand, or a node's result: not known here
             return True
         return not (type(target) in _NUMBERS or isinstance(target, np.generic))
+    if function is operator.setitem and _is_made(args[0], made, ref_type):
+        return False
     if _WRITERS.has(function) or isinstance(getattr(function, "__self__", None), np.ufunc):
         return True  # a ufunc's `at` writes; its reduce/accumulate may by a positional out
     if isinstance(function, np.ufunc):
@@ -427,8 +447,48 @@ def _first_operand_write(graph: tuple, examples: tuple) -> Optional[int]:
     inputs, nodes, _ = graph
     # The inputs' values (not the nodes' results: the graph is not run again for this).
     values = [_UNKNOWN if e is None else e for e in examples] + [_UNKNOWN] * (inputs + len(nodes))
-    return next((index for index, (function, args, kwargs, _, _) in enumerate(nodes)
-                 if _writes_an_operand(function, args, kwargs, values, SotRef)), None)
+    made: set[int] = set()
+    for index, (function, args, kwargs, _, _) in enumerate(nodes):
+        if _writes_an_operand(function, args, kwargs, values, SotRef, made):
+            return index
+        if _made_by_the_graph(function, args, kwargs, made, SotRef):
+            made.add(inputs + index)
+    return None
+
+
+def _is_made(value: Any, made: set, ref_type: type) -> bool:
+    return isinstance(value, ref_type) and value.index in made
+
+
+# Functions that make an array of their operand (taking no `out`), whose signatures older
+# interpreters' `inspect` cannot read.
+_ARRAY_MAKERS = _ById([np.array, np.asarray, np.copy, _METHODS["copy"], _METHODS["astype"]])
+# `copy=` values that always copy (numpy 1.22+ also names them by `np._CopyMode`).
+_ALWAYS_COPY = tuple(mode for mode in (True, getattr(getattr(np, "_CopyMode", None), "ALWAYS", None))
+                     if mode is not None)
+
+
+def _made_by_the_graph(function: Any, args: tuple, kwargs: dict, made: set, ref_type: type) -> bool:
+    """Whether a node's result is an array only the graph holds, whose writes nothing outside
+    the graph sees (so a check failing after them can run the frame again): a copy (new
+    memory: ``np.copy``, ``ndarray.copy``, ``np.array`` and ``astype`` by default,
+    ``np.asarray(copy=True)``), or an array the graph made given back as it is or copied
+    (``np.array``/``np.asarray`` not asked to copy, ``astype(copy=False)``, an in-place
+    operator's target)."""
+    given_back = bool(args) and _is_made(args[0], made, ref_type)
+    if not (_ARRAY_MAKERS.has(function) or _IN_PLACE.has(function)):
+        return False
+    if function is np.copy or function is _METHODS["copy"]:
+        return True
+    if function is _METHODS["astype"]:
+        copy = args[5] if len(args) > 5 else kwargs.get("copy", True)
+        return any(copy is always for always in _ALWAYS_COPY) or given_back
+    if function is np.array or function is np.asarray:
+        if kwargs.get("like") is not None:
+            return False  # made by another library's `__array_function__`
+        copy = kwargs.get("copy", True if function is np.array else None)
+        return any(copy is always for always in _ALWAYS_COPY) or given_back
+    return given_back  # an in-place operator's target
 
 
 _NO_SIGNATURE = object()
