@@ -234,6 +234,38 @@ def a_made_sets_order_is_cpythons(x, numbers):
     return x * 2, first, list(seen)
 
 
+@case(args=lambda: (arr(3), [9, 1, 17, 25], ("int", "int")), graphs=1, ops=1)
+def a_made_sets_pop_gives_its_first_item(x, numbers, kinds):
+    # scikit-learn's `_determine_key_type` pops its one kind; colliding numbers pop the
+    # first where they landed. What is left keeps its length and `in`.
+    seen = set()
+    for n in numbers:
+        seen.add(n)
+    popped = seen.pop()
+    kind = {k for k in kinds}.pop()
+    return x * 2, popped, len(seen), 9 in seen, popped in seen, bool(seen), kind
+
+
+@case(args=lambda: (arr(3), [9, 1, 17]), graphs=1, ops=1,
+      breaks=["cannot rebuild", "set.pop", "set.add", "set.pop"])
+def a_popped_sets_order_is_not_modeled(x, numbers):
+    # The dummy a pop leaves and the search finger it moves decide what comes next: a set
+    # popped from is never made again by generated code; handed on, the frame breaks where
+    # it was made, and the real set is popped from, iterated and added to (breaks).
+    seen = set(numbers)
+    first = seen.pop()
+    rest = list(seen)
+    seen.add(first)
+    return x * 2, first, rest, seen.pop(), list(seen)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, raises=KeyError)
+def popping_an_empty_made_set_raises(x):
+    y = x * 2
+    set().pop()
+    return y
+
+
 @case(args=lambda: (arr(3), frozenset([9, 1])), graphs=1, ops=1, recompiles=0)
 def a_frame_sets_order_is_guarded(x, numbers):
     return x * 2, [n for n in numbers]

@@ -369,6 +369,7 @@ pub fn kind_of(val: &Val<'_>) -> &'static dyn Kind {
         Val::List(_) | Val::ListIter { .. } => &list::List,
         Val::Dict(_) | Val::DictView { .. } | Val::DictIter(_) => &dict::Dict,
         Val::Set(_) => &set::Set,
+        Val::PoppedSet(_) => &set::PoppedSet,
         Val::Iter { .. } | Val::Lazy(_) | Val::Generator(_) => &iter::Iterators,
         Val::Function(_) | Val::Method { .. } | Val::ContainerMethod { .. } => &function::Function,
         Val::Partial { .. } => &partial::Partial,

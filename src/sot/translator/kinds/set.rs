@@ -2,10 +2,11 @@
 //!
 //! Models, for an exact `set` the translation made: `type`, truth, `len`, iteration (in
 //! CPython's order), `in` (compared as the hash table compares), `hash` (unhashable) and the
-//! methods `add`, `remove`/`discard` of an absent item (KeyError / nothing) and `clear`
-//! (removing a present item breaks: it changes the order); another attribute is looked up on a real set
-//! (its AttributeError), and calling a method not listed breaks. A set or frozenset from the
-//! frame is a known object (`known.rs`).
+//! methods `add`, `remove`/`discard` of an absent item (KeyError / nothing), `clear`
+//! (removing a present item breaks: it changes the order) and `pop` (the first item in
+//! iteration order; the set is then a `PoppedSet`, see there); another attribute is looked
+//! up on a real set (its AttributeError), and calling a method not listed breaks. A set or
+//! frozenset from the frame is a known object (`known.rs`).
 
 use pyo3::prelude::*;
 use pyo3::types::PySet;
@@ -93,6 +94,17 @@ impl Kind for Set {
                 }
             }
             ("add", [item]) => cx.add_items(v, vec![*item])?,
+            // The first item in iteration order: where CPython's search starts in a set
+            // never popped from (its finger at the table's start).
+            ("pop", []) => {
+                let ordered = self.items(cx, v, val)?.unwrap_or_default();
+                let Some(&first) = ordered.first() else {
+                    return Err(Problem::Python(PyKeyError::new_err("pop from an empty set")));
+                };
+                let left = items(val).iter().copied().filter(|item| *item != first).collect();
+                cx.set_val(v, Val::PoppedSet(left));
+                return Ok(Some(first));
+            }
             _ => return Ok(None),
         }
         Ok(Some(none))
@@ -152,10 +164,55 @@ impl Kind for Set {
     }
 }
 
-/// The set's items (`kind_of` gives this kind `Val::Set` alone).
+/// The set's items (`kind_of` gives these kinds `Val::Set` and `Val::PoppedSet` alone).
 fn items<'a>(val: &'a Val<'_>) -> &'a [Vid] {
     match val {
-        Val::Set(items) => items,
+        Val::Set(items) | Val::PoppedSet(items) => items,
         _ => &[],
+    }
+}
+
+/// A set the translation popped from (see `Val::PoppedSet`): its type, length, truth and
+/// `in`; iterating, changing or handing it on breaks.
+pub struct PoppedSet;
+
+impl Kind for PoppedSet {
+    fn python_type<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+    ) -> Res<Option<Bound<'py, PyAny>>> {
+        Set.python_type(cx, v, val)
+    }
+
+    fn truth<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<bool>> {
+        Set.truth(cx, v, val)
+    }
+
+    fn len<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>) -> Res<Option<Vid>> {
+        Set.len(cx, v, val)
+    }
+
+    fn contains<'py>(
+        &self,
+        cx: &mut dyn Interp<'py>,
+        v: Vid,
+        val: &Val<'py>,
+        item: Vid,
+    ) -> Res<Option<bool>> {
+        Set.contains(cx, v, val, item)
+    }
+
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        matches!((old, new), (Val::PoppedSet(a), Val::PoppedSet(b)) if a == b)
+    }
+
+    fn hashable<'py>(&self, _cx: &mut dyn Interp<'py>, _v: Vid, _val: &Val<'py>) -> Res<Option<bool>> {
+        Ok(Some(false))
+    }
+
+    fn children(&self, val: &Val<'_>, _cells: &[Option<Vid>], out: &mut Vec<Vid>) {
+        out.extend(items(val));
     }
 }

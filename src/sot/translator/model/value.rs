@@ -49,6 +49,11 @@ pub enum Val<'py> {
     List(Vec<Vid>),
     Dict(Vec<(Vid, Vid)>),
     Set(Vec<Vid>),
+    /// A set the translation made and then popped from (`set.pop()`): the items left.
+    /// CPython leaves a dummy where a popped item was and moves the set's search finger, so
+    /// what a later pop gives and where later items go are not those of a set made of the
+    /// items left: only its type, length, truth and `in` are modeled, and nothing rebuilds it.
+    PoppedSet(Vec<Vid>),
     Slice(Vid, Vid, Vid),
     /// A Python function the VM inlines when called (made by the translated code, or a
     /// real function object).
