@@ -101,3 +101,88 @@ def argument_cell_across_break(x):
     a = peek() + 1
     print("peeked")
     return a * peek()
+
+
+def _make_adder(k):
+    def add(v):
+        return v + k
+
+    return add
+
+
+def _make_counter():
+    count = 0
+
+    def bump():
+        nonlocal count
+        count += 1
+        return count
+
+    def peek():
+        return count
+
+    return bump, peek
+
+
+# A closure an inlined call made, handed on at a break: its cell (the call's frame is
+# gone) is made anew by the generated code, shared by the closures that share it.
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["print"])
+def closure_made_by_an_inlined_call_across_print(x):
+    add = _make_adder(2.0)
+    bump, peek = _make_counter()
+    bump()
+    y = add(x)
+    print("made")
+    bump()
+    # peek sees bump's count: the two share the one cell made anew.
+    return add(y), add.__closure__[0].cell_contents, peek()
+
+
+def _make_decorator(wrapping):
+    # more-itertools' make_decorator: closures three deep, each over the one before's cells.
+    def decorator(*wrapping_args):
+        def outer_wrapper(f):
+            def inner_wrapper(*args):
+                return wrapping(f(*args), *wrapping_args)
+
+            return inner_wrapper
+
+        return outer_wrapper
+
+    return decorator
+
+
+def _scale(v, k):
+    return v * k
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2, breaks=["print"])
+def decorated_by_an_inlined_decorator_factory_across_print(x):
+    scaled = _make_decorator(_scale)
+
+    @scaled(2.0)
+    def user(v):
+        return v + 1.0
+
+    print("decorated")
+    return user(x)
+
+
+def _made_before_what_it_calls():
+    def first():
+        return second() + 1.0
+
+    def second():
+        return 2.0
+
+    return first
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["a value made after it", "print"])
+def a_closure_over_a_function_made_after_it_across_print(x):
+    # `first`'s cell holds `second`, made after it: its new cell cannot hold it yet, and the
+    # translation breaks where `first` was made (the call runs as it is).
+    y = x * 2.0
+    first = _made_before_what_it_calls()
+    print("made")
+    return y + first()

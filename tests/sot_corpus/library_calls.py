@@ -147,11 +147,15 @@ def library_call_under_budget(x):
     return x + len(textwrap.indent("a\nb\n", "  "))
 
 
-@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["unsupported call: NewType"])
+_NEW_TYPE_IS_A_CLASS = sys.version_info >= (3, 10)
+
+
+@case(args=lambda: (arr(3),), graphs=2 if _NEW_TYPE_IS_A_CLASS else 1, ops=2,
+      breaks=["unsupported call: NewType"] if _NEW_TYPE_IS_A_CLASS else 0)
 def library_function_reading_frames(x):
-    # NewType (a class from 3.10 on, a function before) reads its caller's module from the
-    # frame (typing._caller: sys._getframe or sys._getframemodulename): a break; the call
-    # runs as it is.
+    # NewType (a class from 3.10 on) reads its caller's module from the frame
+    # (typing._caller: sys._getframe or sys._getframemodulename): a break; the call runs as
+    # it is. 3.9's is a function that makes a function and names it: translated.
     y = x + 1
     user_id = typing.NewType("UserId", int)
     return y * len(user_id.__name__)
@@ -313,6 +317,73 @@ def unwrap_reads_the_recursion_limit(x):
     # by sys.getrecursionlimit(): read while translating, guarded.
     inner = inspect.unwrap(_wrapped_scale)
     return inner(x), inner.__name__
+
+
+def _documented(y):
+    """Scales."""
+    return y * 3.0
+
+
+_documented.marker = "kept"
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def wraps_a_function_the_translation_made(x):
+    # functools.wraps on a function made here (scikit-learn's `delayed`): the wrapper takes
+    # the wrapped one's name, doc, module, `__dict__` and `__wrapped__`.
+    @functools.wraps(_documented)
+    def wrapper(y):
+        return _documented(y) + 1.0
+
+    wrapper.extra = 1
+    return (wrapper(x), wrapper.__name__, wrapper.__qualname__, wrapper.__doc__,
+            wrapper.__module__, wrapper.__wrapped__ is _documented, wrapper.marker,
+            list(wrapper.__dict__), wrapper.__dict__["extra"], "marker" in wrapper.__dict__,
+            len(wrapper.__dict__))
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def a_wrapped_function_is_made_again_with_what_was_stored(x):
+    # Its `__dict__` returned, the function the translation made and renamed is made so by
+    # the generated code: the real function's `__dict__`, as the stores left it.
+    @functools.wraps(_documented)
+    def wrapper(y):
+        return y * 2.0
+
+    wrapper.extra = [1]
+    described = vars(wrapper)
+    return (wrapper(x), described, wrapper.__name__, wrapper.__qualname__, wrapper.__doc__,
+            wrapper.__module__, wrapper.__wrapped__ is _documented)
+
+
+class _CallWrapper:
+    # scikit-learn's `_FuncWrapper`: update_wrapper(self, function) on a new object.
+    def __init__(self, function):
+        self.function = function
+        functools.update_wrapper(self, function)
+
+    def __call__(self, y):
+        return self.function(y)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def update_wrapper_on_an_object_the_translation_made(x):
+    wrapped = _CallWrapper(_documented)
+    return (wrapped(x), wrapped.__name__, wrapped.__doc__, wrapped.marker,
+            sorted(wrapped.__dict__), wrapped.__dict__["__wrapped__"] is _documented)
+
+
+class _SlotAndDict:
+    __slots__ = ("a", "__dict__")
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["class attribute __dict__"])
+def the_dict_of_an_object_with_slots_breaks(x):
+    # A slot is stored outside the `__dict__`: the view is not made for such a class.
+    obj = _SlotAndDict()
+    obj.a = 1
+    obj.b = 2
+    return x + 1.0, obj.__dict__
 
 
 class _SlottedTag:

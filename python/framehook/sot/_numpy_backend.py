@@ -456,7 +456,7 @@ def _first_operand_write(graph: tuple, examples: tuple) -> Optional[int]:
     return None
 
 
-def _is_made(value: Any, made: set, ref_type: type) -> bool:
+def _is_made(value: Any, made: set, ref_type: Any) -> bool:
     return isinstance(value, ref_type) and value.index in made
 
 

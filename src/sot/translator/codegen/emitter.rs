@@ -16,7 +16,10 @@ use crate::sot::translator::model::value::{Val, Vid};
 use crate::sot::translator::pyutil::builtin;
 
 use super::emit::{Emit, Writer, OUTPUTS_LOCAL};
-use super::plan::{made_objects, replayed_ops, shared_paths, sources_read_first, Plan, Rerun, MAX_CHAIN};
+use super::plan::{
+    detached_cells, made_objects, reachable, replayed_ops, shared_paths, sources_read_first, Plan, Rerun,
+    MAX_CHAIN,
+};
 
 pub struct Emitter<'a, 'py> {
     pub plan: &'a Plan<'a, 'py>,
@@ -37,6 +40,11 @@ pub struct Emitter<'a, 'py> {
     pub rerun: Option<RerunPad>,
     /// The generators among `objects` not made yet (`make_objects`).
     pub generators_unmade: Vec<Vid>,
+    /// Cells of inlined frames the functions among `objects` close over, made anew, and
+    /// their locals (`plan::detached_cells`).
+    pub detached_cells: Vec<(usize, u32)>,
+    /// Those of `detached_cells` made so far (`make_detached_cells`).
+    pub detached_made: Vec<usize>,
 }
 
 /// The graph's call, covered by the landing pad that reruns the frame: its instructions
@@ -65,6 +73,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             &plan.roots,
             &mut vars,
         );
+        let detached_cells = detached_cells(plan, &objects, &mut vars);
         let read_first = sources_read_first(plan, &mut vars, before_a_step);
         let paths = shared_paths(plan, &read_first, &mut vars);
         let mut outputs = vec![None; plan.graph.symbol_count()];
@@ -87,6 +96,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
             nesting: 0,
             rerun: None,
             generators_unmade,
+            detached_cells,
+            detached_made: Vec::new(),
         };
         emitter.emit_graph_call()?;
         for (source, var) in &read_first {
@@ -238,9 +249,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
         }
         // Functions and iterators after the objects and containers they may hold, each
         // after the functions it holds (made before it: lower values).
-        for &(vid, var) in &objects {
+        for (index, &(vid, var)) in objects.iter().enumerate() {
             match self.plan.values[vid] {
-                Val::Function(_) => self.new_function(vid, var)?,
+                Val::Function(_) => {
+                    self.make_detached_cells(vid, &objects[index..])?;
+                    self.new_function(vid, var)?
+                }
                 Val::Constructed {
                     ref obj,
                     class,
@@ -710,10 +724,54 @@ impl<'a, 'py> Emitter<'a, 'py> {
         }
     }
 
+    /// Makes the cells made anew that function `vid` closes over and that are not made
+    /// yet, each `types.CellType(content)`. None can be where its content holds a value made
+    /// in this pass from the function on (`later`) or a generator: not made yet.
+    fn make_detached_cells(&mut self, vid: Vid, later: &[(Vid, u32)]) -> PyResult<()> {
+        let py = self.w.pools.py;
+        let Val::Function(function) = &self.plan.values[vid] else {
+            return Ok(());
+        };
+        for cell in function.closure.clone() {
+            let Some(&(_, var)) = self.detached_cells.iter().find(|(c, _)| *c == cell) else {
+                continue;
+            };
+            if self.detached_made.contains(&cell) {
+                continue;
+            }
+            let content = self.plan.cells.get(cell).copied().flatten();
+            if let Some(content) = content {
+                let values = self.plan.values;
+                let unmade = |held: &Vid| {
+                    later
+                        .iter()
+                        .any(|(object, _)| object == held && made_in_the_functions_pass(&values[*held]))
+                        || matches!(values[*held], Val::Generator(_))
+                };
+                if reachable(values, self.plan.cells, self.plan.dict_histories, &[content])
+                    .iter()
+                    .any(unmade)
+                {
+                    return Err(
+                        self.cannot_rebuild(vid, "a closure over a cell holding a value made after it")
+                    );
+                }
+            }
+            let cell_type = import(py, "types")?.getattr("CellType")?;
+            self.call_constant(cell_type, |e| match content {
+                Some(content) => e.value(content).map(|()| 1),
+                None => Ok(0),
+            })?;
+            self.emit(Op::StoreFast, Arg::Var(var));
+            self.detached_made.push(cell);
+        }
+        Ok(())
+    }
+
     /// Makes the function the translation made as `vid` into `var`: `types.FunctionType`
     /// of its code, globals, name, defaults and closure, then what MAKE_FUNCTION sets
     /// beside them (keyword-only defaults, annotations, a qualified name the code does
-    /// not carry).
+    /// not carry) and the attributes the translated code stored in it.
     pub fn new_function(&mut self, vid: Vid, var: u32) -> PyResult<()> {
         let py = self.w.pools.py;
         let Val::Function(function) = &self.plan.values[vid] else {
@@ -721,17 +779,23 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 "a function made without its value",
             ));
         };
+        // Each cell: the frame's own (its cell variable), or one made anew (a local).
+        let closure_op = self.w.closure_op();
         let closure_vars = function
             .closure
             .iter()
             .map(|c| {
-                self.plan
-                    .frame_cells
-                    .iter()
-                    .find(|(cell, _)| cell == c)
-                    .map(|(_, var)| self.var_of(*var))
+                let own = self.plan.frame_cells.iter().find(|(cell, _)| cell == c);
+                match own {
+                    Some((_, var)) => Some((closure_op, self.var_of(*var))),
+                    None => self
+                        .detached_cells
+                        .iter()
+                        .find(|(cell, _)| cell == c)
+                        .map(|(_, var)| (Op::LoadFast, *var)),
+                }
             })
-            .collect::<Option<Vec<u32>>>()
+            .collect::<Option<Vec<(Op, u32)>>>()
             .ok_or_else(|| self.cannot_rebuild(vid, "a closure over cells of an inlined function"))?;
         let function_type = import(py, "types")?.getattr("FunctionType")?;
         let (code, name, defaults) = (
@@ -744,14 +808,14 @@ impl<'a, 'py> Emitter<'a, 'py> {
             .getattr("co_qualname")
             .map_or_else(|_| Ok(name.clone()), |q| q.extract())?;
         let qualname = (function.qualname != default_qualname).then(|| function.qualname.clone());
-        let (kwdefaults, annotations, annotate) = (
+        let (kwdefaults, annotations, annotate, stored) = (
             function.kwdefaults.clone(),
             function.annotations,
             function.annotate,
+            function.stored.clone(),
         );
         let own_globals = function.globals.is(&self.plan.globals);
         let globals = function.globals.clone();
-        let closure_op = self.w.closure_op();
         self.call_constant(function_type, |e| {
             e.load_const(code);
             if own_globals {
@@ -772,8 +836,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
             if closure_vars.is_empty() {
                 e.load_const(py.None().into_bound(py));
             } else {
-                for var in &closure_vars {
-                    e.emit(closure_op, Arg::Var(*var));
+                for (op, var) in &closure_vars {
+                    e.emit(*op, Arg::Var(*var));
                 }
                 e.build_tuple(closure_vars.len());
             }
@@ -799,6 +863,11 @@ impl<'a, 'py> Emitter<'a, 'py> {
         if let Some(qualname) = qualname {
             self.load_const(qualname.into_pyobject(py)?.into_any());
             self.store_attr_of(var, "__qualname__");
+        }
+        // What the translated code stored in it, in the order first stored.
+        for (name, value) in stored {
+            self.value(value)?;
+            self.store_attr_of(var, &name);
         }
         Ok(())
     }
@@ -947,4 +1016,18 @@ impl<'py> Emit<'py> for Emitter<'_, 'py> {
     fn writer(&mut self) -> &mut Writer<'py> {
         &mut self.w
     }
+}
+
+/// Whether `make_objects` makes `value` in its pass of functions and iterators (a later one
+/// than objects' and containers').
+fn made_in_the_functions_pass(value: &Val<'_>) -> bool {
+    matches!(
+        value,
+        Val::Function(_)
+            | Val::Constructed { .. }
+            | Val::Iter { .. }
+            | Val::ListIter { .. }
+            | Val::Partial { .. }
+            | Val::Lazy(_)
+    )
 }

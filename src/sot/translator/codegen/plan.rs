@@ -306,6 +306,41 @@ pub fn made_objects(
         .collect()
 }
 
+/// The cells of inlined frames that functions the translation made (`objects`) close over,
+/// each named a local the generated code makes it anew in (`types.CellType`): the frame
+/// that made it is gone, so the functions sharing it share the new one alike. Not where a
+/// value handed on holds such a cell itself (a frame that goes on shares it).
+pub fn detached_cells(plan: &Plan<'_, '_>, objects: &[(Vid, u32)], vars: &mut Vars) -> Vec<(usize, u32)> {
+    let mut found: Vec<usize> = Vec::new();
+    for (vid, _) in objects {
+        if let Val::Function(function) = &plan.values[*vid] {
+            for cell in &function.closure {
+                if !plan.frame_cells.iter().any(|(own, _)| own == cell) && !found.contains(cell) {
+                    found.push(*cell);
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let held: Vec<usize> = reachable(plan.values, plan.cells, plan.dict_histories, &plan.roots)
+        .into_iter()
+        .filter_map(|vid| match plan.values[vid] {
+            Val::Cell(cell) => Some(cell),
+            _ => None,
+        })
+        .collect();
+    found
+        .into_iter()
+        .filter(|cell| !held.contains(cell))
+        .map(|cell| {
+            vars.varnames.push(format!("__sot_cell{cell}"));
+            (cell, (vars.varnames.len() - 1) as u32)
+        })
+        .collect()
+}
+
 /// The contents of the frame's own cells, which the generated code stores back.
 pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars) -> Vec<Vid> {
     let first_free = vars.first_free();

@@ -1,7 +1,8 @@
 //! Functions the VM inlines (made by the translated code, or real function objects),
 //! methods bound to a receiver, and methods of containers the translation made.
 //!
-//! Models: `type`, truth, a function's `__name__`, `__qualname__` and `__code__` (another
+//! Models: `type`, truth, a function's `__name__`, `__qualname__` and `__code__`, the
+//! attributes the translated code stored in a function it made and its `__dict__` (another
 //! attribute breaks), calls (the VM inlines them); a bound method is rebuilt as attribute
 //! lookup binds it (`function.__get__(receiver)`), a container's method is run by that container's
 //! kind (one it does not model breaks).
@@ -9,7 +10,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use super::{Interp, Kind, Rebuild, Res, Val, Vid};
+use super::{Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::hookapi::pyobject::import;
 use crate::sot::translator::model::problem::unsupported;
 
@@ -62,18 +63,37 @@ impl Kind for Function {
         }
     }
 
-    /// A function's name, qualified name and code.
-    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, _v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+    /// A function's name, qualified name and code, what the translated code stored in it,
+    /// and (of one it made) its `__dict__`.
+    fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
         let Val::Function(f) = val else {
             return Ok(None);
         };
+        if let Some((_, value)) = f.stored.iter().find(|(stored, _)| stored == name) {
+            return Ok(Some(*value));
+        }
         let value = match name {
             "__name__" => PyString::new(cx.py(), &f.name).into_any(),
             "__qualname__" => PyString::new(cx.py(), &f.qualname).into_any(),
             "__code__" => f.code.clone(),
+            "__dict__" if f.object.is_none() => return Ok(Some(cx.push_val(Val::AttrDict(v)))),
             _ => return unsupported(format!("attribute {name} of a function")),
         };
         Ok(Some(cx.constant(value)))
+    }
+
+    fn unchanged<'py>(&self, old: &Val<'py>, new: &Val<'py>, _moved: &dyn Fn(Sym) -> Sym) -> bool {
+        match (old, new) {
+            (Val::Function(a), Val::Function(b)) => {
+                a.name == b.name
+                    && a.qualname == b.qualname
+                    && a.defaults == b.defaults
+                    && a.kwdefaults == b.kwdefaults
+                    && (a.annotations, a.annotate) == (b.annotations, b.annotate)
+                    && a.stored == b.stored
+            }
+            _ => std::mem::discriminant(old) == std::mem::discriminant(new),
+        }
     }
 
     /// A method: `_bound(function, receiver)`; a container's method: read from the

@@ -10,6 +10,7 @@
 //! rule. Adding a kind is a new module here, a `Val` variant, and one arm of [`kind_of`],
 //! whose exhaustive `match` makes the compiler ask for it.
 
+mod attr_dict;
 mod dict;
 mod function;
 mod instance;
@@ -370,6 +371,7 @@ pub fn kind_of(val: &Val<'_>) -> &'static dyn Kind {
         Val::Dict(_) | Val::DictView { .. } | Val::DictIter(_) => &dict::Dict,
         Val::Set(_) => &set::Set,
         Val::PoppedSet(_) => &set::PoppedSet,
+        Val::AttrDict(_) => &attr_dict::AttrDict,
         Val::Iter { .. } | Val::Lazy(_) | Val::Generator(_) => &iter::Iterators,
         Val::Function(_) | Val::Method { .. } | Val::ContainerMethod { .. } => &function::Function,
         Val::Partial { .. } => &partial::Partial,

@@ -54,6 +54,9 @@ pub enum Val<'py> {
     /// what a later pop gives and where later items go are not those of a set made of the
     /// items left: only its type, length, truth and `in` are modeled, and nothing rebuilds it.
     PoppedSet(Vec<Vid>),
+    /// The `__dict__` of an object (`Val::Object`, of a class without slots) or a function
+    /// (`Val::Function`) the translation made: a view of the attributes stored in it.
+    AttrDict(Vid),
     Slice(Vid, Vid, Vid),
     /// A Python function the VM inlines when called (made by the translated code, or a
     /// real function object).
@@ -238,7 +241,15 @@ pub struct Function<'py> {
     pub annotate: Option<Vid>,
     /// The function object, when it exists outside the translation.
     pub object: Option<Bound<'py, PyAny>>,
+    /// Attributes the translated code stored in a function it made (`functools.wraps`):
+    /// its `__module__`, `__doc__` and `__type_params__` (fields of the function) and its
+    /// `__dict__`'s items, in the order first stored.
+    pub stored: Vec<(String, Vid)>,
 }
+
+/// A function's attributes CPython keeps in the function itself, not in its `__dict__`
+/// (those stored among `Function::stored`).
+pub const FUNCTION_FIELDS: [&str; 3] = ["__module__", "__doc__", "__type_params__"];
 
 impl<'py> Val<'py> {
     pub fn constant(obj: Bound<'py, PyAny>) -> Self {

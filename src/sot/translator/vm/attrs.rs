@@ -145,6 +145,104 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.constant(self.ops.none.clone()))
     }
 
+    /// `function.name = value` on a function the translation made, as CPython's function
+    /// stores it: a new name or qualified name (a `str`), annotations (a dict or None, where
+    /// functions have no `__annotate__`), `__annotate__` (3.14+), a field (`__module__`,
+    /// `__doc__`, `__type_params__` given a tuple) or an item of its `__dict__`; another of
+    /// the function's own attributes (its code, defaults, ...) breaks.
+    fn store_function_attr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
+        let function_type = self.ops.function_type.clone();
+        let descriptor = self.type_lookup(&function_type, &name)?;
+        let is_data_descriptor = descriptor
+            .as_ref()
+            .is_some_and(|d| has_attr(d.get_type().as_any(), "__set__").unwrap_or(false));
+        let concrete_str = |vm: &mut Self| -> Res<Option<String>> {
+            let obj = vm.concrete(value)?;
+            Ok(obj.cast_exact::<PyString>().ok().map(|s| s.to_string()))
+        };
+        let mut function = match self.val(owner) {
+            Val::Function(function) => function.clone(),
+            _ => return unsupported("attribute assignment on a value made by the translated code"),
+        };
+        match name.as_str() {
+            "__name__" | "__qualname__" => {
+                let Some(text) = concrete_str(self)? else {
+                    return unsupported(format!("{name} set to other than a str on a function"));
+                };
+                if name == "__name__" {
+                    function.name = text;
+                } else {
+                    function.qualname = text;
+                }
+            }
+            // 3.14's functions also have `__annotate__`, which storing annotations clears.
+            "__annotations__" if self.type_lookup(&function_type, "__annotate__")?.is_none() => {
+                let is_dict = match self.val(value) {
+                    Val::Dict(_) => true,
+                    Val::Obj { obj, .. } => obj.is_exact_instance_of::<PyDict>() || obj.is_none(),
+                    _ => false,
+                };
+                if !is_dict {
+                    return unsupported("__annotations__ set to other than a dict on a function");
+                }
+                function.annotations = Some(value);
+            }
+            // 3.14+: None, or a callable, which drops the annotations computed so far.
+            "__annotate__" if is_data_descriptor => match self.val(value) {
+                Val::Obj { obj, .. } if obj.is_none() => function.annotate = Some(value),
+                Val::Function(_) => {
+                    function.annotate = Some(value);
+                    function.annotations = None;
+                }
+                Val::Obj { obj, .. } if obj.is_callable() => {
+                    function.annotate = Some(value);
+                    function.annotations = None;
+                }
+                _ => return unsupported("__annotate__ set to other than a callable or None on a function"),
+            },
+            "__type_params__" if !matches!(self.val(value), Val::Tuple(_)) && !self.is_exact_tuple(value) => {
+                return unsupported("__type_params__ set to other than a tuple on a function");
+            }
+            _ if is_data_descriptor
+                && !crate::sot::translator::model::value::FUNCTION_FIELDS.contains(&name.as_str()) =>
+            {
+                return unsupported(format!("assignment to the function attribute {name}"));
+            }
+            _ => match function.stored.iter_mut().find(|(n, _)| *n == name) {
+                // An item stored again keeps its place in the function's `__dict__`.
+                Some(entry) => entry.1 = value,
+                None => function.stored.push((name, value)),
+            },
+        }
+        self.values[owner] = Val::Function(function);
+        Ok(())
+    }
+
+    fn is_exact_tuple(&self, vid: Vid) -> bool {
+        matches!(self.val(vid), Val::Obj { obj, .. } if obj.is_exact_instance_of::<PyTuple>())
+    }
+
+    /// Whether `class`'s `__dict__` attribute (`found`, looked up on it) is the one CPython
+    /// gives a class statement's instances, and no class of its MRO has slots: the object's
+    /// `__dict__` then holds every attribute the VM stored in it.
+    fn is_plain_instance_dict(
+        &self,
+        class: &Bound<'py, PyAny>,
+        found: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<bool> {
+        let getset_type = self.ops.getset_descriptor_type.clone();
+        if !found.is_some_and(|d| d.get_type().is(&getset_type)) || !has_instance_dict(class) {
+            return Ok(false);
+        }
+        for base in class.getattr(pyo3::intern!(self.py, "__mro__"))?.try_iter()? {
+            let own = base?.getattr(pyo3::intern!(self.py, "__dict__"))?;
+            if own.contains(pyo3::intern!(self.py, "__slots__"))? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// The store `object.__setattr__` makes: a data descriptor's setter, a slot, or the
     /// instance's `__dict__`.
     fn generic_setattr(&mut self, owner: Vid, name: String, value: Vid) -> Res<()> {
@@ -186,6 +284,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.record(&setattr, vec![owner, name, value], vec![])?;
                 return Ok(());
             }
+        }
+        if matches!(self.val(owner), Val::Function(function) if function.object.is_none()) {
+            return self.store_function_attr(owner, name, value);
         }
         let Val::Obj { obj, source } = self.val(owner) else {
             return unsupported("attribute assignment on a value made by the translated code");
@@ -1210,6 +1311,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 let getter = self.constant(descriptor.getattr(pyo3::intern!(descriptor.py(), "fget"))?);
                 return self.call(getter, vec![owner], vec![]);
             }
+        }
+        if name == "__dict__" && self.is_plain_instance_dict(&class, class_attr.as_ref())? {
+            return Ok(self.push_val(Val::AttrDict(owner)));
         }
         if let Some((_, v)) = attrs.iter().rev().find(|(n, _)| n == name) {
             return Ok(*v);

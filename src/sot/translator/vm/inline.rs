@@ -32,6 +32,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             annotations: None,
             annotate: None,
             object: None,
+            stored: Vec::new(),
         };
         let vid = self.push_val(Val::Function(Box::new(function)));
         for flag in [16, 8, 4, 2, 1] {
@@ -204,6 +205,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             annotations: None,
             annotate: None,
             object: Some(obj.clone()),
+            stored: Vec::new(),
         })
     }
 

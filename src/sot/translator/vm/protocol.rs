@@ -171,7 +171,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         // Computed while translating, an in-place operator would change the object then
         // (and the result would be a copy): only immutable values are.
         let mutable = match self.val(left) {
-            Val::List(_) | Val::Dict(_) | Val::Set(_) | Val::PoppedSet(_) => true,
+            Val::List(_) | Val::Dict(_) | Val::Set(_) | Val::PoppedSet(_) | Val::AttrDict(_) => true,
             Val::Obj { obj, .. } => !is_immutable(obj) && !self.backend.is_tensor(obj),
             _ => false,
         };
