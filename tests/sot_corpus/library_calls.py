@@ -429,3 +429,28 @@ def deepcopy_of_an_object_copying_itself(x):
     # A class's own __deepcopy__: the library function is called as it is (it breaks).
     copied = copy.deepcopy(_OwnCopy(1))
     return x * copied.value + 1.0
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2, breaks=["an attribute made after it", "print"])
+def a_function_given_a_function_made_after_it_across_print(x):
+    # `first` is made before `second`: the generated code cannot store `second` in it as it
+    # makes it, and the translation breaks where `first` was made.
+    def first(v):
+        return v + 1.0
+
+    def second(v):
+        return v * 2.0
+
+    first.partner = second
+    print("made")
+    return first(x), first.partner(x)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def type_params_of_a_made_function_are_a_field_from_312(x):
+    # 3.12+ keep `__type_params__` in the function; before, it is an item of its `__dict__`.
+    def made(v):
+        return v
+
+    made.__type_params__ = ()
+    return x + 1.0, "__type_params__" in made.__dict__, made.__type_params__

@@ -251,7 +251,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
         // after the functions it holds (made before it: lower values).
         for (index, &(vid, var)) in objects.iter().enumerate() {
             match self.plan.values[vid] {
-                Val::Function(_) => {
+                Val::Function(ref function) => {
+                    // What it was given after it was made is stored once it is made.
+                    let stored: Vec<Vid> = function.stored.iter().map(|(_, value)| *value).collect();
+                    if self.reaches_unmade(&stored, &objects[index + 1..]) {
+                        return Err(self.cannot_rebuild(vid, "a function given an attribute made after it"));
+                    }
                     self.make_detached_cells(vid, &objects[index..])?;
                     self.new_function(vid, var)?
                 }
@@ -724,6 +729,21 @@ impl<'a, 'py> Emitter<'a, 'py> {
         }
     }
 
+    /// Whether what `roots` hold reaches a value `make_objects` makes in its pass of
+    /// functions and iterators from `later` on, or a generator (made after them): not made
+    /// yet, its local unset.
+    fn reaches_unmade(&self, roots: &[Vid], later: &[(Vid, u32)]) -> bool {
+        let values = self.plan.values;
+        reachable(values, self.plan.cells, self.plan.dict_histories, roots)
+            .iter()
+            .any(|held| {
+                later
+                    .iter()
+                    .any(|(object, _)| object == held && made_in_the_functions_pass(&values[*held]))
+                    || matches!(values[*held], Val::Generator(_))
+            })
+    }
+
     /// Makes the cells made anew that function `vid` closes over and that are not made
     /// yet, each `types.CellType(content)`. None can be where its content holds a value made
     /// in this pass from the function on (`later`) or a generator: not made yet.
@@ -740,22 +760,8 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 continue;
             }
             let content = self.plan.cells.get(cell).copied().flatten();
-            if let Some(content) = content {
-                let values = self.plan.values;
-                let unmade = |held: &Vid| {
-                    later
-                        .iter()
-                        .any(|(object, _)| object == held && made_in_the_functions_pass(&values[*held]))
-                        || matches!(values[*held], Val::Generator(_))
-                };
-                if reachable(values, self.plan.cells, self.plan.dict_histories, &[content])
-                    .iter()
-                    .any(unmade)
-                {
-                    return Err(
-                        self.cannot_rebuild(vid, "a closure over a cell holding a value made after it")
-                    );
-                }
+            if content.is_some_and(|content| self.reaches_unmade(&[content], later)) {
+                return Err(self.cannot_rebuild(vid, "a closure over a cell holding a value made after it"));
             }
             let cell_type = import(py, "types")?.getattr("CellType")?;
             self.call_constant(cell_type, |e| match content {

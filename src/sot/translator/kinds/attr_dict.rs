@@ -96,7 +96,7 @@ impl Kind for AttrDict {
         for (name, value) in stores {
             let stored = match &mut owner_val {
                 Val::Object { attrs, .. } => attrs,
-                Val::Function(function) if !FUNCTION_FIELDS.contains(&name.as_str()) => &mut function.stored,
+                Val::Function(function) if !is_function_field(cx, &name) => &mut function.stored,
                 _ => {
                     return unsupported(format!(
                         "{name} stored into the __dict__ of a function the translation made"
@@ -147,11 +147,22 @@ fn entries<'py>(cx: &dyn Interp<'py>, val: &Val<'py>) -> Vec<(String, Vid)> {
         Val::Function(function) => function
             .stored
             .iter()
-            .filter(|(name, _)| !FUNCTION_FIELDS.contains(&name.as_str()))
+            .filter(|(name, _)| !is_function_field(cx, name))
             .cloned()
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// Whether `name` is one of `FUNCTION_FIELDS` this version's functions keep outside their
+/// `__dict__` (`__type_params__` from 3.12).
+fn is_function_field(cx: &dyn Interp<'_>, name: &str) -> bool {
+    FUNCTION_FIELDS.contains(&name)
+        && cx
+            .type_lookup(&cx.known().function_type, name)
+            .ok()
+            .flatten()
+            .is_some()
 }
 
 /// `key` as the `str` it is: another key (a `str` subclass's own `__eq__` included) breaks.

@@ -248,7 +248,7 @@ pub struct Function<'py> {
 }
 
 /// A function's attributes CPython keeps in the function itself, not in its `__dict__`
-/// (those stored among `Function::stored`).
+/// (those stored among `Function::stored`; `__type_params__` from 3.12).
 pub const FUNCTION_FIELDS: [&str; 3] = ["__module__", "__doc__", "__type_params__"];
 
 impl<'py> Val<'py> {

@@ -200,7 +200,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 _ => return unsupported("__annotate__ set to other than a callable or None on a function"),
             },
-            "__type_params__" if !matches!(self.val(value), Val::Tuple(_)) && !self.is_exact_tuple(value) => {
+            "__type_params__"
+                if is_data_descriptor
+                    && !matches!(self.val(value), Val::Tuple(_))
+                    && !self.is_exact_tuple(value) =>
+            {
                 return unsupported("__type_params__ set to other than a tuple on a function");
             }
             _ if is_data_descriptor
