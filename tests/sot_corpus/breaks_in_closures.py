@@ -186,3 +186,22 @@ def a_closure_over_a_function_made_after_it_across_print(x):
     first = _made_before_what_it_calls()
     print("made")
     return y + first()
+
+
+def _registers(box):
+    count = 0
+    box.append(lambda: count)  # held by the caller's list only
+    print("registered")
+    count = 5
+    return count
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1,
+      breaks=["cells of an inlined function", "print"] if NESTED_RESUME else ["print", "print"])
+def a_closure_over_a_cell_of_a_frame_that_goes_on(x):
+    # `_registers` goes on after its print (3.11+: its resume function) and sets `count`:
+    # the lambda must share its cell, so no new one is made for it, and the translation
+    # breaks where the call is made (3.9/3.10 break at the call, not inside it).
+    box = []
+    _registers(box)
+    return x + 1.0, box[0]()

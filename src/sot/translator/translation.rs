@@ -66,6 +66,16 @@ impl<'py> Translation<'_, 'py, '_> {
             rebuilt,
             &vm.caught_exceptions,
         );
+        plan.live_cells = vm
+            .nested_frames()
+            .into_iter()
+            .flatten()
+            .flat_map(|frame| frame.point.locals.iter().chain(&frame.point.stack))
+            .filter_map(|vid| match &vm.values[*vid] {
+                Val::Cell(cell) => Some(*cell),
+                _ => None,
+            })
+            .collect();
         let (graph, outputs) = vm.graph.without_dead_arithmetic(&plan.outputs);
         let compiled = if graph.nodes.is_empty() {
             None

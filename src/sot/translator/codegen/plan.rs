@@ -44,6 +44,10 @@ pub struct Plan<'a, 'py> {
     /// Where the graph's raising makes the frame run again untranslated (see
     /// `Emitter::emit_rerun`).
     pub rerun: Rerun,
+    /// The VM's cells held by the inlined frames a nested break goes on in (their resume
+    /// functions make cells of their own from the contents): never made anew for a function
+    /// (`detached_cells`).
+    pub live_cells: Vec<usize>,
     /// The frame's cells: (the VM's cell, the variable holding it).
     pub frame_cells: Vec<(usize, usize)>,
     pub globals: Bound<'py, PyAny>,
@@ -98,6 +102,7 @@ impl<'a, 'py> Plan<'a, 'py> {
             dict_histories,
             holder: None,
             rerun: Rerun::Never,
+            live_cells: Vec::new(),
             frame_cells,
             globals,
             roots,
@@ -309,7 +314,8 @@ pub fn made_objects(
 /// The cells of inlined frames that functions the translation made (`objects`) close over,
 /// each named a local the generated code makes it anew in (`types.CellType`): the frame
 /// that made it is gone, so the functions sharing it share the new one alike. Not where a
-/// value handed on holds such a cell itself (a frame that goes on shares it).
+/// frame that goes on holds it (`Plan::live_cells`, or a value handed on holding the cell
+/// itself): its writes would not reach the new one.
 pub fn detached_cells(plan: &Plan<'_, '_>, objects: &[(Vid, u32)], vars: &mut Vars) -> Vec<(usize, u32)> {
     let mut found: Vec<usize> = Vec::new();
     for (vid, _) in objects {
@@ -333,7 +339,7 @@ pub fn detached_cells(plan: &Plan<'_, '_>, objects: &[(Vid, u32)], vars: &mut Va
         .collect();
     found
         .into_iter()
-        .filter(|cell| !held.contains(cell))
+        .filter(|cell| !held.contains(cell) && !plan.live_cells.contains(cell))
         .map(|cell| {
             vars.varnames.push(format!("__sot_cell{cell}"));
             (cell, (vars.varnames.len() - 1) as u32)
