@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyString};
 
 use super::{container_method, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::sot::translator::model::problem::{unsupported, Problem};
-use crate::sot::translator::model::value::FUNCTION_FIELDS;
+use crate::sot::translator::model::value::{store_named, FUNCTION_FIELDS};
 
 pub struct AttrDict;
 
@@ -103,11 +103,7 @@ impl Kind for AttrDict {
                     ))
                 }
             };
-            // A key stored again keeps its place, as a dict's does.
-            match stored.iter_mut().find(|(n, _)| *n == name) {
-                Some(entry) => entry.1 = value,
-                None => stored.push((name, value)),
-            }
+            store_named(stored, name, value);
         }
         cx.set_val(*owner, owner_val);
         Ok(Some(cx.none()))

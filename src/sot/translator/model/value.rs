@@ -247,6 +247,15 @@ pub struct Function<'py> {
     pub stored: Vec<(String, Vid)>,
 }
 
+/// Stores `name` among `entries` as a dict stores a key: one stored again keeps its place
+/// (an object's or function's `__dict__`, a call's keywords).
+pub fn store_named(entries: &mut Vec<(String, Vid)>, name: String, value: Vid) {
+    match entries.iter_mut().find(|(stored, _)| *stored == name) {
+        Some(entry) => entry.1 = value,
+        None => entries.push((name, value)),
+    }
+}
+
 /// A function's attributes CPython keeps in the function itself, not in its `__dict__`
 /// (those stored among `Function::stored`; `__type_params__` from 3.12).
 pub const FUNCTION_FIELDS: [&str; 3] = ["__module__", "__doc__", "__type_params__"];

@@ -1,6 +1,7 @@
 //! Attributes of real objects and of objects the translation made: descriptors, slots, properties, special methods, super.
 
 use super::*;
+use crate::sot::translator::model::value::{store_named, FUNCTION_FIELDS};
 
 /// A function's attributes that only label it (attrs sets them on the methods it makes):
 /// stored as any other attribute, the function inlined as it was until the store runs
@@ -207,16 +208,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             {
                 return unsupported("__type_params__ set to other than a tuple on a function");
             }
-            _ if is_data_descriptor
-                && !crate::sot::translator::model::value::FUNCTION_FIELDS.contains(&name.as_str()) =>
-            {
+            _ if is_data_descriptor && !FUNCTION_FIELDS.contains(&name.as_str()) => {
                 return unsupported(format!("assignment to the function attribute {name}"));
             }
-            _ => match function.stored.iter_mut().find(|(n, _)| *n == name) {
-                // An item stored again keeps its place in the function's `__dict__`.
-                Some(entry) => entry.1 = value,
-                None => function.stored.push((name, value)),
-            },
+            _ => store_named(&mut function.stored, name, value),
         }
         self.values[owner] = Val::Function(function);
         Ok(())
@@ -266,11 +261,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 self.call(setter, vec![owner, value], vec![])?;
                 return Ok(());
             }
-            // A stored attribute keeps its place in the object's `__dict__`, as a dict's key does.
-            match attrs.iter_mut().find(|(n, _)| *n == name) {
-                Some(entry) => entry.1 = value,
-                None => attrs.push((name, value)),
-            }
+            store_named(&mut attrs, name, value);
             self.values[owner] = Val::Object { class, attrs };
             return Ok(());
         }

@@ -1,6 +1,7 @@
 //! Calls: who handles a callee (inlined, a builtin, a recorded operation, the backend), reduce, operator functions.
 
 use super::*;
+use crate::sot::translator::model::value::store_named;
 
 impl<'py, 'b> Vm<'py, 'b> {
     pub(super) fn do_call(&mut self, frame: &mut Frame<'py>, op: Op, argc: usize, kw_names: bool) -> Res<()> {
@@ -859,10 +860,7 @@ pub(super) fn merged_keywords(
     given: Vec<(String, Vid)>,
 ) -> Vec<(String, Vid)> {
     for (name, value) in given {
-        match keywords.iter_mut().find(|(n, _)| *n == name) {
-            Some(slot) => slot.1 = value,
-            None => keywords.push((name, value)),
-        }
+        store_named(&mut keywords, name, value);
     }
     keywords
 }
