@@ -537,6 +537,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             if let Some(copied) = self.modeled_deepcopy(&obj, &args, &kwargs)? {
                 return Ok(copied);
             }
+            if let Some(found) = self.modeled_getattr_static(&obj, &args, &kwargs)? {
+                return Ok(found);
+            }
             match self
                 .backend
                 .code_kind(&obj.getattr(pyo3::intern!(obj.py(), "__code__"))?)?

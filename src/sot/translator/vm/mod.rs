@@ -15,6 +15,7 @@ mod construct;
 mod containers;
 mod deepcopy;
 mod exceptions;
+mod getattr_static;
 mod identities;
 mod inline;
 mod interp;
@@ -226,6 +227,9 @@ pub struct Vm<'py, 'b> {
     nested_frames: Option<Vec<kept::InlinedPoint<'py>>>,
     /// `copy.deepcopy`, once looked up (`Vm::modeled_deepcopy`).
     deepcopy: std::cell::OnceCell<Option<Bound<'py, PyAny>>>,
+    /// `inspect.getattr_static`, once looked up where `inspect` is imported
+    /// (`Vm::modeled_getattr_static`).
+    getattr_static: std::cell::OnceCell<Option<Bound<'py, PyAny>>>,
     /// Per top-frame instruction, the state before its first run (`Vm::rewind`).
     first_visits: FxHashMap<usize, kept::FirstVisit<'py>>,
     /// The top frame's instructions, and which lie in a loop.
@@ -525,6 +529,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             nested: None,
             nested_frames: None,
             deepcopy: std::cell::OnceCell::new(),
+            getattr_static: std::cell::OnceCell::new(),
             first_visits: FxHashMap::default(),
             top_code: None,
             generator_resumes: Vec::new(),
