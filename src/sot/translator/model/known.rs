@@ -78,6 +78,8 @@ known_objects! {
     /// `object`'s, defined on the type itself.
     exception_setattr: PyAny = builtin(py, "BaseException")?.getattr("__setattr__")?;
     object_new: PyAny = object.getattr(pyo3::intern!(py, "__new__"))?;
+    /// `os.fspath` (a builtin of `posix`/`nt`; `os` is imported at start-up).
+    fspath: PyAny = import(py, "os")?.getattr(pyo3::intern!(py, "fspath"))?;
     object_init: PyAny = object.getattr(pyo3::intern!(py, "__init__"))?;
     /// `types.MappingProxyType.get`, the method a class's `__dict__` answers `get` with.
     mappingproxy_get: PyAny = types.getattr(pyo3::intern!(py, "MappingProxyType"))?.getattr("get")?;

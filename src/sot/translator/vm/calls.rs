@@ -338,10 +338,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let ([path], true) = (args, kwargs.is_empty()) else {
             return Ok(None);
         };
-        let is_fspath = imported(self.py, "os")
-            .and_then(|os| os.getattr(pyo3::intern!(os.py(), "fspath")).ok())
-            .is_some_and(|fspath| fspath.is(obj));
-        if !is_fspath || self.contains_tensor(*path) {
+        if !obj.is(&self.ops.fspath) || self.contains_tensor(*path) {
             return Ok(None);
         }
         let ty = self.type_of(*path)?;

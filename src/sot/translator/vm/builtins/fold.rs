@@ -125,12 +125,13 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return Ok(Some(self.push_val(Val::Dict(items))));
         }
-        let pure_module = receiver
-            .getattr("__name__")
-            .ok()
-            .and_then(|n| n.extract::<String>().ok())
-            .is_some_and(|n| matches!(n.as_str(), "math" | "operator" | "cmath" | "unicodedata"))
-            && receiver.is_instance(&self.ops.module_type)?;
+        // A module first: reading a missing `__name__` (of a str receiver) formats an error.
+        let pure_module = receiver.is_instance(&self.ops.module_type)?
+            && receiver
+                .getattr(pyo3::intern!(receiver.py(), "__name__"))
+                .ok()
+                .and_then(|n| n.extract::<String>().ok())
+                .is_some_and(|n| matches!(n.as_str(), "math" | "operator" | "cmath" | "unicodedata"));
         let immutable_receiver = is_immutable(&receiver) && !receiver.is_instance_of::<PyType>();
         if !(pure_module || immutable_receiver) {
             return Ok(None);
@@ -225,7 +226,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .is_ok_and(|receiver| is_quiet_value(&receiver))
             && positional.iter().all(|arg| is_quiet_value(&arg))
             && kw.values().iter().all(|arg| is_quiet_value(&arg));
-        let result = self.folded_call(&qualname(obj), quiet, || obj.call(positional, Some(&kw)))?;
+        let result = self.folded_call(|| qualname(obj), quiet, || obj.call(positional, Some(&kw)))?;
         if regex_type(&result.get_type().into_any()) == Some(Regex::Match) {
             // A new match on every call (`pattern.search(text)`): read now, made again by the
             // generated code where it is used as an object.
@@ -284,7 +285,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// `is_quiet_value`s only) cannot warn: it runs as it is.
     pub(in crate::sot::translator::vm) fn folded_call(
         &self,
-        what: &str,
+        what: impl FnOnce() -> String,
         quiet: bool,
         call: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
     ) -> Res<Bound<'py, PyAny>> {
@@ -293,7 +294,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let (outcome, warned) = keeping_warnings(self.py, call)?;
         if warned {
-            return graph_break(format!("{what} warns"));
+            // Named only here: a builtin method's qualified name is formatted at each read.
+            return graph_break(format!("{} warns", what()));
         }
         Ok(outcome?)
     }
