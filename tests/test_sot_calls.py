@@ -525,3 +525,41 @@ def test_generated_code_calls_cpythons_builtins_while_they_are_patched():
     st = sot.stats(fast)
     assert st.own_frame == "translated" and st.fallbacks == []
     assert [b.reason for b in st.graph_breaks] == ["unsupported call: _Opaque"]
+
+
+class _Tagged:
+    def tag(self, y):
+        return y + 1.0
+
+
+_Tagged.tag.label = "first"
+
+
+def wraps_a_bound_method(x, obj):
+    import functools
+
+    method = obj.tag
+
+    @functools.wraps(method)
+    def wrapper(y):
+        return method(y)
+
+    return wrapper(x), wrapper.__name__, wrapper.label
+
+
+def test_wrapping_a_bound_method_reads_its_function_s_dict_as_it_is_on_each_call():
+    """`functools.wraps` of a bound method copies its function's `__dict__` (read through
+    the method, as its C lookup forwards it, from the function held): an entry changed
+    later is what the next call copies."""
+    x, obj = np.arange(2.0), _Tagged()
+    fast = sot.translate(wraps_a_bound_method, full_graph=True)
+    assert repr(fast(x, obj)) == repr(wraps_a_bound_method(x, obj))
+    assert (sot.stats(fast).translations, sot.stats(fast).graph_breaks) == (1, [])
+    _Tagged.tag.label = "second"
+    try:
+        got = fast(x, obj)
+        assert got[2] == "second"
+        assert repr(got) == repr(wraps_a_bound_method(x, obj))
+        assert sot.stats(fast).translations == 1
+    finally:
+        _Tagged.tag.label = "first"

@@ -373,6 +373,42 @@ def update_wrapper_on_an_object_the_translation_made(x):
             sorted(wrapped.__dict__), wrapped.__dict__["__wrapped__"] is _documented)
 
 
+class _Scaler:
+    """Scales by its factor."""
+
+    def __init__(self, factor):
+        self.factor = factor
+
+    def scale(self, y):
+        """Scales y."""
+        return y * self.factor
+
+
+_Scaler.scale.marker = "on the function"
+
+
+@case(args=lambda: (arr(3), _Scaler(2.0)), graphs=1, ops=1)
+def wraps_a_bound_method_of_the_frame(x, scaler):
+    # functools.wraps of a bound method (scikit-learn's `delayed(self._tree.query)`): the
+    # method's `__module__`, `__name__`, `__doc__`, `__dict__` are its function's, read
+    # through `__func__` as the method's C lookup forwards them.
+    method = scaler.scale
+
+    @functools.wraps(method)
+    def wrapper(y):
+        return method(y)
+
+    return (wrapper(x), wrapper.__name__, wrapper.__qualname__, wrapper.__doc__, wrapper.__module__,
+            wrapper.marker, wrapper.__wrapped__.__func__ is _Scaler.scale, method.__self__ is scaler,
+            method.__func__ is _Scaler.scale)
+
+
+@case(args=lambda: (arr(3), _Scaler(3.0)), graphs=1, ops=1)
+def update_wrapper_of_a_bound_method_on_a_new_object(x, scaler):
+    wrapped = _CallWrapper(scaler.scale)
+    return wrapped(x), wrapped.__name__, wrapped.__doc__, wrapped.marker, sorted(wrapped.__dict__)
+
+
 class _SlotAndDict:
     __slots__ = ("a", "__dict__")
 

@@ -66,6 +66,9 @@ impl Kind for Function {
     /// A function's name, qualified name and code, what the translated code stored in it,
     /// and (of one it made) its `__dict__`.
     fn attr<'py>(&self, cx: &mut dyn Interp<'py>, v: Vid, val: &Val<'py>, name: &str) -> Res<Option<Vid>> {
+        if let Val::Method { function, receiver } = val {
+            return method_attr(cx, v, val, (*function, *receiver), name);
+        }
         let Val::Function(f) = val else {
             return Ok(None);
         };
@@ -133,5 +136,29 @@ impl Kind for Function {
             Val::ContainerMethod { container, .. } => out.push(*container),
             _ => {}
         }
+    }
+}
+
+/// An attribute of a bound method (`types.MethodType`) as its C lookup (`method_getattro`)
+/// finds it: `__func__` and `__self__`, and a name the method type lacks (or `__doc__`, which
+/// it reads from the function) read from the function (`functools.wraps` of a bound method
+/// copies its `__module__`, `__name__`, `__dict__`, ...). None for another attribute.
+fn method_attr<'py>(
+    cx: &mut dyn Interp<'py>,
+    v: Vid,
+    val: &Val<'py>,
+    (function, receiver): (Vid, Vid),
+    name: &str,
+) -> Res<Option<Vid>> {
+    let method_type = cx.known().method_type.clone();
+    if !Function.python_type(cx, v, val)?.is_some_and(|ty| ty.is(&method_type)) {
+        return Ok(None);
+    }
+    match name {
+        "__func__" => Ok(Some(function)),
+        "__self__" => Ok(Some(receiver)),
+        "__doc__" => cx.load_attr(function, name).map(Some),
+        _ if cx.type_lookup(&method_type, name)?.is_none() => cx.load_attr(function, name).map(Some),
+        _ => Ok(None),
     }
 }

@@ -710,7 +710,50 @@ impl<'py, 'b> Vm<'py, 'b> {
             // Fixed with the member's pinned state.
             return Ok(self.constant(obj.getattr(self.interned_name(name))?));
         }
+        if obj.get_type().is(&self.ops.method_type) {
+            if let Some(found) = self.bound_method_attr(owner, &obj, source, name)? {
+                return Ok(found);
+            }
+        }
+        if source.is_none() && name == "__dict__" && obj.is_instance(&self.ops.function_type)? {
+            // A function the translation holds (a class's, a bound method's): its
+            // `__dict__` read through it, held and pinned, so that its items are read and
+            // guarded as a frame function's are (`functools.wraps` copies them).
+            let held = self.intern(Source::Held(StrongRef::new(&obj)));
+            self.add_guard(held, Check::Id(Pin::new(&obj)));
+            let value = obj.getattr(self.interned_name(name))?;
+            return Ok(self.value_of_source(Source::Attr(held, self.name_ref(name)), value));
+        }
         self.instance_attr(owner, obj, source, name)
+    }
+
+    /// An attribute of a bound method as its C lookup (`method_getattro`) finds it: its
+    /// `__func__` and `__self__`, and a name its type lacks (or `__doc__`, which its type
+    /// reads from the function) read from its function (`functools.wraps` of a bound method
+    /// copies `__module__`, `__name__`, `__dict__`, ...). None for another of its type's
+    /// attributes.
+    fn bound_method_attr(
+        &mut self,
+        owner: Vid,
+        method: &Bound<'py, PyAny>,
+        source: Option<SourceId>,
+        name: &str,
+    ) -> Res<Option<Vid>> {
+        let forwarded = name == "__doc__" || self.type_lookup(&self.ops.method_type, name)?.is_none();
+        if !forwarded && !matches!(name, "__func__" | "__self__") {
+            return Ok(None);
+        }
+        self.guard_type(owner);
+        let part = if forwarded { "__func__" } else { name };
+        let value = method.getattr(self.interned_name(part))?;
+        let part = match source {
+            Some(s) => self.value_of_source(Source::Attr(s, self.name_ref(part)), value),
+            None => self.constant(value),
+        };
+        if forwarded {
+            return self.load_attr(part, name).map(Some);
+        }
+        Ok(Some(part))
     }
 
     /// An instance's attribute, looked up as `object.__getattribute__` would, without
