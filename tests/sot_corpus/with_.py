@@ -3,6 +3,7 @@
 import contextlib
 import itertools
 import sys
+import threading
 
 import numpy as np
 
@@ -368,4 +369,96 @@ def a_long_call_inside_a_region_breaks_at_the_with(x):
     y = x * 2
     with np.errstate(over="ignore"):
         z = _long_sum(y, 200)
+    return z
+
+
+# Locks the translated code makes (joblib's `Parallel`, scikit-learn's forests): held and
+# released while translating on a lock nobody else sees; the generated code makes the lock
+# again where it is free.
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def a_lock_made_here_held_by_with(x):
+    lock = threading.Lock()
+    with lock:
+        y = x + 1
+        inside = lock.locked()
+    return y * 2, inside, lock.locked()
+
+
+def _accumulate(value, out, lock):
+    # scikit-learn's `_accumulate_prediction`: the sum under the lock it is handed.
+    with lock:
+        out[0] += value
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=5)
+def a_lock_handed_to_a_helper(x):
+    out = [x * 0.0]
+    lock = threading.Lock()
+    for k in (1.0, 2.0):
+        _accumulate(x * k, out, lock)
+    return out[0]
+
+
+class _Pool:
+    # joblib's `Parallel`: a reentrant lock made in `__init__`, held around its work.
+    def __init__(self):
+        self._lock = threading.RLock()
+
+    def run(self, function, value):
+        with self._lock:
+            with self._lock:
+                return function(value)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def a_reentrant_lock_of_an_object_made_here(x):
+    pool = _Pool()
+    return pool.run(lambda v: v - 1, x)
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=2)
+def a_lock_acquired_and_released_by_its_methods(x):
+    lock = threading.Lock()
+    first = lock.acquire()
+    y = x * 3
+    held = lock.locked()
+    lock.release()
+    return y + 1, first, held, lock.locked()
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2,
+      breaks=["a lock the translation holds", "__exit__ of lock", "print", "lock.__exit__"])
+def a_break_while_a_made_lock_is_held(x):
+    # Made again by the generated code, a lock would be free: the lock is made by the
+    # code that runs on from before it, which holds it as the original does (a lock of the
+    # frame's, then: entered for real).
+    y = x + 1
+    lock = threading.Lock()
+    with lock:
+        print("holding")
+        z = y * 2
+    return z
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
+def releasing_a_free_lock_raises_as_it_does(x):
+    lock = threading.Lock()
+    try:
+        lock.release()
+    except RuntimeError as error:
+        return x + 1, str(error)
+    return x, ""
+
+
+_SHARED = threading.Lock()
+
+
+@case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["__exit__ of lock", "lock.__exit__"])
+def a_lock_of_the_program_is_held_for_real(x):
+    # Another thread may hold it: entered by the code that runs on, not while translating.
+    y = x + 1
+    with _SHARED:
+        z = y * 2
     return z

@@ -270,6 +270,12 @@ impl<'a, 'py> Emitter<'a, 'py> {
                         // Entered (a region): made again from its arguments it would not be.
                         return Err(self.cannot_rebuild(vid, "a region's manager the graph entered"));
                     }
+                    if crate::sot::translator::model::known::Known::new(py)?.is_lock(obj)
+                        && crate::sot::translator::vm::locks::is_held(obj)?
+                    {
+                        // Made again, a lock is free.
+                        return Err(self.cannot_rebuild(vid, "a lock the translation holds"));
+                    }
                     // _sot_construct(cls, args, kwargs): cls(*args, **kwargs), untranslated
                     let construct = import(py, "framehook._native")?.getattr("_sot_construct")?;
                     self.call_constant(construct, |e| {

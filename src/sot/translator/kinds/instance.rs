@@ -85,6 +85,14 @@ impl Kind for Instance {
             Val::Object { class, attrs } => cx.made_object_attr(v, class.clone(), attrs, name).map(Some),
             Val::Super { class, receiver } => cx.super_attr(class.clone(), *receiver, name).map(Some),
             Val::Constructed { obj, .. } => {
+                if cx.known().is_lock(obj) {
+                    // A lock's methods, bound to the lock the generated code makes
+                    // (`vm::locks`); its other attributes break.
+                    return cx.made_lock_method(v, name)?.map_or_else(
+                        || unsupported(format!("attribute {name} of a lock the translation made")),
+                        |method| Ok(Some(method)),
+                    );
+                }
                 // Made again by the generated code: what it reads of it must be a value, or,
                 // of an immutable object, a method of its C type (a match's `group`), bound
                 // to the object the generated code makes.

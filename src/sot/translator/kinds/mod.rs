@@ -152,6 +152,8 @@ pub trait Interp<'py> {
     ) -> Res<Vid>;
     /// `super(class, receiver).name`.
     fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid>;
+    /// A modeled method of a lock the translation made, bound to it (`vm::locks`).
+    fn made_lock_method(&mut self, lock: Vid, name: &str) -> Res<Option<Vid>>;
     /// A tensor of the graph's input `sym` as the frame holds it, and its source (None for
     /// the result of an operation).
     fn input_tensor(&self, sym: usize) -> Option<(SourceId, Bound<'py, PyAny>)>;

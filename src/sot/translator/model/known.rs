@@ -99,6 +99,11 @@ known_objects! {
     enum_type: PyAny = import(py, "enum")?.getattr("Enum")?;
     /// `threading.local`'s type (`_thread._local`).
     thread_local_type: PyAny = import(py, "_thread")?.getattr("_local")?;
+    /// `threading.Lock()`'s and `threading.RLock()`'s types, and the function that makes a
+    /// lock (`threading.Lock` up to 3.12; the type itself from 3.13 on).
+    lock_type: PyAny = import(py, "_thread")?.getattr("LockType")?;
+    rlock_type: PyAny = import(py, "_thread")?.getattr("RLock")?;
+    allocate_lock: PyAny = import(py, "_thread")?.getattr("allocate_lock")?;
     /// `functools.lru_cache`'s wrapper of a function.
     lru_cache_type: PyAny = import(py, "functools")?.getattr("_lru_cache_wrapper")?;
     functools_reduce: PyAny = import(py, "functools")?.getattr("reduce")?;
@@ -118,6 +123,13 @@ impl<'py> Known<'py> {
 
     pub fn op(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
         self.operator.getattr(name)
+    }
+
+    /// Whether `obj` is a lock or a reentrant lock of `_thread`'s (`threading.Lock()`,
+    /// `threading.RLock()`).
+    pub fn is_lock(&self, obj: &Bound<'py, PyAny>) -> bool {
+        let ty = obj.get_type();
+        ty.is(&self.lock_type) || ty.is(&self.rlock_type)
     }
 
     /// Whether `function` is the `operator` module's function `name` (looked up in the

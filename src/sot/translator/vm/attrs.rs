@@ -1165,6 +1165,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 receiver: owner,
             }));
         }
+        if let Some(method) = self.made_lock_method(owner, name)? {
+            return Ok(method);
+        }
         graph_break(format!(
             "unsupported call: {name} of {} written in C",
             ty.getattr(pyo3::intern!(ty.py(), "__qualname__"))?

@@ -449,6 +449,12 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(done) = self.region_call(&obj, &args, &kwargs)? {
             return Ok(done);
         }
+        if let Some(lock) = self.made_lock(&obj, source, &args, &kwargs)? {
+            return Ok(lock);
+        }
+        if let Some(done) = self.made_lock_call(&obj, &args, &kwargs)? {
+            return Ok(done);
+        }
         let pin = |vm: &mut Self| vm.pin_callable(source, &obj);
         if self.backend.is_array_function(&obj)
             && self.array_operands(&qualname(&obj), &args, &kwargs)?.arrays
@@ -724,7 +730,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// The callable a call reads at `source`, pinned by identity (what the call does follows
     /// from which object it is).
-    fn pin_callable(&mut self, source: Option<SourceId>, obj: &Bound<'py, PyAny>) {
+    pub(super) fn pin_callable(&mut self, source: Option<SourceId>, obj: &Bound<'py, PyAny>) {
         if let Some(s) = source {
             self.add_guard(s, Check::Id(Pin::new(obj)));
         }

@@ -195,6 +195,10 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::super_attr(self, class, receiver, name)
     }
 
+    fn made_lock_method(&mut self, lock: Vid, name: &str) -> Res<Option<Vid>> {
+        Vm::made_lock_method(self, lock, name)
+    }
+
     fn input_tensor(&self, sym: usize) -> Option<(SourceId, Bound<'py, PyAny>)> {
         let tensor = self.input_tensors.get(&sym)?;
         Some((self.graph.inputs[sym], tensor.clone()))

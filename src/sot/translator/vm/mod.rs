@@ -23,6 +23,7 @@ mod iterators;
 pub(crate) mod kept;
 mod layers;
 mod library;
+pub(crate) mod locks;
 mod lru_cache;
 mod matching;
 mod names;
