@@ -17,7 +17,7 @@ import pytest
 
 import framehook
 import framehook.sot as sot
-from sot_helpers import FREE_THREADED, two_ops
+from sot_helpers import FREE_THREADED, _Opaque, two_ops
 
 pytestmark = pytest.mark.usefixtures("fresh_sot")
 
@@ -189,6 +189,10 @@ def test_register_backend_plugs_a_backend_in():
     assert len(compiled) == 3 and sot.stats(fast).graphs == 1
 
 
+# A C callable the translator breaks on.
+_opaque_int = _Opaque(int)
+
+
 def test_is_op_is_asked_once_per_session_and_keeps_no_function_alive():
     """A function called in a translation and in its resume function is asked about once
     (the session keeps the answer), and the session holds it weakly: a closure it kept the
@@ -213,7 +217,7 @@ def test_is_op_is_asked_once_per_session_and_keeps_no_function_alive():
 
     def f(x, scale):
         y = scale(x + 1.0)
-        threading.RLock()  # a break: what follows is a resume function, translated on its own
+        _opaque_int()  # a break: what follows is a resume function, translated on its own
         return scale(y) - 1.0
 
     payload = Payload()
