@@ -19,6 +19,11 @@ _COPY_314 = (
     "objects whose contents no guard compares: the call breaks instead of being inlined"
 )
 
+_WITH_C_MANAGER_314 = (
+    "3.14+ reads a `with`'s `__enter__` and `__exit__` with LOAD_SPECIAL, where no resume function "
+    "can start: a manager written in C (a lock of the program's) runs the frame eagerly"
+)
+
 # case id -> (reason, the (major, minor) versions it fails on, or ALL)
 KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "breaks_in_blocks/print_in_except": (_BREAK_IN_BLOCK_STACK_HANDLER, {(3, 9), (3, 10)}),
@@ -33,6 +38,8 @@ KNOWN_GAPS: dict[str, tuple[str, object]] = {
     "side_effects/set_add_discard": ("mutating a set from the frame", ALL),
     "library_calls/library_calls_back_user_code": (_COPY_314, {(3, 14)}),
     "library_calls/library_calls_in_recursion": (_COPY_314, {(3, 14)}),
+    "with/a_break_while_a_made_lock_is_held": (_WITH_C_MANAGER_314, {(3, 14), (3, 15)}),
+    "with/a_lock_of_the_program_is_held_for_real": (_WITH_C_MANAGER_314, {(3, 14), (3, 15)}),
     "exceptions/builtin_method_refusing_keywords_raises_cpythons_message": (
         "a method call (`obj.m(...)`, CPython's LOAD_ATTR method form) is simulated as a bound "
         "method and handed to the generated code as one at a break, so a C method refusing "

@@ -151,7 +151,10 @@ fn method_attr<'py>(
     name: &str,
 ) -> Res<Option<Vid>> {
     let method_type = cx.known().method_type.clone();
-    if !Function.python_type(cx, v, val)?.is_some_and(|ty| ty.is(&method_type)) {
+    if !Function
+        .python_type(cx, v, val)?
+        .is_some_and(|ty| ty.is(&method_type))
+    {
         return Ok(None);
     }
     match name {

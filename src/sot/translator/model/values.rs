@@ -65,7 +65,10 @@ impl<'py> Values<'py> {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Val<'py>> {
-        self.groups.iter().flat_map(|group| group.iter()).flat_map(|chunk| chunk.iter())
+        self.groups
+            .iter()
+            .flat_map(|group| group.iter())
+            .flat_map(|chunk| chunk.iter())
     }
 
     /// The ids of the values that may differ between `self` and `other` (a snapshot of an
@@ -154,7 +157,10 @@ mod tests {
         values[changed_at] = Val::Tuple(vec![]);
         values.push(Val::Null);
         assert!(matches!(values[changed_at], Val::Tuple(_)) && matches!(before[changed_at], Val::Null));
-        assert!(matches!(values.get(GROUP_VALUES * 2 + CHUNK + 1), Some(Val::Null)));
+        assert!(matches!(
+            values.get(GROUP_VALUES * 2 + CHUNK + 1),
+            Some(Val::Null)
+        ));
         assert!(before.get(GROUP_VALUES * 2 + CHUNK + 1).is_none());
         assert_eq!(nulls(&before), GROUP_VALUES * 2 + CHUNK + 1);
         assert_eq!(nulls(&values), GROUP_VALUES * 2 + CHUNK + 1);

@@ -26,7 +26,8 @@ impl<'py> Vm<'py, '_> {
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
         let getattr_static = self.getattr_static.get_or_init(|| {
-            let modules = import(self.py, "sys").and_then(|sys| sys.getattr(pyo3::intern!(self.py, "modules")));
+            let modules =
+                import(self.py, "sys").and_then(|sys| sys.getattr(pyo3::intern!(self.py, "modules")));
             modules
                 .and_then(|modules| modules.get_item("inspect"))
                 .and_then(|inspect| inspect.getattr(pyo3::intern!(self.py, "getattr_static")))
@@ -38,7 +39,9 @@ impl<'py> Vm<'py, '_> {
         let (target, name, default) = match (args, kwargs) {
             ([target, name], []) => (*target, *name, None),
             ([target, name, default], []) => (*target, *name, Some(*default)),
-            ([target, name], [(keyword, default)]) if keyword == "default" => (*target, *name, Some(*default)),
+            ([target, name], [(keyword, default)]) if keyword == "default" => {
+                (*target, *name, Some(*default))
+            }
             _ => return Ok(None),
         };
         let Some(name) = self.constant_str(name) else {
@@ -87,7 +90,9 @@ impl<'py> Vm<'py, '_> {
                 return Ok(None);
             }
         }
-        let dict_offset: isize = class.getattr(pyo3::intern!(self.py, "__dictoffset__"))?.extract()?;
+        let dict_offset: isize = class
+            .getattr(pyo3::intern!(self.py, "__dictoffset__"))?
+            .extract()?;
         if dict_offset != 0 {
             return Ok(None);
         }

@@ -85,10 +85,12 @@ impl<'py> Vm<'py, '_> {
             return Ok(None);
         }
         let ty = obj.get_type().into_any();
-        let Some(name) = MODELED
-            .iter()
-            .find(|name| self.type_lookup(&ty, name).ok().flatten().is_some_and(|m| m.is(function)))
-        else {
+        let Some(name) = MODELED.iter().find(|name| {
+            self.type_lookup(&ty, name)
+                .ok()
+                .flatten()
+                .is_some_and(|m| m.is(function))
+        }) else {
             return Ok(None);
         };
         match (*name, rest.len()) {

@@ -528,9 +528,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         // `~` of a bool warns (deprecated); any other operator of numbers and strings cannot.
         let quiet = name != "invert" && objs.iter().all(is_quiet_value);
-        let result = self.folded_call(|| format!("operator {name}"), quiet, || {
-            function.call1(PyTuple::new(self.py, objs)?)
-        })?;
+        let result = self.folded_call(
+            || format!("operator {name}"),
+            quiet,
+            || function.call1(PyTuple::new(self.py, objs)?),
+        )?;
         Ok(self.wrap_result(result))
     }
 }
