@@ -86,6 +86,15 @@ pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> 
         .ok_or_else(|| PyRuntimeError::new_err(format!("framehook: no builtin named {name}")))
 }
 
+/// Whether `obj` is the builtin `name` as framehook found it at import (no error made for
+/// a name that is none: most callables asked about are not builtins).
+pub fn is_builtin_named(obj: &Bound<'_, PyAny>, name: &str) -> bool {
+    BUILTINS
+        .get()
+        .and_then(|builtins| builtins.get(name))
+        .is_some_and(|found| found.as_ptr() == obj.as_ptr())
+}
+
 /// Instances of a class made by a `class` statement (its methods may be Python code).
 pub fn is_heap_instance(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(is_heap_type(obj.get_type().as_any()))

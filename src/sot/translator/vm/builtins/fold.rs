@@ -164,11 +164,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             let owner = self.intern(Source::Attr(s, self.name_ref("__self__")));
             self.guard_value(owner, &receiver)?;
         }
-        let joined = obj
-            .getattr(pyo3::intern!(obj.py(), "__name__"))
-            .is_ok_and(|n| n.to_string() == "join")
-            && (receiver.is_exact_instance_of::<PyString>()
-                || receiver.is_exact_instance_of::<pyo3::types::PyBytes>());
+        let joined = (receiver.is_exact_instance_of::<PyString>()
+            || receiver.is_exact_instance_of::<pyo3::types::PyBytes>())
+            && obj
+                .getattr(pyo3::intern!(obj.py(), "__name__"))
+                .is_ok_and(|n| n.eq(pyo3::intern!(obj.py(), "join")).unwrap_or(false));
         if let ([iterable], true) = (args, joined && kwargs.is_empty()) {
             if matches!(
                 self.val(*iterable),
@@ -197,10 +197,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         if is_stateful_regex_method(obj) {
             return Ok(None);
         }
-        // The string a bound `str` method runs on; none where it is called through `str`.
-        let text = obj
-            .getattr(pyo3::intern!(self.py, "__self__"))
-            .ok()
+        // What a bound method runs on (read once), and the string a bound `str` method runs
+        // on: none where it is called through `str`.
+        let receiver = obj.getattr(pyo3::intern!(self.py, "__self__")).ok();
+        let text = receiver
+            .clone()
             .filter(|receiver| receiver.is_instance_of::<PyString>());
         let reads = if of_str && self.formats_its_arguments(obj, text.as_ref(), args)? {
             "format"
@@ -221,11 +222,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         // A method of a number or a string on numbers and strings cannot warn.
         let quiet = obj.is_instance_of::<pyo3::types::PyCFunction>()
-            && obj
-                .getattr(pyo3::intern!(self.py, "__self__"))
-                .is_ok_and(|receiver| is_quiet_value(&receiver))
+            && receiver.as_ref().is_some_and(is_quiet_value)
             && positional.iter().all(|arg| is_quiet_value(&arg))
-            && kw.values().iter().all(|arg| is_quiet_value(&arg));
+            && (kw.is_empty() || kw.values().iter().all(|arg| is_quiet_value(&arg)));
         let result = self.folded_call(|| qualname(obj), quiet, || obj.call(positional, Some(&kw)))?;
         if regex_type(&result.get_type().into_any()) == Some(Regex::Match) {
             // A new match on every call (`pattern.search(text)`): read now, made again by the

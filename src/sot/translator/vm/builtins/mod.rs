@@ -9,7 +9,7 @@ mod fold;
 use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
 
-use crate::sot::translator::pyutil::is_heap_instance;
+use crate::sot::translator::pyutil::{is_builtin_named, is_heap_instance};
 use crate::sot::translator::vm::*;
 use pyo3::types::{PyBytes, PySet};
 
@@ -94,7 +94,7 @@ impl<'py> Vm<'py, '_> {
             .getattr(pyo3::intern!(obj.py(), "__name__"))
             .and_then(|n| n.extract::<String>())
         {
-            Ok(name) if self.builtin(&name).is_ok_and(|b| b.is(obj)) => (name, false),
+            Ok(name) if is_builtin_named(obj, &name) => (name, false),
             Ok(name) if self.is_itertools(&name, obj) => (name, true),
             _ => return self.call_bound_builtin(obj, source, args, kwargs),
         };
@@ -168,8 +168,9 @@ fn isinstance<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Opt
     };
     let ty = vm.type_of(*x)?;
     let classes = vm.concrete(*classes)?;
-    let result = vm.builtin("issubclass")?.call1((ty, classes))?;
-    Ok(Some(vm.constant(result)))
+    // `issubclass(type(x), classes)`, as the builtin does it (`PyObject_IsSubclass`).
+    let result = ty.cast_into::<PyType>()?.is_subclass(&classes)?;
+    Ok(Some(vm.boolean(result)))
 }
 
 fn type_<'py>(vm: &mut Vm<'py, '_>, call: &BuiltinCall<'_, 'py>) -> Res<Option<Vid>> {
