@@ -93,6 +93,9 @@ impl Kind for Instance {
                         |method| Ok(Some(method)),
                     );
                 }
+                if let Some(found) = cx.signature_attr(v, name)? {
+                    return Ok(Some(found));
+                }
                 // Made again by the generated code: what it reads of it must be a value, or,
                 // of an immutable object, a method of its C type (a match's `group`), bound
                 // to the object the generated code makes.

@@ -154,6 +154,9 @@ pub trait Interp<'py> {
     fn super_attr(&mut self, class: Bound<'py, PyAny>, receiver: Vid, name: &str) -> Res<Vid>;
     /// A modeled method of a lock the translation made, bound to it (`vm::locks`).
     fn made_lock_method(&mut self, lock: Vid, name: &str) -> Res<Option<Vid>>;
+    /// An attribute of a signature `inspect.signature` made while translating
+    /// (`vm::signature`); None for another value or name.
+    fn signature_attr(&mut self, signature: Vid, name: &str) -> Res<Option<Vid>>;
     /// A tensor of the graph's input `sym` as the frame holds it, and its source (None for
     /// the result of an operation).
     fn input_tensor(&self, sym: usize) -> Option<(SourceId, Bound<'py, PyAny>)>;

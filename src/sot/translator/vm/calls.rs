@@ -543,6 +543,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             if let Some(found) = self.modeled_getattr_static(&obj, &args, &kwargs)? {
                 return Ok(found);
             }
+            if let Some(made) = self.modeled_signature(&obj, &args, &kwargs)? {
+                return Ok(made);
+            }
             match self
                 .backend
                 .code_kind(&obj.getattr(pyo3::intern!(obj.py(), "__code__"))?)?

@@ -199,6 +199,10 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::made_lock_method(self, lock, name)
     }
 
+    fn signature_attr(&mut self, signature: Vid, name: &str) -> Res<Option<Vid>> {
+        Vm::signature_attr(self, signature, name)
+    }
+
     fn input_tensor(&self, sym: usize) -> Option<(SourceId, Bound<'py, PyAny>)> {
         let tensor = self.input_tensors.get(&sym)?;
         Some((self.graph.inputs[sym], tensor.clone()))

@@ -33,6 +33,7 @@ mod protocol;
 mod record;
 mod regions;
 mod run;
+mod signature;
 mod snapshot;
 mod strings;
 pub(crate) mod summaries;
@@ -231,6 +232,9 @@ pub struct Vm<'py, 'b> {
     /// `inspect.getattr_static`, once looked up where `inspect` is imported
     /// (`Vm::modeled_getattr_static`).
     getattr_static: std::cell::OnceCell<Option<Bound<'py, PyAny>>>,
+    /// `inspect.signature`, once looked up where `inspect` is imported
+    /// (`Vm::modeled_signature`).
+    inspect_signature: std::cell::OnceCell<Option<Bound<'py, PyAny>>>,
     /// Per top-frame instruction, the state before its first run (`Vm::rewind`).
     first_visits: FxHashMap<usize, kept::FirstVisit<'py>>,
     /// The top frame's instructions, and which lie in a loop.
@@ -531,6 +535,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             nested_frames: None,
             deepcopy: std::cell::OnceCell::new(),
             getattr_static: std::cell::OnceCell::new(),
+            inspect_signature: std::cell::OnceCell::new(),
             first_visits: FxHashMap::default(),
             top_code: None,
             generator_resumes: Vec::new(),

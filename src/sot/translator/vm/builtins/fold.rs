@@ -394,7 +394,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // reads its value (a match's, a tuple's of values), not its identity (its
                 // hash, `object`'s repr or `==`, an attribute bound to it).
                 !matches!(builtin, "hash" | "getattr")
-                    && (is_match_of_a_value(&value) || is_immutable(&value))
+                    && (is_match_of_a_value(&value)
+                        || is_immutable(&value)
+                        || self.reads_signature_parameters(vid, builtin))
             } else {
                 self.computes_the_same_later(&value, builtin, MAX_FOLDED_DEPTH)?
             };
