@@ -154,10 +154,10 @@ impl<'py> Vm<'py, '_> {
         let mut source = source;
         for (index, current) in chain.iter().enumerate() {
             self.guard_own_keys(source, current)?;
-            if let Some(next) = rest.get(index) {
+            if index < rest.len() {
+                // The next object of the chain, pinned.
                 self.pin_attribute(source, current, "__wrapped__")?;
                 source = self.intern(Source::Attr(source, self.name_ref("__wrapped__")));
-                self.add_guard(source, Check::Id(Pin::new(next)));
             }
         }
         let function = chain.last().expect("a chain ends at its function");
