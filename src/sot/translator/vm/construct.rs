@@ -107,19 +107,31 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(s) = source {
             self.add_guard(s, Check::Id(Pin::new(cls)));
         }
-        let class = self.constant(cls.clone());
-        let args = self.push_val(Val::Tuple(args.to_vec()));
+        Ok(Some(self.constructed(obj, cls.clone(), args.to_vec(), kwargs)))
+    }
+
+    /// `obj`, which `maker(*args, **kwargs)` made while translating: a `Val::Constructed`
+    /// the generated code makes again by the same call where it needs the object.
+    pub(super) fn constructed(
+        &mut self,
+        obj: Bound<'py, PyAny>,
+        maker: Bound<'py, PyAny>,
+        args: Vec<Vid>,
+        kwargs: &[(String, Vid)],
+    ) -> Vid {
+        let class = self.constant(maker);
+        let args = self.push_val(Val::Tuple(args));
         let keywords = kwargs
             .iter()
             .map(|(k, v)| (self.constant(PyString::new(self.py, k).into_any()), *v))
             .collect();
         let kwargs = self.push_val(Val::Dict(keywords));
-        Ok(Some(self.push_val(Val::Constructed {
+        self.push_val(Val::Constructed {
             obj,
             class,
             args,
             kwargs,
-        })))
+        })
     }
 
     /// `cls(*args, **kwargs)` where the class's metaclass defines `__call__` in Python (an

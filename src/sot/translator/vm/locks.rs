@@ -36,15 +36,7 @@ impl<'py> Vm<'py, '_> {
             _ => return Ok(None),
         };
         self.pin_callable(source, factory);
-        let class = self.constant(factory.clone());
-        let args = self.push_val(Val::Tuple(Vec::new()));
-        let kwargs = self.push_val(Val::Dict(Vec::new()));
-        Ok(Some(self.push_val(Val::Constructed {
-            obj,
-            class,
-            args,
-            kwargs,
-        })))
+        Ok(Some(self.constructed(obj, factory.clone(), Vec::new(), &[])))
     }
 
     /// `type(lock).name` bound to `lock`, a lock the translation made, where the method is

@@ -68,15 +68,7 @@ impl<'py> Vm<'py, '_> {
             return Ok(None);
         };
         self.guard_signature_chain(source, &chain)?;
-        let class = self.constant(signature);
-        let args = self.push_val(Val::Tuple(vec![*target]));
-        let kwargs = self.push_val(Val::Dict(Vec::new()));
-        Ok(Some(self.push_val(Val::Constructed {
-            obj: made,
-            class,
-            args,
-            kwargs,
-        })))
+        Ok(Some(self.constructed(made, signature, vec![*target], &[])))
     }
 
     /// `inspect.signature` where `inspect` is imported (looking does not import it).
@@ -213,15 +205,7 @@ impl<'py> Vm<'py, '_> {
             .getattr(pyo3::intern!(self.py, "parameters"))?
             .getattr(pyo3::intern!(self.py, "fget"))?;
         let view = getter.call1((&obj,))?;
-        let class = self.constant(getter);
-        let args = self.push_val(Val::Tuple(vec![signature]));
-        let kwargs = self.push_val(Val::Dict(Vec::new()));
-        Ok(Some(self.push_val(Val::Constructed {
-            obj: view,
-            class,
-            args,
-            kwargs,
-        })))
+        Ok(Some(self.constructed(view, getter, vec![signature], &[])))
     }
 
     /// Whether `builtin` (`in`, `len`) computes with `vid` now what it computes on a later

@@ -96,17 +96,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             let made = obj.call1((&cls, PyTuple::new(self.py, values)?))?;
-            let class = self.constant(obj.clone());
             let cls = self.constant(cls);
             let items = self.push_val(Val::Tuple(items));
-            let args = self.push_val(Val::Tuple(vec![cls, items]));
-            let kwargs = self.push_val(Val::Dict(Vec::new()));
-            return Ok(Some(self.push_val(Val::Constructed {
-                obj: made,
-                class,
-                args,
-                kwargs,
-            })));
+            return Ok(Some(self.constructed(made, obj.clone(), vec![cls, items], &[])));
         }
         let from_keys = self.builtin("dict").is_ok_and(|dict| dict.is(&receiver))
             && obj
@@ -229,19 +221,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if regex_type(&result.get_type().into_any()) == Some(Regex::Match) {
             // A new match on every call (`pattern.search(text)`): read now, made again by the
             // generated code where it is used as an object.
-            let class = self.constant(obj.clone());
-            let args = self.push_val(Val::Tuple(args.to_vec()));
-            let mut keywords = Vec::with_capacity(kwargs.len());
-            for (name, value) in kwargs {
-                keywords.push((self.constant(PyString::new(self.py, name).into_any()), *value));
-            }
-            let kwargs = self.push_val(Val::Dict(keywords));
-            return Ok(Some(self.push_val(Val::Constructed {
-                obj: result,
-                class,
-                args,
-                kwargs,
-            })));
+            return Ok(Some(self.constructed(result, obj.clone(), args.to_vec(), kwargs)));
         }
         // SAFETY: a live object; `PyIter_Check` reads its type's slot only.
         if unsafe { pyo3::ffi::PyIter_Check(result.as_ptr()) } != 0 {
