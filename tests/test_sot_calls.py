@@ -563,3 +563,67 @@ def test_wrapping_a_bound_method_reads_its_function_s_dict_as_it_is_on_each_call
         assert sot.stats(fast).translations == 1
     finally:
         _Tagged.tag.label = "first"
+
+
+class _HashedKey(tuple):
+    """cachetools' `_HashedTuple`: a tuple subclass whose hash is Python code (a break)."""
+
+    __hashvalue = None
+
+    def __hash__(self, hash=tuple.__hash__):
+        value = self.__hashvalue
+        if value is None:
+            self.__hashvalue = value = hash(self)
+        return value
+
+
+def _hashed_key(*args):
+    return _HashedKey(args)
+
+
+def _memoized(func, cache, key):
+    def wrapper(*args):
+        k = key(*args)
+        try:
+            return cache[k]
+        except KeyError:
+            pass
+        v = func(*args)
+        cache[k] = v
+        return v
+
+    wrapper.cache_clear = lambda: cache.clear()
+    return wrapper
+
+
+def _memoizing(cache, key=_hashed_key):
+    def decorator(func):
+        return _memoized(func, cache, key)
+
+    return decorator
+
+
+def _memoizes_then_clears(x):
+    cache = {}
+    wrapper = _memoizing(cache)(abs)
+    first = wrapper(-2)
+    size = len(cache)
+    wrapper.cache_clear()
+    return x + first, size, len(cache), wrapper
+
+
+def test_a_closure_made_by_the_generated_code_at_its_break_closes_over_the_cells():
+    """cachetools' `cached` (a crash found on its suite): `_memoized`'s frame, translated on
+    its own, breaks where the lambda over its cell `cache` is made (the lambda cannot be
+    handed on), so its generated code makes the lambda with `MAKE_FUNCTION` from the
+    closure tuple on the stack, which must hold the frame's cells themselves: a tuple of
+    their contents crashed the interpreter when the lambda ran."""
+    x = np.arange(3.0)
+    fast = sot.translate(_memoizes_then_clears)
+    want = _memoizes_then_clears(x)
+    got = fast(x)
+    assert repr(got[:3]) == repr(want[:3])
+    assert all(type(cell) is types.CellType for cell in got[3].cache_clear.__closure__)
+    reasons = [b.reason for b in sot.stats(fast).graph_breaks]
+    assert any("cannot rebuild" in reason for reason in reasons), reasons
+    assert repr(fast(x)[:3]) == repr(_memoizes_then_clears(x)[:3])
