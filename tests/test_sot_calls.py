@@ -627,3 +627,38 @@ def test_a_closure_made_by_the_generated_code_at_its_break_closes_over_the_cells
     reasons = [b.reason for b in sot.stats(fast).graph_breaks]
     assert any("cannot rebuild" in reason for reason in reasons), reasons
     assert repr(fast(x)[:3]) == repr(_memoizes_then_clears(x)[:3])
+
+
+def _closure_maker():
+    flag = False
+
+    def make_checker():
+        return lambda: not flag
+
+    def set_flag(value):
+        nonlocal flag
+        flag = value
+
+    return make_checker, set_flag
+
+
+def _keeps_a_checker(x, make_checker):
+    return x + 1, make_checker()
+
+
+def test_a_function_made_over_another_function_s_cell_shares_that_cell():
+    """jinja2's `test_caching` (found on its suite): a loader's `get_source`, a function the
+    translation did not make, makes `lambda: not changed` over its own free variable; the
+    lambda the generated code makes must close over that cell itself, not a new cell
+    holding its value then, or a later store through the other function is not seen."""
+    make_checker, set_flag = _closure_maker()
+    fast = sot.translate(_keeps_a_checker)
+    x = np.arange(3.0)
+    y, checker = fast(x, make_checker)
+    np.testing.assert_array_equal(y, x + 1)
+    st = sot.stats(fast)
+    assert (st.translations, st.graphs, st.graph_breaks) == (1, 1, []), st
+    assert checker.__closure__[0] is make_checker.__closure__[0]
+    assert checker() is True
+    set_flag(True)
+    assert checker() is False
