@@ -76,6 +76,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 _ => None,
             })
             .collect();
+        plan.outside_cells = vm.outside_cells().clone();
         let (graph, outputs) = vm.graph.without_dead_arithmetic(&plan.outputs);
         let compiled = if graph.nodes.is_empty() {
             None

@@ -791,23 +791,13 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 "a function made without its value",
             ));
         };
-        // Each cell: the frame's own (its cell variable), or one made anew (a local).
-        let closure_op = self.w.closure_op();
-        let closure_vars = function
+        // Each cell: the frame's own (its cell variable), one of another function's closure
+        // (read where the translation read it), or one made anew (a local).
+        let closure_cells = function
             .closure
             .iter()
-            .map(|c| {
-                let own = self.plan.frame_cells.iter().find(|(cell, _)| cell == c);
-                match own {
-                    Some((_, var)) => Some((closure_op, self.var_of(*var))),
-                    None => self
-                        .detached_cells
-                        .iter()
-                        .find(|(cell, _)| cell == c)
-                        .map(|(_, var)| (Op::LoadFast, *var)),
-                }
-            })
-            .collect::<Option<Vec<(Op, u32)>>>()
+            .map(|cell| self.cell_place(*cell))
+            .collect::<Option<Vec<CellPlace>>>()
             .ok_or_else(|| self.cannot_rebuild(vid, "a closure over cells of an inlined function"))?;
         let function_type = import(py, "types")?.getattr("FunctionType")?;
         let (code, name, defaults) = (
@@ -845,13 +835,13 @@ impl<'a, 'py> Emitter<'a, 'py> {
                 }
                 e.build_tuple(defaults.len());
             }
-            if closure_vars.is_empty() {
+            if closure_cells.is_empty() {
                 e.load_const(py.None().into_bound(py));
             } else {
-                for (op, var) in &closure_vars {
-                    e.emit(*op, Arg::Var(*var));
+                for place in &closure_cells {
+                    e.push_cell(*place)?;
                 }
-                e.build_tuple(closure_vars.len());
+                e.build_tuple(closure_cells.len());
             }
             Ok(5)
         })?;
@@ -908,6 +898,33 @@ impl<'a, 'py> Emitter<'a, 'py> {
         self.emit(Op::LoadFast, Arg::Var(var));
         let index = self.w.pools.name(name);
         self.emit(Op::StoreAttr, Arg::Name(index));
+    }
+
+    /// Where the generated code finds the cell object `cell`: the frame's cell variable, the
+    /// closure of another function it was read from, or the local a cell made anew is in
+    /// (once made, `make_detached_cells`); None where it cannot.
+    pub fn cell_place(&self, cell: usize) -> Option<CellPlace> {
+        if let Some((_, var)) = self.plan.frame_cells.iter().find(|(own, _)| *own == cell) {
+            return Some(CellPlace::Var(self.w.closure_op(), self.var_of(*var)));
+        }
+        if let Some(source) = self.plan.outside_cells.get(&cell) {
+            return Some(CellPlace::Source(*source));
+        }
+        self.detached_cells
+            .iter()
+            .find(|(made, _)| *made == cell)
+            .map(|(_, var)| CellPlace::Var(Op::LoadFast, *var))
+    }
+
+    /// Pushes the cell object at `place`.
+    pub fn push_cell(&mut self, place: CellPlace) -> PyResult<()> {
+        match place {
+            CellPlace::Var(op, var) => {
+                self.emit(op, Arg::Var(var));
+                Ok(())
+            }
+            CellPlace::Source(source) => self.source(source),
+        }
     }
 
     pub fn cannot_rebuild(&self, vid: Vid, what: &str) -> PyErr {
@@ -1042,4 +1059,14 @@ fn made_in_the_functions_pass(value: &Val<'_>) -> bool {
             | Val::Partial { .. }
             | Val::Lazy(_)
     )
+}
+
+/// Where the generated code finds a cell object (`Emitter::cell_place`).
+#[derive(Clone, Copy)]
+pub enum CellPlace {
+    /// A variable, read by the op (`LOAD_CLOSURE` for the frame's own cells where the
+    /// version has it, else `LOAD_FAST`).
+    Var(Op, u32),
+    /// What a source reads (an item of another function's `__closure__`).
+    Source(SourceId),
 }

@@ -48,6 +48,10 @@ pub struct Plan<'a, 'py> {
     /// functions make cells of their own from the contents): never made anew for a function
     /// (`detached_cells`).
     pub live_cells: Vec<usize>,
+    /// Cells of the closures of functions the translation did not make (`Vm::outside_cells`),
+    /// with where the generated code reads each: a function made over one closes over that
+    /// cell itself, which stores through the other function reach.
+    pub outside_cells: FxHashMap<usize, SourceId>,
     /// The frame's cells: (the VM's cell, the variable holding it).
     pub frame_cells: Vec<(usize, usize)>,
     pub globals: Bound<'py, PyAny>,
@@ -103,6 +107,7 @@ impl<'a, 'py> Plan<'a, 'py> {
             holder: None,
             rerun: Rerun::Never,
             live_cells: Vec::new(),
+            outside_cells: FxHashMap::default(),
             frame_cells,
             globals,
             roots,
@@ -321,7 +326,9 @@ pub fn detached_cells(plan: &Plan<'_, '_>, objects: &[(Vid, u32)], vars: &mut Va
     for (vid, _) in objects {
         if let Val::Function(function) = &plan.values[*vid] {
             for cell in &function.closure {
-                if !plan.frame_cells.iter().any(|(own, _)| own == cell) && !found.contains(cell) {
+                let elsewhere = plan.frame_cells.iter().any(|(own, _)| own == cell)
+                    || plan.outside_cells.contains_key(cell);
+                if !elsewhere && !found.contains(cell) {
                     found.push(*cell);
                 }
             }

@@ -40,8 +40,13 @@ impl<'py> Rebuild<'py> for Emitter<'_, 'py> {
         Ok(())
     }
 
-    fn cell(&self, cell: usize) -> Option<Vid> {
-        self.plan.cells[cell]
+    fn cell_object(&mut self, vid: Vid, cell: usize) -> PyResult<()> {
+        let detached_unmade =
+            self.detached_cells.iter().any(|(made, _)| *made == cell) && !self.detached_made.contains(&cell);
+        match self.cell_place(cell).filter(|_| !detached_unmade) {
+            Some(place) => self.push_cell(place),
+            None => Err(self.cannot_rebuild(vid, "a cell of an inlined function")),
+        }
     }
 
     fn frame_object_of(&self, container: Vid) -> Option<SourceId> {

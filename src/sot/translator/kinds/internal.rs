@@ -21,15 +21,14 @@ impl Kind for Internal {
         }
     }
 
-    /// A cell: its contents.
-    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, _v: Vid, val: &Val<'py>) -> PyResult<bool> {
+    /// A cell as a value (on the stack, in a closure's tuple): the cell object, which the
+    /// function made from the tuple reads and writes (its contents would be read as a cell
+    /// by the function's `LOAD_DEREF`, which CPython does not check).
+    fn rebuild<'py>(&self, r: &mut dyn Rebuild<'py>, v: Vid, val: &Val<'py>) -> PyResult<bool> {
         let Val::Cell(cell) = val else {
             return Ok(false);
         };
-        match r.cell(*cell) {
-            Some(content) => r.value(content)?,
-            None => return Err(pyo3::exceptions::PyValueError::new_err("an empty cell")),
-        }
+        r.cell_object(v, *cell)?;
         Ok(true)
     }
 

@@ -182,8 +182,10 @@ pub trait Rebuild<'py> {
     /// Pushes the graph's symbol `sym`: an input, read from its source, or an output of the
     /// graph's call.
     fn symbol(&mut self, sym: Sym) -> PyResult<()>;
-    /// The contents of the VM's cell `cell`.
-    fn cell(&self, cell: usize) -> Option<Vid>;
+    /// Pushes the cell object `cell` itself (`vid` holds it), as `LOAD_CLOSURE` pushes it
+    /// for a closure's tuple: the frame's own cell, or one made anew for a function the
+    /// generated code made.
+    fn cell_object(&mut self, vid: Vid, cell: usize) -> PyResult<()>;
     /// The source of the frame's list or dict whose contents `container`, the translation's
     /// copy, replaces (written back before the value is used).
     fn frame_object_of(&self, container: Vid) -> Option<SourceId>;

@@ -468,6 +468,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         std::rc::Rc::make_mut(&mut self.graph)
     }
 
+    /// The cells of closures of functions the translation did not make, with their sources.
+    pub fn outside_cells(&self) -> &FxHashMap<usize, SourceId> {
+        &self.outside_cells
+    }
+
     /// Instructions simulated so far.
     pub fn steps(&self) -> usize {
         self.steps
