@@ -428,6 +428,24 @@ impl<'py, 'b> Vm<'py, 'b> {
         self.call(bound, rest.to_vec(), kwargs.to_vec()).map(Some)
     }
 
+    /// What a library function the VM answers itself returns (`copy.deepcopy`,
+    /// `inspect.getattr_static`, `inspect.signature`), where it answers for these arguments;
+    /// else None (the call is made as any other).
+    fn modeled_library_call(
+        &mut self,
+        function: &Bound<'py, PyAny>,
+        args: &[Vid],
+        kwargs: &[(String, Vid)],
+    ) -> Res<Option<Vid>> {
+        if let Some(copied) = self.modeled_deepcopy(function, args, kwargs)? {
+            return Ok(Some(copied));
+        }
+        if let Some(found) = self.modeled_getattr_static(function, args, kwargs)? {
+            return Ok(Some(found));
+        }
+        self.modeled_signature(function, args, kwargs)
+    }
+
     pub(super) fn call_object(
         &mut self,
         callable: Vid,
@@ -537,14 +555,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             if renamed {
                 return graph_break(format!("a call of {} renamed while translating", qualname(&obj)));
             }
-            if let Some(copied) = self.modeled_deepcopy(&obj, &args, &kwargs)? {
-                return Ok(copied);
-            }
-            if let Some(found) = self.modeled_getattr_static(&obj, &args, &kwargs)? {
-                return Ok(found);
-            }
-            if let Some(made) = self.modeled_signature(&obj, &args, &kwargs)? {
-                return Ok(made);
+            if let Some(result) = self.modeled_library_call(&obj, &args, &kwargs)? {
+                return Ok(result);
             }
             match self
                 .backend
