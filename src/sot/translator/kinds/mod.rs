@@ -183,8 +183,8 @@ pub trait Rebuild<'py> {
     /// graph's call.
     fn symbol(&mut self, sym: Sym) -> PyResult<()>;
     /// Pushes the cell object `cell` itself (`vid` holds it), as `LOAD_CLOSURE` pushes it
-    /// for a closure's tuple: the frame's own cell, or one made anew for a function the
-    /// generated code made.
+    /// for a closure's tuple: the frame's own cell, the cell of another function's closure
+    /// the translation read, or one made anew for a function the generated code made.
     fn cell_object(&mut self, vid: Vid, cell: usize) -> PyResult<()>;
     /// The source of the frame's list or dict whose contents `container`, the translation's
     /// copy, replaces (written back before the value is used).
