@@ -8,7 +8,7 @@ import io
 import sys
 import sysconfig
 
-from ._case import NESTED_RESUME, arr, case
+from ._case import NESTED_RESUME, arr, case, pos
 
 _LOG = io.StringIO()
 # Free-threaded 3.13, which takes another way through a break in an inlined comprehension.
@@ -374,3 +374,41 @@ def _converted(items):
 def a_callee_comprehension_call_breaks(x, y):
     z = x * 2.0
     return _converted([z, y + 1.0]), z
+
+
+def _halved_while_large(y):
+    for _ in range(3):
+        if y.sum() > 1.0:
+            y = y * 0.5
+    return y + 1.0
+
+
+# A branch on a tensor's value in a callee's loop (where a branch is not assumed): the graph
+# runs up to it, the callee's bridge runs its loop on from the branch (taking the truth;
+# 3.13+: running its `TO_BOOL`) and the top frame goes on after its call; not the callee
+# translated again from its start as a call of its own.
+@case(args=lambda: (pos(3),), graphs=3 if NESTED_RESUME else 4, ops=5,
+      breaks=["data-dependent"] if NESTED_RESUME else ["data-dependent"] * 2)
+def a_branch_on_a_tensor_in_a_callee_loop_goes_on_there(x):
+    return _halved_while_large(x * 4.0) - x
+
+
+def _truth_of(y):
+    if y > 0.0:
+        return y
+    return -y
+
+
+def _tried_truth(y):
+    try:
+        return _truth_of(y * 2.0)
+    except ValueError as error:
+        return y + 10.0, str(error)
+
+
+# The truth of an array of three raises where the original's does: in the innermost frame's
+# bridge, to the handler of the frame above.
+@case(args=lambda: (arr(3),), graphs=1 if NESTED_RESUME else 3, ops=3,
+      breaks=["data-dependent"] if NESTED_RESUME else ["data-dependent"] * 3)
+def an_ambiguous_truth_in_a_callee_goes_to_the_handler_above(x):
+    return _tried_truth(x * 3.0)

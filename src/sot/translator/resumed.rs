@@ -103,8 +103,13 @@ fn frame_bridge<'py>(
     called: Vid,
 ) -> PyResult<Option<FrameBridge<'py>>> {
     let vm = frame.vm;
-    let Some(step @ Step::RunHere { consumed, .. }) = vm.at_break(&point.instr) else {
-        return Ok(None);
+    // A frame above resumes at its call; the innermost at the instruction that broke: a
+    // call, or a branch on a tensor's truth (its bridge takes the truth and resumes at
+    // the branch with it, as a break of the translated frame there does).
+    let (step, consumed) = match vm.at_break(&point.instr) {
+        Some(step @ Step::RunHere { consumed, .. }) => (step, consumed),
+        Some(step @ Step::BranchOnTruth) if !resumes_below => (step, 1),
+        _ => return Ok(None),
     };
     if consumed > point.stack.len() {
         return Ok(None);
@@ -154,8 +159,8 @@ fn frame_bridge<'py>(
     Ok(Some(FrameBridge { bridge, handed }))
 }
 
-/// The bridge of a frame's call outside any loop: it runs the call, then calls the resume
-/// function after it.
+/// The bridge of a frame's call (or branch) outside any loop: it runs the call, then calls
+/// the resume function after it (a branch's truth, then the resume function at the branch).
 fn call_bridge<'py>(
     frame: &Translation<'_, 'py, '_>,
     point: &BreakPoint,

@@ -48,7 +48,7 @@ impl<'py> Vm<'py, '_> {
     pub(super) fn before_call(&mut self, frame: &Frame<'py>) -> Option<BeforeCall<'py>> {
         let instr = frame.instrs.get(frame.pc)?;
         let in_loop = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
-        let resumable = matches!(instr.op, Op::Call | Op::CallFunctionEx)
+        let resumable = (matches!(instr.op, Op::Call | Op::CallFunctionEx) || self.tests_a_tensor(instr, frame))
             && !(in_loop && self.unbinds_at_loop_end(&frame.stack))
             && self.table.exceptions == ExceptionModel::Table
             && self.exc_stack.is_empty()
@@ -59,6 +59,14 @@ impl<'py> Vm<'py, '_> {
             locals: frame.locals.clone(),
             snapshot: Snapshot::take(self),
         })
+    }
+
+    /// Whether `instr` takes the truth of the tensor on top of `frame`'s stack (a branch on
+    /// it, 3.13+'s `TO_BOOL` before one): the innermost frame of a nested break may stop
+    /// there too, its bridge taking the truth as the original does.
+    fn tests_a_tensor(&self, instr: &Instruction, frame: &Frame<'py>) -> bool {
+        matches!(instr.op, Op::ToBool | Op::PopJumpIfTrue | Op::PopJumpIfFalse)
+            && frame.stack.last().is_some_and(|top| self.is_tensor_val(*top))
     }
 
     /// After `frame`'s instruction kept in `before` stopped with `problem`: the frame joins
