@@ -412,3 +412,28 @@ def _tried_truth(y):
       breaks=["data-dependent"] if NESTED_RESUME else ["data-dependent"] * 3)
 def an_ambiguous_truth_in_a_callee_goes_to_the_handler_above(x):
     return _tried_truth(x * 3.0)
+
+
+class _Lookup:
+    """Items computed by a `__getitem__` written in Python, which breaks (it prints)."""
+
+    def __getitem__(self, key):
+        print("lookup", key, file=_LOG)
+        return key * 2.0
+
+
+def _looked_up(y, table):
+    w = y + 1.0
+    k = table[3]
+    return w * k
+
+
+# A break inside a Python `__getitem__` that a callee's subscript runs: the callee's frame
+# is the innermost one that goes on (its bridge runs the subscript, whose method is then a
+# frame of its own, translated and breaking on its own), not the callee translated again
+# from its start.
+@case(args=lambda: (arr(3), _Lookup()), graphs=3 if NESTED_RESUME else 4, ops=4,
+      breaks=["print"] * 2 if NESTED_RESUME else ["print"] * 3)
+def a_break_in_a_python_getitem_resumes_at_the_subscript(x, table):
+    u = x * 2.0
+    return _looked_up(u, table) - u

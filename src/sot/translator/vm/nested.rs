@@ -48,7 +48,9 @@ impl<'py> Vm<'py, '_> {
     pub(super) fn before_call(&mut self, frame: &Frame<'py>) -> Option<BeforeCall<'py>> {
         let instr = frame.instrs.get(frame.pc)?;
         let in_loop = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
-        let resumable = (matches!(instr.op, Op::Call | Op::CallFunctionEx) || self.tests_a_tensor(instr, frame))
+        let resumable = (matches!(instr.op, Op::Call | Op::CallFunctionEx)
+            || self.tests_a_tensor(instr, frame)
+            || self.subscript_runs_python(instr, frame))
             && !(in_loop && self.unbinds_at_loop_end(&frame.stack))
             && self.table.exceptions == ExceptionModel::Table
             && self.exc_stack.is_empty()
@@ -67,6 +69,28 @@ impl<'py> Vm<'py, '_> {
     fn tests_a_tensor(&self, instr: &Instruction, frame: &Frame<'py>) -> bool {
         matches!(instr.op, Op::ToBool | Op::PopJumpIfTrue | Op::PopJumpIfFalse)
             && frame.stack.last().is_some_and(|top| self.is_tensor_val(*top))
+    }
+
+    /// Whether `instr` subscripts an instance whose class's `__getitem__` is a Python
+    /// function (scikit-learn's routing objects): a break inside that method (inlined, not
+    /// a frame the generated code can go on in) makes this frame the innermost one, its
+    /// bridge running the subscript as the original does.
+    fn subscript_runs_python(&self, instr: &Instruction, frame: &Frame<'py>) -> bool {
+        if !matches!(instr.arg, Arg::BinaryOp { op: BinOp::Subscr, .. }) {
+            return false;
+        }
+        let Some(container) = frame.stack.len().checked_sub(2).map(|at| frame.stack[at]) else {
+            return false;
+        };
+        let class = match self.val(container) {
+            Val::Object { class, .. } => class.clone(),
+            Val::Obj { obj, .. } if !is_builtin_container(obj) => obj.get_type().into_any(),
+            _ => return false,
+        };
+        self.type_lookup(&class, "__getitem__")
+            .ok()
+            .flatten()
+            .is_some_and(|method| method.is_instance(&self.ops.function_type).unwrap_or(false))
     }
 
     /// After `frame`'s instruction kept in `before` stopped with `problem`: the frame joins
@@ -302,4 +326,12 @@ impl<'py> Vm<'py, '_> {
         }
         Ok(Some(values))
     }
+}
+
+/// A dict, list, tuple or str: subscripted by their C slots.
+fn is_builtin_container(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_exact_instance_of::<PyDict>()
+        || obj.is_exact_instance_of::<PyList>()
+        || obj.is_exact_instance_of::<PyTuple>()
+        || obj.is_exact_instance_of::<PyString>()
 }
