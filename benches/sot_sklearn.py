@@ -17,9 +17,9 @@ scikit-learn traced (``trace_modules=("sklearn",)``), three ways:
 
 Per call: the first call's time (after ``sot.reset()``: the translation of every function
 the call reaches, scikit-learn's included; the median of ``FIRST_CALLS`` such first calls, a
-single one moving by several milliseconds with what else the machine runs), the three hot times (timed alternately, batch by
-batch, each the minimum per call over the batches: what a loaded machine's pauses leave
-out), whether the results equal eager's bit for bit (three calls each), and the
+single one moving by several milliseconds with what else the machine runs), the three hot
+times (timed alternately, batch by batch, each the minimum per call over the batches: what
+a loaded machine's pauses leave out), whether the results equal eager's bit for bit (three calls each), and the
 translation's counters: translations, graphs, operations, guards, breaks (with the most
 frequent reasons) and what the cost model chose.
 

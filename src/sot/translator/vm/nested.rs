@@ -76,7 +76,13 @@ impl<'py> Vm<'py, '_> {
     /// a frame the generated code can go on in) makes this frame the innermost one, its
     /// bridge running the subscript as the original does.
     fn subscript_runs_python(&self, instr: &Instruction, frame: &Frame<'py>) -> bool {
-        if !matches!(instr.arg, Arg::BinaryOp { op: BinOp::Subscr, .. }) {
+        if !matches!(
+            instr.arg,
+            Arg::BinaryOp {
+                op: BinOp::Subscr,
+                ..
+            }
+        ) {
             return false;
         }
         let Some(container) = frame.stack.len().checked_sub(2).map(|at| frame.stack[at]) else {
