@@ -365,11 +365,13 @@ impl SourceTable {
     }
 }
 
-/// Where each source's guards are in a translation's guards, in order: `add_guard` looks
-/// through a source's own guards, not all of them (a long translation has thousands, and
-/// most of its guards are of a source guarded before).
+/// Where each source's guards are in a translation's guards, in order, by source id (ids
+/// are the source table's indices): `add_guard` looks through a source's own guards, not
+/// all of them (a long translation has thousands, and most of its guards are of a source
+/// guarded before). Indexed, not hashed: hashing and growing a map here was a percent of a
+/// first call.
 #[derive(Default)]
-pub struct GuardPositions(FxHashMap<SourceId, Vec<u32>>);
+pub struct GuardPositions(Vec<Vec<u32>>);
 
 impl GuardPositions {
     fn of(guards: &[Guard]) -> GuardPositions {
@@ -381,16 +383,19 @@ impl GuardPositions {
     }
 
     pub fn of_source(&self, source: SourceId) -> &[u32] {
-        self.0.get(&source).map_or(&[], Vec::as_slice)
+        self.0.get(source).map_or(&[], Vec::as_slice)
     }
 
     fn pushed(&mut self, source: SourceId, index: usize) {
         let index = u32::try_from(index).expect("fewer than 2**32 guards");
-        self.0.entry(source).or_default().push(index);
+        if self.0.len() <= source {
+            self.0.resize_with(source + 1, Vec::new);
+        }
+        self.0[source].push(index);
     }
 
     fn popped(&mut self, source: SourceId) {
-        if let Some(indices) = self.0.get_mut(&source) {
+        if let Some(indices) = self.0.get_mut(source) {
             indices.pop();
         }
     }
@@ -403,8 +408,9 @@ impl GuardPositions {
 /// after both. Read from the guards in order once, then kept as guards are pushed.
 #[derive(Default)]
 pub struct Pins {
-    /// Per source, the address its first identity guard pins.
-    pinned: FxHashMap<SourceId, usize>,
+    /// Per source id, the address its first identity guard pins (0: none; indexed, as each
+    /// child interned asks of its parent).
+    pinned: Vec<usize>,
     /// Per address, the first source pinned to it.
     first: FxHashMap<usize, SourceId>,
 }
@@ -422,14 +428,24 @@ impl Pins {
     pub fn pushed(&mut self, guard: &Guard) {
         if let Check::Id(pin) = &guard.check {
             let address = pin.address();
-            self.pinned.entry(guard.source).or_insert(address);
+            if self.pinned.len() <= guard.source {
+                self.pinned.resize(guard.source + 1, 0);
+            }
+            if self.pinned[guard.source] == 0 {
+                self.pinned[guard.source] = address;
+            }
             self.first.entry(address).or_insert(guard.source);
         }
     }
 
+    /// The address the first identity guard of `source` pins, if one does.
+    fn pinned_address(&self, source: SourceId) -> Option<usize> {
+        self.pinned.get(source).copied().filter(|address| *address != 0)
+    }
+
     /// Whether an identity guard pins `source`.
     pub fn is_pinned(&self, source: SourceId) -> bool {
-        self.pinned.contains_key(&source)
+        self.pinned_address(source).is_some()
     }
 
     /// The first source pinned to the object at `address`.
@@ -439,9 +455,8 @@ impl Pins {
 
     /// The source a child of `parent` is interned under.
     pub fn alias(&self, parent: SourceId) -> SourceId {
-        self.pinned
-            .get(&parent)
-            .and_then(|address| self.first.get(address))
+        self.pinned_address(parent)
+            .and_then(|address| self.first.get(&address))
             .copied()
             .unwrap_or(parent)
     }
