@@ -104,8 +104,9 @@ fn frame_bridge<'py>(
 ) -> PyResult<Option<FrameBridge<'py>>> {
     let vm = frame.vm;
     // A frame above resumes at its call; the innermost at the instruction that broke: a
-    // call, or a branch on a tensor's truth (its bridge takes the truth and resumes at
-    // the branch with it, as a break of the translated frame there does).
+    // call or a subscript (run as they are), or a branch on a tensor's truth (its bridge
+    // takes the truth and resumes at the branch with it, as a break of the translated
+    // frame there does).
     let (step, consumed) = match vm.at_break(&point.instr) {
         Some(step @ Step::RunHere { consumed, .. }) => (step, consumed),
         Some(step @ Step::BranchOnTruth) if !resumes_below => (step, 1),

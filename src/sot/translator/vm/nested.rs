@@ -13,7 +13,11 @@
 //! A frame resumes so where a resume function of its code can go on from its instruction:
 //! a call (`CALL`, `CALL_FUNCTION_EX`) in the session's traced code (3.11+), no exception
 //! being handled, no read of its callers' frames; above the innermost frame, the call is of
-//! the frame below's own function. The bridge, made from the frame's code, runs the call
+//! the frame below's own function. The innermost frame may also stop at a test of a
+//! tensor's truth (its bridge takes the truth) or at a subscript whose `__getitem__` is
+//! Python code (its bridge runs the subscript, the method then a frame of its own): the
+//! snapshot before such an instruction is taken only when its operand is one of those. The
+//! bridge, made from the frame's code, runs the call
 //! under the handler the original has around it (a `try`'s, a `with`'s), so what the frame
 //! below raises goes where it would. A call inside a loop resumes in a bridge that runs the
 //! loop on from it (`Translation::loop_bridge`), as a break of the top frame inside a loop
