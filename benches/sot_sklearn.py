@@ -19,9 +19,9 @@ Per call: the first call's time (after ``sot.reset()``: the translation of every
 the call reaches, scikit-learn's included; the median of ``FIRST_CALLS`` such first calls, a
 single one moving by several milliseconds with what else the machine runs), the three hot
 times (timed alternately, batch by batch, each the minimum per call over the batches: what
-a loaded machine's pauses leave out), whether the results equal eager's bit for bit (three calls each), and the
-translation's counters: translations, graphs, operations, guards, breaks (with the most
-frequent reasons) and what the cost model chose.
+a loaded machine's pauses leave out), whether the results equal eager's bit for bit (three
+calls each, and each first call), and the translation's counters: translations, graphs,
+operations, guards, breaks (with the most frequent reasons) and what the cost model chose.
 
 With ``--instructions``, the calls are counted instead of timed, where timings on a shared
 machine cannot tell a few percent apart: this script runs itself under callgrind
