@@ -94,7 +94,8 @@ impl<'py> Vm<'py, '_> {
         };
         let class = match self.val(container) {
             Val::Object { class, .. } => class.clone(),
-            Val::Obj { obj, .. } if !is_builtin_container(obj) => obj.get_type().into_any(),
+            // A dict's, list's or tuple's `__getitem__` is a slot wrapper: no.
+            Val::Obj { obj, .. } => obj.get_type().into_any(),
             _ => return false,
         };
         self.type_lookup(&class, "__getitem__")
@@ -336,12 +337,4 @@ impl<'py> Vm<'py, '_> {
         }
         Ok(Some(values))
     }
-}
-
-/// A dict, list, tuple or str: subscripted by their C slots.
-fn is_builtin_container(obj: &Bound<'_, PyAny>) -> bool {
-    obj.is_exact_instance_of::<PyDict>()
-        || obj.is_exact_instance_of::<PyList>()
-        || obj.is_exact_instance_of::<PyTuple>()
-        || obj.is_exact_instance_of::<PyString>()
 }
