@@ -453,6 +453,42 @@ def test_the_numpy_backend_says_which_graphs_write_their_operands(writes, expect
     assert seen == [expected]
 
 
+class _Accumulating:
+    def into(self, values, out=None):
+        return values
+
+
+def _callables_taking_out():
+    array = np.ones(3)
+    methods = [getattr(array, name) for name in ("cumsum", "sum", "clip", "ravel", "astype", "take")]
+    methods += [np.ndarray.cumsum, np.ndarray.ravel]
+    functions = [np.cumsum, np.any, np.unique, np.searchsorted, np.concatenate, np.dot, np.clip, np.linalg.norm]
+    # A Python method asked bound, then unbound: each has its own index of `out`.
+    return [*methods, *functions, _Accumulating().into, _Accumulating.into, str.join, "-".join]
+
+
+def test_the_numpy_backend_finds_out_where_inspect_does():
+    # Where a node takes `out` positionally decides whether a graph may write into an
+    # operand (and so whether a raising graph's frame may run again): read from code and
+    # text signatures without `inspect`, the index is the one `inspect.signature` gives.
+    import inspect
+
+    from framehook.sot import _numpy_backend
+
+    def by_inspect(function):
+        try:
+            parameters = inspect.signature(function).parameters.values()
+        except ValueError:  # no text signature (older numpy's methods)
+            return _numpy_backend._NO_SIGNATURE
+        positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        return positional.index("out") if "out" in positional else None
+
+    callables = _callables_taking_out()
+    answers = [_numpy_backend._out_position(function) for function in callables]
+    assert answers == [by_inspect(function) for function in callables]
+    assert answers[-4:-2] == [1, 2]
+
+
 class _FrozenHashError(TypeError):
     pass
 

@@ -10,6 +10,7 @@ import inspect
 import math
 import operator
 import os
+import re
 import struct
 import sys
 import types
@@ -412,39 +413,121 @@ def _first_operand_write(graph: tuple, examples: tuple) -> Optional[int]:
 
 
 _NO_SIGNATURE = object()
-# Where each function seen takes `out` positionally, by identity (a function is held while
-# its entry is, so that its id is not another's): `inspect.signature` costs tens of µs, and
-# a translation asks of every node of every graph it compiles.
+# Where each callable seen takes `out` positionally, by identity, counted as it is called
+# unbound (a callable is held while its entry is, so that its id is not another's): reading
+# a signature costs tens of µs through `inspect.signature` (hundreds for a C function's,
+# parsed by `ast`), and a translation asks of every node of every graph it compiles.
 _OUT_POSITIONS = _AnswersById(4096)
+# A C function's text signature names no parameter `out`: its answer needs no parsing.
+_NAMES_OUT = re.compile(r"\bout\b")
+_C_FUNCTION_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                     types.MethodWrapperType, types.ClassMethodDescriptorType)
 
 
 def _out_position(function: Any) -> Any:
     """The index among ``function``'s positional parameters of ``out``, None where it takes
     none so, or ``_NO_SIGNATURE`` where its signature cannot be read. A bound method is
-    looked up by its function (its signature is the same for every instance)."""
+    answered from its function (the same for every instance), less the bound argument."""
     self = getattr(function, "__self__", None)
-    key_function = function
+    unbound = None
     if isinstance(function, types.MethodType):
-        key_function = function.__func__
+        unbound = function.__func__
     elif isinstance(function, types.BuiltinMethodType) and not isinstance(self, types.ModuleType) and self is not None:
         # `array.astype`: one bound method per array, the same C method under each (the
         # class's, where binding it gives the same method).
         method = getattr(type(self), function.__name__, None)
-        bound = getattr(method, "__get__", None)
-        if not isinstance(self, type) and bound is not None and bound(self, type(self)) == function:
-            key_function = method
-    known = _OUT_POSITIONS.get(key_function)
+        bind = getattr(method, "__get__", None)
+        if not isinstance(self, type) and bind is not None and bind(self, type(self)) == function:
+            unbound = method
+    position = _unbound_out_position(function if unbound is None else unbound)
+    if unbound is None or not isinstance(position, int):
+        return position
+    return position - 1 if position > 0 else None  # (`out` the bound argument: not passable)
+
+
+def _unbound_out_position(function: Any) -> Any:
+    known = _OUT_POSITIONS.get(function)
     if known is not _NOT_KEPT:
         return known
-    try:
-        parameters = list(inspect.signature(function).parameters.values())
-    except (TypeError, ValueError):
-        position: Any = _NO_SIGNATURE
-    else:
+    positional = _positional_names(function)
+    if positional is None:
+        try:
+            parameters = inspect.signature(function).parameters.values()
+        except (TypeError, ValueError):
+            _OUT_POSITIONS.keep(function, _NO_SIGNATURE)
+            return _NO_SIGNATURE
         positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        position = positional.index("out") if "out" in positional else None
-    _OUT_POSITIONS.keep(key_function, position)
+    position = positional.index("out") if "out" in positional else None
+    _OUT_POSITIONS.keep(function, position)
     return position
+
+
+def _positional_names(function: Any) -> Optional[list]:
+    """The names of ``function``'s positional parameters as ``inspect.signature`` gives
+    them, read without it where that is plain: a Python function's code (after the
+    ``__wrapped__`` chain ``inspect`` follows, as numpy's dispatchers have), or a C
+    function's text signature (Argument Clinic's: ``$`` marks the bound argument, dropped
+    where one is bound, ``/`` ends the positional-only ones, ``*`` the positional ones).
+    None where only ``inspect`` can tell."""
+    if isinstance(function, _C_FUNCTION_TYPES):
+        text = getattr(function, "__text_signature__", None)
+        if not isinstance(text, str) or not text.startswith("(") or not text.endswith(")"):
+            return None
+        if _NAMES_OUT.search(text) is None:
+            return []
+        return _text_signature_positional(text[1:-1], getattr(function, "__self__", None) is not None)
+    try:
+        target = inspect.unwrap(function, stop=lambda f: hasattr(f, "__signature__") or isinstance(f, types.MethodType))
+    except ValueError:  # a cycle of wrappers
+        return None
+    if type(target) is not types.FunctionType or hasattr(target, "__signature__"):
+        return None
+    code = target.__code__
+    return list(code.co_varnames[:code.co_argcount])
+
+
+def _text_signature_positional(parameters: str, bound: bool) -> Optional[list]:
+    names = []
+    for index, parameter in enumerate(_top_level_parts(parameters)):
+        name = parameter.split("=", 1)[0].strip()
+        if name == "/":
+            continue
+        if name.startswith("*"):
+            break
+        if name.startswith("$"):
+            if index != 0:
+                return None
+            if bound:
+                continue
+            name = name[1:]
+        if not name.isidentifier():
+            return None
+        names.append(name)
+    return names
+
+
+def _top_level_parts(text: str) -> list:
+    """``text`` split at the commas outside brackets and quotes."""
+    parts, depth, quote, escaped, start = [], 0, "", False, 0
+    for at, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif quote:
+            if char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:at])
+            start = at + 1
+    parts.append(text[start:])
+    return parts
 
 
 def _dtype_constant(number: Any, dtype: np.dtype) -> Any:
