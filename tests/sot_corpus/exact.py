@@ -843,7 +843,7 @@ def a_modules_getattr_runs_where_the_program_reads_it(x):
     return x * 2, _module_with_getattr.version
 
 
-_LOCAL_CLASS_BREAKS = ["class definition", "class definition", "__build_class__", "creating", "reversed()",
+_LOCAL_CLASS_BREAKS = ["__build_class__", "__build_class__", "creating", "reversed()",
                        "iteration over", "collect"]
 
 

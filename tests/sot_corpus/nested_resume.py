@@ -437,3 +437,22 @@ def _looked_up(y, table):
 def a_break_in_a_python_getitem_resumes_at_the_subscript(x, table):
     u = x * 2.0
     return _looked_up(u, table) - u
+
+
+def _with_local_class(y):
+    w = y * 2.0
+
+    class Scaled:  # noqa: F841 (made for what making it does, not read)
+        factor = 3.0
+
+    return w * 3.0
+
+
+# A class statement in a callee: the VM reads `__build_class__` (a builtin) and breaks at
+# its call, where the callee's bridge makes the class and goes on; not a break at
+# `LOAD_BUILD_CLASS` too, with the callee translated again from its start and its
+# resume function breaking again at the call.
+@case(args=lambda: (arr(3),), graphs=3 if NESTED_RESUME else 4, ops=4,
+      breaks=["__build_class__"] if NESTED_RESUME else ["__build_class__"] * 2)
+def a_class_statement_in_a_callee_breaks_once(x):
+    return _with_local_class(x + 1.0) - x

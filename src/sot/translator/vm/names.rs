@@ -41,6 +41,17 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return self.foreign_global(frame, name, value);
         }
+        self.read_builtin(frame, name, || format!("name '{name}' is not defined"))
+    }
+
+    /// The builtin `name` as the frame reads it (guarded where the top frame reads it), or
+    /// a `NameError` with `missing`'s message.
+    pub(super) fn read_builtin(
+        &mut self,
+        frame: &Frame<'py>,
+        name: &str,
+        missing: impl FnOnce() -> String,
+    ) -> Res<Vid> {
         // The builtins' namespace, not the module's attributes (a module has
         // `__annotations__` and the like that no name lookup finds).
         let value = self
@@ -48,12 +59,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             .builtins
             .getattr(pyo3::intern!(self.py, "__dict__"))?
             .get_item(self.interned_name(name))
-            .map_err(|_| {
-                Problem::Python(pyo3::exceptions::PyNameError::new_err(format!(
-                    "name '{name}' is not defined"
-                )))
-            })?;
-        if top_globals {
+            .map_err(|_| Problem::Python(pyo3::exceptions::PyNameError::new_err(missing())))?;
+        if self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g)) {
             return Ok(self.value_of_source(Source::Builtin(self.name_ref(name)), value));
         }
         // A builtin read by a callee of another module: a constant of the translation.

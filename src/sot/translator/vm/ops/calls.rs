@@ -5,7 +5,7 @@ use super::spec::{by_stack_effect, count, OpSpec};
 use crate::sot::translator::vm::*;
 
 pub(super) const OPS: &[OpSpec] = &[
-    OpSpec::unsupported(Op::LoadBuildClass, "class definition", Native(0, 1)),
+    OpSpec::run(Op::LoadBuildClass, load_build_class, Native(0, 1)),
     OpSpec::run(Op::Call, call, NativeBy(call_effect)),
     OpSpec::run(Op::CallMethod, call, NativeBy(call_method_effect)),
     OpSpec::run(
@@ -16,6 +16,14 @@ pub(super) const OPS: &[OpSpec] = &[
     OpSpec::run(Op::MakeFunction, make_function, NativeBy(make_function_effect)),
     OpSpec::run(Op::SetFunctionAttribute, set_function_attribute, Breaks),
 ];
+
+/// `LOAD_BUILD_CLASS`: the builtin `__build_class__`, which a class statement then calls
+/// with its body's function (a call the VM does not make: the break is there).
+fn load_build_class<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instruction) -> Res<Option<Vid>> {
+    let builder = vm.read_builtin(frame, "__build_class__", || "__build_class__ not found".to_owned())?;
+    frame.stack.push(builder);
+    Ok(None)
+}
 
 /// `CALL`: the callable's slots, the arguments and the keyword names' tuple.
 fn call_effect(vm: &Vm<'_, '_>, instr: &Instruction) -> Option<(usize, usize)> {
