@@ -19,8 +19,14 @@ pub(super) const OPS: &[OpSpec] = &[
 
 /// `LOAD_BUILD_CLASS`: the builtin `__build_class__`, which a class statement then calls
 /// with its body's function (a call the VM does not make: the break is there).
-fn load_build_class<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, _instr: &Instruction) -> Res<Option<Vid>> {
-    let builder = vm.read_builtin(frame, "__build_class__", || "__build_class__ not found".to_owned())?;
+fn load_build_class<'py>(
+    vm: &mut Vm<'py, '_>,
+    frame: &mut Frame<'py>,
+    _instr: &Instruction,
+) -> Res<Option<Vid>> {
+    let builder = vm.read_builtin(frame, "__build_class__", || {
+        "__build_class__ not found".to_owned()
+    })?;
     frame.stack.push(builder);
     Ok(None)
 }
