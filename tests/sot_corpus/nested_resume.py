@@ -456,3 +456,21 @@ def _with_local_class(y):
       breaks=["__build_class__"] if NESTED_RESUME else ["__build_class__"] * 2)
 def a_class_statement_in_a_callee_breaks_once(x):
     return _with_local_class(x + 1.0) - x
+
+
+def _with_optional_dependency(y):
+    w = y * 2.0
+    try:
+        import _framehook_corpus_not_installed  # noqa: F401
+    except ImportError:
+        return w + 1.0
+    return w
+
+
+# An import that fails on every call (an optional dependency not installed: scikit-learn's
+# `import pandas`) in a callee: the break is at the import, where the callee's bridge runs
+# it and its handler takes the ImportError; not a break at the callee's call too.
+@case(args=lambda: (arr(3),), graphs=2 if NESTED_RESUME else 3, ops=3,
+      breaks=["import of"] if NESTED_RESUME else ["import of"] * 2)
+def an_import_failing_in_a_callee_breaks_once(x):
+    return _with_optional_dependency(x + 1.0) - x

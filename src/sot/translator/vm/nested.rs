@@ -52,7 +52,9 @@ impl<'py> Vm<'py, '_> {
     pub(super) fn before_call(&mut self, frame: &Frame<'py>) -> Option<BeforeCall<'py>> {
         let instr = frame.instrs.get(frame.pc)?;
         let in_loop = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
-        let resumable = (matches!(instr.op, Op::Call | Op::CallFunctionEx)
+        // An import too: one of a module not imported yet breaks (the generated code runs it,
+        // or its ImportError, each call), and goes on in the importing frame.
+        let resumable = (matches!(instr.op, Op::Call | Op::CallFunctionEx | Op::ImportName)
             || self.tests_a_tensor(instr, frame)
             || self.subscript_runs_python(instr, frame))
             && !(in_loop && self.unbinds_at_loop_end(&frame.stack))
