@@ -39,7 +39,7 @@ pub fn lower(
         skips: Vec::new(),
         location: Location::NONE,
         handler: None,
-        opcodes: [None; ALL_OPS.len()],
+        opcodes: table.numbers_by_index(ALL_OPS.len(), |index| ALL_OPS[index].name()),
     };
     // Per canonical instruction: its first raw instruction.
     let mut first: Vec<usize> = Vec::with_capacity(code.len() + 1);
@@ -90,9 +90,8 @@ struct Lowering<'a> {
     /// instruction being lowered.
     location: Location,
     handler: Option<Handler>,
-    /// The version's opcode per canonical opcode, looked up by name at its first use in
-    /// the code (a lookup per instruction was a tenth of lowering).
-    opcodes: [Option<u8>; ALL_OPS.len()],
+    /// The version's opcode per canonical opcode (None where it has none).
+    opcodes: &'a [Option<u8>],
 }
 
 /// The canonical instruction being lowered, and the next one, which it may become one raw
@@ -598,14 +597,11 @@ impl Lowering<'_> {
     }
 
     /// The version's opcode of the canonical `op`'s name, which it must have.
-    fn opcode_of(&mut self, op: Op) -> Result<u8> {
-        let cached = &mut self.opcodes[op as usize];
-        if let Some(opcode) = *cached {
-            return Ok(opcode);
+    fn opcode_of(&self, op: Op) -> Result<u8> {
+        match self.opcodes[op as usize] {
+            Some(opcode) => Ok(opcode),
+            None => self.table.require(op.name()),
         }
-        let opcode = self.table.require(op.name())?;
-        *cached = Some(opcode);
-        Ok(opcode)
     }
 
     /// Appends `name arg`; `target` is still a canonical index.
