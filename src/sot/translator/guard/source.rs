@@ -8,6 +8,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyType};
 use rustc_hash::{FxHashMap, FxHasher};
+use smallvec::SmallVec;
 
 pub use super::check::SourceId;
 use super::check::{class_unchanged, same_key, Check};
@@ -371,7 +372,7 @@ impl SourceTable {
 /// guarded before). Indexed, not hashed: hashing and growing a map here was a percent of a
 /// first call.
 #[derive(Default)]
-pub struct GuardPositions(Vec<Vec<u32>>);
+pub struct GuardPositions(Vec<SmallVec<[u32; 4]>>);
 
 impl GuardPositions {
     fn of(guards: &[Guard]) -> GuardPositions {
@@ -383,13 +384,13 @@ impl GuardPositions {
     }
 
     pub fn of_source(&self, source: SourceId) -> &[u32] {
-        self.0.get(source).map_or(&[], Vec::as_slice)
+        self.0.get(source).map_or(&[], SmallVec::as_slice)
     }
 
     fn pushed(&mut self, source: SourceId, index: usize) {
         let index = u32::try_from(index).expect("fewer than 2**32 guards");
         if self.0.len() <= source {
-            self.0.resize_with(source + 1, Vec::new);
+            self.0.resize_with(source + 1, SmallVec::new);
         }
         self.0[source].push(index);
     }

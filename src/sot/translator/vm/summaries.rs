@@ -713,7 +713,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 !(tensor_sources.contains(s) && matches!(c, Check::Type(_) | Check::Tensor { .. }))
             });
         let mut guards: Vec<SummaryGuard> = Vec::new();
-        let mut seen: FxHashMap<SourceId, Vec<&Check>> = FxHashMap::default();
+        let mut seen: FxHashMap<SourceId, smallvec::SmallVec<[&Check; 2]>> = FxHashMap::default();
         for (source, check) in all {
             let same = seen.entry(source).or_default();
             if same.iter().any(|c| c.same(check)) {
