@@ -420,8 +420,10 @@ _NO_SIGNATURE = object()
 _OUT_POSITIONS = _AnswersById(4096)
 # A C function's text signature names no parameter `out`: its answer needs no parsing.
 _NAMES_OUT = re.compile(r"\bout\b")
-_C_FUNCTION_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
-                     types.MethodWrapperType, types.ClassMethodDescriptorType)
+_C_FUNCTION_TYPES: tuple[type, ...] = (
+    types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+    types.MethodWrapperType, types.ClassMethodDescriptorType,
+)
 
 
 def _out_position(function: Any) -> Any:
