@@ -587,6 +587,22 @@ def a_compiled_constant_keeps_its_identity(x):
 ''', __file__, "exec"), _COMPILED)
 case(args=lambda: (arr(3),), graphs=1, ops=1, breaks=["print"])(_COMPILED["a_compiled_constant_keeps_its_identity"])
 
+# A module with a global named `__build_class__` (each call of it counted): a class
+# statement still calls the builtin (`LOAD_BUILD_CLASS` skips the globals), where a break at
+# its call had the generated code load the name as a builtin name is loaded, through the
+# globals first.
+_SHADOWING: dict = {"__name__": __name__, "_calls": []}
+_SHADOWING["__build_class__"] = lambda function, name, *bases: _SHADOWING["_calls"].append(name)
+exec(compile('''
+def a_class_statement_ignores_a_global_named_build_class(x):
+    y = x * 2
+    class Local:  # noqa: F841 (made for what making it does)
+        pass
+    return y + 1, len(_calls)
+''', __file__, "exec"), _SHADOWING)
+case(args=lambda: (arr(3),), graphs=2, ops=2, breaks=["a global __build_class__", "__build_class__"])(
+    _SHADOWING["a_class_statement_ignores_a_global_named_build_class"])
+
 
 # A module only `sys.modules` knows (no file to import it from again).
 sys.modules.setdefault("_sot_corpus_registered", types.ModuleType("_sot_corpus_registered"))

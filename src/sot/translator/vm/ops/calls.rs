@@ -18,12 +18,18 @@ pub(super) const OPS: &[OpSpec] = &[
 ];
 
 /// `LOAD_BUILD_CLASS`: the builtin `__build_class__`, which a class statement then calls
-/// with its body's function (a call the VM does not make: the break is there).
+/// with its body's function (a call the VM does not make: the break is there). Read as a
+/// builtin name is, where the module has no global of that name: `LOAD_BUILD_CLASS` skips
+/// the globals, a builtin name's source (what the generated code loads) does not.
 fn load_build_class<'py>(
     vm: &mut Vm<'py, '_>,
     frame: &mut Frame<'py>,
     _instr: &Instruction,
 ) -> Res<Option<Vid>> {
+    let name = pyo3::intern!(vm.py, "__build_class__");
+    if frame.globals.contains(name).unwrap_or(true) {
+        return unsupported("class definition in a module with a global __build_class__");
+    }
     let builder = vm.read_builtin(frame, "__build_class__", || {
         "__build_class__ not found".to_owned()
     })?;
