@@ -22,7 +22,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if let Some(value) = &in_globals {
             self.read_outside_regions(frame.globals.as_any(), name, value)?;
         }
-        let top_globals = self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g));
+        let top_globals = self.reads_top_globals(frame);
         if let Some(value) = in_globals {
             if is_lazy_import(&value) {
                 // Pinned while unresolved, a guard the break rests on (kept when the
@@ -60,11 +60,17 @@ impl<'py, 'b> Vm<'py, 'b> {
             .getattr(pyo3::intern!(self.py, "__dict__"))?
             .get_item(self.interned_name(name))
             .map_err(|_| Problem::Python(pyo3::exceptions::PyNameError::new_err(missing())))?;
-        if self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g)) {
+        if self.reads_top_globals(frame) {
             return Ok(self.value_of_source(Source::Builtin(self.name_ref(name)), value));
         }
         // A builtin read by a callee of another module: a constant of the translation.
         Ok(self.constant(value))
+    }
+
+    /// Whether `frame` reads the translated frame's globals (its module's names are sources
+    /// of the translation; another module's are reached through its function, or constants).
+    fn reads_top_globals(&self, frame: &Frame<'py>) -> bool {
+        self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g))
     }
 
     /// A global of an inlined function from another module: read through the
@@ -117,7 +123,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     pub(super) fn store_global(&mut self, frame: &Frame<'py>, name: String, value: Option<Vid>) -> Res<()> {
-        if !self.top_globals.as_ref().is_some_and(|g| frame.globals.is(g)) {
+        if !self.reads_top_globals(frame) {
             return unsupported("assignment to a global of another module");
         }
         self.side_effects.push(match value {

@@ -14,9 +14,10 @@
 //! a call (`CALL`, `CALL_FUNCTION_EX`) in the session's traced code (3.11+), no exception
 //! being handled, no read of its callers' frames; above the innermost frame, the call is of
 //! the frame below's own function. The innermost frame may also stop at a test of a
-//! tensor's truth (its bridge takes the truth) or at a subscript whose `__getitem__` is
+//! tensor's truth (its bridge takes the truth), at a subscript whose `__getitem__` is
 //! Python code (its bridge runs the subscript, the method then a frame of its own): the
-//! snapshot before such an instruction is taken only when its operand is one of those. The
+//! snapshot before such an instruction is taken only when its operand is one of those; or
+//! at an import that breaks (its bridge runs the import under the frame's handlers). The
 //! bridge, made from the frame's code, runs the call
 //! under the handler the original has around it (a `try`'s, a `with`'s), so what the frame
 //! below raises goes where it would. A call inside a loop resumes in a bridge that runs the
