@@ -350,11 +350,13 @@ def test_an_object_pinned_at_two_sources_has_its_children_guarded_once():
     # b.F is checked to be the module a.F is; what is read through it is a.F's.
     assert "b.F is <module 'functional'>" in guards, guards
     assert [g for g in guards if g.startswith("b.F.")] == [], guards
-    # type, code, globals, defaults, keyword defaults
-    assert sum(g.startswith("a.F.scale") for g in guards) == 5, guards
+    # its type, code and (no) defaults in one check; its globals
+    assert sum(g.startswith("a.F.scale") for g in guards) == 2, guards
+    assert any(g.startswith("a.F.scale is a function of <code object") and g.endswith("without defaults")
+               for g in guards), guards
     # a and b: their type, and their class unchanged (a descriptor set on it would take F)
     assert sum(g.endswith("its class unchanged") for g in guards) == 2, guards
-    assert len(guards) == 12, guards
+    assert len(guards) == 9, guards
 
     fast = sot.translate(f)
     np.testing.assert_array_equal(fast(a, b, x), x * 4.0)
@@ -367,6 +369,40 @@ def test_an_object_pinned_at_two_sources_has_its_children_guarded_once():
     np.testing.assert_array_equal(fast(a, b, x), x * 20.0)
     st = sot.stats(fast)
     assert (st.translations, st.recompilations) == (3, 2), st
+    assert st.graph_breaks == [] and st.fallbacks == []
+
+
+def test_an_inlined_function_is_one_check_of_its_type_code_and_defaults():
+    """A function the translation calls is checked once for its type, its code and, where
+    it has none, its defaults (read straight from it); each part assigned fails the check:
+    translated anew, computing as the function now does."""
+    def f(a, x):
+        return a.F.scale(x) + 1.0
+
+    a, x = Namespace(), np.ones(2)
+    a.F = functional_module("functional", 2.0)
+    scale = a.F.scale
+    mine = [g for g in guards_of(f, a, x) if g.startswith("a.F.scale")]
+    assert len(mine) == 2 and mine[0].startswith("a.F.scale is a function of <code object scale"), mine
+    assert mine[0].endswith(" without defaults") and mine[1].startswith("a.F.scale.__globals__ is "), mine
+
+    fast = sot.translate(f, cost_model=False)
+    changes = [
+        (lambda: None, 2.0),
+        (lambda: setattr(scale, "__defaults__", (7.0,)), 2.0),  # unread by the call, yet a change
+        (lambda: setattr(scale, "__kwdefaults__", {"k": 1.0}), 2.0),
+        (lambda: setattr(scale, "__code__", functional_module("other", 5.0).scale.__code__), 5.0),
+    ]
+    for number, (change, factor) in enumerate(changes, start=1):
+        change()
+        for _ in range(2):
+            np.testing.assert_array_equal(fast(a, x), f(a, x))
+            np.testing.assert_array_equal(fast(a, x), x * factor + 1.0)
+        st = sot.stats(fast)
+        # Translated once per state, its other calls the cache's.
+        assert (st.translations, st.cache_hits) == (number, 3 * number), (number, st)
+    # With defaults, the function's check leaves them to guards of their own.
+    assert not any(g.endswith(" without defaults") for g in guards_of(f, a, x)), guards_of(f, a, x)
     assert st.graph_breaks == [] and st.fallbacks == []
 
 

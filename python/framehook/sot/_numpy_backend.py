@@ -73,6 +73,11 @@ def _is_numpy_callable(function: Any) -> bool:
         return True
     if not isinstance(function, _FUNCTION_TYPES):
         return False
+    # Asked first: most functions asked about are another module's (a Python function has
+    # no `__self__`, which would be looked up in vain).
+    module = getattr(function, "__module__", None) or ""
+    if not (module == "numpy" or module.startswith("numpy.")):
+        return False
     owner = getattr(function, "__self__", None)
     if owner is not None and not isinstance(owner, (types.ModuleType, np.ndarray, np.generic)):
         # A method of a numpy object other than an array (errstate, a random Generator):
@@ -80,9 +85,6 @@ def _is_numpy_callable(function: Any) -> bool:
         return False
     if "." in getattr(function, "__qualname__", ""):
         # A method of a numpy class read from the class (`errstate.__enter__`).
-        return False
-    module = getattr(function, "__module__", None) or ""
-    if not (module == "numpy" or module.startswith("numpy.")):
         return False
     if module.startswith(_STATEFUL_MODULES) or module.split(".")[1:2] == ["random"]:
         return False

@@ -227,6 +227,9 @@ impl<'py> Builder<'py> {
         let value = fetcher.fetch(guard.source);
         let decided = match (&guard.check, &value) {
             (Check::Id(_), Some(_)) | (Check::Present, Some(_)) | (Check::Absent, None) => true,
+            // A function's type cannot change, and its code and defaults only by
+            // assignment, which the function watcher sees.
+            (Check::Function { .. }, Some(v)) => watch_function(v, &self.watch),
             (Check::Type(_), Some(v)) => {
                 // SAFETY: a live object; reading its type only.
                 if unsafe { ffi::PyModule_CheckExact(v.as_ptr()) } != 0 {

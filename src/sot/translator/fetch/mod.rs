@@ -8,7 +8,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
-use super::guard::check::{holds_values_only, is_value_type, Check, VALUE_NESTING};
+use super::guard::check::{holds_values_only, is_value_type, Check, Pin, VALUE_NESTING};
 use super::guard::source::Guard;
 use super::guard::source::{Source, SourceId, SourceTable};
 use super::guard::world::World;
@@ -151,6 +151,7 @@ pub fn value_holds(py: Python<'_>, check: &Check, value: Option<&Bound<'_, PyAny
         Check::Type(t) => t.holds(&value.get_type()),
         Check::ClassUnchanged(version) => type_version(&value.get_type(), false) == *version,
         Check::Id(pin) => pin.holds(value),
+        Check::Function { code, bare } => is_function_of(value, code, *bare),
         Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, value, v),
         Check::SameValue(v) => type_ptr(value) == type_ptr(&v.bind(py)) && rich_equal(py, value, v),
         Check::Len(n) => {
@@ -179,6 +180,28 @@ pub fn value_holds(py: Python<'_>, check: &Check, value: Option<&Bound<'_, PyAny
                 })
         }
     }
+}
+
+/// Whether `value` is a function (exactly) whose code is `code` (and, where `bare`, whose
+/// `__defaults__` and `__kwdefaults__` are None): its parts read straight from the function
+/// where the build allows (`function_part`), else as attributes.
+fn is_function_of(value: &Bound<'_, PyAny>, code: &Pin, bare: bool) -> bool {
+    // SAFETY: reading the type of a live object.
+    if unsafe { ffi::Py_TYPE(value.as_ptr()) } != std::ptr::addr_of_mut!(ffi::PyFunction_Type) {
+        return false;
+    }
+    let py = value.py();
+    let part_is = |part: FunctionPart, name: &Bound<'_, pyo3::types::PyString>, expected: Option<&Pin>| {
+        let found = function_part(value, part).or_else(|| value.getattr(name).ok());
+        found.is_some_and(|found| match expected {
+            Some(pin) => pin.holds(&found),
+            None => found.is_none(),
+        })
+    };
+    part_is(FunctionPart::Code, intern!(py, "__code__"), Some(code))
+        && (!bare
+            || part_is(FunctionPart::Defaults, intern!(py, "__defaults__"), None)
+                && part_is(FunctionPart::KwDefaults, intern!(py, "__kwdefaults__"), None))
 }
 
 /// `function.<name>` for the parts of a function an inlined call is guarded on (`__code__`,

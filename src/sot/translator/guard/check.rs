@@ -116,6 +116,11 @@ pub enum Check {
     Type(Pin),
     /// `value is O`.
     Id(Pin),
+    /// `type(value) is types.FunctionType and value.__code__ is C`, and where `bare`, its
+    /// `__defaults__` and `__kwdefaults__` None: a function called by the translation,
+    /// pinned by its code (not its identity: closures made anew on each call keep their
+    /// translation), what an inlined call reads of it in one check.
+    Function { code: Pin, bare: bool },
     /// `type(value) is type(V) and value == V`.
     Equals(StrongRef),
     /// The same, V a constant value of the backend (a dtype, a place), compared by its own
@@ -174,6 +179,14 @@ impl Check {
                 Some(o) => format!("is {}", truncate(&describe_value(&o, DESCRIBED_DEPTH))),
                 None => "is <an object that died>".to_owned(),
             },
+            Check::Function { code, bare } => {
+                let code = code.object(py).map_or_else(
+                    || "<code that died>".to_owned(),
+                    |code| truncate(&describe_value(&code, DESCRIBED_DEPTH)),
+                );
+                let defaults = if *bare { " without defaults" } else { "" };
+                format!("is a function of {code}{defaults}")
+            }
             Check::Equals(v) | Check::SameValue(v) => format!("== {}", truncate(&value(v))),
             Check::Len(n) => format!("len == {n}"),
             Check::Keys(k) | Check::OrderedKeys { keys: k, .. } => format!("keys == {}", truncate(&value(k))),
@@ -199,6 +212,10 @@ impl Check {
         match self {
             Check::Type(pin) => Check::Type(pin.clone_ref(py)),
             Check::Id(pin) => Check::Id(pin.clone_ref(py)),
+            Check::Function { code, bare } => Check::Function {
+                code: code.clone_ref(py),
+                bare: *bare,
+            },
             Check::Equals(v) => Check::Equals(v.clone_ref(py)),
             Check::SameValue(v) => Check::SameValue(v.clone_ref(py)),
             Check::Len(n) => Check::Len(*n),
@@ -226,6 +243,9 @@ impl Check {
         match (self, other) {
             (Check::Type(a), Check::Type(b)) => a.address() == b.address(),
             (Check::Id(a), Check::Id(b)) => a.address() == b.address(),
+            (Check::Function { code: a, bare: x }, Check::Function { code: b, bare: y }) => {
+                a.address() == b.address() && x == y
+            }
             (Check::Equals(a), Check::Equals(b))
             | (Check::SameValue(a), Check::SameValue(b))
             | (Check::Keys(a), Check::Keys(b)) => same_key(a, b),
@@ -269,6 +289,12 @@ impl Check {
             (Check::Keys(keys) | Check::OrderedKeys { keys, .. }, Check::Len(n)) => len_of(keys) == Some(*n),
             (Check::OrderedKeys { ty, .. }, Check::Type(t)) => ty.as_ptr() as usize == t.address(),
             (Check::Tensor { ty, .. }, Check::Type(t)) => ty.as_ptr() as usize == t.address(),
+            (Check::Function { .. }, Check::Type(t)) => {
+                t.address() == std::ptr::addr_of_mut!(ffi::PyFunction_Type) as usize
+            }
+            (Check::Function { code: a, bare: true }, Check::Function { code: b, bare: false }) => {
+                a.address() == b.address()
+            }
             _ => false,
         }
     }

@@ -543,8 +543,18 @@ impl<'py, 'b> Vm<'py, 'b> {
             // else the call reads of it (defaults, closure, globals) has its own source.
             match source {
                 Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
-                    self.add_guard(s, Check::Type(Pin::of_type(&self.ops.function_type)));
-                    self.pin_attribute(s, &obj, "__code__")?;
+                    let code = obj.getattr(pyo3::intern!(self.py, "__code__"))?;
+                    // Without defaults (most functions), what `function_of` would guard of
+                    // them is this check's too.
+                    let bare = obj.getattr(pyo3::intern!(self.py, "__defaults__"))?.is_none()
+                        && obj.getattr(pyo3::intern!(self.py, "__kwdefaults__"))?.is_none();
+                    self.add_guard(
+                        s,
+                        Check::Function {
+                            code: Pin::new(&code),
+                            bare,
+                        },
+                    );
                     self.pin_attribute(s, &obj, "__globals__")?;
                 }
                 _ => pin(self),

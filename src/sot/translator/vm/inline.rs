@@ -117,6 +117,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         // reached from the frame. A function reached without a source is one the
         // translation holds (a method found on a pinned class).
         let owner = match source {
+            // The call's guard of the function says its defaults are None.
+            Some(s) if raw_defaults.is_none() && raw_kwdefaults.is_none() && self.guarded_bare(s) => None,
             Some(s) => Some(s),
             None if raw_defaults.is_none() && raw_kwdefaults.is_none() => None,
             None => Some(self.intern(Source::Held(StrongRef::new(obj)))),
