@@ -68,10 +68,12 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Whether a guard of `source` pins a function with its defaults None (`Check::Function`).
     pub(super) fn guarded_bare(&self, source: SourceId) -> bool {
-        self.guard_positions
-            .of_source(source)
-            .iter()
-            .any(|&index| matches!(self.guards[index as usize].check, Check::Function { bare: true, .. }))
+        self.guard_positions.of_source(source).iter().any(|&index| {
+            matches!(
+                self.guards[index as usize].check,
+                Check::Function { bare: true, .. }
+            )
+        })
     }
 
     /// The id of `source`; an attribute or item of an object pinned by identity is one
