@@ -105,10 +105,7 @@ impl Kind for Instance {
                 }
                 let class = obj.get_type().into_any();
                 let c_method = cx.type_lookup(&class, name)?.filter(|method| {
-                    (is_immutable(obj) || is_match_of_a_value(obj))
-                        && method
-                            .is_instance(cx.known().c_method_types.as_any())
-                            .unwrap_or(false)
+                    (is_immutable(obj) || is_match_of_a_value(obj)) && cx.known().is_c_method(method)
                 });
                 match c_method {
                     Some(method) if value.getattr("__self__").is_ok_and(|owner| owner.is(obj)) => {

@@ -132,6 +132,13 @@ impl<'py> Known<'py> {
         ty.is(&self.lock_type) || ty.is(&self.rlock_type)
     }
 
+    /// Whether `obj` is an unbound C method (`c_method_types`: neither type can be
+    /// subclassed, so its exact type says, without `isinstance` of a tuple).
+    pub fn is_c_method(&self, obj: &Bound<'py, PyAny>) -> bool {
+        let ty = obj.get_type();
+        self.c_method_types.iter().any(|t| ty.is(&t))
+    }
+
     /// Whether `function` is the `operator` module's function `name` (looked up in the
     /// module's namespace: most functions asked about are not there, and a failed
     /// attribute read makes an exception).

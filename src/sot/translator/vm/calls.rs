@@ -235,7 +235,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let Some((descriptor, args)) = self.descriptor_of_get(getter, args, kwargs, &c_method_types)? else {
             return Ok(None);
         };
-        if !descriptor.is_instance(self.ops.c_method_types.as_any())? {
+        if !self.ops.is_c_method(&descriptor) {
             return Ok(None);
         }
         let (&[instance] | &[instance, _]) = args else {
@@ -701,9 +701,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             self.pin_callable(source, obj);
             return self.call_object_setattr(args, kwargs).map(Some);
         }
-        if obj.get_type().is(&self.ops.method_wrapper_type)
-            || obj.is_instance(self.ops.c_method_types.as_any())?
-        {
+        if obj.get_type().is(&self.ops.method_wrapper_type) || self.ops.is_c_method(obj) {
             if let Some(bound) = self.bind_c_method(obj, args, kwargs)? {
                 self.pin_callable(source, obj);
                 return Ok(Some(bound));
