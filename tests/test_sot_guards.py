@@ -406,6 +406,35 @@ def test_an_inlined_function_is_one_check_of_its_type_code_and_defaults():
     assert st.graph_breaks == [] and st.fallbacks == []
 
 
+def _doubled(v):
+    return v * 2.0
+
+
+def _calls_doubled(x):
+    return _doubled(x) + 1.0
+
+
+def test_a_global_functions_check_is_answered_by_the_watchers_until_a_part_is_assigned():
+    """A module's function read as a global: on 3.12+ its check is set aside while CPython's
+    watchers see no change (its global, its parts), and an assignment to a part is seen."""
+    x = np.ones(2)
+    fast = sot.translate(_calls_doubled, cost_model=False)
+    code = _doubled.__code__
+    try:
+        for number, (change, factor) in enumerate([
+            (lambda: None, 2.0),
+            (lambda: setattr(_doubled, "__defaults__", (3.0,)), 2.0),
+            (lambda: setattr(_doubled, "__code__", (lambda v: v * 4.0).__code__), 4.0),
+        ], start=1):
+            change()
+            for _ in range(3):
+                np.testing.assert_array_equal(fast(x), x * factor + 1.0)
+            st = sot.stats(fast)
+            assert (st.translations, st.cache_hits) == (number, 2 * number), (number, st)
+    finally:
+        _doubled.__code__, _doubled.__defaults__ = code, None
+
+
 def test_a_type_guard_stays_beside_an_identity_guard_where_the_class_can_change():
     class A:
         kind = "a"
