@@ -543,19 +543,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // else the call reads of it (defaults, closure, globals) has its own source.
             match source {
                 Some(s) if obj.is_exact_instance_of::<pyo3::types::PyFunction>() => {
-                    let code = obj.getattr(pyo3::intern!(self.py, "__code__"))?;
-                    // Without defaults (most functions), what `function_of` would guard of
-                    // them is this check's too.
-                    let bare = obj.getattr(pyo3::intern!(self.py, "__defaults__"))?.is_none()
-                        && obj.getattr(pyo3::intern!(self.py, "__kwdefaults__"))?.is_none();
-                    self.add_guard(
-                        s,
-                        Check::Function {
-                            code: Pin::new(&code),
-                            bare,
-                        },
-                    );
-                    self.pin_attribute(s, &obj, "__globals__")?;
+                    self.pin_called_function(s, &obj)?;
                 }
                 _ => pin(self),
             }
@@ -749,6 +737,22 @@ impl<'py, 'b> Vm<'py, 'b> {
         let first = ty.call(&positional, Some(&keywords))?;
         let second = ty.call(&positional, Some(&keywords))?;
         Ok(first.is(&second).then(|| self.constant(first)))
+    }
+
+    /// A function called from `source`, pinned by its code (`Check::Function`, which also says
+    /// its defaults are None where they are: then what `function_of` would guard of them is
+    /// this check's) and its globals.
+    fn pin_called_function(&mut self, source: SourceId, function: &Bound<'py, PyAny>) -> Res<()> {
+        let code = function.getattr(pyo3::intern!(self.py, "__code__"))?;
+        let bare = function
+            .getattr(pyo3::intern!(self.py, "__defaults__"))?
+            .is_none()
+            && function
+                .getattr(pyo3::intern!(self.py, "__kwdefaults__"))?
+                .is_none();
+        let code = Pin::new(&code);
+        self.add_guard(source, Check::Function { code, bare });
+        self.pin_attribute(source, function, "__globals__")
     }
 
     /// The callable a call reads at `source`, pinned by identity (what the call does follows
