@@ -493,6 +493,42 @@ def test_a_dicts_type_and_length_guards_are_implied_by_its_keys_guard():
     np.testing.assert_array_equal(fast({}, x), x)
 
 
+def test_a_dict_read_whole_has_its_keys_guarded_once_not_each_keys_presence():
+    """``{**d}`` and ``f(**d)`` read every item of a dict from the frame: its keys guard says
+    each key is there, so no key has a presence guard of its own; a key added, removed or
+    replaced fails the keys guard, and a value changed fails its item's guard."""
+    def scaled(x, a, b):
+        return x * a + b
+
+    def f(d, x):
+        merged = {**d}
+        return scaled(x, **merged)
+
+    x = np.ones(2)
+    guards = guards_of(f, {"a": 2.0, "b": 3.0}, x)
+    d_guards = [g for g in guards if g.startswith("d")]
+    assert "d keys == ('a', 'b')" in d_guards, guards
+    assert not any(g.endswith(" is present") for g in d_guards), guards
+    fast = sot.translate(f, cost_model=False)
+    calls = [
+        ({"a": 2.0, "b": 3.0}, 1),
+        ({"a": 2.0, "b": 3.0}, 1),  # the cache's
+        ({"a": 5.0, "b": 3.0}, 2),  # a value changed: its own guard
+        ({"b": 3.0, "a": 5.0}, 3),  # the same keys in another order: another call
+    ]
+    for d, translations in calls:
+        np.testing.assert_array_equal(fast(d, x), f(d, x))
+        assert sot.stats(fast).translations == translations, (d, sot.stats(fast))
+    assert sot.stats(fast).cache_hits == 1 and sot.stats(fast).graph_breaks == []
+    # A key gone: the keys guard fails, and the call raises as the original's does.
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'b'"):
+        fast({"a": 2.0}, x)
+    assert [b.reason for b in sot.stats(fast).graph_breaks] == [
+        "a call of scaled() whose arguments do not bind"
+    ]
+    assert sot.stats(fast).cache_hits == 1
+
+
 def test_a_guard_never_runs_the_users_eq():
     """The keys guard of a dict compares keys by identity, and by `==` only where both are
     values: a key whose `__eq__` is the user's (here one that reads the dict, so that its

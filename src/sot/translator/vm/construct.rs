@@ -30,8 +30,9 @@ impl<'py, 'b> Vm<'py, 'b> {
 
     /// Guards the attribute `name` of `source` (`obj`'s, read now) by identity.
     pub(super) fn pin_attribute(&mut self, source: SourceId, obj: &Bound<'py, PyAny>, name: &str) -> Res<()> {
-        let attribute = self.intern(Source::Attr(source, self.name_ref(name)));
-        let value = obj.getattr(self.interned_name(name))?;
+        let key = self.interned_name(name);
+        let attribute = self.intern(Source::Attr(source, StrongRef::new(key.as_any())));
+        let value = obj.getattr(key)?;
         self.add_guard(attribute, Check::Id(Pin::new(&value)));
         Ok(())
     }

@@ -317,9 +317,38 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         let keys = self.items_of(vid)?;
+        if let Some(items) = self.guarded_dict_values(vid, &keys)? {
+            return Ok(items);
+        }
         keys.into_iter()
             .map(|k| Ok((k, self.subscript(vid, k)?)))
             .collect()
+    }
+
+    /// The values of an exact dict from the frame whose keys `items_of` just guarded, each
+    /// read through its item's source: the keys guard says every key is present, so no
+    /// guard of each key's presence. None for any other dict (a copy the translation
+    /// changed, an OrderedDict), whose values its subscript reads.
+    fn guarded_dict_values(&mut self, vid: Vid, keys: &[Vid]) -> Res<Option<Vec<(Vid, Vid)>>> {
+        let (obj, source) = match self.val(vid) {
+            Val::Obj {
+                obj,
+                source: Some(source),
+            } if obj.is_exact_instance_of::<PyDict>() => (obj.clone(), *source),
+            _ => return Ok(None),
+        };
+        if self.mutated.contains_key(&(obj.as_ptr() as usize)) {
+            return Ok(None);
+        }
+        let mut items = Vec::with_capacity(keys.len());
+        for &key in keys {
+            let key_obj = self.concrete(key)?;
+            self.check_native_key(&key_obj)?;
+            let value = obj.get_item(&key_obj)?;
+            let item = self.value_of_source(Source::Item(source, StrongRef::new(&key_obj)), value);
+            items.push((key, item));
+        }
+        Ok(Some(items))
     }
 
     /// The item at `index` of a list as it is now (None past its end): a list the

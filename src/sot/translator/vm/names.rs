@@ -29,7 +29,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                 // instruction's own guards go): once the program resolves it, the guard
                 // fails and the frame is translated again with the module.
                 if top_globals {
-                    let source = self.intern(Source::Global(self.name_ref(name)));
+                    let source = self.intern(Source::Global(StrongRef::new(key.as_any())));
                     self.break_guards.push((source, Check::Id(Pin::new(&value))));
                 }
                 return graph_break(format!(
@@ -37,9 +37,9 @@ impl<'py, 'b> Vm<'py, 'b> {
                 ));
             }
             if top_globals {
-                return Ok(self.value_of_source(Source::Global(self.name_ref(name)), value));
+                return Ok(self.value_of_source(Source::Global(StrongRef::new(key.as_any())), value));
             }
-            return self.foreign_global(frame, name, value);
+            return self.foreign_global(frame, &key, value);
         }
         self.read_builtin(frame, name, || format!("name '{name}' is not defined"))
     }
@@ -54,14 +54,15 @@ impl<'py, 'b> Vm<'py, 'b> {
     ) -> Res<Vid> {
         // The builtins' namespace, not the module's attributes (a module has
         // `__annotations__` and the like that no name lookup finds).
+        let key = self.interned_name(name);
         let value = self
             .ops
             .builtins
             .getattr(pyo3::intern!(self.py, "__dict__"))?
-            .get_item(self.interned_name(name))
+            .get_item(&key)
             .map_err(|_| Problem::Python(pyo3::exceptions::PyNameError::new_err(missing())))?;
         if self.reads_top_globals(frame) {
-            return Ok(self.value_of_source(Source::Builtin(self.name_ref(name)), value));
+            return Ok(self.value_of_source(Source::Builtin(StrongRef::new(key.as_any())), value));
         }
         // A builtin read by a callee of another module: a constant of the translation.
         Ok(self.constant(value))
@@ -76,15 +77,14 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// A global of an inlined function from another module: read through the
     /// function's `__globals__` where the function has a source, else a constant
     /// only if it is immutable or callable (module-level functions and classes).
-    pub(super) fn foreign_global(
+    fn foreign_global(
         &mut self,
         frame: &Frame<'py>,
-        name: &str,
+        name: &Bound<'py, PyString>,
         value: Bound<'py, PyAny>,
     ) -> Res<Vid> {
         if let Some(globals) = frame.globals_source {
-            let key = PyString::new(self.py, name).into_any();
-            return Ok(self.value_of_source(Source::Item(globals, StrongRef::new(&key)), value));
+            return Ok(self.value_of_source(Source::Item(globals, StrongRef::new(name.as_any())), value));
         }
         if is_immutable(&value) || value.is_callable() {
             Ok(self.constant(value))
