@@ -121,6 +121,29 @@ def argument_cell_rebound(x):
 
 
 @case(args=lambda: (arr(3),), graphs=1, ops=1)
+def argument_cell_rebound_old_value_returned(x):
+    # (The fuzzer's seed 153: the generated code stored the argument's cell anew, then read
+    # the old value, a graph input, from that cell.)
+    def f():
+        return x
+
+    old = (x,)
+    x = x + 1.0
+    return old, f()
+
+
+@case(args=lambda: (arr(3), np.float64(1.5)), graphs=1, ops=2)
+def argument_cell_rebound_in_place_scalar(x, c):
+    # A numpy scalar's `+=` makes a new object (an array's writes into it).
+    def inner(w):
+        return (c, w)
+
+    pair = inner(x * 2.0)
+    c += [7]
+    return pair, c
+
+
+@case(args=lambda: (arr(3),), graphs=1, ops=1)
 def nonlocal_two_levels_down(x):
     total = 0
 

@@ -182,11 +182,18 @@ pub fn needed_outputs(
 /// each with the local it is read into before them: the translation read them before any
 /// change it made, or the step makes. That includes the lists, dicts, cells and iterators
 /// the side effects change (an earlier side effect may rebind the path to them, or empty its
-/// source: a resume function's box). An argument is the frame's own: nothing changes it.
+/// source: a resume function's box). An argument is the frame's own: nothing changes it but
+/// the frame's own cells stored after the side effects (`Emitter::store_cells`), where one
+/// is the argument's (a closure reads it): an old value the translation returns is read
+/// before that.
 pub fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: bool) -> Vec<(SourceId, u32)> {
-    if plan.side_effects.is_empty() && !before_a_step {
+    let stored_cells = stored_cell_names(plan);
+    let changes = !plan.side_effects.is_empty() || before_a_step;
+    if !changes && stored_cells.is_empty() {
         return Vec::new();
     }
+    let all = plan.vars.all();
+    let stored_argument = |i: usize| all.get(i).is_some_and(|name| stored_cells.contains(name));
     let targets = plan.side_effects.iter().filter_map(|effect| match effect {
         SideEffect::Replace { target, .. } => Some(*target),
         SideEffect::StoreCell { cell, .. } => Some(*cell),
@@ -204,7 +211,11 @@ pub fn sources_read_first(plan: &Plan<'_, '_>, vars: &mut Vars, before_a_step: b
             _ => None,
         })
         .chain(targets)
-        .filter(|s| !matches!(plan.sources.sources[*s], Source::Argument(_) | Source::Held(_)))
+        .filter(|s| match plan.sources.sources[*s] {
+            Source::Argument(i) => stored_argument(i),
+            Source::Held(_) => false,
+            _ => changes,
+        })
         .collect();
     read.sort_unstable();
     read.dedup();
@@ -351,6 +362,17 @@ pub fn detached_cells(plan: &Plan<'_, '_>, objects: &[(Vid, u32)], vars: &mut Va
             vars.varnames.push(format!("__sot_cell{cell}"));
             (cell, (vars.varnames.len() - 1) as u32)
         })
+        .collect()
+}
+
+/// The names of the frame's own cells the generated code stores back (`cell_roots`).
+fn stored_cell_names<'v>(plan: &Plan<'v, '_>) -> Vec<&'v str> {
+    let first_free = plan.vars.first_free();
+    let all = plan.vars.all();
+    plan.frame_cells
+        .iter()
+        .filter(|(cell, var)| *var < first_free && plan.cells[*cell].is_some())
+        .filter_map(|(_, var)| all.get(*var).copied())
         .collect()
 }
 
