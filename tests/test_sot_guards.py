@@ -406,6 +406,55 @@ def test_an_inlined_function_is_one_check_of_its_type_code_and_defaults():
     assert st.graph_breaks == [] and st.fallbacks == []
 
 
+def _scaled_kw(x, *, k=2.0):
+    return x * k
+
+
+def _scaled_pos(x, k=3.0):
+    return x * k
+
+
+def _calls_both(x):
+    return _scaled_kw(x) + _scaled_pos(x)
+
+
+def test_a_functions_check_says_which_of_its_defaults_are_none():
+    """A function with keyword-only defaults only has its positional defaults said None by
+    its check (no `__defaults__ is None` guard of their own), and one with positional
+    defaults only its keyword-only ones; giving it the other kind fails the check."""
+    x = np.ones(2)
+    guards = guards_of(_calls_both, x)
+    kw = [g for g in guards if g.startswith("G[_scaled_kw]")]
+    pos = [g for g in guards if g.startswith("G[_scaled_pos]")]
+    assert kw[0].endswith(" without positional defaults"), kw
+    assert not any(".__defaults__" in g for g in kw) and any(".__kwdefaults__ keys ==" in g for g in kw), kw
+    assert pos[0].endswith(" without keyword-only defaults"), pos
+    assert not any(".__kwdefaults__" in g for g in pos) and any(".__defaults__ len ==" in g for g in pos), pos
+
+    fast = sot.translate(_calls_both, cost_model=False)
+    hits = sot.stats(fast).cache_hits  # the explanation's run shares the code's cache
+    try:
+        for number, change in enumerate(
+            [
+                lambda: None,
+                lambda: setattr(_scaled_kw, "__defaults__", (5.0,)),  # unread by the call, yet a change
+                lambda: setattr(_scaled_pos, "__kwdefaults__", {"j": 1.0}),
+            ],
+            start=1,
+        ):
+            change()
+            for _ in range(2):
+                np.testing.assert_array_equal(fast(x), _calls_both(x))
+                np.testing.assert_array_equal(fast(x), x * 5.0)
+            st = sot.stats(fast)
+            # Translated once per state, its other calls the cache's.
+            assert (st.translations, st.cache_hits - hits) == (number, 3 * number), (number, st)
+        assert st.graph_breaks == [] and st.fallbacks == []
+    finally:
+        _scaled_kw.__defaults__ = None
+        _scaled_pos.__kwdefaults__ = None
+
+
 def _doubled(v):
     return v * 2.0
 

@@ -8,7 +8,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
-use super::guard::check::{holds_values_only, is_value_type, Check, Pin, VALUE_NESTING};
+use super::guard::check::{holds_values_only, is_value_type, AbsentDefaults, Check, Pin, VALUE_NESTING};
 use super::guard::source::Guard;
 use super::guard::source::{Source, SourceId, SourceTable};
 use super::guard::world::World;
@@ -151,7 +151,7 @@ pub fn value_holds(py: Python<'_>, check: &Check, value: Option<&Bound<'_, PyAny
         Check::Type(t) => t.holds(&value.get_type()),
         Check::ClassUnchanged(version) => type_version(&value.get_type(), false) == *version,
         Check::Id(pin) => pin.holds(value),
-        Check::Function { code, bare } => is_function_of(value, code, *bare),
+        Check::Function { code, absent } => is_function_of(value, code, *absent),
         Check::Equals(v) => value.as_ptr() == v.as_ptr() || equal_to_values(py, value, v),
         Check::SameValue(v) => type_ptr(value) == type_ptr(&v.bind(py)) && rich_equal(py, value, v),
         Check::Len(n) => {
@@ -182,10 +182,10 @@ pub fn value_holds(py: Python<'_>, check: &Check, value: Option<&Bound<'_, PyAny
     }
 }
 
-/// Whether `value` is a function (exactly) whose code is `code` (and, where `bare`, whose
-/// `__defaults__` and `__kwdefaults__` are None): its parts read straight from the function
-/// where the build allows (`function_part`), else as attributes.
-fn is_function_of(value: &Bound<'_, PyAny>, code: &Pin, bare: bool) -> bool {
+/// Whether `value` is a function (exactly) whose code is `code` and whose `__defaults__`
+/// and `__kwdefaults__` are None where `absent` says so: its parts read straight from the
+/// function where the build allows (`function_part`), else as attributes.
+fn is_function_of(value: &Bound<'_, PyAny>, code: &Pin, absent: AbsentDefaults) -> bool {
     // SAFETY: reading the type of a live object.
     if unsafe { ffi::Py_TYPE(value.as_ptr()) } != std::ptr::addr_of_mut!(ffi::PyFunction_Type) {
         return false;
@@ -199,9 +199,8 @@ fn is_function_of(value: &Bound<'_, PyAny>, code: &Pin, bare: bool) -> bool {
         })
     };
     part_is(FunctionPart::Code, intern!(py, "__code__"), Some(code))
-        && (!bare
-            || part_is(FunctionPart::Defaults, intern!(py, "__defaults__"), None)
-                && part_is(FunctionPart::KwDefaults, intern!(py, "__kwdefaults__"), None))
+        && (!absent.positional || part_is(FunctionPart::Defaults, intern!(py, "__defaults__"), None))
+        && (!absent.keyword || part_is(FunctionPart::KwDefaults, intern!(py, "__kwdefaults__"), None))
 }
 
 /// `function.<name>` for the parts of a function an inlined call is guarded on (`__code__`,

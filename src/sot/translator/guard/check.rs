@@ -110,17 +110,38 @@ impl Pin {
     }
 }
 
+/// Which of a function's defaults (`__defaults__`, `__kwdefaults__`) its check says are
+/// None: most functions have neither, and many only keyword-only ones.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct AbsentDefaults {
+    pub positional: bool,
+    pub keyword: bool,
+}
+
+impl AbsentDefaults {
+    /// Says nothing of either.
+    pub const NOT_SAID: AbsentDefaults = AbsentDefaults {
+        positional: false,
+        keyword: false,
+    };
+
+    /// Whether it says at least what `other` says.
+    pub fn covers(self, other: AbsentDefaults) -> bool {
+        (self.positional || !other.positional) && (self.keyword || !other.keyword)
+    }
+}
+
 /// What a guard checks of its source's value.
 pub enum Check {
     /// `type(value) is T`.
     Type(Pin),
     /// `value is O`.
     Id(Pin),
-    /// `type(value) is types.FunctionType and value.__code__ is C`, and where `bare`, its
-    /// `__defaults__` and `__kwdefaults__` None: a function called by the translation,
-    /// pinned by its code (not its identity: closures made anew on each call keep their
-    /// translation), what an inlined call reads of it in one check.
-    Function { code: Pin, bare: bool },
+    /// `type(value) is types.FunctionType and value.__code__ is C`, and its `__defaults__`
+    /// and `__kwdefaults__` None where `absent` says so: a function called by the
+    /// translation, pinned by its code (not its identity: closures made anew on each call
+    /// keep their translation), what an inlined call reads of it in one check.
+    Function { code: Pin, absent: AbsentDefaults },
     /// `type(value) is type(V) and value == V`.
     Equals(StrongRef),
     /// The same, V a constant value of the backend (a dtype, a place), compared by its own
@@ -179,12 +200,17 @@ impl Check {
                 Some(o) => format!("is {}", truncate(&describe_value(&o, DESCRIBED_DEPTH))),
                 None => "is <an object that died>".to_owned(),
             },
-            Check::Function { code, bare } => {
+            Check::Function { code, absent } => {
                 let code = code.object(py).map_or_else(
                     || "<code that died>".to_owned(),
                     |code| truncate(&describe_value(&code, DESCRIBED_DEPTH)),
                 );
-                let defaults = if *bare { " without defaults" } else { "" };
+                let defaults = match (absent.positional, absent.keyword) {
+                    (true, true) => " without defaults",
+                    (true, false) => " without positional defaults",
+                    (false, true) => " without keyword-only defaults",
+                    (false, false) => "",
+                };
                 format!("is a function of {code}{defaults}")
             }
             Check::Equals(v) | Check::SameValue(v) => format!("== {}", truncate(&value(v))),
@@ -212,9 +238,9 @@ impl Check {
         match self {
             Check::Type(pin) => Check::Type(pin.clone_ref(py)),
             Check::Id(pin) => Check::Id(pin.clone_ref(py)),
-            Check::Function { code, bare } => Check::Function {
+            Check::Function { code, absent } => Check::Function {
                 code: code.clone_ref(py),
-                bare: *bare,
+                absent: *absent,
             },
             Check::Equals(v) => Check::Equals(v.clone_ref(py)),
             Check::SameValue(v) => Check::SameValue(v.clone_ref(py)),
@@ -243,7 +269,7 @@ impl Check {
         match (self, other) {
             (Check::Type(a), Check::Type(b)) => a.address() == b.address(),
             (Check::Id(a), Check::Id(b)) => a.address() == b.address(),
-            (Check::Function { code: a, bare: x }, Check::Function { code: b, bare: y }) => {
+            (Check::Function { code: a, absent: x }, Check::Function { code: b, absent: y }) => {
                 a.address() == b.address() && x == y
             }
             (Check::Equals(a), Check::Equals(b))
@@ -292,8 +318,8 @@ impl Check {
             (Check::Function { .. }, Check::Type(t)) => {
                 t.address() == std::ptr::addr_of_mut!(ffi::PyFunction_Type) as usize
             }
-            (Check::Function { code: a, bare: true }, Check::Function { code: b, bare: false }) => {
-                a.address() == b.address()
+            (Check::Function { code: a, absent: x }, Check::Function { code: b, absent: y }) => {
+                a.address() == b.address() && x.covers(*y)
             }
             _ => false,
         }

@@ -66,14 +66,17 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
     }
 
-    /// Whether a guard of `source` pins a function with its defaults None (`Check::Function`).
-    pub(super) fn guarded_bare(&self, source: SourceId) -> bool {
-        self.guard_positions.of_source(source).iter().any(|&index| {
-            matches!(
-                self.guards[index as usize].check,
-                Check::Function { bare: true, .. }
-            )
-        })
+    /// Which defaults of the function at `source` its guard (`Check::Function`) says are
+    /// None (none where no such guard is).
+    pub(super) fn guarded_absent_defaults(&self, source: SourceId) -> AbsentDefaults {
+        self.guard_positions
+            .of_source(source)
+            .iter()
+            .find_map(|&index| match self.guards[index as usize].check {
+                Check::Function { absent, .. } => Some(absent),
+                _ => None,
+            })
+            .unwrap_or(AbsentDefaults::NOT_SAID)
     }
 
     /// The id of `source`; an attribute or item of an object pinned by identity is one

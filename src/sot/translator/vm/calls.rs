@@ -744,14 +744,16 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// this check's) and its globals.
     fn pin_called_function(&mut self, source: SourceId, function: &Bound<'py, PyAny>) -> Res<()> {
         let code = function.getattr(pyo3::intern!(self.py, "__code__"))?;
-        let bare = function
-            .getattr(pyo3::intern!(self.py, "__defaults__"))?
-            .is_none()
-            && function
+        let absent = AbsentDefaults {
+            positional: function
+                .getattr(pyo3::intern!(self.py, "__defaults__"))?
+                .is_none(),
+            keyword: function
                 .getattr(pyo3::intern!(self.py, "__kwdefaults__"))?
-                .is_none();
+                .is_none(),
+        };
         let code = Pin::new(&code);
-        self.add_guard(source, Check::Function { code, bare });
+        self.add_guard(source, Check::Function { code, absent });
         self.pin_attribute(source, function, "__globals__")
     }
 

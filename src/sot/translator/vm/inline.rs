@@ -117,14 +117,14 @@ impl<'py, 'b> Vm<'py, 'b> {
         // reached from the frame. A function reached without a source is one the
         // translation holds (a method found on a pinned class).
         let owner = match source {
-            // The call's guard of the function says its defaults are None.
-            Some(s) if raw_defaults.is_none() && raw_kwdefaults.is_none() && self.guarded_bare(s) => None,
             Some(s) => Some(s),
             None if raw_defaults.is_none() && raw_kwdefaults.is_none() => None,
             None => Some(self.intern(Source::Held(StrongRef::new(obj)))),
         };
+        // What the call's guard of the function says is None needs no guard of its own.
+        let absent = source.map_or(AbsentDefaults::NOT_SAID, |s| self.guarded_absent_defaults(s));
         let mut defaults = Vec::new();
-        if let Some(owner) = owner {
+        if let Some(owner) = owner.filter(|_| !(raw_defaults.is_none() && absent.positional)) {
             let defaults_source = self.intern(Source::Attr(owner, self.name_ref("__defaults__")));
             if raw_defaults.is_none() {
                 self.add_guard(defaults_source, Check::Id(Pin::new(&raw_defaults)));
@@ -140,7 +140,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         let mut kwdefaults = Vec::new();
-        if let Some(owner) = owner {
+        if let Some(owner) = owner.filter(|_| !(raw_kwdefaults.is_none() && absent.keyword)) {
             let kw_source = self.intern(Source::Attr(owner, self.name_ref("__kwdefaults__")));
             if raw_kwdefaults.is_none() {
                 self.add_guard(kw_source, Check::Id(Pin::new(&raw_kwdefaults)));

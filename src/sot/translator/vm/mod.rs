@@ -56,7 +56,7 @@ use super::backend::{Backend, CodeKind};
 use super::cache::BreakHint;
 use super::guard::check::{
     holds_values_only, is_immutable, is_match_of_a_value, is_mutable_container, is_value_type, regex_type,
-    Check, Pin, Regex, VALUE_NESTING,
+    AbsentDefaults, Check, Pin, Regex, VALUE_NESTING,
 };
 use super::guard::source::{name_ref, Source, SourceId, SourceTable};
 use super::guard::source::{Guard, GuardPositions, GuardUndo, Pins};
