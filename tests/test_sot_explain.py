@@ -229,3 +229,44 @@ def test_explain_describes_guarded_values_without_running_their_code():
     text = sot.explain(fast, np.ones(2))
     assert _LoudMeta.shown == 0
     assert "G[_LoudConfig] is <class '_LoudConfig'>" in text, text
+
+
+_collected: list = []
+
+
+class _Collecting(logging.Handler):
+    """A user's log handler: user code, which a session translates where translated code
+    calls it."""
+
+    def emit(self, record):
+        _collected.append(record.getMessage())
+
+
+def test_a_users_log_handler_runs_as_it_is():
+    """The translator's own log records reach a user's handler untranslated: translated on
+    account of the report, the handler's append to a global list was guarded on the list's
+    length, which each record changes (a translation and a guard failure, itself reported,
+    per record)."""
+
+    def f(x, k):
+        return x * k
+
+    logger = logging.getLogger("framehook.sot")
+    handler, level = _Collecting(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    _collected.clear()
+    try:
+        fast = sot.translate(f, cost_model=False)
+        x = np.ones(2)
+        for k in (2.0, 2.0, 3.0, 3.0):
+            np.testing.assert_array_equal(fast(x, k), x * k)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    st = sot.stats(fast)
+    # f's two translations (k == 2.0, then k == 3.0) and their cache hits, nothing else.
+    assert (st.translations, st.cache_hits, st.guard_failures) == (2, 2, 1), st
+    assert len(_collected) == 3, _collected
+    assert _collected[0].startswith("translated ") and _collected[2].startswith("translated "), _collected
+    assert _collected[1].startswith("guard failure in ") and "k == 2.0" in _collected[1], _collected

@@ -25,7 +25,7 @@ use super::translation::Translation;
 
 use super::model::code::CodeInfo;
 use super::model::frame::{BreakPoint, Ending, FreeVariable, Stop};
-use super::session::{live_owners, Config, OwnFrame};
+use super::session::{live_owners, with_session, Config, OwnFrame};
 use super::vm::{SummaryScope, Vm};
 use crate::hookapi::pyobject::import;
 use crate::hookapi::rust_hook::HookContext;
@@ -291,13 +291,16 @@ fn logger(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
 pub fn logging_events(py: Python<'_>) -> bool {
     const DEBUG: i32 = 10;
     logger(py)
-        .and_then(|logger| logger.call_method1("isEnabledFor", (DEBUG,)).ok())
+        .and_then(|logger| with_session(None, || logger.call_method1("isEnabledFor", (DEBUG,))).ok())
         .is_some_and(|enabled| enabled.is_truthy().unwrap_or(false))
 }
 
+/// Logs `message` at debug level. What the logger runs (a user's handler) runs as it is:
+/// translated on account of the translator's own report, a handler's append to a list was
+/// guarded on the list's length, which each record changes.
 pub fn log_event(py: Python<'_>, message: &str) {
     if let Some(logger) = logger(py) {
-        let _ = logger.call_method1("debug", (message,));
+        let _ = with_session(None, || logger.call_method1("debug", (message,)));
     }
 }
 
