@@ -544,8 +544,8 @@ def test_a_dicts_type_and_length_guards_are_implied_by_its_keys_guard():
 
 def test_a_dict_read_whole_has_its_keys_guarded_once_not_each_keys_presence():
     """``{**d}`` and ``f(**d)`` read every item of a dict from the frame: its keys guard says
-    each key is there, so no key has a presence guard of its own; a key added, removed or
-    replaced fails the keys guard, and a value changed fails its item's guard."""
+    each key is there, so no key has a presence guard of its own; a key gone, or the keys in
+    another order, fails the keys guard, and a value changed fails its item's guard."""
     def scaled(x, a, b):
         return x * a + b
 
