@@ -142,6 +142,22 @@ pub fn function_part<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> O
     pep523_backend::function_part(function, part)
 }
 
+/// `function.__code__` and the like: read straight from an exact function where the build
+/// allows (`function_part`), else looked up as the attribute.
+pub fn function_attr<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(found) = function_part(function, part) {
+        return Ok(found);
+    }
+    let py = function.py();
+    let name = match part {
+        FunctionPart::Code => pyo3::intern!(py, "__code__"),
+        FunctionPart::Globals => pyo3::intern!(py, "__globals__"),
+        FunctionPart::Defaults => pyo3::intern!(py, "__defaults__"),
+        FunctionPart::KwDefaults => pyo3::intern!(py, "__kwdefaults__"),
+    };
+    function.getattr(name)
+}
+
 /// `ty`'s class attribute `name`, found along its MRO as `type.__getattribute__` would,
 /// without reading each class's `__dict__` proxy (see `pep523_backend::type_lookup`); the
 /// `__mro__` and `__dict__` attributes where the type's fields cannot be read.

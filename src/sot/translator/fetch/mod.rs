@@ -12,7 +12,7 @@ use super::guard::check::{holds_values_only, is_value_type, AbsentDefaults, Chec
 use super::guard::source::Guard;
 use super::guard::source::{Source, SourceId, SourceTable};
 use super::guard::world::World;
-use crate::hookapi::pyobject::{function_part, type_version, FunctionPart, StrongRef};
+use crate::hookapi::pyobject::{function_attr, function_part, type_version, FunctionPart, StrongRef};
 use crate::hookapi::rust_hook::HookContext;
 pub use fixing::{arm_if_unchanged, build_world};
 
@@ -190,17 +190,15 @@ fn is_function_of(value: &Bound<'_, PyAny>, code: &Pin, absent: AbsentDefaults) 
     if unsafe { ffi::Py_TYPE(value.as_ptr()) } != std::ptr::addr_of_mut!(ffi::PyFunction_Type) {
         return false;
     }
-    let py = value.py();
-    let part_is = |part: FunctionPart, name: &Bound<'_, pyo3::types::PyString>, expected: Option<&Pin>| {
-        let found = function_part(value, part).or_else(|| value.getattr(name).ok());
-        found.is_some_and(|found| match expected {
+    let part_is = |part: FunctionPart, expected: Option<&Pin>| {
+        function_attr(value, part).is_ok_and(|found| match expected {
             Some(pin) => pin.holds(&found),
             None => found.is_none(),
         })
     };
-    part_is(FunctionPart::Code, intern!(py, "__code__"), Some(code))
-        && (!absent.positional || part_is(FunctionPart::Defaults, intern!(py, "__defaults__"), None))
-        && (!absent.keyword || part_is(FunctionPart::KwDefaults, intern!(py, "__kwdefaults__"), None))
+    part_is(FunctionPart::Code, Some(code))
+        && (!absent.positional || part_is(FunctionPart::Defaults, None))
+        && (!absent.keyword || part_is(FunctionPart::KwDefaults, None))
 }
 
 /// `function.<name>` for the parts of a function an inlined call is guarded on (`__code__`,

@@ -1,6 +1,7 @@
 //! Calls: who handles a callee (inlined, a builtin, a recorded operation, the backend), reduce, operator functions.
 
 use super::*;
+use crate::hookapi::pyobject::{function_attr, FunctionPart};
 use crate::sot::translator::model::value::store_named;
 
 impl<'py, 'b> Vm<'py, 'b> {
@@ -743,16 +744,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// its defaults are None where they are: then what `function_of` would guard of them is
     /// this check's) and its globals.
     fn pin_called_function(&mut self, source: SourceId, function: &Bound<'py, PyAny>) -> Res<()> {
-        let code = function.getattr(pyo3::intern!(self.py, "__code__"))?;
+        let code = Pin::new(&function_attr(function, FunctionPart::Code)?);
         let absent = AbsentDefaults {
-            positional: function
-                .getattr(pyo3::intern!(self.py, "__defaults__"))?
-                .is_none(),
-            keyword: function
-                .getattr(pyo3::intern!(self.py, "__kwdefaults__"))?
-                .is_none(),
+            positional: function_attr(function, FunctionPart::Defaults)?.is_none(),
+            keyword: function_attr(function, FunctionPart::KwDefaults)?.is_none(),
         };
-        let code = Pin::new(&code);
         self.add_guard(source, Check::Function { code, absent });
         self.pin_attribute(source, function, "__globals__")
     }

@@ -1,7 +1,7 @@
 //! Inlining Python functions: functions made or read, arguments bound, frames run.
 
 use super::*;
-use crate::hookapi::pyobject::{function_part, FunctionPart};
+use crate::hookapi::pyobject::{function_attr, FunctionPart};
 use pyo3::intern;
 
 impl<'py, 'b> Vm<'py, 'b> {
@@ -105,13 +105,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     ) -> Res<Function<'py>> {
         let py = self.py;
         // An exact function's parts read straight from it (each call of one asks).
-        let part = |part: FunctionPart, name: &Bound<'py, PyString>| match function_part(obj, part) {
-            Some(found) => Ok(found),
-            None => obj.getattr(name),
-        };
-        let code = part(FunctionPart::Code, intern!(py, "__code__"))?;
-        let raw_defaults = part(FunctionPart::Defaults, intern!(py, "__defaults__"))?;
-        let raw_kwdefaults = part(FunctionPart::KwDefaults, intern!(py, "__kwdefaults__"))?;
+        let code = function_attr(obj, FunctionPart::Code)?;
+        let raw_defaults = function_attr(obj, FunctionPart::Defaults)?;
+        let raw_kwdefaults = function_attr(obj, FunctionPart::KwDefaults)?;
         // A default is one object shared by every call (a list one call appends to, the
         // next sees; dataclasses' sentinel): read through the function, as any object
         // reached from the frame. A function reached without a source is one the
@@ -198,7 +194,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         Ok(Function {
             code,
-            globals: part(FunctionPart::Globals, intern!(py, "__globals__"))?,
+            globals: function_attr(obj, FunctionPart::Globals)?,
             name: obj.getattr(intern!(py, "__name__"))?.extract()?,
             qualname: obj.getattr(intern!(py, "__qualname__"))?.extract()?,
             defaults,
