@@ -17,8 +17,8 @@ use crate::sot::translator::pyutil::builtin;
 
 use super::emit::{Emit, Writer, OUTPUTS_LOCAL};
 use super::plan::{
-    detached_cells, made_objects, reachable, replayed_ops, shared_paths, sources_read_first, Plan, Rerun,
-    MAX_CHAIN,
+    detached_cells, made_objects, reachable, replayed_ops, shared_paths, sources_read_first, stored_cells,
+    Plan, Rerun, MAX_CHAIN,
 };
 
 pub struct Emitter<'a, 'py> {
@@ -186,16 +186,11 @@ impl<'a, 'py> Emitter<'a, 'py> {
     /// Stores the frame's cells' contents as the translation left them (what a resume
     /// function or a rebuilt closure then shares), where they are the frame's own.
     pub fn store_cells(&mut self) -> PyResult<()> {
-        let first_free = self.plan.vars.first_free();
-        for (cell, var) in self.plan.frame_cells.clone() {
-            if var >= first_free {
-                continue;
-            }
-            if let Some(content) = self.plan.cells[cell] {
-                self.value(content)?;
-                let var = self.var_of(var);
-                self.emit(Op::StoreDeref, Arg::Var(var));
-            }
+        let plan = self.plan;
+        for (content, var) in stored_cells(plan.cells, &plan.frame_cells, plan.vars) {
+            self.value(content)?;
+            let var = self.var_of(var);
+            self.emit(Op::StoreDeref, Arg::Var(var));
         }
         Ok(())
     }

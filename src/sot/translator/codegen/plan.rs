@@ -365,24 +365,32 @@ pub fn detached_cells(plan: &Plan<'_, '_>, objects: &[(Vid, u32)], vars: &mut Va
         .collect()
 }
 
-/// The names of the frame's own cells the generated code stores back (`cell_roots`).
-fn stored_cell_names<'v>(plan: &Plan<'v, '_>) -> Vec<&'v str> {
-    let first_free = plan.vars.first_free();
-    let all = plan.vars.all();
-    plan.frame_cells
+/// The frame's own cells the generated code stores back (`Emitter::store_cells`), each as
+/// its contents and the variable holding it: those with contents, not the free variables.
+pub fn stored_cells<'a>(
+    cells: &'a [Option<Vid>],
+    frame_cells: &'a [(usize, usize)],
+    vars: &Vars,
+) -> impl Iterator<Item = (Vid, usize)> + 'a {
+    let first_free = vars.first_free();
+    frame_cells
         .iter()
-        .filter(|(cell, var)| *var < first_free && plan.cells[*cell].is_some())
-        .filter_map(|(_, var)| all.get(*var).copied())
+        .filter(move |(_, var)| *var < first_free)
+        .filter_map(|(cell, var)| cells[*cell].map(|content| (content, *var)))
+}
+
+/// The names of the frame's own cells the generated code stores back.
+fn stored_cell_names<'v>(plan: &Plan<'v, '_>) -> Vec<&'v str> {
+    let all = plan.vars.all();
+    stored_cells(plan.cells, &plan.frame_cells, plan.vars)
+        .filter_map(|(_, var)| all.get(var).copied())
         .collect()
 }
 
 /// The contents of the frame's own cells, which the generated code stores back.
 pub fn cell_roots(cells: &[Option<Vid>], frame_cells: &[(usize, usize)], vars: &Vars) -> Vec<Vid> {
-    let first_free = vars.first_free();
-    frame_cells
-        .iter()
-        .filter(|(_, var)| *var < first_free)
-        .filter_map(|(cell, _)| cells[*cell])
+    stored_cells(cells, frame_cells, vars)
+        .map(|(content, _)| content)
         .collect()
 }
 
