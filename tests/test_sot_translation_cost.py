@@ -178,14 +178,19 @@ def test_a_break_inside_a_graph_region_does_not_simulate_again_what_led_to_the_r
     assert sot.stats(fast).cache_hits >= 1
 
 
+# The rounds of the loop in `_region_after_a_made_iterator`'s block (a global: guarded, so
+# each value translates anew).
+_ROUNDS = 30
+
+
 def _region_after_a_made_iterator(x):
     y = x * 2.0
     items = (v for v in (3.0, 1.0))  # made while translating: no break can hand it on
     with np.errstate(over="ignore"):
         total = 0
-        # As `_busy`, in the frame (a call's summary would replay), within the region's
-        # budget of simulated instructions (`REGION_BUDGET`).
-        for i in range(100):
+        # In the frame (a call's summary would replay), within the region's budget of
+        # simulated instructions (`REGION_BUDGET`).
+        for i in range(_ROUNDS):
             total += i
         z = y * 3.0 + total
         print("a break", file=_LOG)  # inside the region: the graph breaks at the `with`
@@ -193,34 +198,67 @@ def _region_after_a_made_iterator(x):
     return w
 
 
+def _simulated_by_the_region_example(rounds):
+    """The instructions simulated by `_region_after_a_made_iterator`'s first call, then by
+    its call with other shapes, with `rounds` rounds of its loop; and its stats."""
+    global _ROUNDS
+    _ROUNDS = rounds
+    try:
+        sot.reset()
+        fast = sot.translate(_region_after_a_made_iterator, cost_model=False)
+        x = np.arange(3.0)
+        np.testing.assert_array_equal(fast(x), _region_after_a_made_iterator(x))
+        first = sot.stats(fast)
+        x4 = np.arange(4.0)  # other shapes: the codes are translated again, guarded anew
+        np.testing.assert_array_equal(fast(x4), _region_after_a_made_iterator(x4))
+        again = sot.stats(fast)
+    finally:
+        _ROUNDS = 30
+    simulated = first.instructions_simulated
+    return simulated, again.instructions_simulated - simulated, first, again
+
+
+def _loop_in_the_frame(x):
+    total = 0
+    for i in range(_ROUNDS):
+        total += i
+    return x * 2.0 + total
+
+
+def _simulated_by_the_loop_alone(rounds):
+    global _ROUNDS
+    _ROUNDS = rounds
+    try:
+        sot.reset()
+        alone = sot.translate(_loop_in_the_frame)
+        x = np.arange(3.0)
+        np.testing.assert_array_equal(alone(x), _loop_in_the_frame(x))
+        return sot.stats(alone).instructions_simulated
+    finally:
+        _ROUNDS = 30
+
+
 def test_a_resume_function_breaks_at_once_at_a_region_that_broke_inside_before():
     """A break inside a region, where the `with` cannot be broken at (a value made while
     translating is live there), breaks earlier; the resume function made there reaches the
     same `with` and breaks at it at once (`cache::RegionBreak`), not simulating the
-    region's block again. A later translation of the code with other guards does too."""
-    alone = sot.translate(_prefix)
-    x = np.arange(3.0)
-    np.testing.assert_array_equal(alone(x), _prefix(x))
-    once = sot.stats(alone).instructions_simulated  # the loop's 150 rounds, simulated once
-
-    sot.reset()
-    fast = sot.translate(_region_after_a_made_iterator, cost_model=False)
-    np.testing.assert_array_equal(fast(x), _region_after_a_made_iterator(x))
-    st = sot.stats(fast)
+    region's block again. A later translation of the code with other guards does too.
+    Counted in simulations of the loop: what 30 rounds add to what 0 rounds simulate."""
+    loop = _simulated_by_the_loop_alone(30) - _simulated_by_the_loop_alone(0)
+    assert loop >= 30 * 4, loop  # at least four instructions a round
+    without_first, without_again, _, _ = _simulated_by_the_region_example(0)
+    first, again, st, st_again = _simulated_by_the_region_example(30)
     with_line = _region_after_a_made_iterator.__code__.co_firstlineno + 3
     # The original's, moved to the generator's line; the resume function's, at the `with`.
     assert [b.lineno for b in st.graph_breaks[:2]] == [with_line - 1, with_line], st.graph_breaks
     assert "inside the with block of a graph region (print()" in st.graph_breaks[1].reason, st.graph_breaks
     # The loop twice: in the original's region, and in the block's translation after the
     # `with` ran (not a third time in the resume function's region).
-    assert st.instructions_simulated < 2.5 * once, (st.instructions_simulated, once)
-
-    simulated = st.instructions_simulated
-    x4 = np.arange(4.0)  # other shapes: the codes are translated again, guarded anew
-    np.testing.assert_array_equal(fast(x4), _region_after_a_made_iterator(x4))
-    st = sot.stats(fast)
-    assert st.translations > 6 and st.instructions_simulated - simulated < 1.5 * once, (
-        st.translations, st.instructions_simulated - simulated, once)
+    assert 1.5 * loop < first - without_first < 2.5 * loop, (first, without_first, loop)
+    # Translated again: once, in the block's translation (the original and the resume
+    # function break at the `with` at once).
+    assert st_again.translations > 6, st_again.translations
+    assert 0.5 * loop < again - without_again < 1.5 * loop, (again, without_again, loop)
 
 
 def _long_prefix(x):

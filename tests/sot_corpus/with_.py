@@ -338,7 +338,7 @@ def stop_iteration_of_zip_over_a_generator_runs_as_it_is(x):
     return y, None
 
 
-_LONG_BLOCK = "it makes a break inside the with block of a graph region (more than 1000 instructions"
+_LONG_BLOCK = "it makes a break inside the with block of a graph region (more than 300 instructions"
 
 
 def _long_sum(x, n):

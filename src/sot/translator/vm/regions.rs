@@ -8,8 +8,12 @@ use crate::sot::translator::model::graph::Region;
 /// Instructions the translated frame's `with` block of a graph region may simulate (its
 /// calls' included): a break anywhere in the block makes the `with` the break and throws
 /// the block's whole simulation away (the block is then translated on its own, after the
-/// `with` ran), so what the block risks is bounded as a library call's is.
-pub(super) const REGION_BUDGET: usize = 1_000;
+/// `with` ran), so what the block risks is bounded as a library call's is. A block that
+/// closes its region is short (at most 106 instructions in the scikit-learn bench, the
+/// outside suites and the corpus); one that reaches the budget has so far always broken
+/// inside after it (scikit-learn's `_FuncWrapper.__call__`, whose block runs the whole
+/// transformer): the budget is what such a block throws away, a few times the longest.
+pub(super) const REGION_BUDGET: usize = 300;
 
 impl<'py> Vm<'py, '_> {
     /// A call of a region's `__enter__` or `__exit__` on the manager the translation made
