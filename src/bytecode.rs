@@ -179,7 +179,7 @@ fn resolve_raw<'py>(table: &Table, code: &Bound<'py, PyAny>, instr: &Instr) -> P
             shown(target.into_pyobject(py)?.into_any(), format!("to {target}"))
         }
         ArgKind::Enum(kind) => match table.enum_name(kind, instr.arg) {
-            Some(name) => shown(name.into_pyobject(py)?.into_any(), name.to_owned()),
+            Some(name) => shown(name.into_pyobject(py)?.into_any(), (*name).to_owned()),
             None => shown(instr.arg.into_pyobject(py)?.into_any(), String::new()),
         },
         _ => shown(instr.arg.into_pyobject(py)?.into_any(), String::new()),
@@ -279,7 +279,7 @@ fn resolve_canonical<'py>(
                 String::new()
             },
         ),
-        Arg::Enum(name) => (None, text(name), name.to_owned()),
+        Arg::Enum(name) => (None, text(name), (*name).to_owned()),
     })
 }
 
@@ -304,7 +304,7 @@ fn _bytecode_decode_canonical<'py>(
             } else {
                 None
             };
-            let handler = instruction.handler.map(|h| (h.target, h.depth, h.lasti));
+            let handler = instruction.handler.map(|h| (h.target(), h.depth, h.lasti));
             (
                 instruction.op.name(),
                 arg,

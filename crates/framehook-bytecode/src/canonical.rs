@@ -308,16 +308,50 @@ pub enum Arg {
         argc: u32,
         kw_names: bool,
     },
-    /// A value of one of the table's enumerations, by name.
-    Enum(&'static str),
+    /// A value of one of the table's enumerations, by name (a thin reference: an `Arg` is
+    /// 16 bytes, not 24).
+    Enum(&'static &'static str),
 }
 
 /// Where an exception raised by an instruction goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Handler {
-    pub target: usize,
+    /// The handler's index among the canonical instructions (a `u32`: an `Instruction` is
+    /// 48 bytes, not 64).
+    target: u32,
     pub depth: u32,
     pub lasti: bool,
+}
+
+impl Handler {
+    /// The handler at canonical instruction `target`, entered with the stack cut to
+    /// `depth` (and the raising instruction's offset pushed where `lasti`).
+    pub fn new(target: usize, depth: u32, lasti: bool) -> Handler {
+        Handler {
+            target: index_u32(target),
+            depth,
+            lasti,
+        }
+    }
+
+    /// The index of the handler's instruction.
+    pub fn target(&self) -> usize {
+        self.target as usize
+    }
+
+    /// The same handler at `target` (its instructions renumbered).
+    pub fn at(self, target: usize) -> Handler {
+        Handler {
+            target: index_u32(target),
+            ..self
+        }
+    }
+}
+
+/// An instruction index as stored: a code object's instructions are far fewer than 2^32
+/// (each takes at least two bytes of `co_code`).
+fn index_u32(index: usize) -> u32 {
+    u32::try_from(index).expect("an instruction index fits in 32 bits")
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -344,11 +378,7 @@ impl Instruction {
     /// instruction may raise.
     pub(crate) fn raising_to(target: usize, depth: u32) -> Instruction {
         let mut raising = Instruction::bare(Op::Nop, Arg::None);
-        raising.handler = Some(Handler {
-            target,
-            depth,
-            lasti: false,
-        });
+        raising.handler = Some(Handler::new(target, depth, false));
         raising
     }
 }
@@ -712,26 +742,35 @@ mod tests {
     }
 
     #[test]
+    fn an_instruction_takes_48_bytes() {
+        // A translator keeps the instructions of every code it inlined for the process's
+        // life: their size is most of its resident memory, and first touching it is a
+        // page fault each 4 KiB in a process's first translation.
+        assert_eq!(std::mem::size_of::<Arg>(), 16);
+        assert_eq!(std::mem::size_of::<Instruction>(), 48);
+    }
+
+    #[test]
     fn common_constant_literals_lower_to_the_versions_own_form() {
         for (version, table) in all_tables() {
-            for (literal, name) in LITERALS {
-                assert_eq!(Literal::from_name(name), Some(literal));
+            for (literal, name) in &LITERALS {
+                assert_eq!(Literal::from_name(name), Some(*literal));
                 let lowered = lower_one(table, Op::LoadCommonConstant, Arg::Enum(name)).unwrap();
                 let expected = match table.enum_value("common_constant", name) {
                     Some(value) => ("LOAD_COMMON_CONSTANT".to_owned(), value),
-                    None => ("LOAD_CONST".to_owned(), 40 + literal as u32),
+                    None => ("LOAD_CONST".to_owned(), 40 + *literal as u32),
                 };
                 assert_eq!(lowered, [expected], "{version} {name}");
             }
             // A builtin is no literal: without the version's common constant it cannot lower.
             assert_eq!(Literal::from_name("tuple"), None);
-            let tuple = lower_one(table, Op::LoadCommonConstant, Arg::Enum("tuple"));
+            let tuple = lower_one(table, Op::LoadCommonConstant, Arg::Enum(&"tuple"));
             assert_eq!(
                 tuple.is_ok(),
                 table.enum_value("common_constant", "tuple").is_some()
             );
         }
-        let none = Instruction::bare(Op::LoadCommonConstant, Arg::Enum("None"));
+        let none = Instruction::bare(Op::LoadCommonConstant, Arg::Enum(&"None"));
         let (_, oldest) = all_tables().next().unwrap();
         assert!(lower(oldest, &Vars::default(), &[none], &mut NoNewConsts).is_err());
     }

@@ -94,7 +94,7 @@ pub(crate) fn successors(index: usize, instr: &Instruction) -> impl Iterator<Ite
     };
     next.into_iter()
         .chain(target)
-        .chain(instr.handler.map(|h| h.target))
+        .chain(instr.handler.map(|h| h.target()))
 }
 
 /// Whether the next instruction may run after this one.

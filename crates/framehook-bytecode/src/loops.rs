@@ -343,7 +343,7 @@ pub fn reads_unbound(
                 work.push((target, entering));
             }
             if let Some(handler) = instr.handler {
-                work.push((handler.target, merged));
+                work.push((handler.target(), merged));
             }
         }
         if read_unbound {

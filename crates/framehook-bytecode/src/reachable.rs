@@ -45,7 +45,7 @@ pub fn without_unreachable(instrs: Vec<Instruction>) -> Vec<Instruction> {
                 *target = renumbered[*target];
             }
             if let Some(handler) = &mut instruction.handler {
-                handler.target = renumbered[handler.target];
+                *handler = handler.at(renumbered[handler.target()]);
             }
             Some(instruction)
         })
@@ -62,11 +62,7 @@ mod tests {
         // 0: jump 3; 1-2: the original's start (unreached); 3: x under a handler at 5;
         // 4: return; 5: the handler (reached through 3's handler only); 6: reraise
         let mut guarded = Instruction::bare(Op::LoadFast, Arg::Var(0));
-        guarded.handler = Some(Handler {
-            target: 5,
-            depth: 0,
-            lasti: false,
-        });
+        guarded.handler = Some(Handler::new(5, 0, false));
         let code = vec![
             Instruction::bare(Op::Jump, Arg::Target(3)),
             Instruction::bare(Op::LoadConst, Arg::None),
@@ -89,7 +85,7 @@ mod tests {
             ]
         );
         assert_eq!(pruned[0].arg, Arg::Target(1));
-        assert_eq!(pruned[1].handler.map(|h| h.target), Some(3));
+        assert_eq!(pruned[1].handler.map(|h| h.target()), Some(3));
     }
 
     #[test]

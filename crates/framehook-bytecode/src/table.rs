@@ -148,7 +148,9 @@ pub struct Table {
     /// Stack slots a `for` loop's iterator takes (2 where `GET_ITER` pushes the iterator or
     /// sequence and NULL or an index, which `FOR_ITER`, `SEND` and their ends see).
     pub iterator_slots: u32,
-    enums: WordMap<String, Vec<(u32, String)>>,
+    /// Each enumeration's values and names (slices of the table's text, so that an
+    /// `Arg::Enum` is a thin reference to one).
+    enums: WordMap<String, Vec<(u32, &'static str)>>,
     ops: Vec<Option<OpInfo>>,
     by_name: WordMap<String, u8>,
     /// `numbers_by_index`'s answers, looked up at its first call.
@@ -220,25 +222,25 @@ impl Table {
     }
 
     /// The name of `value` in enumeration `kind`.
-    pub fn enum_name(&self, kind: &str, value: u32) -> Option<&str> {
+    pub fn enum_name(&self, kind: &str, value: u32) -> Option<&&'static str> {
         let entries = self.enums.get(kind)?;
-        entries.iter().find(|(v, _)| *v == value).map(|(_, n)| n.as_str())
+        entries.iter().find(|(v, _)| *v == value).map(|(_, n)| n)
     }
 
     /// The value named `name` in enumeration `kind`.
     pub fn enum_value(&self, kind: &str, name: &str) -> Option<u32> {
         let entries = self.enums.get(kind)?;
-        entries.iter().find(|(_, n)| n == name).map(|(v, _)| *v)
+        entries.iter().find(|(_, n)| *n == name).map(|(v, _)| *v)
     }
 
     /// The values of enumeration `kind`, in value order.
-    pub fn enum_entries(&self, kind: &str) -> &[(u32, String)] {
+    pub fn enum_entries(&self, kind: &str) -> &[(u32, &'static str)] {
         self.enums.get(kind).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    pub fn parse(text: &str) -> Result<Table> {
+    pub fn parse(text: &'static str) -> Result<Table> {
         let mut props: WordMap<&str, &str> = WordMap::default();
-        let mut enums: WordMap<String, Vec<(u32, String)>> = WordMap::default();
+        let mut enums: WordMap<String, Vec<(u32, &'static str)>> = WordMap::default();
         let mut ops: Vec<Option<OpInfo>> = vec![None; 256];
         let mut by_name = WordMap::default();
         for (index, line) in text.lines().enumerate() {
@@ -256,10 +258,7 @@ impl Table {
                     let value = value
                         .parse()
                         .map_err(|_| bad(format!("bad enum value {value:?}")))?;
-                    enums
-                        .entry(kind.to_owned())
-                        .or_default()
-                        .push((value, name.to_owned()));
+                    enums.entry(kind.to_owned()).or_default().push((value, name));
                 }
                 "op" => {
                     let info = parse_op(&fields).map_err(bad)?;

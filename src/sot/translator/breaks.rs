@@ -291,7 +291,7 @@ impl<'py> Translation<'_, 'py, '_> {
                 let mut nulls = vec![false; depth];
                 nulls.push(false);
                 let pad_key = ResumeKey {
-                    pc: handler.target,
+                    pc: handler.target(),
                     nulls,
                     live: live_vars,
                     blocks: Vec::new(),

@@ -66,7 +66,7 @@ fn jump_targets(code: &[Instruction]) -> Vec<bool> {
         } else {
             None
         };
-        for target in jump.into_iter().chain(instruction.handler.map(|h| h.target)) {
+        for target in jump.into_iter().chain(instruction.handler.map(|h| h.target())) {
             if let Some(slot) = targets.get_mut(target) {
                 *slot = true;
             }
@@ -252,7 +252,7 @@ impl Lowering<'_> {
                 }
             }
             (Op::LoadCommonConstant, Arg::Enum(name))
-                if !table.has("LOAD_COMMON_CONSTANT") && name == "AssertionError" =>
+                if !table.has("LOAD_COMMON_CONSTANT") && *name == "AssertionError" =>
             {
                 self.emit("LOAD_ASSERTION_ERROR", 0, None)?
             }
@@ -614,7 +614,7 @@ impl Lowering<'_> {
     /// Appends `opcode arg`; `target` is still a canonical index.
     fn emit_opcode(&mut self, opcode: u8, arg: u32, target: Option<usize>) {
         let handler = self.handler.map(|h| raw::Handler {
-            target: h.target,
+            target: h.target(),
             depth: h.depth,
             lasti: h.lasti,
         });

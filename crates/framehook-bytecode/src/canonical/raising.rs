@@ -124,7 +124,7 @@ fn rule_of(name: &str, null_bit: bool) -> Rule {
         "CALL_KW" | "CALL_FUNCTION_KW" => Rule::Call { keywords: true },
         "LOAD_SMALL_INT" => Rule::LoadSmallInt,
         "RETURN_CONST" => Rule::ReturnConst,
-        "LOAD_ASSERTION_ERROR" => Rule::Fixed(Op::LoadCommonConstant, Arg::Enum("AssertionError")),
+        "LOAD_ASSERTION_ERROR" => Rule::Fixed(Op::LoadCommonConstant, Arg::Enum(&"AssertionError")),
         "LOAD_FAST_BORROW" => Rule::Same(Op::LoadFast),
         "STORE_FAST_LOAD_FAST" => Rule::Pair(Op::StoreFast, Op::LoadFast),
         "STORE_FAST_STORE_FAST" => Rule::Pair(Op::StoreFast, Op::StoreFast),
@@ -330,11 +330,7 @@ fn canonical_targets(out: &mut [Instruction], instrs: &[Instr], first: &[usize])
     // Every canonical instruction takes the handler of the raw instruction it came from.
     for (index, instr) in instrs.iter().enumerate() {
         if let Some(h) = instr.handler {
-            let handler = Handler {
-                target: first[h.target],
-                depth: h.depth,
-                lasti: h.lasti,
-            };
+            let handler = Handler::new(first[h.target], h.depth, h.lasti);
             for instruction in &mut out[first[index]..first[index + 1]] {
                 instruction.handler = Some(handler);
             }

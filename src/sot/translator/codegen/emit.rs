@@ -394,11 +394,7 @@ pub trait Emit<'py>: Sized {
         let drop_entry = import(w.pools.py, "framehook._native")?.getattr("_sot_drop_caller_entry")?;
         match block {
             None => {
-                w.out[call].handler = Some(Handler {
-                    target: pad,
-                    depth: 0,
-                    lasti: false,
-                });
+                w.out[call].handler = Some(Handler::new(pad, 0, false));
                 // The exception lies below the call's callable and NULL.
                 self.call_constant(drop_entry, |e| {
                     e.emit(Op::Copy, Arg::Int(3));

@@ -428,11 +428,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             op: Op::RaiseVarargs,
             arg: Arg::Int(1),
             location,
-            handler: Some(Handler {
-                target: caught,
-                depth: 0,
-                lasti: false,
-            }),
+            handler: Some(Handler::new(caught, 0, false)),
         });
         self.emit(Op::PopTop, Arg::None);
     }
@@ -536,11 +532,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
         match pad.setup {
             None => {
                 for instruction in &mut self.w.out[pad.covered] {
-                    instruction.handler = Some(Handler {
-                        target: at,
-                        depth: 0,
-                        lasti: false,
-                    });
+                    instruction.handler = Some(Handler::new(at, 0, false));
                 }
             }
             Some(setup) => {

@@ -119,11 +119,7 @@ pub fn generate_break<'py>(
     emitter.return_resumed(&slot_vars, run_here, push_live, resume)?;
     if let (Some(pad), Some(pad_vars)) = (pad, pad_vars) {
         let target = emitter.w.out.len();
-        let handler = Handler {
-            target,
-            depth: pad.depth as u32,
-            lasti: false,
-        };
+        let handler = Handler::new(target, pad.depth as u32, false);
         for instruction in &mut emitter.w.out[covered_from..covered_to] {
             instruction.handler = Some(handler);
         }

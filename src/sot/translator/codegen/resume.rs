@@ -571,7 +571,7 @@ impl Copied {
                 *t = self.stub_at[*t].unwrap_or(self.position[*t]);
             }
             if let Some(handler) = &mut instruction.handler {
-                handler.target = self.position[handler.target];
+                *handler = handler.at(self.position[handler.target()]);
             }
         }
     }

@@ -38,7 +38,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             frame.stack.push(lasti);
         }
         frame.stack.push(exception);
-        frame.pc = handler.target;
+        frame.pc = handler.target();
         Ok(())
     }
 

@@ -37,7 +37,7 @@ fn load_method<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
 
 /// `LOAD_SPECIAL`.
 fn load_special<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let Arg::Enum(name) = instr.arg else {
+    let Arg::Enum(&name) = instr.arg else {
         return unsupported("LOAD_SPECIAL without a name");
     };
     let owner = Vm::pop(frame)?;

@@ -238,7 +238,7 @@ fn call_intrinsic_1<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let Arg::Enum(name) = instr.arg else {
+    let Arg::Enum(&name) = instr.arg else {
         return unsupported("CALL_INTRINSIC_1 without a name");
     };
     let v = Vm::pop(frame)?;
@@ -260,7 +260,7 @@ fn call_intrinsic_2<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let Arg::Enum(name) = instr.arg else {
+    let Arg::Enum(&name) = instr.arg else {
         return unsupported("CALL_INTRINSIC_2 without a name");
     };
     let second = Vm::pop(frame)?;

@@ -120,7 +120,7 @@ fn load_common_constant<'py>(
     frame: &mut Frame<'py>,
     instr: &Instruction,
 ) -> Res<Option<Vid>> {
-    let Arg::Enum(name) = instr.arg else {
+    let Arg::Enum(&name) = instr.arg else {
         return unsupported("LOAD_COMMON_CONSTANT without a name");
     };
     // The interpreter's own values: a literal (3.15+), or a builtin of the real `builtins`
