@@ -513,7 +513,10 @@ fn hint_region_breaks(
 ) {
     for broke in cache.region_breaks_of(session, epoch) {
         for (pc, instr) in info.instrs.iter().enumerate() {
-            if instr.op == broke.op && instr.location.line == broke.line && !info.in_loop[pc] {
+            if instr.op == broke.op
+                && instr.location.line == broke.line
+                && !info.in_loop.get(pc).unwrap_or(false)
+            {
                 hints.entry(pc).or_insert_with(|| BreakHint {
                     session,
                     epoch,
@@ -537,7 +540,7 @@ fn keep_region_breaks(
     breaks: impl Iterator<Item = (usize, String)>,
 ) {
     for (pc, reason) in breaks {
-        if !info.in_loop[pc] {
+        if !info.in_loop.get(pc).unwrap_or(false) {
             let instr = &info.instrs[pc];
             cache.add_region_break(RegionBreak {
                 session,

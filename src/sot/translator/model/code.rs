@@ -59,27 +59,50 @@ pub const MAX_NESTING: usize = 200;
 /// made again from as many constants).
 pub const MAX_MODELED_ITEMS: usize = 4096;
 
-/// Per instruction: whether it is in a loop's body or a `while` loop's first test
-/// (`loops::loops`, `loops::first_test`).
-pub fn loop_membership(instrs: &[Instruction]) -> Vec<bool> {
-    use framehook_bytecode::loops;
-    let mut in_loop = vec![false; instrs.len()];
-    for (jump, a_loop) in loops::loops(instrs) {
-        for (flag, in_body) in in_loop.iter_mut().zip(&a_loop.body) {
-            *flag |= in_body;
+/// Per instruction of a code: whether it is in a loop's body or a `while` loop's first
+/// test (`loops::loops`, `loops::first_test`). Found on first need: most inlined frames
+/// never ask (a break or a call that may break in a loop does, as does an assumption).
+pub struct LoopMembership {
+    instrs: std::sync::Arc<Vec<Instruction>>,
+    in_loop: std::sync::OnceLock<Vec<bool>>,
+}
+
+impl LoopMembership {
+    pub fn new(instrs: std::sync::Arc<Vec<Instruction>>) -> Self {
+        LoopMembership {
+            instrs,
+            in_loop: std::sync::OnceLock::new(),
         }
-        in_loop[loops::first_test(instrs, jump, &a_loop)]
-            .iter_mut()
-            .for_each(|f| *f = true);
     }
-    in_loop
+
+    /// Whether instruction `pc` lies in a loop; None past the code's end.
+    pub fn get(&self, pc: usize) -> Option<bool> {
+        self.in_loop
+            .get_or_init(|| Self::find(&self.instrs))
+            .get(pc)
+            .copied()
+    }
+
+    fn find(instrs: &[Instruction]) -> Vec<bool> {
+        use framehook_bytecode::loops;
+        let mut in_loop = vec![false; instrs.len()];
+        for (jump, a_loop) in loops::loops(instrs) {
+            for (flag, in_body) in in_loop.iter_mut().zip(&a_loop.body) {
+                *flag |= in_body;
+            }
+            in_loop[loops::first_test(instrs, jump, &a_loop)]
+                .iter_mut()
+                .for_each(|f| *f = true);
+        }
+        in_loop
+    }
 }
 
 /// What the VM needs to know about a code object, decoded once.
 pub struct CodeInfo {
     pub instrs: std::sync::Arc<Vec<Instruction>>,
-    /// Per instruction: whether it lies inside a loop (`loop_membership`).
-    pub in_loop: std::sync::Arc<Vec<bool>>,
+    /// Per instruction: whether it lies inside a loop.
+    pub in_loop: std::sync::Arc<LoopMembership>,
     /// Shared with each VM frame of the code (a frame per inlined call).
     pub vars: std::sync::Arc<Vars>,
     pub flags: u32,
@@ -104,9 +127,10 @@ impl CodeInfo {
         let raw = fields.decode(table)?;
         let instrs = framehook_bytecode::canonical::raise(table, &fields.vars, &raw.instrs)
             .map_err(|e| fields.error("decode", e))?;
+        let instrs = std::sync::Arc::new(instrs);
         Ok(CodeInfo {
-            in_loop: std::sync::Arc::new(loop_membership(&instrs)),
-            instrs: std::sync::Arc::new(instrs),
+            in_loop: std::sync::Arc::new(LoopMembership::new(std::sync::Arc::clone(&instrs))),
+            instrs,
             vars: std::sync::Arc::new(fields.vars.clone()),
             flags: code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?,
             argcount: code.getattr(pyo3::intern!(code.py(), "co_argcount"))?.extract()?,

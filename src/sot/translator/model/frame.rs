@@ -76,7 +76,7 @@ pub struct Frame<'py> {
     /// For a generator's frame: the value its last `YIELD_VALUE` gave, until taken.
     pub yielded: Option<Vid>,
     /// Per instruction: whether it lies inside a loop.
-    pub in_loop: std::sync::Arc<Vec<bool>>,
+    pub in_loop: std::sync::Arc<crate::sot::translator::model::code::LoopMembership>,
     /// The class of `super()` (the `__class__` cell's contents), if any.
     pub class_cell: Option<usize>,
     /// The code's `co_argcount` (zero-argument `super()` needs a first argument).

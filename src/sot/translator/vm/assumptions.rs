@@ -48,7 +48,12 @@ impl<'py> Vm<'py, '_> {
     /// operation's example warned (it would warn again when the frame runs again), and the
     /// instruction lies in no loop.
     fn may_assume(&self) -> bool {
-        self.backend.declared().runs_assumptions && !self.examples_warned && !self.in_loop_now
+        let in_loop = || {
+            self.step_loops
+                .as_ref()
+                .is_some_and(|(loops, pc)| loops.get(*pc).unwrap_or(false))
+        };
+        self.backend.declared().runs_assumptions && !self.examples_warned && !in_loop()
     }
 
     /// An `Assumption` node: the graph checks that symbol `sym`'s truth is `seen`.

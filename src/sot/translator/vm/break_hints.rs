@@ -28,7 +28,7 @@ impl<'py> Vm<'py, '_> {
         let (Problem::Break(reason) | Problem::Fallback(reason)) = problem else {
             return;
         };
-        let in_loop = frame.in_loop.get(frame.started).copied().unwrap_or(true);
+        let in_loop = frame.in_loop.get(frame.started).unwrap_or(true);
         if self.break_bound().is_some() || in_loop || self.changes_pending() {
             return;
         }

@@ -54,7 +54,7 @@ pub(super) struct FirstVisit<'py> {
 /// The top frame's instructions, and per instruction whether it lies in a loop.
 pub(super) type TopCode = (
     std::sync::Arc<Vec<framehook_bytecode::canonical::Instruction>>,
-    std::sync::Arc<Vec<bool>>,
+    std::sync::Arc<crate::sot::translator::model::code::LoopMembership>,
 );
 
 /// An inlined frame where a break inside it stopped: its code and globals, and its state

@@ -62,8 +62,8 @@ use super::guard::source::{name_ref, Source, SourceId, SourceTable};
 use super::guard::source::{Guard, GuardPositions, GuardUndo, Pins};
 use super::kinds::{compare_made_objects, iterated_dict, kind_of, no_tensor_in, Interp};
 use super::model::code::{
-    is_resume_local, null_substitute, CodeInfo, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS, CO_VARKEYWORDS,
-    FRAME_READERS, MAX_MADE_ITEMS, MAX_MODELED_ITEMS, MAX_NESTING,
+    is_resume_local, null_substitute, CodeInfo, LoopMembership, CO_COROUTINE_LIKE, CO_GENERATOR, CO_VARARGS,
+    CO_VARKEYWORDS, FRAME_READERS, MAX_MADE_ITEMS, MAX_MODELED_ITEMS, MAX_NESTING,
 };
 use super::model::frame::{
     Block, BreakPoint, DictHistory, DictOp, Ending, Frame, FreeVariable, GeneratorState, SideEffect, Stop,
@@ -211,10 +211,10 @@ pub struct Vm<'py, 'b> {
     /// Whether an operation's example warned while translating: the graph's run then would
     /// too, before the frame could run again at a failed assumption (none is made).
     pub examples_warned: bool,
-    /// Whether the instruction being simulated lies inside a loop of its frame: a branch
-    /// there is not assumed (a loop on a tensor's value would be unrolled, and assumed to
-    /// run as many times on every call).
-    in_loop_now: bool,
+    /// The loops of the frame whose instruction is being simulated, and that instruction:
+    /// a branch inside a loop is not assumed (a loop on a tensor's value would be unrolled,
+    /// and assumed to run as many times on every call). Asked only then.
+    step_loops: Option<(std::sync::Arc<LoopMembership>, usize)>,
     /// Top-frame instructions the graph breaks before, so that they run natively: they made
     /// a value a previous attempt's generated code could not rebuild (what it was).
     pub break_before: FxHashMap<usize, String>,
@@ -530,7 +530,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             seen_raised: FxHashSet::default(),
             top_pc: usize::MAX,
             examples_warned: false,
-            in_loop_now: false,
+            step_loops: None,
             break_before: FxHashMap::default(),
             break_hints: FxHashMap::default(),
             region_breaks: Vec::new(),

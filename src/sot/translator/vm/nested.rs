@@ -52,13 +52,12 @@ impl<'py> Vm<'py, '_> {
     /// resume there; None where it could not.
     pub(super) fn before_call(&mut self, frame: &Frame<'py>) -> Option<BeforeCall<'py>> {
         let instr = frame.instrs.get(frame.pc)?;
-        let in_loop = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
         // An import too: one of a module not imported yet breaks (the generated code runs it,
         // or its ImportError, each call), and goes on in the importing frame.
         let resumable = (matches!(instr.op, Op::Call | Op::CallFunctionEx | Op::ImportName)
             || self.tests_a_tensor(instr, frame)
             || self.subscript_runs_python(instr, frame))
-            && !(in_loop && self.unbinds_at_loop_end(&frame.stack))
+            && !(self.unbinds_at_loop_end(&frame.stack) && frame.in_loop.get(frame.pc).unwrap_or(false))
             && self.table.exceptions == ExceptionModel::Table
             && self.exc_stack.is_empty()
             && self.library_since.is_none()
@@ -123,7 +122,7 @@ impl<'py> Vm<'py, '_> {
             instr: frame.instrs[frame.started].clone(),
             stack: before.stack,
             locals: before.locals,
-            in_loop: frame.in_loop.get(frame.started).copied().unwrap_or(false),
+            in_loop: frame.in_loop.get(frame.started).unwrap_or(false),
             in_handler_scope: frame.instrs[frame.started].handler.is_some(),
             blocks: Vec::new(),
             handled: Vec::new(),

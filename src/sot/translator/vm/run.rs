@@ -202,7 +202,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         .all(|((_, saved), current)| saved == current);
                 BreakPoint {
                     pc,
-                    in_loop: frame.in_loop.get(pc).copied().unwrap_or(false),
+                    in_loop: frame.in_loop.get(pc).unwrap_or(false),
                     in_handler_scope,
                     instr: frame.instrs[pc].clone(),
                     stack: stack_before.clone(),
@@ -648,7 +648,7 @@ impl<'py> Vm<'py, '_> {
         Some(Ok(Ending::Break(
             BreakPoint {
                 pc,
-                in_loop: in_loop.get(pc).copied().unwrap_or(false),
+                in_loop: in_loop.get(pc).unwrap_or(false),
                 in_handler_scope: visit.in_handler_scope,
                 instr: instrs[pc].clone(),
                 stack: visit.stack,

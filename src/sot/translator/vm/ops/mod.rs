@@ -86,7 +86,10 @@ impl<'py> Vm<'py, '_> {
                 self.top_location = self.location.clone();
             }
         }
-        self.in_loop_now = frame.in_loop.get(frame.pc).copied().unwrap_or(false);
+        match &mut self.step_loops {
+            Some((loops, pc)) if std::sync::Arc::ptr_eq(loops, &frame.in_loop) => *pc = frame.pc,
+            other => *other = Some((std::sync::Arc::clone(&frame.in_loop), frame.pc)),
+        }
         frame.started = frame.pc;
         frame.pc += 1;
         match TABLE[instr.op as usize].map(|spec| spec.run) {
