@@ -2,6 +2,7 @@
 instructions a translation simulates are bounded, a long call is simulated once, and a break
 deep in inlined calls does not make each caller's callee simulate again what led there."""
 
+import contextlib
 import io
 import sys
 
@@ -198,13 +199,22 @@ def _region_after_a_made_iterator(x):
     return w
 
 
+@contextlib.contextmanager
+def _rounds(rounds):
+    """`_ROUNDS` set to `rounds` (and translations forgotten) for the block."""
+    global _ROUNDS
+    _ROUNDS = rounds
+    sot.reset()
+    try:
+        yield
+    finally:
+        _ROUNDS = 30
+
+
 def _simulated_by_the_region_example(rounds):
     """The instructions simulated by `_region_after_a_made_iterator`'s first call, then by
     its call with other shapes, with `rounds` rounds of its loop; and its stats."""
-    global _ROUNDS
-    _ROUNDS = rounds
-    try:
-        sot.reset()
+    with _rounds(rounds):
         fast = sot.translate(_region_after_a_made_iterator, cost_model=False)
         x = np.arange(3.0)
         np.testing.assert_array_equal(fast(x), _region_after_a_made_iterator(x))
@@ -212,8 +222,6 @@ def _simulated_by_the_region_example(rounds):
         x4 = np.arange(4.0)  # other shapes: the codes are translated again, guarded anew
         np.testing.assert_array_equal(fast(x4), _region_after_a_made_iterator(x4))
         again = sot.stats(fast)
-    finally:
-        _ROUNDS = 30
     simulated = first.instructions_simulated
     return simulated, again.instructions_simulated - simulated, first, again
 
@@ -226,16 +234,11 @@ def _loop_in_the_frame(x):
 
 
 def _simulated_by_the_loop_alone(rounds):
-    global _ROUNDS
-    _ROUNDS = rounds
-    try:
-        sot.reset()
+    with _rounds(rounds):
         alone = sot.translate(_loop_in_the_frame)
         x = np.arange(3.0)
         np.testing.assert_array_equal(alone(x), _loop_in_the_frame(x))
         return sot.stats(alone).instructions_simulated
-    finally:
-        _ROUNDS = 30
 
 
 def test_a_resume_function_breaks_at_once_at_a_region_that_broke_inside_before():
