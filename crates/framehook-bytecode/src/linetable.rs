@@ -1,6 +1,7 @@
 //! Line tables: 3.9 `co_lnotab`, 3.10 PEP 626 `co_linetable`, 3.11+ PEP 657 locations
-//! (`Objects/lnotab_notes.txt`, `Objects/locations.md`). Decoding gives every code unit its
-//! location; encoding writes what CPython's assembler writes for the same locations.
+//! (`Objects/lnotab_notes.txt`, `Objects/locations.md`). Decoding gives the runs of code
+//! units that share a location; encoding writes what CPython's assembler writes for the
+//! same locations.
 
 use crate::error::{Error, Result};
 use crate::table::LineTableFormat;
@@ -30,37 +31,75 @@ impl Location {
     }
 }
 
-/// Every code unit's location.
-pub fn decode(format: LineTableFormat, table: &[u8], first_line: i32, units: usize) -> Result<Vec<Location>> {
-    let mut locations = Vec::with_capacity(units);
+/// The code units' locations, as runs that share one: each run's end (the unit after its
+/// last) and location, in order.
+#[derive(Debug, Default)]
+pub struct Runs(Vec<(usize, Location)>);
+
+impl Runs {
+    /// The end of the last run: the units before it have a location.
+    fn end(&self) -> usize {
+        self.0.last().map_or(0, |(end, _)| *end)
+    }
+
+    /// The units up to `until_unit` (those no run covers yet) have `location`.
+    fn fill(&mut self, until_unit: usize, location: Location) {
+        if until_unit > self.end() {
+            self.0.push((until_unit, location));
+        }
+    }
+
+    /// A reader of the units' locations in increasing unit order.
+    pub fn reader(&self) -> RunReader<'_> {
+        RunReader {
+            runs: &self.0,
+            run: 0,
+        }
+    }
+}
+
+/// Reads [`Runs`] at units that never decrease.
+pub struct RunReader<'a> {
+    runs: &'a [(usize, Location)],
+    run: usize,
+}
+
+impl RunReader<'_> {
+    /// The location of `unit`, no smaller than the unit asked before; none past the table.
+    pub fn at(&mut self, unit: usize) -> Location {
+        while self.runs.get(self.run).is_some_and(|(end, _)| *end <= unit) {
+            self.run += 1;
+        }
+        self.runs
+            .get(self.run)
+            .map_or(Location::NONE, |(_, location)| *location)
+    }
+}
+
+/// The locations of a code's `units` code units.
+pub fn decode(format: LineTableFormat, table: &[u8], first_line: i32, units: usize) -> Result<Runs> {
+    // An entry per instruction at most (3.11+; each of two bytes or more).
+    let mut runs = Runs(Vec::with_capacity(table.len() / 2 + 1));
     match format {
-        LineTableFormat::Lnotab => decode_lnotab(table, first_line, units, &mut locations),
-        LineTableFormat::Pep626 => decode_pep626(table, first_line, &mut locations),
-        LineTableFormat::Pep657 => decode_pep657(table, first_line, units, &mut locations)?,
+        LineTableFormat::Lnotab => decode_lnotab(table, first_line, units, &mut runs),
+        LineTableFormat::Pep626 => decode_pep626(table, first_line, &mut runs),
+        LineTableFormat::Pep657 => decode_pep657(table, first_line, units, &mut runs)?,
     }
-    // Units past the table's end have no location.
-    locations.resize(units, Location::NONE);
-    Ok(locations)
+    Ok(runs)
 }
 
-fn fill(locations: &mut Vec<Location>, until_unit: usize, location: Location) {
-    if until_unit > locations.len() {
-        locations.resize(until_unit, location);
-    }
-}
-
-fn decode_lnotab(table: &[u8], first_line: i32, units: usize, locations: &mut Vec<Location>) {
+fn decode_lnotab(table: &[u8], first_line: i32, units: usize, runs: &mut Runs) {
     let mut line = first_line;
     let mut address = 0usize;
     for pair in table.chunks_exact(2) {
         address += usize::from(pair[0]);
-        fill(locations, address / 2, Location::line(line));
+        runs.fill(address / 2, Location::line(line));
         line += i32::from(pair[1] as i8);
     }
-    fill(locations, units, Location::line(line));
+    runs.fill(units, Location::line(line));
 }
 
-fn decode_pep626(table: &[u8], first_line: i32, locations: &mut Vec<Location>) {
+fn decode_pep626(table: &[u8], first_line: i32, runs: &mut Runs) {
     let mut line = first_line;
     let mut address = 0usize;
     for pair in table.chunks_exact(2) {
@@ -72,7 +111,7 @@ fn decode_pep626(table: &[u8], first_line: i32, locations: &mut Vec<Location>) {
             }
         };
         address += usize::from(pair[0]);
-        fill(locations, address / 2, location);
+        runs.fill(address / 2, location);
     }
 }
 
@@ -113,7 +152,7 @@ impl Reader<'_> {
     }
 }
 
-fn decode_pep657(table: &[u8], first_line: i32, units: usize, locations: &mut Vec<Location>) -> Result<()> {
+fn decode_pep657(table: &[u8], first_line: i32, units: usize, runs: &mut Runs) -> Result<()> {
     let mut reader = Reader { bytes: table, pos: 0 };
     let mut line = first_line;
     while reader.pos < table.len() {
@@ -172,7 +211,7 @@ fn decode_pep657(table: &[u8], first_line: i32, units: usize, locations: &mut Ve
             _ => Location::NONE,
         };
         // Entries past the code are ignored, as CPython ignores them.
-        fill(locations, (locations.len() + length).min(units), location);
+        runs.fill((runs.end() + length).min(units), location);
     }
     Ok(())
 }
@@ -373,7 +412,8 @@ fn write_pep657_entry(out: &mut Vec<u8>, current_line: &mut i32, location: Locat
 }
 
 fn encode_pep657(first_line: i32, runs: &[Run<'_>], merge_runs: bool) -> Vec<u8> {
-    let mut out = Vec::new();
+    // Most instructions take an entry of two bytes.
+    let mut out = Vec::with_capacity(2 * runs.len() + 8);
     let mut current_line = first_line;
     let mut emit = |out: &mut Vec<u8>, location: Location, mut units: usize| {
         while units > 8 {

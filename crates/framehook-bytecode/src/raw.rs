@@ -104,6 +104,9 @@ pub struct Assembled {
     pub stack_size: u32,
 }
 
+/// `decode`'s mark of a code unit no instruction starts at.
+const NOT_A_START: u32 = u32::MAX;
+
 /// Size in code units of an argument's `EXTENDED_ARG` prefixes.
 fn prefix_units(arg: u32) -> usize {
     match arg {
@@ -180,13 +183,15 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
         });
     }
     let units = code.len() / 2;
-    // Per code unit: the instruction that starts there (prefixes included).
-    let mut starts: Vec<Option<usize>> = vec![None; units + 1];
+    // Per code unit: the index of the instruction that starts there (prefixes included),
+    // or `NOT_A_START`.
+    let mut starts: Vec<u32> = vec![NOT_A_START; units + 1];
+    let instr_at = |starts: &[u32], unit: usize| starts.get(unit).copied().filter(|&i| i != NOT_A_START);
     // At most one instruction per code unit.
     let mut instrs = Vec::with_capacity(units);
-    let mut unit_of_instr = Vec::with_capacity(units);
-    // Per instruction: (opcode unit, unit after its caches), for jump targets.
-    let mut spans = Vec::with_capacity(units);
+    // Per instruction: its first code unit (prefixes included) and the unit after its
+    // caches.
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(units);
     let mut unit = 0;
     while unit < units {
         let start = unit;
@@ -222,32 +227,28 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
                 what: "inline caches cut off",
             });
         }
-        starts[start] = Some(instrs.len());
-        unit_of_instr.push(start);
-        spans.push((unit, next));
+        starts[start] = instrs.len() as u32;
+        spans.push((start, next));
         let mut instr = Instr::new(opcode, arg, None, None, Location::NONE);
         instr.prefixes = (unit - start) as u8;
         instrs.push(instr);
         unit = next;
     }
-    starts[units] = None;
-    for (index, instr) in instrs.iter_mut().enumerate() {
+    for (instr, &(start, next)) in instrs.iter_mut().zip(&spans) {
         let info = op_info(table, instr.opcode, 0)?;
-        check_argument(table, info, instr.arg, bytes.sizes, 2 * spans[index].0)?;
+        let offset = 2 * (start + usize::from(instr.prefixes));
+        check_argument(table, info, instr.arg, bytes.sizes, offset)?;
         if !info.arg.is_jump() {
             continue;
         }
-        let offset = 2 * spans[index].0;
         let bad = |target: i64| Error::BadJump { offset, target };
-        let target = jump_target(table, &info.arg, instr.arg, spans[index].1).ok_or(bad(-1))?;
-        let target_index = usize::try_from(target)
-            .ok()
-            .and_then(|t| starts.get(t).copied().flatten());
-        instr.target = Some(target_index.ok_or(bad(2 * target))?);
+        let target = jump_target(table, &info.arg, instr.arg, next).ok_or(bad(-1))?;
+        let target_index = usize::try_from(target).ok().and_then(|t| instr_at(&starts, t));
+        instr.target = Some(target_index.ok_or(bad(2 * target))? as usize);
     }
     if table.exceptions == ExceptionModel::Table {
         for entry in exceptions::decode(bytes.exception_table)? {
-            let at = |unit: u32| starts.get(unit as usize).copied().flatten();
+            let at = |unit: u32| instr_at(&starts, unit as usize).map(|i| i as usize);
             let bad = |what: &str, unit: u32| {
                 Error::BadExceptionTable(format!(
                     "{what} at code unit {unit} is not the start of an instruction"
@@ -263,7 +264,7 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
                 depth: entry.depth,
                 lasti: entry.lasti,
             };
-            for (instr, &start) in instrs[first..].iter_mut().zip(&unit_of_instr[first..]) {
+            for (instr, &(start, _)) in instrs[first..].iter_mut().zip(&spans[first..]) {
                 if start >= entry.end as usize {
                     break;
                 }
@@ -275,14 +276,15 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
             "this version has no exception table".into(),
         ));
     }
-    let locations = linetable::decode(table.line_table, bytes.line_table, bytes.first_line, units)?;
+    let runs = linetable::decode(table.line_table, bytes.line_table, bytes.first_line, units)?;
+    let mut locations = runs.reader();
     let changes = linetable::lnotab_line_changes(table.line_table, bytes.line_table, bytes.first_line);
     let mut changes = changes.iter().peekable();
-    for (instr, &start) in instrs.iter_mut().zip(&unit_of_instr) {
-        let opcode_unit = start + usize::from(instr.prefixes);
-        instr.location = locations[opcode_unit];
-        if locations[start] != instr.location {
-            instr.prefix_location = Some(locations[start]);
+    for (instr, &(start, _)) in instrs.iter_mut().zip(&spans) {
+        let prefix_location = locations.at(start);
+        instr.location = locations.at(start + usize::from(instr.prefixes));
+        if prefix_location != instr.location {
+            instr.prefix_location = Some(prefix_location);
         }
         while let Some(&(unit, line)) = changes.next_if(|(unit, _)| *unit <= start) {
             // All but the last change at the instruction's start are passed through.

@@ -1,12 +1,12 @@
-//! The crate's hasher for its small maps and sets (opcode names, instruction indices):
+//! The crate's hasher for its small maps (opcode names):
 //! FxHash's word-at-a-time multiply (as rustc's), with a final rotation that brings the
 //! product's well-mixed high bits down to the low bits hashbrown picks buckets with. Their
-//! keys come from the crate's tables and the code it is given, so SipHash's resistance to
+//! keys come from the crate's tables, so SipHash's resistance to
 //! chosen keys buys nothing, and it cost a translation more instructions than the lookups
 //! themselves (each lowered instruction looks its opcode up by name); a byte at a time
 //! (FNV) still cost more than the lookup.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 const SEED: u64 = 0xf135_7aea_2e62_a9c5;
@@ -52,4 +52,3 @@ impl Hasher for WordHasher {
 }
 
 pub type WordMap<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
-pub type WordSet<K> = HashSet<K, BuildHasherDefault<WordHasher>>;

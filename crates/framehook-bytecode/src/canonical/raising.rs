@@ -2,8 +2,6 @@
 //! the rule for its name (fused, split and renamed forms become one canonical form) or, where
 //! none applies, the canonical opcode of the same name with its argument by the table's kind.
 
-use crate::word_hash::WordSet;
-
 use super::{Arg, BinOp, Const, Handler, Instruction, Op, Vars, CONDITIONAL_JUMPS};
 use crate::error::{Error, Result};
 use crate::raw::{self, Instr};
@@ -166,10 +164,9 @@ fn raise_mapped(
     let mut first = Vec::with_capacity(instrs.len() + 1);
     let var_count = vars.count() as u32;
     let mut kw_names_pending = false;
-    let raw_targets: WordSet<usize> = instrs
-        .iter()
-        .flat_map(|i| i.target.into_iter().chain(i.handler.map(|h| h.target)))
-        .collect();
+    // Per raw instruction: whether a jump or handler lands there; made at the first
+    // comparison that feeds a jump.
+    let mut raw_targets: Option<Vec<bool>> = None;
     for (index, instr) in instrs.iter().enumerate() {
         first.push(out.len());
         let info = table
@@ -256,8 +253,8 @@ fn raise_mapped(
                 // whether or not its argument says so (CPython's generated `__annotate__`
                 // functions compare ints straight into the jump).
                 let feeds_bool_jump = instrs.get(index + 1).is_some_and(|next| {
-                    !raw_targets.contains(&(index + 1))
-                        && table.op(next.opcode).is_some_and(|i| i.bool_operand)
+                    table.op(next.opcode).is_some_and(|i| i.bool_operand)
+                        && !raw_targets.get_or_insert_with(|| landing_places(instrs))[index + 1]
                 });
                 let to_bool =
                     feeds_bool_jump || table.compare_bool_bit.is_some_and(|bit| instr.arg & bit != 0);
@@ -316,6 +313,20 @@ fn raise_mapped(
     first.push(out.len());
     canonical_targets(&mut out, instrs, &first);
     Ok((out, first))
+}
+
+/// Per raw instruction: whether a jump or a handler lands there.
+fn landing_places(instrs: &[Instr]) -> Vec<bool> {
+    let mut lands = vec![false; instrs.len()];
+    for target in instrs
+        .iter()
+        .flat_map(|i| i.target.into_iter().chain(i.handler.map(|h| h.target)))
+    {
+        if let Some(flag) = lands.get_mut(target) {
+            *flag = true;
+        }
+    }
+    lands
 }
 
 /// Jump and handler targets of `out`, raised from `instrs`, as canonical indices

@@ -131,7 +131,7 @@ impl CodeInfo {
         Ok(CodeInfo {
             in_loop: std::sync::Arc::new(LoopMembership::new(std::sync::Arc::clone(&instrs))),
             instrs,
-            vars: std::sync::Arc::new(fields.vars.clone()),
+            vars: std::sync::Arc::new(fields.vars),
             flags: code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?,
             argcount: code.getattr(pyo3::intern!(code.py(), "co_argcount"))?.extract()?,
             posonly: code
@@ -141,11 +141,7 @@ impl CodeInfo {
                 .getattr(pyo3::intern!(code.py(), "co_kwonlyargcount"))?
                 .extract()?,
             filename: code.getattr(pyo3::intern!(code.py(), "co_filename"))?.extract()?,
-            reads_callers: code
-                .getattr(pyo3::intern!(code.py(), "co_names"))?
-                .extract::<Vec<String>>()?
-                .iter()
-                .any(|name| CALLER_FRAME_READERS.contains(&name.as_str())),
+            reads_callers: names_any(code, |name| CALLER_FRAME_READERS.contains(&name))?,
             liveness: std::sync::OnceLock::new(),
             depths: std::sync::OnceLock::new(),
         })
@@ -158,10 +154,9 @@ impl CodeInfo {
         if let Some(liveness) = self.liveness.get() {
             return Ok(liveness.as_ref());
         }
-        let names: Vec<String> = code.getattr(pyo3::intern!(code.py(), "co_names"))?.extract()?;
-        let reads_frame = names
-            .iter()
-            .any(|n| n == "super" || FRAME_READERS.iter().any(|(_, reader)| reader == n));
+        let reads_frame = names_any(code, |n| {
+            n == "super" || FRAME_READERS.iter().any(|(_, reader)| *reader == n)
+        })?;
         let locals = self.vars.first_free();
         let computed = (!reads_frame).then(|| Liveness::new(&self.instrs, locals));
         Ok(self.liveness.get_or_init(|| computed).as_ref())
@@ -183,6 +178,17 @@ impl CodeInfo {
     pub fn total_arguments(&self) -> usize {
         Parameters::new(self.argcount, self.kwonly, self.flags).count()
     }
+}
+
+/// Whether one of `code`'s `co_names` is one `wanted` picks (read in place, not copied).
+fn names_any(code: &Bound<'_, PyAny>, wanted: impl Fn(&str) -> bool) -> PyResult<bool> {
+    let names = code.getattr(pyo3::intern!(code.py(), "co_names"))?;
+    for name in names.cast::<pyo3::types::PyTuple>()?.iter() {
+        if wanted(name.cast::<pyo3::types::PyString>()?.to_str()?) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The functions that read the variables of the frame calling them (with no arguments,
