@@ -41,6 +41,7 @@ fn walk(
     let mut entry_depth: Vec<i64> = vec![-1; instrs.len()];
     let mut work: Vec<usize> = Vec::new();
     let mut max = 0i64;
+    let return_generator = table.number("RETURN_GENERATOR");
     let reach = |work: &mut Vec<usize>, entry_depth: &mut [i64], index: usize, depth: i64, from: usize| {
         if depth > DEPTH_LIMIT {
             return Err(Error::BadStack {
@@ -73,7 +74,7 @@ fn walk(
                 max = max.max(handler_depth);
                 reach(&mut work, &mut entry_depth, handler.target, handler_depth, index)?;
             }
-            let next_depth = depth + effect(table, instr, info, args[index]);
+            let next_depth = depth + effect(return_generator, instr, info, args[index]);
             if let Some(error) = underflow(next_depth) {
                 return Err(error);
             }
@@ -111,12 +112,12 @@ fn walk(
     Ok((max, entry_depth))
 }
 
-/// The table's effect, except for `RETURN_GENERATOR`: the generator resumes after it with
-/// the first sent value pushed (3.11 and 3.12 say 0, as their compiler adds that prefix
-/// after computing the depth).
-fn effect(table: &Table, instr: &Instr, info: &OpInfo, arg: u32) -> i64 {
+/// The table's effect, except for `RETURN_GENERATOR` (the version's number for it, if it
+/// has one): the generator resumes after it with the first sent value pushed (3.11 and
+/// 3.12 say 0, as their compiler adds that prefix after computing the depth).
+fn effect(return_generator: Option<u8>, instr: &Instr, info: &OpInfo, arg: u32) -> i64 {
     let effect = info.stack_effect(arg, false).unwrap_or(0);
-    if table.number("RETURN_GENERATOR") == Some(instr.opcode) {
+    if return_generator == Some(instr.opcode) {
         effect.max(1)
     } else {
         effect

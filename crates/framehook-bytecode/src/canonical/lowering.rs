@@ -9,6 +9,66 @@ use crate::linetable::Location;
 use crate::raw::{self, Instr};
 use crate::table::{ArgKind, CallLayout, Table};
 
+macro_rules! raw_names {
+    ($($variant:ident = $name:literal,)*) => {
+        /// The raw opcodes lowering writes, or asks whether the version has, by a name no
+        /// canonical opcode has (those of canonical names are [`Lowering::opcode_of`]'s).
+        #[derive(Debug, Clone, Copy)]
+        enum Raw { $($variant,)* }
+
+        /// [`Raw`]'s names, in its order.
+        const RAW_NAMES: &[&str] = &[$($name,)*];
+    };
+}
+
+raw_names! {
+    ReturnConst = "RETURN_CONST",
+    KwNames = "KW_NAMES",
+    LoadSmallInt = "LOAD_SMALL_INT",
+    LoadAssertionError = "LOAD_ASSERTION_ERROR",
+    CallFunction = "CALL_FUNCTION",
+    CallFunctionKw = "CALL_FUNCTION_KW",
+    CallKw = "CALL_KW",
+    Precall = "PRECALL",
+    BinarySubscr = "BINARY_SUBSCR",
+    DupTop = "DUP_TOP",
+    DupTopTwo = "DUP_TOP_TWO",
+    RotTwo = "ROT_TWO",
+    RotThree = "ROT_THREE",
+    RotFour = "ROT_FOUR",
+    JumpForward = "JUMP_FORWARD",
+    JumpBackward = "JUMP_BACKWARD",
+    JumpBackwardNoInterrupt = "JUMP_BACKWARD_NO_INTERRUPT",
+    JumpAbsolute = "JUMP_ABSOLUTE",
+    NotTaken = "NOT_TAKEN",
+    LoadFastLoadFast = "LOAD_FAST_LOAD_FAST",
+    StoreFastLoadFast = "STORE_FAST_LOAD_FAST",
+    StoreFastStoreFast = "STORE_FAST_STORE_FAST",
+    PopJumpForwardIfTrue = "POP_JUMP_FORWARD_IF_TRUE",
+    PopJumpForwardIfFalse = "POP_JUMP_FORWARD_IF_FALSE",
+    PopJumpForwardIfNone = "POP_JUMP_FORWARD_IF_NONE",
+    PopJumpForwardIfNotNone = "POP_JUMP_FORWARD_IF_NOT_NONE",
+    PopJumpBackwardIfTrue = "POP_JUMP_BACKWARD_IF_TRUE",
+    PopJumpBackwardIfFalse = "POP_JUMP_BACKWARD_IF_FALSE",
+    PopJumpBackwardIfNone = "POP_JUMP_BACKWARD_IF_NONE",
+    PopJumpBackwardIfNotNone = "POP_JUMP_BACKWARD_IF_NOT_NONE",
+}
+
+/// 3.11's directional form of the conditional jump `op`.
+fn directional_jump(op: Op, backward: bool) -> Option<Raw> {
+    Some(match (op, backward) {
+        (Op::PopJumpIfTrue, false) => Raw::PopJumpForwardIfTrue,
+        (Op::PopJumpIfFalse, false) => Raw::PopJumpForwardIfFalse,
+        (Op::PopJumpIfNone, false) => Raw::PopJumpForwardIfNone,
+        (Op::PopJumpIfNotNone, false) => Raw::PopJumpForwardIfNotNone,
+        (Op::PopJumpIfTrue, true) => Raw::PopJumpBackwardIfTrue,
+        (Op::PopJumpIfFalse, true) => Raw::PopJumpBackwardIfFalse,
+        (Op::PopJumpIfNone, true) => Raw::PopJumpBackwardIfNone,
+        (Op::PopJumpIfNotNone, true) => Raw::PopJumpBackwardIfNotNone,
+        _ => return None,
+    })
+}
+
 fn inverse_jump(op: Op) -> Op {
     match op {
         Op::PopJumpIfTrue => Op::PopJumpIfFalse,
@@ -39,7 +99,11 @@ pub fn lower(
         skips: Vec::new(),
         location: Location::NONE,
         handler: None,
-        opcodes: table.numbers_by_index(ALL_OPS.len(), |index| ALL_OPS[index].name()),
+        opcodes: table.numbers_by_index(ALL_OPS.len() + RAW_NAMES.len(), |index| {
+            ALL_OPS
+                .get(index)
+                .map_or_else(|| RAW_NAMES[index - ALL_OPS.len()], |op| op.name())
+        }),
     };
     // Per canonical instruction: its first raw instruction.
     let mut first: Vec<usize> = Vec::with_capacity(code.len() + 1);
@@ -90,7 +154,8 @@ struct Lowering<'a> {
     /// instruction being lowered.
     location: Location,
     handler: Option<Handler>,
-    /// The version's opcode per canonical opcode (None where it has none).
+    /// The version's opcode per canonical opcode, then per [`Raw`] name (None where it has
+    /// none).
     opcodes: &'a [Option<u8>],
 }
 
@@ -164,18 +229,18 @@ impl Lowering<'_> {
                     return Err(bad_arg(&code[index + 1]));
                 };
                 self.location = code[index + 1].location;
-                self.emit("LOAD_GLOBAL", name << 1 | 1, None)?;
+                self.emit_op(Op::LoadGlobal, name << 1 | 1, None)?;
                 Ok(2)
             }
             (Op::LoadGlobal, Arg::Name(name))
                 if table
-                    .op(table.require("LOAD_GLOBAL")?)
+                    .op(self.opcode_of(Op::LoadGlobal)?)
                     .is_some_and(|i| i.null_bit) =>
             {
                 let with_null = fuses_with_next
                     && table.call_layout == CallLayout::CallableFirst
                     && next.is_some_and(|n| n.op == Op::PushNull);
-                self.emit("LOAD_GLOBAL", name << 1 | u32::from(with_null), None)?;
+                self.emit_op(Op::LoadGlobal, name << 1 | u32::from(with_null), None)?;
                 Ok(1 + usize::from(with_null))
             }
             _ => self.by_name(instruction),
@@ -192,20 +257,20 @@ impl Lowering<'_> {
             next,
             fuses_with_next,
         } = at;
-        let (table, code) = (self.table, self.code);
+        let code = self.code;
         match (instruction.op, instruction.arg) {
             (Op::LoadFast | Op::StoreFast, Arg::Var(first_var))
                 if fuses_with_next
                     && first_var < 16
                     && next.is_some_and(|n| matches!(n.arg, Arg::Var(v) if v < 16))
                     && fused_locals(instruction.op, code[index + 1].op)
-                        .is_some_and(|name| table.has(name)) =>
+                        .is_some_and(|fused| self.raw(fused).is_some()) =>
             {
                 let Arg::Var(second_var) = code[index + 1].arg else {
                     unreachable!("matched above")
                 };
-                let name = fused_locals(instruction.op, code[index + 1].op).expect("matched above");
-                self.emit(name, first_var << 4 | second_var, None)?;
+                let fused = fused_locals(instruction.op, code[index + 1].op).expect("matched above");
+                self.emit_raw(fused, first_var << 4 | second_var, None)?;
                 Ok(2)
             }
             _ => self.by_name(instruction),
@@ -227,34 +292,36 @@ impl Lowering<'_> {
         match (instruction.op, instruction.arg) {
             (Op::LoadConst, Arg::Const(Const::Index(constant)))
                 if fuses_with_next
-                    && table.has("RETURN_CONST")
+                    && self.raw(Raw::ReturnConst).is_some()
                     && next.is_some_and(|n| n.op == Op::ReturnValue) =>
             {
-                self.emit("RETURN_CONST", constant, None)?;
+                self.emit_raw(Raw::ReturnConst, constant, None)?;
                 return Ok(2);
             }
             // The keyword names of a call (3.11, 3.12), wherever the call's location is.
             (Op::LoadConst, Arg::Const(Const::Index(constant)))
-                if table.has("KW_NAMES")
+                if self.raw(Raw::KwNames).is_some()
                     && next.is_some_and(|n| {
                         n.handler == instruction.handler && matches!(n.arg, Arg::Call { kw_names: true, .. })
                     }) =>
             {
-                self.emit("KW_NAMES", constant, None)?;
+                self.emit_raw(Raw::KwNames, constant, None)?;
             }
-            (Op::LoadConst, Arg::Const(Const::Index(constant))) => self.emit("LOAD_CONST", constant, None)?,
+            (Op::LoadConst, Arg::Const(Const::Index(constant))) => {
+                self.emit_op(Op::LoadConst, constant, None)?
+            }
             (Op::LoadConst, Arg::Const(Const::SmallInt(value))) => {
-                if table.has("LOAD_SMALL_INT") && value < 256 {
-                    self.emit("LOAD_SMALL_INT", value, None)?;
+                if self.raw(Raw::LoadSmallInt).is_some() && value < 256 {
+                    self.emit_raw(Raw::LoadSmallInt, value, None)?;
                 } else {
                     let constant = self.pool.small_int(value)?;
-                    self.emit("LOAD_CONST", constant, None)?;
+                    self.emit_op(Op::LoadConst, constant, None)?;
                 }
             }
             (Op::LoadCommonConstant, Arg::Enum(name))
-                if !table.has("LOAD_COMMON_CONSTANT") && *name == "AssertionError" =>
+                if !self.has_op(Op::LoadCommonConstant) && *name == "AssertionError" =>
             {
-                self.emit("LOAD_ASSERTION_ERROR", 0, None)?
+                self.emit_raw(Raw::LoadAssertionError, 0, None)?
             }
             // A literal the version's common constants lack is a constant of its own.
             (Op::LoadCommonConstant, Arg::Enum(name))
@@ -263,7 +330,7 @@ impl Lowering<'_> {
             {
                 let literal = Literal::from_name(name).expect("matched above");
                 let constant = self.pool.literal(literal)?;
-                self.emit("LOAD_CONST", constant, None)?;
+                self.emit_op(Op::LoadConst, constant, None)?;
             }
             _ => return self.by_name(instruction),
         }
@@ -278,33 +345,33 @@ impl Lowering<'_> {
         match (instruction.op, instruction.arg) {
             (Op::Call, Arg::Call { argc, kw_names }) => {
                 if table.call_layout == CallLayout::Plain {
-                    self.emit(
+                    self.emit_raw(
                         if kw_names {
-                            "CALL_FUNCTION_KW"
+                            Raw::CallFunctionKw
                         } else {
-                            "CALL_FUNCTION"
+                            Raw::CallFunction
                         },
                         argc,
                         None,
                     )?;
-                } else if kw_names && table.has("CALL_KW") {
-                    self.emit("CALL_KW", argc, None)?;
+                } else if kw_names && self.raw(Raw::CallKw).is_some() {
+                    self.emit_raw(Raw::CallKw, argc, None)?;
                 } else {
                     if kw_names
                         && !self
                             .out
                             .last()
-                            .is_some_and(|i| Some(i.opcode) == table.number("KW_NAMES"))
+                            .is_some_and(|i| Some(i.opcode) == self.raw(Raw::KwNames))
                     {
                         return Err(Error::CannotLower(
                             "a call with keyword names needs them as the constant loaded just before it"
                                 .into(),
                         ));
                     }
-                    if table.has("PRECALL") {
-                        self.emit("PRECALL", argc, None)?;
+                    if self.raw(Raw::Precall).is_some() {
+                        self.emit_raw(Raw::Precall, argc, None)?;
                     }
-                    self.emit("CALL", argc, None)?;
+                    self.emit_op(Op::Call, argc, None)?;
                 }
             }
             _ => return self.by_name(instruction),
@@ -319,18 +386,22 @@ impl Lowering<'_> {
         let table = self.table;
         match (instruction.op, instruction.arg) {
             (Op::LoadMethod, Arg::Name(name)) => {
-                if table.has("LOAD_METHOD") {
-                    self.emit("LOAD_METHOD", name, None)?;
+                if self.has_op(Op::LoadMethod) {
+                    self.emit_op(Op::LoadMethod, name, None)?;
                 } else {
-                    self.emit("LOAD_ATTR", name << 1 | 1, None)?;
+                    self.emit_op(Op::LoadAttr, name << 1 | 1, None)?;
                 }
             }
             (Op::LoadAttr, Arg::Name(name)) => {
-                let shift = u32::from(table.op(table.require("LOAD_ATTR")?).is_some_and(|i| i.null_bit));
-                self.emit("LOAD_ATTR", name << shift, None)?;
+                let shift = u32::from(
+                    table
+                        .op(self.opcode_of(Op::LoadAttr)?)
+                        .is_some_and(|i| i.null_bit),
+                );
+                self.emit_op(Op::LoadAttr, name << shift, None)?;
             }
             (Op::LoadSuperAttr, Arg::NameFlags(name, flags)) => {
-                self.emit("LOAD_SUPER_ATTR", name << 2 | u32::from(flags), None)?
+                self.emit_op(Op::LoadSuperAttr, name << 2 | u32::from(flags), None)?
             }
             _ => return self.by_name(instruction),
         }
@@ -342,7 +413,7 @@ impl Lowering<'_> {
     /// lazy ones. Flags cannot go where the version has none.
     fn import(&mut self, instruction: &Instruction) -> Result<usize> {
         let table = self.table;
-        let info = table.op(table.require("IMPORT_NAME")?).expect("required");
+        let info = table.op(self.opcode_of(Op::ImportName)?).expect("required");
         let ArgKind::Name { shift } = info.arg else {
             return Err(bad_arg(instruction));
         };
@@ -363,7 +434,7 @@ impl Lowering<'_> {
             }
             _ => return Err(bad_arg(instruction)),
         };
-        self.emit("IMPORT_NAME", arg, None)?;
+        self.emit_op(Op::ImportName, arg, None)?;
         Ok(1)
     }
 
@@ -371,10 +442,10 @@ impl Lowering<'_> {
     /// the plain one.
     fn iteration(&mut self, instruction: &Instruction) -> Result<usize> {
         let table = self.table;
-        let info = table.op(table.require("GET_ITER")?).expect("required");
+        let info = table.op(self.opcode_of(Op::GetIter)?).expect("required");
         match instruction.arg {
-            Arg::Int(check) if info.arg != ArgKind::None => self.emit("GET_ITER", check, None)?,
-            Arg::None | Arg::Int(0) => self.emit("GET_ITER", 0, None)?,
+            Arg::Int(check) if info.arg != ArgKind::None => self.emit_op(Op::GetIter, check, None)?,
+            Arg::None | Arg::Int(0) => self.emit_op(Op::GetIter, 0, None)?,
             _ => {
                 return Err(Error::CannotLower(format!(
                     "{:?}: this version's GET_ITER takes no argument",
@@ -403,17 +474,19 @@ impl Lowering<'_> {
                         Error::CannotLower("this version's COMPARE_OP cannot convert to bool".into())
                     })?;
                 }
-                self.emit("COMPARE_OP", arg, None)?;
+                self.emit_op(Op::CompareOp, arg, None)?;
             }
             (Op::BinaryOp, Arg::BinaryOp { op, inplace }) => {
-                if op == BinOp::Subscr && table.has("BINARY_SUBSCR") || !table.has("BINARY_OP") {
-                    self.emit(&op.opcode_name(inplace), 0, None)?;
+                if op == BinOp::Subscr && self.raw(Raw::BinarySubscr).is_some() || !self.has_op(Op::BinaryOp)
+                {
+                    let opcode = table.require(&op.opcode_name(inplace))?;
+                    self.emit_opcode(opcode, 0, None);
                 } else {
                     let nb = op.nb_name(inplace);
                     let value = table
                         .enum_value("binary_op", &nb)
                         .ok_or_else(|| Error::CannotLower(format!("this version has no {nb}")))?;
-                    self.emit("BINARY_OP", value, None)?;
+                    self.emit_op(Op::BinaryOp, value, None)?;
                 }
             }
             _ => return self.by_name(instruction),
@@ -430,12 +503,11 @@ impl Lowering<'_> {
             fuses_with_next,
             ..
         } = at;
-        let table = self.table;
         match (instruction.op, instruction.arg) {
-            (Op::Copy, Arg::Int(n)) if !table.has("COPY") => match n {
-                1 => self.emit("DUP_TOP", 0, None)?,
+            (Op::Copy, Arg::Int(n)) if !self.has_op(Op::Copy) => match n {
+                1 => self.emit_raw(Raw::DupTop, 0, None)?,
                 2 if next.is_some_and(|n| n.op == Op::Copy && n.arg == Arg::Int(2)) && fuses_with_next => {
-                    self.emit("DUP_TOP_TWO", 0, None)?;
+                    self.emit_raw(Raw::DupTopTwo, 0, None)?;
                     return Ok(2);
                 }
                 _ => {
@@ -444,8 +516,8 @@ impl Lowering<'_> {
                     )))
                 }
             },
-            (Op::Swap, Arg::Int(n)) if !table.has("SWAP") => match n {
-                2 => self.emit("ROT_TWO", 0, None)?,
+            (Op::Swap, Arg::Int(n)) if !self.has_op(Op::Swap) => match n {
+                2 => self.emit_raw(Raw::RotTwo, 0, None)?,
                 _ => {
                     return Err(Error::CannotLower(format!(
                         "SWAP {n} has no form in this version"
@@ -454,18 +526,18 @@ impl Lowering<'_> {
             },
             (Op::RotN, Arg::Int(n)) => {
                 let named = match n {
-                    2 => "ROT_TWO",
-                    3 => "ROT_THREE",
-                    _ => "ROT_FOUR",
+                    2 => Raw::RotTwo,
+                    3 => Raw::RotThree,
+                    _ => Raw::RotFour,
                 };
-                if n <= 4 && table.has(named) {
-                    self.emit(named, 0, None)?;
-                } else if table.has("ROT_N") {
-                    self.emit("ROT_N", n, None)?;
+                if n <= 4 && self.raw(named).is_some() {
+                    self.emit_raw(named, 0, None)?;
+                } else if self.has_op(Op::RotN) {
+                    self.emit_op(Op::RotN, n, None)?;
                 } else {
                     // ROT_N n moves the top below the next n-1: SWAP n, SWAP n-1, ..., SWAP 2.
                     for depth in (2..=n).rev() {
-                        self.emit("SWAP", depth, None)?;
+                        self.emit_op(Op::Swap, depth, None)?;
                     }
                 }
             }
@@ -479,19 +551,18 @@ impl Lowering<'_> {
         let At {
             index, instruction, ..
         } = at;
-        let table = self.table;
         match (instruction.op, instruction.arg) {
             (Op::Jump | Op::JumpNoInterrupt, Arg::Target(target)) => {
                 let backward = target <= index;
-                let name = match (backward, instruction.op) {
-                    (false, _) => "JUMP_FORWARD",
-                    (true, Op::JumpNoInterrupt) if table.has("JUMP_BACKWARD_NO_INTERRUPT") => {
-                        "JUMP_BACKWARD_NO_INTERRUPT"
+                let jump = match (backward, instruction.op) {
+                    (false, _) => Raw::JumpForward,
+                    (true, Op::JumpNoInterrupt) if self.raw(Raw::JumpBackwardNoInterrupt).is_some() => {
+                        Raw::JumpBackwardNoInterrupt
                     }
-                    (true, _) if table.has("JUMP_BACKWARD") => "JUMP_BACKWARD",
-                    (true, _) => "JUMP_ABSOLUTE",
+                    (true, _) if self.raw(Raw::JumpBackward).is_some() => Raw::JumpBackward,
+                    (true, _) => Raw::JumpAbsolute,
                 };
-                self.emit(name, 0, Some(target))?;
+                self.emit_raw(jump, 0, Some(target))?;
             }
             _ => return self.by_name(instruction),
         }
@@ -509,45 +580,29 @@ impl Lowering<'_> {
         let table = self.table;
         match (instruction.op, instruction.arg) {
             (op, Arg::Target(target)) => {
-                let condition = CONDITIONAL_JUMPS
-                    .iter()
-                    .find(|(o, _)| *o == op)
-                    .map_or("", |(_, c)| c);
-                let needs_bool = |name: &str| {
-                    table
-                        .number(name)
-                        .and_then(|n| table.op(n))
-                        .is_some_and(|i| i.bool_operand)
-                };
-                let plain = format!("POP_JUMP_IF_{condition}");
-                if needs_bool(&plain) && !produces_bool(self.code, index, &self.targets) {
-                    self.emit("TO_BOOL", 0, None)?;
+                // The plain form has the canonical opcode's name.
+                let plain = self.opcodes[op as usize];
+                let needs_bool = plain.and_then(|n| table.op(n)).is_some_and(|i| i.bool_operand);
+                if needs_bool && !produces_bool(self.code, index, &self.targets) {
+                    self.emit_op(Op::ToBool, 0, None)?;
                 }
                 let backward = target <= index;
-                let directional = format!(
-                    "POP_JUMP_{}_IF_{condition}",
-                    if backward { "BACKWARD" } else { "FORWARD" }
-                );
-                if table.has(&directional) {
-                    self.emit(&directional, 0, Some(target))?;
+                if let Some(directional) = directional_jump(op, backward).filter(|d| self.raw(*d).is_some()) {
+                    self.emit_raw(directional, 0, Some(target))?;
                 } else if backward
                     && table
-                        .op(table.require(&plain)?)
+                        .op(self.opcode_of(op)?)
                         .is_some_and(|i| i.arg == ArgKind::JumpForward)
                 {
                     // Forward-only conditional jumps: skip over a backward jump when not taken.
-                    let inverse = CONDITIONAL_JUMPS
-                        .iter()
-                        .find(|(o, _)| *o == inverse_jump(op))
-                        .map_or("", |(_, c)| c);
                     self.skips.push(self.out.len());
-                    self.emit(&format!("POP_JUMP_IF_{inverse}"), 0, Some(0))?;
-                    self.emit("JUMP_BACKWARD", 0, Some(target))?;
+                    self.emit_op(inverse_jump(op), 0, Some(0))?;
+                    self.emit_raw(Raw::JumpBackward, 0, Some(target))?;
                 } else {
-                    self.emit(&plain, 0, Some(target))?;
+                    self.emit_op(op, 0, Some(target))?;
                 }
-                if table.has("NOT_TAKEN") {
-                    self.emit("NOT_TAKEN", 0, None)?;
+                if self.raw(Raw::NotTaken).is_some() {
+                    self.emit_raw(Raw::NotTaken, 0, None)?;
                 }
             }
             _ => return self.by_name(instruction),
@@ -604,9 +659,31 @@ impl Lowering<'_> {
         }
     }
 
-    /// Appends `name arg`; `target` is still a canonical index.
-    fn emit(&mut self, name: &str, arg: u32, target: Option<usize>) -> Result<()> {
-        let opcode = self.table.require(name)?;
+    /// The version's opcode named by `raw`, if it has one.
+    fn raw(&self, raw: Raw) -> Option<u8> {
+        self.opcodes[ALL_OPS.len() + raw as usize]
+    }
+
+    /// Whether the version has an opcode of the canonical `op`'s name.
+    fn has_op(&self, op: Op) -> bool {
+        self.opcodes[op as usize].is_some()
+    }
+
+    /// Appends the version's opcode of the canonical `op`'s name with `arg`; `target` is
+    /// still a canonical index.
+    fn emit_op(&mut self, op: Op, arg: u32, target: Option<usize>) -> Result<()> {
+        let opcode = self.opcode_of(op)?;
+        self.emit_opcode(opcode, arg, target);
+        Ok(())
+    }
+
+    /// Appends the version's opcode named by `raw` with `arg`, which the caller's rule
+    /// requires the version to have; `target` is still a canonical index.
+    fn emit_raw(&mut self, raw: Raw, arg: u32, target: Option<usize>) -> Result<()> {
+        let opcode = match self.raw(raw) {
+            Some(opcode) => opcode,
+            None => self.table.require(RAW_NAMES[raw as usize])?,
+        };
         self.emit_opcode(opcode, arg, target);
         Ok(())
     }
@@ -646,11 +723,11 @@ impl Lowering<'_> {
 }
 
 /// The fused opcode for two local-variable instructions in a row, if there is one.
-fn fused_locals(first: Op, second: Op) -> Option<&'static str> {
+fn fused_locals(first: Op, second: Op) -> Option<Raw> {
     match (first, second) {
-        (Op::LoadFast, Op::LoadFast) => Some("LOAD_FAST_LOAD_FAST"),
-        (Op::StoreFast, Op::LoadFast) => Some("STORE_FAST_LOAD_FAST"),
-        (Op::StoreFast, Op::StoreFast) => Some("STORE_FAST_STORE_FAST"),
+        (Op::LoadFast, Op::LoadFast) => Some(Raw::LoadFastLoadFast),
+        (Op::StoreFast, Op::LoadFast) => Some(Raw::StoreFastLoadFast),
+        (Op::StoreFast, Op::StoreFast) => Some(Raw::StoreFastStoreFast),
         _ => None,
     }
 }
