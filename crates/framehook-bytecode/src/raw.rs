@@ -130,6 +130,16 @@ fn op_info(table: &Table, opcode: u8, offset: usize) -> Result<&OpInfo> {
     }
 }
 
+/// Each instruction's opcode information (an error names the first unknown opcode's index).
+fn op_infos<'t>(table: &'t Table, instrs: &[Instr]) -> Result<Vec<&'t OpInfo>> {
+    // A plain loop: collecting into a `Result` grows the vector from nothing.
+    let mut infos = Vec::with_capacity(instrs.len());
+    for (index, instr) in instrs.iter().enumerate() {
+        infos.push(op_info(table, instr.opcode, index)?);
+    }
+    Ok(infos)
+}
+
 /// The jump target in code units of a jump that starts at `start` and ends (caches
 /// included) at `next`, or `None` when it would be before the code.
 fn jump_target(table: &Table, kind: &ArgKind, arg: u32, next: usize) -> Option<i64> {
@@ -304,11 +314,7 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
 /// path reaches it).
 pub fn entry_depths(table: &Table, code: &Code) -> Result<Vec<Option<u32>>> {
     let instrs = &code.instrs[..];
-    let infos: Vec<&OpInfo> = instrs
-        .iter()
-        .enumerate()
-        .map(|(index, i)| op_info(table, i.opcode, index))
-        .collect::<Result<_>>()?;
+    let infos = op_infos(table, instrs)?;
     let args: Vec<u32> = instrs.iter().map(|i| i.arg).collect();
     let mut starts = vec![0usize; instrs.len() + 1];
     for index in 0..instrs.len() {
@@ -322,10 +328,7 @@ pub fn entry_depths(table: &Table, code: &Code) -> Result<Vec<Option<u32>>> {
 /// a fixed point, caches, exception table, line table and stack size.
 pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> {
     let instrs = &code.instrs[..];
-    let infos: Vec<&OpInfo> = instrs
-        .iter()
-        .map(|i| op_info(table, i.opcode, 0))
-        .collect::<Result<_>>()?;
+    let infos = op_infos(table, instrs)?;
     for (index, instr) in instrs.iter().enumerate() {
         let is_jump = infos[index].arg.is_jump();
         if is_jump != instr.target.is_some() || instr.target.is_some_and(|t| t >= instrs.len()) {
