@@ -150,20 +150,19 @@ pub fn first_test(instrs: &[Instruction], jump: usize, a_loop: &Loop) -> std::op
     start..a_loop.head
 }
 
-/// The outermost loop around `pc`: of the loops whose bodies hold it, the widest, with
-/// every loop of the same head; or, for a `while` loop's first test, that loop with the
-/// test. None outside every loop.
-pub fn outermost_loop(instrs: &[Instruction], pc: usize) -> Option<Loop> {
-    let all = loops(instrs);
-    let loops: Vec<Loop> = all.iter().map(|(_, l)| l.clone()).collect();
-    let Some(widest) = loops
-        .iter()
+/// The outermost loop around `pc`, of `all` the loops of `instrs` (as [`loops`] finds
+/// them): of the loops whose bodies hold it, the widest, with every loop of the same head;
+/// or, for a `while` loop's first test, that loop with the test. None outside every loop.
+pub fn outermost_loop(instrs: &[Instruction], all: &[(usize, Loop)], pc: usize) -> Option<Loop> {
+    let loops = || all.iter().map(|(_, l)| l);
+    let Some(widest) = loops()
         .filter(|l| l.contains(pc))
         .max_by_key(|l| l.body.iter().filter(|b| **b).count())
     else {
-        return all.into_iter().find_map(|(jump, mut a_loop)| {
-            let test = first_test(instrs, jump, &a_loop);
+        return all.iter().find_map(|(jump, a_loop)| {
+            let test = first_test(instrs, *jump, a_loop);
             test.contains(&pc).then(|| {
+                let mut a_loop = a_loop.clone();
                 a_loop.body[test].iter_mut().for_each(|b| *b = true);
                 a_loop
             })
@@ -173,7 +172,7 @@ pub fn outermost_loop(instrs: &[Instruction], pc: usize) -> Option<Loop> {
         head: widest.head,
         body: vec![false; instrs.len()],
     };
-    for same_head in loops.iter().filter(|l| l.head == widest.head) {
+    for same_head in loops().filter(|l| l.head == widest.head) {
         for (into, from) in merged.body.iter_mut().zip(&same_head.body) {
             *into |= *from;
         }
@@ -427,10 +426,10 @@ mod tests {
             Instruction::bare(Op::Jump, Arg::Target(0)),
             Instruction::bare(Op::ReturnValue, Arg::None),
         ];
-        let outer = outermost_loop(&code, 3).unwrap();
+        let outer = outermost_loop(&code, &loops(&code), 3).unwrap();
         assert_eq!(outer.head, 0);
         assert_eq!(outer.body, [true, true, true, true, true, false]);
-        assert_eq!(outermost_loop(&code, 5), None);
+        assert_eq!(outermost_loop(&code, &loops(&code), 5), None);
     }
 
     #[test]
@@ -478,7 +477,7 @@ mod tests {
             Instruction::bare(Op::Jump, Arg::Target(1)),
         ];
         assert_eq!(loops(&code), []);
-        assert_eq!(outermost_loop(&code, 0), None);
+        assert_eq!(outermost_loop(&code, &loops(&code), 0), None);
     }
 
     #[test]
@@ -536,7 +535,7 @@ mod tests {
                 }
             }
             let code = for_loop(&end);
-            let a_loop = outermost_loop(&code, 3).unwrap();
+            let a_loop = outermost_loop(&code, &loops(&code), 3).unwrap();
             assert_eq!(a_loop.head, 1);
             let exit = 6 + end.len();
             assert_eq!(
@@ -567,7 +566,7 @@ mod tests {
         };
         assert_eq!((*jump, body.head), (4, 2));
         assert_eq!(first_test(&code, *jump, body), 0..2);
-        let with_test = outermost_loop(&code, 1).unwrap();
+        let with_test = outermost_loop(&code, &loops(&code), 1).unwrap();
         assert_eq!(with_test.body, [true, true, true, true, true, false]);
     }
 
@@ -583,7 +582,7 @@ mod tests {
             Instruction::bare(Op::ReturnValue, Arg::None),
             Instruction::bare(Op::Jump, Arg::Target(0)),
         ];
-        let a_loop = outermost_loop(&code, 1).unwrap();
+        let a_loop = outermost_loop(&code, &loops(&code), 1).unwrap();
         assert_eq!(a_loop.body, [true, true, true, false, false, true]);
     }
 }

@@ -96,7 +96,7 @@ impl<'py> Translation<'_, 'py, '_> {
         let Some(liveness) = self.liveness()? else {
             return Ok(Err("the code reads its frame's variables"));
         };
-        let Some(a_loop) = loops::outermost_loop(instrs, point.pc) else {
+        let Some(a_loop) = loops::outermost_loop(instrs, info.in_loop.loops(), point.pc) else {
             return Ok(Err("no loop closes there"));
         };
         // A comprehension the loop inlines (3.12+) unbinds its variable again at its end
@@ -211,7 +211,9 @@ impl<'py> Translation<'_, 'py, '_> {
     pub fn break_before_loop(&self, point: &BreakPoint, reason: &str) {
         use framehook_bytecode::canonical::Op;
         let instrs = &self.info.instrs;
-        let Some(a_loop) = framehook_bytecode::loops::outermost_loop(instrs, point.pc) else {
+        let Some(a_loop) =
+            framehook_bytecode::loops::outermost_loop(instrs, self.info.in_loop.loops(), point.pc)
+        else {
             return;
         };
         let Some(before) = a_loop.head.checked_sub(1) else {

@@ -59,42 +59,55 @@ pub const MAX_NESTING: usize = 200;
 /// made again from as many constants).
 pub const MAX_MODELED_ITEMS: usize = 4096;
 
-/// Per instruction of a code: whether it is in a loop's body or a `while` loop's first
-/// test (`loops::loops`, `loops::first_test`). Found on first need: most inlined frames
-/// never ask (a break or a call that may break in a loop does, as does an assumption).
+/// A code's loops (`loops::loops`) and, per instruction, whether it is in a loop's body
+/// or a `while` loop's first test (`loops::first_test`). Found on first need: most inlined
+/// frames never ask (a break or a call that may break in a loop does, as does an
+/// assumption).
 pub struct LoopMembership {
     instrs: std::sync::Arc<Vec<Instruction>>,
-    in_loop: std::sync::OnceLock<Vec<bool>>,
+    found: std::sync::OnceLock<FoundLoops>,
+}
+
+struct FoundLoops {
+    loops: Vec<(usize, framehook_bytecode::loops::Loop)>,
+    in_loop: Vec<bool>,
 }
 
 impl LoopMembership {
     pub fn new(instrs: std::sync::Arc<Vec<Instruction>>) -> Self {
         LoopMembership {
             instrs,
-            in_loop: std::sync::OnceLock::new(),
+            found: std::sync::OnceLock::new(),
         }
     }
 
     /// Whether instruction `pc` lies in a loop; None past the code's end.
     pub fn get(&self, pc: usize) -> Option<bool> {
-        self.in_loop
-            .get_or_init(|| Self::find(&self.instrs))
-            .get(pc)
-            .copied()
+        self.found().in_loop.get(pc).copied()
     }
 
-    fn find(instrs: &[Instruction]) -> Vec<bool> {
+    /// The code's loops, each with the back edge that closes it.
+    pub fn loops(&self) -> &[(usize, framehook_bytecode::loops::Loop)] {
+        &self.found().loops
+    }
+
+    fn found(&self) -> &FoundLoops {
+        self.found.get_or_init(|| Self::find(&self.instrs))
+    }
+
+    fn find(instrs: &[Instruction]) -> FoundLoops {
         use framehook_bytecode::loops;
+        let loops = loops::loops(instrs);
         let mut in_loop = vec![false; instrs.len()];
-        for (jump, a_loop) in loops::loops(instrs) {
+        for (jump, a_loop) in &loops {
             for (flag, in_body) in in_loop.iter_mut().zip(&a_loop.body) {
                 *flag |= in_body;
             }
-            in_loop[loops::first_test(instrs, jump, &a_loop)]
+            in_loop[loops::first_test(instrs, *jump, a_loop)]
                 .iter_mut()
                 .for_each(|f| *f = true);
         }
-        in_loop
+        FoundLoops { loops, in_loop }
     }
 }
 
