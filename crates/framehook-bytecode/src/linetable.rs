@@ -33,7 +33,7 @@ impl Location {
 
 /// The code units' locations, as runs that share one: each run's end (the unit after its
 /// last) and location, in order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Runs(Vec<(usize, Location)>);
 
 impl Runs {
