@@ -769,3 +769,26 @@ fn produces_bool(code: &[Instruction], index: usize, targets: &[bool]) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every raw name is some version's opcode (a misspelt one would read as "this version
+    /// lacks it"), and none is a canonical opcode's name (those go through `opcode_of`).
+    #[test]
+    fn raw_names_are_opcodes_without_canonical_names() {
+        for name in RAW_NAMES {
+            assert!(
+                Table::versions().any(|(major, minor)| Table::for_version(major, minor)
+                    .expect("checked-in table")
+                    .has(name)),
+                "{name} is no version's opcode"
+            );
+            assert!(
+                Op::from_name(name).is_none(),
+                "{name} is a canonical opcode's name"
+            );
+        }
+    }
+}
