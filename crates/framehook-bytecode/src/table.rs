@@ -197,8 +197,9 @@ impl Table {
     }
 
     /// The numbers of `count` opcodes named by `name_of` (None where this version has no
-    /// such opcode), looked up by name once per table: lowering's canonical opcodes, the one
-    /// list every call gives (a lookup by name per instruction lowered cost a tenth of it).
+    /// such opcode), looked up by name once per table: lowering's opcodes (the canonical
+    /// opcodes' names, then the raw names its rules write), the one list every call gives
+    /// (a lookup by name per instruction lowered cost a tenth of it).
     pub(crate) fn numbers_by_index(
         &self,
         count: usize,

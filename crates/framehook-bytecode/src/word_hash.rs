@@ -1,10 +1,9 @@
-//! The crate's hasher for its small maps (opcode names):
-//! FxHash's word-at-a-time multiply (as rustc's), with a final rotation that brings the
-//! product's well-mixed high bits down to the low bits hashbrown picks buckets with. Their
-//! keys come from the crate's tables, so SipHash's resistance to
-//! chosen keys buys nothing, and it cost a translation more instructions than the lookups
-//! themselves (each lowered instruction looks its opcode up by name); a byte at a time
-//! (FNV) still cost more than the lookup.
+//! The crate's hasher for its small maps (opcode names, enumerations): FxHash's
+//! word-at-a-time multiply (as rustc's), with a final rotation that brings the product's
+//! well-mixed high bits down to the low bits hashbrown picks buckets with. Their keys come
+//! from the crate's tables, so SipHash's resistance to chosen keys buys nothing, and it
+//! cost more instructions than the lookups themselves; a byte at a time (FNV) still cost
+//! more than the lookup.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
