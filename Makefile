@@ -6,7 +6,7 @@ VENV := .venv
 DEV := $(VENV)/bin/python
 DEV_STAMP := $(VENV)/framehook-dev.stamp
 
-.PHONY: dev demo test lint hostile bench
+.PHONY: dev demo test lint hostile bench wheel
 
 # The dev venv: this checkout's tools/ installed editable (each clone has its own venv, so
 # it never runs another clone's tools) and the pinned ruff. Made again when they change.
@@ -43,3 +43,9 @@ hostile: $(DEV_STAMP)
 # results in benches/results/ and the results table.
 bench: $(DEV_STAMP)
 	$(DEV) -m framehook_dev.bench $(if $(PY),--only $(PY))
+
+# The optimised wheel for $(PYTHON), in dist/: a release build with profile-guided
+# optimisation (trained on the fuzzer's programs, the SOT corpus and the model workloads),
+# the build the scikit-learn benchmark measures.
+wheel: $(DEV_STAMP)
+	$(DEV) -m framehook_dev.wheel --python $$(command -v $(PYTHON))

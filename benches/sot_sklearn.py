@@ -17,7 +17,10 @@ scikit-learn traced (``trace_modules=("sklearn",)``), three ways:
 
 Per call: the first call's time (after ``sot.reset()``: the translation of every function
 the call reaches, scikit-learn's included; the median of ``FIRST_CALLS`` such first calls, a
-single one moving by several milliseconds with what else the machine runs), the three hot
+single one moving by several milliseconds with what else the machine runs), the process's
+first call (``PROCESS_FIRSTS`` fresh processes each, after all calls are measured: the call
+made eagerly once, then translated: its first call also reads every code it reaches for the
+first time, as a user's first translation does; the median), the three hot
 times (timed alternately, batch by batch, each the minimum per call over the batches: what
 a loaded machine's pauses leave out), whether the results equal eager's bit for bit (three
 calls each, and each first call), and the translation's counters: translations, graphs,
@@ -40,6 +43,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 import warnings
@@ -61,6 +65,8 @@ SETTLE_CALLS = 20
 CHECK_CALLS = 3
 # First calls timed per estimator and method, each after ``sot.reset()`` (their median).
 FIRST_CALLS = 5
+# Fresh processes per estimator and method whose first translated call is timed.
+PROCESS_FIRSTS = 3
 COUNTED_CALLS = 20
 
 
@@ -103,26 +109,14 @@ def measure(sot: Any, name: str, estimator: Any, method: str, row: Any, args: ar
         differences.extend(why for equal, why in (same(eager, result) for result in results) if not equal)
         return fast
 
-    def first_call() -> tuple[float, Any]:
-        """A new translation's first call after ``sot.reset()``: its milliseconds, and the
-        translated function."""
-        sot.reset()
-        translated = sot.translate(bound, trace_modules=TRACE, cost_model=False)
-        # From a garbage collection, as the counts are: a full collection falling inside
-        # the first call or not moved it by several milliseconds.
-        gc.collect()
-        start = time.perf_counter()
-        first = translated(row)
-        elapsed = (time.perf_counter() - start) * 1e3
-        differences.extend(why for equal, why in [same(eager, first)] if not equal)
-        return elapsed, translated
-
     def translation_alone() -> tuple[dict[str, float], Any]:
-        """The translation's first calls (their median), then the last one's hot calls beside
-        eager's; the function is gone when this returns."""
+        """The translation's first calls, each after ``sot.reset()`` (their median), then the
+        last one's hot calls beside eager's; the function is gone when this returns."""
         firsts = []
         for _ in range(FIRST_CALLS):
-            elapsed, translated = first_call()
+            sot.reset()
+            elapsed, first, translated = timed_first_call(sot, bound, row)
+            differences.extend(why for equal, why in [same(eager, first)] if not equal)
             firsts.append(elapsed)
         record["first_ms"] = statistics.median(firsts)
         record["first_ms_range"] = [min(firsts), max(firsts)]
@@ -150,6 +144,51 @@ def measure(sot: Any, name: str, estimator: Any, method: str, row: Any, args: ar
                   own_frame=stats.own_frame, top_breaks=reasons.most_common(5),
                   cost_model=sot.stats(judged).cost_model)
     return record
+
+
+def timed_first_call(sot: Any, bound: Callable[[Any], Any], row: Any) -> tuple[float, Any, Any]:
+    """The first call of a new translation of ``bound``: its milliseconds, its result and the
+    translated function."""
+    translated = sot.translate(bound, trace_modules=TRACE, cost_model=False)
+    # From a garbage collection, as the counts are: a full collection falling inside
+    # the first call or not moved it by several milliseconds.
+    gc.collect()
+    start = time.perf_counter()
+    first = translated(row)
+    return (time.perf_counter() - start) * 1e3, first, translated
+
+
+def process_first_call(sot: Any, label: str) -> dict[str, Any]:
+    """``--process-first``: in this fresh process, the call ``label`` made eagerly once (its
+    own first-call costs, scikit-learn's lazy imports and caches, are not the translator's),
+    then the first call of its translation, timed and compared with eager's result."""
+    fitted, inputs = estimators()
+    row = inputs[:1]
+    (bound,) = [getattr(estimator, method) for name, estimator, method in calls_of(fitted)
+                if f"{name}.{method}" == label]
+    eager = bound(row)
+    elapsed, first, _ = timed_first_call(sot, bound, row)
+    equal, why = same(eager, first)
+    return {"ms": elapsed, "equal": equal, "difference": why}
+
+
+def process_firsts(calls: list[dict[str, Any]]) -> None:
+    """Each call's process first calls (``process_first_ms``: the median, and the range),
+    round by round over the calls so that the machine's slower minutes fall on all alike."""
+    times: dict[str, list[float]] = collections.defaultdict(list)
+    for _ in range(PROCESS_FIRSTS):
+        for record in calls:
+            label = f"{record['estimator']}.{record['method']}"
+            child = subprocess.run([sys.executable, os.path.abspath(__file__), "--process-first", label],
+                                   check=True, text=True, stdout=subprocess.PIPE)
+            outcome = json.loads(child.stdout.splitlines()[-1])
+            times[label].append(outcome["ms"])
+            if not outcome["equal"] and record["equal"]:
+                record.update(equal=False, difference=f"process first call: {outcome['difference']}")
+    for record in calls:
+        firsts = times[f"{record['estimator']}.{record['method']}"]
+        record["process_first_ms"] = statistics.median(firsts)
+        record["process_first_ms_range"] = [min(firsts), max(firsts)]
 
 
 def calls_of(fitted: list[tuple[str, Any]]) -> list[tuple[str, Any, str]]:
@@ -209,23 +248,31 @@ def geometric_mean(values: list[float]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default=platform.python_version())
-    parser.add_argument("--json", required=True)
+    parser.add_argument("--json")
     parser.add_argument("--batches", type=int, default=41)
     parser.add_argument("--batch-ms", type=float, default=2.0)
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions per call under callgrind instead of timing (needs valgrind)")
+    parser.add_argument("--build", choices=("release", "release+pgo"), default="release",
+                        help="the framehook build installed, for the report (default release)")
+    parser.add_argument("--process-first", metavar="CALL", help=argparse.SUPPRESS)  # a child of process_firsts
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # the callgrind client library
     parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if not (args.json or args.process_first):
+        parser.error("--json is required")
     import numpy as np
     import sklearn
 
     from framehook import sot
 
     header = {"name": args.name, "python": platform.python_version(), "sklearn": sklearn.__version__,
-              "numpy": np.__version__}
+              "numpy": np.__version__, "build": args.build}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # what eager warns, the translation warns alike
+        if args.process_first:
+            print(json.dumps(process_first_call(sot, args.process_first)))
+            return 0
         if args.worker:
             count_in_worker(sot, args.worker, args.worker_out)
             return 0
@@ -241,7 +288,9 @@ def main() -> int:
             print(f"{name}.{method}: {last['translated_speedup']:.2f}x translated, "
                   f"{last['judged_speedup']:.2f}x judged, first {last['first_ms']:.1f} ms, "
                   f"{last['breaks']} breaks, {'equal' if last['equal'] else last['difference']}", flush=True)
-    report = dict(header, batches=args.batches, batch_ms=args.batch_ms, first_calls=FIRST_CALLS, calls=calls,
+    process_firsts(calls)
+    report = dict(header, batches=args.batches, batch_ms=args.batch_ms, first_calls=FIRST_CALLS,
+                  process_firsts=PROCESS_FIRSTS, calls=calls,
                   translated_geomean=geometric_mean([c["translated_speedup"] for c in calls]),
                   judged_geomean=geometric_mean([c["judged_speedup"] for c in calls]))
     Path(args.json).write_text(json.dumps(report, indent=1) + "\n")

@@ -92,11 +92,11 @@ def ensure_installed(target: matrix.Target, pip_arguments: list[str], content: b
     stamp.write_text(wanted + "\n")
 
 
-def own_venv(name: str, venvs: Path, prefix: str) -> matrix.Target:
-    """A benchmark's own venv for pyenv's interpreter ``name``, ``venvs/name`` (never
-    framehook_dev.matrix's, which the test runs own), made where missing; its builds go to
-    a cargo target directory of their own (``<prefix>-<name>``)."""
-    target = matrix.Target(f"{prefix}-{name}", str(provision.pyenv_python(name)), venvs / name)
+def own_venv(name: str, venvs: Path, prefix: str, python: Optional[Path] = None) -> matrix.Target:
+    """A benchmark's own venv for ``python`` (default: pyenv's interpreter ``name``),
+    ``venvs/name`` (never framehook_dev.matrix's, which the test runs own), made where
+    missing; its builds go to a cargo target directory of their own (``<prefix>-<name>``)."""
+    target = matrix.Target(f"{prefix}-{name}", str(python or provision.pyenv_python(name)), venvs / name)
     if not Path(target.venv_python).exists():
         log(f"{name}: creating venv {target.venv}")
         for argv in ([target.python, "-m", "venv", str(target.venv)],

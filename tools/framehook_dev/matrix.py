@@ -186,42 +186,101 @@ def pyproject_features(package: Path) -> list[str]:
 _INSTALLED: dict[str, tuple] = {}
 
 
-def build_and_install(target: Target, *, release: bool = False, testing: bool = True) -> None:
+def build_and_install(target: Target, *, release: bool = False, testing: bool = True,
+                      profile_guided: bool = False) -> None:
     """Builds every package's wheel and installs them, with this dev package (unless this
     process installed that build already). ``release``: optimised, for benchmarks.
     ``testing``: framehook with the test and bench helpers (``TEST_FEATURES``); without, the
-    build users get (the lint's stubtest checks the stubs against it)."""
-    if _INSTALLED.get(target.name) == (release, testing):
+    build users get (the lint's stubtest checks the stubs against it). ``profile_guided``
+    (with ``release``): framehook optimised with the profile of a training run
+    (``profile_guided_wheel``), the wheel ``make wheel`` builds."""
+    if profile_guided and not release:
+        raise ValueError("a profile-guided build is a release build: pass release=True")
+    if _INSTALLED.get(target.name) == (release, testing, profile_guided):
         return
     target_dir = TARGETS / target.name
     wheels = target_dir / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
-    env = {"CARGO_TARGET_DIR": str(target_dir)}
     for package in packages():
         # maturin's --features replaces pyproject.toml's list, so the test build repeats it.
         features = pyproject_features(package) + TEST_FEATURES if package == REPO and testing else []
-        log(f"{target.name}: building {'framehook' if package == REPO else package.relative_to(REPO)} "
-            f"(target dir {target_dir}{', features ' + ','.join(features) if features else ''})")
-        build = target.run(
-            [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
-             "--manifest-path", str(package / "Cargo.toml"), "--out", str(wheels),
-             *(["--release"] if release else []), *(["--features", ",".join(features)] if features else [])],
-            capture=True, extra_env=env,
-        )
-        if build.returncode != 0:
-            raise RuntimeError(f"maturin build of {package.name} failed:\n{build.stdout[-6000:]}")
+        if package == REPO and profile_guided:
+            profile_guided_wheel(target, features, wheels)
+        else:
+            maturin_build(target, package, wheels, release=release, features=features, target_dir=target_dir)
     built = sorted(wheels.glob("*.whl"))
     if len(built) != len(packages()):
         raise RuntimeError(f"expected {len(packages())} wheels in {wheels}, found {built}")
+    install_wheels(target, built)
+    _INSTALLED[target.name] = (release, testing, profile_guided)
+
+
+def maturin_build(target: Target, package: Path, out: Path, *, release: bool, features: Sequence[str],
+                  target_dir: Path, rustflags: Sequence[str] = ()) -> None:
+    """``package``'s wheel into ``out``, built in the cargo target directory ``target_dir``;
+    ``rustflags`` join those of .cargo/config.toml (cargo merges a ``--config`` list)."""
+    name = "framehook" if package == REPO else str(package.relative_to(REPO))
+    described = [f"target dir {target_dir}", *([f"features {','.join(features)}"] if features else []),
+                 *([f"rustflags {' '.join(rustflags)}"] if rustflags else [])]
+    log(f"{target.name}: building {name} ({', '.join(described)})")
+    build = target.run(
+        [str(target.venv / "bin" / "maturin"), "build", "--interpreter", target.venv_python,
+         "--manifest-path", str(package / "Cargo.toml"), "--out", str(out),
+         *(["--release"] if release else []), *(["--features", ",".join(features)] if features else []),
+         *(["--config", f"build.rustflags={json.dumps(list(rustflags))}"] if rustflags else [])],
+        capture=True, extra_env={"CARGO_TARGET_DIR": str(target_dir)},
+    )
+    if build.returncode != 0:
+        raise RuntimeError(f"maturin build of {name} failed:\n{build.stdout[-6000:]}")
+
+
+def install_wheels(target: Target, wheels: Sequence[Path]) -> None:
+    """``wheels`` into the target's venv (over what it has), then this dev package."""
     install = target.run(
         [target.venv_python, "-m", "pip", "install", "--quiet", "--force-reinstall", "--no-deps",
-         *map(str, built)],
+         *map(str, wheels)],
         capture=True,
     )
     if install.returncode != 0:
-        raise RuntimeError(f"installing {[wheel.name for wheel in built]} failed:\n{install.stdout[-3000:]}")
+        raise RuntimeError(f"installing {[wheel.name for wheel in wheels]} failed:\n{install.stdout[-3000:]}")
     install_dev_package(target)
-    _INSTALLED[target.name] = (release, testing)
+
+
+def profile_guided_wheel(target: Target, features: Sequence[str], out: Path) -> None:
+    """framehook's release wheel, optimised with the profile of a training run
+    (``framehook_dev.pgo_training``: the fuzzer's generated programs, the SOT corpus and the
+    project's model workloads; never a benchmark's own code), into ``out``. Three steps,
+    each in a cargo target directory of its own so that none rebuilds another's
+    dependencies: an instrumented build, installed and trained in the target's venv;
+    ``llvm-profdata merge`` of the profiles; the build that uses them."""
+    root = TARGETS / f"{target.name}-pgo"
+    profiles, instrumented = root / "profiles", root / "instrumented-wheel"
+    shutil.rmtree(instrumented, ignore_errors=True)
+    maturin_build(target, REPO, instrumented, release=True, features=features, target_dir=root / "generate",
+                  rustflags=[f"-Cprofile-generate={profiles}"])
+    # The build scripts ran instrumented too: only the training's profiles are wanted.
+    shutil.rmtree(host_path(target, profiles), ignore_errors=True)
+    install_wheels(target, sorted(instrumented.glob("*.whl")))
+    log(f"{target.name}: training the instrumented build (framehook_dev.pgo_training)")
+    training = target.run([target.venv_python, "-m", "framehook_dev.pgo_training", str(REPO)], capture=True,
+                          extra_env={"PYTHONHASHSEED": "0"})
+    if training.returncode != 0:
+        raise RuntimeError(f"the profile-guided build's training run failed:\n{training.stdout[-3000:]}")
+    raw = sorted(host_path(target, profiles).glob("*.profraw"))
+    if not raw:
+        raise RuntimeError(f"the training run left no profile in {profiles}")
+    merging = host_path(target, root / "merging.profdata")
+    merge = subprocess.run([str(provision.ensure_llvm_profdata()), "merge", "-o", str(merging), *map(str, raw)],
+                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if merge.returncode != 0:
+        raise RuntimeError(f"llvm-profdata merge failed:\n{merge.stdout[-3000:]}")
+    # Named by its contents: cargo rebuilds on a change of flags, not of the file they name.
+    merged = root / f"framehook-{hashlib.sha256(merging.read_bytes()).hexdigest()[:16]}.profdata"
+    for old in host_path(target, root).glob("framehook-*.profdata"):
+        old.unlink()
+    merging.rename(host_path(target, merged))
+    maturin_build(target, REPO, out, release=True, features=features, target_dir=root / "use",
+                  rustflags=[f"-Cprofile-use={merged}"])
 
 
 def _dev_package_digest() -> str:

@@ -985,6 +985,29 @@ def ensure_valgrind(in_sid: bool) -> None:
         raise ProvisionError(f"valgrind still missing in the sid root after apt-get install; see {log}")
 
 
+def ensure_llvm_profdata() -> Path:
+    """The ``llvm-profdata`` of the LLVM that this machine's rustc is built on (a profile
+    merged by another LLVM may not read back), from rustup's ``llvm-tools`` component:
+    added on first need (in ~/.rustup, outside the repo), kept after."""
+    def located() -> Path:
+        sysroot = subprocess.run(["rustc", "--print", "sysroot"], check=True, text=True,
+                                 stdout=subprocess.PIPE).stdout.strip()
+        host = subprocess.run(["rustc", "--print", "host-tuple"], check=True, text=True,
+                              stdout=subprocess.PIPE).stdout.strip()
+        return Path(sysroot) / "lib" / "rustlib" / host / "bin" / "llvm-profdata"
+
+    tool = located()
+    if tool.exists():
+        return tool
+    _log("adding rustup's llvm-tools component (llvm-profdata, for profile-guided builds)")
+    log = _logfile("rustup-llvm-tools")
+    with _lock("rustup-llvm-tools"):
+        _run(["rustup", "component", "add", "llvm-tools"], what="rustup component add llvm-tools", log=log)
+    if not located().exists():
+        raise ProvisionError(f"llvm-profdata still missing at {tool} after adding llvm-tools; see {log}")
+    return tool
+
+
 def _default_env(root: Path) -> dict[str, str]:
     home = Path.home()
     cargo_home = os.environ.get("CARGO_HOME") or str(home / ".cargo")

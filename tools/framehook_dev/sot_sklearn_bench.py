@@ -7,8 +7,10 @@
 
 For each interpreter: a venv of its own (``--venvs``; never framehook_dev.matrix's) with
 scikit-learn and its dependencies as the suites' manifest pins them for that Python
-(suites_manifest.json, "sklearn"), numpy and a release build of framehook (the build users
-get, in a cargo target directory of its own), then one run of benches/sot_sklearn.py there,
+(suites_manifest.json, "sklearn"), numpy and framehook's optimised build (``make wheel``'s:
+a release build with profile-guided optimisation, trained on the fuzzer's programs, the SOT
+corpus and the model workloads, never on scikit-learn; ``--no-pgo``: a plain release build,
+to compare), in a cargo target directory of its own, then one run of benches/sot_sklearn.py there,
 which writes benches/results/sot-sklearn-<name>.json. Ends with the table per estimator and
 method over every interpreter with results, printed and written between its markers in
 docs/performance.md. With ``--instructions`` the calls are counted by callgrind instead
@@ -40,19 +42,22 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-ms", type=float, default=2.0, help="milliseconds per batch, at least (default 2)")
     parser.add_argument("--venvs", type=Path, default=VENVS,
                         help=f"where each interpreter's venv is made, as VENVS/<interpreter> (default {VENVS})")
+    parser.add_argument("--no-pgo", action="store_true",
+                        help="a plain release build, without profile-guided optimisation (to compare)")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions per call with callgrind instead of timing (minutes per interpreter)")
 
 
 def script_options(args: argparse.Namespace, name: str) -> list[str]:
+    build = ["--build", "release" if args.no_pgo else "release+pgo"]
     if args.instructions:
-        return ["--instructions"]
-    return ["--batches", str(args.batches), "--batch-ms", str(args.batch_ms)]
+        return ["--instructions", *build]
+    return ["--batches", str(args.batches), "--batch-ms", str(args.batch_ms), *build]
 
 
 def prepared(name: str, args: argparse.Namespace) -> matrix.Target:
-    """The interpreter's venv with the pinned scikit-learn, numpy, maturin and a release
-    build of framehook (unless --no-build)."""
+    """The interpreter's venv with the pinned scikit-learn, numpy, maturin and framehook's
+    optimised build (unless --no-build; --no-pgo: a plain release build)."""
     target = bench.own_venv(name, args.venvs, "sklearn-bench")
     _, sklearn = sot_suites.load_manifest()
     pins = sot_suites.sklearn_requirements(target, sklearn)
@@ -62,7 +67,7 @@ def prepared(name: str, args: argparse.Namespace) -> matrix.Target:
     bench.ensure_installed(target, wanted, "\n".join(wanted).encode(), "framehook-sklearn-bench.sha256",
                            " ".join(pins))
     if not args.no_build:
-        matrix.build_and_install(target, release=True, testing=False)
+        matrix.build_and_install(target, release=True, testing=False, profile_guided=not args.no_pgo)
     if args.instructions:
         provision.ensure_valgrind(target.in_sid)
     return target
@@ -72,10 +77,17 @@ def ratio(value: float) -> str:
     return f"{value:.2f}x"
 
 
-def first_call_cell(call: dict[str, Any]) -> str:
-    """The first call's median milliseconds, and the range of the first calls timed."""
-    low, high = call.get("first_ms_range", (call["first_ms"], call["first_ms"]))
-    return f"{call['first_ms']:.1f} ({low:.1f}–{high:.1f})"
+def first_call_cell(call: dict[str, Any], key: str = "first_ms") -> str:
+    """A first call's median milliseconds, and the range of those timed."""
+    if key not in call:
+        return "–"
+    low, high = call.get(f"{key}_range", (call[key], call[key]))
+    return f"{call[key]:.1f} ({low:.1f}–{high:.1f})"
+
+
+def build_label(report: dict[str, Any]) -> str:
+    return {"release+pgo": "release build with profile-guided optimisation (`make wheel`)",
+            "release": "plain release build"}[report.get("build", "release")]
 
 
 def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
@@ -83,18 +95,22 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
     for name, report in reports.items():
         lines += [
             f"**{name}** (Python {report['python']}, scikit-learn {report['sklearn']}, numpy {report['numpy']}; "
+            f"framehook {build_label(report)}; "
             f"minimum µs per call over {report['batches']} alternating batches of {report['batch_ms']:g} ms; "
-            f"first call: the median of {report.get('first_calls', 1)}, each after `sot.reset()`, and their range):",
+            f"first call: the median of {report.get('first_calls', 1)}, each after `sot.reset()`, and their range; "
+            f"process's first call: the median of {report.get('process_firsts', 0)} fresh processes, "
+            "each making the call eagerly once and then translated, and their range):",
             "",
             "| estimator | method | eager µs | translated µs | speed-up | judged µs | judged speed-up | cost model "
-            "| first call ms | breaks | guards | graphs/ops | exact |",
-            "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|",
+            "| first call ms | process's first call ms | breaks | guards | graphs/ops | exact |",
+            "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|",
         ]
         for call in report["calls"]:
             lines.append(
                 f"| {call['estimator']} | {call['method']} | {call['eager_us']:.1f} | {call['translated_us']:.1f} "
                 f"| {ratio(call['translated_speedup'])} | {call['judged_us']:.1f} | {ratio(call['judged_speedup'])} "
-                f"| {call['cost_model']} | {first_call_cell(call)} | {call['breaks']} | {call['guards']} "
+                f"| {call['cost_model']} | {first_call_cell(call)} | {first_call_cell(call, 'process_first_ms')} "
+                f"| {call['breaks']} | {call['guards']} "
                 f"| {call['graphs']}/{call['ops']} | {'yes' if call['equal'] else 'NO'} |")
         lines += ["", f"Geometric mean of the speed-ups: translated {ratio(report['translated_geomean'])}, "
                       f"judged {ratio(report['judged_geomean'])}.", ""]
@@ -106,7 +122,8 @@ def instructions_tables(reports: dict[str, dict[str, Any]]) -> str:
     for name, report in reports.items():
         lines += [
             f"**{name}** (Python {report['python']}, scikit-learn {report['sklearn']}, numpy {report['numpy']}; "
-            f"million instructions per call, counted by callgrind over {report['counted_calls']} calls after "
+            f"framehook {build_label(report)}; million instructions per call, counted by callgrind over "
+            f"{report['counted_calls']} calls after "
             f"{report['settle_calls']}; first call: after `sot.reset()`, translation included):",
             "",
             "| estimator | method | eager | translated | eager / translated | first call | breaks | guards |",

@@ -1,0 +1,53 @@
+"""framehook's optimised wheel for one interpreter: a release build with profile-guided
+optimisation (``matrix.profile_guided_wheel``: an instrumented build trained on the
+fuzzer's programs, the SOT corpus and the model workloads, then built again with that
+profile), copied into ``dist/``. The scikit-learn benchmark measures this build.
+
+    make wheel                                          # the machine's default python3
+    python -m framehook_dev.wheel --python /usr/bin/python3.12 --out dist
+
+The interpreter gets a venv of its own for the build (maturin, and numpy for the training),
+cached with the matrix's venvs; rustup's ``llvm-tools`` component is added on first need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+from . import bench, matrix
+
+VENVS = matrix.BUILD_DIR / "wheel-venvs"
+REQUIREMENTS = ["--only-binary", ":all:", "numpy", "maturin>=1.7,<2"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", type=Path, default=Path(shutil.which("python3") or sys.executable),
+                        help="the interpreter to build for (default: python3 on PATH)")
+    parser.add_argument("--out", type=Path, default=matrix.REPO / "dist", help="where the wheel goes (default dist/)")
+    args = parser.parse_args(argv)
+    tag = subprocess.run([str(args.python), "-c", "import sys, sysconfig; print(sys.implementation.cache_tag"
+                          " + ('t' if sysconfig.get_config_var('Py_GIL_DISABLED') else '')"
+                          " + ('d' if hasattr(sys, 'gettotalrefcount') else ''))"],
+                         check=True, text=True, stdout=subprocess.PIPE).stdout.strip()
+    target = bench.own_venv(tag, VENVS, "wheel", python=args.python)
+    bench.ensure_installed(target, REQUIREMENTS, "\n".join(REQUIREMENTS).encode(), "framehook-wheel.sha256",
+                           "numpy maturin")
+    matrix.build_and_install(target, release=True, testing=False, profile_guided=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    wheels = sorted((matrix.TARGETS / target.name / "wheels").glob("framehook-*.whl"))
+    if len(wheels) != 1:
+        raise RuntimeError(f"expected one framehook wheel, found {wheels}")
+    shutil.copy2(wheels[0], args.out / wheels[0].name)
+    print(args.out / wheels[0].name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
