@@ -159,7 +159,10 @@ fn raise_mapped(
     instrs: &[Instr],
 ) -> Result<(Vec<Instruction>, Vec<usize>)> {
     let rules = rules(table);
-    let mut out: Vec<Instruction> = Vec::with_capacity(instrs.len());
+    // Some raw instructions raise into two (a global loaded beside a NULL, `RETURN_CONST`,
+    // 3.13+'s paired loads and stores): room for a quarter more, where growing by
+    // doubling copied most codes' whole list once.
+    let mut out: Vec<Instruction> = Vec::with_capacity(instrs.len() + instrs.len() / 4 + 4);
     // Per raw instruction: the index of its first canonical instruction.
     let mut first = Vec::with_capacity(instrs.len() + 1);
     let var_count = vars.count() as u32;

@@ -500,6 +500,9 @@ impl<'py> Resume<'_, 'py> {
         let mut position = vec![0; instrs.len()];
         let mut stub_at = vec![None; instrs.len()];
         let mut in_prologue = true;
+        // The copy's room at once (the stubs and markers besides are few).
+        w.out.reserve(instrs.len());
+        into_copy.reserve(instrs.len());
         for (index, instruction) in instrs.iter().enumerate() {
             // What is written besides the copy (a stub, a marker stored) takes its line.
             w.location = instruction.location;
