@@ -97,9 +97,10 @@ def markdown_tables(reports: dict[str, dict[str, Any]]) -> str:
             f"**{name}** (Python {report['python']}, scikit-learn {report['sklearn']}, numpy {report['numpy']}; "
             f"framehook {build_label(report)}; "
             f"minimum µs per call over {report['batches']} alternating batches of {report['batch_ms']:g} ms; "
-            f"first call: the median of {report.get('first_calls', 1)}, each after `sot.reset()`, and their range; "
-            f"process's first call: the median of {report.get('process_firsts', 0)} fresh processes, "
-            "each making the call eagerly once and then translated, and their range):",
+            f"first call: the median of {report.get('first_calls', 1)}, each after `sot.reset()`, and their range"
+            + (f"; process's first call: the median of {report['process_firsts']} fresh processes, "
+               "each making the call eagerly once and then translated, and their range" if report.get("process_firsts")
+               else "") + "):",
             "",
             "| estimator | method | eager µs | translated µs | speed-up | judged µs | judged speed-up | cost model "
             "| first call ms | process's first call ms | breaks | guards | graphs/ops | exact |",

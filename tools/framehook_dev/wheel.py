@@ -13,6 +13,7 @@ cached with the matrix's venvs; rustup's ``llvm-tools`` component is added on fi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -32,11 +33,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="the interpreter to build for (default: python3 on PATH)")
     parser.add_argument("--out", type=Path, default=matrix.REPO / "dist", help="where the wheel goes (default dist/)")
     args = parser.parse_args(argv)
-    tag = subprocess.run([str(args.python), "-c", "import sys, sysconfig; print(sys.implementation.cache_tag"
-                          " + ('t' if sysconfig.get_config_var('Py_GIL_DISABLED') else '')"
-                          " + ('d' if hasattr(sys, 'gettotalrefcount') else ''))"],
-                         check=True, text=True, stdout=subprocess.PIPE).stdout.strip()
-    target = bench.own_venv(tag, VENVS, "wheel", python=args.python)
+    # The venv is the interpreter's own: its tag, and where it lives (two installs of one
+    # version must not share one).
+    probe = ("import os, sys, sysconfig; print(sys.implementation.cache_tag"
+             " + ('t' if sysconfig.get_config_var('Py_GIL_DISABLED') else '')"
+             " + ('d' if hasattr(sys, 'gettotalrefcount') else ''), os.path.realpath(sys.executable))")
+    tag, executable = subprocess.run([str(args.python), "-c", probe], check=True, text=True,
+                                     stdout=subprocess.PIPE).stdout.split(maxsplit=1)
+    executable = executable.strip()
+    where = hashlib.sha256(executable.encode()).hexdigest()[:8]
+    target = bench.own_venv(f"{tag}-{where}", VENVS, "wheel", python=Path(executable))
     bench.ensure_installed(target, REQUIREMENTS, "\n".join(REQUIREMENTS).encode(), "framehook-wheel.sha256",
                            "numpy maturin")
     matrix.build_and_install(target, release=True, testing=False, profile_guided=True)
