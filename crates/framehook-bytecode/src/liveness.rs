@@ -186,9 +186,9 @@ mod tests {
 
     #[test]
     fn loops_nested_every_way_give_the_plain_fixpoint() {
-        // Random code of loads, stores and jumps both ways (a fixed xorshift stream):
-        // one pass per change at a loop's head must find what passes until nothing
-        // changes find.
+        // Random code of loads, stores, jumps both ways and instructions whose handler
+        // lies either way (a fixed xorshift stream): one pass per change at a loop's head
+        // must find what passes until nothing changes find.
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |bound: u64| {
             state ^= state << 13;
@@ -203,11 +203,12 @@ mod tests {
                 .map(|_| {
                     let var = Arg::Var(next(locals as u64) as u32);
                     let target = Arg::Target(next(count as u64) as usize);
-                    match next(7) {
+                    match next(8) {
                         0 | 1 => Instruction::bare(Op::LoadFast, var),
                         2 | 3 => Instruction::bare(Op::StoreFast, var),
                         4 => Instruction::bare(Op::PopJumpIfTrue, target),
                         5 => Instruction::bare(Op::Jump, target),
+                        6 => Instruction::raising_to(next(count as u64) as usize, 0),
                         _ => Instruction::bare(Op::ReturnValue, Arg::None),
                     }
                 })
