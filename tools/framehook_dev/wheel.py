@@ -45,9 +45,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     target = bench.own_venv(f"{tag}-{where}", VENVS, "wheel", python=Path(executable))
     bench.ensure_installed(target, REQUIREMENTS, "\n".join(REQUIREMENTS).encode(), "framehook-wheel.sha256",
                            "numpy maturin")
-    matrix.build_and_install(target, release=True, testing=False, profile_guided=True)
+    # framehook alone (build_and_install would build and install the example packages too).
+    staging = matrix.TARGETS / target.name / "wheels"
+    shutil.rmtree(staging, ignore_errors=True)
+    matrix.profile_guided_wheel(target, [], staging)
     args.out.mkdir(parents=True, exist_ok=True)
-    wheels = sorted((matrix.TARGETS / target.name / "wheels").glob("framehook-*.whl"))
+    wheels = sorted(staging.glob("framehook-*.whl"))
     if len(wheels) != 1:
         raise RuntimeError(f"expected one framehook wheel, found {wheels}")
     shutil.copy2(wheels[0], args.out / wheels[0].name)
