@@ -158,9 +158,9 @@ pub fn function_attr<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> P
     function.getattr(name)
 }
 
-/// `ty`'s class attribute `name`, found along its MRO as `type.__getattribute__` would,
-/// without reading each class's `__dict__` proxy (see `pep523_backend::type_lookup`); the
-/// `__mro__` and `__dict__` attributes where the type's fields cannot be read.
+/// `ty`'s class attribute `name`, found along its MRO as `type.__getattribute__` would, by
+/// CPython's own lookup (see `pep523_backend::type_lookup`); through the `__mro__` and
+/// `__dict__` attributes where the type has no MRO yet or is not a type.
 pub fn type_lookup<'py>(
     ty: &Bound<'py, PyAny>,
     name: &Bound<'py, PyString>,
@@ -170,7 +170,7 @@ pub fn type_lookup<'py>(
         .ok()
         .and_then(|ty| pep523_backend::type_lookup(ty, name))
     {
-        return found;
+        return Ok(found);
     }
     for class in ty.getattr(pyo3::intern!(ty.py(), "__mro__"))?.try_iter()? {
         if let Ok(found) = class?.getattr(pyo3::intern!(ty.py(), "__dict__"))?.get_item(name) {

@@ -272,15 +272,17 @@ static inline void fh_compat_assign_type_version(PyTypeObject *type)
 #endif
 }
 
-/* The dict a class keeps its attributes in, a new reference (NULL where it has
- * none): a static builtin type's is per interpreter from 3.12 on. */
-static inline PyObject *fh_compat_type_dict(PyTypeObject *type)
+/* `name` found along `type`'s MRO by CPython's own lookup (its method cache), a new
+ * reference, or NULL (no error set) where no class has it. 3.13+ return a reference
+ * taken under the type's lock (free-threaded builds); before, a borrowed one. */
+static inline PyObject *fh_compat_type_lookup(PyTypeObject *type, PyObject *name)
 {
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyType_GetDict(type);
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyType_LookupRef(type, name);
 #else
-    Py_XINCREF(type->tp_dict);
-    return type->tp_dict;
+    PyObject *found = _PyType_Lookup(type, name);
+    Py_XINCREF(found);
+    return found;
 #endif
 }
 

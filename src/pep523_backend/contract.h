@@ -201,9 +201,10 @@ unsigned int fh_type_version(PyObject *type, int assign);
  * not immutable), else 0 (builtin types). */
 int fh_type_is_mutable(PyObject *type);
 
-/* The dict `type` keeps its attributes in, a new reference, or NULL (no error set) where
- * it has none. */
-PyObject *fh_type_dict(PyObject *type);
+/* `name` (a str) found along the MRO of `type`, whose `tp_mro` is set, as
+ * type.__getattribute__ finds it (CPython's method cache): a new reference, or NULL (no
+ * error set) where no class has it. */
+PyObject *fh_type_lookup(PyObject *type, PyObject *name);
 /* getattr(object, name): 1 and a new reference in *result, 0 where it has no such
  * attribute (no AttributeError made where the lookup is generic), -1 with an error set. */
 int fh_lookup_attr(PyObject *object, PyObject *name, PyObject **result);

@@ -128,7 +128,7 @@ extern "C" {
     pub fn fh_is_immortal(object: *mut PyObject) -> c_int;
     pub fn fh_type_version(type_object: *mut PyObject, assign: c_int) -> std::ffi::c_uint;
     pub fn fh_type_is_mutable(type_object: *mut PyObject) -> c_int;
-    pub fn fh_type_dict(type_object: *mut PyObject) -> *mut PyObject;
+    pub fn fh_type_lookup(type_object: *mut PyObject, name: *mut PyObject) -> *mut PyObject;
     pub fn fh_lookup_attr(object: *mut PyObject, name: *mut PyObject, result: *mut *mut PyObject) -> c_int;
     pub fn fh_code_interns_constants() -> c_int;
     pub fn fh_code_keep_constants(code: *mut PyObject, given: *mut PyObject) -> c_int;

@@ -201,7 +201,10 @@ int fh_type_is_mutable(PyObject *type)
     return (flags & Py_TPFLAGS_HEAPTYPE) != 0;
 }
 
-PyObject *fh_type_dict(PyObject *type) { return fh_compat_type_dict((PyTypeObject *)type); }
+PyObject *fh_type_lookup(PyObject *type, PyObject *name)
+{
+    return fh_compat_type_lookup((PyTypeObject *)type, name);
+}
 
 int fh_lookup_attr(PyObject *object, PyObject *name, PyObject **result)
 {

@@ -313,40 +313,24 @@ pub fn function_part<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> O
 }
 
 /// The attribute `name` of the class `ty` as `type.__getattribute__` finds it: the first
-/// class of its MRO whose own dict has it. Read from the type's fields, without making each
-/// class's `__dict__` proxy; None where the fields cannot be read safely (free-threaded
-/// builds, where another thread may swap `tp_mro`; a type being made), for the caller to look
-/// it up the slow way.
+/// class of its MRO whose own dict has it, by CPython's own lookup (its method cache). None
+/// where the type has no MRO yet (a type being made), for the caller to look it up the slow
+/// way.
 pub fn type_lookup<'py>(
     ty: &Bound<'py, PyType>,
     name: &Bound<'py, PyString>,
-) -> Option<PyResult<Option<Bound<'py, PyAny>>>> {
-    if cfg!(Py_GIL_DISABLED) {
+) -> Option<Option<Bound<'py, PyAny>>> {
+    // SAFETY: `ty` is a live type; reading whether its `tp_mro` is set (CPython sets it once
+    // the type is ready and clears it only when the type is torn down).
+    if unsafe { (*ty.as_type_ptr()).tp_mro }.is_null() {
         return None;
     }
-    let py = ty.py();
-    // SAFETY: `ty` is a live type; under the GIL its `tp_mro` (a tuple, or NULL while the
-    // type is made) stays while this strong reference is taken.
-    let mro = unsafe { Bound::from_borrowed_ptr_or_opt(py, (*ty.as_type_ptr()).tp_mro) }?;
-    let mro = mro.cast_into::<PyTuple>().ok()?;
-    for class in mro.iter() {
-        let class = class.cast_into::<PyType>().ok()?;
-        let dict = type_dict(&class)?;
-        match dict.get_item(name) {
-            Ok(Some(found)) => return Some(Ok(Some(found))),
-            Ok(None) => {}
-            Err(err) => return Some(Err(err)),
-        }
-    }
-    Some(Ok(None))
-}
-
-/// The dict a class keeps its attributes in (a static builtin type's per interpreter from
-/// 3.12 on: `fh_compat_type_dict`).
-fn type_dict<'py>(ty: &Bound<'py, PyType>) -> Option<Bound<'py, PyDict>> {
-    // SAFETY: a live type; a new reference, or NULL (no error set) where it has none.
-    let dict = unsafe { Bound::from_owned_ptr_or_opt(ty.py(), contract::fh_type_dict(ty.as_ptr())) };
-    dict?.cast_into::<PyDict>().ok()
+    // SAFETY: attached; a live type with its MRO set and a str name; a new reference, or
+    // NULL with no error set.
+    let found = unsafe {
+        Bound::from_owned_ptr_or_opt(ty.py(), contract::fh_type_lookup(ty.as_ptr(), name.as_ptr()))
+    };
+    Some(found)
 }
 
 /// `getattr(object, name)`, None where it has no such attribute, without the AttributeError

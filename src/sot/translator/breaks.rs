@@ -9,9 +9,10 @@ use super::model::code::{is_resume_local, ResumeKey};
 use super::model::frame::BreakPoint;
 use super::model::step::{LoopSpan, Step};
 use super::model::value::{Val, Vid};
+use super::pyutil::{function_type, weak_ref_type};
 use super::translation::Translation;
 use super::vm::Vm;
-use crate::hookapi::pyobject::{import, StrongRef};
+use crate::hookapi::pyobject::StrongRef;
 
 /// The handler stack depth of a break that a landing pad can resume from.
 pub fn landing_pad_depth(vm: &Vm<'_, '_>, point: &BreakPoint) -> Option<usize> {
@@ -440,11 +441,9 @@ impl<'py> Translation<'_, 'py, '_> {
                 let target = if has_closure {
                     resume_code
                 } else {
-                    import(py, "types")?
-                        .getattr("FunctionType")?
-                        .call1((resume_code, self.frame_globals()?))?
+                    function_type(py)?.call1((resume_code, self.frame_globals()?))?
                 };
-                let weak = import(py, "weakref")?.getattr("ref")?.call1((&target,))?;
+                let weak = weak_ref_type(py)?.call1((&target,))?;
                 let mut resumes = cache.resumes.lock();
                 resumes.retain(|(k, _)| *k != key);
                 resumes.push((key, StrongRef::from_owned(weak)));

@@ -15,7 +15,7 @@ use pyo3::types::{PyCode, PyDict, PyTuple};
 use super::compile;
 use super::cost::{CostModel, Route};
 use super::hook::Translator;
-use super::pyutil::BUILTINS;
+use super::pyutil::{cell_type, function_type, method_type, partial_type, BUILTINS};
 use super::session::Config;
 use crate::hookapi::pyobject::{
     ffi_body, import, instance_value, method, parse_arguments, slot, CTable, NativeType, NativeValue,
@@ -417,11 +417,7 @@ fn _sot_resumed_in<'py>(
     _kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = callee.py();
-    let types = import(py, "types")?;
-    let (method, partial) = (
-        types.getattr("MethodType")?,
-        import(py, "functools")?.getattr("partial")?,
-    );
+    let (method, partial) = (method_type(py)?, partial_type(py)?);
     let mut function = callee.clone();
     for _ in 0..8 {
         if function.is_exact_instance_of::<pyo3::types::PyFunction>() {
@@ -435,7 +431,7 @@ fn _sot_resumed_in<'py>(
         }
     }
     let marker = super::model::code::unbound_marker(py)?;
-    let cell_type = types.getattr("CellType")?;
+    let cell_type = cell_type(py)?;
     let mut closure = Vec::new();
     for content in contents.iter() {
         closure.push(match content.is(&marker) {
@@ -449,10 +445,7 @@ fn _sot_resumed_in<'py>(
     }
     let name = code.getattr(pyo3::intern!(py, "co_name"))?;
     let globals = function.getattr(pyo3::intern!(py, "__globals__"))?;
-    let bridge =
-        types
-            .getattr("FunctionType")?
-            .call1((code, globals, name, py.None(), PyTuple::new(py, closure)?))?;
+    let bridge = function_type(py)?.call1((code, globals, name, py.None(), PyTuple::new(py, closure)?))?;
     _sot_resumed(&bridge, handed, _args, _kwargs)
 }
 
@@ -571,9 +564,7 @@ fn run_again<'py>(
         return Err(PyErr::from_value(exception.clone()));
     }
     let none = py.None().into_bound(py);
-    let function = import(py, "types")?
-        .getattr("FunctionType")?
-        .call1((code, globals, &none, &none, closure))?;
+    let function = function_type(py)?.call1((code, globals, &none, &none, closure))?;
     let layout = super::model::code::Parameters::of(code)?;
     let varnames = code.getattr(pyo3::intern!(code.py(), "co_varnames"))?;
     let mut args: Vec<Bound<'py, PyAny>> = parameters.iter().take(layout.positional).collect();

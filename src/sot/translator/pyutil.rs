@@ -86,6 +86,48 @@ pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> 
         .ok_or_else(|| PyRuntimeError::new_err(format!("framehook: no builtin named {name}")))
 }
 
+/// `module.name` read once into `cell`: a type or function of the standard library that
+/// never changes (generated code and resume functions use them at each call).
+fn read_once<'py>(
+    cell: &'static pyo3::sync::PyOnceLock<Py<PyAny>>,
+    py: Python<'py>,
+    module: &str,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || Ok(import(py, module)?.getattr(name)?.unbind()))
+        .map(|found| found.bind(py).clone())
+}
+
+/// `types.FunctionType`.
+pub fn function_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    read_once(&CELL, py, "types", "FunctionType")
+}
+
+/// `types.CellType`.
+pub fn cell_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    read_once(&CELL, py, "types", "CellType")
+}
+
+/// `types.MethodType`.
+pub fn method_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    read_once(&CELL, py, "types", "MethodType")
+}
+
+/// `functools.partial`.
+pub fn partial_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    read_once(&CELL, py, "functools", "partial")
+}
+
+/// `weakref.ref`.
+pub fn weak_ref_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+    read_once(&CELL, py, "weakref", "ref")
+}
+
 /// Whether `obj` is the builtin `name` as framehook found it at import (no error made for
 /// a name that is none: most callables asked about are not builtins).
 pub fn is_builtin_named(obj: &Bound<'_, PyAny>, name: &str) -> bool {

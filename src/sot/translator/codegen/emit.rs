@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyString, PyTuple};
 use crate::hookapi::pyobject::{import, replace_code};
 use crate::sot::translator::guard::check::is_value_type;
 use crate::sot::translator::model::code::null_substitute;
-use crate::sot::translator::pyutil::{builtin, interned};
+use crate::sot::translator::pyutil::{builtin, function_type, interned};
 
 /// The name of the generated code's local holding the graph's outputs.
 pub const OUTPUTS_LOCAL: &str = "__sot_graph_outputs";
@@ -334,7 +334,7 @@ pub trait Emit<'py>: Sized {
                     return Ok(());
                 }
                 // types.FunctionType(code, globals(), name, None, closure)
-                let function_type = import(py, "types")?.getattr("FunctionType")?;
+                let function_type = function_type(py)?;
                 let globals = builtin(py, "globals")?;
                 e.call_constant(function_type, |e| {
                     let name = target.getattr(pyo3::intern!(target.py(), "co_name"))?;
@@ -508,11 +508,12 @@ impl<'py> Writer<'py> {
             .extract()?;
         let changes = encode_changes(self.table, &self.vars, &self.out, &mut self.pools, first_line)?;
         if let Some(count) = arguments {
-            let flags: u32 = code.getattr(pyo3::intern!(code.py(), "co_flags"))?.extract()?;
-            changes.set_item("co_argcount", count)?;
-            changes.set_item("co_posonlyargcount", 0)?;
-            changes.set_item("co_kwonlyargcount", 0)?;
-            changes.set_item("co_flags", flags & !(0x04 | 0x08))?;
+            let py = code.py();
+            let flags: u32 = code.getattr(pyo3::intern!(py, "co_flags"))?.extract()?;
+            changes.set_item(pyo3::intern!(py, "co_argcount"), count)?;
+            changes.set_item(pyo3::intern!(py, "co_posonlyargcount"), 0)?;
+            changes.set_item(pyo3::intern!(py, "co_kwonlyargcount"), 0)?;
+            changes.set_item(pyo3::intern!(py, "co_flags"), flags & !(0x04 | 0x08))?;
         }
         Ok(changes)
     }

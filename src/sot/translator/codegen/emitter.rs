@@ -13,7 +13,7 @@ use crate::sot::translator::kinds::{kind_of, made_exception};
 use crate::sot::translator::model::code::{Parameters, MAX_NESTING};
 use crate::sot::translator::model::frame::{DictOp, SideEffect};
 use crate::sot::translator::model::value::{Val, Vid};
-use crate::sot::translator::pyutil::builtin;
+use crate::sot::translator::pyutil::{builtin, cell_type, function_type};
 
 use super::emit::{Emit, Writer, OUTPUTS_LOCAL};
 use super::plan::{
@@ -756,7 +756,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             if content.is_some_and(|content| self.reaches_unmade(&[content], later)) {
                 return Err(self.cannot_rebuild(vid, "a closure over a cell holding a value made after it"));
             }
-            let cell_type = import(py, "types")?.getattr("CellType")?;
+            let cell_type = cell_type(py)?;
             self.call_constant(cell_type, |e| match content {
                 Some(content) => e.value(content).map(|()| 1),
                 None => Ok(0),
@@ -786,7 +786,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             .map(|cell| self.cell_place(*cell))
             .collect::<Option<Vec<CellPlace>>>()
             .ok_or_else(|| self.cannot_rebuild(vid, "a closure over cells of an inlined function"))?;
-        let function_type = import(py, "types")?.getattr("FunctionType")?;
+        let function_type = function_type(py)?;
         let (code, name, defaults) = (
             function.code.clone(),
             function.name.clone(),

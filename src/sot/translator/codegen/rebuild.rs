@@ -14,7 +14,7 @@ use crate::sot::translator::kinds::Rebuild;
 use crate::sot::translator::model::frame::{GeneratorState, SideEffect};
 use crate::sot::translator::model::value::Val;
 use crate::sot::translator::model::{Sym, Vid};
-use crate::sot::translator::pyutil::builtin;
+use crate::sot::translator::pyutil::{builtin, function_type};
 
 impl<'py> Rebuild<'py> for Emitter<'_, 'py> {
     fn py(&self) -> Python<'py> {
@@ -117,7 +117,7 @@ impl<'py> Rebuild<'py> for Emitter<'_, 'py> {
             .map(|(vid, _)| *vid)
             .chain(key.live.iter().map(|var| frame.locals[*var]))
             .collect();
-        let function_type = import(py, "types")?.getattr("FunctionType")?;
+        let function_type = function_type(py)?;
         let function = match closure.is_empty() {
             true => Some(function_type.call1((&code, &frame.globals))?),
             false => None,

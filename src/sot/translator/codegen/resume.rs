@@ -5,7 +5,8 @@ use framehook_bytecode::canonical::{Arg, CodeKind, Instruction, Op, Vars};
 use framehook_bytecode::reachable::without_unreachable;
 use framehook_bytecode::{Location, Table};
 use pyo3::prelude::*;
-use pyo3::types::PySlice;
+use pyo3::types::{PySlice, PyString, PyTuple};
+use rustc_hash::FxHashMap;
 
 use crate::sot::translator::model::code::{
     unbound_marker, ResumeKey, CO_GENERATOR, RESUME_BOX, RESUME_STACK,
@@ -129,13 +130,13 @@ pub fn resume_code<'py>(
 /// A resume function's variables: the original's, the ones the box's values go to, and a
 /// bridge's own.
 struct ResumeVars {
-    names: ResumeNames,
-    /// The original's variables and the resume function's, in canonical order.
-    old_all: Vec<String>,
-    new_all: Vec<String>,
+    /// Per variable of the original, the resume function's variable of its name.
+    remapped: Vec<u32>,
     /// The variables the box's values go to, in order: the stack slots that are not NULL,
     /// then the live variables.
-    handed: Vec<String>,
+    handed: Vec<u32>,
+    /// Per stack slot at the break, the variable it is handed in (None: NULL).
+    stack_vars: Vec<Option<u32>>,
     /// The original's first argument, when handed on, is the resume function's first local
     /// too, and the parameter that takes the box: a zero-argument `super()` reads it there.
     first_handed: bool,
@@ -183,10 +184,13 @@ impl ResumeVars {
         };
         let argcount = varnames.len();
         let calls_super = code
-            .getattr("co_names")?
-            .extract::<Vec<String>>()?
+            .getattr(pyo3::intern!(code.py(), "co_names"))?
+            .cast_into::<PyTuple>()?
             .iter()
-            .any(|n| n == "super");
+            .any(|n| {
+                n.cast::<PyString>()
+                    .is_ok_and(|n| n.to_str().is_ok_and(|n| n == "super"))
+            });
         let first_cell = vars
             .varnames
             .first()
@@ -221,11 +225,24 @@ impl ResumeVars {
         };
         let (handed_on, condition_var) = bridge_locals(&mut new_vars, &names, key, bridge);
         let new_all: Vec<String> = new_vars.all().iter().map(|s| s.to_string()).collect();
+        // Each name's first place among the resume function's variables.
+        let mut new_index: FxHashMap<&str, u32> = FxHashMap::default();
+        for (index, name) in new_all.iter().enumerate().rev() {
+            new_index.insert(name, index as u32);
+        }
+        let var_of = |name: &String| *new_index.get(name.as_str()).expect("every variable survives");
+        let remapped = old_all.iter().map(var_of).collect();
+        let handed: Vec<u32> = handed.iter().map(var_of).collect();
+        let mut stack_handed = handed.iter();
+        let stack_vars = key
+            .nulls
+            .iter()
+            .map(|null| if *null { None } else { stack_handed.next().copied() })
+            .collect();
         let resume_vars = ResumeVars {
-            names,
-            old_all,
-            new_all,
+            remapped,
             handed,
+            stack_vars,
             first_handed,
             argcount,
             first_cell,
@@ -237,11 +254,7 @@ impl ResumeVars {
 
     /// The resume function's variable for the original's variable `var`.
     fn remap(&self, var: u32) -> u32 {
-        let name = &self.old_all[var as usize];
-        self.new_all
-            .iter()
-            .position(|n| n == name)
-            .expect("every variable survives") as u32
+        self.remapped[var as usize]
     }
 }
 
@@ -360,14 +373,8 @@ impl<'py> Resume<'_, 'py> {
             w.emit(Op::Copy, Arg::Int(1));
         }
         w.emit(Op::UnpackSequence, Arg::Int(self.vars.handed.len() as u32));
-        for name in &self.vars.handed {
-            let var = self
-                .vars
-                .new_all
-                .iter()
-                .position(|n| n == name)
-                .expect("a handed variable");
-            w.emit(Op::StoreFast, Arg::Var(var as u32));
+        for var in &self.vars.handed {
+            w.emit(Op::StoreFast, Arg::Var(*var));
         }
         if !first_handed {
             w.emit(Op::LoadFast, Arg::Var(0));
@@ -422,12 +429,7 @@ impl<'py> Resume<'_, 'py> {
             } else if *null {
                 w.push_null()?;
             } else {
-                let var = self
-                    .vars
-                    .new_all
-                    .iter()
-                    .position(|n| *n == self.vars.names.stack(stack_index))
-                    .expect("a stack argument") as u32;
+                let var = self.vars.stack_vars[stack_index].expect("a stack argument");
                 w.emit(Op::LoadFast, Arg::Var(var));
                 let handled = key.handled.contains(&stack_index);
                 if handled {

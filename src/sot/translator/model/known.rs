@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::hookapi::pyobject::{import, imported};
-use crate::sot::translator::pyutil::builtin;
+use crate::sot::translator::pyutil::{builtin, interned};
 
 /// The struct of objects the VM uses (`Known`, bound for a translation) and the one held
 /// for the process (`Held`), from one list: each name, its type, and how it is looked up
@@ -122,7 +122,7 @@ impl<'py> Known<'py> {
     }
 
     pub fn op(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        self.operator.getattr(name)
+        self.operator.getattr(interned(self.operator.py(), name))
     }
 
     /// Whether `obj` is a lock or a reentrant lock of `_thread`'s (`threading.Lock()`,
@@ -142,7 +142,7 @@ impl<'py> Known<'py> {
     /// Whether `function` is the `operator` module's function `name` (looked up in the
     /// module's namespace: most functions asked about are not there, and a failed
     /// attribute read makes an exception).
-    pub fn is_op_named(&self, name: &str, function: &Bound<'py, PyAny>) -> bool {
+    pub fn is_op_named(&self, name: &Bound<'py, PyAny>, function: &Bound<'py, PyAny>) -> bool {
         self.operator_namespace
             .get_item(name)
             .ok()

@@ -798,15 +798,15 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let Ok(name) = obj
-            .getattr(pyo3::intern!(self.py, "__name__"))
-            .and_then(|n| n.extract::<String>())
-        else {
+        let Ok(name) = obj.getattr(pyo3::intern!(self.py, "__name__")) else {
             return Ok(None);
         };
         if !kwargs.is_empty() || !self.ops.is_op_named(&name, obj) {
             return Ok(None);
         }
+        let Ok(name) = name.extract::<String>() else {
+            return Ok(None);
+        };
         let binary = BINARY_OPS
             .iter()
             .flat_map(|op| [(*op, false), (*op, true)])
