@@ -66,7 +66,7 @@ impl<'py> CodeFields<'py> {
                 ExceptionModel::Table => bytes(intern!(py, "co_exceptiontable"))?,
                 ExceptionModel::BlockStack => Vec::new(),
             },
-            line_table: bytes(&PyString::new(py, line_table_field(table)))?,
+            line_table: bytes(line_table_field(py, table))?,
             first_line: code.getattr(intern!(py, "co_firstlineno"))?.extract()?,
             sizes,
             vars,
@@ -98,10 +98,10 @@ impl<'py> CodeFields<'py> {
     }
 }
 
-fn line_table_field(table: &Table) -> &'static str {
+fn line_table_field<'py>(py: Python<'py>, table: &Table) -> &'py Bound<'py, PyString> {
     match table.line_table {
-        LineTableFormat::Lnotab => "co_lnotab",
-        LineTableFormat::Pep626 | LineTableFormat::Pep657 => "co_linetable",
+        LineTableFormat::Lnotab => intern!(py, "co_lnotab"),
+        LineTableFormat::Pep626 | LineTableFormat::Pep657 => intern!(py, "co_linetable"),
     }
 }
 
@@ -124,7 +124,10 @@ fn assemble_at<'py>(
         changes.set_item("co_firstlineno", first_line)?;
     }
     changes.set_item("co_code", PyBytes::new(py, &assembled.code))?;
-    changes.set_item(line_table_field(table), PyBytes::new(py, &assembled.line_table))?;
+    changes.set_item(
+        line_table_field(py, table),
+        PyBytes::new(py, &assembled.line_table),
+    )?;
     if table.exceptions == ExceptionModel::Table {
         changes.set_item("co_exceptiontable", PyBytes::new(py, &assembled.exception_table))?;
     }

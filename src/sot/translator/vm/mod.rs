@@ -236,7 +236,7 @@ pub struct Vm<'py, 'b> {
     /// (`Vm::modeled_signature`).
     inspect_signature: std::cell::OnceCell<Option<Bound<'py, PyAny>>>,
     /// Per top-frame instruction, the state before its first run (`Vm::rewind`).
-    first_visits: FxHashMap<usize, kept::FirstVisit<'py>>,
+    first_visits: FxHashMap<usize, Box<kept::FirstVisit<'py>>>,
     /// The top frame's instructions, and which lie in a loop.
     top_code: Option<kept::TopCode>,
     /// The generators resumed so far, in order, each with its state before (a generator's

@@ -606,14 +606,17 @@ impl<'py> Vm<'py, '_> {
         in_handler_scope: bool,
     ) {
         let summaries_replayed = self.summaries_replayed;
-        self.first_visits.entry(pc).or_insert_with(|| kept::FirstVisit {
-            snapshot,
-            stack,
-            locals,
-            location,
-            examples_warned,
-            in_handler_scope,
-            summaries_replayed,
+        // Boxed: the map moves only pointers as it grows (a visit holds a snapshot).
+        self.first_visits.entry(pc).or_insert_with(|| {
+            Box::new(kept::FirstVisit {
+                snapshot,
+                stack,
+                locals,
+                location,
+                examples_warned,
+                in_handler_scope,
+                summaries_replayed,
+            })
         });
     }
 
