@@ -160,7 +160,7 @@ pub fn function_attr<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> P
 
 /// `ty`'s class attribute `name`, found along its MRO as `type.__getattribute__` would, by
 /// CPython's own lookup (see `pep523_backend::type_lookup`); through the `__mro__` and
-/// `__dict__` attributes where the type has no MRO yet or is not a type.
+/// `__dict__` attributes where the type is not ready yet or is not a type.
 pub fn type_lookup<'py>(
     ty: &Bound<'py, PyAny>,
     name: &Bound<'py, PyString>,

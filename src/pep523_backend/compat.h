@@ -273,8 +273,9 @@ static inline void fh_compat_assign_type_version(PyTypeObject *type)
 }
 
 /* `name` found along `type`'s MRO by CPython's own lookup (its method cache), a new
- * reference, or NULL (no error set) where no class has it. 3.13+ return a reference
- * taken under the type's lock (free-threaded builds); before, a borrowed one. */
+ * reference, or NULL (no error set) where no class has it: `_PyType_LookupRef` from 3.13
+ * (a strong reference, safe on free-threaded builds), `_PyType_Lookup`'s borrowed one
+ * taken before. */
 static inline PyObject *fh_compat_type_lookup(PyTypeObject *type, PyObject *name)
 {
 #if PY_VERSION_HEX >= 0x030D0000

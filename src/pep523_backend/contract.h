@@ -201,7 +201,7 @@ unsigned int fh_type_version(PyObject *type, int assign);
  * not immutable), else 0 (builtin types). */
 int fh_type_is_mutable(PyObject *type);
 
-/* `name` (a str) found along the MRO of `type`, whose `tp_mro` is set, as
+/* `name` (a str) found along the MRO of `type`, a ready type, as
  * type.__getattribute__ finds it (CPython's method cache): a new reference, or NULL (no
  * error set) where no class has it. */
 PyObject *fh_type_lookup(PyObject *type, PyObject *name);

@@ -314,19 +314,19 @@ pub fn function_part<'py>(function: &Bound<'py, PyAny>, part: FunctionPart) -> O
 
 /// The attribute `name` of the class `ty` as `type.__getattribute__` finds it: the first
 /// class of its MRO whose own dict has it, by CPython's own lookup (its method cache). None
-/// where the type has no MRO yet (a type being made), for the caller to look it up the slow
-/// way.
+/// where the type is not ready (a type being made, whose MRO may not be set: CPython's
+/// lookup would make it ready), for the caller to look it up the slow way.
 pub fn type_lookup<'py>(
     ty: &Bound<'py, PyType>,
     name: &Bound<'py, PyString>,
 ) -> Option<Option<Bound<'py, PyAny>>> {
-    // SAFETY: `ty` is a live type; reading whether its `tp_mro` is set (CPython sets it once
-    // the type is ready and clears it only when the type is torn down).
-    if unsafe { (*ty.as_type_ptr()).tp_mro }.is_null() {
+    // SAFETY: `ty` is a live type; its flags are read as CPython reads them (atomically on
+    // free-threaded builds).
+    if unsafe { ffi::PyType_GetFlags(ty.as_type_ptr()) } & ffi::Py_TPFLAGS_READY == 0 {
         return None;
     }
-    // SAFETY: attached; a live type with its MRO set and a str name; a new reference, or
-    // NULL with no error set.
+    // SAFETY: attached; a live, ready type and a str name; a new reference, or NULL with no
+    // error set.
     let found = unsafe {
         Bound::from_owned_ptr_or_opt(ty.py(), contract::fh_type_lookup(ty.as_ptr(), name.as_ptr()))
     };

@@ -1,7 +1,7 @@
 //! Python objects the VM compares with and calls, looked up once per process.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::hookapi::pyobject::{import, imported};
 use crate::sot::translator::pyutil::{builtin, interned};
@@ -142,7 +142,7 @@ impl<'py> Known<'py> {
     /// Whether `function` is the `operator` module's function `name` (looked up in the
     /// module's namespace: most functions asked about are not there, and a failed
     /// attribute read makes an exception).
-    pub fn is_op_named(&self, name: &Bound<'py, PyAny>, function: &Bound<'py, PyAny>) -> bool {
+    pub fn is_op_named(&self, name: &Bound<'py, PyString>, function: &Bound<'py, PyAny>) -> bool {
         self.operator_namespace
             .get_item(name)
             .ok()

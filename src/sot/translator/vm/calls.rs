@@ -798,15 +798,18 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let Ok(name) = obj.getattr(pyo3::intern!(self.py, "__name__")) else {
+        // A plain str (a subclass's hash or equality would run its code in the lookup).
+        let Some(name) = obj
+            .getattr(pyo3::intern!(self.py, "__name__"))
+            .ok()
+            .and_then(|name| name.cast_into_exact::<PyString>().ok())
+        else {
             return Ok(None);
         };
         if !kwargs.is_empty() || !self.ops.is_op_named(&name, obj) {
             return Ok(None);
         }
-        let Ok(name) = name.extract::<String>() else {
-            return Ok(None);
-        };
+        let name = name.to_str()?.to_owned();
         let binary = BINARY_OPS
             .iter()
             .flat_map(|op| [(*op, false), (*op, true)])
