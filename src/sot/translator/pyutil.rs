@@ -98,34 +98,25 @@ fn read_once<'py>(
         .map(|found| found.bind(py).clone())
 }
 
-/// `types.FunctionType`.
-pub fn function_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    read_once(&CELL, py, "types", "FunctionType")
+/// One function per entry, `name(py)`, giving `module.attribute` read once.
+macro_rules! read_once_functions {
+    ($($name:ident = $module:literal . $attribute:literal;)*) => {
+        $(
+            #[doc = concat!("`", $module, ".", $attribute, "`, read once.")]
+            pub fn $name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+                static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+                read_once(&CELL, py, $module, $attribute)
+            }
+        )*
+    };
 }
 
-/// `types.CellType`.
-pub fn cell_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    read_once(&CELL, py, "types", "CellType")
-}
-
-/// `types.MethodType`.
-pub fn method_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    read_once(&CELL, py, "types", "MethodType")
-}
-
-/// `functools.partial`.
-pub fn partial_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    read_once(&CELL, py, "functools", "partial")
-}
-
-/// `weakref.ref`.
-pub fn weak_ref_type(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-    read_once(&CELL, py, "weakref", "ref")
+read_once_functions! {
+    function_type = "types"."FunctionType";
+    cell_type = "types"."CellType";
+    method_type = "types"."MethodType";
+    partial_type = "functools"."partial";
+    weak_ref_type = "weakref"."ref";
 }
 
 /// Whether `obj` is the builtin `name` as framehook found it at import (no error made for
