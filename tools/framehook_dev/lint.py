@@ -12,7 +12,9 @@
   pinned in ``tools/requirements-lint.txt``.
 * ``stubtest``: ``mypy.stubtest`` of the hand-written stubs (``framehook``, and the profiler
   example's ``hookprof._native``) against the build users get (without the cargo feature
-  ``testing``), built and installed in the matrix's 3.12 venv by the matrix's functions, with
+  ``testing``), built and installed by the matrix's functions in a 3.12 venv and build
+  directory of its own (``venvs/3.12-stubtest``: installed in the matrix's 3.12 venv, it
+  replaced the test build under a ``make test`` running beside it), with
   ``tools/stubtest-allowlist.txt``; mypy pinned in ``tools/requirements-stubtest.txt``. One
   interpreter is enough: the stubs describe the API, which is the same on all.
 
@@ -23,6 +25,7 @@ and exits 1 when a step failed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -98,7 +101,9 @@ def _ensure_mypy(target: matrix.Target) -> None:
 
 def stubtest() -> tuple[bool, str]:
     try:
-        target = matrix.resolve(STUBTEST_PYTHON)
+        tested = matrix.resolve(STUBTEST_PYTHON)
+        target = dataclasses.replace(tested, name=f"{tested.name}-stubtest",
+                                     venv=tested.venv.with_name(f"{tested.venv.name}-stubtest"))
         matrix.ensure_venv(target)
         matrix.build_and_install(target, testing=False)
         _ensure_mypy(target)
