@@ -1,26 +1,46 @@
 //! The VM's values by id, in chunks that the snapshots taken of them share, and the chunks
 //! in groups that the snapshots share too: a snapshot copies the groups' pointers, not the
-//! values, and a group (its chunks' pointers) and a chunk are copied when first changed
-//! after one (the VM takes a snapshot before each instruction of the translated frame and
+//! values (the VM takes a snapshot before each instruction of the translated frame and
 //! before each call an inlined frame could resume at, and changes few values between two).
+//! A value changed after a snapshot copies its chunk (and its group's chunk pointers); a
+//! value added goes into the first free slot of the last chunk, shared or not, where no
+//! other state has added one there (each slot is written once): only then is the chunk
+//! copied, up to what this state holds.
 
+use std::cell::OnceCell;
 use std::ops::{Index, IndexMut};
 use std::rc::Rc;
 
 use super::value::Val;
 
-/// Values per chunk. The first value added after a snapshot copies the last chunk (inlined
-/// frames take one before each call they could resume at): 64 made that copy a thirtieth
-/// of a first call with breaks.
+/// Values per chunk. A change after a snapshot copies its chunk: 64 made that copy a
+/// thirtieth of a first call with breaks.
 const CHUNK: usize = 16;
 /// Chunks per group. A snapshot copies a pointer per group: with one per chunk, copying
 /// them (and dropping the copies) was a tenth of a simulated loop's instructions once a
-/// translation held thousands of values; the first change after a snapshot copies a
-/// group's pointers as well as the chunk.
+/// translation held thousands of values; the first new chunk or change after a snapshot
+/// copies a group's pointers.
 const GROUP: usize = 32;
 const GROUP_VALUES: usize = CHUNK * GROUP;
 
-type Chunk<'py> = Rc<Vec<Val<'py>>>;
+/// A chunk's slots, each written once: the states sharing the chunk read only the slots
+/// below their length, so a slot past all of them is free to fill in place.
+type Chunk<'py> = Rc<[OnceCell<Val<'py>>; CHUNK]>;
+
+fn empty_chunk<'py>() -> Chunk<'py> {
+    Rc::new(std::array::from_fn(|_| OnceCell::new()))
+}
+
+/// A new chunk holding `chunk`'s first `count` values.
+fn copied<'py>(chunk: &Chunk<'py>, count: usize) -> Chunk<'py> {
+    let copy = empty_chunk();
+    for (to, from) in copy.iter().zip(&chunk[..count]) {
+        if let Some(value) = from.get() {
+            let _ = to.set(value.clone());
+        }
+    }
+    copy
+}
 
 #[derive(Clone, Default)]
 pub struct Values<'py> {
@@ -41,38 +61,46 @@ impl<'py> Values<'py> {
         if self.len % GROUP_VALUES == 0 {
             self.groups.push(Rc::new(Vec::with_capacity(GROUP)));
         }
-        let group = Rc::make_mut(self.groups.last_mut().expect("a group has room"));
-        if self.len % CHUNK == 0 {
-            group.push(Rc::new(Vec::with_capacity(CHUNK)));
+        let slot = self.len % CHUNK;
+        let group = self.groups.last_mut().expect("a group has room");
+        if slot == 0 {
+            Rc::make_mut(group).push(empty_chunk());
         }
-        let last = group.last_mut().expect("a chunk has room");
-        if Rc::get_mut(last).is_none() {
-            // Shared with a snapshot: copied with the chunk's full capacity (a plain clone
-            // has only its length's, and the push would grow it again).
-            let mut copy = Vec::with_capacity(CHUNK);
-            copy.extend(last.iter().cloned());
-            *last = Rc::new(copy);
+        let chunk = group.last().expect("a chunk has room");
+        if let Err(value) = chunk[slot].set(value) {
+            // Another state sharing the chunk added a value here: this state's own copy.
+            let copy = copied(chunk, slot);
+            let _ = copy[slot].set(value);
+            *Rc::make_mut(group).last_mut().expect("a chunk has room") = copy;
         }
-        Rc::get_mut(last).expect("not shared").push(value);
         self.len += 1;
     }
 
     pub fn get(&self, index: usize) -> Option<&Val<'py>> {
-        self.groups
-            .get(index / GROUP_VALUES)?
-            .get(index % GROUP_VALUES / CHUNK)?
-            .get(index % CHUNK)
+        if index >= self.len {
+            return None;
+        }
+        self.groups[index / GROUP_VALUES][index % GROUP_VALUES / CHUNK][index % CHUNK].get()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Val<'py>> {
+        // Every chunk but the last is full; the last's slots past `len` are not this state's.
         self.groups
             .iter()
             .flat_map(|group| group.iter())
             .flat_map(|chunk| chunk.iter())
+            .take(self.len)
+            .map(|slot| slot.get().expect("a value held"))
+    }
+
+    /// How many of the chunk at `chunk` (its index among all) this state holds.
+    fn held_in(&self, chunk: usize) -> usize {
+        (self.len - chunk * CHUNK).min(CHUNK)
     }
 
     /// The ids of the values that may differ between `self` and `other` (a snapshot of an
-    /// earlier state), among the first `other.len()`: those of the chunks not shared.
+    /// earlier state), among the first `other.len()`: those of the chunks not shared (a
+    /// shared chunk's values below both lengths are the same: a change copies it).
     pub fn maybe_changed<'a>(&'a self, other: &'a Values<'py>) -> impl Iterator<Item = usize> + use<'a, 'py> {
         other
             .groups
@@ -80,14 +108,15 @@ impl<'py> Values<'py> {
             .zip(&self.groups)
             .enumerate()
             .filter(|(_, (old, new))| !Rc::ptr_eq(old, new))
-            .flat_map(|(group, (old, new))| {
+            .flat_map(move |(group, (old, new))| {
                 old.iter()
                     .zip(new.iter())
                     .enumerate()
                     .filter(|(_, (old, new))| !Rc::ptr_eq(old, new))
-                    .flat_map(move |(chunk, (old, _))| {
-                        let first = group * GROUP_VALUES + chunk * CHUNK;
-                        first..first + old.len()
+                    .flat_map(move |(chunk, _)| {
+                        let at = group * GROUP + chunk;
+                        let first = at * CHUNK;
+                        first..first + other.held_in(at)
                     })
             })
     }
@@ -97,16 +126,26 @@ impl<'py> Index<usize> for Values<'py> {
     type Output = Val<'py>;
 
     fn index(&self, index: usize) -> &Val<'py> {
-        &self.groups[index / GROUP_VALUES][index % GROUP_VALUES / CHUNK][index % CHUNK]
+        self.get(index)
+            .unwrap_or_else(|| panic!("no value {index} among {}", self.len))
     }
 }
 
 impl<'py> IndexMut<usize> for Values<'py> {
-    /// The value, in a group and a chunk of this state's own (copied if a snapshot shares
-    /// them).
+    /// The value, in a group and a chunk of this state's own (copied, up to what this state
+    /// holds, where a snapshot shares them).
     fn index_mut(&mut self, index: usize) -> &mut Val<'py> {
+        assert!(index < self.len, "no value {index} among {}", self.len);
+        let at = index / CHUNK;
+        let held = self.held_in(at);
         let group = Rc::make_mut(&mut self.groups[index / GROUP_VALUES]);
-        &mut Rc::make_mut(&mut group[index % GROUP_VALUES / CHUNK])[index % CHUNK]
+        let chunk = &mut group[index % GROUP_VALUES / CHUNK];
+        if Rc::get_mut(chunk).is_none() {
+            *chunk = copied(chunk, held);
+        }
+        Rc::get_mut(chunk).expect("not shared")[index % CHUNK]
+            .get_mut()
+            .expect("a value held")
     }
 }
 
@@ -140,10 +179,36 @@ mod tests {
         assert_eq!(nulls(&before), CHUNK * 2 + 3);
         assert_eq!(nulls(&values), CHUNK * 2 + 3);
         assert!(matches!(values[5], Val::Tuple(_)) && matches!(before[5], Val::Null));
-        // Only the changed chunks are looked at: the first, and the last (pushed into).
+        // Only the changed chunk is looked at: the last was added to in place.
         let changed: Vec<usize> = values.maybe_changed(&before).collect();
-        assert_eq!(changed.len(), CHUNK + 3);
-        assert!(changed.contains(&5) && !changed.contains(&CHUNK));
+        assert_eq!(changed, (0..CHUNK).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn values_added_after_a_copy_go_in_place_until_another_state_adds_there() {
+        let mut values = Values::default();
+        for _ in 0..CHUNK + 3 {
+            values.push(Val::Null);
+        }
+        let before = values.clone();
+        values.push(Val::Tuple(vec![]));
+        // Added in place: the copy still shares the chunk and does not see the value.
+        assert!(std::rc::Rc::ptr_eq(&values.groups[0][1], &before.groups[0][1]));
+        assert_eq!((before.len(), before.get(CHUNK + 3).is_none()), (CHUNK + 3, true));
+        assert_eq!(before.iter().count(), CHUNK + 3);
+        // The copy adding where the other state did gets a chunk of its own, with its values.
+        let mut again = before.clone();
+        again.push(Val::Null);
+        assert!(!std::rc::Rc::ptr_eq(&again.groups[0][1], &values.groups[0][1]));
+        assert!(matches!(again[CHUNK + 3], Val::Null) && matches!(values[CHUNK + 3], Val::Tuple(_)));
+        assert_eq!((nulls(&again), nulls(&values)), (CHUNK + 4, CHUNK + 3));
+        // A change copies only what the state holds, and the others keep theirs.
+        values[CHUNK] = Val::Tuple(vec![]);
+        assert!(matches!(before[CHUNK], Val::Null) && matches!(again[CHUNK], Val::Null));
+        assert_eq!(
+            values.maybe_changed(&before).collect::<Vec<_>>(),
+            (CHUNK..CHUNK + 3).collect::<Vec<_>>()
+        );
     }
 
     #[test]
@@ -164,11 +229,9 @@ mod tests {
         assert!(before.get(GROUP_VALUES * 2 + CHUNK + 1).is_none());
         assert_eq!(nulls(&before), GROUP_VALUES * 2 + CHUNK + 1);
         assert_eq!(nulls(&values), GROUP_VALUES * 2 + CHUNK + 1);
-        // The chunk changed and the last one, pushed into; no other of their groups.
+        // The chunk changed; not the last one, added to in place, nor any other.
         let changed: Vec<usize> = values.maybe_changed(&before).collect();
         let first = GROUP_VALUES + CHUNK * 3;
-        let last = GROUP_VALUES * 2 + CHUNK;
-        let expected: Vec<usize> = (first..first + CHUNK).chain(last..last + 1).collect();
-        assert_eq!(changed, expected);
+        assert_eq!(changed, (first..first + CHUNK).collect::<Vec<_>>());
     }
 }
