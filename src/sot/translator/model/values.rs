@@ -33,13 +33,10 @@ fn empty_chunk<'py>() -> Chunk<'py> {
 
 /// A new chunk holding `chunk`'s first `count` values.
 fn copied<'py>(chunk: &Chunk<'py>, count: usize) -> Chunk<'py> {
-    let copy = empty_chunk();
-    for (to, from) in copy.iter().zip(&chunk[..count]) {
-        if let Some(value) = from.get() {
-            let _ = to.set(value.clone());
-        }
-    }
-    copy
+    Rc::new(std::array::from_fn(|slot| match slot < count {
+        true => chunk[slot].clone(),
+        false => OnceCell::new(),
+    }))
 }
 
 #[derive(Clone, Default)]
@@ -69,8 +66,8 @@ impl<'py> Values<'py> {
         let chunk = group.last().expect("a chunk has room");
         if let Err(value) = chunk[slot].set(value) {
             // Another state sharing the chunk added a value here: this state's own copy.
-            let copy = copied(chunk, slot);
-            let _ = copy[slot].set(value);
+            let mut copy = copied(chunk, slot);
+            Rc::get_mut(&mut copy).expect("a new chunk")[slot] = OnceCell::from(value);
             *Rc::make_mut(group).last_mut().expect("a chunk has room") = copy;
         }
         self.len += 1;
