@@ -7,9 +7,9 @@ use super::cache::Action;
 use super::codegen;
 use super::model::code::{is_resume_local, ResumeKey};
 use super::model::frame::BreakPoint;
+use super::model::known::held;
 use super::model::step::{LoopSpan, Step};
 use super::model::value::{Val, Vid};
-use super::pyutil::{function_type, weak_ref_type};
 use super::translation::Translation;
 use super::vm::Vm;
 use crate::hookapi::pyobject::StrongRef;
@@ -441,9 +441,12 @@ impl<'py> Translation<'_, 'py, '_> {
                 let target = if has_closure {
                     resume_code
                 } else {
-                    function_type(py)?.call1((resume_code, self.frame_globals()?))?
+                    held(py)?
+                        .function_type
+                        .bind(py)
+                        .call1((resume_code, self.frame_globals()?))?
                 };
-                let weak = weak_ref_type(py)?.call1((&target,))?;
+                let weak = held(py)?.weak_ref_type.bind(py).call1((&target,))?;
                 let mut resumes = cache.resumes.lock();
                 resumes.retain(|(k, _)| *k != key);
                 resumes.push((key, StrongRef::from_owned(weak)));

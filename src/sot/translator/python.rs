@@ -15,7 +15,8 @@ use pyo3::types::{PyCode, PyDict, PyTuple};
 use super::compile;
 use super::cost::{CostModel, Route};
 use super::hook::Translator;
-use super::pyutil::{cell_type, function_type, method_type, partial_type, BUILTINS};
+use super::model::known::held;
+use super::pyutil::BUILTINS;
 use super::session::Config;
 use crate::hookapi::pyobject::{
     ffi_body, import, instance_value, method, parse_arguments, slot, CTable, NativeType, NativeValue,
@@ -417,21 +418,22 @@ fn _sot_resumed_in<'py>(
     _kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = callee.py();
-    let (method, partial) = (method_type(py)?, partial_type(py)?);
+    let held = held(py)?;
+    let (method, partial) = (held.method_type.bind(py), held.partial_type.bind(py));
     let mut function = callee.clone();
     for _ in 0..8 {
         if function.is_exact_instance_of::<pyo3::types::PyFunction>() {
             break;
-        } else if function.is_instance(&method)? {
+        } else if function.is_instance(method)? {
             function = function.getattr(pyo3::intern!(py, "__func__"))?;
-        } else if function.is_instance(&partial)? {
+        } else if function.is_instance(partial)? {
             function = function.getattr(pyo3::intern!(py, "func"))?;
         } else {
             break;
         }
     }
     let marker = super::model::code::unbound_marker(py)?;
-    let cell_type = cell_type(py)?;
+    let cell_type = held.cell_type.bind(py);
     let mut closure = Vec::new();
     for content in contents.iter() {
         closure.push(match content.is(&marker) {
@@ -445,7 +447,10 @@ fn _sot_resumed_in<'py>(
     }
     let name = code.getattr(pyo3::intern!(py, "co_name"))?;
     let globals = function.getattr(pyo3::intern!(py, "__globals__"))?;
-    let bridge = function_type(py)?.call1((code, globals, name, py.None(), PyTuple::new(py, closure)?))?;
+    let bridge =
+        held.function_type
+            .bind(py)
+            .call1((code, globals, name, py.None(), PyTuple::new(py, closure)?))?;
     _sot_resumed(&bridge, handed, _args, _kwargs)
 }
 
@@ -564,7 +569,10 @@ fn run_again<'py>(
         return Err(PyErr::from_value(exception.clone()));
     }
     let none = py.None().into_bound(py);
-    let function = function_type(py)?.call1((code, globals, &none, &none, closure))?;
+    let function = held(py)?
+        .function_type
+        .bind(py)
+        .call1((code, globals, &none, &none, closure))?;
     let layout = super::model::code::Parameters::of(code)?;
     let varnames = code.getattr(pyo3::intern!(code.py(), "co_varnames"))?;
     let mut args: Vec<Bound<'py, PyAny>> = parameters.iter().take(layout.positional).collect();

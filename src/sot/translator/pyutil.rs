@@ -86,39 +86,6 @@ pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> 
         .ok_or_else(|| PyRuntimeError::new_err(format!("framehook: no builtin named {name}")))
 }
 
-/// `module.name` read once into `cell`: a type or function of the standard library that
-/// never changes (generated code and resume functions use them at each call).
-fn read_once<'py>(
-    cell: &'static pyo3::sync::PyOnceLock<Py<PyAny>>,
-    py: Python<'py>,
-    module: &str,
-    name: &str,
-) -> PyResult<Bound<'py, PyAny>> {
-    cell.get_or_try_init(py, || Ok(import(py, module)?.getattr(name)?.unbind()))
-        .map(|found| found.bind(py).clone())
-}
-
-/// One function per entry, `name(py)`, giving `module.attribute` read once.
-macro_rules! read_once_functions {
-    ($($name:ident = $module:literal . $attribute:literal;)*) => {
-        $(
-            #[doc = concat!("`", $module, ".", $attribute, "`, read once.")]
-            pub fn $name(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-                static CELL: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
-                read_once(&CELL, py, $module, $attribute)
-            }
-        )*
-    };
-}
-
-read_once_functions! {
-    function_type = "types"."FunctionType";
-    cell_type = "types"."CellType";
-    method_type = "types"."MethodType";
-    partial_type = "functools"."partial";
-    weak_ref_type = "weakref"."ref";
-}
-
 /// Whether `obj` is the builtin `name` as framehook found it at import (no error made for
 /// a name that is none: most callables asked about are not builtins).
 pub fn is_builtin_named(obj: &Bound<'_, PyAny>, name: &str) -> bool {

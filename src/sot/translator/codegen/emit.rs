@@ -13,7 +13,8 @@ use pyo3::types::{PyBytes, PyDict, PyInt, PyString, PyTuple};
 use crate::hookapi::pyobject::{import, replace_code};
 use crate::sot::translator::guard::check::is_value_type;
 use crate::sot::translator::model::code::null_substitute;
-use crate::sot::translator::pyutil::{builtin, function_type, interned};
+use crate::sot::translator::model::known::held;
+use crate::sot::translator::pyutil::{builtin, interned};
 
 /// The name of the generated code's local holding the graph's outputs.
 pub const OUTPUTS_LOCAL: &str = "__sot_graph_outputs";
@@ -334,7 +335,7 @@ pub trait Emit<'py>: Sized {
                     return Ok(());
                 }
                 // types.FunctionType(code, globals(), name, None, closure)
-                let function_type = function_type(py)?;
+                let function_type = held(py)?.function_type.bind(py).clone();
                 let globals = builtin(py, "globals")?;
                 e.call_constant(function_type, |e| {
                     let name = target.getattr(pyo3::intern!(target.py(), "co_name"))?;

@@ -12,8 +12,9 @@ use crate::sot::translator::guard::source::{Source, SourceId};
 use crate::sot::translator::kinds::{kind_of, made_exception};
 use crate::sot::translator::model::code::{Parameters, MAX_NESTING};
 use crate::sot::translator::model::frame::{DictOp, SideEffect};
+use crate::sot::translator::model::known::held;
 use crate::sot::translator::model::value::{Val, Vid};
-use crate::sot::translator::pyutil::{builtin, cell_type, function_type};
+use crate::sot::translator::pyutil::builtin;
 
 use super::emit::{Emit, Writer, OUTPUTS_LOCAL};
 use super::plan::{
@@ -756,7 +757,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             if content.is_some_and(|content| self.reaches_unmade(&[content], later)) {
                 return Err(self.cannot_rebuild(vid, "a closure over a cell holding a value made after it"));
             }
-            let cell_type = cell_type(py)?;
+            let cell_type = held(py)?.cell_type.bind(py).clone();
             self.call_constant(cell_type, |e| match content {
                 Some(content) => e.value(content).map(|()| 1),
                 None => Ok(0),
@@ -786,7 +787,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
             .map(|cell| self.cell_place(*cell))
             .collect::<Option<Vec<CellPlace>>>()
             .ok_or_else(|| self.cannot_rebuild(vid, "a closure over cells of an inlined function"))?;
-        let function_type = function_type(py)?;
+        let function_type = held(py)?.function_type.bind(py).clone();
         let (code, name, defaults) = (
             function.code.clone(),
             function.name.clone(),

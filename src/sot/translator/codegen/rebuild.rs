@@ -12,9 +12,10 @@ use crate::hookapi::pyobject::import;
 use crate::sot::translator::guard::source::SourceId;
 use crate::sot::translator::kinds::Rebuild;
 use crate::sot::translator::model::frame::{GeneratorState, SideEffect};
+use crate::sot::translator::model::known::held;
 use crate::sot::translator::model::value::Val;
 use crate::sot::translator::model::{Sym, Vid};
-use crate::sot::translator::pyutil::{builtin, function_type};
+use crate::sot::translator::pyutil::builtin;
 
 impl<'py> Rebuild<'py> for Emitter<'_, 'py> {
     fn py(&self) -> Python<'py> {
@@ -117,7 +118,7 @@ impl<'py> Rebuild<'py> for Emitter<'_, 'py> {
             .map(|(vid, _)| *vid)
             .chain(key.live.iter().map(|var| frame.locals[*var]))
             .collect();
-        let function_type = function_type(py)?;
+        let function_type = held(py)?.function_type.bind(py).clone();
         let function = match closure.is_empty() {
             true => Some(function_type.call1((&code, &frame.globals))?),
             false => None,

@@ -224,10 +224,9 @@ impl ResumeVars {
                 .collect(),
         };
         let (handed_on, condition_var) = bridge_locals(&mut new_vars, &names, key, bridge);
-        let new_all: Vec<String> = new_vars.all().iter().map(|s| s.to_string()).collect();
         // Each name's first place among the resume function's variables.
         let mut new_index: FxHashMap<&str, u32> = FxHashMap::default();
-        for (index, name) in new_all.iter().enumerate().rev() {
+        for (index, name) in new_vars.all().into_iter().enumerate().rev() {
             new_index.insert(name, index as u32);
         }
         let var_of = |name: &String| *new_index.get(name.as_str()).expect("every variable survives");

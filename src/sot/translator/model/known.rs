@@ -8,11 +8,15 @@ use crate::sot::translator::pyutil::{builtin, interned};
 
 /// The struct of objects the VM uses (`Known`, bound for a translation) and the one held
 /// for the process (`Held`), from one list: each name, its type, and how it is looked up
-/// (given the modules bound to the names in the header).
+/// (given the modules bound to the names in the header). The objects after `@held_only`
+/// are held, never bound for a translation (code generation and the generated code's
+/// helpers read them through `held`).
 macro_rules! known_objects {
     (
         ($py:ident, $types:ident, $collections:ident, $object:ident, $operator:ident)
         $( $(#[$doc:meta])* $name:ident: $ty:ty = $init:expr; )*
+        @held_only
+        $( $(#[$held_doc:meta])* $held_name:ident: $held_ty:ty = $held_init:expr; )*
     ) => {
         /// Python objects the VM uses: looked up once for the process (types, modules and
         /// functions whose identity never changes), bound for each translation.
@@ -23,8 +27,10 @@ macro_rules! known_objects {
             pub copy_copy: Option<Bound<'py, PyAny>>,
         }
 
-        struct Held {
-            $( $name: Py<$ty>, )*
+        /// The objects as held for the process (`held`).
+        pub struct Held {
+            $( pub $name: Py<$ty>, )*
+            $( $(#[$held_doc])* pub $held_name: Py<$held_ty>, )*
         }
 
         impl Held {
@@ -33,7 +39,10 @@ macro_rules! known_objects {
                 let $collections = import($py, "collections")?;
                 let $object = builtin($py, "object")?;
                 let $operator = import($py, "operator")?;
-                Ok(Self { $( $name: { let found: Bound<'_, $ty> = $init; found.unbind() }, )* })
+                Ok(Self {
+                    $( $name: { let found: Bound<'_, $ty> = $init; found.unbind() }, )*
+                    $( $held_name: { let found: Bound<'_, $held_ty> = $held_init; found.unbind() }, )*
+                })
             }
 
             fn bind<'py>(&self, py: Python<'py>) -> Known<'py> {
@@ -111,14 +120,26 @@ known_objects! {
     /// instances, or another module's partial type, are their own).
     partial_type: PyAny = import(py, "framehook.sot._translate")?.getattr("_partial_type")?;
     none: PyAny = py.None().into_bound(py);
+    @held_only
+    /// `types.CellType`: the cells of closures the generated code makes.
+    cell_type: PyAny = types.getattr(pyo3::intern!(py, "CellType"))?;
+    /// `weakref.ref`: how a code's resume functions are kept.
+    weak_ref_type: PyAny = import(py, "weakref")?.getattr("ref")?;
 }
 
 /// Looked up at the process's first translation.
 static HELD: pyo3::sync::PyOnceLock<Held> = pyo3::sync::PyOnceLock::new();
 
+/// The objects held for the process, one at a time, without binding the rest: for code
+/// that runs where no translation's `Known` is bound (code generation, the helpers the
+/// generated code calls).
+pub fn held(py: Python<'_>) -> PyResult<&'static Held> {
+    HELD.get_or_try_init(py, || Held::look_up(py))
+}
+
 impl<'py> Known<'py> {
     pub fn new(py: Python<'py>) -> PyResult<Self> {
-        Ok(HELD.get_or_try_init(py, || Held::look_up(py))?.bind(py))
+        Ok(held(py)?.bind(py))
     }
 
     pub fn op(&self, name: &str) -> PyResult<Bound<'py, PyAny>> {
