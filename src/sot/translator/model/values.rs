@@ -43,6 +43,9 @@ fn copied<'py>(chunk: &Chunk<'py>, count: usize) -> Chunk<'py> {
 pub struct Values<'py> {
     groups: Vec<Rc<Vec<Chunk<'py>>>>,
     len: usize,
+    /// The ids of the values made generators, in order: a generator is a value made so
+    /// (`push`), never one changed into (so that asking needs no look at every value).
+    generators: Vec<usize>,
 }
 
 impl<'py> Values<'py> {
@@ -55,6 +58,9 @@ impl<'py> Values<'py> {
     }
 
     pub fn push(&mut self, value: Val<'py>) {
+        if matches!(value, Val::Generator(_)) {
+            self.generators.push(self.len);
+        }
         if self.len % GROUP_VALUES == 0 {
             self.groups.push(Rc::new(Vec::with_capacity(GROUP)));
         }
@@ -88,6 +94,18 @@ impl<'py> Values<'py> {
             .flat_map(|chunk| chunk.iter())
             .take(self.len)
             .map(|slot| slot.get().expect("a value held"))
+    }
+
+    /// The ids of the values made generators, in order (one may have changed since).
+    pub fn generators(&self) -> &[usize] {
+        debug_assert!(
+            self.iter()
+                .enumerate()
+                .filter(|(_, value)| matches!(value, Val::Generator(_)))
+                .all(|(vid, _)| self.generators.contains(&vid)),
+            "a value was changed into a generator"
+        );
+        &self.generators
     }
 
     /// How many of the chunk at `chunk` (its index among all) this state holds.

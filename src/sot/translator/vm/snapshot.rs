@@ -89,13 +89,13 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// state (a `Snapshot` holds the same one).
     pub(super) fn generator_positions(&self) -> Vec<(Vid, usize, bool)> {
         self.values
+            .generators()
             .iter()
-            .enumerate()
-            .filter_map(|(vid, value)| match value {
+            .filter_map(|vid| match &self.values[*vid] {
                 Val::Generator(state) => state
                     .try_borrow()
                     .ok()
-                    .map(|state| (vid, state.frame.pc, state.finished)),
+                    .map(|state| (*vid, state.frame.pc, state.finished)),
                 _ => None,
             })
             .collect()
