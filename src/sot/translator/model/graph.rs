@@ -1,6 +1,8 @@
 //! The graph a translation records: its inputs, its nodes (backend operations), and
 //! which of its values the generated code needs.
 
+use std::rc::Rc;
+
 use pyo3::prelude::*;
 
 use super::Sym;
@@ -89,7 +91,9 @@ pub struct Node<'py> {
 pub struct Graph<'py> {
     /// Per input symbol, the source it is read from.
     pub inputs: Vec<SourceId>,
-    pub nodes: Vec<Node<'py>>,
+    /// Shared with the snapshots of the graph (a change after one copies pointers, not
+    /// nodes: a snapshot precedes each instruction of the translated frame).
+    pub nodes: Vec<Rc<Node<'py>>>,
     /// The regions entered, in order (kept with the nodes: a snapshot takes both back).
     pub regions: Vec<Region<'py>>,
     /// Per `Assumption` node, in order, the top frame's instruction that made it: where the
@@ -138,15 +142,16 @@ impl<'py> Graph<'py> {
                 continue;
             }
             live[index] = true;
-            node.clone().visit_syms(&mut |sym| needed[*sym] = true);
+            Node::clone(node).visit_syms(&mut |sym| needed[*sym] = true);
         }
         let mut renumbered: Vec<Sym> = (0..inputs).collect();
         let mut nodes = Vec::with_capacity(self.nodes.len());
         for (node, live) in self.nodes.iter().zip(live) {
             if live {
-                let mut node = node.clone();
-                node.visit_syms(&mut |sym| *sym = renumbered[*sym]);
-                renumbered.push(inputs + nodes.len());
+                let mut node = Rc::clone(node);
+                let moved = inputs + nodes.len();
+                Rc::make_mut(&mut node).visit_syms(&mut |sym| *sym = renumbered[*sym]);
+                renumbered.push(moved);
                 nodes.push(node);
             } else {
                 // Never read: no live node needs a dead one.

@@ -108,7 +108,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         for node in &mut self.graph_mut().nodes {
-            node.visit_syms(&mut |sym| shift(sym));
+            std::rc::Rc::make_mut(node).visit_syms(&mut |sym| shift(sym));
         }
         inputs
     }
@@ -284,14 +284,14 @@ impl<'py, 'b> Vm<'py, 'b> {
     ) -> Sym {
         let line = self.location.0;
         let filename = self.location.1.to_string();
-        self.graph_mut().nodes.push(Node {
+        self.graph_mut().nodes.push(std::rc::Rc::new(Node {
             function: function.clone(),
             args,
             kwargs,
             kind,
             line,
             filename,
-        });
+        }));
         self.graph.symbol_count() - 1
     }
 
