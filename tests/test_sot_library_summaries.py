@@ -27,6 +27,7 @@ _LOG = io.StringIO()
 
 _LIBRARY_SOURCE = '''
 import dataclasses
+import math
 
 KNOWN = {}
 CALLS = []
@@ -132,6 +133,28 @@ def make_tags_holding(x, held):
     return tags
 
 
+MODE = {"dispatch": False}
+
+
+def namespace_of(x):
+    """A module of its globals and a flag, as scikit-learn's get_namespace gives
+    (array_api_compat's numpy, False) where array-API dispatch is off."""
+    if not MODE["dispatch"]:
+        return math, False
+    return dataclasses, True
+
+
+def dispatch_enabled():
+    """A setting, given as it is read (scikit-learn's _routing_enabled)."""
+    return MODE["dispatch"]
+
+
+def device_of(x):
+    """As scikit-learn's device: what numpy's arrays give for any shape (numpy 2's
+    "cpu"; numpy 1's arrays have no device)."""
+    return x.device if hasattr(x, "device") else None
+
+
 def counts_then_prints(x):
     """Simulated a long way before what stops it: a print."""
     total = 0
@@ -163,6 +186,8 @@ def _library_state():
     LIB.KNOWN.clear()
     LIB.CALLS.clear()
     LIB.HOLDER.registered = None
+    LIB.MODE["dispatch"] = False
+    LIB.math = sys.modules["math"]
 
 
 def _mark_known_and_break():
@@ -346,21 +371,74 @@ def test_a_summary_whose_guards_fail_on_the_call_is_not_replayed():
         LIB.CONFIG["assume_finite"] = False
 
 
+def asks_the_namespace_twice(x):
+    xp, compliant = LIB.namespace_of(x)
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    again, compliant_again = LIB.namespace_of(x)
+    return (x + 1.0 if again is xp and not compliant_again else x - 1.0), again, compliant_again
+
+
+def test_a_call_giving_an_object_of_its_module_is_given_again_through_its_path():
+    """namespace_of gives a module of its globals in a tuple it made: its summary makes a
+    new tuple holding what the new call's function reads there, so that the module being
+    replaced later (or the setting changing) is seen."""
+    x = np.arange(3.0)
+    fast = sot.translate(asks_the_namespace_twice)
+    got, xp, compliant = fast(x)
+    expected, _, _ = asks_the_namespace_twice(x)
+    np.testing.assert_array_equal(got, expected)
+    assert xp is sys.modules["math"] and compliant is False
+    translations, graphs, breaks, replayed = _translations(fast)
+    assert (translations, graphs, breaks, replayed) == (2, 1, [_break_line(asks_the_namespace_twice)], 1)
+
+    other = types.ModuleType("other")
+    LIB.math = other
+    got, xp, _ = fast(x)
+    np.testing.assert_array_equal(got, expected)
+    assert xp is other
+    LIB.MODE["dispatch"] = True
+    expected, want_xp, want_compliant = asks_the_namespace_twice(x)
+    got, xp, compliant = fast(x)
+    np.testing.assert_array_equal(got, expected)
+    assert (xp, compliant) == (want_xp, want_compliant) == (LIB.dataclasses, True)
+
+
+def asks_the_setting_twice(x):
+    a = x + 1.0 if LIB.dispatch_enabled() else x - 1.0
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    return a * 2.0 if LIB.dispatch_enabled() else a * 3.0
+
+
+def test_a_call_giving_a_value_it_read_is_given_again_guarded_on_that_value():
+    x = np.arange(3.0)
+    fast = sot.translate(asks_the_setting_twice)
+    np.testing.assert_array_equal(fast(x), asks_the_setting_twice(x))
+    assert _translations(fast) == (2, 2, [_break_line(asks_the_setting_twice)], 1)
+    LIB.MODE["dispatch"] = True
+    np.testing.assert_array_equal(fast(x), asks_the_setting_twice(x))
+    assert sot.stats(fast).translations > 2
+
+
 def holds_what_it_was_given(x, items):
     tags = LIB.make_tags_holding(x, items)
     tags_again = LIB.make_tags_holding(x, items)
-    return x + len(tags.name) + len(tags_again.name)
+    return x + len(tags.name) + len(tags_again.name), tags_again.name is items
 
 
-def test_a_call_giving_an_object_holding_what_it_was_given_is_not_summarized():
-    """The object holds the caller's list: not a value a summary could make again."""
+def test_a_call_giving_an_object_holding_what_it_was_given_holds_it_again():
+    """The object holds the caller's list: the summary's new object holds the new call's
+    argument itself (its path from the call), whose length the hot calls read anew."""
     x = np.arange(3.0)
     items = [1, 2]
     fast = sot.translate(holds_what_it_was_given)
-    np.testing.assert_array_equal(fast(x, items), holds_what_it_was_given(x, items))
-    assert sot.stats(fast).library_calls_replayed == 0
+    got, same = fast(x, items)
+    np.testing.assert_array_equal(got, holds_what_it_was_given(x, items)[0])
+    assert same
+    assert sot.stats(fast).library_calls_replayed == 1
     items.append(3)
-    np.testing.assert_array_equal(fast(x, items), holds_what_it_was_given(x, items))
+    got, same = fast(x, items)
+    np.testing.assert_array_equal(got, holds_what_it_was_given(x, items)[0])
+    assert same
 
 
 def test_a_summary_whose_reads_changed_since_it_was_made_is_not_used():
@@ -506,6 +584,13 @@ def asks_twice_of_other_shapes(x):
     return m + 1.0 if LIB.is_known(m) else m - 1.0
 
 
+def asks_devices_of_other_shapes(x):
+    a = x * 2.0 if LIB.device_of(x) in ("cpu", None) else x * 3.0
+    print("a break", file=_LOG)  # the translation ends here; a resume function goes on
+    m = a.reshape(1, -1)
+    return m + 1.0 if LIB.device_of(m) in ("cpu", None) else m - 1.0
+
+
 def asks_identity(x, y):
     first = LIB.is_same(x, x)
     print("a break", file=_LOG)  # the translation ends here; a resume function goes on
@@ -537,6 +622,8 @@ def asks_shapes(x):
     [
         # is_known reads a tensor's type only: its summary holds for any shape.
         (asks_twice_of_other_shapes, 1),
+        # device_of reads an attribute numpy's array type gives every array alike.
+        (asks_devices_of_other_shapes, 1),
         # is_matrix reads its ndim: a 1-d then a 2-d array, the second call simulated.
         (asks_shapes, 0),
     ],

@@ -280,9 +280,14 @@ impl<'py> Backend<'py> {
     pub fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool {
         self.meta_attributes_of(tensor).iter().any(|m| m == name)
             || matches!(name, "ndim" | "size" | "itemsize" | "nbytes")
-            // A class written in C has the attributes it was built with (a subclass's
-            // property could compute anything).
-            || (self.declared.type_attributes.iter().any(|m| m == name) && !is_heap_type(&tensor.get_type()))
+            || self.is_type_attribute(tensor, name)
+    }
+
+    /// Whether the tensor's exact type gives its attribute `name` for all its values (the
+    /// backend's `type_attributes`: numpy's `device`): a class written in C has the
+    /// attributes it was built with (a subclass's property could compute anything).
+    pub fn is_type_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool {
+        self.declared.type_attributes.iter().any(|m| m == name) && !is_heap_type(&tensor.get_type())
     }
 
     fn meta_attributes_of(&self, tensor: &Bound<'py, PyAny>) -> &[String] {

@@ -165,6 +165,9 @@ pub trait Interp<'py> {
     /// Notes that what is read of the tensor `vid` follows from more than its type (its
     /// shape, dtype, or other meta: a library call's summary then holds for that meta only).
     fn tensor_meta_read(&mut self, vid: Vid);
+    /// Notes that a library call being recorded read the attribute `name` of the tensor
+    /// `vid` (whose example is `tensor`): its meta, unless its type gives the attribute.
+    fn tensor_attribute_read(&mut self, vid: Vid, tensor: &Bound<'py, PyAny>, name: &str);
     /// Whether the backend's guard of a tensor pins its attribute `name` (shape, dtype).
     fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool;
     /// Whether the backend reads `obj` as a constant (a dtype, a place).

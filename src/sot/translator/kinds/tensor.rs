@@ -189,7 +189,7 @@ fn tensor_attr<'py>(
     example: &Bound<'py, PyAny>,
     name: &str,
 ) -> Res<Vid> {
-    cx.tensor_meta_read(owner);
+    cx.tensor_attribute_read(owner, example, name);
     if cx.is_meta_attribute(example, name) {
         // Shape, dtype and the like are what the tensor's guard pins.
         let value = example.getattr(name)?;

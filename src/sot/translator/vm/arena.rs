@@ -124,6 +124,11 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// The value of a source, made once.
     pub(super) fn value_of_source(&mut self, source: Source, obj: Bound<'py, PyAny>) -> Vid {
         let id = self.intern(source);
+        self.value_of_source_id(id, obj)
+    }
+
+    /// The value of an interned source, made once.
+    pub(super) fn value_of_source_id(&mut self, id: SourceId, obj: Bound<'py, PyAny>) -> Vid {
         if let Some(vid) = self.by_source.get(&id) {
             for recording in &mut self.recording {
                 recording.read(id, *vid);

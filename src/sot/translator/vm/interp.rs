@@ -244,6 +244,12 @@ impl<'py> Interp<'py> for Vm<'py, '_> {
         Vm::tensor_meta_read(self, vid);
     }
 
+    fn tensor_attribute_read(&mut self, vid: Vid, tensor: &Bound<'py, PyAny>, name: &str) {
+        if !self.backend.is_type_attribute(tensor, name) {
+            Vm::tensor_meta_read(self, vid);
+        }
+    }
+
     fn is_meta_attribute(&self, tensor: &Bound<'py, PyAny>, name: &str) -> bool {
         self.backend.is_meta_attribute(tensor, name)
     }

@@ -3,8 +3,11 @@
 //! same session, for arguments of the same kinds; one that gave instances of Python classes,
 //! lists or dicts it made, holding constants and one another (scikit-learn's tags, each a
 //! dataclass made anew by `get_tags` some twenty times per `predict` of a pipeline; its
-//! configuration's copy), gives new ones alike at each replay, as each call makes its own.
-//! Its guards, rebased on the new call's function and arguments, stand for what it read, and
+//! configuration's copy), gives new ones alike at each replay, as each call makes its own;
+//! an object of the frame it gave, or its made objects hold (array-API helpers' `(module,
+//! False)`), is read again at each replay through its path from the call, where the
+//! function reads it, and a value of the frame it gave (a setting) is a constant guarded on
+//! its value. Its guards, rebased on the new call's function and arguments, stand for what it read, and
 //! are checked on the frame being translated before the translation is used
 //! (`Vm::replayed_hold`). scikit-learn asks narwhals' `is_into_dataframe` about its input
 //! some thirty times per `predict` of a pipeline, each about 950 instructions to simulate,
@@ -20,7 +23,8 @@
 //! - each argument: a constant's value (`Check::Equals`, guarded on the new call's argument
 //!   where the frame gives it); a tensor's type, and its meta
 //!   (`Backend::tensor_check`) where the call read more than its type
-//!   (`Interp::tensor_meta_read`); an object from the frame through the guards on its
+//!   (`Interp::tensor_meta_read`; an attribute its exact type gives, numpy's `device`, is
+//!   the type's: `Interp::tensor_attribute_read`); an object from the frame through the guards on its
 //!   source; which arguments were one object;
 //! - what it reads beyond them (module globals, `sys.modules`): every guard asked for while
 //!   it ran, and every guard of each source it read whose value the translation had made
@@ -49,12 +53,16 @@ const MAX_SUMMARIES: usize = 1024;
 /// Summaries of one function (for different kinds of arguments) in one session.
 const MAX_PER_FUNCTION: usize = 8;
 
-/// A made result being read (`Vm::made_result`): the call's first value, the instances
-/// so far and their indices by value, the frame's values they hold.
-struct MadeWalk<'a> {
+/// A made result being read (`Vm::made_result`): the call's first value, the objects made
+/// so far and their indices by value, the frame's objects they hold (their paths, and
+/// indices by source), the frame's values they hold.
+struct MadeWalk<'a, 'r, 'py> {
+    recording: &'r Recording<'py>,
     first_value: Vid,
-    made: &'a mut Vec<MadeObject>,
-    index_of: &'a mut FxHashMap<Vid, usize>,
+    made: Vec<MadeObject>,
+    index_of: FxHashMap<Vid, usize>,
+    sourced: Vec<Path>,
+    sourced_index: FxHashMap<SourceId, usize>,
     held_values: &'a mut Vec<(SourceId, Check)>,
 }
 
@@ -271,7 +279,8 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// Ends the recording of the library call that gave `result`: a summary of it where it
-    /// was pure and gave a constant, or instances it made of constants (`Given::Made`).
+    /// was pure and gave a constant, objects it made of constants and the frame's objects,
+    /// or one of the frame's objects (`Given::Made`).
     fn finish_recording(&mut self, recording: Recording<'py>, result: &Res<Vid>) {
         let Some(log) = self.recording.pop() else {
             return;
@@ -281,12 +290,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         };
         // The values from the frame a made result holds, kept as constants: guarded on theirs.
         let mut held_values = Vec::new();
-        let given = match self.val(*result) {
-            Val::Obj { obj, source: None } if is_value_type(obj) => Given::Constant(StrongRef::new(obj)),
-            _ => match self.made_result(*result, log.first_value(), &mut held_values) {
-                Some(made) => Given::Made(made),
-                None => return,
-            },
+        let Some(given) = self.made_result(*result, &recording, log.first_value(), &mut held_values) else {
+            return;
         };
         let changed = recording.marks != self.graph_marks()
             || log.reads_earlier_cells
@@ -346,15 +351,32 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return Ok(None);
             }
         }
-        // The classes of a made result, alive (else the summary is of no use).
+        // The classes of a made result, alive, and the frame's objects it holds, readable
+        // through their paths (else the summary is of no use).
         let mut classes = Vec::new();
-        if let Given::Made(made) = &summary.result {
-            for object in made {
+        let mut sourced = Vec::new();
+        if let Given::Made {
+            objects,
+            sourced: paths,
+            ..
+        } = &summary.result
+        {
+            for object in objects {
                 if let MadeObject::Instance { class, .. } = object {
                     let Some(class) = class.object(py) else {
                         return Ok(None);
                     };
                     classes.push(class);
+                }
+            }
+            for path in paths {
+                let rooted = match path.root {
+                    Root::Argument(i) => argument_sources[i].is_some(),
+                    _ => true,
+                };
+                match self.path_value(path, function, args) {
+                    Some(Some(object)) if rooted => sourced.push(object),
+                    _ => return Ok(None),
                 }
             }
         }
@@ -431,7 +453,17 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
         }
         self.summaries_replayed += 1;
-        Ok(Some(self.given(&summary.result, &classes)))
+        // The frame's objects the result holds, by the sources this translation reads them
+        // under (after the guards, which intern them as a simulation would).
+        let sourced: Vec<(SourceId, Bound<'py, PyAny>)> = match &summary.result {
+            Given::Made { sourced: paths, .. } => paths
+                .iter()
+                .zip(sourced)
+                .map(|(path, object)| (self.rebase(path, function, source, argument_sources), object))
+                .collect(),
+            Given::Constant(_) => Vec::new(),
+        };
+        Ok(Some(self.given(&summary.result, &classes, sourced)))
     }
 
     /// Whether `summary`'s guards can be rebased on this call and hold here: every argument
@@ -488,19 +520,31 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// The result a summary gives: its constant, or its objects made again (`classes`: its
-    /// instances', in order, alive).
-    fn given(&mut self, given: &Given, classes: &[Bound<'py, PyAny>]) -> Vid {
-        let made = match given {
+    /// instances', in order, alive) holding the frame's objects (`sourced`: each one's
+    /// source and object, in order).
+    fn given(
+        &mut self,
+        given: &Given,
+        classes: &[Bound<'py, PyAny>],
+        sourced: Vec<(SourceId, Bound<'py, PyAny>)>,
+    ) -> Vid {
+        let (objects, result) = match given {
             Given::Constant(constant) => return self.constant(constant.bind(self.py)),
-            Given::Made(made) => made,
+            Given::Made { objects, result, .. } => (objects, result),
         };
+        let sourced: Vec<Vid> = sourced
+            .into_iter()
+            .map(|(id, object)| self.value_of_source_id(id, object))
+            .collect();
         let mut classes = classes.iter();
-        let mut vids: Vec<Vid> = Vec::with_capacity(made.len());
-        for object in made {
-            let part = |vm: &mut Self, attr: &MadeAttr| match attr {
-                MadeAttr::Constant(value) => vm.constant(value.bind(vm.py)),
-                MadeAttr::Made(index) => vids[*index],
-            };
+        let mut vids: Vec<Vid> = Vec::with_capacity(objects.len());
+        let part = |vm: &mut Self, vids: &[Vid], attr: &MadeAttr| match attr {
+            MadeAttr::Constant(value) => vm.constant(value.bind(vm.py)),
+            MadeAttr::Made(index) => vids[*index],
+            MadeAttr::Sourced(index) => sourced[*index],
+        };
+        for object in objects {
+            let part = |vm: &mut Self, attr: &MadeAttr| part(vm, &vids, attr);
             let val = match object {
                 MadeObject::Instance { attrs, .. } => Val::Object {
                     class: classes.next().expect("a class per instance").clone(),
@@ -516,35 +560,52 @@ impl<'py, 'b> Vm<'py, 'b> {
                         .map(|(key, value)| (self.constant(key.bind(self.py)), part(self, value)))
                         .collect(),
                 ),
+                MadeObject::Tuple(items) => Val::Tuple(items.iter().map(|item| part(self, item)).collect()),
             };
             vids.push(self.push_val(val));
         }
-        *vids.last().expect("a made result has its object")
+        part(self, &vids, result)
     }
 
-    /// `result` as instances, lists and dicts the recorded call made (from `first_value`
-    /// on) holding constant values and one another, or None where it is anything else. A
-    /// value from the frame one holds (a default of the function that made it) is kept as a
-    /// constant, its value's guard added to `held_values`.
+    /// `result` as a constant value, as instances, lists, dicts and tuples the recorded
+    /// call made (from `first_value` on) holding constant values, the frame's objects and
+    /// one another, or as one of the frame's objects; None where it is anything else. A
+    /// value from the frame (a default of the function that made an object, a setting read)
+    /// is kept as a constant, its value's guard added to `held_values`; an object of the
+    /// frame, as its path from the call.
     fn made_result(
         &self,
         result: Vid,
+        recording: &Recording<'py>,
         first_value: Vid,
         held_values: &mut Vec<(SourceId, Check)>,
-    ) -> Option<Vec<MadeObject>> {
-        let mut made = Vec::new();
-        let mut index_of = FxHashMap::default();
+    ) -> Option<Given> {
         let mut walk = MadeWalk {
+            recording,
             first_value,
-            made: &mut made,
-            index_of: &mut index_of,
+            made: Vec::new(),
+            index_of: FxHashMap::default(),
+            sourced: Vec::new(),
+            sourced_index: FxHashMap::default(),
             held_values,
         };
-        self.made_object(result, &mut walk, 0)?;
-        Some(made)
+        let result = match self.val(result) {
+            Val::Object { .. } | Val::List(_) | Val::Dict(_) | Val::Tuple(_) => {
+                MadeAttr::Made(self.made_object(result, &mut walk, 0)?)
+            }
+            _ => self.made_part(result, &mut walk, 0)?,
+        };
+        Some(match result {
+            MadeAttr::Constant(constant) => Given::Constant(constant),
+            result => Given::Made {
+                objects: walk.made,
+                sourced: walk.sourced,
+                result,
+            },
+        })
     }
 
-    fn made_object(&self, vid: Vid, walk: &mut MadeWalk<'_>, depth: usize) -> Option<usize> {
+    fn made_object(&self, vid: Vid, walk: &mut MadeWalk<'_, '_, 'py>, depth: usize) -> Option<usize> {
         if let Some(index) = walk.index_of.get(&vid) {
             return Some(*index);
         }
@@ -576,6 +637,12 @@ impl<'py, 'b> Vm<'py, 'b> {
                     })
                     .collect::<Option<_>>()?,
             ),
+            Val::Tuple(items) => MadeObject::Tuple(
+                items
+                    .iter()
+                    .map(|item| self.made_part(*item, walk, depth))
+                    .collect::<Option<_>>()?,
+            ),
             _ => return None,
         };
         walk.index_of.insert(vid, walk.made.len());
@@ -583,8 +650,10 @@ impl<'py, 'b> Vm<'py, 'b> {
         Some(walk.made.len() - 1)
     }
 
-    /// An attribute or item of a made object: a constant value, or another made object.
-    fn made_part(&self, vid: Vid, walk: &mut MadeWalk<'_>, depth: usize) -> Option<MadeAttr> {
+    /// An attribute or item of a made object: a constant value, another made object, or an
+    /// object of the frame its path from the call reads (one the guards' `path_value` reads
+    /// while translating: a replay reads it so).
+    fn made_part(&self, vid: Vid, walk: &mut MadeWalk<'_, '_, 'py>, depth: usize) -> Option<MadeAttr> {
         Some(match self.val(vid) {
             Val::Obj { obj, source } if is_value_type(obj) => {
                 let value = StrongRef::new(obj);
@@ -594,8 +663,27 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
                 MadeAttr::Constant(value)
             }
-            Val::Object { .. } | Val::List(_) | Val::Dict(_) => {
+            Val::Object { .. } | Val::List(_) | Val::Dict(_) | Val::Tuple(_) => {
                 MadeAttr::Made(self.made_object(vid, walk, depth + 1)?)
+            }
+            Val::Obj {
+                source: Some(source), ..
+            } => {
+                if let Some(index) = walk.sourced_index.get(source) {
+                    return Some(MadeAttr::Sourced(*index));
+                }
+                let path = self.path_of(*source, walk.recording, false)?;
+                let readable = !matches!(path.root, Root::Builtin(_))
+                    && path
+                        .steps
+                        .iter()
+                        .all(|step| !matches!(step, Step::OwnAttr(_) | Step::Called));
+                if !readable {
+                    return None;
+                }
+                walk.sourced_index.insert(*source, walk.sourced.len());
+                walk.sourced.push(path);
+                MadeAttr::Sourced(walk.sourced.len() - 1)
             }
             _ => return None,
         })

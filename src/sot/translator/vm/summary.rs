@@ -110,11 +110,17 @@ impl Replays {
 pub(super) enum Given {
     /// A constant value.
     Constant(StrongRef),
-    /// Instances of Python classes, lists and dicts the call made, holding constant values
-    /// and one another (scikit-learn's tags, its configuration's copy): made again at each
-    /// replay, as each call makes its own; the last is the result, each one's parts name
-    /// earlier ones.
-    Made(Vec<MadeObject>),
+    /// Instances of Python classes, lists, dicts and tuples the call made, holding constant
+    /// values, objects of the frame and one another (scikit-learn's tags, its
+    /// configuration's copy, `get_namespace`'s `(module, False)`), or an object of the
+    /// frame itself: the objects made again at each replay, as each call makes its own,
+    /// each one's parts naming earlier ones; the objects of the frame read again through
+    /// their paths (`sourced`, where `MadeAttr::Sourced` points).
+    Made {
+        objects: Vec<MadeObject>,
+        sourced: Vec<Path>,
+        result: MadeAttr,
+    },
 }
 
 /// An object a summarized call made.
@@ -130,10 +136,14 @@ pub(super) enum MadeObject {
     /// A dict of constant keys (a dict whose table differs from a new one's of its items
     /// is a change of the call's: it is not summarized).
     Dict(Vec<(StrongRef, MadeAttr)>),
+    Tuple(Vec<MadeAttr>),
 }
 
 pub(super) enum MadeAttr {
     Constant(StrongRef),
     /// An earlier object of the same result (one object held twice stays one).
     Made(usize),
+    /// An object of the frame the call read (`Given::Made`'s `sourced`, by index): read
+    /// again through its path from the new call, where the function reads it.
+    Sourced(usize),
 }
