@@ -264,6 +264,48 @@ def test_a_summary_replayed_twice_on_one_argument_keeps_its_guards():
     assert sot.stats(fast).translations > translations
 
 
+_TRACED_HELPERS = """
+def either_known(x, y):
+    return LIB.is_known(x) or LIB.is_known(y)
+"""
+
+
+def asks_through_a_traced_helper(helpers, x, y, z, w):
+    a = x * 2.0 if LIB.is_known(x) else x * 3.0
+    print("a break", file=_LOG)  # the resume function goes on
+    b = a + 1.0 if helpers.either_known(z, x) else a - 1.0
+    c = b * 2.0 if helpers.either_known(y, w) else b * 3.0
+    print("a break", file=_LOG)  # the next resume function goes on
+    return c + 1.0 if helpers.either_known(w, y) else c - 1.0
+
+
+def test_a_summary_replayed_again_inside_a_recording_gives_it_its_guards(tmp_path, monkeypatch):
+    """In the first resume function, is_known's guards on the module's state are added at
+    its first replay (for z) only; its replays for y and w, inside the recording of the
+    traced helper's second call, still give them to that recording, so that the helper's
+    summary, replayed by the next resume function, holds them too: the state changing is
+    seen on later calls."""
+    (tmp_path / "_framehook_traced_helpers.py").write_text(_TRACED_HELPERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "_framehook_traced_helpers", raising=False)
+    import _framehook_traced_helpers as helpers
+
+    helpers.LIB = LIB
+    x, y, z, w = (np.arange(n, dtype=float) for n in (3, 4, 5, 6))
+    expected = asks_through_a_traced_helper(helpers, x, y, z, w)
+    fast = sot.translate(asks_through_a_traced_helper, trace_modules=("_framehook_traced_helpers",))
+    np.testing.assert_array_equal(fast(helpers, x, y, z, w), expected)
+    translations, graphs, breaks, replayed = _translations(fast)
+    # is_known for z, x, y and w in the first resume function (the helper's first call
+    # simulated, its second recorded), the helper's summary in the second.
+    assert (translations, len(breaks), replayed) == (3, 2, 5)
+    np.testing.assert_array_equal(fast(helpers, x, y, z, w), expected)
+    LIB.KNOWN["ndarray"] = True
+    now = asks_through_a_traced_helper(helpers, x, y, z, w)
+    assert not np.array_equal(now, expected)
+    np.testing.assert_array_equal(fast(helpers, x, y, z, w), now)
+
+
 def asks_for_tags_twice(x):
     first = LIB.make_tags(x)
     first.input_tags.allow_nan = True  # changes to what the first call made only

@@ -391,9 +391,21 @@ impl<'py, 'b> Vm<'py, 'b> {
                     .map(|(id, check)| (*id, check.clone_ref(py)))
                     .collect()
             });
+        // Replayed before in this translation at all: its guards rooted at held objects and
+        // builtins are the translation's already, and held then.
+        let held_rooted_added = self.replays.held_rooted(&summary).is_some();
         // The objects the guards are rooted at, alive while they are made.
         let mut held = Vec::new();
-        if again.is_none() && !self.summary_fits(&summary, function, args, argument_sources, &mut held) {
+        if again.is_none()
+            && !self.summary_fits(
+                &summary,
+                function,
+                args,
+                argument_sources,
+                held_rooted_added,
+                &mut held,
+            )
+        {
             return Ok(None);
         }
         // The function's own guards, as a simulation would make them first (where that
@@ -421,10 +433,24 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             None => {
+                // A call being recorded asks for the guards this replay would have added again.
+                if let Some(added) = self.replays.held_rooted(&summary) {
+                    for recording in &mut self.recording {
+                        for (id, check) in added {
+                            recording.request(py, *id, check);
+                        }
+                    }
+                }
                 // In order, each made before the next is rebased: an object a guard pins is
                 // reached through that source after it (the sources a simulation would use).
                 let mut summary_guards = Vec::with_capacity(summary.guards.len());
-                for SummaryGuard { path, check, others } in &summary.guards {
+                let mut held_rooted = Vec::new();
+                for guard in &summary.guards {
+                    let is_held_rooted = guard.is_held_rooted();
+                    if is_held_rooted && held_rooted_added {
+                        continue;
+                    }
+                    let SummaryGuard { path, check, others } = guard;
                     let id = self.rebase(path, function, source, argument_sources);
                     let others: Vec<SourceId> = others
                         .iter()
@@ -437,10 +463,16 @@ impl<'py, 'b> Vm<'py, 'b> {
                     };
                     self.add_guard(id, check.clone_ref(py));
                     summary_guards.push((id, check.clone_ref(py)));
+                    if is_held_rooted {
+                        held_rooted.push((id, check.clone_ref(py)));
+                    }
                     replayed.push((id, check));
                 }
                 for (id, check) in replayed {
                     self.replayed.push(Guard { source: id, check });
+                }
+                if !held_rooted_added {
+                    self.replays.keep_held_rooted(&summary, held_rooted);
                 }
                 self.replays.keep(Replay {
                     summary: Arc::clone(&summary),
@@ -466,7 +498,8 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(Some(self.given(&summary.result, &classes, sourced)))
     }
 
-    /// Whether `summary`'s guards can be rebased on this call and hold here: every argument
+    /// Whether `summary`'s guards can be rebased on this call and hold here (those but the
+    /// ones rooted at held objects and builtins, where `held_rooted_added`): every argument
     /// a guard reads through has a source, every object a guard is rooted at lives (kept in
     /// `held`), and what the guards read holds now where it can be read.
     fn summary_fits(
@@ -475,12 +508,37 @@ impl<'py, 'b> Vm<'py, 'b> {
         function: &Bound<'py, PyAny>,
         args: &[Vid],
         argument_sources: &[Option<SourceId>],
+        held_rooted_added: bool,
         held: &mut Vec<Bound<'py, PyAny>>,
     ) -> bool {
         let py = self.py;
-        for SummaryGuard { path, check, others } in &summary.guards {
-            // Every argument a guard reads through must have a source here, every object
-            // must live.
+        // Guards rooted at held objects and builtins that a replay in this translation added
+        // already are not made nor read again.
+        let guards = || {
+            summary
+                .guards
+                .iter()
+                .filter(move |guard| !(held_rooted_added && guard.is_held_rooted()))
+        };
+        // A guard on an argument itself (its type, its value) first, the cheapest to ask:
+        // another summary of the function may fit it.
+        let on_argument = |guard: &SummaryGuard| match (&guard.path.root, guard.path.steps.as_slice()) {
+            (Root::Argument(i), []) if guard.others.is_empty() => Some(*i),
+            _ => None,
+        };
+        for guard in guards() {
+            if let Some(i) = on_argument(guard) {
+                if !self
+                    .argument_object(args[i])
+                    .is_some_and(|object| value_holds(py, &guard.check, Some(object)))
+                {
+                    return false;
+                }
+            }
+        }
+        // Every argument a guard reads through must have a source here, every object must
+        // live.
+        for SummaryGuard { path, others, .. } in guards() {
             let mut rooted = |p: &Path| match &p.root {
                 Root::Argument(i) => argument_sources[*i].is_some(),
                 Root::Held(pin) => pin.object(py).is_some_and(|object| {
@@ -492,26 +550,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             if !rooted(path) || !others.iter().all(&mut rooted) {
                 return false;
             }
-            // A guard on an argument itself (its type, its value) is checked now: another
-            // summary of the function may fit it.
-            if let (Root::Argument(i), [], []) = (&path.root, path.steps.as_slice(), others.as_slice()) {
-                if !self
-                    .argument_object(args[*i])
-                    .is_some_and(|object| value_holds(py, check, Some(object)))
-                {
-                    return false;
-                }
-            }
         }
         // What the guards read, read now where it can be (the objects the call would read):
         // a summary whose guards fail there is not replayed, as its failure at the end
         // (`replayed_hold`) would make the whole translation simulate again.
-        for SummaryGuard { path, check, others } in &summary.guards {
-            if !others.is_empty() {
+        for guard in guards() {
+            if !guard.others.is_empty() || on_argument(guard).is_some() {
                 continue;
             }
-            if let Some(value) = self.path_value(path, function, args) {
-                if !value_holds(py, check, value.as_ref()) {
+            if let Some(value) = self.path_value(&guard.path, function, args) {
+                if !value_holds(py, &guard.check, value.as_ref()) {
                     return false;
                 }
             }

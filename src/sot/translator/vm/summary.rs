@@ -45,6 +45,16 @@ pub(super) struct SummaryGuard {
     pub(super) others: Vec<Path>,
 }
 
+impl SummaryGuard {
+    /// Whether every path it reads starts at a held object or a builtin (none at the
+    /// function or an argument): it rebases to the same sources at every call.
+    pub(super) fn is_held_rooted(&self) -> bool {
+        std::iter::once(&self.path)
+            .chain(&self.others)
+            .all(|path| matches!(path.root, Root::Held(_) | Root::Builtin(_)))
+    }
+}
+
 /// What one library call gave, and what that rests on.
 pub(super) struct Summary {
     pub(super) function: StrongRef,
@@ -61,10 +71,23 @@ pub(super) struct Summary {
 /// The summaries this translation replayed, by summary and function: each replay's
 /// arguments and sources, and the summary's guards it added. Replayed again with the same
 /// ones, a summary adds the same guards: nothing is pending at a replay, and what they read
-/// of the frame does not change while translating. Emptied where the translation goes back
-/// to a snapshot (`Snapshot::restore`): guards undone, value ids made again.
+/// of the frame does not change while translating. Likewise, by summary, its guards rooted
+/// at held objects and builtins only (most of them: `sys.modules`, a module's settings),
+/// which rebase to the same sources at each of its replays: added and checked once.
+/// Emptied where the translation goes back to a snapshot (`Snapshot::restore`): guards
+/// undone, value ids made again.
 #[derive(Default)]
-pub(super) struct Replays(FxHashMap<(usize, usize), Vec<Replay>>);
+pub(super) struct Replays {
+    by_call: FxHashMap<(usize, usize), Vec<Replay>>,
+    held_rooted: FxHashMap<usize, HeldRooted>,
+}
+
+/// A summary's guards rooted at held objects and builtins, as this translation added them.
+pub(super) struct HeldRooted {
+    /// Held, so that no other summary is made at its address while it is a key.
+    _summary: Arc<Summary>,
+    pub(super) guards: Vec<(SourceId, Check)>,
+}
 
 /// One replay kept in `Replays`.
 pub(super) struct Replay {
@@ -87,7 +110,7 @@ impl Replays {
         argument_sources: &[Option<SourceId>],
     ) -> Option<&[(SourceId, Check)]> {
         let key = (summary as *const Summary as usize, function.as_ptr() as usize);
-        self.0.get(&key)?.iter().find_map(|replay| {
+        self.by_call.get(&key)?.iter().find_map(|replay| {
             (replay.source == source && replay.args == args && replay.argument_sources == argument_sources)
                 .then_some(replay.guards.as_slice())
         })
@@ -98,11 +121,30 @@ impl Replays {
             Arc::as_ptr(&replay.summary) as usize,
             replay.function.as_ptr() as usize,
         );
-        self.0.entry(key).or_default().push(replay);
+        self.by_call.entry(key).or_default().push(replay);
+    }
+
+    /// The guards rooted at held objects and builtins `summary` added in this translation,
+    /// where it was replayed before.
+    pub(super) fn held_rooted(&self, summary: &Summary) -> Option<&[(SourceId, Check)]> {
+        self.held_rooted
+            .get(&(summary as *const Summary as usize))
+            .map(|held| held.guards.as_slice())
+    }
+
+    pub(super) fn keep_held_rooted(&mut self, summary: &Arc<Summary>, guards: Vec<(SourceId, Check)>) {
+        self.held_rooted.insert(
+            Arc::as_ptr(summary) as usize,
+            HeldRooted {
+                _summary: Arc::clone(summary),
+                guards,
+            },
+        );
     }
 
     pub(super) fn clear(&mut self) {
-        self.0.clear();
+        self.by_call.clear();
+        self.held_rooted.clear();
     }
 }
 
