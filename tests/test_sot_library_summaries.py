@@ -451,7 +451,9 @@ def asks_the_setting_twice(x):
     return a * 2.0 if LIB.dispatch_enabled() else a * 3.0
 
 
-def test_a_call_giving_a_value_it_read_is_given_again_guarded_on_that_value():
+def test_a_call_giving_a_value_it_read_gives_it_again_through_its_path():
+    """The setting is read again where the function reads it, as the simulation had it
+    (not a constant guarded on its value): the caller's branch on it is what is guarded."""
     x = np.arange(3.0)
     fast = sot.translate(asks_the_setting_twice)
     np.testing.assert_array_equal(fast(x), asks_the_setting_twice(x))

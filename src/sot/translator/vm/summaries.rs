@@ -4,10 +4,9 @@
 //! lists or dicts it made, holding constants and one another (scikit-learn's tags, each a
 //! dataclass made anew by `get_tags` some twenty times per `predict` of a pipeline; its
 //! configuration's copy), gives new ones alike at each replay, as each call makes its own;
-//! an object of the frame it gave, or its made objects hold (array-API helpers' `(module,
-//! False)`), is read again at each replay through its path from the call, where the
-//! function reads it, and a value of the frame it gave (a setting) is a constant guarded on
-//! its value. Its guards, rebased on the new call's function and arguments, stand for what it read, and
+//! an object or value of the frame it gave (a setting), or an object its made objects hold
+//! (array-API helpers' `(module, False)`), is read again at each replay through its path
+//! from the call, where the function reads it. Its guards, rebased on the new call's function and arguments, stand for what it read, and
 //! are checked on the frame being translated before the translation is used
 //! (`Vm::replayed_hold`). scikit-learn asks narwhals' `is_into_dataframe` about its input
 //! some thirty times per `predict` of a pipeline, each about 950 instructions to simulate,
@@ -618,9 +617,9 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// `result` as a constant value, as instances, lists, dicts and tuples the recorded
     /// call made (from `first_value` on) holding constant values, the frame's objects and
     /// one another, or as one of the frame's objects; None where it is anything else. A
-    /// value from the frame (a default of the function that made an object, a setting read)
-    /// is kept as a constant, its value's guard added to `held_values`; an object of the
-    /// frame, as its path from the call.
+    /// value from the frame an object holds (a default of the function that made it) is kept
+    /// as a constant, its value's guard added to `held_values`; an object of the frame, and
+    /// a value of the frame given itself, as its path from the call.
     fn made_result(
         &self,
         result: Vid,
@@ -641,6 +640,12 @@ impl<'py, 'b> Vm<'py, 'b> {
             Val::Object { .. } | Val::List(_) | Val::Dict(_) | Val::Tuple(_) => {
                 MadeAttr::Made(self.made_object(result, &mut walk, 0)?)
             }
+            // A value of the frame given as it was read (a setting, an attribute) is read
+            // again through its path, as the simulation had it: a constant guarded on its
+            // value would make a later call with another value translate again.
+            Val::Obj {
+                source: Some(source), ..
+            } => self.sourced_part(*source, &mut walk)?,
             _ => self.made_part(result, &mut walk, 0)?,
         };
         Some(match result {
@@ -699,8 +704,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     }
 
     /// An attribute or item of a made object: a constant value, another made object, or an
-    /// object of the frame its path from the call reads (one the guards' `path_value` reads
-    /// while translating: a replay reads it so).
+    /// object of the frame (`sourced_part`).
     fn made_part(&self, vid: Vid, walk: &mut MadeWalk<'_, '_, 'py>, depth: usize) -> Option<MadeAttr> {
         Some(match self.val(vid) {
             Val::Obj { obj, source } if is_value_type(obj) => {
@@ -716,25 +720,29 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             Val::Obj {
                 source: Some(source), ..
-            } => {
-                if let Some(index) = walk.sourced_index.get(source) {
-                    return Some(MadeAttr::Sourced(*index));
-                }
-                let path = self.path_of(*source, walk.recording, false)?;
-                let readable = !matches!(path.root, Root::Builtin(_))
-                    && path
-                        .steps
-                        .iter()
-                        .all(|step| !matches!(step, Step::OwnAttr(_) | Step::Called));
-                if !readable {
-                    return None;
-                }
-                walk.sourced_index.insert(*source, walk.sourced.len());
-                walk.sourced.push(path);
-                MadeAttr::Sourced(walk.sourced.len() - 1)
-            }
+            } => self.sourced_part(*source, walk)?,
             _ => return None,
         })
+    }
+
+    /// The object of the frame at `source`, as its path from the call (one the guards'
+    /// `path_value` reads while translating: a replay reads it so).
+    fn sourced_part(&self, source: SourceId, walk: &mut MadeWalk<'_, '_, 'py>) -> Option<MadeAttr> {
+        if let Some(index) = walk.sourced_index.get(&source) {
+            return Some(MadeAttr::Sourced(*index));
+        }
+        let path = self.path_of(source, walk.recording, false)?;
+        let readable = !matches!(path.root, Root::Builtin(_))
+            && path
+                .steps
+                .iter()
+                .all(|step| !matches!(step, Step::OwnAttr(_) | Step::Called));
+        if !readable {
+            return None;
+        }
+        walk.sourced_index.insert(source, walk.sourced.len());
+        walk.sourced.push(path);
+        Some(MadeAttr::Sourced(walk.sourced.len() - 1))
     }
 
     /// What `path` reads from this call (None inside: absent), where it can be read while
