@@ -1,16 +1,16 @@
 //! Summaries of pure calls. A library function whose simulation made no operation, changed
 //! nothing and gave a constant gives that constant again, in any later translation of the
 //! same session, for arguments of the same kinds; one that gave instances of Python classes,
-//! lists or dicts it made, holding constants and one another (scikit-learn's tags, each a
-//! dataclass made anew by `get_tags` some twenty times per `predict` of a pipeline; its
-//! configuration's copy), gives new ones alike at each replay, as each call makes its own;
-//! an object or value of the frame it gave (a setting), or an object its made objects hold
-//! (array-API helpers' `(module, False)`), is read again at each replay through its path
-//! from the call, where the function reads it. Its guards, rebased on the new call's function and arguments, stand for what it read, and
-//! are checked on the frame being translated before the translation is used
-//! (`Vm::replayed_hold`). scikit-learn asks narwhals' `is_into_dataframe` about its input
-//! some thirty times per `predict` of a pipeline, each about 950 instructions to simulate,
-//! where its summary is 175 guards. A
+//! lists, dicts or tuples it made, holding constants and one another (scikit-learn's tags,
+//! each a dataclass made anew by `get_tags` some twenty times per `predict` of a pipeline;
+//! its configuration's copy), gives new ones alike at each replay, as each call makes its
+//! own; an object or value of the frame it gave (a setting), or an object its made objects
+//! hold (array-API helpers' `(module, False)`), is read again at each replay through its
+//! path from the call, where the function reads it. Its guards, rebased on the new call's
+//! function and arguments, stand for what it read, and are checked on the frame being
+//! translated before the translation is used (`Vm::replayed_hold`). scikit-learn asks
+//! narwhals' `is_into_dataframe` about its input some thirty times per `predict` of a
+//! pipeline, each about 950 instructions to simulate, where its summary is 175 guards. A
 //! traced function is summarized alike from its second call in the session on (a first
 //! call's recording costs more than most such calls save: scikit-learn's `check_is_fitted`
 //! and `_get_feature_names` repeat, most of a translation's calls do not); calls being
@@ -23,8 +23,8 @@
 //!   where the frame gives it); a tensor's type, and its meta
 //!   (`Backend::tensor_check`) where the call read more than its type
 //!   (`Interp::tensor_meta_read`; an attribute its exact type gives, numpy's `device`, is
-//!   the type's: `Interp::tensor_attribute_read`); an object from the frame through the guards on its
-//!   source; which arguments were one object;
+//!   the type's: `Interp::tensor_attribute_read`); an object from the frame through the
+//!   guards on its source; which arguments were one object;
 //! - what it reads beyond them (module globals, `sys.modules`): every guard asked for while
 //!   it ran, and every guard of each source it read whose value the translation had made
 //!   before (read again, it gives its value without asking for its guards), each as a path
