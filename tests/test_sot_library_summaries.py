@@ -306,6 +306,44 @@ def test_a_summary_replayed_again_inside_a_recording_gives_it_its_guards(tmp_pat
     np.testing.assert_array_equal(fast(helpers, x, y, z, w), now)
 
 
+def asks_again_through_a_traced_helper(helpers, x, y, z, w):
+    a = x * 2.0 if LIB.is_known(x) else x * 3.0
+    print("a break", file=_LOG)  # the resume function goes on
+    b = a + 1.0 if LIB.is_known(z) or LIB.is_known(y) else a - 1.0
+    c = b * 2.0 if helpers.either_known(y, w) else b * 3.0
+    d = c + 2.0 if helpers.either_known(y, w) else c - 2.0
+    print("a break", file=_LOG)  # the next resume function goes on
+    return d + 1.0 if helpers.either_known(w, y) else d - 1.0
+
+
+def test_a_summary_replayed_again_on_the_same_arguments_inside_a_recording_gives_it_its_guards(
+    tmp_path, monkeypatch
+):
+    """As above, where is_known's replays inside the recording (the helper's second call)
+    are on arguments it was replayed on before in the translation (y at its second replay,
+    w in the helper's first call): what those replays added then, the module's state's
+    guards aside, is added again, and the recording is given those too."""
+    (tmp_path / "_framehook_traced_helpers.py").write_text(_TRACED_HELPERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "_framehook_traced_helpers", raising=False)
+    import _framehook_traced_helpers as helpers
+
+    helpers.LIB = LIB
+    x, y, z, w = (np.arange(n, dtype=float) for n in (3, 4, 5, 6))
+    expected = asks_again_through_a_traced_helper(helpers, x, y, z, w)
+    fast = sot.translate(asks_again_through_a_traced_helper, trace_modules=("_framehook_traced_helpers",))
+    np.testing.assert_array_equal(fast(helpers, x, y, z, w), expected)
+    translations, graphs, breaks, replayed = _translations(fast)
+    # is_known for z and y, then for y and w in each of the helper's two calls (the
+    # first simulated, the second recorded), the helper's summary in the second.
+    assert (translations, len(breaks), replayed) == (3, 2, 7)
+    np.testing.assert_array_equal(fast(helpers, x, y, z, w), expected)
+    LIB.KNOWN["ndarray"] = True
+    now = asks_again_through_a_traced_helper(helpers, x, y, z, w)
+    assert not np.array_equal(now, expected)
+    np.testing.assert_array_equal(fast(helpers, x, y, z, w), now)
+
+
 def asks_for_tags_twice(x):
     first = LIB.make_tags(x)
     first.input_tags.allow_nan = True  # changes to what the first call made only

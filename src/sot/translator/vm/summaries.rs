@@ -425,6 +425,16 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             replayed.push((*s, check.clone_ref(py)));
         }
+        // A call being recorded asks for the guards rooted at held objects and builtins that
+        // an earlier replay added (a replay again on the same arguments adds what that replay
+        // added, which may be none of them).
+        if let Some(added) = self.replays.held_rooted(&summary) {
+            for recording in &mut self.recording {
+                for (id, check) in added {
+                    recording.request(py, *id, check);
+                }
+            }
+        }
         match again {
             Some(guards) => {
                 for (id, check) in guards {
@@ -432,14 +442,6 @@ impl<'py, 'b> Vm<'py, 'b> {
                 }
             }
             None => {
-                // A call being recorded asks for the guards this replay would have added again.
-                if let Some(added) = self.replays.held_rooted(&summary) {
-                    for recording in &mut self.recording {
-                        for (id, check) in added {
-                            recording.request(py, *id, check);
-                        }
-                    }
-                }
                 // In order, each made before the next is rebased: an object a guard pins is
                 // reached through that source after it (the sources a simulation would use).
                 let mut summary_guards = Vec::with_capacity(summary.guards.len());
