@@ -279,33 +279,6 @@ def asks_through_a_traced_helper(helpers, x, y, z, w):
     return c + 1.0 if helpers.either_known(w, y) else c - 1.0
 
 
-def test_a_summary_replayed_again_inside_a_recording_gives_it_its_guards(tmp_path, monkeypatch):
-    """In the first resume function, is_known's guards on the module's state are added at
-    its first replay (for z) only; its replays for y and w, inside the recording of the
-    traced helper's second call, still give them to that recording, so that the helper's
-    summary, replayed by the next resume function, holds them too: the state changing is
-    seen on later calls."""
-    (tmp_path / "_framehook_traced_helpers.py").write_text(_TRACED_HELPERS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "_framehook_traced_helpers", raising=False)
-    import _framehook_traced_helpers as helpers
-
-    helpers.LIB = LIB
-    x, y, z, w = (np.arange(n, dtype=float) for n in (3, 4, 5, 6))
-    expected = asks_through_a_traced_helper(helpers, x, y, z, w)
-    fast = sot.translate(asks_through_a_traced_helper, trace_modules=("_framehook_traced_helpers",))
-    np.testing.assert_array_equal(fast(helpers, x, y, z, w), expected)
-    translations, graphs, breaks, replayed = _translations(fast)
-    # is_known for z, x, y and w in the first resume function (the helper's first call
-    # simulated, its second recorded), the helper's summary in the second.
-    assert (translations, len(breaks), replayed) == (3, 2, 5)
-    np.testing.assert_array_equal(fast(helpers, x, y, z, w), expected)
-    LIB.KNOWN["ndarray"] = True
-    now = asks_through_a_traced_helper(helpers, x, y, z, w)
-    assert not np.array_equal(now, expected)
-    np.testing.assert_array_equal(fast(helpers, x, y, z, w), now)
-
-
 def asks_again_through_a_traced_helper(helpers, x, y, z, w):
     a = x * 2.0 if LIB.is_known(x) else x * 3.0
     print("a break", file=_LOG)  # the resume function goes on
@@ -316,30 +289,47 @@ def asks_again_through_a_traced_helper(helpers, x, y, z, w):
     return d + 1.0 if helpers.either_known(w, y) else d - 1.0
 
 
-def test_a_summary_replayed_again_on_the_same_arguments_inside_a_recording_gives_it_its_guards(
-    tmp_path, monkeypatch
-):
-    """As above, where is_known's replays inside the recording (the helper's second call)
-    are on arguments it was replayed on before in the translation (y at its second replay,
-    w in the helper's first call): what those replays added then, the module's state's
-    guards aside, is added again, and the recording is given those too."""
+@pytest.fixture
+def traced_helpers(tmp_path, monkeypatch):
+    """A module of traced code calling the library (its functions are summarized from their
+    second call, their library calls replayed inside the recording)."""
     (tmp_path / "_framehook_traced_helpers.py").write_text(_TRACED_HELPERS)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "_framehook_traced_helpers", raising=False)
     import _framehook_traced_helpers as helpers
 
     helpers.LIB = LIB
+    return helpers
+
+
+@pytest.mark.parametrize(
+    ("function", "replayed"),
+    [
+        # is_known for z, x, y and w in the first resume function (the helper's first call
+        # simulated, its second recorded), the helper's summary in the second.
+        (asks_through_a_traced_helper, 5),
+        # is_known for z and y, then for y and w in each of the helper's two calls: inside
+        # the recording on arguments it was replayed on before in the translation.
+        (asks_again_through_a_traced_helper, 7),
+    ],
+)
+def test_a_summary_replayed_again_inside_a_recording_gives_it_its_guards(traced_helpers, function, replayed):
+    """In the first resume function, is_known's guards on the module's state are added at
+    its first replay (for z) only; its later replays inside the recording of the traced
+    helper's second call, on new arguments or on ones it was replayed on before (which add
+    again what that replay added: none of those guards), still give them to that recording,
+    so that the helper's summary, replayed by the next resume function, holds them too: the
+    state changing is seen on later calls."""
+    helpers = traced_helpers
     x, y, z, w = (np.arange(n, dtype=float) for n in (3, 4, 5, 6))
-    expected = asks_again_through_a_traced_helper(helpers, x, y, z, w)
-    fast = sot.translate(asks_again_through_a_traced_helper, trace_modules=("_framehook_traced_helpers",))
+    expected = function(helpers, x, y, z, w)
+    fast = sot.translate(function, trace_modules=("_framehook_traced_helpers",))
     np.testing.assert_array_equal(fast(helpers, x, y, z, w), expected)
-    translations, graphs, breaks, replayed = _translations(fast)
-    # is_known for z and y, then for y and w in each of the helper's two calls (the
-    # first simulated, the second recorded), the helper's summary in the second.
-    assert (translations, len(breaks), replayed) == (3, 2, 7)
+    translations, graphs, breaks, got_replayed = _translations(fast)
+    assert (translations, len(breaks), got_replayed) == (3, 2, replayed)
     np.testing.assert_array_equal(fast(helpers, x, y, z, w), expected)
     LIB.KNOWN["ndarray"] = True
-    now = asks_again_through_a_traced_helper(helpers, x, y, z, w)
+    now = function(helpers, x, y, z, w)
     assert not np.array_equal(now, expected)
     np.testing.assert_array_equal(fast(helpers, x, y, z, w), now)
 
