@@ -189,13 +189,6 @@ pub fn optional_attr<'py>(
     pep523_backend::optional_attr(object, name)
 }
 
-/// `hasattr(object, name)` (an AttributeError only says no), without making the
-/// AttributeError where the answer is no: PyO3's `hasattr` reads the attribute and drops
-/// the error, and most questions the translator asks are answered no.
-pub fn has_attr(object: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
-    Ok(optional_attr(object, &PyString::new(object.py(), name))?.is_some())
-}
-
 /// Whether attributes can be set on a type (a class defined in Python, not a builtin type).
 pub fn type_is_mutable(type_object: &Bound<'_, PyType>) -> bool {
     pep523_backend::type_is_mutable(type_object)

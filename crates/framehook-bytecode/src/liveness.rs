@@ -99,15 +99,45 @@ impl Liveness {
 
 /// Where control may go after the instruction at `index`: the next one (unless it always
 /// leaves), its jump (or `SETUP_*` handler) target, its exception-table handler.
-pub(crate) fn successors(index: usize, instr: &Instruction) -> impl Iterator<Item = usize> {
-    let next = falls_through(instr.op).then_some(index + 1);
-    let target = match instr.arg {
-        Arg::Target(target) => Some(target),
-        _ => None,
+pub(crate) fn successors(index: usize, instr: &Instruction) -> Successors {
+    let mut found = Successors {
+        to: [0; 3],
+        count: 0,
+        next: 0,
     };
-    next.into_iter()
-        .chain(target)
-        .chain(instr.handler.map(|h| h.target()))
+    let mut add = |to: usize| {
+        found.to[usize::from(found.count)] = to;
+        found.count += 1;
+    };
+    if falls_through(instr.op) {
+        add(index + 1);
+    }
+    if let Arg::Target(target) = instr.arg {
+        add(target);
+    }
+    if let Some(handler) = instr.handler {
+        add(handler.target());
+    }
+    found
+}
+
+/// [`successors`]' answer: at most three, held in place (the control-flow passes ask for
+/// every instruction's, most in loops over the whole code).
+pub(crate) struct Successors {
+    to: [usize; 3],
+    count: u8,
+    next: u8,
+}
+
+impl Iterator for Successors {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        (self.next < self.count).then(|| {
+            self.next += 1;
+            self.to[usize::from(self.next - 1)]
+        })
+    }
 }
 
 /// Whether the next instruction may run after this one.

@@ -198,25 +198,22 @@ impl std::ops::Index<usize> for Predecessors {
 /// Each instruction's predecessors, in one allocation (not a vector per instruction).
 fn predecessors(instrs: &[Instruction]) -> Predecessors {
     let count = instrs.len();
-    let edges = || {
-        instrs
-            .iter()
-            .enumerate()
-            .flat_map(|(index, instr)| successors(index, instr).map(move |to| (index, to)))
-            .filter(move |(_, to)| *to < count)
-    };
     let mut starts = vec![0; count + 1];
-    for (_, to) in edges() {
-        starts[to + 1] += 1;
+    for (index, instr) in instrs.iter().enumerate() {
+        for to in successors(index, instr).filter(|to| *to < count) {
+            starts[to + 1] += 1;
+        }
     }
     for index in 0..count {
         starts[index + 1] += starts[index];
     }
     let mut filled = starts.clone();
     let mut from = vec![0; starts[count]];
-    for (index, to) in edges() {
-        from[filled[to]] = index;
-        filled[to] += 1;
+    for (index, instr) in instrs.iter().enumerate() {
+        for to in successors(index, instr).filter(|to| *to < count) {
+            from[filled[to]] = index;
+            filled[to] += 1;
+        }
     }
     Predecessors { starts, from }
 }

@@ -223,7 +223,7 @@ fn _sot_fused_check_matmul(
     }
     let ty = matmul.get_type();
     let is_matmul = matmul
-        .getattr("__name__")
+        .getattr(pyo3::intern!(matmul.py(), "__name__"))
         .and_then(|v| v.extract::<String>())
         .is_ok_and(|v| v == "matmul");
     let Ok(types) = matmul.getattr("types").and_then(|t| t.extract::<Vec<String>>()) else {
@@ -345,7 +345,7 @@ fn is_numpy_type_holding<Fields>(ty: &Bound<'_, PyType>, qualname: &str) -> bool
             .is_ok_and(|v| v == expected)
     };
     let large_enough = ty
-        .getattr("__basicsize__")
+        .getattr(pyo3::intern!(ty.py(), "__basicsize__"))
         .and_then(|size| size.extract::<usize>())
         .is_ok_and(|size| size >= std::mem::size_of::<Fields>());
     named("__module__", "numpy") && named("__qualname__", qualname) && large_enough

@@ -390,10 +390,10 @@ impl<'py> Backend<'py> {
             .meta_attributes_of(value)
             .iter()
             .map(|name| {
-                let key = crate::sot::translator::pyutil::interned(py, name).into_any();
+                let key = crate::sot::translator::pyutil::interned(py, name);
                 Ok((
-                    StrongRef::new(&key),
-                    StrongRef::new(&value.getattr(name.as_str())?),
+                    StrongRef::new(key.as_any()),
+                    StrongRef::new(&value.getattr(&key)?),
                 ))
             })
             .collect::<PyResult<_>>()?;

@@ -4,7 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::hookapi::pyobject::{has_attr, import};
+use crate::hookapi::pyobject::import;
+use crate::sot::translator::pyutil::has_attr;
 
 use super::backend::Backend;
 use super::cache::CodeCaches;
@@ -327,7 +328,7 @@ pub fn graph_text(py: Python<'_>, graph: &Graph<'_>, outputs: &[usize]) -> PyRes
         }
         let name = node
             .function
-            .getattr("__qualname__")
+            .getattr(pyo3::intern!(py, "__qualname__"))
             .or_else(|_| {
                 node.function
                     .getattr(pyo3::intern!(node.function.py(), "__name__"))

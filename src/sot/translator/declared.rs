@@ -6,15 +6,16 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::PyTuple;
 
 use super::guard::check::Pin;
 use crate::hookapi::pyobject::{optional_attr, supports_weakrefs, StrongRef};
+use crate::sot::translator::pyutil::interned;
 
 /// An attribute a backend may leave out.
 pub(super) fn optional<'py>(object: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
     // Without an AttributeError per attribute a backend leaves out, per translation.
-    let found = optional_attr(object, &PyString::new(object.py(), name))?;
+    let found = optional_attr(object, &interned(object.py(), name))?;
     Ok(found.filter(|value| !value.is_none()))
 }
 

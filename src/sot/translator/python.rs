@@ -57,7 +57,7 @@ impl Translated {
         }
         // The code whose frame is the call's own: a function's, or a bound method's.
         let own_code = function
-            .getattr("__func__")
+            .getattr(pyo3::intern!(function.py(), "__func__"))
             .unwrap_or_else(|_| function.clone())
             .getattr("__code__")
             .ok()

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyString, PyTuple, PyType};
 use rustc_hash::FxHashMap;
 
-use crate::hookapi::pyobject::{import, StrongRef};
+use crate::hookapi::pyobject::{import, optional_attr, StrongRef};
 
 /// The builtins as they were when framehook was imported: what the generated code calls
 /// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
@@ -49,6 +49,14 @@ pub fn interned<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
     };
     drop(released); // after the lock: releasing takes no lock of ours then
     made
+}
+
+/// `hasattr(object, name)` (an AttributeError only says no), without making the
+/// AttributeError where the answer is no: PyO3's `hasattr` reads the attribute and drops
+/// the error, and most questions the translator asks are answered no. The name interned:
+/// the VM asks about a few (`__get__`, `__set__`, `__dict__`) thousands of times.
+pub fn has_attr(object: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
+    Ok(optional_attr(object, &interned(object.py(), name))?.is_some())
 }
 
 /// `types.LazyImportType` where the interpreter has lazy imports (3.15+).
@@ -150,7 +158,7 @@ pub fn has_builtin_len(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 pub fn builtin_len_base<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyType>>> {
     let ty = obj.get_type();
     let deque = import(obj.py(), "collections")?
-        .getattr("deque")?
+        .getattr(pyo3::intern!(obj.py(), "deque"))?
         .cast_into::<PyType>()
         .map_err(PyErr::from)?;
     for base in [

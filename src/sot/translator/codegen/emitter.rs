@@ -311,7 +311,7 @@ impl<'a, 'py> Emitter<'a, 'py> {
                     // A class's own `__setattr__` ran inlined while translating: these are
                     // the stores it made.
                     let own_setattr = !class
-                        .getattr("__setattr__")?
+                        .getattr(pyo3::intern!(class.py(), "__setattr__"))?
                         .is(builtin(py, "object")?.getattr("__setattr__")?);
                     for (name, value) in attrs.clone() {
                         if own_setattr {

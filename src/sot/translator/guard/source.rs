@@ -202,7 +202,7 @@ impl SourceTable {
                 let held = held.bind(py);
                 match held
                     .cast::<pyo3::types::PyDict>()
-                    .map(|globals| globals.get_item("__name__"))
+                    .map(|globals| globals.get_item(pyo3::intern!(globals.py(), "__name__")))
                 {
                     Ok(Ok(Some(name))) => format!("<globals of {name}>"),
                     _ if held.is_instance_of::<PyType>() => format!(

@@ -108,7 +108,11 @@ impl Kind for Instance {
                     (is_immutable(obj) || is_match_of_a_value(obj)) && cx.known().is_c_method(method)
                 });
                 match c_method {
-                    Some(method) if value.getattr("__self__").is_ok_and(|owner| owner.is(obj)) => {
+                    Some(method)
+                        if value
+                            .getattr(pyo3::intern!(value.py(), "__self__"))
+                            .is_ok_and(|owner| owner.is(obj)) =>
+                    {
                         let function = cx.constant(method);
                         Ok(Some(cx.push_val(Val::Method {
                             function,

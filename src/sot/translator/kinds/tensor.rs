@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use super::{no_tensor_in, Interp, Kind, Rebuild, Res, Sym, Val, Vid};
 use crate::sot::translator::guard::source::{name_ref, Source};
 use crate::sot::translator::model::problem::{graph_break, Problem};
+use crate::sot::translator::pyutil::interned;
 
 pub struct Tensor;
 
@@ -192,10 +193,10 @@ fn tensor_attr<'py>(
     cx.tensor_attribute_read(owner, example, name);
     if cx.is_meta_attribute(example, name) {
         // Shape, dtype and the like are what the tensor's guard pins.
-        let value = example.getattr(name)?;
+        let value = example.getattr(interned(cx.py(), name))?;
         return Ok(cx.constant(value));
     }
-    let value = example.getattr(name)?;
+    let value = example.getattr(interned(cx.py(), name))?;
     if value.is_callable() {
         return Ok(cx.push_val(Val::TensorMethod {
             tensor: owner,
@@ -209,7 +210,7 @@ fn tensor_attr<'py>(
     // through its source (the generated code reads it again; used, it is guarded).
     if let Val::Tensor { sym, .. } = cx.val(owner) {
         if let Some((source, tensor)) = cx.input_tensor(*sym) {
-            let value = tensor.getattr(name)?;
+            let value = tensor.getattr(interned(cx.py(), name))?;
             return Ok(cx.value_of_source(Source::Attr(source, name_ref(cx.py(), name)), value));
         }
     }

@@ -14,8 +14,8 @@ use pyo3::types::{PySlice, PyTuple};
 use super::{
     concrete_all, no_tensor_in, push_items, sequence_contains, Interp, Kind, Rebuild, Res, Sym, Val, Vid,
 };
-use crate::hookapi::pyobject::has_attr;
 use crate::sot::translator::model::problem::{unsupported, Problem};
+use crate::sot::translator::pyutil::has_attr;
 use crate::sot::translator::pyutil::{builtin, qualname, type_name_in_messages};
 use framehook_bytecode::canonical::{Arg, Op};
 

@@ -43,7 +43,7 @@ impl<'py, 'b> Vm<'py, 'b> {
                         self.guard_type(owner);
                     }
                     let setattr = self.constant(setattr);
-                    let name = self.constant(PyString::new(self.py, &name).into_any());
+                    let name = self.constant(self.interned_name(&name).into_any());
                     self.call(setattr, vec![owner, name, value], vec![])?;
                     return Ok(());
                 }
@@ -271,11 +271,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             // only: a shape or dtype set in place changes what the backend compiled for.
             let flag = self.backend.is_meta_attribute(example, &name)
                 && example
-                    .getattr(name.as_str())
+                    .getattr(self.interned_name(&name))
                     .is_ok_and(|v| v.is_exact_instance_of::<PyBool>());
             if *sym >= self.graph.inputs.len() && flag {
                 let setattr = builtin(self.py, "setattr")?;
-                let name = self.constant(PyString::new(self.py, &name).into_any());
+                let name = self.constant(self.interned_name(&name).into_any());
                 self.record(&setattr, vec![owner, name, value], vec![])?;
                 return Ok(());
             }
@@ -436,14 +436,15 @@ impl<'py, 'b> Vm<'py, 'b> {
                 .is_some_and(|d| d.is_instance(&self.ops.getset_descriptor_type).unwrap_or(false));
         Ok(plain
             && obj
-                .getattr("__dict__")
+                .getattr(pyo3::intern!(obj.py(), "__dict__"))
                 .is_ok_and(|dict| self.mutated.contains_key(&(dict.as_ptr() as usize))))
     }
 
     /// Whether the object's type overrides `object`'s `method` (`__setattr__`, `__delattr__`).
     pub(super) fn overrides_object(&self, obj: &Bound<'py, PyAny>, method: &str) -> PyResult<bool> {
-        let default = builtin(self.py, "object")?.getattr(method)?;
-        Ok(!obj.get_type().getattr(method)?.is(&default))
+        let method = self.interned_name(method);
+        let default = builtin(self.py, "object")?.getattr(&method)?;
+        Ok(!obj.get_type().getattr(&method)?.is(&default))
     }
 
     /// Looks `name` up on the type's MRO without running descriptors.
@@ -873,7 +874,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let instance_dict = obj.getattr(pyo3::intern!(obj.py(), "__dict__")).ok();
         if let Some(dict) = &instance_dict {
-            if let Ok(value) = dict.get_item(name) {
+            if let Ok(value) = dict.get_item(self.interned_name(name)) {
                 // Present (read where the generated code starts): on a later call the
                 // object may lack it, and the original raises AttributeError where it reads it.
                 let value = attr_source(self, value);
@@ -888,7 +889,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             // its `__getattr__`.
             if let Some(s) = source {
                 let dict = self.intern(Source::Attr(s, self.name_ref("__dict__")));
-                let entry = self.intern(Source::Item(dict, StrongRef::new(&PyString::new(self.py, name))));
+                let entry = self.intern(Source::Item(
+                    dict,
+                    StrongRef::new(self.interned_name(name).as_any()),
+                ));
                 self.add_guard(entry, Check::Absent);
             }
         }
@@ -1085,7 +1089,10 @@ impl<'py, 'b> Vm<'py, 'b> {
                     None => NamespaceRead::Now,
                 });
             }
-        } else if let Ok(value) = obj.getattr(pyo3::intern!(obj.py(), "__dict__"))?.get_item(name) {
+        } else if let Ok(value) = obj
+            .getattr(pyo3::intern!(obj.py(), "__dict__"))?
+            .get_item(self.interned_name(name))
+        {
             if is_lazy_import(&value) {
                 return Ok(NamespaceRead::RunsPython("a lazy import not used yet".into()));
             }
@@ -1278,7 +1285,10 @@ impl<'py, 'b> Vm<'py, 'b> {
             .cast_into::<PyTuple>()?;
         let start = mro.iter().position(|c| c.is(&class)).map_or(mro.len(), |p| p + 1);
         for base in mro.iter().skip(start) {
-            if let Ok(raw) = base.getattr(pyo3::intern!(base.py(), "__dict__"))?.get_item(name) {
+            if let Ok(raw) = base
+                .getattr(pyo3::intern!(base.py(), "__dict__"))?
+                .get_item(self.interned_name(name))
+            {
                 if receiver_is_class && raw.is_instance(&self.ops.function_type)? {
                     // Of the class itself, a function is given unbound (`super().__new__`).
                     return Ok(self.constant(raw));
@@ -1326,7 +1336,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         name: &str,
     ) -> Res<Vid> {
         if !class
-            .getattr("__getattribute__")?
+            .getattr(pyo3::intern!(class.py(), "__getattribute__"))?
             .is(&self.ops.object_getattribute)
         {
             return unsupported(format!(
@@ -1340,7 +1350,9 @@ impl<'py, 'b> Vm<'py, 'b> {
         }
         let class_attr = self.type_lookup(&class, name)?;
         if name == "__class__" {
-            let object_class = builtin(self.py, "object")?.getattr("__dict__")?.get_item(name)?;
+            let object_class = builtin(self.py, "object")?
+                .getattr(pyo3::intern!(self.py, "__dict__"))?
+                .get_item(self.interned_name(name))?;
             if class_attr.as_ref().is_some_and(|found| found.is(&object_class)) {
                 // Its class is fixed when the translation makes it (unless the class
                 // defines a `__class__` of its own).
@@ -1404,7 +1416,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// failed, as CPython calls it.
     fn call_getattr_hook(&mut self, hook: Bound<'py, PyAny>, owner: Vid, name: &str) -> Res<Vid> {
         let function = self.constant(hook);
-        let name_value = self.constant(PyString::new(self.py, name).into_any());
+        let name_value = self.constant(self.interned_name(name).into_any());
         match self.call(function, vec![owner, name_value], vec![]) {
             // CPython gives the AttributeError it raises the attribute's name and the object
             // (what `Did you mean` reads): the original raises it.

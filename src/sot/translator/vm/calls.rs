@@ -214,7 +214,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             )));
         }
         let of_these_types = getter
-            .getattr("__objclass__")
+            .getattr(pyo3::intern!(getter.py(), "__objclass__"))
             .is_ok_and(|owner| descriptor_types.iter().any(|t| t.is(&owner)));
         match args {
             [descriptor, rest @ ..] if of_these_types => Ok(Some((self.identity_of(*descriptor)?, rest))),
@@ -316,7 +316,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             .extract()?;
         let found = self.type_lookup(&instance_type, &name)?;
         let getattribute = self.type_lookup(&instance_type, "__getattribute__")?;
-        let type_getattribute = builtin(self.py, "type")?.getattr("__getattribute__")?;
+        let type_getattribute =
+            builtin(self.py, "type")?.getattr(pyo3::intern!(self.py, "__getattribute__"))?;
         let generic =
             getattribute.is_some_and(|g| g.is(&self.ops.object_getattribute) || g.is(&type_getattribute));
         // A `__getattr__` would answer where the descriptor raises AttributeError (a slot

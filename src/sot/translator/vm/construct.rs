@@ -21,7 +21,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(());
         };
         for name in self.backend.layer_attributes(obj).to_vec() {
-            let value = obj.getattr(name.as_str())?;
+            let value = obj.getattr(self.interned_name(&name))?;
             let attribute = self.intern(Source::Attr(s, self.name_ref(&name)));
             self.guard_value(attribute, &value)?;
         }
@@ -293,8 +293,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(Some(made));
         }
         let is_python_class = cls
-            .getattr("__module__")
-            .is_ok_and(|m| !m.eq("builtins").unwrap_or(true));
+            .getattr(pyo3::intern!(self.py, "__module__"))
+            .is_ok_and(|m| !m.eq(pyo3::intern!(self.py, "builtins")).unwrap_or(true));
         let has_dict = has_instance_dict(cls);
         let default_new = cls
             .getattr(pyo3::intern!(cls.py(), "__new__"))?

@@ -276,7 +276,9 @@ impl<'py, 'b> Vm<'py, 'b> {
             }
             return Ok(false);
         }
-        let slot_wrapper = builtin(self.py, "object")?.getattr("__eq__")?.get_type();
+        let slot_wrapper = builtin(self.py, "object")?
+            .getattr(pyo3::intern!(self.py, "__eq__"))?
+            .get_type();
         let ty = obj.get_type().into_any();
         for method in ["__hash__", "__eq__"] {
             if let Some(found) = self.type_lookup(&ty, method)? {
@@ -293,7 +295,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         if is_value_type(obj) {
             return Ok(false);
         }
-        let default = builtin(self.py, "object")?.getattr("__eq__")?;
+        let default = builtin(self.py, "object")?.getattr(pyo3::intern!(self.py, "__eq__"))?;
         Ok(self
             .type_lookup(&obj.get_type().into_any(), "__eq__")?
             .is_some_and(|eq| eq.is(&default)))

@@ -52,7 +52,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(());
         }
         let table = obj
-            .getattr("__dict__")
+            .getattr(pyo3::intern!(obj.py(), "__dict__"))
             .and_then(|dict| dict.get_item(name))
             .is_ok_and(|v| v.is_instance_of::<PyDict>() || v.is_instance_of::<pyo3::types::PySet>());
         if table {

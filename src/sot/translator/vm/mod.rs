@@ -74,11 +74,11 @@ use super::model::problem::{graph_break, unsupported, Problem, Res};
 use super::model::value::{Function, Lazy, Sym, Val, Vid};
 use super::model::values::Values;
 use super::pyutil::{
-    builtin, is_heap_instance, is_heap_type, is_lazy_import, is_plain_tuple, is_quiet_value, is_template,
-    keeping_warnings, qualname, solid_base, type_name_in_messages,
+    builtin, has_attr, is_heap_instance, is_heap_type, is_lazy_import, is_plain_tuple, is_quiet_value,
+    is_template, keeping_warnings, qualname, solid_base, type_name_in_messages,
 };
 use super::session::with_session;
-use crate::hookapi::pyobject::{has_attr, has_generic_getattro, import, imported, StrongRef};
+use crate::hookapi::pyobject::{has_generic_getattro, import, imported, StrongRef};
 pub use summary_log::SummaryScope;
 
 /// The kinds of tensor a value holds (`Vm::tensor_kinds`).
@@ -560,7 +560,7 @@ impl<'py, 'b> Vm<'py, 'b> {
 /// Whether the class's instances have a `__dict__` (else only their slots).
 fn has_instance_dict(class: &Bound<'_, PyAny>) -> bool {
     class
-        .getattr("__dictoffset__")
+        .getattr(pyo3::intern!(class.py(), "__dictoffset__"))
         .and_then(|d| d.extract::<isize>())
         .unwrap_or(0)
         != 0
@@ -570,6 +570,6 @@ fn has_instance_dict(class: &Bound<'_, PyAny>) -> bool {
 fn is_class_bound_builtin(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(obj.is_instance_of::<pyo3::types::PyCFunction>()
         && obj
-            .getattr("__self__")
+            .getattr(pyo3::intern!(obj.py(), "__self__"))
             .is_ok_and(|owner| owner.is_instance_of::<PyType>()))
 }

@@ -288,7 +288,7 @@ impl<'py, 'b> Vm<'py, 'b> {
         let object = self.concrete(function)?;
         let own = object.is_exact_instance_of::<PyCFunction>()
             && object
-                .getattr("__self__")
+                .getattr(pyo3::intern!(object.py(), "__self__"))
                 .is_ok_and(|module| module.is(&self.ops.builtins));
         if !own {
             return unsupported("import through a replaced __import__");

@@ -308,7 +308,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(None);
         }
         let (left, right) = (self.realize(left)?, self.realize(right)?);
-        let default_ne = builtin(self.py, "object")?.getattr("__ne__")?;
+        let default_ne = builtin(self.py, "object")?.getattr(pyo3::intern!(self.py, "__ne__"))?;
         for vid in [left, right] {
             let Val::Obj { obj, .. } = self.val(vid) else {
                 return Ok(None);

@@ -133,7 +133,10 @@ impl<'py> Vm<'py, '_> {
                     return Ok(None);
                 }
             }
-            chain.push(own.get_item("__wrapped__")?.expect("present"));
+            chain.push(
+                own.get_item(pyo3::intern!(own.py(), "__wrapped__"))?
+                    .expect("present"),
+            );
         }
         Ok(None)
     }

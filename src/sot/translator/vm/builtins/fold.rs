@@ -21,7 +21,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             .zip(readers.iter_mut())
             .any(|((module, name), reader)| {
                 if reader.is_none() {
-                    *reader = imported(self.py, module).and_then(|m| m.getattr(*name).ok());
+                    *reader =
+                        imported(self.py, module).and_then(|m| m.getattr(self.interned_name(name)).ok());
                 }
                 reader.as_ref().is_some_and(|f| f.is(obj))
                     && match *name {
@@ -463,8 +464,8 @@ impl<'py, 'b> Vm<'py, 'b> {
             return Ok(false);
         }
         let ty = obj.get_type().into_any();
-        let object_methods =
-            crate::sot::translator::pyutil::builtin(self.py, "object")?.getattr("__dict__")?;
+        let object_methods = crate::sot::translator::pyutil::builtin(self.py, "object")?
+            .getattr(pyo3::intern!(self.py, "__dict__"))?;
         for base_name in ["int", "float", "complex", "str", "bytes"] {
             let base = crate::sot::translator::pyutil::builtin(self.py, base_name)?;
             if !obj.is_instance(&base)? {
@@ -493,11 +494,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         builtin: &str,
     ) -> PyResult<Option<(&'static str, Bound<'py, PyAny>)>> {
         let ty = obj.get_type().into_any();
-        let object_methods =
-            crate::sot::translator::pyutil::builtin(self.py, "object")?.getattr("__dict__")?;
+        let object_methods = crate::sot::translator::pyutil::builtin(self.py, "object")?
+            .getattr(pyo3::intern!(self.py, "__dict__"))?;
         for name in methods_of_builtin(builtin) {
             let found = self.type_lookup(&ty, name)?;
-            let default = object_methods.get_item(*name).ok();
+            let default = object_methods.get_item(self.interned_name(name)).ok();
             match (found, default) {
                 (Some(found), Some(default)) if found.is(&default) => continue,
                 (Some(found), _) => return Ok(Some((name, found))),
