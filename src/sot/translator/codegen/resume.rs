@@ -225,8 +225,10 @@ impl ResumeVars {
         };
         let (handed_on, condition_var) = bridge_locals(&mut new_vars, &names, key, bridge);
         // Each name's first place among the resume function's variables.
-        let mut new_index: FxHashMap<&str, u32> = FxHashMap::default();
-        for (index, name) in new_vars.all().into_iter().enumerate().rev() {
+        let all = new_vars.all();
+        let mut new_index: FxHashMap<&str, u32> =
+            FxHashMap::with_capacity_and_hasher(all.len(), Default::default());
+        for (index, name) in all.into_iter().enumerate().rev() {
             new_index.insert(name, index as u32);
         }
         let var_of = |name: &String| *new_index.get(name.as_str()).expect("every variable survives");
