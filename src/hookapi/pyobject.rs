@@ -76,6 +76,15 @@ pub fn imported<'py>(py: Python<'py>, name: &str) -> Option<Bound<'py, PyAny>> {
     unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyImport_GetModule(key.as_ptr())) }
 }
 
+/// The module `name` as `sys.modules` holds it, by a plain lookup: unlike `imported`, no
+/// wait for a module another thread is still importing, for one framehook knows is loaded
+/// (`warnings`, asked at every operation run while translating).
+pub fn loaded_module<'py>(py: Python<'py>, name: &Bound<'py, PyString>) -> Option<Bound<'py, PyAny>> {
+    // SAFETY: attached; a borrowed reference to the interpreter's `sys.modules`.
+    let modules = unsafe { Bound::from_borrowed_ptr_or_opt(py, ffi::PyImport_GetModuleDict()) }?;
+    modules.cast_into::<PyDict>().ok()?.get_item(name).ok().flatten()
+}
+
 /// The module `name`, imported without `__import__`: code running in a hook must import
 /// even while the calling frame's builtins lack it (a namedtuple's `__new__` runs with
 /// `__builtins__ = {}`), where `Python::import` would raise KeyError.

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyList, PySet, PyString, PyTuple, PyType};
 use rustc_hash::FxHashMap;
 
-use crate::hookapi::pyobject::{import, optional_attr, StrongRef};
+use crate::hookapi::pyobject::{import, loaded_module, optional_attr, StrongRef};
 
 /// The builtins as they were when framehook was imported: what the generated code calls
 /// (`int()`, `iter()`, `globals()`...) must be CPython's own even while a test patches
@@ -57,6 +57,15 @@ pub fn interned<'py>(py: Python<'py>, name: &str) -> Bound<'py, PyString> {
 /// the VM asks about a few (`__get__`, `__set__`, `__dict__`) thousands of times.
 pub fn has_attr(object: &Bound<'_, PyAny>, name: &str) -> PyResult<bool> {
     Ok(optional_attr(object, &interned(object.py(), name))?.is_some())
+}
+
+/// The module `name`, imported where `sys.modules` lacks it: for the modules framehook
+/// itself uses (read by a plain lookup, `loaded_module`; the generated code asks again).
+pub fn loaded<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    match loaded_module(py, &interned(py, name)) {
+        Some(module) => Ok(module),
+        None => Ok(import(py, name)?.into_any()),
+    }
 }
 
 /// `types.LazyImportType` where the interpreter has lazy imports (3.15+).
@@ -153,14 +162,22 @@ pub fn has_builtin_len(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(builtin_len_base(obj)?.is_some())
 }
 
+/// `collections.deque`, read once (asked about at every `len()` and truth test of a value).
+static DEQUE_TYPE: pyo3::sync::PyOnceLock<Py<PyType>> = pyo3::sync::PyOnceLock::new();
+
 /// The builtin container (list, tuple, dict, set, frozenset, deque) whose `__len__` gives
 /// `len(obj)`, where one does.
 pub fn builtin_len_base<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyType>>> {
     let ty = obj.get_type();
-    let deque = import(obj.py(), "collections")?
-        .getattr(pyo3::intern!(obj.py(), "deque"))?
-        .cast_into::<PyType>()
-        .map_err(PyErr::from)?;
+    let deque = DEQUE_TYPE
+        .get_or_try_init(obj.py(), || -> PyResult<_> {
+            Ok(import(obj.py(), "collections")?
+                .getattr(pyo3::intern!(obj.py(), "deque"))?
+                .cast_into::<PyType>()?
+                .unbind())
+        })?
+        .bind(obj.py())
+        .clone();
     for base in [
         obj.py().get_type::<PyList>(),
         obj.py().get_type::<PyTuple>(),
@@ -225,7 +242,7 @@ pub fn keeping_warnings<'py, T>(
 ) -> PyResult<(PyResult<T>, bool)> {
     let record = PyDict::new(py);
     record.set_item(pyo3::intern!(py, "record"), true)?;
-    let manager = import(py, "warnings")?
+    let manager = loaded(py, "warnings")?
         .getattr(pyo3::intern!(py, "catch_warnings"))?
         .call((), Some(&record))?;
     let shown = manager.call_method0(pyo3::intern!(py, "__enter__"))?;

@@ -291,7 +291,12 @@ fn logger(py: Python<'_>) -> Option<&Bound<'_, PyAny>> {
 pub fn logging_events(py: Python<'_>) -> bool {
     const DEBUG: i32 = 10;
     logger(py)
-        .and_then(|logger| with_session(None, || logger.call_method1("isEnabledFor", (DEBUG,))).ok())
+        .and_then(|logger| {
+            with_session(None, || {
+                logger.call_method1(pyo3::intern!(py, "isEnabledFor"), (DEBUG,))
+            })
+            .ok()
+        })
         .is_some_and(|enabled| enabled.is_truthy().unwrap_or(false))
 }
 

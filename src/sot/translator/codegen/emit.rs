@@ -14,7 +14,7 @@ use crate::hookapi::pyobject::{import, replace_code};
 use crate::sot::translator::guard::check::is_value_type;
 use crate::sot::translator::model::code::null_substitute;
 use crate::sot::translator::model::known::held;
-use crate::sot::translator::pyutil::{builtin, interned};
+use crate::sot::translator::pyutil::{builtin, interned, loaded};
 
 /// The name of the generated code's local holding the graph's outputs.
 pub const OUTPUTS_LOCAL: &str = "__sot_graph_outputs";
@@ -392,7 +392,8 @@ pub trait Emit<'py>: Sized {
         self.emit(Op::ReturnValue, Arg::None);
         let w = self.writer();
         let pad = w.out.len();
-        let drop_entry = import(w.pools.py, "framehook._native")?.getattr("_sot_drop_caller_entry")?;
+        let drop_entry = loaded(w.pools.py, "framehook._native")?
+            .getattr(pyo3::intern!(w.pools.py, "_sot_drop_caller_entry"))?;
         match block {
             None => {
                 w.out[call].handler = Some(Handler::new(pad, 0, false));

@@ -9,11 +9,12 @@ use pyo3::types::{PyDict, PyModule, PyTuple, PyType};
 
 use super::{function_part_named, Fetcher};
 use crate::hookapi::pyobject::{
-    import, type_is_mutable, watch_dict, watch_dict_key, watch_function, watchers_available, StrongRef, Watch,
+    type_is_mutable, watch_dict, watch_dict_key, watch_function, watchers_available, StrongRef, Watch,
 };
 use crate::sot::translator::guard::check::{class_is_fixed, is_immutable_sized, is_value_type, Check};
 use crate::sot::translator::guard::source::{Guard, Source, SourceId};
 use crate::sot::translator::guard::world::{thread_id, ReadThrough, World};
+use crate::sot::translator::pyutil::loaded;
 
 /// What the world knows of a source, decided once per source.
 #[derive(Clone, Copy, PartialEq)]
@@ -49,9 +50,9 @@ pub fn build_world(fetcher: &mut Fetcher<'_, '_, '_>, guards: &[Guard]) -> Optio
         decided: vec![Fixed::Undecided; count],
         pinned,
         modules: Vec::new(),
-        thread_local_type: import(fetcher.context.py(), "_thread")
+        thread_local_type: loaded(fetcher.context.py(), "_thread")
             .ok()?
-            .getattr("_local")
+            .getattr(pyo3::intern!(fetcher.context.py(), "_local"))
             .ok()?,
         thread: 0,
     };

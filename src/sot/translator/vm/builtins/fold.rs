@@ -21,8 +21,11 @@ impl<'py, 'b> Vm<'py, 'b> {
             .zip(readers.iter_mut())
             .any(|((module, name), reader)| {
                 if reader.is_none() {
-                    *reader =
-                        imported(self.py, module).and_then(|m| m.getattr(self.interned_name(name)).ok());
+                    // A builtin as framehook found it (its module not read each translation).
+                    *reader = match *module {
+                        "builtins" => builtin(self.py, name).ok(),
+                        _ => imported(self.py, module).and_then(|m| m.getattr(self.interned_name(name)).ok()),
+                    };
                 }
                 reader.as_ref().is_some_and(|f| f.is(obj))
                     && match *name {
