@@ -16,7 +16,7 @@ use super::compile;
 use super::cost::{CostModel, Route};
 use super::hook::Translator;
 use super::model::known::held;
-use super::pyutil::BUILTINS;
+use super::pyutil::{BUILTINS, BUILTIN_NAMES};
 use super::session::Config;
 use crate::hookapi::pyobject::{
     ffi_body, import, instance_value, method, parse_arguments, slot, CTable, NativeType, NativeValue,
@@ -622,13 +622,22 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     if TYPES.get().is_none() {
         // Under the import lock: no other thread makes them meanwhile.
         let _ = TYPES.set(make_types(py)?);
-        let builtins = import(py, "builtins")?
-            .getattr("__dict__")?
+        let builtins: rustc_hash::FxHashMap<String, Py<PyAny>> = import(py, "builtins")?
+            .getattr(pyo3::intern!(py, "__dict__"))?
             .cast_into::<PyDict>()?
             .iter()
             .filter_map(|(name, value)| Some((name.extract::<String>().ok()?, value.unbind())))
             .collect();
+        let names = builtins
+            .iter()
+            .filter(|(name, value)| {
+                let own_name = value.bind(py).getattr(pyo3::intern!(py, "__name__"));
+                own_name.is_ok_and(|own| own.eq(name.as_str()).unwrap_or(false))
+            })
+            .map(|(name, value)| (value.as_ptr() as usize, name.clone()))
+            .collect();
         let _ = BUILTINS.set(builtins);
+        let _ = BUILTIN_NAMES.set(names);
     }
     let types = types()?;
     module.add("SotTranslated", types.translated.type_object(py))?;

@@ -18,6 +18,11 @@ use crate::hookapi::pyobject::{import, loaded_module, optional_attr, StrongRef};
 /// each ask of the dict made and hashed a Python string.
 pub static BUILTINS: OnceLock<FxHashMap<String, Py<PyAny>>> = OnceLock::new();
 
+/// `BUILTINS` by object: each builtin's name where it is its `__name__` too (`OSError`, not
+/// its aliases `IOError` and `EnvironmentError`), by the address `BUILTINS` holds it at.
+/// A call asks whether its callable is a builtin: by address, without reading its name.
+pub static BUILTIN_NAMES: OnceLock<FxHashMap<usize, String>> = OnceLock::new();
+
 /// Names made into interned Python strings, for the whole process: a translation asks for
 /// hundreds (attribute and global lookups, the names of the codes it generates), and making
 /// each anew cost a string, CPython's intern table lookup and the string's release.
@@ -103,13 +108,13 @@ pub fn builtin<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> 
         .ok_or_else(|| PyRuntimeError::new_err(format!("framehook: no builtin named {name}")))
 }
 
-/// Whether `obj` is the builtin `name` as framehook found it at import (no error made for
-/// a name that is none: most callables asked about are not builtins).
-pub fn is_builtin_named(obj: &Bound<'_, PyAny>, name: &str) -> bool {
-    BUILTINS
-        .get()
-        .and_then(|builtins| builtins.get(name))
-        .is_some_and(|found| found.as_ptr() == obj.as_ptr())
+/// The name of the builtin `obj` is, as framehook found the builtins at import (its
+/// `__name__`); None for any other object.
+pub fn builtin_name(obj: &Bound<'_, PyAny>) -> Option<&'static str> {
+    BUILTIN_NAMES
+        .get()?
+        .get(&(obj.as_ptr() as usize))
+        .map(String::as_str)
 }
 
 /// Instances of a class made by a `class` statement (its methods may be Python code).
@@ -131,10 +136,10 @@ pub fn solid_base<'py>(ty: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyA
 
 /// Whether a class was made by a class statement (or `type()`), not written in C.
 pub fn is_heap_type(ty: &Bound<'_, PyAny>) -> bool {
-    const HEAP_TYPE: u64 = 1 << 9; // Py_TPFLAGS_HEAPTYPE
-    ty.getattr(pyo3::intern!(ty.py(), "__flags__"))
-        .and_then(|flags| flags.extract::<u64>())
-        .is_ok_and(|flags| flags & HEAP_TYPE != 0)
+    // SAFETY: a live type object; reading its flags only.
+    ty.cast::<PyType>().is_ok_and(
+        |t| unsafe { pyo3::ffi::PyType_GetFlags(t.as_type_ptr()) } & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0,
+    )
 }
 
 /// A type's name as CPython's messages give it: its `tp_name` (a class statement's name,

@@ -41,11 +41,7 @@ impl Pin {
     /// no class alive that the program would free (with it, its methods' closures and what
     /// they hold); a static type, which lives for good, by address.
     pub fn of_type(ty: &Bound<'_, PyAny>) -> Pin {
-        // SAFETY: a live type object; reading its flags only.
-        let heap = ty
-            .cast::<PyType>()
-            .is_ok_and(|t| unsafe { ffi::PyType_GetFlags(t.as_type_ptr()) } & ffi::Py_TPFLAGS_HEAPTYPE != 0);
-        if heap {
+        if crate::sot::translator::pyutil::is_heap_type(ty) {
             Pin::new(ty)
         } else {
             Pin::Strong(StrongRef::new(ty))

@@ -60,6 +60,12 @@ known_objects! {
     (py, types, collections, object, operator)
     operator: PyAny = operator.clone().into_any();
     operator_namespace: PyDict = operator.dict();
+    /// What `operator`'s functions (written in C) are bound to: their module, `_operator`
+    /// (None where they are not C functions; `is_op_named` decides).
+    operator_functions_owner: PyAny = operator
+        .getattr(pyo3::intern!(py, "add"))?
+        .getattr(pyo3::intern!(py, "__self__"))
+        .unwrap_or_else(|_| py.None().into_bound(py));
     /// The module `builtins` (its namespace as it is now, for the names user code reads;
     /// the VM's own uses of builtins are `pyutil::builtin`'s).
     builtins: PyAny = import(py, "builtins")?.into_any();

@@ -799,6 +799,11 @@ impl<'py, 'b> Vm<'py, 'b> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
+        // Of `operator`'s module first: a builtin function's `__name__` is a new string.
+        let owner = obj.getattr(pyo3::intern!(self.py, "__self__"));
+        if !owner.is_ok_and(|owner| owner.is(&self.ops.operator_functions_owner)) {
+            return Ok(None);
+        }
         // A plain str (a subclass's hash or equality would run its code in the lookup).
         let Some(name) = obj
             .getattr(pyo3::intern!(self.py, "__name__"))

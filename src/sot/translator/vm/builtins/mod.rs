@@ -9,7 +9,7 @@ mod fold;
 use rustc_hash::FxHashMap;
 use std::sync::LazyLock;
 
-use crate::sot::translator::pyutil::{is_builtin_named, is_heap_instance};
+use crate::sot::translator::pyutil::{builtin_name, is_heap_instance};
 use crate::sot::translator::vm::*;
 use pyo3::types::{PyBytes, PySet};
 
@@ -90,13 +90,22 @@ impl<'py> Vm<'py, '_> {
         args: &[Vid],
         kwargs: &[(String, Vid)],
     ) -> Res<Option<Vid>> {
-        let (name, of_itertools) = match obj
-            .getattr(pyo3::intern!(obj.py(), "__name__"))
-            .and_then(|n| n.extract::<String>())
-        {
-            Ok(name) if is_builtin_named(obj, &name) => (name, false),
-            Ok(name) if self.is_itertools(&name, obj) => (name, true),
-            _ => return self.call_bound_builtin(obj, source, args, kwargs),
+        let itertools_name = || {
+            // Its functions are types (a C function's `__name__` is a new string each read).
+            obj.is_instance_of::<PyType>()
+                .then(|| {
+                    obj.getattr(pyo3::intern!(obj.py(), "__name__"))
+                        .and_then(|n| n.extract::<String>())
+                })
+                .and_then(Result::ok)
+                .filter(|name| self.is_itertools(name, obj))
+        };
+        let (name, of_itertools) = match builtin_name(obj) {
+            Some(name) => (name.to_owned(), false),
+            None => match itertools_name() {
+                Some(name) => (name, true),
+                None => return self.call_bound_builtin(obj, source, args, kwargs),
+            },
         };
         if let Some(s) = source {
             self.add_guard(s, Check::Id(Pin::new(obj)));
