@@ -889,10 +889,7 @@ impl<'py, 'b> Vm<'py, 'b> {
             // its `__getattr__`.
             if let Some(s) = source {
                 let dict = self.intern(Source::Attr(s, self.name_ref("__dict__")));
-                let entry = self.intern(Source::Item(
-                    dict,
-                    StrongRef::new(self.interned_name(name).as_any()),
-                ));
+                let entry = self.intern(Source::Item(dict, self.name_ref(name)));
                 self.add_guard(entry, Check::Absent);
             }
         }
