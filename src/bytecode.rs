@@ -371,14 +371,7 @@ fn _bytecode_reassemble<'py>(
     };
     let lowered =
         canonical::lower(table, vars, &instructions, &mut pool).map_err(|e| fields.error("assemble", e))?;
-    let new_code = assemble(
-        table,
-        &fields,
-        &Code {
-            instrs: lowered,
-            end_lines: Vec::new(),
-        },
-    )?;
+    let new_code = assemble(table, &fields, &Code::new(lowered))?;
     if pool.consts.len() == pool.original {
         return Ok(new_code);
     }
@@ -425,14 +418,15 @@ fn _bytecode_relined<'py>(
     };
     for instr in &mut decoded.instrs {
         instr.location = relined(instr.location)?;
-        if let Some(location) = instr.prefix_location {
-            instr.prefix_location = Some(relined(location)?);
-        }
-        for line in &mut instr.passed_lines {
-            *line = placed(*line)?;
-        }
     }
-    for line in &mut decoded.end_lines {
+    for (_, location) in &mut decoded.prefix_locations {
+        *location = relined(*location)?;
+    }
+    let passed = decoded
+        .passed_lines
+        .iter_mut()
+        .flat_map(|(_, lines)| lines.iter_mut());
+    for line in passed.chain(&mut decoded.end_lines) {
         *line = placed(*line)?;
     }
     assemble_at(table, &fields, &decoded, placed(fields.first_line)?)
@@ -499,14 +493,7 @@ fn _bench_bytecode(py: Python<'_>, code: Bound<'_, PyAny>, phase: &str, loops: u
         let fields = CodeFields::read(table, &code)?;
         let lowered = canonical::lower(table, &fields.vars, instructions, &mut canonical::NoNewConsts)
             .map_err(|e| fields.error("assemble", e))?;
-        assemble(
-            table,
-            &fields,
-            &Code {
-                instrs: lowered,
-                end_lines: Vec::new(),
-            },
-        )
+        assemble(table, &fields, &Code::new(lowered))
     };
     let instructions = decode()?;
     let start = std::time::Instant::now();

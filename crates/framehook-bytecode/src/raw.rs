@@ -33,13 +33,11 @@ pub struct Instr {
     /// `EXTENDED_ARG` prefixes the instruction had, which encoding keeps even where fewer
     /// would do (CPython 3.9's peephole optimiser leaves such prefixes when jumps shrink).
     pub prefixes: u8,
-    /// 3.9: lines the line table steps through at this instruction's offset before its own
-    /// (the peephole optimiser leaves them when it removes instructions).
-    pub passed_lines: Vec<i32>,
-    /// Where the `EXTENDED_ARG` prefixes come from, where that differs from `location` (3.9's
-    /// peephole optimiser can leave a line change between a prefix and its instruction).
-    pub prefix_location: Option<Location>,
 }
+
+// Decoding writes one per instruction of every code read, and lowering one per instruction
+// of every code made: what only some of 3.9's codes need lives in `Code`.
+const _: () = assert!(std::mem::size_of::<Instr>() <= 56);
 
 impl Instr {
     pub fn new(
@@ -56,18 +54,35 @@ impl Instr {
             handler,
             location,
             prefixes: 0,
-            passed_lines: Vec::new(),
-            prefix_location: None,
         }
     }
 }
 
-/// A code object's instructions.
+/// A code object's instructions, and what of its line table their locations do not tell
+/// (few codes have any: kept beside the instructions, by index, not in each one).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Code {
     pub instrs: Vec<Instr>,
+    /// 3.9: per instruction index (increasing), the lines the line table steps through at
+    /// the instruction's offset before its own (the peephole optimiser leaves them when it
+    /// removes instructions).
+    pub passed_lines: Vec<(usize, Vec<i32>)>,
+    /// Per instruction index (increasing): where its `EXTENDED_ARG` prefixes come from,
+    /// where that differs from its location (3.9's peephole optimiser can leave a line
+    /// change between a prefix and its instruction).
+    pub prefix_locations: Vec<(usize, Location)>,
     /// 3.9: lines the line table steps through after the last instruction.
     pub end_lines: Vec<i32>,
+}
+
+impl Code {
+    /// Instructions whose locations tell the whole line table.
+    pub fn new(instrs: Vec<Instr>) -> Code {
+        Code {
+            instrs,
+            ..Code::default()
+        }
+    }
 }
 
 /// The parts of a code object the bytecode lives in.
@@ -199,9 +214,11 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
     let instr_at = |starts: &[u32], unit: usize| starts.get(unit).copied().filter(|&i| i != NOT_A_START);
     // At most one instruction per code unit.
     let mut instrs = Vec::with_capacity(units);
-    // Per instruction: its first code unit (prefixes included) and the unit after its
-    // caches.
-    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(units);
+    // Per instruction: its first code unit (prefixes included).
+    let mut first_units: Vec<u32> = Vec::with_capacity(units);
+    // Each jump's instruction index, argument kind and the unit after its caches: resolved
+    // once every instruction's start is known.
+    let mut jumps: Vec<(usize, &ArgKind, usize)> = Vec::new();
     let mut unit = 0;
     while unit < units {
         let start = unit;
@@ -237,22 +254,23 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
                 what: "inline caches cut off",
             });
         }
-        starts[start] = instrs.len() as u32;
-        spans.push((start, next));
+        check_argument(table, info, arg, bytes.sizes, 2 * unit)?;
+        let index = instrs.len();
+        if info.arg.is_jump() {
+            jumps.push((index, &info.arg, next));
+        }
+        starts[start] = index as u32;
+        first_units.push(start as u32);
         let mut instr = Instr::new(opcode, arg, None, None, Location::NONE);
         instr.prefixes = (unit - start) as u8;
         instrs.push(instr);
         unit = next;
     }
-    for (instr, &(start, next)) in instrs.iter_mut().zip(&spans) {
-        let info = op_info(table, instr.opcode, 0)?;
-        let offset = 2 * (start + usize::from(instr.prefixes));
-        check_argument(table, info, instr.arg, bytes.sizes, offset)?;
-        if !info.arg.is_jump() {
-            continue;
-        }
+    for (index, kind, next) in jumps {
+        let instr = &mut instrs[index];
+        let offset = 2 * (first_units[index] as usize + usize::from(instr.prefixes));
         let bad = |target: i64| Error::BadJump { offset, target };
-        let target = jump_target(table, &info.arg, instr.arg, next).ok_or(bad(-1))?;
+        let target = jump_target(table, kind, instr.arg, next).ok_or(bad(-1))?;
         let target_index = usize::try_from(target).ok().and_then(|t| instr_at(&starts, t));
         instr.target = Some(target_index.ok_or(bad(2 * target))? as usize);
     }
@@ -274,8 +292,8 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
                 depth: entry.depth,
                 lasti: entry.lasti,
             };
-            for (instr, &(start, _)) in instrs[first..].iter_mut().zip(&spans[first..]) {
-                if start >= entry.end as usize {
+            for (instr, &start) in instrs[first..].iter_mut().zip(&first_units[first..]) {
+                if start >= entry.end {
                     break;
                 }
                 instr.handler = Some(handler);
@@ -290,24 +308,36 @@ pub fn decode(table: &Table, bytes: CodeBytes<'_>) -> Result<Code> {
     let mut locations = runs.reader();
     let changes = linetable::lnotab_line_changes(table.line_table, bytes.line_table, bytes.first_line);
     let mut changes = changes.iter().peekable();
-    for (instr, &(start, _)) in instrs.iter_mut().zip(&spans) {
-        let prefix_location = locations.at(start);
+    let (mut passed_lines, mut prefix_locations) = (Vec::new(), Vec::new());
+    for (index, (instr, &start)) in instrs.iter_mut().zip(&first_units).enumerate() {
+        let start = start as usize;
+        // Read in increasing unit order (the reader only moves forward).
+        let prefix_location = (instr.prefixes > 0).then(|| locations.at(start));
         instr.location = locations.at(start + usize::from(instr.prefixes));
-        if prefix_location != instr.location {
-            instr.prefix_location = Some(prefix_location);
+        if let Some(prefix_location) = prefix_location.filter(|l| *l != instr.location) {
+            prefix_locations.push((index, prefix_location));
         }
+        let mut passed = Vec::new();
         while let Some(&(unit, line)) = changes.next_if(|(unit, _)| *unit <= start) {
             // All but the last change at the instruction's start are passed through.
             if unit == start && changes.peek().is_some_and(|(next, _)| *next == start) {
-                instr.passed_lines.push(line);
+                passed.push(line);
             }
+        }
+        if !passed.is_empty() {
+            passed_lines.push((index, passed));
         }
     }
     let end_lines = changes
         .filter(|(unit, _)| *unit == units)
         .map(|(_, line)| *line)
         .collect();
-    Ok(Code { instrs, end_lines })
+    Ok(Code {
+        instrs,
+        passed_lines,
+        prefix_locations,
+        end_lines,
+    })
 }
 
 /// Per instruction of decoded `code`: the stack's depth when it starts (None where no
@@ -404,10 +434,11 @@ pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> 
         ExceptionModel::BlockStack => Vec::new(),
     };
     let mut runs: Vec<linetable::Run<'_>> = Vec::with_capacity(instrs.len());
+    let (mut passed_next, mut prefix_next) = (0, 0);
     for (index, instr) in instrs.iter().enumerate() {
         let units = starts[index + 1] - starts[index];
-        let passed_lines = &instr.passed_lines[..];
-        match instr.prefix_location {
+        let passed_lines = entry_at(&code.passed_lines, &mut passed_next, index).map_or(&[][..], |l| &l[..]);
+        match entry_at(&code.prefix_locations, &mut prefix_next, index).copied() {
             Some(prefix_location) => {
                 let prefix_units = prefixes(instr, args[index]);
                 runs.push(linetable::Run {
@@ -444,6 +475,17 @@ pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> 
     })
 }
 
+/// The entry of `entries` (by increasing instruction index) for instruction `index`, where
+/// `next` is the first entry not yet taken: instructions are asked in increasing order.
+fn entry_at<'a, T>(entries: &'a [(usize, T)], next: &mut usize, index: usize) -> Option<&'a T> {
+    let (at, entry) = entries.get(*next)?;
+    if *at != index {
+        return None;
+    }
+    *next += 1;
+    Some(entry)
+}
+
 /// Consecutive instructions with the same handler make one entry.
 fn exception_entries(instrs: &[Instr], starts: &[usize]) -> Vec<exceptions::Entry> {
     let mut entries: Vec<exceptions::Entry> = Vec::new();
@@ -474,8 +516,6 @@ const END: Instr = Instr {
     handler: None,
     location: Location::NONE,
     prefixes: 0,
-    passed_lines: Vec::new(),
-    prefix_location: None,
 };
 
 #[cfg(test)]
@@ -510,10 +550,7 @@ mod tests {
             instrs.extend((0..300).map(|_| op(table, "NOP", 0, None)));
             instrs.push(op(table, "LOAD_CONST", 0, None));
             instrs.push(op(table, "RETURN_VALUE", 0, None));
-            let code = Code {
-                instrs,
-                end_lines: Vec::new(),
-            };
+            let code = Code::new(instrs);
             let assembled = encode(table, &code, 1).unwrap();
             assert_eq!(assembled.code[2], table.extended_arg, "3.{minor}");
             assert_eq!(assembled.stack_size, 1, "3.{minor}");
@@ -563,15 +600,7 @@ mod tests {
             op(table, "RERAISE", 0, None),
         ];
         instrs[1].handler = Some(handler);
-        let assembled = encode(
-            table,
-            &Code {
-                instrs,
-                end_lines: Vec::new(),
-            },
-            1,
-        )
-        .unwrap();
+        let assembled = encode(table, &Code::new(instrs), 1).unwrap();
         assert_eq!(assembled.stack_size, 4);
         assert_eq!(exceptions::decode(&assembled.exception_table).unwrap().len(), 1);
     }
@@ -580,15 +609,7 @@ mod tests {
     fn stack_underflow_is_an_error() {
         let table = tables_with_exception_tables().next().unwrap();
         let instrs = vec![op(table, "POP_TOP", 0, None), op(table, "RETURN_VALUE", 0, None)];
-        let error = encode(
-            table,
-            &Code {
-                instrs,
-                end_lines: Vec::new(),
-            },
-            1,
-        )
-        .unwrap_err();
+        let error = encode(table, &Code::new(instrs), 1).unwrap_err();
         assert!(matches!(error, Error::BadStack { .. }), "{error}");
     }
 }

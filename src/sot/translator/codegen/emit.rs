@@ -555,15 +555,7 @@ pub fn encode_changes<'py>(
         pyo3::exceptions::PyValueError::new_err(format!("SOT code generation: {e}"))
     };
     let lowered = canonical::lower(table, vars, out, pools).map_err(error)?;
-    let assembled = raw::encode(
-        table,
-        &Code {
-            instrs: lowered,
-            end_lines: Vec::new(),
-        },
-        first_line,
-    )
-    .map_err(error)?;
+    let assembled = raw::encode(table, &Code::new(lowered), first_line).map_err(error)?;
     let changes = PyDict::new(py);
     changes.set_item(pyo3::intern!(py, "co_code"), PyBytes::new(py, &assembled.code))?;
     let line_field = match table.line_table {
