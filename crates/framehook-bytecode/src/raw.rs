@@ -459,6 +459,12 @@ pub fn encode(table: &Table, code: &Code, first_line: i32) -> Result<Assembled> 
             }),
         }
     }
+    // Each entry was taken at its instruction: none out of order, repeated or past the code.
+    if passed_next != code.passed_lines.len() || prefix_next != code.prefix_locations.len() {
+        return Err(Error::BadLineTable(
+            "a passed-lines or prefix-location entry is out of order, repeated or past the code".into(),
+        ));
+    }
     let line_table = linetable::encode(
         table.line_table,
         first_line,
@@ -603,6 +609,24 @@ mod tests {
         let assembled = encode(table, &Code::new(instrs), 1).unwrap();
         assert_eq!(assembled.stack_size, 4);
         assert_eq!(exceptions::decode(&assembled.exception_table).unwrap().len(), 1);
+    }
+
+    /// An entry beside the instructions that no instruction takes is refused, not dropped.
+    #[test]
+    fn line_entries_past_the_code_are_an_error() {
+        let table = tables_with_exception_tables().next().unwrap();
+        let instrs = vec![
+            op(table, "LOAD_CONST", 0, None),
+            op(table, "RETURN_VALUE", 0, None),
+        ];
+        let mut code = Code::new(instrs);
+        code.passed_lines.push((2, vec![3]));
+        let error = encode(table, &code, 1).unwrap_err();
+        assert!(matches!(error, Error::BadLineTable(_)), "{error}");
+        code.passed_lines = vec![(1, vec![3]), (0, vec![2])];
+        assert!(matches!(encode(table, &code, 1), Err(Error::BadLineTable(_))));
+        code.passed_lines = vec![(0, vec![2]), (1, vec![3])];
+        assert!(encode(table, &code, 1).is_ok());
     }
 
     #[test]
