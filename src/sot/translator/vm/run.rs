@@ -528,9 +528,13 @@ impl<'py, 'b> Vm<'py, 'b> {
         Ok(self.constant(obj))
     }
 
-    pub(super) fn name_at(frame: &Frame<'py>, arg: Arg) -> Res<String> {
+    /// The name `arg` indexes in the frame's `co_names`: the code's own string, which
+    /// callers read as a `&str` in place (not a copy per instruction that names one).
+    pub(super) fn name_at(frame: &Frame<'py>, arg: Arg) -> Res<Bound<'py, PyString>> {
         match arg {
-            Arg::Name(i) | Arg::NameFlags(i, _) => Ok(frame.names.get_item(i as usize)?.extract()?),
+            Arg::Name(i) | Arg::NameFlags(i, _) => {
+                Ok(frame.names.get_item(i as usize)?.cast_into::<PyString>()?)
+            }
             _ => unsupported("a name without an index"),
         }
     }

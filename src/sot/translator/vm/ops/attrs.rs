@@ -17,7 +17,7 @@ pub(super) const OPS: &[OpSpec] = &[
 fn load_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let name = Vm::name_at(frame, instr.arg)?;
     let owner = Vm::pop(frame)?;
-    let v = vm.load_attr(owner, &name)?;
+    let v = vm.load_attr(owner, name.to_str()?)?;
     frame.stack.push(v);
     Ok(None)
 }
@@ -26,7 +26,7 @@ fn load_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruct
 fn load_method<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let name = Vm::name_at(frame, instr.arg)?;
     let owner = Vm::pop(frame)?;
-    let v = vm.load_attr(owner, &name)?;
+    let v = vm.load_attr(owner, name.to_str()?)?;
     let null = vm.push_val(Val::Null);
     match vm.table.call_layout {
         CallLayout::CallableFirst => frame.stack.extend([v, null]),
@@ -53,7 +53,7 @@ fn load_special<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 
 /// `DELETE_ATTR`.
 fn delete_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let name = Vm::name_at(frame, instr.arg)?;
+    let name = Vm::name_at(frame, instr.arg)?.to_str()?.to_owned();
     let owner = Vm::pop(frame)?;
     match vm.val(owner).clone() {
         Val::Object { class, mut attrs } => {
@@ -71,7 +71,7 @@ fn delete_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
 
 /// `STORE_ATTR`.
 fn store_attr<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let name = Vm::name_at(frame, instr.arg)?;
+    let name = Vm::name_at(frame, instr.arg)?.to_str()?.to_owned();
     let owner = Vm::pop(frame)?;
     let value = Vm::pop(frame)?;
     vm.store_attr(owner, name, value)?;
@@ -90,7 +90,7 @@ fn load_super_attr<'py>(
     let name = Vm::name_at(frame, instr.arg)?;
     let [_super_fn, class, receiver]: [Vid; 3] = Vm::pop_n(frame, 3)?.try_into().expect("three");
     let class = vm.concrete(class)?;
-    let attribute = vm.super_attr(class, receiver, &name)?;
+    let attribute = vm.super_attr(class, receiver, name.to_str()?)?;
     if flags & 1 != 0 {
         let null = vm.push_val(Val::Null);
         match vm.table.call_layout {

@@ -118,14 +118,14 @@ fn delete_deref<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 /// `LOAD_GLOBAL`, `LOAD_NAME`.
 fn load_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let name = Vm::name_at(frame, instr.arg)?;
-    let v = vm.global(frame, &name)?;
+    let v = vm.global(frame, name.to_str()?)?;
     frame.stack.push(v);
     Ok(None)
 }
 
 /// `STORE_GLOBAL`.
 fn store_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let name = Vm::name_at(frame, instr.arg)?;
+    let name = Vm::name_at(frame, instr.arg)?.to_str()?.to_owned();
     let v = Vm::pop(frame)?;
     vm.store_global(frame, name, Some(v))?;
     Ok(None)
@@ -133,7 +133,7 @@ fn store_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 
 /// `DELETE_GLOBAL`.
 fn delete_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
-    let name = Vm::name_at(frame, instr.arg)?;
+    let name = Vm::name_at(frame, instr.arg)?.to_str()?.to_owned();
     vm.store_global(frame, name, None)?;
     Ok(None)
 }
@@ -153,7 +153,7 @@ fn import_name<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
             return unsupported("a lazy import");
         }
     }
-    let name = Vm::name_at(frame, instr.arg)?;
+    let name = Vm::name_at(frame, instr.arg)?.to_str()?.to_owned();
     let fromlist = Vm::pop(frame)?;
     let level = Vm::pop(frame)?;
     vm.check_import_function(frame)?;
@@ -200,7 +200,7 @@ fn import_from<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instru
     if !in_namespace {
         return unsupported(format!("from ... import {name} (not in the module's namespace)"));
     }
-    let value = vm.load_attr(module, &name)?;
+    let value = vm.load_attr(module, name.to_str()?)?;
     frame.stack.push(value);
     Ok(None)
 }
