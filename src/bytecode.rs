@@ -29,8 +29,8 @@ pub fn running_table(py: Python<'_>) -> PyResult<&'static Table> {
 /// The fields of a code object the bytecode layer reads.
 pub struct CodeFields<'py> {
     pub code: Bound<'py, PyAny>,
-    /// The code's own bytes objects are read in place (a translation reads hundreds of
-    /// codes: copies of them were a tenth of the reading).
+    /// The code's own bytes objects, read in place (a translation reads hundreds of codes,
+    /// and copied each of these into a buffer of its own).
     co_code: Bound<'py, PyBytes>,
     /// None where the version has no exception table.
     exception_table: Option<Bound<'py, PyBytes>>,
