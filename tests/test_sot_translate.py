@@ -202,6 +202,8 @@ def test_is_op_is_asked_once_per_session_and_keeps_no_function_alive():
     asked = []
 
     class Asking(NumpyBackend):
+        op_function_modules = None  # every function asked, this test's closure included
+
         def is_op(self, function):
             asked.append(function)
             return super().is_op(function)
@@ -233,6 +235,43 @@ def test_is_op_is_asked_once_per_session_and_keeps_no_function_alive():
     del scale, payload
     gc.collect()
     assert kept() is None
+
+
+def _doubled(x):
+    return x * 2.0
+
+
+def test_op_function_modules_leave_other_modules_functions_unasked():
+    """A backend's ``op_function_modules`` answers for a Python or builtin function of
+    another module (not an operation, ``is_op`` unasked); numpy's functions are still
+    asked, and what is translated is the same with or without it."""
+    from framehook.sot._numpy_backend import NumpyBackend
+
+    asked = []
+
+    class Asking(NumpyBackend):
+        def is_op(self, function):
+            asked.append(function)
+            return super().is_op(function)
+
+    class AskingAll(Asking):
+        op_function_modules = None
+
+    def f(x):
+        return np.sum(np.asarray(_doubled(x)) + 1.0)
+
+    x = np.arange(3.0)
+    counters = []
+    for backend in (Asking(), AskingAll()):
+        asked.clear()
+        fast = sot.translate(f, backend=backend)
+        assert fast(x) == f(x)
+        st = sot.stats(fast)
+        counters.append((st.translations, st.graphs, st.ops_captured, len(st.graph_breaks)))
+        assert any(function is np.asarray for function in asked)
+        assert any(function is _doubled for function in asked) == isinstance(backend, AskingAll)
+    assert counters[0] == counters[1] and counters[0][:2] == (1, 1) and counters[0][3] == 0, counters
+    assert counters[0][2] >= 3, counters
 
 
 def test_objects_the_backend_constructs_are_made_again_by_the_generated_code():

@@ -125,6 +125,10 @@ class NumpyBackend:
     # Files the translator never enters: numpy's own.
     skip_prefixes = (_NUMPY_DIR,)
 
+    # A Python or builtin function is an operation only where numpy's (``is_op`` says the
+    # same): the translator asks no other module's function.
+    op_function_modules = ("numpy",)
+
     def is_op(self, function: Any) -> bool:
         return _is_numpy_callable(function)
 
@@ -168,10 +172,8 @@ class NumpyBackend:
         for the graph's run on the same call to call (the translator keeps the example's
         warnings from the user alike). What raises still raises here (numpy's "raise"), so
         that an operation writing into its operand breaks where it would raise."""
-        settings = np.geterr()
-        quiet: dict[str, Any] = {kind: action if action in ("raise", "warn") else "ignore"
-                                 for kind, action in settings.items()}
-        if quiet == settings:  # numpy's default state: nothing to change (entering costs µs)
+        quiet = _example_settings()
+        if quiet is None:  # numpy's default state: nothing to change (entering costs µs)
             return function(*args, **kwargs)
         with np.errstate(**quiet):
             return function(*args, **kwargs)
@@ -1501,6 +1503,25 @@ def _speculation_exit(entered: Any) -> None:
         _ERROR_STATE.reset(entered)
 
 
+def _example_settings() -> Optional[dict[str, Any]]:
+    """The error state ``call_example`` runs an operation under: what the caller's state
+    raises or warns at stays, what it calls a handler for or logs is ignored; None where that
+    is the caller's state. Where numpy keeps its error state in a context variable (2.x),
+    kept per state object (each example call asked ``np.geterr()`` anew)."""
+    current = _ERROR_STATE.get() if _ERROR_STATE is not None else None
+    if current is not None and current in _EXAMPLE_SETTINGS:
+        return _EXAMPLE_SETTINGS[current]
+    settings = np.geterr()
+    quiet: dict[str, Any] = {kind: action if action in ("raise", "warn") else "ignore"
+                             for kind, action in settings.items()}
+    answer = None if quiet == settings else quiet
+    if current is not None:
+        if len(_EXAMPLE_SETTINGS) >= 64:  # states made per `with np.errstate` come and go
+            _EXAMPLE_SETTINGS.clear()
+        _EXAMPLE_SETTINGS[current] = answer
+    return answer
+
+
 def _numpy_error_state() -> tuple[Any, Any]:
     """numpy 2.x's context variable holding the error state, and the C function making one;
     (None, None) where numpy has neither (1.x)."""
@@ -1515,6 +1536,8 @@ def _numpy_error_state() -> tuple[Any, Any]:
 _ERROR_STATE, _make_extobj = _numpy_error_state()
 # Per caller's error state (numpy's object for it), the one a graph with assumptions runs under.
 _SPECULATING: dict[Any, Any] = {}
+# Per caller's error state (numpy's object for it), the settings an example call runs under.
+_EXAMPLE_SETTINGS: dict[Any, Optional[dict[str, Any]]] = {}
 
 
 def _native_assume() -> Any:

@@ -56,6 +56,8 @@ def register_backend(name: str, backend: Any) -> None:
     ``skip_prefixes`` (files never translated), and the methods ``is_op(function)``,
     ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``. ``is_op``'s
     answer for a function is kept for the session (asked once, not by each translation).
+    Optional ``op_function_modules`` (module names): a Python or builtin function whose
+    ``__module__`` is none of them nor under one is not an operation, ``is_op`` unasked.
 
     Optional: ``meta_methods`` (tensor methods of no arguments whose result follows from the
     meta attributes, such as ``dim()``: computed while translating), ``type_attributes``

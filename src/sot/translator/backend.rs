@@ -185,6 +185,7 @@ impl<'py> Backend<'py> {
         }
         let answer = match self.declared.op_answers.get(function) {
             Some(answer) => answer,
+            None if !self.declared.may_be_op(function)? => false,
             None => {
                 let answer = self.is_op.call1((function,))?.is_truthy()?;
                 self.declared.op_answers.keep(function, answer);

@@ -99,6 +99,9 @@ pub struct Declared {
     pub(super) constructed_types: Option<Py<PyTuple>>,
     /// `is_op`'s answers kept for the session (`Backend::is_op`).
     pub(super) op_answers: OpAnswers,
+    /// The modules a function that is an operation comes from (`op_function_modules`):
+    /// another module's function is not one, unasked. Empty: every function is asked.
+    pub(super) op_function_modules: Vec<String>,
 }
 
 /// `is_op`'s answers kept for the session, by address: a function is asked once per
@@ -145,6 +148,29 @@ impl OpAnswers {
 }
 
 impl Declared {
+    /// Whether `function` may be an operation as `op_function_modules` says: a Python or
+    /// builtin function (exactly) from none of those modules, nor one under them, is not
+    /// (a method of a str has no module: neither is it). Asking `is_op` in Python was a
+    /// seventieth of a translation, nearly always about a library's own functions.
+    pub(super) fn may_be_op(&self, function: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if self.op_function_modules.is_empty()
+            || !(function.is_exact_instance_of::<pyo3::types::PyFunction>()
+                || function.is_exact_instance_of::<pyo3::types::PyCFunction>())
+        {
+            return Ok(true);
+        }
+        let module = function.getattr(pyo3::intern!(function.py(), "__module__"))?;
+        let Ok(module) = module.cast::<pyo3::types::PyString>() else {
+            return Ok(false);
+        };
+        let module = module.to_str()?;
+        Ok(self.op_function_modules.iter().any(|wanted| {
+            module
+                .strip_prefix(wanted.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        }))
+    }
+
     pub fn read(
         object: &Bound<'_, PyAny>,
         skip_prefixes: &[String],
@@ -203,6 +229,7 @@ impl Declared {
             },
             constructed_types: tuple("constructed_types")?,
             op_answers: OpAnswers::default(),
+            op_function_modules: names("op_function_modules")?,
             fixed_functions: functions_by_address(object, "fixed_functions")?,
             guarded_functions: {
                 let mut functions = functions_by_address(object, "guarded_functions")?;

@@ -3,7 +3,9 @@
 use super::*;
 
 impl<'py, 'b> Vm<'py, 'b> {
-    pub(super) fn global(&mut self, frame: &Frame<'py>, name: &str) -> Res<Vid> {
+    /// The global `key` names (an interned string: a code's `co_names` entry as it is).
+    pub(super) fn global(&mut self, frame: &Frame<'py>, key: &Bound<'py, PyString>) -> Res<Vid> {
+        let name = key.to_str()?;
         if let Some((_, stored)) = self.stored_globals.iter().rev().find(|(n, _)| n == name) {
             return match stored {
                 Some(vid) => Ok(*vid),
@@ -12,12 +14,11 @@ impl<'py, 'b> Vm<'py, 'b> {
                 )))),
             };
         }
-        let key = self.interned_name(name);
         // A plain dict is read as `LOAD_GLOBAL` reads it, without the KeyError a missing
         // name (a builtin's) would raise and drop; another mapping through its `__getitem__`.
         let in_globals = match frame.globals.cast_exact::<PyDict>() {
-            Ok(globals) => globals.get_item(&key)?,
-            Err(_) => frame.globals.get_item(&key).ok(),
+            Ok(globals) => globals.get_item(key)?,
+            Err(_) => frame.globals.get_item(key).ok(),
         };
         if let Some(value) = &in_globals {
             self.read_outside_regions(frame.globals.as_any(), name, value)?;
@@ -39,27 +40,26 @@ impl<'py, 'b> Vm<'py, 'b> {
             if top_globals {
                 return Ok(self.value_of_source(Source::Global(StrongRef::new(key.as_any())), value));
             }
-            return self.foreign_global(frame, &key, value);
+            return self.foreign_global(frame, key, value);
         }
-        self.read_builtin(frame, name, || format!("name '{name}' is not defined"))
+        self.read_builtin(frame, key, || format!("name '{name}' is not defined"))
     }
 
-    /// The builtin `name` as the frame reads it (guarded where the top frame reads it), or
-    /// a `NameError` with `missing`'s message.
+    /// The builtin `key` names (interned) as the frame reads it (guarded where the top
+    /// frame reads it), or a `NameError` with `missing`'s message.
     pub(super) fn read_builtin(
         &mut self,
         frame: &Frame<'py>,
-        name: &str,
+        key: &Bound<'py, PyString>,
         missing: impl FnOnce() -> String,
     ) -> Res<Vid> {
         // The builtins' namespace, not the module's attributes (a module has
         // `__annotations__` and the like that no name lookup finds).
-        let key = self.interned_name(name);
         let value = self
             .ops
             .builtins
             .getattr(pyo3::intern!(self.py, "__dict__"))?
-            .get_item(&key)
+            .get_item(key)
             .map_err(|_| Problem::Python(pyo3::exceptions::PyNameError::new_err(missing())))?;
         if self.reads_top_globals(frame) {
             return Ok(self.value_of_source(Source::Builtin(StrongRef::new(key.as_any())), value));
@@ -239,13 +239,13 @@ impl<'py, 'b> Vm<'py, 'b> {
                 return unsupported(format!("a relative import in a namespace without {needed}"));
             }
         }
-        let package = self.global(frame, "__package__")?;
+        let package = self.global(frame, &self.interned_name("__package__"))?;
         let package = self.concrete(package)?;
         if !package.is_exact_instance_of::<PyString>() {
             return unsupported("a relative import in a module without a __package__ str");
         }
         let package: String = package.extract()?;
-        let spec = self.global(frame, "__spec__")?;
+        let spec = self.global(frame, &self.interned_name("__spec__"))?;
         let spec_object = self.concrete(spec)?;
         if !spec_object.is_none() {
             // `ModuleSpec.parent`, read as the property computes it (its type guarded).
@@ -284,7 +284,7 @@ impl<'py, 'b> Vm<'py, 'b> {
     /// Whether the frame's import function is CPython's own (`builtins.__import__` as the
     /// interpreter made it, guarded); another may do anything: a break.
     pub(super) fn check_import_function(&mut self, frame: &Frame<'py>) -> Res<()> {
-        let function = self.global(frame, "__import__")?;
+        let function = self.global(frame, &self.interned_name("__import__"))?;
         let object = self.concrete(function)?;
         let own = object.is_exact_instance_of::<PyCFunction>()
             && object

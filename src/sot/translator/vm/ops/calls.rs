@@ -30,9 +30,7 @@ fn load_build_class<'py>(
     if frame.globals.contains(name).unwrap_or(true) {
         return unsupported("class definition in a module with a global __build_class__");
     }
-    let builder = vm.read_builtin(frame, "__build_class__", || {
-        "__build_class__ not found".to_owned()
-    })?;
+    let builder = vm.read_builtin(frame, name, || "__build_class__ not found".to_owned())?;
     frame.stack.push(builder);
     Ok(None)
 }

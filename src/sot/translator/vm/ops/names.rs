@@ -118,7 +118,7 @@ fn delete_deref<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instr
 /// `LOAD_GLOBAL`, `LOAD_NAME`.
 fn load_global<'py>(vm: &mut Vm<'py, '_>, frame: &mut Frame<'py>, instr: &Instruction) -> Res<Option<Vid>> {
     let name = Vm::name_at(frame, instr.arg)?;
-    let v = vm.global(frame, name.to_str()?)?;
+    let v = vm.global(frame, &name)?;
     frame.stack.push(v);
     Ok(None)
 }
