@@ -202,8 +202,6 @@ def test_is_op_is_asked_once_per_session_and_keeps_no_function_alive():
     asked = []
 
     class Asking(NumpyBackend):
-        op_function_modules = None  # every function asked, this test's closure included
-
         def is_op(self, function):
             asked.append(function)
             return super().is_op(function)
@@ -249,13 +247,16 @@ def test_op_function_modules_leave_other_modules_functions_unasked():
 
     asked = []
 
-    class Asking(NumpyBackend):
+    class AskingAll(NumpyBackend):
+        """An ``is_op`` of its own: every function asked about (what ``is_op`` says of a
+        function of another module may differ from numpy's)."""
+
         def is_op(self, function):
             asked.append(function)
             return super().is_op(function)
 
-    class AskingAll(Asking):
-        op_function_modules = None
+    class Asking(AskingAll):
+        op_function_modules = ("numpy",)
 
     def f(x):
         return np.sum(np.asarray(_doubled(x)) + 1.0)
@@ -269,9 +270,49 @@ def test_op_function_modules_leave_other_modules_functions_unasked():
         st = sot.stats(fast)
         counters.append((st.translations, st.graphs, st.ops_captured, len(st.graph_breaks)))
         assert any(function is np.asarray for function in asked)
-        assert any(function is _doubled for function in asked) == isinstance(backend, AskingAll)
+        assert any(function is _doubled for function in asked) == (type(backend) is AskingAll)
     assert counters[0] == counters[1] and counters[0][:2] == (1, 1) and counters[0][3] == 0, counters
     assert counters[0][2] >= 3, counters
+
+
+def _opaque_doubling(x):
+    _opaque_int()  # simulated, a break
+    return x * 2.0
+
+
+_FLOAT32 = np.dtype(np.float32)
+
+
+def test_a_subclass_with_its_own_is_op_and_is_constant_operand_is_asked():
+    """numpy's backend answers ``is_op`` for other modules' functions, and
+    ``is_constant_operand``, without asking in Python, but not for a subclass that has its
+    own: its ``is_op`` makes this module's function an operation (called by the graph, where
+    numpy's backend simulates it and breaks inside it), and its ``is_constant_operand`` is
+    asked about the dtype operand."""
+    from framehook.sot._numpy_backend import NumpyBackend
+
+    constants_asked = []
+
+    class OwnAnswers(NumpyBackend):
+        def is_op(self, function):
+            return function is _opaque_doubling or super().is_op(function)
+
+        def is_constant_operand(self, value):
+            constants_asked.append(value)
+            return super().is_constant_operand(value)
+
+    def f(x):
+        return _opaque_doubling(x).astype(_FLOAT32) + 1.0
+
+    x = np.arange(3.0)
+    breaks = []
+    for backend in (NumpyBackend(), OwnAnswers()):
+        fast = sot.translate(f, backend=backend)
+        np.testing.assert_array_equal(fast(x), f(x))
+        np.testing.assert_array_equal(fast(x), f(x))
+        breaks.append(len(sot.stats(fast).graph_breaks))
+    assert breaks[0] >= 1 and breaks[1] == 0, breaks
+    assert any(value is _FLOAT32 for value in constants_asked), constants_asked
 
 
 def test_objects_the_backend_constructs_are_made_again_by_the_generated_code():

@@ -63,6 +63,8 @@ _LIMITS_TYPES = (np.iinfo, np.finfo)
 _DTYPE_QUESTIONS = ("issubdtype", "isdtype", "can_cast", "promote_types", "result_type")
 # Whose functions share a hidden state (the global random generator): none is an operation.
 _STATEFUL_MODULES = ("numpy.random",)
+# What an operation takes as a constant (not a graph value): dtypes and classes.
+_CONSTANT_OPERAND_TYPES = (np.dtype, type)
 # A numpy function object: a C function, a ufunc, or an array-function dispatcher (not an
 # instance of another numpy class, such as np.vectorize, which runs Python code).
 _FUNCTION_TYPES: tuple[type, ...] = (types.BuiltinFunctionType, types.FunctionType, type(np.concatenate))
@@ -125,15 +127,25 @@ class NumpyBackend:
     # Files the translator never enters: numpy's own.
     skip_prefixes = (_NUMPY_DIR,)
 
-    # A Python or builtin function is an operation only where numpy's (``is_op`` says the
-    # same): the translator asks no other module's function.
-    op_function_modules = ("numpy",)
+    @property
+    def op_function_modules(self) -> Optional[tuple[str, ...]]:
+        """A Python or builtin function is an operation only where numpy's, as ``is_op``
+        says: the translator asks about no other module's function. None for a subclass
+        with an ``is_op`` of its own, which is asked about every one."""
+        return ("numpy",) if type(self).is_op is NumpyBackend.is_op else None
 
     def is_op(self, function: Any) -> bool:
         return _is_numpy_callable(function)
 
+    @property
+    def constant_operand_types(self) -> Optional[tuple[type, ...]]:
+        """Dtypes and classes, what ``is_constant_operand`` says yes to: the translator asks
+        ``isinstance`` itself. None for a subclass with an ``is_constant_operand`` of its own."""
+        own = type(self).is_constant_operand is NumpyBackend.is_constant_operand
+        return _CONSTANT_OPERAND_TYPES if own else None
+
     def is_constant_operand(self, value: Any) -> bool:
-        return isinstance(value, (np.dtype, type))
+        return isinstance(value, _CONSTANT_OPERAND_TYPES)
 
     def example(self, value: Any) -> Any:
         return value.copy() if type(value) is _ARRAY_TYPE else value

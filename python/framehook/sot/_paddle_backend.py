@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 import paddle  # type: ignore[import-not-found]  # (typed nowhere; absent where mypy checks the stubs)
@@ -223,6 +223,13 @@ class PaddleBackend:
         if entry is function:
             return True
         return _is_pylayer_apply(function) or _is_paddle_layer(function) or _is_ast_marked(function)
+
+    @property
+    def constant_operand_types(self) -> Optional[tuple[type, ...]]:
+        """What ``is_constant_operand`` says yes to (the translator asks ``isinstance``
+        itself); None for a subclass with an ``is_constant_operand`` of its own."""
+        own = type(self).is_constant_operand is PaddleBackend.is_constant_operand
+        return _CONSTANT_OPERANDS if own else None
 
     def is_constant_operand(self, value: Any) -> bool:
         """Dtypes, places and shapes (``paddle.Size``, a list whose contents the tensor's

@@ -57,7 +57,9 @@ def register_backend(name: str, backend: Any) -> None:
     ``is_constant_operand(value)``, ``example(tensor)`` and ``compile(graph)``. ``is_op``'s
     answer for a function is kept for the session (asked once, not by each translation).
     Optional ``op_function_modules`` (module names): a Python or builtin function whose
-    ``__module__`` is none of them nor under one is not an operation, ``is_op`` unasked.
+    ``__module__`` is none of them nor under one is not an operation, ``is_op`` unasked; and
+    ``constant_operand_types`` (a tuple of classes): ``is_constant_operand(value)`` is then
+    ``isinstance(value, constant_operand_types)``, not asked.
 
     Optional: ``meta_methods`` (tensor methods of no arguments whose result follows from the
     meta attributes, such as ``dim()``: computed while translating), ``type_attributes``

@@ -259,11 +259,18 @@ impl<'py> Backend<'py> {
             .contains_key(&(function.as_ptr() as usize))
     }
 
+    /// The backend's `is_constant_operand(value)`, or `isinstance(value,
+    /// constant_operand_types)` where it declares those (a Python call per operand was a
+    /// hundred-and-fiftieth of a translation).
     pub fn is_constant_operand(&self, value: &Bound<'py, PyAny>) -> bool {
-        self.is_constant_operand
-            .call1((value,))
-            .and_then(|r| r.is_truthy())
-            .unwrap_or(false)
+        match &self.declared.constant_operand_types {
+            Some(types) => value.is_instance(types.bind(value.py())).unwrap_or(false),
+            None => self
+                .is_constant_operand
+                .call1((value,))
+                .and_then(|r| r.is_truthy())
+                .unwrap_or(false),
+        }
     }
 
     /// A constant operand that is a value, not a class (a dtype, a shape): read, indexed

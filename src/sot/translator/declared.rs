@@ -97,6 +97,9 @@ pub struct Declared {
     pub(super) fixed_functions: FxHashMap<usize, StrongRef>,
     /// The classes `construct` is asked about (`constructed_types`).
     pub(super) constructed_types: Option<Py<PyTuple>>,
+    /// Where the backend declares them, the classes whose instances are constant operands
+    /// (`constant_operand_types`): `is_constant_operand` is then not asked in Python.
+    pub(super) constant_operand_types: Option<Py<PyTuple>>,
     /// `is_op`'s answers kept for the session (`Backend::is_op`).
     pub(super) op_answers: OpAnswers,
     /// The modules a function that is an operation comes from (`op_function_modules`):
@@ -228,6 +231,7 @@ impl Declared {
                 None => Vec::new(),
             },
             constructed_types: tuple("constructed_types")?,
+            constant_operand_types: tuple("constant_operand_types")?,
             op_answers: OpAnswers::default(),
             op_function_modules: names("op_function_modules")?,
             fixed_functions: functions_by_address(object, "fixed_functions")?,
