@@ -1521,8 +1521,11 @@ def _example_settings() -> Optional[dict[str, Any]]:
     is the caller's state. Where numpy keeps its error state in a context variable (2.x),
     kept per state object (each example call asked ``np.geterr()`` anew)."""
     current = _ERROR_STATE.get() if _ERROR_STATE is not None else None
-    if current is not None and current in _EXAMPLE_SETTINGS:
-        return _EXAMPLE_SETTINGS[current]
+    if current is not None:
+        # One lookup: another thread may clear the dict between two (free-threaded builds).
+        kept = _EXAMPLE_SETTINGS.get(current, _UNSEEN_STATE)
+        if kept is not _UNSEEN_STATE:
+            return kept
     settings = np.geterr()
     quiet: dict[str, Any] = {kind: action if action in ("raise", "warn") else "ignore"
                              for kind, action in settings.items()}
@@ -1550,6 +1553,7 @@ _ERROR_STATE, _make_extobj = _numpy_error_state()
 _SPECULATING: dict[Any, Any] = {}
 # Per caller's error state (numpy's object for it), the settings an example call runs under.
 _EXAMPLE_SETTINGS: dict[Any, Optional[dict[str, Any]]] = {}
+_UNSEEN_STATE: Any = object()
 
 
 def _native_assume() -> Any:
