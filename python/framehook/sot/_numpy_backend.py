@@ -1498,12 +1498,8 @@ def _speculation_enter() -> Any:
         manager = np.errstate(**_raising(np.geterr()))
         manager.__enter__()
         return manager
-    current = _ERROR_STATE.get()
-    speculating = _SPECULATING.get(current)
-    if speculating is None:
-        if len(_SPECULATING) >= 64:  # states made per `with np.errstate` come and go
-            _SPECULATING.clear()
-        speculating = _SPECULATING[current] = _make_extobj(**_raising(np.geterr()))
+    speculating = _per_error_state(_SPECULATING, _ERROR_STATE.get(),
+                                   lambda: _make_extobj(**_raising(np.geterr())))
     return _ERROR_STATE.set(speculating)
 
 
@@ -1520,20 +1516,27 @@ def _example_settings() -> Optional[dict[str, Any]]:
     raises or warns at stays, what it calls a handler for or logs is ignored; None where that
     is the caller's state. Where numpy keeps its error state in a context variable (2.x),
     kept per state object (each example call asked ``np.geterr()`` anew)."""
-    current = _ERROR_STATE.get() if _ERROR_STATE is not None else None
-    if current is not None:
-        # One lookup: another thread may clear the dict between two (free-threaded builds).
-        kept = _EXAMPLE_SETTINGS.get(current, _UNSEEN_STATE)
-        if kept is not _UNSEEN_STATE:
-            return kept
+    if _ERROR_STATE is None:
+        return _quiet_settings()
+    return _per_error_state(_EXAMPLE_SETTINGS, _ERROR_STATE.get(), _quiet_settings)
+
+
+def _quiet_settings() -> Optional[dict[str, Any]]:
+    """``_example_settings``' answer for the current error state, made anew."""
     settings = np.geterr()
     quiet: dict[str, Any] = {kind: action if action in ("raise", "warn") else "ignore"
                              for kind, action in settings.items()}
-    answer = None if quiet == settings else quiet
-    if current is not None:
-        if len(_EXAMPLE_SETTINGS) >= 64:  # states made per `with np.errstate` come and go
-            _EXAMPLE_SETTINGS.clear()
-        _EXAMPLE_SETTINGS[current] = answer
+    return None if quiet == settings else quiet
+
+
+def _per_error_state(kept: dict[Any, Any], state: Any, make: Callable[[], Any]) -> Any:
+    """``make()``'s answer for numpy's error-state object ``state`` (2.x), kept in ``kept``
+    (one lookup: another thread may clear the dict between two on free-threaded builds)."""
+    answer = kept.get(state, _UNSEEN_STATE)
+    if answer is _UNSEEN_STATE:
+        if len(kept) >= 64:  # states made per `with np.errstate` come and go
+            kept.clear()
+        answer = kept[state] = make()
     return answer
 
 
